@@ -1,0 +1,113 @@
+//! data-worker: the governed per-app SQLite data service.
+//!
+//! It owns `APP_DATA_ROOT` (one SQLite file per app) and is the only process that
+//! opens an app's data file. It is called over mTLS gRPC by studio-core and
+//! mcp-gateway, which pass an already-authorised actor; it accepts JSON grammar,
+//! never SQL text, and never authorises users itself.
+//!
+//! This build answers `Health`; the data operations answer `APP_NOT_READY` until
+//! the governed grammar lands.
+
+use std::net::SocketAddr;
+
+use sasha_proto::config::{self, ConfigError, Env, StoragePaths};
+use sasha_proto::identity::Identity;
+use sasha_proto::pb::data_service_server::{DataService, DataServiceServer};
+use sasha_proto::pb::{
+    DescribeSchemaRequest, ExecuteReply, ExecuteRequest, HealthReply, HealthRequest,
+    MigrationDriftReply, MigrationDriftRequest, SchemaDescription,
+};
+use sasha_proto::process::{RoleError, announce_ready, bind};
+use sasha_proto::{Role, grpc};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tonic::{Request, Response, Status};
+
+/// data-worker's configuration, read once at boot.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `SASHA_DATA_GRPC_ADDR`: where the gRPC server listens (default `127.0.0.1:3013`).
+    pub grpc_addr: SocketAddr,
+    /// `DOCS_ROOT`, `DB_PATH`, `APP_DATA_ROOT`, checked so that app data never
+    /// lands inside the served docs tree.
+    pub storage: StoragePaths,
+    /// The mTLS identity (`SASHA_TLS_CA`, `SASHA_TLS_CERT`, `SASHA_TLS_KEY`).
+    pub identity: Identity,
+}
+
+impl Config {
+    pub fn from_env(env: &dyn Env) -> Result<Config, ConfigError> {
+        Ok(Config {
+            grpc_addr: config::socket_addr(env, "SASHA_DATA_GRPC_ADDR", "127.0.0.1:3013")?,
+            storage: StoragePaths::from_env(env)?,
+            identity: config::identity(env, Role::DataWorker)?,
+        })
+    }
+}
+
+/// The already-bound listeners data-worker serves on.
+#[derive(Debug)]
+pub struct Listeners {
+    pub grpc: TcpListener,
+}
+
+/// Loads the configuration, binds, announces readiness and serves until
+/// `shutdown` is cancelled.
+pub async fn serve_from_env(env: impl Env, shutdown: CancellationToken) -> Result<(), RoleError> {
+    let config = Config::from_env(&env)?;
+    let grpc = bind("SASHA_DATA_GRPC_ADDR", config.grpc_addr).await?;
+    let listeners = Listeners { grpc };
+    run(config, listeners, shutdown).await
+}
+
+/// Serves data-worker on `listeners` until `shutdown` is cancelled.
+pub async fn run(config: Config, listeners: Listeners, shutdown: CancellationToken) -> Result<(), RoleError> {
+    std::fs::create_dir_all(&config.storage.app_data_root).map_err(|error| {
+        RoleError::Startup(format!(
+            "APP_DATA_ROOT: cannot create {}: {error}",
+            config.storage.app_data_root.display()
+        ))
+    })?;
+    let grpc_addr = listeners.grpc.local_addr().map_err(|e| RoleError::Startup(e.to_string()))?;
+    let router = grpc::server_builder().add_service(DataServiceServer::new(Worker));
+    announce_ready(Role::DataWorker, &[("grpc", grpc_addr)]);
+    grpc::serve_mtls(
+        router,
+        listeners.grpc,
+        &config.identity,
+        Role::DataWorker,
+        shutdown.cancelled_owned(),
+    )
+    .await
+    .map_err(|error| RoleError::Runtime(error.to_string()))
+}
+
+/// The `DataService` implementation.
+#[derive(Debug, Clone)]
+struct Worker;
+
+#[tonic::async_trait]
+impl DataService for Worker {
+    #[tracing::instrument(skip_all, name = "data.health")]
+    async fn health(&self, _request: Request<HealthRequest>) -> Result<Response<HealthReply>, Status> {
+        Ok(Response::new(grpc::health_reply(Role::DataWorker, Vec::new())))
+    }
+
+    async fn execute(&self, _request: Request<ExecuteRequest>) -> Result<Response<ExecuteReply>, Status> {
+        Err(grpc::not_ready("DataService.Execute"))
+    }
+
+    async fn describe_schema(
+        &self,
+        _request: Request<DescribeSchemaRequest>,
+    ) -> Result<Response<SchemaDescription>, Status> {
+        Err(grpc::not_ready("DataService.DescribeSchema"))
+    }
+
+    async fn migration_drift(
+        &self,
+        _request: Request<MigrationDriftRequest>,
+    ) -> Result<Response<MigrationDriftReply>, Status> {
+        Err(grpc::not_ready("DataService.MigrationDrift"))
+    }
+}

@@ -1,0 +1,548 @@
+//! Reading configuration from the environment, and the boot guards the spec
+//! requires. Every process builds one typed config from an [`Env`] once at start;
+//! a bad value stops it with one line naming the variable ([`ConfigError`]).
+//!
+//! Empty variables count as unset, so a compose file can blank a value out.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Component, Path, PathBuf};
+
+use crate::Role;
+use crate::identity::TlsFiles;
+
+/// Where configuration values come from: the process environment in production,
+/// a map in tests.
+pub trait Env {
+    /// The value of `name`, or `None` when unset or empty.
+    fn var(&self, name: &str) -> Option<String>;
+}
+
+/// The real process environment.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProcessEnv;
+
+impl Env for ProcessEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|value| !value.is_empty())
+    }
+}
+
+impl Env for HashMap<String, String> {
+    fn var(&self, name: &str) -> Option<String> {
+        self.get(name).filter(|value| !value.is_empty()).cloned()
+    }
+}
+
+/// A configuration value that cannot be used. Displays as one line:
+/// `VARIABLE: what is wrong`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{var}: {reason}")]
+pub struct ConfigError {
+    /// The environment variable at fault.
+    pub var: &'static str,
+    /// What is wrong with it, including the offending value where safe.
+    pub reason: String,
+}
+
+impl ConfigError {
+    pub fn new(var: &'static str, reason: impl Into<String>) -> ConfigError {
+        ConfigError {
+            var,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The state folder: the base of every default path. `SASHA_STATE_DIR`, or
+/// `./.sasha`.
+pub fn state_dir(env: &dyn Env) -> PathBuf {
+    env.var("SASHA_STATE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(".sasha"))
+}
+
+/// A listen address such as `127.0.0.1:3011`.
+pub fn socket_addr(env: &dyn Env, var: &'static str, default: &str) -> Result<SocketAddr, ConfigError> {
+    let text = env.var(var).unwrap_or_else(|| default.to_owned());
+    text.parse().map_err(|_| {
+        ConfigError::new(
+            var,
+            format!("{text:?} is not a socket address such as 127.0.0.1:3011"),
+        )
+    })
+}
+
+/// An internal gRPC URL such as `https://127.0.0.1:3012`.
+pub fn grpc_url(env: &dyn Env, var: &'static str, default: &str) -> Result<String, ConfigError> {
+    let text = env.var(var).unwrap_or_else(|| default.to_owned());
+    let url = url::Url::parse(&text)
+        .map_err(|_| ConfigError::new(var, format!("{text:?} is not an absolute URL")))?;
+    if url.scheme() != "https" {
+        return Err(ConfigError::new(
+            var,
+            format!("{text:?} must use https: internal gRPC is always mutual TLS"),
+        ));
+    }
+    if url.host_str().is_none() || url.port_or_known_default().is_none() {
+        return Err(ConfigError::new(var, format!("{text:?} has no host and port")));
+    }
+    Ok(text)
+}
+
+/// The TLS files of `role`: `SASHA_TLS_CA`, `SASHA_TLS_CERT`, `SASHA_TLS_KEY`,
+/// defaulting to the development PKI in `<state>/certs`.
+pub fn tls_files(env: &dyn Env, role: Role) -> TlsFiles {
+    let certs = state_dir(env).join("certs");
+    let path = |var: &str, default: PathBuf| env.var(var).map(PathBuf::from).unwrap_or(default);
+    TlsFiles {
+        ca: path("SASHA_TLS_CA", certs.join("ca.pem")),
+        cert: path("SASHA_TLS_CERT", certs.join(format!("{role}.pem"))),
+        key: path("SASHA_TLS_KEY", certs.join(format!("{role}-key.pem"))),
+    }
+}
+
+/// Loads the role's mTLS identity, reporting a failure against the variable that
+/// names the unusable file.
+pub fn identity(env: &dyn Env, role: Role) -> Result<crate::identity::Identity, ConfigError> {
+    let files = tls_files(env, role);
+    crate::identity::Identity::load(&files).map_err(|error| {
+        let message = error.to_string();
+        let var = if message.contains(&files.key.display().to_string()) {
+            "SASHA_TLS_KEY"
+        } else if message.contains(&files.cert.display().to_string()) {
+            "SASHA_TLS_CERT"
+        } else {
+            "SASHA_TLS_CA"
+        };
+        ConfigError::new(var, message)
+    })
+}
+
+/// Telemetry settings shared by every role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TelemetryConfig {
+    /// `RUST_LOG`: the log filter (default `info`).
+    pub rust_log: Option<String>,
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`: OTLP/gRPC collector; unset means no export.
+    pub otlp_endpoint: Option<String>,
+}
+
+impl TelemetryConfig {
+    pub fn from_env(env: &dyn Env) -> Result<TelemetryConfig, ConfigError> {
+        let otlp_endpoint = env.var("OTEL_EXPORTER_OTLP_ENDPOINT");
+        if let Some(endpoint) = &otlp_endpoint {
+            let url = url::Url::parse(endpoint).map_err(|_| {
+                ConfigError::new(
+                    "OTEL_EXPORTER_OTLP_ENDPOINT",
+                    format!("{endpoint:?} is not an absolute URL"),
+                )
+            })?;
+            if !matches!(url.scheme(), "http" | "https") {
+                return Err(ConfigError::new(
+                    "OTEL_EXPORTER_OTLP_ENDPOINT",
+                    format!("{endpoint:?} must use http or https"),
+                ));
+            }
+        }
+        Ok(TelemetryConfig {
+            rust_log: env.var("RUST_LOG"),
+            otlp_endpoint,
+        })
+    }
+}
+
+/// An origin as the spec requires it: absolute `http`/`https`, no trailing slash,
+/// path, query, fragment, credentials or wildcard, written in canonical form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    serialized: String,
+    host: String,
+    port: u16,
+}
+
+impl Origin {
+    /// Parses and checks one origin. The error is the reason, without the
+    /// variable name.
+    pub fn parse(text: &str) -> Result<Origin, String> {
+        if text.contains('*') {
+            return Err(format!("{text:?} must not contain a wildcard"));
+        }
+        let url = url::Url::parse(text)
+            .map_err(|_| format!("{text:?} is not an absolute origin such as https://studio.example.com"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!("{text:?} must use http or https"));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(format!("{text:?} must not contain credentials"));
+        }
+        if url.query().is_some() {
+            return Err(format!("{text:?} must not contain a query"));
+        }
+        if url.fragment().is_some() {
+            return Err(format!("{text:?} must not contain a fragment"));
+        }
+        if url.path() != "/" {
+            return Err(format!("{text:?} must not contain a path"));
+        }
+        if text.ends_with('/') {
+            return Err(format!("{text:?} must not end with a slash"));
+        }
+        let host = url
+            .host_str()
+            .ok_or_else(|| format!("{text:?} has no host"))?
+            .to_owned();
+        let serialized = url.origin().ascii_serialization();
+        if serialized != text {
+            return Err(format!("{text:?} must be written exactly as {serialized:?}"));
+        }
+        let port = url
+            .port_or_known_default()
+            .ok_or_else(|| format!("{text:?} has no port"))?;
+        Ok(Origin {
+            serialized,
+            host,
+            port,
+        })
+    }
+
+    /// The origin as written, e.g. `https://studio.example.com`.
+    pub fn as_str(&self) -> &str {
+        &self.serialized
+    }
+
+    /// The hostname, e.g. `studio.example.com` (IPv6 in brackets).
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The port, explicit or the scheme's default.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Whether an HTTP `Host` header (or an absolute-form request's authority)
+    /// names this origin. Case-insensitive; an explicit default port matches.
+    pub fn matches_authority(&self, authority: &str) -> bool {
+        let authority = authority.to_ascii_lowercase();
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((host, port)) if !port.contains(']') => match port.parse::<u16>() {
+                Ok(port) => (host.to_owned(), port),
+                Err(_) => return false,
+            },
+            _ => (authority.clone(), self.default_port()),
+        };
+        host == self.host && port == self.port
+    }
+
+    fn default_port(&self) -> u16 {
+        if self.serialized.starts_with("https:") {
+            443
+        } else {
+            80
+        }
+    }
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.serialized)
+    }
+}
+
+/// Reads one origin variable, with a default.
+pub fn origin(env: &dyn Env, var: &'static str, default: &str) -> Result<Origin, ConfigError> {
+    let text = env.var(var).unwrap_or_else(|| default.to_owned());
+    Origin::parse(&text).map_err(|reason| ConfigError::new(var, reason))
+}
+
+/// The Studio origin and the sandbox origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origins {
+    /// `SASHA_PUBLIC_ORIGIN`: where users reach Studio.
+    pub studio: Origin,
+    /// `SASHA_APP_SANDBOX_ORIGIN`: where the sandbox proxy is served.
+    pub sandbox: Origin,
+}
+
+/// The default Studio origin of local development.
+pub const DEFAULT_PUBLIC_ORIGIN: &str = "http://localhost:3007";
+/// The default sandbox origin of local development.
+pub const DEFAULT_SANDBOX_ORIGIN: &str = "http://127.0.0.1:3007";
+
+impl Origins {
+    /// Reads both origins and refuses a pair that shares a hostname: another port
+    /// on one hostname does not isolate cookies.
+    pub fn from_env(env: &dyn Env) -> Result<Origins, ConfigError> {
+        let studio = origin(env, "SASHA_PUBLIC_ORIGIN", DEFAULT_PUBLIC_ORIGIN)?;
+        let sandbox = origin(env, "SASHA_APP_SANDBOX_ORIGIN", DEFAULT_SANDBOX_ORIGIN)?;
+        if studio.host().eq_ignore_ascii_case(sandbox.host()) {
+            return Err(ConfigError::new(
+                "SASHA_APP_SANDBOX_ORIGIN",
+                format!(
+                    "{sandbox} must use a different hostname than SASHA_PUBLIC_ORIGIN {studio}: another port on the same host shares its cookies"
+                ),
+            ));
+        }
+        Ok(Origins { studio, sandbox })
+    }
+}
+
+/// The storage locations: the served docs tree, the core database, and the
+/// per-app data files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoragePaths {
+    /// `DOCS_ROOT`: app packages live in `<DOCS_ROOT>/apps/<app-id>/`.
+    pub docs_root: PathBuf,
+    /// `DB_PATH`: the core SQLite database file.
+    pub db_path: PathBuf,
+    /// `APP_DATA_ROOT`: one SQLite file per app; never inside `DOCS_ROOT`.
+    pub app_data_root: PathBuf,
+}
+
+impl StoragePaths {
+    /// Reads the three paths (defaults in the state folder; `APP_DATA_ROOT`
+    /// defaults to `<dirname(DB_PATH)>/apps`) and checks that the app data root
+    /// is not inside the docs root, lexically and after resolving symlinks. Runs
+    /// before any of the directories is created.
+    pub fn from_env(env: &dyn Env) -> Result<StoragePaths, ConfigError> {
+        let state = state_dir(env);
+        let docs_root = env
+            .var("DOCS_ROOT")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| state.join("docs"));
+        let db_path = env
+            .var("DB_PATH")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| state.join("core.sqlite"));
+        if db_path.file_name().is_none() {
+            return Err(ConfigError::new(
+                "DB_PATH",
+                format!("{} does not name a file", db_path.display()),
+            ));
+        }
+        let explicit_data_root = env.var("APP_DATA_ROOT").map(PathBuf::from);
+        let app_data_root = explicit_data_root.clone().unwrap_or_else(|| {
+            db_path
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default()
+                .join("apps")
+        });
+        let paths = StoragePaths {
+            docs_root,
+            db_path,
+            app_data_root,
+        };
+        paths.check_data_outside_docs(explicit_data_root.is_some())?;
+        Ok(paths)
+    }
+
+    fn check_data_outside_docs(&self, explicit: bool) -> Result<(), ConfigError> {
+        let origin = if explicit {
+            String::new()
+        } else {
+            " (the default <dirname(DB_PATH)>/apps)".to_owned()
+        };
+        let docs = absolute_lexical(&self.docs_root);
+        let data = absolute_lexical(&self.app_data_root);
+        if data.starts_with(&docs) {
+            return Err(ConfigError::new(
+                "APP_DATA_ROOT",
+                format!(
+                    "{}{origin} is inside DOCS_ROOT {}: app databases would be served as static files",
+                    self.app_data_root.display(),
+                    self.docs_root.display()
+                ),
+            ));
+        }
+        let docs_resolved = resolve_existing_prefix(&docs);
+        let data_resolved = resolve_existing_prefix(&data);
+        if data_resolved.starts_with(&docs_resolved) {
+            return Err(ConfigError::new(
+                "APP_DATA_ROOT",
+                format!(
+                    "{}{origin} resolves through a symlink to {}, inside DOCS_ROOT {}: app databases would be served as static files",
+                    self.app_data_root.display(),
+                    data_resolved.display(),
+                    docs_resolved.display()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `path` made absolute against the working directory with `.` and `..` folded,
+/// without touching the file system.
+pub fn absolute_lexical(path: &Path) -> PathBuf {
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(path)
+    };
+    let mut normal = PathBuf::new();
+    for component in joined.components() {
+        match component {
+            Component::ParentDir => {
+                normal.pop();
+            }
+            Component::CurDir => {}
+            other => normal.push(other),
+        }
+    }
+    normal
+}
+
+/// Resolves symlinks in the longest existing prefix of an absolute, lexically
+/// normal path, and appends the part that does not exist yet.
+fn resolve_existing_prefix(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(resolved) = existing.canonicalize() {
+            let mut full = resolved;
+            for part in rest.iter().rev() {
+                full.push(part);
+            }
+            return full;
+        }
+        match (existing.file_name().map(|name| name.to_owned()), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(key, value)| (key.to_string(), value.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn origins_accept_canonical_forms() {
+        for ok in [
+            "https://studio.example.com",
+            "http://localhost:3007",
+            "http://127.0.0.1:3007",
+            "https://views.example.com:8443",
+            "http://[::1]:3007",
+        ] {
+            let origin = Origin::parse(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+            assert_eq!(origin.as_str(), ok);
+        }
+    }
+
+    #[test]
+    fn origins_refuse_everything_the_spec_forbids() {
+        let check = |text: &str, expected: &str| {
+            let reason = Origin::parse(text).unwrap_err();
+            assert!(reason.contains(expected), "{text}: {reason}");
+        };
+        check("https://studio.example.com/", "must not end with a slash");
+        check("https://studio.example.com/app", "must not contain a path");
+        check("https://studio.example.com?x=1", "must not contain a query");
+        check("https://studio.example.com#top", "must not contain a fragment");
+        check("https://user:pw@studio.example.com", "must not contain credentials");
+        check("https://user@studio.example.com", "must not contain credentials");
+        check("https://*.example.com", "wildcard");
+        check("*", "wildcard");
+        check("studio.example.com", "not an absolute origin");
+        check("/relative", "not an absolute origin");
+        check("ftp://studio.example.com", "must use http or https");
+        check("javascript:alert(1)", "must use http or https");
+        check("https://Studio.Example.com", "must be written exactly as");
+        check("https://studio.example.com:443", "must be written exactly as");
+    }
+
+    #[test]
+    fn origin_pair_must_differ_in_hostname() {
+        let error = Origins::from_env(&env(&[
+            ("SASHA_PUBLIC_ORIGIN", "http://localhost:3007"),
+            ("SASHA_APP_SANDBOX_ORIGIN", "http://localhost:3008"),
+        ]))
+        .unwrap_err();
+        assert_eq!(error.var, "SASHA_APP_SANDBOX_ORIGIN");
+        assert!(error.reason.contains("different hostname"), "{error}");
+        let origins = Origins::from_env(&env(&[])).unwrap();
+        assert_eq!(origins.studio.as_str(), DEFAULT_PUBLIC_ORIGIN);
+        assert_eq!(origins.sandbox.as_str(), DEFAULT_SANDBOX_ORIGIN);
+        let error = Origins::from_env(&env(&[("SASHA_PUBLIC_ORIGIN", "http://x/")])).unwrap_err();
+        assert_eq!(error.var, "SASHA_PUBLIC_ORIGIN");
+    }
+
+    #[test]
+    fn authority_matching() {
+        let origin = Origin::parse("http://127.0.0.1:3007").unwrap();
+        assert!(origin.matches_authority("127.0.0.1:3007"));
+        assert!(!origin.matches_authority("127.0.0.1:3008"));
+        assert!(!origin.matches_authority("localhost:3007"));
+        assert!(!origin.matches_authority("127.0.0.1"));
+        assert!(!origin.matches_authority("127.0.0.1:3007:1"));
+        let https = Origin::parse("https://views.example.com").unwrap();
+        assert!(https.matches_authority("views.example.com"));
+        assert!(https.matches_authority("VIEWS.example.com:443"));
+        assert!(!https.matches_authority("views.example.com.evil.test"));
+        let v6 = Origin::parse("http://[::1]:3007").unwrap();
+        assert!(v6.matches_authority("[::1]:3007"));
+        assert!(!v6.matches_authority("[::1]"));
+    }
+
+    #[test]
+    fn data_root_defaults_beside_the_database() {
+        let state = tempfile::tempdir().unwrap();
+        let paths = StoragePaths::from_env(&env(&[(
+            "SASHA_STATE_DIR",
+            state.path().to_str().unwrap(),
+        )]))
+        .unwrap();
+        assert_eq!(paths.app_data_root, state.path().join("apps"));
+        assert_eq!(paths.docs_root, state.path().join("docs"));
+    }
+
+    #[test]
+    fn data_root_inside_docs_root_is_refused_lexically() {
+        let state = tempfile::tempdir().unwrap();
+        let docs = state.path().join("docs");
+        let error = StoragePaths::from_env(&env(&[
+            ("DOCS_ROOT", docs.to_str().unwrap()),
+            ("APP_DATA_ROOT", docs.join("x/../data").to_str().unwrap()),
+        ]))
+        .unwrap_err();
+        assert_eq!(error.var, "APP_DATA_ROOT");
+        assert!(error.reason.contains("inside DOCS_ROOT"), "{error}");
+        // The default follows DB_PATH, so a database inside the docs tree is caught too.
+        let error = StoragePaths::from_env(&env(&[
+            ("DOCS_ROOT", docs.to_str().unwrap()),
+            ("DB_PATH", docs.join("core.sqlite").to_str().unwrap()),
+        ]))
+        .unwrap_err();
+        assert!(error.reason.contains("default"), "{error}");
+        assert!(!docs.exists(), "the guard runs before anything is created");
+    }
+
+    #[test]
+    fn data_root_symlinked_into_docs_root_is_refused() {
+        let state = tempfile::tempdir().unwrap();
+        let docs = state.path().join("docs");
+        std::fs::create_dir_all(docs.join("inner")).unwrap();
+        let link = state.path().join("data-link");
+        std::os::unix::fs::symlink(docs.join("inner"), &link).unwrap();
+        let error = StoragePaths::from_env(&env(&[
+            ("DOCS_ROOT", docs.to_str().unwrap()),
+            ("APP_DATA_ROOT", link.join("apps").to_str().unwrap()),
+        ]))
+        .unwrap_err();
+        assert!(error.reason.contains("symlink"), "{error}");
+        assert!(!link.join("apps").exists());
+    }
+}

@@ -1,0 +1,216 @@
+//! Serving and calling gRPC between Sasha processes: always mTLS, always with
+//! trace context, always with the closed error envelope.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::Role;
+use crate::identity::{Identity, IdentityError};
+
+/// How long a peer may take to finish the TLS handshake before it is dropped.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client waits to establish a connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Upper bound of one internal call; callers may set a shorter deadline.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why a gRPC server stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Identity(#[from] IdentityError),
+    #[error("gRPC server failed: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
+/// A tonic server builder whose every request runs in a span that continues the
+/// caller's trace.
+pub fn server_builder() -> tonic::transport::Server {
+    tonic::transport::Server::builder()
+        .trace_fn(|request| crate::telemetry::span_for_request("gRPC", request))
+}
+
+/// Serves `router` on `listener` over mTLS as `role` until `shutdown` resolves.
+/// Each accepted TCP connection completes its TLS handshake in its own task; a
+/// peer refused by [`Identity::server_config`] is dropped and logged.
+pub async fn serve_mtls(
+    router: tonic::transport::server::Router,
+    listener: TcpListener,
+    identity: &Identity,
+    role: Role,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
+    let acceptor = TlsAcceptor::from(identity.server_config(role)?);
+    let (sender, receiver) = tokio::sync::mpsc::channel(64);
+    let accept_loop = tokio::spawn(async move {
+        loop {
+            let (stream, peer) = match listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let acceptor = acceptor.clone();
+            let sender = sender.clone();
+            tokio::spawn(async move {
+                match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                    Ok(Ok(tls)) => {
+                        let _ = sender.send(Ok::<_, std::io::Error>(tls)).await;
+                    }
+                    Ok(Err(error)) => {
+                        tracing::warn!(%peer, %error, "refused a gRPC connection during the TLS handshake");
+                    }
+                    Err(_) => tracing::warn!(%peer, "TLS handshake timed out"),
+                }
+            });
+        }
+    });
+    let incoming = tokio_stream::wrappers::ReceiverStream::new(receiver);
+    let result = router
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await;
+    accept_loop.abort();
+    result.map_err(ServeError::from)
+}
+
+/// Adds the caller's trace context to every outgoing call.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TraceContextInterceptor;
+
+impl tonic::service::Interceptor for TraceContextInterceptor {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
+        crate::telemetry::inject_current_context(request.metadata_mut());
+        Ok(request)
+    }
+}
+
+/// A channel to another process with trace propagation attached.
+pub type TracedChannel = InterceptedService<Channel, TraceContextInterceptor>;
+
+/// Why a client could not be set up (a configuration problem, caught at boot).
+#[derive(Debug, thiserror::Error)]
+#[error("invalid gRPC address {url:?}: {reason}")]
+pub struct ConnectError {
+    url: String,
+    reason: String,
+}
+
+/// A lazily connecting mTLS channel to `server` at `url` (`https://host:port`).
+/// Connection failures surface per call as `APP_NOT_READY` via
+/// [`crate::AppError::from_status`].
+pub fn channel(url: &str, identity: &Identity, server: Role) -> Result<TracedChannel, ConnectError> {
+    let error = |reason: String| ConnectError {
+        url: url.to_owned(),
+        reason,
+    };
+    let endpoint = Endpoint::from_shared(url.to_owned())
+        .map_err(|e| error(e.to_string()))?
+        .tls_config(identity.client_tls(server))
+        .map_err(|e| error(e.to_string()))?
+        .connect_timeout(CONNECT_TIMEOUT)
+        .timeout(CALL_TIMEOUT)
+        .tcp_nodelay(true);
+    Ok(InterceptedService::new(
+        endpoint.connect_lazy(),
+        TraceContextInterceptor,
+    ))
+}
+
+/// Client for studio-core's `CoreService`.
+pub type CoreClient = crate::pb::core_service_client::CoreServiceClient<TracedChannel>;
+/// Client for data-worker's `DataService`.
+pub type DataClient = crate::pb::data_service_client::DataServiceClient<TracedChannel>;
+
+/// Connects a `CoreService` client.
+pub fn core_client(url: &str, identity: &Identity) -> Result<CoreClient, ConnectError> {
+    Ok(CoreClient::new(channel(url, identity, Role::StudioCore)?))
+}
+
+/// Connects a `DataService` client.
+pub fn data_client(url: &str, identity: &Identity) -> Result<DataClient, ConnectError> {
+    Ok(DataClient::new(channel(url, identity, Role::DataWorker)?))
+}
+
+/// Asks `role`'s health through `call`, turning any failure into a dependency
+/// entry with a safe detail.
+pub async fn dependency_health<F>(role: Role, call: F) -> crate::pb::DependencyHealth
+where
+    F: Future<Output = Result<tonic::Response<crate::pb::HealthReply>, tonic::Status>>,
+{
+    match tokio::time::timeout(Duration::from_secs(5), call).await {
+        Ok(Ok(reply)) => crate::pb::DependencyHealth {
+            role: role.as_str().to_owned(),
+            ok: reply.get_ref().ok,
+            detail: String::new(),
+        },
+        Ok(Err(status)) => {
+            let error = crate::AppError::from_status(&status);
+            crate::pb::DependencyHealth {
+                role: role.as_str().to_owned(),
+                ok: false,
+                detail: format!("{} ({})", error.message, error.code),
+            }
+        }
+        Err(_) => crate::pb::DependencyHealth {
+            role: role.as_str().to_owned(),
+            ok: false,
+            detail: "health check timed out".to_owned(),
+        },
+    }
+}
+
+/// Shared so every server's health answer has one shape.
+pub fn health_reply(
+    role: Role,
+    dependencies: Vec<crate::pb::DependencyHealth>,
+) -> crate::pb::HealthReply {
+    crate::pb::HealthReply {
+        role: role.as_str().to_owned(),
+        version: crate::VERSION.to_owned(),
+        ok: dependencies.iter().all(|dependency| dependency.ok),
+        dependencies,
+    }
+}
+
+/// Renders a health reply as JSON: 200 when everything is up, 503 otherwise.
+pub fn health_http_response(reply: &crate::pb::HealthReply) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let status = if reply.ok {
+        http::StatusCode::OK
+    } else {
+        http::StatusCode::SERVICE_UNAVAILABLE
+    };
+    let dependencies: Vec<_> = reply
+        .dependencies
+        .iter()
+        .map(|dependency| {
+            serde_json::json!({"role": dependency.role, "ok": dependency.ok, "detail": dependency.detail})
+        })
+        .collect();
+    let body = serde_json::json!({
+        "role": reply.role,
+        "version": reply.version,
+        "ok": reply.ok,
+        "dependencies": dependencies,
+    });
+    (status, axum::Json(body)).into_response()
+}
+
+/// The status every not-yet-implemented RPC answers with.
+pub fn not_ready(rpc: &str) -> tonic::Status {
+    crate::AppError::new(
+        crate::ErrorCode::NotReady,
+        format!("{rpc} is not available in this build yet"),
+    )
+    .to_status()
+}

@@ -1,0 +1,168 @@
+//! Logging, tracing export, and W3C trace context across process boundaries.
+//!
+//! Every process logs through `tracing` to stderr, filtered by `RUST_LOG`
+//! (default `info`). When `OTEL_EXPORTER_OTLP_ENDPOINT` is set, spans are also
+//! exported over OTLP/gRPC with `service.name` = the role. Trace context travels
+//! as `traceparent`/`tracestate` headers: injected into every outgoing gRPC call
+//! ([`crate::grpc::TraceContextInterceptor`]) and extracted from every incoming
+//! gRPC call and HTTP request ([`span_for_request`]), so one user request is one
+//! trace across processes.
+
+use opentelemetry::propagation::{Extractor, Injector};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::WithExportConfig as _;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+use crate::Role;
+
+/// Keeps the span exporter alive; dropping it flushes and shuts the exporter down.
+#[derive(Debug)]
+pub struct TelemetryGuard {
+    provider: Option<SdkTracerProvider>,
+}
+
+impl TelemetryGuard {
+    /// Flushes spans still buffered. Call before the process exits.
+    pub fn shutdown(mut self) {
+        self.shutdown_provider();
+    }
+
+    fn shutdown_provider(&mut self) {
+        if let Some(provider) = self.provider.take()
+            && let Err(error) = provider.shutdown()
+        {
+            eprintln!("sasha: span export did not shut down cleanly: {error}");
+        }
+    }
+}
+
+impl Drop for TelemetryGuard {
+    fn drop(&mut self) {
+        self.shutdown_provider();
+    }
+}
+
+/// Why telemetry could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    #[error("RUST_LOG: {0}")]
+    Filter(String),
+    #[error("OTEL_EXPORTER_OTLP_ENDPOINT: {0}")]
+    Exporter(String),
+}
+
+/// Installs the global subscriber for `role`. Must run inside a Tokio runtime
+/// when `otlp_endpoint` is set (the exporter's batch task runs on it).
+pub fn init(
+    role: Role,
+    rust_log: Option<&str>,
+    otlp_endpoint: Option<&str>,
+) -> Result<TelemetryGuard, TelemetryError> {
+    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+    let filter = EnvFilter::try_new(rust_log.unwrap_or("info"))
+        .map_err(|error| TelemetryError::Filter(error.to_string()))?;
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false);
+    let mut provider = None;
+    let otel = match otlp_endpoint {
+        Some(endpoint) => {
+            let exporter = opentelemetry_otlp::SpanExporter::builder()
+                .with_tonic()
+                .with_endpoint(endpoint.to_owned())
+                .build()
+                .map_err(|error| TelemetryError::Exporter(error.to_string()))?;
+            let processor =
+                BatchSpanProcessor::builder(exporter, opentelemetry_sdk::runtime::Tokio).build();
+            let sdk = SdkTracerProvider::builder()
+                .with_span_processor(processor)
+                .with_resource(
+                    opentelemetry_sdk::Resource::builder()
+                        .with_service_name(role.as_str())
+                        .build(),
+                )
+                .build();
+            let tracer = sdk.tracer(role.as_str());
+            provider = Some(sdk);
+            Some(tracing_opentelemetry::layer().with_tracer(tracer))
+        }
+        None => None,
+    };
+    let registry = tracing_subscriber::registry()
+        .with(fmt.with_filter(filter))
+        .with(otel.map(|layer| {
+            layer.with_filter(
+                EnvFilter::try_new("info").unwrap_or_else(|_| EnvFilter::new("info")),
+            )
+        }));
+    // A second init in one process (tests) keeps the first subscriber.
+    let _ = registry.try_init();
+    Ok(TelemetryGuard { provider })
+}
+
+struct HeaderExtractor<'a>(&'a http::HeaderMap);
+
+impl Extractor for HeaderExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|value| value.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(|name| name.as_str()).collect()
+    }
+}
+
+pub(crate) struct MetadataInjector<'a>(pub(crate) &'a mut tonic::metadata::MetadataMap);
+
+impl Injector for MetadataInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(key), Ok(value)) = (
+            tonic::metadata::MetadataKey::from_bytes(key.as_bytes()),
+            tonic::metadata::MetadataValue::try_from(value.as_str()),
+        ) {
+            self.0.insert(key, value);
+        }
+    }
+}
+
+/// Injects the current span's trace context into outgoing gRPC metadata.
+pub(crate) fn inject_current_context(metadata: &mut tonic::metadata::MetadataMap) {
+    let context = tracing::Span::current().context();
+    opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.inject_context(&context, &mut MetadataInjector(metadata));
+    });
+}
+
+/// A span for one incoming request (HTTP or gRPC), continuing the caller's trace
+/// when the request carries `traceparent`.
+pub fn span_for_request<B>(kind: &'static str, request: &http::Request<B>) -> tracing::Span {
+    let span = tracing::info_span!(
+        "request",
+        otel.name = %format!("{kind} {}", request.uri().path()),
+        otel.kind = "server",
+        method = %request.method(),
+        path = %request.uri().path(),
+    );
+    let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.extract(&HeaderExtractor(request.headers()))
+    });
+    let _ = span.set_parent(parent);
+    span
+}
+
+/// axum middleware that runs each HTTP request inside [`span_for_request`].
+pub async fn http_trace_layer(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use tracing::Instrument;
+    let span = span_for_request("HTTP", &request);
+    next.run(request).instrument(span).await
+}

@@ -1,0 +1,86 @@
+//! `sasha`: one binary for every role of Sasha Apps.
+//!
+//! - `sasha up` runs the whole system locally: the four roles as child processes
+//!   plus a development ingress on one port that routes like the production proxy.
+//! - `sasha serve <role>` runs one role; this is what a container runs.
+
+mod ingress;
+mod up;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use sasha_proto::Role;
+use sasha_proto::process::run_role;
+
+/// Sasha Apps: build-free HTML/CSS/JS apps next to an AI assistant, sandboxed,
+/// with governed data and an MCP surface.
+#[derive(Debug, Parser)]
+#[command(name = "sasha", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the whole system locally: all four roles plus a development ingress.
+    ///
+    /// Studio is served at http://localhost:PORT and the app sandbox at
+    /// http://127.0.0.1:PORT (two hostnames, so cookies stay apart). State
+    /// (documents, databases, development certificates, the dev admin's
+    /// credentials) lives in the state folder. Stops every role on Ctrl-C or
+    /// SIGTERM; if a role dies, says which and exits non-zero.
+    Up {
+        /// The state folder [env: SASHA_STATE_DIR] [default: ./.sasha]
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+        /// The ingress port on 127.0.0.1 (and ::1 when available).
+        #[arg(long, value_name = "N", default_value_t = 3007)]
+        port: u16,
+    },
+    /// Run one role in the foreground, configured from the environment (see the
+    /// README for every variable). Prints one JSON readiness line on stdout.
+    Serve {
+        /// The role to run.
+        role: RoleArg,
+    },
+}
+
+/// The roles `sasha serve` can run.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum RoleArg {
+    /// The sandbox origin: GET /app-sandbox and its proxy script.
+    EdgeSandbox,
+    /// Users, catalogue, grants, the Studio UI and /api.
+    StudioCore,
+    /// The governed per-app SQLite data service.
+    DataWorker,
+    /// The MCP endpoint /mcp.
+    McpGateway,
+}
+
+impl From<RoleArg> for Role {
+    fn from(role: RoleArg) -> Role {
+        match role {
+            RoleArg::EdgeSandbox => Role::EdgeSandbox,
+            RoleArg::StudioCore => Role::StudioCore,
+            RoleArg::DataWorker => Role::DataWorker,
+            RoleArg::McpGateway => Role::McpGateway,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Up { state_dir, port } => up::main(state_dir, port),
+        Command::Serve { role } => match Role::from(role) {
+            role @ Role::EdgeSandbox => run_role(role, edge_sandbox::serve_from_env),
+            role @ Role::StudioCore => run_role(role, studio_core::serve_from_env),
+            role @ Role::DataWorker => run_role(role, data_worker::serve_from_env),
+            role @ Role::McpGateway => run_role(role, mcp_gateway::serve_from_env),
+        },
+    }
+}

@@ -1,0 +1,405 @@
+//! `sasha up`: the whole system on one machine.
+//!
+//! The supervisor mints (or reuses) the development PKI and the dev admin's
+//! credentials in the state folder, starts the four roles as child processes of
+//! this same binary in dependency order (each on a free loopback port, announced
+//! on its readiness line), then serves the development ingress. It never restarts
+//! a child: if one exits, it names it, stops the rest and exits non-zero.
+//!
+//! Children get a pipe as stdin and `SASHA_EXIT_ON_STDIN_EOF=1`, so they stop
+//! even when the supervisor is killed outright and cannot signal them.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{ExitCode, ExitStatus, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use rand::Rng as _;
+use sasha_proto::Role;
+use sasha_proto::config::{Env, Origins, ProcessEnv};
+use sasha_proto::identity::DevPki;
+use sasha_proto::process::EXIT_ON_STDIN_EOF;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::mpsc;
+
+use crate::ingress::{self, Backends};
+
+/// How long a role may take to announce readiness.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a role may take to stop after SIGTERM before it is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub(crate) fn main(state_dir: Option<PathBuf>, port: u16) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("sasha up: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .init();
+    match runtime.block_on(supervise(state_dir, port)) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("sasha up: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A started role: its pid, the pipe that keeps it alive, its listeners.
+struct Running {
+    role: Role,
+    pid: u32,
+    _stdin: ChildStdin,
+    listeners: HashMap<String, SocketAddr>,
+}
+
+/// What the watcher of one child reports.
+enum ChildEvent {
+    Ready(Role, HashMap<String, SocketAddr>),
+    Exited(Role, u32, std::io::Result<ExitStatus>),
+}
+
+async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<ExitCode> {
+    let env = ProcessEnv;
+    let state_dir = state_dir.unwrap_or_else(|| sasha_proto::config::state_dir(&env));
+    std::fs::create_dir_all(&state_dir)
+        .with_context(|| format!("cannot create the state folder {}", state_dir.display()))?;
+    let state_dir = state_dir
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", state_dir.display()))?;
+
+    let mut overrides: HashMap<String, String> = HashMap::new();
+    overrides.insert("SASHA_STATE_DIR".into(), state_dir.display().to_string());
+    let studio = env
+        .var("SASHA_PUBLIC_ORIGIN")
+        .unwrap_or_else(|| format!("http://localhost:{port}"));
+    let sandbox = env
+        .var("SASHA_APP_SANDBOX_ORIGIN")
+        .unwrap_or_else(|| format!("http://127.0.0.1:{port}"));
+    overrides.insert("SASHA_PUBLIC_ORIGIN".into(), studio);
+    overrides.insert("SASHA_APP_SANDBOX_ORIGIN".into(), sandbox);
+    let origins = Origins::from_env(&overrides)
+        .map_err(|error| anyhow!("invalid configuration: {error}"))?;
+
+    let listeners = ingress::bind(port).await?;
+
+    let (pki, minted) = DevPki::ensure(&state_dir.join("certs"))
+        .context("cannot prepare the development certificates")?;
+    if minted {
+        println!("Minted development certificates in {}", state_dir.join("certs").display());
+    }
+    let admin = dev_admin(&state_dir)?;
+
+    let (events, mut event_receiver) = mpsc::channel(16);
+    let mut running: Vec<Running> = Vec::new();
+    let mut addresses: HashMap<Role, HashMap<String, SocketAddr>> = HashMap::new();
+    for role in Role::ALL {
+        let mut child_env = overrides.clone();
+        let files = pki.files(role);
+        child_env.insert("SASHA_TLS_CA".into(), files.ca.display().to_string());
+        child_env.insert("SASHA_TLS_CERT".into(), files.cert.display().to_string());
+        child_env.insert("SASHA_TLS_KEY".into(), files.key.display().to_string());
+        child_env.insert(EXIT_ON_STDIN_EOF.into(), "1".into());
+        for var in [
+            "SASHA_EDGE_ADDR",
+            "SASHA_CORE_HTTP_ADDR",
+            "SASHA_CORE_GRPC_ADDR",
+            "SASHA_DATA_GRPC_ADDR",
+            "SASHA_GATEWAY_HTTP_ADDR",
+        ] {
+            child_env.insert(var.into(), "127.0.0.1:0".into());
+        }
+        if let Some(data) = addresses.get(&Role::DataWorker).and_then(|l| l.get("grpc")) {
+            child_env.insert("SASHA_DATA_GRPC_URL".into(), format!("https://{data}"));
+        }
+        if let Some(core) = addresses.get(&Role::StudioCore).and_then(|l| l.get("grpc")) {
+            child_env.insert("SASHA_CORE_GRPC_URL".into(), format!("https://{core}"));
+        }
+        let started = match start(role, &child_env, events.clone()) {
+            Ok(started) => started,
+            Err(error) => {
+                stop_all(&running).await;
+                return Err(error);
+            }
+        };
+        println!("Started {role} (pid {})", started.pid);
+        let ready = tokio::time::timeout(READY_TIMEOUT, async {
+            loop {
+                match event_receiver.recv().await {
+                    Some(ChildEvent::Ready(ready_role, listeners)) if ready_role == role => {
+                        return Ok(listeners);
+                    }
+                    Some(ChildEvent::Ready(..)) => {}
+                    Some(ChildEvent::Exited(exited, pid, status)) => {
+                        return Err(anyhow!(
+                            "{exited} (pid {pid}) exited during start-up: {}",
+                            describe(&status)
+                        ));
+                    }
+                    None => return Err(anyhow!("lost track of the child processes")),
+                }
+            }
+        })
+        .await;
+        let listeners = match ready {
+            Ok(Ok(listeners)) => listeners,
+            Ok(Err(error)) => {
+                stop_all(&running).await;
+                terminate(started.pid).await;
+                return Err(error);
+            }
+            Err(_) => {
+                stop_all(&running).await;
+                terminate(started.pid).await;
+                bail!("{role} did not become ready within {}s", READY_TIMEOUT.as_secs());
+            }
+        };
+        addresses.insert(role, listeners.clone());
+        running.push(Running {
+            listeners,
+            ..started
+        });
+    }
+
+    let backend = |role: Role, listener: &str| -> anyhow::Result<SocketAddr> {
+        running
+            .iter()
+            .find(|r| r.role == role)
+            .and_then(|r| r.listeners.get(listener).copied())
+            .ok_or_else(|| anyhow!("{role} announced no {listener} listener"))
+    };
+    let backends = Backends {
+        edge: backend(Role::EdgeSandbox, "http")?,
+        core: backend(Role::StudioCore, "http")?,
+        gateway: backend(Role::McpGateway, "http")?,
+    };
+    let ingress_task = tokio::spawn(ingress::serve(listeners, origins.clone(), backends));
+
+    let studio = origins.studio.as_str();
+    println!();
+    println!("Sasha is running.");
+    println!("  Studio     {studio}");
+    println!("  Sandbox    {}/app-sandbox", origins.sandbox);
+    println!("  MCP        {studio}/mcp");
+    println!("  Health     {studio}/healthz");
+    println!(
+        "  Dev admin  {} / {}   (kept in {})",
+        admin.username,
+        admin.password,
+        state_dir.join("dev-admin.json").display()
+    );
+    println!("  State      {}", state_dir.display());
+    println!("Press Ctrl-C to stop.");
+
+    let outcome = tokio::select! {
+        _ = sasha_proto::process::wait_for_signal() => {
+            println!("Stopping…");
+            Ok(ExitCode::SUCCESS)
+        }
+        event = next_exit(&mut event_receiver) => {
+            let (role, pid, status) = event;
+            eprintln!(
+                "sasha up: {role} (pid {pid}) exited unexpectedly: {}; stopping the other roles",
+                describe(&status)
+            );
+            Ok(ExitCode::FAILURE)
+        }
+        result = ingress_task => {
+            match result {
+                Ok(Err(error)) => eprintln!("sasha up: the ingress failed: {error:#}"),
+                _ => eprintln!("sasha up: the ingress stopped"),
+            }
+            Ok(ExitCode::FAILURE)
+        }
+    };
+    stop_all(&running).await;
+    outcome
+}
+
+async fn next_exit(events: &mut mpsc::Receiver<ChildEvent>) -> (Role, u32, std::io::Result<ExitStatus>) {
+    loop {
+        match events.recv().await {
+            Some(ChildEvent::Exited(role, pid, status)) => return (role, pid, status),
+            Some(ChildEvent::Ready(..)) => {}
+            None => std::future::pending::<()>().await,
+        }
+    }
+}
+
+/// Spawns `sasha serve <role>` and the tasks that relay its output and watch it.
+fn start(role: Role, env: &HashMap<String, String>, events: mpsc::Sender<ChildEvent>) -> anyhow::Result<Running> {
+    let exe = std::env::current_exe().context("cannot find the sasha executable")?;
+    let mut child: Child = Command::new(exe)
+        .arg("serve")
+        .arg(role.as_str())
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("cannot start {role}"))?;
+    let pid = child.id().ok_or_else(|| anyhow!("{role} exited at once"))?;
+    let stdin = child.stdin.take().ok_or_else(|| anyhow!("no stdin pipe for {role}"))?;
+    if let Some(stderr) = child.stderr.take() {
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("[{role}] {line}");
+            }
+        });
+    }
+    let stdout = child.stdout.take();
+    let ready_events = events.clone();
+    tokio::spawn(async move {
+        let Some(stdout) = stdout else { return };
+        let mut lines = BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            match parse_ready(&line) {
+                Some(listeners) => {
+                    let _ = ready_events.send(ChildEvent::Ready(role, listeners)).await;
+                }
+                None => println!("[{role}] {line}"),
+            }
+        }
+    });
+    tokio::spawn(async move {
+        let status = child.wait().await;
+        let _ = events.send(ChildEvent::Exited(role, pid, status)).await;
+    });
+    Ok(Running {
+        role,
+        pid,
+        _stdin: stdin,
+        listeners: HashMap::new(),
+    })
+}
+
+/// Reads a readiness line: `{"event":"ready","role":…,"listeners":{name: addr}}`.
+fn parse_ready(line: &str) -> Option<HashMap<String, SocketAddr>> {
+    let value: serde_json::Value = serde_json::from_str(line).ok()?;
+    if value.get("event")?.as_str()? != "ready" {
+        return None;
+    }
+    value
+        .get("listeners")?
+        .as_object()?
+        .iter()
+        .map(|(name, addr)| Some((name.clone(), addr.as_str()?.parse().ok()?)))
+        .collect()
+}
+
+/// SIGTERM to every role (newest first), then SIGKILL to any still running.
+async fn stop_all(running: &[Running]) {
+    for child in running.iter().rev() {
+        terminate(child.pid).await;
+    }
+}
+
+async fn terminate(pid: u32) {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let pid = Pid::from_raw(pid as i32);
+    if kill(pid, Signal::SIGTERM).is_err() {
+        return;
+    }
+    let deadline = tokio::time::Instant::now() + STOP_TIMEOUT;
+    while tokio::time::Instant::now() < deadline {
+        // Signal 0 probes whether the process still exists (a reaped child is gone).
+        if kill(pid, None).is_err() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = kill(pid, Signal::SIGKILL);
+}
+
+fn describe(status: &std::io::Result<ExitStatus>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Ok(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => format!("exit status {code}"),
+            (None, Some(signal)) => {
+                let name = nix::sys::signal::Signal::try_from(signal)
+                    .map(|signal| signal.as_str().to_owned())
+                    .unwrap_or_else(|_| "unknown".to_owned());
+                format!("killed by signal {signal} ({name})")
+            }
+            (None, None) => "unknown exit".to_owned(),
+        },
+        Err(error) => format!("could not be waited for: {error}"),
+    }
+}
+
+/// The generated development administrator.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct DevAdmin {
+    username: String,
+    password: String,
+}
+
+/// Reads `<state>/dev-admin.json`, generating it (mode 0600) on first start.
+fn dev_admin(state_dir: &Path) -> anyhow::Result<DevAdmin> {
+    let path = state_dir.join("dev-admin.json");
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        return serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a dev admin record; delete it to regenerate", path.display()));
+    }
+    let password: String = rand::rng()
+        .sample_iter(rand::distr::Alphanumeric)
+        .take(24)
+        .map(char::from)
+        .collect();
+    let admin = DevAdmin {
+        username: "admin".into(),
+        password,
+    };
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    file.write_all(serde_json::to_string_pretty(&admin)?.as_bytes())?;
+    Ok(admin)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readiness_lines_parse() {
+        let listeners = parse_ready(
+            r#"{"event":"ready","role":"studio-core","listeners":{"http":"127.0.0.1:4000","grpc":"127.0.0.1:4001"}}"#,
+        )
+        .unwrap();
+        assert_eq!(listeners["grpc"], "127.0.0.1:4001".parse().unwrap());
+        assert!(parse_ready("hello").is_none());
+        assert!(parse_ready(r#"{"event":"other"}"#).is_none());
+        assert!(parse_ready(r#"{"event":"ready","listeners":{"http":"nope"}}"#).is_none());
+    }
+
+    #[test]
+    fn dev_admin_is_generated_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = dev_admin(dir.path()).unwrap();
+        let second = dev_admin(dir.path()).unwrap();
+        assert_eq!(first.password, second.password);
+        assert_eq!(first.password.len(), 24);
+    }
+}

@@ -1,0 +1,295 @@
+//! studio-core: users, sessions, tokens, scopes, the app catalogue, grants, and
+//! the Studio web UI and `/api/*`.
+//!
+//! It serves HTTP for browsers (behind the reverse proxy, Host = the Studio
+//! origin) and mTLS gRPC (`CoreService`) for mcp-gateway, and calls data-worker
+//! over mTLS gRPC. It never opens an app's data file.
+//!
+//! This build answers health on both surfaces; the `CoreService` operations
+//! answer `APP_NOT_READY` and the HTTP API answers the closed 404 envelope until
+//! the catalogue and identity land.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use http::{HeaderValue, header};
+use sasha_proto::config::{self, ConfigError, Env, Origins, StoragePaths};
+use sasha_proto::grpc::{self, DataClient};
+use sasha_proto::identity::Identity;
+use sasha_proto::pb::core_service_server::{CoreService, CoreServiceServer};
+use sasha_proto::pb::{self, HealthReply, HealthRequest};
+use sasha_proto::process::{RoleError, announce_ready, bind};
+use sasha_proto::{AppError, ErrorCode, Role};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status};
+
+/// studio-core's configuration, read once at boot.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `SASHA_CORE_HTTP_ADDR`: the Studio HTTP listener (default `127.0.0.1:3011`).
+    pub http_addr: SocketAddr,
+    /// `SASHA_CORE_GRPC_ADDR`: the `CoreService` listener (default `127.0.0.1:3012`).
+    pub grpc_addr: SocketAddr,
+    /// `SASHA_DATA_GRPC_URL`: data-worker (default `https://127.0.0.1:3013`).
+    pub data_url: String,
+    /// `SASHA_PUBLIC_ORIGIN` and `SASHA_APP_SANDBOX_ORIGIN`.
+    pub origins: Origins,
+    /// `DOCS_ROOT`, `DB_PATH`, `APP_DATA_ROOT`.
+    pub storage: StoragePaths,
+    /// The mTLS identity (`SASHA_TLS_CA`, `SASHA_TLS_CERT`, `SASHA_TLS_KEY`).
+    pub identity: Identity,
+}
+
+impl Config {
+    pub fn from_env(env: &dyn Env) -> Result<Config, ConfigError> {
+        Ok(Config {
+            http_addr: config::socket_addr(env, "SASHA_CORE_HTTP_ADDR", "127.0.0.1:3011")?,
+            grpc_addr: config::socket_addr(env, "SASHA_CORE_GRPC_ADDR", "127.0.0.1:3012")?,
+            data_url: config::grpc_url(env, "SASHA_DATA_GRPC_URL", "https://127.0.0.1:3013")?,
+            origins: Origins::from_env(env)?,
+            storage: StoragePaths::from_env(env)?,
+            identity: config::identity(env, Role::StudioCore)?,
+        })
+    }
+}
+
+/// The already-bound listeners studio-core serves on.
+#[derive(Debug)]
+pub struct Listeners {
+    pub http: TcpListener,
+    pub grpc: TcpListener,
+}
+
+/// Loads the configuration, binds, announces readiness and serves until
+/// `shutdown` is cancelled.
+pub async fn serve_from_env(env: impl Env, shutdown: CancellationToken) -> Result<(), RoleError> {
+    let config = Config::from_env(&env)?;
+    let http = bind("SASHA_CORE_HTTP_ADDR", config.http_addr).await?;
+    let grpc = bind("SASHA_CORE_GRPC_ADDR", config.grpc_addr).await?;
+    run(config, Listeners { http, grpc }, shutdown).await
+}
+
+/// State shared by the HTTP and gRPC surfaces.
+#[derive(Debug)]
+struct Core {
+    origins: Origins,
+    data: DataClient,
+}
+
+impl Core {
+    /// This process's health; with `deep`, data-worker's too.
+    async fn health(&self, deep: bool) -> HealthReply {
+        let mut dependencies = Vec::new();
+        if deep {
+            let mut data = self.data.clone();
+            dependencies.push(
+                grpc::dependency_health(
+                    Role::DataWorker,
+                    data.health(HealthRequest { deep: false }),
+                )
+                .await,
+            );
+        }
+        grpc::health_reply(Role::StudioCore, dependencies)
+    }
+}
+
+/// Serves studio-core on `listeners` until `shutdown` is cancelled.
+pub async fn run(config: Config, listeners: Listeners, shutdown: CancellationToken) -> Result<(), RoleError> {
+    for dir in [
+        config.storage.docs_root.join("apps"),
+        config
+            .storage
+            .db_path
+            .parent()
+            .map(ToOwned::to_owned)
+            .unwrap_or_default(),
+    ] {
+        if dir.as_os_str().is_empty() {
+            continue;
+        }
+        std::fs::create_dir_all(&dir).map_err(|error| {
+            RoleError::Startup(format!("cannot create {}: {error}", dir.display()))
+        })?;
+    }
+    let data = grpc::data_client(&config.data_url, &config.identity)
+        .map_err(|error| RoleError::Config(ConfigError::new("SASHA_DATA_GRPC_URL", error.to_string())))?;
+    let core = Arc::new(Core {
+        origins: config.origins.clone(),
+        data,
+    });
+    let http_addr = listeners.http.local_addr().map_err(|e| RoleError::Startup(e.to_string()))?;
+    let grpc_addr = listeners.grpc.local_addr().map_err(|e| RoleError::Startup(e.to_string()))?;
+
+    let grpc_router =
+        grpc::server_builder().add_service(CoreServiceServer::new(CoreGrpc { core: core.clone() }));
+    let grpc_server = grpc::serve_mtls(
+        grpc_router,
+        listeners.grpc,
+        &config.identity,
+        Role::StudioCore,
+        shutdown.clone().cancelled_owned(),
+    );
+    let http_server = axum::serve(listeners.http, router(core))
+        .with_graceful_shutdown(shutdown.clone().cancelled_owned());
+
+    announce_ready(Role::StudioCore, &[("http", http_addr), ("grpc", grpc_addr)]);
+    let (grpc_result, http_result) = tokio::join!(
+        async {
+            let result = grpc_server.await;
+            shutdown.cancel();
+            result
+        },
+        async {
+            let result = http_server.await;
+            shutdown.cancel();
+            result
+        }
+    );
+    grpc_result.map_err(|error| RoleError::Runtime(error.to_string()))?;
+    http_result.map_err(|error| RoleError::Runtime(error.to_string()))
+}
+
+/// The Studio HTTP surface.
+fn router(core: Arc<Core>) -> axum::Router {
+    let studio = axum::Router::new()
+        .route("/", get(studio_page))
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(core.clone(), studio_host_only));
+    axum::Router::new()
+        .route("/healthz", get(healthz))
+        .merge(studio)
+        .layer(axum::middleware::from_fn(security_headers))
+        .layer(axum::middleware::from_fn(sasha_proto::telemetry::http_trace_layer))
+        .with_state(core)
+}
+
+/// `GET /healthz`: this process and data-worker, for probes and the dev ingress.
+/// Exempt from the Host check so an orchestrator can probe the container port.
+async fn healthz(State(core): State<Arc<Core>>) -> Response {
+    let reply = core.health(true).await;
+    grpc::health_http_response(&reply)
+}
+
+/// Studio answers only requests addressed to the Studio origin; a request for
+/// any other Host (the sandbox hostname included) gets the hidden 404.
+async fn studio_host_only(State(core): State<Arc<Core>>, request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|host| host.to_str().ok())
+        .or_else(|| request.uri().authority().map(|authority| authority.as_str()));
+    match host {
+        Some(host) if core.origins.studio.matches_authority(host) => next.run(request).await,
+        _ => not_found().await,
+    }
+}
+
+async fn security_headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers
+        .entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+        ));
+    response
+}
+
+async fn not_found() -> Response {
+    AppError::from_code(ErrorCode::NotFound).into_response()
+}
+
+/// The Studio landing page of this build: what runs, and where to look.
+async fn studio_page(State(core): State<Arc<Core>>) -> Html<String> {
+    let reply = core.health(true).await;
+    let rows: String = std::iter::once((reply.role.clone(), true))
+        .chain(reply.dependencies.iter().map(|d| (d.role.clone(), d.ok)))
+        .map(|(role, ok)| format!("<li>{role}: {}</li>", if ok { "serving" } else { "unavailable" }))
+        .collect();
+    Html(format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Sasha Studio</title>\
+         <style>body{{font:16px/1.5 system-ui,sans-serif;margin:3rem auto;max-width:40rem;padding:0 1rem}}</style>\
+         </head><body><h1>Sasha Studio</h1><p>Version {version}. Sandbox origin: <code>{sandbox}</code>.</p>\
+         <ul>{rows}</ul></body></html>",
+        version = sasha_proto::VERSION,
+        sandbox = core.origins.sandbox,
+    ))
+}
+
+/// The `CoreService` implementation.
+#[derive(Debug, Clone)]
+struct CoreGrpc {
+    core: Arc<Core>,
+}
+
+type GrpcResult<T> = Result<GrpcResponse<T>, Status>;
+
+#[tonic::async_trait]
+impl CoreService for CoreGrpc {
+    #[tracing::instrument(skip_all, name = "core.health")]
+    async fn health(&self, request: GrpcRequest<HealthRequest>) -> GrpcResult<HealthReply> {
+        Ok(GrpcResponse::new(self.core.health(request.get_ref().deep).await))
+    }
+
+    async fn authenticate(&self, _: GrpcRequest<pb::AuthenticateRequest>) -> GrpcResult<pb::Principal> {
+        Err(grpc::not_ready("CoreService.Authenticate"))
+    }
+
+    async fn list_apps(&self, _: GrpcRequest<pb::ListAppsRequest>) -> GrpcResult<pb::AppList> {
+        Err(grpc::not_ready("CoreService.ListApps"))
+    }
+
+    async fn check_access(&self, _: GrpcRequest<pb::CheckAccessRequest>) -> GrpcResult<pb::AccessDecision> {
+        Err(grpc::not_ready("CoreService.CheckAccess"))
+    }
+
+    async fn get_resource(&self, _: GrpcRequest<pb::GetResourceRequest>) -> GrpcResult<pb::AppResource> {
+        Err(grpc::not_ready("CoreService.GetResource"))
+    }
+
+    async fn get_catalogue(&self, _: GrpcRequest<pb::CatalogueRequest>) -> GrpcResult<pb::Catalogue> {
+        Err(grpc::not_ready("CoreService.GetCatalogue"))
+    }
+
+    async fn confirm(&self, _: GrpcRequest<pb::ConfirmRequest>) -> GrpcResult<pb::ConfirmReply> {
+        Err(grpc::not_ready("CoreService.Confirm"))
+    }
+
+    async fn source_files(&self, _: GrpcRequest<pb::SourceFilesRequest>) -> GrpcResult<pb::SourceFilesReply> {
+        Err(grpc::not_ready("CoreService.SourceFiles"))
+    }
+
+    async fn chat(&self, _: GrpcRequest<pb::ChatRequest>) -> GrpcResult<pb::ChatReply> {
+        Err(grpc::not_ready("CoreService.Chat"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_reports_a_down_dependency_as_503() {
+        let reply = grpc::health_reply(
+            Role::StudioCore,
+            vec![pb::DependencyHealth {
+                role: "data-worker".into(),
+                ok: false,
+                detail: "a platform service is not reachable (APP_NOT_READY)".into(),
+            }],
+        );
+        assert!(!reply.ok);
+        assert_eq!(grpc::health_http_response(&reply).status(), http::StatusCode::SERVICE_UNAVAILABLE);
+        let reply = grpc::health_reply(Role::StudioCore, Vec::new());
+        assert_eq!(grpc::health_http_response(&reply).status(), http::StatusCode::OK);
+    }
+}

@@ -42,7 +42,9 @@ pub(crate) struct Backends {
 pub(crate) async fn bind(port: u16) -> anyhow::Result<Vec<TcpListener>> {
     let v4 = TcpListener::bind(("127.0.0.1", port))
         .await
-        .with_context(|| format!("cannot listen on 127.0.0.1:{port} (use --port to pick another)"))?;
+        .with_context(|| {
+            format!("cannot listen on 127.0.0.1:{port} (use --port to pick another)")
+        })?;
     let mut listeners = vec![v4];
     if let Ok(v6) = TcpListener::bind(("::1", port)).await {
         listeners.push(v6);
@@ -58,7 +60,11 @@ struct Ingress {
 }
 
 /// Serves the ingress on every listener until the task is dropped.
-pub(crate) async fn serve(listeners: Vec<TcpListener>, origins: Origins, backends: Backends) -> anyhow::Result<()> {
+pub(crate) async fn serve(
+    listeners: Vec<TcpListener>,
+    origins: Origins,
+    backends: Backends,
+) -> anyhow::Result<()> {
     let ingress = Arc::new(Ingress {
         origins,
         backends,
@@ -154,11 +160,14 @@ async fn route(ingress: &Ingress, peer: SocketAddr, request: Request<Incoming>) 
         Route::Gateway => forward(ingress, ingress.backends.gateway, peer, host, request).await,
         Route::Health => health(ingress).await,
         Route::Misdirected => {
-            let mut response = Response::new(full("misdirected request: this ingress serves only the Studio and sandbox hosts\n"));
+            let mut response = Response::new(full(
+                "misdirected request: this ingress serves only the Studio and sandbox hosts\n",
+            ));
             *response.status_mut() = StatusCode::MISDIRECTED_REQUEST;
-            response
-                .headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
             response
         }
     }
@@ -200,7 +209,10 @@ async fn forward(
         .map(|pq| pq.as_str().to_owned())
         .unwrap_or_else(|| "/".to_owned());
     let Ok(uri) = format!("http://{backend}{path_and_query}").parse::<Uri>() else {
-        return error_response(AppError::new(ErrorCode::InputInvalid, "the request target is invalid"));
+        return error_response(AppError::new(
+            ErrorCode::InputInvalid,
+            "the request target is invalid",
+        ));
     };
     parts.uri = uri;
     parts.version = http::Version::HTTP_11;
@@ -217,7 +229,11 @@ async fn forward(
     parts
         .headers
         .insert("x-forwarded-proto", HeaderValue::from_static("http"));
-    match ingress.client.request(Request::from_parts(parts, body)).await {
+    match ingress
+        .client
+        .request(Request::from_parts(parts, body))
+        .await
+    {
         Ok(response) => {
             let (mut parts, body) = response.into_parts();
             for name in HOP_BY_HOP {
@@ -226,7 +242,10 @@ async fn forward(
             Response::from_parts(parts, body.boxed())
         }
         Err(error) => {
-            let app_error = AppError::new(ErrorCode::NotReady, "the service behind this route is not reachable");
+            let app_error = AppError::new(
+                ErrorCode::NotReady,
+                "the service behind this route is not reachable",
+            );
             tracing::warn!(%backend, %error, diagnostic_id = %app_error.diagnostic_id, "ingress could not reach a backend");
             error_response(app_error)
         }
@@ -235,8 +254,20 @@ async fn forward(
 
 /// `GET /healthz`: every role's state, probed through its own public surface.
 async fn health(ingress: &Ingress) -> Response<Body> {
-    let edge_host = ingress.origins.sandbox.as_str().trim_start_matches("http://").trim_start_matches("https://").to_owned();
-    let studio_host = ingress.origins.studio.as_str().trim_start_matches("http://").trim_start_matches("https://").to_owned();
+    let edge_host = ingress
+        .origins
+        .sandbox
+        .as_str()
+        .trim_start_matches("http://")
+        .trim_start_matches("https://")
+        .to_owned();
+    let studio_host = ingress
+        .origins
+        .studio
+        .as_str()
+        .trim_start_matches("http://")
+        .trim_start_matches("https://")
+        .to_owned();
     let (edge, core, gateway) = tokio::join!(
         probe(ingress, ingress.backends.edge, &edge_host, "/app-sandbox"),
         probe(ingress, ingress.backends.core, &studio_host, "/healthz"),
@@ -252,7 +283,9 @@ async fn health(ingress: &Ingress) -> Response<Body> {
         })
     };
     let role_ok = |report: &Option<serde_json::Value>| {
-        report.as_ref().is_some_and(|report| report["role"].is_string())
+        report
+            .as_ref()
+            .is_some_and(|report| report["role"].is_string())
     };
     let data_ok = dependency(&core.1, "data-worker")
         .or_else(|| dependency(&gateway.1, "data-worker"))
@@ -268,15 +301,27 @@ async fn health(ingress: &Ingress) -> Response<Body> {
         .is_some_and(|roles| roles.values().all(|role| role["ok"] == true));
     let body = serde_json::json!({"ok": all_ok, "version": sasha_proto::VERSION, "roles": roles});
     let mut response = Response::new(full(body.to_string()));
-    *response.status_mut() = if all_ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    *response.status_mut() = if all_ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
 
 /// One GET with a deadline: the status and, for a JSON answer, its body.
-async fn probe(ingress: &Ingress, backend: SocketAddr, host: &str, path: &str) -> (Option<StatusCode>, Option<serde_json::Value>) {
+async fn probe(
+    ingress: &Ingress,
+    backend: SocketAddr,
+    host: &str,
+    path: &str,
+) -> (Option<StatusCode>, Option<serde_json::Value>) {
     let Ok(request) = Request::get(format!("http://{backend}{path}"))
         .header(header::HOST, host)
         .body(Full::new(Bytes::new()))
@@ -297,15 +342,18 @@ async fn probe(ingress: &Ingress, backend: SocketAddr, host: &str, path: &str) -
 }
 
 fn full(text: impl Into<Bytes>) -> Body {
-    Full::new(text.into()).map_err(|never| match never {}).boxed()
+    Full::new(text.into())
+        .map_err(|never| match never {})
+        .boxed()
 }
 
 fn error_response(error: AppError) -> Response<Body> {
     let mut response = Response::new(full(error.to_json().to_string()));
     *response.status_mut() = error.code.http_status();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response
 }
 

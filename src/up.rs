@@ -33,7 +33,10 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub(crate) fn main(state_dir: Option<PathBuf>, port: u16) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("sasha up: cannot start the async runtime: {error}");
@@ -90,15 +93,18 @@ async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<Exit
         .unwrap_or_else(|| format!("http://127.0.0.1:{port}"));
     overrides.insert("SASHA_PUBLIC_ORIGIN".into(), studio);
     overrides.insert("SASHA_APP_SANDBOX_ORIGIN".into(), sandbox);
-    let origins = Origins::from_env(&overrides)
-        .map_err(|error| anyhow!("invalid configuration: {error}"))?;
+    let origins =
+        Origins::from_env(&overrides).map_err(|error| anyhow!("invalid configuration: {error}"))?;
 
     let listeners = ingress::bind(port).await?;
 
     let (pki, minted) = DevPki::ensure(&state_dir.join("certs"))
         .context("cannot prepare the development certificates")?;
     if minted {
-        println!("Minted development certificates in {}", state_dir.join("certs").display());
+        println!(
+            "Minted development certificates in {}",
+            state_dir.join("certs").display()
+        );
     }
     let admin = dev_admin(&state_dir)?;
 
@@ -163,7 +169,10 @@ async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<Exit
             Err(_) => {
                 stop_all(&running).await;
                 terminate(started.pid).await;
-                bail!("{role} did not become ready within {}s", READY_TIMEOUT.as_secs());
+                bail!(
+                    "{role} did not become ready within {}s",
+                    READY_TIMEOUT.as_secs()
+                );
             }
         };
         addresses.insert(role, listeners.clone());
@@ -228,7 +237,9 @@ async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<Exit
     outcome
 }
 
-async fn next_exit(events: &mut mpsc::Receiver<ChildEvent>) -> (Role, u32, std::io::Result<ExitStatus>) {
+async fn next_exit(
+    events: &mut mpsc::Receiver<ChildEvent>,
+) -> (Role, u32, std::io::Result<ExitStatus>) {
     loop {
         match events.recv().await {
             Some(ChildEvent::Exited(role, pid, status)) => return (role, pid, status),
@@ -239,7 +250,11 @@ async fn next_exit(events: &mut mpsc::Receiver<ChildEvent>) -> (Role, u32, std::
 }
 
 /// Spawns `sasha serve <role>` and the tasks that relay its output and watch it.
-fn start(role: Role, env: &HashMap<String, String>, events: mpsc::Sender<ChildEvent>) -> anyhow::Result<Running> {
+fn start(
+    role: Role,
+    env: &HashMap<String, String>,
+    events: mpsc::Sender<ChildEvent>,
+) -> anyhow::Result<Running> {
     let exe = std::env::current_exe().context("cannot find the sasha executable")?;
     let mut child: Child = Command::new(exe)
         .arg("serve")
@@ -252,7 +267,10 @@ fn start(role: Role, env: &HashMap<String, String>, events: mpsc::Sender<ChildEv
         .spawn()
         .with_context(|| format!("cannot start {role}"))?;
     let pid = child.id().ok_or_else(|| anyhow!("{role} exited at once"))?;
-    let stdin = child.stdin.take().ok_or_else(|| anyhow!("no stdin pipe for {role}"))?;
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| anyhow!("no stdin pipe for {role}"))?;
     if let Some(stderr) = child.stderr.take() {
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
@@ -354,8 +372,12 @@ struct DevAdmin {
 fn dev_admin(state_dir: &Path) -> anyhow::Result<DevAdmin> {
     let path = state_dir.join("dev-admin.json");
     if let Ok(text) = std::fs::read_to_string(&path) {
-        return serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a dev admin record; delete it to regenerate", path.display()));
+        return serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{} is not a dev admin record; delete it to regenerate",
+                path.display()
+            )
+        });
     }
     let password: String = rand::rng()
         .sample_iter(rand::distr::Alphanumeric)

@@ -61,14 +61,21 @@ pub async fn serve_from_env(env: impl Env, shutdown: CancellationToken) -> Resul
 }
 
 /// Serves data-worker on `listeners` until `shutdown` is cancelled.
-pub async fn run(config: Config, listeners: Listeners, shutdown: CancellationToken) -> Result<(), RoleError> {
+pub async fn run(
+    config: Config,
+    listeners: Listeners,
+    shutdown: CancellationToken,
+) -> Result<(), RoleError> {
     std::fs::create_dir_all(&config.storage.app_data_root).map_err(|error| {
         RoleError::Startup(format!(
             "APP_DATA_ROOT: cannot create {}: {error}",
             config.storage.app_data_root.display()
         ))
     })?;
-    let grpc_addr = listeners.grpc.local_addr().map_err(|e| RoleError::Startup(e.to_string()))?;
+    let grpc_addr = listeners
+        .grpc
+        .local_addr()
+        .map_err(|e| RoleError::Startup(e.to_string()))?;
     let router = grpc::server_builder().add_service(DataServiceServer::new(Worker));
     announce_ready(Role::DataWorker, &[("grpc", grpc_addr)]);
     grpc::serve_mtls(
@@ -89,11 +96,20 @@ struct Worker;
 #[tonic::async_trait]
 impl DataService for Worker {
     #[tracing::instrument(skip_all, name = "data.health")]
-    async fn health(&self, _request: Request<HealthRequest>) -> Result<Response<HealthReply>, Status> {
-        Ok(Response::new(grpc::health_reply(Role::DataWorker, Vec::new())))
+    async fn health(
+        &self,
+        _request: Request<HealthRequest>,
+    ) -> Result<Response<HealthReply>, Status> {
+        Ok(Response::new(grpc::health_reply(
+            Role::DataWorker,
+            Vec::new(),
+        )))
     }
 
-    async fn execute(&self, _request: Request<ExecuteRequest>) -> Result<Response<ExecuteReply>, Status> {
+    async fn execute(
+        &self,
+        _request: Request<ExecuteRequest>,
+    ) -> Result<Response<ExecuteReply>, Status> {
         Err(grpc::not_ready("DataService.Execute"))
     }
 

@@ -132,8 +132,15 @@ pub async fn serve_from_env(env: impl Env, shutdown: CancellationToken) -> Resul
 }
 
 /// Serves the sandbox origin on `listeners` until `shutdown` is cancelled.
-pub async fn run(config: Config, listeners: Listeners, shutdown: CancellationToken) -> Result<(), RoleError> {
-    let addr = listeners.http.local_addr().map_err(|e| RoleError::Startup(e.to_string()))?;
+pub async fn run(
+    config: Config,
+    listeners: Listeners,
+    shutdown: CancellationToken,
+) -> Result<(), RoleError> {
+    let addr = listeners
+        .http
+        .local_addr()
+        .map_err(|e| RoleError::Startup(e.to_string()))?;
     let app = router(config.origins)?;
     announce_ready(Role::EdgeSandbox, &[("http", addr)]);
     axum::serve(listeners.http, app)
@@ -153,8 +160,14 @@ async fn handle(State(edge): State<Arc<Edge>>, request: Request) -> Response {
     let mut response = respond(&edge, &request);
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_SECURITY_POLICY, edge.csp.clone());
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     headers.insert(
         "cross-origin-resource-policy",
         HeaderValue::from_static("same-origin"),
@@ -189,7 +202,11 @@ fn respond(edge: &Edge, request: &Request) -> Response {
     } else {
         return not_found();
     };
-    let body = if head { Body::empty() } else { Body::from(body) };
+    let body = if head {
+        Body::empty()
+    } else {
+        Body::from(body)
+    };
     let mut response = Response::new(body);
     *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();

@@ -75,18 +75,29 @@ struct Gateway {
 }
 
 /// Serves mcp-gateway on `listeners` until `shutdown` is cancelled.
-pub async fn run(config: Config, listeners: Listeners, shutdown: CancellationToken) -> Result<(), RoleError> {
-    let core = grpc::core_client(&config.core_url, &config.identity)
-        .map_err(|error| RoleError::Config(ConfigError::new("SASHA_CORE_GRPC_URL", error.to_string())))?;
-    let data = grpc::data_client(&config.data_url, &config.identity)
-        .map_err(|error| RoleError::Config(ConfigError::new("SASHA_DATA_GRPC_URL", error.to_string())))?;
+pub async fn run(
+    config: Config,
+    listeners: Listeners,
+    shutdown: CancellationToken,
+) -> Result<(), RoleError> {
+    let core = grpc::core_client(&config.core_url, &config.identity).map_err(|error| {
+        RoleError::Config(ConfigError::new("SASHA_CORE_GRPC_URL", error.to_string()))
+    })?;
+    let data = grpc::data_client(&config.data_url, &config.identity).map_err(|error| {
+        RoleError::Config(ConfigError::new("SASHA_DATA_GRPC_URL", error.to_string()))
+    })?;
     let gateway = Arc::new(Gateway { core, data });
-    let addr = listeners.http.local_addr().map_err(|e| RoleError::Startup(e.to_string()))?;
+    let addr = listeners
+        .http
+        .local_addr()
+        .map_err(|e| RoleError::Startup(e.to_string()))?;
     let app = axum::Router::new()
         .route("/healthz", get(healthz))
         .route("/mcp", axum::routing::any(mcp_not_ready))
         .fallback(|| async { AppError::from_code(ErrorCode::NotFound).into_response() })
-        .layer(axum::middleware::from_fn(sasha_proto::telemetry::http_trace_layer))
+        .layer(axum::middleware::from_fn(
+            sasha_proto::telemetry::http_trace_layer,
+        ))
         .with_state(gateway);
     announce_ready(Role::McpGateway, &[("http", addr)]);
     axum::serve(listeners.http, app)

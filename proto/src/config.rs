@@ -63,7 +63,11 @@ pub fn state_dir(env: &dyn Env) -> PathBuf {
 }
 
 /// A listen address such as `127.0.0.1:3011`.
-pub fn socket_addr(env: &dyn Env, var: &'static str, default: &str) -> Result<SocketAddr, ConfigError> {
+pub fn socket_addr(
+    env: &dyn Env,
+    var: &'static str,
+    default: &str,
+) -> Result<SocketAddr, ConfigError> {
     let text = env.var(var).unwrap_or_else(|| default.to_owned());
     text.parse().map_err(|_| {
         ConfigError::new(
@@ -85,7 +89,10 @@ pub fn grpc_url(env: &dyn Env, var: &'static str, default: &str) -> Result<Strin
         ));
     }
     if url.host_str().is_none() || url.port_or_known_default().is_none() {
-        return Err(ConfigError::new(var, format!("{text:?} has no host and port")));
+        return Err(ConfigError::new(
+            var,
+            format!("{text:?} has no host and port"),
+        ));
     }
     Ok(text)
 }
@@ -168,8 +175,12 @@ impl Origin {
         if text.contains('*') {
             return Err(format!("{text:?} must not contain a wildcard"));
         }
-        let url = url::Url::parse(text)
-            .map_err(|_| format!("{text:?} is not an absolute origin such as https://studio.example.com"))?;
+        let not_absolute =
+            || format!("{text:?} is not an absolute origin such as https://studio.example.com");
+        let url = url::Url::parse(text).map_err(|_| not_absolute())?;
+        if !text.contains("://") {
+            return Err(not_absolute());
+        }
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!("{text:?} must use http or https"));
         }
@@ -194,7 +205,9 @@ impl Origin {
             .to_owned();
         let serialized = url.origin().ascii_serialization();
         if serialized != text {
-            return Err(format!("{text:?} must be written exactly as {serialized:?}"));
+            return Err(format!(
+                "{text:?} must be written exactly as {serialized:?}"
+            ));
         }
         let port = url
             .port_or_known_default()
@@ -407,7 +420,10 @@ fn resolve_existing_prefix(path: &Path) -> PathBuf {
             }
             return full;
         }
-        match (existing.file_name().map(|name| name.to_owned()), existing.parent()) {
+        match (
+            existing.file_name().map(|name| name.to_owned()),
+            existing.parent(),
+        ) {
             (Some(name), Some(parent)) => {
                 rest.push(name);
                 existing = parent.to_path_buf();
@@ -451,17 +467,30 @@ mod tests {
         check("https://studio.example.com/", "must not end with a slash");
         check("https://studio.example.com/app", "must not contain a path");
         check("https://studio.example.com?x=1", "must not contain a query");
-        check("https://studio.example.com#top", "must not contain a fragment");
-        check("https://user:pw@studio.example.com", "must not contain credentials");
-        check("https://user@studio.example.com", "must not contain credentials");
+        check(
+            "https://studio.example.com#top",
+            "must not contain a fragment",
+        );
+        check(
+            "https://user:pw@studio.example.com",
+            "must not contain credentials",
+        );
+        check(
+            "https://user@studio.example.com",
+            "must not contain credentials",
+        );
         check("https://*.example.com", "wildcard");
         check("*", "wildcard");
         check("studio.example.com", "not an absolute origin");
         check("/relative", "not an absolute origin");
         check("ftp://studio.example.com", "must use http or https");
-        check("javascript:alert(1)", "must use http or https");
+        check("javascript:alert(1)", "not an absolute origin");
+        check("localhost:3007", "not an absolute origin");
         check("https://Studio.Example.com", "must be written exactly as");
-        check("https://studio.example.com:443", "must be written exactly as");
+        check(
+            "https://studio.example.com:443",
+            "must be written exactly as",
+        );
     }
 
     #[test]
@@ -500,11 +529,9 @@ mod tests {
     #[test]
     fn data_root_defaults_beside_the_database() {
         let state = tempfile::tempdir().unwrap();
-        let paths = StoragePaths::from_env(&env(&[(
-            "SASHA_STATE_DIR",
-            state.path().to_str().unwrap(),
-        )]))
-        .unwrap();
+        let paths =
+            StoragePaths::from_env(&env(&[("SASHA_STATE_DIR", state.path().to_str().unwrap())]))
+                .unwrap();
         assert_eq!(paths.app_data_root, state.path().join("apps"));
         assert_eq!(paths.docs_root, state.path().join("docs"));
     }

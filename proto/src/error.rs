@@ -208,20 +208,8 @@ impl ErrorCode {
                 false,
                 "this app revision is no longer available; reopen the app",
             ),
-            ErrorCode::NotFound => (
-                "APP_NOT_FOUND",
-                404,
-                G::NotFound,
-                false,
-                "not found",
-            ),
-            ErrorCode::PathInvalid => (
-                "APP_PATH_INVALID",
-                404,
-                G::NotFound,
-                false,
-                "not found",
-            ),
+            ErrorCode::NotFound => ("APP_NOT_FOUND", 404, G::NotFound, false, "not found"),
+            ErrorCode::PathInvalid => ("APP_PATH_INVALID", 404, G::NotFound, false, "not found"),
             ErrorCode::ActionUnavailable => (
                 "APP_ACTION_UNAVAILABLE",
                 404,
@@ -330,7 +318,9 @@ impl ErrorCode {
 
     /// Parses a wire name; `None` for anything outside the closed registry.
     pub fn parse(name: &str) -> Option<ErrorCode> {
-        ErrorCode::ALL.into_iter().find(|code| code.as_str() == name)
+        ErrorCode::ALL
+            .into_iter()
+            .find(|code| code.as_str() == name)
     }
 
     /// The HTTP status this code renders with.
@@ -457,10 +447,15 @@ impl AppError {
                 details,
             };
         }
+        // Without an envelope the status came from the transport, not from a
+        // Sasha handler: a refused or dropped connection reads as Unavailable or
+        // Cancelled, and both mean the other process could not be reached.
+        let from_transport = std::error::Error::source(status)
+            .is_some_and(|source| source.downcast_ref::<tonic::transport::Error>().is_some());
         let code = match status.code() {
-            tonic::Code::Unavailable => ErrorCode::NotReady,
+            _ if from_transport => ErrorCode::NotReady,
+            tonic::Code::Unavailable | tonic::Code::Cancelled => ErrorCode::NotReady,
             tonic::Code::DeadlineExceeded => ErrorCode::Timeout,
-            tonic::Code::Cancelled => ErrorCode::Cancelled,
             _ => ErrorCode::Internal,
         };
         let error = match code {
@@ -556,6 +551,10 @@ mod tests {
         let unreachable = AppError::from_status(&tonic::Status::unavailable("tcp connect error"));
         assert_eq!(unreachable.code, ErrorCode::NotReady);
         assert!(unreachable.retryable);
+        let dropped = AppError::from_status(&tonic::Status::cancelled("connection closed"));
+        assert_eq!(dropped.code, ErrorCode::NotReady);
+        let late = AppError::from_status(&tonic::Status::deadline_exceeded("deadline"));
+        assert_eq!(late.code, ErrorCode::Timeout);
     }
 
     #[test]

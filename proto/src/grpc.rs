@@ -108,7 +108,11 @@ pub struct ConnectError {
 /// A lazily connecting mTLS channel to `server` at `url` (`https://host:port`).
 /// Connection failures surface per call as `APP_NOT_READY` via
 /// [`crate::AppError::from_status`].
-pub fn channel(url: &str, identity: &Identity, server: Role) -> Result<TracedChannel, ConnectError> {
+pub fn channel(
+    url: &str,
+    identity: &Identity,
+    server: Role,
+) -> Result<TracedChannel, ConnectError> {
     let error = |reason: String| ConnectError {
         url: url.to_owned(),
         reason,

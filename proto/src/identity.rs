@@ -242,8 +242,9 @@ impl ClientCertVerifier for RoleVerifier {
     ) -> Result<ClientCertVerified, rustls::Error> {
         self.inner
             .verify_client_cert(end_entity, intermediates, now)?;
-        let certificate = webpki::EndEntityCert::try_from(end_entity)
-            .map_err(|_| rustls::Error::InvalidCertificate(rustls::CertificateError::BadEncoding))?;
+        let certificate = webpki::EndEntityCert::try_from(end_entity).map_err(|_| {
+            rustls::Error::InvalidCertificate(rustls::CertificateError::BadEncoding)
+        })?;
         let allowed = self.allowed.iter().any(|role| {
             ServerName::try_from(role.dns_name())
                 .is_ok_and(|name| certificate.verify_is_valid_for_subject_name(&name).is_ok())
@@ -339,7 +340,8 @@ pub struct CertificateAuthority {
 
 impl fmt::Debug for CertificateAuthority {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CertificateAuthority").finish_non_exhaustive()
+        f.debug_struct("CertificateAuthority")
+            .finish_non_exhaustive()
     }
 }
 

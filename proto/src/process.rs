@@ -52,7 +52,10 @@ pub fn announce_ready(role: Role, listeners: &[(&str, SocketAddr)]) {
 }
 
 /// Binds a TCP listener, naming the variable when the address cannot be used.
-pub async fn bind(var: &'static str, addr: SocketAddr) -> Result<tokio::net::TcpListener, RoleError> {
+pub async fn bind(
+    var: &'static str,
+    addr: SocketAddr,
+) -> Result<tokio::net::TcpListener, RoleError> {
     tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|error| RoleError::Startup(format!("{var}: cannot listen on {addr}: {error}")))
@@ -64,14 +67,17 @@ where
     F: FnOnce(ProcessEnv, CancellationToken) -> Fut,
     Fut: Future<Output = Result<(), RoleError>>,
 {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("sasha {role}: cannot start the async runtime: {error}");
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         let env = ProcessEnv;
         let telemetry = match TelemetryConfig::from_env(&env) {
             Ok(telemetry) => telemetry,
@@ -96,7 +102,11 @@ where
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => fail(role, error),
         }
-    })
+    });
+    // The stdin watcher blocks a thread in read(2) until the supervisor closes
+    // the pipe; do not wait for it (a plain drop of the runtime would).
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    code
 }
 
 fn fail(role: Role, error: RoleError) -> ExitCode {
@@ -129,7 +139,10 @@ fn spawn_shutdown_watchers(env: &dyn Env, shutdown: CancellationToken) {
 /// Resolves on the first SIGINT or SIGTERM.
 pub async fn wait_for_signal() {
     use tokio::signal::unix::{SignalKind, signal};
-    match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
         (Ok(mut interrupt), Ok(mut terminate)) => {
             tokio::select! {
                 _ = interrupt.recv() => {}

@@ -98,9 +98,7 @@ pub fn init(
     let registry = tracing_subscriber::registry()
         .with(fmt.with_filter(filter))
         .with(otel.map(|layer| {
-            layer.with_filter(
-                EnvFilter::try_new("info").unwrap_or_else(|_| EnvFilter::new("info")),
-            )
+            layer.with_filter(EnvFilter::try_new("info").unwrap_or_else(|_| EnvFilter::new("info")))
         }));
     // A second init in one process (tests) keeps the first subscriber.
     let _ = registry.try_init();

@@ -100,7 +100,11 @@ impl Core {
 }
 
 /// Serves studio-core on `listeners` until `shutdown` is cancelled.
-pub async fn run(config: Config, listeners: Listeners, shutdown: CancellationToken) -> Result<(), RoleError> {
+pub async fn run(
+    config: Config,
+    listeners: Listeners,
+    shutdown: CancellationToken,
+) -> Result<(), RoleError> {
     for dir in [
         config.storage.docs_root.join("apps"),
         config
@@ -117,14 +121,21 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: CancellationTok
             RoleError::Startup(format!("cannot create {}: {error}", dir.display()))
         })?;
     }
-    let data = grpc::data_client(&config.data_url, &config.identity)
-        .map_err(|error| RoleError::Config(ConfigError::new("SASHA_DATA_GRPC_URL", error.to_string())))?;
+    let data = grpc::data_client(&config.data_url, &config.identity).map_err(|error| {
+        RoleError::Config(ConfigError::new("SASHA_DATA_GRPC_URL", error.to_string()))
+    })?;
     let core = Arc::new(Core {
         origins: config.origins.clone(),
         data,
     });
-    let http_addr = listeners.http.local_addr().map_err(|e| RoleError::Startup(e.to_string()))?;
-    let grpc_addr = listeners.grpc.local_addr().map_err(|e| RoleError::Startup(e.to_string()))?;
+    let http_addr = listeners
+        .http
+        .local_addr()
+        .map_err(|e| RoleError::Startup(e.to_string()))?;
+    let grpc_addr = listeners
+        .grpc
+        .local_addr()
+        .map_err(|e| RoleError::Startup(e.to_string()))?;
 
     let grpc_router =
         grpc::server_builder().add_service(CoreServiceServer::new(CoreGrpc { core: core.clone() }));
@@ -138,7 +149,10 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: CancellationTok
     let http_server = axum::serve(listeners.http, router(core))
         .with_graceful_shutdown(shutdown.clone().cancelled_owned());
 
-    announce_ready(Role::StudioCore, &[("http", http_addr), ("grpc", grpc_addr)]);
+    announce_ready(
+        Role::StudioCore,
+        &[("http", http_addr), ("grpc", grpc_addr)],
+    );
     let (grpc_result, http_result) = tokio::join!(
         async {
             let result = grpc_server.await;
@@ -160,12 +174,17 @@ fn router(core: Arc<Core>) -> axum::Router {
     let studio = axum::Router::new()
         .route("/", get(studio_page))
         .fallback(not_found)
-        .layer(axum::middleware::from_fn_with_state(core.clone(), studio_host_only));
+        .layer(axum::middleware::from_fn_with_state(
+            core.clone(),
+            studio_host_only,
+        ));
     axum::Router::new()
         .route("/healthz", get(healthz))
         .merge(studio)
         .layer(axum::middleware::from_fn(security_headers))
-        .layer(axum::middleware::from_fn(sasha_proto::telemetry::http_trace_layer))
+        .layer(axum::middleware::from_fn(
+            sasha_proto::telemetry::http_trace_layer,
+        ))
         .with_state(core)
 }
 
@@ -183,7 +202,12 @@ async fn studio_host_only(State(core): State<Arc<Core>>, request: Request, next:
         .headers()
         .get(header::HOST)
         .and_then(|host| host.to_str().ok())
-        .or_else(|| request.uri().authority().map(|authority| authority.as_str()));
+        .or_else(|| {
+            request
+                .uri()
+                .authority()
+                .map(|authority| authority.as_str())
+        });
     match host {
         Some(host) if core.origins.studio.matches_authority(host) => next.run(request).await,
         _ => not_found().await,
@@ -193,8 +217,14 @@ async fn studio_host_only(State(core): State<Arc<Core>>, request: Request, next:
 async fn security_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers
         .entry(header::CONTENT_SECURITY_POLICY)
@@ -213,7 +243,12 @@ async fn studio_page(State(core): State<Arc<Core>>) -> Html<String> {
     let reply = core.health(true).await;
     let rows: String = std::iter::once((reply.role.clone(), true))
         .chain(reply.dependencies.iter().map(|d| (d.role.clone(), d.ok)))
-        .map(|(role, ok)| format!("<li>{role}: {}</li>", if ok { "serving" } else { "unavailable" }))
+        .map(|(role, ok)| {
+            format!(
+                "<li>{role}: {}</li>",
+                if ok { "serving" } else { "unavailable" }
+            )
+        })
         .collect();
     Html(format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Sasha Studio</title>\
@@ -237,10 +272,15 @@ type GrpcResult<T> = Result<GrpcResponse<T>, Status>;
 impl CoreService for CoreGrpc {
     #[tracing::instrument(skip_all, name = "core.health")]
     async fn health(&self, request: GrpcRequest<HealthRequest>) -> GrpcResult<HealthReply> {
-        Ok(GrpcResponse::new(self.core.health(request.get_ref().deep).await))
+        Ok(GrpcResponse::new(
+            self.core.health(request.get_ref().deep).await,
+        ))
     }
 
-    async fn authenticate(&self, _: GrpcRequest<pb::AuthenticateRequest>) -> GrpcResult<pb::Principal> {
+    async fn authenticate(
+        &self,
+        _: GrpcRequest<pb::AuthenticateRequest>,
+    ) -> GrpcResult<pb::Principal> {
         Err(grpc::not_ready("CoreService.Authenticate"))
     }
 
@@ -248,15 +288,24 @@ impl CoreService for CoreGrpc {
         Err(grpc::not_ready("CoreService.ListApps"))
     }
 
-    async fn check_access(&self, _: GrpcRequest<pb::CheckAccessRequest>) -> GrpcResult<pb::AccessDecision> {
+    async fn check_access(
+        &self,
+        _: GrpcRequest<pb::CheckAccessRequest>,
+    ) -> GrpcResult<pb::AccessDecision> {
         Err(grpc::not_ready("CoreService.CheckAccess"))
     }
 
-    async fn get_resource(&self, _: GrpcRequest<pb::GetResourceRequest>) -> GrpcResult<pb::AppResource> {
+    async fn get_resource(
+        &self,
+        _: GrpcRequest<pb::GetResourceRequest>,
+    ) -> GrpcResult<pb::AppResource> {
         Err(grpc::not_ready("CoreService.GetResource"))
     }
 
-    async fn get_catalogue(&self, _: GrpcRequest<pb::CatalogueRequest>) -> GrpcResult<pb::Catalogue> {
+    async fn get_catalogue(
+        &self,
+        _: GrpcRequest<pb::CatalogueRequest>,
+    ) -> GrpcResult<pb::Catalogue> {
         Err(grpc::not_ready("CoreService.GetCatalogue"))
     }
 
@@ -264,7 +313,10 @@ impl CoreService for CoreGrpc {
         Err(grpc::not_ready("CoreService.Confirm"))
     }
 
-    async fn source_files(&self, _: GrpcRequest<pb::SourceFilesRequest>) -> GrpcResult<pb::SourceFilesReply> {
+    async fn source_files(
+        &self,
+        _: GrpcRequest<pb::SourceFilesRequest>,
+    ) -> GrpcResult<pb::SourceFilesReply> {
         Err(grpc::not_ready("CoreService.SourceFiles"))
     }
 
@@ -288,8 +340,14 @@ mod tests {
             }],
         );
         assert!(!reply.ok);
-        assert_eq!(grpc::health_http_response(&reply).status(), http::StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            grpc::health_http_response(&reply).status(),
+            http::StatusCode::SERVICE_UNAVAILABLE
+        );
         let reply = grpc::health_reply(Role::StudioCore, Vec::new());
-        assert_eq!(grpc::health_http_response(&reply).status(), http::StatusCode::OK);
+        assert_eq!(
+            grpc::health_http_response(&reply).status(),
+            http::StatusCode::OK
+        );
     }
 }

@@ -1,0 +1,463 @@
+//! The process-test harness: starts the real `sasha` binary's roles on free
+//! loopback ports with a temporary state folder, and talks to them only through
+//! their public interfaces.
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sasha_proto::Role;
+use sasha_proto::identity::{DevPki, TlsFiles};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// The binary under test.
+pub fn sasha_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_sasha")
+}
+
+/// How long a role may take to print its readiness line.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A temporary state folder with a development PKI, from which roles are started.
+pub struct Harness {
+    pub dir: tempfile::TempDir,
+    pub pki: DevPki,
+    /// Extra environment given to every role (e.g. OTLP settings).
+    pub env: HashMap<String, String>,
+}
+
+impl Harness {
+    pub fn new() -> Harness {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (pki, _) = DevPki::ensure(&dir.path().join("certs")).expect("dev pki");
+        Harness {
+            dir,
+            pki,
+            env: HashMap::new(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The environment a role gets by default: the state folder, its TLS files,
+    /// ephemeral ports.
+    pub fn role_env(&self, role: Role) -> HashMap<String, String> {
+        let files = self.pki.files(role);
+        let mut env: HashMap<String, String> = [
+            ("SASHA_STATE_DIR", self.path().display().to_string()),
+            ("SASHA_TLS_CA", files.ca.display().to_string()),
+            ("SASHA_TLS_CERT", files.cert.display().to_string()),
+            ("SASHA_TLS_KEY", files.key.display().to_string()),
+            ("SASHA_EDGE_ADDR", "127.0.0.1:0".into()),
+            ("SASHA_CORE_HTTP_ADDR", "127.0.0.1:0".into()),
+            ("SASHA_CORE_GRPC_ADDR", "127.0.0.1:0".into()),
+            ("SASHA_DATA_GRPC_ADDR", "127.0.0.1:0".into()),
+            ("SASHA_GATEWAY_HTTP_ADDR", "127.0.0.1:0".into()),
+            ("SASHA_EXIT_ON_STDIN_EOF", "1".into()),
+            ("RUST_LOG", "info".into()),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value))
+        .collect();
+        env.extend(self.env.clone());
+        env
+    }
+
+    /// Starts `role` with its default environment plus `extra`, and waits for
+    /// its readiness line.
+    pub async fn start(&self, role: Role, extra: &[(&str, String)]) -> RoleProcess {
+        let mut env = self.role_env(role);
+        for (key, value) in extra {
+            env.insert((*key).to_owned(), value.clone());
+        }
+        RoleProcess::start(role, &env).await
+    }
+
+    /// Runs `role` expecting it to refuse to boot; returns its exit status and
+    /// stderr.
+    pub async fn boot_failure(&self, role: Role, extra: &[(&str, &str)]) -> (ExitStatus, String) {
+        let mut env = self.role_env(role);
+        env.remove("SASHA_EXIT_ON_STDIN_EOF");
+        for (key, value) in extra {
+            env.insert((*key).to_owned(), (*value).to_owned());
+        }
+        let output = tokio::time::timeout(
+            Duration::from_secs(30),
+            Command::new(sasha_bin())
+                .args(["serve", role.as_str()])
+                .env_clear()
+                .envs(&env)
+                .stdin(Stdio::null())
+                .output(),
+        )
+        .await
+        .expect("the role should refuse to boot quickly, not start serving")
+        .expect("run sasha");
+        (
+            output.status,
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    /// Starts data-worker, studio-core and mcp-gateway wired to each other.
+    pub async fn start_backends(&self) -> Backends {
+        let data = self.start(Role::DataWorker, &[]).await;
+        let data_url = format!("https://{}", data.listener("grpc"));
+        let core = self
+            .start(
+                Role::StudioCore,
+                &[("SASHA_DATA_GRPC_URL", data_url.clone())],
+            )
+            .await;
+        let core_url = format!("https://{}", core.listener("grpc"));
+        let gateway = self
+            .start(
+                Role::McpGateway,
+                &[
+                    ("SASHA_DATA_GRPC_URL", data_url),
+                    ("SASHA_CORE_GRPC_URL", core_url),
+                ],
+            )
+            .await;
+        Backends {
+            data,
+            core,
+            gateway,
+        }
+    }
+
+    /// TLS files for a role.
+    pub fn tls(&self, role: Role) -> TlsFiles {
+        self.pki.files(role)
+    }
+}
+
+/// The three gRPC-connected roles.
+pub struct Backends {
+    pub data: RoleProcess,
+    pub core: RoleProcess,
+    pub gateway: RoleProcess,
+}
+
+/// One running role. Killed when dropped.
+pub struct RoleProcess {
+    pub role: Role,
+    pub child: Child,
+    pub listeners: HashMap<String, SocketAddr>,
+    pub stderr: Arc<Mutex<String>>,
+}
+
+impl RoleProcess {
+    pub async fn start(role: Role, env: &HashMap<String, String>) -> RoleProcess {
+        let mut child = Command::new(sasha_bin())
+            .args(["serve", role.as_str()])
+            .env_clear()
+            .envs(env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn sasha serve");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = stderr.clone();
+        let mut pipe = child.stderr.take().expect("stderr");
+        tokio::spawn(async move {
+            let mut buffer = Vec::new();
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut chunk).await {
+                if n == 0 {
+                    break;
+                }
+                buffer.extend_from_slice(&chunk[..n]);
+                *sink.lock().unwrap() = String::from_utf8_lossy(&buffer).into_owned();
+            }
+        });
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let ready = tokio::time::timeout(READY_TIMEOUT, async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let Ok(value) = serde_json::from_str::<serde_json::Value>(&line) else {
+                    continue;
+                };
+                if value["event"] == "ready" {
+                    return Some(value);
+                }
+            }
+            None
+        })
+        .await;
+        let value = match ready {
+            Ok(Some(value)) => value,
+            _ => panic!(
+                "{role} did not become ready; stderr:\n{}",
+                stderr.lock().unwrap()
+            ),
+        };
+        assert_eq!(value["role"], role.as_str());
+        let listeners = value["listeners"]
+            .as_object()
+            .expect("listeners")
+            .iter()
+            .map(|(name, addr)| (name.clone(), addr.as_str().unwrap().parse().unwrap()))
+            .collect();
+        // Keep draining stdout so the child never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        RoleProcess {
+            role,
+            child,
+            listeners,
+            stderr,
+        }
+    }
+
+    pub fn listener(&self, name: &str) -> SocketAddr {
+        *self
+            .listeners
+            .get(name)
+            .unwrap_or_else(|| panic!("{} has no {name} listener", self.role))
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// SIGTERM, then wait for a clean exit.
+    pub async fn stop(mut self) -> ExitStatus {
+        let pid = self.child.id().expect("pid") as i32;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .expect("signal");
+        tokio::time::timeout(Duration::from_secs(15), self.child.wait())
+            .await
+            .expect("role stops after SIGTERM")
+            .expect("wait")
+    }
+}
+
+/// A free loopback port (bound and released; fine for tests on one machine).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A raw HTTP/1.1 exchange, so tests can send request lines and headers that a
+/// client library would normalise (dot segments, absolute-form, duplicate Host).
+pub async fn raw_http(addr: SocketAddr, request: &str) -> RawResponse {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut bytes = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut bytes))
+        .await
+        .expect("response in time")
+        .expect("read");
+    RawResponse::parse(&String::from_utf8_lossy(&bytes))
+}
+
+/// A GET with `Connection: close`, the given Host and extra header lines.
+pub async fn get(addr: SocketAddr, host: &str, path: &str, extra_headers: &str) -> RawResponse {
+    raw_http(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra_headers}Connection: close\r\n\r\n"),
+    )
+    .await
+}
+
+#[derive(Debug)]
+pub struct RawResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl RawResponse {
+    fn parse(text: &str) -> RawResponse {
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text, ""));
+        let mut lines = head.split("\r\n");
+        let status_line = lines.next().unwrap_or_default();
+        let status = status_line
+            .split(' ')
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("no status in {text:?}"));
+        let headers = lines
+            .filter_map(|line| line.split_once(':'))
+            .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
+            .collect();
+        RawResponse {
+            status,
+            headers,
+            body: dechunk(body),
+        }
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {:?}", self.body))
+    }
+}
+
+/// Undoes chunked transfer encoding when present (best effort for tests).
+fn dechunk(body: &str) -> String {
+    let mut rest = body;
+    let mut out = String::new();
+    loop {
+        let Some((size, after)) = rest.split_once("\r\n") else {
+            return body.to_owned();
+        };
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            return body.to_owned();
+        };
+        if size == 0 {
+            return out;
+        }
+        if after.len() < size {
+            return body.to_owned();
+        }
+        out.push_str(&after[..size]);
+        rest = after[size..].trim_start_matches("\r\n");
+    }
+}
+
+/// Whether a process with this pid still exists.
+pub fn process_alive(pid: u32) -> bool {
+    let path = PathBuf::from(format!("/proc/{pid}/stat"));
+    match std::fs::read_to_string(path) {
+        // A zombie (state Z) has exited and only waits to be reaped.
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// A running `sasha up`, with its output collected.
+pub struct UpProcess {
+    pub child: Child,
+    pub port: u16,
+    pub stdout: Arc<Mutex<Vec<String>>>,
+    pub stderr: Arc<Mutex<Vec<String>>>,
+}
+
+impl UpProcess {
+    /// Starts `sasha up` on `port` with `state_dir`, and waits for its banner.
+    pub async fn start(state_dir: &Path, port: u16) -> UpProcess {
+        let mut child = Command::new(sasha_bin())
+            .args(["up", "--state-dir"])
+            .arg(state_dir)
+            .args(["--port", &port.to_string()])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn sasha up");
+        let stdout = Arc::new(Mutex::new(Vec::new()));
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let out_pipe = child.stdout.take().unwrap();
+        let err_pipe = child.stderr.take().unwrap();
+        let (out_sink, err_sink) = (stdout.clone(), stderr.clone());
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(out_pipe).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                out_sink.lock().unwrap().push(line);
+            }
+        });
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(err_pipe).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                err_sink.lock().unwrap().push(line);
+            }
+        });
+        let up = UpProcess {
+            child,
+            port,
+            stdout,
+            stderr,
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while !up.stdout_text().contains("Press Ctrl-C to stop.") {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "sasha up did not start; stdout:\n{}\nstderr:\n{}",
+                up.stdout_text(),
+                up.stderr_text()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        up
+    }
+
+    pub fn stdout_text(&self) -> String {
+        self.stdout.lock().unwrap().join("\n")
+    }
+
+    pub fn stderr_text(&self) -> String {
+        self.stderr.lock().unwrap().join("\n")
+    }
+
+    /// The pid `sasha up` reported for `role` ("Started <role> (pid N)").
+    pub fn child_pid(&self, role: Role) -> u32 {
+        let prefix = format!("Started {role} (pid ");
+        self.stdout
+            .lock()
+            .unwrap()
+            .iter()
+            .find_map(|line| line.strip_prefix(&prefix)?.strip_suffix(')')?.parse().ok())
+            .unwrap_or_else(|| panic!("no pid reported for {role}"))
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    /// Waits for `sasha up` to exit on its own.
+    pub async fn wait(&mut self, limit: Duration) -> ExitStatus {
+        tokio::time::timeout(limit, self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("sasha up did not exit; stderr:\n{}", self.stderr_text()))
+            .expect("wait")
+    }
+
+    /// Sends a signal to `sasha up` itself.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        let pid = self.child.id().expect("running") as i32;
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).expect("signal");
+    }
+}
+
+/// Waits until none of `pids` is running any more.
+pub async fn wait_gone(pids: &[u32], limit: Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while pids.iter().any(|pid| process_alive(*pid)) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "processes still running: {:?}",
+            pids.iter()
+                .filter(|pid| process_alive(**pid))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -1,0 +1,185 @@
+//! `sasha up`: four child roles behind one development ingress that routes like
+//! the production proxy; a dead child is named and ends the supervisor.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{UpProcess, free_port, get, raw_http, wait_gone};
+use nix::sys::signal::Signal;
+use sasha_proto::Role;
+
+#[tokio::test]
+async fn routes_by_host_and_path_like_the_production_proxy() {
+    let state = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut up = UpProcess::start(state.path(), port).await;
+    let addr = up.addr();
+    let studio = format!("localhost:{port}");
+    let sandbox = format!("127.0.0.1:{port}");
+
+    let health = get(addr, &studio, "/healthz", "").await;
+    assert_eq!(health.status, 200, "{health:?}");
+    let report = health.json();
+    assert_eq!(report["ok"], true, "{report}");
+    for role in Role::ALL {
+        assert_eq!(
+            report["roles"][role.as_str()]["ok"],
+            true,
+            "{role}: {report}"
+        );
+    }
+
+    let page = get(addr, &sandbox, "/app-sandbox", "").await;
+    assert_eq!(page.status, 200);
+    let csp = page.header("content-security-policy").unwrap();
+    assert!(csp.contains("default-src 'none'"), "{csp}");
+    assert!(
+        csp.contains(&format!("frame-ancestors http://localhost:{port}")),
+        "{csp}"
+    );
+    assert!(page.header("set-cookie").is_none());
+
+    // The sandbox host serves nothing else, not even the Studio's routes.
+    for path in ["/api/apps", "/mcp", "/", "/healthz"] {
+        let response = get(addr, &sandbox, path, "").await;
+        assert_eq!(response.status, 404, "sandbox {path}: {response:?}");
+        assert!(response.header("set-cookie").is_none());
+    }
+    // Studio refuses sandbox paths and answers unknown API routes in the envelope.
+    let response = get(addr, &studio, "/app-sandbox", "").await;
+    assert_eq!(response.status, 404);
+    let response = get(addr, &studio, "/api/apps", "").await;
+    assert_eq!(response.status, 404);
+    let body = response.json();
+    assert_eq!(body["code"], "APP_NOT_FOUND");
+    assert!(body["diagnosticId"].is_string());
+    // /mcp reaches the gateway.
+    let mcp = raw_http(
+        addr,
+        &format!("POST /mcp HTTP/1.1\r\nHost: {studio}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"),
+    )
+    .await;
+    assert_eq!(mcp.status, 503, "{mcp:?}");
+    assert_eq!(mcp.json()["code"], "APP_NOT_READY");
+    // The Studio page is served on the Studio host.
+    let landing = get(addr, &studio, "/", "").await;
+    assert_eq!(landing.status, 200);
+    assert!(landing.body.contains("Sasha Studio"));
+    // Any other Host is misdirected.
+    for host in [
+        "evil.test",
+        "studio.example.com",
+        &format!("localhost:{}", port + 1),
+    ] {
+        let response = get(addr, host, "/", "").await;
+        assert_eq!(response.status, 421, "Host {host}");
+    }
+    // Forged forwarding headers do not change the route.
+    let response = get(
+        addr,
+        &sandbox,
+        "/api/apps",
+        "X-Forwarded-Host: localhost\r\nX-Original-URL: /app-sandbox\r\n",
+    )
+    .await;
+    assert_eq!(response.status, 404);
+
+    // The banner names the URL and the dev admin; the record is private.
+    let banner = up.stdout_text();
+    assert!(
+        banner.contains(&format!("Studio     http://localhost:{port}")),
+        "{banner}"
+    );
+    let admin: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(state.path().join("dev-admin.json")).unwrap(),
+    )
+    .unwrap();
+    let password = admin["password"].as_str().unwrap().to_owned();
+    assert!(banner.contains(&format!("admin / {password}")), "{banner}");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(state.path().join("dev-admin.json"))
+            .unwrap()
+            .permissions(),
+    );
+    assert_eq!(mode & 0o077, 0);
+    let ca = std::fs::read_to_string(state.path().join("certs/ca.pem")).unwrap();
+
+    // SIGTERM stops every child and exits cleanly.
+    let pids: Vec<u32> = Role::ALL.iter().map(|role| up.child_pid(*role)).collect();
+    up.signal(Signal::SIGTERM);
+    let status = up.wait(Duration::from_secs(30)).await;
+    assert!(status.success(), "{status}: {}", up.stderr_text());
+    wait_gone(&pids, Duration::from_secs(10)).await;
+
+    // A second start reuses the certificates and the dev admin.
+    let mut again = UpProcess::start(state.path(), port).await;
+    assert_eq!(
+        std::fs::read_to_string(state.path().join("certs/ca.pem")).unwrap(),
+        ca
+    );
+    assert!(
+        !again
+            .stdout_text()
+            .contains("Minted development certificates")
+    );
+    assert!(again.stdout_text().contains(&format!("admin / {password}")));
+    let health = get(again.addr(), &studio, "/healthz", "").await;
+    assert_eq!(health.status, 200);
+    again.signal(Signal::SIGINT);
+    assert!(again.wait(Duration::from_secs(30)).await.success());
+}
+
+#[tokio::test]
+async fn a_killed_child_is_named_and_ends_up() {
+    let state = tempfile::tempdir().unwrap();
+    let mut up = UpProcess::start(state.path(), free_port()).await;
+    let victim = up.child_pid(Role::StudioCore);
+    let others: Vec<u32> = [Role::DataWorker, Role::McpGateway, Role::EdgeSandbox]
+        .iter()
+        .map(|role| up.child_pid(*role))
+        .collect();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(victim as i32), Signal::SIGKILL).unwrap();
+    let status = up.wait(Duration::from_secs(30)).await;
+    assert!(!status.success(), "sasha up must fail when a role dies");
+    let stderr = up.stderr_text();
+    assert!(
+        stderr.contains(&format!(
+            "sasha up: studio-core (pid {victim}) exited unexpectedly: killed by signal 9 (SIGKILL)"
+        )),
+        "{stderr}"
+    );
+    wait_gone(&others, Duration::from_secs(15)).await;
+}
+
+#[tokio::test]
+async fn children_stop_when_up_is_killed_outright() {
+    let state = tempfile::tempdir().unwrap();
+    let up = UpProcess::start(state.path(), free_port()).await;
+    let pids: Vec<u32> = Role::ALL.iter().map(|role| up.child_pid(*role)).collect();
+    up.signal(Signal::SIGKILL);
+    // No supervisor is left to signal them: their stdin pipe closing stops them.
+    wait_gone(&pids, Duration::from_secs(15)).await;
+}
+
+#[tokio::test]
+async fn a_taken_port_is_refused_before_anything_starts() {
+    let state = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let output = tokio::process::Command::new(common::sasha_bin())
+        .args(["up", "--state-dir"])
+        .arg(state.path())
+        .args(["--port", &port.to_string()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("cannot listen on 127.0.0.1:{port}")),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("Started"));
+}

@@ -40,8 +40,13 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = 3007)]
         port: u16,
     },
-    /// Run one role in the foreground, configured from the environment (see the
-    /// README for every variable). Prints one JSON readiness line on stdout.
+    /// Run one role in the foreground, configured from the environment.
+    ///
+    /// Prints one JSON readiness line on stdout once it listens
+    /// ({"event":"ready","role":…,"listeners":{…}}). Stops on SIGINT or SIGTERM.
+    /// A configuration it cannot use stops it at boot with exit status 2 and one
+    /// line naming the variable.
+    #[command(after_long_help = sasha_proto::config::variables_help())]
     Serve {
         /// The role to run.
         role: RoleArg,

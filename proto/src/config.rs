@@ -54,6 +54,55 @@ impl ConfigError {
     }
 }
 
+/// One documented environment variable. [`VARIABLES`] is the single list that
+/// `sasha serve --help` prints and the README's table is checked against.
+#[derive(Debug, Clone, Copy)]
+pub struct Variable {
+    pub name: &'static str,
+    /// The roles that read it.
+    pub roles: &'static str,
+    pub default: &'static str,
+    pub meaning: &'static str,
+}
+
+/// Every environment variable any role reads.
+pub const VARIABLES: &[Variable] = &[
+    Variable { name: "SASHA_STATE_DIR", roles: "all", default: "./.sasha", meaning: "base of every default path below and of the development certificates" },
+    Variable { name: "DOCS_ROOT", roles: "studio-core, data-worker", default: "$SASHA_STATE_DIR/docs", meaning: "the served docs tree; app packages live in DOCS_ROOT/apps/<app-id>/" },
+    Variable { name: "DB_PATH", roles: "studio-core, data-worker", default: "$SASHA_STATE_DIR/core.sqlite", meaning: "the core SQLite database file" },
+    Variable { name: "APP_DATA_ROOT", roles: "studio-core, data-worker", default: "<dirname(DB_PATH)>/apps", meaning: "one SQLite file per app; refused at boot if it is or resolves inside DOCS_ROOT" },
+    Variable { name: "SASHA_PUBLIC_ORIGIN", roles: "studio-core, edge-sandbox, mcp-gateway", default: DEFAULT_PUBLIC_ORIGIN, meaning: "the Studio origin: absolute, no trailing slash, path, query, fragment, credentials or wildcard" },
+    Variable { name: "SASHA_APP_SANDBOX_ORIGIN", roles: "studio-core, edge-sandbox", default: DEFAULT_SANDBOX_ORIGIN, meaning: "the sandbox origin; same rules, and its hostname must differ from the Studio's" },
+    Variable { name: "MCP_PUBLIC_ORIGIN", roles: "mcp-gateway", default: "$SASHA_PUBLIC_ORIGIN", meaning: "the origin MCP clients use for /mcp" },
+    Variable { name: "SASHA_EDGE_ADDR", roles: "edge-sandbox", default: "127.0.0.1:3010", meaning: "HTTP listen address of the sandbox origin" },
+    Variable { name: "SASHA_CORE_HTTP_ADDR", roles: "studio-core", default: "127.0.0.1:3011", meaning: "HTTP listen address of Studio and /api" },
+    Variable { name: "SASHA_CORE_GRPC_ADDR", roles: "studio-core", default: "127.0.0.1:3012", meaning: "mTLS gRPC listen address of CoreService" },
+    Variable { name: "SASHA_DATA_GRPC_ADDR", roles: "data-worker", default: "127.0.0.1:3013", meaning: "mTLS gRPC listen address of DataService" },
+    Variable { name: "SASHA_GATEWAY_HTTP_ADDR", roles: "mcp-gateway", default: "127.0.0.1:3014", meaning: "HTTP listen address of /mcp" },
+    Variable { name: "SASHA_CORE_GRPC_URL", roles: "mcp-gateway", default: "https://127.0.0.1:3012", meaning: "where the gateway reaches studio-core (https only)" },
+    Variable { name: "SASHA_DATA_GRPC_URL", roles: "studio-core, mcp-gateway", default: "https://127.0.0.1:3013", meaning: "where core and the gateway reach data-worker (https only)" },
+    Variable { name: "SASHA_TLS_CA", roles: "studio-core, data-worker, mcp-gateway", default: "$SASHA_STATE_DIR/certs/ca.pem", meaning: "PEM CA certificate every role trusts" },
+    Variable { name: "SASHA_TLS_CERT", roles: "studio-core, data-worker, mcp-gateway", default: "$SASHA_STATE_DIR/certs/<role>.pem", meaning: "PEM certificate of this role (SAN <role>.sasha.internal)" },
+    Variable { name: "SASHA_TLS_KEY", roles: "studio-core, data-worker, mcp-gateway", default: "$SASHA_STATE_DIR/certs/<role>-key.pem", meaning: "PEM private key of this role" },
+    Variable { name: "RUST_LOG", roles: "all", default: "info", meaning: "log filter (tracing EnvFilter syntax); logs go to stderr" },
+    Variable { name: "OTEL_EXPORTER_OTLP_ENDPOINT", roles: "all", default: "(unset: no export)", meaning: "OTLP/gRPC collector for spans, e.g. http://127.0.0.1:4317" },
+    Variable { name: "OTEL_BSP_SCHEDULE_DELAY", roles: "all", default: "5000", meaning: "milliseconds between span export batches" },
+    Variable { name: "SASHA_EXIT_ON_STDIN_EOF", roles: "all", default: "(unset)", meaning: "1: also stop when stdin closes (set by sasha up for its children)" },
+];
+
+/// [`VARIABLES`] as aligned text for `--help`.
+pub fn variables_help() -> String {
+    let width = VARIABLES.iter().map(|v| v.name.len()).max().unwrap_or(0);
+    let mut text = String::from("Environment (empty counts as unset):\n");
+    for variable in VARIABLES {
+        text.push_str(&format!(
+            "  {:width$}  {} [default: {}] ({})\n",
+            variable.name, variable.meaning, variable.default, variable.roles
+        ));
+    }
+    text
+}
+
 /// The state folder: the base of every default path. `SASHA_STATE_DIR`, or
 /// `./.sasha`.
 pub fn state_dir(env: &dyn Env) -> PathBuf {

@@ -1,0 +1,63 @@
+//! The README's configuration and error tables must match the code: every
+//! variable with its default, every registry code with its status and
+//! retryability, and nothing the code does not have.
+
+use sasha_proto::ErrorCode;
+use sasha_proto::config::VARIABLES;
+
+/// The table rows whose first cell is a code span of upper-case letters and
+/// underscores, split into trimmed cells.
+fn rows(readme: &str) -> Vec<Vec<String>> {
+    readme
+        .lines()
+        .filter(|line| line.starts_with("| `"))
+        .map(|line| line.split('|').map(|cell| cell.trim().to_owned()).collect::<Vec<_>>())
+        .filter(|cells| {
+            cells.len() > 2
+                && cells[1].len() > 2
+                && cells[1][1..cells[1].len() - 1]
+                    .chars()
+                    .all(|c| c.is_ascii_uppercase() || c == '_')
+        })
+        .collect()
+}
+
+fn readme() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap()
+}
+
+#[test]
+fn every_variable_is_documented_with_its_default() {
+    let readme = readme();
+    for variable in VARIABLES {
+        let row = format!(
+            "| `{}` | {} | `{}` |",
+            variable.name, variable.roles, variable.default
+        );
+        assert!(readme.contains(&row), "README lacks the row {row}");
+    }
+    let documented = rows(&readme)
+        .iter()
+        .filter(|cells| cells[2].parse::<u16>().is_err())
+        .count();
+    assert_eq!(documented, VARIABLES.len(), "README documents variables the code does not read");
+}
+
+#[test]
+fn every_error_code_is_documented_with_its_status() {
+    let readme = readme();
+    for code in ErrorCode::ALL {
+        let row = format!(
+            "| `{}` | {} | {} |",
+            code.as_str(),
+            code.http_status().as_u16(),
+            if code.retryable() { "yes" } else { "no" }
+        );
+        assert!(readme.contains(&row), "README lacks the row {row}");
+    }
+    let documented = rows(&readme)
+        .iter()
+        .filter(|cells| cells[2].parse::<u16>().is_ok())
+        .count();
+    assert_eq!(documented, ErrorCode::ALL.len());
+}

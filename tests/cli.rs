@@ -6,7 +6,10 @@ mod common;
 use std::process::Command;
 
 fn run(args: &[&str]) -> (bool, String) {
-    let output = Command::new(common::sasha_bin()).args(args).output().unwrap();
+    let output = Command::new(common::sasha_bin())
+        .args(args)
+        .output()
+        .unwrap();
     let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&output.stderr));
     (output.status.success(), text)
@@ -20,7 +23,13 @@ fn help_describes_every_command_role_and_variable() {
 
     let (ok, help) = run(&["up", "--help"]);
     assert!(ok);
-    for needle in ["--state-dir", "--port", "3007", "SASHA_STATE_DIR", "127.0.0.1"] {
+    for needle in [
+        "--state-dir",
+        "--port",
+        "3007",
+        "SASHA_STATE_DIR",
+        "127.0.0.1",
+    ] {
         assert!(help.contains(needle), "up --help lacks {needle}:\n{help}");
     }
 
@@ -30,7 +39,11 @@ fn help_describes_every_command_role_and_variable() {
         assert!(help.contains(role), "serve --help lacks {role}");
     }
     for variable in sasha_proto::config::VARIABLES {
-        assert!(help.contains(variable.name), "serve --help lacks {}", variable.name);
+        assert!(
+            help.contains(variable.name),
+            "serve --help lacks {}",
+            variable.name
+        );
     }
 }
 

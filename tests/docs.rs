@@ -11,7 +11,11 @@ fn rows(readme: &str) -> Vec<Vec<String>> {
     readme
         .lines()
         .filter(|line| line.starts_with("| `"))
-        .map(|line| line.split('|').map(|cell| cell.trim().to_owned()).collect::<Vec<_>>())
+        .map(|line| {
+            line.split('|')
+                .map(|cell| cell.trim().to_owned())
+                .collect::<Vec<_>>()
+        })
         .filter(|cells| {
             cells.len() > 2
                 && cells[1].len() > 2
@@ -40,7 +44,11 @@ fn every_variable_is_documented_with_its_default() {
         .iter()
         .filter(|cells| cells[2].parse::<u16>().is_err())
         .count();
-    assert_eq!(documented, VARIABLES.len(), "README documents variables the code does not read");
+    assert_eq!(
+        documented,
+        VARIABLES.len(),
+        "README documents variables the code does not read"
+    );
 }
 
 #[test]

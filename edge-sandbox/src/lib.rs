@@ -160,14 +160,7 @@ async fn handle(State(edge): State<Arc<Edge>>, request: Request) -> Response {
     let mut response = respond(&edge, &request);
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_SECURITY_POLICY, edge.csp.clone());
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
+    sasha_proto::web::insert_baseline_headers(headers);
     headers.insert(
         "cross-origin-resource-policy",
         HeaderValue::from_static("same-origin"),

@@ -66,6 +66,7 @@ pub struct Variable {
 }
 
 /// Every environment variable any role reads.
+#[rustfmt::skip]
 pub const VARIABLES: &[Variable] = &[
     Variable { name: "SASHA_STATE_DIR", roles: "all", default: "./.sasha", meaning: "base of every default path below and of the development certificates" },
     Variable { name: "DOCS_ROOT", roles: "studio-core, data-worker", default: "$SASHA_STATE_DIR/docs", meaning: "the served docs tree; app packages live in DOCS_ROOT/apps/<app-id>/" },

@@ -8,6 +8,7 @@
 //! - [`telemetry`]: `tracing` setup, OTLP export and W3C trace context propagation.
 //! - [`config`]: reading the environment and the boot guards the spec requires.
 //! - [`process`]: the shared `main` of a role (runtime, signals, readiness line).
+//! - [`web`]: the response headers every HTTP surface sends.
 //!
 //! Domain logic never lives here: it stays in the process that owns it.
 
@@ -17,6 +18,7 @@ pub mod grpc;
 pub mod identity;
 pub mod process;
 pub mod telemetry;
+pub mod web;
 
 /// Generated gRPC types. Wire types stay at the wire: each service converts them
 /// to its own domain types in one place.

@@ -217,14 +217,7 @@ async fn studio_host_only(State(core): State<Arc<Core>>, request: Request, next:
 async fn security_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
+    sasha_proto::web::insert_baseline_headers(headers);
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers
         .entry(header::CONTENT_SECURITY_POLICY)

@@ -40,6 +40,11 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = 3007)]
         port: u16,
     },
+    /// Work with app packages.
+    App {
+        #[command(subcommand)]
+        command: AppCommand,
+    },
     /// Run one role in the foreground, configured from the environment.
     ///
     /// Prints one JSON readiness line on stdout once it listens
@@ -50,6 +55,17 @@ enum Command {
     Serve {
         /// The role to run.
         role: RoleArg,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum AppCommand {
+    /// Validate the package in DIR with the same validator Studio uses, and print
+    /// `{ok, revision, diagnostics}` as JSON. Exits 0 when the package is valid,
+    /// 1 when it is not. The folder's name is the app id the manifest must carry.
+    Check {
+        /// The package folder, e.g. docs/apps/time-sheet
+        dir: PathBuf,
     },
 }
 
@@ -81,11 +97,32 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Up { state_dir, port } => up::main(state_dir, port),
+        Command::App {
+            command: AppCommand::Check { dir },
+        } => app_check(&dir),
         Command::Serve { role } => match Role::from(role) {
             role @ Role::EdgeSandbox => run_role(role, edge_sandbox::serve_from_env),
             role @ Role::StudioCore => run_role(role, studio_core::serve_from_env),
             role @ Role::DataWorker => run_role(role, data_worker::serve_from_env),
             role @ Role::McpGateway => run_role(role, mcp_gateway::serve_from_env),
         },
+    }
+}
+
+/// `sasha app check DIR`.
+fn app_check(dir: &std::path::Path) -> ExitCode {
+    let validation = sasha_package::validate::validate_dir(dir);
+    let status = validation.status();
+    match serde_json::to_string_pretty(&status) {
+        Ok(json) => println!("{json}"),
+        Err(error) => {
+            eprintln!("sasha app check: cannot render the result: {error}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if status.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }

@@ -75,6 +75,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SASHA_PUBLIC_ORIGIN", roles: "studio-core, edge-sandbox, mcp-gateway", default: DEFAULT_PUBLIC_ORIGIN, meaning: "the Studio origin: absolute, no trailing slash, path, query, fragment, credentials or wildcard" },
     Variable { name: "SASHA_APP_SANDBOX_ORIGIN", roles: "studio-core, edge-sandbox", default: DEFAULT_SANDBOX_ORIGIN, meaning: "the sandbox origin; same rules, and its hostname must differ from the Studio's" },
     Variable { name: "MCP_PUBLIC_ORIGIN", roles: "mcp-gateway", default: "$SASHA_PUBLIC_ORIGIN", meaning: "the origin MCP clients use for /mcp" },
+    Variable { name: "SASHA_REVISION_HISTORY", roles: "studio-core", default: "64", meaning: "superseded app revisions kept readable; older ones answer APP_REVISION_UNAVAILABLE" },
     Variable { name: "SASHA_EDGE_ADDR", roles: "edge-sandbox", default: "127.0.0.1:3010", meaning: "HTTP listen address of the sandbox origin" },
     Variable { name: "SASHA_CORE_HTTP_ADDR", roles: "studio-core", default: "127.0.0.1:3011", meaning: "HTTP listen address of Studio and /api" },
     Variable { name: "SASHA_CORE_GRPC_ADDR", roles: "studio-core", default: "127.0.0.1:3012", meaning: "mTLS gRPC listen address of CoreService" },
@@ -125,6 +126,25 @@ pub fn socket_addr(
             format!("{text:?} is not a socket address such as 127.0.0.1:3011"),
         )
     })
+}
+
+/// A whole number in `0..=max`, with a default.
+pub fn count(
+    env: &dyn Env,
+    var: &'static str,
+    default: usize,
+    max: usize,
+) -> Result<usize, ConfigError> {
+    match env.var(var) {
+        None => Ok(default),
+        Some(text) => match text.parse::<usize>() {
+            Ok(value) if value <= max => Ok(value),
+            _ => Err(ConfigError::new(
+                var,
+                format!("{text:?} is not a whole number from 0 to {max}"),
+            )),
+        },
+    }
 }
 
 /// An internal gRPC URL such as `https://127.0.0.1:3012`.

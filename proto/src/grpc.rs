@@ -188,6 +188,15 @@ pub fn health_reply(
 
 /// Renders a health reply as JSON: 200 when everything is up, 503 otherwise.
 pub fn health_http_response(reply: &crate::pb::HealthReply) -> axum::response::Response {
+    health_http_response_with(reply, serde_json::Map::new())
+}
+
+/// [`health_http_response`] with extra top-level fields a role reports about
+/// itself.
+pub fn health_http_response_with(
+    reply: &crate::pb::HealthReply,
+    extra: serde_json::Map<String, serde_json::Value>,
+) -> axum::response::Response {
     use axum::response::IntoResponse as _;
     let status = if reply.ok {
         http::StatusCode::OK
@@ -201,12 +210,15 @@ pub fn health_http_response(reply: &crate::pb::HealthReply) -> axum::response::R
             serde_json::json!({"role": dependency.role, "ok": dependency.ok, "detail": dependency.detail})
         })
         .collect();
-    let body = serde_json::json!({
+    let mut body = serde_json::json!({
         "role": reply.role,
         "version": reply.version,
         "ok": reply.ok,
         "dependencies": dependencies,
     });
+    if let Some(object) = body.as_object_mut() {
+        object.extend(extra);
+    }
     (status, axum::Json(body)).into_response()
 }
 

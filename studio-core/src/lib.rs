@@ -9,6 +9,8 @@
 //! answer `APP_NOT_READY` and the HTTP API answers the closed 404 envelope until
 //! the catalogue and identity land.
 
+pub mod catalogue;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -24,6 +26,8 @@ use sasha_proto::pb::core_service_server::{CoreService, CoreServiceServer};
 use sasha_proto::pb::{self, HealthReply, HealthRequest};
 use sasha_proto::process::{RoleError, announce_ready, bind};
 use sasha_proto::{AppError, ErrorCode, Role};
+
+use crate::catalogue::Catalogue;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status};
@@ -43,6 +47,8 @@ pub struct Config {
     pub storage: StoragePaths,
     /// The mTLS identity (`SASHA_TLS_CA`, `SASHA_TLS_CERT`, `SASHA_TLS_KEY`).
     pub identity: Identity,
+    /// `SASHA_REVISION_HISTORY`: superseded revisions kept readable (default 64).
+    pub revision_history: usize,
 }
 
 impl Config {
@@ -54,6 +60,12 @@ impl Config {
             origins: Origins::from_env(env)?,
             storage: StoragePaths::from_env(env)?,
             identity: config::identity(env, Role::StudioCore)?,
+            revision_history: config::count(
+                env,
+                "SASHA_REVISION_HISTORY",
+                catalogue::DEFAULT_HISTORY,
+                100_000,
+            )?,
         })
     }
 }
@@ -79,6 +91,8 @@ pub async fn serve_from_env(env: impl Env, shutdown: CancellationToken) -> Resul
 struct Core {
     origins: Origins,
     data: DataClient,
+    /// The live app catalogue; read by the API and CoreService as they land.
+    catalogue: Arc<Catalogue>,
 }
 
 impl Core {
@@ -124,9 +138,31 @@ pub async fn run(
     let data = grpc::data_client(&config.data_url, &config.identity).map_err(|error| {
         RoleError::Config(ConfigError::new("SASHA_DATA_GRPC_URL", error.to_string()))
     })?;
+    let catalogue = Arc::new(Catalogue::new(
+        &config.storage.docs_root,
+        config.revision_history,
+    ));
+    let discovered = {
+        let catalogue = catalogue.clone();
+        tokio::task::spawn_blocking(move || catalogue.refresh())
+            .await
+            .map_err(|error| RoleError::Startup(format!("app discovery failed: {error}")))?
+    };
+    tracing::info!(
+        valid = discovered.valid().count(),
+        invalid = discovered.apps.len() - discovered.valid().count(),
+        "apps discovered"
+    );
+    catalogue::watch(catalogue.clone(), shutdown.clone()).map_err(|error| {
+        RoleError::Startup(format!(
+            "DOCS_ROOT: cannot watch {}: {error}",
+            catalogue.apps_dir().display()
+        ))
+    })?;
     let core = Arc::new(Core {
         origins: config.origins.clone(),
         data,
+        catalogue,
     });
     let http_addr = listeners
         .http
@@ -188,11 +224,19 @@ fn router(core: Arc<Core>) -> axum::Router {
         .with_state(core)
 }
 
-/// `GET /healthz`: this process and data-worker, for probes and the dev ingress.
+/// `GET /healthz`: this process and data-worker, for probes and the dev ingress,
+/// with the catalogue's counts of valid and invalid packages.
 /// Exempt from the Host check so an orchestrator can probe the container port.
 async fn healthz(State(core): State<Arc<Core>>) -> Response {
     let reply = core.health(true).await;
-    grpc::health_http_response(&reply)
+    let snapshot = core.catalogue.current();
+    let valid = snapshot.valid().count();
+    let mut extra = serde_json::Map::new();
+    extra.insert(
+        "apps".into(),
+        serde_json::json!({"valid": valid, "invalid": snapshot.apps.len() - valid, "fingerprint": snapshot.fingerprint}),
+    );
+    grpc::health_http_response_with(&reply, extra)
 }
 
 /// Studio answers only requests addressed to the Studio origin; a request for

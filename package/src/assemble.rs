@@ -1,0 +1,215 @@
+//! Assembly: one validated package becomes one UTF-8 HTML document, the MCP
+//! Apps resource, with a CSP whose script and style sources are the exact hashes
+//! of what was emitted, and a revision that is the hash of everything a host
+//! receives. Same input, same bytes, on any machine.
+//!
+//! Only called on packages without diagnostics: everything inlined here has
+//! already been checked not to break out of its element.
+
+use base64::Engine as _;
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
+
+use crate::html::{HtmlDocument, ReferenceKind};
+use crate::manifest::{Manifest, Theme};
+use crate::source::PackageSource;
+
+/// The MIME type of every MCP Apps resource.
+pub const MIME_TYPE: &str = "text/html;profile=mcp-app";
+/// Most bytes an assembled document may have, runtime included.
+pub const MAX_ASSEMBLED_BYTES: usize = 1024 * 1024;
+
+const RUNTIME: &str = include_str!("../runtime/sasha-runtime.js");
+const BASELINE_CSS: &str = include_str!("../runtime/baseline.css");
+const TIMESHEET_THEME_CSS: &str = include_str!("../runtime/sasha-timesheet-v1.css");
+
+/// One immutable, assembled resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resource {
+    pub app_id: String,
+    /// sha256 hex of the canonical resource bytes (see [`revision_of`]).
+    pub revision: String,
+    /// `ui://sasha/apps/<id>/revisions/<revision>`.
+    pub uri: String,
+    pub mime_type: String,
+    pub html: String,
+    /// The policy also emitted in the document's `<meta http-equiv>`.
+    pub csp: String,
+    /// `_meta.ui` of the resource: declared CSP domains (none), permissions
+    /// (none), and `sasha.sourceDigest`.
+    pub meta: serde_json::Value,
+}
+
+/// `ui://sasha/apps/<id>/revisions/<revision>`.
+pub fn resource_uri(app_id: &str, revision: &str) -> String {
+    format!("ui://sasha/apps/{app_id}/revisions/{revision}")
+}
+
+/// The revision: sha256 over a versioned, NUL-separated concatenation of the
+/// MIME type, the CSP, the canonical JSON of `_meta.ui`, and the HTML.
+pub fn revision_of(mime_type: &str, csp: &str, meta: &serde_json::Value, html: &str) -> String {
+    let mut hasher = Sha256::new();
+    for part in ["sasha-resource-v1", mime_type, csp, &meta.to_string(), html] {
+        hasher.update(part.as_bytes());
+        hasher.update([0u8]);
+    }
+    hex::encode(hasher.finalize())
+}
+
+fn sha256_source(text: &str) -> String {
+    format!(
+        "'sha256-{}'",
+        base64::engine::general_purpose::STANDARD.encode(Sha256::digest(text.as_bytes()))
+    )
+}
+
+/// The `data:` URI of a package asset.
+fn data_uri(path: &str, text: &str) -> String {
+    let mime = match path.rsplit_once('.').map(|(_, extension)| extension) {
+        Some("svg") => "image/svg+xml",
+        Some("json") => "application/json",
+        Some("css") => "text/css",
+        _ => "text/plain",
+    };
+    format!(
+        "data:{mime};base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(text.as_bytes())
+    )
+}
+
+/// The text as the browser's input stream will hold it: no byte-order mark, and
+/// CR LF and lone CR turned into LF. The CSP hashes the element's text after
+/// that preprocessing, so hashing anything else would block the script.
+pub fn normalize_newlines(text: &str) -> String {
+    text.strip_prefix('\u{FEFF}')
+        .unwrap_or(text)
+        .replace("\r\n", "\n")
+        .replace('\r', "\n")
+}
+
+fn escape_text(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn escape_attribute(text: &str) -> String {
+    escape_text(text).replace('"', "&quot;")
+}
+
+/// Why assembly failed (the only refusal left after validation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TooLarge {
+    pub bytes: usize,
+}
+
+/// Assembles the resource of a validated package.
+pub fn assemble(
+    manifest: &Manifest,
+    source: &PackageSource,
+    document: &HtmlDocument,
+) -> Result<Resource, TooLarge> {
+    let text_of = |path: &str| {
+        normalize_newlines(
+            source
+                .files
+                .get(path)
+                .map(String::as_str)
+                .unwrap_or_default(),
+        )
+    };
+    let mut styles = vec![BASELINE_CSS.to_owned()];
+    if manifest.theme == Theme::SashaTimesheetV1 {
+        styles.push(TIMESHEET_THEME_CSS.to_owned());
+    }
+    let mut scripts = Vec::new();
+    for reference in document.references() {
+        match reference.kind {
+            ReferenceKind::Stylesheet => styles.push(text_of(&reference.path)),
+            ReferenceKind::Script => scripts.push(text_of(&reference.path)),
+            ReferenceKind::Asset => {}
+        }
+    }
+    let body = document.render_body(&|path: &str| data_uri(path, &text_of(path)));
+
+    let script_hashes: Vec<String> = std::iter::once(RUNTIME)
+        .chain(scripts.iter().map(String::as_str))
+        .map(sha256_source)
+        .collect();
+    let style_hashes: Vec<String> = styles.iter().map(|style| sha256_source(style)).collect();
+    let csp = format!(
+        "default-src 'none'; script-src {}; style-src {}; img-src data:; font-src data:; media-src data:; \
+         connect-src 'none'; frame-src 'none'; child-src 'none'; worker-src 'none'; object-src 'none'; \
+         manifest-src 'none'; base-uri 'none'; form-action 'none'",
+        dedup(script_hashes).join(" "),
+        dedup(style_hashes).join(" "),
+    );
+
+    let lang = document.lang().unwrap_or("en");
+    let title = document.title().unwrap_or_else(|| manifest.name.clone());
+    let mut html = String::new();
+    html.push_str("<!doctype html>\n");
+    html.push_str(&format!(
+        "<html lang=\"{}\">\n<head>\n",
+        escape_attribute(lang)
+    ));
+    html.push_str("<meta charset=\"utf-8\">\n");
+    html.push_str(&format!(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">\n",
+        escape_attribute(&csp)
+    ));
+    html.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    html.push_str(&format!("<title>{}</title>\n", escape_text(&title)));
+    for style in &styles {
+        html.push_str(&format!("<style>{style}</style>\n"));
+    }
+    html.push_str(&format!("<script>{RUNTIME}</script>\n</head>\n<body>\n"));
+    html.push_str(&body);
+    html.push('\n');
+    for script in &scripts {
+        html.push_str(&format!("<script>{script}</script>\n"));
+    }
+    html.push_str("</body>\n</html>\n");
+    if html.len() > MAX_ASSEMBLED_BYTES {
+        return Err(TooLarge { bytes: html.len() });
+    }
+
+    let meta = serde_json::json!({
+        "csp": {"connectDomains": [], "resourceDomains": [], "frameDomains": [], "baseUriDomains": []},
+        "permissions": {},
+        "prefersBorder": false,
+        "sasha": {"sourceDigest": source_digest(source)},
+    });
+    let revision = revision_of(MIME_TYPE, &csp, &meta, &html);
+    Ok(Resource {
+        app_id: manifest.id.clone(),
+        uri: resource_uri(&manifest.id, &revision),
+        revision,
+        mime_type: MIME_TYPE.to_owned(),
+        html,
+        csp,
+        meta,
+    })
+}
+
+/// sha256 over every source file (path and bytes, in path order). It is part of
+/// the hashed metadata, so any change to any source byte (the brief, an action,
+/// a migration, or markup the serializer would normalise away) makes a new
+/// revision.
+pub fn source_digest(source: &PackageSource) -> String {
+    let mut hasher = Sha256::new();
+    for (path, text) in &source.files {
+        hasher.update((path.len() as u64).to_le_bytes());
+        hasher.update(path.as_bytes());
+        hasher.update((text.len() as u64).to_le_bytes());
+        hasher.update(text.as_bytes());
+    }
+    hex::encode(hasher.finalize())
+}
+
+fn dedup(mut items: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    items.retain(|item| seen.insert(item.clone()));
+    items
+}

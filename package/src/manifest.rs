@@ -1,0 +1,389 @@
+//! `APP.md`: YAML front matter (the manifest) followed by the Markdown
+//! maintenance brief. Unknown fields anywhere are refused.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The manifest: the front matter of `APP.md`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Manifest {
+    /// Lowercase kebab-case, at most 60 characters, equal to the folder name.
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub version: String,
+    #[serde(default)]
+    pub theme: Theme,
+    #[serde(default)]
+    pub capabilities: Capabilities,
+    /// Declared tables by name; only for data apps.
+    #[serde(default)]
+    pub tables: BTreeMap<String, TableDeclaration>,
+    /// Declared actions, at most 20.
+    #[serde(default)]
+    pub actions: Vec<ActionDeclaration>,
+}
+
+/// The theme the platform supplies fallback tokens for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum Theme {
+    #[default]
+    #[serde(rename = "none")]
+    None,
+    #[serde(rename = "sasha-timesheet-v1")]
+    SashaTimesheetV1,
+}
+
+/// What the app may ask the host for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capabilities {
+    #[serde(default)]
+    pub chat: bool,
+    #[serde(default)]
+    pub files: bool,
+    #[serde(default)]
+    pub data: DataCapability,
+}
+
+/// `data: false | read | read-write`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub enum DataCapability {
+    #[default]
+    #[serde(rename = "false")]
+    None,
+    #[serde(rename = "read")]
+    Read,
+    #[serde(rename = "read-write")]
+    ReadWrite,
+}
+
+impl<'de> Deserialize<'de> for DataCapability {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Bool(bool),
+            Text(String),
+        }
+        match Raw::deserialize(deserializer)? {
+            Raw::Bool(false) => Ok(DataCapability::None),
+            Raw::Text(text) if text == "read" => Ok(DataCapability::Read),
+            Raw::Text(text) if text == "read-write" => Ok(DataCapability::ReadWrite),
+            _ => Err(serde::de::Error::custom(
+                "capabilities.data must be false, read or read-write",
+            )),
+        }
+    }
+}
+
+/// How rows of a declared table are shared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    /// Each row belongs to the user in `ownerField`; users see only their rows.
+    Owner,
+    /// Every user with a grant sees every row.
+    Shared,
+}
+
+/// One declared table.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TableDeclaration {
+    pub access: Access,
+    /// Required for `access: owner`, refused for `access: shared`.
+    #[serde(default)]
+    pub owner_field: Option<String>,
+}
+
+/// One declared action.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ActionDeclaration {
+    /// Lowercase kebab-case; the descriptor lives in `file`.
+    pub id: String,
+    /// Package-relative path, `actions/<id>.action.yaml`.
+    pub file: String,
+    /// Publishes the action to the model as `app__<app>__<action>`.
+    #[serde(default)]
+    pub expose_to_model: bool,
+}
+
+/// Most characters of an app or action id.
+pub const MAX_ID_CHARS: usize = 60;
+
+/// Whether `id` is lowercase kebab-case: `a-z0-9` words joined by single `-`,
+/// starting with a letter, at most [`MAX_ID_CHARS`] characters.
+pub fn is_kebab_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_ID_CHARS
+        && id.starts_with(|c: char| c.is_ascii_lowercase())
+        && !id.ends_with('-')
+        && !id.contains("--")
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// Splits `APP.md` into its manifest and brief and checks the manifest's own
+/// fields. `folder` is the package folder's name, which the id must equal.
+pub fn parse_app_md(
+    text: &str,
+    folder: &str,
+    diagnostics: &mut crate::Diagnostics,
+) -> Option<(Manifest, String)> {
+    const FILE: &str = "APP.md";
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    let Some(rest) = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+    else {
+        diagnostics.push(
+            FILE,
+            Some(1),
+            "MANIFEST_FRONT_MATTER",
+            "APP.md must start with a line `---`, the YAML manifest, and a closing line `---`",
+        );
+        return None;
+    };
+    let mut offset = 0;
+    let mut closing = None;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end_matches(['\r', '\n']) == "---" {
+            closing = Some((offset, offset + line.len()));
+            break;
+        }
+        offset += line.len();
+    }
+    let Some((yaml_end, brief_start)) = closing else {
+        diagnostics.push(
+            FILE,
+            None,
+            "MANIFEST_FRONT_MATTER",
+            "the YAML manifest has no closing line `---`",
+        );
+        return None;
+    };
+    let yaml = &rest[..yaml_end];
+    let brief = rest[brief_start..].to_owned();
+    let manifest: Manifest = match parse_strict_yaml(yaml) {
+        Ok(manifest) => manifest,
+        Err(error) => {
+            let line = error.location().map(|location| {
+                u32::try_from(location.line())
+                    .unwrap_or(u32::MAX)
+                    .saturating_add(1)
+            });
+            diagnostics.push(
+                FILE,
+                line,
+                "MANIFEST_INVALID",
+                yaml_reason(&error.to_string()),
+            );
+            return None;
+        }
+    };
+    let before = diagnostics.len();
+    if !is_kebab_id(&manifest.id) {
+        diagnostics.push(FILE, None, "MANIFEST_ID", format!("id must be lowercase kebab-case starting with a letter, at most {MAX_ID_CHARS} characters (underscores are not allowed)"));
+    } else if manifest.id != folder {
+        diagnostics.push(
+            FILE,
+            None,
+            "MANIFEST_ID_MISMATCH",
+            format!(
+                "id {:?} must equal the package folder name {:?}",
+                manifest.id, folder
+            ),
+        );
+    }
+    for (field, value, max) in [
+        ("name", &manifest.name, 80),
+        ("description", &manifest.description, 500),
+        ("version", &manifest.version, 40),
+    ] {
+        let chars = value.chars().count();
+        if value.trim().is_empty() || chars > max {
+            diagnostics.push(
+                FILE,
+                None,
+                "MANIFEST_FIELD",
+                format!("{field} must be 1 to {max} characters"),
+            );
+        } else if value
+            .chars()
+            .any(|c| c.is_control() || crate::source::is_invisible(c))
+        {
+            diagnostics.push(
+                FILE,
+                None,
+                "MANIFEST_FIELD",
+                format!("{field} must not contain control or invisible characters"),
+            );
+        }
+    }
+    if manifest.actions.len() > 20 {
+        diagnostics.push(
+            FILE,
+            None,
+            "MANIFEST_TOO_MANY_ACTIONS",
+            "an app may declare at most 20 actions",
+        );
+    }
+    (diagnostics.len() == before).then_some((manifest, brief))
+}
+
+/// Parses untrusted YAML strictly: YAML 1.2 booleans only (no `yes`/`on`),
+/// duplicate keys and merge keys refused, within the parser's resource budgets.
+/// Every YAML file of a package (the manifest, action descriptors) goes through
+/// here.
+pub fn parse_strict_yaml<T: serde::de::DeserializeOwned>(
+    text: &str,
+) -> Result<T, serde_saphyr::Error> {
+    let options = serde_saphyr::options! {
+        strict_booleans: true,
+        duplicate_keys: serde_saphyr::DuplicateKeyPolicy::Error,
+        merge_keys: serde_saphyr::MergeKeyPolicy::Error,
+        with_snippet: false,
+    };
+    serde_saphyr::from_str_with_options(text, options)
+}
+
+/// The first line of a YAML error, without the snippet the parser appends.
+pub fn yaml_reason(message: &str) -> String {
+    let first = message
+        .lines()
+        .next()
+        .unwrap_or("the manifest is not valid YAML");
+    let first = first.trim().trim_end_matches('.');
+    format!("the manifest is invalid: {first}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(code, line, reason)` of one diagnostic.
+    type Found = (String, Option<u32>, String);
+
+    fn parse(text: &str) -> (Option<Manifest>, Vec<Found>) {
+        let mut diagnostics = crate::Diagnostics::new();
+        let parsed = parse_app_md(text, "time-sheet", &mut diagnostics);
+        let found = diagnostics
+            .into_sorted()
+            .into_iter()
+            .map(|d| (d.code, d.line, d.reason))
+            .collect();
+        (parsed.map(|(manifest, _)| manifest), found)
+    }
+
+    const GOOD: &str = "---\nid: time-sheet\nname: Time Sheet\ndescription: Log hours\nversion: 1.0.0\ntheme: sasha-timesheet-v1\ncapabilities:\n  data: read-write\ntables:\n  entries:\n    access: owner\n    ownerField: created_by\n  projects:\n    access: shared\nactions:\n  - id: log-hours\n    file: actions/log-hours.action.yaml\n---\n# Brief\n";
+
+    #[test]
+    fn a_complete_manifest_parses() {
+        let (manifest, found) = parse(GOOD);
+        assert!(found.is_empty(), "{found:?}");
+        let manifest = manifest.unwrap();
+        assert_eq!(manifest.capabilities.data, DataCapability::ReadWrite);
+        assert_eq!(
+            manifest.tables["entries"].owner_field.as_deref(),
+            Some("created_by")
+        );
+        assert_eq!(manifest.theme, Theme::SashaTimesheetV1);
+        assert!(!manifest.actions[0].expose_to_model);
+    }
+
+    #[test]
+    fn data_false_and_defaults() {
+        let (manifest, found) = parse(
+            "---\nid: time-sheet\nname: T\ndescription: D\nversion: '1'\ncapabilities: {data: false, chat: true}\n---\n",
+        );
+        assert!(found.is_empty(), "{found:?}");
+        let manifest = manifest.unwrap();
+        assert_eq!(manifest.capabilities.data, DataCapability::None);
+        assert!(manifest.capabilities.chat);
+        assert_eq!(manifest.theme, Theme::None);
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_everywhere() {
+        for (yaml, line) in [
+            (
+                "id: time-sheet\nname: T\ndescription: D\nversion: '1'\nowner: x\n",
+                6,
+            ),
+            (
+                "id: time-sheet\nname: T\ndescription: D\nversion: '1'\ncapabilities:\n  network: true\n",
+                7,
+            ),
+            (
+                "id: time-sheet\nname: T\ndescription: D\nversion: '1'\ntables:\n  t:\n    access: shared\n    sql: x\n",
+                9,
+            ),
+        ] {
+            let (manifest, found) = parse(&format!("---\n{yaml}---\n"));
+            assert!(manifest.is_none());
+            assert_eq!(found.len(), 1, "{found:?}");
+            assert_eq!(found[0].0, "MANIFEST_INVALID");
+            assert_eq!(found[0].1, Some(line), "{found:?}");
+            assert!(found[0].2.contains("unknown field"), "{found:?}");
+        }
+    }
+
+    #[test]
+    fn field_values_are_checked() {
+        let cases = [
+            ("id: Time_Sheet", "MANIFEST_ID"),
+            ("id: other-app", "MANIFEST_ID_MISMATCH"),
+            (
+                "id: time-sheet\ncapabilities: {data: write}",
+                "MANIFEST_INVALID",
+            ),
+            ("id: time-sheet\ntheme: dark", "MANIFEST_INVALID"),
+            (
+                "id: time-sheet\ncapabilities: {chat: 'yes'}",
+                "MANIFEST_INVALID",
+            ),
+        ];
+        for (fields, code) in cases {
+            let (_, found) = parse(&format!(
+                "---\n{fields}\nname: T\ndescription: D\nversion: '1'\n---\n"
+            ));
+            assert_eq!(
+                found.first().map(|f| f.0.as_str()),
+                Some(code),
+                "{fields}: {found:?}"
+            );
+        }
+        let (_, found) =
+            parse("---\nid: time-sheet\nname: ''\ndescription: D\nversion: '1'\n---\n");
+        assert_eq!(found[0].0, "MANIFEST_FIELD");
+        let (_, found) = parse("no front matter");
+        assert_eq!(found[0].0, "MANIFEST_FRONT_MATTER");
+        let (_, found) = parse("---\nid: time-sheet\n");
+        assert_eq!(found[0].0, "MANIFEST_FRONT_MATTER");
+    }
+
+    #[test]
+    fn kebab_ids() {
+        for ok in ["a", "time-sheet", "app2", "a-b-c"] {
+            assert!(is_kebab_id(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "A",
+            "time_sheet",
+            "-a",
+            "a-",
+            "a--b",
+            "1app",
+            "é",
+            &"a".repeat(61),
+        ] {
+            assert!(!is_kebab_id(bad), "{bad}");
+        }
+    }
+}

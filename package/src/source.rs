@@ -1,0 +1,378 @@
+//! Reading a package folder into memory, under the package rules.
+//!
+//! Paths are relative POSIX paths of at most [`MAX_DEPTH`] components. Names
+//! that are not UTF-8, or hold a backslash, a percent sign, a control or an
+//! invisible character, are refused; so is any symlink (never followed) and any
+//! file that is not a regular file. Dot-files and dot-folders are ignored.
+//! Reading stops at [`MAX_FILES`] distinct files or [`MAX_TOTAL_BYTES`], so a
+//! hostile folder (100k files, a 50 MB file) costs only what the limits allow.
+//!
+//! It never follows a link out of the package and never writes.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::Read as _;
+use std::path::Path;
+
+use crate::diagnostics::{Diagnostics, line_of};
+
+/// Most distinct files a package may hold.
+pub const MAX_FILES: usize = 64;
+/// Most bytes all files together may hold.
+pub const MAX_TOTAL_BYTES: u64 = 1024 * 1024;
+/// Most bytes one file may hold.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+/// Most path components of a file (`a/b/c/d.svg` has 4).
+pub const MAX_DEPTH: usize = 4;
+/// Most entries read from one folder before giving up on it.
+const MAX_DIR_ENTRIES: usize = 1024;
+/// The extensions a package file may have; packages hold text only.
+pub const TEXT_EXTENSIONS: [&str; 10] = [
+    "md", "html", "css", "js", "sql", "yaml", "yml", "json", "txt", "svg",
+];
+
+/// A package's files, by package-relative path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PackageSource {
+    pub files: BTreeMap<String, String>,
+}
+
+/// Why a name is not a usable package path component, or `None` when it is.
+pub fn invalid_name_reason(name: &str) -> Option<&'static str> {
+    if name.is_empty() || name == "." || name == ".." {
+        return Some("path components must not be empty, `.` or `..`");
+    }
+    if name.contains('\\') {
+        return Some("backslashes are not path separators here; use `/`");
+    }
+    if name.contains('%') {
+        return Some("percent signs are refused so that no path can hide an escape");
+    }
+    if name.chars().any(char::is_control) {
+        return Some("control characters are refused in file names");
+    }
+    if name.chars().any(is_invisible) {
+        return Some("invisible or direction-changing characters are refused in file names");
+    }
+    None
+}
+
+/// Characters that render as nothing or reorder text.
+pub fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
+        | '\u{FFA0}' | '\u{FFF0}'..='\u{FFF8}' | '\u{1D173}'..='\u{1D17A}'
+        | '\u{E0000}'..='\u{E0FFF}')
+}
+
+/// Reads the package in `dir`, recording every rule violation.
+pub fn read_package(dir: &Path, diagnostics: &mut Diagnostics) -> PackageSource {
+    let mut source = PackageSource::default();
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            diagnostics.push(
+                ".",
+                None,
+                "PATH_SYMLINK",
+                "the package folder is a symlink; packages are read only from real folders",
+            );
+            return source;
+        }
+        Ok(meta) if meta.is_dir() => {}
+        _ => {
+            diagnostics.push(
+                ".",
+                None,
+                "PACKAGE_UNREADABLE",
+                "the package folder does not exist or is not a folder",
+            );
+            return source;
+        }
+    }
+    let mut total: u64 = 0;
+    let mut queue: VecDeque<(std::path::PathBuf, String)> = VecDeque::new();
+    queue.push_back((dir.to_path_buf(), String::new()));
+    while let Some((folder, prefix)) = queue.pop_front() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            diagnostics.push(
+                display(&prefix),
+                None,
+                "PACKAGE_UNREADABLE",
+                "this folder cannot be read",
+            );
+            continue;
+        };
+        let mut names = Vec::new();
+        for entry in entries.flatten() {
+            if names.len() == MAX_DIR_ENTRIES {
+                diagnostics.push(display(&prefix), None, "PACKAGE_TOO_MANY_FILES", format!("a folder may hold at most {MAX_DIR_ENTRIES} entries; the rest were not read"));
+                break;
+            }
+            names.push(entry.file_name());
+        }
+        names.sort();
+        for raw in names {
+            let Some(name) = raw.to_str() else {
+                diagnostics.push(
+                    display(&prefix),
+                    None,
+                    "PATH_INVALID_NAME",
+                    "a file name is not valid UTF-8",
+                );
+                continue;
+            };
+            if name.starts_with('.') {
+                continue;
+            }
+            let path = if prefix.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{prefix}/{name}")
+            };
+            if let Some(reason) = invalid_name_reason(name) {
+                diagnostics.push(&path, None, "PATH_INVALID_NAME", reason);
+                continue;
+            }
+            let full = folder.join(name);
+            let Ok(meta) = std::fs::symlink_metadata(&full) else {
+                diagnostics.push(
+                    &path,
+                    None,
+                    "PACKAGE_UNREADABLE",
+                    "this file cannot be read",
+                );
+                continue;
+            };
+            let depth = path.split('/').count();
+            if meta.file_type().is_symlink() {
+                diagnostics.push(
+                    &path,
+                    None,
+                    "PATH_SYMLINK",
+                    "symlinks are refused in packages; copy the file in instead",
+                );
+            } else if meta.is_dir() {
+                if depth >= MAX_DEPTH {
+                    diagnostics.push(
+                        &path,
+                        None,
+                        "PATH_TOO_DEEP",
+                        format!("files may be at most {MAX_DEPTH} levels deep"),
+                    );
+                } else {
+                    queue.push_back((full, path));
+                }
+            } else if !meta.is_file() {
+                diagnostics.push(
+                    &path,
+                    None,
+                    "PATH_NOT_REGULAR",
+                    "only regular files are allowed in packages",
+                );
+            } else if !has_text_extension(name) {
+                diagnostics.push(
+                    &path,
+                    None,
+                    "PATH_EXTENSION",
+                    format!(
+                        "only text files are allowed: {}",
+                        TEXT_EXTENSIONS.map(|e| format!(".{e}")).join(" ")
+                    ),
+                );
+            } else if source.files.len() == MAX_FILES {
+                diagnostics.push(
+                    &path,
+                    None,
+                    "PACKAGE_TOO_MANY_FILES",
+                    format!("a package may hold at most {MAX_FILES} files; reading stopped here"),
+                );
+                return source;
+            } else if meta.len() > MAX_FILE_BYTES {
+                diagnostics.push(
+                    &path,
+                    None,
+                    "FILE_TOO_LARGE",
+                    format!(
+                        "a file may hold at most {MAX_FILE_BYTES} bytes; this one has {}",
+                        meta.len()
+                    ),
+                );
+            } else if total + meta.len() > MAX_TOTAL_BYTES {
+                diagnostics.push(&path, None, "PACKAGE_TOO_LARGE", format!("a package may hold at most {MAX_TOTAL_BYTES} bytes in total; reading stopped here"));
+                return source;
+            } else {
+                match read_text(&full, &path, diagnostics) {
+                    Some(text) => {
+                        total += text.len() as u64;
+                        source.files.insert(path, text);
+                    }
+                    None => total += meta.len(),
+                }
+            }
+        }
+    }
+    source
+}
+
+fn display(prefix: &str) -> &str {
+    if prefix.is_empty() { "." } else { prefix }
+}
+
+fn has_text_extension(name: &str) -> bool {
+    name.rsplit_once('.')
+        .is_some_and(|(stem, extension)| !stem.is_empty() && TEXT_EXTENSIONS.contains(&extension))
+}
+
+/// Reads at most one byte past the file limit (a file may grow after `stat`).
+fn read_text(full: &Path, path: &str, diagnostics: &mut Diagnostics) -> Option<String> {
+    let mut bytes = Vec::new();
+    let read = std::fs::File::open(full)
+        .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes));
+    if read.is_err() {
+        diagnostics.push(path, None, "PACKAGE_UNREADABLE", "this file cannot be read");
+        return None;
+    }
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        diagnostics.push(
+            path,
+            None,
+            "FILE_TOO_LARGE",
+            format!("a file may hold at most {MAX_FILE_BYTES} bytes"),
+        );
+        return None;
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => {
+            if let Some(offset) = text.find('\0') {
+                diagnostics.push(
+                    path,
+                    Some(line_of(&text, offset)),
+                    "SOURCE_NUL",
+                    "text files must not contain NUL characters",
+                );
+                return None;
+            }
+            Some(text)
+        }
+        Err(error) => {
+            let valid = error.utf8_error().valid_up_to();
+            let prefix = String::from_utf8_lossy(&error.as_bytes()[..valid]).into_owned();
+            diagnostics.push(
+                path,
+                Some(line_of(&prefix, valid)),
+                "SOURCE_NOT_UTF8",
+                "files must be UTF-8 text",
+            );
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, path: &str, text: &str) {
+        let full = dir.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, text).unwrap();
+    }
+
+    fn read(dir: &Path) -> (PackageSource, Vec<(String, String)>) {
+        let mut diagnostics = Diagnostics::new();
+        let source = read_package(dir, &mut diagnostics);
+        let codes = diagnostics
+            .into_sorted()
+            .into_iter()
+            .map(|d| (d.file, d.code))
+            .collect();
+        (source, codes)
+    }
+
+    #[test]
+    fn reads_text_files_and_ignores_dot_files() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "APP.md", "---\n");
+        write(dir.path(), "assets/logo.svg", "<svg/>");
+        write(dir.path(), ".git/config", "x");
+        write(dir.path(), ".DS_Store", "x");
+        let (source, codes) = read(dir.path());
+        assert!(codes.is_empty(), "{codes:?}");
+        assert_eq!(
+            source.files.keys().collect::<Vec<_>>(),
+            ["APP.md", "assets/logo.svg"]
+        );
+    }
+
+    #[test]
+    fn refuses_links_depth_names_and_binaries() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a/b/c/ok.txt", "x");
+        write(dir.path(), "a/b/c/d/too-deep.txt", "x");
+        write(dir.path(), "logo.png", "x");
+        write(dir.path(), "back\\slash.txt", "x");
+        write(dir.path(), "50%.txt", "x");
+        write(dir.path(), "zero\u{200B}width.txt", "x");
+        write(dir.path(), "bell\u{7}.txt", "x");
+        std::fs::write(dir.path().join("latin1.txt"), [0x66, 0xE9]).unwrap();
+        write(dir.path(), "nul.txt", "a\0b");
+        std::os::unix::fs::symlink("/etc/passwd", dir.path().join("passwd.txt")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("a"), dir.path().join("linked")).unwrap();
+        let (source, codes) = read(dir.path());
+        let expect = [
+            ("50%.txt", "PATH_INVALID_NAME"),
+            ("a/b/c/d", "PATH_TOO_DEEP"),
+            ("back\\slash.txt", "PATH_INVALID_NAME"),
+            ("bell\u{7}.txt", "PATH_INVALID_NAME"),
+            ("latin1.txt", "SOURCE_NOT_UTF8"),
+            ("linked", "PATH_SYMLINK"),
+            ("logo.png", "PATH_EXTENSION"),
+            ("nul.txt", "SOURCE_NUL"),
+            ("passwd.txt", "PATH_SYMLINK"),
+            ("zero\u{200B}width.txt", "PATH_INVALID_NAME"),
+        ];
+        let expect: Vec<(String, String)> = expect
+            .iter()
+            .map(|(f, c)| ((*f).into(), (*c).into()))
+            .collect();
+        assert_eq!(codes, expect);
+        assert_eq!(source.files.keys().collect::<Vec<_>>(), ["a/b/c/ok.txt"]);
+    }
+
+    #[test]
+    fn stops_at_the_file_and_size_limits() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..2000 {
+            write(dir.path(), &format!("f{i:04}.txt"), "x");
+        }
+        let (source, codes) = read(dir.path());
+        assert_eq!(source.files.len(), MAX_FILES);
+        assert!(
+            codes
+                .iter()
+                .any(|(_, code)| code == "PACKAGE_TOO_MANY_FILES")
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let big = "x".repeat(600 * 1024);
+        write(dir.path(), "a.txt", &big);
+        write(dir.path(), "b.txt", &big);
+        write(dir.path(), "huge.txt", &"y".repeat(2 * 1024 * 1024));
+        let (source, codes) = read(dir.path());
+        assert_eq!(source.files.len(), 1);
+        assert!(
+            codes.contains(&("b.txt".into(), "PACKAGE_TOO_LARGE".into())),
+            "{codes:?}"
+        );
+    }
+
+    #[test]
+    fn a_symlinked_package_folder_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "real/APP.md", "x");
+        std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("link")).unwrap();
+        let (_, codes) = read(&dir.path().join("link"));
+        assert_eq!(codes, [(".".to_owned(), "PATH_SYMLINK".to_owned())]);
+    }
+}

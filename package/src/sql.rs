@@ -1,0 +1,2502 @@
+//! The app's data declarations: `schema.sql`, the ordered `migrations/NNN-name.sql`
+//! files and the manifest's `tables`, checked together into one [`DataContract`].
+//!
+//! SQLite judges the SQL itself. Every statement is prepared on a scratch
+//! in-memory database (defensive mode, untrusted schema) under an authorizer that
+//! admits structure only: `CREATE TABLE` and `CREATE INDEX` in `schema.sql`, and in
+//! migrations additionally `ALTER TABLE … ADD COLUMN | RENAME COLUMN`, `DROP TABLE`
+//! and `DROP INDEX`. So a package can declare structure but never seed, read or
+//! attach anything, and what passes here is exactly what SQLite will do with it.
+//! The migrations are then replayed on a second scratch database and the
+//! resulting structure must equal the one `schema.sql` describes.
+//!
+//! This module must never open a file-backed database or run a statement whose
+//! effect it has not authorised: the data-worker later applies these same
+//! migrations to the app's live database, next to the platform's own `_sasha*`
+//! tables, which is why every name starting with `_sasha` (or `sqlite_`) is
+//! refused in the SQL text before SQLite even sees it.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rusqlite::config::DbConfig;
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::{Connection, Error as SqlError};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
+use crate::diagnostics::{Diagnostics, line_of};
+use crate::manifest::{self, Access, DataCapability, Manifest, TableDeclaration};
+
+/// The one file that states the app's current structure.
+pub const SCHEMA_FILE: &str = "schema.sql";
+/// The folder of ordered migrations, with its trailing slash.
+pub const MIGRATIONS_DIR: &str = "migrations/";
+/// Most bytes of one SQL file; a larger file is refused before SQLite sees it.
+pub const MAX_SQL_FILE_BYTES: usize = 256 * 1024;
+/// Most statements of one SQL file.
+pub const MAX_STATEMENTS: usize = 200;
+/// The column the platform adds to every declared table for optimistic concurrency.
+pub const VERSION_COLUMN: &str = "_sasha_version";
+/// The column every declared table addresses its rows by.
+pub const ID_COLUMN: &str = "id";
+/// How an index key part that is an expression (not a column) is recorded.
+pub const EXPRESSION_KEY: &str = "<expression>";
+
+const MANIFEST_FILE: &str = "APP.md";
+/// Most SQLite virtual-machine steps one scratch database may spend, in units of
+/// [`PROGRESS_STEP`]; structure on empty tables costs a tiny fraction of this.
+const PROGRESS_BUDGET: u64 = 20_000;
+const PROGRESS_STEP: i32 = 1000;
+
+/// One column, as SQLite reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Column {
+    pub name: String,
+    /// The declared type as written, uppercased (`INTEGER`, `TEXT`, `VARCHAR(10)`, or
+    /// empty when none was declared).
+    pub declared_type: String,
+    pub not_null: bool,
+    /// The default expression's text as SQLite stores it (`'x'`, `0`,
+    /// `datetime('now')`), or `None`.
+    pub default_value: Option<String>,
+    pub primary_key: bool,
+    /// A generated column; refused in declared packages, recorded so the live
+    /// database can be compared faithfully.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub generated: bool,
+}
+
+/// One index created with `CREATE [UNIQUE] INDEX`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Index {
+    pub name: String,
+    pub table: String,
+    /// Key columns in order; an expression key part is [`EXPRESSION_KEY`].
+    pub columns: Vec<String>,
+    pub unique: bool,
+    /// Has a `WHERE` clause; refused in packages.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub partial: bool,
+}
+
+/// One `REFERENCES` constraint.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForeignKey {
+    pub columns: Vec<String>,
+    pub parent_table: String,
+    /// Empty when the parent's primary key is implied.
+    pub parent_columns: Vec<String>,
+    pub on_update: String,
+    pub on_delete: String,
+}
+
+/// One table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Table {
+    pub name: String,
+    /// In declaration order (columns added by a migration come last).
+    pub columns: Vec<Column>,
+    /// `UNIQUE` constraints written in the table definition, each a column list, sorted.
+    #[serde(default)]
+    pub unique: Vec<Vec<String>>,
+    /// Sorted.
+    #[serde(default)]
+    pub foreign_keys: Vec<ForeignKey>,
+    #[serde(default)]
+    pub strict: bool,
+    #[serde(default)]
+    pub without_rowid: bool,
+}
+
+impl Table {
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|column| column.name == name)
+    }
+}
+
+/// A database's structure, normalised so two databases compare with `==`.
+/// SQLite's own `sqlite_*` objects and the indexes behind `PRIMARY KEY`/`UNIQUE`
+/// constraints are left out (the constraints are recorded on the table).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Schema {
+    pub tables: BTreeMap<String, Table>,
+    pub indexes: BTreeMap<String, Index>,
+}
+
+/// One migration file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Migration {
+    /// `migrations/NNN-name.sql`.
+    pub file: String,
+    /// `NNN`: 1, 2, 3, … without gaps.
+    pub number: u32,
+    pub sql: String,
+    /// sha256 hex of the file's bytes; the data-worker records it when it applies
+    /// the migration, so an edit to an applied migration is detectable.
+    pub checksum: String,
+}
+
+/// Everything a data app declares about its data, proven consistent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DataContract {
+    /// The structure `schema.sql` states (equal to the migrations' replay).
+    pub schema: Schema,
+    /// In order.
+    pub migrations: Vec<Migration>,
+    /// The manifest's declared tables (a subset of the schema's tables).
+    pub tables: BTreeMap<String, TableDeclaration>,
+    /// sha256 hex over [`contract_hash`]'s canonical JSON.
+    pub hash: String,
+}
+
+impl DataContract {
+    /// A declared table with its structure.
+    pub fn declared_table(&self, name: &str) -> Option<(&TableDeclaration, &Table)> {
+        Some((self.tables.get(name)?, self.schema.tables.get(name)?))
+    }
+}
+
+/// Validates `schema.sql`, `migrations/*.sql` and the manifest's `tables`
+/// together. `files` holds every package text file by package-relative path.
+/// Returns `None`, with every independent problem recorded, when anything is
+/// wrong, and always `None` for an app without `capabilities.data`.
+pub fn check_data(
+    manifest: &Manifest,
+    files: &BTreeMap<String, String>,
+    diagnostics: &mut Diagnostics,
+) -> Option<DataContract> {
+    let before = diagnostics.len();
+    let migration_paths: Vec<&String> = files
+        .keys()
+        .filter(|path| path.starts_with(MIGRATIONS_DIR))
+        .collect();
+
+    if manifest.capabilities.data == DataCapability::None {
+        if files.contains_key(SCHEMA_FILE) {
+            diagnostics.push(SCHEMA_FILE, None, "SQL_DATA_NOT_ENABLED", "schema.sql belongs only to data apps: remove it or declare capabilities.data: read or read-write in APP.md");
+        }
+        for path in migration_paths {
+            diagnostics.push(path, None, "SQL_DATA_NOT_ENABLED", "migrations belong only to data apps: remove this file or declare capabilities.data: read or read-write in APP.md");
+        }
+        if !manifest.tables.is_empty() {
+            diagnostics.push(MANIFEST_FILE, None, "SQL_DATA_NOT_ENABLED", "tables belong only to data apps: remove tables or declare capabilities.data: read or read-write");
+        }
+        return None;
+    }
+
+    if manifest.tables.is_empty() {
+        diagnostics.push(MANIFEST_FILE, None, "SQL_TABLES_MISSING", "declare at least one table under tables, with access: owner (and ownerField) or access: shared: a data app reaches only declared tables");
+    }
+    check_declarations(manifest, diagnostics);
+
+    let (migrations, migrations_ordered) = collect_migrations(files, &migration_paths, diagnostics);
+    if migration_paths.is_empty() {
+        diagnostics.push("migrations", None, "SQL_MIGRATIONS_MISSING", "a data app needs at least one migration, starting with migrations/001-initial.sql, whose replay builds what schema.sql states");
+    }
+
+    let stated = match files.get(SCHEMA_FILE) {
+        Some(text) => build(
+            SCHEMA_FILE,
+            Mode::Schema,
+            &[(SCHEMA_FILE, text.as_str())],
+            diagnostics,
+        ),
+        None => {
+            diagnostics.push(
+                SCHEMA_FILE,
+                None,
+                "SQL_SCHEMA_MISSING",
+                "a data app needs schema.sql stating its tables with CREATE TABLE and CREATE INDEX",
+            );
+            None
+        }
+    };
+    let replayed = if migrations_ordered && !migrations.is_empty() {
+        let sources: Vec<(&str, &str)> = migrations
+            .iter()
+            .map(|m| (m.file.as_str(), m.sql.as_str()))
+            .collect();
+        build("migrations", Mode::Migration, &sources, diagnostics)
+    } else {
+        None
+    };
+
+    if let Some(stated) = &stated {
+        check_structure(&stated.schema, &stated.origins, diagnostics);
+        check_declared_tables(manifest, &stated.schema, &stated.origins, diagnostics);
+        if let Some(replayed) = &replayed {
+            compare_replay(
+                &stated.schema,
+                &stated.origins,
+                &replayed.schema,
+                &replayed.origins,
+                diagnostics,
+            );
+        }
+    }
+
+    if diagnostics.len() > before {
+        return None;
+    }
+    let stated = stated?;
+    let hash = contract_hash(&manifest.tables, &migrations);
+    Some(DataContract {
+        schema: stated.schema,
+        migrations,
+        tables: manifest.tables.clone(),
+        hash,
+    })
+}
+
+/// The contract hash: sha256 hex of the canonical JSON
+/// `{"version":1,"tables":{name:{"access":…,"ownerField":…|null}},"migrations":[{"number":…,"file":…,"checksum":…}]}`
+/// (object keys in a fixed order, tables sorted by name). The migrations'
+/// checksums pin the structure, since `schema.sql` is proven equal to their replay.
+pub fn contract_hash(
+    tables: &BTreeMap<String, TableDeclaration>,
+    migrations: &[Migration],
+) -> String {
+    #[derive(Serialize)]
+    struct CanonicalMigration<'a> {
+        number: u32,
+        file: &'a str,
+        checksum: &'a str,
+    }
+    #[derive(Serialize)]
+    struct Canonical<'a> {
+        version: u32,
+        tables: &'a BTreeMap<String, TableDeclaration>,
+        migrations: Vec<CanonicalMigration<'a>>,
+    }
+    let canonical = Canonical {
+        version: 1,
+        tables,
+        migrations: migrations
+            .iter()
+            .map(|m| CanonicalMigration {
+                number: m.number,
+                file: &m.file,
+                checksum: &m.checksum,
+            })
+            .collect(),
+    };
+    // Serialising plain structs and BTreeMaps cannot fail.
+    let json = serde_json::to_vec(&canonical).unwrap_or_default();
+    sha256_hex(&json)
+}
+
+/// Reads the structure of the `main` database of `conn`, leaving out SQLite's
+/// own `sqlite_*` objects. The data-worker can use it on a live database so a
+/// package and a database are compared the same way; it then leaves out the
+/// platform's own additions (`_sasha*` tables, the `_sasha_version` column)
+/// itself, since this function reports everything else as it is.
+pub fn read_schema(conn: &Connection) -> rusqlite::Result<Schema> {
+    let mut schema = Schema::default();
+    let mut listed = Vec::new();
+    {
+        let mut statement = conn.prepare("PRAGMA main.table_list")?;
+        let mut rows = statement.query([])?;
+        while let Some(row) = rows.next()? {
+            let name: String = row.get("name")?;
+            let kind: String = row.get("type")?;
+            let without_rowid: bool = row.get("wr")?;
+            let strict: bool = row.get("strict")?;
+            if kind == "table" && !is_sqlite_internal(&name) {
+                listed.push((name, without_rowid, strict));
+            }
+        }
+    }
+    for (name, without_rowid, strict) in listed {
+        let mut columns = Vec::new();
+        {
+            let mut statement = conn.prepare(
+                "SELECT name, type, \"notnull\", dflt_value, pk, hidden FROM pragma_table_xinfo(?1, 'main') ORDER BY cid",
+            )?;
+            let mut rows = statement.query([&name])?;
+            while let Some(row) = rows.next()? {
+                let hidden: i64 = row.get(5)?;
+                let pk: i64 = row.get(4)?;
+                columns.push(Column {
+                    name: row.get(0)?,
+                    declared_type: row.get::<_, String>(1)?.to_ascii_uppercase(),
+                    not_null: row.get(2)?,
+                    default_value: row.get(3)?,
+                    primary_key: pk > 0,
+                    generated: hidden != 0,
+                });
+            }
+        }
+        let mut unique = Vec::new();
+        {
+            let mut statement = conn.prepare(
+                "SELECT name, \"unique\", origin, partial FROM pragma_index_list(?1, 'main') ORDER BY seq",
+            )?;
+            let listed: Vec<(String, bool, String, bool)> = statement
+                .query_map([&name], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            for (index, is_unique, origin, partial) in listed {
+                let key = index_columns(conn, &index)?;
+                match origin.as_str() {
+                    // The primary key is recorded on its columns.
+                    "pk" => {}
+                    "u" => unique.push(key),
+                    _ => {
+                        schema.indexes.insert(
+                            index.clone(),
+                            Index {
+                                name: index,
+                                table: name.clone(),
+                                columns: key,
+                                unique: is_unique,
+                                partial,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        unique.sort();
+        let foreign_keys = foreign_keys(conn, &name)?;
+        schema.tables.insert(
+            name.clone(),
+            Table {
+                name,
+                columns,
+                unique,
+                foreign_keys,
+                strict,
+                without_rowid,
+            },
+        );
+    }
+    Ok(schema)
+}
+
+fn index_columns(conn: &Connection, index: &str) -> rusqlite::Result<Vec<String>> {
+    let mut statement =
+        conn.prepare("SELECT cid, name FROM pragma_index_info(?1, 'main') ORDER BY seqno")?;
+    statement
+        .query_map([index], |row| {
+            let cid: i64 = row.get(0)?;
+            let name: Option<String> = row.get(1)?;
+            Ok(match (cid, name) {
+                (_, Some(name)) => name,
+                (-1, None) => "rowid".to_owned(),
+                (_, None) => EXPRESSION_KEY.to_owned(),
+            })
+        })?
+        .collect()
+}
+
+fn foreign_keys(conn: &Connection, table: &str) -> rusqlite::Result<Vec<ForeignKey>> {
+    let mut statement = conn.prepare(
+        "SELECT id, \"table\", \"from\", \"to\", on_update, on_delete FROM pragma_foreign_key_list(?1, 'main') ORDER BY id, seq",
+    )?;
+    let mut by_id: BTreeMap<i64, ForeignKey> = BTreeMap::new();
+    let mut rows = statement.query([table])?;
+    while let Some(row) = rows.next()? {
+        let id: i64 = row.get(0)?;
+        let key = by_id.entry(id).or_insert_with(|| ForeignKey {
+            columns: Vec::new(),
+            parent_table: String::new(),
+            parent_columns: Vec::new(),
+            on_update: String::new(),
+            on_delete: String::new(),
+        });
+        key.parent_table = row.get(1)?;
+        key.columns.push(row.get(2)?);
+        if let Some(parent) = row.get::<_, Option<String>>(3)? {
+            key.parent_columns.push(parent);
+        }
+        key.on_update = row.get(4)?;
+        key.on_delete = row.get(5)?;
+    }
+    let mut keys: Vec<ForeignKey> = by_id.into_values().collect();
+    keys.sort();
+    Ok(keys)
+}
+
+/// Whether `name` follows the ASCII identifier grammar every table, column and
+/// field selector uses: `^[A-Za-z_][A-Za-z0-9_]{0,62}$`.
+pub fn is_identifier(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 63
+        && (bytes[0].is_ascii_alphabetic() || bytes[0] == b'_')
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'_')
+}
+
+/// Why a table name is reserved, or `None`. `__` would make the MCP tool names
+/// `app__<app>__<table>__<op>` ambiguous; `sqlite_` belongs to SQLite and
+/// `_sasha` to the platform's own tables.
+fn reserved_table_reason(name: &str) -> Option<&'static str> {
+    let lower = name.to_ascii_lowercase();
+    if lower.starts_with("sqlite_") {
+        Some("names starting with sqlite_ belong to SQLite")
+    } else if lower.starts_with("_sasha") {
+        Some("names starting with _sasha belong to the platform")
+    } else if name.contains("__") {
+        Some(
+            "a double underscore would make the table's tool names app__<app>__<table>__<op> ambiguous",
+        )
+    } else {
+        None
+    }
+}
+
+fn is_sqlite_internal(name: &str) -> bool {
+    name.len() >= 7 && name[..7].eq_ignore_ascii_case("sqlite_")
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+// ---------------------------------------------------------------------------
+// The manifest's declarations on their own
+
+fn check_declarations(manifest: &Manifest, diagnostics: &mut Diagnostics) {
+    for (name, declaration) in &manifest.tables {
+        if !is_identifier(name) {
+            diagnostics.push(MANIFEST_FILE, None, "SQL_IDENTIFIER", format!("table name {name:?} must match ^[A-Za-z_][A-Za-z0-9_]{{0,62}}$ (ASCII letters, digits and underscores)"));
+        } else if let Some(reason) = reserved_table_reason(name) {
+            diagnostics.push(
+                MANIFEST_FILE,
+                None,
+                "SQL_RESERVED_NAME",
+                format!("table name {name:?} is reserved: {reason}; choose another name"),
+            );
+        }
+        match (declaration.access, &declaration.owner_field) {
+            (Access::Owner, None) => {
+                diagnostics.push(MANIFEST_FILE, None, "SQL_OWNER_FIELD", format!("table {name} has access: owner and needs ownerField naming the TEXT column that holds each row's owner"));
+            }
+            (Access::Shared, Some(_)) => {
+                diagnostics.push(MANIFEST_FILE, None, "SQL_OWNER_FIELD", format!("table {name} has access: shared, where every user sees every row; remove ownerField or use access: owner"));
+            }
+            (Access::Owner, Some(field)) if !is_identifier(field) => {
+                diagnostics.push(MANIFEST_FILE, None, "SQL_IDENTIFIER", format!("ownerField {field:?} of table {name} must match ^[A-Za-z_][A-Za-z0-9_]{{0,62}}$"));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Checks migration file names and numbering; returns the well-named
+/// migrations in order and whether their numbering is 1, 2, 3, … exactly.
+fn collect_migrations(
+    files: &BTreeMap<String, String>,
+    paths: &[&String],
+    diagnostics: &mut Diagnostics,
+) -> (Vec<Migration>, bool) {
+    let mut migrations = Vec::new();
+    let mut ordered = true;
+    for path in paths {
+        let Some(number) = migration_number(path) else {
+            diagnostics.push(path, None, "SQL_MIGRATION_NAME", "migrations are named migrations/NNN-kebab-name.sql: three digits from 001, a hyphen, a lowercase kebab-case name (for example migrations/002-add-notes.sql)");
+            ordered = false;
+            continue;
+        };
+        let sql = files.get(*path).cloned().unwrap_or_default();
+        let checksum = sha256_hex(sql.as_bytes());
+        migrations.push(Migration {
+            file: (*path).clone(),
+            number,
+            sql,
+            checksum,
+        });
+    }
+    migrations.sort_by(|a, b| (a.number, &a.file).cmp(&(b.number, &b.file)));
+    let mut expected = 1;
+    for migration in &migrations {
+        if migration.number < expected {
+            diagnostics.push(&migration.file, None, "SQL_MIGRATION_ORDER", format!("another migration already has number {:03}: give each migration its own number", migration.number));
+            ordered = false;
+        } else if migration.number > expected {
+            diagnostics.push(&migration.file, None, "SQL_MIGRATION_ORDER", format!("migration {expected:03} is missing: number migrations 001, 002, 003, … without gaps"));
+            ordered = false;
+            expected = migration.number + 1;
+        } else {
+            expected += 1;
+        }
+    }
+    (migrations, ordered)
+}
+
+/// `NNN` of `migrations/NNN-kebab-name.sql`, or `None` for any other name.
+fn migration_number(path: &str) -> Option<u32> {
+    let name = path.strip_prefix(MIGRATIONS_DIR)?.strip_suffix(".sql")?;
+    let (digits, rest) = (name.get(..3)?, name.get(3..)?);
+    let slug = rest.strip_prefix('-')?;
+    if !digits.bytes().all(|b| b.is_ascii_digit()) || !manifest::is_kebab_id(slug) {
+        return None;
+    }
+    digits.parse().ok().filter(|number| *number > 0)
+}
+
+// ---------------------------------------------------------------------------
+// Running SQL on a scratch database
+
+/// Which file kind is being run; migrations may do a little more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Schema,
+    Migration,
+}
+
+/// The structural statement kinds the authorizer admits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verb {
+    CreateTable,
+    CreateIndex,
+    AlterTable,
+    DropTable,
+    DropIndex,
+}
+
+/// Why the authorizer refused a statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Refusal {
+    /// A write to a user table: packages never seed rows.
+    Seed {
+        operation: &'static str,
+        table: String,
+    },
+    /// ALTER/DROP in schema.sql.
+    MigrationOnly(&'static str),
+    Function(String),
+    Statement(&'static str),
+}
+
+/// The authorizer's memory of the statement being prepared. SQLite calls the
+/// authorizer for the statement itself and for the internal SQL it generates
+/// (writes to `sqlite_schema`, the rename helpers of ALTER TABLE), so the first
+/// structural action decides what the internal actions after it may do.
+#[derive(Debug)]
+struct AuthState {
+    mode: Mode,
+    verb: Option<(Verb, String)>,
+    refusal: Option<Refusal>,
+}
+
+/// Pure built-in functions a CHECK, DEFAULT or index expression may use.
+/// Everything else (load_extension, randomblob, zeroblob, sqlite_* helpers, …)
+/// is refused: the data-worker evaluates these expressions on every write.
+const SCHEMA_FUNCTIONS: &[&str] = &[
+    "abs",
+    "char",
+    "coalesce",
+    "concat",
+    "concat_ws",
+    "date",
+    "datetime",
+    "format",
+    "glob",
+    "hex",
+    "if",
+    "ifnull",
+    "iif",
+    "instr",
+    "json_valid",
+    "julianday",
+    "length",
+    "like",
+    "likely",
+    "lower",
+    "ltrim",
+    "max",
+    "min",
+    "nullif",
+    "octet_length",
+    "printf",
+    "quote",
+    "replace",
+    "round",
+    "rtrim",
+    "sign",
+    "strftime",
+    "substr",
+    "substring",
+    "time",
+    "trim",
+    "typeof",
+    "unicode",
+    "unixepoch",
+    "unlikely",
+    "upper",
+];
+
+/// The helpers SQLite's own ALTER TABLE and DROP machinery calls internally.
+const ALTER_FUNCTIONS: &[&str] = &[
+    "sqlite_rename_column",
+    "sqlite_rename_table",
+    "sqlite_rename_test",
+    "sqlite_rename_quotefix",
+    "sqlite_drop_column",
+];
+
+fn is_schema_table(name: &str) -> bool {
+    [
+        "sqlite_master",
+        "sqlite_schema",
+        "sqlite_temp_master",
+        "sqlite_temp_schema",
+    ]
+    .iter()
+    .any(|internal| name.eq_ignore_ascii_case(internal))
+}
+
+impl AuthState {
+    fn decide(&mut self, context: AuthContext<'_>) -> Authorization {
+        match self.judge(context.action) {
+            Ok(()) => Authorization::Allow,
+            Err(refusal) => {
+                self.refusal.get_or_insert(refusal);
+                Authorization::Deny
+            }
+        }
+    }
+
+    fn begin(&mut self, verb: Verb, object: &str) -> Result<(), Refusal> {
+        match &self.verb {
+            None => {
+                self.verb = Some((verb, object.to_owned()));
+                Ok(())
+            }
+            Some((current, _)) if *current == verb => Ok(()),
+            // The indexes behind a table's UNIQUE and PRIMARY KEY constraints.
+            Some((Verb::CreateTable, _)) if verb == Verb::CreateIndex => Ok(()),
+            Some(_) => Err(Refusal::Statement(
+                "a statement that mixes structural changes",
+            )),
+        }
+    }
+
+    fn verb(&self) -> Option<Verb> {
+        self.verb.as_ref().map(|(verb, _)| *verb)
+    }
+
+    fn judge(&mut self, action: AuthAction<'_>) -> Result<(), Refusal> {
+        let migration = self.mode == Mode::Migration;
+        match action {
+            AuthAction::CreateTable { table_name } if is_sqlite_internal(table_name) => {
+                // AUTOINCREMENT creates sqlite_sequence inside a CREATE TABLE;
+                // ANALYZE creates sqlite_stat* before it announces itself.
+                if table_name.eq_ignore_ascii_case("sqlite_sequence")
+                    && self.verb() == Some(Verb::CreateTable)
+                {
+                    Ok(())
+                } else if table_name.to_ascii_lowercase().starts_with("sqlite_stat") {
+                    Err(Refusal::Statement("ANALYZE"))
+                } else {
+                    Err(Refusal::Statement("creating an sqlite_ table"))
+                }
+            }
+            AuthAction::CreateTable { table_name } => self.begin(Verb::CreateTable, table_name),
+            AuthAction::CreateIndex { index_name, .. } => self.begin(Verb::CreateIndex, index_name),
+            AuthAction::AlterTable { table_name, .. } if migration => {
+                self.begin(Verb::AlterTable, table_name)
+            }
+            AuthAction::AlterTable { .. } => Err(Refusal::MigrationOnly("ALTER TABLE")),
+            AuthAction::DropTable { table_name } if migration => {
+                self.begin(Verb::DropTable, table_name)
+            }
+            AuthAction::DropTable { .. } => Err(Refusal::MigrationOnly("DROP TABLE")),
+            AuthAction::DropIndex { index_name, .. } if migration => {
+                self.begin(Verb::DropIndex, index_name)
+            }
+            AuthAction::DropIndex { .. } => Err(Refusal::MigrationOnly("DROP INDEX")),
+            // SQLite's bookkeeping of the structure it is changing; it comes
+            // before the structural action itself. A user statement naming
+            // these tables never gets here: `sqlite_` names are refused in the
+            // text, and defensive mode forbids writing them anyway.
+            AuthAction::Insert { table_name }
+            | AuthAction::Delete { table_name }
+            | AuthAction::Update { table_name, .. }
+                if is_schema_table(table_name) =>
+            {
+                Ok(())
+            }
+            // DROP TABLE empties the table it drops.
+            AuthAction::Delete { table_name } if matches!(&self.verb, Some((Verb::DropTable, dropped)) if dropped.eq_ignore_ascii_case(table_name)) => {
+                Ok(())
+            }
+            AuthAction::Insert { table_name } => Err(Refusal::Seed {
+                operation: "INSERT",
+                table: table_name.to_owned(),
+            }),
+            AuthAction::Update { table_name, .. } => Err(Refusal::Seed {
+                operation: "UPDATE",
+                table: table_name.to_owned(),
+            }),
+            AuthAction::Delete { table_name } => Err(Refusal::Seed {
+                operation: "DELETE",
+                table: table_name.to_owned(),
+            }),
+            // Column references inside CHECK, index and ALTER machinery; a read
+            // that returns rows would need a SELECT, which is refused.
+            AuthAction::Read { .. } if self.verb.is_some() => Ok(()),
+            AuthAction::Select if self.verb() == Some(Verb::AlterTable) => Ok(()),
+            AuthAction::Read { .. } | AuthAction::Select | AuthAction::Recursive => {
+                Err(Refusal::Statement("SELECT"))
+            }
+            AuthAction::Reindex { .. } if self.verb() == Some(Verb::CreateIndex) => Ok(()),
+            AuthAction::Function { function_name } => {
+                let name = function_name.to_ascii_lowercase();
+                let internal = matches!(
+                    self.verb(),
+                    Some(Verb::AlterTable | Verb::DropTable | Verb::DropIndex)
+                ) && ALTER_FUNCTIONS.contains(&name.as_str());
+                if self.verb.is_some() && (SCHEMA_FUNCTIONS.contains(&name.as_str()) || internal) {
+                    Ok(())
+                } else {
+                    Err(Refusal::Function(name))
+                }
+            }
+            AuthAction::Pragma { .. } => Err(Refusal::Statement("PRAGMA")),
+            AuthAction::Attach { .. } => Err(Refusal::Statement("ATTACH")),
+            AuthAction::Detach { .. } => Err(Refusal::Statement("DETACH")),
+            AuthAction::Transaction { .. } => Err(Refusal::Statement(
+                "a transaction statement (BEGIN, COMMIT, ROLLBACK)",
+            )),
+            AuthAction::Savepoint { .. } => Err(Refusal::Statement("SAVEPOINT")),
+            AuthAction::CreateTrigger { .. } | AuthAction::CreateTempTrigger { .. } => {
+                Err(Refusal::Statement("CREATE TRIGGER"))
+            }
+            AuthAction::CreateView { .. } | AuthAction::CreateTempView { .. } => {
+                Err(Refusal::Statement("CREATE VIEW"))
+            }
+            AuthAction::CreateVtable { .. } => Err(Refusal::Statement("CREATE VIRTUAL TABLE")),
+            AuthAction::CreateTempTable { .. } | AuthAction::CreateTempIndex { .. } => {
+                Err(Refusal::Statement("a TEMP table or index"))
+            }
+            AuthAction::DropTrigger { .. } | AuthAction::DropTempTrigger { .. } => {
+                Err(Refusal::Statement("DROP TRIGGER"))
+            }
+            AuthAction::DropView { .. } | AuthAction::DropTempView { .. } => {
+                Err(Refusal::Statement("DROP VIEW"))
+            }
+            AuthAction::DropVtable { .. } => Err(Refusal::Statement("dropping a virtual table")),
+            AuthAction::DropTempTable { .. } | AuthAction::DropTempIndex { .. } => {
+                Err(Refusal::Statement("dropping a TEMP table or index"))
+            }
+            AuthAction::Analyze { .. } => Err(Refusal::Statement("ANALYZE")),
+            AuthAction::Reindex { .. } => Err(Refusal::Statement("REINDEX")),
+            _ => Err(Refusal::Statement("this statement")),
+        }
+    }
+}
+
+/// A scratch database with the authorizer installed.
+struct Scratch {
+    conn: Connection,
+    state: Arc<Mutex<AuthState>>,
+    /// Set once a statement in the run failed: later "no such table" errors are
+    /// usually its echo, so only refusals and syntax errors are still reported.
+    failed: bool,
+}
+
+/// Where each table or index was (last) created: file and line.
+type Origins = BTreeMap<String, (String, u32)>;
+
+/// The outcome of running one kind of SQL to the end without a problem.
+struct Built {
+    schema: Schema,
+    origins: Origins,
+}
+
+fn lock(state: &Mutex<AuthState>) -> std::sync::MutexGuard<'_, AuthState> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Scratch {
+    fn open(mode: Mode) -> rusqlite::Result<Scratch> {
+        let mut conn = Connection::open_in_memory()?;
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false)?;
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false)?;
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_VIEW, false)?;
+        let state = Arc::new(Mutex::new(AuthState {
+            mode,
+            verb: None,
+            refusal: None,
+        }));
+        let hook_state = Arc::clone(&state);
+        conn.authorizer(Some(move |context: AuthContext<'_>| {
+            lock(&hook_state).decide(context)
+        }))?;
+        let mut spent: u64 = 0;
+        conn.progress_handler(
+            PROGRESS_STEP,
+            Some(move || {
+                spent += 1;
+                spent > PROGRESS_BUDGET
+            }),
+        )?;
+        Ok(Scratch {
+            conn,
+            state,
+            failed: false,
+        })
+    }
+
+    /// Runs every statement of `text`, recording each problem against `file`.
+    fn run(
+        &mut self,
+        file: &str,
+        text: &str,
+        origins: &mut Origins,
+        diagnostics: &mut Diagnostics,
+    ) {
+        if text.len() > MAX_SQL_FILE_BYTES {
+            diagnostics.push(file, None, "SQL_FILE_TOO_LARGE", format!("an SQL file may hold at most {MAX_SQL_FILE_BYTES} bytes; this one has {}: split the structure or remove what is not structure", text.len()));
+            self.failed = true;
+            return;
+        }
+        let statements = match split_statements(text) {
+            Ok(statements) => statements,
+            Err(TooManyStatements) => {
+                diagnostics.push(
+                    file,
+                    None,
+                    "SQL_TOO_MANY_STATEMENTS",
+                    format!("an SQL file may hold at most {MAX_STATEMENTS} statements"),
+                );
+                self.failed = true;
+                return;
+            }
+        };
+        for statement in &statements {
+            if let Err(problem) = self.run_statement(statement, origins, file, text) {
+                let suppressed = problem.code == "SQL_STATEMENT_FAILED" && self.failed;
+                if !suppressed {
+                    diagnostics.push(file, Some(problem.line), problem.code, problem.reason);
+                }
+                self.failed = true;
+            }
+        }
+    }
+
+    fn run_statement(
+        &mut self,
+        statement: &Lexed<'_>,
+        origins: &mut Origins,
+        file: &str,
+        text: &str,
+    ) -> Result<(), Problem> {
+        let line = line_of(text, statement.offset);
+        let mode = lock(&self.state).mode;
+        let refused = |code: &'static str, reason: String| Problem { line, code, reason };
+        if let Some(name) = statement.reserved_name() {
+            return Err(refused(
+                "SQL_RESERVED_NAME",
+                format!(
+                    "the name {name:?} is reserved: names starting with _sasha belong to the platform and names starting with sqlite_ to SQLite; choose another name"
+                ),
+            ));
+        }
+        {
+            let mut state = lock(&self.state);
+            state.verb = None;
+            state.refusal = None;
+        }
+        let prepared = self.conn.prepare(statement.text);
+        let (verb, refusal) = {
+            let mut state = lock(&self.state);
+            (state.verb.take(), state.refusal.take())
+        };
+        let mut prepared = match (prepared, refusal) {
+            (_, Some(refusal)) => return Err(refusal_problem(line, mode, refusal)),
+            (Err(error), None) => return Err(sqlite_problem(error, text, statement, line)),
+            (Ok(prepared), None) => prepared,
+        };
+        if prepared.is_explain() != 0 {
+            return Err(refused(
+                "SQL_STATEMENT_REFUSED",
+                statement_refused(mode, "EXPLAIN"),
+            ));
+        }
+        let Some((verb, object)) = verb else {
+            // DROP … IF EXISTS of something absent authorises nothing and does
+            // nothing; every other statement that asked for no permission at all
+            // (VACUUM, for one) is not structure.
+            if mode == Mode::Migration && statement.is_drop_if_exists() {
+                return Ok(());
+            }
+            let what = statement.leading_keyword();
+            return Err(refused(
+                "SQL_STATEMENT_REFUSED",
+                statement_refused(mode, &what),
+            ));
+        };
+        if verb == Verb::AlterTable
+            && let Some(reason) = statement.alter_refusal()
+        {
+            return Err(refused("SQL_ALTER_REFUSED", reason.to_owned()));
+        }
+        if let Err(error) = prepared.execute([]) {
+            return Err(Problem {
+                line,
+                code: "SQL_STATEMENT_FAILED",
+                reason: format!(
+                    "this statement failed in SQLite: {}",
+                    sanitize(&error_message(&error))
+                ),
+            });
+        }
+        match verb {
+            Verb::CreateTable | Verb::CreateIndex => {
+                origins.insert(object, (file.to_owned(), line));
+            }
+            Verb::DropTable | Verb::DropIndex => {
+                origins.remove(&object);
+            }
+            Verb::AlterTable => {}
+        }
+        Ok(())
+    }
+}
+
+/// One problem with one statement.
+struct Problem {
+    line: u32,
+    code: &'static str,
+    reason: String,
+}
+
+fn statement_refused(mode: Mode, what: &str) -> String {
+    match mode {
+        Mode::Schema => format!(
+            "schema.sql may only hold CREATE TABLE and CREATE INDEX statements: {what} is refused"
+        ),
+        Mode::Migration => format!(
+            "migrations may only create tables and indexes, add or rename columns, and drop tables or indexes: {what} is refused"
+        ),
+    }
+}
+
+fn refusal_problem(line: u32, mode: Mode, refusal: Refusal) -> Problem {
+    let (code, reason) = match refusal {
+        Refusal::Seed { operation, table } => (
+            "SQL_SEED_REFUSED",
+            format!(
+                "packages declare structure only and never seed rows: {operation} on {table} is refused; rows come only through the data service"
+            ),
+        ),
+        Refusal::MigrationOnly(what) => (
+            "SQL_MIGRATION_ONLY",
+            format!(
+                "schema.sql states the final structure: {what} belongs in a migration, and schema.sql should simply state the result"
+            ),
+        ),
+        Refusal::Function(name) => (
+            "SQL_FUNCTION_REFUSED",
+            format!(
+                "function {name}() is not allowed in package SQL: use a plain value or a pure built-in such as length(), lower() or datetime()"
+            ),
+        ),
+        Refusal::Statement(what) => ("SQL_STATEMENT_REFUSED", statement_refused(mode, what)),
+    };
+    Problem { line, code, reason }
+}
+
+fn sqlite_problem(error: SqlError, text: &str, statement: &Lexed<'_>, line: u32) -> Problem {
+    let (message, line) = match &error {
+        SqlError::SqlInputError { msg, offset, .. } => {
+            let at = usize::try_from(*offset)
+                .ok()
+                .filter(|at| *at <= statement.text.len());
+            let line = at.map_or(line, |at| line_of(text, statement.offset + at));
+            (msg.clone(), line)
+        }
+        SqlError::MultipleStatement => (
+            "more than one statement where one was expected".to_owned(),
+            line,
+        ),
+        other => (error_message(other), line),
+    };
+    let syntax = [
+        "syntax error",
+        "incomplete input",
+        "unrecognized token",
+        "near \"",
+    ]
+    .iter()
+    .any(|needle| message.contains(needle));
+    if syntax {
+        let hint = if message.contains("incomplete input") {
+            "; end each statement with ;"
+        } else {
+            ""
+        };
+        Problem {
+            line,
+            code: "SQL_SYNTAX",
+            reason: format!(
+                "this statement is not valid SQL: {}{hint}",
+                sanitize(&message)
+            ),
+        }
+    } else {
+        Problem {
+            line,
+            code: "SQL_STATEMENT_FAILED",
+            reason: format!("this statement failed in SQLite: {}", sanitize(&message)),
+        }
+    }
+}
+
+fn error_message(error: &SqlError) -> String {
+    match error {
+        SqlError::SqliteFailure(_, Some(message)) => message.clone(),
+        SqlError::SqlInputError { msg, .. } => msg.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// SQLite's message, bounded, lowercase-first, with anything that looks like an
+/// absolute path replaced: diagnostics carry package-relative paths only.
+fn sanitize(message: &str) -> String {
+    let mut words = Vec::new();
+    for word in message.split_whitespace() {
+        let bare = word
+            .trim_matches(|c: char| matches!(c, '\'' | '"' | '`' | '(' | ')' | ',' | ':' | ';'));
+        let windows = bare.len() > 2
+            && bare.as_bytes()[1] == b':'
+            && matches!(bare.as_bytes()[2], b'\\' | b'/');
+        let absolute = (bare.starts_with('/') && bare.len() > 1)
+            || bare.starts_with("~/")
+            || bare.starts_with('\\')
+            || windows;
+        words.push(if absolute { "<path>" } else { word });
+    }
+    let mut joined = words.join(" ");
+    if joined.chars().count() > 200 {
+        joined = joined.chars().take(200).collect::<String>() + "…";
+    }
+    let joined = joined.trim_end_matches('.').to_owned();
+    let mut chars = joined.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => "unknown error".to_owned(),
+    }
+}
+
+/// Runs `sources` (one file, or the migrations in order) on one scratch
+/// database; returns its structure when every statement passed.
+fn build(
+    label: &str,
+    mode: Mode,
+    sources: &[(&str, &str)],
+    diagnostics: &mut Diagnostics,
+) -> Option<Built> {
+    let mut scratch = match Scratch::open(mode) {
+        Ok(scratch) => scratch,
+        Err(_) => {
+            diagnostics.push(
+                label,
+                None,
+                "SQL_CHECK_UNAVAILABLE",
+                "the SQL checker could not start; check the package again",
+            );
+            return None;
+        }
+    };
+    let mut origins = Origins::new();
+    for (file, text) in sources {
+        scratch.run(file, text, &mut origins, diagnostics);
+    }
+    if scratch.failed {
+        return None;
+    }
+    // Reading the structure is our own SQL: lift the authorizer for it.
+    if scratch
+        .conn
+        .authorizer(None::<fn(AuthContext<'_>) -> Authorization>)
+        .is_err()
+    {
+        return None;
+    }
+    match read_schema(&scratch.conn) {
+        Ok(schema) => Some(Built { schema, origins }),
+        Err(_) => {
+            diagnostics.push(
+                label,
+                None,
+                "SQL_CHECK_UNAVAILABLE",
+                "the SQL checker could not read the resulting structure; check the package again",
+            );
+            None
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Splitting SQL text into statements
+
+/// A file holds more than [`MAX_STATEMENTS`] statements.
+struct TooManyStatements;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TokenKind {
+    Word,
+    Quoted,
+    Literal,
+    Punct,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Token<'a> {
+    kind: TokenKind,
+    text: &'a str,
+}
+
+impl Token<'_> {
+    fn is_word(&self, word: &str) -> bool {
+        self.kind == TokenKind::Word && self.text.eq_ignore_ascii_case(word)
+    }
+
+    /// The name a word or quoted identifier spells.
+    fn name(&self) -> Option<String> {
+        match self.kind {
+            TokenKind::Word => Some(self.text.to_owned()),
+            TokenKind::Quoted => {
+                let inner = self
+                    .text
+                    .get(1..self.text.len().saturating_sub(1))
+                    .unwrap_or_default();
+                Some(inner.replace("\"\"", "\"").replace("``", "`"))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// One statement: its text (from its first token to its `;`), where that
+/// starts in the file, and its tokens.
+#[derive(Debug)]
+struct Lexed<'a> {
+    text: &'a str,
+    offset: usize,
+    tokens: Vec<Token<'a>>,
+}
+
+impl Lexed<'_> {
+    fn reserved_name(&self) -> Option<String> {
+        self.tokens.iter().filter_map(Token::name).find(|name| {
+            let lower = name.to_ascii_lowercase();
+            lower.starts_with("_sasha") || lower.starts_with("sqlite_")
+        })
+    }
+
+    fn leading_keyword(&self) -> String {
+        match self.tokens.first() {
+            Some(token) if token.kind == TokenKind::Word && token.text.len() <= 20 => {
+                token.text.to_ascii_uppercase()
+            }
+            _ => "this statement".to_owned(),
+        }
+    }
+
+    fn is_drop_if_exists(&self) -> bool {
+        let t = &self.tokens;
+        t.len() >= 4
+            && t[0].is_word("DROP")
+            && (t[1].is_word("TABLE") || t[1].is_word("INDEX"))
+            && t[2].is_word("IF")
+            && t[3].is_word("EXISTS")
+    }
+
+    /// Why this ALTER TABLE form is refused, or `None` for ADD [COLUMN] and
+    /// RENAME [COLUMN] a TO b.
+    fn alter_refusal(&self) -> Option<&'static str> {
+        let t = &self.tokens;
+        // ALTER TABLE [schema .] name <action>
+        let mut at = 3;
+        if t.get(3)
+            .is_some_and(|token| token.kind == TokenKind::Punct && token.text == ".")
+        {
+            at = 5;
+        }
+        let action = t.get(at)?;
+        if action.is_word("ADD") {
+            None
+        } else if action.is_word("RENAME") {
+            t.get(at + 1)
+                .filter(|next| next.is_word("TO"))
+                .map(|_| "renaming a table is refused: declared tables are addressed by name; create the new table in a migration instead")
+        } else if action.is_word("DROP") {
+            Some(
+                "ALTER TABLE … DROP COLUMN is refused: migrations may add or rename columns, never drop them",
+            )
+        } else {
+            Some(
+                "only ALTER TABLE … ADD COLUMN and ALTER TABLE … RENAME COLUMN are allowed in migrations",
+            )
+        }
+    }
+}
+
+fn is_word_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'$' || byte >= 0x80
+}
+
+/// Index just past the quoted run starting at `start`, where a doubled quote
+/// is an escaped quote; the end of `bytes` when unterminated.
+fn skip_quoted(bytes: &[u8], start: usize, quote: u8) -> usize {
+    let mut i = start + 1;
+    while i < bytes.len() {
+        if bytes[i] == quote {
+            if bytes.get(i + 1) == Some(&quote) {
+                i += 2;
+                continue;
+            }
+            return i + 1;
+        }
+        i += 1;
+    }
+    bytes.len()
+}
+
+/// Splits SQL text at the `;` that end statements, the way SQLite's tokenizer
+/// sees them: semicolons inside strings, quoted names and comments do not count,
+/// and inside `CREATE TRIGGER … BEGIN … END` only the one after `END` does (so a
+/// trigger is refused as a whole rather than reported as broken syntax).
+fn split_statements(text: &str) -> Result<Vec<Lexed<'_>>, TooManyStatements> {
+    let bytes = text.as_bytes();
+    let mut statements = Vec::new();
+    let mut tokens: Vec<Token<'_>> = Vec::new();
+    let mut start_of_statement = 0;
+    let mut in_trigger = false;
+    let mut i = 0;
+    fn finish<'a>(
+        statements: &mut Vec<Lexed<'a>>,
+        tokens: &mut Vec<Token<'a>>,
+        text: &'a str,
+        start: usize,
+        end: usize,
+    ) -> Result<(), TooManyStatements> {
+        if tokens.is_empty() {
+            return Ok(());
+        }
+        if statements.len() == MAX_STATEMENTS {
+            return Err(TooManyStatements);
+        }
+        statements.push(Lexed {
+            text: &text[start..end],
+            offset: start,
+            tokens: std::mem::take(tokens),
+        });
+        Ok(())
+    }
+    while i < bytes.len() {
+        let start = i;
+        let kind = match bytes[i] {
+            b' ' | b'\t' | b'\n' | b'\r' | 0x0c => {
+                i += 1;
+                continue;
+            }
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                i = bytes[i..]
+                    .iter()
+                    .position(|b| *b == b'\n')
+                    .map_or(bytes.len(), |n| i + n + 1);
+                continue;
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i = text[i + 2..]
+                    .find("*/")
+                    .map_or(bytes.len(), |n| i + 2 + n + 2);
+                continue;
+            }
+            b'\'' => {
+                i = skip_quoted(bytes, i, b'\'');
+                TokenKind::Literal
+            }
+            quote @ (b'"' | b'`') => {
+                i = skip_quoted(bytes, i, quote);
+                TokenKind::Quoted
+            }
+            b'[' => {
+                i = bytes[i..]
+                    .iter()
+                    .position(|b| *b == b']')
+                    .map_or(bytes.len(), |n| i + n + 1);
+                TokenKind::Quoted
+            }
+            b';' => {
+                i += 1;
+                let ends = !in_trigger || tokens.last().is_some_and(|token| token.is_word("END"));
+                if ends {
+                    finish(&mut statements, &mut tokens, text, start_of_statement, i)?;
+                    in_trigger = false;
+                    continue;
+                }
+                TokenKind::Punct
+            }
+            byte if is_word_byte(byte) => {
+                while i < bytes.len() && is_word_byte(bytes[i]) {
+                    i += 1;
+                }
+                TokenKind::Word
+            }
+            _ => {
+                i += 1;
+                TokenKind::Punct
+            }
+        };
+        if tokens.is_empty() {
+            start_of_statement = start;
+        }
+        tokens.push(Token {
+            kind,
+            text: &text[start..i],
+        });
+        if kind == TokenKind::Word && !in_trigger {
+            in_trigger = starts_create_trigger(&tokens);
+        }
+    }
+    finish(
+        &mut statements,
+        &mut tokens,
+        text,
+        start_of_statement,
+        bytes.len(),
+    )?;
+    Ok(statements)
+}
+
+fn starts_create_trigger(tokens: &[Token<'_>]) -> bool {
+    match tokens {
+        [create, trigger, ..] if create.is_word("CREATE") && trigger.is_word("TRIGGER") => true,
+        [create, temp, trigger, ..] => {
+            create.is_word("CREATE")
+                && (temp.is_word("TEMP") || temp.is_word("TEMPORARY"))
+                && trigger.is_word("TRIGGER")
+        }
+        _ => false,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Checks on the resulting structure
+
+fn origin_of<'a>(origins: &'a Origins, name: &str) -> (&'a str, Option<u32>) {
+    origins
+        .get(name)
+        .map_or((SCHEMA_FILE, None), |(file, line)| {
+            (file.as_str(), Some(*line))
+        })
+}
+
+/// Rules every table, column and index in schema.sql follows, declared or not.
+fn check_structure(schema: &Schema, origins: &Origins, diagnostics: &mut Diagnostics) {
+    for (name, table) in &schema.tables {
+        let (file, line) = origin_of(origins, name);
+        if !is_identifier(name) {
+            diagnostics.push(file, line, "SQL_IDENTIFIER", format!("table name {name:?} must match ^[A-Za-z_][A-Za-z0-9_]{{0,62}}$ (ASCII letters, digits and underscores)"));
+        } else if let Some(reason) = reserved_table_reason(name) {
+            diagnostics.push(
+                file,
+                line,
+                "SQL_RESERVED_NAME",
+                format!("table name {name:?} is reserved: {reason}; choose another name"),
+            );
+        }
+        for column in &table.columns {
+            if !is_identifier(&column.name) {
+                diagnostics.push(file, line, "SQL_IDENTIFIER", format!("column {name}.{:?} must match ^[A-Za-z_][A-Za-z0-9_]{{0,62}}$ (ASCII letters, digits and underscores)", column.name));
+            } else if column.name.eq_ignore_ascii_case(VERSION_COLUMN) {
+                diagnostics.push(
+                    file,
+                    line,
+                    "SQL_RESERVED_NAME",
+                    format!("column {name}.{VERSION_COLUMN} is added by the platform; remove it"),
+                );
+            }
+            if column.generated {
+                diagnostics.push(file, line, "SQL_COLUMN_UNSUPPORTED", format!("column {name}.{} is generated; generated columns are not supported: store the value or compute it in the app", column.name));
+            }
+        }
+    }
+    for (name, index) in &schema.indexes {
+        let (file, line) = origin_of(origins, name);
+        if !is_identifier(name) {
+            diagnostics.push(
+                file,
+                line,
+                "SQL_IDENTIFIER",
+                format!("index name {name:?} must match ^[A-Za-z_][A-Za-z0-9_]{{0,62}}$"),
+            );
+        }
+        if index.partial
+            || index
+                .columns
+                .iter()
+                .any(|column| column == EXPRESSION_KEY || column == "rowid")
+        {
+            diagnostics.push(file, line, "SQL_INDEX_UNSUPPORTED", format!("index {name} must list plain columns only, without expressions or a WHERE clause"));
+        }
+    }
+}
+
+/// The manifest's tables against the structure schema.sql states.
+fn check_declared_tables(
+    manifest: &Manifest,
+    schema: &Schema,
+    origins: &Origins,
+    diagnostics: &mut Diagnostics,
+) {
+    for (name, declaration) in &manifest.tables {
+        let Some(table) = schema.tables.get(name) else {
+            diagnostics.push(MANIFEST_FILE, None, "SQL_TABLE_UNDEFINED", format!("declared table {name} is not created in schema.sql (names are case-sensitive); create it or remove the declaration"));
+            continue;
+        };
+        let (file, line) = origin_of(origins, name);
+        let keys: Vec<&Column> = table
+            .columns
+            .iter()
+            .filter(|column| column.primary_key)
+            .collect();
+        let id_ok = matches!(keys.as_slice(), [key] if key.name == ID_COLUMN && matches!(key.declared_type.as_str(), "INTEGER" | "TEXT"));
+        if !id_ok {
+            diagnostics.push(file, line, "SQL_ID_COLUMN", format!("declared table {name} needs a column id that is its only primary key, declared id INTEGER PRIMARY KEY or id TEXT PRIMARY KEY: the data service addresses rows by id"));
+        }
+        if let (Access::Owner, Some(field)) = (declaration.access, &declaration.owner_field) {
+            match table.column(field) {
+                None => diagnostics.push(MANIFEST_FILE, None, "SQL_OWNER_FIELD", format!("ownerField {field} of table {name} is not a column of {name}; add it as TEXT or name the existing owner column")),
+                Some(_) if field == ID_COLUMN => diagnostics.push(MANIFEST_FILE, None, "SQL_OWNER_FIELD", format!("ownerField of table {name} must not be its id; add a TEXT column such as created_by")),
+                Some(column) if column.declared_type != "TEXT" => diagnostics.push(file, line, "SQL_OWNER_FIELD", format!("ownerField {name}.{field} must be declared TEXT (it holds the user id); it is {:?}", column.declared_type)),
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+/// One diagnostic per difference between what schema.sql states and what the
+/// migrations build.
+fn compare_replay(
+    stated: &Schema,
+    stated_origins: &Origins,
+    replayed: &Schema,
+    replayed_origins: &Origins,
+    diagnostics: &mut Diagnostics,
+) {
+    const CODE: &str = "SQL_REPLAY_MISMATCH";
+    for (name, table) in &stated.tables {
+        let (file, line) = origin_of(stated_origins, name);
+        let Some(built) = replayed.tables.get(name) else {
+            diagnostics.push(file, line, CODE, format!("table {name} is in schema.sql but the migrations never create it: add a migration that creates it"));
+            continue;
+        };
+        compare_tables(table, built, file, line, diagnostics);
+    }
+    for name in replayed
+        .tables
+        .keys()
+        .filter(|name| !stated.tables.contains_key(*name))
+    {
+        let (file, line) = origin_of(replayed_origins, name);
+        diagnostics.push(file, line, CODE, format!("the migrations leave table {name}, which schema.sql does not have: add it to schema.sql or drop it in a migration"));
+    }
+    for (name, index) in &stated.indexes {
+        let (file, line) = origin_of(stated_origins, name);
+        match replayed.indexes.get(name) {
+            None => diagnostics.push(file, line, CODE, format!("index {name} is in schema.sql but the migrations never create it: add a migration that creates it")),
+            Some(built) if built != index => diagnostics.push(file, line, CODE, format!(
+                "index {name} differs: schema.sql has {} after the migrations: make them match",
+                describe_index_pair(index, built)
+            )),
+            Some(_) => {}
+        }
+    }
+    for name in replayed
+        .indexes
+        .keys()
+        .filter(|name| !stated.indexes.contains_key(*name))
+    {
+        let (file, line) = origin_of(replayed_origins, name);
+        diagnostics.push(file, line, CODE, format!("the migrations leave index {name}, which schema.sql does not have: add it to schema.sql or drop it in a migration"));
+    }
+}
+
+fn describe_index(index: &Index) -> String {
+    format!(
+        "{}INDEX ON {}({}){}",
+        if index.unique { "UNIQUE " } else { "" },
+        index.table,
+        index.columns.join(", "),
+        if index.partial { " WHERE …" } else { "" }
+    )
+}
+
+fn describe_index_pair(stated: &Index, built: &Index) -> String {
+    format!(
+        "{} but the migrations give {}",
+        describe_index(stated),
+        describe_index(built)
+    )
+}
+
+fn compare_tables(
+    stated: &Table,
+    built: &Table,
+    file: &str,
+    line: Option<u32>,
+    diagnostics: &mut Diagnostics,
+) {
+    const CODE: &str = "SQL_REPLAY_MISMATCH";
+    let name = &stated.name;
+    let mut columns_differ = false;
+    for column in &stated.columns {
+        let Some(other) = built.column(&column.name) else {
+            diagnostics.push(file, line, CODE, format!("column {name}.{} is in schema.sql but not after the migrations: add it in a migration", column.name));
+            columns_differ = true;
+            continue;
+        };
+        let show_default =
+            |value: &Option<String>| value.clone().unwrap_or_else(|| "no default".to_owned());
+        let show_type = |value: &str| {
+            if value.is_empty() {
+                "untyped".to_owned()
+            } else {
+                value.to_owned()
+            }
+        };
+        let differences = [
+            (
+                "type",
+                show_type(&column.declared_type),
+                show_type(&other.declared_type),
+            ),
+            ("NOT NULL", yes_no(column.not_null), yes_no(other.not_null)),
+            (
+                "default",
+                show_default(&column.default_value),
+                show_default(&other.default_value),
+            ),
+            (
+                "PRIMARY KEY",
+                yes_no(column.primary_key),
+                yes_no(other.primary_key),
+            ),
+            (
+                "generated",
+                yes_no(column.generated),
+                yes_no(other.generated),
+            ),
+        ];
+        for (attribute, expected, actual) in differences {
+            if expected != actual {
+                diagnostics.push(file, line, CODE, format!("column {name}.{} differs in {attribute}: schema.sql has {expected}, the migrations give {actual}; make them match", column.name));
+                columns_differ = true;
+            }
+        }
+    }
+    for column in built
+        .columns
+        .iter()
+        .filter(|column| stated.column(&column.name).is_none())
+    {
+        diagnostics.push(file, line, CODE, format!("the migrations add column {name}.{} that schema.sql does not have: add it to schema.sql or drop the change", column.name));
+        columns_differ = true;
+    }
+    if !columns_differ && stated.columns != built.columns {
+        let order = |table: &Table| {
+            table
+                .columns
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        diagnostics.push(file, line, CODE, format!("columns of {name} are in a different order: schema.sql has ({}), the migrations give ({}); list columns added by migrations last", order(stated), order(built)));
+    }
+    if stated.unique != built.unique {
+        diagnostics.push(file, line, CODE, format!("UNIQUE constraints of {name} differ: schema.sql has {:?}, the migrations give {:?}", stated.unique, built.unique));
+    }
+    if stated.foreign_keys != built.foreign_keys {
+        diagnostics.push(file, line, CODE, format!("REFERENCES constraints of {name} differ between schema.sql and the migrations; make them match"));
+    }
+    if stated.strict != built.strict {
+        diagnostics.push(
+            file,
+            line,
+            CODE,
+            format!(
+                "table {name} is {}STRICT in schema.sql but {}STRICT after the migrations",
+                if stated.strict { "" } else { "not " },
+                if built.strict { "" } else { "not " }
+            ),
+        );
+    }
+    if stated.without_rowid != built.without_rowid {
+        diagnostics.push(
+            file,
+            line,
+            CODE,
+            format!("table {name} differs in WITHOUT ROWID between schema.sql and the migrations"),
+        );
+    }
+}
+
+fn yes_no(value: bool) -> String {
+    if value { "yes" } else { "no" }.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::{Capabilities, Theme};
+
+    type Found = Vec<(String, Option<u32>, String, String)>;
+    type Declared<'a> = &'a [(&'a str, Access, Option<&'a str>)];
+
+    fn manifest(data: DataCapability, tables: &[(&str, Access, Option<&str>)]) -> Manifest {
+        Manifest {
+            id: "time-sheet".to_owned(),
+            name: "Time Sheet".to_owned(),
+            description: "Log hours".to_owned(),
+            version: "1.0.0".to_owned(),
+            theme: Theme::None,
+            capabilities: Capabilities {
+                chat: false,
+                files: false,
+                data,
+            },
+            tables: tables
+                .iter()
+                .map(|(name, access, owner)| {
+                    let declaration = TableDeclaration {
+                        access: *access,
+                        owner_field: owner.map(str::to_owned),
+                    };
+                    ((*name).to_owned(), declaration)
+                })
+                .collect(),
+            actions: Vec::new(),
+        }
+    }
+
+    fn time_sheet() -> Manifest {
+        manifest(
+            DataCapability::ReadWrite,
+            &[
+                ("entries", Access::Owner, Some("created_by")),
+                ("projects", Access::Shared, None),
+            ],
+        )
+    }
+
+    const SCHEMA: &str = "\
+-- Time Sheet Entry: the final structure.
+CREATE TABLE projects (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  code TEXT NOT NULL UNIQUE
+);
+
+CREATE TABLE entries (
+  id INTEGER PRIMARY KEY,
+  date TEXT NOT NULL CHECK (length(date) = 10),
+  project INTEGER NOT NULL REFERENCES projects(id),
+  hours REAL NOT NULL CHECK (hours > 0 AND hours <= 24),
+  created_by TEXT NOT NULL,
+  note TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX entries_by_owner_date ON entries(created_by, date);
+";
+
+    const INITIAL: &str = "\
+CREATE TABLE projects (id INTEGER PRIMARY KEY, name TEXT NOT NULL, code TEXT NOT NULL UNIQUE);
+CREATE TABLE entries (
+  id INTEGER PRIMARY KEY,
+  date TEXT NOT NULL CHECK (length(date) = 10),
+  project INTEGER NOT NULL REFERENCES projects(id),
+  hours REAL NOT NULL CHECK (hours > 0 AND hours <= 24),
+  created_by TEXT NOT NULL
+);
+CREATE INDEX entries_by_date ON entries(date);
+";
+
+    const ADD_NOTES: &str = "\
+ALTER TABLE entries ADD COLUMN note TEXT NOT NULL DEFAULT '';
+DROP INDEX entries_by_date;
+CREATE INDEX entries_by_owner_date ON entries(created_by, date);
+";
+
+    fn time_sheet_files() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("schema.sql", SCHEMA),
+            ("migrations/001-initial.sql", INITIAL),
+            ("migrations/002-add-notes.sql", ADD_NOTES),
+            ("index.html", "<!doctype html>"),
+        ]
+    }
+
+    fn check(manifest: &Manifest, files: &[(&str, &str)]) -> (Option<DataContract>, Found) {
+        let files: BTreeMap<String, String> = files
+            .iter()
+            .map(|(path, text)| ((*path).to_owned(), (*text).to_owned()))
+            .collect();
+        let mut diagnostics = Diagnostics::new();
+        let contract = check_data(manifest, &files, &mut diagnostics);
+        let found = diagnostics
+            .into_sorted()
+            .into_iter()
+            .map(|d| (d.file, d.line, d.code, d.reason))
+            .collect();
+        (contract, found)
+    }
+
+    fn codes(found: &Found) -> Vec<&str> {
+        found.iter().map(|(_, _, code, _)| code.as_str()).collect()
+    }
+
+    /// Checks `sql` as schema.sql (after the time-sheet schema) and returns
+    /// the diagnostics for schema.sql.
+    fn check_schema_statement(sql: &str) -> Found {
+        let text = format!("{SCHEMA}{sql}\n");
+        let mut files = time_sheet_files();
+        files[0] = ("schema.sql", &text);
+        let (_, found) = check(&time_sheet(), &files);
+        found
+            .into_iter()
+            .filter(|(file, ..)| file == "schema.sql")
+            .collect()
+    }
+
+    /// Checks `sql` as a third migration and returns its diagnostics.
+    fn check_migration_statement(sql: &str) -> Found {
+        let mut files = time_sheet_files();
+        files.push(("migrations/003-more.sql", sql));
+        let (_, found) = check(&time_sheet(), &files);
+        found
+            .into_iter()
+            .filter(|(file, ..)| file == "migrations/003-more.sql")
+            .collect()
+    }
+
+    #[test]
+    fn the_time_sheet_contract_is_built() {
+        let (contract, found) = check(&time_sheet(), &time_sheet_files());
+        assert!(found.is_empty(), "{found:#?}");
+        let contract = contract.unwrap();
+        assert_eq!(contract.migrations.len(), 2);
+        assert_eq!(contract.migrations[0].number, 1);
+        assert_eq!(contract.migrations[1].file, "migrations/002-add-notes.sql");
+        assert_eq!(
+            contract.migrations[0].checksum,
+            sha256_hex(INITIAL.as_bytes())
+        );
+        assert_eq!(contract.hash.len(), 64);
+        let (declaration, entries) = contract.declared_table("entries").unwrap();
+        assert_eq!(declaration.owner_field.as_deref(), Some("created_by"));
+        let names: Vec<&str> = entries.columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["id", "date", "project", "hours", "created_by", "note"]
+        );
+        let id = entries.column("id").unwrap();
+        assert!(id.primary_key && id.declared_type == "INTEGER");
+        let note = entries.column("note").unwrap();
+        assert_eq!(note.default_value.as_deref(), Some("''"));
+        assert!(note.not_null);
+        assert_eq!(entries.foreign_keys[0].parent_table, "projects");
+        let projects = &contract.schema.tables["projects"];
+        assert_eq!(projects.unique, vec![vec!["code".to_owned()]]);
+        let index = &contract.schema.indexes["entries_by_owner_date"];
+        assert_eq!(index.columns, ["created_by", "date"]);
+        assert!(!index.unique);
+        assert_eq!(
+            contract.schema.indexes.len(),
+            1,
+            "constraint indexes are recorded on tables"
+        );
+        // Serialisable for the registry and the data-worker.
+        let json = serde_json::to_value(&contract).unwrap();
+        assert_eq!(json["tables"]["entries"]["ownerField"], "created_by");
+        assert_eq!(
+            json["schema"]["tables"]["entries"]["columns"][0]["declaredType"],
+            "INTEGER"
+        );
+        let back: DataContract = serde_json::from_value(json).unwrap();
+        assert_eq!(back, contract);
+    }
+
+    #[test]
+    fn the_hash_covers_declarations_and_migrations() {
+        let (first, _) = check(&time_sheet(), &time_sheet_files());
+        let (again, _) = check(&time_sheet(), &time_sheet_files());
+        assert_eq!(first.as_ref().unwrap().hash, again.unwrap().hash);
+
+        let mut shared = time_sheet();
+        shared.tables.get_mut("entries").unwrap().access = Access::Shared;
+        shared.tables.get_mut("entries").unwrap().owner_field = None;
+        let (other, found) = check(&shared, &time_sheet_files());
+        assert!(found.is_empty(), "{found:#?}");
+        assert_ne!(first.as_ref().unwrap().hash, other.unwrap().hash);
+
+        let mut files = time_sheet_files();
+        let edited = format!("{ADD_NOTES}-- edited\n");
+        files[2] = ("migrations/002-add-notes.sql", &edited);
+        let (other, found) = check(&time_sheet(), &files);
+        assert!(found.is_empty(), "{found:#?}");
+        assert_ne!(first.unwrap().hash, other.unwrap().hash);
+    }
+
+    #[test]
+    fn apps_without_data_have_no_data_files() {
+        let none = manifest(DataCapability::None, &[("entries", Access::Shared, None)]);
+        let (contract, found) = check(&none, &time_sheet_files());
+        assert!(contract.is_none());
+        assert_eq!(
+            found
+                .iter()
+                .map(|(file, _, code, _)| (file.as_str(), code.as_str()))
+                .collect::<Vec<_>>(),
+            [
+                ("APP.md", "SQL_DATA_NOT_ENABLED"),
+                ("migrations/001-initial.sql", "SQL_DATA_NOT_ENABLED"),
+                ("migrations/002-add-notes.sql", "SQL_DATA_NOT_ENABLED"),
+                ("schema.sql", "SQL_DATA_NOT_ENABLED"),
+            ]
+        );
+        let plain = manifest(DataCapability::None, &[]);
+        let (contract, found) = check(&plain, &[("index.html", "")]);
+        assert!(contract.is_none() && found.is_empty(), "{found:#?}");
+    }
+
+    #[test]
+    fn data_apps_need_schema_migrations_and_tables() {
+        let read = manifest(DataCapability::Read, &[]);
+        let (contract, found) = check(&read, &[("index.html", "")]);
+        assert!(contract.is_none());
+        assert_eq!(
+            codes(&found),
+            [
+                "SQL_TABLES_MISSING",
+                "SQL_MIGRATIONS_MISSING",
+                "SQL_SCHEMA_MISSING"
+            ]
+        );
+    }
+
+    #[test]
+    fn statements_outside_the_allowlist_are_refused_in_schema_sql() {
+        let cases = [
+            (
+                "INSERT INTO projects (name, code) VALUES ('a', 'b');",
+                "SQL_SEED_REFUSED",
+            ),
+            (
+                "REPLACE INTO projects (id, name, code) VALUES (1, 'a', 'b');",
+                "SQL_SEED_REFUSED",
+            ),
+            ("UPDATE projects SET name = 'x';", "SQL_SEED_REFUSED"),
+            ("DELETE FROM projects;", "SQL_SEED_REFUSED"),
+            (
+                "ATTACH DATABASE ':memory:' AS other;",
+                "SQL_STATEMENT_REFUSED",
+            ),
+            ("DETACH DATABASE other;", "SQL_STATEMENT_REFUSED"),
+            ("PRAGMA foreign_keys = ON;", "SQL_STATEMENT_REFUSED"),
+            ("PRAGMA writable_schema = 1;", "SQL_STATEMENT_REFUSED"),
+            (
+                "CREATE TRIGGER stamp AFTER INSERT ON projects BEGIN DELETE FROM projects; END;",
+                "SQL_STATEMENT_REFUSED",
+            ),
+            (
+                "CREATE VIEW names AS SELECT name FROM projects;",
+                "SQL_STATEMENT_REFUSED",
+            ),
+            (
+                "CREATE VIRTUAL TABLE search USING fts5(body);",
+                "SQL_STATEMENT_REFUSED",
+            ),
+            (
+                "CREATE TEMP TABLE scratch (a TEXT);",
+                "SQL_STATEMENT_REFUSED",
+            ),
+            (
+                "CREATE TABLE copy AS SELECT * FROM projects;",
+                "SQL_STATEMENT_REFUSED",
+            ),
+            ("SELECT 1;", "SQL_STATEMENT_REFUSED"),
+            (
+                "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT x FROM n;",
+                "SQL_STATEMENT_REFUSED",
+            ),
+            ("BEGIN;", "SQL_STATEMENT_REFUSED"),
+            ("COMMIT;", "SQL_STATEMENT_REFUSED"),
+            ("SAVEPOINT one;", "SQL_STATEMENT_REFUSED"),
+            ("VACUUM;", "SQL_STATEMENT_REFUSED"),
+            ("ANALYZE;", "SQL_STATEMENT_REFUSED"),
+            ("REINDEX;", "SQL_STATEMENT_REFUSED"),
+            (
+                "EXPLAIN CREATE TABLE other (id INTEGER PRIMARY KEY);",
+                "SQL_STATEMENT_REFUSED",
+            ),
+            (
+                "SELECT load_extension('/tmp/evil.so');",
+                "SQL_STATEMENT_REFUSED",
+            ),
+            (
+                "CREATE TABLE other (a TEXT DEFAULT (load_extension('x')));",
+                "SQL_FUNCTION_REFUSED",
+            ),
+            (
+                "CREATE TABLE other (a BLOB CHECK (randomblob(10) IS NOT NULL));",
+                "SQL_FUNCTION_REFUSED",
+            ),
+            ("DROP TABLE projects;", "SQL_MIGRATION_ONLY"),
+            ("DROP INDEX entries_by_owner_date;", "SQL_MIGRATION_ONLY"),
+            (
+                "ALTER TABLE projects ADD COLUMN color TEXT;",
+                "SQL_MIGRATION_ONLY",
+            ),
+            (
+                "CREATE TABLE _sasha_audit (id INTEGER PRIMARY KEY);",
+                "SQL_RESERVED_NAME",
+            ),
+            (
+                "CREATE TABLE \"_Sasha_x\" (id INTEGER PRIMARY KEY);",
+                "SQL_RESERVED_NAME",
+            ),
+            ("INSERT INTO sqlite_master VALUES (1);", "SQL_RESERVED_NAME"),
+            (
+                "CREATE TABLE other (id INTEGER PRIMARY KEY, _sasha_version INTEGER);",
+                "SQL_RESERVED_NAME",
+            ),
+            ("CREATE TABEL other (a);", "SQL_SYNTAX"),
+            ("CREATE TABLE other (a", "SQL_SYNTAX"),
+            (
+                "CREATE INDEX nowhere ON missing(a);",
+                "SQL_STATEMENT_FAILED",
+            ),
+            (
+                "CREATE TABLE projects (id INTEGER PRIMARY KEY);",
+                "SQL_STATEMENT_FAILED",
+            ),
+        ];
+        let line = u32::try_from(SCHEMA.lines().count()).unwrap() + 1;
+        for (sql, code) in cases {
+            let found = check_schema_statement(sql);
+            assert_eq!(codes(&found), [code], "{sql}: {found:#?}");
+            assert_eq!(found[0].1, Some(line), "{sql}");
+            let reason = &found[0].3;
+            assert!(reason.starts_with(|c: char| c.is_lowercase()), "{reason}");
+            assert!(!reason.ends_with('.'), "{reason}");
+        }
+    }
+
+    #[test]
+    fn refusals_say_what_to_do() {
+        let found = check_schema_statement("INSERT INTO projects (name, code) VALUES ('a', 'b');");
+        assert!(found[0].3.contains("never seed rows"), "{found:?}");
+        let found = check_schema_statement("PRAGMA foreign_keys = ON;");
+        assert!(found[0].3.contains("PRAGMA"), "{found:?}");
+        let found = check_schema_statement("DROP TABLE projects;");
+        assert!(found[0].3.contains("belongs in a migration"), "{found:?}");
+        let found = check_schema_statement("VACUUM;");
+        assert!(found[0].3.contains("VACUUM is refused"), "{found:?}");
+    }
+
+    #[test]
+    fn vacuum_into_writes_nothing() {
+        let folder = tempfile::tempdir().unwrap();
+        let target = folder.path().join("copy.db");
+        let found = check_schema_statement(&format!("VACUUM INTO '{}';", target.display()));
+        assert_eq!(codes(&found), ["SQL_STATEMENT_REFUSED"]);
+        assert!(!target.exists());
+    }
+
+    #[test]
+    fn messages_carry_no_absolute_paths() {
+        assert_eq!(
+            sanitize("unable to open database: /var/lib/x.db."),
+            "unable to open database: <path>"
+        );
+        assert_eq!(
+            sanitize("cannot open 'C:\\data\\x.db'"),
+            "cannot open <path>"
+        );
+        assert_eq!(
+            sanitize("Near \"x\": syntax error"),
+            "near \"x\": syntax error"
+        );
+    }
+
+    #[test]
+    fn every_independent_statement_problem_is_reported() {
+        let found = check_schema_statement(
+            "INSERT INTO projects (name, code) VALUES ('a', 'b');\nPRAGMA foreign_keys = ON;\nCREATE TABLE broken (a;\nCREATE INDEX on_broken ON broken(a);\nCREATE VIEW v AS SELECT 1;",
+        );
+        // The failed index is the echo of the broken table and stays quiet.
+        assert_eq!(
+            codes(&found),
+            [
+                "SQL_SEED_REFUSED",
+                "SQL_STATEMENT_REFUSED",
+                "SQL_SYNTAX",
+                "SQL_STATEMENT_REFUSED"
+            ],
+            "{found:#?}"
+        );
+        let first = u32::try_from(SCHEMA.lines().count()).unwrap() + 1;
+        let lines: Vec<Option<u32>> = found.iter().map(|f| f.1).collect();
+        assert_eq!(
+            lines,
+            [
+                Some(first),
+                Some(first + 1),
+                Some(first + 2),
+                Some(first + 4)
+            ]
+        );
+    }
+
+    #[test]
+    fn internal_tables_and_pure_expressions_are_allowed() {
+        let found = check_schema_statement(
+            "CREATE TABLE tags (id TEXT PRIMARY KEY, label TEXT NOT NULL CHECK (length(label) <= 40) DEFAULT (lower('x')), at TEXT DEFAULT (datetime('now'))) STRICT;\nCREATE TABLE counters (id INTEGER PRIMARY KEY AUTOINCREMENT, n INTEGER) ;\nCREATE UNIQUE INDEX IF NOT EXISTS tags_by_label ON tags(label);",
+        );
+        // Present in schema.sql but not in the migrations: only replay mismatches.
+        assert!(
+            found.iter().all(|f| f.2 == "SQL_REPLAY_MISMATCH"),
+            "{found:#?}"
+        );
+        assert_eq!(found.len(), 3, "{found:#?}");
+    }
+
+    #[test]
+    fn migrations_may_alter_and_drop() {
+        let found = check_migration_statement(
+            "CREATE TABLE old_things (id INTEGER PRIMARY KEY, a TEXT);\nALTER TABLE old_things RENAME COLUMN a TO b;\nALTER TABLE old_things ADD COLUMN c INTEGER;\nCREATE INDEX old_by_b ON old_things(b);\nDROP INDEX old_by_b;\nDROP TABLE old_things;\nDROP TABLE IF EXISTS never_was;\nDROP INDEX IF EXISTS never_was_either;",
+        );
+        assert!(found.is_empty(), "{found:#?}");
+    }
+
+    #[test]
+    fn migrations_refuse_seeds_and_other_alterations() {
+        let cases = [
+            (
+                "INSERT INTO projects (name, code) VALUES ('a', 'b');",
+                "SQL_SEED_REFUSED",
+            ),
+            ("UPDATE entries SET hours = 1;", "SQL_SEED_REFUSED"),
+            ("DELETE FROM entries;", "SQL_SEED_REFUSED"),
+            ("ALTER TABLE entries DROP COLUMN note;", "SQL_ALTER_REFUSED"),
+            ("ALTER TABLE main.entries DROP note;", "SQL_ALTER_REFUSED"),
+            (
+                "ALTER TABLE entries RENAME TO entries_old;",
+                "SQL_ALTER_REFUSED",
+            ),
+            ("DROP TABLE IF EXISTS _sasha_audit;", "SQL_RESERVED_NAME"),
+            (
+                "ALTER TABLE entries RENAME COLUMN note TO _sasha_version;",
+                "SQL_RESERVED_NAME",
+            ),
+            ("PRAGMA journal_mode = DELETE;", "SQL_STATEMENT_REFUSED"),
+            (
+                "CREATE TRIGGER t AFTER DELETE ON entries BEGIN SELECT 1; END;",
+                "SQL_STATEMENT_REFUSED",
+            ),
+            ("DROP TRIGGER IF EXISTS t;", "SQL_STATEMENT_REFUSED"),
+        ];
+        for (sql, code) in cases {
+            let found = check_migration_statement(sql);
+            assert_eq!(codes(&found), [code], "{sql}: {found:#?}");
+            assert_eq!(found[0].1, Some(1), "{sql}");
+        }
+    }
+
+    #[test]
+    fn renamed_columns_replay() {
+        let schema = SCHEMA.replace("note TEXT", "remark TEXT");
+        let mut files = time_sheet_files();
+        files[0] = ("schema.sql", &schema);
+        files.push((
+            "migrations/003-rename-note.sql",
+            "ALTER TABLE entries RENAME COLUMN note TO remark;",
+        ));
+        let (contract, found) = check(&time_sheet(), &files);
+        assert!(found.is_empty(), "{found:#?}");
+        assert!(
+            contract.unwrap().schema.tables["entries"]
+                .column("remark")
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn replay_mismatches_name_the_table_and_column() {
+        let cases: [(&str, &str, &[&str]); 8] = [
+            (
+                "note TEXT NOT NULL DEFAULT ''",
+                "note TEXT NOT NULL DEFAULT 'none'",
+                &["entries.note", "default"],
+            ),
+            (
+                "note TEXT NOT NULL DEFAULT ''",
+                "note VARCHAR(200) NOT NULL DEFAULT ''",
+                &["entries.note", "type"],
+            ),
+            (
+                "note TEXT NOT NULL DEFAULT ''",
+                "note TEXT DEFAULT ''",
+                &["entries.note", "NOT NULL"],
+            ),
+            (
+                "  created_by TEXT NOT NULL,\n  note TEXT NOT NULL DEFAULT ''\n",
+                "  created_by TEXT NOT NULL\n",
+                &["entries.note", "add it to schema.sql"],
+            ),
+            (
+                "note TEXT NOT NULL DEFAULT ''",
+                "note TEXT NOT NULL DEFAULT '',\n  extra INTEGER",
+                &["entries.extra", "not after the migrations"],
+            ),
+            (
+                "CREATE INDEX entries_by_owner_date ON entries(created_by, date);",
+                "CREATE INDEX entries_by_owner_date ON entries(date, created_by);",
+                &["index entries_by_owner_date"],
+            ),
+            (
+                "CREATE INDEX entries_by_owner_date ON entries(created_by, date);",
+                "",
+                &["index entries_by_owner_date", "migrations leave"],
+            ),
+            (
+                "code TEXT NOT NULL UNIQUE",
+                "code TEXT NOT NULL",
+                &["UNIQUE constraints of projects"],
+            ),
+        ];
+        for (from, to, needles) in cases {
+            let schema = SCHEMA.replace(from, to);
+            assert_ne!(schema, SCHEMA);
+            let mut files = time_sheet_files();
+            files[0] = ("schema.sql", &schema);
+            let (contract, found) = check(&time_sheet(), &files);
+            assert!(contract.is_none());
+            let mismatches: Vec<_> = found
+                .iter()
+                .filter(|f| f.2 == "SQL_REPLAY_MISMATCH")
+                .collect();
+            assert_eq!(mismatches.len(), 1, "{to}: {found:#?}");
+            for needle in needles {
+                assert!(mismatches[0].3.contains(needle), "{needle}: {found:#?}");
+            }
+        }
+    }
+
+    #[test]
+    fn replay_reports_each_difference_and_missing_tables() {
+        let schema = format!(
+            "{}\nCREATE TABLE extra (id INTEGER PRIMARY KEY);\n",
+            SCHEMA.replace("note TEXT NOT NULL DEFAULT ''", "note INTEGER DEFAULT 0")
+        );
+        let mut files = time_sheet_files();
+        files[0] = ("schema.sql", &schema);
+        files.push((
+            "migrations/003-leftover.sql",
+            "CREATE TABLE leftover (id INTEGER PRIMARY KEY);",
+        ));
+        let (_, found) = check(&time_sheet(), &files);
+        let reasons: Vec<&str> = found.iter().map(|f| f.3.as_str()).collect();
+        assert_eq!(found.len(), 5, "{found:#?}");
+        assert!(found.iter().all(|f| f.2 == "SQL_REPLAY_MISMATCH"));
+        assert!(
+            reasons
+                .iter()
+                .any(|r| r.contains("entries.note differs in type"))
+        );
+        assert!(
+            reasons
+                .iter()
+                .any(|r| r.contains("entries.note differs in NOT NULL"))
+        );
+        assert!(
+            reasons
+                .iter()
+                .any(|r| r.contains("entries.note differs in default"))
+        );
+        assert!(
+            reasons
+                .iter()
+                .any(|r| r.contains("table extra is in schema.sql"))
+        );
+        let leftover = found
+            .iter()
+            .find(|f| f.3.contains("table leftover"))
+            .unwrap();
+        assert_eq!(
+            (leftover.0.as_str(), leftover.1),
+            ("migrations/003-leftover.sql", Some(1))
+        );
+        // The table mismatch points at the CREATE TABLE line in schema.sql.
+        let note = found
+            .iter()
+            .find(|f| f.3.contains("differs in type"))
+            .unwrap();
+        assert_eq!(note.1, Some(8));
+    }
+
+    #[test]
+    fn column_order_must_match() {
+        let schema = SCHEMA.replace(
+            "  created_by TEXT NOT NULL,\n  note TEXT NOT NULL DEFAULT ''\n",
+            "  note TEXT NOT NULL DEFAULT '',\n  created_by TEXT NOT NULL\n",
+        );
+        let mut files = time_sheet_files();
+        files[0] = ("schema.sql", &schema);
+        let (_, found) = check(&time_sheet(), &files);
+        assert_eq!(codes(&found), ["SQL_REPLAY_MISMATCH"]);
+        assert!(found[0].3.contains("different order"), "{found:#?}");
+    }
+
+    #[test]
+    fn migration_names_and_numbering() {
+        for bad in [
+            "migrations/1-initial.sql",
+            "migrations/001_initial.sql",
+            "migrations/001-Initial.sql",
+            "migrations/001-.sql",
+            "migrations/000-initial.sql",
+            "migrations/001-initial.SQL",
+            "migrations/old/001-initial.sql",
+            "migrations/README.md",
+        ] {
+            let mut files = time_sheet_files();
+            files.push((bad, "CREATE TABLE x (id INTEGER PRIMARY KEY);"));
+            let (_, found) = check(&time_sheet(), &files);
+            assert_eq!(codes(&found), ["SQL_MIGRATION_NAME"], "{bad}: {found:#?}");
+            assert_eq!(found[0].0, bad);
+        }
+        let mut files = time_sheet_files();
+        files.push(("migrations/004-later.sql", ""));
+        let (_, found) = check(&time_sheet(), &files);
+        assert_eq!(codes(&found), ["SQL_MIGRATION_ORDER"], "{found:#?}");
+        assert!(found[0].3.contains("003 is missing"));
+
+        let mut files = time_sheet_files();
+        files.push(("migrations/002-again.sql", ""));
+        let (_, found) = check(&time_sheet(), &files);
+        assert_eq!(codes(&found), ["SQL_MIGRATION_ORDER"], "{found:#?}");
+        assert!(found[0].3.contains("already has number 002"));
+    }
+
+    #[test]
+    fn oversized_files_are_refused_quickly() {
+        let big = format!("{SCHEMA}--{}\n", "x".repeat(MAX_SQL_FILE_BYTES));
+        let found = check_schema_statement(&big[SCHEMA.len()..]);
+        assert_eq!(codes(&found), ["SQL_FILE_TOO_LARGE"]);
+        let many =
+            "CREATE INDEX IF NOT EXISTS entries_by_owner_date ON entries(created_by, date);\n"
+                .repeat(MAX_STATEMENTS);
+        let found = check_schema_statement(&many);
+        assert_eq!(codes(&found), ["SQL_TOO_MANY_STATEMENTS"]);
+    }
+
+    #[test]
+    fn declared_tables_are_checked_against_the_schema() {
+        let cases: [(Declared<'_>, &str); 7] = [
+            (&[("missing", Access::Shared, None)], "SQL_TABLE_UNDEFINED"),
+            (&[("Projects", Access::Shared, None)], "SQL_TABLE_UNDEFINED"),
+            (&[("entries", Access::Owner, None)], "SQL_OWNER_FIELD"),
+            (
+                &[("projects", Access::Shared, Some("name"))],
+                "SQL_OWNER_FIELD",
+            ),
+            (
+                &[("entries", Access::Owner, Some("owner"))],
+                "SQL_OWNER_FIELD",
+            ),
+            (
+                &[("entries", Access::Owner, Some("project"))],
+                "SQL_OWNER_FIELD",
+            ),
+            (&[("entries", Access::Owner, Some("id"))], "SQL_OWNER_FIELD"),
+        ];
+        for (tables, code) in cases {
+            let (contract, found) =
+                check(&manifest(DataCapability::Read, tables), &time_sheet_files());
+            assert!(contract.is_none());
+            assert_eq!(codes(&found), [code], "{tables:?}: {found:#?}");
+        }
+        // Tables that exist but are not declared are internal and fine.
+        let only_projects = manifest(DataCapability::Read, &[("projects", Access::Shared, None)]);
+        let (contract, found) = check(&only_projects, &time_sheet_files());
+        assert!(found.is_empty(), "{found:#?}");
+        assert_eq!(contract.unwrap().tables.len(), 1);
+    }
+
+    #[test]
+    fn declared_tables_need_an_id_primary_key() {
+        for definition in [
+            "CREATE TABLE things (key INTEGER PRIMARY KEY, name TEXT)",
+            "CREATE TABLE things (id INT PRIMARY KEY, name TEXT)",
+            "CREATE TABLE things (id INTEGER, name TEXT)",
+            "CREATE TABLE things (id INTEGER, name TEXT, PRIMARY KEY (id, name))",
+            "CREATE TABLE things (id BLOB PRIMARY KEY, name TEXT)",
+        ] {
+            let sql = format!("{definition};\n");
+            let things = manifest(DataCapability::Read, &[("things", Access::Shared, None)]);
+            let (_, found) = check(
+                &things,
+                &[("schema.sql", &sql), ("migrations/001-initial.sql", &sql)],
+            );
+            assert_eq!(codes(&found), ["SQL_ID_COLUMN"], "{definition}: {found:#?}");
+            assert_eq!(found[0].1, Some(1));
+        }
+        for definition in [
+            "CREATE TABLE things (id TEXT PRIMARY KEY, name TEXT)",
+            "CREATE TABLE things (id TEXT PRIMARY KEY, name TEXT) WITHOUT ROWID",
+            "CREATE TABLE things (id integer primary key, name TEXT)",
+        ] {
+            let sql = format!("{definition};\n");
+            let things = manifest(DataCapability::Read, &[("things", Access::Shared, None)]);
+            let (contract, found) = check(
+                &things,
+                &[("schema.sql", &sql), ("migrations/001-initial.sql", &sql)],
+            );
+            assert!(found.is_empty(), "{definition}: {found:#?}");
+            assert!(contract.is_some());
+        }
+    }
+
+    #[test]
+    fn names_follow_the_identifier_grammar() {
+        let cases = [
+            (
+                "CREATE TABLE \"my things\" (id INTEGER PRIMARY KEY);",
+                "SQL_IDENTIFIER",
+            ),
+            (
+                "CREATE TABLE things (id INTEGER PRIMARY KEY, \"first name\" TEXT);",
+                "SQL_IDENTIFIER",
+            ),
+            (
+                "CREATE TABLE things (id INTEGER PRIMARY KEY, ünïcode TEXT);",
+                "SQL_IDENTIFIER",
+            ),
+            (
+                "CREATE TABLE my__things (id INTEGER PRIMARY KEY);",
+                "SQL_RESERVED_NAME",
+            ),
+            (
+                &format!("CREATE TABLE {} (id INTEGER PRIMARY KEY);", "t".repeat(64)),
+                "SQL_IDENTIFIER",
+            ),
+            (
+                "CREATE TABLE things (id INTEGER PRIMARY KEY, a TEXT);\nCREATE INDEX \"by a\" ON things(a);",
+                "SQL_IDENTIFIER",
+            ),
+            (
+                "CREATE TABLE things (id INTEGER PRIMARY KEY, a TEXT);\nCREATE INDEX by_lower ON things(lower(a));",
+                "SQL_INDEX_UNSUPPORTED",
+            ),
+            (
+                "CREATE TABLE things (id INTEGER PRIMARY KEY, a TEXT);\nCREATE INDEX by_some ON things(a) WHERE a IS NOT NULL;",
+                "SQL_INDEX_UNSUPPORTED",
+            ),
+            (
+                "CREATE TABLE things (id INTEGER PRIMARY KEY, a TEXT, b TEXT AS (upper(a)));",
+                "SQL_COLUMN_UNSUPPORTED",
+            ),
+        ];
+        for (sql, code) in cases {
+            let projects = manifest(DataCapability::Read, &[]);
+            let (_, found) = check(
+                &projects,
+                &[("schema.sql", sql), ("migrations/001-initial.sql", sql)],
+            );
+            let found: Found = found
+                .into_iter()
+                .filter(|f| f.2 != "SQL_TABLES_MISSING")
+                .collect();
+            assert_eq!(codes(&found), [code], "{sql}: {found:#?}");
+        }
+        let bad_names = manifest(
+            DataCapability::Read,
+            &[
+                ("bad name", Access::Shared, None),
+                ("a__b", Access::Shared, None),
+            ],
+        );
+        let (_, found) = check(&bad_names, &time_sheet_files());
+        let on_manifest: Vec<&str> = found
+            .iter()
+            .filter(|f| f.0 == "APP.md")
+            .map(|f| f.2.as_str())
+            .collect();
+        assert!(
+            on_manifest.contains(&"SQL_IDENTIFIER") && on_manifest.contains(&"SQL_RESERVED_NAME"),
+            "{found:#?}"
+        );
+    }
+
+    #[test]
+    fn identifiers() {
+        for ok in ["a", "_a", "entries", "Created_By2", &"a".repeat(63)] {
+            assert!(is_identifier(ok), "{ok}");
+        }
+        for bad in ["", "1a", "a-b", "a b", "é", &"a".repeat(64), "a.b"] {
+            assert!(!is_identifier(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn statements_split_like_sqlite() {
+        let text = "-- a; comment\nCREATE TABLE a (x TEXT DEFAULT ';');\n/* b; */ CREATE TABLE \"b;\" (x);\nCREATE TRIGGER t AFTER INSERT ON a BEGIN\n  DELETE FROM a; UPDATE a SET x = 1;\nEND;\nCREATE TABLE [c;] (x)";
+        let statements = split_statements(text).ok().unwrap();
+        let texts: Vec<&str> = statements.iter().map(|s| s.text).collect();
+        assert_eq!(
+            texts,
+            [
+                "CREATE TABLE a (x TEXT DEFAULT ';');",
+                "CREATE TABLE \"b;\" (x);",
+                "CREATE TRIGGER t AFTER INSERT ON a BEGIN\n  DELETE FROM a; UPDATE a SET x = 1;\nEND;",
+                "CREATE TABLE [c;] (x)",
+            ]
+        );
+        let lines: Vec<u32> = statements.iter().map(|s| line_of(text, s.offset)).collect();
+        assert_eq!(lines, [2, 3, 4, 7]);
+        assert_eq!(statements[1].tokens[2].name().as_deref(), Some("b;"));
+        assert!(
+            split_statements(";;  -- nothing\n")
+                .ok()
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn read_schema_ignores_sqlite_internals() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, a TEXT UNIQUE); ANALYZE;",
+        )
+        .unwrap();
+        let schema = read_schema(&conn).unwrap();
+        assert_eq!(schema.tables.keys().collect::<Vec<_>>(), ["t"]);
+        assert!(schema.indexes.is_empty());
+        assert_eq!(schema.tables["t"].unique, vec![vec!["a".to_owned()]]);
+    }
+}

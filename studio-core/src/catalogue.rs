@@ -1,0 +1,534 @@
+//! The live app catalogue: every folder under `<DOCS_ROOT>/apps/` (except
+//! `_shared` and dot-folders), validated by the one validator and assembled
+//! into an immutable, content-addressed resource.
+//!
+//! A package is re-validated only when its fingerprint changes: a walk of the
+//! folder's file names, sizes, inode numbers and change times (every write,
+//! including an atomic rename into place, changes one of them). A refresh runs
+//! on demand (so a write is visible to the very next listing) and on file-system
+//! events. Unchanged packages keep their exact `Arc` identity.
+//!
+//! Every current revision stays readable. Superseded and removed revisions
+//! move into a bounded history that keeps their exact bytes until evicted;
+//! after that, or after a restart, an old revision is `APP_REVISION_UNAVAILABLE`,
+//! never the current source under an old identity.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use sasha_package::Diagnostic;
+use sasha_package::assemble::Resource;
+use sasha_package::validate::{Package, validate_dir};
+use sasha_proto::{AppError, ErrorCode};
+use sha2::{Digest as _, Sha256};
+
+/// The default number of superseded revisions kept readable.
+pub const DEFAULT_HISTORY: usize = 64;
+
+/// One discovered package.
+#[derive(Debug, Clone)]
+pub enum AppEntry {
+    /// Valid: offered to users, with its assembled resource.
+    Valid(Arc<Package>),
+    /// Invalid: not offered; its diagnostics explain why.
+    Invalid(Arc<Vec<Diagnostic>>),
+}
+
+/// An immutable view of the catalogue at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub apps: BTreeMap<String, AppEntry>,
+    /// Changes whenever any package's fingerprint changes.
+    pub fingerprint: String,
+}
+
+impl Snapshot {
+    /// The valid packages, by id.
+    pub fn valid(&self) -> impl Iterator<Item = (&String, &Arc<Package>)> {
+        self.apps.iter().filter_map(|(id, entry)| match entry {
+            AppEntry::Valid(package) => Some((id, package)),
+            AppEntry::Invalid(_) => None,
+        })
+    }
+}
+
+/// What the catalogue remembers about one folder between refreshes.
+#[derive(Debug, Clone)]
+struct Known {
+    fingerprint: String,
+    entry: AppEntry,
+}
+
+/// A bounded, least-recently-inserted history of superseded resources.
+#[derive(Debug)]
+struct History {
+    capacity: usize,
+    order: VecDeque<(String, String)>,
+    resources: HashMap<(String, String), Arc<Resource>>,
+}
+
+impl History {
+    fn insert(&mut self, resource: Arc<Resource>) {
+        if self.capacity == 0 {
+            return;
+        }
+        let key = (resource.app_id.clone(), resource.revision.clone());
+        if self.resources.contains_key(&key) {
+            return;
+        }
+        while self.order.len() >= self.capacity {
+            if let Some(oldest) = self.order.pop_front() {
+                self.resources.remove(&oldest);
+            }
+        }
+        self.order.push_back(key.clone());
+        self.resources.insert(key, resource);
+    }
+}
+
+/// The catalogue of one docs tree.
+#[derive(Debug)]
+pub struct Catalogue {
+    apps_dir: PathBuf,
+    known: Mutex<BTreeMap<String, Known>>,
+    snapshot: RwLock<Arc<Snapshot>>,
+    history: Mutex<History>,
+}
+
+impl Catalogue {
+    /// A catalogue of `<docs_root>/apps`, keeping `history` superseded revisions.
+    pub fn new(docs_root: &Path, history: usize) -> Catalogue {
+        Catalogue {
+            apps_dir: docs_root.join("apps"),
+            known: Mutex::new(BTreeMap::new()),
+            snapshot: RwLock::new(Arc::new(Snapshot::default())),
+            history: Mutex::new(History {
+                capacity: history,
+                order: VecDeque::new(),
+                resources: HashMap::new(),
+            }),
+        }
+    }
+
+    /// The folder the catalogue discovers packages in.
+    pub fn apps_dir(&self) -> &Path {
+        &self.apps_dir
+    }
+
+    /// The last snapshot, without touching the file system.
+    pub fn current(&self) -> Arc<Snapshot> {
+        self.snapshot.read().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Rescans the docs tree, re-validating only packages whose fingerprint
+    /// changed, and returns the new snapshot. Blocking: run it off the async
+    /// threads.
+    pub fn refresh(&self) -> Arc<Snapshot> {
+        let mut known = match self.known.lock() {
+            Ok(known) => known,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let folders = discover(&self.apps_dir);
+        let mut next: BTreeMap<String, Known> = BTreeMap::new();
+        let mut superseded = Vec::new();
+        for (id, dir) in folders {
+            let fingerprint = fingerprint(&dir);
+            match known.remove(&id) {
+                Some(previous) if previous.fingerprint == fingerprint => {
+                    next.insert(id, previous);
+                }
+                previous => {
+                    if let Some(Known {
+                        entry: AppEntry::Valid(package),
+                        ..
+                    }) = previous
+                    {
+                        superseded.push(Arc::new(package.resource.clone()));
+                    }
+                    let validation = validate_dir(&dir);
+                    let entry = match validation.package {
+                        Some(package) => AppEntry::Valid(Arc::new(package)),
+                        None => {
+                            tracing::info!(app_id = %id, problems = validation.diagnostics.len(), "package is invalid and not offered");
+                            AppEntry::Invalid(Arc::new(validation.diagnostics))
+                        }
+                    };
+                    next.insert(id, Known { fingerprint, entry });
+                }
+            }
+        }
+        // Folders that disappeared release their pins; their last revision stays
+        // in the bounded history like any superseded one.
+        for (_, removed) in std::mem::take(&mut *known) {
+            if let AppEntry::Valid(package) = removed.entry {
+                superseded.push(Arc::new(package.resource.clone()));
+            }
+        }
+        if let Ok(mut history) = self.history.lock() {
+            for resource in superseded {
+                let still_current = next.get(&resource.app_id).is_some_and(|known| {
+                    matches!(&known.entry, AppEntry::Valid(p) if p.resource.revision == resource.revision)
+                });
+                if !still_current {
+                    history.insert(resource);
+                }
+            }
+        }
+        let mut hasher = Sha256::new();
+        for (id, entry) in &next {
+            hasher.update(id.as_bytes());
+            hasher.update([0]);
+            hasher.update(entry.fingerprint.as_bytes());
+            hasher.update([0]);
+        }
+        let snapshot = Arc::new(Snapshot {
+            apps: next
+                .iter()
+                .map(|(id, known)| (id.clone(), known.entry.clone()))
+                .collect(),
+            fingerprint: hex::encode(hasher.finalize()),
+        });
+        *known = next;
+        if let Ok(mut current) = self.snapshot.write() {
+            *current = snapshot.clone();
+        }
+        snapshot
+    }
+
+    /// The resource of `app_id` at `revision`: the current one, or a superseded
+    /// one still in the history. Never another revision's bytes.
+    pub fn resource(&self, app_id: &str, revision: &str) -> Result<Arc<Resource>, AppError> {
+        let snapshot = self.current();
+        if let Some(AppEntry::Valid(package)) = snapshot.apps.get(app_id)
+            && package.resource.revision == revision
+        {
+            return Ok(Arc::new(package.resource.clone()));
+        }
+        let history = self
+            .history
+            .lock()
+            .map_err(|_| AppError::from_code(ErrorCode::Internal))?;
+        if let Some(resource) = history
+            .resources
+            .get(&(app_id.to_owned(), revision.to_owned()))
+        {
+            return Ok(resource.clone());
+        }
+        if snapshot.apps.contains_key(app_id) || history.order.iter().any(|(app, _)| app == app_id)
+        {
+            Err(AppError::from_code(ErrorCode::RevisionUnavailable))
+        } else {
+            Err(AppError::from_code(ErrorCode::NotFound))
+        }
+    }
+}
+
+/// The package folders in `apps_dir`: every real directory except `_shared`
+/// and dot-folders. A symlinked folder is still listed: the validator refuses it.
+fn discover(apps_dir: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(apps_dir) else {
+        return Vec::new();
+    };
+    let mut folders: Vec<(String, PathBuf)> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_str()?.to_owned();
+            if name.starts_with('.') || name == "_shared" {
+                return None;
+            }
+            let kind = entry.file_type().ok()?;
+            (kind.is_dir() || kind.is_symlink()).then(|| (name, entry.path()))
+        })
+        .collect();
+    folders.sort();
+    folders
+}
+
+/// A cheap identity of a package folder's current state.
+fn fingerprint(dir: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let mut hasher = Sha256::new();
+    let mut stack = vec![(dir.to_path_buf(), String::new())];
+    let mut seen = 0usize;
+    while let Some((folder, prefix)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            hasher.update(b"unreadable\0");
+            continue;
+        };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|entry| entry.file_name());
+        for entry in entries {
+            seen += 1;
+            if seen > 4096 {
+                hasher.update(b"truncated\0");
+                return hex::encode(hasher.finalize());
+            }
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = format!("{prefix}/{name}");
+            let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+                continue;
+            };
+            hasher.update(path.as_bytes());
+            for number in [
+                meta.len(),
+                meta.ino(),
+                meta.ctime() as u64,
+                meta.ctime_nsec() as u64,
+                meta.mtime_nsec() as u64,
+                u64::from(meta.mode()),
+            ] {
+                hasher.update(number.to_le_bytes());
+            }
+            if meta.is_dir() && prefix.matches('/').count() < 8 {
+                stack.push((entry.path(), path));
+            }
+        }
+    }
+    hex::encode(hasher.finalize())
+}
+
+/// Refreshes `catalogue` whenever something changes below its apps folder,
+/// until `shutdown`. Events are coalesced: one refresh runs at a time and
+/// covers every event that arrived before it started.
+pub fn watch(
+    catalogue: Arc<Catalogue>,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> Result<(), notify::Error> {
+    use notify::Watcher as _;
+    let (events, mut receiver) = tokio::sync::mpsc::channel::<()>(1);
+    let mut watcher = notify::recommended_watcher(move |_event: notify::Result<notify::Event>| {
+        // A full channel already holds a pending refresh; that one will see this change.
+        let _ = events.try_send(());
+    })?;
+    watcher.watch(catalogue.apps_dir(), notify::RecursiveMode::Recursive)?;
+    tokio::spawn(async move {
+        let _watcher = watcher;
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                event = receiver.recv() => if event.is_none() { break },
+            }
+            // Let a burst of writes (an editor saving several files) settle.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            while receiver.try_recv().is_ok() {}
+            let catalogue = catalogue.clone();
+            if let Err(error) = tokio::task::spawn_blocking(move || catalogue.refresh()).await {
+                tracing::error!(%error, "catalogue refresh failed");
+            }
+        }
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(id: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/packages/valid")
+            .join(id)
+    }
+
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap().flatten() {
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                copy_dir(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), target).unwrap();
+            }
+        }
+    }
+
+    fn docs_with(ids: &[&str]) -> tempfile::TempDir {
+        let docs = tempfile::tempdir().unwrap();
+        for id in ids {
+            copy_dir(&fixture(id), &docs.path().join("apps").join(id));
+        }
+        docs
+    }
+
+    fn valid(snapshot: &Snapshot, id: &str) -> Arc<Package> {
+        match snapshot.apps.get(id) {
+            Some(AppEntry::Valid(package)) => package.clone(),
+            other => panic!("{id} is not valid: {other:?}"),
+        }
+    }
+
+    fn edit(docs: &Path, id: &str, file: &str, from: &str, to: &str) {
+        let path = docs.join("apps").join(id).join(file);
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replacen(from, to, 1);
+        // Atomic replace, like the source tools: a new inode every time.
+        let temp = path.with_extension("tmp-write");
+        std::fs::write(&temp, text).unwrap();
+        std::fs::rename(&temp, &path).unwrap();
+    }
+
+    #[test]
+    fn discovers_valid_and_invalid_packages_and_skips_shared() {
+        let docs = docs_with(&["hello"]);
+        std::fs::create_dir_all(docs.path().join("apps/_shared")).unwrap();
+        std::fs::create_dir_all(docs.path().join("apps/.trash/x")).unwrap();
+        std::fs::create_dir_all(docs.path().join("apps/broken")).unwrap();
+        std::fs::write(docs.path().join("apps/broken/APP.md"), "no front matter").unwrap();
+        let catalogue = Catalogue::new(docs.path(), 4);
+        let snapshot = catalogue.refresh();
+        assert_eq!(
+            snapshot.apps.keys().collect::<Vec<_>>(),
+            ["broken", "hello"]
+        );
+        let package = valid(&snapshot, "hello");
+        assert_eq!(package.manifest.id, "hello");
+        match &snapshot.apps["broken"] {
+            AppEntry::Invalid(diagnostics) => {
+                assert!(diagnostics.iter().any(|d| d.code == "PACKAGE_MISSING_FILE"))
+            }
+            AppEntry::Valid(_) => panic!("broken must be invalid"),
+        }
+        assert_eq!(snapshot.valid().count(), 1);
+    }
+
+    #[test]
+    fn unchanged_packages_keep_identity_and_changes_are_seen_at_once() {
+        let docs = docs_with(&["hello"]);
+        let catalogue = Catalogue::new(docs.path(), 4);
+        let first = catalogue.refresh();
+        let again = catalogue.refresh();
+        assert!(Arc::ptr_eq(
+            &valid(&first, "hello"),
+            &valid(&again, "hello")
+        ));
+        assert_eq!(first.fingerprint, again.fingerprint);
+
+        let old = valid(&first, "hello").resource.clone();
+        edit(docs.path(), "hello", "styles.css", "1.5rem", "1.6rem");
+        let changed = catalogue.refresh();
+        let new = valid(&changed, "hello").resource.clone();
+        assert_ne!(new.revision, old.revision);
+        assert_ne!(changed.fingerprint, first.fingerprint);
+        // Both revisions are readable, each with its own exact bytes.
+        assert_eq!(*catalogue.resource("hello", &old.revision).unwrap(), old);
+        assert_eq!(*catalogue.resource("hello", &new.revision).unwrap(), new);
+    }
+
+    #[test]
+    fn history_is_bounded_and_never_serves_current_source_under_an_old_identity() {
+        let docs = docs_with(&["hello"]);
+        let catalogue = Catalogue::new(docs.path(), 1);
+        let r1 = valid(&catalogue.refresh(), "hello")
+            .resource
+            .revision
+            .clone();
+        edit(docs.path(), "hello", "styles.css", "1.5rem", "1.6rem");
+        let r2 = valid(&catalogue.refresh(), "hello")
+            .resource
+            .revision
+            .clone();
+        edit(docs.path(), "hello", "styles.css", "1.6rem", "1.7rem");
+        let r3 = valid(&catalogue.refresh(), "hello")
+            .resource
+            .revision
+            .clone();
+        // r1 was evicted by r2 (capacity 1); r2 is in history; r3 is current.
+        let error = catalogue.resource("hello", &r1).unwrap_err();
+        assert_eq!(error.code, ErrorCode::RevisionUnavailable);
+        assert!(catalogue.resource("hello", &r2).is_ok());
+        assert!(catalogue.resource("hello", &r3).is_ok());
+        assert_eq!(
+            catalogue.resource("nope", &r3).unwrap_err().code,
+            ErrorCode::NotFound
+        );
+
+        // A restart keeps nothing but current source.
+        let restarted = Catalogue::new(docs.path(), 1);
+        assert_eq!(valid(&restarted.refresh(), "hello").resource.revision, r3);
+        assert_eq!(
+            restarted.resource("hello", &r2).unwrap_err().code,
+            ErrorCode::RevisionUnavailable
+        );
+    }
+
+    #[test]
+    fn removed_packages_release_their_pins() {
+        let docs = docs_with(&["hello"]);
+        let catalogue = Catalogue::new(docs.path(), 0);
+        let revision = valid(&catalogue.refresh(), "hello")
+            .resource
+            .revision
+            .clone();
+        std::fs::remove_dir_all(docs.path().join("apps/hello")).unwrap();
+        let snapshot = catalogue.refresh();
+        assert!(snapshot.apps.is_empty());
+        assert!(catalogue.resource("hello", &revision).is_err());
+    }
+
+    #[test]
+    fn an_invalid_edit_withdraws_the_app_until_fixed() {
+        let docs = docs_with(&["hello"]);
+        let catalogue = Catalogue::new(docs.path(), 4);
+        let good = valid(&catalogue.refresh(), "hello")
+            .resource
+            .revision
+            .clone();
+        edit(
+            docs.path(),
+            "hello",
+            "app.js",
+            "\"use strict\";",
+            "import x from './x.js';",
+        );
+        let snapshot = catalogue.refresh();
+        match &snapshot.apps["hello"] {
+            AppEntry::Invalid(diagnostics) => assert!(
+                diagnostics
+                    .iter()
+                    .any(|d| d.file == "app.js" && d.code == "JS_MODULE_SYNTAX"),
+                "{diagnostics:?}"
+            ),
+            AppEntry::Valid(_) => panic!("must be invalid"),
+        }
+        // The last good revision stays readable from history.
+        assert!(catalogue.resource("hello", &good).is_ok());
+        edit(
+            docs.path(),
+            "hello",
+            "app.js",
+            "import x from './x.js';",
+            "\"use strict\";",
+        );
+        assert_eq!(valid(&catalogue.refresh(), "hello").resource.revision, good);
+    }
+
+    #[tokio::test]
+    async fn the_watcher_refreshes_on_file_changes() {
+        let docs = docs_with(&["hello"]);
+        let catalogue = Arc::new(Catalogue::new(docs.path(), 4));
+        let before = valid(&catalogue.refresh(), "hello")
+            .resource
+            .revision
+            .clone();
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        watch(catalogue.clone(), shutdown.clone()).unwrap();
+        edit(docs.path(), "hello", "styles.css", "1.5rem", "2rem");
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let current = catalogue.current();
+            if let Some(AppEntry::Valid(package)) = current.apps.get("hello")
+                && package.resource.revision != before
+            {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the watcher never refreshed"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        shutdown.cancel();
+    }
+}

@@ -6,20 +6,8 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{Harness, get};
+use common::{Harness, copy_dir, get};
 use sasha_proto::Role;
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 fn fixture(id: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

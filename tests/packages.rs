@@ -18,6 +18,8 @@
 
 mod common;
 
+use common::copy_dir;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -64,18 +66,6 @@ fn golden(path: &Path, actual: &str, failures: &mut Vec<String>) {
             "{} is missing; run with SASHA_BLESS=1",
             path.display()
         )),
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
 
@@ -375,4 +365,31 @@ fn pathological_inputs_are_refused_without_crashing() {
         std::fs::write(dir.join("app.js"), format!("{}\n", "[".repeat(100_000))).unwrap();
     });
     assert!(has(&found, "app.js", "JS_TOO_DEEP"), "{found:?}");
+}
+
+/// Sources within their 1 MiB limit can still assemble past the 1 MiB resource
+/// limit (assets grow by a third as base64): that is refused, not truncated.
+#[test]
+fn an_assembled_document_over_one_mebibyte_is_refused() {
+    let found = check_generated(|dir| {
+        let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+        let mut images = String::new();
+        for i in 0..3 {
+            let svg = format!(
+                "<svg xmlns=\"http://www.w3.org/2000/svg\"><desc>{}</desc></svg>\n",
+                "x".repeat(300 * 1024)
+            );
+            std::fs::write(dir.join(format!("assets/big{i}.svg")), svg).unwrap();
+            images.push_str(&format!("<img src=\"assets/big{i}.svg\" alt=\"\">"));
+        }
+        std::fs::write(
+            dir.join("index.html"),
+            html.replace("<main>", &format!("<main>{images}")),
+        )
+        .unwrap();
+    });
+    assert_eq!(
+        found,
+        [("index.html".to_owned(), "RESOURCE_TOO_LARGE".to_owned())]
+    );
 }

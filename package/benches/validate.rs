@@ -32,7 +32,7 @@ fn build_package(root: &Path) -> std::path::PathBuf {
     // 17 scripts of ~24 KiB, 17 stylesheets of ~12 KiB, 19 SVG assets of ~8 KiB.
     for i in 0..17 {
         let mut js = String::new();
-        for f in 0..160 {
+        for f in 0..200 {
             js.push_str(&format!(
                 "function helper{i}_{f}(rows) {{\n  const out = [];\n  for (const row of rows) {{ if (row.amount > {f}) out.push({{ id: row.id, label: `#${{row.id}}` }}); }}\n  return out;\n}}\n"
             ));
@@ -47,7 +47,7 @@ fn build_package(root: &Path) -> std::path::PathBuf {
         index = index.replace("<link rel=\"stylesheet\" href=\"styles.css\">", &format!("<link rel=\"stylesheet\" href=\"styles.css\">\n  <link rel=\"stylesheet\" href=\"s{i:02}.css\">"));
     }
     std::fs::create_dir_all(dir.join("assets")).unwrap();
-    for i in 0..(64 - base_files - 34 - 1) {
+    for i in 0..(64 - base_files - 34) {
         let mut svg =
             String::from("<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 100 100\">");
         for p in 0..80 {
@@ -57,7 +57,7 @@ fn build_package(root: &Path) -> std::path::PathBuf {
         }
         svg.push_str("</svg>\n");
         std::fs::write(dir.join(format!("assets/icon{i:02}.svg")), svg).unwrap();
-        sections.push_str(&format!("<section><h2>Part {i}</h2><img src=\"assets/icon{i:02}.svg\" alt=\"\"><p>{}</p></section>\n", "Lorem ipsum dolor sit amet. ".repeat(40)));
+        sections.push_str(&format!("<section><h2>Part {i}</h2><img src=\"assets/icon{i:02}.svg\" alt=\"\"><p>{}</p></section>\n", "Lorem ipsum dolor sit amet. ".repeat(60)));
     }
     index = index.replace(
         "<script src=\"app.js\"></script>",

@@ -999,6 +999,41 @@ impl<'a> Compiler<'a> {
         }
     }
 
+    /// A list of distinct columns of `table` under `key` (`groupBy`, `select`),
+    /// at most `max`; each unknown or repeated column is reported.
+    fn distinct_columns(
+        &mut self,
+        node: Option<&Node>,
+        path: &str,
+        key: &str,
+        max: usize,
+        table: Option<&Table>,
+    ) -> Vec<String> {
+        let mut columns = Vec::new();
+        let Some(node) = node else {
+            return columns;
+        };
+        let list_path = format!("{path}.{key}");
+        for (index, item) in self
+            .sequence(node, &list_path, max, "columns")
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            if let Some(column) = self.column(item, table, &format!("{list_path}[{index}]")) {
+                if columns.contains(&column) {
+                    self.push(
+                        item.line,
+                        "ACTION_DUPLICATE",
+                        format!("{list_path} lists {column} twice"),
+                    );
+                }
+                columns.push(column);
+            }
+        }
+        columns
+    }
+
     fn sequence<'n>(
         &mut self,
         node: &'n Node,
@@ -1119,27 +1154,13 @@ impl<'a> Compiler<'a> {
             .required(&entries, "table", path, node.line)
             .and_then(|t| self.table(t, path))?;
         let filters = self.filters(entries.get("where").copied(), path, table, inputs);
-        let mut group_by = Vec::new();
-        if let Some(groups) = entries.get("groupBy") {
-            let group_path = format!("{path}.groupBy");
-            for (index, item) in self
-                .sequence(groups, &group_path, MAX_GROUP_BY, "columns")
-                .unwrap_or_default()
-                .iter()
-                .enumerate()
-            {
-                if let Some(column) = self.column(item, table, &format!("{group_path}[{index}]")) {
-                    if group_by.contains(&column) {
-                        self.push(
-                            item.line,
-                            "ACTION_DUPLICATE",
-                            format!("{group_path} lists {column} twice"),
-                        );
-                    }
-                    group_by.push(column);
-                }
-            }
-        }
+        let group_by = self.distinct_columns(
+            entries.get("groupBy").copied(),
+            path,
+            "groupBy",
+            MAX_GROUP_BY,
+            table,
+        );
         let mut metrics = Vec::new();
         if let Some(list) = self.required(&entries, "metrics", path, node.line) {
             let metrics_path = format!("{path}.metrics");
@@ -1272,27 +1293,13 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
-        let mut select = Vec::new();
-        if let Some(columns) = entries.get("select") {
-            let select_path = format!("{path}.select");
-            for (index, item) in self
-                .sequence(columns, &select_path, MAX_SELECT, "columns")
-                .unwrap_or_default()
-                .iter()
-                .enumerate()
-            {
-                if let Some(column) = self.column(item, table, &format!("{select_path}[{index}]")) {
-                    if select.contains(&column) {
-                        self.push(
-                            item.line,
-                            "ACTION_DUPLICATE",
-                            format!("{select_path} lists {column} twice"),
-                        );
-                    }
-                    select.push(column);
-                }
-            }
-        }
+        let select = self.distinct_columns(
+            entries.get("select").copied(),
+            path,
+            "select",
+            MAX_SELECT,
+            table,
+        );
         let limit = entries.get("limit").and_then(|node| {
             let limit = node
                 .as_count()

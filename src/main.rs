@@ -3,7 +3,9 @@
 //! - `sasha up` runs the whole system locally: the four roles as child processes
 //!   plus a development ingress on one port that routes like the production proxy.
 //! - `sasha serve <role>` runs one role; this is what a container runs.
+//! - `sasha admin …` manages users, tokens and app grants in a core database.
 
+mod admin;
 mod ingress;
 mod up;
 
@@ -56,6 +58,15 @@ enum Command {
         /// The role to run.
         role: RoleArg,
     },
+    /// Manage users, access tokens and app grants in a state folder's core
+    /// database; safe while the stack runs.
+    ///
+    /// Exits 2 when the command line or an input is refused, 1 on any other
+    /// failure, with one line on stderr.
+    Admin {
+        #[command(subcommand)]
+        command: admin::AdminCommand,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -106,6 +117,7 @@ fn main() -> ExitCode {
             role @ Role::DataWorker => run_role(role, data_worker::serve_from_env),
             role @ Role::McpGateway => run_role(role, mcp_gateway::serve_from_env),
         },
+        Command::Admin { command } => admin::main(command),
     }
 }
 

@@ -107,6 +107,12 @@ async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<Exit
         );
     }
     let admin = dev_admin(&state_dir)?;
+    let mut storage_env: HashMap<String, String> = std::env::vars().collect();
+    storage_env.extend(overrides.clone());
+    let storage = sasha_proto::config::StoragePaths::from_env(&storage_env)
+        .map_err(|error| anyhow!("invalid configuration: {error}"))?;
+    crate::admin::ensure_dev_admin(&storage.db_path, &admin.username, &admin.password)
+        .context("cannot create the development administrator")?;
 
     let (events, mut event_receiver) = mpsc::channel(16);
     let mut running: Vec<Running> = Vec::new();

@@ -49,11 +49,14 @@ async fn routes_by_host_and_path_like_the_production_proxy() {
     // Studio refuses sandbox paths and answers unknown API routes in the envelope.
     let response = get(addr, &studio, "/app-sandbox", "").await;
     assert_eq!(response.status, 404);
-    let response = get(addr, &studio, "/api/apps", "").await;
+    let response = get(addr, &studio, "/api/nope", "").await;
     assert_eq!(response.status, 404);
     let body = response.json();
     assert_eq!(body["code"], "APP_NOT_FOUND");
     assert!(body["diagnosticId"].is_string());
+    let response = get(addr, &studio, "/api/apps", "").await;
+    assert_eq!(response.status, 401);
+    assert_eq!(response.json()["code"], "APP_UNAUTHENTICATED");
     // /mcp reaches the gateway.
     let mcp = raw_http(
         addr,
@@ -104,6 +107,28 @@ async fn routes_by_host_and_path_like_the_production_proxy() {
     );
     assert_eq!(mode & 0o077, 0);
     let ca = std::fs::read_to_string(state.path().join("certs/ca.pem")).unwrap();
+
+    // The printed dev admin signs in through the ingress.
+    let login_body = format!(r#"{{"username":"admin","password":"{password}"}}"#);
+    let login = raw_http(
+        addr,
+        &format!(
+            "POST /api/auth/login HTTP/1.1\r\nHost: {studio}\r\nOrigin: http://localhost:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{login_body}",
+            login_body.len()
+        ),
+    )
+    .await;
+    assert_eq!(login.status, 200, "{login:?}");
+    assert_eq!(login.json()["role"], "admin");
+    let session = login
+        .header("set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let me = get(addr, &studio, "/api/me", &format!("Cookie: {session}\r\n")).await;
+    assert_eq!(me.json()["username"], "admin");
 
     // SIGTERM stops every child and exits cleanly.
     let pids: Vec<u32> = Role::ALL.iter().map(|role| up.child_pid(*role)).collect();

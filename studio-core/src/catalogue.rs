@@ -288,12 +288,16 @@ fn fingerprint(dir: &Path) -> String {
     hex::encode(hasher.finalize())
 }
 
+/// Called with every snapshot a watcher-driven refresh produces.
+pub type OnRefresh = Arc<dyn Fn(Arc<Snapshot>) + Send + Sync>;
+
 /// Refreshes `catalogue` whenever something changes below its apps folder,
 /// until `shutdown`. Events are coalesced: one refresh runs at a time and
 /// covers every event that arrived before it started.
 pub fn watch(
     catalogue: Arc<Catalogue>,
     shutdown: tokio_util::sync::CancellationToken,
+    on_refresh: OnRefresh,
 ) -> Result<(), notify::Error> {
     use notify::Watcher as _;
     let (events, mut receiver) = tokio::sync::mpsc::channel::<()>(1);
@@ -313,8 +317,9 @@ pub fn watch(
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             while receiver.try_recv().is_ok() {}
             let catalogue = catalogue.clone();
-            if let Err(error) = tokio::task::spawn_blocking(move || catalogue.refresh()).await {
-                tracing::error!(%error, "catalogue refresh failed");
+            match tokio::task::spawn_blocking(move || catalogue.refresh()).await {
+                Ok(snapshot) => on_refresh(snapshot),
+                Err(error) => tracing::error!(%error, "catalogue refresh failed"),
             }
         }
     });
@@ -513,7 +518,7 @@ mod tests {
             .revision
             .clone();
         let shutdown = tokio_util::sync::CancellationToken::new();
-        watch(catalogue.clone(), shutdown.clone()).unwrap();
+        watch(catalogue.clone(), shutdown.clone(), Arc::new(|_| {})).unwrap();
         edit(docs.path(), "hello", "styles.css", "1.5rem", "2rem");
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
         loop {

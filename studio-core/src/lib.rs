@@ -9,7 +9,14 @@
 //! answer `APP_NOT_READY` and the HTTP API answers the closed 404 envelope until
 //! the catalogue and identity land.
 
+#[allow(
+    clippy::result_large_err,
+    reason = "guards return the finished refusal, as axum handlers do; boxing it buys nothing"
+)]
+mod api;
 pub mod catalogue;
+mod core_grpc;
+pub mod store;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -22,15 +29,16 @@ use http::{HeaderValue, header};
 use sasha_proto::config::{self, ConfigError, Env, Origins, StoragePaths};
 use sasha_proto::grpc::{self, DataClient};
 use sasha_proto::identity::Identity;
-use sasha_proto::pb::core_service_server::{CoreService, CoreServiceServer};
-use sasha_proto::pb::{self, HealthReply, HealthRequest};
+use sasha_proto::pb::core_service_server::CoreServiceServer;
+use sasha_proto::pb::{HealthReply, HealthRequest};
 use sasha_proto::process::{RoleError, announce_ready, bind};
 use sasha_proto::{AppError, ErrorCode, Role};
 
-use crate::catalogue::Catalogue;
+use crate::catalogue::{Catalogue, Snapshot};
+use crate::core_grpc::CoreGrpc;
+use crate::store::Store;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status};
 
 /// studio-core's configuration, read once at boot.
 #[derive(Debug, Clone)]
@@ -91,11 +99,19 @@ pub async fn serve_from_env(env: impl Env, shutdown: CancellationToken) -> Resul
 struct Core {
     origins: Origins,
     data: DataClient,
-    /// The live app catalogue; read by the API and CoreService as they land.
+    /// The live app catalogue.
     catalogue: Arc<Catalogue>,
+    /// Users, sessions, tokens, the registry and grants (`DB_PATH`).
+    store: Store,
 }
 
 impl Core {
+    /// Session cookies get `Secure` and the `__Host-` prefix when Studio is
+    /// served over https.
+    fn secure_cookies(&self) -> bool {
+        self.origins.studio.as_str().starts_with("https://")
+    }
+
     /// This process's health; with `deep`, data-worker's too.
     async fn health(&self, deep: bool) -> HealthReply {
         let mut dependencies = Vec::new();
@@ -138,6 +154,15 @@ pub async fn run(
     let data = grpc::data_client(&config.data_url, &config.identity).map_err(|error| {
         RoleError::Config(ConfigError::new("SASHA_DATA_GRPC_URL", error.to_string()))
     })?;
+    let store = {
+        let db_path = config.storage.db_path.clone();
+        tokio::task::spawn_blocking(move || Store::open(&db_path))
+            .await
+            .map_err(|error| RoleError::Startup(format!("cannot open the core database: {error}")))?
+            .map_err(|error| {
+                RoleError::Startup(format!("DB_PATH: cannot open the core database: {error}"))
+            })?
+    };
     let catalogue = Arc::new(Catalogue::new(
         &config.storage.docs_root,
         config.revision_history,
@@ -153,7 +178,17 @@ pub async fn run(
         invalid = discovered.apps.len() - discovered.valid().count(),
         "apps discovered"
     );
-    catalogue::watch(catalogue.clone(), shutdown.clone()).map_err(|error| {
+    register_apps(&store, &discovered).await;
+    let registrar = store.clone();
+    catalogue::watch(
+        catalogue.clone(),
+        shutdown.clone(),
+        Arc::new(move |snapshot: Arc<Snapshot>| {
+            let store = registrar.clone();
+            tokio::spawn(async move { register_apps(&store, &snapshot).await });
+        }),
+    )
+    .map_err(|error| {
         RoleError::Startup(format!(
             "DOCS_ROOT: cannot watch {}: {error}",
             catalogue.apps_dir().display()
@@ -163,6 +198,7 @@ pub async fn run(
         origins: config.origins.clone(),
         data,
         catalogue,
+        store,
     });
     let http_addr = listeners
         .http
@@ -205,10 +241,41 @@ pub async fn run(
     http_result.map_err(|error| RoleError::Runtime(error.to_string()))
 }
 
+/// Registers every valid package in the core database (its first discovery
+/// grants `manage` to the admin and staff users existing then).
+async fn register_apps(store: &Store, snapshot: &Snapshot) {
+    let apps: Vec<(String, String, Option<String>, String)> = snapshot
+        .valid()
+        .map(|(id, package)| {
+            (
+                id.clone(),
+                package.resource.revision.clone(),
+                package.data.as_ref().map(|data| data.hash.clone()),
+                serde_json::to_string(&package.actions).unwrap_or_else(|_| "[]".to_owned()),
+            )
+        })
+        .collect();
+    let store = store.clone();
+    let outcome = tokio::task::spawn_blocking(move || {
+        for (id, revision, schema_hash, actions) in apps {
+            match store.register_app(&id, &revision, schema_hash.as_deref(), &actions) {
+                Ok(true) => tracing::info!(app_id = %id, "app registered for the first time"),
+                Ok(false) => {}
+                Err(error) => tracing::error!(app_id = %id, %error, "cannot register app"),
+            }
+        }
+    })
+    .await;
+    if let Err(error) = outcome {
+        tracing::error!(%error, "app registration failed");
+    }
+}
+
 /// The Studio HTTP surface.
 fn router(core: Arc<Core>) -> axum::Router {
     let studio = axum::Router::new()
         .route("/", get(studio_page))
+        .merge(api::routes())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             core.clone(),
@@ -297,71 +364,6 @@ async fn studio_page(State(core): State<Arc<Core>>) -> Html<String> {
     ))
 }
 
-/// The `CoreService` implementation.
-#[derive(Debug, Clone)]
-struct CoreGrpc {
-    core: Arc<Core>,
-}
-
-type GrpcResult<T> = Result<GrpcResponse<T>, Status>;
-
-#[tonic::async_trait]
-impl CoreService for CoreGrpc {
-    #[tracing::instrument(skip_all, name = "core.health")]
-    async fn health(&self, request: GrpcRequest<HealthRequest>) -> GrpcResult<HealthReply> {
-        Ok(GrpcResponse::new(
-            self.core.health(request.get_ref().deep).await,
-        ))
-    }
-
-    async fn authenticate(
-        &self,
-        _: GrpcRequest<pb::AuthenticateRequest>,
-    ) -> GrpcResult<pb::Principal> {
-        Err(grpc::not_ready("CoreService.Authenticate"))
-    }
-
-    async fn list_apps(&self, _: GrpcRequest<pb::ListAppsRequest>) -> GrpcResult<pb::AppList> {
-        Err(grpc::not_ready("CoreService.ListApps"))
-    }
-
-    async fn check_access(
-        &self,
-        _: GrpcRequest<pb::CheckAccessRequest>,
-    ) -> GrpcResult<pb::AccessDecision> {
-        Err(grpc::not_ready("CoreService.CheckAccess"))
-    }
-
-    async fn get_resource(
-        &self,
-        _: GrpcRequest<pb::GetResourceRequest>,
-    ) -> GrpcResult<pb::AppResource> {
-        Err(grpc::not_ready("CoreService.GetResource"))
-    }
-
-    async fn get_catalogue(
-        &self,
-        _: GrpcRequest<pb::CatalogueRequest>,
-    ) -> GrpcResult<pb::Catalogue> {
-        Err(grpc::not_ready("CoreService.GetCatalogue"))
-    }
-
-    async fn confirm(&self, _: GrpcRequest<pb::ConfirmRequest>) -> GrpcResult<pb::ConfirmReply> {
-        Err(grpc::not_ready("CoreService.Confirm"))
-    }
-
-    async fn source_files(
-        &self,
-        _: GrpcRequest<pb::SourceFilesRequest>,
-    ) -> GrpcResult<pb::SourceFilesReply> {
-        Err(grpc::not_ready("CoreService.SourceFiles"))
-    }
-
-    async fn chat(&self, _: GrpcRequest<pb::ChatRequest>) -> GrpcResult<pb::ChatReply> {
-        Err(grpc::not_ready("CoreService.Chat"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,7 +372,7 @@ mod tests {
     fn health_reports_a_down_dependency_as_503() {
         let reply = grpc::health_reply(
             Role::StudioCore,
-            vec![pb::DependencyHealth {
+            vec![sasha_proto::pb::DependencyHealth {
                 role: "data-worker".into(),
                 ok: false,
                 detail: "a platform service is not reachable (APP_NOT_READY)".into(),

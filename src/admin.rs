@@ -1,0 +1,587 @@
+//! `sasha admin`: the operator CLI for a state folder's core database (users,
+//! passwords, access tokens and app grants).
+//!
+//! It works on the database file through `studio_core::store`, the same code
+//! studio-core uses, so it is safe while the stack runs (WAL, immediate
+//! transactions, a busy timeout) and every change is validated and audited
+//! exactly as through the API (grant changes are recorded with the actor
+//! `operator`).
+//!
+//! What it must not do: print a secret other than the token `token mint` was
+//! asked for (and that only on stdout, alone), take passwords anywhere but
+//! `--password` or one line of stdin, or edit the database by hand.
+//!
+//! Exit status: 0 on success, 2 when the command line or an input is refused
+//! (usage, username, password, scopes, lifetime), 1 for anything else (unknown
+//! user or app, a taken username, a database fault). Errors are one line on
+//! stderr.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::io::{BufRead, IsTerminal as _, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand, ValueEnum};
+use sasha_proto::config::{Env as _, ProcessEnv, StoragePaths};
+use studio_core::store::{
+    ACTOR_OPERATOR, AppAccess, Scope, Store, StoreError, TokenKind, User, UserRole,
+};
+
+/// `sasha admin …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum AdminCommand {
+    /// Add users and set their passwords.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+    /// Mint access tokens for MCP clients.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+    /// Give a user `use` or `manage` access to an app, replacing what they had.
+    ///
+    /// The app must have been discovered (as a valid package) at least once.
+    Grant {
+        /// The app id, e.g. time-sheet
+        app_id: String,
+        /// The user's name
+        username: String,
+        /// The access to give
+        access: AccessArg,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Remove a user's access to an app; takes effect on their next request.
+    Revoke {
+        /// The app id, e.g. time-sheet
+        app_id: String,
+        /// The user's name
+        username: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// List who has access to an app: username, access, when, and by whom.
+    Grants {
+        /// The app id, e.g. time-sheet
+        app_id: String,
+        /// Print one JSON object per grant and line instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+}
+
+/// `sasha admin user …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum UserCommand {
+    /// Create a user and print their id.
+    ///
+    /// Without --password, the password is read from one line of stdin, which
+    /// keeps it out of the process list and shell history:
+    ///
+    /// printf '%s\n' "$PW" | sasha admin user add alice --role staff
+    Add {
+        /// 3–64 characters of a-z, 0-9, '.', '_' and '-', starting with a letter
+        username: String,
+        /// The user's role: admin and staff may hold apps:write and receive
+        /// manage on newly discovered apps; members get nothing automatically
+        #[arg(long)]
+        role: RoleArg,
+        /// The password (at least 12 characters); default: one line of stdin
+        #[arg(long)]
+        password: Option<String>,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Set a user's password from one line of stdin and end their Studio
+    /// sessions.
+    ///
+    /// printf '%s\n' "$PW" | sasha admin user passwd alice
+    Passwd {
+        /// The user's name
+        username: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+}
+
+/// `sasha admin token …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TokenCommand {
+    /// Mint an access token for a user and print only the token on stdout.
+    ///
+    /// The token carries exactly the given scopes, never more; a new scope
+    /// needs a new token. apps:write is for admin and staff only.
+    Mint {
+        /// The user the token acts as
+        username: String,
+        /// Comma-separated: chat:use, apps:invoke, apps:write
+        #[arg(long, value_name = "SCOPES")]
+        scopes: String,
+        /// Lifetime: a number and s, m, h or d, e.g. 90m, 12h, 30d (default 30d, at most 365d)
+        #[arg(long, value_name = "DURATION")]
+        ttl: Option<String>,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+}
+
+/// Where the core database is.
+#[derive(Debug, Args)]
+pub(crate) struct StateArgs {
+    /// The state folder; its database is core.sqlite unless DB_PATH names
+    /// another file [env: SASHA_STATE_DIR] [default: ./.sasha]
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+}
+
+/// A role on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum RoleArg {
+    Admin,
+    Staff,
+    Member,
+}
+
+impl From<RoleArg> for UserRole {
+    fn from(role: RoleArg) -> UserRole {
+        match role {
+            RoleArg::Admin => UserRole::Admin,
+            RoleArg::Staff => UserRole::Staff,
+            RoleArg::Member => UserRole::Member,
+        }
+    }
+}
+
+/// An access level on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum AccessArg {
+    Use,
+    Manage,
+}
+
+impl From<AccessArg> for AppAccess {
+    fn from(access: AccessArg) -> AppAccess {
+        match access {
+            AccessArg::Use => AppAccess::Use,
+            AccessArg::Manage => AppAccess::Manage,
+        }
+    }
+}
+
+/// A refused command line or input (exit status 2).
+#[derive(Debug)]
+struct Usage(String);
+
+impl fmt::Display for Usage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Usage(message.into()))
+}
+
+/// Runs one `sasha admin` command against the real stdin and stdout.
+pub(crate) fn main(command: AdminCommand) -> ExitCode {
+    let stdin = std::io::stdin();
+    let prompt = stdin.is_terminal();
+    let mut input = stdin.lock();
+    let mut output = std::io::stdout().lock();
+    match run(command, &mut input, prompt, &mut output) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // One line, whatever the causes say.
+            let message = format!("{error:#}").replace(['\n', '\r'], " ");
+            eprintln!("sasha admin: {message}");
+            ExitCode::from(exit_status(&error))
+        }
+    }
+}
+
+/// 2 for a refused command line or input, 1 for anything else.
+fn exit_status(error: &anyhow::Error) -> u8 {
+    let refused_input = error.chain().any(|cause| {
+        cause.is::<Usage>()
+            || cause
+                .downcast_ref::<StoreError>()
+                .is_some_and(StoreError::is_invalid_input)
+    });
+    if refused_input { 2 } else { 1 }
+}
+
+fn run(
+    command: AdminCommand,
+    input: &mut dyn BufRead,
+    prompt: bool,
+    output: &mut dyn Write,
+) -> anyhow::Result<()> {
+    match command {
+        AdminCommand::User {
+            command:
+                UserCommand::Add {
+                    username,
+                    role,
+                    password,
+                    state,
+                },
+        } => {
+            let password = match password {
+                Some(password) => password,
+                None => read_password(input, prompt)?,
+            };
+            let store = open_store(&db_path(&state)?)?;
+            let user = add_user(&store, &username, role.into(), &password)?;
+            writeln!(output, "{}", user.id)?;
+        }
+        AdminCommand::User {
+            command: UserCommand::Passwd { username, state },
+        } => {
+            let password = read_password(input, prompt)?;
+            let store = open_existing(&state)?;
+            store
+                .set_password(&username, &password)
+                .map_err(|error| unknown_user(error, &username))
+                .with_context(|| format!("cannot set the password of {username}"))?;
+            writeln!(
+                output,
+                "password of {username} changed; their Studio sessions have ended"
+            )?;
+        }
+        AdminCommand::Token {
+            command:
+                TokenCommand::Mint {
+                    username,
+                    scopes,
+                    ttl,
+                    state,
+                },
+        } => {
+            let scopes = parse_scopes(&scopes)?;
+            let ttl = ttl.as_deref().map(parse_ttl).transpose()?;
+            let store = open_existing(&state)?;
+            let user = find_user(&store, &username)?;
+            let token = store
+                .mint_token(&user.id, TokenKind::Access, &scopes, ttl)
+                .with_context(|| format!("cannot mint a token for {username}"))?;
+            writeln!(output, "{token}")?;
+        }
+        AdminCommand::Grant {
+            app_id,
+            username,
+            access,
+            state,
+        } => {
+            let store = open_existing(&state)?;
+            let user = find_user(&store, &username)?;
+            let access = AppAccess::from(access);
+            store
+                .grant(&app_id, &user.id, access, Some(ACTOR_OPERATOR))
+                .map_err(|error| unknown_app(error, &app_id))
+                .with_context(|| format!("cannot grant {access} on {app_id} to {username}"))?;
+            writeln!(output, "{username} now has {access} access to {app_id}")?;
+        }
+        AdminCommand::Revoke {
+            app_id,
+            username,
+            state,
+        } => {
+            let store = open_existing(&state)?;
+            let user = find_user(&store, &username)?;
+            if store.registered_app(&app_id)?.is_none() {
+                return Err(unknown_app(StoreError::UnknownApp, &app_id));
+            }
+            if store.revoke(&app_id, &user.id, Some(ACTOR_OPERATOR))? {
+                writeln!(output, "{username} no longer has access to {app_id}")?;
+            } else {
+                writeln!(output, "{username} had no access to {app_id}")?;
+            }
+        }
+        AdminCommand::Grants {
+            app_id,
+            json,
+            state,
+        } => {
+            let store = open_existing(&state)?;
+            if store.registered_app(&app_id)?.is_none() {
+                return Err(unknown_app(StoreError::UnknownApp, &app_id));
+            }
+            let grants = store.grants(&app_id)?;
+            if json {
+                for grant in &grants {
+                    writeln!(output, "{}", serde_json::to_string(grant)?)?;
+                }
+            } else {
+                let width = grants
+                    .iter()
+                    .map(|grant| grant.username.len())
+                    .max()
+                    .unwrap_or(0)
+                    .max("USERNAME".len());
+                writeln!(
+                    output,
+                    "{:width$}  {:6}  {:20}  GRANTED BY",
+                    "USERNAME", "ACCESS", "GRANTED AT"
+                )?;
+                for grant in &grants {
+                    writeln!(
+                        output,
+                        "{:width$}  {:6}  {:20}  {}",
+                        grant.username,
+                        grant.access.as_str(),
+                        rfc3339(grant.granted_at),
+                        grant.granted_by
+                    )?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Creates the development administrator in the database at `db_path` unless
+/// a user of that name exists (its password is then left alone). `sasha up`
+/// calls this; it is the same code path as `sasha admin user add`.
+#[allow(
+    dead_code,
+    reason = "called by `sasha up` once it provisions the dev admin"
+)]
+pub(crate) fn ensure_dev_admin(
+    db_path: &Path,
+    username: &str,
+    password: &str,
+) -> anyhow::Result<()> {
+    let store = open_store(db_path)?;
+    if store.user_by_name(username)?.is_some() {
+        return Ok(());
+    }
+    match add_user(&store, username, UserRole::Admin, password) {
+        Ok(_) => Ok(()),
+        // Another process created it between the check and the insert.
+        Err(error)
+            if matches!(
+                error.downcast_ref::<StoreError>(),
+                Some(StoreError::UsernameTaken)
+            ) =>
+        {
+            Ok(())
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// `user add` and the dev admin: one way to create a user.
+fn add_user(store: &Store, username: &str, role: UserRole, password: &str) -> anyhow::Result<User> {
+    store
+        .create_user(username, role, password)
+        .with_context(|| format!("cannot add the user {username}"))
+}
+
+/// The core database's path: `DB_PATH`, else `<state>/core.sqlite`, where the
+/// state folder is `--state-dir`, else `SASHA_STATE_DIR`, else `./.sasha`
+/// (exactly how the services find it).
+fn db_path(state: &StateArgs) -> anyhow::Result<PathBuf> {
+    let mut env: HashMap<String, String> =
+        ["SASHA_STATE_DIR", "DOCS_ROOT", "DB_PATH", "APP_DATA_ROOT"]
+            .into_iter()
+            .filter_map(|name| Some((name.to_owned(), ProcessEnv.var(name)?)))
+            .collect();
+    if let Some(dir) = &state.state_dir {
+        let dir = dir
+            .to_str()
+            .ok_or_else(|| usage(format!("--state-dir {} is not UTF-8", dir.display())))?;
+        env.insert("SASHA_STATE_DIR".into(), dir.to_owned());
+    }
+    let paths = StoragePaths::from_env(&env).map_err(|error| usage(error.to_string()))?;
+    Ok(paths.db_path)
+}
+
+fn open_store(db_path: &Path) -> anyhow::Result<Store> {
+    Store::open(db_path)
+        .with_context(|| format!("cannot open the core database {}", db_path.display()))
+}
+
+/// Opens an existing database; a missing one is most likely a wrong
+/// `--state-dir`, which must not silently create a new state folder.
+fn open_existing(state: &StateArgs) -> anyhow::Result<Store> {
+    let db_path = db_path(state)?;
+    if !db_path.exists() {
+        anyhow::bail!(
+            "no core database at {}: check --state-dir, or add a user first with `sasha admin user add`",
+            db_path.display()
+        );
+    }
+    open_store(&db_path)
+}
+
+fn find_user(store: &Store, username: &str) -> anyhow::Result<User> {
+    store
+        .user_by_name(username)?
+        .ok_or_else(|| anyhow::anyhow!("no such user {username}"))
+}
+
+fn unknown_user(error: StoreError, username: &str) -> anyhow::Error {
+    match error {
+        StoreError::UnknownUser => anyhow::anyhow!("no such user {username}"),
+        other => other.into(),
+    }
+}
+
+fn unknown_app(error: StoreError, app_id: &str) -> anyhow::Error {
+    match error {
+        StoreError::UnknownApp => {
+            anyhow::anyhow!("no such app {app_id}: it has never been discovered as a valid package")
+        }
+        other => other.into(),
+    }
+}
+
+/// One line of stdin without its line ending. On a terminal, asks first.
+fn read_password(input: &mut dyn BufRead, prompt: bool) -> anyhow::Result<String> {
+    if prompt {
+        eprint!("Password (one line, shown as typed): ");
+        std::io::stderr().flush().ok();
+    }
+    let mut line = String::new();
+    let read = input
+        .read_line(&mut line)
+        .context("cannot read the password from stdin")?;
+    if read == 0 {
+        return Err(usage(
+            "no password on stdin: pipe one line, e.g. printf '%s\\n' \"$PW\" | sasha admin …",
+        ));
+    }
+    if let Some(rest) = line.strip_suffix('\n') {
+        line.truncate(rest.strip_suffix('\r').unwrap_or(rest).len());
+    }
+    Ok(line)
+}
+
+/// `chat:use,apps:invoke` → the scope set. An empty list is left to the store
+/// (which refuses it); an empty item or an unknown scope is refused here.
+fn parse_scopes(text: &str) -> anyhow::Result<BTreeSet<Scope>> {
+    if text.trim().is_empty() {
+        return Ok(BTreeSet::new());
+    }
+    text.split(',')
+        .map(|item| {
+            let item = item.trim();
+            if item.is_empty() {
+                return Err(usage(format!(
+                    "invalid --scopes {text:?}: an empty item between commas"
+                )));
+            }
+            item.parse::<Scope>()
+                .map_err(|error| usage(format!("invalid --scopes: {error}")))
+        })
+        .collect()
+}
+
+/// `90m`, `12h`, `30d`, `3600s` → seconds.
+fn parse_ttl(text: &str) -> anyhow::Result<u64> {
+    let invalid = || {
+        usage(format!(
+            "invalid --ttl {text:?}: use a number and a unit s, m, h or d, e.g. 90m, 12h or 30d"
+        ))
+    };
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(invalid)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| invalid())?;
+    let unit: u64 = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 60 * 60,
+        "d" => 24 * 60 * 60,
+        _ => return Err(invalid()),
+    };
+    number.checked_mul(unit).ok_or_else(invalid)
+}
+
+/// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (UTC, proleptic Gregorian).
+fn rfc3339(unix: i64) -> String {
+    let days = unix.div_euclid(86_400);
+    let seconds = unix.rem_euclid(86_400);
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let mp = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        seconds / 3600,
+        seconds % 3600 / 60,
+        seconds % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttls_parse_with_units() {
+        assert_eq!(parse_ttl("30d").unwrap(), 30 * 86_400);
+        assert_eq!(parse_ttl("12h").unwrap(), 12 * 3600);
+        assert_eq!(parse_ttl("90m").unwrap(), 90 * 60);
+        assert_eq!(parse_ttl("45s").unwrap(), 45);
+        for bad in [
+            "",
+            "30",
+            "d",
+            "30x",
+            "1.5h",
+            "-1d",
+            "30 d",
+            "99999999999999999999d",
+        ] {
+            let error = parse_ttl(bad).unwrap_err();
+            assert_eq!(exit_status(&error), 2, "{bad}");
+        }
+    }
+
+    #[test]
+    fn scopes_parse_from_a_comma_separated_list() {
+        assert_eq!(
+            parse_scopes("chat:use, apps:invoke").unwrap(),
+            BTreeSet::from([Scope::ChatUse, Scope::AppsInvoke])
+        );
+        assert!(parse_scopes("").unwrap().is_empty());
+        for bad in ["chat:use,", "chat:use,,apps:invoke", "apps:admin"] {
+            assert_eq!(exit_status(&parse_scopes(bad).unwrap_err()), 2, "{bad}");
+        }
+    }
+
+    #[test]
+    fn passwords_are_one_line_without_its_ending() {
+        let read = |text: &str| read_password(&mut text.as_bytes(), false);
+        assert_eq!(read("secret one two\n").unwrap(), "secret one two");
+        assert_eq!(read("secret one two\r\nmore\n").unwrap(), "secret one two");
+        assert_eq!(read("no newline").unwrap(), "no newline");
+        assert_eq!(read("  spaced  \n").unwrap(), "  spaced  ");
+        assert_eq!(exit_status(&read("").unwrap_err()), 2);
+    }
+
+    #[test]
+    fn timestamps_render_as_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_800_000_000), "2027-01-15T08:00:00Z");
+        assert_eq!(rfc3339(-1), "1969-12-31T23:59:59Z");
+    }
+}

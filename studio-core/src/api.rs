@@ -1,0 +1,541 @@
+//! The Studio HTTP API, `/api/*`.
+//!
+//! Callers are browser sessions (the session cookie) or, for scripts, access
+//! tokens (`Authorization: Bearer`). API keys and chat-session tokens are system
+//! credentials: they are refused here. Every answer is JSON; every failure is the
+//! closed envelope.
+//!
+//! Oracles are closed on purpose: an anonymous request gets the same 401 whatever
+//! it asked for; a bad credential, a denied app, an unknown app and an
+//! unknown or stale revision all get the same hidden 404, byte for byte (its
+//! diagnostic id is the nil UUID, since nothing about it needs diagnosing).
+//! State-changing routes accept only same-origin JSON requests.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use sasha_proto::{AppError, ErrorCode};
+use serde::Deserialize;
+
+use crate::Core;
+use crate::catalogue::AppEntry;
+use crate::store::{AppAccess, Principal, PrincipalKind, Scope, StoreError, UserRole};
+
+/// The session cookie's name: `__Host-` prefixed when Studio is served over https.
+pub(crate) fn session_cookie_name(secure: bool) -> &'static str {
+    if secure {
+        "__Host-sasha_session"
+    } else {
+        "sasha_session"
+    }
+}
+
+/// The `/api` routes.
+pub(crate) fn routes() -> axum::Router<Arc<Core>> {
+    axum::Router::new()
+        .route("/api/auth/login", post(login))
+        .route("/api/auth/logout", post(logout))
+        .route("/api/me", get(me))
+        .route("/api/apps", get(list_apps))
+        .route("/api/apps/{app_id}/resource", get(resource))
+        .route("/api/apps/{app_id}/access", get(list_access))
+        .route(
+            "/api/apps/{app_id}/access/{user_id}",
+            put(grant_access).delete(revoke_access),
+        )
+}
+
+/// The hidden 404: identical for every case it covers.
+pub(crate) fn hidden_not_found() -> AppError {
+    let mut error = AppError::from_code(ErrorCode::NotFound);
+    error.diagnostic_id = uuid_nil();
+    error
+}
+
+/// The 401 of an anonymous request, with its `WWW-Authenticate` challenge.
+fn unauthenticated() -> Response {
+    let mut error = AppError::new(ErrorCode::Unauthenticated, "sign in to continue");
+    error.diagnostic_id = uuid_nil();
+    let mut response = error.into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"sasha\""),
+    );
+    response
+}
+
+fn uuid_nil() -> String {
+    "00000000-0000-0000-0000-000000000000".to_owned()
+}
+
+/// A store failure as the user sees it: busy is retryable, the rest internal.
+pub(crate) fn store_error(error: StoreError) -> AppError {
+    match error {
+        StoreError::Busy => {
+            AppError::new(ErrorCode::NotReady, "the account store is busy; try again")
+        }
+        other => {
+            let app_error = AppError::from_code(ErrorCode::Internal);
+            tracing::error!(diagnostic_id = %app_error.diagnostic_id, error = %other, "core store failed");
+            app_error
+        }
+    }
+}
+
+/// Runs blocking store work off the async threads.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, AppError> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result.map_err(store_error),
+        Err(_) => Err(AppError::from_code(ErrorCode::Internal)),
+    }
+}
+
+/// Who is calling.
+enum Caller {
+    Anonymous,
+    Principal(Principal),
+}
+
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// Identifies the caller. A presented credential that does not resolve is the
+/// hidden 404, never a hint that it was wrong.
+async fn caller(core: &Core, headers: &HeaderMap) -> Result<Caller, Response> {
+    let name = session_cookie_name(core.secure_cookies());
+    if let Some(secret) = cookie(headers, name) {
+        let (store, secret) = (core.store.clone(), secret.to_owned());
+        return match blocking(move || store.session(&secret)).await {
+            Ok(Some(principal)) => Ok(Caller::Principal(principal)),
+            Ok(None) => Err(hidden_not_found().into_response()),
+            Err(error) => Err(error.into_response()),
+        };
+    }
+    if let Some(secret) = bearer(headers) {
+        let (store, secret) = (core.store.clone(), secret.to_owned());
+        return match blocking(move || store.token(&secret)).await {
+            Ok(Some(principal)) => Ok(Caller::Principal(principal)),
+            Ok(None) => Err(hidden_not_found().into_response()),
+            Err(error) => Err(error.into_response()),
+        };
+    }
+    Ok(Caller::Anonymous)
+}
+
+/// A user principal allowed on the app routes: a browser session or an access
+/// token holding `chat:use`. Anonymous is 401; anything else the hidden 404.
+async fn user(core: &Core, headers: &HeaderMap) -> Result<Principal, Response> {
+    match caller(core, headers).await? {
+        Caller::Anonymous => Err(unauthenticated()),
+        Caller::Principal(principal)
+            if matches!(
+                principal.kind,
+                PrincipalKind::Session | PrincipalKind::Access
+            ) && principal.scopes.contains(&Scope::ChatUse) =>
+        {
+            Ok(principal)
+        }
+        Caller::Principal(_) => Err(hidden_not_found().into_response()),
+    }
+}
+
+/// Refuses a state-changing request that is not a same-origin JSON request
+/// (security catalogue F5): the `Origin` must be the Studio origin, or, without
+/// an `Origin`, `Sec-Fetch-Site` must say `same-origin`; the body must be JSON.
+fn same_origin_json(
+    core: &Core,
+    method: &Method,
+    headers: &HeaderMap,
+    has_body: bool,
+) -> Result<(), Response> {
+    let origin = headers
+        .get(header::ORIGIN)
+        .and_then(|value| value.to_str().ok());
+    let fetch_site = headers
+        .get("sec-fetch-site")
+        .and_then(|value| value.to_str().ok());
+    let same_origin = match origin {
+        Some(origin) => origin == core.origins.studio.as_str(),
+        None => fetch_site.is_none_or(|site| site == "same-origin"),
+    };
+    if !same_origin || fetch_site.is_some_and(|site| site != "same-origin" && site != "none") {
+        return Err(AppError::new(
+            ErrorCode::AccessDenied,
+            format!("{method} requests are accepted only from the Studio origin"),
+        )
+        .into_response());
+    }
+    if has_body {
+        let json = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.split(';').next())
+            .is_some_and(|value| value.trim().eq_ignore_ascii_case("application/json"));
+        if !json {
+            let mut response = AppError::new(
+                ErrorCode::InputInvalid,
+                "the request body must be application/json",
+            )
+            .into_response();
+            *response.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
+            return Err(response);
+        }
+    }
+    Ok(())
+}
+
+/// Parses a JSON body into `T`, refusing unknown fields with a clear message.
+fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
+    serde_json::from_slice(body).map_err(|error| {
+        AppError::new(
+            ErrorCode::InputInvalid,
+            format!(
+                "the request body is invalid: {}",
+                error.to_string().to_lowercase()
+            ),
+        )
+        .into_response()
+    })
+}
+
+fn me_json(principal: &Principal) -> serde_json::Value {
+    serde_json::json!({
+        "id": principal.user.id,
+        "username": principal.user.username,
+        "role": principal.user.role.as_str(),
+        "scopes": principal.scopes.iter().map(|scope| scope.as_str()).collect::<Vec<_>>(),
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LoginRequest {
+    username: String,
+    password: String,
+}
+
+/// `POST /api/auth/login`: `{username, password}` → the session cookie.
+async fn login(
+    State(core): State<Arc<Core>>,
+    method: Method,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Err(response) = same_origin_json(&core, &method, &headers, true) {
+        return response;
+    }
+    let request: LoginRequest = match parse_body(&body) {
+        Ok(request) => request,
+        Err(response) => return response,
+    };
+    let store = core.store.clone();
+    let outcome = blocking(move || {
+        let Some(user) = store.verify_login(&request.username, &request.password)? else {
+            return Ok(None);
+        };
+        let secret = store.create_session(&user.id)?;
+        let principal = store.session(&secret)?;
+        Ok(principal.map(|principal| (secret, principal)))
+    })
+    .await;
+    match outcome {
+        Ok(Some((secret, principal))) => {
+            let cookie = format!(
+                "{}={secret}; Path=/; HttpOnly; SameSite=Lax{}",
+                session_cookie_name(core.secure_cookies()),
+                if core.secure_cookies() {
+                    "; Secure"
+                } else {
+                    ""
+                }
+            );
+            let mut response = Json(me_json(&principal)).into_response();
+            if let Ok(value) = HeaderValue::from_str(&cookie) {
+                response.headers_mut().insert(header::SET_COOKIE, value);
+            }
+            response
+        }
+        Ok(None) => {
+            let mut error = AppError::new(
+                ErrorCode::Unauthenticated,
+                "the user name or password is wrong",
+            );
+            error.diagnostic_id = uuid_nil();
+            error.into_response()
+        }
+        Err(error) => error.into_response(),
+    }
+}
+
+/// `POST /api/auth/logout`: ends the browser session.
+async fn logout(State(core): State<Arc<Core>>, method: Method, headers: HeaderMap) -> Response {
+    if let Err(response) = same_origin_json(&core, &method, &headers, false) {
+        return response;
+    }
+    let name = session_cookie_name(core.secure_cookies());
+    if let Some(secret) = cookie(&headers, name) {
+        let (store, secret) = (core.store.clone(), secret.to_owned());
+        if let Err(error) = blocking(move || store.delete_session(&secret)).await {
+            return error.into_response();
+        }
+    }
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    let clear = format!(
+        "{name}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{}",
+        if core.secure_cookies() {
+            "; Secure"
+        } else {
+            ""
+        }
+    );
+    if let Ok(value) = HeaderValue::from_str(&clear) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+/// `GET /api/me`.
+async fn me(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
+    match user(&core, &headers).await {
+        Ok(principal) => Json(me_json(&principal)).into_response(),
+        Err(response) => response,
+    }
+}
+
+/// The access the caller holds on each app id, read fresh.
+async fn accesses(
+    core: &Core,
+    principal: &Principal,
+    app_ids: Vec<String>,
+) -> Result<Vec<(String, AppAccess)>, AppError> {
+    let (store, user_id) = (core.store.clone(), principal.user.id.clone());
+    blocking(move || {
+        let mut granted = Vec::new();
+        for app_id in app_ids {
+            if let Some(access) = store.access(&app_id, &user_id)? {
+                granted.push((app_id, access));
+            }
+        }
+        Ok(granted)
+    })
+    .await
+}
+
+/// `GET /api/apps`: the apps the caller may use, with their access and the
+/// sandbox origin.
+async fn list_apps(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
+    let principal = match user(&core, &headers).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
+    let snapshot = core.catalogue.current();
+    let ids: Vec<String> = snapshot.valid().map(|(id, _)| id.clone()).collect();
+    let granted = match accesses(&core, &principal, ids).await {
+        Ok(granted) => granted,
+        Err(error) => return error.into_response(),
+    };
+    let apps: Vec<serde_json::Value> = granted
+        .iter()
+        .filter_map(|(id, access)| match snapshot.apps.get(id) {
+            Some(AppEntry::Valid(package)) => Some(serde_json::json!({
+                "id": id,
+                "name": package.manifest.name,
+                "description": package.manifest.description,
+                "version": package.manifest.version,
+                "revision": package.resource.revision,
+                "resourceUri": package.resource.uri,
+                "capabilities": package.manifest.capabilities,
+                "access": access.as_str(),
+            })),
+            _ => None,
+        })
+        .collect();
+    let mut response = Json(serde_json::json!({
+        "apps": apps,
+        "sandboxOrigin": core.origins.sandbox.as_str(),
+    }))
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+#[derive(Deserialize)]
+struct RevisionQuery {
+    revision: Option<String>,
+}
+
+/// `GET /api/apps/:appId/resource?revision=`: the exact resource, to the
+/// trusted Studio host, for a caller with `use`.
+async fn resource(
+    State(core): State<Arc<Core>>,
+    Path(app_id): Path<String>,
+    Query(query): Query<RevisionQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let principal = match user(&core, &headers).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
+    let granted = match accesses(&core, &principal, vec![app_id.clone()]).await {
+        Ok(granted) => granted,
+        Err(error) => return error.into_response(),
+    };
+    let Some(revision) = query.revision.filter(|_| !granted.is_empty()) else {
+        return hidden_not_found().into_response();
+    };
+    let Ok(resource) = core.catalogue.resource(&app_id, &revision) else {
+        return hidden_not_found().into_response();
+    };
+    let mut response = Json(serde_json::json!({
+        "uri": resource.uri,
+        "mimeType": resource.mime_type,
+        "text": resource.html,
+        "_meta": {"ui": resource.meta},
+    }))
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// The caller of a grant route: an admin or staff user principal.
+async fn grant_manager(
+    core: &Core,
+    headers: &HeaderMap,
+    app_id: &str,
+) -> Result<Principal, Response> {
+    let principal = user(core, headers).await?;
+    if !matches!(principal.user.role, UserRole::Admin | UserRole::Staff) {
+        return Err(hidden_not_found().into_response());
+    }
+    let registered = core.catalogue.current().apps.contains_key(app_id);
+    if !registered {
+        return Err(hidden_not_found().into_response());
+    }
+    Ok(principal)
+}
+
+/// `GET /api/apps/:appId/access`: current grants (admin/staff only).
+async fn list_access(
+    State(core): State<Arc<Core>>,
+    Path(app_id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(response) = grant_manager(&core, &headers, &app_id).await {
+        return response;
+    }
+    let store = core.store.clone();
+    match blocking(move || store.grants(&app_id)).await {
+        Ok(grants) => {
+            let grants: Vec<serde_json::Value> = grants
+                .iter()
+                .map(|grant| {
+                    serde_json::json!({
+                        "userId": grant.user_id,
+                        "username": grant.username,
+                        "access": grant.access.as_str(),
+                        "grantedAt": grant.granted_at,
+                    })
+                })
+                .collect();
+            Json(serde_json::json!({"grants": grants})).into_response()
+        }
+        Err(error) => error.into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GrantRequest {
+    access: String,
+}
+
+/// `PUT /api/apps/:appId/access/:userId` with `{"access":"use"|"manage"}`.
+async fn grant_access(
+    State(core): State<Arc<Core>>,
+    Path((app_id, user_id)): Path<(String, String)>,
+    method: Method,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Err(response) = same_origin_json(&core, &method, &headers, true) {
+        return response;
+    }
+    let actor = match grant_manager(&core, &headers, &app_id).await {
+        Ok(actor) => actor,
+        Err(response) => return response,
+    };
+    let request: GrantRequest = match parse_body(&body) {
+        Ok(request) => request,
+        Err(response) => return response,
+    };
+    let access = match request.access.as_str() {
+        "use" => AppAccess::Use,
+        "manage" => AppAccess::Manage,
+        _ => {
+            return AppError::new(
+                ErrorCode::InputInvalid,
+                "access must be \"use\" or \"manage\"",
+            )
+            .into_response();
+        }
+    };
+    let store = core.store.clone();
+    let outcome = blocking(move || {
+        if store.user(&user_id)?.is_none() {
+            return Ok(false);
+        }
+        store.grant(&app_id, &user_id, access, Some(&actor.user.id))?;
+        Ok(true)
+    })
+    .await;
+    match outcome {
+        Ok(true) => Json(serde_json::json!({"access": access.as_str()})).into_response(),
+        Ok(false) => hidden_not_found().into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+/// `DELETE /api/apps/:appId/access/:userId`: revokes every access.
+async fn revoke_access(
+    State(core): State<Arc<Core>>,
+    Path((app_id, user_id)): Path<(String, String)>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(response) = same_origin_json(&core, &method, &headers, false) {
+        return response;
+    }
+    let actor = match grant_manager(&core, &headers, &app_id).await {
+        Ok(actor) => actor,
+        Err(response) => return response,
+    };
+    let store = core.store.clone();
+    match blocking(move || store.revoke(&app_id, &user_id, Some(&actor.user.id))).await {
+        Ok(_) => StatusCode::NO_CONTENT.into_response(),
+        Err(error) => error.into_response(),
+    }
+}

@@ -1,0 +1,288 @@
+//! `CoreService`: what mcp-gateway asks studio-core, over mTLS gRPC.
+//!
+//! Every answer is computed fresh from the store and the catalogue: a revoked
+//! grant is gone on the very next call. The gateway passes back the principal
+//! `Authenticate` gave it; access is still read here, never trusted from it.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use sasha_proto::pb::core_service_server::CoreService;
+use sasha_proto::pb::{self, HealthReply, HealthRequest};
+use sasha_proto::{AppError, ErrorCode, grpc};
+use tonic::{Request, Response, Status};
+
+use crate::Core;
+use crate::api::blocking;
+use crate::catalogue::AppEntry;
+use crate::store::{AppAccess, Principal, PrincipalKind, Scope};
+
+/// The `CoreService` implementation.
+#[derive(Debug, Clone)]
+pub(crate) struct CoreGrpc {
+    pub(crate) core: Arc<Core>,
+}
+
+type GrpcResult<T> = Result<Response<T>, Status>;
+
+fn kind_name(kind: PrincipalKind) -> &'static str {
+    match kind {
+        PrincipalKind::Session => "session",
+        PrincipalKind::Access => "access",
+        PrincipalKind::ApiKey => "api-key",
+        PrincipalKind::ChatSession => "chat-session",
+    }
+}
+
+fn to_wire(principal: &Principal) -> pb::Principal {
+    pb::Principal {
+        user_id: principal.user.id.clone(),
+        role: principal.user.role.as_str().to_owned(),
+        scopes: principal
+            .scopes
+            .iter()
+            .map(|scope| scope.as_str().to_owned())
+            .collect(),
+        kind: kind_name(principal.kind).to_owned(),
+        username: principal.user.username.clone(),
+    }
+}
+
+/// The user id of a principal the gateway passed back, and whether it may
+/// invoke apps at all.
+fn caller(principal: Option<&pb::Principal>) -> Result<(String, bool), Status> {
+    let principal = principal
+        .filter(|principal| !principal.user_id.is_empty())
+        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal").to_status())?;
+    let invokes = principal.kind != "api-key"
+        && principal
+            .scopes
+            .iter()
+            .any(|scope| scope == Scope::AppsInvoke.as_str());
+    Ok((principal.user_id.clone(), invokes))
+}
+
+impl CoreGrpc {
+    /// The access `user_id` holds on every valid app, read fresh.
+    async fn granted(&self, user_id: String) -> Result<Vec<(String, AppAccess)>, Status> {
+        let snapshot = self.core.catalogue.current();
+        let ids: Vec<String> = snapshot.valid().map(|(id, _)| id.clone()).collect();
+        let store = self.core.store.clone();
+        blocking(move || {
+            let mut granted = Vec::new();
+            for id in ids {
+                if let Some(access) = store.access(&id, &user_id)? {
+                    granted.push((id, access));
+                }
+            }
+            Ok(granted)
+        })
+        .await
+        .map_err(|error| error.to_status())
+    }
+}
+
+#[tonic::async_trait]
+impl CoreService for CoreGrpc {
+    #[tracing::instrument(skip_all, name = "core.health")]
+    async fn health(&self, request: Request<HealthRequest>) -> GrpcResult<HealthReply> {
+        Ok(Response::new(
+            self.core.health(request.get_ref().deep).await,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, name = "core.authenticate")]
+    async fn authenticate(
+        &self,
+        request: Request<pb::AuthenticateRequest>,
+    ) -> GrpcResult<pb::Principal> {
+        let request = request.into_inner();
+        let store = self.core.store.clone();
+        let credential = request.credential;
+        let principal = match request.kind.as_str() {
+            "bearer" => blocking(move || store.token(&credential)).await,
+            "session" => blocking(move || store.session(&credential)).await,
+            _ => {
+                return Err(AppError::new(
+                    ErrorCode::InputInvalid,
+                    "kind must be bearer or session",
+                )
+                .to_status());
+            }
+        }
+        .map_err(|error| error.to_status())?;
+        match principal {
+            Some(principal) => Ok(Response::new(to_wire(&principal))),
+            None => Err(
+                AppError::new(ErrorCode::Unauthenticated, "the credential is not valid")
+                    .to_status(),
+            ),
+        }
+    }
+
+    #[tracing::instrument(skip_all, name = "core.list_apps")]
+    async fn list_apps(&self, request: Request<pb::ListAppsRequest>) -> GrpcResult<pb::AppList> {
+        let (user_id, invokes) = caller(request.get_ref().principal.as_ref())?;
+        if !invokes {
+            return Ok(Response::new(pb::AppList::default()));
+        }
+        let snapshot = self.core.catalogue.current();
+        let apps = self
+            .granted(user_id)
+            .await?
+            .into_iter()
+            .filter_map(|(id, access)| match snapshot.apps.get(&id) {
+                Some(AppEntry::Valid(package)) => Some(pb::AppSummary {
+                    name: package.manifest.name.clone(),
+                    description: package.manifest.description.clone(),
+                    revision: package.resource.revision.clone(),
+                    access: access.as_str().to_owned(),
+                    resource_uri: package.resource.uri.clone(),
+                    id,
+                }),
+                _ => None,
+            })
+            .collect();
+        Ok(Response::new(pb::AppList { apps }))
+    }
+
+    #[tracing::instrument(skip_all, name = "core.check_access")]
+    async fn check_access(
+        &self,
+        request: Request<pb::CheckAccessRequest>,
+    ) -> GrpcResult<pb::AccessDecision> {
+        let request = request.into_inner();
+        let (user_id, invokes) = caller(request.principal.as_ref())?;
+        let needed = match request.access.as_str() {
+            "use" => AppAccess::Use,
+            "manage" => AppAccess::Manage,
+            _ => {
+                return Err(
+                    AppError::new(ErrorCode::InputInvalid, "access must be use or manage")
+                        .to_status(),
+                );
+            }
+        };
+        if !invokes {
+            return Ok(Response::new(pb::AccessDecision { allowed: false }));
+        }
+        let store = self.core.store.clone();
+        let app_id = request.app_id;
+        let held = blocking(move || store.access(&app_id, &user_id))
+            .await
+            .map_err(|error| error.to_status())?;
+        let allowed = matches!(
+            (held, needed),
+            (Some(AppAccess::Manage), _) | (Some(AppAccess::Use), AppAccess::Use)
+        );
+        Ok(Response::new(pb::AccessDecision { allowed }))
+    }
+
+    #[tracing::instrument(skip_all, name = "core.get_resource")]
+    async fn get_resource(
+        &self,
+        request: Request<pb::GetResourceRequest>,
+    ) -> GrpcResult<pb::AppResource> {
+        let request = request.into_inner();
+        let (user_id, invokes) = caller(request.principal.as_ref())?;
+        let hidden = || AppError::from_code(ErrorCode::NotFound).to_status();
+        if !invokes {
+            return Err(hidden());
+        }
+        let store = self.core.store.clone();
+        let app_id = request.app_id.clone();
+        let held = blocking(move || store.access(&app_id, &user_id))
+            .await
+            .map_err(|error| error.to_status())?;
+        if held.is_none() {
+            return Err(hidden());
+        }
+        let resource = self
+            .core
+            .catalogue
+            .resource(&request.app_id, &request.revision)
+            .map_err(|error| error.to_status())?;
+        Ok(Response::new(pb::AppResource {
+            uri: resource.uri.clone(),
+            mime_type: resource.mime_type.clone(),
+            html: resource.html.clone(),
+            meta_json: resource.meta.to_string(),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, name = "core.get_catalogue")]
+    async fn get_catalogue(
+        &self,
+        request: Request<pb::CatalogueRequest>,
+    ) -> GrpcResult<pb::Catalogue> {
+        let request = request.into_inner();
+        let (user_id, invokes) = caller(request.principal.as_ref())?;
+        let snapshot = self.core.catalogue.current();
+        let mut apps = serde_json::Map::new();
+        if invokes {
+            let wanted: BTreeSet<String> = if request.app_id.is_empty() {
+                BTreeSet::new()
+            } else {
+                BTreeSet::from([request.app_id.clone()])
+            };
+            for (id, access) in self.granted(user_id).await? {
+                if !wanted.is_empty() && !wanted.contains(&id) {
+                    continue;
+                }
+                let Some(AppEntry::Valid(package)) = snapshot.apps.get(&id) else {
+                    continue;
+                };
+                let tables: serde_json::Value = package
+                    .data
+                    .as_ref()
+                    .map(|data| {
+                        data.tables
+                            .iter()
+                            .filter_map(|(name, declaration)| {
+                                let table = data.schema.tables.get(name)?;
+                                Some((
+                                    name.clone(),
+                                    serde_json::json!({"declaration": declaration, "columns": table.columns}),
+                                ))
+                            })
+                            .collect::<serde_json::Map<_, _>>()
+                            .into()
+                    })
+                    .unwrap_or_else(|| serde_json::json!({}));
+                apps.insert(
+                    id.clone(),
+                    serde_json::json!({
+                        "name": package.manifest.name,
+                        "description": package.manifest.description,
+                        "revision": package.resource.revision,
+                        "resourceUri": package.resource.uri,
+                        "access": access.as_str(),
+                        "capabilities": package.manifest.capabilities,
+                        "contractHash": package.data.as_ref().map(|data| data.hash.clone()),
+                        "tables": tables,
+                        "actions": package.actions,
+                    }),
+                );
+            }
+        }
+        Ok(Response::new(pb::Catalogue {
+            json: serde_json::Value::Object(apps).to_string(),
+            fingerprint: snapshot.fingerprint.clone(),
+        }))
+    }
+
+    async fn confirm(&self, _: Request<pb::ConfirmRequest>) -> GrpcResult<pb::ConfirmReply> {
+        Err(grpc::not_ready("CoreService.Confirm"))
+    }
+
+    async fn source_files(
+        &self,
+        _: Request<pb::SourceFilesRequest>,
+    ) -> GrpcResult<pb::SourceFilesReply> {
+        Err(grpc::not_ready("CoreService.SourceFiles"))
+    }
+
+    async fn chat(&self, _: Request<pb::ChatRequest>) -> GrpcResult<pb::ChatReply> {
+        Err(grpc::not_ready("CoreService.Chat"))
+    }
+}

@@ -1,0 +1,166 @@
+//! The core database's schema as an ordered list of migrations, and the code
+//! that applies them.
+//!
+//! A migration is appended, never edited: a database records in
+//! `schema_migrations` which versions it has, and a version that has run is
+//! never run again. Applying happens in one `BEGIN IMMEDIATE` transaction, so two
+//! processes opening the same file at once (studio-core and the operator CLI)
+//! serialise instead of both creating tables. This module must not hold
+//! anything but schema.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::StoreError;
+
+/// One schema step: its version, a short name, and the SQL it runs.
+struct Migration {
+    version: i64,
+    name: &'static str,
+    sql: &'static str,
+}
+
+/// Every migration, in order. Versions are 1, 2, 3, … without gaps.
+const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "identity and access",
+    sql: r#"
+CREATE TABLE users (
+    id            TEXT PRIMARY KEY,
+    username      TEXT NOT NULL UNIQUE,
+    role          TEXT NOT NULL CHECK (role IN ('admin', 'staff', 'member')),
+    password_hash TEXT NOT NULL,
+    created_at    INTEGER NOT NULL
+) STRICT;
+
+-- Browser sessions. Only sha256(secret) is stored: a copy of the database
+-- does not let anyone sign in.
+CREATE TABLE sessions (
+    secret_sha256 TEXT PRIMARY KEY,
+    user_id       TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    created_at    INTEGER NOT NULL,
+    expires_at    INTEGER NOT NULL
+) STRICT;
+CREATE INDEX sessions_by_user ON sessions(user_id);
+CREATE INDEX sessions_by_expiry ON sessions(expires_at);
+
+-- Access tokens (MCP clients), API keys (system principals) and chat-session
+-- tokens. `scopes` is the space-separated scope list exactly as minted.
+CREATE TABLE tokens (
+    id            INTEGER PRIMARY KEY,
+    kind          TEXT NOT NULL CHECK (kind IN ('access', 'api-key', 'chat-session')),
+    user_id       TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    scopes        TEXT NOT NULL,
+    secret_sha256 TEXT NOT NULL UNIQUE,
+    created_at    INTEGER NOT NULL,
+    expires_at    INTEGER,
+    revoked_at    INTEGER
+) STRICT;
+CREATE INDEX tokens_by_user ON tokens(user_id);
+
+-- Every app id ever discovered. A row is never deleted: its presence is what
+-- makes a returning app id "not a first discovery".
+CREATE TABLE app_registry (
+    app_id              TEXT PRIMARY KEY,
+    current_revision    TEXT NOT NULL,
+    schema_hash         TEXT,
+    actions_json        TEXT NOT NULL,
+    first_discovered_at INTEGER NOT NULL,
+    last_seen_at        INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE grants (
+    app_id     TEXT NOT NULL REFERENCES app_registry(app_id),
+    user_id    TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    access     TEXT NOT NULL CHECK (access IN ('use', 'manage')),
+    granted_at INTEGER NOT NULL,
+    granted_by TEXT NOT NULL,
+    PRIMARY KEY (app_id, user_id)
+) STRICT;
+CREATE INDEX grants_by_user ON grants(user_id);
+
+-- Who changed which grant or app source, and when. Append-only: the three
+-- triggers refuse UPDATE, DELETE, and an INSERT that reuses an existing id
+-- (INSERT OR REPLACE would otherwise delete the old row without firing a
+-- delete trigger, because SQLite fires delete triggers for REPLACE only
+-- when recursive_triggers is on). AUTOINCREMENT keeps ids from ever being
+-- reused.
+CREATE TABLE authorization_audit_log (
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    at      INTEGER NOT NULL,
+    actor   TEXT NOT NULL,
+    action  TEXT NOT NULL,
+    app_id  TEXT,
+    subject TEXT,
+    before  TEXT,
+    after   TEXT
+) STRICT;
+CREATE INDEX authorization_audit_log_by_app ON authorization_audit_log(app_id, id);
+CREATE TRIGGER authorization_audit_log_no_update
+    BEFORE UPDATE ON authorization_audit_log
+BEGIN
+    SELECT RAISE(ABORT, 'authorization_audit_log is append-only');
+END;
+CREATE TRIGGER authorization_audit_log_no_delete
+    BEFORE DELETE ON authorization_audit_log
+BEGIN
+    SELECT RAISE(ABORT, 'authorization_audit_log is append-only');
+END;
+CREATE TRIGGER authorization_audit_log_no_replace
+    BEFORE INSERT ON authorization_audit_log
+    WHEN NEW.id IS NOT NULL
+        AND EXISTS (SELECT 1 FROM authorization_audit_log WHERE id = NEW.id)
+BEGIN
+    SELECT RAISE(ABORT, 'authorization_audit_log is append-only');
+END;
+"#,
+}];
+
+/// The newest schema version this build knows.
+pub(super) fn latest_version() -> i64 {
+    MIGRATIONS.last().map_or(0, |migration| migration.version)
+}
+
+/// Brings the database up to [`latest_version`]. Idempotent; safe against a
+/// concurrent opener. Refuses a database written by a newer build.
+pub(super) fn migrate(connection: &mut Connection, now: i64) -> Result<(), StoreError> {
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    transaction.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version    INTEGER PRIMARY KEY,
+            name       TEXT NOT NULL,
+            applied_at INTEGER NOT NULL
+        ) STRICT;",
+    )?;
+    let current: i64 = transaction.query_row(
+        "SELECT coalesce(max(version), 0) FROM schema_migrations",
+        [],
+        |row| row.get(0),
+    )?;
+    if current > latest_version() {
+        return Err(StoreError::Database(format!(
+            "the core database has schema version {current}, newer than this build's {}",
+            latest_version()
+        )));
+    }
+    for migration in MIGRATIONS.iter().filter(|m| m.version > current) {
+        transaction.execute_batch(migration.sql)?;
+        transaction.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, ?3)",
+            (migration.version, migration.name, now),
+        )?;
+    }
+    transaction.commit()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_consecutive_from_one() {
+        for (index, migration) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(migration.version, index as i64 + 1, "{}", migration.name);
+        }
+    }
+}

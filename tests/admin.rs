@@ -1,0 +1,536 @@
+//! `sasha admin`, run as the real binary against temporary state folders: every
+//! form, its output contract (the token alone on stdout, one error line on
+//! stderr, exit 2 for refused input and 1 otherwise), and working on a
+//! database another process holds open.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use studio_core::store::{AppAccess, PrincipalKind, Scope, Store, UserRole};
+
+const PASSWORD: &str = "correct horse battery";
+
+/// One finished `sasha admin` run.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `sasha admin ARGS` with a clean environment plus `env`, feeding
+/// `stdin` (or nothing).
+fn admin_with_env(args: &[&str], env: &[(&str, &Path)], stdin: Option<&str>) -> Run {
+    let mut child = Command::new(common::sasha_bin())
+        .arg("admin")
+        .args(args)
+        .env_clear()
+        .envs(env.iter().map(|(key, value)| (key, value.as_os_str())))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run sasha admin");
+    {
+        let mut pipe = child.stdin.take().unwrap();
+        if let Some(text) = stdin {
+            pipe.write_all(text.as_bytes()).unwrap();
+        }
+    }
+    let output = child.wait_with_output().unwrap();
+    Run {
+        code: output.status.code().expect("exit code"),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+/// Runs `sasha admin ARGS --state-dir STATE`.
+fn admin(state: &Path, args: &[&str], stdin: Option<&str>) -> Run {
+    let mut args = args.to_vec();
+    let state = state.to_str().unwrap();
+    args.extend(["--state-dir", state]);
+    admin_with_env(&args, &[], stdin)
+}
+
+/// Asserts a failed run: its status, nothing on stdout, and exactly one line
+/// on stderr that contains `needle`.
+fn assert_refused(run: &Run, code: i32, needle: &str) {
+    assert_eq!(run.code, code, "{run:?}");
+    assert_eq!(run.stdout, "", "{run:?}");
+    assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+    assert!(run.stderr.starts_with("sasha admin: "), "{run:?}");
+    assert!(run.stderr.contains(needle), "{run:?}");
+}
+
+fn store(state: &Path) -> Store {
+    Store::open(&state.join("core.sqlite")).unwrap()
+}
+
+#[test]
+fn user_add_and_passwd_take_passwords_from_the_flag_or_stdin() {
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path();
+
+    let run = admin(
+        state,
+        &[
+            "user",
+            "add",
+            "ada",
+            "--role",
+            "admin",
+            "--password",
+            PASSWORD,
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let id = run.stdout.trim_end();
+    assert_eq!(run.stdout, format!("{id}\n"));
+    assert_eq!(id.len(), 36, "a uuid: {id}");
+
+    let run = admin(
+        state,
+        &["user", "add", "mia", "--role", "member"],
+        Some(&format!("{PASSWORD}\n")),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+
+    let store = store(state);
+    let ada = store.verify_login("ada", PASSWORD).unwrap().unwrap();
+    assert_eq!(ada.id, id);
+    assert_eq!(ada.role, UserRole::Admin);
+    let mia = store.verify_login("mia", PASSWORD).unwrap().unwrap();
+    assert_eq!(mia.role, UserRole::Member);
+
+    // A new password ends the user's sessions.
+    let session = store.create_session(&mia.id).unwrap();
+    let run = admin(
+        state,
+        &["user", "passwd", "mia"],
+        Some("a new password for mia\r\n"),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(store.verify_login("mia", PASSWORD).unwrap(), None);
+    assert!(
+        store
+            .verify_login("mia", "a new password for mia")
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(store.session(&session).unwrap(), None);
+
+    assert_refused(
+        &admin(
+            state,
+            &[
+                "user",
+                "add",
+                "ada",
+                "--role",
+                "staff",
+                "--password",
+                PASSWORD,
+            ],
+            None,
+        ),
+        1,
+        "already taken",
+    );
+    assert_refused(
+        &admin(
+            state,
+            &[
+                "user",
+                "add",
+                "Bad Name",
+                "--role",
+                "staff",
+                "--password",
+                PASSWORD,
+            ],
+            None,
+        ),
+        2,
+        "invalid username",
+    );
+    assert_refused(
+        &admin(
+            state,
+            &[
+                "user",
+                "add",
+                "sam",
+                "--role",
+                "staff",
+                "--password",
+                "short",
+            ],
+            None,
+        ),
+        2,
+        "at least 12 characters",
+    );
+    assert_refused(
+        &admin(state, &["user", "add", "sam", "--role", "staff"], Some("")),
+        2,
+        "no password on stdin",
+    );
+    assert_refused(
+        &admin(
+            state,
+            &["user", "passwd", "nobody"],
+            Some("long enough password\n"),
+        ),
+        1,
+        "no such user nobody",
+    );
+    assert_eq!(store.user_by_name("sam").unwrap(), None);
+
+    // An unknown role is a usage error from the parser.
+    let run = admin(
+        state,
+        &[
+            "user",
+            "add",
+            "sam",
+            "--role",
+            "owner",
+            "--password",
+            PASSWORD,
+        ],
+        None,
+    );
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("invalid value 'owner'"), "{run:?}");
+}
+
+#[test]
+fn token_mint_prints_only_a_token_with_exactly_its_scopes() {
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path();
+    let store = store(state);
+    store.create_user("sam", UserRole::Staff, PASSWORD).unwrap();
+
+    let run = admin(
+        state,
+        &[
+            "token",
+            "mint",
+            "sam",
+            "--scopes",
+            "apps:invoke,apps:write",
+            "--ttl",
+            "90m",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stderr, "");
+    let token = run.stdout.strip_suffix('\n').expect("one line");
+    assert!(!token.contains(char::is_whitespace), "{token:?}");
+    assert!(token.starts_with("sasha_at_"), "{token}");
+
+    let principal = store.token(token).unwrap().expect("the token works");
+    assert_eq!(principal.kind, PrincipalKind::Access);
+    assert_eq!(principal.user.username, "sam");
+    assert_eq!(
+        principal.scopes,
+        BTreeSet::from([Scope::AppsInvoke, Scope::AppsWrite])
+    );
+    let now = studio_core::store::system_clock();
+    assert!(
+        (now + 90 * 60 - 5..=now + 90 * 60).contains(&principal.expires_at),
+        "{principal:?}"
+    );
+
+    // The default lifetime is 30 days.
+    let run = admin(
+        state,
+        &["token", "mint", "sam", "--scopes", "chat:use"],
+        None,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let principal = store.token(run.stdout.trim_end()).unwrap().unwrap();
+    assert_eq!(principal.scopes, BTreeSet::from([Scope::ChatUse]));
+    assert!(principal.expires_at > now + 29 * 86_400);
+}
+
+#[test]
+fn a_member_cannot_mint_apps_write_and_bad_input_is_refused() {
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path();
+    let store = store(state);
+    store
+        .create_user("mia", UserRole::Member, PASSWORD)
+        .unwrap();
+
+    assert_refused(
+        &admin(
+            state,
+            &["token", "mint", "mia", "--scopes", "apps:invoke,apps:write"],
+            None,
+        ),
+        2,
+        "a member user cannot hold the apps:write scope",
+    );
+    assert_refused(
+        &admin(
+            state,
+            &["token", "mint", "mia", "--scopes", "apps:admin"],
+            None,
+        ),
+        2,
+        "unknown scope \"apps:admin\"",
+    );
+    assert_refused(
+        &admin(state, &["token", "mint", "mia", "--scopes", ""], None),
+        2,
+        "at least one scope",
+    );
+    assert_refused(
+        &admin(
+            state,
+            &[
+                "token", "mint", "mia", "--scopes", "chat:use", "--ttl", "soon",
+            ],
+            None,
+        ),
+        2,
+        "invalid --ttl",
+    );
+    assert_refused(
+        &admin(
+            state,
+            &[
+                "token", "mint", "mia", "--scopes", "chat:use", "--ttl", "366d",
+            ],
+            None,
+        ),
+        2,
+        "at most 365 days",
+    );
+    assert_refused(
+        &admin(
+            state,
+            &["token", "mint", "nobody", "--scopes", "chat:use"],
+            None,
+        ),
+        1,
+        "no such user nobody",
+    );
+}
+
+#[test]
+fn grant_revoke_and_grants_round_trip() {
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path();
+    let store = store(state);
+    let ada = store.create_user("ada", UserRole::Admin, PASSWORD).unwrap();
+    let mia = store
+        .create_user("mia", UserRole::Member, PASSWORD)
+        .unwrap();
+    store
+        .register_app("time-sheet", "rev-1", None, "[]")
+        .unwrap();
+
+    let run = admin(state, &["grant", "time-sheet", "mia", "use"], None);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        store.access("time-sheet", &mia.id).unwrap(),
+        Some(AppAccess::Use)
+    );
+
+    let run = admin(state, &["grants", "time-sheet"], None);
+    assert_eq!(run.code, 0, "{run:?}");
+    let lines: Vec<Vec<&str>> = run
+        .stdout
+        .lines()
+        .map(|line| line.split_whitespace().collect())
+        .collect();
+    assert_eq!(lines.len(), 3, "{}", run.stdout);
+    assert_eq!(
+        lines[0],
+        ["USERNAME", "ACCESS", "GRANTED", "AT", "GRANTED", "BY"]
+    );
+    assert_eq!(lines[1][..2], ["ada", "manage"]);
+    assert_eq!(lines[1][3], "system");
+    assert_eq!(lines[2][..2], ["mia", "use"]);
+    assert!(lines[2][2].ends_with('Z'), "{:?}", lines[2]);
+    assert_eq!(lines[2][3], "operator");
+
+    let run = admin(state, &["grant", "time-sheet", "mia", "manage"], None);
+    assert_eq!(run.code, 0, "{run:?}");
+    let run = admin(state, &["grants", "time-sheet", "--json"], None);
+    assert_eq!(run.code, 0, "{run:?}");
+    let grants: Vec<serde_json::Value> = run
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(grants.len(), 2);
+    assert_eq!(grants[0]["username"], "ada");
+    assert_eq!(grants[0]["userId"], ada.id.as_str());
+    assert_eq!(grants[1]["username"], "mia");
+    assert_eq!(grants[1]["access"], "manage");
+    assert!(grants[1]["grantedAt"].as_i64().unwrap() > 0);
+
+    let run = admin(state, &["revoke", "time-sheet", "mia"], None);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(store.access("time-sheet", &mia.id).unwrap(), None);
+    let run = admin(state, &["revoke", "time-sheet", "mia"], None);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("had no access"), "{run:?}");
+    let run = admin(state, &["grants", "time-sheet", "--json"], None);
+    assert_eq!(run.stdout.lines().count(), 1, "{run:?}");
+
+    // Every change is audited under the operator.
+    let operator_changes: Vec<_> = store
+        .audit_entries(Some("time-sheet"))
+        .unwrap()
+        .into_iter()
+        .filter(|entry| entry.actor == "operator")
+        .map(|entry| (entry.before, entry.after))
+        .collect();
+    assert_eq!(
+        operator_changes,
+        [
+            (None, Some("use".to_owned())),
+            (Some("use".to_owned()), Some("manage".to_owned())),
+            (Some("manage".to_owned()), None),
+        ]
+    );
+
+    for args in [
+        &["grant", "no-such-app", "mia", "use"][..],
+        &["revoke", "no-such-app", "mia"],
+        &["grants", "no-such-app"],
+    ] {
+        assert_refused(&admin(state, args, None), 1, "no such app no-such-app");
+    }
+    assert_refused(
+        &admin(state, &["grant", "time-sheet", "nobody", "use"], None),
+        1,
+        "no such user nobody",
+    );
+    let run = admin(state, &["grant", "time-sheet", "mia", "own"], None);
+    assert_eq!(run.code, 2, "{run:?}");
+}
+
+#[test]
+fn it_works_while_another_process_holds_the_database_open() {
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path();
+    // The "running stack": a store opened first and used throughout.
+    let running = store(state);
+    running
+        .create_user("ada", UserRole::Admin, PASSWORD)
+        .unwrap();
+    running
+        .register_app("time-sheet", "rev-1", None, "[]")
+        .unwrap();
+
+    let run = admin(
+        state,
+        &["user", "add", "mia", "--role", "member"],
+        Some(&format!("{PASSWORD}\n")),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let mia = running.user_by_name("mia").unwrap().expect("seen at once");
+    let run = admin(state, &["grant", "time-sheet", "mia", "use"], None);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        running.access("time-sheet", &mia.id).unwrap(),
+        Some(AppAccess::Use)
+    );
+    let run = admin(state, &["revoke", "time-sheet", "mia"], None);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(running.access("time-sheet", &mia.id).unwrap(), None);
+    let run = admin(
+        state,
+        &["token", "mint", "ada", "--scopes", "chat:use"],
+        None,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(running.token(run.stdout.trim_end()).unwrap().is_some());
+}
+
+#[test]
+fn the_database_is_found_like_the_services_find_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let add = [
+        "user",
+        "add",
+        "ada",
+        "--role",
+        "admin",
+        "--password",
+        PASSWORD,
+    ];
+
+    // SASHA_STATE_DIR without --state-dir.
+    let run = admin_with_env(&add, &[("SASHA_STATE_DIR", &state)], None);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(state.join("core.sqlite").exists());
+
+    // DB_PATH names the database instead of <state>/core.sqlite.
+    let elsewhere = dir.path().join("db/other.sqlite");
+    let run = admin_with_env(
+        &[
+            "user",
+            "add",
+            "bob",
+            "--role",
+            "member",
+            "--password",
+            PASSWORD,
+        ],
+        &[("SASHA_STATE_DIR", &state), ("DB_PATH", &elsewhere)],
+        None,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let other = Store::open(&elsewhere).unwrap();
+    assert!(other.user_by_name("bob").unwrap().is_some());
+    assert!(store(&state).user_by_name("bob").unwrap().is_none());
+
+    // Only `user add` creates a database; elsewhere a missing one is a mistake.
+    let missing = dir.path().join("typo");
+    assert_refused(
+        &admin(&missing, &["grants", "time-sheet"], None),
+        1,
+        "no core database at",
+    );
+    assert!(!missing.exists());
+}
+
+#[test]
+fn help_shows_every_form() {
+    let help = |args: &[&str]| {
+        let output = Command::new(common::sasha_bin())
+            .args(args)
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let top = help(&["admin"]);
+    for form in ["user", "token", "grant", "revoke", "grants"] {
+        assert!(top.contains(form), "{top}");
+    }
+    assert!(help(&["admin", "user"]).contains("passwd"));
+    let add = help(&["admin", "user", "add"]);
+    for needle in ["--role", "--password", "--state-dir", "printf"] {
+        assert!(add.contains(needle), "{add}");
+    }
+    let mint = help(&["admin", "token", "mint"]);
+    for needle in ["--scopes", "--ttl", "apps:write", "30d"] {
+        assert!(mint.contains(needle), "{mint}");
+    }
+}

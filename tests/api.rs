@@ -1,0 +1,541 @@
+//! The Studio HTTP API through real requests to a running studio-core: every
+//! route against every kind of caller, the oracle-free 401/404 answers, CSRF
+//! refusals, and grants that change on the very next request and survive a
+//! restart.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use common::{Harness, RawResponse, copy_dir, raw_http};
+use sasha_proto::Role;
+use studio_core::store::{Scope, Store, TokenKind, UserRole};
+
+const STUDIO: &str = "localhost:3007";
+
+fn fixture(id: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/packages/valid")
+        .join(id)
+}
+
+/// One request with an optional bearer token, extra header lines and JSON body.
+async fn call(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    extra: &str,
+    body: Option<&str>,
+) -> RawResponse {
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let body_headers = body
+        .map(|b| {
+            format!(
+                "Content-Type: application/json\r\nContent-Length: {}\r\n",
+                b.len()
+            )
+        })
+        .unwrap_or_else(|| "Content-Length: 0\r\n".to_owned());
+    raw_http(
+        addr,
+        &format!(
+            "{method} {path} HTTP/1.1\r\nHost: {STUDIO}\r\n{auth}{extra}{body_headers}Connection: close\r\n\r\n{}",
+            body.unwrap_or("")
+        ),
+    )
+    .await
+}
+
+struct Stack {
+    harness: Harness,
+    _data: common::RoleProcess,
+    core: common::RoleProcess,
+}
+
+impl Stack {
+    async fn start(harness: Harness) -> Stack {
+        let data = harness.start(Role::DataWorker, &[]).await;
+        let core = harness
+            .start(
+                Role::StudioCore,
+                &[(
+                    "SASHA_DATA_GRPC_URL",
+                    format!("https://{}", data.listener("grpc")),
+                )],
+            )
+            .await;
+        Stack {
+            harness,
+            _data: data,
+            core,
+        }
+    }
+
+    fn http(&self) -> SocketAddr {
+        self.core.listener("http")
+    }
+
+    fn store(&self) -> Store {
+        Store::open(&self.harness.path().join("core.sqlite")).unwrap()
+    }
+}
+
+fn scopes(names: &[Scope]) -> BTreeSet<Scope> {
+    names.iter().copied().collect()
+}
+
+const PASSWORD: &str = "correct horse battery staple";
+
+#[tokio::test]
+async fn every_route_against_every_caller() {
+    let harness = Harness::new();
+    let apps = harness.path().join("docs/apps");
+    copy_dir(&fixture("hello"), &apps.join("hello"));
+    copy_dir(&fixture("expense-log"), &apps.join("expense-log"));
+    // Admin and staff exist before the first discovery: they get manage.
+    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+    let admin = store.create_user("ada", UserRole::Admin, PASSWORD).unwrap();
+    let staff = store.create_user("sam", UserRole::Staff, PASSWORD).unwrap();
+    let stack = Stack::start(harness).await;
+    let http = stack.http();
+    // Members created after discovery get nothing.
+    let member = store
+        .create_user("mia", UserRole::Member, PASSWORD)
+        .unwrap();
+    let user = store
+        .create_user("uma", UserRole::Member, PASSWORD)
+        .unwrap();
+    let user_scopes = scopes(&[Scope::ChatUse, Scope::AppsInvoke]);
+    let token = |id: &str| {
+        store
+            .mint_token(id, TokenKind::Access, &user_scopes, None)
+            .unwrap()
+    };
+    let (admin_token, staff_token, member_token, user_token) = (
+        token(&admin.id),
+        token(&staff.id),
+        token(&member.id),
+        token(&user.id),
+    );
+    let api_key = store
+        .mint_token(&admin.id, TokenKind::ApiKey, &user_scopes, None)
+        .unwrap();
+    let expired = store
+        .mint_token(&member.id, TokenKind::Access, &user_scopes, Some(1))
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+
+    // The admin grants `use` on hello to uma through the API.
+    let granted = call(
+        http,
+        "PUT",
+        &format!("/api/apps/hello/access/{}", user.id),
+        Some(&admin_token),
+        "",
+        Some(r#"{"access":"use"}"#),
+    )
+    .await;
+    assert_eq!(granted.status, 200, "{granted:?}");
+
+    let listing = call(http, "GET", "/api/apps", Some(&admin_token), "", None)
+        .await
+        .json();
+    let revision = listing["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == "hello")
+        .unwrap()["revision"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(listing["sandboxOrigin"], "http://127.0.0.1:3007");
+
+    let resource_path = format!("/api/apps/hello/resource?revision={revision}");
+    let grant_path = format!("/api/apps/hello/access/{}", member.id);
+    let routes: Vec<(&str, &str, Option<&str>)> = vec![
+        ("GET", "/api/me", None),
+        ("GET", "/api/apps", None),
+        ("GET", &resource_path, None),
+        ("GET", "/api/apps/hello/access", None),
+        ("PUT", &grant_path, Some(r#"{"access":"use"}"#)),
+        ("DELETE", &grant_path, None),
+    ];
+    let callers: Vec<(&str, Option<&str>, [u16; 6])> = vec![
+        ("anonymous", None, [401, 401, 401, 401, 401, 401]),
+        ("garbage token", Some("sasha_at_garbage"), [404; 6]),
+        ("expired token", Some(&expired), [404; 6]),
+        ("api key", Some(&api_key), [404; 6]),
+        (
+            "member without grant",
+            Some(&member_token),
+            [200, 200, 404, 404, 404, 404],
+        ),
+        (
+            "member with use",
+            Some(&user_token),
+            [200, 200, 200, 404, 404, 404],
+        ),
+        (
+            "staff with manage",
+            Some(&staff_token),
+            [200, 200, 200, 200, 200, 204],
+        ),
+        ("admin", Some(&admin_token), [200, 200, 200, 200, 200, 204]),
+    ];
+    let mut bodies_401 = BTreeSet::new();
+    let mut bodies_404 = BTreeSet::new();
+    for (name, token, expected) in &callers {
+        for ((method, path, body), status) in routes.iter().zip(expected) {
+            let response = call(http, method, path, *token, "", *body).await;
+            assert_eq!(
+                response.status, *status,
+                "{name}: {method} {path}: {response:?}"
+            );
+            if *status >= 400 {
+                let envelope = response.json();
+                for field in ["code", "message", "retryable", "diagnosticId"] {
+                    assert!(
+                        envelope.get(field).is_some(),
+                        "{name}: {method} {path}: no {field}"
+                    );
+                }
+            }
+            match status {
+                401 => {
+                    assert!(response.header("www-authenticate").is_some());
+                    bodies_401.insert(response.body.clone());
+                }
+                404 => {
+                    bodies_404.insert(response.body.clone());
+                }
+                _ => {}
+            }
+        }
+    }
+    // Unknown apps and stale revisions answer exactly like denied ones.
+    for path in [
+        "/api/apps/nope/resource?revision=x".to_owned(),
+        format!("/api/apps/hello/resource?revision={}", "0".repeat(64)),
+        "/api/apps/hello/resource".to_owned(),
+    ] {
+        let response = call(http, "GET", &path, Some(&user_token), "", None).await;
+        assert_eq!(response.status, 404, "{path}");
+        bodies_404.insert(response.body);
+    }
+    assert_eq!(bodies_401.len(), 1, "401 answers differ: {bodies_401:?}");
+    assert_eq!(bodies_404.len(), 1, "404 answers differ: {bodies_404:?}");
+
+    // What each caller sees in the listing.
+    let ids = |token: &str| {
+        let token = token.to_owned();
+        async move {
+            let listing = call(http, "GET", "/api/apps", Some(&token), "", None)
+                .await
+                .json();
+            listing["apps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|app| {
+                    format!(
+                        "{}:{}",
+                        app["id"].as_str().unwrap(),
+                        app["access"].as_str().unwrap()
+                    )
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    assert!(ids(&member_token).await.is_empty());
+    assert_eq!(ids(&user_token).await, ["hello:use"]);
+    assert_eq!(
+        ids(&staff_token).await,
+        ["expense-log:manage", "hello:manage"]
+    );
+
+    // The resource is the exact document, never cached.
+    let resource = call(http, "GET", &resource_path, Some(&user_token), "", None).await;
+    assert_eq!(resource.header("cache-control"), Some("no-store"));
+    let resource = resource.json();
+    assert_eq!(resource["mimeType"], "text/html;profile=mcp-app");
+    assert_eq!(
+        resource["uri"],
+        format!("ui://sasha/apps/hello/revisions/{revision}")
+    );
+    assert!(
+        resource["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("<!doctype html>")
+    );
+
+    // Revoke, and the very next request is denied.
+    let revoked = call(
+        http,
+        "DELETE",
+        &format!("/api/apps/hello/access/{}", user.id),
+        Some(&admin_token),
+        "",
+        None,
+    )
+    .await;
+    assert_eq!(revoked.status, 204);
+    let denied = call(http, "GET", &resource_path, Some(&user_token), "", None).await;
+    assert_eq!(denied.status, 404);
+    assert!(ids(&user_token).await.is_empty());
+
+    // Bad grant bodies are specific errors.
+    let bad = call(
+        http,
+        "PUT",
+        &format!("/api/apps/hello/access/{}", user.id),
+        Some(&admin_token),
+        "",
+        Some(r#"{"access":"own"}"#),
+    )
+    .await;
+    assert_eq!(bad.status, 400);
+    assert_eq!(bad.json()["code"], "APP_INPUT_INVALID");
+    let unknown_field = call(
+        http,
+        "PUT",
+        &format!("/api/apps/hello/access/{}", user.id),
+        Some(&admin_token),
+        "",
+        Some(r#"{"access":"use","role":"admin"}"#),
+    )
+    .await;
+    assert_eq!(unknown_field.status, 400);
+    let unknown_user = call(
+        http,
+        "PUT",
+        "/api/apps/hello/access/no-such-user",
+        Some(&admin_token),
+        "",
+        Some(r#"{"access":"use"}"#),
+    )
+    .await;
+    assert_eq!(unknown_user.status, 404);
+}
+
+#[tokio::test]
+async fn browser_sessions_and_csrf() {
+    let harness = Harness::new();
+    copy_dir(&fixture("hello"), &harness.path().join("docs/apps/hello"));
+    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+    store.create_user("ada", UserRole::Admin, PASSWORD).unwrap();
+    let stack = Stack::start(harness).await;
+    let http = stack.http();
+    let login_body = format!(r#"{{"username":"ada","password":"{PASSWORD}"}}"#);
+
+    // Wrong password and unknown user answer alike.
+    let wrong = call(
+        http,
+        "POST",
+        "/api/auth/login",
+        None,
+        "",
+        Some(r#"{"username":"ada","password":"nope nope nope"}"#),
+    )
+    .await;
+    let unknown = call(
+        http,
+        "POST",
+        "/api/auth/login",
+        None,
+        "",
+        Some(r#"{"username":"zed","password":"nope nope nope"}"#),
+    )
+    .await;
+    assert_eq!(wrong.status, 401);
+    assert_eq!(wrong.body, unknown.body);
+    assert!(wrong.header("set-cookie").is_none());
+
+    // Cross-origin and same-site requests are refused before anything else.
+    for origin in ["http://127.0.0.1:3007", "http://evil.test", "null"] {
+        let refused = call(
+            http,
+            "POST",
+            "/api/auth/login",
+            None,
+            &format!("Origin: {origin}\r\n"),
+            Some(&login_body),
+        )
+        .await;
+        assert_eq!(refused.status, 403, "{origin}");
+        assert_eq!(refused.json()["code"], "APP_ACCESS_DENIED");
+    }
+    let refused = call(
+        http,
+        "POST",
+        "/api/auth/login",
+        None,
+        "Sec-Fetch-Site: same-site\r\n",
+        Some(&login_body),
+    )
+    .await;
+    assert_eq!(refused.status, 403);
+    let text_plain = raw_http(
+        http,
+        &format!("POST /api/auth/login HTTP/1.1\r\nHost: {STUDIO}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{login_body}", login_body.len()),
+    )
+    .await;
+    assert_eq!(text_plain.status, 415);
+
+    // A same-origin login sets a host-only, HttpOnly cookie.
+    let login = call(
+        http,
+        "POST",
+        "/api/auth/login",
+        None,
+        "Origin: http://localhost:3007\r\nSec-Fetch-Site: same-origin\r\n",
+        Some(&login_body),
+    )
+    .await;
+    assert_eq!(login.status, 200, "{login:?}");
+    let cookie = login.header("set-cookie").unwrap().to_owned();
+    assert!(cookie.starts_with("sasha_session="), "{cookie}");
+    assert!(
+        cookie.contains("HttpOnly")
+            && cookie.contains("SameSite=Lax")
+            && !cookie.contains("Domain"),
+        "{cookie}"
+    );
+    let session = cookie.split(';').next().unwrap().to_owned();
+    let me = call(
+        http,
+        "GET",
+        "/api/me",
+        None,
+        &format!("Cookie: {session}\r\n"),
+        None,
+    )
+    .await;
+    assert_eq!(me.status, 200);
+    let me = me.json();
+    assert_eq!(me["username"], "ada");
+    assert_eq!(me["role"], "admin");
+    assert_eq!(
+        me["scopes"],
+        serde_json::json!(["chat:use", "apps:invoke", "apps:write"])
+    );
+
+    // A state change from the sandbox origin with the session cookie is refused.
+    let csrf = call(
+        http,
+        "DELETE",
+        "/api/apps/hello/access/x",
+        None,
+        &format!("Cookie: {session}\r\nOrigin: http://127.0.0.1:3007\r\n"),
+        None,
+    )
+    .await;
+    assert_eq!(csrf.status, 403);
+
+    // Logout ends the session.
+    let logout = call(
+        http,
+        "POST",
+        "/api/auth/logout",
+        None,
+        &format!("Cookie: {session}\r\nOrigin: http://localhost:3007\r\n"),
+        None,
+    )
+    .await;
+    assert_eq!(logout.status, 204);
+    let after = call(
+        http,
+        "GET",
+        "/api/me",
+        None,
+        &format!("Cookie: {session}\r\n"),
+        None,
+    )
+    .await;
+    assert_eq!(after.status, 404);
+}
+
+#[tokio::test]
+async fn a_revoked_manage_stays_revoked_across_restart_and_rediscovery() {
+    let harness = Harness::new();
+    copy_dir(&fixture("hello"), &harness.path().join("docs/apps/hello"));
+    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+    let admin = store.create_user("ada", UserRole::Admin, PASSWORD).unwrap();
+    let staff = store.create_user("sam", UserRole::Staff, PASSWORD).unwrap();
+    let all = scopes(&[Scope::ChatUse, Scope::AppsInvoke]);
+    let admin_token = store
+        .mint_token(&admin.id, TokenKind::Access, &all, None)
+        .unwrap();
+    let staff_token = store
+        .mint_token(&staff.id, TokenKind::Access, &all, None)
+        .unwrap();
+
+    let stack = Stack::start(harness).await;
+    let http = stack.http();
+    let listing = call(http, "GET", "/api/apps", Some(&staff_token), "", None)
+        .await
+        .json();
+    assert_eq!(listing["apps"][0]["access"], "manage");
+    let revoked = call(
+        http,
+        "DELETE",
+        &format!("/api/apps/hello/access/{}", staff.id),
+        Some(&admin_token),
+        "",
+        None,
+    )
+    .await;
+    assert_eq!(revoked.status, 204);
+    assert!(
+        store.audit_entries(Some("hello")).unwrap().len() >= 2,
+        "first-discovery grants and the revoke are audited"
+    );
+
+    // Restart studio-core on the same state: rediscovery must not restore it.
+    let Stack {
+        harness,
+        _data,
+        core,
+    } = stack;
+    core.stop().await;
+    drop(_data);
+    let stack = Stack::start(harness).await;
+    let listing = call(
+        stack.http(),
+        "GET",
+        "/api/apps",
+        Some(&staff_token),
+        "",
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(listing["apps"], serde_json::json!([]), "{listing}");
+    // A staff user created after the first discovery gets nothing either.
+    let late = stack
+        .store()
+        .create_user("lee", UserRole::Staff, PASSWORD)
+        .unwrap();
+    let late_token = stack
+        .store()
+        .mint_token(&late.id, TokenKind::Access, &all, None)
+        .unwrap();
+    let listing = call(
+        stack.http(),
+        "GET",
+        "/api/apps",
+        Some(&late_token),
+        "",
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(listing["apps"], serde_json::json!([]));
+}

@@ -1,0 +1,230 @@
+//! CoreService as the gateway uses it, over mTLS: a bearer token becomes a
+//! principal, and apps, access, resources and the catalogue follow that
+//! principal's grants, read fresh on every call.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use common::{Harness, copy_dir};
+use sasha_proto::identity::Identity;
+use sasha_proto::pb;
+use sasha_proto::{AppError, ErrorCode, Role, grpc};
+use studio_core::store::{Scope, Store, TokenKind, UserRole};
+
+fn fixture(id: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/packages/valid")
+        .join(id)
+}
+
+#[tokio::test]
+async fn principals_apps_access_resources_and_catalogue() {
+    let harness = Harness::new();
+    let apps = harness.path().join("docs/apps");
+    copy_dir(&fixture("hello"), &apps.join("hello"));
+    copy_dir(&fixture("expense-log"), &apps.join("expense-log"));
+    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+    let staff = store
+        .create_user("sam", UserRole::Staff, "correct horse battery")
+        .unwrap();
+    let backends = harness.start_backends().await;
+    let member = store
+        .create_user("mia", UserRole::Member, "correct horse battery")
+        .unwrap();
+    let invoke: BTreeSet<Scope> = [Scope::ChatUse, Scope::AppsInvoke].into_iter().collect();
+    let chat_only: BTreeSet<Scope> = [Scope::ChatUse].into_iter().collect();
+    let staff_token = store
+        .mint_token(&staff.id, TokenKind::Access, &invoke, None)
+        .unwrap();
+    let member_token = store
+        .mint_token(&member.id, TokenKind::Access, &invoke, None)
+        .unwrap();
+    let staff_chat_only = store
+        .mint_token(&staff.id, TokenKind::Access, &chat_only, None)
+        .unwrap();
+
+    let identity = Identity::load(&harness.tls(Role::McpGateway)).unwrap();
+    let mut core = grpc::core_client(
+        &format!("https://{}", backends.core.listener("grpc")),
+        &identity,
+    )
+    .unwrap();
+    let authenticate = |credential: &str| pb::AuthenticateRequest {
+        kind: "bearer".into(),
+        credential: credential.into(),
+    };
+
+    let principal = core
+        .authenticate(authenticate(&staff_token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(principal.user_id, staff.id);
+    assert_eq!(principal.role, "staff");
+    assert_eq!(principal.kind, "access");
+    assert_eq!(principal.scopes, ["chat:use", "apps:invoke"]);
+    let garbage = core
+        .authenticate(authenticate("sasha_at_nope"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        AppError::from_status(&garbage).code,
+        ErrorCode::Unauthenticated
+    );
+
+    let listed = core
+        .list_apps(pb::ListAppsRequest {
+            principal: Some(principal.clone()),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let ids: Vec<(String, String)> = listed
+        .apps
+        .iter()
+        .map(|a| (a.id.clone(), a.access.clone()))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("expense-log".into(), "manage".into()),
+            ("hello".into(), "manage".into())
+        ]
+    );
+
+    // Without apps:invoke nothing is listed, even for a manager.
+    let chat_principal = core
+        .authenticate(authenticate(&staff_chat_only))
+        .await
+        .unwrap()
+        .into_inner();
+    let listed_chat = core
+        .list_apps(pb::ListAppsRequest {
+            principal: Some(chat_principal),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed_chat.apps.is_empty());
+
+    let member_principal = core
+        .authenticate(authenticate(&member_token))
+        .await
+        .unwrap()
+        .into_inner();
+    let check = |principal: &pb::Principal, access: &str| pb::CheckAccessRequest {
+        principal: Some(principal.clone()),
+        app_id: "hello".into(),
+        access: access.into(),
+    };
+    assert!(
+        core.check_access(check(&principal, "manage"))
+            .await
+            .unwrap()
+            .into_inner()
+            .allowed
+    );
+    assert!(
+        !core
+            .check_access(check(&member_principal, "use"))
+            .await
+            .unwrap()
+            .into_inner()
+            .allowed
+    );
+
+    // A grant is visible on the very next call, a revoke likewise.
+    store
+        .grant(
+            "hello",
+            &member.id,
+            studio_core::store::AppAccess::Use,
+            Some(&staff.id),
+        )
+        .unwrap();
+    assert!(
+        core.check_access(check(&member_principal, "use"))
+            .await
+            .unwrap()
+            .into_inner()
+            .allowed
+    );
+    assert!(
+        !core
+            .check_access(check(&member_principal, "manage"))
+            .await
+            .unwrap()
+            .into_inner()
+            .allowed
+    );
+    let hello = listed.apps.iter().find(|a| a.id == "hello").unwrap();
+    let resource = core
+        .get_resource(pb::GetResourceRequest {
+            principal: Some(member_principal.clone()),
+            app_id: "hello".into(),
+            revision: hello.revision.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(resource.uri, hello.resource_uri);
+    assert_eq!(resource.mime_type, "text/html;profile=mcp-app");
+    let meta: serde_json::Value = serde_json::from_str(&resource.meta_json).unwrap();
+    assert!(meta["csp"].is_object());
+    store.revoke("hello", &member.id, Some(&staff.id)).unwrap();
+    let denied = core
+        .get_resource(pb::GetResourceRequest {
+            principal: Some(member_principal.clone()),
+            app_id: "hello".into(),
+            revision: hello.revision.clone(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(AppError::from_status(&denied).code, ErrorCode::NotFound);
+    let stale = core
+        .get_resource(pb::GetResourceRequest {
+            principal: Some(principal.clone()),
+            app_id: "hello".into(),
+            revision: "0".repeat(64),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        AppError::from_status(&stale).code,
+        ErrorCode::RevisionUnavailable
+    );
+
+    // The catalogue carries the declared tables with columns and the compiled actions.
+    let catalogue = core
+        .get_catalogue(pb::CatalogueRequest {
+            principal: Some(principal.clone()),
+            app_id: "expense-log".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let json: serde_json::Value = serde_json::from_str(&catalogue.json).unwrap();
+    let app = &json["expense-log"];
+    assert_eq!(app["tables"]["expenses"]["declaration"]["access"], "owner");
+    assert!(
+        app["tables"]["expenses"]["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "amount")
+    );
+    let actions: Vec<&str> = app["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["mcpName"].as_str().unwrap())
+        .collect();
+    assert!(
+        actions.contains(&"app__expense_log__category_totals"),
+        "{actions:?}"
+    );
+    assert!(json.get("hello").is_none());
+    assert!(!catalogue.fingerprint.is_empty());
+}

@@ -213,8 +213,17 @@ async fn closed_errors_cross_the_hop_intact() {
     )
     .unwrap();
     let status = core
-        .list_apps(sasha_proto::pb::ListAppsRequest::default())
+        .chat(sasha_proto::pb::ChatRequest::default())
         .await
         .unwrap_err();
     assert_eq!(AppError::from_status(&status).code, ErrorCode::NotReady);
+    // A call without a principal is refused with its own code, not a transport error.
+    let status = core
+        .list_apps(sasha_proto::pb::ListAppsRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        AppError::from_status(&status).code,
+        ErrorCode::Unauthenticated
+    );
 }

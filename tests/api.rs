@@ -539,3 +539,74 @@ async fn a_revoked_manage_stays_revoked_across_restart_and_rediscovery() {
     .json();
     assert_eq!(listing["apps"], serde_json::json!([]));
 }
+
+#[tokio::test]
+async fn the_openapi_document_describes_every_route() {
+    let harness = Harness::new();
+    let stack = Stack::start(harness).await;
+    let response = call(stack.http(), "GET", "/api/openapi.json", None, "", None).await;
+    assert_eq!(response.status, 200);
+    let document = response.json();
+    assert!(document["openapi"].as_str().unwrap().starts_with("3."));
+    let mut operations = BTreeSet::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            operations.insert(format!("{} {path}", method.to_uppercase()));
+        }
+    }
+    let expected: BTreeSet<String> = [
+        "POST /api/auth/login",
+        "POST /api/auth/logout",
+        "GET /api/me",
+        "GET /api/apps",
+        "GET /api/apps/{appId}/resource",
+        "GET /api/apps/{appId}/access",
+        "PUT /api/apps/{appId}/access/{userId}",
+        "DELETE /api/apps/{appId}/access/{userId}",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    assert_eq!(operations, expected);
+    let schemas = document["components"]["schemas"].as_object().unwrap();
+    for name in [
+        "ErrorEnvelope",
+        "AppsResponse",
+        "ResourceResponse",
+        "LoginRequest",
+        "GrantRequest",
+    ] {
+        assert!(schemas.contains_key(name), "{name} missing");
+    }
+    let envelope = &schemas["ErrorEnvelope"]["properties"];
+    for field in ["code", "message", "retryable", "diagnosticId"] {
+        assert!(envelope.get(field).is_some(), "ErrorEnvelope lacks {field}");
+    }
+}
+
+/// A session store that stays locked past the store's busy timeout answers a
+/// retryable 503 (here: another writer holds the core database while a login
+/// needs to record its session), and the next attempt after the lock is
+/// released succeeds.
+#[tokio::test]
+async fn a_locked_session_store_is_a_retryable_503() {
+    let harness = Harness::new();
+    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+    store.create_user("ada", UserRole::Admin, PASSWORD).unwrap();
+    let stack = Stack::start(harness).await;
+    let http = stack.http();
+    let login_body = format!(r#"{{"username":"ada","password":"{PASSWORD}"}}"#);
+
+    let lock = rusqlite::Connection::open(stack.harness.path().join("core.sqlite")).unwrap();
+    lock.execute_batch("BEGIN IMMEDIATE;").unwrap();
+    let busy = call(http, "POST", "/api/auth/login", None, "", Some(&login_body)).await;
+    assert_eq!(busy.status, 503, "{busy:?}");
+    let envelope = busy.json();
+    assert_eq!(envelope["code"], "APP_NOT_READY");
+    assert_eq!(envelope["retryable"], true);
+    assert!(busy.header("set-cookie").is_none());
+    lock.execute_batch("ROLLBACK;").unwrap();
+    drop(lock);
+    let retried = call(http, "POST", "/api/auth/login", None, "", Some(&login_body)).await;
+    assert_eq!(retried.status, 200);
+}

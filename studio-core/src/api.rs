@@ -19,7 +19,8 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use sasha_proto::{AppError, ErrorCode};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use utoipa::{OpenApi, ToSchema};
 
 use crate::Core;
 use crate::catalogue::AppEntry;
@@ -37,6 +38,7 @@ pub(crate) fn session_cookie_name(secure: bool) -> &'static str {
 /// The `/api` routes.
 pub(crate) fn routes() -> axum::Router<Arc<Core>> {
     axum::Router::new()
+        .route("/api/openapi.json", get(openapi))
         .route("/api/auth/login", post(login))
         .route("/api/auth/logout", post(logout))
         .route("/api/me", get(me))
@@ -218,16 +220,154 @@ fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Response
     })
 }
 
-fn me_json(principal: &Principal) -> serde_json::Value {
-    serde_json::json!({
-        "id": principal.user.id,
-        "username": principal.user.username,
-        "role": principal.user.role.as_str(),
-        "scopes": principal.scopes.iter().map(|scope| scope.as_str()).collect::<Vec<_>>(),
-    })
+fn me_json(principal: &Principal) -> MeResponse {
+    MeResponse {
+        id: principal.user.id.clone(),
+        username: principal.user.username.clone(),
+        role: principal.user.role.as_str().to_owned(),
+        scopes: principal
+            .scopes
+            .iter()
+            .map(|scope| scope.as_str().to_owned())
+            .collect(),
+    }
 }
 
-#[derive(Deserialize)]
+/// Who the caller is.
+#[derive(Serialize, ToSchema)]
+struct MeResponse {
+    id: String,
+    username: String,
+    /// `admin`, `staff` or `member`.
+    role: String,
+    /// Held scopes: `chat:use`, `apps:invoke`, `apps:write`.
+    scopes: Vec<String>,
+}
+
+/// One app the caller may use.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct AppDescriptor {
+    id: String,
+    name: String,
+    description: String,
+    version: String,
+    /// sha256 of the current resource.
+    revision: String,
+    /// `ui://sasha/apps/<id>/revisions/<revision>`.
+    resource_uri: String,
+    /// `{chat, files, data}` as declared in the manifest.
+    #[schema(value_type = Object)]
+    capabilities: serde_json::Value,
+    /// `use` or `manage`.
+    access: String,
+}
+
+/// `GET /api/apps`.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct AppsResponse {
+    apps: Vec<AppDescriptor>,
+    /// The origin the app sandbox is served from.
+    sandbox_origin: String,
+}
+
+/// One immutable app resource, as MCP `resources/read` returns it.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct ResourceResponse {
+    uri: String,
+    /// `text/html;profile=mcp-app`.
+    mime_type: String,
+    /// The assembled HTML document.
+    text: String,
+    /// `{ui: {csp, permissions, prefersBorder, sasha}}`.
+    #[serde(rename = "_meta")]
+    #[schema(value_type = Object)]
+    meta: serde_json::Value,
+}
+
+/// One grant on an app.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct GrantEntry {
+    user_id: String,
+    username: String,
+    /// `use` or `manage`.
+    access: String,
+    /// Unix seconds.
+    granted_at: i64,
+}
+
+/// `GET /api/apps/:appId/access`.
+#[derive(Serialize, ToSchema)]
+struct GrantsResponse {
+    grants: Vec<GrantEntry>,
+}
+
+/// The access now held.
+#[derive(Serialize, ToSchema)]
+struct GrantResponse {
+    /// `use` or `manage`.
+    access: String,
+}
+
+/// The closed error envelope every failure uses.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct ErrorEnvelope {
+    /// One `APP_*` code of the closed registry.
+    code: String,
+    message: String,
+    retryable: bool,
+    diagnostic_id: String,
+    #[schema(value_type = Option<Object>)]
+    details: Option<serde_json::Value>,
+}
+
+/// The OpenAPI document of `/api`, generated from the handlers below.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Sasha Studio API",
+        description = "The Studio HTTP API: sessions, apps, resources and grants"
+    ),
+    paths(
+        login,
+        logout,
+        me,
+        list_apps,
+        resource,
+        list_access,
+        grant_access,
+        revoke_access
+    ),
+    components(schemas(
+        LoginRequest,
+        GrantRequest,
+        MeResponse,
+        AppDescriptor,
+        AppsResponse,
+        ResourceResponse,
+        GrantEntry,
+        GrantsResponse,
+        GrantResponse,
+        ErrorEnvelope
+    ))
+)]
+pub(crate) struct ApiDoc;
+
+/// `GET /api/openapi.json`.
+async fn openapi() -> Response {
+    let mut response = Json(ApiDoc::openapi()).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// Sign-in credentials.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct LoginRequest {
     username: String,
@@ -235,6 +375,13 @@ struct LoginRequest {
 }
 
 /// `POST /api/auth/login`: `{username, password}` → the session cookie.
+#[utoipa::path(post, path = "/api/auth/login", request_body = LoginRequest, responses(
+    (status = 200, description = "signed in; sets the session cookie", body = MeResponse),
+    (status = 400, description = "malformed body", body = ErrorEnvelope),
+    (status = 401, description = "wrong user name or password", body = ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
+    (status = 415, description = "body is not application/json", body = ErrorEnvelope),
+    (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
 async fn login(
     State(core): State<Arc<Core>>,
     method: Method,
@@ -288,6 +435,9 @@ async fn login(
 }
 
 /// `POST /api/auth/logout`: ends the browser session.
+#[utoipa::path(post, path = "/api/auth/logout", responses(
+    (status = 204, description = "signed out; clears the session cookie"),
+    (status = 403, description = "not from the Studio origin", body = ErrorEnvelope)))]
 async fn logout(State(core): State<Arc<Core>>, method: Method, headers: HeaderMap) -> Response {
     if let Err(response) = same_origin_json(&core, &method, &headers, false) {
         return response;
@@ -315,6 +465,11 @@ async fn logout(State(core): State<Arc<Core>>, method: Method, headers: HeaderMa
 }
 
 /// `GET /api/me`.
+#[utoipa::path(get, path = "/api/me", responses(
+    (status = 200, description = "the caller", body = MeResponse),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 404, description = "hidden: bad credential, denied or unknown", body = ErrorEnvelope),
+    (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
 async fn me(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
     match user(&core, &headers).await {
         Ok(principal) => Json(me_json(&principal)).into_response(),
@@ -343,6 +498,11 @@ async fn accesses(
 
 /// `GET /api/apps`: the apps the caller may use, with their access and the
 /// sandbox origin.
+#[utoipa::path(get, path = "/api/apps", responses(
+    (status = 200, description = "apps the caller may use", body = AppsResponse),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 404, description = "hidden: bad credential, denied or unknown", body = ErrorEnvelope),
+    (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
 async fn list_apps(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
     let principal = match user(&core, &headers).await {
         Ok(principal) => principal,
@@ -354,26 +514,27 @@ async fn list_apps(State(core): State<Arc<Core>>, headers: HeaderMap) -> Respons
         Ok(granted) => granted,
         Err(error) => return error.into_response(),
     };
-    let apps: Vec<serde_json::Value> = granted
+    let apps: Vec<AppDescriptor> = granted
         .iter()
         .filter_map(|(id, access)| match snapshot.apps.get(id) {
-            Some(AppEntry::Valid(package)) => Some(serde_json::json!({
-                "id": id,
-                "name": package.manifest.name,
-                "description": package.manifest.description,
-                "version": package.manifest.version,
-                "revision": package.resource.revision,
-                "resourceUri": package.resource.uri,
-                "capabilities": package.manifest.capabilities,
-                "access": access.as_str(),
-            })),
+            Some(AppEntry::Valid(package)) => Some(AppDescriptor {
+                id: id.clone(),
+                name: package.manifest.name.clone(),
+                description: package.manifest.description.clone(),
+                version: package.manifest.version.clone(),
+                revision: package.resource.revision.clone(),
+                resource_uri: package.resource.uri.clone(),
+                capabilities: serde_json::to_value(package.manifest.capabilities)
+                    .unwrap_or_default(),
+                access: access.as_str().to_owned(),
+            }),
             _ => None,
         })
         .collect();
-    let mut response = Json(serde_json::json!({
-        "apps": apps,
-        "sandboxOrigin": core.origins.sandbox.as_str(),
-    }))
+    let mut response = Json(AppsResponse {
+        apps,
+        sandbox_origin: core.origins.sandbox.as_str().to_owned(),
+    })
     .into_response();
     response
         .headers_mut()
@@ -388,6 +549,11 @@ struct RevisionQuery {
 
 /// `GET /api/apps/:appId/resource?revision=`: the exact resource, to the
 /// trusted Studio host, for a caller with `use`.
+#[utoipa::path(get, path = "/api/apps/{appId}/resource", params(("appId" = String, Path), ("revision" = String, Query, description = "the sha256 revision")), responses(
+    (status = 200, description = "the exact resource; Cache-Control: no-store", body = ResourceResponse),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 404, description = "hidden: bad credential, denied or unknown", body = ErrorEnvelope),
+    (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
 async fn resource(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -408,12 +574,12 @@ async fn resource(
     let Ok(resource) = core.catalogue.resource(&app_id, &revision) else {
         return hidden_not_found().into_response();
     };
-    let mut response = Json(serde_json::json!({
-        "uri": resource.uri,
-        "mimeType": resource.mime_type,
-        "text": resource.html,
-        "_meta": {"ui": resource.meta},
-    }))
+    let mut response = Json(ResourceResponse {
+        uri: resource.uri.clone(),
+        mime_type: resource.mime_type.clone(),
+        text: resource.html.clone(),
+        meta: serde_json::json!({"ui": resource.meta}),
+    })
     .into_response();
     response
         .headers_mut()
@@ -439,6 +605,11 @@ async fn grant_manager(
 }
 
 /// `GET /api/apps/:appId/access`: current grants (admin/staff only).
+#[utoipa::path(get, path = "/api/apps/{appId}/access", params(("appId" = String, Path)), responses(
+    (status = 200, description = "current grants (admin and staff)", body = GrantsResponse),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 404, description = "hidden: bad credential, denied or unknown", body = ErrorEnvelope),
+    (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
 async fn list_access(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -450,30 +621,38 @@ async fn list_access(
     let store = core.store.clone();
     match blocking(move || store.grants(&app_id)).await {
         Ok(grants) => {
-            let grants: Vec<serde_json::Value> = grants
-                .iter()
-                .map(|grant| {
-                    serde_json::json!({
-                        "userId": grant.user_id,
-                        "username": grant.username,
-                        "access": grant.access.as_str(),
-                        "grantedAt": grant.granted_at,
-                    })
+            let grants = grants
+                .into_iter()
+                .map(|grant| GrantEntry {
+                    user_id: grant.user_id,
+                    username: grant.username,
+                    access: grant.access.as_str().to_owned(),
+                    granted_at: grant.granted_at,
                 })
                 .collect();
-            Json(serde_json::json!({"grants": grants})).into_response()
+            Json(GrantsResponse { grants }).into_response()
         }
         Err(error) => error.into_response(),
     }
 }
 
-#[derive(Deserialize)]
+/// The access to grant.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct GrantRequest {
+    /// `use` or `manage`.
     access: String,
 }
 
 /// `PUT /api/apps/:appId/access/:userId` with `{"access":"use"|"manage"}`.
+#[utoipa::path(put, path = "/api/apps/{appId}/access/{userId}", params(("appId" = String, Path), ("userId" = String, Path)), request_body = GrantRequest, responses(
+    (status = 200, description = "granted (admin and staff)", body = GrantResponse),
+    (status = 400, description = "access is not use or manage", body = ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
+    (status = 415, description = "body is not application/json", body = ErrorEnvelope),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 404, description = "hidden: bad credential, denied or unknown", body = ErrorEnvelope),
+    (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
 async fn grant_access(
     State(core): State<Arc<Core>>,
     Path((app_id, user_id)): Path<(String, String)>,
@@ -513,13 +692,22 @@ async fn grant_access(
     })
     .await;
     match outcome {
-        Ok(true) => Json(serde_json::json!({"access": access.as_str()})).into_response(),
+        Ok(true) => Json(GrantResponse {
+            access: access.as_str().to_owned(),
+        })
+        .into_response(),
         Ok(false) => hidden_not_found().into_response(),
         Err(error) => error.into_response(),
     }
 }
 
 /// `DELETE /api/apps/:appId/access/:userId`: revokes every access.
+#[utoipa::path(delete, path = "/api/apps/{appId}/access/{userId}", params(("appId" = String, Path), ("userId" = String, Path)), responses(
+    (status = 204, description = "revoked (admin and staff)"),
+    (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 404, description = "hidden: bad credential, denied or unknown", body = ErrorEnvelope),
+    (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
 async fn revoke_access(
     State(core): State<Arc<Core>>,
     Path((app_id, user_id)): Path<(String, String)>,

@@ -389,6 +389,33 @@ async fn browser_sessions_and_csrf() {
     .await;
     assert_eq!(text_plain.status, 415);
 
+    // No CORS is ever granted, whatever the Origin (security catalogue F6).
+    for origin in [
+        "http://127.0.0.1:3007",
+        "null",
+        "http://localhost:3007.attacker.test",
+    ] {
+        let response = call(
+            http,
+            "GET",
+            "/api/apps",
+            None,
+            &format!("Origin: {origin}\r\n"),
+            None,
+        )
+        .await;
+        assert!(
+            response.header("access-control-allow-origin").is_none(),
+            "{origin}"
+        );
+        assert!(
+            response
+                .header("access-control-allow-credentials")
+                .is_none(),
+            "{origin}"
+        );
+    }
+
     // A same-origin login sets a host-only, HttpOnly cookie.
     let login = call(
         http,

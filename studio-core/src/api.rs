@@ -477,25 +477,6 @@ async fn me(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
     }
 }
 
-/// The access the caller holds on each app id, read fresh.
-async fn accesses(
-    core: &Core,
-    principal: &Principal,
-    app_ids: Vec<String>,
-) -> Result<Vec<(String, AppAccess)>, AppError> {
-    let (store, user_id) = (core.store.clone(), principal.user.id.clone());
-    blocking(move || {
-        let mut granted = Vec::new();
-        for app_id in app_ids {
-            if let Some(access) = store.access(&app_id, &user_id)? {
-                granted.push((app_id, access));
-            }
-        }
-        Ok(granted)
-    })
-    .await
-}
-
 /// `GET /api/apps`: the apps the caller may use, with their access and the
 /// sandbox origin.
 #[utoipa::path(get, path = "/api/apps", responses(
@@ -509,8 +490,7 @@ async fn list_apps(State(core): State<Arc<Core>>, headers: HeaderMap) -> Respons
         Err(response) => return response,
     };
     let snapshot = core.catalogue.current();
-    let ids: Vec<String> = snapshot.valid().map(|(id, _)| id.clone()).collect();
-    let granted = match accesses(&core, &principal, ids).await {
+    let granted = match core.granted_apps(&principal.user.id).await {
         Ok(granted) => granted,
         Err(error) => return error.into_response(),
     };
@@ -564,11 +544,11 @@ async fn resource(
         Ok(principal) => principal,
         Err(response) => return response,
     };
-    let granted = match accesses(&core, &principal, vec![app_id.clone()]).await {
+    let granted = match core.granted_apps(&principal.user.id).await {
         Ok(granted) => granted,
         Err(error) => return error.into_response(),
     };
-    let Some(revision) = query.revision.filter(|_| !granted.is_empty()) else {
+    let Some(revision) = query.revision.filter(|_| granted.contains_key(&app_id)) else {
         return hidden_not_found().into_response();
     };
     let Ok(resource) = core.catalogue.resource(&app_id, &revision) else {

@@ -66,19 +66,15 @@ impl CoreGrpc {
     /// The access `user_id` holds on every valid app, read fresh.
     async fn granted(&self, user_id: String) -> Result<Vec<(String, AppAccess)>, Status> {
         let snapshot = self.core.catalogue.current();
-        let ids: Vec<String> = snapshot.valid().map(|(id, _)| id.clone()).collect();
-        let store = self.core.store.clone();
-        blocking(move || {
-            let mut granted = Vec::new();
-            for id in ids {
-                if let Some(access) = store.access(&id, &user_id)? {
-                    granted.push((id, access));
-                }
-            }
-            Ok(granted)
-        })
-        .await
-        .map_err(|error| error.to_status())
+        let granted = self
+            .core
+            .granted_apps(&user_id)
+            .await
+            .map_err(|error| error.to_status())?;
+        Ok(granted
+            .into_iter()
+            .filter(|(id, _)| matches!(snapshot.apps.get(id), Some(AppEntry::Valid(_))))
+            .collect())
     }
 }
 

@@ -112,6 +112,16 @@ impl Core {
         self.origins.studio.as_str().starts_with("https://")
     }
 
+    /// Every app `user_id` holds access on, read fresh from the store (one
+    /// query), for the API and CoreService alike.
+    async fn granted_apps(
+        &self,
+        user_id: &str,
+    ) -> Result<std::collections::BTreeMap<String, store::AppAccess>, AppError> {
+        let (store, user_id) = (self.store.clone(), user_id.to_owned());
+        api::blocking(move || store.access_by_app(&user_id)).await
+    }
+
     /// This process's health; with `deep`, data-worker's too.
     async fn health(&self, deep: bool) -> HealthReply {
         let mut dependencies = Vec::new();

@@ -5,8 +5,11 @@
 //! mcp-gateway, which pass an already-authorised actor; it accepts JSON grammar,
 //! never SQL text, and never authorises users itself.
 //!
-//! This build answers `Health`; the data operations answer `APP_NOT_READY` until
-//! the governed grammar lands.
+//! [`engine`] owns the hardened per-app SQLite files (migrations, the
+//! `_sasha_*` tables, idempotent audited mutations) and [`grammar`] turns the JSON
+//! grammar into owner-scoped, parameterised statements. Both are tested on their
+//! own; the `DataService` operations still answer `APP_NOT_READY` until they are
+//! wired to them.
 
 use std::net::SocketAddr;
 
@@ -22,6 +25,9 @@ use sasha_proto::{Role, grpc};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
+
+pub mod engine;
+pub mod grammar;
 
 /// data-worker's configuration, read once at boot.
 #[derive(Debug, Clone)]

@@ -1,0 +1,1004 @@
+//! The storage engine: one hardened SQLite file per app, its migrations, the
+//! platform's own tables (`_sasha_migrations`, `_sasha_idempotency`, `_sasha_audit`)
+//! and the two ways governed statements reach it: [`Engine::query`] for reads and
+//! [`Engine::mutate`] for one write with its receipt and audit row in one
+//! transaction.
+//!
+//! The engine takes statements already built by the grammar (SQL text with bound
+//! parameters); it never builds SQL from caller input itself and it never decides
+//! who may do what. What it guarantees regardless of the statement it is handed:
+//! an authorizer lets a governed statement read and write only the contract's
+//! declared tables (no `ATTACH`, no `PRAGMA`, no DDL, no `sqlite_*` or `_sasha_*`
+//! table), a progress handler stops a statement that runs past its deadline, and
+//! SQLite's limits follow sqlite.org's high-security table.
+//!
+//! It must never put SQL text, SQLite's own messages or file paths into an
+//! [`AppError`] message: those go to the log next to the error's diagnostic id.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rusqlite::config::DbConfig;
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::limits::Limit;
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::{Connection, OpenFlags, OptionalExtension as _, TransactionBehavior};
+use sasha_package::sql::{DataContract, Schema, VERSION_COLUMN, read_schema};
+use sasha_proto::{AppError, ErrorCode};
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
+
+/// How long one governed statement (or one whole mutation) may run before the
+/// progress handler interrupts it. The caller sees `APP_DATABASE_UNAVAILABLE`,
+/// retryable: a retry may well succeed on a less loaded worker, and the caller
+/// cannot tell a slow disk from a slow query anyway.
+pub const STATEMENT_DEADLINE: Duration = Duration::from_secs(2);
+/// How long SQLite waits for a lock another connection holds before giving up
+/// with `SQLITE_BUSY`.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+/// The progress handler runs every this many virtual-machine instructions: often
+/// enough to stop within milliseconds of the deadline, rarely enough to cost
+/// nothing measurable.
+const PROGRESS_OPS: i32 = 1000;
+/// Most bytes of text one `query` may return, so a `limit` over huge rows cannot
+/// build an unbounded response.
+pub const MAX_RESULT_BYTES: usize = 8 * 1024 * 1024;
+
+/// sqlite.org's "defense against dark arts" limits for untrusted input.
+const LIMITS: [(Limit, i32); 11] = [
+    (Limit::SQLITE_LIMIT_LENGTH, 1_000_000),
+    (Limit::SQLITE_LIMIT_SQL_LENGTH, 100_000),
+    (Limit::SQLITE_LIMIT_COLUMN, 100),
+    (Limit::SQLITE_LIMIT_EXPR_DEPTH, 50),
+    (Limit::SQLITE_LIMIT_COMPOUND_SELECT, 3),
+    (Limit::SQLITE_LIMIT_VDBE_OP, 25_000),
+    (Limit::SQLITE_LIMIT_FUNCTION_ARG, 8),
+    (Limit::SQLITE_LIMIT_ATTACHED, 0),
+    // The grammar allows patterns of 1,000 characters, escaped (up to 2 bytes a
+    // character) in UTF-8 (up to 4 bytes): the bound must hold 8,002 bytes.
+    (Limit::SQLITE_LIMIT_LIKE_PATTERN_LENGTH, 8_192),
+    // A list binds at most about 1,020 parameters (20 clauses of 50 `in` values,
+    // cursor keys, owner, limit).
+    (Limit::SQLITE_LIMIT_VARIABLE_NUMBER, 1_100),
+    (Limit::SQLITE_LIMIT_TRIGGER_DEPTH, 10),
+];
+
+/// The platform's tables and the audit ledger's append-only triggers. Every
+/// statement is idempotent so it can run on every open.
+const PLATFORM_SQL: &str = r#"
+CREATE TABLE IF NOT EXISTS _sasha_migrations (
+    number INTEGER PRIMARY KEY,
+    file TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS _sasha_idempotency (
+    actor TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    key TEXT NOT NULL,
+    input_hash TEXT NOT NULL,
+    result_json TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (actor, operation, key)
+) STRICT;
+CREATE TABLE IF NOT EXISTS _sasha_audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    table_name TEXT NOT NULL,
+    record_id TEXT NOT NULL,
+    operation TEXT NOT NULL CHECK (operation IN ('create', 'update', 'delete')),
+    actor_id TEXT NOT NULL,
+    source TEXT NOT NULL CHECK (source IN ('ui', 'mcp', 'import', 'skill', 'automation')),
+    app_revision TEXT NOT NULL,
+    action_id TEXT,
+    before_json TEXT,
+    after_json TEXT,
+    created_at TEXT NOT NULL
+) STRICT;
+CREATE TRIGGER IF NOT EXISTS _sasha_audit_no_update
+    BEFORE UPDATE ON _sasha_audit
+BEGIN
+    SELECT RAISE(ABORT, '_sasha_audit is append-only');
+END;
+CREATE TRIGGER IF NOT EXISTS _sasha_audit_no_delete
+    BEFORE DELETE ON _sasha_audit
+BEGIN
+    SELECT RAISE(ABORT, '_sasha_audit is append-only');
+END;
+CREATE TRIGGER IF NOT EXISTS _sasha_audit_no_replace
+    BEFORE INSERT ON _sasha_audit
+    WHEN NEW.id IS NOT NULL
+        AND EXISTS (SELECT 1 FROM _sasha_audit WHERE id = NEW.id)
+BEGIN
+    SELECT RAISE(ABORT, '_sasha_audit is append-only');
+END;
+"#;
+
+/// UTC time with milliseconds, as every platform table records it.
+const NOW_SQL: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
+
+/// Owns `APP_DATA_ROOT` and one connection per app, opened on first use.
+/// Cloning is cheap and shares the connections.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("root", &self.inner.root)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    root: PathBuf,
+    deadline: Duration,
+    /// One slot per app id. The map's lock is held only to find or create a slot,
+    /// so opening (and migrating) one app never stalls the others; the slot's own
+    /// lock serialises everything done with that app's connection.
+    slots: Mutex<HashMap<String, Arc<Mutex<Option<Handle>>>>>,
+}
+
+/// One app's open connection.
+struct Handle {
+    conn: Connection,
+    guard: Arc<Guard>,
+    /// The contract this connection was last set up for; another hash (a new
+    /// revision) runs setup again.
+    contract_hash: String,
+}
+
+/// What the authorizer and the progress handler consult; shared with the
+/// closures SQLite calls.
+struct Guard {
+    /// Set only around the engine's own statements (setup, receipts, audit,
+    /// describe). Everything else is a governed statement.
+    trusted: AtomicBool,
+    epoch: Instant,
+    /// Nanoseconds since `epoch` after which the running statement is
+    /// interrupted; 0 means no deadline.
+    deadline_nanos: AtomicU64,
+    /// Which tables a governed statement may reach.
+    reach: Mutex<Reach>,
+}
+
+/// The tables a governed statement may reach, names lowercased.
+#[derive(Default)]
+struct Reach {
+    /// The contract's declared tables: read and written.
+    declared: BTreeSet<String>,
+    /// Undeclared app tables linked to a declared one by a foreign key: read only,
+    /// because SQLite authorizes the reads its foreign-key checks make (the parent
+    /// key of a row written to a declared child, the children of a deleted parent)
+    /// like any other read.
+    linked: BTreeSet<String>,
+}
+
+impl Guard {
+    fn now_nanos(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn expired(&self) -> bool {
+        let deadline = self.deadline_nanos.load(Ordering::Relaxed);
+        deadline != 0 && self.now_nanos() > deadline
+    }
+
+    /// Whether a governed statement may write `table` (or, with `read_only`, read it).
+    fn may_touch(&self, table: &str, read_only: bool) -> bool {
+        let table = table.to_ascii_lowercase();
+        if table.starts_with("sqlite_") || table.starts_with("_sasha") {
+            return false;
+        }
+        let reach = self.reach.lock().unwrap_or_else(PoisonError::into_inner);
+        reach.declared.contains(&table) || (read_only && reach.linked.contains(&table))
+    }
+
+    fn authorize(&self, context: &AuthContext<'_>) -> Authorization {
+        // The engine itself never attaches either; ATTACH is refused for everyone.
+        if matches!(
+            context.action,
+            AuthAction::Attach { .. } | AuthAction::Detach { .. }
+        ) {
+            return Authorization::Deny;
+        }
+        if self.trusted.load(Ordering::SeqCst) {
+            return Authorization::Allow;
+        }
+        // Only the main database holds app tables; `temp` is not for governed use.
+        if context.database_name.is_some_and(|name| name != "main") {
+            return Authorization::Deny;
+        }
+        let allowed = match context.action {
+            AuthAction::Select | AuthAction::Recursive => true,
+            AuthAction::Function { function_name } => {
+                let name = function_name.to_ascii_lowercase();
+                !(name.starts_with("sqlite_") || name == "load_extension")
+            }
+            // A read naming no database is of a common table expression (a
+            // recursive CTE referring to itself), never of a stored table: SQLite
+            // names the database of every real table it reads.
+            AuthAction::Read { .. } if context.database_name.is_none() => true,
+            AuthAction::Read { table_name, .. } => self.may_touch(table_name, true),
+            AuthAction::Insert { table_name }
+            | AuthAction::Delete { table_name }
+            | AuthAction::Update { table_name, .. } => self.may_touch(table_name, false),
+            // PRAGMA, every DDL, transactions and savepoints (the engine owns the
+            // transaction), ANALYZE, REINDEX, virtual tables.
+            _ => false,
+        };
+        if allowed {
+            Authorization::Allow
+        } else {
+            Authorization::Deny
+        }
+    }
+}
+
+/// Sets the trusted flag for a scope and restores the previous value on drop,
+/// also while unwinding, so a panic in governed code cannot leave it set.
+struct TrustScope<'a> {
+    guard: &'a Guard,
+    previous: bool,
+}
+
+impl<'a> TrustScope<'a> {
+    fn new(guard: &'a Guard, trusted: bool) -> TrustScope<'a> {
+        let previous = guard.trusted.swap(trusted, Ordering::SeqCst);
+        TrustScope { guard, previous }
+    }
+}
+
+impl Drop for TrustScope<'_> {
+    fn drop(&mut self) {
+        self.guard.trusted.store(self.previous, Ordering::SeqCst);
+    }
+}
+
+/// Arms the progress handler's deadline for a scope.
+struct DeadlineScope<'a> {
+    guard: &'a Guard,
+}
+
+impl<'a> DeadlineScope<'a> {
+    fn new(guard: &'a Guard, limit: Duration) -> DeadlineScope<'a> {
+        let limit = u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX);
+        let deadline = guard.now_nanos().saturating_add(limit).max(1);
+        guard.deadline_nanos.store(deadline, Ordering::Relaxed);
+        DeadlineScope { guard }
+    }
+}
+
+impl Drop for DeadlineScope<'_> {
+    fn drop(&mut self) {
+        self.guard.deadline_nanos.store(0, Ordering::Relaxed);
+    }
+}
+
+/// An applied migration that no longer matches the contract.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Drift {
+    pub number: u32,
+    /// The file name recorded when it was applied.
+    pub file: String,
+    pub kind: DriftKind,
+    /// The checksum recorded when it was applied.
+    pub applied_checksum: String,
+    /// The contract's checksum for that number, `None` when the contract no
+    /// longer has it.
+    pub contract_checksum: Option<String>,
+}
+
+/// Why an applied migration is drift.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriftKind {
+    /// The migration's file changed after it was applied.
+    ChecksumChanged,
+    /// The database applied a migration the contract does not list.
+    NotInContract,
+}
+
+/// The idempotency receipt's key: `(actor, operation, key)` with the hash of the
+/// input it was first used with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiptKey {
+    pub actor: String,
+    /// `create`, `update`, `delete` (or an action's operation name).
+    pub operation: String,
+    pub key: String,
+    /// See [`input_hash`].
+    pub input_hash: String,
+}
+
+/// Where a mutation came from, for the audit ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditMeta {
+    pub source: Source,
+    pub app_revision: String,
+    /// The declared action that ran the mutation, if any.
+    pub action_id: Option<String>,
+}
+
+/// The audit ledger's `source` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Ui,
+    Mcp,
+    Import,
+    Skill,
+    Automation,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Ui => "ui",
+            Source::Mcp => "mcp",
+            Source::Import => "import",
+            Source::Skill => "skill",
+            Source::Automation => "automation",
+        }
+    }
+}
+
+/// The audit ledger's `operation` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuditOperation {
+    Create,
+    Update,
+    Delete,
+}
+
+impl AuditOperation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditOperation::Create => "create",
+            AuditOperation::Update => "update",
+            AuditOperation::Delete => "delete",
+        }
+    }
+}
+
+/// What one write did, for the ledger.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditRecord {
+    /// A declared table of the contract.
+    pub table: String,
+    pub record_id: String,
+    pub operation: AuditOperation,
+    /// The row before the write (`None` for a create).
+    pub before: Option<serde_json::Value>,
+    /// The row after the write (`None` for a delete).
+    pub after: Option<serde_json::Value>,
+}
+
+/// What a mutation's work returns: the published result (stored in the receipt
+/// and replayed verbatim) and its audit record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MutationOutcome {
+    pub result: serde_json::Value,
+    pub audit: AuditRecord,
+}
+
+/// The input hash a receipt records: sha256 hex of the input's canonical JSON
+/// (object keys sorted at every depth, no whitespace), so the same request
+/// hashes the same however its producer ordered the keys.
+pub fn input_hash(input: &serde_json::Value) -> String {
+    fn canonical(value: &serde_json::Value, out: &mut String) {
+        match value {
+            serde_json::Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (index, key) in keys.into_iter().enumerate() {
+                    if index > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&serde_json::Value::String(key.clone()).to_string());
+                    out.push(':');
+                    canonical(&map[key], out);
+                }
+                out.push('}');
+            }
+            serde_json::Value::Array(items) => {
+                out.push('[');
+                for (index, item) in items.iter().enumerate() {
+                    if index > 0 {
+                        out.push(',');
+                    }
+                    canonical(item, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut text = String::new();
+    canonical(input, &mut text);
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// Maps a SQLite failure to the closed envelope and logs the internals (SQLite's
+/// message may quote SQL) under the error's diagnostic id. The grammar's work
+/// inside [`Engine::mutate`] should map its statement errors with this too.
+pub fn sql_error(error: rusqlite::Error) -> AppError {
+    use rusqlite::ErrorCode as E;
+    let (failure, message) = match &error {
+        rusqlite::Error::SqliteFailure(failure, message) => (Some(failure), message.as_deref()),
+        // Statement errors that point into the SQL text (a limit crossed while
+        // preparing, say); the text itself goes only to the log.
+        rusqlite::Error::SqlInputError { error, msg, .. } => (Some(error), Some(msg.as_str())),
+        _ => (None, None),
+    };
+    let app = match failure {
+        Some(failure) => match failure.code {
+            E::DatabaseBusy | E::DatabaseLocked => AppError::new(
+                ErrorCode::DatabaseUnavailable,
+                "the app's database is busy, try again",
+            ),
+            E::OperationInterrupted => AppError::new(
+                ErrorCode::DatabaseUnavailable,
+                "the operation ran past its time limit and was stopped, try again or ask for less",
+            ),
+            E::TooBig => AppError::new(
+                ErrorCode::ResourceLimit,
+                "a value is larger than the platform allows",
+            ),
+            E::DiskFull => AppError::new(
+                ErrorCode::DatabaseUnavailable,
+                "the app's database has no space left",
+            ),
+            E::SystemIoFailure | E::CannotOpen | E::ReadOnly | E::FileLockingProtocolFailed => {
+                AppError::new(
+                    ErrorCode::DatabaseUnavailable,
+                    "the app's database is unavailable",
+                )
+            }
+            E::ConstraintViolation => AppError::new(
+                ErrorCode::Conflict,
+                "the change conflicts with the stored records",
+            ),
+            E::Unknown if message.is_some_and(is_limit_message) => AppError::new(
+                ErrorCode::ResourceLimit,
+                "the request is larger or deeper than the platform allows",
+            ),
+            _ => AppError::from_code(ErrorCode::Internal),
+        },
+        None => AppError::from_code(ErrorCode::Internal),
+    };
+    tracing::warn!(diagnostic_id = %app.diagnostic_id, code = %app.code, %error, "data engine: sqlite failure");
+    app
+}
+
+/// SQLite reports most `sqlite3_limit` refusals as plain `SQLITE_ERROR`; only
+/// the wording tells them apart.
+fn is_limit_message(message: &str) -> bool {
+    const MARKERS: [&str; 6] = [
+        "too many",
+        "too large",
+        "too big",
+        "too long",
+        "too complex",
+        "too deep",
+    ];
+    let message = message.to_ascii_lowercase();
+    MARKERS.iter().any(|marker| message.contains(marker))
+}
+
+fn internal(what: &str) -> AppError {
+    let error = AppError::from_code(ErrorCode::Internal);
+    tracing::error!(diagnostic_id = %error.diagnostic_id, "data engine: {what}");
+    error
+}
+
+/// App ids become file names, so only the package id shape is accepted: no
+/// separators, no dots, nothing a path could be built from.
+fn valid_app_id(app_id: &str) -> bool {
+    (1..=64).contains(&app_id.len())
+        && app_id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && app_id.as_bytes()[0].is_ascii_alphanumeric()
+}
+
+fn quote_identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+impl Engine {
+    /// An engine over `app_data_root` with the default [`STATEMENT_DEADLINE`].
+    /// Nothing is opened until an app is first used.
+    pub fn new(app_data_root: &Path) -> Engine {
+        Engine::with_deadline(app_data_root, STATEMENT_DEADLINE)
+    }
+
+    /// An engine whose governed statements (and whole mutations) are stopped
+    /// after `deadline`.
+    pub fn with_deadline(app_data_root: &Path, deadline: Duration) -> Engine {
+        Engine {
+            inner: Arc::new(Inner {
+                root: app_data_root.to_path_buf(),
+                deadline,
+                slots: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Runs `f` on the app's connection, opening and setting it up for `contract`
+    /// first when needed.
+    fn with_handle<R>(
+        &self,
+        app_id: &str,
+        contract: &DataContract,
+        f: impl FnOnce(&mut Handle) -> Result<R, AppError>,
+    ) -> Result<R, AppError> {
+        if !valid_app_id(app_id) {
+            return Err(AppError::from_code(ErrorCode::NotFound));
+        }
+        let slot = {
+            let mut slots = self
+                .inner
+                .slots
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(slots.entry(app_id.to_owned()).or_default())
+        };
+        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        match slot.as_mut() {
+            Some(handle) if handle.contract_hash == contract.hash => {}
+            Some(handle) => {
+                let guard = Arc::clone(&handle.guard);
+                let _trusted = TrustScope::new(&guard, true);
+                setup(&mut handle.conn, contract)?;
+                set_declared(&guard, contract);
+                handle.contract_hash.clone_from(&contract.hash);
+            }
+            None => {
+                let path = self.inner.root.join(format!("{app_id}.sqlite"));
+                *slot = Some(open(&path, contract)?);
+            }
+        }
+        match slot.as_mut() {
+            Some(handle) => f(handle),
+            None => Err(internal("handle missing after open")),
+        }
+    }
+
+    /// Opens the app's database for `contract` now (it is otherwise opened on
+    /// first use), applying pending migrations.
+    pub fn open(&self, app_id: &str, contract: &DataContract) -> Result<(), AppError> {
+        self.with_handle(app_id, contract, |_| Ok(()))
+    }
+
+    /// Applied migrations whose checksum differs from the contract's, and applied
+    /// migrations the contract no longer lists. Pending migrations are not drift:
+    /// opening applies them.
+    pub fn migration_drift(
+        &self,
+        app_id: &str,
+        contract: &DataContract,
+    ) -> Result<Vec<Drift>, AppError> {
+        self.with_handle(app_id, contract, |handle| {
+            let _trusted = TrustScope::new(&handle.guard, true);
+            let applied = applied_migrations(&handle.conn).map_err(sql_error)?;
+            Ok(drift(&applied, contract))
+        })
+    }
+
+    /// The live structure of the app's database as [`read_schema`] reports it,
+    /// without the platform's own tables and columns.
+    pub fn describe(&self, app_id: &str, contract: &DataContract) -> Result<Schema, AppError> {
+        self.with_handle(app_id, contract, |handle| {
+            let _trusted = TrustScope::new(&handle.guard, true);
+            let mut schema = read_schema(&handle.conn).map_err(sql_error)?;
+            schema
+                .tables
+                .retain(|name, _| !name.to_ascii_lowercase().starts_with("_sasha"));
+            for table in schema.tables.values_mut() {
+                table
+                    .columns
+                    .retain(|column| !column.name.eq_ignore_ascii_case(VERSION_COLUMN));
+            }
+            schema
+                .indexes
+                .retain(|_, index| !index.table.to_ascii_lowercase().starts_with("_sasha"));
+            Ok(schema)
+        })
+    }
+
+    /// Runs a read (a statement SQLite reports as read-only) and returns its rows
+    /// as JSON objects, column name to value: INTEGER and REAL are numbers, TEXT a
+    /// string, NULL null. A BLOB, or a REAL JSON cannot hold (an infinity), is
+    /// refused as `APP_INTERNAL`: governed writes bind only JSON values, so either
+    /// means the data did not come through the grammar. Results larger than
+    /// [`MAX_RESULT_BYTES`] are `APP_RESOURCE_LIMIT`.
+    pub fn query(
+        &self,
+        app_id: &str,
+        contract: &DataContract,
+        sql: &str,
+        params: &[Value],
+    ) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, AppError> {
+        self.with_handle(app_id, contract, |handle| {
+            let guard = Arc::clone(&handle.guard);
+            let _deadline = DeadlineScope::new(&guard, self.inner.deadline);
+            let _untrusted = TrustScope::new(&guard, false);
+            read_rows(&handle.conn, sql, params)
+        })
+    }
+
+    /// Runs one mutation with its idempotency receipt and audit row in one
+    /// `BEGIN IMMEDIATE` transaction:
+    ///
+    /// 1. the receipt `(actor, operation, key)` is looked up: with the same input
+    ///    hash its stored result is returned and nothing is written; with another
+    ///    hash the call is `APP_IDEMPOTENCY_MISMATCH`;
+    /// 2. `work` performs the write with the caller's statements (governed: only
+    ///    declared tables) and returns the result and its audit record; an error
+    ///    rolls everything back and records no receipt;
+    /// 3. the audit row and the receipt are inserted and the transaction commits.
+    ///
+    /// Concurrent duplicates run once: the app's connection is used by one call at
+    /// a time, so the second sees the first's committed receipt.
+    pub fn mutate<F>(
+        &self,
+        app_id: &str,
+        contract: &DataContract,
+        receipt: ReceiptKey,
+        meta: AuditMeta,
+        work: F,
+    ) -> Result<serde_json::Value, AppError>
+    where
+        F: FnOnce(&rusqlite::Transaction<'_>) -> Result<MutationOutcome, AppError>,
+    {
+        self.with_handle(app_id, contract, |handle| {
+            let guard = Arc::clone(&handle.guard);
+            let _deadline = DeadlineScope::new(&guard, self.inner.deadline);
+            // Declared before the transaction so it is dropped after it: the
+            // rollback on an early return runs as the engine's own statement.
+            let _trusted = TrustScope::new(&guard, true);
+            let tx = handle
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql_error)?;
+            let stored: Option<(String, String)> = tx
+                .query_row(
+                    "SELECT input_hash, result_json FROM _sasha_idempotency \
+                     WHERE actor = ?1 AND operation = ?2 AND key = ?3",
+                    (&receipt.actor, &receipt.operation, &receipt.key),
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()
+                .map_err(sql_error)?;
+            if let Some((hash, result_json)) = stored {
+                if hash != receipt.input_hash {
+                    return Err(AppError::new(
+                        ErrorCode::IdempotencyMismatch,
+                        "this idempotency key was already used with different input",
+                    ));
+                }
+                return serde_json::from_str(&result_json)
+                    .map_err(|_| internal("stored receipt is not valid json"));
+            }
+
+            let outcome = {
+                let _untrusted = TrustScope::new(&guard, false);
+                work(&tx)?
+            };
+            let audit = &outcome.audit;
+            if !guard.may_touch(&audit.table, false) {
+                return Err(internal("audit record names an undeclared table"));
+            }
+            let before = audit.before.as_ref().map(serde_json::Value::to_string);
+            let after = audit.after.as_ref().map(serde_json::Value::to_string);
+            tx.execute(
+                &format!(
+                    "INSERT INTO _sasha_audit (table_name, record_id, operation, actor_id, source, \
+                     app_revision, action_id, before_json, after_json, created_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, {NOW_SQL})"
+                ),
+                rusqlite::params![
+                    audit.table,
+                    audit.record_id,
+                    audit.operation.as_str(),
+                    receipt.actor,
+                    meta.source.as_str(),
+                    meta.app_revision,
+                    meta.action_id,
+                    before,
+                    after,
+                ],
+            )
+            .map_err(sql_error)?;
+            tx.execute(
+                &format!(
+                    "INSERT INTO _sasha_idempotency (actor, operation, key, input_hash, result_json, \
+                     created_at) VALUES (?1, ?2, ?3, ?4, ?5, {NOW_SQL})"
+                ),
+                (
+                    &receipt.actor,
+                    &receipt.operation,
+                    &receipt.key,
+                    &receipt.input_hash,
+                    outcome.result.to_string(),
+                ),
+            )
+            .map_err(sql_error)?;
+            tx.commit().map_err(sql_error)?;
+            Ok(outcome.result)
+        })
+    }
+}
+
+/// Opens and hardens the file, sets it up for `contract`, then installs the
+/// authorizer (last, so setup's own PRAGMAs and DDL are not refused).
+fn open(path: &Path, contract: &DataContract) -> Result<Handle, AppError> {
+    let guard = Arc::new(Guard {
+        trusted: AtomicBool::new(true),
+        epoch: Instant::now(),
+        deadline_nanos: AtomicU64::new(0),
+        reach: Mutex::new(Reach::default()),
+    });
+    // No URI filenames: the path is ours, never a caller's query string.
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let mut conn = Connection::open_with_flags(path, flags).map_err(|error| {
+        let app = AppError::new(
+            ErrorCode::DatabaseUnavailable,
+            "the app's database is unavailable",
+        );
+        tracing::warn!(diagnostic_id = %app.diagnostic_id, path = %path.display(), %error, "data engine: cannot open");
+        app
+    })?;
+    harden(&mut conn, &guard).map_err(sql_error)?;
+    setup(&mut conn, contract)?;
+    set_declared(&guard, contract);
+    let authorizer_guard = Arc::clone(&guard);
+    conn.authorizer(Some(move |context: AuthContext<'_>| {
+        authorizer_guard.authorize(&context)
+    }))
+    .map_err(sql_error)?;
+    guard.trusted.store(false, Ordering::SeqCst);
+    Ok(Handle {
+        conn,
+        guard,
+        contract_hash: contract.hash.clone(),
+    })
+}
+
+fn harden(conn: &mut Connection, guard: &Arc<Guard>) -> rusqlite::Result<()> {
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_WRITABLE_SCHEMA, false)?;
+    // A double-quoted name that matches no column is an error, never a string.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DQS_DML, false)?;
+    // Extension loading stays off: rusqlite is built without `load_extension`, so
+    // nothing ever enables it, and the authorizer refuses the SQL function too.
+    for (limit, value) in LIMITS {
+        conn.set_limit(limit, value)?;
+    }
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Durability over speed: an acknowledged write (and its receipt) must survive
+    // a power loss, not only a process kill.
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        // WAL cannot be entered (an in-memory or read-only file): not a file we serve.
+        return Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+            Some(format!("journal mode is {mode}")),
+        ));
+    }
+    conn.execute_batch(
+        "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA cell_size_check = ON; \
+         PRAGMA mmap_size = 0; PRAGMA recursive_triggers = OFF;",
+    )?;
+    let progress_guard = Arc::clone(guard);
+    conn.progress_handler(PROGRESS_OPS, Some(move || progress_guard.expired()))?;
+    Ok(())
+}
+
+fn set_declared(guard: &Guard, contract: &DataContract) {
+    let declared: BTreeSet<String> = contract
+        .tables
+        .keys()
+        .map(|name| name.to_ascii_lowercase())
+        .collect();
+    let mut linked = BTreeSet::new();
+    for (name, table) in &contract.schema.tables {
+        let name = name.to_ascii_lowercase();
+        for key in &table.foreign_keys {
+            let parent = key.parent_table.to_ascii_lowercase();
+            if declared.contains(&name) {
+                linked.insert(parent.clone());
+            }
+            if declared.contains(&parent) {
+                linked.insert(name.clone());
+            }
+        }
+    }
+    linked.retain(|name| !declared.contains(name));
+    *guard.reach.lock().unwrap_or_else(PoisonError::into_inner) = Reach { declared, linked };
+}
+
+/// One `(number, file, checksum)` row of `_sasha_migrations`.
+type Applied = (u32, String, String);
+
+fn applied_migrations(conn: &Connection) -> rusqlite::Result<Vec<Applied>> {
+    let mut statement =
+        conn.prepare("SELECT number, file, checksum FROM _sasha_migrations ORDER BY number")?;
+    let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+    rows.collect()
+}
+
+fn drift(applied: &[Applied], contract: &DataContract) -> Vec<Drift> {
+    applied
+        .iter()
+        .filter_map(|(number, file, checksum)| {
+            let listed = contract.migrations.iter().find(|m| m.number == *number);
+            let kind = match listed {
+                None => DriftKind::NotInContract,
+                Some(m) if m.checksum != *checksum => DriftKind::ChecksumChanged,
+                Some(_) => return None,
+            };
+            Some(Drift {
+                number: *number,
+                file: file.clone(),
+                kind,
+                applied_checksum: checksum.clone(),
+                contract_checksum: listed.map(|m| m.checksum.clone()),
+            })
+        })
+        .collect()
+}
+
+/// In one IMMEDIATE transaction: the platform tables, every pending migration
+/// (recorded with its checksum), `_sasha_version` on every declared table, and
+/// the compatibility check. Anything failing rolls all of it back.
+fn setup(conn: &mut Connection, contract: &DataContract) -> Result<(), AppError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql_error)?;
+    tx.execute_batch(PLATFORM_SQL).map_err(sql_error)?;
+    let applied = applied_migrations(&tx).map_err(sql_error)?;
+    for migration in &contract.migrations {
+        if applied
+            .iter()
+            .any(|(number, ..)| *number == migration.number)
+        {
+            continue;
+        }
+        if let Err(error) = tx.execute_batch(&migration.sql) {
+            let app = AppError::new(
+                ErrorCode::MigrationFailed,
+                "the app's data migration failed; its database was left unchanged",
+            );
+            tracing::error!(
+                diagnostic_id = %app.diagnostic_id,
+                file = %migration.file,
+                %error,
+                "data engine: migration failed"
+            );
+            return Err(app);
+        }
+        tx.execute(
+            &format!(
+                "INSERT INTO _sasha_migrations (number, file, checksum, applied_at) \
+                 VALUES (?1, ?2, ?3, {NOW_SQL})"
+            ),
+            (migration.number, &migration.file, &migration.checksum),
+        )
+        .map_err(sql_error)?;
+    }
+
+    let live = read_schema(&tx).map_err(sql_error)?;
+    for name in contract.tables.keys() {
+        let Some(table) = live.tables.get(name) else {
+            continue; // reported by the compatibility check below
+        };
+        if table.column(VERSION_COLUMN).is_none() {
+            tx.execute_batch(&format!(
+                "ALTER TABLE {} ADD COLUMN {VERSION_COLUMN} INTEGER NOT NULL DEFAULT 1",
+                quote_identifier(name)
+            ))
+            .map_err(sql_error)?;
+        }
+    }
+    let live = read_schema(&tx).map_err(sql_error)?;
+    check_compatible(&live, contract)?;
+    tx.commit().map_err(sql_error)
+}
+
+/// Every declared table exists with every declared column at its declared
+/// type, plus `_sasha_version`. Extra live columns are tolerated (a newer
+/// database serving an older revision may have them).
+fn check_compatible(live: &Schema, contract: &DataContract) -> Result<(), AppError> {
+    let incompatible = |table: &str, column: &str| {
+        let app = AppError::new(
+            ErrorCode::SchemaIncompatible,
+            "the app's database does not match its declared data structure",
+        );
+        tracing::error!(diagnostic_id = %app.diagnostic_id, table, column, "data engine: schema incompatible");
+        app
+    };
+    for name in contract.tables.keys() {
+        let Some(declared) = contract.schema.tables.get(name) else {
+            return Err(incompatible(name, ""));
+        };
+        let Some(table) = live.tables.get(name) else {
+            return Err(incompatible(name, ""));
+        };
+        for column in &declared.columns {
+            match table.column(&column.name) {
+                Some(found)
+                    if found
+                        .declared_type
+                        .eq_ignore_ascii_case(&column.declared_type) => {}
+                _ => return Err(incompatible(name, &column.name)),
+            }
+        }
+        if table.column(VERSION_COLUMN).is_none() {
+            return Err(incompatible(name, VERSION_COLUMN));
+        }
+    }
+    Ok(())
+}
+
+fn read_rows(
+    conn: &Connection,
+    sql: &str,
+    params: &[Value],
+) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, AppError> {
+    let mut statement = conn.prepare(sql).map_err(sql_error)?;
+    if !statement.readonly() {
+        return Err(internal("query was handed a statement that writes"));
+    }
+    let names: Vec<String> = statement.column_names().map(str::to_owned).collect();
+    let mut rows = statement
+        .query(rusqlite::params_from_iter(params.iter()))
+        .map_err(sql_error)?;
+    let mut out = Vec::new();
+    let mut bytes = 0usize;
+    while let Some(row) = rows.next().map_err(sql_error)? {
+        let mut object = serde_json::Map::with_capacity(names.len());
+        for (index, name) in names.iter().enumerate() {
+            let value = match row.get_ref(index).map_err(sql_error)? {
+                ValueRef::Null => serde_json::Value::Null,
+                ValueRef::Integer(i) => serde_json::Value::from(i),
+                ValueRef::Real(f) => serde_json::Number::from_f64(f)
+                    .map(serde_json::Value::Number)
+                    .ok_or_else(|| internal("stored real is not a json number"))?,
+                ValueRef::Text(text) => {
+                    bytes = bytes.saturating_add(text.len());
+                    serde_json::Value::String(
+                        std::str::from_utf8(text)
+                            .map_err(|_| internal("stored text is not utf-8"))?
+                            .to_owned(),
+                    )
+                }
+                ValueRef::Blob(_) => return Err(internal("query returned a blob")),
+            };
+            bytes = bytes.saturating_add(name.len() + 8);
+            object.insert(name.clone(), value);
+        }
+        if bytes > MAX_RESULT_BYTES {
+            return Err(AppError::new(
+                ErrorCode::ResourceLimit,
+                "the result is larger than the platform returns at once, ask for fewer records or fields",
+            ));
+        }
+        out.push(object);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

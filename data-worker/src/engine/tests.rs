@@ -1,0 +1,942 @@
+//! The engine against real files in temporary folders, with the expense-log
+//! package's contract (statements are written by hand here: the grammar is not
+//! the engine's business).
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicUsize;
+
+use rusqlite::Transaction;
+use sasha_package::sql::Migration;
+use serde_json::json;
+
+use super::*;
+
+const APP: &str = "expense-log";
+
+fn contract() -> DataContract {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/packages/valid/expense-log");
+    let validation = sasha_package::validate::validate_dir(&dir);
+    assert!(
+        validation.diagnostics.is_empty(),
+        "{:?}",
+        validation.diagnostics
+    );
+    validation
+        .package
+        .and_then(|package| package.data)
+        .expect("expense-log has a data contract")
+}
+
+fn raw(dir: &tempfile::TempDir) -> Connection {
+    Connection::open(dir.path().join(format!("{APP}.sqlite"))).unwrap()
+}
+
+fn count(conn: &Connection, sql: &str) -> i64 {
+    conn.query_row(sql, [], |row| row.get(0)).unwrap()
+}
+
+fn table_names(conn: &Connection) -> Vec<String> {
+    let mut statement = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap();
+    statement
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+fn receipt(actor: &str, key: &str, input: &serde_json::Value) -> ReceiptKey {
+    ReceiptKey {
+        actor: actor.into(),
+        operation: "create".into(),
+        key: key.into(),
+        input_hash: input_hash(input),
+    }
+}
+
+fn meta() -> AuditMeta {
+    AuditMeta {
+        source: Source::Ui,
+        app_revision: "rev-1".into(),
+        action_id: None,
+    }
+}
+
+/// A hand-built create of one category, as the grammar would run it.
+fn create_category(
+    name: &str,
+) -> impl FnOnce(&Transaction<'_>) -> Result<MutationOutcome, AppError> + use<> {
+    let name = name.to_owned();
+    move |tx| {
+        tx.execute("INSERT INTO categories (name) VALUES (?1)", [&name])
+            .map_err(sql_error)?;
+        let id = tx.last_insert_rowid();
+        let row = json!({"id": id, "name": name, "_sasha_version": 1});
+        Ok(MutationOutcome {
+            result: row.clone(),
+            audit: AuditRecord {
+                table: "categories".into(),
+                record_id: id.to_string(),
+                operation: AuditOperation::Create,
+                before: None,
+                after: Some(row),
+            },
+        })
+    }
+}
+
+fn add_category(engine: &Engine, contract: &DataContract, actor: &str, key: &str, name: &str) {
+    let input = json!({"name": name});
+    engine
+        .mutate(
+            APP,
+            contract,
+            receipt(actor, key, &input),
+            meta(),
+            create_category(name),
+        )
+        .unwrap();
+}
+
+#[test]
+fn open_applies_migrations_once_and_records_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = contract();
+    let engine = Engine::new(dir.path());
+    engine.open(APP, &contract).unwrap();
+
+    let conn = raw(&dir);
+    let recorded: Vec<(u32, String, String)> = applied_migrations(&conn).unwrap();
+    let expected: Vec<(u32, String, String)> = contract
+        .migrations
+        .iter()
+        .map(|m| (m.number, m.file.clone(), m.checksum.clone()))
+        .collect();
+    assert_eq!(recorded, expected);
+    assert_eq!(expected.len(), 2);
+    let first_applied: String = conn
+        .query_row(
+            "SELECT applied_at FROM _sasha_migrations WHERE number = 1",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    for table in ["categories", "expenses"] {
+        let live = read_schema(&conn).unwrap();
+        let version = live.tables[table].column(VERSION_COLUMN).unwrap();
+        assert_eq!(version.declared_type, "INTEGER");
+        assert!(version.not_null);
+        assert_eq!(version.default_value.as_deref(), Some("1"));
+    }
+
+    // The same engine again, then a fresh engine (a restart): nothing re-applied.
+    engine.open(APP, &contract).unwrap();
+    drop(engine);
+    let engine = Engine::new(dir.path());
+    engine.open(APP, &contract).unwrap();
+    assert_eq!(applied_migrations(&conn).unwrap(), expected);
+    let again: String = conn
+        .query_row(
+            "SELECT applied_at FROM _sasha_migrations WHERE number = 1",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(again, first_applied);
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT count(*) FROM pragma_table_info('expenses') WHERE name = '_sasha_version'"
+        ),
+        1
+    );
+
+    // describe is the declared structure, without the platform's additions.
+    let described = engine.describe(APP, &contract).unwrap();
+    assert_eq!(described, contract.schema);
+    assert!(engine.migration_drift(APP, &contract).unwrap().is_empty());
+}
+
+#[test]
+fn only_package_shaped_app_ids_become_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::new(dir.path());
+    for id in [
+        "../escape",
+        "a/b",
+        "",
+        ".hidden",
+        "UPPER",
+        "x.sqlite",
+        "-lead",
+    ] {
+        let error = engine.open(id, &contract()).unwrap_err();
+        assert_eq!(error.code, ErrorCode::NotFound, "{id}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn configuration_is_hardened() {
+    let dir = tempfile::tempdir().unwrap();
+    let handle = open(&dir.path().join("x.sqlite"), &contract()).unwrap();
+    let conn = &handle.conn;
+    let _trusted = TrustScope::new(&handle.guard, true);
+    assert!(conn.db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE).unwrap());
+    assert!(
+        !conn
+            .db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA)
+            .unwrap()
+    );
+    let trusted_schema: i64 = conn
+        .query_row("PRAGMA trusted_schema", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(trusted_schema, 0);
+    let foreign_keys: i64 = conn
+        .query_row("PRAGMA foreign_keys", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(foreign_keys, 1);
+    for (limit, value) in LIMITS {
+        assert_eq!(conn.limit(limit).unwrap(), value, "{limit:?}");
+    }
+    // Even the engine's own statements cannot load an extension or attach.
+    assert!(
+        conn.query_row("SELECT load_extension('x')", [], |_| Ok(()))
+            .is_err()
+    );
+    assert!(
+        conn.execute_batch("ATTACH DATABASE ':memory:' AS other")
+            .is_err()
+    );
+}
+
+#[test]
+fn drift_is_reported_and_opening_still_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = contract();
+    Engine::new(dir.path()).open(APP, &contract).unwrap();
+
+    let mut edited = contract.clone();
+    edited.migrations[0].checksum = "0".repeat(64);
+    edited.hash = "edited".into();
+    let engine = Engine::new(dir.path());
+    let drift = engine.migration_drift(APP, &edited).unwrap();
+    assert_eq!(
+        drift,
+        vec![Drift {
+            number: 1,
+            file: contract.migrations[0].file.clone(),
+            kind: DriftKind::ChecksumChanged,
+            applied_checksum: contract.migrations[0].checksum.clone(),
+            contract_checksum: Some("0".repeat(64)),
+        }]
+    );
+    assert!(
+        engine
+            .query(APP, &edited, "SELECT * FROM categories", &[])
+            .unwrap()
+            .is_empty()
+    );
+
+    let mut shorter = contract.clone();
+    shorter.migrations.truncate(1);
+    shorter.hash = "shorter".into();
+    let drift = engine.migration_drift(APP, &shorter).unwrap();
+    assert_eq!(drift.len(), 1);
+    assert_eq!(drift[0].number, 2);
+    assert_eq!(drift[0].kind, DriftKind::NotInContract);
+    assert_eq!(drift[0].contract_checksum, None);
+}
+
+#[test]
+fn an_incompatible_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = contract();
+    {
+        // A database claiming every migration but holding a different structure.
+        let conn = raw(&dir);
+        conn.execute_batch(PLATFORM_SQL).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE categories (id INTEGER PRIMARY KEY, name BLOB NOT NULL);
+             CREATE TABLE expenses (id INTEGER PRIMARY KEY);",
+        )
+        .unwrap();
+        for m in &contract.migrations {
+            conn.execute(
+                "INSERT INTO _sasha_migrations VALUES (?1, ?2, ?3, 'then')",
+                (m.number, &m.file, &m.checksum),
+            )
+            .unwrap();
+        }
+    }
+    let engine = Engine::new(dir.path());
+    let error = engine.open(APP, &contract).unwrap_err();
+    assert_eq!(error.code, ErrorCode::SchemaIncompatible);
+    assert!(!error.retryable);
+    assert!(!error.message.contains("categories"));
+    // The check rolled back its own additions too.
+    let conn = raw(&dir);
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT count(*) FROM pragma_table_info('categories') WHERE name = '_sasha_version'"
+        ),
+        0
+    );
+    // Every use keeps being refused (and keeps re-checking).
+    let error = engine.query(APP, &contract, "SELECT 1", &[]).unwrap_err();
+    assert_eq!(error.code, ErrorCode::SchemaIncompatible);
+}
+
+#[test]
+fn a_failed_migration_rolls_back_everything() {
+    let mut broken = contract();
+    broken.migrations.push(Migration {
+        file: "migrations/003-broken.sql".into(),
+        number: 3,
+        sql: "CREATE TABLE extra (id INTEGER PRIMARY KEY); CREATE TABLE categories (id INTEGER);"
+            .into(),
+        checksum: "3".repeat(64),
+    });
+    broken.hash = "broken".into();
+
+    // On a fresh file: not even migrations 1 and 2 remain.
+    let dir = tempfile::tempdir().unwrap();
+    let error = Engine::new(dir.path()).open(APP, &broken).unwrap_err();
+    assert_eq!(error.code, ErrorCode::MigrationFailed);
+    assert!(!error.retryable);
+    assert!(!error.message.contains("CREATE"));
+    assert!(!error.message.contains("003"));
+    assert!(table_names(&raw(&dir)).is_empty());
+
+    // On a database at migration 2: it stays exactly there.
+    let dir = tempfile::tempdir().unwrap();
+    Engine::new(dir.path()).open(APP, &contract()).unwrap();
+    let error = Engine::new(dir.path()).open(APP, &broken).unwrap_err();
+    assert_eq!(error.code, ErrorCode::MigrationFailed);
+    let conn = raw(&dir);
+    assert!(!table_names(&conn).contains(&"extra".to_owned()));
+    assert_eq!(count(&conn, "SELECT count(*) FROM _sasha_migrations"), 2);
+}
+
+#[test]
+fn the_audit_ledger_is_append_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = contract();
+    let engine = Engine::new(dir.path());
+    add_category(&engine, &contract, "alice", "k1", "Travel");
+
+    let conn = raw(&dir);
+    let (table, record, operation, actor, source, revision, after): (
+        String,
+        String,
+        String,
+        String,
+        String,
+        String,
+        String,
+    ) = conn
+        .query_row(
+            "SELECT table_name, record_id, operation, actor_id, source, app_revision, after_json \
+             FROM _sasha_audit",
+            [],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ))
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        (table.as_str(), record.as_str(), operation.as_str()),
+        ("categories", "1", "create")
+    );
+    assert_eq!(
+        (actor.as_str(), source.as_str(), revision.as_str()),
+        ("alice", "ui", "rev-1")
+    );
+    let after: serde_json::Value = serde_json::from_str(&after).unwrap();
+    assert_eq!(after["name"], "Travel");
+
+    for tamper in [
+        "UPDATE _sasha_audit SET actor_id = 'mallory'",
+        "DELETE FROM _sasha_audit",
+        "INSERT OR REPLACE INTO _sasha_audit (id, table_name, record_id, operation, actor_id, \
+         source, app_revision, created_at) VALUES (1, 'categories', '1', 'create', 'mallory', \
+         'ui', 'rev-1', 'now')",
+        "REPLACE INTO _sasha_audit (id, table_name, record_id, operation, actor_id, \
+         source, app_revision, created_at) VALUES (1, 'categories', '1', 'delete', 'mallory', \
+         'ui', 'rev-1', 'now')",
+    ] {
+        let error = conn.execute_batch(tamper).unwrap_err();
+        assert!(
+            error.to_string().contains("append-only"),
+            "{tamper}: {error}"
+        );
+    }
+    let actor: String = conn
+        .query_row("SELECT actor_id FROM _sasha_audit", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(actor, "alice");
+    assert_eq!(count(&conn, "SELECT count(*) FROM _sasha_audit"), 1);
+}
+
+#[test]
+fn the_authorizer_confines_governed_statements_to_declared_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = contract();
+    let engine = Engine::new(dir.path());
+    add_category(&engine, &contract, "alice", "k1", "Travel");
+
+    for sql in [
+        "ATTACH DATABASE ':memory:' AS other",
+        "DETACH DATABASE other",
+        "PRAGMA user_version",
+        "PRAGMA foreign_keys = OFF",
+        "SELECT * FROM pragma_table_info('categories')",
+        "CREATE TABLE sneaky (x)",
+        "CREATE TEMP TABLE sneaky (x)",
+        "DROP TABLE categories",
+        "ALTER TABLE categories ADD COLUMN x",
+        "CREATE INDEX i ON categories (name)",
+        "CREATE VIEW v AS SELECT 1",
+        "CREATE TRIGGER t AFTER INSERT ON categories BEGIN SELECT 1; END",
+        "SELECT * FROM _sasha_audit",
+        "SELECT * FROM _sasha_idempotency",
+        "SELECT * FROM _sasha_migrations",
+        "SELECT * FROM sqlite_master",
+        "SELECT * FROM sqlite_schema",
+        "SELECT * FROM main.sqlite_master",
+        "SELECT name FROM categories UNION SELECT actor_id FROM _sasha_audit",
+        "SELECT * FROM categories WHERE id IN (SELECT id FROM _sasha_audit)",
+        "WITH x AS (SELECT * FROM _sasha_audit) SELECT * FROM x",
+        "SELECT * FROM temp.sqlite_master",
+        "SELECT * FROM sqlite_temp_master",
+        "SELECT sqlite_version()",
+        "SELECT load_extension('x')",
+        "BEGIN",
+        "SAVEPOINT s",
+        "ANALYZE",
+        "VACUUM",
+        "DELETE FROM categories",
+    ] {
+        let error = engine.query(APP, &contract, sql, &[]).unwrap_err();
+        assert_eq!(error.code, ErrorCode::Internal, "{sql}");
+        assert!(
+            !error.message.contains("sqlite"),
+            "{sql}: {}",
+            error.message
+        );
+    }
+    // Declared tables read fine.
+    let rows = engine
+        .query(APP, &contract, "SELECT name FROM categories", &[])
+        .unwrap();
+    assert_eq!(
+        rows,
+        vec![json!({"name": "Travel"}).as_object().unwrap().clone()]
+    );
+
+    // Inside a mutation too: the work can reach only declared tables, and a refused
+    // statement leaves no receipt.
+    for sql in [
+        "DELETE FROM _sasha_audit",
+        "INSERT INTO _sasha_idempotency VALUES ('a', 'b', 'c', 'd', 'e', 'f')",
+        "PRAGMA foreign_keys = OFF",
+        "COMMIT",
+        "DROP TABLE expenses",
+    ] {
+        let input = json!({"sql": sql});
+        let error = engine
+            .mutate(
+                APP,
+                &contract,
+                receipt("alice", sql, &input),
+                meta(),
+                |tx| {
+                    tx.execute_batch(sql).map_err(sql_error)?;
+                    Err(AppError::from_code(ErrorCode::Internal))
+                },
+            )
+            .unwrap_err();
+        assert_eq!(error.code, ErrorCode::Internal, "{sql}");
+    }
+    let conn = raw(&dir);
+    assert_eq!(count(&conn, "SELECT count(*) FROM _sasha_idempotency"), 1);
+    assert_eq!(count(&conn, "SELECT count(*) FROM _sasha_audit"), 1);
+    assert_eq!(count(&conn, "SELECT count(*) FROM categories"), 1);
+}
+
+#[test]
+fn query_maps_sqlite_values_to_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = contract();
+    let engine = Engine::new(dir.path());
+    add_category(&engine, &contract, "alice", "k1", "Travel");
+    let input = json!({"amount": 12.5});
+    engine
+        .mutate(
+            APP,
+            &contract,
+            receipt("alice", "k2", &input),
+            meta(),
+            |tx| {
+                tx.execute(
+                    "INSERT INTO expenses (spent_on, amount, category_id, created_by) \
+                     VALUES ('2026-01-02', ?1, 1, 'alice')",
+                    [12.5],
+                )
+                .map_err(sql_error)?;
+                Ok(MutationOutcome {
+                    result: json!({"id": 1}),
+                    audit: AuditRecord {
+                        table: "expenses".into(),
+                        record_id: "1".into(),
+                        operation: AuditOperation::Create,
+                        before: None,
+                        after: Some(json!({"id": 1})),
+                    },
+                })
+            },
+        )
+        .unwrap();
+    let rows = engine
+        .query(
+            APP,
+            &contract,
+            "SELECT id, spent_on, amount, note, _sasha_version FROM expenses WHERE created_by = ?1",
+            &[Value::Text("alice".into())],
+        )
+        .unwrap();
+    assert_eq!(
+        serde_json::Value::Object(rows[0].clone()),
+        json!({"id": 1, "spent_on": "2026-01-02", "amount": 12.5, "note": null, "_sasha_version": 1})
+    );
+    let error = engine
+        .query(APP, &contract, "SELECT x'00' AS b", &[])
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::Internal);
+    // A write handed to `query` is refused even on a declared table.
+    let error = engine
+        .query(APP, &contract, "UPDATE categories SET name = 'x'", &[])
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::Internal);
+    assert_eq!(
+        engine
+            .query(APP, &contract, "SELECT name FROM categories", &[])
+            .unwrap()[0]["name"],
+        "Travel"
+    );
+}
+
+#[test]
+fn limits_are_resource_limit_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = contract();
+    let engine = Engine::new(dir.path());
+    let params: Vec<Value> = (0..1101).map(Value::Integer).collect();
+    let placeholders = vec!["?"; 1101].join(",");
+    let error = engine
+        .query(
+            APP,
+            &contract,
+            &format!("SELECT id FROM categories WHERE id IN ({placeholders})"),
+            &params,
+        )
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::ResourceLimit);
+
+    let huge = "x".repeat(1_000_001);
+    let input = json!({"name": "huge"});
+    let error = engine
+        .mutate(
+            APP,
+            &contract,
+            receipt("alice", "huge", &input),
+            meta(),
+            create_category(&huge),
+        )
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::ResourceLimit);
+    assert_eq!(
+        count(&raw(&dir), "SELECT count(*) FROM _sasha_idempotency"),
+        0
+    );
+}
+
+#[test]
+fn idempotency_replays_refuses_mismatch_and_scopes_by_actor() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = contract();
+    let engine = Engine::new(dir.path());
+    let input = json!({"name": "Travel"});
+    let first = engine
+        .mutate(
+            APP,
+            &contract,
+            receipt("alice", "k1", &input),
+            meta(),
+            create_category("Travel"),
+        )
+        .unwrap();
+    assert_eq!(
+        first,
+        json!({"id": 1, "name": "Travel", "_sasha_version": 1})
+    );
+
+    // Replay, also after a restart: the stored result, the work never runs.
+    for engine in [engine.clone(), Engine::new(dir.path())] {
+        let replay = engine
+            .mutate(
+                APP,
+                &contract,
+                receipt("alice", "k1", &json!({"name": "Travel"})),
+                meta(),
+                |_| -> Result<MutationOutcome, AppError> { panic!("a replay must not run") },
+            )
+            .unwrap();
+        assert_eq!(replay, first);
+    }
+    let conn = raw(&dir);
+    assert_eq!(count(&conn, "SELECT count(*) FROM categories"), 1);
+    assert_eq!(count(&conn, "SELECT count(*) FROM _sasha_audit"), 1);
+
+    // Same key, other input: refused, nothing written.
+    let error = engine
+        .mutate(
+            APP,
+            &contract,
+            receipt("alice", "k1", &json!({"name": "Food"})),
+            meta(),
+            create_category("Food"),
+        )
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::IdempotencyMismatch);
+    assert_eq!(count(&conn, "SELECT count(*) FROM categories"), 1);
+
+    // The same key under another operation or actor is another receipt and never
+    // sees alice's result.
+    let mut other_operation = receipt("alice", "k1", &json!({"name": "Food"}));
+    other_operation.operation = "update".into();
+    let food = engine
+        .mutate(
+            APP,
+            &contract,
+            other_operation,
+            meta(),
+            create_category("Food"),
+        )
+        .unwrap();
+    assert_eq!(food["name"], "Food");
+    let bob = engine
+        .mutate(
+            APP,
+            &contract,
+            receipt("bob", "k1", &input),
+            meta(),
+            create_category("Books"),
+        )
+        .unwrap();
+    assert_eq!(bob["name"], "Books");
+    assert_eq!(count(&conn, "SELECT count(*) FROM categories"), 3);
+    assert_eq!(count(&conn, "SELECT count(*) FROM _sasha_audit"), 3);
+    assert_eq!(count(&conn, "SELECT count(*) FROM _sasha_idempotency"), 3);
+}
+
+#[test]
+fn failed_work_writes_nothing_and_leaves_the_key_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = contract();
+    let engine = Engine::new(dir.path());
+    let input = json!({"name": "Travel"});
+    let error = engine
+        .mutate(
+            APP,
+            &contract,
+            receipt("alice", "k1", &input),
+            meta(),
+            |tx| {
+                create_category("Travel")(tx)?;
+                Err(AppError::new(ErrorCode::Conflict, "stale version"))
+            },
+        )
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::Conflict);
+    let conn = raw(&dir);
+    assert_eq!(count(&conn, "SELECT count(*) FROM categories"), 0);
+    assert_eq!(count(&conn, "SELECT count(*) FROM _sasha_idempotency"), 0);
+    assert_eq!(count(&conn, "SELECT count(*) FROM _sasha_audit"), 0);
+
+    // An audit record naming an undeclared table is refused too.
+    let error = engine
+        .mutate(
+            APP,
+            &contract,
+            receipt("alice", "k1", &input),
+            meta(),
+            |tx| {
+                let mut outcome = create_category("Travel")(tx)?;
+                outcome.audit.table = "_sasha_audit".into();
+                Ok(outcome)
+            },
+        )
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::Internal);
+    assert_eq!(count(&conn, "SELECT count(*) FROM categories"), 0);
+
+    // A unique violation maps to a conflict, never to SQLite's words.
+    add_category(&engine, &contract, "alice", "k1", "Travel");
+    let error = engine
+        .mutate(
+            APP,
+            &contract,
+            receipt("alice", "k2", &input),
+            meta(),
+            create_category("Travel"),
+        )
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::Conflict);
+    assert!(!error.message.contains("UNIQUE"));
+    assert_eq!(count(&conn, "SELECT count(*) FROM categories"), 1);
+}
+
+#[test]
+fn concurrent_duplicates_run_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = contract();
+    let engine = Engine::new(dir.path());
+    let runs = AtomicUsize::new(0);
+    let input = json!({"name": "Travel"});
+    let results: Vec<serde_json::Value> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..50)
+            .map(|_| {
+                let engine = engine.clone();
+                let (contract, input, runs) = (&contract, &input, &runs);
+                scope.spawn(move || {
+                    engine
+                        .mutate(
+                            APP,
+                            contract,
+                            receipt("alice", "same", input),
+                            meta(),
+                            |tx| {
+                                runs.fetch_add(1, Ordering::SeqCst);
+                                create_category("Travel")(tx)
+                            },
+                        )
+                        .unwrap()
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert!(results.iter().all(|r| *r == results[0]));
+    let conn = raw(&dir);
+    assert_eq!(count(&conn, "SELECT count(*) FROM categories"), 1);
+    assert_eq!(count(&conn, "SELECT count(*) FROM _sasha_audit"), 1);
+}
+
+#[test]
+fn a_runaway_query_is_interrupted_and_the_connection_stays_usable() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = contract();
+    let engine = Engine::with_deadline(dir.path(), Duration::from_millis(200));
+    engine.open(APP, &contract).unwrap();
+    let started = Instant::now();
+    let error = engine
+        .query(
+            APP,
+            &contract,
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000000) \
+             SELECT count(*) AS n FROM c",
+            &[],
+        )
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::DatabaseUnavailable);
+    assert!(error.retryable);
+    assert!(error.message.contains("time limit"));
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    // The same for a runaway inside a mutation: rolled back, no receipt.
+    let error = engine
+        .mutate(
+            APP,
+            &contract,
+            receipt("alice", "slow", &json!({})),
+            meta(),
+            |tx| {
+                tx.execute(
+                    "INSERT INTO categories (name) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL \
+                     SELECT x + 1 FROM c WHERE x < 1000000000000) SELECT 'n' || x FROM c",
+                    [],
+                )
+                .map_err(sql_error)?;
+                create_category("never")(tx)
+            },
+        )
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::DatabaseUnavailable);
+
+    add_category(&engine, &contract, "alice", "k1", "Travel");
+    let rows = engine
+        .query(APP, &contract, "SELECT count(*) AS n FROM categories", &[])
+        .unwrap();
+    assert_eq!(rows[0]["n"], 1);
+}
+
+#[test]
+fn a_new_contract_revision_migrates_the_open_handle() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = contract();
+    let mut first = full.clone();
+    first.migrations.truncate(1);
+    first.hash = "first".into();
+    // Revision 1 knows only migration 1 (no `note` column yet).
+    first
+        .schema
+        .tables
+        .get_mut("expenses")
+        .unwrap()
+        .columns
+        .retain(|c| c.name != "note");
+    let engine = Engine::new(dir.path());
+    engine.open(APP, &first).unwrap();
+    assert_eq!(
+        count(&raw(&dir), "SELECT count(*) FROM _sasha_migrations"),
+        1
+    );
+    engine.open(APP, &full).unwrap();
+    assert_eq!(
+        count(&raw(&dir), "SELECT count(*) FROM _sasha_migrations"),
+        2
+    );
+    assert!(
+        engine
+            .query(APP, &full, "SELECT note FROM expenses", &[])
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn input_hash_ignores_key_order() {
+    assert_eq!(
+        input_hash(&json!({"a": 1, "b": {"c": [1, 2], "d": null}})),
+        input_hash(&json!({"b": {"d": null, "c": [1, 2]}, "a": 1}))
+    );
+    assert_ne!(input_hash(&json!({"a": 1})), input_hash(&json!({"a": 2})));
+}
+
+#[test]
+fn a_locked_database_is_a_retryable_unavailable() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = contract();
+    let engine = Engine::new(dir.path());
+    engine.open(APP, &contract).unwrap();
+    // Another connection (another process, in real life) holds the write lock.
+    let mut other = raw(&dir);
+    let held = other
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .unwrap();
+    let input = json!({"name": "Travel"});
+    let error = engine
+        .mutate(
+            APP,
+            &contract,
+            receipt("alice", "k1", &input),
+            meta(),
+            create_category("Travel"),
+        )
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::DatabaseUnavailable);
+    assert!(error.retryable);
+    drop(held);
+    add_category(&engine, &contract, "alice", "k1", "Travel");
+    // A CTE that shares a platform table's name is only the CTE.
+    let rows = engine
+        .query(
+            APP,
+            &contract,
+            "WITH _sasha_audit AS (SELECT name FROM categories) SELECT name FROM _sasha_audit",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(rows[0]["name"], "Travel");
+}
+
+#[test]
+fn foreign_keys_to_an_undeclared_table_still_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut contract = contract();
+    contract.tables.remove("categories");
+    contract.hash = "no-categories".into();
+    let engine = Engine::new(dir.path());
+    engine.open(APP, &contract).unwrap();
+    raw(&dir)
+        .execute("INSERT INTO categories (name) VALUES ('x')", [])
+        .unwrap();
+    let insert = |category: i64, key: &str| {
+        engine.mutate(
+            APP,
+            &contract,
+            receipt("a", key, &json!({ "category": category })),
+            meta(),
+            move |tx| {
+                tx.execute(
+                    "INSERT INTO expenses (spent_on, amount, category_id, created_by) \
+                     VALUES ('d', 1, ?1, 'a')",
+                    [category],
+                )
+                .map_err(sql_error)?;
+                let id = tx.last_insert_rowid();
+                Ok(MutationOutcome {
+                    result: json!({ "id": id }),
+                    audit: AuditRecord {
+                        table: "expenses".into(),
+                        record_id: id.to_string(),
+                        operation: AuditOperation::Create,
+                        before: None,
+                        after: None,
+                    },
+                })
+            },
+        )
+    };
+    // The parent key is checked (the read is allowed) ...
+    assert_eq!(insert(1, "k1").unwrap(), json!({"id": 1}));
+    assert_eq!(insert(7, "k2").unwrap_err().code, ErrorCode::Conflict);
+    // ... and the undeclared parent can be read (SQLite cannot tell a check's
+    // read from a statement's) but never written.
+    assert!(
+        engine
+            .query(APP, &contract, "SELECT name FROM categories", &[])
+            .is_ok()
+    );
+    let error = engine
+        .mutate(
+            APP,
+            &contract,
+            receipt("a", "k3", &json!({})),
+            meta(),
+            |tx| {
+                tx.execute("DELETE FROM categories", [])
+                    .map_err(sql_error)?;
+                Err(AppError::from_code(ErrorCode::Internal))
+            },
+        )
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::Internal);
+    assert_eq!(count(&raw(&dir), "SELECT count(*) FROM categories"), 1);
+}

@@ -529,6 +529,19 @@ fn array(value: Value, what: &str) -> Result<Vec<Value>, AppError> {
     }
 }
 
+/// An array of at most `max` items; `unit` names them in the refusal
+/// ("where has 21 clauses; at most 20 are allowed").
+fn bounded_array(value: Value, what: &str, max: usize, unit: &str) -> Result<Vec<Value>, AppError> {
+    let items = array(value, what)?;
+    if items.len() > max {
+        return Err(too_many(format!(
+            "{what} has {} {unit}; at most {max} are allowed",
+            items.len()
+        )));
+    }
+    Ok(items)
+}
+
 fn string(value: Value, what: &str) -> Result<String, AppError> {
     match value {
         Value::String(text) => Ok(text),
@@ -689,13 +702,7 @@ fn parse_where(table: &TableSpec, value: Option<Value>) -> Result<Vec<Condition>
     let Some(value) = value else {
         return Ok(Vec::new());
     };
-    let items = array(value, "where")?;
-    if items.len() > MAX_WHERE {
-        return Err(too_many(format!(
-            "where has {} clauses; at most {MAX_WHERE} are allowed",
-            items.len()
-        )));
-    }
+    let items = bounded_array(value, "where", MAX_WHERE, "clauses")?;
     items
         .into_iter()
         .map(|item| {
@@ -777,13 +784,7 @@ fn parse_list(table: &TableSpec, value: Value) -> Result<ListQuery, AppError> {
     let order_by = match fields.take("orderBy") {
         None => Vec::new(),
         Some(value) => {
-            let items = array(value, "orderBy")?;
-            if items.len() > MAX_ORDER_BY {
-                return Err(too_many(format!(
-                    "orderBy has {} entries; at most {MAX_ORDER_BY} are allowed",
-                    items.len()
-                )));
-            }
+            let items = bounded_array(value, "orderBy", MAX_ORDER_BY, "entries")?;
             items
                 .into_iter()
                 .map(|item| {
@@ -807,13 +808,7 @@ fn parse_list(table: &TableSpec, value: Value) -> Result<ListQuery, AppError> {
     let select = match fields.take("select") {
         None => None,
         Some(value) => {
-            let items = array(value, "select")?;
-            if items.len() > MAX_SELECT {
-                return Err(too_many(format!(
-                    "select has {} fields; at most {MAX_SELECT} are allowed",
-                    items.len()
-                )));
-            }
+            let items = bounded_array(value, "select", MAX_SELECT, "fields")?;
             Some(
                 items
                     .into_iter()
@@ -859,13 +854,7 @@ fn parse_aggregate(table: &TableSpec, value: Value) -> Result<AggregateQuery, Ap
     let group_by = match fields.take("groupBy") {
         None => Vec::new(),
         Some(value) => {
-            let items = array(value, "groupBy")?;
-            if items.len() > MAX_GROUP_BY {
-                return Err(too_many(format!(
-                    "groupBy has {} fields; at most {MAX_GROUP_BY} are allowed",
-                    items.len()
-                )));
-            }
+            let items = bounded_array(value, "groupBy", MAX_GROUP_BY, "fields")?;
             items
                 .into_iter()
                 .map(|item| {
@@ -876,16 +865,15 @@ fn parse_aggregate(table: &TableSpec, value: Value) -> Result<AggregateQuery, Ap
                 .collect::<Result<Vec<_>, AppError>>()?
         }
     };
-    let items = array(fields.require("metrics")?, "metrics")?;
+    let items = bounded_array(
+        fields.require("metrics")?,
+        "metrics",
+        MAX_METRICS,
+        "entries",
+    )?;
     fields.finish()?;
     if items.is_empty() {
         return Err(invalid("metrics needs at least one entry"));
-    }
-    if items.len() > MAX_METRICS {
-        return Err(too_many(format!(
-            "metrics has {} entries; at most {MAX_METRICS} are allowed",
-            items.len()
-        )));
     }
     let metrics = items
         .into_iter()

@@ -627,11 +627,25 @@ impl Engine {
         sql: &str,
         params: &[Value],
     ) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, AppError> {
+        self.query_named(app_id, contract, sql, params, None)
+    }
+
+    /// [`Engine::query`] with the output key of each result column given by
+    /// position (`columns`), for statements whose SQL column names are
+    /// expressions (aggregates).
+    pub fn query_named(
+        &self,
+        app_id: &str,
+        contract: &DataContract,
+        sql: &str,
+        params: &[Value],
+        columns: Option<&[String]>,
+    ) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, AppError> {
         self.with_handle(app_id, contract, |handle| {
             let guard = Arc::clone(&handle.guard);
             let _deadline = DeadlineScope::new(&guard, self.inner.deadline);
             let _untrusted = TrustScope::new(&guard, false);
-            read_rows(&handle.conn, sql, params)
+            read_rows(&handle.conn, sql, params, columns)
         })
     }
 
@@ -956,12 +970,17 @@ fn read_rows(
     conn: &Connection,
     sql: &str,
     params: &[Value],
+    columns: Option<&[String]>,
 ) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, AppError> {
     let mut statement = conn.prepare(sql).map_err(sql_error)?;
     if !statement.readonly() {
         return Err(internal("query was handed a statement that writes"));
     }
-    let names: Vec<String> = statement.column_names().map(str::to_owned).collect();
+    let names: Vec<String> = match columns {
+        Some(columns) if columns.len() == statement.column_count() => columns.to_vec(),
+        Some(_) => return Err(internal("result column names do not match the statement")),
+        None => statement.column_names().map(str::to_owned).collect(),
+    };
     let mut rows = statement
         .query(rusqlite::params_from_iter(params.iter()))
         .map_err(sql_error)?;

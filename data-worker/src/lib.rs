@@ -8,26 +8,21 @@
 //! [`engine`] owns the hardened per-app SQLite files (migrations, the
 //! `_sasha_*` tables, idempotent audited mutations) and [`grammar`] turns the JSON
 //! grammar into owner-scoped, parameterised statements. Both are tested on their
-//! own; the `DataService` operations still answer `APP_NOT_READY` until they are
-//! wired to them.
+//! own and served through `DataService` ([`service`]).
 
 use std::net::SocketAddr;
 
 use sasha_proto::config::{self, ConfigError, Env, StoragePaths};
 use sasha_proto::identity::Identity;
-use sasha_proto::pb::data_service_server::{DataService, DataServiceServer};
-use sasha_proto::pb::{
-    DescribeSchemaRequest, ExecuteReply, ExecuteRequest, HealthReply, HealthRequest,
-    MigrationDriftReply, MigrationDriftRequest, SchemaDescription,
-};
+use sasha_proto::pb::data_service_server::DataServiceServer;
 use sasha_proto::process::{RoleError, announce_ready, bind};
 use sasha_proto::{Role, grpc};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tonic::{Request, Response, Status};
 
 pub mod engine;
 pub mod grammar;
+mod service;
 
 /// data-worker's configuration, read once at boot.
 #[derive(Debug, Clone)]
@@ -82,7 +77,13 @@ pub async fn run(
         .grpc
         .local_addr()
         .map_err(|e| RoleError::Startup(e.to_string()))?;
-    let router = grpc::server_builder().add_service(DataServiceServer::new(Worker));
+    let worker = service::Worker::new(&config.storage.app_data_root).map_err(|error| {
+        RoleError::Startup(format!(
+            "APP_DATA_ROOT: cannot prepare {}: {error}",
+            config.storage.app_data_root.display()
+        ))
+    })?;
+    let router = grpc::server_builder().add_service(DataServiceServer::new(worker));
     announce_ready(Role::DataWorker, &[("grpc", grpc_addr)]);
     grpc::serve_mtls(
         router,
@@ -93,43 +94,4 @@ pub async fn run(
     )
     .await
     .map_err(|error| RoleError::Runtime(error.to_string()))
-}
-
-/// The `DataService` implementation.
-#[derive(Debug, Clone)]
-struct Worker;
-
-#[tonic::async_trait]
-impl DataService for Worker {
-    #[tracing::instrument(skip_all, name = "data.health")]
-    async fn health(
-        &self,
-        _request: Request<HealthRequest>,
-    ) -> Result<Response<HealthReply>, Status> {
-        Ok(Response::new(grpc::health_reply(
-            Role::DataWorker,
-            Vec::new(),
-        )))
-    }
-
-    async fn execute(
-        &self,
-        _request: Request<ExecuteRequest>,
-    ) -> Result<Response<ExecuteReply>, Status> {
-        Err(grpc::not_ready("DataService.Execute"))
-    }
-
-    async fn describe_schema(
-        &self,
-        _request: Request<DescribeSchemaRequest>,
-    ) -> Result<Response<SchemaDescription>, Status> {
-        Err(grpc::not_ready("DataService.DescribeSchema"))
-    }
-
-    async fn migration_drift(
-        &self,
-        _request: Request<MigrationDriftRequest>,
-    ) -> Result<Response<MigrationDriftReply>, Status> {
-        Err(grpc::not_ready("DataService.MigrationDrift"))
-    }
 }

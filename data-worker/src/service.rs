@@ -1,0 +1,394 @@
+//! `DataService`: the governed data operations over gRPC.
+//!
+//! A request names the app, the hash of its data contract, the actor the caller
+//! already authorised, a declared table, and the operation's arguments in the
+//! JSON grammar. The grammar builds owner-scoped, parameterised statements; the
+//! engine runs them (a mutation with its idempotency receipt and audit row in one
+//! transaction). SQLite work runs on the blocking pool.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use sasha_package::sql::{DataContract, contract_hash};
+use sasha_proto::pb::data_service_server::DataService;
+use sasha_proto::pb::{
+    DescribeSchemaRequest, ExecuteReply, ExecuteRequest, HealthReply, HealthRequest,
+    MigrationDriftReply, MigrationDriftRequest, SchemaDescription,
+};
+use sasha_proto::{AppError, ErrorCode, Role, grpc};
+use serde_json::{Map, Value};
+use tonic::{Request, Response, Status};
+
+use crate::engine::{
+    AuditMeta, AuditOperation, AuditRecord, Engine, MutationOutcome, ReceiptKey, Source, sql_error,
+};
+use crate::grammar::{self, Statement, TableSpec};
+
+/// The `DataService` implementation.
+#[derive(Clone)]
+pub(crate) struct Worker {
+    engine: Engine,
+    /// Contracts by hash, as callers supplied and the worker verified them.
+    contracts: Arc<Mutex<HashMap<String, Arc<DataContract>>>>,
+    /// Key of the HMAC that binds list cursors to actor and query; kept in
+    /// `APP_DATA_ROOT` so cursors survive a restart.
+    cursor_secret: Arc<[u8; 32]>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker").finish_non_exhaustive()
+    }
+}
+
+impl Worker {
+    pub(crate) fn new(app_data_root: &Path) -> std::io::Result<Worker> {
+        Ok(Worker {
+            engine: Engine::new(app_data_root),
+            contracts: Arc::new(Mutex::new(HashMap::new())),
+            cursor_secret: Arc::new(cursor_secret(app_data_root)?),
+        })
+    }
+
+    /// The verified contract for `hash`: from the cache, or parsed from `json`
+    /// and checked against the hash.
+    fn contract(&self, hash: &str, json: &str) -> Result<Arc<DataContract>, AppError> {
+        if let Some(contract) = self
+            .contracts
+            .lock()
+            .ok()
+            .and_then(|cache| cache.get(hash).cloned())
+        {
+            return Ok(contract);
+        }
+        if json.is_empty() {
+            return Err(AppError::new(
+                ErrorCode::NotReady,
+                "the data service does not know this data contract yet; send it with the request",
+            )
+            .with_details(serde_json::json!({"contractRequired": true})));
+        }
+        let contract: DataContract = serde_json::from_str(json).map_err(|_| {
+            AppError::new(ErrorCode::InputInvalid, "the data contract is not valid")
+        })?;
+        if contract.hash != hash || contract_hash(&contract.tables, &contract.migrations) != hash {
+            return Err(AppError::new(
+                ErrorCode::InputInvalid,
+                "the data contract does not match its hash",
+            ));
+        }
+        let contract = Arc::new(contract);
+        if let Ok(mut cache) = self.contracts.lock() {
+            cache.insert(hash.to_owned(), contract.clone());
+        }
+        Ok(contract)
+    }
+}
+
+/// Reads or creates the 32-byte cursor key (mode 0600).
+fn cursor_secret(app_data_root: &Path) -> std::io::Result<[u8; 32]> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = app_data_root.join(".cursor-key");
+    if let Ok(bytes) = std::fs::read(&path)
+        && let Ok(key) = <[u8; 32]>::try_from(bytes.as_slice())
+    {
+        return Ok(key);
+    }
+    let key: [u8; 32] = rand::random();
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)?;
+    file.write_all(&key)?;
+    Ok(key)
+}
+
+fn source_of(text: &str) -> Result<Source, AppError> {
+    match text {
+        "" | "ui" => Ok(Source::Ui),
+        "mcp" => Ok(Source::Mcp),
+        "import" => Ok(Source::Import),
+        "skill" => Ok(Source::Skill),
+        "automation" => Ok(Source::Automation),
+        _ => Err(AppError::new(
+            ErrorCode::InputInvalid,
+            "source must be ui, mcp, import, skill or automation",
+        )),
+    }
+}
+
+/// Runs a statement inside the mutation's transaction (a write ending in
+/// `RETURNING`, or the owner-scoped read of the current row) and gives back its
+/// first row.
+fn returning(
+    transaction: &rusqlite::Transaction<'_>,
+    statement: &Statement,
+) -> Result<Option<Map<String, Value>>, AppError> {
+    let mut prepared = transaction.prepare(&statement.sql).map_err(sql_error)?;
+    let mut rows = prepared
+        .query(rusqlite::params_from_iter(statement.params.iter()))
+        .map_err(sql_error)?;
+    match rows.next().map_err(sql_error)? {
+        Some(row) => Ok(Some(
+            grammar::row_to_json(&statement.columns, row).map_err(sql_error)?,
+        )),
+        None => Ok(None),
+    }
+}
+
+fn record_id(row: &Map<String, Value>) -> String {
+    match row.get(grammar::ID_COLUMN) {
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+fn not_found() -> AppError {
+    AppError::from_code(ErrorCode::RecordNotFound)
+}
+
+/// One governed operation, run to completion on a blocking thread.
+fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> {
+    let actor = request
+        .actor
+        .as_ref()
+        .map(|actor| actor.user_id.clone())
+        .unwrap_or_default();
+    if actor.is_empty() {
+        return Err(AppError::new(
+            ErrorCode::InputInvalid,
+            "the request names no actor",
+        ));
+    }
+    let contract = worker.contract(&request.contract_hash, &request.contract_json)?;
+    let Some((declaration, table)) = contract.declared_table(&request.table) else {
+        return Err(AppError::new(ErrorCode::NotFound, "no such table"));
+    };
+    let spec = TableSpec::new(table, declaration);
+    let app = request.app_id.as_str();
+    let parsed = grammar::parse(&request.operation, &spec, &request.request_json)?;
+    let engine = &worker.engine;
+    let meta = || -> Result<AuditMeta, AppError> {
+        Ok(AuditMeta {
+            source: source_of(&request.source)?,
+            app_revision: request.app_revision.clone(),
+            action_id: (!request.action_id.is_empty()).then(|| request.action_id.clone()),
+        })
+    };
+    let input: Value = serde_json::from_str(&request.request_json).unwrap_or(Value::Null);
+    let receipt = |key: &str| ReceiptKey {
+        actor: actor.clone(),
+        operation: format!("{}.{}", request.table, request.operation),
+        key: key.to_owned(),
+        input_hash: grammar::request_hash(&request.operation, &request.table, &input),
+    };
+    match parsed {
+        grammar::Request::List(query) => {
+            let (statement, plan) =
+                grammar::list_statement(&spec, &query, &actor, worker.cursor_secret.as_slice())?;
+            let rows = engine.query_named(
+                app,
+                &contract,
+                &statement.sql,
+                &statement.params,
+                Some(&statement.columns),
+            )?;
+            let (rows, next) = plan.finish_page(rows, worker.cursor_secret.as_slice());
+            Ok(serde_json::json!({"rows": rows, "nextCursor": next}))
+        }
+        grammar::Request::Get { id } => {
+            let statement = grammar::get_statement(&spec, &id, &actor)?;
+            let rows = engine.query_named(
+                app,
+                &contract,
+                &statement.sql,
+                &statement.params,
+                Some(&statement.columns),
+            )?;
+            rows.into_iter()
+                .next()
+                .map(Value::Object)
+                .ok_or_else(not_found)
+        }
+        grammar::Request::Aggregate(query) => {
+            let statement = grammar::aggregate_statement(&spec, &query, &actor)?;
+            let rows = engine.query_named(
+                app,
+                &contract,
+                &statement.sql,
+                &statement.params,
+                Some(&statement.columns),
+            )?;
+            grammar::check_group_count(rows.len())?;
+            Ok(serde_json::json!({"groups": rows}))
+        }
+        grammar::Request::Create {
+            values,
+            idempotency_key,
+        } => {
+            let statement = grammar::create_statement(&spec, &values, &actor)?;
+            let table = request.table.clone();
+            engine.mutate(
+                app,
+                &contract,
+                receipt(&idempotency_key),
+                meta()?,
+                move |transaction| {
+                    let row = returning(transaction, &statement)?
+                        .ok_or_else(|| AppError::from_code(ErrorCode::Internal))?;
+                    Ok(MutationOutcome {
+                        result: Value::Object(row.clone()),
+                        audit: AuditRecord {
+                            table,
+                            record_id: record_id(&row),
+                            operation: AuditOperation::Create,
+                            before: None,
+                            after: Some(Value::Object(row)),
+                        },
+                    })
+                },
+            )
+        }
+        grammar::Request::Update {
+            id,
+            changes,
+            expected_version,
+            idempotency_key,
+        } => {
+            let before = grammar::get_statement(&spec, &id, &actor)?;
+            let statement =
+                grammar::update_statement(&spec, &id, &changes, expected_version, &actor)?;
+            let table = request.table.clone();
+            engine.mutate(
+                app,
+                &contract,
+                receipt(&idempotency_key),
+                meta()?,
+                move |transaction| {
+                    let previous = returning(transaction, &before)?.ok_or_else(not_found)?;
+                    let row =
+                        returning(transaction, &statement)?.ok_or_else(|| conflict(&previous))?;
+                    Ok(MutationOutcome {
+                        result: Value::Object(row.clone()),
+                        audit: AuditRecord {
+                            table,
+                            record_id: record_id(&row),
+                            operation: AuditOperation::Update,
+                            before: Some(Value::Object(previous)),
+                            after: Some(Value::Object(row)),
+                        },
+                    })
+                },
+            )
+        }
+        grammar::Request::Delete {
+            id,
+            expected_version,
+            idempotency_key,
+        } => {
+            let before = grammar::get_statement(&spec, &id, &actor)?;
+            let statement = grammar::delete_statement(&spec, &id, expected_version, &actor)?;
+            let table = request.table.clone();
+            engine.mutate(app, &contract, receipt(&idempotency_key), meta()?, move |transaction| {
+                let previous = returning(transaction, &before)?.ok_or_else(not_found)?;
+                let row = returning(transaction, &statement)?.ok_or_else(|| conflict(&previous))?;
+                Ok(MutationOutcome {
+                    result: serde_json::json!({"id": row.get(grammar::ID_COLUMN), "deleted": true}),
+                    audit: AuditRecord {
+                        table,
+                        record_id: record_id(&row),
+                        operation: AuditOperation::Delete,
+                        before: Some(Value::Object(previous)),
+                        after: None,
+                    },
+                })
+            })
+        }
+    }
+}
+
+/// The row exists for this actor but its version moved on.
+fn conflict(current: &Map<String, Value>) -> AppError {
+    AppError::new(
+        ErrorCode::Conflict,
+        "the record changed since it was read; reload it and try again",
+    )
+    .with_details(serde_json::json!({"currentVersion": current.get(grammar::VERSION_COLUMN)}))
+}
+
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, AppError> + Send + 'static,
+) -> Result<T, Status> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result.map_err(|error| error.to_status()),
+        Err(_) => Err(AppError::from_code(ErrorCode::Internal).to_status()),
+    }
+}
+
+#[tonic::async_trait]
+impl DataService for Worker {
+    #[tracing::instrument(skip_all, name = "data.health")]
+    async fn health(
+        &self,
+        _request: Request<HealthRequest>,
+    ) -> Result<Response<HealthReply>, Status> {
+        Ok(Response::new(grpc::health_reply(
+            Role::DataWorker,
+            Vec::new(),
+        )))
+    }
+
+    #[tracing::instrument(skip_all, name = "data.execute", fields(app_id, operation, table))]
+    async fn execute(
+        &self,
+        request: Request<ExecuteRequest>,
+    ) -> Result<Response<ExecuteReply>, Status> {
+        let request = request.into_inner();
+        let span = tracing::Span::current();
+        span.record("app_id", request.app_id.as_str());
+        span.record("operation", request.operation.as_str());
+        span.record("table", request.table.as_str());
+        let worker = self.clone();
+        let result = blocking(move || execute(&worker, request)).await?;
+        Ok(Response::new(ExecuteReply {
+            result_json: result.to_string(),
+        }))
+    }
+
+    async fn describe_schema(
+        &self,
+        request: Request<DescribeSchemaRequest>,
+    ) -> Result<Response<SchemaDescription>, Status> {
+        let request = request.into_inner();
+        let worker = self.clone();
+        let schema = blocking(move || {
+            let contract = worker.contract(&request.contract_hash, &request.contract_json)?;
+            worker.engine.describe(&request.app_id, &contract)
+        })
+        .await?;
+        Ok(Response::new(SchemaDescription {
+            json: serde_json::to_string(&schema).unwrap_or_default(),
+        }))
+    }
+
+    async fn migration_drift(
+        &self,
+        request: Request<MigrationDriftRequest>,
+    ) -> Result<Response<MigrationDriftReply>, Status> {
+        let request = request.into_inner();
+        let worker = self.clone();
+        let drift = blocking(move || {
+            let contract = worker.contract(&request.contract_hash, &request.contract_json)?;
+            worker.engine.migration_drift(&request.app_id, &contract)
+        })
+        .await?;
+        Ok(Response::new(MigrationDriftReply {
+            json: serde_json::to_string(&drift).unwrap_or_default(),
+        }))
+    }
+}

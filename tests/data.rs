@@ -1,0 +1,338 @@
+//! data-worker through its gRPC interface: the governed grammar on the
+//! expense-log package's tables, owner scoping between two actors, versions,
+//! idempotent retries that survive a restart, and 50 racing updates of which
+//! exactly one wins.
+
+mod common;
+
+use std::path::Path;
+
+use common::Harness;
+use sasha_package::sql::DataContract;
+use sasha_proto::identity::Identity;
+use sasha_proto::pb::{Actor, ExecuteRequest};
+use sasha_proto::{AppError, ErrorCode, Role, grpc};
+use serde_json::{Value, json};
+
+fn contract() -> DataContract {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/packages/valid/expense-log");
+    sasha_package::validate::validate_dir(&dir)
+        .package
+        .unwrap()
+        .data
+        .unwrap()
+}
+
+struct Client {
+    data: grpc::DataClient,
+    contract: DataContract,
+    contract_json: String,
+}
+
+impl Client {
+    fn new(harness: &Harness, addr: std::net::SocketAddr) -> Client {
+        let identity = Identity::load(&harness.tls(Role::McpGateway)).unwrap();
+        let contract = contract();
+        Client {
+            data: grpc::data_client(&format!("https://{addr}"), &identity).unwrap(),
+            contract_json: serde_json::to_string(&contract).unwrap(),
+            contract,
+        }
+    }
+
+    async fn call(
+        &self,
+        actor: &str,
+        operation: &str,
+        table: &str,
+        request: Value,
+    ) -> Result<Value, AppError> {
+        let mut data = self.data.clone();
+        let reply = data
+            .execute(ExecuteRequest {
+                app_id: "expense-log".into(),
+                contract_hash: self.contract.hash.clone(),
+                actor: Some(Actor {
+                    user_id: actor.into(),
+                    via: "ui".into(),
+                }),
+                operation: operation.into(),
+                table: table.into(),
+                request_json: request.to_string(),
+                contract_json: self.contract_json.clone(),
+                source: "ui".into(),
+                app_revision: "r1".into(),
+                action_id: String::new(),
+            })
+            .await
+            .map_err(|status| AppError::from_status(&status))?;
+        Ok(serde_json::from_str(&reply.into_inner().result_json).unwrap())
+    }
+}
+
+fn code(result: Result<Value, AppError>) -> ErrorCode {
+    result.expect_err("must be refused").code
+}
+
+#[tokio::test]
+async fn governed_operations_owner_scoping_versions_and_idempotency() {
+    let harness = Harness::new();
+    let worker = harness.start(Role::DataWorker, &[]).await;
+    let client = Client::new(&harness, worker.listener("grpc"));
+
+    // A worker that has never seen the contract asks for it.
+    let mut bare = client.data.clone();
+    let status = bare
+        .execute(ExecuteRequest {
+            app_id: "expense-log".into(),
+            contract_hash: client.contract.hash.clone(),
+            actor: Some(Actor {
+                user_id: "alice".into(),
+                via: "ui".into(),
+            }),
+            operation: "list".into(),
+            table: "expenses".into(),
+            request_json: "{}".into(),
+            ..ExecuteRequest::default()
+        })
+        .await
+        .unwrap_err();
+    let error = AppError::from_status(&status);
+    assert_eq!(error.code, ErrorCode::NotReady);
+    assert_eq!(error.details.unwrap()["contractRequired"], true);
+
+    let category = client
+        .call(
+            "alice",
+            "create",
+            "categories",
+            json!({"values": {"name": "Travel"}, "idempotencyKey": "c1"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(category["_sasha_version"], 1);
+    let category_id = category["id"].clone();
+    let expense = client
+        .call("alice", "create", "expenses", json!({"values": {"spent_on": "2026-11-02", "amount": 12.5, "category_id": category_id}, "idempotencyKey": "e1"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        expense["created_by"], "alice",
+        "the owner is stamped by the platform"
+    );
+    let id = expense["id"].clone();
+
+    // Bob sees shared categories but none of Alice's expenses.
+    let bob_categories = client
+        .call("bob", "list", "categories", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(bob_categories["rows"].as_array().unwrap().len(), 1);
+    let bob_expenses = client
+        .call("bob", "list", "expenses", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(bob_expenses["rows"], json!([]));
+    assert_eq!(
+        code(
+            client
+                .call("bob", "get", "expenses", json!({"id": id}))
+                .await
+        ),
+        ErrorCode::RecordNotFound
+    );
+    assert_eq!(
+        code(client.call("bob", "update", "expenses", json!({"id": id, "changes": {"amount": 1}, "expectedVersion": 1, "idempotencyKey": "b1"})).await),
+        ErrorCode::RecordNotFound
+    );
+    assert_eq!(
+        code(
+            client
+                .call("bob", "get", "expenses", json!({"id": 999}))
+                .await
+        ),
+        ErrorCode::RecordNotFound
+    );
+
+    // The owner field cannot be set or used to filter.
+    assert!(client
+        .call("bob", "create", "expenses", json!({"values": {"spent_on": "2026-11-02", "amount": 1, "category_id": category_id, "created_by": "alice"}, "idempotencyKey": "b2"}))
+        .await
+        .is_err());
+    assert!(
+        client
+            .call(
+                "bob",
+                "list",
+                "expenses",
+                json!({"where": [{"field": "created_by", "operator": "eq", "value": "alice"}]})
+            )
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        code(
+            client
+                .call(
+                    "alice",
+                    "list",
+                    "expenses",
+                    json!({"where": [{"field": "rowid", "operator": "eq", "value": 1}]})
+                )
+                .await
+        ),
+        ErrorCode::FieldUndeclared
+    );
+    assert_eq!(
+        code(
+            client
+                .call("alice", "list", "sqlite_master", json!({}))
+                .await
+        ),
+        ErrorCode::NotFound
+    );
+
+    // Versions: the first update wins, a stale one conflicts.
+    let updated = client
+        .call("alice", "update", "expenses", json!({"id": id, "changes": {"amount": 20}, "expectedVersion": 1, "idempotencyKey": "u1"}))
+        .await
+        .unwrap();
+    assert_eq!(updated["_sasha_version"], 2);
+    let stale = client
+        .call("alice", "update", "expenses", json!({"id": id, "changes": {"amount": 30}, "expectedVersion": 1, "idempotencyKey": "u2"}))
+        .await
+        .unwrap_err();
+    assert_eq!(stale.code, ErrorCode::Conflict);
+    assert_eq!(stale.details.unwrap()["currentVersion"], 2);
+
+    // Idempotency: a retry replays, a reused key with other input is refused.
+    let replay = client
+        .call("alice", "update", "expenses", json!({"id": id, "changes": {"amount": 20}, "expectedVersion": 1, "idempotencyKey": "u1"}))
+        .await
+        .unwrap();
+    assert_eq!(replay, updated);
+    assert_eq!(
+        code(client.call("alice", "update", "expenses", json!({"id": id, "changes": {"amount": 21}, "expectedVersion": 2, "idempotencyKey": "u1"})).await),
+        ErrorCode::IdempotencyMismatch
+    );
+
+    // Aggregates are owner-scoped too.
+    let totals = client
+        .call("alice", "aggregate", "expenses", json!({"groupBy": ["category_id"], "metrics": [{"as": "total", "sum": "amount"}, {"as": "n", "count": "id"}]}))
+        .await
+        .unwrap();
+    assert_eq!(
+        totals["groups"],
+        json!([{"category_id": category_id, "total": 20.0, "n": 1}])
+    );
+    let bob_totals = client
+        .call(
+            "bob",
+            "aggregate",
+            "expenses",
+            json!({"metrics": [{"as": "n", "count": "id"}]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(bob_totals["groups"], json!([{"n": 0}]));
+
+    // A restart keeps every receipt: the retry still replays the original.
+    worker.stop().await;
+    let worker = harness.start(Role::DataWorker, &[]).await;
+    let client = Client::new(&harness, worker.listener("grpc"));
+    let after_restart = client
+        .call("alice", "update", "expenses", json!({"id": id, "changes": {"amount": 20}, "expectedVersion": 1, "idempotencyKey": "u1"}))
+        .await
+        .unwrap();
+    assert_eq!(after_restart, updated);
+
+    // Delete needs the current version; a stale one conflicts.
+    assert_eq!(
+        code(
+            client
+                .call(
+                    "alice",
+                    "delete",
+                    "expenses",
+                    json!({"id": id, "expectedVersion": 1, "idempotencyKey": "d0"})
+                )
+                .await
+        ),
+        ErrorCode::Conflict
+    );
+    client
+        .call(
+            "alice",
+            "delete",
+            "expenses",
+            json!({"id": id, "expectedVersion": 2, "idempotencyKey": "d1"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        code(
+            client
+                .call("alice", "get", "expenses", json!({"id": id}))
+                .await
+        ),
+        ErrorCode::RecordNotFound
+    );
+
+    // Tampered contracts are refused.
+    let mut forged = client.contract.clone();
+    forged.hash = "0".repeat(64);
+    let forged_client = Client {
+        data: client.data.clone(),
+        contract_json: serde_json::to_string(&forged).unwrap(),
+        contract: forged,
+    };
+    assert_eq!(
+        code(
+            forged_client
+                .call("alice", "list", "expenses", json!({}))
+                .await
+        ),
+        ErrorCode::InputInvalid
+    );
+}
+
+/// Security catalogue D11: 50 parallel updates with one expected version.
+#[tokio::test]
+async fn exactly_one_of_fifty_racing_updates_wins() {
+    let harness = Harness::new();
+    let worker = harness.start(Role::DataWorker, &[]).await;
+    let client = std::sync::Arc::new(Client::new(&harness, worker.listener("grpc")));
+    let category = client
+        .call(
+            "alice",
+            "create",
+            "categories",
+            json!({"values": {"name": "Food"}, "idempotencyKey": "c"}),
+        )
+        .await
+        .unwrap();
+    let id = category["id"].clone();
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let client = client.clone();
+        let id = id.clone();
+        tasks.push(tokio::spawn(async move {
+            client
+                .call("alice", "update", "categories", json!({"id": id, "changes": {"name": format!("Food {i}")}, "expectedVersion": 1, "idempotencyKey": format!("race-{i}")}))
+                .await
+        }));
+    }
+    let mut wins = 0;
+    let mut conflicts = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(row) => {
+                assert_eq!(row["_sasha_version"], 2);
+                wins += 1;
+            }
+            Err(error) if error.code == ErrorCode::Conflict => conflicts += 1,
+            Err(error) => panic!("unexpected {error:?}"),
+        }
+    }
+    assert_eq!((wins, conflicts), (1, 49));
+}

@@ -336,3 +336,106 @@ async fn exactly_one_of_fifty_racing_updates_wins() {
     }
     assert_eq!((wins, conflicts), (1, 49));
 }
+
+/// Crash safety: data-worker is SIGKILLed at varying points while keyed writes
+/// are in flight, restarted, and every unacknowledged write retried. Every write
+/// exists exactly once, every replay returns its original result, the audit has
+/// one row per write, and its triggers still refuse tampering.
+#[tokio::test]
+async fn writes_survive_sigkill_exactly_once() {
+    const WRITES: usize = 60;
+    const BATCH: usize = 10;
+    let harness = Harness::new();
+    let mut worker = harness.start(Role::DataWorker, &[]).await;
+    let mut client = std::sync::Arc::new(Client::new(&harness, worker.listener("grpc")));
+    let category = client
+        .call(
+            "alice",
+            "create",
+            "categories",
+            json!({"values": {"name": "Ops"}, "idempotencyKey": "cat"}),
+        )
+        .await
+        .unwrap();
+    let request = |i: usize| {
+        json!({
+            "values": {"spent_on": "2026-11-03", "amount": i as f64, "category_id": category["id"], "note": format!("write-{i}")},
+            "idempotencyKey": format!("write-{i}"),
+        })
+    };
+    let mut results: Vec<Option<Value>> = vec![None; WRITES];
+    let mut seed: u64 = 0x5eed;
+    let mut interrupted = 0;
+    for batch in 0..WRITES / BATCH {
+        let mut tasks = Vec::new();
+        for i in batch * BATCH..(batch + 1) * BATCH {
+            let (client, body) = (client.clone(), request(i));
+            tasks.push((
+                i,
+                tokio::spawn(async move { client.call("alice", "create", "expenses", body).await }),
+            ));
+        }
+        // Kill at a varying point of the batch: before, during or after the writes.
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        tokio::time::sleep(std::time::Duration::from_millis(seed >> 60)).await;
+        worker.child.start_kill().unwrap();
+        worker.child.wait().await.unwrap();
+        for (i, task) in tasks {
+            match task.await.unwrap() {
+                Ok(row) => results[i] = Some(row),
+                Err(_) => interrupted += 1,
+            }
+        }
+        worker = harness.start(Role::DataWorker, &[]).await;
+        client = std::sync::Arc::new(Client::new(&harness, worker.listener("grpc")));
+        for i in batch * BATCH..(batch + 1) * BATCH {
+            let replayed = client
+                .call("alice", "create", "expenses", request(i))
+                .await
+                .unwrap();
+            match &results[i] {
+                Some(original) => {
+                    assert_eq!(&replayed, original, "write {i} replays its original result")
+                }
+                None => results[i] = Some(replayed),
+            }
+        }
+    }
+    eprintln!("{interrupted} of {WRITES} writes were cut off by a kill and retried");
+    let rows = client
+        .call("alice", "list", "expenses", json!({"limit": 200}))
+        .await
+        .unwrap();
+    let mut notes: Vec<String> = rows["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["note"].as_str().unwrap().to_owned())
+        .collect();
+    notes.sort();
+    let mut expected: Vec<String> = (0..WRITES).map(|i| format!("write-{i}")).collect();
+    expected.sort();
+    assert_eq!(notes, expected, "every write exists exactly once");
+
+    worker.stop().await;
+    let file = harness.path().join("apps/expense-log.sqlite");
+    let db = rusqlite::Connection::open(&file).unwrap();
+    let audited: i64 = db
+        .query_row("SELECT count(*) FROM _sasha_audit WHERE table_name = 'expenses' AND operation = 'create'", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(audited, WRITES as i64, "one audit row per write");
+    assert!(
+        db.execute("UPDATE _sasha_audit SET actor_id = 'mallory'", [])
+            .is_err()
+    );
+    assert!(db.execute("DELETE FROM _sasha_audit", []).is_err());
+    assert!(db
+        .execute(
+            "INSERT OR REPLACE INTO _sasha_audit (id, table_name, record_id, operation, actor_id, source, app_revision, created_at) \
+             SELECT id, table_name, record_id, operation, 'mallory', source, app_revision, created_at FROM _sasha_audit LIMIT 1",
+            [],
+        )
+        .is_err());
+}

@@ -390,16 +390,17 @@ async fn writes_survive_sigkill_exactly_once() {
         }
         worker = harness.start(Role::DataWorker, &[]).await;
         client = std::sync::Arc::new(Client::new(&harness, worker.listener("grpc")));
-        for i in batch * BATCH..(batch + 1) * BATCH {
+        let first = batch * BATCH;
+        for (i, result) in results.iter_mut().enumerate().skip(first).take(BATCH) {
             let replayed = client
                 .call("alice", "create", "expenses", request(i))
                 .await
                 .unwrap();
-            match &results[i] {
+            match result {
                 Some(original) => {
                     assert_eq!(&replayed, original, "write {i} replays its original result")
                 }
-                None => results[i] = Some(replayed),
+                None => *result = Some(replayed),
             }
         }
     }

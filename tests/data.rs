@@ -278,6 +278,42 @@ async fn governed_operations_owner_scoping_versions_and_idempotency() {
         ErrorCode::RecordNotFound
     );
 
+    // The live schema and migration drift, over the same interface.
+    let mut data = client.data.clone();
+    let schema = data
+        .describe_schema(sasha_proto::pb::DescribeSchemaRequest {
+            app_id: "expense-log".into(),
+            contract_hash: client.contract.hash.clone(),
+            contract_json: client.contract_json.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let schema: Value = serde_json::from_str(&schema.json).unwrap();
+    let columns: Vec<&str> = schema["tables"]["expenses"]["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|column| column["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        columns.contains(&"amount") && columns.contains(&"_sasha_version"),
+        "{columns:?}"
+    );
+    let drift = data
+        .migration_drift(sasha_proto::pb::MigrationDriftRequest {
+            app_id: "expense-log".into(),
+            contract_hash: client.contract.hash.clone(),
+            contract_json: client.contract_json.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        serde_json::from_str::<Value>(&drift.json).unwrap(),
+        json!([])
+    );
+
     // Tampered contracts are refused.
     let mut forged = client.contract.clone();
     forged.hash = "0".repeat(64);

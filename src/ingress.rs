@@ -92,6 +92,7 @@ async fn accept_loop(listener: TcpListener, ingress: Arc<Ingress>) -> anyhow::Re
                 continue;
             }
         };
+        let _ = stream.set_nodelay(true);
         let ingress = ingress.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |request| {

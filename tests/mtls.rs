@@ -202,10 +202,10 @@ async fn closed_errors_cross_the_hop_intact() {
         .await
         .unwrap_err();
     let error = AppError::from_status(&status);
-    assert_eq!(error.code, ErrorCode::NotReady);
-    assert!(error.retryable);
+    assert_eq!(error.code, ErrorCode::InputInvalid);
+    assert!(!error.retryable);
     assert!(!error.diagnostic_id.is_empty());
-    assert!(error.message.contains("DataService.Execute"), "{error:?}");
+    assert_eq!(error.message, "the request names no actor", "{error:?}");
 
     let mut core = grpc::core_client(
         &format!("https://{}", backends.core.listener("grpc")),

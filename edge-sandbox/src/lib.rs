@@ -143,8 +143,7 @@ pub async fn run(
         .map_err(|e| RoleError::Startup(e.to_string()))?;
     let app = router(config.origins)?;
     announce_ready(Role::EdgeSandbox, &[("http", addr)]);
-    axum::serve(listeners.http, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
+    sasha_proto::web::serve_http(listeners.http, app, shutdown)
         .await
         .map_err(|error| RoleError::Runtime(error.to_string()))
 }

@@ -100,8 +100,7 @@ pub async fn run(
         ))
         .with_state(gateway);
     announce_ready(Role::McpGateway, &[("http", addr)]);
-    axum::serve(listeners.http, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
+    sasha_proto::web::serve_http(listeners.http, app, shutdown)
         .await
         .map_err(|error| RoleError::Runtime(error.to_string()))
 }

@@ -57,6 +57,9 @@ pub async fn serve_mtls(
                     continue;
                 }
             };
+            // Replies span several segments; without this, Nagle's algorithm
+            // and the peer's delayed ACK hold each multi-segment reply ~40 ms.
+            let _ = stream.set_nodelay(true);
             let acceptor = acceptor.clone();
             let sender = sender.clone();
             tokio::spawn(async move {

@@ -228,8 +228,7 @@ pub async fn run(
         Role::StudioCore,
         shutdown.clone().cancelled_owned(),
     );
-    let http_server = axum::serve(listeners.http, router(core))
-        .with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let http_server = sasha_proto::web::serve_http(listeners.http, router(core), shutdown.clone());
 
     announce_ready(
         Role::StudioCore,

@@ -322,6 +322,26 @@ async fn governed_operations_owner_scoping_versions_and_idempotency() {
         json!([])
     );
 
+    // A write must say where it came from, for the audit ledger.
+    let mut unsourced = client.data.clone();
+    let status = unsourced
+        .execute(ExecuteRequest {
+            app_id: "expense-log".into(),
+            contract_hash: client.contract.hash.clone(),
+            actor: Some(Actor {
+                user_id: "alice".into(),
+                via: "ui".into(),
+            }),
+            operation: "create".into(),
+            table: "categories".into(),
+            request_json: json!({"values": {"name": "Other"}, "idempotencyKey": "s1"}).to_string(),
+            source: "browser".into(),
+            ..ExecuteRequest::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(AppError::from_status(&status).code, ErrorCode::InputInvalid);
+
     // Tampered contracts are refused.
     let mut forged = client.contract.clone();
     forged.hash = "0".repeat(64);

@@ -109,7 +109,7 @@ fn cursor_secret(app_data_root: &Path) -> std::io::Result<[u8; 32]> {
 
 fn source_of(text: &str) -> Result<Source, AppError> {
     match text {
-        "" | "ui" => Ok(Source::Ui),
+        "ui" => Ok(Source::Ui),
         "mcp" => Ok(Source::Mcp),
         "import" => Ok(Source::Import),
         "skill" => Ok(Source::Skill),

@@ -637,3 +637,52 @@ async fn a_locked_session_store_is_a_retryable_503() {
     let retried = call(http, "POST", "/api/auth/login", None, "", Some(&login_body)).await;
     assert_eq!(retried.status, 200);
 }
+
+/// Behind https the session cookie is `__Host-` prefixed and Secure (security
+/// catalogue F4): host-only, path `/`, never a Domain.
+#[tokio::test]
+async fn https_studio_sets_a_host_prefixed_secure_cookie() {
+    let harness = Harness::new();
+    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+    store.create_user("ada", UserRole::Admin, PASSWORD).unwrap();
+    let data = harness.start(Role::DataWorker, &[]).await;
+    let core = harness
+        .start(
+            Role::StudioCore,
+            &[
+                (
+                    "SASHA_DATA_GRPC_URL",
+                    format!("https://{}", data.listener("grpc")),
+                ),
+                ("SASHA_PUBLIC_ORIGIN", "https://studio.example.com".into()),
+                (
+                    "SASHA_APP_SANDBOX_ORIGIN",
+                    "https://views.example.net".into(),
+                ),
+            ],
+        )
+        .await;
+    let body = format!(r#"{{"username":"ada","password":"{PASSWORD}"}}"#);
+    let login = raw_http(
+        core.listener("http"),
+        &format!(
+            "POST /api/auth/login HTTP/1.1\r\nHost: studio.example.com\r\nOrigin: https://studio.example.com\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+    .await;
+    assert_eq!(login.status, 200, "{login:?}");
+    let cookie = login.header("set-cookie").unwrap();
+    assert!(cookie.starts_with("__Host-sasha_session="), "{cookie}");
+    for part in ["Secure", "HttpOnly", "Path=/", "SameSite=Lax"] {
+        assert!(cookie.contains(part), "{cookie} lacks {part}");
+    }
+    assert!(!cookie.contains("Domain"), "{cookie}");
+    // The sandbox hostname is not served by Studio at all.
+    let other_host = raw_http(
+        core.listener("http"),
+        "GET /api/me HTTP/1.1\r\nHost: views.example.net\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(other_host.status, 404);
+}

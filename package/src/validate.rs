@@ -55,6 +55,31 @@ impl Validation {
     }
 }
 
+/// Longest MCP tool name the platform will publish (the MCP specification's
+/// bound for tool names).
+pub const MAX_TOOL_NAME_CHARS: usize = 128;
+
+/// Every table becomes `app__<app>__<table>__aggregate` (the longest of its six
+/// tools) and every action `app__<app>__<action>`; refuse names that would not
+/// fit, rather than publish tools some clients reject.
+fn check_mcp_name_lengths(manifest: &Manifest, diagnostics: &mut Diagnostics) {
+    let app = manifest.id.replace('-', "_");
+    for table in manifest.tables.keys() {
+        let name = format!("app__{app}__{table}__aggregate");
+        if name.len() > MAX_TOOL_NAME_CHARS {
+            diagnostics.push(
+                "APP.md",
+                None,
+                "MCP_NAME_TOO_LONG",
+                format!(
+                    "table {table} would publish the MCP tool {name} ({} characters; at most {MAX_TOOL_NAME_CHARS}); shorten the table name or the app id",
+                    name.len()
+                ),
+            );
+        }
+    }
+}
+
 /// Stack for a validation. The parsers recurse over nesting; every input is
 /// bounded well below what this stack holds, whatever thread the caller is on
 /// (a Tokio blocking thread has only 2 MiB).
@@ -182,6 +207,10 @@ fn validate_with(folder: &str, source: PackageSource, mut diagnostics: Diagnosti
         }
         None => (None, Vec::new()),
     };
+
+    if let Some((manifest, _)) = &parsed {
+        check_mcp_name_lengths(manifest, &mut diagnostics);
+    }
 
     let package = match (parsed, document) {
         (Some((manifest, brief)), Some(document)) if diagnostics.is_empty() => {

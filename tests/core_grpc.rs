@@ -228,3 +228,77 @@ async fn principals_apps_access_resources_and_catalogue() {
     assert!(json.get("hello").is_none());
     assert!(!catalogue.fingerprint.is_empty());
 }
+
+/// The MCP tools a staff caller sees for the fixture catalogue, computed from
+/// core's live `GetCatalogue` answer, are golden (`SASHA_BLESS=1` rewrites).
+#[tokio::test]
+async fn the_tool_list_of_the_fixture_catalogue_is_golden() {
+    let harness = Harness::new();
+    let apps = harness.path().join("docs/apps");
+    copy_dir(&fixture("hello"), &apps.join("hello"));
+    copy_dir(&fixture("expense-log"), &apps.join("expense-log"));
+    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+    let staff = store
+        .create_user("sam", UserRole::Staff, "correct horse battery")
+        .unwrap();
+    let backends = harness.start_backends().await;
+    let invoke: BTreeSet<Scope> = [Scope::ChatUse, Scope::AppsInvoke].into_iter().collect();
+    let token = store
+        .mint_token(&staff.id, TokenKind::Access, &invoke, None)
+        .unwrap();
+    let identity = Identity::load(&harness.tls(Role::McpGateway)).unwrap();
+    let mut core = grpc::core_client(
+        &format!("https://{}", backends.core.listener("grpc")),
+        &identity,
+    )
+    .unwrap();
+    let principal = core
+        .authenticate(pb::AuthenticateRequest {
+            kind: "bearer".into(),
+            credential: token,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let catalogue = core
+        .get_catalogue(pb::CatalogueRequest {
+            principal: Some(principal),
+            app_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let catalogue: serde_json::Value = serde_json::from_str(&catalogue.json).unwrap();
+    let tools = mcp_gateway::tools::tools_for(
+        &catalogue,
+        &mcp_gateway::tools::Caller {
+            invokes: true,
+            bound_app: None,
+        },
+    );
+    // Revisions change with the runtime; the golden file pins everything else.
+    let mut text = serde_json::to_string_pretty(&tools).unwrap();
+    for (id, app) in catalogue.as_object().unwrap() {
+        text = text.replace(
+            app["revision"].as_str().unwrap(),
+            &format!("<{id}-revision>"),
+        );
+    }
+    text.push('\n');
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/packages/golden/tools.json");
+    if std::env::var("SASHA_BLESS").is_ok_and(|value| value == "1") {
+        std::fs::write(&golden, &text).unwrap();
+    }
+    let expected =
+        std::fs::read_to_string(&golden).expect("golden tools.json; run with SASHA_BLESS=1");
+    assert_eq!(text, expected);
+    let names: Vec<&str> = tools
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"app__expense_log__category_totals"));
+    assert!(
+        !names.contains(&"app__expense_log__add_expense"),
+        "app-only actions are not listed to the model"
+    );
+}

@@ -9,6 +9,8 @@
 //! data-worker, so one probe fans out across all three processes), and answers
 //! `/mcp` with `APP_NOT_READY` until the MCP surface lands.
 
+pub mod tools;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 

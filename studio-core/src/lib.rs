@@ -5,9 +5,10 @@
 //! origin) and mTLS gRPC (`CoreService`) for mcp-gateway, and calls data-worker
 //! over mTLS gRPC. It never opens an app's data file.
 //!
-//! This build answers health on both surfaces; the `CoreService` operations
-//! answer `APP_NOT_READY` and the HTTP API answers the closed 404 envelope until
-//! the catalogue and identity land.
+//! Modules: [`catalogue`] (discovery, validation, revisions), [`store`] (the
+//! core database: users, sessions, tokens, registry, grants, audit), `api` (the
+//! `/api` routes) and `core_grpc` (`CoreService`). The confirm, source-file and
+//! chat RPCs still answer `APP_NOT_READY`.
 
 #[allow(
     clippy::result_large_err,

@@ -686,3 +686,36 @@ async fn https_studio_sets_a_host_prefixed_secure_cookie() {
     .await;
     assert_eq!(other_host.status, 404);
 }
+
+/// Password guessing is slowed: after 10 failed sign-ins for one user name
+/// (existing or not) within 15 minutes, even the right password gets a
+/// retryable 429 with `Retry-After`; other user names are unaffected.
+#[tokio::test]
+async fn repeated_failed_sign_ins_are_throttled() {
+    let harness = Harness::new();
+    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+    store.create_user("ada", UserRole::Admin, PASSWORD).unwrap();
+    store
+        .create_user("bea", UserRole::Member, PASSWORD)
+        .unwrap();
+    let stack = Stack::start(harness).await;
+    let http = stack.http();
+    let login = |username: &str, password: &str| {
+        let body = format!(r#"{{"username":"{username}","password":"{password}"}}"#);
+        async move { call(http, "POST", "/api/auth/login", None, "", Some(&body)).await }
+    };
+    for _ in 0..10 {
+        assert_eq!(login("ada", "wrong wrong wrong").await.status, 401);
+        assert_eq!(login("nobody", "wrong wrong wrong").await.status, 401);
+    }
+    for username in ["ada", "ADA", "nobody"] {
+        let password = if username == "nobody" { "x" } else { PASSWORD };
+        let throttled = login(username, password).await;
+        assert_eq!(throttled.status, 429, "{username}");
+        assert!(throttled.header("retry-after").is_some());
+        let envelope = throttled.json();
+        assert_eq!(envelope["code"], "APP_BUSY");
+        assert_eq!(envelope["retryable"], true);
+    }
+    assert_eq!(login("bea", PASSWORD).await.status, 200);
+}

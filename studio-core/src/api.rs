@@ -26,6 +26,64 @@ use crate::Core;
 use crate::catalogue::AppEntry;
 use crate::store::{AppAccess, Principal, PrincipalKind, Scope, StoreError, UserRole};
 
+/// Failed sign-ins allowed per user name within [`LOGIN_WINDOW`].
+pub(crate) const MAX_LOGIN_FAILURES: usize = 10;
+/// The window failed sign-ins are counted in.
+pub(crate) const LOGIN_WINDOW: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// Failed sign-ins per lowercased user name, oldest first.
+type FailureLog = std::collections::HashMap<String, std::collections::VecDeque<std::time::Instant>>;
+
+/// Counts failed sign-ins per user name (lowercased), whether or not the user
+/// exists, so throttling reveals nothing; a success clears the count. Process
+/// memory: one studio-core serves the API.
+#[derive(Debug, Default)]
+pub(crate) struct LoginThrottle {
+    failures: std::sync::Mutex<FailureLog>,
+}
+
+impl LoginThrottle {
+    /// Seconds until `username` may try again, or `None` when it may now.
+    fn blocked_for(&self, username: &str) -> Option<u64> {
+        let now = std::time::Instant::now();
+        let mut failures = self.failures.lock().ok()?;
+        let recent = failures.get_mut(&username.to_lowercase())?;
+        while recent
+            .front()
+            .is_some_and(|at| now.duration_since(*at) > LOGIN_WINDOW)
+        {
+            recent.pop_front();
+        }
+        (recent.len() >= MAX_LOGIN_FAILURES).then(|| {
+            let oldest = recent.front().copied().unwrap_or(now);
+            LOGIN_WINDOW
+                .saturating_sub(now.duration_since(oldest))
+                .as_secs()
+                .max(1)
+        })
+    }
+
+    fn record_failure(&self, username: &str) {
+        if let Ok(mut failures) = self.failures.lock() {
+            // Bound the map: a flood of random names cannot grow it forever.
+            if failures.len() > 100_000 {
+                failures.clear();
+            }
+            let recent = failures.entry(username.to_lowercase()).or_default();
+            recent.push_back(std::time::Instant::now());
+            while recent.len() > MAX_LOGIN_FAILURES {
+                recent.pop_front();
+            }
+        }
+    }
+
+    fn clear(&self, username: &str) {
+        if let Ok(mut failures) = self.failures.lock() {
+            failures.remove(&username.to_lowercase());
+        }
+    }
+}
+
 /// The session cookie's name: `__Host-` prefixed when Studio is served over https.
 pub(crate) fn session_cookie_name(secure: bool) -> &'static str {
     if secure {
@@ -381,6 +439,7 @@ struct LoginRequest {
     (status = 401, description = "wrong user name or password", body = ErrorEnvelope),
     (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
     (status = 415, description = "body is not application/json", body = ErrorEnvelope),
+    (status = 429, description = "too many failed sign-ins for this user name; see Retry-After", body = ErrorEnvelope),
     (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
 async fn login(
     State(core): State<Arc<Core>>,
@@ -395,6 +454,21 @@ async fn login(
         Ok(request) => request,
         Err(response) => return response,
     };
+    if let Some(seconds) = core.login_throttle.blocked_for(&request.username) {
+        let mut response = AppError::new(
+            ErrorCode::Busy,
+            format!(
+                "too many failed sign-ins for this user name; try again in {} minutes",
+                seconds.div_ceil(60)
+            ),
+        )
+        .into_response();
+        if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        return response;
+    }
+    let username = request.username.clone();
     let store = core.store.clone();
     let outcome = blocking(move || {
         let Some(user) = store.verify_login(&request.username, &request.password)? else {
@@ -407,6 +481,7 @@ async fn login(
     .await;
     match outcome {
         Ok(Some((secret, principal))) => {
+            core.login_throttle.clear(&username);
             let cookie = format!(
                 "{}={secret}; Path=/; HttpOnly; SameSite=Lax{}",
                 session_cookie_name(core.secure_cookies()),
@@ -423,6 +498,7 @@ async fn login(
             response
         }
         Ok(None) => {
+            core.login_throttle.record_failure(&username);
             let mut error = AppError::new(
                 ErrorCode::Unauthenticated,
                 "the user name or password is wrong",

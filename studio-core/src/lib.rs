@@ -104,6 +104,8 @@ struct Core {
     catalogue: Arc<Catalogue>,
     /// Users, sessions, tokens, the registry and grants (`DB_PATH`).
     store: Store,
+    /// Failed sign-ins per user name, to slow password guessing.
+    login_throttle: api::LoginThrottle,
 }
 
 impl Core {
@@ -210,6 +212,7 @@ pub async fn run(
         data,
         catalogue,
         store,
+        login_throttle: api::LoginThrottle::default(),
     });
     let http_addr = listeners
         .http

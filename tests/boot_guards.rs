@@ -258,3 +258,28 @@ async fn a_taken_port_is_one_clear_line() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn an_unusable_core_database_is_one_clear_line() {
+    let harness = Harness::new();
+    // A directory where the database file should be.
+    let db = harness.path().join("not-a-file.sqlite");
+    std::fs::create_dir_all(&db).unwrap();
+    let db_text = db.display().to_string();
+    let (status, stderr) = harness
+        .boot_failure(
+            Role::StudioCore,
+            &[
+                ("DB_PATH", &db_text),
+                ("SASHA_DATA_GRPC_URL", "https://127.0.0.1:9"),
+            ],
+        )
+        .await;
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr
+            .starts_with("sasha studio-core: cannot start: DB_PATH: cannot open the core database"),
+        "{stderr}"
+    );
+}

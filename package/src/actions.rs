@@ -1777,6 +1777,26 @@ impl SchemaChecker<'_, '_> {
         }
     }
 
+    /// The whole number under `keyword` (`minLength`, `maxItems`, ...), reporting
+    /// a value that is not one.
+    fn schema_count<'n>(
+        &mut self,
+        get: &dyn Fn(&str) -> Option<&'n Node>,
+        path: &str,
+        keyword: &str,
+    ) -> Option<u64> {
+        let value = get(keyword)?;
+        let count = value.as_count();
+        if count.is_none() {
+            self.push(
+                value.line,
+                "ACTION_SCHEMA_VALUE",
+                format!("{path}.{keyword} must be a whole number, 0 or more"),
+            );
+        }
+        count
+    }
+
     fn string<'n>(&mut self, node: &Node, path: &str, get: &dyn Fn(&str) -> Option<&'n Node>) {
         if let Some(format) = get("format") {
             if format.as_str() == Some("date") {
@@ -1795,20 +1815,8 @@ impl SchemaChecker<'_, '_> {
                 );
             }
         }
-        let count = |checker: &mut Self, keyword: &str| -> Option<u64> {
-            let value = get(keyword)?;
-            let count = value.as_count();
-            if count.is_none() {
-                checker.push(
-                    value.line,
-                    "ACTION_SCHEMA_VALUE",
-                    format!("{path}.{keyword} must be a whole number, 0 or more"),
-                );
-            }
-            count
-        };
-        let min = count(self, "minLength");
-        let max = count(self, "maxLength");
+        let min = self.schema_count(get, path, "minLength");
+        let max = self.schema_count(get, path, "maxLength");
         if let Some(max) = max.filter(|max| *max > MAX_STRING_LENGTH) {
             let line = get("maxLength").map_or(node.line, |value| value.line);
             self.push(
@@ -1916,20 +1924,8 @@ impl SchemaChecker<'_, '_> {
                 format!("{path} needs items: one schema for every element"),
             ),
         }
-        let count = |checker: &mut Self, keyword: &str| -> Option<u64> {
-            let value = get(keyword)?;
-            let count = value.as_count();
-            if count.is_none() {
-                checker.push(
-                    value.line,
-                    "ACTION_SCHEMA_VALUE",
-                    format!("{path}.{keyword} must be a whole number, 0 or more"),
-                );
-            }
-            count
-        };
-        let min = count(self, "minItems");
-        let max = count(self, "maxItems");
+        let min = self.schema_count(get, path, "minItems");
+        let max = self.schema_count(get, path, "maxItems");
         match (get("maxItems"), max) {
             (None, _) => self.push(
                 node.line,

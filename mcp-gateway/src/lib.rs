@@ -1,14 +1,22 @@
 //! mcp-gateway: the MCP endpoint `/mcp`.
 //!
-//! Every MCP client talks to this process. It keeps no durable state, so any
-//! replica can serve a sessionless client; it reaches studio-core (identity,
-//! catalogue, grants) and data-worker (governed data) over mTLS gRPC on every
-//! request.
+//! Every MCP client talks to this process: external agents, Claude Desktop and
+//! the Studio page itself. It keeps no durable state: every request is
+//! authenticated through studio-core, every list and call reads the caller's
+//! grants fresh from studio-core, confirmation tokens live in studio-core and
+//! idempotency receipts in data-worker. So any replica serves a sessionless
+//! client (protocol 2026-07-28), and a client on an older protocol, whose
+//! session (and elicitation) lives in one replica, loses only that session when
+//! the replica dies: it initializes again elsewhere and retries with the same
+//! idempotency key.
 //!
-//! This build serves `/healthz`, which checks both upstreams (core also checks
-//! data-worker, so one probe fans out across all three processes), and answers
-//! `/mcp` with `APP_NOT_READY` until the MCP surface lands.
+//! Modules: [`auth`] (who is calling), [`server`] (the rmcp handler: tools,
+//! resources, confirmation), [`calls`] (governed data calls and actions) and
+//! [`tools`] (the per-caller tool list).
 
+pub mod auth;
+pub mod calls;
+pub mod server;
 pub mod tools;
 
 use std::net::SocketAddr;
@@ -17,6 +25,8 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sasha_proto::config::{self, ConfigError, Env};
 use sasha_proto::grpc::{self, CoreClient, DataClient};
 use sasha_proto::identity::Identity;
@@ -38,6 +48,9 @@ pub struct Config {
     /// `MCP_PUBLIC_ORIGIN`: the origin MCP clients use (default
     /// `SASHA_PUBLIC_ORIGIN`, itself defaulting to `http://localhost:3007`).
     pub mcp_origin: config::Origin,
+    /// `SASHA_PUBLIC_ORIGIN`: the Studio origin, the only browser origin whose
+    /// session cookie `/mcp` accepts.
+    pub studio_origin: config::Origin,
     /// The mTLS identity (`SASHA_TLS_CA`, `SASHA_TLS_CERT`, `SASHA_TLS_KEY`).
     pub identity: Identity,
 }
@@ -50,6 +63,7 @@ impl Config {
             core_url: config::grpc_url(env, "SASHA_CORE_GRPC_URL", "https://127.0.0.1:3012")?,
             data_url: config::grpc_url(env, "SASHA_DATA_GRPC_URL", "https://127.0.0.1:3013")?,
             mcp_origin: config::origin(env, "MCP_PUBLIC_ORIGIN", studio.as_str())?,
+            studio_origin: studio,
             identity: config::identity(env, Role::McpGateway)?,
         })
     }
@@ -69,12 +83,20 @@ pub async fn serve_from_env(env: impl Env, shutdown: CancellationToken) -> Resul
     run(config, Listeners { http }, shutdown).await
 }
 
-/// Clients of the upstream processes; cheap to clone per request.
+/// What every request handler shares: clients of the upstream processes (cheap
+/// to clone per call) and this replica's non-durable bookkeeping.
 #[derive(Debug)]
-struct Gateway {
+pub struct Gateway {
     core: CoreClient,
     data: DataClient,
+    studio_origin: config::Origin,
+    cookie_name: &'static str,
+    sessions: auth::SessionOwners,
+    contracts: calls::KnownContracts,
 }
+
+/// The largest `/mcp` request body.
+const MAX_MCP_BODY: usize = 4 * 1024 * 1024;
 
 /// Serves mcp-gateway on `listeners` until `shutdown` is cancelled.
 pub async fn run(
@@ -88,14 +110,52 @@ pub async fn run(
     let data = grpc::data_client(&config.data_url, &config.identity).map_err(|error| {
         RoleError::Config(ConfigError::new("SASHA_DATA_GRPC_URL", error.to_string()))
     })?;
-    let gateway = Arc::new(Gateway { core, data });
+    let gateway = Arc::new(Gateway {
+        core,
+        data,
+        cookie_name: sasha_proto::web::session_cookie_name(
+            config.studio_origin.as_str().starts_with("https://"),
+        ),
+        studio_origin: config.studio_origin.clone(),
+        sessions: auth::SessionOwners::default(),
+        contracts: calls::KnownContracts::default(),
+    });
     let addr = listeners
         .http
         .local_addr()
         .map_err(|e| RoleError::Startup(e.to_string()))?;
+    let mut hosts = vec![
+        "localhost".to_owned(),
+        "127.0.0.1".to_owned(),
+        "::1".to_owned(),
+    ];
+    for origin in [&config.mcp_origin, &config.studio_origin] {
+        hosts.push(origin.host().trim_matches(['[', ']']).to_owned());
+    }
+    let mcp_config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins([config.studio_origin.as_str().to_owned()])
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(MAX_MCP_BODY)
+        // A sessionless call that emits nothing before its result is answered
+        // as plain JSON; one that does (progress) still streams.
+        .with_json_response(true)
+        .with_cancellation_token(shutdown.child_token());
+    let handler_gateway = gateway.clone();
+    let mcp = StreamableHttpService::new(
+        move || Ok(server::SashaMcp::new(handler_gateway.clone())),
+        Arc::new(LocalSessionManager::default()),
+        mcp_config,
+    );
+    let mcp = tower::ServiceBuilder::new()
+        .layer(axum::middleware::from_fn_with_state(
+            gateway.clone(),
+            auth::authenticate,
+        ))
+        .service(mcp);
     let app = axum::Router::new()
         .route("/healthz", get(healthz))
-        .route("/mcp", axum::routing::any(mcp_not_ready))
+        .route_service("/mcp", mcp)
         .fallback(|| async { AppError::from_code(ErrorCode::NotFound).into_response() })
         .layer(axum::middleware::from_fn(
             sasha_proto::telemetry::http_trace_layer,
@@ -119,12 +179,4 @@ async fn healthz(State(gateway): State<Arc<Gateway>>) -> Response {
     );
     let reply = grpc::health_reply(Role::McpGateway, vec![core_health, data_health]);
     grpc::health_http_response(&reply)
-}
-
-async fn mcp_not_ready() -> Response {
-    AppError::new(
-        ErrorCode::NotReady,
-        "the MCP endpoint is not available in this build yet",
-    )
-    .into_response()
 }

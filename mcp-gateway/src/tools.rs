@@ -39,6 +39,87 @@ pub struct Caller {
     /// The app a Studio browser session is bound to (its open app), if any:
     /// only that app's app-only tools exist for this caller.
     pub bound_app: Option<String>,
+    /// A Studio chat session, confirmed by the spec's challenge: its mutating
+    /// tools take an optional `confirmationToken`.
+    pub challenge: bool,
+}
+
+/// What a tool name refers to inside one app.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `open_app__<id>`.
+    Open,
+    /// `app__<app>__<table>__<operation>`.
+    Table { table: String, operation: String },
+    /// `app__<app>__<action>`; the catalogue entry of the action.
+    Action { action: String },
+    /// `sasha__chat_execute`.
+    ChatExecute,
+    /// `sasha__files_upload`.
+    FilesUpload,
+}
+
+/// The app id a tool name belongs to (`-` restored from `_`), or `None` when the
+/// name has no app part. App ids are kebab-case without underscores, so the
+/// mapping is injective.
+pub fn app_of(name: &str) -> Option<String> {
+    let rest = name
+        .strip_prefix("open_app__")
+        .or_else(|| name.strip_prefix("app__"))?;
+    let encoded = rest.split("__").next()?;
+    if encoded.is_empty()
+        || !encoded
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        return None;
+    }
+    Some(encoded.replace('_', "-"))
+}
+
+/// Whether `name` has the shape of an action tool (`app__<app>__<action>`): an
+/// unknown or unreachable one is answered `APP_ACTION_UNAVAILABLE`, not as an
+/// unknown tool.
+pub fn is_action_shaped(name: &str) -> bool {
+    name.strip_prefix("app__")
+        .map(|rest| rest.split("__").count() == 2 && app_of(name).is_some())
+        .unwrap_or(false)
+}
+
+/// What `name` names in `app` (a catalogue entry), independent of who asks.
+pub fn classify(app_id: &str, app: &Value, name: &str) -> Option<Target> {
+    match name {
+        "sasha__chat_execute" => return Some(Target::ChatExecute),
+        "sasha__files_upload" => return Some(Target::FilesUpload),
+        _ => {}
+    }
+    if name == format!("open_app__{}", app_id.replace('-', "_")) {
+        return Some(Target::Open);
+    }
+    for table in app["tables"].as_object().into_iter().flat_map(|t| t.keys()) {
+        for operation in TABLE_OPERATIONS {
+            if name == tool_name(&[app_id, table, operation]) {
+                return Some(Target::Table {
+                    table: table.clone(),
+                    operation: operation.to_owned(),
+                });
+            }
+        }
+    }
+    app["actions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|action| action["mcpName"] == name)
+        .and_then(|action| action["id"].as_str())
+        .map(|id| Target::Action {
+            action: id.to_owned(),
+        })
+}
+
+/// The mutating per-table operations: model-invoked, they need confirmation.
+pub fn is_mutating(operation: &str) -> bool {
+    matches!(operation, "create" | "update" | "delete")
 }
 
 /// `app__<app>__<table>__<operation>` (or any other name parts), with `-` → `_`.
@@ -66,7 +147,9 @@ pub fn tools_for(catalogue: &Value, caller: &Caller) -> Vec<Value> {
         if let Some(tables) = app["tables"].as_object() {
             for (table, description) in tables {
                 for operation in TABLE_OPERATIONS {
-                    if let Some(tool) = table_tool(app_id, app, table, description, operation) {
+                    if let Some(tool) =
+                        table_tool(app_id, app, table, description, operation, caller.challenge)
+                    {
                         tools.push(tool);
                     }
                 }
@@ -77,7 +160,7 @@ pub fn tools_for(catalogue: &Value, caller: &Caller) -> Vec<Value> {
                 .as_array()
                 .is_some_and(|visibility| visibility.iter().any(|v| v == "model"));
             if model_visible || bound {
-                tools.push(action_tool(action, model_visible));
+                tools.push(action_tool(action, model_visible, caller.challenge));
             }
         }
         if bound {
@@ -129,11 +212,20 @@ fn app_only_tool(name: &str, description: &str, input: Value) -> Value {
     })
 }
 
-fn action_tool(action: &Value, model_visible: bool) -> Value {
+/// The optional `confirmationToken` of a Studio chat session's mutating tools.
+fn confirmation_token_schema() -> Value {
+    json!({"type": "string", "maxLength": 200, "description": "the token of a confirmation challenge the person approved; retry the same call with it"})
+}
+
+fn action_tool(action: &Value, model_visible: bool, challenge: bool) -> Value {
+    let mut input = action["inputSchema"].clone();
+    if challenge && action["mutating"] == true && input["properties"].is_object() {
+        input["properties"]["confirmationToken"] = confirmation_token_schema();
+    }
     json!({
         "name": action["mcpName"],
         "description": action["description"],
-        "inputSchema": action["inputSchema"],
+        "inputSchema": input,
         "outputSchema": action["resultSchema"],
         "annotations": {"readOnlyHint": action["mutating"] != true},
         "_meta": {"ui": {"visibility": visibility(model_visible)}},
@@ -178,6 +270,7 @@ fn table_tool(
     table: &str,
     description: &Value,
     operation: &str,
+    challenge: bool,
 ) -> Option<Value> {
     let columns = description["columns"].as_array()?;
     let owner = description["declaration"]["ownerField"].as_str();
@@ -312,6 +405,10 @@ fn table_tool(
         ),
         _ => return None,
     };
+    let mut input = input;
+    if challenge && !read_only {
+        input["properties"]["confirmationToken"] = confirmation_token_schema();
+    }
     let app_name = app["name"].as_str().unwrap_or(app_id);
     let mut annotations = json!({"readOnlyHint": read_only});
     if operation == "delete" {
@@ -370,6 +467,7 @@ mod tests {
             &Caller {
                 invokes: true,
                 bound_app: None,
+                challenge: false,
             },
         );
         assert_eq!(
@@ -409,6 +507,7 @@ mod tests {
         let caller = Caller {
             invokes: true,
             bound_app: Some("notes".into()),
+            challenge: false,
         };
         let tools = tools_for(&catalogue(), &caller);
         let names = names(&tools);
@@ -429,6 +528,7 @@ mod tests {
             &Caller {
                 invokes: true,
                 bound_app: Some("other".into()),
+                challenge: false,
             },
         );
         assert!(!names_contains(&other, "app__notes__add_note"));
@@ -445,7 +545,8 @@ mod tests {
                 &catalogue(),
                 &Caller {
                     invokes: false,
-                    bound_app: Some("notes".into())
+                    bound_app: Some("notes".into()),
+                    challenge: false,
                 }
             )
             .is_empty()
@@ -459,6 +560,7 @@ mod tests {
             &Caller {
                 invokes: true,
                 bound_app: None,
+                challenge: false,
             },
         );
         let tool = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap().clone();

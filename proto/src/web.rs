@@ -1,4 +1,5 @@
-//! Response headers every Sasha HTTP surface sends, whatever it serves.
+//! HTTP helpers every Sasha HTTP surface shares: baseline response headers, the
+//! server loop, and reading credentials (session cookie, bearer token).
 
 use http::{HeaderMap, HeaderValue, header};
 use tokio::net::TcpListener;
@@ -31,4 +32,34 @@ pub async fn serve_http(
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
+}
+
+/// The Studio browser session cookie's name: `__Host-` prefixed when Studio is
+/// served over https. studio-core sets it; mcp-gateway reads it on `/mcp` for the
+/// Studio page's own MCP client.
+pub fn session_cookie_name(secure: bool) -> &'static str {
+    if secure {
+        "__Host-sasha_session"
+    } else {
+        "sasha_session"
+    }
+}
+
+/// The value of cookie `name` in a request's `Cookie` headers.
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+/// The token of an `Authorization: Bearer <token>` header.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }

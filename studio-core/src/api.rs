@@ -18,6 +18,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
+use sasha_proto::web::{bearer, cookie, session_cookie_name};
 use sasha_proto::{AppError, ErrorCode};
 use serde::{Deserialize, Serialize};
 use utoipa::{OpenApi, ToSchema};
@@ -81,15 +82,6 @@ impl LoginThrottle {
         if let Ok(mut failures) = self.failures.lock() {
             failures.remove(&username.to_lowercase());
         }
-    }
-}
-
-/// The session cookie's name: `__Host-` prefixed when Studio is served over https.
-pub(crate) fn session_cookie_name(secure: bool) -> &'static str {
-    if secure {
-        "__Host-sasha_session"
-    } else {
-        "sasha_session"
     }
 }
 
@@ -160,23 +152,6 @@ pub(crate) async fn blocking<T: Send + 'static>(
 enum Caller {
     Anonymous,
     Principal(Principal),
-}
-
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value)
-}
-
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// Identifies the caller. A presented credential that does not resolve is the

@@ -15,7 +15,10 @@ use tonic::{Request, Response, Status};
 use crate::Core;
 use crate::api::blocking;
 use crate::catalogue::AppEntry;
-use crate::store::{AppAccess, Principal, PrincipalKind, Scope};
+use crate::store::{
+    AppAccess, ConfirmationRefusal, ConfirmedCall, MAX_CONFIRMATION_TOOL_CHARS, Principal,
+    PrincipalKind, Scope,
+};
 
 /// The `CoreService` implementation.
 #[derive(Debug, Clone)]
@@ -60,6 +63,27 @@ fn caller(principal: Option<&pb::Principal>) -> Result<(String, bool), Status> {
             .iter()
             .any(|scope| scope == Scope::AppsInvoke.as_str());
     Ok((principal.user_id.clone(), invokes))
+}
+
+/// A refused confirmation as the gateway sees it. `NotValid` is one answer
+/// for every failed binding, so it tells the caller nothing about which.
+fn confirmation_refused(refusal: ConfirmationRefusal) -> Status {
+    let message = refusal.to_string();
+    match refusal {
+        ConfirmationRefusal::InvalidInput { field, .. } => {
+            AppError::new(ErrorCode::InputInvalid, message)
+                .with_details(serde_json::json!({ "field": field }))
+        }
+        ConfirmationRefusal::NotValid => AppError::new(ErrorCode::ConfirmationRequired, message),
+        ConfirmationRefusal::TooManyPending { .. } => {
+            AppError::new(ErrorCode::ResourceLimit, message)
+        }
+        ConfirmationRefusal::UnknownUser => AppError::new(
+            ErrorCode::Unauthenticated,
+            "the principal's user no longer exists",
+        ),
+    }
+    .to_status()
 }
 
 impl CoreGrpc {
@@ -245,9 +269,7 @@ impl CoreService for CoreGrpc {
                             .into()
                     })
                     .unwrap_or_else(|| serde_json::json!({}));
-                apps.insert(
-                    id.clone(),
-                    serde_json::json!({
+                let mut entry = serde_json::json!({
                         "name": package.manifest.name,
                         "description": package.manifest.description,
                         "revision": package.resource.revision,
@@ -257,8 +279,16 @@ impl CoreService for CoreGrpc {
                         "contractHash": package.data.as_ref().map(|data| data.hash.clone()),
                         "tables": tables,
                         "actions": package.actions,
-                    }),
-                );
+                });
+                // One app asked for by id (a call about to run): also the data
+                // contract, which the caller hands to data-worker when the worker
+                // has not seen this contract hash yet.
+                if !wanted.is_empty()
+                    && let Some(data) = &package.data
+                {
+                    entry["contract"] = serde_json::to_value(data).unwrap_or_default();
+                }
+                apps.insert(id.clone(), entry);
             }
         }
         Ok(Response::new(pb::Catalogue {
@@ -267,8 +297,73 @@ impl CoreService for CoreGrpc {
         }))
     }
 
-    async fn confirm(&self, _: Request<pb::ConfirmRequest>) -> GrpcResult<pb::ConfirmReply> {
-        Err(grpc::not_ready("CoreService.Confirm"))
+    /// Issues (empty `token`) or redeems a confirmation token; see
+    /// `store::confirmations` for the semantics. On redeem `idempotency_key`
+    /// must be empty: the key comes from the token, never from the caller.
+    #[tracing::instrument(skip_all, name = "core.confirm", fields(tool, redeem))]
+    async fn confirm(&self, request: Request<pb::ConfirmRequest>) -> GrpcResult<pb::ConfirmReply> {
+        let request = request.into_inner();
+        let (user_id, invokes) = caller(request.principal.as_ref())?;
+        if !invokes {
+            return Err(AppError::new(
+                ErrorCode::AccessDenied,
+                "confirming a write needs the apps:invoke scope",
+            )
+            .to_status());
+        }
+        let redeem = !request.token.is_empty();
+        let span = tracing::Span::current();
+        span.record("redeem", redeem);
+        // Only a tool name within bounds goes into the trace.
+        if request.tool.len() <= MAX_CONFIRMATION_TOOL_CHARS {
+            span.record("tool", request.tool.as_str());
+        }
+        if redeem && !request.idempotency_key.is_empty() {
+            return Err(confirmation_refused(ConfirmationRefusal::InvalidInput {
+                field: "idempotency_key",
+                reason: "must be empty when redeeming a token".into(),
+            }));
+        }
+        let store = self.core.store.clone();
+        if redeem {
+            let redeemed = blocking(move || {
+                let call = ConfirmedCall {
+                    user_id: &user_id,
+                    tool: &request.tool,
+                    arguments_json: &request.arguments_json,
+                };
+                store.redeem_confirmation(&call, &request.token)
+            })
+            .await
+            .map_err(|error| error.to_status())?
+            .map_err(confirmation_refused)?;
+            tracing::info!(
+                first_redemption = redeemed.first_redemption,
+                "confirmation redeemed"
+            );
+            Ok(Response::new(pb::ConfirmReply {
+                token: String::new(),
+                idempotency_key: redeemed.idempotency_key,
+                expires_at: redeemed.expires_at,
+            }))
+        } else {
+            let issued = blocking(move || {
+                let call = ConfirmedCall {
+                    user_id: &user_id,
+                    tool: &request.tool,
+                    arguments_json: &request.arguments_json,
+                };
+                store.issue_confirmation(&call, &request.idempotency_key)
+            })
+            .await
+            .map_err(|error| error.to_status())?
+            .map_err(confirmation_refused)?;
+            Ok(Response::new(pb::ConfirmReply {
+                token: issued.token,
+                idempotency_key: issued.idempotency_key,
+                expires_at: issued.expires_at,
+            }))
+        }
     }
 
     async fn source_files(

@@ -7,8 +7,8 @@
 //!
 //! Modules: [`catalogue`] (discovery, validation, revisions), [`store`] (the
 //! core database: users, sessions, tokens, registry, grants, audit), `api` (the
-//! `/api` routes) and `core_grpc` (`CoreService`). The confirm, source-file and
-//! chat RPCs still answer `APP_NOT_READY`.
+//! `/api` routes) and `core_grpc` (`CoreService`). The source-file and chat RPCs
+//! still answer `APP_NOT_READY`.
 
 #[allow(
     clippy::result_large_err,

@@ -15,6 +15,8 @@ use sasha_proto::identity::{DevPki, TlsFiles};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
+pub mod mcp;
+
 /// The binary under test.
 pub fn sasha_bin() -> &'static str {
     env!("CARGO_BIN_EXE_sasha")

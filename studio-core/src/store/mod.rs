@@ -1,5 +1,6 @@
 //! The core database: users, browser sessions, tokens, the app registry,
-//! grants and the append-only authorization audit log. This is the only code
+//! grants, the append-only authorization audit log and confirmation tokens
+//! for model-invoked writes (`confirmations`). This is the only code
 //! that opens `DB_PATH`; studio-core and the operator CLI (`sasha admin`) both
 //! go through it, possibly at the same time, so every write runs in a
 //! `BEGIN IMMEDIATE` transaction on a WAL database with a 5 s busy timeout.
@@ -13,6 +14,7 @@
 //! as argon2id PHC strings; the only place a secret appears is the return value
 //! of the call that minted it.
 
+mod confirmations;
 mod schema;
 mod secrets;
 #[cfg(test)]
@@ -28,6 +30,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OptionalExtension as _, ToSql, Transaction, TransactionBehavior};
 use serde::{Deserialize, Serialize};
+
+pub use self::confirmations::{
+    CONFIRMATION_TOKEN_PREFIX, CONFIRMATION_TTL_SECONDS, ConfirmationRefusal, ConfirmationResult,
+    ConfirmedCall, IssuedConfirmation, MAX_CONFIRMATION_ARGUMENTS_BYTES,
+    MAX_CONFIRMATION_TOOL_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_LIVE_CONFIRMATIONS_PER_USER,
+    RedeemedConfirmation,
+};
 
 /// A browser session lasts this long from sign-in (no sliding renewal).
 pub const SESSION_TTL_SECONDS: i64 = 12 * 60 * 60;

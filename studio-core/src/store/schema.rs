@@ -20,10 +20,11 @@ struct Migration {
 }
 
 /// Every migration, in order. Versions are 1, 2, 3, … without gaps.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "identity and access",
-    sql: r#"
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "identity and access",
+        sql: r#"
 CREATE TABLE users (
     id            TEXT PRIMARY KEY,
     username      TEXT NOT NULL UNIQUE,
@@ -113,7 +114,31 @@ BEGIN
     SELECT RAISE(ABORT, 'authorization_audit_log is append-only');
 END;
 "#,
-}];
+    },
+    Migration {
+        version: 2,
+        name: "confirmations",
+        sql: r#"
+-- Confirmation tokens for model-invoked writes (see store/confirmations.rs).
+-- Only sha256(token) is stored. A row binds the token to one user, one tool,
+-- the sha256 of the call's canonical arguments and the idempotency key the
+-- confirmed write uses; rows past expires_at are useless and are deleted
+-- whenever a new one is issued.
+CREATE TABLE confirmations (
+    token_sha256     TEXT PRIMARY KEY,
+    user_id          TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    tool             TEXT NOT NULL,
+    arguments_sha256 TEXT NOT NULL,
+    idempotency_key  TEXT NOT NULL,
+    created_at       INTEGER NOT NULL,
+    expires_at       INTEGER NOT NULL,
+    redeemed_at      INTEGER
+) STRICT;
+CREATE INDEX confirmations_by_user ON confirmations(user_id, expires_at);
+CREATE INDEX confirmations_by_expiry ON confirmations(expires_at);
+"#,
+    },
+];
 
 /// The newest schema version this build knows.
 pub(super) fn latest_version() -> i64 {
@@ -156,6 +181,52 @@ pub(super) fn migrate(connection: &mut Connection, now: i64) -> Result<(), Store
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A database written by a build that knew only migration 1 gains the
+    /// confirmations table and keeps its rows.
+    #[test]
+    fn a_version_one_database_is_upgraded_in_place() {
+        let mut connection = Connection::open_in_memory().unwrap();
+        connection
+            .execute_batch(
+                "CREATE TABLE schema_migrations (
+                    version    INTEGER PRIMARY KEY,
+                    name       TEXT NOT NULL,
+                    applied_at INTEGER NOT NULL
+                ) STRICT;",
+            )
+            .unwrap();
+        connection.execute_batch(MIGRATIONS[0].sql).unwrap();
+        connection
+            .execute_batch(
+                "INSERT INTO schema_migrations VALUES (1, 'identity and access', 1);
+                 INSERT INTO users VALUES ('u1', 'alice', 'member', 'hash', 1);",
+            )
+            .unwrap();
+        migrate(&mut connection, 2).unwrap();
+        let versions: Vec<(i64, i64)> = connection
+            .prepare("SELECT version, applied_at FROM schema_migrations ORDER BY version")
+            .unwrap()
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(versions, [(1, 1), (2, 2)]);
+        let users: i64 = connection
+            .query_row("SELECT count(*) FROM users", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(users, 1);
+        connection
+            .execute(
+                "INSERT INTO confirmations
+                 (token_sha256, user_id, tool, arguments_sha256, idempotency_key, created_at, expires_at)
+                 VALUES ('t', 'u1', 'tool', 'a', 'k', 1, 2)",
+                [],
+            )
+            .unwrap();
+        migrate(&mut connection, 3).unwrap();
+        assert_eq!(latest_version(), 2);
+    }
 
     #[test]
     fn versions_are_consecutive_from_one() {

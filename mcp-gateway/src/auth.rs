@@ -1,0 +1,284 @@
+//! Who is calling `/mcp`: every HTTP request is authenticated afresh through
+//! `CoreService.Authenticate` before rmcp sees it.
+//!
+//! A caller presents either a bearer token (`Authorization: Bearer …`: access
+//! tokens, API keys, Studio chat-session tokens) or, for the Studio page's own
+//! MCP client, the Studio session cookie. A cookie is accepted only from the
+//! Studio origin (the `Origin` header, or `Sec-Fetch-Site: same-origin`), so a
+//! page on another site cannot ride a signed-in user's cookie. The Studio page
+//! names the app it has open in `Sasha-App`; only a browser session may bind an
+//! app, and only the bound app's app-only tools exist for it.
+//!
+//! A legacy MCP session (`Mcp-Session-Id`) belongs to the user who opened it: a
+//! request with another user's session id is answered as if the session did not
+//! exist. The table is per replica, like the sessions themselves; the reverse
+//! proxy keeps a session on one replica by hashing the header.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sasha_proto::pb::{self, AuthenticateRequest};
+use sasha_proto::web::{bearer, cookie};
+use sasha_proto::{AppError, ErrorCode};
+
+use crate::Gateway;
+
+/// The header naming the app a Studio browser session has open.
+pub const BOUND_APP_HEADER: &str = "sasha-app";
+const SESSION_HEADER: &str = "mcp-session-id";
+/// A session entry unused this long is forgotten (rmcp closes idle sessions
+/// after five minutes, so a forgotten session is already gone).
+const SESSION_IDLE: Duration = Duration::from_secs(15 * 60);
+/// Most remembered sessions per replica.
+const MAX_SESSIONS: usize = 50_000;
+
+/// The authenticated caller of one HTTP request, for the MCP handler.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub principal: pb::Principal,
+    /// The app the Studio page has open (browser sessions only).
+    pub bound_app: Option<String>,
+}
+
+impl Caller {
+    /// Holds `apps:invoke` (API keys never invoke apps).
+    pub fn invokes(&self) -> bool {
+        self.principal.kind != "api-key" && self.principal.scopes.iter().any(|s| s == "apps:invoke")
+    }
+
+    /// The Studio browser session with `app_id` open: its calls are the app's
+    /// own UI (`source: ui`) and need no confirmation.
+    pub fn is_app_ui(&self, app_id: &str) -> bool {
+        self.principal.kind == "session" && self.bound_app.as_deref() == Some(app_id)
+    }
+
+    /// The Studio chat session, confirmed through the challenge result.
+    pub fn is_chat_session(&self) -> bool {
+        self.principal.kind == "chat-session"
+    }
+
+    /// The tool-listing view of this caller.
+    pub fn tools_caller(&self) -> crate::tools::Caller {
+        crate::tools::Caller {
+            invokes: self.invokes(),
+            bound_app: self
+                .bound_app
+                .clone()
+                .filter(|_| self.principal.kind == "session"),
+            challenge: self.is_chat_session(),
+        }
+    }
+}
+
+/// Legacy MCP sessions of this replica and the user each belongs to.
+#[derive(Debug, Default)]
+pub struct SessionOwners {
+    owners: Mutex<HashMap<String, (String, Instant)>>,
+}
+
+impl SessionOwners {
+    fn remember(&self, session: &str, user_id: &str) {
+        let Ok(mut owners) = self.owners.lock() else {
+            return;
+        };
+        let now = Instant::now();
+        if owners.len() >= MAX_SESSIONS {
+            owners.retain(|_, (_, seen)| now.duration_since(*seen) < SESSION_IDLE);
+        }
+        if owners.len() < MAX_SESSIONS {
+            owners.insert(session.to_owned(), (user_id.to_owned(), now));
+        }
+    }
+
+    /// Whether `user_id` owns `session` (and marks it used).
+    fn owned_by(&self, session: &str, user_id: &str) -> bool {
+        let Ok(mut owners) = self.owners.lock() else {
+            return false;
+        };
+        let now = Instant::now();
+        match owners.get_mut(session) {
+            Some((owner, seen)) if owner == user_id && now.duration_since(*seen) < SESSION_IDLE => {
+                *seen = now;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn forget(&self, session: &str) {
+        if let Ok(mut owners) = self.owners.lock() {
+            owners.remove(session);
+        }
+    }
+}
+
+/// `401` with the envelope and a `WWW-Authenticate` challenge.
+fn unauthenticated(message: &str, invalid_token: bool) -> Response {
+    let mut response = AppError::new(ErrorCode::Unauthenticated, message).into_response();
+    let challenge = if invalid_token {
+        "Bearer realm=\"sasha-mcp\", error=\"invalid_token\""
+    } else {
+        "Bearer realm=\"sasha-mcp\""
+    };
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(challenge),
+    );
+    response
+}
+
+/// Whether a cookie-carrying request comes from the Studio page itself.
+fn from_studio(gateway: &Gateway, headers: &HeaderMap) -> bool {
+    let origin = headers
+        .get(header::ORIGIN)
+        .and_then(|value| value.to_str().ok());
+    let fetch_site = headers
+        .get("sec-fetch-site")
+        .and_then(|value| value.to_str().ok());
+    match origin {
+        Some(origin) => origin == gateway.studio_origin.as_str(),
+        None => fetch_site == Some("same-origin"),
+    }
+}
+
+/// The axum middleware in front of rmcp on `/mcp`.
+pub async fn authenticate(
+    State(gateway): State<Arc<Gateway>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let headers = request.headers();
+    let (kind, credential) = if let Some(token) = bearer(headers) {
+        ("bearer", token.to_owned())
+    } else if let Some(secret) = cookie(headers, gateway.cookie_name) {
+        if !from_studio(&gateway, headers) {
+            return AppError::new(
+                ErrorCode::AccessDenied,
+                "the Studio session is accepted only from the Studio origin",
+            )
+            .into_response();
+        }
+        ("session", secret.to_owned())
+    } else {
+        return unauthenticated("a bearer token is required", false);
+    };
+    let bound_app = match headers.get(BOUND_APP_HEADER) {
+        None => None,
+        Some(value) => match value.to_str().ok().filter(|id| valid_app_id(id)) {
+            Some(id) => Some(id.to_owned()),
+            None => {
+                return AppError::new(ErrorCode::InputInvalid, "Sasha-App is not an app id")
+                    .into_response();
+            }
+        },
+    };
+    let mut core = gateway.core.clone();
+    let principal = match core
+        .authenticate(AuthenticateRequest {
+            kind: kind.to_owned(),
+            credential,
+        })
+        .await
+    {
+        Ok(reply) => reply.into_inner(),
+        Err(status) => {
+            let error = AppError::from_status(&status);
+            return if error.code == ErrorCode::Unauthenticated {
+                unauthenticated("the credential is not valid", true)
+            } else {
+                error.into_response()
+            };
+        }
+    };
+    if bound_app.is_some() && principal.kind != "session" {
+        return AppError::new(
+            ErrorCode::InputInvalid,
+            "Sasha-App is accepted only from the Studio browser session",
+        )
+        .into_response();
+    }
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    if let Some(session) = &session
+        && !gateway.sessions.owned_by(session, &principal.user_id)
+    {
+        return (
+            StatusCode::NOT_FOUND,
+            axum::Json(serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": null,
+                "error": {"code": -32001, "message": "Session not found; initialize again"},
+            })),
+        )
+            .into_response();
+    }
+    let user_id = principal.user_id.clone();
+    let deleting = request.method() == axum::http::Method::DELETE;
+    request.extensions_mut().insert(Caller {
+        principal,
+        bound_app,
+    });
+    let response = next.run(request).await;
+    match &session {
+        Some(session) if deleting && response.status().is_success() => {
+            gateway.sessions.forget(session);
+        }
+        Some(_) => {}
+        None => {
+            if let Some(created) = response
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|value| value.to_str().ok())
+            {
+                gateway.sessions.remember(created, &user_id);
+            }
+        }
+    }
+    response
+}
+
+/// Lowercase kebab-case, at most 60 characters (the package id rule).
+pub fn valid_app_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 60
+        && id.split('-').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_belong_to_the_user_who_opened_them() {
+        let owners = SessionOwners::default();
+        owners.remember("s1", "alice");
+        assert!(owners.owned_by("s1", "alice"));
+        assert!(!owners.owned_by("s1", "bob"));
+        assert!(!owners.owned_by("unknown", "alice"));
+        owners.forget("s1");
+        assert!(!owners.owned_by("s1", "alice"));
+    }
+
+    #[test]
+    fn app_ids_follow_the_package_rule() {
+        assert!(valid_app_id("time-sheet-entry"));
+        assert!(!valid_app_id("Time"));
+        assert!(!valid_app_id("a--b"));
+        assert!(!valid_app_id("-a"));
+        assert!(!valid_app_id("a_b"));
+        assert!(!valid_app_id(&"a".repeat(61)));
+    }
+}

@@ -1,0 +1,992 @@
+//! The MCP server handler behind `/mcp` (rmcp's streamable HTTP transport).
+//!
+//! Nothing here is cached across requests: each `tools/list`, `tools/call`,
+//! `resources/list` and `resources/read` asks studio-core for the caller's
+//! catalogue, so a grant revoked a moment ago is already gone. The caller was
+//! authenticated by [`crate::auth::authenticate`] for this very HTTP request.
+//!
+//! Failures of a tool are tool results (`isError: true`) whose
+//! `structuredContent.error` is the spec's envelope; an unknown tool is JSON-RPC
+//! `-32602`. An app-only or unreachable action is `APP_ACTION_UNAVAILABLE`.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
+    ElicitationAction, Implementation, InputRequiredResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use sasha_proto::pb::{self, CatalogueRequest, ConfirmRequest, GetResourceRequest};
+use sasha_proto::{AppError, ErrorCode};
+use serde_json::{Map, Value, json};
+
+use crate::Gateway;
+use crate::auth::Caller;
+use crate::calls::{self, DataCall, Source};
+use crate::tools::{self, Target};
+
+/// The MIME type of an MCP Apps UI resource.
+pub const UI_MIME_TYPE: &str = "text/html;profile=mcp-app";
+/// How long a person has to answer a session elicitation.
+const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+/// The `_meta` key carrying an idempotency key for a call whose tool has no
+/// `idempotencyKey` argument (actions).
+const IDEMPOTENCY_META: &str = "sasha/idempotencyKey";
+
+/// One rmcp service instance; cheap, created per session or stateless request.
+#[derive(Debug, Clone)]
+pub struct SashaMcp {
+    gateway: Arc<Gateway>,
+}
+
+impl SashaMcp {
+    pub fn new(gateway: Arc<Gateway>) -> SashaMcp {
+        SashaMcp { gateway }
+    }
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, McpError> {
+    serde_json::from_value(value).map_err(|error| {
+        tracing::error!(%error, "an MCP result did not match its schema");
+        McpError::internal_error("an internal error occurred", None)
+    })
+}
+
+fn caller_of(ctx: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
+    ctx.extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Caller>())
+        .cloned()
+        .ok_or_else(|| McpError::internal_error("the request was not authenticated", None))
+}
+
+/// A platform failure outside any tool (listing, reading): a JSON-RPC error
+/// carrying the envelope.
+fn protocol_error(error: &AppError) -> McpError {
+    let data = Some(json!({"error": error.to_json()}));
+    match error.code {
+        ErrorCode::NotFound | ErrorCode::RevisionUnavailable | ErrorCode::RecordNotFound => {
+            McpError::resource_not_found(
+                error.to_json()["message"]
+                    .as_str()
+                    .unwrap_or("not found")
+                    .to_owned(),
+                data,
+            )
+        }
+        ErrorCode::InputInvalid | ErrorCode::FieldUndeclared | ErrorCode::ResourceLimit => {
+            McpError::invalid_params(error.message.clone(), data)
+        }
+        _ => McpError::internal_error(error.message.clone(), data),
+    }
+}
+
+/// A tool's failure: an error result whose `structuredContent.error` is the
+/// envelope.
+fn tool_error(error: AppError) -> Result<CallToolResponse, McpError> {
+    let envelope = error.to_json();
+    let result: CallToolResult = from_json(json!({
+        "content": [{"type": "text", "text": format!("{}: {}", envelope["code"].as_str().unwrap_or(""), envelope["message"].as_str().unwrap_or(""))}],
+        "structuredContent": {"error": envelope},
+        "isError": true,
+    }))?;
+    Ok(CallToolResponse::Complete(result))
+}
+
+fn tool_success(value: Value) -> Result<CallToolResponse, McpError> {
+    let result: CallToolResult = from_json(json!({
+        "content": [{"type": "text", "text": value.to_string()}],
+        "structuredContent": value,
+    }))?;
+    Ok(CallToolResponse::Complete(result))
+}
+
+/// JSON with object keys sorted at every level: the form a confirmation is
+/// bound to.
+fn canonical(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|key| (key.clone(), canonical(&map[key])))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+fn shorten(text: String, limit: usize) -> String {
+    if text.len() <= limit {
+        return text;
+    }
+    let mut cut = limit;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &text[..cut])
+}
+
+/// What the person is asked to allow.
+fn confirmation_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"confirm": {"type": "boolean", "title": "Allow this change", "default": true}},
+        "required": ["confirm"],
+    })
+}
+
+/// Whether an elicitation answer allows the change.
+fn accepted(answer: &Value) -> bool {
+    answer["action"] == "accept" && answer["content"]["confirm"] != false
+}
+
+fn declined() -> AppError {
+    AppError::new(
+        ErrorCode::ConfirmationRequired,
+        "the person did not allow this change; nothing was written",
+    )
+}
+
+/// A mutation about to run: confirmed (with the idempotency key it runs under)
+/// or answered without running.
+enum Gate {
+    Run(String),
+    Answer(Result<CallToolResponse, McpError>),
+}
+
+/// One resolved `tools/call`.
+struct Call<'a> {
+    caller: &'a Caller,
+    app_id: &'a str,
+    app: &'a Value,
+    name: &'a str,
+    args: Map<String, Value>,
+}
+
+impl SashaMcp {
+    /// The caller's catalogue: every app they may use, or one app with its
+    /// data contract.
+    async fn catalogue(&self, caller: &Caller, app_id: Option<&str>) -> Result<Value, AppError> {
+        let mut core = self.gateway.core.clone();
+        let reply = core
+            .get_catalogue(CatalogueRequest {
+                principal: Some(caller.principal.clone()),
+                app_id: app_id.unwrap_or_default().to_owned(),
+            })
+            .await
+            .map_err(|status| AppError::from_status(&status))?
+            .into_inner();
+        serde_json::from_str(&reply.json).map_err(|_| AppError::from_code(ErrorCode::Internal))
+    }
+
+    async fn confirm(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        arguments: &Value,
+        token: &str,
+        idempotency_key: &str,
+    ) -> Result<pb::ConfirmReply, AppError> {
+        let mut core = self.gateway.core.clone();
+        core.confirm(ConfirmRequest {
+            principal: Some(caller.principal.clone()),
+            tool: tool.to_owned(),
+            arguments_json: canonical(arguments).to_string(),
+            token: token.to_owned(),
+            idempotency_key: idempotency_key.to_owned(),
+        })
+        .await
+        .map(|reply| reply.into_inner())
+        .map_err(|status| AppError::from_status(&status))
+    }
+
+    /// Decides whether a model-invoked mutation may run now, asking the person
+    /// the way the client supports (see the crate docs). `key` is the
+    /// idempotency key the call would use; a confirmed call may run under the
+    /// key fixed when its confirmation was issued.
+    async fn gate(
+        &self,
+        call: &Call<'_>,
+        request: &CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+        token: Option<String>,
+        key: String,
+        summary: &str,
+    ) -> Gate {
+        if call.caller.is_app_ui(call.app_id) {
+            return Gate::Run(key);
+        }
+        let arguments = Value::Object(call.args.clone());
+        if let Some(token) = token {
+            return match self
+                .confirm(call.caller, call.name, &arguments, &token, "")
+                .await
+            {
+                Ok(reply) => Gate::Run(reply.idempotency_key),
+                Err(error) => Gate::Answer(tool_error(error)),
+            };
+        }
+        let question = format!(
+            "{summary}\n\n{}",
+            shorten(canonical(&arguments).to_string(), 1000)
+        );
+        if call.caller.is_chat_session() {
+            return Gate::Answer(
+                match self
+                    .confirm(call.caller, call.name, &arguments, "", &key)
+                    .await
+                {
+                    Ok(reply) => tool_success(json!({
+                        "confirmationRequired": true,
+                        "confirmationToken": reply.token,
+                        "expiresAt": reply.expires_at,
+                        "tool": call.name,
+                        "message": format!("{question}\n\nThis change needs the person's approval. Ask them with the AskUserQuestion tool; if they approve, call {} again with the same arguments and confirmationToken set to this token.", call.name),
+                    })),
+                    Err(error) => tool_error(error),
+                },
+            );
+        }
+        let elicits = ctx
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.elicitation.is_some());
+        let sessionless = ctx
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        if sessionless {
+            if let Some(state) = &request.request_state {
+                let answer = request
+                    .input_responses
+                    .as_ref()
+                    .and_then(|responses| responses.get("confirm"))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                return match self
+                    .confirm(call.caller, call.name, &arguments, state, "")
+                    .await
+                {
+                    Ok(reply) if accepted(&answer) => Gate::Run(reply.idempotency_key),
+                    Ok(_) => Gate::Answer(tool_error(declined())),
+                    Err(error) => Gate::Answer(tool_error(error)),
+                };
+            }
+            if !elicits {
+                return Gate::Answer(tool_error(AppError::from_code(
+                    ErrorCode::ConfirmationRequired,
+                )));
+            }
+            return Gate::Answer(match self.confirm(call.caller, call.name, &arguments, "", &key).await {
+                Ok(reply) => from_json::<InputRequiredResult>(json!({
+                    "resultType": "input_required",
+                    "inputRequests": {"confirm": {"method": "elicitation/create", "params": {"mode": "form", "message": question, "requestedSchema": confirmation_schema()}}},
+                    "requestState": reply.token,
+                }))
+                .map(CallToolResponse::InputRequired),
+                Err(error) => tool_error(error),
+            });
+        }
+        if !elicits {
+            return Gate::Answer(tool_error(AppError::from_code(
+                ErrorCode::ConfirmationRequired,
+            )));
+        }
+        let params: ElicitRequestParams = match from_json(json!({
+            "mode": "form",
+            "message": question,
+            "requestedSchema": confirmation_schema(),
+        })) {
+            Ok(params) => params,
+            Err(error) => return Gate::Answer(Err(error)),
+        };
+        match ctx
+            .peer
+            .create_elicitation_with_timeout(params, Some(ELICITATION_TIMEOUT))
+            .await
+        {
+            Ok(result) => {
+                let answer = json!({
+                    "action": match result.action {
+                        ElicitationAction::Accept => "accept",
+                        ElicitationAction::Decline => "decline",
+                        _ => "cancel",
+                    },
+                    "content": result.content,
+                });
+                if accepted(&answer) {
+                    Gate::Run(key)
+                } else {
+                    Gate::Answer(tool_error(declined()))
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "elicitation failed");
+                Gate::Answer(tool_error(AppError::new(
+                    ErrorCode::ConfirmationRequired,
+                    "the person could not be asked to confirm this change; nothing was written",
+                )))
+            }
+        }
+    }
+
+    fn source(call: &Call<'_>) -> Source {
+        if call.caller.is_app_ui(call.app_id) {
+            Source::Ui
+        } else {
+            Source::Mcp
+        }
+    }
+
+    async fn run_table(
+        &self,
+        call: Call<'_>,
+        request: &CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+        token: Option<String>,
+        table: &str,
+        operation: &str,
+    ) -> Result<CallToolResponse, McpError> {
+        let mut data_request = Value::Object(call.args.clone());
+        if tools::is_mutating(operation) {
+            let key = call
+                .args
+                .get("idempotencyKey")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .or_else(|| meta_key(request, ctx))
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+            let summary = format!(
+                "Allow this {operation} in the {table} table of {}?",
+                call.app["name"].as_str().unwrap_or(call.app_id)
+            );
+            // The confirmation binds the arguments as the caller sent them.
+            let key = match self.gate(&call, request, ctx, token, key, &summary).await {
+                Gate::Run(key) => key,
+                Gate::Answer(answer) => return answer,
+            };
+            data_request["idempotencyKey"] = json!(key);
+        }
+        let result = calls::execute(
+            &self.gateway.data,
+            &self.gateway.contracts,
+            DataCall {
+                app_id: call.app_id,
+                app: call.app,
+                user_id: &call.caller.principal.user_id,
+                source: Self::source(&call),
+                operation,
+                table,
+                request: data_request,
+                action_id: None,
+            },
+        )
+        .await;
+        match result {
+            Ok(value) => tool_success(value),
+            Err(error) => tool_error(error),
+        }
+    }
+
+    async fn run_action(
+        &self,
+        call: Call<'_>,
+        request: &CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+        token: Option<String>,
+        action_id: &str,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(action) = call.app["actions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|action| action["id"] == action_id)
+            .cloned()
+        else {
+            return tool_error(AppError::from_code(ErrorCode::ActionUnavailable));
+        };
+        let mut key = meta_key(request, ctx).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        if action["mutating"] == true {
+            let summary = format!(
+                "Allow {} to run “{}”?",
+                call.app["name"].as_str().unwrap_or(call.app_id),
+                action["description"].as_str().unwrap_or(action_id)
+            );
+            key = match self.gate(&call, request, ctx, token, key, &summary).await {
+                Gate::Run(key) => key,
+                Gate::Answer(answer) => return answer,
+            };
+        }
+        let (operation, table, data_request) =
+            match calls::action_request(&action, &call.args, &key) {
+                Ok(parts) => parts,
+                Err(error) => return tool_error(error),
+            };
+        let result = calls::execute(
+            &self.gateway.data,
+            &self.gateway.contracts,
+            DataCall {
+                app_id: call.app_id,
+                app: call.app,
+                user_id: &call.caller.principal.user_id,
+                source: Self::source(&call),
+                operation: &operation,
+                table: &table,
+                request: data_request,
+                action_id: Some(action_id),
+            },
+        )
+        .await;
+        let value = match result {
+            Ok(value) => calls::project(&action["resultSchema"], value),
+            Err(error) => return tool_error(error),
+        };
+        if let Err(error) = calls::validate(&action["resultSchema"], &value, "result") {
+            tracing::error!(app = call.app_id, action = action_id, reason = %error.message, "an action result does not match its resultSchema");
+            return tool_error(AppError::new(
+                ErrorCode::ActionInvalid,
+                "the action's result does not match its declared resultSchema",
+            ));
+        }
+        tool_success(value)
+    }
+}
+
+/// An idempotency key passed in the request's `_meta`.
+fn meta_key(request: &CallToolRequestParams, ctx: &RequestContext<RoleServer>) -> Option<String> {
+    let from_request = request
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.0.0.get(IDEMPOTENCY_META).cloned());
+    from_request
+        .or_else(|| ctx.meta.0.0.get(IDEMPOTENCY_META).cloned())
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .filter(|key| !key.is_empty() && key.len() <= 200)
+}
+
+/// The resource templates of the `sasha://` data resources.
+fn templates() -> Vec<Value> {
+    [
+        ("sasha://apps/{appId}/tables", "tables", "The declared tables of an app, with their columns and access"),
+        ("sasha://apps/{appId}/tables/{table}/rows{?q}", "rows", "Rows of a table; q is a list query in the data grammar, as JSON"),
+        ("sasha://apps/{appId}/tables/{table}/rows/{id}", "row", "One row of a table by id"),
+        ("sasha://apps/{appId}/tables/{table}/aggregate{?q}", "aggregate", "An aggregate of a table; q is the aggregation in the data grammar, as JSON"),
+        ("sasha://apps/{appId}/actions", "actions", "The declared actions of an app"),
+    ]
+    .into_iter()
+    .map(|(uri, name, description)| {
+        json!({"uriTemplate": uri, "name": name, "description": description, "mimeType": "application/json"})
+    })
+    .collect()
+}
+
+/// A `sasha://` data resource.
+#[derive(Debug, PartialEq, Eq)]
+enum DataResource {
+    Tables,
+    Actions,
+    Rows {
+        table: String,
+        query: Option<String>,
+    },
+    Row {
+        table: String,
+        id: String,
+    },
+    Aggregate {
+        table: String,
+        query: Option<String>,
+    },
+}
+
+/// Parses `sasha://apps/<app>/…` into the app id and what is asked for.
+fn parse_data_uri(uri: &str) -> Option<(String, DataResource)> {
+    let url = url::Url::parse(uri).ok()?;
+    // A URI that normalises to something else (dot segments, case) names a
+    // different resource than it says: refused.
+    if url.as_str() != uri
+        || url.scheme() != "sasha"
+        || url.host_str() != Some("apps")
+        || url.fragment().is_some()
+    {
+        return None;
+    }
+    let query = url
+        .query_pairs()
+        .find(|(key, _)| key == "q")
+        .map(|(_, value)| value.into_owned());
+    if url.query_pairs().any(|(key, _)| key != "q") {
+        return None;
+    }
+    let segments: Vec<String> = url
+        .path_segments()?
+        .map(percent_decode)
+        .collect::<Option<Vec<_>>>()?;
+    let parts: Vec<&str> = segments.iter().map(String::as_str).collect();
+    let (app, resource) = match parts.as_slice() {
+        [app, "tables"] if query.is_none() => (app, DataResource::Tables),
+        [app, "actions"] if query.is_none() => (app, DataResource::Actions),
+        [app, "tables", table, "rows"] => (
+            app,
+            DataResource::Rows {
+                table: (*table).to_owned(),
+                query,
+            },
+        ),
+        [app, "tables", table, "rows", id] if query.is_none() => (
+            app,
+            DataResource::Row {
+                table: (*table).to_owned(),
+                id: (*id).to_owned(),
+            },
+        ),
+        [app, "tables", table, "aggregate"] => (
+            app,
+            DataResource::Aggregate {
+                table: (*table).to_owned(),
+                query,
+            },
+        ),
+        _ => return None,
+    };
+    crate::auth::valid_app_id(app).then(|| ((*app).to_owned(), resource))
+}
+
+fn percent_decode(segment: &str) -> Option<String> {
+    percent_encoding::percent_decode_str(segment)
+        .decode_utf8()
+        .ok()
+        .map(|text| text.into_owned())
+        .filter(|text| !text.is_empty() && !text.contains('/'))
+}
+
+fn json_contents(uri: &str, value: &Value) -> Result<ReadResourceResponse, McpError> {
+    let result: ReadResourceResult = from_json(json!({
+        "contents": [{"uri": uri, "mimeType": "application/json", "text": value.to_string()}],
+    }))?;
+    Ok(ReadResourceResponse::Complete(result))
+}
+
+impl SashaMcp {
+    async fn read_ui_resource(
+        &self,
+        caller: &Caller,
+        uri: &str,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let not_found = || protocol_error(&AppError::from_code(ErrorCode::NotFound));
+        let rest = uri.strip_prefix("ui://sasha/apps/").ok_or_else(not_found)?;
+        let (app_id, revision) = rest.split_once("/revisions/").ok_or_else(not_found)?;
+        if !crate::auth::valid_app_id(app_id)
+            || revision.len() != 64
+            || !revision
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        {
+            return Err(not_found());
+        }
+        let mut core = self.gateway.core.clone();
+        let resource = core
+            .get_resource(GetResourceRequest {
+                principal: Some(caller.principal.clone()),
+                app_id: app_id.to_owned(),
+                revision: revision.to_owned(),
+            })
+            .await
+            .map_err(|status| protocol_error(&AppError::from_status(&status)))?
+            .into_inner();
+        let meta: Value = serde_json::from_str(&resource.meta_json).unwrap_or(Value::Null);
+        let result: ReadResourceResult = from_json(json!({
+            "contents": [{
+                "uri": resource.uri,
+                "mimeType": resource.mime_type,
+                "text": resource.html,
+                "_meta": {"ui": meta},
+            }],
+        }))?;
+        Ok(ReadResourceResponse::Complete(result))
+    }
+
+    async fn read_data_resource(
+        &self,
+        caller: &Caller,
+        uri: &str,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let not_found = || protocol_error(&AppError::from_code(ErrorCode::NotFound));
+        let (app_id, resource) = parse_data_uri(uri).ok_or_else(not_found)?;
+        if !caller.invokes() {
+            return Err(not_found());
+        }
+        let catalogue = self
+            .catalogue(caller, Some(&app_id))
+            .await
+            .map_err(|error| protocol_error(&error))?;
+        let app = catalogue.get(&app_id).ok_or_else(not_found)?;
+        let query = |text: Option<String>, required: bool| -> Result<Value, McpError> {
+            match text {
+                None if required => Err(protocol_error(&AppError::new(
+                    ErrorCode::InputInvalid,
+                    "q (the aggregation as JSON) is required",
+                ))),
+                None => Ok(json!({})),
+                Some(text) => serde_json::from_str::<Value>(&text)
+                    .ok()
+                    .filter(Value::is_object)
+                    .ok_or_else(|| {
+                        protocol_error(&AppError::new(
+                            ErrorCode::InputInvalid,
+                            "q must be a JSON object in the data grammar",
+                        ))
+                    }),
+            }
+        };
+        let (operation, table, request) = match resource {
+            DataResource::Tables => return json_contents(uri, &json!({"tables": app["tables"]})),
+            DataResource::Actions => {
+                let actions: Vec<Value> = app["actions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|action| {
+                        json!({
+                            "id": action["id"],
+                            "tool": action["mcpName"],
+                            "description": action["description"],
+                            "visibility": action["visibility"],
+                            "mutating": action["mutating"],
+                            "inputSchema": action["inputSchema"],
+                            "resultSchema": action["resultSchema"],
+                        })
+                    })
+                    .collect();
+                return json_contents(uri, &json!({"actions": actions}));
+            }
+            DataResource::Rows { table, query: q } => ("list", table, query(q, false)?),
+            DataResource::Aggregate { table, query: q } => ("aggregate", table, query(q, true)?),
+            DataResource::Row { table, id } => {
+                let integer_id = app["tables"][&table]["columns"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|column| column["name"] == "id")
+                    .and_then(|column| column["declaredType"].as_str())
+                    .is_some_and(|declared| declared.to_ascii_uppercase().contains("INT"));
+                let id = match id.parse::<i64>() {
+                    Ok(number) if integer_id => json!(number),
+                    _ => json!(id),
+                };
+                ("get", table, json!({"id": id}))
+            }
+        };
+        if app["tables"].get(&table).is_none() {
+            return Err(not_found());
+        }
+        let source = if caller.is_app_ui(&app_id) {
+            Source::Ui
+        } else {
+            Source::Mcp
+        };
+        let value = calls::execute(
+            &self.gateway.data,
+            &self.gateway.contracts,
+            DataCall {
+                app_id: &app_id,
+                app,
+                user_id: &caller.principal.user_id,
+                source,
+                operation,
+                table: &table,
+                request,
+                action_id: None,
+            },
+        )
+        .await
+        .map_err(|error| protocol_error(&error))?;
+        json_contents(uri, &value)
+    }
+}
+
+impl ServerHandler for SashaMcp {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        );
+        info.server_info = Implementation::new("sasha-apps", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(
+            "Sasha Apps: small internal apps with their own governed tables. Open an app with open_app__<id>; read and change its tables with app__<app>__<table>__<operation>; changes need the person's confirmation."
+                .to_owned(),
+        );
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let caller = caller_of(&ctx)?;
+        if !caller.invokes() {
+            return Ok(ListToolsResult::with_all_items(Vec::new()));
+        }
+        let catalogue = self
+            .catalogue(&caller, None)
+            .await
+            .map_err(|error| protocol_error(&error))?;
+        let tools = tools::tools_for(&catalogue, &caller.tools_caller())
+            .into_iter()
+            .map(from_json::<Tool>)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let caller = caller_of(&ctx)?;
+        let name = request.name.to_string();
+        let action_shaped = tools::is_action_shaped(&name);
+        let absent = |name: &str| -> Result<CallToolResponse, McpError> {
+            if action_shaped {
+                tool_error(AppError::new(
+                    ErrorCode::ActionUnavailable,
+                    format!("{name} is not an action you can call here"),
+                ))
+            } else {
+                Err(McpError::invalid_params(
+                    format!("Tool {name} not found"),
+                    None,
+                ))
+            }
+        };
+        let app_id = match name.as_str() {
+            "sasha__chat_execute" | "sasha__files_upload" => caller.tools_caller().bound_app,
+            _ => tools::app_of(&name),
+        };
+        let Some(app_id) = app_id.filter(|_| caller.invokes()) else {
+            return absent(&name);
+        };
+        let catalogue = match self.catalogue(&caller, Some(&app_id)).await {
+            Ok(catalogue) => catalogue,
+            Err(error) => return tool_error(error),
+        };
+        let Some(app) = catalogue.get(&app_id) else {
+            return absent(&name);
+        };
+        let single = json!({ app_id.clone(): app });
+        let visible = tools::tools_for(&single, &caller.tools_caller());
+        let Some(tool) = visible.iter().find(|tool| tool["name"] == name.as_str()) else {
+            return absent(&name);
+        };
+        let Some(target) = tools::classify(&app_id, app, &name) else {
+            return absent(&name);
+        };
+        let mut args = request.arguments.clone().unwrap_or_default();
+        let token = if caller.is_chat_session() {
+            match args.remove("confirmationToken") {
+                Some(Value::String(token)) => Some(token),
+                Some(_) => {
+                    return tool_error(AppError::new(
+                        ErrorCode::InputInvalid,
+                        "confirmationToken must be a string",
+                    ));
+                }
+                None => None,
+            }
+        } else {
+            None
+        };
+        if let Err(error) =
+            calls::validate(&tool["inputSchema"], &Value::Object(args.clone()), "input")
+        {
+            return tool_error(error);
+        }
+        let call = Call {
+            caller: &caller,
+            app_id: &app_id,
+            app,
+            name: &name,
+            args,
+        };
+        match target {
+            Target::Open => tool_success(json!({
+                "appId": app_id,
+                "name": app["name"],
+                "revision": app["revision"],
+                "resourceUri": app["resourceUri"],
+            })),
+            Target::ChatExecute | Target::FilesUpload => tool_error(AppError::new(
+                ErrorCode::OperationUnavailable,
+                "chat and document upload are not available in this build",
+            )),
+            Target::Table { table, operation } => {
+                self.run_table(call, &request, &ctx, token, &table, &operation)
+                    .await
+            }
+            Target::Action { action } => {
+                self.run_action(call, &request, &ctx, token, &action).await
+            }
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let caller = caller_of(&ctx)?;
+        if !caller.invokes() {
+            return Ok(ListResourcesResult::with_all_items(Vec::new()));
+        }
+        let catalogue = self
+            .catalogue(&caller, None)
+            .await
+            .map_err(|error| protocol_error(&error))?;
+        let mut resources = Vec::new();
+        for (app_id, app) in catalogue.as_object().into_iter().flatten() {
+            resources.push(json!({
+                "uri": app["resourceUri"],
+                "name": app_id,
+                "title": app["name"],
+                "description": app["description"],
+                "mimeType": UI_MIME_TYPE,
+            }));
+            if app["tables"]
+                .as_object()
+                .is_some_and(|tables| !tables.is_empty())
+            {
+                resources.push(json!({
+                    "uri": format!("sasha://apps/{app_id}/tables"),
+                    "name": format!("{app_id} tables"),
+                    "mimeType": "application/json",
+                }));
+            }
+            resources.push(json!({
+                "uri": format!("sasha://apps/{app_id}/actions"),
+                "name": format!("{app_id} actions"),
+                "mimeType": "application/json",
+            }));
+        }
+        let resources = resources
+            .into_iter()
+            .map(from_json::<Resource>)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let caller = caller_of(&ctx)?;
+        let templates = if caller.invokes() {
+            templates()
+                .into_iter()
+                .map(from_json::<ResourceTemplate>)
+                .collect::<Result<Vec<_>, _>>()?
+        } else {
+            Vec::new()
+        };
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let caller = caller_of(&ctx)?;
+        if request.uri.starts_with("ui://") {
+            self.read_ui_resource(&caller, &request.uri).await
+        } else {
+            self.read_data_resource(&caller, &request.uri).await
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_uris_parse_into_what_they_ask_for() {
+        assert_eq!(
+            parse_data_uri("sasha://apps/time-sheet/tables"),
+            Some(("time-sheet".into(), DataResource::Tables))
+        );
+        assert_eq!(
+            parse_data_uri("sasha://apps/time-sheet/actions"),
+            Some(("time-sheet".into(), DataResource::Actions))
+        );
+        assert_eq!(
+            parse_data_uri("sasha://apps/t/tables/entries/rows?q=%7B%22limit%22%3A2%7D"),
+            Some((
+                "t".into(),
+                DataResource::Rows {
+                    table: "entries".into(),
+                    query: Some("{\"limit\":2}".into())
+                }
+            ))
+        );
+        assert_eq!(
+            parse_data_uri("sasha://apps/t/tables/entries/rows/42"),
+            Some((
+                "t".into(),
+                DataResource::Row {
+                    table: "entries".into(),
+                    id: "42".into()
+                }
+            ))
+        );
+        assert!(matches!(
+            parse_data_uri("sasha://apps/t/tables/entries/aggregate?q=%7B%7D"),
+            Some((_, DataResource::Aggregate { .. }))
+        ));
+        for bad in [
+            "sasha://apps/T/tables",
+            "sasha://apps/t/tables?x=1",
+            "sasha://apps/t/secrets",
+            "sasha://other/t/tables",
+            "http://apps/t/tables",
+            "sasha://apps/t/tables/entries/rows/1/2",
+            "sasha://apps/t/tables/entries/rows#x",
+            "sasha://apps/x/../t/tables",
+            "SASHA://apps/t/tables",
+        ] {
+            assert_eq!(parse_data_uri(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn canonical_json_sorts_keys_everywhere() {
+        let value = json!({"b": 1, "a": {"d": [ {"z": 1, "y": 2} ], "c": 3}});
+        assert_eq!(
+            canonical(&value).to_string(),
+            r#"{"a":{"c":3,"d":[{"y":2,"z":1}]},"b":1}"#
+        );
+    }
+
+    #[test]
+    fn only_an_accept_that_does_not_say_no_allows_the_change() {
+        assert!(accepted(
+            &json!({"action": "accept", "content": {"confirm": true}})
+        ));
+        assert!(accepted(&json!({"action": "accept", "content": {}})));
+        assert!(!accepted(
+            &json!({"action": "accept", "content": {"confirm": false}})
+        ));
+        assert!(!accepted(&json!({"action": "decline"})));
+        assert!(!accepted(&json!({"action": "cancel"})));
+        assert!(!accepted(&Value::Null));
+    }
+}

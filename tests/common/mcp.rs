@@ -1,0 +1,275 @@
+//! A small MCP client over streamable HTTP for process tests: the sessionless
+//! 2026-07-28 protocol (every request carries its own protocol `_meta`) and the
+//! legacy session protocol (initialize, `Mcp-Session-Id`, server requests such
+//! as `elicitation/create` answered while the call's SSE stream is open).
+
+use serde_json::{Value, json};
+
+pub const SESSIONLESS: &str = "2026-07-28";
+pub const LEGACY: &str = "2025-11-25";
+
+/// How a client answers an `elicitation/create` the server sends.
+pub type Elicit = fn(&Value) -> Value;
+
+pub struct Mcp {
+    http: reqwest::Client,
+    pub url: String,
+    headers: Vec<(String, String)>,
+    pub version: &'static str,
+    pub capabilities: Value,
+    pub session: Option<String>,
+    next_id: u64,
+    pub elicit: Option<Elicit>,
+}
+
+/// One HTTP exchange.
+#[derive(Debug)]
+pub struct Exchange {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    /// The JSON-RPC response (or the error body for a non-2xx answer).
+    pub body: Value,
+}
+
+impl Exchange {
+    /// The JSON-RPC result; panics on a JSON-RPC error.
+    pub fn result(&self) -> &Value {
+        assert!(
+            self.body.get("error").is_none() && self.status == 200,
+            "expected a result, got {} {}",
+            self.status,
+            self.body
+        );
+        &self.body["result"]
+    }
+
+    pub fn error(&self) -> &Value {
+        assert!(
+            self.body.get("error").is_some(),
+            "expected an error, got {}",
+            self.body
+        );
+        &self.body["error"]
+    }
+}
+
+impl Mcp {
+    /// A sessionless (2026-07-28) client with a bearer token.
+    pub fn sessionless(url: &str, token: &str) -> Mcp {
+        Mcp::new(
+            url,
+            vec![("authorization".into(), format!("Bearer {token}"))],
+            SESSIONLESS,
+        )
+    }
+
+    pub fn new(url: &str, headers: Vec<(String, String)>, version: &'static str) -> Mcp {
+        Mcp {
+            http: reqwest::Client::new(),
+            url: url.to_owned(),
+            headers,
+            version,
+            capabilities: json!({}),
+            session: None,
+            next_id: 1,
+            elicit: None,
+        }
+    }
+
+    /// Declares the elicitation capability (and answers with `elicit`).
+    pub fn eliciting(mut self, elicit: Elicit) -> Mcp {
+        self.capabilities = json!({"elicitation": {"form": {}}});
+        self.elicit = Some(elicit);
+        self
+    }
+
+    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", self.version)
+            .body(body.to_string());
+        for (key, value) in &self.headers {
+            request = request.header(key, value);
+        }
+        if let Some(session) = &self.session {
+            request = request.header("mcp-session-id", session);
+        }
+        // The sessionless protocol repeats the method and its target in
+        // headers (SEP-2243) so intermediaries can route without the body.
+        if self.version == SESSIONLESS
+            && let Some(method) = body["method"].as_str()
+        {
+            request = request.header("mcp-method", method);
+            let name = match method {
+                "tools/call" => body["params"]["name"].as_str(),
+                "resources/read" => body["params"]["uri"].as_str(),
+                _ => None,
+            };
+            if let Some(name) = name {
+                request = request.header("mcp-name", name);
+            }
+        }
+        request
+    }
+
+    /// Legacy protocol: `initialize` then `notifications/initialized`.
+    pub async fn initialize(&mut self) -> Exchange {
+        self.session = None;
+        let exchange = self
+            .send(json!({
+                "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": self.version, "capabilities": self.capabilities, "clientInfo": {"name": "sasha-tests", "version": "1"}},
+            }))
+            .await;
+        if exchange.status == 200 {
+            self.session = exchange
+                .headers
+                .get("mcp-session-id")
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned);
+            let notified = self
+                .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(notified.status().as_u16(), 202);
+        }
+        exchange
+    }
+
+    /// Sends one request; answers server requests (elicitation) on the way.
+    pub async fn request(&mut self, method: &str, params: Value) -> Exchange {
+        self.try_request(method, params).await.expect("MCP request")
+    }
+
+    pub async fn call(&mut self, name: &str, arguments: Value) -> Exchange {
+        self.request("tools/call", json!({"name": name, "arguments": arguments}))
+            .await
+    }
+
+    async fn send(&self, body: Value) -> Exchange {
+        self.try_send(body).await.expect("POST /mcp")
+    }
+
+    /// Like [`Mcp::request`], but a transport failure (a replica that died) is
+    /// an `Err` instead of a panic.
+    pub async fn try_request(&mut self, method: &str, params: Value) -> Result<Exchange, String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut params = params;
+        if self.version == SESSIONLESS {
+            params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(SESSIONLESS);
+            params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+                self.capabilities.clone();
+            params["_meta"]["io.modelcontextprotocol/clientInfo"] =
+                json!({"name": "sasha-tests", "version": "1"});
+        }
+        self.try_send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await
+    }
+
+    async fn try_send(&self, body: Value) -> Result<Exchange, String> {
+        let response = self
+            .post(&body)
+            .send()
+            .await
+            .map_err(|error| format!("POST /mcp: {error}"))?;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let event_stream = headers
+            .get("content-type")
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with("text/event-stream"));
+        if !event_stream {
+            let text = response.text().await.unwrap_or_default();
+            let body = serde_json::from_str(&text).unwrap_or(json!({"text": text}));
+            return Ok(Exchange {
+                status,
+                headers,
+                body,
+            });
+        }
+        let mut response = response;
+        let mut buffer = String::new();
+        while let Some(chunk) = response.chunk().await.ok().flatten() {
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buffer.find("\n\n") {
+                let event: String = buffer.drain(..end + 2).collect();
+                let data: String = event
+                    .lines()
+                    .filter_map(|line| line.strip_prefix("data:"))
+                    .map(str::trim_start)
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let Ok(message) = serde_json::from_str::<Value>(&data) else {
+                    continue;
+                };
+                if message.get("method").is_some() && message.get("id").is_some() {
+                    let answer = match (message["method"].as_str(), self.elicit) {
+                        (Some("elicitation/create"), Some(elicit)) => {
+                            json!({"jsonrpc": "2.0", "id": message["id"], "result": elicit(&message["params"])})
+                        }
+                        _ => {
+                            json!({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "not supported"}})
+                        }
+                    };
+                    let posted = self
+                        .post(&answer)
+                        .send()
+                        .await
+                        .map_err(|error| format!("answering the server: {error}"))?;
+                    assert!(
+                        posted.status().is_success(),
+                        "answer refused: {}",
+                        posted.status()
+                    );
+                    continue;
+                }
+                if message["id"] == body["id"] {
+                    return Ok(Exchange {
+                        status,
+                        headers,
+                        body: message,
+                    });
+                }
+            }
+        }
+        Err(format!(
+            "the event stream ended without a response to {body}"
+        ))
+    }
+}
+
+/// The `structuredContent` of a successful tool result.
+pub fn structured(exchange: &Exchange) -> &Value {
+    let result = exchange.result();
+    assert_ne!(result["isError"], true, "tool failed: {result}");
+    &result["structuredContent"]
+}
+
+/// The error envelope of a failed tool result.
+pub fn tool_error(exchange: &Exchange) -> &Value {
+    let result = exchange.result();
+    assert_eq!(result["isError"], true, "expected a tool error: {result}");
+    let envelope = &result["structuredContent"]["error"];
+    for key in ["code", "message", "retryable", "diagnosticId"] {
+        assert!(
+            envelope.get(key).is_some(),
+            "envelope without {key}: {envelope}"
+        );
+    }
+    envelope
+}
+
+/// The names in a `tools/list` result.
+pub fn tool_names(exchange: &Exchange) -> Vec<String> {
+    exchange.result()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect()
+}

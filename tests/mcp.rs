@@ -1,0 +1,791 @@
+//! The MCP surface of mcp-gateway through its real interface (`/mcp` over
+//! streamable HTTP) in front of real studio-core and data-worker processes:
+//! per-caller tool lists, governed data tools, actions, resources, every way a
+//! model-invoked change is confirmed, and the refusals.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use common::mcp::{self, LEGACY, Mcp, structured, tool_error, tool_names};
+use common::{Backends, Harness, copy_dir};
+use serde_json::{Value, json};
+use studio_core::store::{AppAccess, Scope, Store, TokenKind, User, UserRole};
+
+fn fixture(id: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/packages/valid")
+        .join(id)
+}
+
+struct World {
+    harness: Harness,
+    backends: Backends,
+    store: Store,
+    staff: User,
+    member: User,
+    staff_token: String,
+}
+
+impl World {
+    async fn start() -> World {
+        let harness = Harness::new();
+        let apps = harness.path().join("docs/apps");
+        copy_dir(&fixture("hello"), &apps.join("hello"));
+        copy_dir(&fixture("expense-log"), &apps.join("expense-log"));
+        let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+        let staff = store
+            .create_user("sam", UserRole::Staff, "correct horse battery")
+            .unwrap();
+        let member = store
+            .create_user("mia", UserRole::Member, "correct horse battery")
+            .unwrap();
+        let backends = harness.start_backends().await;
+        let staff_token = token(&store, &staff, &[Scope::ChatUse, Scope::AppsInvoke]);
+        World {
+            harness,
+            backends,
+            store,
+            staff,
+            member,
+            staff_token,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/mcp", self.backends.gateway.listener("http"))
+    }
+
+    fn client(&self, token: &str) -> Mcp {
+        Mcp::sessionless(&self.url(), token)
+    }
+
+    /// Rows of the expense-log database, read directly from its file.
+    fn audit_sources(&self) -> Vec<(String, String)> {
+        let path = self.harness.path().join("apps/expense-log.sqlite");
+        let connection = rusqlite::Connection::open(path).unwrap();
+        let mut statement = connection
+            .prepare("SELECT operation, source FROM _sasha_audit ORDER BY rowid")
+            .unwrap();
+        statement
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+}
+
+fn token(store: &Store, user: &User, scopes: &[Scope]) -> String {
+    let scopes: BTreeSet<Scope> = scopes.iter().copied().collect();
+    store
+        .mint_token(&user.id, TokenKind::Access, &scopes, None)
+        .unwrap()
+}
+
+async fn add_category(client: &mut Mcp, name: &str) -> i64 {
+    let created = confirmed_create(
+        client,
+        "app__expense_log__categories__create",
+        json!({"values": {"name": name}}),
+    )
+    .await;
+    created["id"].as_i64().unwrap()
+}
+
+/// Creates through the sessionless input-request round trip, accepting.
+async fn confirmed_create(client: &mut Mcp, tool: &str, arguments: Value) -> Value {
+    let first = client.call(tool, arguments.clone()).await;
+    let result = first.result().clone();
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    let state = result["requestState"].as_str().unwrap().to_owned();
+    let second = client
+        .request(
+            "tools/call",
+            json!({"name": tool, "arguments": arguments, "requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}}),
+        )
+        .await;
+    structured(&second).clone()
+}
+
+#[tokio::test]
+async fn tools_follow_the_caller_and_their_grants() {
+    let world = World::start().await;
+    let member_token = token(
+        &world.store,
+        &world.member,
+        &[Scope::ChatUse, Scope::AppsInvoke],
+    );
+    let no_invoke = token(&world.store, &world.staff, &[Scope::ChatUse]);
+
+    // Unauthenticated and bad credentials: 401 with a challenge.
+    let mut anonymous = Mcp::new(&world.url(), vec![], mcp::SESSIONLESS);
+    let refused = anonymous.request("tools/list", json!({})).await;
+    assert_eq!(refused.status, 401);
+    assert_eq!(refused.body["code"], "APP_UNAUTHENTICATED");
+    assert!(
+        refused.headers["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer")
+    );
+    let refused = world
+        .client("sasha_at_forged")
+        .request("tools/list", json!({}))
+        .await;
+    assert_eq!(refused.status, 401);
+    assert!(
+        refused.headers["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .contains("invalid_token")
+    );
+
+    let staff = tool_names(
+        &world
+            .client(&world.staff_token)
+            .request("tools/list", json!({}))
+            .await,
+    );
+    for name in [
+        "open_app__hello",
+        "open_app__expense_log",
+        "app__expense_log__expenses__list",
+        "app__expense_log__categories__delete",
+        "app__expense_log__category_totals",
+        "app__expense_log__week_totals",
+    ] {
+        assert!(
+            staff.contains(&name.to_owned()),
+            "{name} missing from {staff:?}"
+        );
+    }
+    assert!(
+        !staff.contains(&"app__expense_log__add_expense".to_owned()),
+        "an app-only action is not a model tool"
+    );
+    assert_eq!(staff.len(), 2 + 12 + 2);
+
+    // A member without a grant sees nothing; with `use` on one app, that app.
+    let mut member = world.client(&member_token);
+    assert!(tool_names(&member.request("tools/list", json!({})).await).is_empty());
+    world
+        .store
+        .grant(
+            "expense-log",
+            &world.member.id,
+            AppAccess::Use,
+            Some(&world.staff.id),
+        )
+        .unwrap();
+    let listed = tool_names(&member.request("tools/list", json!({})).await);
+    assert!(listed.contains(&"open_app__expense_log".to_owned()));
+    assert!(!listed.contains(&"open_app__hello".to_owned()));
+    // Revoked: gone on the very next request.
+    world
+        .store
+        .revoke("expense-log", &world.member.id, Some(&world.staff.id))
+        .unwrap();
+    assert!(tool_names(&member.request("tools/list", json!({})).await).is_empty());
+    let called = member
+        .call("app__expense_log__expenses__list", json!({}))
+        .await;
+    assert_eq!(called.error()["code"], -32602);
+
+    // Without apps:invoke there are no app tools, resources or templates.
+    let mut chat_only = world.client(&no_invoke);
+    assert!(tool_names(&chat_only.request("tools/list", json!({})).await).is_empty());
+    assert_eq!(
+        chat_only
+            .request("resources/list", json!({}))
+            .await
+            .result()["resources"],
+        json!([])
+    );
+    assert_eq!(
+        chat_only
+            .request("resources/templates/list", json!({}))
+            .await
+            .result()["resourceTemplates"],
+        json!([])
+    );
+
+    // Golden files pin the whole listing for the fixture catalogue.
+    let mut staff = world.client(&world.staff_token);
+    let tools = staff.request("tools/list", json!({})).await.result()["tools"].clone();
+    let resources = staff.request("resources/list", json!({})).await.result()["resources"].clone();
+    let templates = staff
+        .request("resources/templates/list", json!({}))
+        .await
+        .result()["resourceTemplates"]
+        .clone();
+    let revisions: Vec<(String, String)> = resources
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|resource| {
+            let uri = resource["uri"].as_str()?;
+            let (app, revision) = uri
+                .strip_prefix("ui://sasha/apps/")?
+                .split_once("/revisions/")?;
+            Some((revision.to_owned(), format!("<{app}-revision>")))
+        })
+        .collect();
+    golden("mcp-tools.json", &tools, &revisions);
+    golden(
+        "mcp-resources.json",
+        &json!({"resources": resources, "resourceTemplates": templates}),
+        &revisions,
+    );
+}
+
+fn golden(name: &str, value: &Value, replacements: &[(String, String)]) {
+    let mut text = serde_json::to_string_pretty(value).unwrap();
+    for (from, to) in replacements {
+        text = text.replace(from, to);
+    }
+    text.push('\n');
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/packages/golden")
+        .join(name);
+    if std::env::var("SASHA_BLESS").is_ok_and(|value| value == "1") {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("golden {name}; run with SASHA_BLESS=1"));
+    assert_eq!(text, expected, "{name} differs from the golden file");
+}
+
+#[tokio::test]
+async fn data_tools_actions_and_refusals() {
+    let world = World::start().await;
+    let mut model = world.client(&world.staff_token).eliciting(|_| json!({}));
+    let category = add_category(&mut model, "Travel").await;
+
+    let created = confirmed_create(
+        &mut model,
+        "app__expense_log__expenses__create",
+        json!({"values": {"spent_on": "2026-09-08", "amount": 12.5, "category_id": category}, "idempotencyKey": "expense-1"}),
+    )
+    .await;
+    assert_eq!(
+        created["created_by"],
+        world.staff.id.as_str(),
+        "the owner is stamped"
+    );
+    assert_eq!(created["_sasha_version"], 1);
+    let id = created["id"].as_i64().unwrap();
+
+    // Reads need no confirmation.
+    let listed = model
+        .call(
+            "app__expense_log__expenses__list",
+            json!({"where": [{"field": "spent_on", "operator": "gte", "value": "2026-09-01"}], "orderBy": [{"field": "spent_on", "direction": "desc"}], "limit": 10}),
+        )
+        .await;
+    assert_eq!(structured(&listed)["rows"].as_array().unwrap().len(), 1);
+    let got = model
+        .call("app__expense_log__expenses__get", json!({"id": id}))
+        .await;
+    assert_eq!(structured(&got)["amount"], 12.5);
+    let totals = model
+        .call(
+            "app__expense_log__expenses__aggregate",
+            json!({"groupBy": ["category_id"], "metrics": [{"as": "total", "sum": "amount"}]}),
+        )
+        .await;
+    assert_eq!(
+        structured(&totals)["groups"],
+        json!([{"category_id": category, "total": 12.5}])
+    );
+
+    // Update and delete are confirmed and versioned.
+    let updated = confirmed_create(
+        &mut model,
+        "app__expense_log__expenses__update",
+        json!({"id": id, "changes": {"amount": 20}, "expectedVersion": 1}),
+    )
+    .await;
+    assert_eq!(updated["_sasha_version"], 2);
+    let stale = model
+        .request(
+            "tools/call",
+            json!({"name": "app__expense_log__expenses__update", "arguments": {"id": id, "changes": {"amount": 30}, "expectedVersion": 1}}),
+        )
+        .await;
+    let state = stale.result()["requestState"].as_str().unwrap().to_owned();
+    let conflict = model
+        .request(
+            "tools/call",
+            json!({"name": "app__expense_log__expenses__update", "arguments": {"id": id, "changes": {"amount": 30}, "expectedVersion": 1}, "requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}}),
+        )
+        .await;
+    assert_eq!(tool_error(&conflict)["code"], "APP_CONFLICT");
+
+    // Actions: exposed ones run; week-of covers exactly seven days.
+    let week = model
+        .call(
+            "app__expense_log__week_totals",
+            json!({"weekStart": "2026-09-02"}),
+        )
+        .await;
+    assert_eq!(
+        structured(&week)["groups"],
+        json!([{"category_id": category, "total": 20.0}])
+    );
+    let week = model
+        .call(
+            "app__expense_log__week_totals",
+            json!({"weekStart": "2026-09-09"}),
+        )
+        .await;
+    assert_eq!(
+        structured(&week)["groups"],
+        json!([]),
+        "2026-09-08 is outside [09-09, 09-16)"
+    );
+    let range = model
+        .call(
+            "app__expense_log__category_totals",
+            json!({"from": "2026-09-01", "to": "2026-09-30"}),
+        )
+        .await;
+    assert_eq!(structured(&range)["groups"][0]["entries"], 1);
+
+    // Refusals.
+    let app_only = model
+        .call(
+            "app__expense_log__add_expense",
+            json!({"spent_on": "2026-09-08", "amount": 1, "category_id": category}),
+        )
+        .await;
+    assert_eq!(tool_error(&app_only)["code"], "APP_ACTION_UNAVAILABLE");
+    let unknown_action = model
+        .call("app__expense_log__no_such_action", json!({}))
+        .await;
+    assert_eq!(
+        tool_error(&unknown_action)["code"],
+        "APP_ACTION_UNAVAILABLE"
+    );
+    let unknown = model.call("delete_everything", json!({})).await;
+    assert_eq!(unknown.error()["code"], -32602);
+    let extra = model
+        .call(
+            "app__expense_log__expenses__list",
+            json!({"sql": "DROP TABLE expenses"}),
+        )
+        .await;
+    assert_eq!(tool_error(&extra)["code"], "APP_INPUT_INVALID");
+    let owner_filter = model
+        .call(
+            "app__expense_log__expenses__list",
+            json!({"where": [{"field": "created_by", "operator": "eq", "value": "someone"}]}),
+        )
+        .await;
+    assert_eq!(tool_error(&owner_filter)["code"], "APP_INPUT_INVALID");
+    let bad_date = model
+        .call(
+            "app__expense_log__week_totals",
+            json!({"weekStart": "2026-02-30"}),
+        )
+        .await;
+    assert_eq!(tool_error(&bad_date)["code"], "APP_INPUT_INVALID");
+    let missing = model
+        .call("app__expense_log__expenses__get", json!({"id": 9999}))
+        .await;
+    assert_eq!(tool_error(&missing)["code"], "APP_RECORD_NOT_FOUND");
+
+    // A client that cannot be asked gets APP_CONFIRMATION_REQUIRED, and
+    // nothing is written.
+    let mut blind = world.client(&world.staff_token);
+    let refused = blind
+        .call(
+            "app__expense_log__categories__create",
+            json!({"values": {"name": "Food"}}),
+        )
+        .await;
+    assert_eq!(tool_error(&refused)["code"], "APP_CONFIRMATION_REQUIRED");
+    // A decline writes nothing either.
+    let asked = model
+        .call(
+            "app__expense_log__categories__create",
+            json!({"values": {"name": "Food"}}),
+        )
+        .await;
+    let state = asked.result()["requestState"].as_str().unwrap().to_owned();
+    let declined = model
+        .request(
+            "tools/call",
+            json!({"name": "app__expense_log__categories__create", "arguments": {"values": {"name": "Food"}}, "requestState": state, "inputResponses": {"confirm": {"action": "decline"}}}),
+        )
+        .await;
+    assert_eq!(tool_error(&declined)["code"], "APP_CONFIRMATION_REQUIRED");
+    // A confirmation is bound to its arguments.
+    let forged = model
+        .request(
+            "tools/call",
+            json!({"name": "app__expense_log__categories__create", "arguments": {"values": {"name": "Other"}}, "requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}}),
+        )
+        .await;
+    assert_eq!(tool_error(&forged)["code"], "APP_CONFIRMATION_REQUIRED");
+    let categories = model
+        .call("app__expense_log__categories__list", json!({}))
+        .await;
+    assert_eq!(structured(&categories)["rows"].as_array().unwrap().len(), 1);
+
+    // Replaying an accepted confirmation replays the write, never doubles it.
+    let first = model
+        .call(
+            "app__expense_log__categories__create",
+            json!({"values": {"name": "Books"}}),
+        )
+        .await;
+    let state = first.result()["requestState"].as_str().unwrap().to_owned();
+    let accept = json!({"name": "app__expense_log__categories__create", "arguments": {"values": {"name": "Books"}}, "requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}});
+    let once = model.request("tools/call", accept.clone()).await;
+    let twice = model.request("tools/call", accept).await;
+    assert_eq!(structured(&once)["id"], structured(&twice)["id"]);
+    let categories = model
+        .call("app__expense_log__categories__list", json!({}))
+        .await;
+    assert_eq!(structured(&categories)["rows"].as_array().unwrap().len(), 2);
+
+    // Every model write was recorded as source mcp.
+    assert!(
+        world
+            .audit_sources()
+            .iter()
+            .all(|(_, source)| source == "mcp")
+    );
+}
+
+#[tokio::test]
+async fn resources_ui_and_data() {
+    let world = World::start().await;
+    let mut model = world.client(&world.staff_token).eliciting(|_| json!({}));
+    let category = add_category(&mut model, "Travel").await;
+    let listed = model.request("resources/list", json!({})).await;
+    let ui = listed.result()["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|resource| resource["name"] == "expense-log")
+        .unwrap()
+        .clone();
+    let uri = ui["uri"].as_str().unwrap();
+    let read = model.request("resources/read", json!({"uri": uri})).await;
+    let content = &read.result()["contents"][0];
+    assert_eq!(content["mimeType"], "text/html;profile=mcp-app");
+    assert!(
+        content["text"]
+            .as_str()
+            .unwrap()
+            .to_ascii_lowercase()
+            .starts_with("<!doctype html>")
+    );
+    assert!(content["_meta"]["ui"]["csp"].is_object(), "{content}");
+    // The opener names the same resource.
+    let opened = model.call("open_app__expense_log", json!({})).await;
+    assert_eq!(structured(&opened)["resourceUri"], uri);
+
+    // An unknown revision is APP_REVISION_UNAVAILABLE; another app is hidden.
+    let stale = format!("ui://sasha/apps/expense-log/revisions/{}", "0".repeat(64));
+    let unavailable = model.request("resources/read", json!({"uri": stale})).await;
+    assert_eq!(
+        unavailable.error()["data"]["error"]["code"],
+        "APP_REVISION_UNAVAILABLE"
+    );
+    let member_token = token(
+        &world.store,
+        &world.member,
+        &[Scope::ChatUse, Scope::AppsInvoke],
+    );
+    let hidden = world
+        .client(&member_token)
+        .request("resources/read", json!({"uri": uri}))
+        .await;
+    assert_eq!(hidden.error()["data"]["error"]["code"], "APP_NOT_FOUND");
+
+    let read_json = |exchange: &common::mcp::Exchange| -> Value {
+        serde_json::from_str(exchange.result()["contents"][0]["text"].as_str().unwrap()).unwrap()
+    };
+    let tables = model
+        .request(
+            "resources/read",
+            json!({"uri": "sasha://apps/expense-log/tables"}),
+        )
+        .await;
+    assert!(read_json(&tables)["tables"]["expenses"]["columns"].is_array());
+    let actions = model
+        .request(
+            "resources/read",
+            json!({"uri": "sasha://apps/expense-log/actions"}),
+        )
+        .await;
+    assert_eq!(read_json(&actions)["actions"].as_array().unwrap().len(), 3);
+    let q = "%7B%22limit%22%3A5%7D";
+    let rows = model
+        .request(
+            "resources/read",
+            json!({"uri": format!("sasha://apps/expense-log/tables/categories/rows?q={q}")}),
+        )
+        .await;
+    assert_eq!(read_json(&rows)["rows"][0]["name"], "Travel");
+    let row = model
+        .request(
+            "resources/read",
+            json!({"uri": format!("sasha://apps/expense-log/tables/categories/rows/{category}")}),
+        )
+        .await;
+    assert_eq!(read_json(&row)["name"], "Travel");
+    let aggregate = model
+        .request(
+            "resources/read",
+            json!({"uri": "sasha://apps/expense-log/tables/categories/aggregate?q=%7B%22metrics%22%3A%5B%7B%22as%22%3A%22n%22%2C%22count%22%3A%22id%22%7D%5D%7D"}),
+        )
+        .await;
+    assert_eq!(read_json(&aggregate)["groups"], json!([{"n": 1}]));
+    for bad in [
+        "sasha://apps/expense-log/tables/secrets/rows",
+        "sasha://apps/expense-log/tables/categories/aggregate",
+        "sasha://apps/hello/../expense-log/tables",
+        "file:///etc/passwd",
+    ] {
+        let refused = model.request("resources/read", json!({"uri": bad})).await;
+        assert!(
+            refused.body.get("error").is_some(),
+            "{bad}: {}",
+            refused.body
+        );
+    }
+    let bad_query = model
+        .request(
+            "resources/read",
+            json!({"uri": "sasha://apps/expense-log/tables/categories/rows?q=not-json"}),
+        )
+        .await;
+    assert_eq!(
+        bad_query.error()["data"]["error"]["code"],
+        "APP_INPUT_INVALID"
+    );
+}
+
+#[tokio::test]
+async fn studio_session_and_chat_session_paths() {
+    let world = World::start().await;
+    let session = world.store.create_session(&world.staff.id).unwrap();
+    let studio = "http://localhost:3007";
+    let browser = |app: Option<&str>, origin: &str| {
+        let mut headers = vec![
+            ("cookie".to_owned(), format!("sasha_session={session}")),
+            ("origin".to_owned(), origin.to_owned()),
+        ];
+        if let Some(app) = app {
+            headers.push(("sasha-app".to_owned(), app.to_owned()));
+        }
+        Mcp::new(&world.url(), headers, mcp::SESSIONLESS)
+    };
+    // The Studio page with expense-log open is the app's own UI: app-only
+    // tools exist, and writes need no confirmation (source ui).
+    let mut ui = browser(Some("expense-log"), studio);
+    let names = tool_names(&ui.request("tools/list", json!({})).await);
+    assert!(names.contains(&"app__expense_log__add_expense".to_owned()));
+    let category = ui
+        .call(
+            "app__expense_log__categories__create",
+            json!({"values": {"name": "Travel"}}),
+        )
+        .await;
+    let category = structured(&category)["id"].as_i64().unwrap();
+    let added = ui
+        .call(
+            "app__expense_log__add_expense",
+            json!({"spent_on": "2026-09-08", "amount": 4, "category_id": category}),
+        )
+        .await;
+    assert_eq!(
+        structured(&added)
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["id"],
+        "the result is shaped to its resultSchema"
+    );
+    assert_eq!(
+        world.audit_sources(),
+        [
+            ("create".to_owned(), "ui".to_owned()),
+            ("create".to_owned(), "ui".to_owned())
+        ]
+    );
+    // Bound to another app, expense-log's app-only action does not exist.
+    let mut other = browser(Some("hello"), studio);
+    let refused = other
+        .call(
+            "app__expense_log__add_expense",
+            json!({"spent_on": "2026-09-08", "amount": 4, "category_id": category}),
+        )
+        .await;
+    assert_eq!(tool_error(&refused)["code"], "APP_ACTION_UNAVAILABLE");
+    // The cookie from another origin is refused; a token cannot bind an app.
+    let foreign = browser(Some("expense-log"), "https://evil.example")
+        .request("tools/list", json!({}))
+        .await;
+    assert_eq!(foreign.status, 403);
+    let mut token_bound = Mcp::new(
+        &world.url(),
+        vec![
+            (
+                "authorization".into(),
+                format!("Bearer {}", world.staff_token),
+            ),
+            ("sasha-app".into(), "expense-log".into()),
+        ],
+        mcp::SESSIONLESS,
+    );
+    assert_eq!(
+        token_bound.request("tools/list", json!({})).await.status,
+        400
+    );
+
+    // The Studio chat session gets the challenge and redeems it once.
+    let scopes: BTreeSet<Scope> = [Scope::ChatUse, Scope::AppsInvoke].into_iter().collect();
+    let chat = world
+        .store
+        .mint_token(&world.staff.id, TokenKind::ChatSession, &scopes, None)
+        .unwrap();
+    let mut chat = world.client(&chat);
+    let arguments = json!({"values": {"name": "Meals"}});
+    let challenge = chat
+        .call("app__expense_log__categories__create", arguments.clone())
+        .await;
+    let challenge = structured(&challenge).clone();
+    assert_eq!(challenge["confirmationRequired"], true);
+    let token = challenge["confirmationToken"].as_str().unwrap();
+    let mut with_token = arguments.clone();
+    with_token["confirmationToken"] = json!(token);
+    let once = chat
+        .call("app__expense_log__categories__create", with_token.clone())
+        .await;
+    let again = chat
+        .call("app__expense_log__categories__create", with_token)
+        .await;
+    assert_eq!(structured(&once)["id"], structured(&again)["id"]);
+    let forged = chat
+        .call(
+            "app__expense_log__categories__create",
+            json!({"values": {"name": "Other"}, "confirmationToken": token}),
+        )
+        .await;
+    assert_eq!(tool_error(&forged)["code"], "APP_CONFIRMATION_REQUIRED");
+    let rows = chat
+        .call("app__expense_log__categories__list", json!({}))
+        .await;
+    assert_eq!(structured(&rows)["rows"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn session_clients_are_asked_by_elicitation() {
+    let world = World::start().await;
+    let url = world.url();
+    let bearer = vec![(
+        "authorization".to_owned(),
+        format!("Bearer {}", world.staff_token),
+    )];
+    let mut accepting = Mcp::new(&url, bearer.clone(), LEGACY)
+        .eliciting(|_| json!({"action": "accept", "content": {"confirm": true}}));
+    let initialized = accepting.initialize().await;
+    assert!(accepting.session.is_some(), "{:?}", initialized.body);
+    let created = accepting
+        .call(
+            "app__expense_log__categories__create",
+            json!({"values": {"name": "Travel"}, "idempotencyKey": "c-1"}),
+        )
+        .await;
+    assert_eq!(structured(&created)["name"], "Travel");
+
+    let mut declining =
+        Mcp::new(&url, bearer.clone(), LEGACY).eliciting(|_| json!({"action": "decline"}));
+    declining.initialize().await;
+    let declined = declining
+        .call(
+            "app__expense_log__categories__create",
+            json!({"values": {"name": "Food"}}),
+        )
+        .await;
+    assert_eq!(tool_error(&declined)["code"], "APP_CONFIRMATION_REQUIRED");
+
+    let mut silent = Mcp::new(&url, bearer, LEGACY);
+    silent.initialize().await;
+    let refused = silent
+        .call(
+            "app__expense_log__categories__create",
+            json!({"values": {"name": "Food"}}),
+        )
+        .await;
+    assert_eq!(tool_error(&refused)["code"], "APP_CONFIRMATION_REQUIRED");
+
+    // A session belongs to the user who opened it.
+    let member_token = token(
+        &world.store,
+        &world.member,
+        &[Scope::ChatUse, Scope::AppsInvoke],
+    );
+    let mut hijack = Mcp::new(
+        &url,
+        vec![("authorization".to_owned(), format!("Bearer {member_token}"))],
+        LEGACY,
+    );
+    hijack.session = accepting.session.clone();
+    assert_eq!(hijack.request("tools/list", json!({})).await.status, 404);
+
+    let rows = accepting
+        .call("app__expense_log__categories__list", json!({}))
+        .await;
+    assert_eq!(structured(&rows)["rows"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn hostile_requests_are_refused_cleanly() {
+    let world = World::start().await;
+    let http = reqwest::Client::new();
+    let post = |body: String| {
+        http.post(world.url())
+            .header("authorization", format!("Bearer {}", world.staff_token))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body)
+    };
+    // An oversized body is refused before it is parsed.
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{{\"x\":\"{}\"}}}}",
+        "a".repeat(5 * 1024 * 1024)
+    );
+    assert_eq!(post(huge).send().await.unwrap().status(), 413);
+    // Nesting far beyond any parser's stack: a clean refusal, no crash.
+    let deep = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"app__expense_log__expenses__list\",\"arguments\":{{\"where\":{}1{}}}}}}}",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let refused = post(deep).send().await.unwrap();
+    assert!(refused.status().is_client_error(), "{}", refused.status());
+    // Browser requests from another origin and unknown hosts are refused even
+    // with a valid token (DNS rebinding, cross-site requests).
+    let foreign = post(String::from("{}"))
+        .header("origin", "https://studio.example.com.attacker.test")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    let rebound = post(String::from("{}"))
+        .header("host", "evil.test")
+        .send()
+        .await
+        .unwrap();
+    assert!(rebound.status().is_client_error(), "{}", rebound.status());
+    // Still serving.
+    let mut model = world.client(&world.staff_token);
+    assert!(!tool_names(&model.request("tools/list", json!({})).await).is_empty());
+}

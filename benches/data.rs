@@ -1,7 +1,8 @@
-//! Governed data operations through data-worker's gRPC interface, against an
-//! in-process rusqlite floor running the equivalent statements on the same
-//! schema. Run with `cargo bench --bench data`; prints per-operation medians and
-//! the ratio to the floor.
+//! Governed data operations through MCP `tools/call` on mcp-gateway (the whole
+//! path) and through data-worker's gRPC interface, against an in-process
+//! rusqlite floor running the equivalent statements on the same schema. Run with
+//! `cargo bench --bench data`; prints per-operation medians and the ratios to
+//! the floor.
 
 use std::collections::HashMap;
 use std::io::BufRead as _;
@@ -22,19 +23,32 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
-fn start_worker(state: &Path, pki: &DevPki) -> (std::process::Child, String) {
-    let files = pki.files(Role::DataWorker);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sasha"))
-        .args(["serve", "data-worker"])
+/// Starts one role of the `sasha` binary on loopback and returns it with its
+/// readiness line's listeners.
+fn start_role(
+    role: Role,
+    state: &Path,
+    pki: &DevPki,
+    extra: &[(&str, String)],
+) -> (std::process::Child, serde_json::Value) {
+    let files = pki.files(role);
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sasha"));
+    command
+        .args(["serve", role.as_str()])
         .env("SASHA_STATE_DIR", state)
         .env("SASHA_TLS_CA", &files.ca)
         .env("SASHA_TLS_CERT", &files.cert)
         .env("SASHA_TLS_KEY", &files.key)
         .env("SASHA_DATA_GRPC_ADDR", "127.0.0.1:0")
+        .env("SASHA_CORE_HTTP_ADDR", "127.0.0.1:0")
+        .env("SASHA_CORE_GRPC_ADDR", "127.0.0.1:0")
+        .env("SASHA_GATEWAY_HTTP_ADDR", "127.0.0.1:0")
         .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start data-worker");
+        .stdout(Stdio::piped());
+    for (key, value) in extra {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().expect("start a role");
     let stdout = child.stdout.take().unwrap();
     let mut lines = std::io::BufReader::new(stdout).lines();
     let ready: serde_json::Value = loop {
@@ -45,10 +59,120 @@ fn start_worker(state: &Path, pki: &DevPki) -> (std::process::Child, String) {
             break value;
         }
     };
-    (
-        child,
-        format!("https://{}", ready["listeners"]["grpc"].as_str().unwrap()),
-    )
+    (child, ready["listeners"].clone())
+}
+
+/// `tools/call` through mcp-gateway: the whole governed path (HTTP, session
+/// authentication, grant check, catalogue, gRPC, SQLite with receipt, version
+/// and audit). Writes come from the Studio page with the app open (the app's own
+/// UI, which needs no confirmation round trip); reads from a bearer token.
+fn through_gateway(
+    runtime: &tokio::runtime::Runtime,
+    state: &Path,
+    pki: &DevPki,
+    data_url: &str,
+) -> HashMap<&'static str, Duration> {
+    let store = studio_core::store::Store::open(&state.join("core.sqlite")).unwrap();
+    let user = store
+        .create_user(
+            "bench",
+            studio_core::store::UserRole::Staff,
+            "correct horse battery",
+        )
+        .unwrap();
+    let (mut core, core_listeners) = start_role(
+        Role::StudioCore,
+        state,
+        pki,
+        &[("SASHA_DATA_GRPC_URL", data_url.to_owned())],
+    );
+    let core_url = format!("https://{}", core_listeners["grpc"].as_str().unwrap());
+    let (mut gateway, gateway_listeners) = start_role(
+        Role::McpGateway,
+        state,
+        pki,
+        &[
+            ("SASHA_DATA_GRPC_URL", data_url.to_owned()),
+            ("SASHA_CORE_GRPC_URL", core_url),
+        ],
+    );
+    let url = format!("http://{}/mcp", gateway_listeners["http"].as_str().unwrap());
+    let session = store.create_session(&user.id).unwrap();
+    let scopes = [
+        studio_core::store::Scope::ChatUse,
+        studio_core::store::Scope::AppsInvoke,
+    ]
+    .into_iter()
+    .collect();
+    let token = store
+        .mint_token(
+            &user.id,
+            studio_core::store::TokenKind::Access,
+            &scopes,
+            None,
+        )
+        .unwrap();
+    let medians = runtime.block_on(async {
+        let http = reqwest::Client::new();
+        let call = |ui: bool, name: &'static str, arguments: serde_json::Value| {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": name, "arguments": arguments,
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+                },
+            }});
+            let mut request = http
+                .post(&url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", name)
+                .body(body.to_string());
+            request = if ui {
+                request
+                    .header("cookie", format!("sasha_session={session}"))
+                    .header("origin", "http://localhost:3007")
+                    .header("sasha-app", "expense-log")
+            } else {
+                request.header("authorization", format!("Bearer {token}"))
+            };
+            async move {
+                let reply: serde_json::Value =
+                    request.send().await.expect("POST /mcp").json().await.expect("JSON reply");
+                assert!(
+                    reply["result"]["isError"] != true && reply.get("error").is_none(),
+                    "{reply}"
+                );
+                reply
+            }
+        };
+        call(true, "app__expense_log__categories__create", json!({"values": {"name": "Bench"}})).await;
+        let mut creates = Vec::new();
+        for i in 0..CREATES {
+            let start = Instant::now();
+            call(true, "app__expense_log__expenses__create", json!({"values": {"spent_on": "2026-11-01", "amount": i as f64, "category_id": 1, "note": "x"}, "idempotencyKey": format!("m{i}")})).await;
+            creates.push(start.elapsed());
+        }
+        let mut lists = Vec::new();
+        let mut aggregates = Vec::new();
+        for _ in 0..READS {
+            let start = Instant::now();
+            call(false, "app__expense_log__expenses__list", json!({"limit": 50, "orderBy": [{"field": "amount", "direction": "desc"}]})).await;
+            lists.push(start.elapsed());
+            let start = Instant::now();
+            call(false, "app__expense_log__expenses__aggregate", json!({"groupBy": ["category_id"], "metrics": [{"as": "total", "sum": "amount"}]})).await;
+            aggregates.push(start.elapsed());
+        }
+        HashMap::from([("create", median(creates)), ("list", median(lists)), ("aggregate", median(aggregates))])
+    });
+    for child in [&mut gateway, &mut core] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    medians
 }
 
 fn main() {
@@ -61,7 +185,8 @@ fn main() {
         .data
         .unwrap();
     let contract_json = serde_json::to_string(&contract).unwrap();
-    let (mut child, url) = start_worker(temp.path(), &pki);
+    let (mut child, listeners) = start_role(Role::DataWorker, temp.path(), &pki, &[]);
+    let url = format!("https://{}", listeners["grpc"].as_str().unwrap());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -105,8 +230,24 @@ fn main() {
         }
         HashMap::from([("create", median(creates)), ("list", median(lists)), ("aggregate", median(aggregates))])
     });
-    let _ = child.kill();
-    let _ = child.wait();
+    // The MCP path uses its own app database, so it starts from an empty table
+    // like the gRPC run did.
+    let gateway_state = tempfile::tempdir().unwrap();
+    let apps = gateway_state.path().join("docs/apps/expense-log");
+    std::fs::create_dir_all(&apps).unwrap();
+    for entry in walk(&fixture) {
+        let target = apps.join(entry.strip_prefix(&fixture).unwrap());
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, target).unwrap();
+    }
+    let (mut mcp_worker, mcp_listeners) =
+        start_role(Role::DataWorker, gateway_state.path(), &pki, &[]);
+    let mcp_data_url = format!("https://{}", mcp_listeners["grpc"].as_str().unwrap());
+    let mcp = through_gateway(&runtime, gateway_state.path(), &pki, &mcp_data_url);
+    for child in [&mut child, &mut mcp_worker] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 
     // The floor: the same schema and equivalent statements, in process.
     let floor_dir = tempfile::tempdir().unwrap();
@@ -167,14 +308,32 @@ fn main() {
         ("aggregate", median(aggregates)),
     ]);
 
-    println!("operation   governed (gRPC, median)   floor (in-process rusqlite)   ratio");
+    println!(
+        "operation   MCP tools/call (median)   gRPC (median)   floor (in-process)   MCP/floor   gRPC/floor"
+    );
     for operation in ["create", "list", "aggregate"] {
-        let (g, f) = (governed[operation], floor[operation]);
+        let (m, g, f) = (mcp[operation], governed[operation], floor[operation]);
         println!(
-            "{operation:<11} {:>12.3} ms              {:>10.3} ms                {:>6.1}x",
+            "{operation:<11} {:>12.3} ms          {:>8.3} ms     {:>8.3} ms         {:>6.1}x     {:>6.1}x",
+            m.as_secs_f64() * 1000.0,
             g.as_secs_f64() * 1000.0,
             f.as_secs_f64() * 1000.0,
+            m.as_secs_f64() / f.as_secs_f64(),
             g.as_secs_f64() / f.as_secs_f64()
         );
     }
+}
+
+/// Every file below `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }

@@ -2,8 +2,9 @@
 # Every check and test of Sasha Apps, as CI runs it.
 #
 # On a fresh machine it first installs what is missing (rustfmt, clippy,
-# cargo-nextest), then runs: cargo fmt --check, cargo clippy -D warnings, and the
-# whole test suite (unit, process and conformance tests) with cargo-nextest.
+# cargo-nextest; Node.js and the MCP TypeScript SDK the conformance test drives
+# the gateway with), then runs: cargo fmt --check, cargo clippy -D warnings, and
+# the whole test suite (unit, process and conformance tests) with cargo-nextest.
 #
 # Builds go to CARGO_TARGET_DIR, by default a folder outside the clone shared by
 # every checkout on this machine, so a fresh clone reuses compiled dependencies.
@@ -31,6 +32,16 @@ cargo fmt --all --check
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "MCP TypeScript SDK client (tests/mcp-client)"
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y nodejs npm
+fi
+if [ ! -d tests/mcp-client/node_modules/@modelcontextprotocol/sdk ]; then
+  npm ci --prefix tests/mcp-client --no-audit --no-fund
+fi
 
 step "tests"
 cargo nextest run --workspace --locked --no-fail-fast

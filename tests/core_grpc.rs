@@ -7,37 +7,20 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use common::{Harness, copy_dir};
+use common::mcp::McpWorld;
 use sasha_proto::identity::Identity;
 use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode, Role, grpc};
-use studio_core::store::{Scope, Store, TokenKind, UserRole};
-
-fn fixture(id: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/packages/valid")
-        .join(id)
-}
+use studio_core::store::{Scope, TokenKind};
 
 #[tokio::test]
 async fn principals_apps_access_resources_and_catalogue() {
-    let harness = Harness::new();
-    let apps = harness.path().join("docs/apps");
-    copy_dir(&fixture("hello"), &apps.join("hello"));
-    copy_dir(&fixture("expense-log"), &apps.join("expense-log"));
-    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
-    let staff = store
-        .create_user("sam", UserRole::Staff, "correct horse battery")
-        .unwrap();
-    let backends = harness.start_backends().await;
-    let member = store
-        .create_user("mia", UserRole::Member, "correct horse battery")
-        .unwrap();
+    let world = McpWorld::start().await;
+    let (harness, backends, store) = (&world.harness, &world.backends, &world.store);
+    let (staff, member) = (&world.staff, &world.member);
     let invoke: BTreeSet<Scope> = [Scope::ChatUse, Scope::AppsInvoke].into_iter().collect();
     let chat_only: BTreeSet<Scope> = [Scope::ChatUse].into_iter().collect();
-    let staff_token = store
-        .mint_token(&staff.id, TokenKind::Access, &invoke, None)
-        .unwrap();
+    let staff_token = world.staff_token.clone();
     let member_token = store
         .mint_token(&member.id, TokenKind::Access, &invoke, None)
         .unwrap();
@@ -233,19 +216,9 @@ async fn principals_apps_access_resources_and_catalogue() {
 /// core's live `GetCatalogue` answer, are golden (`SASHA_BLESS=1` rewrites).
 #[tokio::test]
 async fn the_tool_list_of_the_fixture_catalogue_is_golden() {
-    let harness = Harness::new();
-    let apps = harness.path().join("docs/apps");
-    copy_dir(&fixture("hello"), &apps.join("hello"));
-    copy_dir(&fixture("expense-log"), &apps.join("expense-log"));
-    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
-    let staff = store
-        .create_user("sam", UserRole::Staff, "correct horse battery")
-        .unwrap();
-    let backends = harness.start_backends().await;
-    let invoke: BTreeSet<Scope> = [Scope::ChatUse, Scope::AppsInvoke].into_iter().collect();
-    let token = store
-        .mint_token(&staff.id, TokenKind::Access, &invoke, None)
-        .unwrap();
+    let world = McpWorld::start().await;
+    let (harness, backends) = (&world.harness, &world.backends);
+    let token = world.staff_token.clone();
     let identity = Identity::load(&harness.tls(Role::McpGateway)).unwrap();
     let mut core = grpc::core_client(
         &format!("https://{}", backends.core.listener("grpc")),

@@ -8,80 +8,11 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use common::mcp::{self, LEGACY, Mcp, structured, tool_error, tool_names};
-use common::{Backends, Harness, copy_dir};
+use common::mcp::{
+    self, LEGACY, Mcp, McpWorld as World, structured, token, tool_error, tool_names,
+};
 use serde_json::{Value, json};
-use studio_core::store::{AppAccess, Scope, Store, TokenKind, User, UserRole};
-
-fn fixture(id: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/packages/valid")
-        .join(id)
-}
-
-struct World {
-    harness: Harness,
-    backends: Backends,
-    store: Store,
-    staff: User,
-    member: User,
-    staff_token: String,
-}
-
-impl World {
-    async fn start() -> World {
-        let harness = Harness::new();
-        let apps = harness.path().join("docs/apps");
-        copy_dir(&fixture("hello"), &apps.join("hello"));
-        copy_dir(&fixture("expense-log"), &apps.join("expense-log"));
-        let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
-        let staff = store
-            .create_user("sam", UserRole::Staff, "correct horse battery")
-            .unwrap();
-        let member = store
-            .create_user("mia", UserRole::Member, "correct horse battery")
-            .unwrap();
-        let backends = harness.start_backends().await;
-        let staff_token = token(&store, &staff, &[Scope::ChatUse, Scope::AppsInvoke]);
-        World {
-            harness,
-            backends,
-            store,
-            staff,
-            member,
-            staff_token,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/mcp", self.backends.gateway.listener("http"))
-    }
-
-    fn client(&self, token: &str) -> Mcp {
-        Mcp::sessionless(&self.url(), token)
-    }
-
-    /// Rows of the expense-log database, read directly from its file.
-    fn audit_sources(&self) -> Vec<(String, String)> {
-        let path = self.harness.path().join("apps/expense-log.sqlite");
-        let connection = rusqlite::Connection::open(path).unwrap();
-        let mut statement = connection
-            .prepare("SELECT operation, source FROM _sasha_audit ORDER BY rowid")
-            .unwrap();
-        statement
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    }
-}
-
-fn token(store: &Store, user: &User, scopes: &[Scope]) -> String {
-    let scopes: BTreeSet<Scope> = scopes.iter().copied().collect();
-    store
-        .mint_token(&user.id, TokenKind::Access, &scopes, None)
-        .unwrap()
-}
+use studio_core::store::{AppAccess, Scope, TokenKind};
 
 async fn add_category(client: &mut Mcp, name: &str) -> i64 {
     let created = confirmed_create(
@@ -749,9 +680,10 @@ async fn session_clients_are_asked_by_elicitation() {
 #[tokio::test]
 async fn hostile_requests_are_refused_cleanly() {
     let world = World::start().await;
-    let http = reqwest::Client::new();
+    // A fresh connection per request: a refused body may close its connection.
     let post = |body: String| {
-        http.post(world.url())
+        reqwest::Client::new()
+            .post(world.url())
             .header("authorization", format!("Bearer {}", world.staff_token))
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")

@@ -63,8 +63,12 @@ async fn routes_by_host_and_path_like_the_production_proxy() {
         &format!("POST /mcp HTTP/1.1\r\nHost: {studio}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"),
     )
     .await;
-    assert_eq!(mcp.status, 503, "{mcp:?}");
-    assert_eq!(mcp.json()["code"], "APP_NOT_READY");
+    assert_eq!(mcp.status, 401, "{mcp:?}");
+    assert_eq!(mcp.json()["code"], "APP_UNAUTHENTICATED");
+    assert!(
+        mcp.header("www-authenticate")
+            .is_some_and(|value| value.starts_with("Bearer"))
+    );
     // The Studio page is served on the Studio host.
     let landing = get(addr, &studio, "/", "").await;
     assert_eq!(landing.status, 200);
@@ -129,6 +133,19 @@ async fn routes_by_host_and_path_like_the_production_proxy() {
         .to_owned();
     let me = get(addr, &studio, "/api/me", &format!("Cookie: {session}\r\n")).await;
     assert_eq!(me.json()["username"], "admin");
+    // The Studio page's session reaches /mcp through the ingress (Host check,
+    // cookie from the Studio origin, the sessionless protocol).
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}"#;
+    let listed = raw_http(
+        addr,
+        &format!(
+            "POST /mcp HTTP/1.1\r\nHost: {studio}\r\nOrigin: http://localhost:{port}\r\nCookie: {session}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{list}",
+            list.len()
+        ),
+    )
+    .await;
+    assert_eq!(listed.status, 200, "{listed:?}");
+    assert!(listed.json()["result"]["tools"].is_array(), "{listed:?}");
 
     // SIGTERM stops every child and exits cleanly.
     let pids: Vec<u32> = Role::ALL.iter().map(|role| up.child_pid(*role)).collect();

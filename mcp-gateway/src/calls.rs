@@ -19,9 +19,11 @@ use sasha_proto::pb::{Actor, ExecuteRequest};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Map, Value, json};
 
+use crate::auth::Caller;
+
 /// Where a data call comes from, recorded in the audit ledger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+enum Source {
     /// The app's own view in Studio.
     Ui,
     /// An MCP client (a model).
@@ -40,11 +42,11 @@ impl Source {
 /// One governed data call about to run.
 #[derive(Debug, Clone)]
 pub struct DataCall<'a> {
+    /// Who asks: the actor, and whether this is the app's own UI.
+    pub caller: &'a Caller,
     pub app_id: &'a str,
     /// The app's catalogue entry (with its `contract`).
     pub app: &'a Value,
-    pub user_id: &'a str,
-    pub source: Source,
     pub operation: &'a str,
     pub table: &'a str,
     pub request: Value,
@@ -80,12 +82,17 @@ pub async fn execute(
         .as_str()
         .ok_or_else(|| AppError::new(ErrorCode::OperationUnavailable, "this app has no data"))?;
     let contract = || call.app["contract"].to_string();
+    let source = if call.caller.is_app_ui(call.app_id) {
+        Source::Ui
+    } else {
+        Source::Mcp
+    };
     let mut request = ExecuteRequest {
         app_id: call.app_id.to_owned(),
         contract_hash: hash.to_owned(),
         actor: Some(Actor {
-            user_id: call.user_id.to_owned(),
-            via: match call.source {
+            user_id: call.caller.principal.user_id.clone(),
+            via: match source {
                 Source::Ui => "ui".to_owned(),
                 Source::Mcp => "model".to_owned(),
             },
@@ -98,7 +105,7 @@ pub async fn execute(
         } else {
             contract()
         },
-        source: call.source.as_str().to_owned(),
+        source: source.as_str().to_owned(),
         app_revision: call.app["revision"].as_str().unwrap_or("").to_owned(),
         action_id: call.action_id.unwrap_or("").to_owned(),
     };

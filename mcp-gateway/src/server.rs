@@ -26,7 +26,7 @@ use serde_json::{Map, Value, json};
 
 use crate::Gateway;
 use crate::auth::Caller;
-use crate::calls::{self, DataCall, Source};
+use crate::calls::{self, DataCall};
 use crate::tools::{self, Target};
 
 /// The MIME type of an MCP Apps UI resource.
@@ -169,6 +169,27 @@ struct Call<'a> {
     app: &'a Value,
     name: &'a str,
     args: Map<String, Value>,
+}
+
+impl Call<'_> {
+    /// The governed data call this tool call makes.
+    fn data<'b>(
+        &'b self,
+        operation: &'b str,
+        table: &'b str,
+        request: Value,
+        action_id: Option<&'b str>,
+    ) -> DataCall<'b> {
+        DataCall {
+            caller: self.caller,
+            app_id: self.app_id,
+            app: self.app,
+            operation,
+            table,
+            request,
+            action_id,
+        }
+    }
 }
 
 impl SashaMcp {
@@ -336,12 +357,25 @@ impl SashaMcp {
         }
     }
 
-    fn source(call: &Call<'_>) -> Source {
-        if call.caller.is_app_ui(call.app_id) {
-            Source::Ui
-        } else {
-            Source::Mcp
+    async fn execute(&self, call: DataCall<'_>) -> Result<Value, AppError> {
+        calls::execute(&self.gateway.data, &self.gateway.contracts, call).await
+    }
+
+    /// The caller and their catalogue for a listing, or `None` for a caller
+    /// without `apps:invoke` (who lists nothing).
+    async fn listing(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<Option<(Caller, Value)>, McpError> {
+        let caller = caller_of(ctx)?;
+        if !caller.invokes() {
+            return Ok(None);
         }
+        let catalogue = self
+            .catalogue(&caller, None)
+            .await
+            .map_err(|error| protocol_error(&error))?;
+        Ok(Some((caller, catalogue)))
     }
 
     async fn run_table(
@@ -373,21 +407,9 @@ impl SashaMcp {
             };
             data_request["idempotencyKey"] = json!(key);
         }
-        let result = calls::execute(
-            &self.gateway.data,
-            &self.gateway.contracts,
-            DataCall {
-                app_id: call.app_id,
-                app: call.app,
-                user_id: &call.caller.principal.user_id,
-                source: Self::source(&call),
-                operation,
-                table,
-                request: data_request,
-                action_id: None,
-            },
-        )
-        .await;
+        let result = self
+            .execute(call.data(operation, table, data_request, None))
+            .await;
         match result {
             Ok(value) => tool_success(value),
             Err(error) => tool_error(error),
@@ -428,21 +450,9 @@ impl SashaMcp {
                 Ok(parts) => parts,
                 Err(error) => return tool_error(error),
             };
-        let result = calls::execute(
-            &self.gateway.data,
-            &self.gateway.contracts,
-            DataCall {
-                app_id: call.app_id,
-                app: call.app,
-                user_id: &call.caller.principal.user_id,
-                source: Self::source(&call),
-                operation: &operation,
-                table: &table,
-                request: data_request,
-                action_id: Some(action_id),
-            },
-        )
-        .await;
+        let result = self
+            .execute(call.data(&operation, &table, data_request, Some(action_id)))
+            .await;
         let value = match result {
             Ok(value) => calls::project(&action["resultSchema"], value),
             Err(error) => return tool_error(error),
@@ -686,27 +696,18 @@ impl SashaMcp {
         if app["tables"].get(&table).is_none() {
             return Err(not_found());
         }
-        let source = if caller.is_app_ui(&app_id) {
-            Source::Ui
-        } else {
-            Source::Mcp
-        };
-        let value = calls::execute(
-            &self.gateway.data,
-            &self.gateway.contracts,
-            DataCall {
+        let value = self
+            .execute(DataCall {
+                caller,
                 app_id: &app_id,
                 app,
-                user_id: &caller.principal.user_id,
-                source,
                 operation,
                 table: &table,
                 request,
                 action_id: None,
-            },
-        )
-        .await
-        .map_err(|error| protocol_error(&error))?;
+            })
+            .await
+            .map_err(|error| protocol_error(&error))?;
         json_contents(uri, &value)
     }
 }
@@ -732,14 +733,9 @@ impl ServerHandler for SashaMcp {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let caller = caller_of(&ctx)?;
-        if !caller.invokes() {
+        let Some((caller, catalogue)) = self.listing(&ctx).await? else {
             return Ok(ListToolsResult::with_all_items(Vec::new()));
-        }
-        let catalogue = self
-            .catalogue(&caller, None)
-            .await
-            .map_err(|error| protocol_error(&error))?;
+        };
         let tools = tools::tools_for(&catalogue, &caller.tools_caller())
             .into_iter()
             .map(from_json::<Tool>)
@@ -843,14 +839,9 @@ impl ServerHandler for SashaMcp {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let caller = caller_of(&ctx)?;
-        if !caller.invokes() {
+        let Some((_, catalogue)) = self.listing(&ctx).await? else {
             return Ok(ListResourcesResult::with_all_items(Vec::new()));
-        }
-        let catalogue = self
-            .catalogue(&caller, None)
-            .await
-            .map_err(|error| protocol_error(&error))?;
+        };
         let mut resources = Vec::new();
         for (app_id, app) in catalogue.as_object().into_iter().flatten() {
             resources.push(json!({

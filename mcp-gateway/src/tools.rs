@@ -217,6 +217,34 @@ fn confirmation_token_schema() -> Value {
     json!({"type": "string", "maxLength": 200, "description": "the token of a confirmation challenge the person approved; retry the same call with it"})
 }
 
+/// The `structuredContent` of a failed call: `{error: envelope}`.
+fn error_result_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"error": {
+            "type": "object",
+            "properties": {
+                "code": {"type": "string"},
+                "message": {"type": "string"},
+                "retryable": {"type": "boolean"},
+                "diagnosticId": {"type": "string"},
+                "details": {"type": "object"},
+            },
+            "required": ["code", "message", "retryable", "diagnosticId"],
+        }},
+        "required": ["error"],
+        "additionalProperties": false,
+    })
+}
+
+/// An action's published `outputSchema`: its declared `resultSchema`, or the
+/// error envelope. Every result a client receives, success or failure, conforms,
+/// so a client that checks `structuredContent` against the schema (as the
+/// TypeScript SDK does even for `isError` results) reads failures too.
+fn output_schema(result_schema: &Value) -> Value {
+    json!({"type": "object", "anyOf": [result_schema, error_result_schema()]})
+}
+
 fn action_tool(action: &Value, model_visible: bool, challenge: bool) -> Value {
     let mut input = action["inputSchema"].clone();
     if challenge && action["mutating"] == true && input["properties"].is_object() {
@@ -226,7 +254,7 @@ fn action_tool(action: &Value, model_visible: bool, challenge: bool) -> Value {
         "name": action["mcpName"],
         "description": action["description"],
         "inputSchema": input,
-        "outputSchema": action["resultSchema"],
+        "outputSchema": output_schema(&action["resultSchema"]),
         "annotations": {"readOnlyHint": action["mutating"] != true},
         "_meta": {"ui": {"visibility": visibility(model_visible)}},
     })

@@ -3,7 +3,13 @@
 //! legacy session protocol (initialize, `Mcp-Session-Id`, server requests such
 //! as `elicitation/create` answered while the call's SSE stream is open).
 
+use std::collections::BTreeSet;
+use std::path::Path;
+
 use serde_json::{Value, json};
+use studio_core::store::{Scope, Store, TokenKind, User, UserRole};
+
+use super::{Backends, Harness, copy_dir};
 
 pub const SESSIONLESS: &str = "2026-07-28";
 pub const LEGACY: &str = "2025-11-25";
@@ -272,4 +278,78 @@ pub fn tool_names(exchange: &Exchange) -> Vec<String> {
         .iter()
         .map(|tool| tool["name"].as_str().unwrap().to_owned())
         .collect()
+}
+
+pub fn fixture(id: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/packages/valid")
+        .join(id)
+}
+
+/// studio-core, data-worker and mcp-gateway serving the `hello` and
+/// `expense-log` fixtures, with a staff user (who manages both) and a member
+/// (who holds no grant).
+pub struct McpWorld {
+    pub harness: Harness,
+    pub backends: Backends,
+    pub store: Store,
+    pub staff: User,
+    pub member: User,
+    pub staff_token: String,
+}
+
+impl McpWorld {
+    pub async fn start() -> McpWorld {
+        let harness = Harness::new();
+        let apps = harness.path().join("docs/apps");
+        copy_dir(&fixture("hello"), &apps.join("hello"));
+        copy_dir(&fixture("expense-log"), &apps.join("expense-log"));
+        let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+        let staff = store
+            .create_user("sam", UserRole::Staff, "correct horse battery")
+            .unwrap();
+        let member = store
+            .create_user("mia", UserRole::Member, "correct horse battery")
+            .unwrap();
+        let backends = harness.start_backends().await;
+        let staff_token = token(&store, &staff, &[Scope::ChatUse, Scope::AppsInvoke]);
+        McpWorld {
+            harness,
+            backends,
+            store,
+            staff,
+            member,
+            staff_token,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.backends.gateway.listener("http"))
+    }
+
+    pub fn client(&self, token: &str) -> Mcp {
+        Mcp::sessionless(&self.url(), token)
+    }
+
+    /// `(operation, source)` of every audit row of the expense-log database, read
+    /// directly from its file.
+    pub fn audit_sources(&self) -> Vec<(String, String)> {
+        let path = self.harness.path().join("apps/expense-log.sqlite");
+        let connection = rusqlite::Connection::open(path).unwrap();
+        let mut statement = connection
+            .prepare("SELECT operation, source FROM _sasha_audit ORDER BY rowid")
+            .unwrap();
+        statement
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+}
+
+pub fn token(store: &Store, user: &User, scopes: &[Scope]) -> String {
+    let scopes: BTreeSet<Scope> = scopes.iter().copied().collect();
+    store
+        .mint_token(&user.id, TokenKind::Access, &scopes, None)
+        .unwrap()
 }

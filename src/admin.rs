@@ -1,5 +1,5 @@
 //! `sasha admin`: the operator CLI for a state folder's core database (users,
-//! passwords, access tokens and app grants).
+//! passwords, access tokens, app grants, and reading improvement suggestions).
 //!
 //! It works on the database file through `studio_core::store`, the same code
 //! studio-core uses, so it is safe while the stack runs (WAL, immediate
@@ -71,6 +71,23 @@ pub(crate) enum AdminCommand {
         /// Print one JSON object per grant and line instead of a table.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Print the improvement suggestions models sent (suggestImprovement),
+    /// newest first, one JSON object per line.
+    ///
+    /// Each line has id, createdAt (unix seconds), userId, username, kind,
+    /// severity, summary, and detail and metadata when given.
+    Suggestions {
+        /// Print at most this many (1–10000)
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = 100,
+            value_parser = clap::value_parser!(u32).range(1..=10_000)
+        )]
+        limit: u32,
         #[command(flatten)]
         state: StateArgs,
     },
@@ -341,6 +358,14 @@ fn run(
                         grant.granted_by
                     )?;
                 }
+            }
+        }
+        AdminCommand::Suggestions { limit, state } => {
+            let store = open_existing(&state)?;
+            // JSON escapes every control character, so a line is one line
+            // whatever the suggestion says.
+            for suggestion in store.suggestions(limit)? {
+                writeln!(output, "{}", serde_json::to_string(&suggestion)?)?;
             }
         }
     }

@@ -95,11 +95,15 @@ async fn tools_follow_the_caller_and_their_grants() {
         !staff.contains(&"app__expense_log__add_expense".to_owned()),
         "an app-only action is not a model tool"
     );
-    assert_eq!(staff.len(), 2 + 12 + 2);
+    // Openers, table tools, exposed actions, getDocs and suggestImprovement.
+    assert_eq!(staff.len(), 2 + 12 + 2 + 2);
 
     // A member without a grant sees nothing; with `use` on one app, that app.
     let mut member = world.client(&member_token);
-    assert!(tool_names(&member.request("tools/list", json!({})).await).is_empty());
+    assert_eq!(
+        tool_names(&member.request("tools/list", json!({})).await),
+        ["getDocs", "suggestImprovement"]
+    );
     world
         .store
         .grant(
@@ -117,7 +121,10 @@ async fn tools_follow_the_caller_and_their_grants() {
         .store
         .revoke("expense-log", &world.member.id, Some(&world.staff.id))
         .unwrap();
-    assert!(tool_names(&member.request("tools/list", json!({})).await).is_empty());
+    assert_eq!(
+        tool_names(&member.request("tools/list", json!({})).await),
+        ["getDocs", "suggestImprovement"]
+    );
     let called = member
         .call("app__expense_log__expenses__list", json!({}))
         .await;
@@ -125,7 +132,10 @@ async fn tools_follow_the_caller_and_their_grants() {
 
     // Without apps:invoke there are no app tools, resources or templates.
     let mut chat_only = world.client(&no_invoke);
-    assert!(tool_names(&chat_only.request("tools/list", json!({})).await).is_empty());
+    assert_eq!(
+        tool_names(&chat_only.request("tools/list", json!({})).await),
+        ["getDocs"]
+    );
     assert_eq!(
         chat_only
             .request("resources/list", json!({}))

@@ -235,14 +235,9 @@ pub fn action_request(
     let filters = || -> Result<Vec<Value>, AppError> {
         let mut clauses = Vec::new();
         for clause in operation["where"].as_array().into_iter().flatten() {
+            // A clause whose (optional) input is absent is left out of the call.
             let Some(value) = value_of(&clause["input"])? else {
-                return Err(AppError::new(
-                    ErrorCode::InputInvalid,
-                    format!(
-                        "{} is needed by this action's filter",
-                        clause["input"].as_str().unwrap_or("an input")
-                    ),
-                ));
+                continue;
             };
             let field = &clause["field"];
             if clause["operator"] == "week-of" {
@@ -395,6 +390,24 @@ mod tests {
                 action_request(&weekly_totals(), input.as_object().unwrap(), "k").unwrap_err();
             assert_eq!(error.code, ErrorCode::InputInvalid, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_filter_whose_optional_input_is_absent_is_left_out() {
+        let action = json!({"operation": {"list": {
+            "table": "entries",
+            "where": [
+                {"field": "project", "operator": "eq", "input": "project"},
+                {"field": "date", "operator": "gte", "input": "from"}
+            ],
+            "limit": 10
+        }}});
+        let input = json!({"from": "2026-09-01"});
+        let (_, _, request) = action_request(&action, input.as_object().unwrap(), "k").unwrap();
+        assert_eq!(
+            request,
+            json!({"where": [{"field": "date", "operator": "gte", "value": "2026-09-01"}], "limit": 10})
+        );
     }
 
     #[test]

@@ -11,11 +11,13 @@
 //! idempotency key.
 //!
 //! Modules: [`auth`] (who is calling), [`server`] (the rmcp handler: tools,
-//! resources, confirmation), [`calls`] (governed data calls and actions) and
-//! [`tools`] (the per-caller tool list).
+//! resources, confirmation), [`calls`] (governed data calls and actions),
+//! [`tools`] (the per-caller app tool list) and [`platform`] (the source tools,
+//! `getDocs`, `suggestImprovement`).
 
 pub mod auth;
 pub mod calls;
+pub mod platform;
 pub mod server;
 pub mod tools;
 

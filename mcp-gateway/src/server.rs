@@ -20,13 +20,16 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use sasha_proto::pb::{self, CatalogueRequest, ConfirmRequest, GetResourceRequest};
+use sasha_proto::pb::{
+    self, CatalogueRequest, ConfirmRequest, GetResourceRequest, SourceFilesRequest, SuggestRequest,
+};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Map, Value, json};
 
 use crate::Gateway;
 use crate::auth::Caller;
 use crate::calls::{self, DataCall};
+use crate::platform;
 use crate::tools::{self, Target};
 
 /// The MIME type of an MCP Apps UI resource.
@@ -468,6 +471,84 @@ impl SashaMcp {
     }
 }
 
+impl SashaMcp {
+    /// `getDocs`, `suggestImprovement` and the six source tools.
+    async fn call_platform(
+        &self,
+        caller: &Caller,
+        name: &str,
+        args: Map<String, Value>,
+    ) -> Result<CallToolResponse, McpError> {
+        let listed = platform::tools_for(caller);
+        let Some(tool) = listed.iter().find(|tool| tool["name"] == name) else {
+            return Err(McpError::invalid_params(
+                format!("Tool {name} not found"),
+                None,
+            ));
+        };
+        let args = Value::Object(args);
+        if let Err(error) = calls::validate(&tool["inputSchema"], &args, "input") {
+            return tool_error(error);
+        }
+        let mut core = self.gateway.core.clone();
+        match name {
+            platform::GET_DOCS => {
+                let Some(answer) = platform::docs(args["section"].as_str()) else {
+                    return tool_error(AppError::from_code(ErrorCode::InputInvalid));
+                };
+                text_result(
+                    answer["markdown"].as_str().unwrap_or_default().to_owned(),
+                    answer,
+                )
+            }
+            platform::SUGGEST => {
+                let reply = core
+                    .suggest(SuggestRequest {
+                        principal: Some(caller.principal.clone()),
+                        suggestion_json: args.to_string(),
+                    })
+                    .await;
+                match reply {
+                    Ok(reply) => text_result(
+                        "Thank you: the suggestion is recorded for the administrators. Carry on with the task.".to_owned(),
+                        json!({"id": reply.into_inner().id, "recorded": true}),
+                    ),
+                    Err(status) => tool_error(AppError::from_status(&status)),
+                }
+            }
+            operation => {
+                let reply = core
+                    .source_files(SourceFilesRequest {
+                        principal: Some(caller.principal.clone()),
+                        operation: operation.to_owned(),
+                        app_id: args["app"].as_str().unwrap_or_default().to_owned(),
+                        arguments_json: args.to_string(),
+                    })
+                    .await;
+                match reply {
+                    Ok(reply) => {
+                        let result: Value = serde_json::from_str(&reply.into_inner().result_json)
+                            .map_err(|_| {
+                            McpError::internal_error("an internal error occurred", None)
+                        })?;
+                        text_result(platform::source_text(operation, &result), result)
+                    }
+                    Err(status) => tool_error(AppError::from_status(&status)),
+                }
+            }
+        }
+    }
+}
+
+/// A successful result with its own text part.
+fn text_result(text: String, value: Value) -> Result<CallToolResponse, McpError> {
+    let result: CallToolResult = from_json(json!({
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": value,
+    }))?;
+    Ok(CallToolResponse::Complete(result))
+}
+
 /// An idempotency key passed in the request's `_meta`.
 fn meta_key(request: &CallToolRequestParams, ctx: &RequestContext<RoleServer>) -> Option<String> {
     let from_request = request
@@ -733,10 +814,12 @@ impl ServerHandler for SashaMcp {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let Some((caller, catalogue)) = self.listing(&ctx).await? else {
-            return Ok(ListToolsResult::with_all_items(Vec::new()));
-        };
-        let tools = tools::tools_for(&catalogue, &caller.tools_caller())
+        let caller = caller_of(&ctx)?;
+        let mut listed = platform::tools_for(&caller);
+        if let Some((caller, catalogue)) = self.listing(&ctx).await? {
+            listed.extend(tools::tools_for(&catalogue, &caller.tools_caller()));
+        }
+        let tools = listed
             .into_iter()
             .map(from_json::<Tool>)
             .collect::<Result<Vec<_>, _>>()?;
@@ -750,6 +833,15 @@ impl ServerHandler for SashaMcp {
     ) -> Result<CallToolResponse, McpError> {
         let caller = caller_of(&ctx)?;
         let name = request.name.to_string();
+        if platform::is_platform_tool(&name) {
+            return self
+                .call_platform(
+                    &caller,
+                    &name,
+                    request.arguments.clone().unwrap_or_default(),
+                )
+                .await;
+        }
         let action_shaped = tools::is_action_shaped(&name);
         let absent = |name: &str| -> Result<CallToolResponse, McpError> {
             if action_shaped {

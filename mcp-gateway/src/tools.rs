@@ -144,9 +144,14 @@ pub fn tools_for(catalogue: &Value, caller: &Caller) -> Vec<Value> {
     for (app_id, app) in apps {
         let bound = caller.bound_app.as_deref() == Some(app_id.as_str());
         tools.push(open_app_tool(app_id, app));
+        // An app that declared `data: read` gets no mutating table tools.
+        let writes = app["capabilities"]["data"] == "read-write";
         if let Some(tables) = app["tables"].as_object() {
             for (table, description) in tables {
                 for operation in TABLE_OPERATIONS {
+                    if is_mutating(operation) && !writes {
+                        continue;
+                    }
                     if let Some(tool) =
                         table_tool(app_id, app, table, description, operation, caller.challenge)
                     {
@@ -633,6 +638,25 @@ mod tests {
             tool("app__notes__note_items__get")["annotations"]["readOnlyHint"],
             true
         );
+    }
+
+    #[test]
+    fn read_only_data_apps_have_no_mutating_table_tools() {
+        let mut catalogue = catalogue();
+        catalogue["notes"]["capabilities"]["data"] = json!("read");
+        let tools = tools_for(
+            &catalogue,
+            &Caller {
+                invokes: true,
+                bound_app: None,
+                challenge: false,
+            },
+        );
+        let names = names(&tools);
+        assert!(names.contains(&"app__notes__note_items__list"));
+        for operation in ["create", "update", "delete"] {
+            assert!(!names.contains(&format!("app__notes__note_items__{operation}").as_str()));
+        }
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::api::blocking;
 use crate::catalogue::AppEntry;
 use crate::store::{
     AppAccess, ConfirmationRefusal, ConfirmedCall, MAX_CONFIRMATION_TOOL_CHARS, Principal,
-    PrincipalKind, Scope,
+    PrincipalKind, Scope, SuggestionRefusal,
 };
 
 /// The `CoreService` implementation.
@@ -366,11 +366,73 @@ impl CoreService for CoreGrpc {
         }
     }
 
+    #[tracing::instrument(skip_all, name = "core.source_files")]
     async fn source_files(
         &self,
-        _: Request<pb::SourceFilesRequest>,
+        request: Request<pb::SourceFilesRequest>,
     ) -> GrpcResult<pb::SourceFilesReply> {
-        Err(grpc::not_ready("CoreService.SourceFiles"))
+        let request = request.into_inner();
+        let result = crate::source_tools::run(
+            &self.core,
+            request.principal.as_ref(),
+            &request.operation,
+            &request.app_id,
+            &request.arguments_json,
+        )
+        .await
+        .map_err(|error| error.to_status())?;
+        Ok(Response::new(pb::SourceFilesReply {
+            result_json: result.to_string(),
+        }))
+    }
+
+    /// Records an improvement suggestion (the MCP tool `suggestImprovement`)
+    /// for the principal's user: only a user credential with `apps:invoke`,
+    /// the shape checks of `crate::suggestions`, then the store's per-user
+    /// cap. The suggestion's text is never logged.
+    #[tracing::instrument(skip_all, name = "core.suggest", fields(kind, severity))]
+    async fn suggest(&self, request: Request<pb::SuggestRequest>) -> GrpcResult<pb::SuggestReply> {
+        let request = request.into_inner();
+        let (user_id, invokes) = caller(request.principal.as_ref())?;
+        if !invokes {
+            return Err(AppError::new(
+                ErrorCode::AccessDenied,
+                "suggesting an improvement needs a user's credential with the apps:invoke scope",
+            )
+            .to_status());
+        }
+        let suggestion = crate::suggestions::parse(&request.suggestion_json).map_err(|error| {
+            // The code and the kind of refused content, never the text.
+            let refused = error
+                .details
+                .as_ref()
+                .and_then(|details| details.get("refused"))
+                .and_then(|refused| refused.as_str());
+            tracing::info!(code = %error.code, refused, "suggestion refused");
+            error.to_status()
+        })?;
+        let span = tracing::Span::current();
+        span.record("kind", suggestion.kind.as_str());
+        span.record("severity", suggestion.severity.as_str());
+        let store = self.core.store.clone();
+        let id = blocking(move || store.record_suggestion(&user_id, &suggestion))
+            .await
+            .map_err(|error| error.to_status())?
+            .map_err(|refusal| {
+                let message = refusal.to_string();
+                match refusal {
+                    SuggestionRefusal::TooMany { .. } => {
+                        AppError::new(ErrorCode::ResourceLimit, message)
+                    }
+                    SuggestionRefusal::UnknownUser => AppError::new(
+                        ErrorCode::Unauthenticated,
+                        "the principal's user no longer exists",
+                    ),
+                }
+                .to_status()
+            })?;
+        tracing::info!(%id, "suggestion recorded");
+        Ok(Response::new(pb::SuggestReply { id }))
     }
 
     async fn chat(&self, _: Request<pb::ChatRequest>) -> GrpcResult<pb::ChatReply> {

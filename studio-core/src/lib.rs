@@ -6,9 +6,11 @@
 //! over mTLS gRPC. It never opens an app's data file.
 //!
 //! Modules: [`catalogue`] (discovery, validation, revisions), [`store`] (the
-//! core database: users, sessions, tokens, registry, grants, audit), `api` (the
-//! `/api` routes) and `core_grpc` (`CoreService`). The source-file and chat RPCs
-//! still answer `APP_NOT_READY`.
+//! core database: users, sessions, tokens, registry, grants, audit,
+//! confirmations, suggestions), [`source`] (package files for the source
+//! tools), `api` (the `/api` routes), `core_grpc` (`CoreService`),
+//! `source_tools` (`SourceFiles`) and `suggestions` (the shape of a
+//! suggestion). The chat RPC still answers `APP_NOT_READY`.
 
 #[allow(
     clippy::result_large_err,
@@ -17,7 +19,10 @@
 mod api;
 pub mod catalogue;
 mod core_grpc;
+pub mod source;
+mod source_tools;
 pub mod store;
+mod suggestions;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -106,6 +111,8 @@ struct Core {
     store: Store,
     /// Failed sign-ins per user name, to slow password guessing.
     login_throttle: api::LoginThrottle,
+    /// The package folders, for the source tools.
+    source: Arc<source::SourceTree>,
 }
 
 impl Core {
@@ -210,9 +217,10 @@ pub async fn run(
     let core = Arc::new(Core {
         origins: config.origins.clone(),
         data,
-        catalogue,
         store,
         login_throttle: api::LoginThrottle::default(),
+        source: Arc::new(source::SourceTree::new(catalogue.apps_dir())),
+        catalogue,
     });
     let http_addr = listeners
         .http
@@ -252,6 +260,18 @@ pub async fn run(
     );
     grpc_result.map_err(|error| RoleError::Runtime(error.to_string()))?;
     http_result.map_err(|error| RoleError::Runtime(error.to_string()))
+}
+
+/// Re-reads the catalogue now (only changed packages are validated again) and
+/// registers what became valid, as the file watcher would a moment later.
+async fn refresh_catalogue(core: &Core) -> Arc<Snapshot> {
+    let catalogue = core.catalogue.clone();
+    let snapshot = match tokio::task::spawn_blocking(move || catalogue.refresh()).await {
+        Ok(snapshot) => snapshot,
+        Err(_) => return core.catalogue.current(),
+    };
+    register_apps(&core.store, &snapshot).await;
+    snapshot
 }
 
 /// Registers every valid package in the core database (its first discovery

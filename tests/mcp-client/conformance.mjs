@@ -154,7 +154,11 @@ const PREFIX = 'app__expense_log__';
 const TABLE_TOOLS = ['expenses', 'categories'].flatMap((table) =>
   ['list', 'get', 'aggregate', 'create', 'update', 'delete'].map((op) => `${PREFIX}${table}__${op}`),
 );
+// Every caller gets getDocs; a caller with apps:invoke also suggestImprovement.
+// (The source tools need apps:write, which none of these tokens holds.)
+const PLATFORM_TOOLS = ['getDocs', 'suggestImprovement'];
 const EXPENSE_LOG_TOOLS = [
+  ...PLATFORM_TOOLS,
   'open_app__expense_log',
   ...TABLE_TOOLS,
   `${PREFIX}category_totals`,
@@ -211,9 +215,9 @@ await check('tools/list: staff sees every model tool, not the app-only action', 
   assert.ok(staffTools.get(`${PREFIX}week_totals`).outputSchema, 'actions declare an outputSchema');
 });
 
-await check('tools/list: a member without a grant sees no tools', async () => {
+await check('tools/list: a member without a grant sees no app tools', async () => {
   const { client } = await connect(MEMBER_TOKEN);
-  assert.deepEqual(await toolNames(client), []);
+  assert.deepEqual(await toolNames(client), PLATFORM_TOOLS);
 });
 
 let user;
@@ -223,9 +227,9 @@ await check('tools/list: a member with `use` on expense-log sees exactly its too
   assert.deepEqual(await toolNames(user), EXPENSE_LOG_TOOLS);
 });
 
-await check('tools/list: a token without apps:invoke sees no tools', async () => {
+await check('tools/list: a token without apps:invoke sees only getDocs', async () => {
   const { client } = await connect(NO_INVOKE_TOKEN);
-  assert.deepEqual(await toolNames(client), []);
+  assert.deepEqual(await toolNames(client), ['getDocs']);
   assert.deepEqual((await client.listResources()).resources, []);
   assert.deepEqual((await client.listResourceTemplates()).resourceTemplates, []);
 });

@@ -37,6 +37,10 @@ pub use self::confirmations::{
     MAX_CONFIRMATION_TOOL_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_LIVE_CONFIRMATIONS_PER_USER,
     RedeemedConfirmation,
 };
+pub use self::suggestions::{
+    MAX_SUGGESTIONS_PER_DAY, SUGGESTION_WINDOW_SECONDS, StoredSuggestion, Suggestion,
+    SuggestionKind, SuggestionMetadata, SuggestionRefusal, SuggestionResult, SuggestionSeverity,
+};
 
 /// A browser session lasts this long from sign-in (no sliding renewal).
 pub const SESSION_TTL_SECONDS: i64 = 12 * 60 * 60;
@@ -189,6 +193,9 @@ wire_enum! {
         ChatSession => "chat-session",
     }
 }
+
+// Declared after `wire_enum!`, which it uses.
+mod suggestions;
 
 impl UserRole {
     /// Whether a user with this role may hold `scope` at all.
@@ -558,6 +565,30 @@ impl Store {
         }
         let mut connection = Connection::open(db_path)?;
         connection.busy_timeout(Duration::from_secs(5))?;
+        // Several processes may open a fresh file at once (studio-core and the
+        // operator CLI). Switching the journal to WAL can answer busy without
+        // waiting on SQLite's busy handler, so the switch and the migration
+        // are retried for as long as the busy timeout.
+        let started = std::time::Instant::now();
+        loop {
+            match Store::prepare(&mut connection, db_path, clock()) {
+                Err(StoreError::Busy) if started.elapsed() < Duration::from_secs(5) => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                outcome => break outcome?,
+            }
+        }
+        Ok(Store {
+            inner: Arc::new(Inner {
+                connection: Mutex::new(connection),
+                clock,
+                path: db_path.to_path_buf(),
+            }),
+        })
+    }
+
+    /// WAL, the connection's pragmas, and every pending migration.
+    fn prepare(connection: &mut Connection, db_path: &Path, now: i64) -> Result<(), StoreError> {
         let mode: String =
             connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
@@ -568,14 +599,7 @@ impl Store {
         }
         connection.pragma_update(None, "synchronous", "NORMAL")?;
         connection.pragma_update(None, "foreign_keys", "ON")?;
-        schema::migrate(&mut connection, clock())?;
-        Ok(Store {
-            inner: Arc::new(Inner {
-                connection: Mutex::new(connection),
-                clock,
-                path: db_path.to_path_buf(),
-            }),
-        })
+        schema::migrate(connection, now)
     }
 
     /// The database file.

@@ -138,6 +138,29 @@ CREATE INDEX confirmations_by_user ON confirmations(user_id, expires_at);
 CREATE INDEX confirmations_by_expiry ON confirmations(expires_at);
 "#,
     },
+    Migration {
+        version: 3,
+        name: "suggestions",
+        sql: r#"
+-- Improvement suggestions from models (the MCP tool suggestImprovement; see
+-- store/suggestions.rs), read by admins with `sasha admin suggestions`. The
+-- text passed the shape checks in suggestions.rs before it got here. The
+-- (user_id, created_at) index serves the per-user rolling cap, the
+-- created_at index the newest-first listing.
+CREATE TABLE suggestions (
+    id            TEXT PRIMARY KEY,
+    user_id       TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    kind          TEXT NOT NULL CHECK (kind IN ('bug', 'docs', 'feature', 'friction')),
+    severity      TEXT NOT NULL CHECK (severity IN ('low', 'medium', 'high')),
+    summary       TEXT NOT NULL,
+    detail        TEXT,
+    metadata_json TEXT,
+    created_at    INTEGER NOT NULL
+) STRICT;
+CREATE INDEX suggestions_by_user ON suggestions(user_id, created_at);
+CREATE INDEX suggestions_by_time ON suggestions(created_at);
+"#,
+    },
 ];
 
 /// The newest schema version this build knows.
@@ -211,7 +234,7 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(versions, [(1, 1), (2, 2)]);
+        assert_eq!(versions, [(1, 1), (2, 2), (3, 2)]);
         let users: i64 = connection
             .query_row("SELECT count(*) FROM users", [], |row| row.get(0))
             .unwrap();
@@ -225,7 +248,105 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 2);
+        assert_eq!(latest_version(), 3);
+    }
+
+    /// A database written by a build that knew migrations 1 and 2 gains the
+    /// suggestions table (with its constraints and indexes) and keeps its rows.
+    #[test]
+    fn a_version_two_database_is_upgraded_in_place() {
+        let mut connection = Connection::open_in_memory().unwrap();
+        connection
+            .pragma_update(None, "foreign_keys", "ON")
+            .unwrap();
+        connection
+            .execute_batch(
+                "CREATE TABLE schema_migrations (
+                    version    INTEGER PRIMARY KEY,
+                    name       TEXT NOT NULL,
+                    applied_at INTEGER NOT NULL
+                ) STRICT;",
+            )
+            .unwrap();
+        connection.execute_batch(MIGRATIONS[0].sql).unwrap();
+        connection.execute_batch(MIGRATIONS[1].sql).unwrap();
+        connection
+            .execute_batch(
+                "INSERT INTO schema_migrations VALUES (1, 'identity and access', 1);
+                 INSERT INTO schema_migrations VALUES (2, 'confirmations', 2);
+                 INSERT INTO users VALUES ('u1', 'alice', 'member', 'hash', 1);
+                 INSERT INTO confirmations
+                 (token_sha256, user_id, tool, arguments_sha256, idempotency_key, created_at, expires_at)
+                 VALUES ('t', 'u1', 'tool', 'a', 'k', 1, 2);",
+            )
+            .unwrap();
+        migrate(&mut connection, 3).unwrap();
+        let versions: Vec<(i64, String, i64)> = connection
+            .prepare("SELECT version, name, applied_at FROM schema_migrations ORDER BY version")
+            .unwrap()
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            versions,
+            [
+                (1, "identity and access".to_owned(), 1),
+                (2, "confirmations".to_owned(), 2),
+                (3, "suggestions".to_owned(), 3),
+            ]
+        );
+        let kept: (i64, i64) = connection
+            .query_row(
+                "SELECT (SELECT count(*) FROM users), (SELECT count(*) FROM confirmations)",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(kept, (1, 1));
+
+        let insert = "INSERT INTO suggestions
+             (id, user_id, kind, severity, summary, detail, metadata_json, created_at)
+             VALUES (?1, ?2, ?3, ?4, 'a summary', NULL, NULL, 3)";
+        connection
+            .execute(insert, ("s1", "u1", "bug", "high"))
+            .unwrap();
+        // The closed vocabularies and the user reference are enforced.
+        for (case, row) in [
+            ("kind", ("s2", "u1", "rant", "high")),
+            ("severity", ("s3", "u1", "bug", "urgent")),
+            ("user", ("s4", "nobody", "bug", "high")),
+        ] {
+            assert!(connection.execute(insert, row).is_err(), "{case}");
+        }
+        let indexes: Vec<String> = connection
+            .prepare(
+                "SELECT name FROM sqlite_master
+                 WHERE type = 'index' AND tbl_name = 'suggestions' AND sql IS NOT NULL
+                 ORDER BY name",
+            )
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(indexes, ["suggestions_by_time", "suggestions_by_user"]);
+        // A user's suggestions go with the user.
+        connection
+            .execute("DELETE FROM users WHERE id = 'u1'", [])
+            .unwrap();
+        let left: i64 = connection
+            .query_row("SELECT count(*) FROM suggestions", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(left, 0);
+        // Migrating again changes nothing.
+        migrate(&mut connection, 4).unwrap();
+        let newest: i64 = connection
+            .query_row("SELECT max(version) FROM schema_migrations", [], |row| {
+                row.get(0)
+            })
+            .unwrap();
+        assert_eq!(newest, 3);
     }
 
     #[test]

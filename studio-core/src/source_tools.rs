@@ -1,0 +1,271 @@
+//! `CoreService.SourceFiles`: the six app source tools (`listAppFiles`,
+//! `readAppFile`, `writeAppFile`, `editAppFile`, `deleteAppFile`, `checkApp`) as
+//! mcp-gateway calls them.
+//!
+//! Who may: a principal holding both `apps:invoke` and `apps:write` (never an API
+//! key) whose user is admin or staff, with `manage` on the app, read fresh from
+//! the store on every call. Anything else, and an unknown app, is the same
+//! `APP_ACCESS_DENIED`. A package that never validated was never registered, so
+//! nobody holds a grant on it.
+//!
+//! A write is never refused for breaking validation: after every change the
+//! catalogue is refreshed (the change is live at once) and the answer carries the
+//! package's `status {ok, revision, diagnostics}`, including migration drift
+//! against the live database (data-worker's `MigrationDrift`). Every change is
+//! audited as `app-source.changed` with content hashes only. File work itself is
+//! [`crate::source::SourceTree`]'s.
+
+use std::sync::Arc;
+
+use sasha_proto::pb::{self, MigrationDriftRequest};
+use sasha_proto::{AppError, ErrorCode};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::Core;
+use crate::api::blocking;
+use crate::catalogue::AppEntry;
+use crate::store::AppAccess;
+
+/// The arguments of the six tools; unknown keys are refused.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Arguments {
+    app: String,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    old_string: Option<String>,
+    #[serde(default)]
+    new_string: Option<String>,
+    #[serde(default)]
+    expected_version: Option<String>,
+}
+
+fn invalid(message: impl Into<String>) -> AppError {
+    AppError::new(ErrorCode::InputInvalid, message)
+}
+
+fn denied() -> AppError {
+    AppError::new(
+        ErrorCode::AccessDenied,
+        "you do not manage this app (or it does not exist); ask an admin for manage access",
+    )
+}
+
+fn required(value: Option<String>, name: &str) -> Result<String, AppError> {
+    value.ok_or_else(|| invalid(format!("{name} is required")))
+}
+
+/// Refuses what `operation` does not take.
+fn only(arguments: &Arguments, allowed: &[&str]) -> Result<(), AppError> {
+    let given = [
+        ("path", arguments.path.is_some()),
+        ("content", arguments.content.is_some()),
+        ("oldString", arguments.old_string.is_some()),
+        ("newString", arguments.new_string.is_some()),
+        ("expectedVersion", arguments.expected_version.is_some()),
+    ];
+    match given
+        .iter()
+        .find(|(name, present)| *present && !allowed.contains(name))
+    {
+        Some((name, _)) => Err(invalid(format!("{name} is not an argument of this tool"))),
+        None => Ok(()),
+    }
+}
+
+/// Runs one source tool for `principal`; the answer is the tool's
+/// `structuredContent`.
+pub(crate) async fn run(
+    core: &Arc<Core>,
+    principal: Option<&pb::Principal>,
+    operation: &str,
+    app_id: &str,
+    arguments_json: &str,
+) -> Result<Value, AppError> {
+    let principal = principal
+        .filter(|principal| !principal.user_id.is_empty())
+        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal"))?;
+    if arguments_json.len() > 2 * 1024 * 1024 {
+        return Err(AppError::new(
+            ErrorCode::ResourceLimit,
+            "the arguments are too large",
+        ));
+    }
+    let arguments: Arguments = serde_json::from_str(arguments_json)
+        .map_err(|error| invalid(format!("the arguments are not valid: {error}")))?;
+    if arguments.app != app_id || !sasha_package::manifest::is_kebab_id(app_id) {
+        return Err(invalid("app must be an app id in lowercase kebab-case"));
+    }
+    let scoped = principal.kind != "api-key"
+        && ["apps:invoke", "apps:write"]
+            .iter()
+            .all(|needed| principal.scopes.iter().any(|scope| scope == needed))
+        && matches!(principal.role.as_str(), "admin" | "staff");
+    if !scoped {
+        return Err(denied());
+    }
+    let (store, app, user) = (
+        core.store.clone(),
+        app_id.to_owned(),
+        principal.user_id.clone(),
+    );
+    let held = blocking(move || {
+        // The role is read again: a demoted user loses the tools at once.
+        let privileged = store
+            .user(&user)?
+            .is_some_and(|user| user.role.is_privileged());
+        Ok(privileged
+            .then(|| store.access(&app, &user))
+            .transpose()?
+            .flatten())
+    })
+    .await?;
+    if held != Some(AppAccess::Manage) {
+        return Err(denied());
+    }
+    let tree = core.source.clone();
+    let app = app_id.to_owned();
+    let change = match operation {
+        "listAppFiles" => {
+            only(&arguments, &[])?;
+            let files = tokio::task::spawn_blocking(move || tree.list(&app))
+                .await
+                .map_err(|_| AppError::from_code(ErrorCode::Internal))??;
+            let status = status(core, app_id).await;
+            return Ok(json!({"app": app_id, "files": files, "status": status}));
+        }
+        "readAppFile" => {
+            only(&arguments, &["path"])?;
+            let path = required(arguments.path, "path")?;
+            let file = tokio::task::spawn_blocking(move || tree.read(&app, &path))
+                .await
+                .map_err(|_| AppError::from_code(ErrorCode::Internal))??;
+            let mut value = serde_json::to_value(file).unwrap_or_default();
+            value["app"] = json!(app_id);
+            return Ok(value);
+        }
+        "checkApp" => {
+            only(&arguments, &[])?;
+            let status = status(core, app_id).await;
+            return Ok(json!({"app": app_id, "status": status}));
+        }
+        "writeAppFile" => {
+            only(&arguments, &["path", "content", "expectedVersion"])?;
+            let path = required(arguments.path, "path")?;
+            let content = required(arguments.content, "content")?;
+            let expected = arguments.expected_version;
+            tokio::task::spawn_blocking(move || {
+                tree.write(&app, &path, &content, expected.as_deref())
+            })
+            .await
+        }
+        "editAppFile" => {
+            only(
+                &arguments,
+                &["path", "oldString", "newString", "expectedVersion"],
+            )?;
+            let path = required(arguments.path, "path")?;
+            let old = required(arguments.old_string, "oldString")?;
+            let new = required(arguments.new_string, "newString")?;
+            let expected = required(arguments.expected_version, "expectedVersion")?;
+            tokio::task::spawn_blocking(move || tree.edit(&app, &path, &old, &new, &expected)).await
+        }
+        "deleteAppFile" => {
+            only(&arguments, &["path", "expectedVersion"])?;
+            let path = required(arguments.path, "path")?;
+            let expected = required(arguments.expected_version, "expectedVersion")?;
+            tokio::task::spawn_blocking(move || tree.delete(&app, &path, &expected)).await
+        }
+        _ => return Err(invalid("unknown source operation")),
+    }
+    .map_err(|_| AppError::from_code(ErrorCode::Internal))??;
+    let (store, app, user, audited) = (
+        core.store.clone(),
+        app_id.to_owned(),
+        principal.user_id.clone(),
+        change.clone(),
+    );
+    blocking(move || {
+        store.record_source_change(
+            &app,
+            &audited.path,
+            &user,
+            audited.before.as_deref(),
+            audited.after.as_deref(),
+        )
+    })
+    .await?;
+    let status = status(core, app_id).await;
+    Ok(json!({
+        "app": app_id,
+        "path": change.path,
+        "version": change.after,
+        "previousVersion": change.before,
+        "status": status,
+    }))
+}
+
+/// The package's status as the live catalogue sees it now, with migration drift
+/// against the live database for a data app that validates.
+async fn status(core: &Arc<Core>, app_id: &str) -> Value {
+    // Refreshed (and newly valid packages registered) now, so a change is live
+    // before its answer is sent.
+    let snapshot = crate::refresh_catalogue(core).await;
+    let package = match snapshot.apps.get(app_id) {
+        Some(AppEntry::Valid(package)) => package.clone(),
+        Some(AppEntry::Invalid(diagnostics)) => {
+            return json!({"ok": false, "revision": null, "diagnostics": diagnostics.as_ref()});
+        }
+        None => {
+            return json!({"ok": false, "revision": null, "diagnostics": [
+                {"file": "APP.md", "code": "APP_NOT_FOUND", "reason": "the package folder is missing"}
+            ]});
+        }
+    };
+    let mut diagnostics = Vec::new();
+    if let Some(data) = &package.data {
+        let mut client = core.data.clone();
+        let answer = client
+            .migration_drift(MigrationDriftRequest {
+                app_id: app_id.to_owned(),
+                contract_hash: data.hash.clone(),
+                contract_json: serde_json::to_string(data).unwrap_or_default(),
+            })
+            .await;
+        match answer {
+            Ok(reply) => {
+                let drift: Vec<Value> =
+                    serde_json::from_str(&reply.into_inner().json).unwrap_or_default();
+                for entry in drift {
+                    let reason = if entry["kind"] == "not-in-contract" {
+                        "an applied migration is no longer in the package; restore it"
+                    } else {
+                        "an applied migration was edited; restore its applied content and add a new migration instead"
+                    };
+                    diagnostics.push(json!({
+                        "file": entry["file"],
+                        "code": "APP_MIGRATION_DRIFT",
+                        "reason": reason,
+                    }));
+                }
+            }
+            Err(status) => {
+                let error = AppError::from_status(&status);
+                diagnostics.push(json!({
+                    "file": "migrations",
+                    "code": error.code.as_str(),
+                    "reason": error.message,
+                }));
+            }
+        }
+    }
+    json!({
+        "ok": diagnostics.is_empty(),
+        "revision": package.resource.revision,
+        "diagnostics": diagnostics,
+    })
+}

@@ -1,0 +1,406 @@
+//! The app source tools through MCP: who gets them, the repair loop (a broken
+//! app loses its opener and gets it back), versions and conflicts, the audit
+//! trail, and every path attack of the security catalogue's section (e) against
+//! every tool that takes a path: nothing is read or written outside the package.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use common::mcp::{Exchange, Mcp, McpWorld, structured, tool_error, tool_names};
+use serde_json::{Value, json};
+use studio_core::store::{AppAccess, Scope, TokenKind};
+
+fn writer_token(world: &McpWorld) -> String {
+    let scopes: BTreeSet<Scope> = [Scope::ChatUse, Scope::AppsInvoke, Scope::AppsWrite]
+        .into_iter()
+        .collect();
+    world
+        .store
+        .mint_token(&world.staff.id, TokenKind::Access, &scopes, None)
+        .unwrap()
+}
+
+fn package(world: &McpWorld, app: &str) -> PathBuf {
+    world.harness.path().join("docs/apps").join(app)
+}
+
+fn status(exchange: &Exchange) -> Value {
+    structured(exchange)["status"].clone()
+}
+
+fn text(exchange: &Exchange) -> String {
+    exchange.result()["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+async fn version_of(client: &mut Mcp, app: &str, path: &str) -> String {
+    let read = client
+        .call("readAppFile", json!({"app": app, "path": path}))
+        .await;
+    structured(&read)["version"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn only_privileged_writers_get_the_source_tools() {
+    let world = McpWorld::start().await;
+    let writer = writer_token(&world);
+    let listed = tool_names(&world.client(&writer).request("tools/list", json!({})).await);
+    for name in [
+        "listAppFiles",
+        "readAppFile",
+        "writeAppFile",
+        "editAppFile",
+        "deleteAppFile",
+        "checkApp",
+        "getDocs",
+        "suggestImprovement",
+    ] {
+        assert!(listed.contains(&name.to_owned()), "{name} missing");
+    }
+    // Without apps:write the tools are absent, and a call is "not found".
+    let mut invoker = world.client(&world.staff_token);
+    let listed = tool_names(&invoker.request("tools/list", json!({})).await);
+    assert!(!listed.contains(&"listAppFiles".to_owned()));
+    assert!(listed.contains(&"getDocs".to_owned()));
+    let refused = invoker.call("listAppFiles", json!({"app": "hello"})).await;
+    assert_eq!(refused.error()["code"], -32602);
+    assert!(
+        refused.error()["message"]
+            .as_str()
+            .unwrap()
+            .contains("listAppFiles not found")
+    );
+    // Without manage (use only), and for an unknown app: the same refusal.
+    let mut client = world.client(&writer);
+    world
+        .store
+        .grant("hello", &world.staff.id, AppAccess::Use, None)
+        .unwrap();
+    let use_only = client.call("listAppFiles", json!({"app": "hello"})).await;
+    let unknown = client
+        .call("listAppFiles", json!({"app": "no-such-app"}))
+        .await;
+    assert_eq!(tool_error(&use_only)["code"], "APP_ACCESS_DENIED");
+    assert_eq!(tool_error(&unknown)["code"], "APP_ACCESS_DENIED");
+    assert_eq!(
+        tool_error(&use_only)["message"],
+        tool_error(&unknown)["message"]
+    );
+    // Strict arguments.
+    for bad in [
+        json!({"app": "Hello"}),
+        json!({"app": "hello", "extra": 1}),
+        json!({}),
+    ] {
+        let refused = client.call("listAppFiles", bad.clone()).await;
+        assert_eq!(tool_error(&refused)["code"], "APP_INPUT_INVALID", "{bad}");
+    }
+    // A member can never hold apps:write.
+    let scopes: BTreeSet<Scope> = [Scope::AppsInvoke, Scope::AppsWrite].into_iter().collect();
+    assert!(
+        world
+            .store
+            .mint_token(&world.member.id, TokenKind::Access, &scopes, None)
+            .is_err()
+    );
+    // getDocs serves its sections.
+    let contents = client.call("getDocs", json!({})).await;
+    assert!(text(&contents).contains("apps-authoring"));
+    let authoring = client
+        .call("getDocs", json!({"section": "apps-authoring"}))
+        .await;
+    assert!(text(&authoring).contains("listAppFiles"));
+}
+
+#[tokio::test]
+async fn a_broken_app_is_repaired_through_the_source_tools() {
+    let world = McpWorld::start().await;
+    let mut client = world.client(&writer_token(&world));
+    let before = tool_names(&client.request("tools/list", json!({})).await);
+    assert!(before.contains(&"open_app__hello".to_owned()));
+
+    // Break it through the tools: the write is accepted, the status says why.
+    let listed = client.call("listAppFiles", json!({"app": "hello"})).await;
+    assert_eq!(status(&listed)["ok"], true);
+    let files = structured(&listed)["files"].as_array().unwrap().clone();
+    assert!(files.iter().any(|file| file["path"] == "app.js"));
+    assert!(text(&listed).ends_with(&format!(
+        "The app validates; its live revision is {}.",
+        status(&listed)["revision"].as_str().unwrap()
+    )));
+    let version = version_of(&mut client, "hello", "app.js").await;
+    let original = std::fs::read_to_string(package(&world, "hello").join("app.js")).unwrap();
+    let broken = client
+        .call(
+            "writeAppFile",
+            json!({"app": "hello", "path": "app.js", "content": "function (", "expectedVersion": version}),
+        )
+        .await;
+    assert_eq!(status(&broken)["ok"], false);
+    let diagnostics = status(&broken)["diagnostics"].as_array().unwrap().clone();
+    assert!(
+        diagnostics.iter().any(|d| d["file"] == "app.js"),
+        "{diagnostics:?}"
+    );
+    assert!(text(&broken).contains("does not validate"));
+    // Live at once: the opener is gone, the source tools stay.
+    let during = tool_names(&client.request("tools/list", json!({})).await);
+    assert!(!during.contains(&"open_app__hello".to_owned()));
+    assert!(during.contains(&"listAppFiles".to_owned()));
+
+    // Repair: list (not ok) → read → edit → check (ok) → the opener is back.
+    let listed = client.call("listAppFiles", json!({"app": "hello"})).await;
+    assert_eq!(status(&listed)["ok"], false);
+    let read = client
+        .call("readAppFile", json!({"app": "hello", "path": "app.js"}))
+        .await;
+    assert_eq!(structured(&read)["content"], "function (");
+    let version = structured(&read)["version"].as_str().unwrap().to_owned();
+    let edited = client
+        .call(
+            "editAppFile",
+            json!({"app": "hello", "path": "app.js", "oldString": "function (", "newString": original, "expectedVersion": version}),
+        )
+        .await;
+    assert_eq!(status(&edited)["ok"], true, "{}", text(&edited));
+    let checked = client.call("checkApp", json!({"app": "hello"})).await;
+    assert_eq!(status(&checked)["ok"], true);
+    let after = tool_names(&client.request("tools/list", json!({})).await);
+    assert!(after.contains(&"open_app__hello".to_owned()));
+
+    // Every change is audited with hashes only.
+    let audit = world.store.audit_entries(Some("hello")).unwrap();
+    let changes: Vec<_> = audit
+        .iter()
+        .filter(|entry| entry.action == "app-source.changed")
+        .collect();
+    assert_eq!(changes.len(), 2);
+    let text_of_audit = format!("{audit:?}");
+    assert!(
+        !text_of_audit.contains("function ("),
+        "content never reaches the audit"
+    );
+    assert_eq!(changes[0].actor, world.staff.id);
+}
+
+#[tokio::test]
+async fn versions_conflicts_limits_and_protected_files() {
+    let world = McpWorld::start().await;
+    let mut client = world.client(&writer_token(&world));
+    let version = version_of(&mut client, "hello", "styles.css").await;
+    // A new file needs no version; an existing one does.
+    let created = client
+        .call(
+            "writeAppFile",
+            json!({"app": "hello", "path": "notes/readme.md", "content": "# Notes\n"}),
+        )
+        .await;
+    assert_eq!(structured(&created)["path"], "notes/readme.md");
+    let unversioned = client
+        .call(
+            "writeAppFile",
+            json!({"app": "hello", "path": "styles.css", "content": "body {}"}),
+        )
+        .await;
+    assert_eq!(tool_error(&unversioned)["code"], "APP_CONFLICT");
+    // Two writers with the same version: exactly one wins.
+    let (mut first, mut second) = (
+        world.client(&writer_token(&world)),
+        world.client(&writer_token(&world)),
+    );
+    let (a, b) = tokio::join!(
+        first.call(
+            "writeAppFile",
+            json!({"app": "hello", "path": "styles.css", "content": "body { color: red; }", "expectedVersion": version}),
+        ),
+        second.call(
+            "writeAppFile",
+            json!({"app": "hello", "path": "styles.css", "content": "body { color: blue; }", "expectedVersion": version}),
+        )
+    );
+    let wins = [&a, &b]
+        .iter()
+        .filter(|exchange| exchange.result()["isError"] != true)
+        .count();
+    assert_eq!(wins, 1, "{:?} {:?}", a.body, b.body);
+    let loser = if a.result()["isError"] == true {
+        &a
+    } else {
+        &b
+    };
+    assert_eq!(tool_error(loser)["code"], "APP_CONFLICT");
+    // Edit needs exactly one match.
+    let version = version_of(&mut client, "hello", "notes/readme.md").await;
+    let none = client
+        .call(
+            "editAppFile",
+            json!({"app": "hello", "path": "notes/readme.md", "oldString": "absent", "newString": "x", "expectedVersion": version}),
+        )
+        .await;
+    assert_eq!(tool_error(&none)["code"], "APP_INPUT_INVALID");
+    // APP.md cannot be deleted; other files can, with their version.
+    let manifest = version_of(&mut client, "hello", "APP.md").await;
+    let refused = client
+        .call(
+            "deleteAppFile",
+            json!({"app": "hello", "path": "APP.md", "expectedVersion": manifest}),
+        )
+        .await;
+    assert_eq!(tool_error(&refused)["code"], "APP_INPUT_INVALID");
+    let deleted = client
+        .call(
+            "deleteAppFile",
+            json!({"app": "hello", "path": "notes/readme.md", "expectedVersion": version}),
+        )
+        .await;
+    assert_eq!(structured(&deleted)["version"], Value::Null);
+    assert!(!package(&world, "hello").join("notes/readme.md").exists());
+    // Limits: a file over 1 MiB, a binary extension.
+    let huge = "a".repeat(1024 * 1024 + 1);
+    let too_big = client
+        .call(
+            "writeAppFile",
+            json!({"app": "hello", "path": "big.txt", "content": huge}),
+        )
+        .await;
+    assert!(too_big.result()["isError"] == true || too_big.body.get("error").is_some());
+    let binary = client
+        .call(
+            "writeAppFile",
+            json!({"app": "hello", "path": "tool.exe", "content": "MZ"}),
+        )
+        .await;
+    assert_eq!(tool_error(&binary)["code"], "APP_INPUT_INVALID");
+}
+
+/// Every path of the security catalogue's section (e), against every tool that
+/// takes a path.
+#[tokio::test]
+async fn path_attacks_never_leave_the_package() {
+    let world = McpWorld::start().await;
+    let mut client = world.client(&writer_token(&world));
+    let outside = world.harness.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "outside").unwrap();
+    // A symlinked folder and file planted in the package.
+    let hello = package(&world, "hello");
+    std::os::unix::fs::symlink(&outside, hello.join("lib")).unwrap();
+    std::os::unix::fs::symlink(outside.join("secret.txt"), hello.join("link.txt")).unwrap();
+    let attacks = [
+        "../x.txt",
+        "a/../../x.txt",
+        "a/..",
+        "....//x.txt",
+        "..;/x.txt",
+        "/etc/passwd",
+        "//srv/x.txt",
+        "\\\\srv\\share.txt",
+        "C:/x.txt",
+        "C:x.txt",
+        "file:///x.txt",
+        "~/x.txt",
+        "..%2fx.txt",
+        "%2e%2e/x.txt",
+        "..%252f.txt",
+        "%c0%ae%c0%ae/x.txt",
+        "\u{ff0e}\u{ff0e}\u{ff0f}x.txt",
+        "a\u{2215}b.txt",
+        "..\\x.txt",
+        "a\u{0}.html",
+        "a\n.html",
+        "a\u{202e}.html",
+        "a\u{200b}.html",
+        "a\u{7f}.html",
+        "CON",
+        "con.html",
+        "NUL.txt",
+        "COM1.js",
+        "LPT9.txt",
+        "COM\u{b9}.txt",
+        "CONIN$.txt",
+        "aux/x.txt",
+        "trailing.txt.",
+        "trailing.txt ",
+        "a.html::$DATA",
+        "a:b.txt",
+        "a*b.txt",
+        "a?.txt",
+        "a<b.txt",
+        "a|b.txt",
+        "a\"b.txt",
+        "",
+        ".",
+        "a//b.txt",
+        "dir/",
+        ".git/config",
+        "../hello/index.html",
+        "lib/x.js",
+        "link.txt",
+    ];
+    let long_segment = format!("{}.txt", "a".repeat(300));
+    let deep = format!("{}x.txt", "d/".repeat(200));
+    let long_path = format!("{}.txt", "abcd/".repeat(1000));
+    let mut attacks: Vec<String> = attacks.iter().map(|s| (*s).to_owned()).collect();
+    attacks.extend([long_segment, deep, long_path]);
+    let version = "0".repeat(64);
+    for path in &attacks {
+        for (tool, arguments) in [
+            ("readAppFile", json!({"app": "hello", "path": path})),
+            (
+                "writeAppFile",
+                json!({"app": "hello", "path": path, "content": "pwned"}),
+            ),
+            (
+                "editAppFile",
+                json!({"app": "hello", "path": path, "oldString": "outside", "newString": "pwned", "expectedVersion": version}),
+            ),
+            (
+                "deleteAppFile",
+                json!({"app": "hello", "path": path, "expectedVersion": version}),
+            ),
+        ] {
+            let answer = client.call(tool, arguments).await;
+            let result = answer.result();
+            assert_eq!(
+                result["isError"], true,
+                "{tool} {path:?} was accepted: {result}"
+            );
+        }
+    }
+    // Collisions by case and normalisation.
+    for path in ["App.js", "APP.js", "Styles.css"] {
+        let answer = client
+            .call(
+                "writeAppFile",
+                json!({"app": "hello", "path": path, "content": "x"}),
+            )
+            .await;
+        assert_eq!(tool_error(&answer)["code"], "APP_CONFLICT", "{path}");
+    }
+    // Nothing outside changed; no file appeared outside the package.
+    assert_eq!(
+        std::fs::read_to_string(outside.join("secret.txt")).unwrap(),
+        "outside"
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
+    assert!(!world.harness.path().join("docs/x.txt").exists());
+    assert!(!world.harness.path().join("docs/apps/x.txt").exists());
+    // The listing shows neither link.
+    let listed = client.call("listAppFiles", json!({"app": "hello"})).await;
+    let paths: Vec<&str> = structured(&listed)["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|file| file["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        !paths
+            .iter()
+            .any(|p| p.starts_with("lib") || *p == "link.txt"),
+        "{paths:?}"
+    );
+}

@@ -5,14 +5,13 @@
 
 mod common;
 
-use std::collections::BTreeSet;
+use std::ops::Deref;
 
-use common::Harness;
-use sasha_proto::identity::Identity;
+use common::core::CoreWorld;
 use sasha_proto::pb::{self};
-use sasha_proto::{AppError, ErrorCode, Role, grpc};
+use sasha_proto::{AppError, ErrorCode, grpc};
 use sha2::Digest as _;
-use studio_core::store::{Scope, Store, TokenKind, UserRole};
+use studio_core::store::{Scope, TokenKind, UserRole};
 
 const TOOL: &str = "app__expense_log__expenses__create";
 const ARGUMENTS: &str = r#"{"record":{"amount":12,"note":"lunch"}}"#;
@@ -24,10 +23,7 @@ type Core = grpc::CoreClient;
 /// with apps:invoke access tokens, the staff member's chat-only token and an
 /// API key that carries apps:invoke.
 struct World {
-    harness: Harness,
-    _data: common::RoleProcess,
-    core: common::RoleProcess,
-    store: Store,
+    core: CoreWorld,
     staff: pb::Principal,
     member: pb::Principal,
     chat_only: pb::Principal,
@@ -36,84 +32,28 @@ struct World {
 
 impl World {
     async fn start() -> World {
-        let harness = Harness::new();
-        let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
-        let staff = store
-            .create_user("sam", UserRole::Staff, "correct horse battery")
-            .unwrap();
-        let member = store
-            .create_user("mia", UserRole::Member, "correct horse battery")
-            .unwrap();
-        let invoke: BTreeSet<Scope> = [Scope::ChatUse, Scope::AppsInvoke].into_iter().collect();
-        let chat: BTreeSet<Scope> = [Scope::ChatUse].into_iter().collect();
-        let tokens = [
-            store
-                .mint_token(&staff.id, TokenKind::Access, &invoke, None)
-                .unwrap(),
-            store
-                .mint_token(&member.id, TokenKind::Access, &invoke, None)
-                .unwrap(),
-            store
-                .mint_token(&staff.id, TokenKind::Access, &chat, None)
-                .unwrap(),
-            store
-                .mint_token(&staff.id, TokenKind::ApiKey, &invoke, None)
-                .unwrap(),
-        ];
-        let data = harness.start(Role::DataWorker, &[]).await;
-        let core = harness
-            .start(
-                Role::StudioCore,
-                &[(
-                    "SASHA_DATA_GRPC_URL",
-                    format!("https://{}", data.listener("grpc")),
-                )],
-            )
-            .await;
-        let mut client = connect(&harness, &core);
-        let mut principals = Vec::new();
-        for credential in tokens {
-            principals.push(
-                client
-                    .authenticate(pb::AuthenticateRequest {
-                        kind: "bearer".into(),
-                        credential,
-                    })
-                    .await
-                    .unwrap()
-                    .into_inner(),
-            );
-        }
-        let [staff, member, chat_only, api_key] = principals.try_into().unwrap();
+        let core = CoreWorld::start().await;
+        let sam = core.user("sam", UserRole::Staff);
+        let mia = core.user("mia", UserRole::Member);
+        let invoke = [Scope::ChatUse, Scope::AppsInvoke];
         World {
-            harness,
-            _data: data,
+            staff: core.bearer(&sam, TokenKind::Access, &invoke).await,
+            member: core.bearer(&mia, TokenKind::Access, &invoke).await,
+            chat_only: core
+                .bearer(&sam, TokenKind::Access, &[Scope::ChatUse])
+                .await,
+            api_key: core.bearer(&sam, TokenKind::ApiKey, &invoke).await,
             core,
-            store,
-            staff,
-            member,
-            chat_only,
-            api_key,
         }
-    }
-
-    /// A new connection with the gateway's identity.
-    fn client(&self) -> Core {
-        connect(&self.harness, &self.core)
-    }
-
-    fn database(&self) -> rusqlite::Connection {
-        let connection = rusqlite::Connection::open(self.store.path()).unwrap();
-        connection
-            .busy_timeout(std::time::Duration::from_secs(5))
-            .unwrap();
-        connection
     }
 }
 
-fn connect(harness: &Harness, core: &common::RoleProcess) -> Core {
-    let identity = Identity::load(&harness.tls(Role::McpGateway)).unwrap();
-    grpc::core_client(&format!("https://{}", core.listener("grpc")), &identity).unwrap()
+impl Deref for World {
+    type Target = CoreWorld;
+
+    fn deref(&self) -> &CoreWorld {
+        &self.core
+    }
 }
 
 fn issue(principal: &pb::Principal, key: &str) -> pb::ConfirmRequest {

@@ -404,3 +404,39 @@ async fn path_attacks_never_leave_the_package() {
         "{paths:?}"
     );
 }
+
+/// Editing a migration the live database already applied is reported as drift
+/// in the status, before the next data operation fails.
+#[tokio::test]
+async fn an_edited_applied_migration_is_reported_as_drift() {
+    let world = McpWorld::start().await;
+    let mut client = world.client(&writer_token(&world));
+    // A first data call opens the database and applies the migrations.
+    let listed = client
+        .call("app__expense_log__categories__list", json!({}))
+        .await;
+    structured(&listed);
+    let checked = client.call("checkApp", json!({"app": "expense-log"})).await;
+    assert_eq!(status(&checked)["ok"], true, "{}", text(&checked));
+    let path = "migrations/001-initial.sql";
+    let read = client
+        .call("readAppFile", json!({"app": "expense-log", "path": path}))
+        .await;
+    let content = structured(&read)["content"].as_str().unwrap().to_owned();
+    let version = structured(&read)["version"].as_str().unwrap().to_owned();
+    let edited = client
+        .call(
+            "writeAppFile",
+            json!({"app": "expense-log", "path": path, "content": format!("-- edited after it ran\n{content}"), "expectedVersion": version}),
+        )
+        .await;
+    let status = status(&edited);
+    assert_eq!(status["ok"], false, "{}", text(&edited));
+    let diagnostics = status["diagnostics"].as_array().unwrap();
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d["code"] == "APP_MIGRATION_DRIFT" && d["file"] == path),
+        "{diagnostics:?}"
+    );
+}

@@ -6,14 +6,13 @@
 
 mod common;
 
-use std::collections::BTreeSet;
+use std::ops::Deref;
 use std::path::Path;
 use std::process::Command;
 
-use common::Harness;
-use sasha_proto::identity::Identity;
+use common::core::CoreWorld;
 use sasha_proto::pb;
-use sasha_proto::{AppError, ErrorCode, Role, grpc};
+use sasha_proto::{AppError, ErrorCode, grpc};
 use serde_json::{Value, json};
 use studio_core::store::{Scope, Store, TokenKind, UserRole};
 
@@ -27,10 +26,7 @@ type Core = grpc::CoreClient;
 /// tokens, the member's browser session, a chat-only token and an API key
 /// carrying apps:invoke.
 struct World {
-    harness: Harness,
-    _data: common::RoleProcess,
-    core: common::RoleProcess,
-    store: Store,
+    core: CoreWorld,
     member: pb::Principal,
     staff: pb::Principal,
     session: pb::Principal,
@@ -40,67 +36,22 @@ struct World {
 
 impl World {
     async fn start() -> World {
-        let harness = Harness::new();
-        let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
-        let member = store
-            .create_user("mia", UserRole::Member, "correct horse battery")
-            .unwrap();
-        let staff = store
-            .create_user("sam", UserRole::Staff, "correct horse battery")
-            .unwrap();
-        let invoke: BTreeSet<Scope> = [Scope::ChatUse, Scope::AppsInvoke].into_iter().collect();
-        let chat: BTreeSet<Scope> = [Scope::ChatUse].into_iter().collect();
-        let bearer = [
-            store
-                .mint_token(&member.id, TokenKind::Access, &invoke, None)
-                .unwrap(),
-            store
-                .mint_token(&staff.id, TokenKind::Access, &invoke, None)
-                .unwrap(),
-            store
-                .mint_token(&member.id, TokenKind::Access, &chat, None)
-                .unwrap(),
-            store
-                .mint_token(&staff.id, TokenKind::ApiKey, &invoke, None)
-                .unwrap(),
-        ];
-        let session = store.create_session(&member.id).unwrap();
-        let data = harness.start(Role::DataWorker, &[]).await;
-        let core = harness
-            .start(
-                Role::StudioCore,
-                &[(
-                    "SASHA_DATA_GRPC_URL",
-                    format!("https://{}", data.listener("grpc")),
-                )],
-            )
+        let core = CoreWorld::start().await;
+        let mia = core.user("mia", UserRole::Member);
+        let sam = core.user("sam", UserRole::Staff);
+        let invoke = [Scope::ChatUse, Scope::AppsInvoke];
+        let member = core.bearer(&mia, TokenKind::Access, &invoke).await;
+        let staff = core.bearer(&sam, TokenKind::Access, &invoke).await;
+        let chat_only = core
+            .bearer(&mia, TokenKind::Access, &[Scope::ChatUse])
             .await;
-        let mut client = connect(&harness, &core);
-        let mut principals = Vec::new();
-        let credentials = bearer
-            .into_iter()
-            .map(|credential| ("bearer", credential))
-            .chain([("session", session)]);
-        for (kind, credential) in credentials {
-            principals.push(
-                client
-                    .authenticate(pb::AuthenticateRequest {
-                        kind: kind.into(),
-                        credential,
-                    })
-                    .await
-                    .unwrap()
-                    .into_inner(),
-            );
-        }
-        let [member, staff, chat_only, api_key, session] = principals.try_into().unwrap();
+        let api_key = core.bearer(&sam, TokenKind::ApiKey, &invoke).await;
+        let session = core.store.create_session(&mia.id).unwrap();
+        let session = core.principal("session", session).await;
         assert_eq!(api_key.kind, "api-key");
         assert_eq!(session.kind, "session");
         World {
-            harness,
-            _data: data,
             core,
-            store,
             member,
             staff,
             session,
@@ -109,25 +60,19 @@ impl World {
         }
     }
 
-    /// A new connection with the gateway's identity.
-    fn client(&self) -> Core {
-        connect(&self.harness, &self.core)
-    }
-
     fn rows(&self) -> i64 {
-        let connection = rusqlite::Connection::open(self.store.path()).unwrap();
-        connection
-            .busy_timeout(std::time::Duration::from_secs(5))
-            .unwrap();
-        connection
+        self.database()
             .query_row("SELECT count(*) FROM suggestions", [], |row| row.get(0))
             .unwrap()
     }
 }
 
-fn connect(harness: &Harness, core: &common::RoleProcess) -> Core {
-    let identity = Identity::load(&harness.tls(Role::McpGateway)).unwrap();
-    grpc::core_client(&format!("https://{}", core.listener("grpc")), &identity).unwrap()
+impl Deref for World {
+    type Target = CoreWorld;
+
+    fn deref(&self) -> &CoreWorld {
+        &self.core
+    }
 }
 
 fn request(principal: &pb::Principal, suggestion: &Value) -> pb::SuggestRequest {

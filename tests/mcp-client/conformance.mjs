@@ -29,17 +29,10 @@ import {
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
 
-// ---------------------------------------------------------------------------
-// Harness
+import { check, done, input } from './harness.mjs';
 
-function input(name) {
-  const value = process.env[name];
-  if (!value) {
-    console.error(`FAIL - environment variable ${name} is not set`);
-    process.exit(1);
-  }
-  return value;
-}
+// ---------------------------------------------------------------------------
+// Inputs
 
 const MCP_URL = new URL(input('MCP_URL'));
 const STAFF_TOKEN = input('STAFF_TOKEN');
@@ -48,20 +41,6 @@ const MEMBER_TOKEN = input('MEMBER_TOKEN');
 const USER_TOKEN = input('USER_TOKEN');
 const NO_INVOKE_TOKEN = input('NO_INVOKE_TOKEN');
 
-let passed = 0;
-
-/** Runs one named check; the first failure ends the process. */
-async function check(name, body) {
-  try {
-    await body();
-  } catch (error) {
-    console.error(`FAIL - ${name}`);
-    console.error(error instanceof Error ? (error.stack ?? error.message) : error);
-    process.exit(1);
-  }
-  passed += 1;
-  console.log(`ok - ${name}`);
-}
 
 /** The open clients, closed at the end. */
 const clients = [];
@@ -537,5 +516,5 @@ await check('terminating the session (DELETE) succeeds', async () => {
 for (const client of clients) {
   await client.close();
 }
-console.log(`all ${passed} checks passed`);
+done();
 process.exit(0);

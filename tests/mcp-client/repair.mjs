@@ -17,14 +17,7 @@ import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-function input(name) {
-  const value = process.env[name];
-  if (value === undefined) {
-    console.error(`FAIL - environment variable ${name} is not set`);
-    process.exit(1);
-  }
-  return value;
-}
+import { check, done, input } from './harness.mjs';
 
 const MCP_URL = new URL(input('MCP_URL'));
 const WRITER_TOKEN = input('WRITER_TOKEN');
@@ -32,19 +25,6 @@ const APP = input('APP');
 const BROKEN = input('BROKEN');
 const REPAIRED = input('REPAIRED');
 const OPENER = `open_app__${APP.replaceAll('-', '_')}`;
-
-let passed = 0;
-async function check(name, body) {
-  try {
-    await body();
-  } catch (error) {
-    console.error(`FAIL - ${name}`);
-    console.error(error instanceof Error ? (error.stack ?? error.message) : error);
-    process.exit(1);
-  }
-  passed += 1;
-  console.log(`ok - ${name}`);
-}
 
 const client = new Client({ name: 'sasha-repair', version: '1.0.0' });
 await client.connect(
@@ -127,4 +107,4 @@ await check('a stale version is a conflict that says to read again', async () =>
 });
 
 await client.close();
-console.log(`all ${passed} checks passed`);
+done();

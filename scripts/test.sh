@@ -3,8 +3,9 @@
 #
 # On a fresh machine it first installs what is missing (rustfmt, clippy,
 # cargo-nextest; Node.js and the MCP TypeScript SDK the conformance test drives
-# the gateway with), then runs: cargo fmt --check, cargo clippy -D warnings, and
-# the whole test suite (unit, process and conformance tests) with cargo-nextest.
+# the gateway with; Debian's Chromium and playwright-core for the browser
+# tests), then runs: cargo fmt --check, cargo clippy -D warnings, and the whole
+# test suite (unit, process, conformance and browser tests) with cargo-nextest.
 #
 # Builds go to CARGO_TARGET_DIR, by default a folder outside the clone shared by
 # every checkout on this machine, so a fresh clone reuses compiled dependencies.
@@ -33,14 +34,25 @@ cargo fmt --all --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
 step "MCP TypeScript SDK client (tests/mcp-client)"
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
   as_root apt-get update
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y nodejs npm
 fi
 if [ ! -d tests/mcp-client/node_modules/@modelcontextprotocol/sdk ]; then
   npm ci --prefix tests/mcp-client --no-audit --no-fund
+fi
+
+step "Chromium and playwright-core (tests/browser)"
+# Debian's chromium, driven by playwright-core; no browser is downloaded.
+if ! command -v chromium >/dev/null 2>&1 && [ -z "${CHROMIUM:-}" ]; then
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+fi
+if [ ! -d tests/browser/node_modules/playwright-core ]; then
+  npm ci --prefix tests/browser --no-audit --no-fund
 fi
 
 step "tests"

@@ -82,11 +82,22 @@ async fn serves_the_page_and_its_hashed_script_only() {
         "{path}"
     );
     let csp = page.header("content-security-policy").unwrap();
+    // The script by exact URL plus the inline ceiling the app's data: document
+    // inherits; the page's tag carries the SRI hash (see ARCHITECTURE.md).
     assert!(
-        csp.contains(&format!("script-src http://127.0.0.1:3007{path} 'sha256-")),
+        csp.contains(&format!(
+            "script-src http://127.0.0.1:3007{path} 'unsafe-inline';"
+        )),
         "{csp}"
     );
+    assert!(csp.contains("connect-src 'none'"), "{csp}");
     assert!(!csp.contains("unsafe-eval"));
+    assert!(
+        page.body
+            .contains("<meta name=\"sasha-studio-origin\" content=\"http://localhost:3007\">"),
+        "{}",
+        page.body
+    );
 
     let script = get(addr, SANDBOX, &path, "").await;
     assert_eq!(script.status, 200);
@@ -109,6 +120,15 @@ async fn serves_the_page_and_its_hashed_script_only() {
     assert_eq!(
         &path["/app-sandbox/proxy-".len()..path.len() - 3],
         &digest[..16]
+    );
+    // The tag's SRI hash is the served script's (the same digest as the path).
+    let embedded = edge_sandbox::ProxyScript::embedded();
+    assert_eq!(embedded.path, path);
+    assert!(
+        page.body
+            .contains(&format!("integrity=\"{}\"", embedded.integrity)),
+        "{}",
+        page.body
     );
 
     let head = raw_http(
@@ -248,6 +268,12 @@ async fn frame_ancestors_follow_the_configured_studio_origin() {
     assert!(
         csp.contains("script-src https://views.example.net/app-sandbox/proxy-"),
         "{csp}"
+    );
+    assert!(
+        page.body
+            .contains("<meta name=\"sasha-studio-origin\" content=\"https://studio.example.com\">"),
+        "{}",
+        page.body
     );
     let studio_host = get(addr, "studio.example.com", "/app-sandbox", "").await;
     assert_eq!(studio_host.status, 404);

@@ -8,43 +8,28 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use common::mcp::{McpWorld, token};
+use common::{node_program, root};
 use studio_core::store::{AppAccess, Scope, UserRole};
 use tokio::process::Command;
+
+/// Node.js with the MCP TypeScript SDK installed.
+fn node() -> String {
+    node_program(
+        "the MCP SDK conformance test",
+        Some("tests/mcp-client/node_modules/@modelcontextprotocol/sdk"),
+    )
+}
 
 /// How long the whole SDK scenario may take.
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The node binary, or a failure saying how to get the test's prerequisites.
-async fn node() -> String {
-    let node = std::env::var("NODE").unwrap_or_else(|_| "node".to_owned());
-    let version = Command::new(&node).arg("--version").output().await;
-    let sdk = root().join("tests/mcp-client/node_modules/@modelcontextprotocol/sdk/package.json");
-    match version {
-        Ok(output) if output.status.success() && sdk.is_file() => node,
-        Ok(output) if output.status.success() => panic!(
-            "the MCP TypeScript SDK is not installed ({} is missing); run scripts/test.sh, \
-             which runs `npm ci --prefix tests/mcp-client`",
-            sdk.display()
-        ),
-        _ => panic!(
-            "`{node} --version` failed: Node.js is needed for the MCP SDK conformance test; \
-             run scripts/test.sh, which installs it (and the SDK) on a fresh machine"
-        ),
-    }
-}
-
 #[tokio::test]
 async fn the_official_typescript_sdk_client_drives_the_gateway() {
-    let node = node().await;
+    let node = node();
     let world = McpWorld::start().await;
     let (store, staff, member) = (&world.store, &world.staff, &world.member);
     let user = store
@@ -77,7 +62,7 @@ async fn the_official_typescript_sdk_client_drives_the_gateway() {
 /// its opener comes back.
 #[tokio::test]
 async fn the_typescript_sdk_client_repairs_a_broken_app() {
-    let node = node().await;
+    let node = node();
     let world = McpWorld::start().await;
     let app_js = world.harness.path().join("docs/apps/hello/app.js");
     let original = std::fs::read_to_string(&app_js).unwrap();

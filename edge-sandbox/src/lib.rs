@@ -60,7 +60,7 @@ pub struct Listeners {
 pub struct ProxyScript {
     /// `/app-sandbox/proxy-<first 16 hex digits of sha256>.js`.
     pub path: String,
-    /// `sha256-<base64>`, as used in CSP and `integrity`.
+    /// `sha256-<base64>`, the page's `integrity` attribute (SRI).
     pub integrity: String,
 }
 
@@ -90,12 +90,7 @@ struct Edge {
 impl Edge {
     fn new(origins: Origins) -> Result<Edge, RoleError> {
         let script = ProxyScript::embedded();
-        let page = format!(
-            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Sasha app sandbox</title>\
-             <script src=\"{path}\" integrity=\"{integrity}\"></script></head><body></body></html>\n",
-            path = script.path,
-            integrity = script.integrity,
-        );
+        let page = proxy_page(&origins, &script);
         let csp = content_security_policy(&origins, &script);
         let csp = HeaderValue::from_str(&csp)
             .map_err(|_| RoleError::Startup("the sandbox CSP is not a valid header".into()))?;
@@ -108,17 +103,49 @@ impl Edge {
     }
 }
 
-/// The policy of every sandbox response. It starts at `default-src 'none'`,
-/// allows the one proxy script (by exact URL and by hash), lets the proxy create
-/// only `data:` frames, forbids forms, `<base>` and plugins, and lets only the
-/// Studio origin frame the page.
-pub fn content_security_policy(origins: &Origins, script: &ProxyScript) -> String {
+/// The proxy page. The Studio origin rides in a `<meta>` so the static,
+/// content-hashed script needs no configuration of its own; the script comes
+/// last in the body, so the page is parsed when it runs.
+fn proxy_page(origins: &Origins, script: &ProxyScript) -> String {
     format!(
-        "default-src 'none'; script-src {sandbox}{path} '{integrity}'; frame-src data:; \
-         base-uri 'none'; form-action 'none'; object-src 'none'; frame-ancestors {studio}",
-        sandbox = origins.sandbox,
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"sasha-studio-origin\" content=\"{studio}\"><title>Sasha app sandbox</title>\
+         <style>html,body{{margin:0;height:100%;overflow:hidden}}\
+         iframe{{display:block;border:0;width:100%;height:100%}}</style></head>\
+         <body><script src=\"{path}\" integrity=\"{integrity}\"></script></body></html>\n",
+        studio = escape_attribute(&origins.studio.to_string()),
         path = script.path,
         integrity = script.integrity,
+    )
+}
+
+fn escape_attribute(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The policy of every sandbox response. It starts at `default-src 'none'`,
+/// allows the one proxy script by exact URL (the page's `<script>` also carries
+/// its SRI hash), lets the proxy create only `data:` frames, forbids network,
+/// forms, `<base>` and plugins, and lets only the Studio origin frame the page.
+///
+/// Chromium copies this policy into the app's `data:` document, where the
+/// resource's own `<meta>` policy of exact script and style hashes also applies;
+/// both must allow a script for it to run. So this outer policy is the ceiling a
+/// data document needs: `'unsafe-inline'` for scripts and styles (a hash source
+/// here would make browsers ignore `'unsafe-inline'` and block the app's hashed
+/// scripts) and `data:` images, fonts and media; it never has `'unsafe-eval'`,
+/// a network source or a host besides the proxy script's URL.
+pub fn content_security_policy(origins: &Origins, script: &ProxyScript) -> String {
+    format!(
+        "default-src 'none'; script-src {sandbox}{path} 'unsafe-inline'; \
+         style-src 'unsafe-inline'; img-src data:; font-src data:; media-src data:; \
+         connect-src 'none'; frame-src data:; base-uri 'none'; form-action 'none'; \
+         object-src 'none'; frame-ancestors {studio}",
+        sandbox = origins.sandbox,
+        path = script.path,
         studio = origins.studio,
     )
 }
@@ -255,12 +282,35 @@ mod tests {
             "base-uri 'none'",
             "form-action 'none'",
             "object-src 'none'",
+            "connect-src 'none'",
             "frame-src data:",
             "frame-ancestors http://localhost:3007",
+            "script-src http://127.0.0.1:3007/app-sandbox/proxy-",
         ] {
             assert!(csp.contains(directive), "{directive} missing from {csp}");
         }
         assert!(!csp.contains("unsafe-eval"));
         assert!(!csp.contains('*'));
+        // A hash source would make browsers ignore 'unsafe-inline', which the
+        // app's data: document inherits as its ceiling.
+        assert!(!csp.contains("sha256-"), "{csp}");
+    }
+
+    #[test]
+    fn page_names_the_studio_origin_and_the_hashed_script() {
+        let origins = Origins::from_env(&std::collections::HashMap::new()).unwrap();
+        let script = ProxyScript::embedded();
+        let page = proxy_page(&origins, &script);
+        assert!(
+            page.contains("<meta name=\"sasha-studio-origin\" content=\"http://localhost:3007\">")
+        );
+        assert!(page.contains(&format!(
+            "<script src=\"{}\" integrity=\"{}\"></script>",
+            script.path, script.integrity
+        )));
+        assert_eq!(
+            escape_attribute("a\"b<c>&"),
+            "a&quot;b&lt;c&gt;&amp;".to_owned()
+        );
     }
 }

@@ -173,14 +173,14 @@ pub fn tools_for(catalogue: &Value, caller: &Caller) -> Vec<Value> {
                 tools.push(app_only_tool(
                     "sasha__chat_execute",
                     "Run a chat turn for the open app",
-                    json!({"type": "object", "properties": {"prompt": {"type": "string", "maxLength": 65536}}, "required": ["prompt"], "additionalProperties": false}),
+                    json!({"type": "object", "properties": {"prompt": {"type": "string", "maxLength": 65536}, "newSession": {"type": "boolean"}}, "required": ["prompt"], "additionalProperties": false}),
                 ));
             }
             if app["capabilities"]["files"] == true {
                 tools.push(app_only_tool(
                     "sasha__files_upload",
                     "Upload documents for the open app",
-                    json!({"type": "object", "properties": {"files": {"type": "array", "maxItems": 10, "items": {"type": "object"}}}, "required": ["files"], "additionalProperties": false}),
+                    json!({"type": "object", "properties": {"files": {"type": "array", "minItems": 1, "maxItems": 10, "items": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255}, "type": {"type": "string", "maxLength": 255}, "size": {"type": "integer", "minimum": 0}, "dataBase64": {"type": "string"}}, "required": ["name", "dataBase64"], "additionalProperties": false}}}, "required": ["files"], "additionalProperties": false}),
                 ));
             }
         }

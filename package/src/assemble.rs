@@ -132,8 +132,9 @@ pub fn assemble(
         }
     }
     let body = document.render_body(&|path: &str| data_uri(path, &text_of(path)));
+    let runtime = runtime_script(manifest);
 
-    let script_hashes: Vec<String> = std::iter::once(RUNTIME)
+    let script_hashes: Vec<String> = std::iter::once(runtime.as_str())
         .chain(scripts.iter().map(String::as_str))
         .map(sha256_source)
         .collect();
@@ -164,7 +165,7 @@ pub fn assemble(
     for style in &styles {
         html.push_str(&format!("<style>{style}</style>\n"));
     }
-    html.push_str(&format!("<script>{RUNTIME}</script>\n</head>\n<body>\n"));
+    html.push_str(&format!("<script>{runtime}</script>\n</head>\n<body>\n"));
     html.push_str(&body);
     html.push('\n');
     for script in &scripts {
@@ -191,6 +192,24 @@ pub fn assemble(
         csp,
         meta,
     })
+}
+
+/// The inline runtime: one line of configuration, the app's identity for the
+/// facade (`window.__SASHA_APP__ = {"id", "version", "capabilities"}`, read and
+/// deleted by the runtime before any app script runs), then the pinned runtime.
+/// The JSON escapes `<`, `>` and `&`, so no manifest text can end the script
+/// element or open a comment in it.
+pub fn runtime_script(manifest: &Manifest) -> String {
+    let config = serde_json::json!({
+        "id": manifest.id,
+        "version": manifest.version,
+        "capabilities": manifest.capabilities,
+    })
+    .to_string()
+    .replace('<', "\\u003c")
+    .replace('>', "\\u003e")
+    .replace('&', "\\u0026");
+    format!("window.__SASHA_APP__ = {config};\n{RUNTIME}")
 }
 
 /// sha256 over every source file (path and bytes, in path order). It is part of

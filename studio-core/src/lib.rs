@@ -9,8 +9,9 @@
 //! core database: users, sessions, tokens, registry, grants, audit,
 //! confirmations, suggestions), [`source`] (package files for the source
 //! tools), `api` (the `/api` routes), `core_grpc` (`CoreService`),
-//! `source_tools` (`SourceFiles`) and `suggestions` (the shape of a
-//! suggestion). The chat RPC still answers `APP_NOT_READY`.
+//! `source_tools` (`SourceFiles`), `suggestions` (the shape of a
+//! suggestion) and `web` (the Studio page and its modules, the MCP Apps host).
+//! The chat RPC still answers `APP_NOT_READY`.
 
 #[allow(
     clippy::result_large_err,
@@ -23,13 +24,14 @@ pub mod source;
 mod source_tools;
 pub mod store;
 mod suggestions;
+mod web;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderValue, header};
 use sasha_proto::config::{self, ConfigError, Env, Origins, StoragePaths};
@@ -307,7 +309,7 @@ async fn register_apps(store: &Store, snapshot: &Snapshot) {
 /// The Studio HTTP surface.
 fn router(core: Arc<Core>) -> axum::Router {
     let studio = axum::Router::new()
-        .route("/", get(studio_page))
+        .merge(web::routes(&core.origins.sandbox))
         .merge(api::routes())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
@@ -373,28 +375,6 @@ async fn security_headers(request: Request, next: Next) -> Response {
 
 async fn not_found() -> Response {
     AppError::from_code(ErrorCode::NotFound).into_response()
-}
-
-/// The Studio landing page of this build: what runs, and where to look.
-async fn studio_page(State(core): State<Arc<Core>>) -> Html<String> {
-    let reply = core.health(true).await;
-    let rows: String = std::iter::once((reply.role.clone(), true))
-        .chain(reply.dependencies.iter().map(|d| (d.role.clone(), d.ok)))
-        .map(|(role, ok)| {
-            format!(
-                "<li>{role}: {}</li>",
-                if ok { "serving" } else { "unavailable" }
-            )
-        })
-        .collect();
-    Html(format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Sasha Studio</title>\
-         <style>body{{font:16px/1.5 system-ui,sans-serif;margin:3rem auto;max-width:40rem;padding:0 1rem}}</style>\
-         </head><body><h1>Sasha Studio</h1><p>Version {version}. Sandbox origin: <code>{sandbox}</code>.</p>\
-         <ul>{rows}</ul></body></html>",
-        version = sasha_proto::VERSION,
-        sandbox = core.origins.sandbox,
-    ))
 }
 
 #[cfg(test)]

@@ -477,3 +477,82 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The repository root.
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The Node.js binary (`SASHA_NODE`, else `node`) for a test that needs it, and
+/// when `npm_package` is given (e.g. `tests/browser/node_modules/playwright-core`)
+/// that the test command installed it. A missing prerequisite fails the test
+/// with what to run; it never skips.
+pub fn node_program(purpose: &str, npm_package: Option<&str>) -> String {
+    let node = std::env::var("SASHA_NODE").unwrap_or_else(|_| "node".to_owned());
+    let runs = std::process::Command::new(&node)
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    assert!(
+        runs,
+        "`{node} --version` failed: {purpose} needs Node.js 20 or newer; run scripts/test.sh, \
+         which installs it on a fresh machine (or point SASHA_NODE at it)"
+    );
+    if let Some(package) = npm_package {
+        let manifest = root().join(package).join("package.json");
+        assert!(
+            manifest.is_file(),
+            "{purpose} needs {package}, which is not installed; run scripts/test.sh, which runs \
+             `npm ci` for it"
+        );
+    }
+    node
+}
+
+/// Runs a node command to success and returns its standard output; a failure
+/// shows both streams.
+pub fn run_node(mut command: std::process::Command) -> String {
+    let output = command.output().expect("run node");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "node failed ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// Debian's Chromium (`$CHROMIUM`, else `chromium` on PATH), or a failure
+/// saying how to install it.
+pub fn chromium() -> PathBuf {
+    if let Some(path) = std::env::var_os("CHROMIUM") {
+        let path = PathBuf::from(path);
+        assert!(
+            path.is_file(),
+            "$CHROMIUM names {}, which is not a file",
+            path.display()
+        );
+        return path;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        for name in ["chromium", "chromium-browser"] {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return candidate;
+            }
+        }
+    }
+    panic!(
+        "Chromium is needed for the browser tests and was not found on PATH (or in $CHROMIUM); \
+         run scripts/test.sh, which installs it with `apt-get install -y chromium`"
+    )
+}
+
+/// Where browser screenshots go: `$CARGO_TARGET_DIR/browser-artifacts/`, never
+/// the repository.
+pub fn browser_artifacts() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent().unwrap_or(tmp).join("browser-artifacts")
+}

@@ -1,0 +1,273 @@
+// The access panel: who may use or manage one app (admin and staff only).
+//
+// It lists the app's grants (`GET /api/apps/:id/access`), changes a grant
+// (`PUT …/access/:userId` with `{access}`) and revokes one (`DELETE …`). The
+// API has no list of users, so a new person is named by their user id (printed
+// by `sasha admin user add`); ids already seen in the grants of the caller's
+// other apps are offered as suggestions.
+
+import * as api from "./api.js";
+import { errorText, h, replaceChildren } from "./dom.js";
+
+const ACCESS_LABELS = { use: "Use", manage: "Manage" };
+
+let panelCount = 0;
+
+/**
+ * Builds the panel for `app` and starts loading it.
+ *
+ * `options`: `{app, otherApps, currentUserId, onChanged(userId), onClose(),
+ * onUnauthenticated()}`. `otherApps` are the caller's other apps, whose
+ * grants suggest user ids.
+ */
+export function accessPanel(options) {
+  const { app, otherApps = [], currentUserId, onChanged = () => {}, onClose = () => {} } = options;
+  const onUnauthenticated = options.onUnauthenticated || (() => {});
+  panelCount += 1;
+  const ids = {
+    heading: `access-heading-${panelCount}`,
+    user: `access-user-${panelCount}`,
+    level: `access-level-${panelCount}`,
+    users: `access-users-${panelCount}`,
+    hint: `access-hint-${panelCount}`,
+  };
+  const status = h("p", { class: "status", role: "status", "aria-live": "polite" });
+  const alert = h("p", { class: "alert", role: "alert", hidden: true });
+  const list = h("div", { class: "grants" });
+  const suggestions = h("datalist", { id: ids.users });
+  const known = new Map();
+
+  function say(text) {
+    status.textContent = text;
+  }
+
+  function fail(error) {
+    if (error && error.status === 401) {
+      onUnauthenticated();
+      return;
+    }
+    alert.hidden = false;
+    alert.textContent = errorText(error);
+    say("");
+  }
+
+  function clearAlert() {
+    alert.hidden = true;
+    alert.textContent = "";
+  }
+
+  function remember(grants) {
+    for (const grant of grants) {
+      if (!known.has(grant.userId)) {
+        known.set(grant.userId, grant.username);
+        suggestions.appendChild(h("option", { value: grant.userId, label: grant.username }));
+      }
+    }
+  }
+
+  async function load(message) {
+    say(message || "Loading who has access…");
+    try {
+      const { grants } = await api.listAccess(app.id);
+      remember(grants);
+      render(grants);
+      say(message ? message : grants.length === 1 ? "1 person has access." : `${grants.length} people have access.`);
+    } catch (error) {
+      fail(error);
+    }
+  }
+
+  function render(grants) {
+    if (grants.length === 0) {
+      replaceChildren(list, h("p", { class: "empty-inline", text: "Nobody has access to this app yet." }));
+      return;
+    }
+    const rows = grants
+      .slice()
+      .sort((a, b) => a.username.localeCompare(b.username))
+      .map((grant) => grantRow(grant));
+    replaceChildren(
+      list,
+      h(
+        "table",
+        { class: "grants-table" },
+        h("caption", { class: "visually-hidden", text: `People with access to ${app.name}` }),
+        h(
+          "thead",
+          {},
+          h("tr", {}, h("th", { scope: "col", text: "Person" }), h("th", { scope: "col", text: "Access" }), h("th", { scope: "col", text: "Granted" }), h("th", { scope: "col" }, h("span", { class: "visually-hidden", text: "Actions" }))),
+        ),
+        h("tbody", {}, rows),
+      ),
+    );
+  }
+
+  function grantRow(grant) {
+    const you = grant.userId === currentUserId;
+    const selectId = `access-${panelCount}-${grant.userId}`;
+    const select = h(
+      "select",
+      {
+        id: selectId,
+        "aria-label": `Access for ${grant.username}`,
+        onchange: () => change(grant, select.value, select),
+      },
+      Object.entries(ACCESS_LABELS).map(([value, label]) =>
+        h("option", { value, selected: value === grant.access, text: label }),
+      ),
+    );
+    const remove = h("button", {
+      type: "button",
+      class: "button button-quiet button-danger",
+      text: "Remove",
+      "aria-label": `Remove ${grant.username}'s access`,
+      onclick: () => revoke(grant, remove),
+    });
+    const granted = new Date(grant.grantedAt * 1000);
+    return h(
+      "tr",
+      {},
+      h(
+        "td",
+        {},
+        h("span", { class: "grant-name", text: you ? `${grant.username} (you)` : grant.username }),
+        h("code", { class: "grant-id", text: grant.userId }),
+      ),
+      h("td", {}, select),
+      h("td", {}, h("time", { datetime: granted.toISOString(), text: granted.toLocaleDateString() })),
+      h("td", { class: "grant-actions" }, remove),
+    );
+  }
+
+  async function change(grant, access, select) {
+    clearAlert();
+    select.disabled = true;
+    say(`Giving ${grant.username} ${access} access…`);
+    try {
+      await api.grantAccess(app.id, grant.userId, access);
+      await load(`${grant.username} now has ${access} access.`);
+      onChanged(grant.userId);
+    } catch (error) {
+      select.value = grant.access;
+      select.disabled = false;
+      fail(error);
+    }
+  }
+
+  async function revoke(grant, button) {
+    const question =
+      grant.userId === currentUserId
+        ? `Remove your own access to ${app.name}? It will disappear from your apps.`
+        : `Remove ${grant.username}'s access to ${app.name}?`;
+    if (!window.confirm(question)) {
+      return;
+    }
+    clearAlert();
+    button.disabled = true;
+    say(`Removing ${grant.username}'s access…`);
+    try {
+      await api.revokeAccess(app.id, grant.userId);
+      onChanged(grant.userId);
+      if (grant.userId !== currentUserId) {
+        await load(`${grant.username} no longer has access.`);
+      }
+    } catch (error) {
+      button.disabled = false;
+      fail(error);
+    }
+  }
+
+  const userInput = h("input", {
+    id: ids.user,
+    name: "userId",
+    type: "text",
+    required: true,
+    autocomplete: "off",
+    spellcheck: "false",
+    list: ids.users,
+    "aria-describedby": ids.hint,
+  });
+  const levelSelect = h(
+    "select",
+    { id: ids.level, name: "access" },
+    Object.entries(ACCESS_LABELS).map(([value, label]) => h("option", { value, text: label })),
+  );
+  const submit = h("button", { type: "submit", class: "button button-primary", text: "Grant access" });
+  const form = h(
+    "form",
+    {
+      class: "grant-form",
+      novalidate: true,
+      onsubmit: async (event) => {
+        event.preventDefault();
+        clearAlert();
+        const userId = userInput.value.trim();
+        if (userId === "") {
+          fail({ message: "Enter the user id of the person to add." });
+          userInput.focus();
+          return;
+        }
+        const access = levelSelect.value;
+        const name = known.get(userId) || userId;
+        submit.disabled = true;
+        say(`Giving ${name} ${access} access…`);
+        try {
+          await api.grantAccess(app.id, userId, access);
+          userInput.value = "";
+          await load(`${name} now has ${access} access.`);
+          onChanged(userId);
+        } catch (error) {
+          if (error && error.status === 404) {
+            fail({ ...error, message: "No user has that id (or the app is no longer available)." });
+          } else {
+            fail(error);
+          }
+        } finally {
+          submit.disabled = false;
+        }
+      },
+    },
+    h("h3", { class: "form-title", text: "Add a person" }),
+    h(
+      "div",
+      { class: "form-row" },
+      h("div", { class: "field field-grow" }, h("label", { for: ids.user, text: "User id" }), userInput),
+      h("div", { class: "field" }, h("label", { for: ids.level, text: "Access" }), levelSelect),
+      h("div", { class: "field field-action" }, submit),
+    ),
+    h("p", {
+      class: "hint",
+      id: ids.hint,
+      text: "A user's id is printed by “sasha admin user add”; people who already have access to one of your apps are suggested as you type.",
+    }),
+    suggestions,
+  );
+
+  const panel = h(
+    "section",
+    { class: "panel access-panel", "aria-labelledby": ids.heading },
+    h(
+      "div",
+      { class: "panel-header" },
+      h("h2", { id: ids.heading, text: `Access to ${app.name}` }),
+      h("button", { type: "button", class: "button button-quiet", text: "Close access", onclick: onClose }),
+    ),
+    h("p", {
+      class: "hint",
+      text: "Use lets a person open the app and work with its data. Manage also lets them change the app's source through Sasha.",
+    }),
+    status,
+    alert,
+    list,
+    form,
+  );
+
+  load();
+  // Suggest ids from the caller's other apps (best effort, quietly).
+  for (const other of otherApps) {
+    if (other.id !== app.id) {
+      api.listAccess(other.id).then(({ grants }) => remember(grants), () => {});
+    }
+  }
+  return panel;
+}

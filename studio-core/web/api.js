@@ -1,0 +1,108 @@
+// Fetch wrappers for Studio's own `/api`, same-origin with the session cookie.
+//
+// Every failure becomes an `ApiError` carrying the closed envelope's fields
+// (`code`, `message`, `retryable`, `diagnosticId`) and the HTTP status, so the
+// page can show the server's own safe message and the id to quote.
+
+export class ApiError extends Error {
+  constructor({ status, code, message, retryable, diagnosticId }) {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+    this.code = code;
+    this.retryable = Boolean(retryable);
+    this.diagnosticId = diagnosticId || "";
+  }
+}
+
+async function request(method, path, body) {
+  const init = {
+    method,
+    credentials: "same-origin",
+    cache: "no-store",
+    headers: { Accept: "application/json" },
+  };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch {
+    throw new ApiError({
+      status: 0,
+      code: "APP_NOT_READY",
+      message: "Studio cannot be reached. Check your connection and try again.",
+      retryable: true,
+    });
+  }
+  if (response.status === 204) {
+    return null;
+  }
+  let json = null;
+  try {
+    json = await response.json();
+  } catch {
+    json = null;
+  }
+  if (!response.ok) {
+    const envelope = json && typeof json === "object" ? json : {};
+    throw new ApiError({
+      status: response.status,
+      code: typeof envelope.code === "string" ? envelope.code : "APP_INTERNAL",
+      message:
+        typeof envelope.message === "string"
+          ? envelope.message
+          : `Studio answered ${response.status}.`,
+      retryable: envelope.retryable,
+      diagnosticId: typeof envelope.diagnosticId === "string" ? envelope.diagnosticId : "",
+    });
+  }
+  return json;
+}
+
+const segment = encodeURIComponent;
+
+/** `POST /api/auth/login`: sets the session cookie; answers the user. */
+export function login(username, password) {
+  return request("POST", "/api/auth/login", { username, password });
+}
+
+/** `POST /api/auth/logout`. */
+export function logout() {
+  return request("POST", "/api/auth/logout");
+}
+
+/** `GET /api/me`: `{id, username, role, scopes}`. */
+export function me() {
+  return request("GET", "/api/me");
+}
+
+/** `GET /api/apps`: `{apps, sandboxOrigin}`. */
+export function listApps() {
+  return request("GET", "/api/apps");
+}
+
+/** `GET /api/apps/:id/resource?revision=`: `{uri, mimeType, text, _meta}`. */
+export function appResource(appId, revision) {
+  return request(
+    "GET",
+    `/api/apps/${segment(appId)}/resource?revision=${segment(revision)}`,
+  );
+}
+
+/** `GET /api/apps/:id/access`: `{grants: [{userId, username, access, grantedAt}]}`. */
+export function listAccess(appId) {
+  return request("GET", `/api/apps/${segment(appId)}/access`);
+}
+
+/** `PUT /api/apps/:id/access/:userId` with `{access}`. */
+export function grantAccess(appId, userId, access) {
+  return request("PUT", `/api/apps/${segment(appId)}/access/${segment(userId)}`, { access });
+}
+
+/** `DELETE /api/apps/:id/access/:userId`. */
+export function revokeAccess(appId, userId) {
+  return request("DELETE", `/api/apps/${segment(appId)}/access/${segment(userId)}`);
+}

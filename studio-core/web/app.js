@@ -1,0 +1,629 @@
+// Sasha Studio: sign-in, the Apps sidebar, one open app at a time, and the
+// access panel for admin and staff.
+//
+// Routes live in the location hash so the server serves one page:
+// `#/` (no app open), `#/apps/<id>` (the app open), `#/apps/<id>/access`
+// (the app open with its access panel). Every change of state is said in
+// text: a live status line for progress, an alert for failures (with the
+// envelope's code and diagnostic id).
+
+import * as api from "./api.js";
+import { accessPanel } from "./access.js";
+import { errorText, h, replaceChildren } from "./dom.js";
+import { createHost, styleVariables } from "./host.js";
+
+const root = document.getElementById("app");
+const versionMeta = document.querySelector('meta[name="sasha-version"]');
+const VERSION = versionMeta ? versionMeta.getAttribute("content") : "0";
+const darkScheme = window.matchMedia("(prefers-color-scheme: dark)");
+
+const studio = {
+  /** The signed-in user: `{id, username, role, scopes}`. */
+  user: null,
+  /** `GET /api/apps`'s apps, and the sandbox origin they open in. */
+  apps: [],
+  sandboxOrigin: "",
+  /** The open app's id and its host; at most one. */
+  openAppId: null,
+  host: null,
+  /** Bumped by every open and close, so a slower earlier one gives up. */
+  generation: 0,
+  /** The shell's parts, once signed in. */
+  shell: null,
+};
+
+function canManageAccess() {
+  return studio.user !== null && (studio.user.role === "admin" || studio.user.role === "staff");
+}
+
+function appById(id) {
+  return studio.apps.find((app) => app.id === id) || null;
+}
+
+/** The current route from the hash. */
+function route() {
+  const match = /^#\/apps\/([a-z0-9-]{1,60})(\/access)?$/.exec(window.location.hash);
+  if (!match) {
+    return { appId: null, access: false };
+  }
+  return { appId: match[1], access: Boolean(match[2]) };
+}
+
+function go(hash) {
+  if (window.location.hash !== hash) {
+    window.location.hash = hash;
+  } else {
+    render();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Signing in and out
+
+async function boot() {
+  try {
+    studio.user = await api.me();
+  } catch (error) {
+    if (error.status === 401 || error.status === 404) {
+      showLogin();
+    } else {
+      showFatal(error, boot);
+    }
+    return;
+  }
+  await enterStudio();
+}
+
+function showFatal(error, retry) {
+  const button = h("button", { type: "button", class: "button button-primary", text: "Try again", onclick: retry });
+  replaceChildren(
+    root,
+    h(
+      "main",
+      { class: "center", id: "main", tabindex: "-1" },
+      h(
+        "section",
+        { class: "card", "aria-labelledby": "fatal-title" },
+        h("h1", { class: "card-title", id: "fatal-title", text: "Sasha Studio is not available" }),
+        h("p", { class: "alert", role: "alert", text: errorText(error) }),
+        button,
+      ),
+    ),
+  );
+  button.focus();
+}
+
+function showLogin(notice) {
+  studio.user = null;
+  studio.shell = null;
+  studio.apps = [];
+  const status = h("p", { class: "status", role: "status", "aria-live": "polite", text: notice || "" });
+  const alert = h("p", { class: "alert", role: "alert", hidden: true });
+  const username = h("input", { id: "login-username", name: "username", type: "text", autocomplete: "username", required: true, autocapitalize: "none", spellcheck: "false" });
+  const password = h("input", { id: "login-password", name: "password", type: "password", autocomplete: "current-password", required: true });
+  const submit = h("button", { type: "submit", class: "button button-primary button-block", text: "Sign in" });
+  const form = h(
+    "form",
+    {
+      class: "stack",
+      novalidate: true,
+      onsubmit: async (event) => {
+        event.preventDefault();
+        alert.hidden = true;
+        if (username.value.trim() === "" || password.value === "") {
+          alert.hidden = false;
+          alert.textContent = "Enter your user name and password.";
+          (username.value.trim() === "" ? username : password).focus();
+          return;
+        }
+        submit.disabled = true;
+        status.textContent = "Signing in…";
+        try {
+          studio.user = await api.login(username.value.trim(), password.value);
+        } catch (error) {
+          submit.disabled = false;
+          status.textContent = "";
+          alert.hidden = false;
+          alert.textContent = errorText(error);
+          password.select();
+          password.focus();
+          return;
+        }
+        status.textContent = "Signed in. Loading your apps…";
+        await enterStudio();
+      },
+    },
+    h("div", { class: "field" }, h("label", { for: "login-username", text: "User name" }), username),
+    h("div", { class: "field" }, h("label", { for: "login-password", text: "Password" }), password),
+    alert,
+    submit,
+    status,
+  );
+  replaceChildren(
+    root,
+    h(
+      "main",
+      { class: "center", id: "main", tabindex: "-1" },
+      h(
+        "section",
+        { class: "card login-card", "aria-labelledby": "login-title" },
+        h("p", { class: "brand brand-large", text: "Sasha Studio" }),
+        h("h1", { class: "card-title", id: "login-title", text: "Sign in" }),
+        form,
+      ),
+    ),
+  );
+  username.focus();
+}
+
+async function signOut() {
+  const shell = studio.shell;
+  if (shell) {
+    shell.signOut.disabled = true;
+    say("Signing out…");
+  }
+  await closeApp();
+  try {
+    await api.logout();
+  } catch (error) {
+    if (shell) {
+      shell.signOut.disabled = false;
+      showAlert(error);
+    }
+    return;
+  }
+  history.replaceState(null, "", "#/");
+  showLogin("You have signed out.");
+}
+
+/** The session ended under us (401 from /api or /mcp): back to sign-in. */
+async function sessionEnded() {
+  if (studio.user === null) {
+    return;
+  }
+  studio.user = null;
+  await closeApp();
+  showLogin("Your session has ended. Sign in again to continue.");
+}
+
+// ---------------------------------------------------------------------------
+// The shell
+
+async function enterStudio() {
+  buildShell();
+  studio.shell.main.focus();
+  await showApps();
+}
+
+/** Loads the apps and draws the route, or offers to try again. */
+async function showApps() {
+  if (await loadApps()) {
+    await render();
+    return;
+  }
+  if (!studio.shell) {
+    return;
+  }
+  const retry = h("button", {
+    type: "button",
+    class: "button button-primary",
+    text: "Try again",
+    onclick: () => {
+      clearAlert();
+      showApps();
+    },
+  });
+  replaceChildren(
+    studio.shell.main,
+    h(
+      "section",
+      { class: "empty", "aria-labelledby": "empty-title" },
+      h("h1", { class: "empty-title", id: "empty-title", text: "Your apps could not be loaded" }),
+      h("p", { class: "stack-gap", text: "The reason is shown above." }),
+      retry,
+    ),
+  );
+}
+
+async function loadApps() {
+  say("Loading your apps…");
+  try {
+    const listing = await api.listApps();
+    studio.apps = listing.apps;
+    studio.sandboxOrigin = listing.sandboxOrigin;
+    say("");
+    return true;
+  } catch (error) {
+    if (error.status === 401) {
+      await sessionEnded();
+    } else {
+      showAlert(error);
+      say("");
+    }
+    return false;
+  }
+}
+
+function buildShell() {
+  const picker = h("select", {
+    id: "app-picker",
+    onchange: () => go(picker.value ? `#/apps/${picker.value}` : "#/"),
+  });
+  const signOutButton = h("button", { type: "button", class: "button button-quiet", text: "Sign out", onclick: signOut });
+  const appList = h("ul", { class: "app-list", role: "list" });
+  const main = h("main", { class: "pane", id: "main", tabindex: "-1" });
+  const status = h("p", { class: "status shell-status", role: "status", "aria-live": "polite" });
+  const alert = h("div", { class: "alert shell-alert", role: "alert", hidden: true });
+  const skip = h("a", {
+    class: "skip-link",
+    href: "#main",
+    text: "Skip to content",
+    onclick: (event) => {
+      event.preventDefault();
+      main.focus();
+    },
+  });
+  replaceChildren(
+    root,
+    skip,
+    h(
+      "header",
+      { class: "topbar" },
+      h("p", { class: "brand", text: "Sasha Studio" }),
+      h("div", { class: "picker field-inline" }, h("label", { for: "app-picker", text: "App" }), picker),
+      h(
+        "div",
+        { class: "account" },
+        h("span", { class: "account-name", text: studio.user.username }),
+        h("span", { class: "badge", text: studio.user.role }),
+        signOutButton,
+      ),
+    ),
+    h(
+      "div",
+      { class: "layout" },
+      h("nav", { class: "sidebar", "aria-labelledby": "apps-heading" }, h("h2", { class: "sidebar-title", id: "apps-heading", text: "Apps" }), appList),
+      h("div", { class: "pane-wrap" }, status, alert, main),
+    ),
+  );
+  studio.shell = { picker, appList, main, status, alert, signOut: signOutButton, pane: null };
+}
+
+function say(text) {
+  if (studio.shell) {
+    studio.shell.status.textContent = text;
+  }
+}
+
+function showAlert(error) {
+  if (!studio.shell) {
+    return;
+  }
+  const alert = studio.shell.alert;
+  alert.hidden = false;
+  replaceChildren(
+    alert,
+    h("span", { text: errorText(error) }),
+    h("button", {
+      type: "button",
+      class: "button button-quiet",
+      text: "Dismiss",
+      onclick: () => {
+        alert.hidden = true;
+        alert.textContent = "";
+      },
+    }),
+  );
+}
+
+function clearAlert() {
+  if (studio.shell) {
+    studio.shell.alert.hidden = true;
+    studio.shell.alert.textContent = "";
+  }
+}
+
+function renderSidebar(openId) {
+  const { appList, picker } = studio.shell;
+  if (studio.apps.length === 0) {
+    replaceChildren(appList, h("li", { class: "app-list-empty", text: "No apps yet" }));
+  } else {
+    replaceChildren(
+      appList,
+      studio.apps.map((app) =>
+        h(
+          "li",
+          {},
+          h(
+            "a",
+            {
+              class: "app-link",
+              href: `#/apps/${app.id}`,
+              "aria-current": app.id === openId ? "page" : false,
+            },
+            h("span", { class: "app-link-name", text: app.name }),
+            h("span", { class: "app-link-description", text: app.description }),
+            h("span", { class: "badge badge-small", text: app.access }),
+          ),
+        ),
+      ),
+    );
+  }
+  replaceChildren(
+    picker,
+    h("option", { value: "", text: studio.apps.length === 0 ? "No apps yet" : "Choose an app" }),
+    studio.apps.map((app) => h("option", { value: app.id, selected: app.id === openId, text: app.name })),
+  );
+  picker.disabled = studio.apps.length === 0;
+}
+
+function emptyState() {
+  if (studio.apps.length === 0) {
+    const manager = canManageAccess();
+    return h(
+      "section",
+      { class: "empty", "aria-labelledby": "empty-title" },
+      h("h1", { class: "empty-title", id: "empty-title", text: `Welcome, ${studio.user.username}` }),
+      h("p", {
+        text: manager
+          ? "No apps yet — add a valid app package to the apps folder, or ask another admin or staff member for access."
+          : "No apps yet — ask an admin or staff member for access.",
+      }),
+    );
+  }
+  return h(
+    "section",
+    { class: "empty", "aria-labelledby": "empty-title" },
+    h("h1", { class: "empty-title", id: "empty-title", text: "Choose an app" }),
+    h("p", { text: "Pick an app from the list to open it here. One app is open at a time." }),
+  );
+}
+
+/** The renders in order: each waits for the one before (which may be closing an app). */
+let rendering = Promise.resolve();
+
+/**
+ * Draws the current route. Renders run one at a time and each reads the route
+ * when it starts, so quick clicks end on the last one without opening every
+ * app on the way.
+ */
+function render() {
+  rendering = rendering.then(renderNow, renderNow);
+  return rendering;
+}
+
+/** Draws the route: sidebar, and the pane (empty state, or an open app). */
+async function renderNow() {
+  if (!studio.shell) {
+    return;
+  }
+  const { appId, access } = route();
+  const app = appId ? appById(appId) : null;
+  renderSidebar(app ? app.id : null);
+  if (!app) {
+    await closeApp();
+    if (appId) {
+      showAlert({ message: "That app is not available to you.", code: "APP_NOT_FOUND" });
+      history.replaceState(null, "", "#/");
+    }
+    replaceChildren(studio.shell.main, emptyState());
+    studio.shell.pane = null;
+    return;
+  }
+  if (studio.openAppId !== app.id || studio.shell.pane === null) {
+    await openApp(app);
+  }
+  showAccess(access && canManageAccess());
+}
+
+// ---------------------------------------------------------------------------
+// The open app
+
+function appPane(app) {
+  const accessButton = canManageAccess()
+    ? h("button", {
+        type: "button",
+        class: "button",
+        text: "Manage access",
+        "aria-expanded": "false",
+        onclick: () => go(route().access ? `#/apps/${app.id}` : `#/apps/${app.id}/access`),
+      })
+    : null;
+  const closeButton = h("button", { type: "button", class: "button button-quiet", text: "Close app", onclick: () => go("#/") });
+  const status = h("p", { class: "status", role: "status", "aria-live": "polite" });
+  const alert = h("div", { class: "alert", role: "alert", hidden: true });
+  const frameSlot = h("div", { class: "frame-slot" });
+  const accessSlot = h("div", { class: "access-slot" });
+  const element = h(
+    "section",
+    { class: "app-view", "aria-labelledby": "app-title" },
+    h(
+      "header",
+      { class: "app-header" },
+      h(
+        "div",
+        { class: "app-heading" },
+        h("h1", { class: "app-title", id: "app-title", text: app.name }),
+        h("p", { class: "app-description", text: app.description }),
+        h("p", { class: "app-meta", text: `Version ${app.version} · ${app.access} access` }),
+      ),
+      h("div", { class: "app-actions" }, accessButton, closeButton),
+    ),
+    accessSlot,
+    status,
+    alert,
+    frameSlot,
+  );
+  return { app, element, status, alert, frameSlot, accessSlot, accessButton, accessOpen: false };
+}
+
+function paneSay(pane, text) {
+  pane.status.textContent = text;
+}
+
+function paneFail(pane, error, retry) {
+  pane.alert.hidden = false;
+  replaceChildren(
+    pane.alert,
+    h("p", { text: errorText(error) }),
+    retry ? h("button", { type: "button", class: "button", text: "Try again", onclick: retry }) : null,
+  );
+  paneSay(pane, "");
+}
+
+const STATE_TEXT = {
+  loading: (name) => `Starting ${name}…`,
+  initializing: (name) => `Starting ${name}…`,
+  ready: (name) => `${name} is open.`,
+  closing: (name) => `Closing ${name}…`,
+  closed: (name) => `${name} is closed.`,
+  failed: () => "",
+};
+
+/** Closes the open app (teardown, at most two seconds), if any. */
+async function closeApp() {
+  studio.generation += 1;
+  const host = studio.host;
+  const pane = studio.shell ? studio.shell.pane : null;
+  studio.host = null;
+  studio.openAppId = null;
+  if (host) {
+    await host.close();
+  }
+  if (pane && studio.shell && studio.shell.pane === pane) {
+    studio.shell.pane = null;
+  }
+}
+
+async function openApp(app, retried = false) {
+  await closeApp();
+  const generation = studio.generation;
+  clearAlert();
+  const pane = appPane(app);
+  studio.openAppId = app.id;
+  studio.shell.pane = pane;
+  replaceChildren(studio.shell.main, pane.element);
+  paneSay(pane, `Loading ${app.name}…`);
+  let resource;
+  try {
+    resource = await api.appResource(app.id, app.revision);
+  } catch (error) {
+    if (generation !== studio.generation) {
+      return;
+    }
+    if (error.status === 401) {
+      await sessionEnded();
+      return;
+    }
+    if (error.status === 404 && !retried) {
+      // The app changed (a new revision) or access went away: look again.
+      if (await loadApps()) {
+        const fresh = appById(app.id);
+        renderSidebar(fresh ? fresh.id : null);
+        if (fresh && fresh.revision !== app.revision) {
+          await openApp(fresh, true);
+          return;
+        }
+        if (!fresh) {
+          paneFail(pane, { message: "This app is no longer available to you.", code: error.code });
+          return;
+        }
+      }
+    }
+    paneFail(pane, error, () => reopen(app.id));
+    return;
+  }
+  if (generation !== studio.generation) {
+    return;
+  }
+  const host = createHost({
+    iframeParent: pane.frameSlot,
+    sandboxOrigin: studio.sandboxOrigin,
+    app: { id: app.id, revision: app.revision, name: app.name },
+    resource,
+    hostVersion: VERSION,
+    onStateChange: (state) => {
+      const text = STATE_TEXT[state];
+      if (text) {
+        paneSay(pane, text(app.name));
+      }
+    },
+    onError: (envelope) => paneFail(pane, envelope, () => reopen(app.id)),
+    onUnauthenticated: () => {
+      sessionEnded();
+    },
+  });
+  studio.host = host;
+}
+
+/** Opens `appId` afresh (after a failure), if it is still the route's app. */
+function reopen(appId) {
+  if (studio.shell && route().appId === appId) {
+    studio.shell.pane = null;
+    render();
+  }
+}
+
+function showAccess(open) {
+  const pane = studio.shell ? studio.shell.pane : null;
+  if (!pane || pane.accessOpen === open) {
+    return;
+  }
+  pane.accessOpen = open;
+  if (pane.accessButton) {
+    pane.accessButton.setAttribute("aria-expanded", String(open));
+    pane.accessButton.textContent = open ? "Hide access" : "Manage access";
+  }
+  if (!open) {
+    const hadFocus = pane.accessSlot.contains(document.activeElement);
+    pane.accessSlot.textContent = "";
+    if (hadFocus && pane.accessButton) {
+      pane.accessButton.focus();
+    }
+    return;
+  }
+  const panel = accessPanel({
+    app: pane.app,
+    otherApps: studio.apps,
+    currentUserId: studio.user.id,
+    onClose: () => go(`#/apps/${pane.app.id}`),
+    onUnauthenticated: () => {
+      sessionEnded();
+    },
+    onChanged: async (userId) => {
+      if (userId === studio.user.id) {
+        // The caller's own access changed: the sidebar may change too.
+        await loadApps();
+        render();
+      }
+    },
+  });
+  replaceChildren(pane.accessSlot, panel);
+  const heading = panel.querySelector("h2");
+  if (heading) {
+    heading.setAttribute("tabindex", "-1");
+    heading.focus();
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+window.addEventListener("hashchange", () => {
+  render();
+});
+
+darkScheme.addEventListener("change", () => {
+  if (studio.host) {
+    const theme = darkScheme.matches ? "dark" : "light";
+    studio.host.updateHostContext({ theme, styles: { variables: styleVariables(theme) } });
+  }
+});
+
+// Closing the tab: ask the view to tear down (best effort; the page is going).
+window.addEventListener("pagehide", () => {
+  if (studio.host) {
+    studio.host.close();
+  }
+});
+
+boot();

@@ -1,0 +1,72 @@
+// Small DOM helpers for the Studio page. Text is always set as text
+// (textContent), never parsed as HTML: app names, errors and log lines may
+// come from an app author or a server and must not become markup.
+
+/**
+ * Creates an element. `attributes` keys are attribute names, except
+ * `class` (className), `text` (textContent), `dataset` (an object) and
+ * `on<event>` (a listener). `false`, `null` and `undefined` values are skipped.
+ */
+export function h(tag, attributes = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (value === false || value === null || value === undefined) {
+      continue;
+    }
+    if (key === "class") {
+      element.className = value;
+    } else if (key === "text") {
+      element.textContent = String(value);
+    } else if (key === "dataset") {
+      Object.assign(element.dataset, value);
+    } else if (key.startsWith("on") && typeof value === "function") {
+      element.addEventListener(key.slice(2), value);
+    } else if (value === true) {
+      element.setAttribute(key, "");
+    } else {
+      element.setAttribute(key, String(value));
+    }
+  }
+  append(element, children);
+  return element;
+}
+
+function append(element, children) {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) {
+      continue;
+    }
+    if (Array.isArray(child)) {
+      append(element, child);
+    } else if (child instanceof Node) {
+      element.appendChild(child);
+    } else {
+      element.appendChild(document.createTextNode(String(child)));
+    }
+  }
+}
+
+/** Replaces every child of `element` with `children`. */
+export function replaceChildren(element, ...children) {
+  element.textContent = "";
+  append(element, children);
+}
+
+/**
+ * An error as one line of text: its message, then its code and diagnostic id
+ * when known, so a user can quote them. The nil id of a hidden refusal is left
+ * out: there is nothing to diagnose.
+ */
+export function errorText(error) {
+  const raw = (error && error.message) || "Something went wrong.";
+  // Server messages are lowercase fragments; show them as sentences.
+  const message = raw.charAt(0).toUpperCase() + raw.slice(1);
+  const details = [];
+  if (error && error.code) {
+    details.push(error.code);
+  }
+  if (error && error.diagnosticId && !/^[0-]+$/.test(error.diagnosticId)) {
+    details.push(`diagnostic id ${error.diagnosticId}`);
+  }
+  return details.length > 0 ? `${message} (${details.join(", ")})` : message;
+}

@@ -1,0 +1,50 @@
+//! The Studio page's MCP Apps host (`web/host.js`): its behaviour tests run
+//! under Node's built-in test runner (`node --test`, no npm packages) with a
+//! fake window, frame, clock and fetch, and every module the page loads must
+//! parse (`node --check`).
+//!
+//! Node is required: a missing `node` fails these tests, it never skips them
+//! (`SASHA_NODE` names another Node binary).
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::{node_program, root, run_node};
+
+fn web_dir() -> PathBuf {
+    root().join("studio-core/web")
+}
+
+fn node() -> Command {
+    Command::new(node_program("the Studio page tests", None))
+}
+
+#[test]
+fn every_module_parses() {
+    let mut modules: Vec<PathBuf> = std::fs::read_dir(web_dir())
+        .expect("web/")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "js"))
+        .collect();
+    modules.sort();
+    assert!(modules.len() >= 5, "modules are missing: {modules:?}");
+    for module in modules {
+        let mut command = node();
+        command.arg("--check").arg(&module);
+        run_node(command);
+    }
+}
+
+#[test]
+fn host_behaviour_tests_pass_under_node() {
+    let mut command = node();
+    command
+        .arg("--test")
+        .arg(web_dir().join("tests").join("host.test.mjs"));
+    let stdout = run_node(command);
+    assert!(stdout.contains("# fail 0"), "{stdout}");
+    assert!(stdout.contains("# cancelled 0"), "{stdout}");
+    assert!(!stdout.contains("# pass 0"), "no test ran:\n{stdout}");
+}

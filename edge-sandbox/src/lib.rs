@@ -194,7 +194,7 @@ async fn handle(State(edge): State<Arc<Edge>>, request: Request) -> Response {
     headers.insert(
         "permissions-policy",
         HeaderValue::from_static(
-            "camera=(), microphone=(), geolocation=(), usb=(), serial=(), hid=(), bluetooth=(), \
+            "camera=(), microphone=(), geolocation=(), usb=(), serial=(), hid=(), \
              payment=(), display-capture=(), clipboard-read=(), clipboard-write=()",
         ),
     );

@@ -65,13 +65,16 @@ export function accessPanel(options) {
     }
   }
 
+  // `message` (a string, or a function of the fresh grants) is announced only
+  // once the list shows the change it describes.
   async function load(message) {
-    say(message || "Loading who has access…");
+    say(message ? "Updating who has access…" : "Loading who has access…");
     try {
       const { grants } = await api.listAccess(app.id);
       remember(grants);
       render(grants);
-      say(message ? message : grants.length === 1 ? "1 person has access." : `${grants.length} people have access.`);
+      const done = typeof message === "function" ? message(grants) : message;
+      say(done ? done : grants.length === 1 ? "1 person has access." : `${grants.length} people have access.`);
     } catch (error) {
       fail(error);
     }
@@ -214,7 +217,7 @@ export function accessPanel(options) {
         try {
           await api.grantAccess(app.id, userId, access);
           userInput.value = "";
-          await load(`${name} now has ${access} access.`);
+          await load(() => `${known.get(userId) || name} now has ${access} access.`);
           onChanged(userId);
         } catch (error) {
           if (error && error.status === 404) {

@@ -41,9 +41,16 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   as_root apt-get update
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y nodejs npm
 fi
-if [ ! -d tests/mcp-client/node_modules/@modelcontextprotocol/sdk ]; then
-  npm ci --prefix tests/mcp-client --no-audit --no-fund
-fi
+# npm ci for a test harness folder unless its node_modules were installed from
+# exactly the current package-lock.json (a stamp copy records that).
+npm_install() {
+  local dir="$1"
+  if ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.sasha-installed-lock"; then
+    npm ci --prefix "$dir" --no-audit --no-fund
+    cp "$dir/package-lock.json" "$dir/node_modules/.sasha-installed-lock"
+  fi
+}
+npm_install tests/mcp-client
 
 step "Chromium and playwright-core (tests/browser)"
 # Debian's chromium, driven by playwright-core; no browser is downloaded.
@@ -51,9 +58,7 @@ if ! command -v chromium >/dev/null 2>&1 && [ -z "${CHROMIUM:-}" ]; then
   as_root apt-get update
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
 fi
-if [ ! -d tests/browser/node_modules/playwright-core ]; then
-  npm ci --prefix tests/browser --no-audit --no-fund
-fi
+npm_install tests/browser
 
 step "tests"
 cargo nextest run --workspace --locked --no-fail-fast

@@ -1,0 +1,162 @@
+//! Interop with the real `@modelcontextprotocol/ext-apps` SDK in Chromium, for
+//! 1.7.5 and the latest 2.x (npm aliases `ext-apps-1` and `ext-apps-2` in
+//! `tests/browser/package.json`): runs `tests/browser/interop.mjs` once per
+//! version. It frames our assembled `hello` and `expense-log` resources under
+//! the SDK's `AppBridge`, and runs the SDK's `App` as the view of
+//! `studio-core/web/host.js` through the real edge-sandbox proxy (the Studio
+//! test page on `http://localhost:<port>`, the sandbox on
+//! `http://127.0.0.1:<port>`). The pages are bundled with esbuild at test time
+//! into a temporary folder.
+//!
+//! `scripts/test.sh` installs Chromium and the npm packages; without them this
+//! test fails rather than skipping.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{Harness, chromium, node_program, root};
+use sasha_proto::Role;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::Command;
+
+/// How long one SDK version's scenario may take.
+const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Forwards every connection on `listener` to `target`: the sandbox origin must
+/// name its port before edge-sandbox (on an ephemeral port) is started.
+fn forward(listener: TcpListener, target: SocketAddr) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = TcpStream::connect(target).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    })
+}
+
+/// The assembled resource HTML of a valid fixture package, written to `dir`.
+fn assembled(dir: &std::path::Path, app: &str) -> std::path::PathBuf {
+    let validation =
+        sasha_package::validate::validate_dir(&root().join("tests/packages/valid").join(app));
+    let Some(package) = validation.package else {
+        panic!("{app} must validate: {:?}", validation.diagnostics);
+    };
+    let file = dir.join(format!("{app}.html"));
+    std::fs::write(&file, &package.resource.html).unwrap();
+    file
+}
+
+async fn interop(sdk: &str) {
+    let chromium = chromium();
+    let browser = root().join("tests/browser");
+    let node = node_program(
+        "the browser interop tests",
+        Some("tests/browser/node_modules/playwright-core"),
+    );
+    for module in [sdk, "esbuild"] {
+        assert!(
+            browser.join("node_modules").join(module).is_dir(),
+            "tests/browser/node_modules/{module} is missing: run `npm ci --prefix tests/browser`"
+        );
+    }
+    let started = Instant::now();
+    let harness = Harness::new();
+    let hello = assembled(harness.path(), "hello");
+    let expense = assembled(harness.path(), "expense-log");
+
+    let sandbox_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let sandbox_origin = format!(
+        "http://127.0.0.1:{}",
+        sandbox_listener.local_addr().unwrap().port()
+    );
+    let mut script = Command::new(&node)
+        .arg(browser.join("interop.mjs"))
+        .current_dir(&browser)
+        .env("CHROMIUM", &chromium)
+        .env("SDK", sdk)
+        .env("SANDBOX_ORIGIN", &sandbox_origin)
+        .env("HELLO_HTML", &hello)
+        .env("EXPENSE_HTML", &expense)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start node");
+    let mut stdout = BufReader::new(script.stdout.take().unwrap());
+    let mut stderr = script.stderr.take().unwrap();
+
+    let mut line = String::new();
+    let read = tokio::time::timeout(Duration::from_secs(60), stdout.read_line(&mut line)).await;
+    // The first line names the SDK version; the handshake follows.
+    let mut output = line.clone();
+    if !line.starts_with("HARNESS ") {
+        line.clear();
+        let _ = tokio::time::timeout(Duration::from_secs(60), stdout.read_line(&mut line)).await;
+        output.push_str(&line);
+    }
+    let Some(info) = line.strip_prefix("HARNESS ") else {
+        let mut errors = String::new();
+        let _ = stderr.read_to_string(&mut errors).await;
+        panic!("interop.mjs ({sdk}) did not start ({read:?}): {output}\n{errors}");
+    };
+    let info: serde_json::Value = serde_json::from_str(info).expect("handshake JSON");
+    let studio_origin = format!("http://localhost:{}", info["studioPort"]);
+    let edge = harness
+        .start(
+            Role::EdgeSandbox,
+            &[
+                ("SASHA_PUBLIC_ORIGIN", studio_origin),
+                ("SASHA_APP_SANDBOX_ORIGIN", sandbox_origin),
+            ],
+        )
+        .await;
+    let _forwarder = forward(sandbox_listener, edge.listener("http"));
+    let mut stdin = script.stdin.take().unwrap();
+    let _ = stdin.write_all(b"{}\n").await;
+    let _ = stdin.flush().await;
+
+    let outcome = tokio::time::timeout(SCENARIO_TIMEOUT, async {
+        let mut rest = String::new();
+        let mut errors = String::new();
+        let (out, err) = tokio::join!(
+            stdout.read_to_string(&mut rest),
+            stderr.read_to_string(&mut errors)
+        );
+        out.and(err).expect("read the script's output");
+        let status = script.wait().await.expect("wait for node");
+        (status, rest, errors)
+    })
+    .await;
+    let Ok((status, rest, errors)) = outcome else {
+        panic!(
+            "interop.mjs ({sdk}) did not finish in {SCENARIO_TIMEOUT:?}; edge-sandbox stderr:\n{}",
+            edge.stderr()
+        );
+    };
+    output.push_str(&rest);
+    assert!(
+        status.success(),
+        "interop.mjs ({sdk}) failed ({status}).\n--- stdout\n{output}\n--- stderr\n{errors}\n--- edge-sandbox stderr\n{}",
+        edge.stderr()
+    );
+    assert!(output.contains("checks passed"), "{output}");
+    println!("{output}");
+    println!("browser interop test ({sdk}) took {:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn sdk_1_7_5_interoperates_with_our_facade_and_host() {
+    interop("ext-apps-1").await;
+}
+
+#[tokio::test]
+async fn sdk_2_interoperates_with_our_facade_and_host() {
+    interop("ext-apps-2").await;
+}

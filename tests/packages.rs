@@ -393,3 +393,49 @@ fn an_assembled_document_over_one_mebibyte_is_refused() {
         [("index.html".to_owned(), "RESOURCE_TOO_LARGE".to_owned())]
     );
 }
+
+/// The assembled document may be exactly 1 MiB; one byte more is refused at
+/// assembly with a diagnostic on `index.html`, never truncated.
+#[test]
+fn the_assembled_size_limit_is_exact() {
+    use sasha_package::assemble::MAX_ASSEMBLED_BYTES;
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("hello");
+    copy_dir(&corpus().join("valid/hello"), &dir);
+    let original = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    let pad = |n: usize| {
+        let html = original.replace("<main>", &format!("<main><p hidden>{}</p>", "x".repeat(n)));
+        std::fs::write(dir.join("index.html"), html).unwrap();
+        sasha_package::validate::validate_dir(&dir)
+    };
+    let probe = 1000;
+    let measured = pad(probe)
+        .package
+        .expect("the probe validates")
+        .resource
+        .html
+        .len();
+    let exact = probe + (MAX_ASSEMBLED_BYTES - measured);
+    let at_limit = pad(exact);
+    assert_eq!(
+        at_limit
+            .package
+            .expect("exactly 1 MiB is accepted")
+            .resource
+            .html
+            .len(),
+        MAX_ASSEMBLED_BYTES
+    );
+    let over = pad(exact + 1);
+    assert!(
+        over.package.is_none(),
+        "one byte over the limit must be refused"
+    );
+    assert!(
+        over.diagnostics
+            .iter()
+            .any(|d| d.file == "index.html" && d.code == "RESOURCE_TOO_LARGE"),
+        "{:?}",
+        over.diagnostics
+    );
+}

@@ -19,6 +19,9 @@
 //   `Sasha-App: <app id>`, and only for a tool the gateway listed for this app
 //   with "app" in its visibility and a name of this app; anything else is
 //   refused here (-32000) and never sent.
+// - A ready view is pinged every WATCHDOG_INTERVAL_MS; one that does not answer
+//   within WATCHDOG_TIMEOUT_MS is hung (a busy loop): it fails visibly
+//   (`onError`, APP_TIMEOUT) and the frame is removed.
 // - Responses from the view are accepted only for ids this host issued, once.
 // - `close()` stops new work at once (later requests get no answer, late
 //   results are dropped), asks the view `ui/resource-teardown`, waits for the
@@ -29,6 +32,10 @@ export const APPS_PROTOCOL_VERSION = "2026-01-26";
 export const MCP_PROTOCOL_VERSION = "2026-07-28";
 export const INIT_TIMEOUT_MS = 15_000;
 export const TEARDOWN_TIMEOUT_MS = 2_000;
+/** A ready view is pinged this often; one that does not answer a ping within
+ * WATCHDOG_TIMEOUT_MS is hung (a busy loop): it fails visibly and is removed. */
+export const WATCHDOG_INTERVAL_MS = 5_000;
+export const WATCHDOG_TIMEOUT_MS = 5_000;
 export const MIN_HEIGHT = 240;
 export const MAX_HEIGHT = 1200;
 /** The largest message read from the frame, in UTF-8 bytes of its JSON. */
@@ -405,6 +412,7 @@ export function createHost(options) {
   let rateCount = 0;
   let lastLinkAt = -Infinity;
   let initTimer = null;
+  let watchdogTimer = null;
   let closing = null;
 
   let resolveReady;
@@ -610,6 +618,7 @@ export function createHost(options) {
         if (state === "initializing" && initializeAnswered) {
           clearTimer(initTimer);
           setState("ready");
+          watch();
           settleReady();
           for (const [id, heldMethod, heldParams] of held.splice(0)) {
             serve(id, heldMethod, heldParams);
@@ -891,10 +900,29 @@ export function createHost(options) {
     });
   }
 
+  /** The watchdog: pings the ready view; no answer in time fails the app. */
+  function watch() {
+    watchdogTimer = setTimer(async () => {
+      if (state !== "ready") {
+        return;
+      }
+      const answer = await askView("ping", {}, WATCHDOG_TIMEOUT_MS);
+      if (state !== "ready") {
+        return;
+      }
+      if (answer === null) {
+        fail(new HostFailure("APP_TIMEOUT", "The app stopped responding and was closed.", { retryable: true }));
+        return;
+      }
+      watch();
+    }, WATCHDOG_INTERVAL_MS);
+  }
+
   /** Removes the frame and everything attached to it; final `state`. */
   function finish(finalState) {
     win.removeEventListener("message", onMessage);
     clearTimer(initTimer);
+    clearTimer(watchdogTimer);
     for (const controller of inFlight) {
       controller.abort();
     }
@@ -935,6 +963,7 @@ export function createHost(options) {
       }
       const wasReady = state === "ready";
       clearTimer(initTimer);
+      clearTimer(watchdogTimer);
       setState("closing");
       held.length = 0;
       settleReady(new HostFailure("APP_CANCELLED", "the app was closed"));

@@ -387,3 +387,43 @@ test("an invalid resource fails without a frame", async () => {
   assert.equal(errors[0].code, "APP_NOT_READY");
   assert.equal(host.state, "failed");
 });
+
+test("the watchdog pings a ready view and fails one that stops answering", async () => {
+  const w = world({ fetchImpl: gateway() });
+  await initialized(w);
+  const before = w.posted.length;
+  w.advance(H.WATCHDOG_INTERVAL_MS - 1);
+  assert.equal(w.posted.length, before, "no ping before the interval");
+  w.advance(1);
+  const ping = w.posted.at(-1).message;
+  assert.equal(ping.method, "ping");
+  // An answer keeps it alive and schedules the next ping.
+  w.send({ jsonrpc: "2.0", id: ping.id, result: {} });
+  await w.flush();
+  assert.equal(w.host.state, "ready");
+  w.advance(H.WATCHDOG_INTERVAL_MS);
+  const second = w.posted.at(-1).message;
+  assert.equal(second.method, "ping");
+  assert.notEqual(second.id, ping.id);
+  // No answer: the app failed visibly and its frame is gone.
+  w.advance(H.WATCHDOG_TIMEOUT_MS - 1);
+  await w.flush();
+  assert.equal(w.host.state, "ready");
+  w.advance(1);
+  await w.flush();
+  assert.equal(w.host.state, "failed");
+  assert.equal(w.errors.at(-1).code, "APP_TIMEOUT");
+  assert.ok(w.removed);
+});
+
+test("a closed host pings no more", async () => {
+  const w = world({ fetchImpl: gateway() });
+  await initialized(w);
+  const closing = w.host.close();
+  w.advance(2000);
+  await closing;
+  const after = w.posted.length;
+  w.advance(H.WATCHDOG_INTERVAL_MS * 3);
+  await w.flush();
+  assert.equal(w.posted.length, after);
+});

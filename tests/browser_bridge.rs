@@ -10,23 +10,17 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{UpProcess, browser_artifacts, chromium, copy_dir, free_port, node_program, root};
-use tokio::io::AsyncReadExt;
-use tokio::process::Command;
+use common::browser::{self, BrowserScript, up_stderr_tail};
+use common::{UpProcess, browser_artifacts, copy_dir, free_port, root};
 
 /// How long the whole browser scenario may take.
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 
 #[tokio::test]
 async fn the_studio_bridge_ignores_spoofed_messages_in_chromium() {
-    let chromium = chromium();
-    let node = node_program(
-        "the browser tests",
-        Some("tests/browser/node_modules/playwright-core"),
-    );
+    browser::require();
     let started = Instant::now();
 
     let probe = root().join("tests/browser/apps/bridge-probe");
@@ -52,58 +46,20 @@ async fn the_studio_bridge_ignores_spoofed_messages_in_chromium() {
     .unwrap();
     let booted = started.elapsed();
 
-    let browser = root().join("tests/browser");
-    let mut script = Command::new(&node)
-        .arg(browser.join("bridge.mjs"))
-        .current_dir(&browser)
-        .env("CHROMIUM", &chromium)
-        .env("STUDIO_URL", format!("http://localhost:{port}"))
-        .env("SANDBOX_ORIGIN", format!("http://127.0.0.1:{port}"))
-        .env("ADMIN_USER", admin["username"].as_str().unwrap())
-        .env("ADMIN_PASSWORD", admin["password"].as_str().unwrap())
-        .env("ARTIFACTS", browser_artifacts())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start node");
-    let mut stdout = script.stdout.take().unwrap();
-    let mut stderr = script.stderr.take().unwrap();
-
-    let outcome = tokio::time::timeout(SCENARIO_TIMEOUT, async {
-        let mut output = String::new();
-        let mut errors = String::new();
-        let (out, err) = tokio::join!(
-            stdout.read_to_string(&mut output),
-            stderr.read_to_string(&mut errors)
-        );
-        out.and(err).expect("read the script's output");
-        let status = script.wait().await.expect("wait for node");
-        (status, output, errors)
-    })
+    BrowserScript::start(
+        "bridge",
+        &[
+            ("STUDIO_URL", &format!("http://localhost:{port}")),
+            ("SANDBOX_ORIGIN", &format!("http://127.0.0.1:{port}")),
+            ("ADMIN_USER", &admin["username"].as_str().unwrap()),
+            ("ADMIN_PASSWORD", &admin["password"].as_str().unwrap()),
+            ("ARTIFACTS", &browser_artifacts()),
+        ],
+    )
+    .finish(SCENARIO_TIMEOUT, up_stderr_tail(&up))
     .await;
-    let Ok((status, output, errors)) = outcome else {
-        panic!(
-            "bridge.mjs did not finish in {SCENARIO_TIMEOUT:?}; sasha up stderr:\n{}",
-            up.stderr_text()
-        );
-    };
-    assert!(
-        status.success(),
-        "bridge.mjs failed ({status}).\n--- stdout\n{output}\n--- stderr\n{errors}\n--- sasha up stderr (tail)\n{}",
-        tail(&up.stderr_text(), 60)
-    );
-    assert!(output.contains("checks passed"), "{output}");
-    println!("{output}");
     println!(
         "browser bridge test took {:?} (sasha up ready after {booted:?})",
         started.elapsed()
     );
-}
-
-/// The last `lines` lines of `text`.
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
 }

@@ -16,12 +16,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{UpProcess, chromium, copy_dir, free_port, node_program, root};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::Command;
+use common::browser::{self, BrowserScript, up_stderr_tail};
+use common::{UpProcess, copy_dir, free_port, root};
 
 /// How long the whole browser scenario may take (it needs about 15 s).
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(60);
@@ -66,36 +64,13 @@ fn install_apps(state: &Path, tcp_port: u64, udp_port: u64) {
 
 #[tokio::test]
 async fn a_spinning_view_and_side_channels_in_the_studio() {
-    let chromium = chromium();
-    let node = node_program(
-        "the browser tests",
-        Some("tests/browser/node_modules/playwright-core"),
-    );
+    browser::require();
     let started = Instant::now();
 
-    let browser = root().join("tests/browser");
-    let mut script = Command::new(&node)
-        .arg(browser.join("exhaust.mjs"))
-        .current_dir(&browser)
-        .env("CHROMIUM", &chromium)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start node");
-    let mut stdout = BufReader::new(script.stdout.take().unwrap());
-    let mut stderr = script.stderr.take().unwrap();
+    let mut script = BrowserScript::start("exhaust", &[]);
 
     // The script binds the sinks and says where.
-    let mut line = String::new();
-    let read = tokio::time::timeout(Duration::from_secs(30), stdout.read_line(&mut line)).await;
-    let Some(info) = line.strip_prefix("HARNESS ") else {
-        let mut errors = String::new();
-        let _ = stderr.read_to_string(&mut errors).await;
-        panic!("exhaust.mjs did not start ({read:?}): {line}\n{errors}");
-    };
-    let info: serde_json::Value = serde_json::from_str(info).expect("handshake JSON");
+    let info = script.handshake(Duration::from_secs(30), 0).await;
     let tcp_port = info["tcpPort"].as_u64().expect("the TCP sink's port");
     let udp_port = info["udpPort"].as_u64().expect("the UDP sink's port");
 
@@ -115,43 +90,11 @@ async fn a_spinning_view_and_side_channels_in_the_studio() {
         "adminUser": admin["username"],
         "adminPassword": admin["password"],
     });
-    // A script that already died shows why in its output below.
-    let mut stdin = script.stdin.take().unwrap();
-    let _ = stdin.write_all(format!("{answer}\n").as_bytes()).await;
-    let _ = stdin.flush().await;
+    script.answer(answer).await;
 
-    let outcome = tokio::time::timeout(SCENARIO_TIMEOUT, async {
-        let mut output = String::new();
-        let mut errors = String::new();
-        let (out, err) = tokio::join!(
-            stdout.read_to_string(&mut output),
-            stderr.read_to_string(&mut errors)
-        );
-        out.and(err).expect("read the script's output");
-        let status = script.wait().await.expect("wait for node");
-        (status, output, errors)
-    })
-    .await;
-    let Ok((status, output, errors)) = outcome else {
-        panic!(
-            "exhaust.mjs did not finish in {SCENARIO_TIMEOUT:?}; sasha up stderr:\n{}",
-            tail(&up.stderr_text(), 60)
-        );
-    };
-    assert!(
-        status.success(),
-        "exhaust.mjs failed ({status}).\n--- stdout\n{output}\n--- stderr\n{errors}\n--- sasha up stderr (last lines)\n{}",
-        tail(&up.stderr_text(), 60)
-    );
-    assert!(output.contains("checks passed"), "{output}");
-    println!("{output}");
+    script.finish(SCENARIO_TIMEOUT, up_stderr_tail(&up)).await;
     println!(
         "browser exhaust test took {:?} (sasha up ready after {booted:?})",
         started.elapsed()
     );
-}
-
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
 }

@@ -14,14 +14,12 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::browser::BrowserScript;
 use common::{Harness, chromium, node_program, root};
 use sasha_proto::Role;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::process::Command;
 
 /// How long one SDK version's scenario may take.
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
@@ -53,9 +51,9 @@ fn assembled(dir: &std::path::Path, app: &str) -> std::path::PathBuf {
 }
 
 async fn interop(sdk: &str) {
-    let chromium = chromium();
+    chromium();
     let browser = root().join("tests/browser");
-    let node = node_program(
+    node_program(
         "the browser interop tests",
         Some("tests/browser/node_modules/playwright-core"),
     );
@@ -75,38 +73,19 @@ async fn interop(sdk: &str) {
         "http://127.0.0.1:{}",
         sandbox_listener.local_addr().unwrap().port()
     );
-    let mut script = Command::new(&node)
-        .arg(browser.join("interop.mjs"))
-        .current_dir(&browser)
-        .env("CHROMIUM", &chromium)
-        .env("SDK", sdk)
-        .env("SANDBOX_ORIGIN", &sandbox_origin)
-        .env("HELLO_HTML", &hello)
-        .env("EXPENSE_HTML", &expense)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start node");
-    let mut stdout = BufReader::new(script.stdout.take().unwrap());
-    let mut stderr = script.stderr.take().unwrap();
+    let mut script = BrowserScript::start(
+        "interop",
+        &[
+            ("SDK", &sdk),
+            ("SANDBOX_ORIGIN", &sandbox_origin),
+            ("HELLO_HTML", &hello),
+            ("EXPENSE_HTML", &expense),
+        ],
+    );
+    script.label = format!("interop.mjs ({sdk})");
 
-    let mut line = String::new();
-    let read = tokio::time::timeout(Duration::from_secs(60), stdout.read_line(&mut line)).await;
     // The first line names the SDK version; the handshake follows.
-    let mut output = line.clone();
-    if !line.starts_with("HARNESS ") {
-        line.clear();
-        let _ = tokio::time::timeout(Duration::from_secs(60), stdout.read_line(&mut line)).await;
-        output.push_str(&line);
-    }
-    let Some(info) = line.strip_prefix("HARNESS ") else {
-        let mut errors = String::new();
-        let _ = stderr.read_to_string(&mut errors).await;
-        panic!("interop.mjs ({sdk}) did not start ({read:?}): {output}\n{errors}");
-    };
-    let info: serde_json::Value = serde_json::from_str(info).expect("handshake JSON");
+    let info = script.handshake(Duration::from_secs(60), 1).await;
     let studio_origin = format!("http://localhost:{}", info["studioPort"]);
     let edge = harness
         .start(
@@ -118,36 +97,13 @@ async fn interop(sdk: &str) {
         )
         .await;
     let _forwarder = forward(sandbox_listener, edge.listener("http"));
-    let mut stdin = script.stdin.take().unwrap();
-    let _ = stdin.write_all(b"{}\n").await;
-    let _ = stdin.flush().await;
+    script.answer(serde_json::json!({})).await;
 
-    let outcome = tokio::time::timeout(SCENARIO_TIMEOUT, async {
-        let mut rest = String::new();
-        let mut errors = String::new();
-        let (out, err) = tokio::join!(
-            stdout.read_to_string(&mut rest),
-            stderr.read_to_string(&mut errors)
-        );
-        out.and(err).expect("read the script's output");
-        let status = script.wait().await.expect("wait for node");
-        (status, rest, errors)
-    })
-    .await;
-    let Ok((status, rest, errors)) = outcome else {
-        panic!(
-            "interop.mjs ({sdk}) did not finish in {SCENARIO_TIMEOUT:?}; edge-sandbox stderr:\n{}",
-            edge.stderr()
-        );
-    };
-    output.push_str(&rest);
-    assert!(
-        status.success(),
-        "interop.mjs ({sdk}) failed ({status}).\n--- stdout\n{output}\n--- stderr\n{errors}\n--- edge-sandbox stderr\n{}",
-        edge.stderr()
-    );
-    assert!(output.contains("checks passed"), "{output}");
-    println!("{output}");
+    script
+        .finish(SCENARIO_TIMEOUT, || {
+            format!("--- edge-sandbox stderr\n{}", edge.stderr())
+        })
+        .await;
     println!("browser interop test ({sdk}) took {:?}", started.elapsed());
 }
 

@@ -12,23 +12,12 @@
 mod common;
 
 use std::net::SocketAddr;
-
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{Harness, browser_artifacts, chromium, node_program, root};
+use common::browser::{self, BrowserScript};
+use common::{Harness, browser_artifacts, root};
 use sasha_proto::Role;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::process::Command;
-
-/// Node.js with playwright-core installed.
-fn node() -> String {
-    node_program(
-        "the browser tests",
-        Some("tests/browser/node_modules/playwright-core"),
-    )
-}
 
 /// How long the whole browser scenario may take.
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
@@ -50,8 +39,7 @@ fn forward(listener: TcpListener, target: SocketAddr) -> tokio::task::JoinHandle
 
 #[tokio::test]
 async fn the_proxy_isolates_a_hostile_app_in_chromium() {
-    let chromium = chromium();
-    let node = node();
+    browser::require();
     let started = Instant::now();
 
     let validation =
@@ -75,34 +63,19 @@ async fn the_proxy_isolates_a_hostile_app_in_chromium() {
         sandbox_listener.local_addr().unwrap().port()
     );
 
-    let browser = root().join("tests/browser");
-    let mut script = Command::new(&node)
-        .arg(browser.join("sandbox.mjs"))
-        .current_dir(&browser)
-        .env("CHROMIUM", &chromium)
-        .env("SANDBOX_ORIGIN", &sandbox_origin)
-        .env("APP_HTML", &app_html)
-        .env("APP_CSP", &app_csp)
-        .env("ARTIFACTS", browser_artifacts())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start node");
-    let mut stdout = BufReader::new(script.stdout.take().unwrap());
-    let mut stderr = script.stderr.take().unwrap();
+    let mut script = BrowserScript::start(
+        "sandbox",
+        &[
+            ("SANDBOX_ORIGIN", &sandbox_origin),
+            ("APP_HTML", &app_html),
+            ("APP_CSP", &app_csp),
+            ("ARTIFACTS", &browser_artifacts()),
+        ],
+    );
 
     // The script binds the test Studio and says where; then the edge starts with
     // that Studio origin.
-    let mut line = String::new();
-    let read = tokio::time::timeout(Duration::from_secs(30), stdout.read_line(&mut line)).await;
-    let Some(info) = line.strip_prefix("HARNESS ") else {
-        let mut errors = String::new();
-        let _ = stderr.read_to_string(&mut errors).await;
-        panic!("sandbox.mjs did not start ({read:?}): {line}\n{errors}");
-    };
-    let info: serde_json::Value = serde_json::from_str(info).expect("handshake JSON");
+    let info = script.handshake(Duration::from_secs(30), 0).await;
     let studio_origin = format!("http://localhost:{}", info["studioPort"]);
     let edge = harness
         .start(
@@ -114,35 +87,12 @@ async fn the_proxy_isolates_a_hostile_app_in_chromium() {
         )
         .await;
     let _forwarder = forward(sandbox_listener, edge.listener("http"));
-    // A script that already died shows why in its output below.
-    let mut stdin = script.stdin.take().unwrap();
-    let _ = stdin.write_all(b"{}\n").await;
-    let _ = stdin.flush().await;
+    script.answer(serde_json::json!({})).await;
 
-    let outcome = tokio::time::timeout(SCENARIO_TIMEOUT, async {
-        let mut output = String::new();
-        let mut errors = String::new();
-        let (out, err) = tokio::join!(
-            stdout.read_to_string(&mut output),
-            stderr.read_to_string(&mut errors)
-        );
-        out.and(err).expect("read the script's output");
-        let status = script.wait().await.expect("wait for node");
-        (status, output, errors)
-    })
-    .await;
-    let Ok((status, output, errors)) = outcome else {
-        panic!(
-            "sandbox.mjs did not finish in {SCENARIO_TIMEOUT:?}; edge-sandbox stderr:\n{}",
-            edge.stderr()
-        );
-    };
-    assert!(
-        status.success(),
-        "sandbox.mjs failed ({status}).\n--- stdout\n{output}\n--- stderr\n{errors}\n--- edge-sandbox stderr\n{}",
-        edge.stderr()
-    );
-    assert!(output.contains("checks passed"), "{output}");
-    println!("{output}");
+    script
+        .finish(SCENARIO_TIMEOUT, || {
+            format!("--- edge-sandbox stderr\n{}", edge.stderr())
+        })
+        .await;
     println!("browser sandbox test took {:?}", started.elapsed());
 }

@@ -12,13 +12,11 @@
 mod common;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{UpProcess, browser_artifacts, chromium, copy_dir, free_port, node_program, root};
+use common::browser::{self, BrowserScript, up_stderr_tail};
+use common::{UpProcess, browser_artifacts, copy_dir, free_port, root};
 use studio_core::store::{Store, UserRole};
-use tokio::io::AsyncReadExt;
-use tokio::process::Command;
 
 /// How long the whole browser scenario may take (it needs about 30 s, 15 of
 /// which are the initialization timeout, run alongside the rest).
@@ -53,11 +51,7 @@ fn install_apps(state: &Path) {
 
 #[tokio::test]
 async fn the_studio_works_end_to_end_in_chromium() {
-    let chromium = chromium();
-    let node = node_program(
-        "the browser tests",
-        Some("tests/browser/node_modules/playwright-core"),
-    );
+    browser::require();
     let started = Instant::now();
 
     let state = tempfile::tempdir().unwrap();
@@ -75,52 +69,21 @@ async fn the_studio_works_end_to_end_in_chromium() {
     let booted = started.elapsed();
 
     let artifacts = browser_artifacts().join("studio");
-    let browser = root().join("tests/browser");
-    let mut script = Command::new(&node)
-        .arg(browser.join("studio.mjs"))
-        .current_dir(&browser)
-        .env("CHROMIUM", &chromium)
-        .env("STUDIO_URL", format!("http://localhost:{port}"))
-        .env("SANDBOX_ORIGIN", format!("http://127.0.0.1:{port}"))
-        .env("ADMIN_USER", admin["username"].as_str().unwrap())
-        .env("ADMIN_PASSWORD", admin["password"].as_str().unwrap())
-        .env("MEMBER_ID", &member.id)
-        .env("MEMBER_USER", MEMBER)
-        .env("MEMBER_PASSWORD", MEMBER_PASSWORD)
-        .env("ARTIFACTS", &artifacts)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start node");
-    let mut stdout = script.stdout.take().unwrap();
-    let mut stderr = script.stderr.take().unwrap();
-    let outcome = tokio::time::timeout(SCENARIO_TIMEOUT, async {
-        let mut output = String::new();
-        let mut errors = String::new();
-        let (out, err) = tokio::join!(
-            stdout.read_to_string(&mut output),
-            stderr.read_to_string(&mut errors)
-        );
-        out.and(err).expect("read the script's output");
-        let status = script.wait().await.expect("wait for node");
-        (status, output, errors)
-    })
+    BrowserScript::start(
+        "studio",
+        &[
+            ("STUDIO_URL", &format!("http://localhost:{port}")),
+            ("SANDBOX_ORIGIN", &format!("http://127.0.0.1:{port}")),
+            ("ADMIN_USER", &admin["username"].as_str().unwrap()),
+            ("ADMIN_PASSWORD", &admin["password"].as_str().unwrap()),
+            ("MEMBER_ID", &member.id),
+            ("MEMBER_USER", &MEMBER),
+            ("MEMBER_PASSWORD", &MEMBER_PASSWORD),
+            ("ARTIFACTS", &artifacts),
+        ],
+    )
+    .finish(SCENARIO_TIMEOUT, up_stderr_tail(&up))
     .await;
-    let Ok((status, output, errors)) = outcome else {
-        panic!(
-            "studio.mjs did not finish in {SCENARIO_TIMEOUT:?}; sasha up stderr:\n{}",
-            up.stderr_text()
-        );
-    };
-    assert!(
-        status.success(),
-        "studio.mjs failed ({status}).\n--- stdout\n{output}\n--- stderr\n{errors}\n--- sasha up stderr (last lines)\n{}",
-        tail(&up.stderr_text(), 60)
-    );
-    assert!(output.contains("checks passed"), "{output}");
-    println!("{output}");
 
     // The expense the browser added is in the app's own database, owned by the
     // admin, written by the add-expense action and audited as the app's UI.
@@ -167,9 +130,4 @@ async fn the_studio_works_end_to_end_in_chromium() {
         started.elapsed(),
         artifacts.display()
     );
-}
-
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
 }

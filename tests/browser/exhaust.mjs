@@ -161,7 +161,7 @@ async function run() {
   measured.baselineRaf = baseline;
   await spin.getByRole("button", { name: "Spin" }).click();
   const spinStarted = Date.now();
-  await spin.getByText("Spinning.").waitFor({ timeout: 2_000 });
+  await spin.getByText("Spinning.").waitFor({ timeout: 10_000 });
   // The loop starts 50 ms after the click; from then on the view answers nothing.
   const spinFrame = await (await (await outerFrame(page, "Spin loop").elementHandle()).contentFrame()).childFrames()[0];
   await page.waitForTimeout(200);

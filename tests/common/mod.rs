@@ -15,6 +15,7 @@ use sasha_proto::identity::{DevPki, TlsFiles};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
+pub mod browser;
 pub mod core;
 pub mod mcp;
 

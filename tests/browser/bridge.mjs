@@ -19,6 +19,7 @@ import http from "node:http";
 import path from "node:path";
 
 import { Checks, env, launchChromium, startSink, waitFor } from "./harness.mjs";
+import { signIn } from "./studio-page.mjs";
 
 const started = Date.now();
 const STUDIO = env("STUDIO_URL");
@@ -168,9 +169,7 @@ async function run() {
 
   // Sign in through the form and open the app from the sidebar.
   await page.goto(`${STUDIO}/`);
-  await page.fill("#login-username", env("ADMIN_USER"));
-  await page.fill("#login-password", env("ADMIN_PASSWORD"));
-  await page.click("button[type=submit]");
+  await signIn(page, { username: env("ADMIN_USER"), password: env("ADMIN_PASSWORD") });
   await page.waitForSelector("a.app-link", { timeout: 15_000 });
   const links = await page.$$eval("a.app-link", (anchors) => anchors.map((anchor) => anchor.textContent.trim()));
   checks.ok(links.some((link) => link.startsWith("Bridge probe")) && links.some((link) => link.startsWith("Hello")), "signed in as the dev admin; the sidebar lists the fixture apps", links);

@@ -19,6 +19,7 @@
 import dgram from "node:dgram";
 
 import { Checks, handshake, launchChromium, startSink, waitFor } from "./harness.mjs";
+import { innerFrame, openApp, outerFrame, signIn } from "./studio-page.mjs";
 
 const started = Date.now();
 const MAX_RAF_GAP_MS = 100;
@@ -51,19 +52,6 @@ console.log(`${checks.passed} checks passed in ${((Date.now() - started) / 1000)
 process.exit(0);
 
 // ---------------------------------------------------------------------------
-
-function outerFrame(page, name) {
-  return page.getByTitle(`App: ${name}`, { exact: true });
-}
-
-function innerFrame(page, name) {
-  return outerFrame(page, name).contentFrame().getByTitle("App", { exact: true }).contentFrame();
-}
-
-async function openApp(page, name) {
-  await page.getByRole("navigation", { name: "Apps" }).getByRole("link", { name: new RegExp(`^${name}\\b`) }).click();
-  await page.getByText(`${name} is open.`).waitFor();
-}
 
 /** Rejects if `promise` does not settle within `ms` (a hung renderer never answers). */
 function within(ms, promise, what) {
@@ -120,11 +108,7 @@ async function run() {
   });
 
   await page.goto(`${config.studio}/`);
-  await page.getByLabel("User name").fill(config.adminUser);
-  await page.getByLabel("Password").fill(config.adminPassword);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("navigation", { name: "Apps" }).waitFor();
-  checks.ok(true, "signed in as the dev admin");
+  await signIn(page, { username: config.adminUser, password: config.adminPassword });
 
   // --- 1. B9: channels CSP does not govern ---------------------------------
   await openApp(page, "Side channels");

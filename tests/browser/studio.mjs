@@ -21,6 +21,7 @@ import fs from "node:fs";
 import path from "node:path";
 
 import { Checks, env, launchChromium, waitFor } from "./harness.mjs";
+import { appLink, callTool, innerFrame, openApp, outerFrame, sidebar, signIn } from "./studio-page.mjs";
 
 const started = Date.now();
 const STUDIO = env("STUDIO_URL");
@@ -98,39 +99,10 @@ async function screenshot(page, name) {
   await page.waitForTimeout(100);
 }
 
-async function signIn(page, user) {
-  await page.getByLabel("User name").fill(user.username);
-  await page.getByLabel("Password").fill(user.password);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("navigation", { name: "Apps" }).waitFor();
-}
-
-function sidebar(page) {
-  return page.getByRole("navigation", { name: "Apps" });
-}
-
-function appLink(page, name) {
-  return sidebar(page).getByRole("link", { name: new RegExp(`^${name}\\b`) });
-}
-
 /** The names of the apps in the sidebar (each link starts with its app's name). */
 async function sidebarNames(page, known) {
   const texts = await sidebar(page).getByRole("link").allTextContents();
   return texts.map((text) => known.find((name) => text.startsWith(name)) || text);
-}
-
-function outerFrame(page, name) {
-  return page.getByTitle(`App: ${name}`, { exact: true });
-}
-
-function innerFrame(page, name) {
-  return outerFrame(page, name).contentFrame().getByTitle("App", { exact: true }).contentFrame();
-}
-
-/** Opens an app from the sidebar and waits until its view has initialized. */
-async function openApp(page, name) {
-  await appLink(page, name).click();
-  await page.getByText(`${name} is open.`).waitFor();
 }
 
 /** The Frame objects of the open app: the sandbox page and the app's data: document. */
@@ -160,59 +132,6 @@ function frameHeight(page, name) {
     style: frame.style.height,
     rendered: Math.round(frame.getBoundingClientRect().height),
   }));
-}
-
-/**
- * Calls an app's tool on /mcp from the Studio page itself, as the host does
- * for an open app: the session cookie, `Sasha-App`, the page's own Origin.
- */
-function callTool(page, appId, name, args) {
-  return page.evaluate(
-    async ({ appId, name, args }) => {
-      const response = await fetch("/mcp", {
-        method: "POST",
-        credentials: "same-origin",
-        headers: {
-          "Content-Type": "application/json",
-          Accept: "application/json, text/event-stream",
-          "MCP-Protocol-Version": "2026-07-28",
-          "Mcp-Method": "tools/call",
-          "Mcp-Name": name,
-          "Sasha-App": appId,
-        },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "tools/call",
-          params: {
-            name,
-            arguments: args,
-            _meta: {
-              "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-              "io.modelcontextprotocol/clientCapabilities": {},
-              "io.modelcontextprotocol/clientInfo": { name: "studio-e2e", version: "1" },
-            },
-          },
-        }),
-      });
-      const text = await response.text();
-      let message = null;
-      if ((response.headers.get("content-type") || "").startsWith("text/event-stream")) {
-        for (const line of text.split(/\r?\n/)) {
-          if (line.startsWith("data:")) {
-            const data = JSON.parse(line.slice(5));
-            if (data.id === 1) {
-              message = data;
-            }
-          }
-        }
-      } else {
-        message = JSON.parse(text);
-      }
-      return { status: response.status, message };
-    },
-    { appId, name, args },
-  );
 }
 
 // ---------------------------------------------------------------------------

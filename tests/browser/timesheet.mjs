@@ -23,6 +23,7 @@ import fs from "node:fs";
 import path from "node:path";
 
 import { Checks, env, launchChromium, waitFor } from "./harness.mjs";
+import { callTool, innerFrame, openApp, signIn } from "./studio-page.mjs";
 
 const started = Date.now();
 const STUDIO = env("STUDIO_URL");
@@ -71,20 +72,16 @@ async function studioPage(label) {
     dialog.accept().catch(() => {});
   });
   await page.goto(`${STUDIO}/`);
-  await page.getByLabel("User name").fill(ADMIN.username);
-  await page.getByLabel("Password").fill(ADMIN.password);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("navigation", { name: "Apps" }).waitFor();
+  await signIn(page, ADMIN);
   return record;
 }
 
 function view(page) {
-  return page.getByTitle(`App: ${APP}`, { exact: true }).contentFrame().getByTitle("App", { exact: true }).contentFrame();
+  return innerFrame(page, APP);
 }
 
-async function openApp(page) {
-  await page.getByRole("navigation", { name: "Apps" }).getByRole("link", { name: new RegExp(`^${APP}\\b`) }).click();
-  await page.getByText(`${APP} is open.`).waitFor();
+async function openTimesheet(page) {
+  await openApp(page, APP);
   const app = view(page);
   await app.getByRole("heading", { name: APP }).waitFor();
   return app;
@@ -102,56 +99,6 @@ async function screenshot(page, name, subject) {
   }
   await page.setViewportSize(WIDE);
   await page.waitForTimeout(100);
-}
-
-/** Calls a tool on /mcp from the Studio page, as the host does for an open app. */
-function callTool(page, appId, name, args) {
-  return page.evaluate(
-    async ({ appId, name, args }) => {
-      const response = await fetch("/mcp", {
-        method: "POST",
-        credentials: "same-origin",
-        headers: {
-          "Content-Type": "application/json",
-          Accept: "application/json, text/event-stream",
-          "MCP-Protocol-Version": "2026-07-28",
-          "Mcp-Method": "tools/call",
-          "Mcp-Name": name,
-          "Sasha-App": appId,
-        },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "tools/call",
-          params: {
-            name,
-            arguments: args,
-            _meta: {
-              "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-              "io.modelcontextprotocol/clientCapabilities": {},
-              "io.modelcontextprotocol/clientInfo": { name: "timesheet-e2e", version: "1" },
-            },
-          },
-        }),
-      });
-      const text = await response.text();
-      let message = null;
-      if ((response.headers.get("content-type") || "").startsWith("text/event-stream")) {
-        for (const line of text.split(/\r?\n/)) {
-          if (line.startsWith("data:")) {
-            const data = JSON.parse(line.slice(5));
-            if (data.id === 1) {
-              message = data;
-            }
-          }
-        }
-      } else {
-        message = JSON.parse(text);
-      }
-      return { status: response.status, message };
-    },
-    { appId, name, args },
-  );
 }
 
 /** A totals table's rows as {label: hours}. */
@@ -200,7 +147,7 @@ async function run() {
   }
 
   // --- 2. Log hours on three days ------------------------------------------
-  const app = await openApp(page);
+  const app = await openTimesheet(page);
   const weekStart = await app.locator("#week-start").getAttribute("datetime");
   checks.ok(/^\d{4}-\d{2}-\d{2}$/.test(weekStart) && new Date(`${weekStart}T00:00:00Z`).getUTCDay() === 1, `the view shows a week starting on a Monday (${weekStart})`);
   checks.ok(await app.getByText("No hours logged this week.").isVisible(), "an empty week says so");
@@ -245,7 +192,7 @@ async function run() {
   // --- 4. A conflict from a second context ---------------------------------
   at = Date.now();
   const other = await studioPage("admin-2");
-  const otherApp = await openApp(other.page);
+  const otherApp = await openTimesheet(other.page);
   await hoursInput(otherApp, "Borealis", "Thu").waitFor();
   await hoursInput(otherApp, "Borealis", "Thu").fill("5");
   await otherApp.getByRole("button", { name: /^Save hours for Borealis on Thu/ }).click();

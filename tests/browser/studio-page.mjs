@@ -1,0 +1,91 @@
+// What the scripts that drive the real Studio page share: signing in through
+// its form, finding an app in the sidebar and its two frames, and calling an
+// app's tool on /mcp from the page itself, as the host does for an open app.
+
+/** Signs in through the Studio form and waits for the Apps sidebar. */
+export async function signIn(page, user) {
+  await page.getByLabel("User name").fill(user.username);
+  await page.getByLabel("Password").fill(user.password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("navigation", { name: "Apps" }).waitFor();
+}
+
+/** The Apps sidebar. */
+export function sidebar(page) {
+  return page.getByRole("navigation", { name: "Apps" });
+}
+
+/** An app's sidebar link (each link starts with its app's name). */
+export function appLink(page, name) {
+  return sidebar(page).getByRole("link", { name: new RegExp(`^${name}\\b`) });
+}
+
+/** The outer (sandbox proxy) frame of the open app. */
+export function outerFrame(page, name) {
+  return page.getByTitle(`App: ${name}`, { exact: true });
+}
+
+/** The app's own view: the proxy's inner data: frame. */
+export function innerFrame(page, name) {
+  return outerFrame(page, name).contentFrame().getByTitle("App", { exact: true }).contentFrame();
+}
+
+/** Opens an app from the sidebar and waits until its view has initialized. */
+export async function openApp(page, name) {
+  await appLink(page, name).click();
+  await page.getByText(`${name} is open.`).waitFor();
+}
+
+/**
+ * Calls an app's tool on /mcp from the Studio page: the session cookie,
+ * `Sasha-App`, the page's own Origin. Answers `{status, message}` with the
+ * JSON-RPC response, read from JSON or an event stream.
+ */
+export function callTool(page, appId, name, args) {
+  return page.evaluate(
+    async ({ appId, name, args }) => {
+      const response = await fetch("/mcp", {
+        method: "POST",
+        credentials: "same-origin",
+        headers: {
+          "Content-Type": "application/json",
+          Accept: "application/json, text/event-stream",
+          "MCP-Protocol-Version": "2026-07-28",
+          "Mcp-Method": "tools/call",
+          "Mcp-Name": name,
+          "Sasha-App": appId,
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: {
+            name,
+            arguments: args,
+            _meta: {
+              "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+              "io.modelcontextprotocol/clientCapabilities": {},
+              "io.modelcontextprotocol/clientInfo": { name: "sasha-browser-tests", version: "1" },
+            },
+          },
+        }),
+      });
+      const text = await response.text();
+      let message = null;
+      if ((response.headers.get("content-type") || "").startsWith("text/event-stream")) {
+        for (const line of text.split(/\r?\n/)) {
+          if (line.startsWith("data:")) {
+            const data = JSON.parse(line.slice(5));
+            if (data.id === 1) {
+              message = data;
+            }
+          }
+        }
+      } else {
+        message = JSON.parse(text);
+      }
+      return { status: response.status, message };
+    },
+    { appId, name, args },
+  );
+}

@@ -414,19 +414,24 @@ fn add_user(store: &Store, username: &str, role: UserRole, password: &str) -> an
 /// state folder is `--state-dir`, else `SASHA_STATE_DIR`, else `./.sasha`
 /// (exactly how the services find it).
 fn db_path(state: &StateArgs) -> anyhow::Result<PathBuf> {
+    Ok(storage_paths(state.state_dir.as_deref())?.db_path)
+}
+
+/// The state folder's storage paths (`DOCS_ROOT`, `DB_PATH`, `APP_DATA_ROOT`),
+/// from `--state-dir` and the environment exactly as the services read them.
+pub(crate) fn storage_paths(state_dir: Option<&Path>) -> anyhow::Result<StoragePaths> {
     let mut env: HashMap<String, String> =
         ["SASHA_STATE_DIR", "DOCS_ROOT", "DB_PATH", "APP_DATA_ROOT"]
             .into_iter()
             .filter_map(|name| Some((name.to_owned(), ProcessEnv.var(name)?)))
             .collect();
-    if let Some(dir) = &state.state_dir {
+    if let Some(dir) = state_dir {
         let dir = dir
             .to_str()
             .ok_or_else(|| usage(format!("--state-dir {} is not UTF-8", dir.display())))?;
         env.insert("SASHA_STATE_DIR".into(), dir.to_owned());
     }
-    let paths = StoragePaths::from_env(&env).map_err(|error| usage(error.to_string()))?;
-    Ok(paths.db_path)
+    StoragePaths::from_env(&env).map_err(|error| usage(error.to_string()))
 }
 
 fn open_store(db_path: &Path) -> anyhow::Result<Store> {

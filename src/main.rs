@@ -4,9 +4,11 @@
 //!   plus a development ingress on one port that routes like the production proxy.
 //! - `sasha serve <role>` runs one role; this is what a container runs.
 //! - `sasha admin …` manages users, tokens and app grants in a core database.
+//! - `sasha seed` installs the bundled apps into a state folder's docs tree.
 
 mod admin;
 mod ingress;
+mod seed;
 mod up;
 
 use std::path::PathBuf;
@@ -67,6 +69,23 @@ enum Command {
         #[command(subcommand)]
         command: admin::AdminCommand,
     },
+    /// Install the bundled apps into a state folder's docs tree (DOCS_ROOT),
+    /// as studio-core does at startup, and print the report as JSON.
+    ///
+    /// An absent app (or _shared) is installed; one matching the bundle is left
+    /// untouched; an untouched older release is replaced; anything edited is
+    /// preserved with a warning; untouched retired samples move to
+    /// DOCS_ROOT/.retired-bundled-apps/apps/. Holds DOCS_ROOT/.bundled-apps.lock
+    /// while it runs; if that file exists (a killed run leaves it), it fails
+    /// closed: make sure no seeder runs, then remove the file. Do not run it
+    /// while studio-core starts against the same docs root. Exits 1 on failure,
+    /// with one line on stderr.
+    Seed {
+        /// The state folder; the docs tree is its docs/ unless DOCS_ROOT names
+        /// another [env: SASHA_STATE_DIR] [default: ./.sasha]
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -118,6 +137,7 @@ fn main() -> ExitCode {
             role @ Role::McpGateway => run_role(role, mcp_gateway::serve_from_env),
         },
         Command::Admin { command } => admin::main(command),
+        Command::Seed { state_dir } => seed::main(state_dir.as_deref()),
     }
 }
 

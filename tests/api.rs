@@ -166,28 +166,33 @@ async fn every_route_against_every_caller() {
         ("GET", "/api/apps/hello/access", None),
         ("PUT", &grant_path, Some(r#"{"access":"use"}"#)),
         ("DELETE", &grant_path, None),
+        ("GET", "/api/apps/hello/recovery", None),
     ];
-    let callers: Vec<(&str, Option<&str>, [u16; 6])> = vec![
-        ("anonymous", None, [401, 401, 401, 401, 401, 401]),
-        ("garbage token", Some("sasha_at_garbage"), [404; 6]),
-        ("expired token", Some(&expired), [404; 6]),
-        ("api key", Some(&api_key), [404; 6]),
+    let callers: Vec<(&str, Option<&str>, [u16; 7])> = vec![
+        ("anonymous", None, [401, 401, 401, 401, 401, 401, 401]),
+        ("garbage token", Some("sasha_at_garbage"), [404; 7]),
+        ("expired token", Some(&expired), [404; 7]),
+        ("api key", Some(&api_key), [404; 7]),
         (
             "member without grant",
             Some(&member_token),
-            [200, 200, 404, 404, 404, 404],
+            [200, 200, 404, 404, 404, 404, 404],
         ),
         (
             "member with use",
             Some(&user_token),
-            [200, 200, 200, 404, 404, 404],
+            [200, 200, 200, 404, 404, 404, 404],
         ),
         (
             "staff with manage",
             Some(&staff_token),
-            [200, 200, 200, 200, 200, 204],
+            [200, 200, 200, 200, 200, 204, 200],
         ),
-        ("admin", Some(&admin_token), [200, 200, 200, 200, 200, 204]),
+        (
+            "admin",
+            Some(&admin_token),
+            [200, 200, 200, 200, 200, 204, 200],
+        ),
     ];
     let mut bodies_401 = BTreeSet::new();
     let mut bodies_404 = BTreeSet::new();
@@ -323,6 +328,174 @@ async fn every_route_against_every_caller() {
     )
     .await;
     assert_eq!(unknown_user.status, 404);
+}
+
+/// The recovery descriptor: `apps:invoke` plus `manage` on the app (an
+/// app-level grant, whatever the platform role), derived from the declared
+/// tables and columns with no SQL text; everything else is the hidden 404.
+#[tokio::test]
+async fn the_recovery_descriptor_needs_apps_invoke_and_manage() {
+    let harness = Harness::new();
+    let apps = harness.path().join("docs/apps");
+    copy_dir(&fixture("expense-log"), &apps.join("expense-log"));
+    copy_dir(&fixture("hello"), &apps.join("hello"));
+    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+    let staff = store.create_user("sam", UserRole::Staff, PASSWORD).unwrap();
+    let stack = Stack::start(harness).await;
+    let http = stack.http();
+    let member = store
+        .create_user("mia", UserRole::Member, PASSWORD)
+        .unwrap();
+    let mint = |id: &str, held: &[Scope]| {
+        store
+            .mint_token(id, TokenKind::Access, &scopes(held), None)
+            .unwrap()
+    };
+    let invoke = [Scope::ChatUse, Scope::AppsInvoke];
+    let staff_token = mint(&staff.id, &invoke);
+    let staff_without_invoke = mint(&staff.id, &[Scope::ChatUse]);
+    let member_token = mint(&member.id, &invoke);
+    let path = "/api/apps/expense-log/recovery";
+
+    let descriptor = call(http, "GET", path, Some(&staff_token), "", None).await;
+    assert_eq!(descriptor.status, 200, "{descriptor:?}");
+    assert_eq!(descriptor.header("cache-control"), Some("no-store"));
+    let body = descriptor.body.clone();
+    let descriptor = descriptor.json();
+    assert_eq!(descriptor["appId"], "expense-log");
+    assert_eq!(descriptor["name"], "Expense Log");
+    assert_eq!(descriptor["versionField"], "_sasha_version");
+    assert_eq!(descriptor["truncated"], false);
+    let tables = descriptor["tables"].as_array().unwrap();
+    let names: Vec<&str> = tables.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["categories", "expenses"]);
+    let expenses = &tables[1];
+    assert_eq!(expenses["access"], "owner");
+    assert_eq!(expenses["ownerField"], "created_by");
+    assert_eq!(expenses["writable"], true);
+    assert_eq!(
+        expenses["tools"],
+        serde_json::json!({
+            "list": "app__expense_log__expenses__list",
+            "get": "app__expense_log__expenses__get",
+            "create": "app__expense_log__expenses__create",
+            "update": "app__expense_log__expenses__update",
+            "delete": "app__expense_log__expenses__delete",
+        })
+    );
+    let fields: Vec<(String, bool, bool)> = expenses["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap().to_owned(),
+                f["required"].as_bool().unwrap(),
+                f["readOnly"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            ("id", false, true),
+            ("spent_on", true, false),
+            ("amount", true, false),
+            ("category_id", true, false),
+            ("created_by", false, true),
+            ("note", false, false),
+        ]
+        .map(|(name, required, read_only)| (name.to_owned(), required, read_only))
+    );
+    let upper = body.to_uppercase();
+    for sql in ["CREATE TABLE", "REFERENCES", "PRIMARY KEY", "INDEX"] {
+        assert!(
+            !upper.contains(sql),
+            "the descriptor carries no SQL text ({sql})"
+        );
+    }
+
+    // An app without data has no tables.
+    let hello = call(
+        http,
+        "GET",
+        "/api/apps/hello/recovery",
+        Some(&staff_token),
+        "",
+        None,
+    )
+    .await;
+    assert_eq!(hello.status, 200);
+    assert_eq!(hello.json()["tables"], serde_json::json!([]));
+
+    // Refusals, all the same hidden 404.
+    let mut refusals = BTreeSet::new();
+    for (what, token, path) in [
+        ("no apps:invoke", &staff_without_invoke, path),
+        ("no grant", &member_token, path),
+        ("unknown app", &staff_token, "/api/apps/nope/recovery"),
+        ("bad app id", &staff_token, "/api/apps/..%2Fetc/recovery"),
+    ] {
+        let response = call(http, "GET", path, Some(token), "", None).await;
+        assert_eq!(response.status, 404, "{what}: {response:?}");
+        refusals.insert(response.body);
+    }
+    store
+        .grant(
+            "expense-log",
+            &member.id,
+            studio_core::store::AppAccess::Use,
+            Some(&staff.id),
+        )
+        .unwrap();
+    let use_only = call(http, "GET", path, Some(&member_token), "", None).await;
+    assert_eq!(use_only.status, 404, "use is not enough");
+    refusals.insert(use_only.body);
+    assert_eq!(
+        refusals.len(),
+        1,
+        "every refusal is byte-identical: {refusals:?}"
+    );
+
+    // Manage is an app-level authority: a member holding it may recover.
+    store
+        .grant(
+            "expense-log",
+            &member.id,
+            studio_core::store::AppAccess::Manage,
+            Some(&staff.id),
+        )
+        .unwrap();
+    let managed = call(http, "GET", path, Some(&member_token), "", None).await;
+    assert_eq!(managed.status, 200, "{managed:?}");
+
+    // An app whose package stops validating has no descriptor (its data tools
+    // are gone too); fixing it brings the descriptor back.
+    let manifest = apps.join("expense-log/APP.md");
+    let original = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, original.replace("version: 1.2.0", "version: [")).unwrap();
+    let mut status = 0;
+    for _ in 0..100 {
+        status = call(http, "GET", path, Some(&staff_token), "", None)
+            .await
+            .status;
+        if status == 404 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, 404, "an invalid package has no recovery descriptor");
+    std::fs::write(&manifest, original).unwrap();
+    for _ in 0..100 {
+        status = call(http, "GET", path, Some(&staff_token), "", None)
+            .await
+            .status;
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, 200, "the repaired package has its descriptor again");
 }
 
 #[tokio::test]
@@ -590,6 +763,7 @@ async fn the_openapi_document_describes_every_route() {
         "GET /api/apps/{appId}/access",
         "PUT /api/apps/{appId}/access/{userId}",
         "DELETE /api/apps/{appId}/access/{userId}",
+        "GET /api/apps/{appId}/recovery",
     ]
     .into_iter()
     .map(String::from)
@@ -602,6 +776,7 @@ async fn the_openapi_document_describes_every_route() {
         "ResourceResponse",
         "LoginRequest",
         "GrantRequest",
+        "RecoveryDescriptor",
     ] {
         assert!(schemas.contains_key(name), "{name} missing");
     }

@@ -13,7 +13,8 @@ use sasha_proto::Role;
 async fn routes_by_host_and_path_like_the_production_proxy() {
     let state = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut up = UpProcess::start(state.path(), port).await;
+    // As a developer runs it: studio-core seeds the bundled apps.
+    let mut up = UpProcess::start_with(state.path(), port, &[]).await;
     let addr = up.addr();
     let studio = format!("localhost:{port}");
     let sandbox = format!("127.0.0.1:{port}");
@@ -133,6 +134,30 @@ async fn routes_by_host_and_path_like_the_production_proxy() {
         .to_owned();
     let me = get(addr, &studio, "/api/me", &format!("Cookie: {session}\r\n")).await;
     assert_eq!(me.json()["username"], "admin");
+    // The bundled Time Sheet Entry was seeded on first start; the dev admin,
+    // existing when it was first registered, manages it.
+    let apps = get(
+        addr,
+        &studio,
+        "/api/apps",
+        &format!("Cookie: {session}\r\n"),
+    )
+    .await;
+    assert_eq!(apps.status, 200, "{apps:?}");
+    let apps = apps.json();
+    let listed: Vec<(&str, &str)> = apps["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|app| {
+            (
+                app["name"].as_str().unwrap(),
+                app["access"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(listed, [("Time Sheet Entry", "manage")], "{apps}");
+    assert!(state.path().join("docs/apps/_shared").is_dir());
     // The Studio page's session reaches /mcp through the ingress (Host check,
     // cookie from the Studio origin, the sessionless protocol).
     let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}"#;
@@ -155,7 +180,7 @@ async fn routes_by_host_and_path_like_the_production_proxy() {
     wait_gone(&pids, Duration::from_secs(10)).await;
 
     // A second start reuses the certificates and the dev admin.
-    let mut again = UpProcess::start(state.path(), port).await;
+    let mut again = UpProcess::start_with(state.path(), port, &[]).await;
     assert_eq!(
         std::fs::read_to_string(state.path().join("certs/ca.pem")).unwrap(),
         ca

@@ -122,15 +122,7 @@ pub fn is_mutating(operation: &str) -> bool {
     matches!(operation, "create" | "update" | "delete")
 }
 
-/// `app__<app>__<table>__<operation>` (or any other name parts), with `-` → `_`.
-pub fn tool_name(parts: &[&str]) -> String {
-    let mut name = String::from("app");
-    for part in parts {
-        name.push_str("__");
-        name.push_str(&part.replace('-', "_"));
-    }
-    name
-}
+pub use sasha_package::manifest::tool_name;
 
 /// The tools `caller` may list, from the catalogue JSON of `GetCatalogue`.
 pub fn tools_for(catalogue: &Value, caller: &Caller) -> Vec<Value> {
@@ -266,28 +258,10 @@ fn action_tool(action: &Value, model_visible: bool, challenge: bool) -> Value {
 }
 
 /// The JSON Schema of one column's values, from its declared type's affinity
-/// (SQLite's rules: INT → integer; CHAR/CLOB/TEXT → string; REAL/FLOA/DOUB →
-/// number; anything else numeric or text).
+/// ([`sasha_package::sql::value_kinds`]), nullable unless NOT NULL or the key.
 fn column_schema(column: &Value) -> Value {
-    let declared = column["declaredType"]
-        .as_str()
-        .unwrap_or("")
-        .to_ascii_uppercase();
-    let mut kinds: Vec<&str> = if declared.contains("INT") {
-        vec!["integer"]
-    } else if ["CHAR", "CLOB", "TEXT"]
-        .iter()
-        .any(|t| declared.contains(t))
-    {
-        vec!["string"]
-    } else if ["REAL", "FLOA", "DOUB"]
-        .iter()
-        .any(|t| declared.contains(t))
-    {
-        vec!["number"]
-    } else {
-        vec!["string", "number"]
-    };
+    let mut kinds: Vec<&str> =
+        sasha_package::sql::value_kinds(column["declaredType"].as_str().unwrap_or("")).to_vec();
     if column["notNull"] != true && column["primaryKey"] != true {
         kinds.push("null");
     }

@@ -112,6 +112,18 @@ pub struct ActionDeclaration {
     pub expose_to_model: bool,
 }
 
+/// The MCP name of an app's tool: `app__<app>__<part>…`, each part joined by
+/// `__` with `-` → `_` (`app__time_sheet_entry__entries__list`). Gateway and
+/// Studio both name tools with this one rule.
+pub fn tool_name(parts: &[&str]) -> String {
+    let mut name = String::from("app");
+    for part in parts {
+        name.push_str("__");
+        name.push_str(&part.replace('-', "_"));
+    }
+    name
+}
+
 /// Most characters of an app or action id.
 pub const MAX_ID_CHARS: usize = 60;
 

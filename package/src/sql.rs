@@ -49,6 +49,28 @@ const MANIFEST_FILE: &str = "APP.md";
 const PROGRESS_BUDGET: u64 = 20_000;
 const PROGRESS_STEP: i32 = 1000;
 
+/// The JSON value kinds a column of `declared_type` holds, from SQLite's
+/// affinity rules: INT → integer; CHAR/CLOB/TEXT → string; REAL/FLOA/DOUB →
+/// number; anything else numeric or text. `null` is not included.
+pub fn value_kinds(declared_type: &str) -> &'static [&'static str] {
+    let declared = declared_type.to_ascii_uppercase();
+    if declared.contains("INT") {
+        &["integer"]
+    } else if ["CHAR", "CLOB", "TEXT"]
+        .iter()
+        .any(|t| declared.contains(t))
+    {
+        &["string"]
+    } else if ["REAL", "FLOA", "DOUB"]
+        .iter()
+        .any(|t| declared.contains(t))
+    {
+        &["number"]
+    } else {
+        &["string", "number"]
+    }
+}
+
 /// One column, as SQLite reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

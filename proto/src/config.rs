@@ -76,6 +76,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SASHA_APP_SANDBOX_ORIGIN", roles: "studio-core, edge-sandbox", default: DEFAULT_SANDBOX_ORIGIN, meaning: "the sandbox origin; same rules, and its hostname must differ from the Studio's" },
     Variable { name: "MCP_PUBLIC_ORIGIN", roles: "mcp-gateway", default: "$SASHA_PUBLIC_ORIGIN", meaning: "the origin MCP clients use for /mcp" },
     Variable { name: "SASHA_REVISION_HISTORY", roles: "studio-core", default: "64", meaning: "superseded app revisions kept readable; older ones answer APP_REVISION_UNAVAILABLE" },
+    Variable { name: "SASHA_BUNDLED_APPS", roles: "studio-core", default: "seed", meaning: "seed: install the bundled apps into DOCS_ROOT/apps at startup (absent ones; untouched old releases are refreshed, edits kept); off: leave DOCS_ROOT alone" },
     Variable { name: "SASHA_EDGE_ADDR", roles: "edge-sandbox", default: "127.0.0.1:3010", meaning: "HTTP listen address of the sandbox origin" },
     Variable { name: "SASHA_CORE_HTTP_ADDR", roles: "studio-core", default: "127.0.0.1:3011", meaning: "HTTP listen address of Studio and /api" },
     Variable { name: "SASHA_CORE_GRPC_ADDR", roles: "studio-core", default: "127.0.0.1:3012", meaning: "mTLS gRPC listen address of CoreService" },

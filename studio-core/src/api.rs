@@ -95,6 +95,7 @@ pub(crate) fn routes() -> axum::Router<Arc<Core>> {
         .route("/api/apps", get(list_apps))
         .route("/api/apps/{app_id}/resource", get(resource))
         .route("/api/apps/{app_id}/access", get(list_access))
+        .route("/api/apps/{app_id}/recovery", get(recovery))
         .route(
             "/api/apps/{app_id}/access/{user_id}",
             put(grant_access).delete(revoke_access),
@@ -371,6 +372,7 @@ struct ErrorEnvelope {
         me,
         list_apps,
         resource,
+        recovery,
         list_access,
         grant_access,
         revoke_access
@@ -382,6 +384,10 @@ struct ErrorEnvelope {
         AppDescriptor,
         AppsResponse,
         ResourceResponse,
+        crate::recovery::RecoveryDescriptor,
+        crate::recovery::RecoveryTable,
+        crate::recovery::RecoveryTools,
+        crate::recovery::RecoveryField,
         GrantEntry,
         GrantsResponse,
         GrantResponse,
@@ -612,6 +618,60 @@ async fn resource(
         meta: serde_json::json!({"ui": resource.meta}),
     })
     .into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// `GET /api/apps/:appId/recovery`: the schema-derived table and field
+/// descriptor of Studio's recovery grid. Needs `apps:invoke` and `manage` on
+/// the app (an app-level authority; the platform role does not matter).
+#[utoipa::path(get, path = "/api/apps/{appId}/recovery", params(("appId" = String, Path)), responses(
+    (status = 200, description = "the app's declared tables and fields; Cache-Control: no-store", body = crate::recovery::RecoveryDescriptor),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 404, description = "hidden: bad credential, no apps:invoke, no manage, unknown or invalid app", body = ErrorEnvelope),
+    (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
+async fn recovery(
+    State(core): State<Arc<Core>>,
+    Path(app_id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let principal = match caller(&core, &headers).await {
+        Ok(Caller::Anonymous) => return unauthenticated(),
+        Ok(Caller::Principal(principal))
+            if matches!(
+                principal.kind,
+                PrincipalKind::Session | PrincipalKind::Access
+            ) && principal.scopes.contains(&Scope::AppsInvoke) =>
+        {
+            principal
+        }
+        Ok(Caller::Principal(_)) => return hidden_not_found().into_response(),
+        Err(response) => return response,
+    };
+    let granted = match core.granted_apps(&principal.user.id).await {
+        Ok(granted) => granted,
+        Err(error) => return error.into_response(),
+    };
+    if !granted
+        .get(&app_id)
+        .is_some_and(|access| access.allows(AppAccess::Manage))
+    {
+        return hidden_not_found().into_response();
+    }
+    let snapshot = core.catalogue.current();
+    let Some(AppEntry::Valid(package)) = snapshot.apps.get(&app_id) else {
+        return hidden_not_found().into_response();
+    };
+    let descriptor = crate::recovery::descriptor(
+        &app_id,
+        &package.manifest.name,
+        &package.resource.revision,
+        package.data.as_ref(),
+        package.manifest.capabilities.data == sasha_package::manifest::DataCapability::ReadWrite,
+    );
+    let mut response = Json(descriptor).into_response();
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

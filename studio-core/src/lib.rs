@@ -5,7 +5,8 @@
 //! origin) and mTLS gRPC (`CoreService`) for mcp-gateway, and calls data-worker
 //! over mTLS gRPC. It never opens an app's data file.
 //!
-//! Modules: [`catalogue`] (discovery, validation, revisions), [`store`] (the
+//! Modules: [`catalogue`] (discovery, validation, revisions), [`seed`] (the
+//! bundled apps, installed into `DOCS_ROOT` at startup), [`store`] (the
 //! core database: users, sessions, tokens, registry, grants, audit,
 //! confirmations, suggestions), [`source`] (package files for the source
 //! tools), `api` (the `/api` routes), `core_grpc` (`CoreService`),
@@ -20,6 +21,8 @@
 mod api;
 pub mod catalogue;
 mod core_grpc;
+mod recovery;
+pub mod seed;
 pub mod source;
 mod source_tools;
 pub mod store;
@@ -65,6 +68,9 @@ pub struct Config {
     pub identity: Identity,
     /// `SASHA_REVISION_HISTORY`: superseded revisions kept readable (default 64).
     pub revision_history: usize,
+    /// `SASHA_BUNDLED_APPS`: seed the bundled apps into `DOCS_ROOT` before the
+    /// first catalogue refresh (`seed`, the default) or not (`off`).
+    pub bundled_apps: seed::BundledApps,
 }
 
 impl Config {
@@ -82,6 +88,7 @@ impl Config {
                 catalogue::DEFAULT_HISTORY,
                 100_000,
             )?,
+            bundled_apps: seed::BundledApps::from_env(env)?,
         })
     }
 }
@@ -185,6 +192,9 @@ pub async fn run(
                 RoleError::Startup(format!("DB_PATH: cannot open the core database: {error}"))
             })?
     };
+    if config.bundled_apps == seed::BundledApps::Seed {
+        seed_bundled_apps(config.storage.docs_root.clone()).await;
+    }
     let catalogue = Arc::new(Catalogue::new(
         &config.storage.docs_root,
         config.revision_history,
@@ -262,6 +272,42 @@ pub async fn run(
     );
     grpc_result.map_err(|error| RoleError::Runtime(error.to_string()))?;
     http_result.map_err(|error| RoleError::Runtime(error.to_string()))
+}
+
+/// Seeds the bundled apps under the knowledge flock and logs every outcome. A
+/// failure is logged and startup goes on: the catalogue serves what exists.
+async fn seed_bundled_apps(docs_root: std::path::PathBuf) {
+    let seeded = tokio::task::spawn_blocking(move || seed::seed_at_startup(&docs_root)).await;
+    let report = match seeded {
+        Ok(Ok(report)) => report,
+        Ok(Err(error)) => {
+            tracing::error!(%error, "bundled apps not seeded; serving what DOCS_ROOT holds");
+            return;
+        }
+        Err(error) => {
+            tracing::error!(%error, "bundled app seeding failed; serving what DOCS_ROOT holds");
+            return;
+        }
+    };
+    for leftover in &report.healed {
+        tracing::info!(%leftover, "removed the leftover of an interrupted seeding");
+    }
+    for app in &report.apps {
+        let outcome = app.outcome.as_str();
+        let tree_hash = app.tree_hash.as_deref().unwrap_or("-");
+        match (&app.outcome, &app.warning) {
+            (seed::Outcome::Error, warning) => tracing::error!(
+                app_id = %app.id,
+                outcome,
+                warning = warning.as_deref().unwrap_or_default(),
+                "bundled app not seeded"
+            ),
+            (_, Some(warning)) => {
+                tracing::warn!(app_id = %app.id, outcome, tree_hash, %warning, "bundled app")
+            }
+            (_, None) => tracing::info!(app_id = %app.id, outcome, tree_hash, "bundled app"),
+        }
+    }
 }
 
 /// Re-reads the catalogue now (only changed packages are validated again) and

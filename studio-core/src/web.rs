@@ -57,6 +57,11 @@ const ASSETS: &[Asset] = &[
         bytes: include_str!("../web/access.js"),
     },
     Asset {
+        name: "recovery.js",
+        content_type: JAVASCRIPT,
+        bytes: include_str!("../web/recovery.js"),
+    },
+    Asset {
         name: "dom.js",
         content_type: JAVASCRIPT,
         bytes: include_str!("../web/dom.js"),

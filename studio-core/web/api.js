@@ -106,3 +106,11 @@ export function grantAccess(appId, userId, access) {
 export function revokeAccess(appId, userId) {
   return request("DELETE", `/api/apps/${segment(appId)}/access/${segment(userId)}`);
 }
+
+/**
+ * `GET /api/apps/:id/recovery` (needs `manage`): the app's declared tables,
+ * their fields and the data tools that reach them.
+ */
+export function recovery(appId) {
+  return request("GET", `/api/apps/${segment(appId)}/recovery`);
+}

@@ -1,14 +1,16 @@
-// Sasha Studio: sign-in, the Apps sidebar, one open app at a time, and the
-// access panel for admin and staff.
+// Sasha Studio: sign-in, the Apps sidebar, one open app at a time, the
+// access panel for admin and staff, and the recovery panel for managers.
 //
 // Routes live in the location hash so the server serves one page:
 // `#/` (no app open), `#/apps/<id>` (the app open), `#/apps/<id>/access`
-// (the app open with its access panel). Every change of state is said in
+// (the app open with its access panel), `#/apps/<id>/recovery` (the app's
+// rows in the generic recovery grid, its own view closed). Every change of state is said in
 // text: a live status line for progress, an alert for failures (with the
 // envelope's code and diagnostic id).
 
 import * as api from "./api.js";
 import { accessPanel } from "./access.js";
+import { recoveryPanel } from "./recovery.js";
 import { errorText, h, replaceChildren } from "./dom.js";
 import { createHost, styleVariables } from "./host.js";
 
@@ -42,11 +44,11 @@ function appById(id) {
 
 /** The current route from the hash. */
 function route() {
-  const match = /^#\/apps\/([a-z0-9-]{1,60})(\/access)?$/.exec(window.location.hash);
+  const match = /^#\/apps\/([a-z0-9-]{1,60})(\/access|\/recovery)?$/.exec(window.location.hash);
   if (!match) {
-    return { appId: null, access: false };
+    return { appId: null, access: false, recovery: false };
   }
-  return { appId: match[1], access: Boolean(match[2]) };
+  return { appId: match[1], access: match[2] === "/access", recovery: match[2] === "/recovery" };
 }
 
 function go(hash) {
@@ -397,7 +399,7 @@ async function renderNow() {
   if (!studio.shell) {
     return;
   }
-  const { appId, access } = route();
+  const { appId, access, recovery } = route();
   const app = appId ? appById(appId) : null;
   renderSidebar(app ? app.id : null);
   if (!app) {
@@ -410,8 +412,9 @@ async function renderNow() {
     studio.shell.pane = null;
     return;
   }
-  if (studio.openAppId !== app.id || studio.shell.pane === null) {
-    await openApp(app);
+  const mode = recovery && app.access === "manage" ? "recovery" : "view";
+  if (studio.openAppId !== app.id || studio.shell.pane === null || studio.shell.pane.mode !== mode) {
+    await openApp(app, false, mode);
   }
   showAccess(access && canManageAccess());
 }
@@ -419,7 +422,17 @@ async function renderNow() {
 // ---------------------------------------------------------------------------
 // The open app
 
-function appPane(app) {
+function appPane(app, mode) {
+  const recoveryButton =
+    app.access === "manage"
+      ? h("button", {
+          type: "button",
+          class: "button",
+          text: mode === "recovery" ? "Back to the app" : "Recovery",
+          title: mode === "recovery" ? null : "Work with the app's rows directly, without its own view",
+          onclick: () => go(mode === "recovery" ? `#/apps/${app.id}` : `#/apps/${app.id}/recovery`),
+        })
+      : null;
   const accessButton = canManageAccess()
     ? h("button", {
         type: "button",
@@ -447,14 +460,14 @@ function appPane(app) {
         h("p", { class: "app-description", text: app.description }),
         h("p", { class: "app-meta", text: `Version ${app.version} · ${app.access} access` }),
       ),
-      h("div", { class: "app-actions" }, accessButton, closeButton),
+      h("div", { class: "app-actions" }, recoveryButton, accessButton, closeButton),
     ),
     accessSlot,
     status,
     alert,
     frameSlot,
   );
-  return { app, element, status, alert, frameSlot, accessSlot, accessButton, accessOpen: false };
+  return { app, mode, element, status, alert, frameSlot, accessSlot, accessButton, accessOpen: false };
 }
 
 function paneSay(pane, text) {
@@ -495,14 +508,32 @@ async function closeApp() {
   }
 }
 
-async function openApp(app, retried = false) {
+async function openApp(app, retried = false, mode = "view") {
   await closeApp();
   const generation = studio.generation;
   clearAlert();
-  const pane = appPane(app);
+  const pane = appPane(app, mode);
   studio.openAppId = app.id;
   studio.shell.pane = pane;
   replaceChildren(studio.shell.main, pane.element);
+  if (mode === "recovery") {
+    // The app's own view stays closed: recovery must work when it is broken.
+    const panel = recoveryPanel({
+      app,
+      onClose: () => go(`#/apps/${app.id}`),
+      onUnauthenticated: () => {
+        sessionEnded();
+      },
+    });
+    replaceChildren(pane.frameSlot, panel);
+    paneSay(pane, `${app.name}'s own view is closed while recovery is open.`);
+    const heading = panel.querySelector("h2");
+    if (heading) {
+      heading.setAttribute("tabindex", "-1");
+      heading.focus();
+    }
+    return;
+  }
   paneSay(pane, `Loading ${app.name}…`);
   let resource;
   try {
@@ -521,7 +552,7 @@ async function openApp(app, retried = false) {
         const fresh = appById(app.id);
         renderSidebar(fresh ? fresh.id : null);
         if (fresh && fresh.revision !== app.revision) {
-          await openApp(fresh, true);
+          await openApp(fresh, true, mode);
           return;
         }
         if (!fresh) {

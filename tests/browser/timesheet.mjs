@@ -1,33 +1,42 @@
-// Time Sheet Entry end to end in real Chromium (issue 9, part 1): the bundled
-// app package (apps/time-sheet-entry) in the real `sasha up`, used through
-// its own UI by role and label, as a person would.
+// Time Sheet Entry end to end in real Chromium (issue 9): the bundled app
+// package (apps/time-sheet-entry), seeded by the real `sasha up`, used by role
+// and label, as people would.
 //
-//  1. sign in as the dev admin; seed two projects through /mcp from the
-//     Studio page (session cookie + Sasha-App, as the host does);
-//  2. open Time Sheet Entry; log hours on three days of the shown week through
-//     the form (the app-only log-hours action); per-day and per-project
-//     totals follow;
+//  1. sign in as the dev admin; open the app's recovery panel and add the
+//     shared projects there (a duplicate name is refused; an edit made
+//     elsewhere first makes the panel's stale save a conflict it shows, never
+//     an overwrite; a delete asks first);
+//  2. back in the app's own view, log hours on three days of the shown week
+//     through the form (the app-only log-hours action); per-day and
+//     per-project totals follow;
 //  3. edit one entry's hours in place;
 //  4. a second browser context (same user) changes the same entry first; the
 //     first context's stale save gets the conflict message and the reloaded
 //     value, never an overwrite;
 //  5. delete one entry after confirming in the app's own dialog;
-//  6. print the UI's totals (`UI_TOTALS {json}`) for the Rust test to compare
-//     with app__time_sheet_entry__weekly_project_totals called over MCP;
-//  7. screenshots of the week view and the conflict at 1440 and 375 px.
+//  6. a member sees no apps (and no recovery, and no data tools) until the
+//     admin grants `use` in the access panel; then sees none of the admin's
+//     entries, logs their own, and still has no recovery;
+//  7. print the UI's totals (`UI_TOTALS {json}` for the admin, `MEMBER_TOTALS`
+//     for the member) for the Rust test to compare with
+//     app__time_sheet_entry__weekly_project_totals read by the MCP SDK client;
+//  8. screenshots of the recovery panel, the week view and the conflict at
+//     1440 and 375 px.
 //
 // Environment (set by tests/browser_timesheet.rs): CHROMIUM, STUDIO_URL,
-// ADMIN_USER, ADMIN_PASSWORD, ARTIFACTS. BROWSER_CONSOLE=1 echoes the console.
+// ADMIN_USER, ADMIN_PASSWORD, MEMBER_USER, MEMBER_PASSWORD, MEMBER_ID,
+// ARTIFACTS. BROWSER_CONSOLE=1 echoes the console.
 
 import fs from "node:fs";
 import path from "node:path";
 
 import { Checks, env, launchChromium, waitFor } from "./harness.mjs";
-import { callTool, innerFrame, openApp, signIn } from "./studio-page.mjs";
+import { appLink, callTool, innerFrame, openApp, sidebar, signIn } from "./studio-page.mjs";
 
 const started = Date.now();
 const STUDIO = env("STUDIO_URL");
 const ADMIN = { username: env("ADMIN_USER"), password: env("ADMIN_PASSWORD") };
+const MEMBER = { username: env("MEMBER_USER"), password: env("MEMBER_PASSWORD"), id: env("MEMBER_ID") };
 const ARTIFACTS = env("ARTIFACTS");
 fs.mkdirSync(ARTIFACTS, { recursive: true });
 
@@ -55,7 +64,7 @@ console.log(`${checks.passed} checks passed in ${((Date.now() - started) / 1000)
 // ---------------------------------------------------------------------------
 // Helpers
 
-async function studioPage(label) {
+async function studioPage(label, user = ADMIN) {
   const context = await browser.newContext({ viewport: WIDE, locale: "en-GB", timezoneId: "Europe/London" });
   const page = await context.newPage();
   page.setDefaultTimeout(10_000);
@@ -72,7 +81,7 @@ async function studioPage(label) {
     dialog.accept().catch(() => {});
   });
   await page.goto(`${STUDIO}/`);
-  await signIn(page, ADMIN);
+  await signIn(page, user);
   return record;
 }
 
@@ -87,7 +96,7 @@ async function openTimesheet(page) {
   return app;
 }
 
-/** Screenshots at both widths, each scrolled so `subject` (in the app) is in view. */
+/** Screenshots at both widths, each scrolled so `subject` is in view. */
 async function screenshot(page, name, subject) {
   for (const size of [WIDE, NARROW]) {
     await page.setViewportSize(size);
@@ -129,25 +138,89 @@ async function run() {
   const page = admin.page;
   timings.signIn = Date.now() - at;
 
-  // --- 1. Two shared projects, seeded through /mcp -------------------------
+  // --- 1. Shared projects, added in the recovery panel ----------------------
   at = Date.now();
+  await appLink(page, APP).click();
+  await page.getByText(`${APP} is open.`).waitFor();
+  await page.getByRole("button", { name: "Recovery" }).click();
+  const recovery = page.getByRole("region", { name: `Recovery: ${APP}` });
+  await recovery.waitFor();
+  checks.ok(await page.getByText(`${APP}'s own view is closed while recovery is open.`).isVisible(), "recovery opens with the app's own view closed");
+  const recoveryStatus = recovery.getByRole("status");
+  const recoveryAlert = recovery.getByRole("alert");
+  const projectsGrid = recovery.getByRole("region", { name: "projects", exact: true });
+  const entriesGrid = recovery.getByRole("region", { name: "entries", exact: true });
+  await projectsGrid.getByText("No rows in projects that you can see.").waitFor();
+  checks.ok(await entriesGrid.getByText("own rows (created_by)").isVisible(), "the entries grid says it shows the caller's own rows");
+  checks.equal(
+    await entriesGrid.locator("form label").allTextContents(),
+    ["date (required)", "project (required)", "hours (required)", "note"],
+    "the entries form offers the writable fields, required ones marked; id and the owner field are not editable",
+  );
+  const projectRows = projectsGrid.getByRole("table", { name: "Rows of projects" }).locator("tbody tr");
   const projects = {};
-  for (const name of ["Apollo", "Borealis"]) {
-    const seeded = await callTool(page, "time-sheet-entry", "app__time_sheet_entry__projects__create", {
-      values: { name },
-      idempotencyKey: `timesheet-e2e-project-${name}`,
-    });
-    const created = seeded.message?.result?.structuredContent;
-    checks.ok(
-      seeded.status === 200 && seeded.message?.result?.isError !== true && Number.isInteger(created?.id),
-      `project ${name} is created through /mcp with the admin's session and Sasha-App`,
-      seeded,
-    );
-    projects[name] = created.id;
+  for (const name of ["Apollo", "Borealis", "Cygnus"]) {
+    await projectsGrid.getByLabel("name (required)").fill(name);
+    await projectsGrid.getByRole("button", { name: "Add to projects" }).click();
+    await recoveryStatus.filter({ hasText: /^Added projects row \d+\.$/ }).waitFor();
+    const text = await recoveryStatus.textContent();
+    projects[name] = Number(/row (\d+)/.exec(text)[1]);
+    await projectRows.filter({ hasText: name }).waitFor();
   }
+  checks.equal(await projectRows.count(), 3, "three projects are added in the recovery panel");
+  checks.ok(Object.values(projects).every(Number.isInteger), "each added project's id is announced", projects);
+
+  await projectsGrid.getByLabel("name (required)").fill("Apollo");
+  await projectsGrid.getByRole("button", { name: "Add to projects" }).click();
+  await recoveryAlert.filter({ hasText: "APP_CONFLICT" }).waitFor();
+  checks.ok(/conflicts with the stored records/i.test(await recoveryAlert.textContent()), "a duplicate project name is refused with the platform's message", await recoveryAlert.textContent());
+  checks.equal(await projectRows.count(), 3, "the refused duplicate adds nothing");
+
+  await projectsGrid.getByLabel("name (required)").fill("");
+  await projectsGrid.getByRole("button", { name: "Add to projects" }).click();
+  await recoveryAlert.filter({ hasText: "name is required." }).waitFor();
+  checks.ok(true, "an empty required field is refused before anything is sent");
+
+  const cygnus = `projects row ${projects.Cygnus}`;
+  await projectsGrid.getByRole("button", { name: `Edit ${cygnus}` }).click();
+  await projectsGrid.getByLabel(`name of ${cygnus}`).fill("Cygnus I");
+  await projectsGrid.getByRole("button", { name: "Save" }).click();
+  await recoveryStatus.filter({ hasText: `Saved ${cygnus}.` }).waitFor();
+  const cygnusRow = projectRows.filter({ hasText: "Cygnus" });
+  checks.equal(await cygnusRow.locator(".recovery-version").textContent(), "2", "an edit in the panel moves the row to version 2");
+
+  // Someone else changes the row first (the same governed tool, from this page).
+  const elsewhere = await callTool(page, "time-sheet-entry", "app__time_sheet_entry__projects__update", {
+    id: projects.Cygnus,
+    changes: { name: "Cygnus II" },
+    expectedVersion: 2,
+  });
+  checks.ok(elsewhere.message?.result?.isError !== true, "another caller renames the project to Cygnus II first", elsewhere);
+  await projectsGrid.getByRole("button", { name: `Edit ${cygnus}` }).click();
+  await projectsGrid.getByLabel(`name of ${cygnus}`).fill("Cygnus III");
+  await projectsGrid.getByRole("button", { name: "Save" }).click();
+  const staleAlert = recoveryAlert.filter({ hasText: "This row changed since it was loaded, so nothing was overwritten." });
+  await staleAlert.waitFor();
+  await cygnusRow.filter({ hasText: "Cygnus II" }).waitFor();
+  checks.ok(true, "the panel's stale save is a conflict: it says so and shows the other caller's value");
+  checks.equal(await cygnusRow.locator(".recovery-version").textContent(), "3", "the reloaded row shows version 3");
+  checks.equal(await projectRows.filter({ hasText: "Cygnus III" }).count(), 0, "the stale value was not written");
+  await screenshot(page, "recovery-panel", staleAlert);
+
+  await projectsGrid.getByRole("button", { name: `Delete ${cygnus}` }).click();
+  await recoveryStatus.filter({ hasText: `Deleted ${cygnus}.` }).waitFor();
+  checks.ok(admin.dialogs.some((text) => text.startsWith(`Delete ${cygnus}?`)), "deleting in the panel asks first", admin.dialogs);
+  admin.dialogs.length = 0;
+  checks.equal(await projectRows.count(), 2, "two projects are left after the delete");
+  delete projects.Cygnus;
+  timings.recovery = Date.now() - at;
 
   // --- 2. Log hours on three days ------------------------------------------
-  const app = await openTimesheet(page);
+  at = Date.now();
+  await page.getByRole("button", { name: "Back to the app" }).click();
+  await page.getByText(`${APP} is open.`).waitFor();
+  const app = view(page);
+  await app.getByRole("heading", { name: APP }).waitFor();
   const weekStart = await app.locator("#week-start").getAttribute("datetime");
   checks.ok(/^\d{4}-\d{2}-\d{2}$/.test(weekStart) && new Date(`${weekStart}T00:00:00Z`).getUTCDay() === 1, `the view shows a week starting on a Monday (${weekStart})`);
   checks.ok(await app.getByText("No hours logged this week.").isVisible(), "an empty week says so");
@@ -239,7 +312,63 @@ async function run() {
   checks.equal(byProject, { Apollo: 12.25, Borealis: 5 }, "per-project totals after the delete: Apollo 12.25, Borealis 5.00");
   timings.delete = Date.now() - at;
 
-  // --- 6. Hand the UI's totals to the Rust test ----------------------------
+  // --- 6. A member: nothing until granted use, then only their own rows ----
+  at = Date.now();
+  const member = await studioPage("member", MEMBER);
+  const memberPage = member.page;
+  await memberPage.getByText("No apps yet — ask an admin or staff member for access.").waitFor();
+  checks.equal(await appLink(memberPage, APP).count(), 0, "a member without a grant sees no Time Sheet Entry");
+  const refusedRecovery = await memberPage.evaluate(async () => (await fetch("/api/apps/time-sheet-entry/recovery")).status);
+  checks.equal(refusedRecovery, 404, "a member without a grant gets the hidden 404 for the recovery descriptor");
+  const refusedList = await callTool(memberPage, "time-sheet-entry", "app__time_sheet_entry__entries__list", {});
+  checks.ok(
+    refusedList.status !== 200 || refusedList.message?.error || refusedList.message?.result?.isError === true,
+    "a member without a grant cannot list entries through /mcp",
+    refusedList,
+  );
+
+  await page.getByRole("button", { name: "Manage access" }).click();
+  const accessPanel = page.getByRole("region", { name: `Access to ${APP}` });
+  await accessPanel.getByLabel("User id").fill(MEMBER.id);
+  await accessPanel.getByLabel("Access", { exact: true }).selectOption("use");
+  await accessPanel.getByRole("button", { name: "Grant access" }).click();
+  await accessPanel.getByRole("status").filter({ hasText: `${MEMBER.username} now has use access.` }).waitFor();
+  checks.ok(true, "the admin grants the member use in the access panel");
+
+  await memberPage.reload();
+  await sidebar(memberPage).waitFor();
+  await appLink(memberPage, APP).waitFor();
+  const memberApp = await openTimesheet(memberPage);
+  checks.ok(await memberApp.getByText("No hours logged this week.").isVisible(), "the member sees none of the admin's entries");
+  checks.equal(await memberPage.getByRole("button", { name: "Recovery" }).count(), 0, "use access offers no recovery panel");
+  const stillRefused = await memberPage.evaluate(async () => (await fetch("/api/apps/time-sheet-entry/recovery")).status);
+  checks.equal(stillRefused, 404, "use access is not enough for the recovery descriptor (manage is)");
+  await memberApp.getByLabel("Date", { exact: true }).fill(addDays(weekStart, 2));
+  await memberApp.getByLabel("Project", { exact: true }).selectOption({ label: "Apollo" });
+  await memberApp.getByLabel("Hours", { exact: true }).fill("2");
+  await memberApp.getByRole("button", { name: "Log hours" }).click();
+  await memberApp.getByRole("status").filter({ hasText: "Logged 2.00 hours for Apollo" }).waitFor();
+  checks.equal(await memberApp.locator("#entries tbody tr").count(), 1, "the member's week lists only their own entry");
+  const memberTotals = await totals(memberApp, "Hours per project");
+  checks.equal(memberTotals, { Apollo: 2 }, "the member's per-project totals count only their hours");
+  await member.page.context().close();
+
+  const adminRows = await memberAwareCount(app);
+  checks.equal(adminRows, 3, "the admin's view, reloaded, still lists only the admin's three entries");
+  timings.member = Date.now() - at;
+
+  // --- 7. Hand the UI's totals to the Rust test ----------------------------
   const uiTotals = Object.fromEntries(Object.entries(byProject).map(([name, hours]) => [String(projects[name]), hours]));
   console.log(`UI_TOTALS ${JSON.stringify({ weekStart, projects: uiTotals })}`);
+  const memberIds = Object.fromEntries(Object.entries(memberTotals).map(([name, hours]) => [String(projects[name]), hours]));
+  console.log(`MEMBER_TOTALS ${JSON.stringify({ weekStart, projects: memberIds })}`);
+}
+
+/** Reloads the shown week (away to the next week and back) and counts its entries. */
+async function memberAwareCount(app) {
+  await app.getByRole("button", { name: "Next week" }).click();
+  await app.getByText("No hours logged this week.").waitFor();
+  await app.getByRole("button", { name: "Previous week" }).click();
+  await app.locator("#entries tbody tr").first().waitFor();
+  return app.locator("#entries tbody tr").count();
 }

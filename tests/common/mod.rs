@@ -51,7 +51,7 @@ impl Harness {
     }
 
     /// The environment a role gets by default: the state folder, its TLS files,
-    /// ephemeral ports.
+    /// ephemeral ports, no seeding of the bundled apps.
     pub fn role_env(&self, role: Role) -> HashMap<String, String> {
         let files = self.pki.files(role);
         let mut env: HashMap<String, String> = [
@@ -66,6 +66,8 @@ impl Harness {
             ("SASHA_GATEWAY_HTTP_ADDR", "127.0.0.1:0".into()),
             ("SASHA_EXIT_ON_STDIN_EOF", "1".into()),
             ("RUST_LOG", "info".into()),
+            // Tests start from an empty catalogue; tests/seed.rs turns seeding on.
+            ("SASHA_BUNDLED_APPS", "off".into()),
         ]
         .into_iter()
         .map(|(key, value)| (key.to_owned(), value))
@@ -363,7 +365,15 @@ pub struct UpProcess {
 
 impl UpProcess {
     /// Starts `sasha up` on `port` with `state_dir`, and waits for its banner.
+    /// The bundled apps are not seeded, so the apps folder holds exactly what
+    /// the test put there.
     pub async fn start(state_dir: &Path, port: u16) -> UpProcess {
+        UpProcess::start_with(state_dir, port, &[("SASHA_BUNDLED_APPS", "off")]).await
+    }
+
+    /// [`UpProcess::start`] with `env` (which its children inherit) instead
+    /// of turning seeding off.
+    pub async fn start_with(state_dir: &Path, port: u16, env: &[(&str, &str)]) -> UpProcess {
         let mut child = Command::new(sasha_bin())
             .args(["up", "--state-dir"])
             .arg(state_dir)
@@ -371,6 +381,7 @@ impl UpProcess {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

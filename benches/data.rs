@@ -113,6 +113,9 @@ fn through_gateway(
         )
         .unwrap();
     let medians = runtime.block_on(async {
+        // studio-core builds reqwest's rustls backend without a default
+        // provider; install ring, as every process of the workspace uses.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::new();
         let call = |ui: bool, name: &'static str, arguments: serde_json::Value| {
             let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {

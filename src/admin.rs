@@ -417,14 +417,20 @@ fn db_path(state: &StateArgs) -> anyhow::Result<PathBuf> {
     Ok(storage_paths(state.state_dir.as_deref())?.db_path)
 }
 
-/// The state folder's storage paths (`DOCS_ROOT`, `DB_PATH`, `APP_DATA_ROOT`),
-/// from `--state-dir` and the environment exactly as the services read them.
+/// The state folder's storage paths (`DOCS_ROOT`, `DB_PATH`, `APP_DATA_ROOT`,
+/// `UPLOADS_ROOT`), from `--state-dir` and the environment exactly as the
+/// services read them.
 pub(crate) fn storage_paths(state_dir: Option<&Path>) -> anyhow::Result<StoragePaths> {
-    let mut env: HashMap<String, String> =
-        ["SASHA_STATE_DIR", "DOCS_ROOT", "DB_PATH", "APP_DATA_ROOT"]
-            .into_iter()
-            .filter_map(|name| Some((name.to_owned(), ProcessEnv.var(name)?)))
-            .collect();
+    let mut env: HashMap<String, String> = [
+        "SASHA_STATE_DIR",
+        "DOCS_ROOT",
+        "DB_PATH",
+        "APP_DATA_ROOT",
+        "UPLOADS_ROOT",
+    ]
+    .into_iter()
+    .filter_map(|name| Some((name.to_owned(), ProcessEnv.var(name)?)))
+    .collect();
     if let Some(dir) = state_dir {
         let dir = dir
             .to_str()

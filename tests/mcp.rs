@@ -692,7 +692,7 @@ async fn hostile_requests_are_refused_cleanly() {
     let world = World::start().await;
     // A fresh connection per request: a refused body may close its connection.
     let post = |body: String| {
-        reqwest::Client::new()
+        common::http_client()
             .post(world.url())
             .header("authorization", format!("Bearer {}", world.staff_token))
             .header("content-type", "application/json")

@@ -212,11 +212,26 @@ async fn closed_errors_cross_the_hop_intact() {
         &identity,
     )
     .unwrap();
+    // A chat turn for anything but a Studio session: refused with its own
+    // code and message, and the stream never starts.
     let status = core
-        .chat(sasha_proto::pb::ChatRequest::default())
+        .chat(sasha_proto::pb::ChatRequest {
+            principal: Some(sasha_proto::pb::Principal {
+                user_id: "u1".into(),
+                kind: "access".into(),
+                scopes: vec!["apps:invoke".into()],
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
         .await
         .unwrap_err();
-    assert_eq!(AppError::from_status(&status).code, ErrorCode::NotReady);
+    let error = AppError::from_status(&status);
+    assert_eq!(error.code, ErrorCode::CapabilityDenied);
+    assert_eq!(
+        error.message,
+        "chat is available only to an app open in Studio"
+    );
     // A call without a principal is refused with its own code, not a transport error.
     let status = core
         .list_apps(sasha_proto::pb::ListAppsRequest::default())

@@ -14,7 +14,7 @@
 //    exact Studio origin, and the inner frame's own WindowProxy. Everything
 //    else is dropped without an answer: other windows and origins, anything
 //    that is not a JSON-RPC 2.0 message, anything over MAX_MESSAGE_BYTES of
-//    JSON, and any `ui/notifications/sandbox-*` method (the proxy's own control
+//    JSON (MAX_UPLOAD_MESSAGE_BYTES for a call of the upload tool), and any `ui/notifications/sandbox-*` method (the proxy's own control
 //    plane, never forwarded in either direction). What is relayed is the
 //    message re-parsed from its JSON text, so only plain JSON ever crosses
 //    (no Blob, ArrayBuffer, MessagePort or other structured-clone objects).
@@ -37,6 +37,10 @@
   }
   // The largest message relayed, measured as UTF-8 bytes of its JSON text.
   var MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+  // The largest `tools/call` of the upload tool: 25 MiB of documents as
+  // base64 and the JSON around them.
+  var MAX_UPLOAD_MESSAGE_BYTES = 36 * 1024 * 1024;
+  var UPLOAD_TOOL = "sasha__files_upload";
   var INNER_SANDBOX = "allow-scripts allow-same-origin allow-forms";
   var CONTROL_PREFIX = "ui/notifications/sandbox-";
   var RESOURCE_READY = "ui/notifications/sandbox-resource-ready";
@@ -68,12 +72,19 @@
     return typeof value === "string" || (typeof value === "number" && isFinite(value));
   }
 
-  function utf8Length(text) {
+  function utf8Length(text, limit) {
     // Each UTF-16 unit is at most 3 UTF-8 bytes: only count when it matters.
-    if (text.length * 3 <= MAX_MESSAGE_BYTES) {
+    if (text.length * 3 <= limit) {
       return text.length;
     }
     return new TextEncoder().encode(text).length;
+  }
+
+  // The size limit of `data`: larger only for a call of the upload tool.
+  function sizeLimit(data) {
+    var upload =
+      data.method === "tools/call" && isPlainObject(data.params) && data.params.name === UPLOAD_TOOL;
+    return upload ? MAX_UPLOAD_MESSAGE_BYTES : MAX_MESSAGE_BYTES;
   }
 
   // The message as plain JSON if it may be relayed, else null.
@@ -87,7 +98,8 @@
     } catch (error) {
       return null;
     }
-    if (typeof text !== "string" || text.length > MAX_MESSAGE_BYTES || utf8Length(text) > MAX_MESSAGE_BYTES) {
+    var limit = sizeLimit(data);
+    if (typeof text !== "string" || text.length > limit || utf8Length(text, limit) > limit) {
       return null;
     }
     var message = JSON.parse(text);

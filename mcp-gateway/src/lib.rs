@@ -12,9 +12,11 @@
 //!
 //! Modules: [`auth`] (who is calling), [`server`] (the rmcp handler: tools,
 //! resources, confirmation), [`calls`] (governed data calls and actions),
+//! [`assist`] (the open app's chat and document upload),
 //! [`tools`] (the per-caller app tool list) and [`platform`] (the source tools,
 //! `getDocs`, `suggestImprovement`).
 
+pub mod assist;
 pub mod auth;
 pub mod calls;
 pub mod platform;
@@ -95,10 +97,17 @@ pub struct Gateway {
     cookie_name: &'static str,
     sessions: auth::SessionOwners,
     contracts: calls::KnownContracts,
+    /// Bounds the memory large upload bodies take.
+    uploads: tokio::sync::Semaphore,
 }
 
-/// The largest `/mcp` request body.
+/// The largest `/mcp` request body, except a document upload.
 const MAX_MCP_BODY: usize = 4 * 1024 * 1024;
+/// The largest body of a `sasha__files_upload` call: 25 MiB of documents as
+/// base64 (about 33.4 MiB) and the JSON around them.
+const MAX_UPLOAD_BODY: usize = 36 * 1024 * 1024;
+/// Upload bodies one replica buffers at once; more wait their turn.
+const UPLOADS_AT_ONCE: usize = 4;
 
 /// Serves mcp-gateway on `listeners` until `shutdown` is cancelled.
 pub async fn run(
@@ -121,6 +130,7 @@ pub async fn run(
         studio_origin: config.studio_origin.clone(),
         sessions: auth::SessionOwners::default(),
         contracts: calls::KnownContracts::default(),
+        uploads: tokio::sync::Semaphore::new(UPLOADS_AT_ONCE),
     });
     let addr = listeners
         .http
@@ -138,7 +148,8 @@ pub async fn run(
         .with_allowed_hosts(hosts)
         .with_allowed_origins([config.studio_origin.as_str().to_owned()])
         .enforce_origin_validation()
-        .with_max_request_body_bytes(MAX_MCP_BODY)
+        // `limit_body` enforces the real limits first.
+        .with_max_request_body_bytes(MAX_UPLOAD_BODY)
         // A sessionless call that emits nothing before its result is answered
         // as plain JSON; one that does (progress) still streams.
         .with_json_response(true)
@@ -149,10 +160,16 @@ pub async fn run(
         Arc::new(LocalSessionManager::default()),
         mcp_config,
     );
+    // Authentication first (headers only), so only a known caller can make a
+    // replica buffer an upload body.
     let mcp = tower::ServiceBuilder::new()
         .layer(axum::middleware::from_fn_with_state(
             gateway.clone(),
             auth::authenticate,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            gateway.clone(),
+            limit_body,
         ))
         .service(mcp);
     let app = axum::Router::new()
@@ -167,6 +184,86 @@ pub async fn run(
     sasha_proto::web::serve_http(listeners.http, app, shutdown)
         .await
         .map_err(|error| RoleError::Runtime(error.to_string()))
+}
+
+/// Reads the request body under its limit: 4 MiB, or 36 MiB for a
+/// `tools/call` of `sasha__files_upload` (named in the `Mcp-Method` and
+/// `Mcp-Name` headers and, when the body is over 4 MiB, checked in the body
+/// itself before anything else reads it). Over the limit is 413 with
+/// `APP_RESOURCE_LIMIT`.
+async fn limit_body(
+    State(gateway): State<Arc<Gateway>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let headers = request.headers();
+    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
+    let upload =
+        header("mcp-method") == Some("tools/call") && header("mcp-name") == Some(UPLOAD_TOOL);
+    let declared = header("content-length").and_then(|length| length.parse::<usize>().ok());
+    let limit = if upload {
+        MAX_UPLOAD_BODY
+    } else {
+        MAX_MCP_BODY
+    };
+    let too_large = || {
+        let mut response = AppError::new(
+            ErrorCode::ResourceLimit,
+            if upload {
+                "the upload is larger than 25 MiB of documents"
+            } else {
+                "the request body is larger than 4 MiB"
+            },
+        )
+        .into_response();
+        *response.status_mut() = http::StatusCode::PAYLOAD_TOO_LARGE;
+        response
+    };
+    if declared.is_some_and(|length| length > limit) {
+        return too_large();
+    }
+    let _permit = if upload {
+        match gateway.uploads.acquire().await {
+            Ok(permit) => Some(permit),
+            Err(_) => return AppError::from_code(ErrorCode::NotReady).into_response(),
+        }
+    } else {
+        None
+    };
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
+        return too_large();
+    };
+    if bytes.len() > MAX_MCP_BODY && !is_upload_call(&bytes) {
+        return too_large();
+    }
+    next.run(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(bytes),
+    ))
+    .await
+}
+
+/// The app-only upload tool, the one call allowed a large body.
+const UPLOAD_TOOL: &str = "sasha__files_upload";
+
+/// Whether `body` is one JSON-RPC `tools/call` of [`UPLOAD_TOOL`] (the files
+/// themselves are skipped, not decoded).
+fn is_upload_call(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Call<'a> {
+        #[serde(borrow)]
+        method: std::borrow::Cow<'a, str>,
+        #[serde(borrow)]
+        params: Params<'a>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow)]
+        name: std::borrow::Cow<'a, str>,
+    }
+    serde_json::from_slice::<Call<'_>>(body)
+        .is_ok_and(|call| call.method == "tools/call" && call.params.name == UPLOAD_TOOL)
 }
 
 /// `GET /healthz`: the gateway, studio-core (which checks data-worker in turn)

@@ -550,6 +550,18 @@ fn text_result(text: String, value: Value) -> Result<CallToolResponse, McpError>
 }
 
 /// An idempotency key passed in the request's `_meta`.
+/// The call's progress token, from its own `_meta` or the request's.
+fn progress_token(
+    request: &CallToolRequestParams,
+    ctx: &RequestContext<RoleServer>,
+) -> Option<rmcp::model::ProgressToken> {
+    request
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.get_progress_token())
+        .or_else(|| ctx.meta.get_progress_token())
+}
+
 fn meta_key(request: &CallToolRequestParams, ctx: &RequestContext<RoleServer>) -> Option<String> {
     let from_request = request
         .meta
@@ -912,10 +924,52 @@ impl ServerHandler for SashaMcp {
                 "revision": app["revision"],
                 "resourceUri": app["resourceUri"],
             })),
-            Target::ChatExecute | Target::FilesUpload => tool_error(AppError::new(
-                ErrorCode::OperationUnavailable,
-                "chat and document upload are not available in this build",
-            )),
+            Target::ChatExecute => {
+                let progress = progress_token(&request, &ctx);
+                match crate::assist::chat(
+                    &self.gateway,
+                    call.caller,
+                    call.app_id,
+                    call.app,
+                    &call.args,
+                    progress,
+                    &ctx,
+                )
+                .await
+                {
+                    // The content is the answer itself; structuredContent
+                    // carries it for the app.
+                    Ok(value) => {
+                        text_result(value["text"].as_str().unwrap_or_default().to_owned(), value)
+                    }
+                    Err(error) => tool_error(error),
+                }
+            }
+            Target::FilesUpload => {
+                match crate::assist::upload(
+                    &self.gateway,
+                    call.caller,
+                    call.app_id,
+                    call.app,
+                    &call.args,
+                    progress_token(&request, &ctx),
+                    &ctx,
+                )
+                .await
+                {
+                    Ok(value) => {
+                        let count = value["files"].as_array().map_or(0, Vec::len);
+                        text_result(
+                            format!(
+                                "{count} document{} converted to Markdown",
+                                if count == 1 { "" } else { "s" }
+                            ),
+                            value,
+                        )
+                    }
+                    Err(error) => tool_error(error),
+                }
+            }
             Target::Table { table, operation } => {
                 self.run_table(call, &request, &ctx, token, &table, &operation)
                     .await

@@ -154,6 +154,8 @@
           var e = pending.get(chat.id);
           if (e) arm(chat.id, e);
           emit(streamListeners, [params.message, false]);
+        } else if (uploading && params.progressToken === uploading.token) {
+          report(uploading, "converting");
         }
       } else if (m.method === "ui/notifications/tool-result") {
         lastToolResult = copy(params);
@@ -392,8 +394,18 @@
     for (var i = 0; i < bytes.length; i += 32768) text += String.fromCharCode.apply(null, bytes.subarray(i, i + 32768));
     return W.btoa(text);
   }
+  // The upload in flight, for its progress: {token, onProgress, total}.
+  var uploading = null;
+  function report(upload, phase, loaded) {
+    if (!upload || typeof upload.onProgress !== "function") return;
+    var total = upload.total;
+    try { upload.onProgress({ phase: phase, loaded: typeof loaded === "number" ? loaded : total, total: total }); } catch (error) { W.setTimeout(function () { throw error; }, 0); }
+  }
   var files = {
-    upload: function (fileList) {
+    // `options.onProgress({phase, loaded, total})`: "reading" as each file is
+    // read (bytes so far), "uploading" once all are sent, "converting" when
+    // Sasha has them and converts them to Markdown.
+    upload: function (fileList, options) {
       return attempt(function () {
         need(CAPS && CAPS.files === true, "files: true");
         var list = Array.prototype.slice.call(fileList || []), total = 0;
@@ -406,13 +418,22 @@
           total += file.size;
         });
         if (total > MAX_UPLOAD) throw fail("APP_RESOURCE_LIMIT", "upload at most 25 MiB in total");
+        var upload = { token: "sasha-upload-" + uuid(), onProgress: isObject(options) ? options.onProgress : null, total: total };
         return exclusive(function () {
+          var loaded = 0;
+          uploading = upload;
+          report(upload, "reading", 0);
           return Promise.all(list.map(function (file) {
             return file.arrayBuffer().then(function (buffer) {
+              loaded += buffer.byteLength;
+              report(upload, "reading", loaded);
               return { name: file.name, type: String(file.type || ""), size: file.size, dataBase64: base64(new Uint8Array(buffer)) };
             });
           })).then(function (encoded) {
-            return callTool("sasha__files_upload", { files: encoded }, UPLOAD_MS);
+            report(upload, "uploading");
+            return callTool("sasha__files_upload", { files: encoded }, UPLOAD_MS, { progressToken: upload.token });
+          }).finally(function () {
+            if (uploading === upload) uploading = null;
           }).then(function (content) {
             var descriptors = Array.isArray(content) ? content : content.files;
             var usable = function (d) { return isObject(d) && typeof d.original === "string" && d.original !== "" && typeof d.converted === "string" && d.converted !== ""; };

@@ -72,11 +72,18 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "DOCS_ROOT", roles: "studio-core, data-worker", default: "$SASHA_STATE_DIR/docs", meaning: "the served docs tree; app packages live in DOCS_ROOT/apps/<app-id>/" },
     Variable { name: "DB_PATH", roles: "studio-core, data-worker", default: "$SASHA_STATE_DIR/core.sqlite", meaning: "the core SQLite database file" },
     Variable { name: "APP_DATA_ROOT", roles: "studio-core, data-worker", default: "<dirname(DB_PATH)>/apps", meaning: "one SQLite file per app; refused at boot if it is or resolves inside DOCS_ROOT" },
+    Variable { name: "UPLOADS_ROOT", roles: "studio-core", default: "$SASHA_STATE_DIR/uploads", meaning: "documents users upload for the assistant, converted to Markdown, one folder per user; refused at boot if it is or resolves inside DOCS_ROOT" },
     Variable { name: "SASHA_PUBLIC_ORIGIN", roles: "studio-core, edge-sandbox, mcp-gateway", default: DEFAULT_PUBLIC_ORIGIN, meaning: "the Studio origin: absolute, no trailing slash, path, query, fragment, credentials or wildcard" },
     Variable { name: "SASHA_APP_SANDBOX_ORIGIN", roles: "studio-core, edge-sandbox", default: DEFAULT_SANDBOX_ORIGIN, meaning: "the sandbox origin; same rules, and its hostname must differ from the Studio's" },
     Variable { name: "MCP_PUBLIC_ORIGIN", roles: "mcp-gateway", default: "$SASHA_PUBLIC_ORIGIN", meaning: "the origin MCP clients use for /mcp" },
     Variable { name: "SASHA_REVISION_HISTORY", roles: "studio-core", default: "64", meaning: "superseded app revisions kept readable; older ones answer APP_REVISION_UNAVAILABLE" },
     Variable { name: "SASHA_BUNDLED_APPS", roles: "studio-core", default: "seed", meaning: "seed: install the bundled apps into DOCS_ROOT/apps at startup (absent ones; untouched old releases are refreshed, edits kept); off: leave DOCS_ROOT alone" },
+    Variable { name: "SASHA_CHAT_BASE_URL", roles: "studio-core", default: "(unset: chat unavailable)", meaning: "OpenAI-compatible API base for app chat, e.g. http://127.0.0.1:11434/v1; requests go to <base>/chat/completions" },
+    Variable { name: "SASHA_CHAT_MODEL", roles: "studio-core", default: "(required with SASHA_CHAT_BASE_URL)", meaning: "the model name sent with every chat request" },
+    Variable { name: "SASHA_CHAT_API_KEY", roles: "studio-core", default: "(unset: no Authorization header)", meaning: "bearer key for the chat provider; not together with SASHA_CHAT_API_KEY_FILE" },
+    Variable { name: "SASHA_CHAT_API_KEY_FILE", roles: "studio-core", default: "(unset)", meaning: "file holding the chat provider's key (trimmed); not together with SASHA_CHAT_API_KEY" },
+    Variable { name: "SASHA_CHAT_TIMEOUT_SECS", roles: "studio-core", default: "120", meaning: "seconds one whole chat turn may take (1 to 3600); then APP_TIMEOUT" },
+    Variable { name: "SASHA_CHAT_IDLE_SECS", roles: "studio-core", default: "30", meaning: "seconds to wait for the provider's first byte or between bytes (1 to 3600); then APP_TIMEOUT" },
     Variable { name: "SASHA_EDGE_ADDR", roles: "edge-sandbox", default: "127.0.0.1:3010", meaning: "HTTP listen address of the sandbox origin" },
     Variable { name: "SASHA_CORE_HTTP_ADDR", roles: "studio-core", default: "127.0.0.1:3011", meaning: "HTTP listen address of Studio and /api" },
     Variable { name: "SASHA_CORE_GRPC_ADDR", roles: "studio-core", default: "127.0.0.1:3012", meaning: "mTLS gRPC listen address of CoreService" },
@@ -372,8 +379,8 @@ impl Origins {
     }
 }
 
-/// The storage locations: the served docs tree, the core database, and the
-/// per-app data files.
+/// The storage locations: the served docs tree, the core database, the
+/// per-app data files and the users' uploaded documents.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoragePaths {
     /// `DOCS_ROOT`: app packages live in `<DOCS_ROOT>/apps/<app-id>/`.
@@ -382,13 +389,17 @@ pub struct StoragePaths {
     pub db_path: PathBuf,
     /// `APP_DATA_ROOT`: one SQLite file per app; never inside `DOCS_ROOT`.
     pub app_data_root: PathBuf,
+    /// `UPLOADS_ROOT`: uploaded documents as Markdown, `<UPLOADS_ROOT>/<user-id>/`;
+    /// never inside `DOCS_ROOT`, so an upload is never served.
+    pub uploads_root: PathBuf,
 }
 
 impl StoragePaths {
-    /// Reads the three paths (defaults in the state folder; `APP_DATA_ROOT`
-    /// defaults to `<dirname(DB_PATH)>/apps`) and checks that the app data root
-    /// is not inside the docs root, lexically and after resolving symlinks. Runs
-    /// before any of the directories is created.
+    /// Reads the four paths (defaults in the state folder; `APP_DATA_ROOT`
+    /// defaults to `<dirname(DB_PATH)>/apps`, `UPLOADS_ROOT` to
+    /// `<SASHA_STATE_DIR>/uploads`) and checks that neither the app data root
+    /// nor the uploads root is inside the docs root, lexically and after
+    /// resolving symlinks. Runs before any of the directories is created.
     pub fn from_env(env: &dyn Env) -> Result<StoragePaths, ConfigError> {
         let state = state_dir(env);
         let docs_root = env
@@ -413,42 +424,65 @@ impl StoragePaths {
                 .unwrap_or_default()
                 .join("apps")
         });
+        let explicit_uploads_root = env.var("UPLOADS_ROOT").map(PathBuf::from);
+        let uploads_root = explicit_uploads_root
+            .clone()
+            .unwrap_or_else(|| state.join("uploads"));
         let paths = StoragePaths {
             docs_root,
             db_path,
             app_data_root,
+            uploads_root,
         };
-        paths.check_data_outside_docs(explicit_data_root.is_some())?;
+        paths.check_outside_docs(
+            "APP_DATA_ROOT",
+            &paths.app_data_root,
+            (explicit_data_root.is_none()).then_some("<dirname(DB_PATH)>/apps"),
+            "app databases",
+        )?;
+        paths.check_outside_docs(
+            "UPLOADS_ROOT",
+            &paths.uploads_root,
+            (explicit_uploads_root.is_none()).then_some("<SASHA_STATE_DIR>/uploads"),
+            "uploaded documents",
+        )?;
         Ok(paths)
     }
 
-    fn check_data_outside_docs(&self, explicit: bool) -> Result<(), ConfigError> {
-        let origin = if explicit {
-            String::new()
-        } else {
-            " (the default <dirname(DB_PATH)>/apps)".to_owned()
-        };
+    /// Refuses `path` (the value of `var`, or its `default` when that is
+    /// `Some`) when it is or resolves inside `DOCS_ROOT`, where `what` would
+    /// be served as static files.
+    fn check_outside_docs(
+        &self,
+        var: &'static str,
+        path: &Path,
+        default: Option<&str>,
+        what: &str,
+    ) -> Result<(), ConfigError> {
+        let origin = default
+            .map(|default| format!(" (the default {default})"))
+            .unwrap_or_default();
         let docs = absolute_lexical(&self.docs_root);
-        let data = absolute_lexical(&self.app_data_root);
-        if data.starts_with(&docs) {
+        let inner = absolute_lexical(path);
+        if inner.starts_with(&docs) {
             return Err(ConfigError::new(
-                "APP_DATA_ROOT",
+                var,
                 format!(
-                    "{}{origin} is inside DOCS_ROOT {}: app databases would be served as static files",
-                    self.app_data_root.display(),
+                    "{}{origin} is inside DOCS_ROOT {}: {what} would be served as static files",
+                    path.display(),
                     self.docs_root.display()
                 ),
             ));
         }
         let docs_resolved = resolve_existing_prefix(&docs);
-        let data_resolved = resolve_existing_prefix(&data);
-        if data_resolved.starts_with(&docs_resolved) {
+        let inner_resolved = resolve_existing_prefix(&inner);
+        if inner_resolved.starts_with(&docs_resolved) {
             return Err(ConfigError::new(
-                "APP_DATA_ROOT",
+                var,
                 format!(
-                    "{}{origin} resolves through a symlink to {}, inside DOCS_ROOT {}: app databases would be served as static files",
-                    self.app_data_root.display(),
-                    data_resolved.display(),
+                    "{}{origin} resolves through a symlink to {}, inside DOCS_ROOT {}: {what} would be served as static files",
+                    path.display(),
+                    inner_resolved.display(),
                     docs_resolved.display()
                 ),
             ));
@@ -605,6 +639,57 @@ mod tests {
                 .unwrap();
         assert_eq!(paths.app_data_root, state.path().join("apps"));
         assert_eq!(paths.docs_root, state.path().join("docs"));
+        assert_eq!(paths.uploads_root, state.path().join("uploads"));
+    }
+
+    #[test]
+    fn uploads_root_inside_docs_root_is_refused() {
+        let state = tempfile::tempdir().unwrap();
+        let docs = state.path().join("docs");
+        let error = StoragePaths::from_env(&env(&[
+            ("DOCS_ROOT", docs.to_str().unwrap()),
+            (
+                "UPLOADS_ROOT",
+                docs.join("apps/../uploads").to_str().unwrap(),
+            ),
+        ]))
+        .unwrap_err();
+        assert_eq!(error.var, "UPLOADS_ROOT");
+        assert!(error.reason.contains("inside DOCS_ROOT"), "{error}");
+        assert!(error.reason.contains("uploaded documents"), "{error}");
+        // The default follows SASHA_STATE_DIR, so a docs tree that is the
+        // state folder itself is caught too.
+        let error = StoragePaths::from_env(&env(&[
+            ("SASHA_STATE_DIR", state.path().to_str().unwrap()),
+            ("DOCS_ROOT", state.path().to_str().unwrap()),
+            ("APP_DATA_ROOT", "/elsewhere/apps"),
+        ]))
+        .unwrap_err();
+        assert_eq!(error.var, "UPLOADS_ROOT");
+        assert!(
+            error
+                .reason
+                .contains("the default <SASHA_STATE_DIR>/uploads"),
+            "{error}"
+        );
+        // Through a symlink.
+        std::fs::create_dir_all(docs.join("inner")).unwrap();
+        let link = state.path().join("uploads-link");
+        std::os::unix::fs::symlink(docs.join("inner"), &link).unwrap();
+        let error = StoragePaths::from_env(&env(&[
+            ("DOCS_ROOT", docs.to_str().unwrap()),
+            ("UPLOADS_ROOT", link.join("uploads").to_str().unwrap()),
+        ]))
+        .unwrap_err();
+        assert_eq!(error.var, "UPLOADS_ROOT");
+        assert!(error.reason.contains("symlink"), "{error}");
+        assert!(!link.join("uploads").exists());
+        let paths = StoragePaths::from_env(&env(&[
+            ("DOCS_ROOT", docs.to_str().unwrap()),
+            ("UPLOADS_ROOT", state.path().join("up").to_str().unwrap()),
+        ]))
+        .unwrap();
+        assert_eq!(paths.uploads_root, state.path().join("up"));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use sasha_proto::pb::core_service_server::CoreService;
 use sasha_proto::pb::{self, HealthReply, HealthRequest};
-use sasha_proto::{AppError, ErrorCode, grpc};
+use sasha_proto::{AppError, ErrorCode};
 use tonic::{Request, Response, Status};
 
 use crate::Core;
@@ -435,7 +435,21 @@ impl CoreService for CoreGrpc {
         Ok(Response::new(pb::SuggestReply { id }))
     }
 
-    async fn chat(&self, _: Request<pb::ChatRequest>) -> GrpcResult<pb::ChatReply> {
-        Err(grpc::not_ready("CoreService.Chat"))
+    type ChatStream = crate::assist::ChatStream;
+
+    #[tracing::instrument(skip_all, name = "core.chat")]
+    async fn chat(&self, request: Request<pb::ChatRequest>) -> GrpcResult<Self::ChatStream> {
+        crate::assist::chat(self.core.clone(), request.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(|error| error.to_status())
+    }
+
+    #[tracing::instrument(skip_all, name = "core.upload")]
+    async fn upload(&self, request: Request<pb::UploadRequest>) -> GrpcResult<pb::UploadReply> {
+        crate::assist::upload(&self.core, request.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(|error| error.to_status())
     }
 }

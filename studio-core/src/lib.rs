@@ -11,15 +11,20 @@
 //! confirmations, suggestions), [`source`] (package files for the source
 //! tools), `api` (the `/api` routes), `core_grpc` (`CoreService`),
 //! `source_tools` (`SourceFiles`), `suggestions` (the shape of a
-//! suggestion) and `web` (the Studio page and its modules, the MCP Apps host).
-//! The chat RPC still answers `APP_NOT_READY`.
+//! suggestion), `web` (the Studio page and its modules, the MCP Apps host),
+//! [`chat`] (chat turns for apps against an OpenAI-compatible provider),
+//! [`uploads`] (documents converted to Markdown in each user's upload area),
+//! `assist` (`CoreService.Chat` and `Upload`: the checks and the streaming),
+//! `recovery` (the recovery descriptor) and [`seed`] (the bundled apps).
 
 #[allow(
     clippy::result_large_err,
     reason = "guards return the finished refusal, as axum handlers do; boxing it buys nothing"
 )]
 mod api;
+mod assist;
 pub mod catalogue;
+pub mod chat;
 mod core_grpc;
 mod recovery;
 pub mod seed;
@@ -27,6 +32,7 @@ pub mod source;
 mod source_tools;
 pub mod store;
 mod suggestions;
+pub mod uploads;
 mod web;
 
 use std::net::SocketAddr;
@@ -71,6 +77,9 @@ pub struct Config {
     /// `SASHA_BUNDLED_APPS`: seed the bundled apps into `DOCS_ROOT` before the
     /// first catalogue refresh (`seed`, the default) or not (`off`).
     pub bundled_apps: seed::BundledApps,
+    /// `SASHA_CHAT_*`: the OpenAI-compatible chat provider for apps; `None`
+    /// when `SASHA_CHAT_BASE_URL` is unset (chat answers `APP_CHAT_UNAVAILABLE`).
+    pub chat: Option<chat::ChatConfig>,
 }
 
 impl Config {
@@ -89,6 +98,7 @@ impl Config {
                 100_000,
             )?,
             bundled_apps: seed::BundledApps::from_env(env)?,
+            chat: chat::ChatConfig::from_env(env)?,
         })
     }
 }
@@ -122,6 +132,10 @@ struct Core {
     login_throttle: api::LoginThrottle,
     /// The package folders, for the source tools.
     source: Arc<source::SourceTree>,
+    /// Chat turns for apps (`CoreService.Chat`).
+    chat: chat::ChatService,
+    /// The users' converted documents (`CoreService.Upload`), below `UPLOADS_ROOT`.
+    uploads: Arc<uploads::UploadArea>,
 }
 
 impl Core {
@@ -157,6 +171,10 @@ impl Core {
         grpc::health_reply(Role::StudioCore, dependencies)
     }
 }
+
+/// The largest `CoreService` request: an upload's 25 MiB of documents and
+/// their names.
+const MAX_CORE_MESSAGE: usize = 26 * 1024 * 1024;
 
 /// Serves studio-core on `listeners` until `shutdown` is cancelled.
 pub async fn run(
@@ -233,6 +251,10 @@ pub async fn run(
         login_throttle: api::LoginThrottle::default(),
         source: Arc::new(source::SourceTree::new(catalogue.apps_dir())),
         catalogue,
+        chat: chat::ChatService::new(config.chat.clone()),
+        uploads: Arc::new(uploads::UploadArea::new(
+            config.storage.uploads_root.clone(),
+        )),
     });
     let http_addr = listeners
         .http
@@ -243,8 +265,11 @@ pub async fn run(
         .local_addr()
         .map_err(|e| RoleError::Startup(e.to_string()))?;
 
-    let grpc_router =
-        grpc::server_builder().add_service(CoreServiceServer::new(CoreGrpc { core: core.clone() }));
+    // An upload carries up to 25 MiB of documents in one message.
+    let grpc_router = grpc::server_builder().add_service(
+        CoreServiceServer::new(CoreGrpc { core: core.clone() })
+            .max_decoding_message_size(MAX_CORE_MESSAGE),
+    );
     let grpc_server = grpc::serve_mtls(
         grpc_router,
         listeners.grpc,

@@ -73,19 +73,19 @@ const MANIFEST: &str = "APP.md";
 const TEMP_PREFIX: &str = ".sasha-tmp-";
 
 /// Flags of every folder open: a folder, read-only, never a link.
-const FOLDER_FLAGS: OFlags = OFlags::DIRECTORY
+pub(crate) const FOLDER_FLAGS: OFlags = OFlags::DIRECTORY
     .union(OFlags::NOFOLLOW)
     .union(OFlags::RDONLY)
     .union(OFlags::CLOEXEC);
 /// Flags of every file read: never a link, never blocking on a FIFO, never
 /// becoming a controlling terminal.
-const READ_FLAGS: OFlags = OFlags::RDONLY
+pub(crate) const READ_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::NOFOLLOW)
     .union(OFlags::NONBLOCK)
     .union(OFlags::NOCTTY)
     .union(OFlags::CLOEXEC);
 /// Flags of the temporary file of a write: a new file, never a link.
-const CREATE_FLAGS: OFlags = OFlags::CREATE
+pub(crate) const CREATE_FLAGS: OFlags = OFlags::CREATE
     .union(OFlags::EXCL)
     .union(OFlags::WRONLY)
     .union(OFlags::NOFOLLOW)

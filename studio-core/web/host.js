@@ -9,7 +9,8 @@
 // - Only messages whose `source` is the pinned outer frame's window and whose
 //   `origin` is exactly the sandbox origin are read; everything it posts names
 //   the sandbox origin as target, never "*". Messages are re-parsed from their
-//   JSON text (plain JSON only, at most MAX_MESSAGE_BYTES, at most
+//   JSON text (plain JSON only, at most MAX_MESSAGE_BYTES — MAX_UPLOAD_MESSAGE_BYTES
+//   for a call of the upload tool — at most
 //   MAX_MESSAGES_PER_SECOND); anything malformed is dropped without an answer.
 // - Nothing reaches the view before `ui/notifications/initialized` except the
 //   answer to its one `ui/initialize`; requests that arrive earlier wait.
@@ -40,6 +41,8 @@ export const MIN_HEIGHT = 240;
 export const MAX_HEIGHT = 1200;
 /** The largest message read from the frame, in UTF-8 bytes of its JSON. */
 export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+/** The largest `tools/call` of the upload tool: 25 MiB of documents as base64. */
+export const MAX_UPLOAD_MESSAGE_BYTES = 36 * 1024 * 1024;
 /** Messages read from the frame per second; the rest are dropped. */
 export const MAX_MESSAGES_PER_SECOND = 200;
 /** Tool calls forwarded at once for one view. */
@@ -208,10 +211,13 @@ function plainJson(data) {
   } catch {
     return null;
   }
-  if (typeof text !== "string" || text.length > MAX_MESSAGE_BYTES) {
+  const upload =
+    data.method === "tools/call" && isPlainObject(data.params) && data.params.name === "sasha__files_upload";
+  const limit = upload ? MAX_UPLOAD_MESSAGE_BYTES : MAX_MESSAGE_BYTES;
+  if (typeof text !== "string" || text.length > limit) {
     return null;
   }
-  if (text.length * 3 > MAX_MESSAGE_BYTES && new TextEncoder().encode(text).length > MAX_MESSAGE_BYTES) {
+  if (text.length * 3 > limit && new TextEncoder().encode(text).length > limit) {
     return null;
   }
   const message = JSON.parse(text);
@@ -847,7 +853,12 @@ export function createHost(options) {
       refuse(id, new HostFailure("APP_CAPABILITY_DENIED", `${name} is not a tool this app may call`));
       return;
     }
-    if (inFlight.size >= MAX_CALLS_IN_FLIGHT || (SINGLE_FLIGHT_TOOLS.has(name) && runningSingleFlight.has(name))) {
+    if (SINGLE_FLIGHT_TOOLS.has(name) && runningSingleFlight.size > 0) {
+      // One chat turn or upload at a time per view; data calls keep flowing.
+      refuse(id, new HostFailure("APP_BUSY", "another chat or upload is in progress", { retryable: true }));
+      return;
+    }
+    if (inFlight.size >= MAX_CALLS_IN_FLIGHT) {
       refuse(id, new HostFailure("APP_BUSY", "the app has too many operations in progress", { retryable: true }));
       return;
     }

@@ -89,3 +89,27 @@ export function callTool(page, appId, name, args) {
     { appId, name, args },
   );
 }
+
+/** The viewports every screenshot is taken at: desktop and a 375 px phone. */
+export const WIDE = { width: 1440, height: 900 };
+export const NARROW = { width: 375, height: 812 };
+
+/**
+ * Screenshots the page at both widths into `folder` as
+ * `<name>-<width>x<height>.png` (scrolled so `subject` is in view, if given),
+ * appends the files to `list` and restores the wide viewport.
+ */
+export async function screenshots(page, folder, name, list, subject = null) {
+  for (const size of [WIDE, NARROW]) {
+    await page.setViewportSize(size);
+    await page.waitForTimeout(250);
+    if (subject) {
+      await subject.scrollIntoViewIfNeeded();
+    }
+    const file = `${folder}/${name}-${size.width}x${size.height}.png`;
+    await page.screenshot({ path: file });
+    list.push(file);
+  }
+  await page.setViewportSize(WIDE);
+  await page.waitForTimeout(100);
+}

@@ -18,10 +18,9 @@
 // the pages' console.
 
 import fs from "node:fs";
-import path from "node:path";
 
 import { Checks, env, launchChromium, waitFor } from "./harness.mjs";
-import { appLink, callTool, innerFrame, openApp, outerFrame, sidebar, signIn } from "./studio-page.mjs";
+import { appLink, callTool, innerFrame, openApp, outerFrame, screenshots, sidebar, signIn, WIDE } from "./studio-page.mjs";
 
 const started = Date.now();
 const STUDIO = env("STUDIO_URL");
@@ -31,14 +30,12 @@ const MEMBER = { id: env("MEMBER_ID"), username: env("MEMBER_USER"), password: e
 const ARTIFACTS = env("ARTIFACTS");
 fs.mkdirSync(ARTIFACTS, { recursive: true });
 
-const WIDE = { width: 1440, height: 900 };
-const NARROW = { width: 375, height: 812 };
 const INIT_TIMEOUT_MS = 15_000;
 const TEARDOWN_TIMEOUT_MS = 2_000;
 
 const checks = new Checks();
 const timings = {};
-const screenshots = [];
+const taken = [];
 const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
 
 const browser = await launchChromium();
@@ -47,7 +44,7 @@ try {
 } finally {
   await browser.close();
 }
-for (const file of screenshots) {
+for (const file of taken) {
   console.log(`screenshot ${file}`);
 }
 console.log(`timings ${JSON.stringify(timings)}`);
@@ -87,16 +84,8 @@ async function studioPage(label) {
   return record;
 }
 
-async function screenshot(page, name) {
-  for (const size of [WIDE, NARROW]) {
-    await page.setViewportSize(size);
-    await page.waitForTimeout(250);
-    const file = path.join(ARTIFACTS, `${name}-${size.width}x${size.height}.png`);
-    await page.screenshot({ path: file });
-    screenshots.push(file);
-  }
-  await page.setViewportSize(WIDE);
-  await page.waitForTimeout(100);
+function screenshot(page, name) {
+  return screenshots(page, ARTIFACTS, name, taken);
 }
 
 /** The names of the apps in the sidebar (each link starts with its app's name). */

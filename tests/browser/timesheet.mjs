@@ -28,10 +28,9 @@
 // ARTIFACTS. BROWSER_CONSOLE=1 echoes the console.
 
 import fs from "node:fs";
-import path from "node:path";
 
 import { Checks, env, launchChromium, waitFor } from "./harness.mjs";
-import { appLink, callTool, innerFrame, openApp, sidebar, signIn } from "./studio-page.mjs";
+import { appLink, callTool, innerFrame, openApp, screenshots, sidebar, signIn, WIDE } from "./studio-page.mjs";
 
 const started = Date.now();
 const STUDIO = env("STUDIO_URL");
@@ -40,14 +39,12 @@ const MEMBER = { username: env("MEMBER_USER"), password: env("MEMBER_PASSWORD"),
 const ARTIFACTS = env("ARTIFACTS");
 fs.mkdirSync(ARTIFACTS, { recursive: true });
 
-const WIDE = { width: 1440, height: 900 };
-const NARROW = { width: 375, height: 812 };
 const APP = "Time Sheet Entry";
 const CONFLICT = "This entry changed elsewhere; reloaded the latest values — apply your change again.";
 
 const checks = new Checks();
 const timings = {};
-const screenshots = [];
+const taken = [];
 
 const browser = await launchChromium();
 try {
@@ -55,7 +52,7 @@ try {
 } finally {
   await browser.close();
 }
-for (const file of screenshots) {
+for (const file of taken) {
   console.log(`screenshot ${file}`);
 }
 console.log(`timings ${JSON.stringify(timings)}`);
@@ -96,18 +93,8 @@ async function openTimesheet(page) {
   return app;
 }
 
-/** Screenshots at both widths, each scrolled so `subject` is in view. */
-async function screenshot(page, name, subject) {
-  for (const size of [WIDE, NARROW]) {
-    await page.setViewportSize(size);
-    await page.waitForTimeout(250);
-    await subject.scrollIntoViewIfNeeded();
-    const file = path.join(ARTIFACTS, `${name}-${size.width}x${size.height}.png`);
-    await page.screenshot({ path: file });
-    screenshots.push(file);
-  }
-  await page.setViewportSize(WIDE);
-  await page.waitForTimeout(100);
+function screenshot(page, name, subject) {
+  return screenshots(page, ARTIFACTS, name, taken, subject);
 }
 
 /** A totals table's rows as {label: hours}. */

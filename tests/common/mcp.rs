@@ -35,6 +35,8 @@ pub struct Exchange {
     pub headers: reqwest::header::HeaderMap,
     /// The JSON-RPC response (or the error body for a non-2xx answer).
     pub body: Value,
+    /// The notifications that came before the response on its event stream.
+    pub notifications: Vec<Value>,
 }
 
 impl Exchange {
@@ -71,7 +73,7 @@ impl Mcp {
 
     pub fn new(url: &str, headers: Vec<(String, String)>, version: &'static str) -> Mcp {
         Mcp {
-            http: reqwest::Client::new(),
+            http: super::http_client(),
             url: url.to_owned(),
             headers,
             version,
@@ -196,10 +198,12 @@ impl Mcp {
                 status,
                 headers,
                 body,
+                notifications: Vec::new(),
             });
         }
         let mut response = response;
         let mut buffer = String::new();
+        let mut notifications = Vec::new();
         while let Some(chunk) = response.chunk().await.ok().flatten() {
             buffer.push_str(&String::from_utf8_lossy(&chunk));
             while let Some(end) = buffer.find("\n\n") {
@@ -234,11 +238,16 @@ impl Mcp {
                     );
                     continue;
                 }
+                if message.get("method").is_some() {
+                    notifications.push(message);
+                    continue;
+                }
                 if message["id"] == body["id"] {
                     return Ok(Exchange {
                         status,
                         headers,
                         body: message,
+                        notifications,
                     });
                 }
             }

@@ -17,6 +17,8 @@ use tokio::process::{Child, Command};
 
 pub mod browser;
 pub mod core;
+pub mod documents;
+pub mod fake_llm;
 pub mod mcp;
 
 /// The binary under test.
@@ -114,14 +116,16 @@ impl Harness {
 
     /// Starts data-worker, studio-core and mcp-gateway wired to each other.
     pub async fn start_backends(&self) -> Backends {
+        self.start_backends_with(&[]).await
+    }
+
+    /// [`Harness::start_backends`] with extra studio-core variables.
+    pub async fn start_backends_with(&self, core_env: &[(&str, String)]) -> Backends {
         let data = self.start(Role::DataWorker, &[]).await;
         let data_url = format!("https://{}", data.listener("grpc"));
-        let core = self
-            .start(
-                Role::StudioCore,
-                &[("SASHA_DATA_GRPC_URL", data_url.clone())],
-            )
-            .await;
+        let mut env = vec![("SASHA_DATA_GRPC_URL", data_url.clone())];
+        env.extend(core_env.iter().cloned());
+        let core = self.start(Role::StudioCore, &env).await;
         let core_url = format!("https://{}", core.listener("grpc"));
         let gateway = self
             .start(
@@ -493,6 +497,14 @@ pub fn copy_dir(from: &Path, to: &Path) {
 /// The repository root.
 pub fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// An HTTP client for tests. studio-core's chat client builds reqwest's
+/// rustls backend without a default crypto provider (the workspace uses ring
+/// everywhere), so the process-wide default is installed here first.
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
 }
 
 /// The Node.js binary (`SASHA_NODE`, else `node`) for a test that needs it, and

@@ -124,6 +124,30 @@ test("files.upload sends name, type, size and base64 bytes and resolves with the
   assert.deepEqual(outcome.value, [{ original: "brief.txt", converted: "brief.md" }, { original: "data.bin", converted: "data.md" }]);
 });
 
+test("files.upload reports reading, uploading and converting to onProgress", async () => {
+  const t = await connected();
+  const seen = [];
+  const files = [new File(["hello"], "a.txt"), new File(["world!"], "b.txt")];
+  const outcome = settle(t.Sasha.files.upload(files, { onProgress: (step) => seen.push(step) }));
+  await flush();
+  const [call] = t.calls();
+  const token = call.params._meta.progressToken;
+  assert.match(token, /^sasha-upload-/);
+  progress(t, "someone-else", "converting");
+  progress(t, token, "converting 2 documents");
+  await flush();
+  t.answer(call, { files: [{ original: "a.txt", converted: "a.md" }, { original: "b.txt", converted: "b.md" }] });
+  await flush();
+  assert.equal(outcome.value.length, 2);
+  assert.deepEqual(seen.map((step) => step.phase), ["reading", "reading", "reading", "uploading", "converting"]);
+  assert.equal(seen.at(-1).total, 11);
+  assert.equal(seen.filter((step) => step.phase === "reading").at(-1).loaded, 11);
+  // A late progress after the result is ignored.
+  progress(t, token, "late");
+  await flush();
+  assert.equal(seen.length, 5);
+});
+
 test("upload limits are checked locally: at most 10 files and 25 MiB", async () => {
   const t = await connected();
   const eleven = Array.from({ length: 11 }, (_, i) => new File(["x"], `f${i}.txt`));

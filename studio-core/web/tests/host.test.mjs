@@ -62,6 +62,7 @@ const TOOLS = { tools: [
   { name: "app__other__entries__list", _meta: { ui: { visibility: ["app"] } } },
   { name: "getDocs" },
   { name: "sasha__chat_execute", _meta: { ui: { visibility: ["app"] } } },
+  { name: "sasha__files_upload", _meta: { ui: { visibility: ["app"] } } },
 ] };
 
 function json(body, status = 200) {
@@ -201,7 +202,7 @@ test("gateway errors become -32000 with the envelope", async () => {
   assert.deepEqual(w.posted.at(-1).message.error, { code: -32000, message: "no", data: { code: "APP_ACCESS_DENIED", message: "no", retryable: false, diagnosticId: "d1" } });
 });
 
-test("single flight chat", async () => {
+test("one chat or upload per view, data calls beside it", async () => {
   let release;
   const w = world({ fetchImpl: gateway({ sasha__chat_execute: (body) => new Promise((r) => { release = () => r(json({ jsonrpc: "2.0", id: body.id, result: {} })); }) }) });
   await initialized(w);
@@ -210,6 +211,15 @@ test("single flight chat", async () => {
   w.send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "sasha__chat_execute", arguments: {} } });
   await w.flush();
   assert.equal(w.posted.at(-1).message.error.data.code, "APP_BUSY");
+  // One chat or upload per view: an upload waits its turn too…
+  w.send({ jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "sasha__files_upload", arguments: {} } });
+  await w.flush();
+  assert.equal(w.posted.at(-1).message.id, 4);
+  assert.equal(w.posted.at(-1).message.error.data.code, "APP_BUSY");
+  // …while data calls keep flowing.
+  w.send({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "app__expense_log__entries__list", arguments: {} } });
+  await w.flush();
+  assert.deepEqual(w.posted.at(-1).message, { jsonrpc: "2.0", id: 5, result: { structuredContent: { ok: "app__expense_log__entries__list" } } });
   release();
   await w.flush();
   assert.deepEqual(w.posted.at(-1).message, { jsonrpc: "2.0", id: 1, result: {} });

@@ -8,6 +8,7 @@
 (function () {
   const host = window.parent;
   const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+  const MAX_UPLOAD_MESSAGE_BYTES = 36 * 1024 * 1024;
   // What arrived from the parent, in order (summaries, not the payloads).
   const received = [];
   // Every CSP violation report this document saw.
@@ -328,6 +329,10 @@
       { jsonrpc: "2.0", method: "ui/notifications/sandbox-resource-ready", params: { tag: "out-resource-ready", html: "x" } },
       { jsonrpc: "2.0", method: "sasha-test/echo", params: { tag: "out-too-big", pad: "" } },
       { jsonrpc: "2.0", method: "sasha-test/echo", params: { tag: "out-at-cap", pad: "" } },
+      // Only a call of the upload tool may be larger (25 MiB of documents as base64).
+      { jsonrpc: "2.0", id: "u1", method: "tools/call", params: { name: "sasha__files_upload", tag: "out-upload-big", pad: "" } },
+      { jsonrpc: "2.0", id: "u2", method: "tools/call", params: { name: "sasha__files_upload", tag: "out-upload-too-big", pad: "" } },
+      { jsonrpc: "2.0", id: "u3", method: "tools/call", params: { name: "app__hostile__notes__list", tag: "out-call-too-big", pad: "" } },
       { jsonrpc: "2.0", method: "sasha-test/echo", params: { tag: "out-blob", blob: new Blob(["x"]) } },
       { jsonrpc: "2.0", id: 7, method: "sasha-test/echo", params: { tag: "out-request" } },
       { jsonrpc: "2.0", id: "r", result: { tag: "out-result" } },
@@ -335,6 +340,9 @@
     ];
     fillTo(variants[11], MAX_MESSAGE_BYTES + 1);
     fillTo(variants[12], MAX_MESSAGE_BYTES);
+    fillTo(variants[13], MAX_MESSAGE_BYTES + 1024 * 1024);
+    fillTo(variants[14], MAX_UPLOAD_MESSAGE_BYTES + 1);
+    fillTo(variants[15], MAX_MESSAGE_BYTES + 1);
     for (const variant of variants) {
       post(variant);
     }

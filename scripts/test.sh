@@ -60,5 +60,34 @@ if ! command -v chromium >/dev/null 2>&1 && [ -z "${CHROMIUM:-}" ]; then
 fi
 npm_install tests/browser
 
+step "nginx (tests/deploy_nginx.rs runs deploy/nginx in front of the roles)"
+# Debian's nginx, started by the test itself on loopback; the package's own
+# service is not needed.
+if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ] && [ -z "${SASHA_NGINX:-}" ]; then
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y nginx-light
+fi
+
+step "deployment validators (tests/deploy_files.rs)"
+# Debian's caddy for `caddy validate` (its service is never started), and a venv
+# with the pinned schema validators, rebuilt when tests/deploy/requirements.txt
+# changes (a stamp copy records what it holds).
+if ! command -v caddy >/dev/null 2>&1 && [ -z "${CADDY:-}" ]; then
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y caddy
+fi
+deploy_venv="${SASHA_DEPLOY_VENV:-$CARGO_TARGET_DIR/deploy-venv}"
+if ! cmp -s tests/deploy/requirements.txt "$deploy_venv/.sasha-installed-requirements"; then
+  rm -rf "$deploy_venv"
+  if ! python3 -m venv "$deploy_venv"; then
+    as_root apt-get update
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv
+    rm -rf "$deploy_venv"
+    python3 -m venv "$deploy_venv"
+  fi
+  "$deploy_venv/bin/pip" install --quiet --disable-pip-version-check -r tests/deploy/requirements.txt
+  cp tests/deploy/requirements.txt "$deploy_venv/.sasha-installed-requirements"
+fi
+
 step "tests"
 cargo nextest run --workspace --locked --no-fail-fast

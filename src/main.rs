@@ -5,8 +5,12 @@
 //! - `sasha serve <role>` runs one role; this is what a container runs.
 //! - `sasha admin …` manages users, tokens and app grants in a core database.
 //! - `sasha seed` installs the bundled apps into a state folder's docs tree.
+//! - `sasha certs` writes the internal PKI of a deployment.
+//! - `sasha backup` copies the core and app databases of a running stack.
 
 mod admin;
+mod backup;
+mod certs;
 mod ingress;
 mod seed;
 mod up;
@@ -52,7 +56,10 @@ enum Command {
     /// Run one role in the foreground, configured from the environment.
     ///
     /// Prints one JSON readiness line on stdout once it listens
-    /// ({"event":"ready","role":…,"listeners":{…}}). Stops on SIGINT or SIGTERM.
+    /// ({"event":"ready","role":…,"listeners":{…}}). On SIGINT or SIGTERM it
+    /// drains: it stops accepting connections, /readyz turns 503, and requests
+    /// and streams in flight finish (up to SASHA_SHUTDOWN_GRACE_SECS, or until
+    /// a second signal); then it exits 0.
     /// A configuration it cannot use stops it at boot with exit status 2 and one
     /// line naming the variable.
     #[command(after_long_help = sasha_proto::config::variables_help())]
@@ -83,6 +90,43 @@ enum Command {
     Seed {
         /// The state folder; the docs tree is its docs/ unless DOCS_ROOT names
         /// another [env: SASHA_STATE_DIR] [default: ./.sasha]
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+    },
+    /// Write the internal PKI of a deployment: one CA and, for studio-core,
+    /// data-worker and mcp-gateway, a certificate (SAN <role>.sasha.internal,
+    /// server and client auth) and its key, as PEM files.
+    ///
+    /// Layout: DIR/ca.pem, DIR/<role>/cert.pem, DIR/<role>/key.pem (keys mode
+    /// 0600; run it as the user the roles run as). The CA's key is never
+    /// written. When DIR already holds the whole set it is kept and the command
+    /// succeeds, so it can run on every start; a partial set is refused.
+    /// Exits 1 on failure, with one line on stderr.
+    Certs {
+        /// The folder to write the set into (created if needed).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Mint a new CA and certificates even if DIR holds a set (restart
+        /// every role afterwards).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Copy the core database (DB_PATH) and every app database in
+    /// APP_DATA_ROOT into DIR/<timestamp>/, consistently, while the stack runs.
+    ///
+    /// Uses SQLite's online backup API (each copy is one committed state of its
+    /// database), checks every copy with PRAGMA integrity_check and writes
+    /// manifest.json with each file's size and sha256. The folder appears
+    /// complete or not at all; its path is printed. DOCS_ROOT and UPLOADS_ROOT
+    /// are plain files and are not copied. Exits 1 on failure, with one line
+    /// on stderr.
+    Backup {
+        /// The folder backups go into (created if needed).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The state folder whose databases to copy; DB_PATH and APP_DATA_ROOT
+        /// override it as they do for the services [env: SASHA_STATE_DIR]
+        /// [default: ./.sasha]
         #[arg(long, value_name = "DIR")]
         state_dir: Option<PathBuf>,
     },
@@ -138,6 +182,8 @@ fn main() -> ExitCode {
         },
         Command::Admin { command } => admin::main(command),
         Command::Seed { state_dir } => seed::main(state_dir.as_deref()),
+        Command::Certs { out, force } => certs::main(&out, force),
+        Command::Backup { out, state_dir } => backup::main(&out, state_dir.as_deref()),
     }
 }
 

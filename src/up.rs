@@ -266,6 +266,8 @@ fn start(
         .arg("serve")
         .arg(role.as_str())
         .envs(env)
+        // Four roles cannot share one probe port; local runs need none.
+        .env_remove(sasha_proto::health::HEALTH_ADDR)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -13,6 +13,7 @@
 use std::net::SocketAddr;
 
 use sasha_proto::config::{self, ConfigError, Env, StoragePaths};
+use sasha_proto::health;
 use sasha_proto::identity::Identity;
 use sasha_proto::pb::data_service_server::DataServiceServer;
 use sasha_proto::process::{RoleError, announce_ready, bind};
@@ -34,6 +35,9 @@ pub struct Config {
     pub storage: StoragePaths,
     /// The mTLS identity (`SASHA_TLS_CA`, `SASHA_TLS_CERT`, `SASHA_TLS_KEY`).
     pub identity: Identity,
+    /// `SASHA_HEALTH_ADDR`: the probe listener (`/livez`, `/readyz`); `None`
+    /// when unset.
+    pub health_addr: Option<SocketAddr>,
 }
 
 impl Config {
@@ -42,6 +46,7 @@ impl Config {
             grpc_addr: config::socket_addr(env, "SASHA_DATA_GRPC_ADDR", "127.0.0.1:3013")?,
             storage: StoragePaths::from_env(env)?,
             identity: config::identity(env, Role::DataWorker)?,
+            health_addr: health::health_addr(env)?,
         })
     }
 }
@@ -50,6 +55,8 @@ impl Config {
 #[derive(Debug)]
 pub struct Listeners {
     pub grpc: TcpListener,
+    /// The probe listener, when `SASHA_HEALTH_ADDR` is set.
+    pub health: Option<TcpListener>,
 }
 
 /// Loads the configuration, binds, announces readiness and serves until
@@ -57,7 +64,8 @@ pub struct Listeners {
 pub async fn serve_from_env(env: impl Env, shutdown: CancellationToken) -> Result<(), RoleError> {
     let config = Config::from_env(&env)?;
     let grpc = bind("SASHA_DATA_GRPC_ADDR", config.grpc_addr).await?;
-    let listeners = Listeners { grpc };
+    let health = health::bind_health(config.health_addr).await?;
+    let listeners = Listeners { grpc, health };
     run(config, listeners, shutdown).await
 }
 
@@ -67,6 +75,7 @@ pub async fn run(
     listeners: Listeners,
     shutdown: CancellationToken,
 ) -> Result<(), RoleError> {
+    let probes = health::Probes::start(listeners.health, Role::DataWorker, shutdown.clone());
     std::fs::create_dir_all(&config.storage.app_data_root).map_err(|error| {
         RoleError::Startup(format!(
             "APP_DATA_ROOT: cannot create {}: {error}",
@@ -84,14 +93,67 @@ pub async fn run(
         ))
     })?;
     let router = grpc::server_builder().add_service(DataServiceServer::new(worker));
-    announce_ready(Role::DataWorker, &[("grpc", grpc_addr)]);
+    let root = config.storage.app_data_root.clone();
+    probes.ready_when(move || {
+        let root = root.clone();
+        async move {
+            let usable = tokio::task::spawn_blocking(move || storage_usable(&root))
+                .await
+                .unwrap_or(false);
+            grpc::health_reply(
+                Role::DataWorker,
+                vec![sasha_proto::pb::DependencyHealth {
+                    role: "app-data-root".to_owned(),
+                    ok: usable,
+                    detail: if usable {
+                        String::new()
+                    } else {
+                        "APP_DATA_ROOT is not a readable and writable folder".to_owned()
+                    },
+                }],
+            )
+        }
+    });
+    announce_ready(
+        Role::DataWorker,
+        &probes.with_listener(&[("grpc", grpc_addr)]),
+    );
     grpc::serve_mtls(
         router,
         listeners.grpc,
         &config.identity,
         Role::DataWorker,
-        shutdown.cancelled_owned(),
+        shutdown,
     )
     .await
     .map_err(|error| RoleError::Runtime(error.to_string()))
+}
+
+/// Whether `root` is a folder this process may list, enter and create files
+/// in: what opening or creating an app's database needs. `access(2)` answers
+/// without writing anything (a read-only mount fails it with `EROFS`).
+fn storage_usable(root: &std::path::Path) -> bool {
+    use rustix::fs::Access;
+    root.is_dir()
+        && rustix::fs::access(root, Access::READ_OK | Access::WRITE_OK | Access::EXEC_OK).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn storage_is_usable_only_as_a_writable_folder() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        assert!(super::storage_usable(dir.path()));
+        assert!(!super::storage_usable(&dir.path().join("missing")));
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        assert!(!super::storage_usable(&file));
+        let locked = dir.path().join("locked");
+        std::fs::create_dir(&locked).unwrap();
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o500)).unwrap();
+        // root may write anywhere; the check then rightly says usable.
+        let writable = std::fs::write(locked.join("probe"), "").is_ok();
+        assert_eq!(super::storage_usable(&locked), writable);
+    }
 }

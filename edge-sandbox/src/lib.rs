@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use http::{HeaderValue, Method, StatusCode, header};
 use sasha_proto::config::{self, ConfigError, Env, Origins};
+use sasha_proto::health;
 use sasha_proto::process::{RoleError, announce_ready, bind};
 use sasha_proto::{AppError, ErrorCode, Role};
 use sha2::Digest as _;
@@ -38,6 +39,10 @@ pub struct Config {
     /// `SASHA_PUBLIC_ORIGIN` (the only allowed framer) and
     /// `SASHA_APP_SANDBOX_ORIGIN` (the only Host served).
     pub origins: Origins,
+    /// `SASHA_HEALTH_ADDR`: the probe listener (`/livez`, `/readyz`) on a port
+    /// of its own, so the sandbox surface stays 404 for everything else;
+    /// `None` when unset.
+    pub health_addr: Option<SocketAddr>,
 }
 
 impl Config {
@@ -45,6 +50,7 @@ impl Config {
         Ok(Config {
             addr: config::socket_addr(env, "SASHA_EDGE_ADDR", "127.0.0.1:3010")?,
             origins: Origins::from_env(env)?,
+            health_addr: health::health_addr(env)?,
         })
     }
 }
@@ -53,6 +59,8 @@ impl Config {
 #[derive(Debug)]
 pub struct Listeners {
     pub http: TcpListener,
+    /// The probe listener, when `SASHA_HEALTH_ADDR` is set.
+    pub health: Option<TcpListener>,
 }
 
 /// The proxy script's content address: its path and its CSP/SRI hash.
@@ -155,7 +163,8 @@ pub fn content_security_policy(origins: &Origins, script: &ProxyScript) -> Strin
 pub async fn serve_from_env(env: impl Env, shutdown: CancellationToken) -> Result<(), RoleError> {
     let config = Config::from_env(&env)?;
     let http = bind("SASHA_EDGE_ADDR", config.addr).await?;
-    run(config, Listeners { http }, shutdown).await
+    let health = health::bind_health(config.health_addr).await?;
+    run(config, Listeners { http, health }, shutdown).await
 }
 
 /// Serves the sandbox origin on `listeners` until `shutdown` is cancelled.
@@ -168,8 +177,11 @@ pub async fn run(
         .http
         .local_addr()
         .map_err(|e| RoleError::Startup(e.to_string()))?;
+    let probes = health::Probes::start(listeners.health, Role::EdgeSandbox, shutdown.clone());
     let app = router(config.origins)?;
-    announce_ready(Role::EdgeSandbox, &[("http", addr)]);
+    // The sandbox has nothing to wait for: once it listens, it can serve.
+    probes.ready_when(|| async { sasha_proto::grpc::health_reply(Role::EdgeSandbox, Vec::new()) });
+    announce_ready(Role::EdgeSandbox, &probes.with_listener(&[("http", addr)]));
     sasha_proto::web::serve_http(listeners.http, app, shutdown)
         .await
         .map_err(|error| RoleError::Runtime(error.to_string()))

@@ -33,6 +33,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sasha_proto::config::{self, ConfigError, Env};
 use sasha_proto::grpc::{self, CoreClient, DataClient};
+use sasha_proto::health;
 use sasha_proto::identity::Identity;
 use sasha_proto::pb::HealthRequest;
 use sasha_proto::process::{RoleError, announce_ready, bind};
@@ -57,6 +58,9 @@ pub struct Config {
     pub studio_origin: config::Origin,
     /// The mTLS identity (`SASHA_TLS_CA`, `SASHA_TLS_CERT`, `SASHA_TLS_KEY`).
     pub identity: Identity,
+    /// `SASHA_HEALTH_ADDR`: the probe listener (`/livez`, `/readyz`); `None`
+    /// when unset.
+    pub health_addr: Option<SocketAddr>,
 }
 
 impl Config {
@@ -69,6 +73,7 @@ impl Config {
             mcp_origin: config::origin(env, "MCP_PUBLIC_ORIGIN", studio.as_str())?,
             studio_origin: studio,
             identity: config::identity(env, Role::McpGateway)?,
+            health_addr: health::health_addr(env)?,
         })
     }
 }
@@ -77,6 +82,8 @@ impl Config {
 #[derive(Debug)]
 pub struct Listeners {
     pub http: TcpListener,
+    /// The probe listener, when `SASHA_HEALTH_ADDR` is set.
+    pub health: Option<TcpListener>,
 }
 
 /// Loads the configuration, binds, announces readiness and serves until
@@ -84,7 +91,8 @@ pub struct Listeners {
 pub async fn serve_from_env(env: impl Env, shutdown: CancellationToken) -> Result<(), RoleError> {
     let config = Config::from_env(&env)?;
     let http = bind("SASHA_GATEWAY_HTTP_ADDR", config.http_addr).await?;
-    run(config, Listeners { http }, shutdown).await
+    let health = health::bind_health(config.health_addr).await?;
+    run(config, Listeners { http, health }, shutdown).await
 }
 
 /// What every request handler shares: clients of the upstream processes (cheap
@@ -115,6 +123,7 @@ pub async fn run(
     listeners: Listeners,
     shutdown: CancellationToken,
 ) -> Result<(), RoleError> {
+    let probes = health::Probes::start(listeners.health, Role::McpGateway, shutdown.clone());
     let core = grpc::core_client(&config.core_url, &config.identity).map_err(|error| {
         RoleError::Config(ConfigError::new("SASHA_CORE_GRPC_URL", error.to_string()))
     })?;
@@ -144,6 +153,8 @@ pub async fn run(
     for origin in [&config.mcp_origin, &config.studio_origin] {
         hosts.push(origin.host().trim_matches(['[', ']']).to_owned());
     }
+    let mcp_stop = CancellationToken::new();
+    let _mcp_stop = mcp_stop.clone().drop_guard();
     let mcp_config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins([config.studio_origin.as_str().to_owned()])
@@ -153,7 +164,10 @@ pub async fn run(
         // A sessionless call that emits nothing before its result is answered
         // as plain JSON; one that does (progress) still streams.
         .with_json_response(true)
-        .with_cancellation_token(shutdown.child_token());
+        // Not the shutdown token: rmcp ends every open response when its
+        // token fires, and a drain lets calls in flight finish. This one
+        // fires only when `run` returns (the process is about to exit).
+        .with_cancellation_token(mcp_stop.clone());
     let handler_gateway = gateway.clone();
     let mcp = StreamableHttpService::new(
         move || Ok(server::SashaMcp::new(handler_gateway.clone())),
@@ -171,6 +185,10 @@ pub async fn run(
             gateway.clone(),
             limit_body,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            shutdown.clone(),
+            end_listen_streams_on_shutdown,
+        ))
         .service(mcp);
     let app = axum::Router::new()
         .route("/healthz", get(healthz))
@@ -179,8 +197,12 @@ pub async fn run(
         .layer(axum::middleware::from_fn(
             sasha_proto::telemetry::http_trace_layer,
         ))
-        .with_state(gateway);
-    announce_ready(Role::McpGateway, &[("http", addr)]);
+        .with_state(gateway.clone());
+    probes.ready_when(move || {
+        let gateway = gateway.clone();
+        async move { health(&gateway).await }
+    });
+    announce_ready(Role::McpGateway, &probes.with_listener(&[("http", addr)]));
     sasha_proto::web::serve_http(listeners.http, app, shutdown)
         .await
         .map_err(|error| RoleError::Runtime(error.to_string()))
@@ -270,12 +292,42 @@ fn is_upload_call(body: &[u8]) -> bool {
 /// and data-worker, asked concurrently.
 #[tracing::instrument(skip_all, name = "gateway.healthz")]
 async fn healthz(State(gateway): State<Arc<Gateway>>) -> Response {
+    grpc::health_http_response(&health(&gateway).await)
+}
+
+/// The gateway can serve when studio-core (which checks data-worker in turn)
+/// and data-worker both answer: `/healthz` and readiness alike.
+async fn health(gateway: &Gateway) -> sasha_proto::pb::HealthReply {
     let mut core = gateway.core.clone();
     let mut data = gateway.data.clone();
     let (core_health, data_health) = tokio::join!(
         grpc::dependency_health(Role::StudioCore, core.health(HealthRequest { deep: true })),
         grpc::dependency_health(Role::DataWorker, data.health(HealthRequest { deep: false })),
     );
-    let reply = grpc::health_reply(Role::McpGateway, vec![core_health, data_health]);
-    grpc::health_http_response(&reply)
+    grpc::health_reply(Role::McpGateway, vec![core_health, data_health])
+}
+
+/// A drain lets requests in flight finish, but a `GET /mcp` listening stream
+/// (a legacy session's server-to-client channel) has no end of its own and
+/// would hold the process for the whole grace period: its body ends when
+/// shutdown begins, and the client reconnects to another replica. Responses
+/// to `POST` (a call, its progress and its result) are left to complete.
+async fn end_listen_streams_on_shutdown(
+    State(shutdown): State<CancellationToken>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let get = request.method() == http::Method::GET;
+    let response = next.run(request).await;
+    let streaming = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("text/event-stream"));
+    if !(get && streaming) {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let body = futures::StreamExt::take_until(body.into_data_stream(), shutdown.cancelled_owned());
+    Response::from_parts(parts, axum::body::Body::from_stream(body))
 }

@@ -97,6 +97,8 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "RUST_LOG", roles: "all", default: "info", meaning: "log filter (tracing EnvFilter syntax); logs go to stderr" },
     Variable { name: "OTEL_EXPORTER_OTLP_ENDPOINT", roles: "all", default: "(unset: no export)", meaning: "OTLP/gRPC collector for spans, e.g. http://127.0.0.1:4317" },
     Variable { name: "OTEL_BSP_SCHEDULE_DELAY", roles: "all", default: "5000", meaning: "milliseconds between span export batches" },
+    Variable { name: "SASHA_HEALTH_ADDR", roles: "all", default: "(unset: no probe listener)", meaning: "listen address of GET /livez and GET /readyz for orchestrators, e.g. 0.0.0.0:9090; readiness turns 503 as soon as shutdown begins" },
+    Variable { name: "SASHA_SHUTDOWN_GRACE_SECS", roles: "all", default: "20", meaning: "seconds a stopping role lets in-flight requests and streams finish after SIGTERM (0 to 3600); then it exits anyway" },
     Variable { name: "SASHA_EXIT_ON_STDIN_EOF", roles: "all", default: "(unset)", meaning: "1: also stop when stdin closes (set by sasha up for its children)" },
 ];
 
@@ -132,6 +134,22 @@ pub fn socket_addr(
         ConfigError::new(
             var,
             format!("{text:?} is not a socket address such as 127.0.0.1:3011"),
+        )
+    })
+}
+
+/// A listen address that may be left unset (`None`).
+pub fn optional_socket_addr(
+    env: &dyn Env,
+    var: &'static str,
+) -> Result<Option<SocketAddr>, ConfigError> {
+    let Some(text) = env.var(var) else {
+        return Ok(None);
+    };
+    text.parse().map(Some).map_err(|_| {
+        ConfigError::new(
+            var,
+            format!("{text:?} is not a socket address such as 0.0.0.0:9090"),
         )
     })
 }

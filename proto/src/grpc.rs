@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
@@ -35,21 +36,35 @@ pub fn server_builder() -> tonic::transport::Server {
         .trace_fn(|request| crate::telemetry::span_for_request("gRPC", request))
 }
 
-/// Serves `router` on `listener` over mTLS as `role` until `shutdown` resolves.
-/// Each accepted TCP connection completes its TLS handshake in its own task; a
-/// peer refused by [`Identity::server_config`] is dropped and logged.
+/// Serves `router` on `listener` over mTLS as `role` until `shutdown` is
+/// cancelled, then drains. Each accepted TCP connection completes its TLS
+/// handshake in its own task; a peer refused by [`Identity::server_config`] is
+/// dropped and logged.
+///
+/// On `shutdown` the listener is closed at once (a new connection is refused,
+/// so a client's next call goes to another replica), every open connection is
+/// told to stop (HTTP/2 `GOAWAY`), and this returns once the calls already
+/// running, server streams included, have finished. Bounding that wait is the
+/// process's job (`SASHA_SHUTDOWN_GRACE_SECS`, see [`crate::process`]).
 pub async fn serve_mtls(
     router: tonic::transport::server::Router,
     listener: TcpListener,
     identity: &Identity,
     role: Role,
-    shutdown: impl Future<Output = ()> + Send,
+    shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
     let acceptor = TlsAcceptor::from(identity.server_config(role)?);
     let (sender, receiver) = tokio::sync::mpsc::channel(64);
+    let stop_accepting = shutdown.clone();
     let accept_loop = tokio::spawn(async move {
         loop {
-            let (stream, peer) = match listener.accept().await {
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
+                // Dropping the listener here refuses new connections while
+                // the server drains the open ones.
+                () = stop_accepting.cancelled() => break,
+            };
+            let (stream, peer) = match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
                     tracing::warn!(%error, "accept failed");
@@ -77,7 +92,7 @@ pub async fn serve_mtls(
     });
     let incoming = tokio_stream::wrappers::ReceiverStream::new(receiver);
     let result = router
-        .serve_with_incoming_shutdown(incoming, shutdown)
+        .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
         .await;
     accept_loop.abort();
     result.map_err(ServeError::from)

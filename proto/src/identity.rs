@@ -331,6 +331,107 @@ impl DevPki {
     }
 }
 
+/// The internal PKI of a deployment, as `sasha certs` writes it: `ca.pem`, and
+/// `<role>/cert.pem` and `<role>/key.pem` for each role that speaks mTLS
+/// ([`DeploymentPki::ROLES`]; edge-sandbox holds no credentials). Like
+/// [`DevPki`], the CA's private key is never written, so nothing can mint
+/// another identity from these files; rotating means minting a whole new set.
+#[derive(Debug, Clone)]
+pub struct DeploymentPki {
+    dir: PathBuf,
+}
+
+impl DeploymentPki {
+    /// The roles that hold a certificate: every gRPC client or server.
+    pub const ROLES: [Role; 3] = [Role::DataWorker, Role::StudioCore, Role::McpGateway];
+
+    /// The set in `dir` (which may not exist yet).
+    pub fn at(dir: &Path) -> DeploymentPki {
+        DeploymentPki {
+            dir: dir.to_owned(),
+        }
+    }
+
+    /// The files a role uses from this folder.
+    pub fn files(&self, role: Role) -> TlsFiles {
+        let role_dir = self.dir.join(role.as_str());
+        TlsFiles {
+            ca: self.dir.join("ca.pem"),
+            cert: role_dir.join("cert.pem"),
+            key: role_dir.join("key.pem"),
+        }
+    }
+
+    /// Every file of the set, the CA first.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        let mut paths = vec![self.dir.join("ca.pem")];
+        for role in Self::ROLES {
+            let files = self.files(role);
+            paths.push(files.cert);
+            paths.push(files.key);
+        }
+        paths
+    }
+
+    /// Mints a new CA and one leaf per role into the folder, replacing any
+    /// file already there. Each file is written to a temporary name and
+    /// renamed, so a reader never sees half a file; keys are created 0600,
+    /// certificates 0644, folders 0755.
+    pub fn mint(&self) -> Result<(), IdentityError> {
+        let ca = mint_ca("Sasha internal CA")?;
+        let mut files = vec![(self.dir.join("ca.pem"), ca.cert_pem.clone(), false)];
+        for role in Self::ROLES {
+            let leaf = ca.mint_leaf(role)?;
+            let paths = self.files(role);
+            files.push((paths.cert, leaf.cert_pem, false));
+            files.push((paths.key, leaf.key_pem, true));
+        }
+        for (path, contents, secret) in files {
+            if let Some(parent) = path.parent() {
+                create_dir(parent)?;
+            }
+            replace_file(&path, &contents, secret)?;
+        }
+        Ok(())
+    }
+}
+
+fn create_dir(dir: &Path) -> Result<(), IdentityError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(dir)
+        .map_err(|source| IdentityError::Write {
+            path: dir.to_owned(),
+            source,
+        })
+}
+
+/// Writes `contents` next to `path` under a temporary name with a fresh mode,
+/// syncs it and renames it over `path`.
+fn replace_file(path: &Path, contents: &str, secret: bool) -> Result<(), IdentityError> {
+    let file_name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temporary = path.with_file_name(format!(".{file_name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&temporary);
+    let written = write_file(&temporary, contents, secret).and_then(|()| {
+        std::fs::File::open(&temporary)
+            .and_then(|file| file.sync_all())
+            .and_then(|()| std::fs::rename(&temporary, path))
+            .map_err(|source| IdentityError::Write {
+                path: path.to_owned(),
+                source,
+            })
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
+}
+
 /// A CA held in memory, able to sign role certificates.
 pub struct CertificateAuthority {
     issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
@@ -449,6 +550,40 @@ mod tests {
                 .permissions(),
         );
         assert_eq!(key_mode & 0o077, 0, "private keys are not world-readable");
+    }
+
+    #[test]
+    fn deployment_pki_has_one_folder_per_role_and_replaces_files_whole() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let pki = DeploymentPki::at(&dir.path().join("certs"));
+        pki.mint().unwrap();
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        for role in DeploymentPki::ROLES {
+            let files = pki.files(role);
+            assert!(files.cert.ends_with(format!("{role}/cert.pem")));
+            assert_eq!(mode(&files.key), 0o600, "{role} key");
+            assert_eq!(mode(&files.cert), 0o644, "{role} cert");
+            let identity = Identity::load(&files).unwrap();
+            assert!(identity.server_config(role).is_ok());
+        }
+        assert_eq!(pki.paths().len(), 7);
+        let before = std::fs::read_to_string(pki.files(Role::StudioCore).key).unwrap();
+        std::fs::set_permissions(
+            pki.files(Role::StudioCore).key,
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+        pki.mint().unwrap();
+        let after = std::fs::read_to_string(pki.files(Role::StudioCore).key).unwrap();
+        assert_ne!(before, after, "minted again");
+        assert_eq!(mode(&pki.files(Role::StudioCore).key), 0o600);
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("certs/studio-core"))
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.file_name())
+            .collect();
+        assert_eq!(leftovers.len(), 2, "no temporary files: {leftovers:?}");
     }
 
     #[test]

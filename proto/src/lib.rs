@@ -7,7 +7,9 @@
 //! - [`grpc`]: serving and calling gRPC over mTLS with trace context attached.
 //! - [`telemetry`]: `tracing` setup, OTLP export and W3C trace context propagation.
 //! - [`config`]: reading the environment and the boot guards the spec requires.
-//! - [`process`]: the shared `main` of a role (runtime, signals, readiness line).
+//! - [`process`]: the shared `main` of a role (runtime, signals and the drain,
+//!   readiness line).
+//! - [`health`]: the optional probe listener (`/livez`, `/readyz`).
 //! - [`web`]: the response headers every HTTP surface sends.
 //!
 //! Domain logic never lives here: it stays in the process that owns it.
@@ -15,6 +17,7 @@
 pub mod config;
 pub mod error;
 pub mod grpc;
+pub mod health;
 pub mod identity;
 pub mod process;
 pub mod telemetry;

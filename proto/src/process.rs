@@ -4,10 +4,18 @@
 //!
 //! A role's library exposes `serve_from_env(env, shutdown)`; both the role's own
 //! binary and `sasha serve <role>` hand it to [`run_role`].
+//!
+//! Stopping is a drain: the first signal cancels `shutdown`, on which every
+//! server stops accepting connections (its listener is closed), readiness
+//! turns 503, and requests, calls and streams already running go on to
+//! completion. The role exits 0 once they are done, or when
+//! `SASHA_SHUTDOWN_GRACE_SECS` have passed or a second signal arrives, cutting
+//! whatever still runs.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
@@ -21,6 +29,23 @@ pub const EXIT_ON_STDIN_EOF: &str = "SASHA_EXIT_ON_STDIN_EOF";
 
 /// Exit status for a configuration refused at boot.
 pub const EXIT_CONFIG: u8 = 2;
+
+/// The variable bounding the drain after SIGTERM, in seconds.
+pub const SHUTDOWN_GRACE: &str = "SASHA_SHUTDOWN_GRACE_SECS";
+
+/// How long in-flight work may run after shutdown begins, unless configured.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
+
+/// `SASHA_SHUTDOWN_GRACE_SECS`: 0 to 3600 seconds, default 20.
+pub fn shutdown_grace(env: &dyn Env) -> Result<Duration, ConfigError> {
+    let seconds = crate::config::count(
+        env,
+        SHUTDOWN_GRACE,
+        DEFAULT_SHUTDOWN_GRACE.as_secs() as usize,
+        3600,
+    )?;
+    Ok(Duration::from_secs(seconds as u64))
+}
 
 /// Why a role stopped.
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +108,10 @@ where
             Ok(telemetry) => telemetry,
             Err(error) => return fail(role, RoleError::Config(error)),
         };
+        let grace = match shutdown_grace(&env) {
+            Ok(grace) => grace,
+            Err(error) => return fail(role, RoleError::Config(error)),
+        };
         let guard = match crate::telemetry::init(
             role,
             telemetry.rust_log.as_deref(),
@@ -95,8 +124,19 @@ where
             }
         };
         let shutdown = CancellationToken::new();
-        spawn_shutdown_watchers(&env, shutdown.clone());
-        let outcome = serve(env, shutdown).await;
+        let cut = CancellationToken::new();
+        spawn_shutdown_watchers(&env, shutdown.clone(), cut.clone(), grace);
+        let serving = serve(env, shutdown.clone());
+        let outcome = tokio::select! {
+            outcome = serving => outcome,
+            () = drain_deadline(&shutdown, &cut, grace) => {
+                tracing::warn!(
+                    grace_secs = grace.as_secs(),
+                    "in-flight requests did not finish in time; cutting them"
+                );
+                Ok(())
+            }
+        };
         guard.shutdown();
         match outcome {
             Ok(()) => ExitCode::SUCCESS,
@@ -117,12 +157,35 @@ fn fail(role: Role, error: RoleError) -> ExitCode {
     }
 }
 
-fn spawn_shutdown_watchers(env: &dyn Env, shutdown: CancellationToken) {
+/// Resolves `grace` after shutdown begins, or at once when `cut` is
+/// cancelled (a second signal).
+async fn drain_deadline(shutdown: &CancellationToken, cut: &CancellationToken, grace: Duration) {
+    tokio::select! {
+        () = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(grace).await;
+        } => {}
+        () = cut.cancelled() => {}
+    }
+}
+
+fn spawn_shutdown_watchers(
+    env: &dyn Env,
+    shutdown: CancellationToken,
+    cut: CancellationToken,
+    grace: Duration,
+) {
     let signals = shutdown.clone();
     tokio::spawn(async move {
         wait_for_signal().await;
-        tracing::info!("shutting down");
+        tracing::info!(
+            grace_secs = grace.as_secs(),
+            "shutting down: no new connections; in-flight requests may finish"
+        );
         signals.cancel();
+        wait_for_signal().await;
+        tracing::warn!("second signal: stopping now");
+        cut.cancel();
     });
     if env.var(EXIT_ON_STDIN_EOF).as_deref() == Some("1") {
         tokio::spawn(async move {

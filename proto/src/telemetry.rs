@@ -155,12 +155,76 @@ pub fn span_for_request<B>(kind: &'static str, request: &http::Request<B>) -> tr
     span
 }
 
-/// axum middleware that runs each HTTP request inside [`span_for_request`].
+/// axum middleware that runs each HTTP request inside [`span_for_request`]
+/// and writes one access line when it is answered (target `sasha::access`:
+/// method, path, status, client, scheme, milliseconds).
 pub async fn http_trace_layer(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use tracing::Instrument;
     let span = span_for_request("HTTP", &request);
-    next.run(request).instrument(span).await
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let (client, scheme) = forwarded_client(request.headers());
+    let started = std::time::Instant::now();
+    let response = next.run(request).instrument(span).await;
+    tracing::info!(
+        target: "sasha::access",
+        %method,
+        path = %path,
+        status = response.status().as_u16(),
+        client = %client,
+        scheme = %scheme,
+        ms = started.elapsed().as_millis() as u64,
+        "request"
+    );
+    response
+}
+
+/// The client address and scheme the one trusted proxy hop reports: the last
+/// `X-Forwarded-For` entry (the proxy replaces the header, so there is one;
+/// were it appended to, the last entry is still the proxy's own) and
+/// `X-Forwarded-Proto`; `-` when there is no proxy (`sasha up` and tests talk
+/// to the listener directly). Nothing a client writes further left is used.
+pub fn forwarded_client(headers: &http::HeaderMap) -> (String, String) {
+    let last = |name: &str| {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','))
+            .map(str::trim)
+            .rfind(|entry| !entry.is_empty())
+            .map(|entry| entry.chars().take(64).collect::<String>())
+    };
+    let client = last("x-forwarded-for")
+        .filter(|entry| entry.parse::<std::net::IpAddr>().is_ok())
+        .unwrap_or_else(|| "-".to_owned());
+    let scheme = last("x-forwarded-proto")
+        .filter(|entry| entry == "https" || entry == "http")
+        .unwrap_or_else(|| "-".to_owned());
+    (client, scheme)
+}
+
+#[cfg(test)]
+mod access_tests {
+    use super::forwarded_client;
+
+    #[test]
+    fn only_the_last_forwarded_entry_counts() {
+        let mut headers = http::HeaderMap::new();
+        assert_eq!(forwarded_client(&headers), ("-".to_owned(), "-".to_owned()));
+        headers.append("x-forwarded-for", "6.6.6.6, 10.0.0.1".parse().unwrap());
+        headers.append("x-forwarded-for", "192.0.2.7".parse().unwrap());
+        headers.append("x-forwarded-proto", "https".parse().unwrap());
+        assert_eq!(
+            forwarded_client(&headers),
+            ("192.0.2.7".to_owned(), "https".to_owned())
+        );
+        let mut junk = http::HeaderMap::new();
+        junk.append("x-forwarded-for", "<script>".parse().unwrap());
+        junk.append("x-forwarded-proto", "gopher".parse().unwrap());
+        assert_eq!(forwarded_client(&junk), ("-".to_owned(), "-".to_owned()));
+    }
 }

@@ -20,6 +20,11 @@ pub fn insert_baseline_headers(headers: &mut HeaderMap) {
 /// Serves `app` on `listener` until `shutdown` is cancelled, with `TCP_NODELAY`
 /// on every connection (a reply that spans segments would otherwise wait on the
 /// peer's delayed ACK, about 40 ms).
+///
+/// On `shutdown` the listener is closed at once (new connections are refused),
+/// idle keep-alive connections are closed, and this returns when the requests
+/// in flight, streamed responses included, have completed. Bounding that wait
+/// is the process's job (`SASHA_SHUTDOWN_GRACE_SECS`, see [`crate::process`]).
 pub async fn serve_http(
     listener: TcpListener,
     app: axum::Router,

@@ -45,6 +45,7 @@ use axum::routing::get;
 use http::{HeaderValue, header};
 use sasha_proto::config::{self, ConfigError, Env, Origins, StoragePaths};
 use sasha_proto::grpc::{self, DataClient};
+use sasha_proto::health;
 use sasha_proto::identity::Identity;
 use sasha_proto::pb::core_service_server::CoreServiceServer;
 use sasha_proto::pb::{HealthReply, HealthRequest};
@@ -80,6 +81,9 @@ pub struct Config {
     /// `SASHA_CHAT_*`: the OpenAI-compatible chat provider for apps; `None`
     /// when `SASHA_CHAT_BASE_URL` is unset (chat answers `APP_CHAT_UNAVAILABLE`).
     pub chat: Option<chat::ChatConfig>,
+    /// `SASHA_HEALTH_ADDR`: the probe listener (`/livez`, `/readyz`); `None`
+    /// when unset.
+    pub health_addr: Option<SocketAddr>,
 }
 
 impl Config {
@@ -99,6 +103,7 @@ impl Config {
             )?,
             bundled_apps: seed::BundledApps::from_env(env)?,
             chat: chat::ChatConfig::from_env(env)?,
+            health_addr: health::health_addr(env)?,
         })
     }
 }
@@ -108,6 +113,8 @@ impl Config {
 pub struct Listeners {
     pub http: TcpListener,
     pub grpc: TcpListener,
+    /// The probe listener, when `SASHA_HEALTH_ADDR` is set.
+    pub health: Option<TcpListener>,
 }
 
 /// Loads the configuration, binds, announces readiness and serves until
@@ -116,7 +123,8 @@ pub async fn serve_from_env(env: impl Env, shutdown: CancellationToken) -> Resul
     let config = Config::from_env(&env)?;
     let http = bind("SASHA_CORE_HTTP_ADDR", config.http_addr).await?;
     let grpc = bind("SASHA_CORE_GRPC_ADDR", config.grpc_addr).await?;
-    run(config, Listeners { http, grpc }, shutdown).await
+    let health = health::bind_health(config.health_addr).await?;
+    run(config, Listeners { http, grpc, health }, shutdown).await
 }
 
 /// State shared by the HTTP and gRPC surfaces.
@@ -170,6 +178,36 @@ impl Core {
         }
         grpc::health_reply(Role::StudioCore, dependencies)
     }
+
+    /// Whether core can serve: its database answers a read and data-worker
+    /// answers `Health`.
+    async fn readiness(&self) -> HealthReply {
+        let store = self.store.clone();
+        let (database, mut reply) = tokio::join!(
+            tokio::time::timeout(
+                std::time::Duration::from_secs(5),
+                tokio::task::spawn_blocking(move || store.check()),
+            ),
+            self.health(true),
+        );
+        let database_ok = matches!(database, Ok(Ok(Ok(()))));
+        if let Ok(Ok(Err(error))) = &database {
+            tracing::warn!(%error, "readiness: the core database does not answer");
+        }
+        reply.dependencies.insert(
+            0,
+            sasha_proto::pb::DependencyHealth {
+                role: "core-database".to_owned(),
+                ok: database_ok,
+                detail: if database_ok {
+                    String::new()
+                } else {
+                    "the core database does not answer".to_owned()
+                },
+            },
+        );
+        grpc::health_reply(Role::StudioCore, reply.dependencies)
+    }
 }
 
 /// The largest `CoreService` request: an upload's 25 MiB of documents and
@@ -182,6 +220,8 @@ pub async fn run(
     listeners: Listeners,
     shutdown: CancellationToken,
 ) -> Result<(), RoleError> {
+    // Probes answer from the start: alive, and not ready until serving.
+    let probes = health::Probes::start(listeners.health, Role::StudioCore, shutdown.clone());
     for dir in [
         config.storage.docs_root.join("apps"),
         config
@@ -275,13 +315,18 @@ pub async fn run(
         listeners.grpc,
         &config.identity,
         Role::StudioCore,
-        shutdown.clone().cancelled_owned(),
+        shutdown.clone(),
     );
-    let http_server = sasha_proto::web::serve_http(listeners.http, router(core), shutdown.clone());
+    let http_server =
+        sasha_proto::web::serve_http(listeners.http, router(core.clone()), shutdown.clone());
 
+    probes.ready_when(move || {
+        let core = core.clone();
+        async move { core.readiness().await }
+    });
     announce_ready(
         Role::StudioCore,
-        &[("http", http_addr), ("grpc", grpc_addr)],
+        &probes.with_listener(&[("http", http_addr), ("grpc", grpc_addr)]),
     );
     let (grpc_result, http_result) = tokio::join!(
         async {

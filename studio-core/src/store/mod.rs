@@ -611,6 +611,16 @@ impl Store {
         (self.inner.clock)()
     }
 
+    /// Reads the schema's first page, proving the database answers (for
+    /// readiness). Waits behind a running write like any other call.
+    pub fn check(&self) -> Result<(), StoreError> {
+        self.connection()
+            .query_row("SELECT count(*) FROM sqlite_schema", [], |row| {
+                row.get::<_, i64>(0)
+            })?;
+        Ok(())
+    }
+
     fn connection(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock rolls back any open transaction when
         // it unwinds, so the connection is still usable.

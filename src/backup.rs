@@ -1,0 +1,411 @@
+//! `sasha backup --out DIR [--state-dir DIR]`: a consistent copy of the core
+//! database (`DB_PATH`) and of every app database in `APP_DATA_ROOT`
+//! (`<id>.sqlite`), taken while the stack runs and writes continue.
+//!
+//! Each database is copied with SQLite's online backup API in one step, that
+//! is inside one read transaction of the source: the copy is the database as
+//! of one committed transaction (WAL readers never block the writers, so the
+//! services do not wait). It is not a file copy, which could catch a
+//! half-written page or miss what still sits in the `-wal` file. Each copy
+//! is switched out of WAL (one self-contained file), passes `PRAGMA
+//! integrity_check`, and is recorded with its size and sha256 in
+//! `manifest.json`. The databases are copied one after another, so each is
+//! consistent in itself, not with the others.
+//!
+//! Everything is written into a hidden staging folder in DIR and renamed to
+//! `DIR/<timestamp>/` at the end, so a backup folder is complete or absent.
+//! The docs tree (`DOCS_ROOT`, the app packages) and `UPLOADS_ROOT` are plain
+//! files and are not copied here.
+
+use std::io::Read as _;
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, anyhow, bail};
+use rusqlite::backup::{Backup, StepResult};
+use rusqlite::{Connection, OpenFlags};
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
+
+/// How long one database may stay busy (a WAL recovery, an exclusive lock)
+/// before the backup gives up.
+const BUSY_LIMIT: Duration = Duration::from_secs(30);
+
+/// The core database's file name inside a backup folder.
+pub(crate) const CORE_FILE: &str = "core.sqlite";
+/// The folder of the app databases inside a backup folder.
+pub(crate) const APPS_DIR: &str = "apps";
+
+/// `manifest.json`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Manifest {
+    /// When the backup started, RFC 3339 UTC.
+    created_at: String,
+    core: Copied,
+    apps: Vec<AppCopy>,
+    sasha_version: &'static str,
+}
+
+/// One copied database file, relative to the backup folder.
+#[derive(Debug, Serialize)]
+struct Copied {
+    file: String,
+    sha256: String,
+    bytes: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct AppCopy {
+    id: String,
+    #[serde(flatten)]
+    copy: Copied,
+}
+
+pub(crate) fn main(out: &Path, state_dir: Option<&Path>) -> ExitCode {
+    match run(out, state_dir) {
+        Ok(folder) => {
+            println!("{}", folder.display());
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            let message = format!("{error:#}").replace(['\n', '\r'], " ");
+            eprintln!("sasha backup: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Takes the backup and returns its folder.
+fn run(out: &Path, state_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let storage = crate::admin::storage_paths(state_dir)?;
+    if !storage.db_path.is_file() {
+        bail!(
+            "no core database at {}: check --state-dir (or DB_PATH)",
+            storage.db_path.display()
+        );
+    }
+    let apps = app_databases(&storage.app_data_root)?;
+    let started = time::OffsetDateTime::now_utc();
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let name = folder_name(started);
+    let staging = out.join(format!(".partial-{name}-{}", std::process::id()));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&staging)
+        .with_context(|| format!("cannot create {}", staging.display()))?;
+    let outcome = (|| {
+        let core = copy_database(&storage.db_path, &staging, CORE_FILE)?;
+        let mut copies = Vec::new();
+        if !apps.is_empty() {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(staging.join(APPS_DIR))
+                .context("cannot create the apps folder")?;
+        }
+        for (id, path) in &apps {
+            let copy = copy_database(path, &staging, &format!("{APPS_DIR}/{id}.sqlite"))?;
+            copies.push(AppCopy {
+                id: id.clone(),
+                copy,
+            });
+        }
+        let manifest = Manifest {
+            created_at: rfc3339(started),
+            core,
+            apps: copies,
+            sasha_version: sasha_proto::VERSION,
+        };
+        write_new(
+            &staging.join("manifest.json"),
+            format!("{}\n", serde_json::to_string_pretty(&manifest)?).as_bytes(),
+        )?;
+        if !apps.is_empty() {
+            sync_dir(&staging.join(APPS_DIR))?;
+        }
+        sync_dir(&staging)?;
+        let folder = publish(&staging, out, &name)?;
+        sync_dir(out)?;
+        Ok(folder)
+    })();
+    if outcome.is_err() {
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    outcome
+}
+
+/// Every `<id>.sqlite` regular file in `root` whose stem is an app id,
+/// sorted by id. Anything else there (`-wal`/`-shm` files, stray copies) is
+/// skipped. A missing folder is an error, not an empty backup: data-worker
+/// creates it when it starts, so its absence means the app data volume is not
+/// mounted where this command runs.
+fn app_databases(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    let entries = match std::fs::read_dir(root) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(anyhow!(
+                "APP_DATA_ROOT {} does not exist: mount the app data volume where sasha backup runs \
+                 (data-worker creates the folder when it starts)",
+                root.display()
+            ));
+        }
+        Err(error) => {
+            return Err(anyhow!(error).context(format!("cannot read {}", root.display())));
+        }
+    };
+    let mut apps = Vec::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("cannot read {}", root.display()))?;
+        let name = entry.file_name();
+        let Some(id) = name
+            .to_str()
+            .and_then(|name| name.strip_suffix(".sqlite"))
+            .filter(|id| sasha_package::manifest::is_kebab_id(id))
+        else {
+            continue;
+        };
+        if entry.file_type().is_ok_and(|kind| kind.is_file()) {
+            apps.push((id.to_owned(), entry.path()));
+        }
+    }
+    apps.sort();
+    Ok(apps)
+}
+
+/// Copies the database at `source` to `folder/file` with the online backup
+/// API, checks the copy and describes it.
+fn copy_database(source: &Path, folder: &Path, file: &str) -> anyhow::Result<Copied> {
+    let target = folder.join(file);
+    let copy = || -> anyhow::Result<Copied> {
+        let from = Connection::open_with_flags(
+            source,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        from.busy_timeout(Duration::from_secs(5))?;
+        // The copy holds password and token hashes, or an app's rows: the
+        // file is created for its owner only before SQLite opens it.
+        write_new(&target, b"")?;
+        let mut to = Connection::open(&target)?;
+        {
+            let backup = Backup::new(&from, &mut to)?;
+            let started = Instant::now();
+            // All pages in one step: one read transaction of the source, so
+            // writes committed meanwhile can neither restart nor tear it.
+            loop {
+                match backup.step(-1)? {
+                    StepResult::Done => break,
+                    StepResult::More => {}
+                    _ if started.elapsed() > BUSY_LIMIT => {
+                        bail!("the database stayed locked for {} s", BUSY_LIMIT.as_secs())
+                    }
+                    _ => std::thread::sleep(Duration::from_millis(50)),
+                }
+            }
+        }
+        drop(from);
+        // One self-contained file: no -wal to carry along on a restore.
+        let mode: String = to.query_row("PRAGMA journal_mode = DELETE", [], |row| row.get(0))?;
+        if !mode.eq_ignore_ascii_case("delete") {
+            bail!("the copy stayed in journal mode {mode}");
+        }
+        let problems: Vec<String> = to
+            .prepare("PRAGMA integrity_check")?
+            .query_map([], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        if problems != ["ok"] {
+            bail!(
+                "the copy fails PRAGMA integrity_check: {}",
+                problems
+                    .iter()
+                    .take(3)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+        }
+        to.close().map_err(|(_, error)| error)?;
+        let (sha256, bytes) = digest(&target)?;
+        Ok(Copied {
+            file: file.to_owned(),
+            sha256,
+            bytes,
+        })
+    };
+    copy().with_context(|| format!("cannot back up {}", source.display()))
+}
+
+/// Creates `path` (it must not exist) readable only by its owner, writes
+/// `contents` and syncs it.
+fn write_new(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    file.write_all(contents)?;
+    file.sync_all()?;
+    Ok(())
+}
+
+/// The file's sha256 (hex) and size, after syncing it to disk.
+fn digest(path: &Path) -> anyhow::Result<(String, u64)> {
+    let mut file = std::fs::File::open(path)?;
+    file.sync_all()?;
+    let mut hasher = Sha256::new();
+    let mut bytes = 0u64;
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let read = file.read(&mut buffer)?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+        bytes += read as u64;
+    }
+    Ok((hex::encode(hasher.finalize()), bytes))
+}
+
+fn sync_dir(dir: &Path) -> anyhow::Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|dir| dir.sync_all())
+        .with_context(|| format!("cannot sync {}", dir.display()))
+}
+
+/// Renames the staging folder to `out/<name>` without ever replacing an
+/// existing folder (two backups in the same millisecond get `-2`, `-3`, …).
+fn publish(staging: &Path, out: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    for attempt in 1..100 {
+        let folder = if attempt == 1 {
+            out.join(name)
+        } else {
+            out.join(format!("{name}-{attempt}"))
+        };
+        match renameat_with(CWD, staging, CWD, &folder, RenameFlags::NOREPLACE) {
+            Ok(()) => return Ok(folder),
+            Err(rustix::io::Errno::EXIST) => continue,
+            Err(error) => {
+                return Err(anyhow!(std::io::Error::from(error))
+                    .context(format!("cannot rename the backup to {}", folder.display())));
+            }
+        }
+    }
+    bail!("too many backups named {name} in {}", out.display())
+}
+
+/// `20260510T120000.123Z`: sorts by time, safe in every file system.
+fn folder_name(at: time::OffsetDateTime) -> String {
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}.{:03}Z",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second(),
+        at.millisecond()
+    )
+}
+
+/// `2026-05-10T12:00:00.123Z`.
+fn rfc3339(at: time::OffsetDateTime) -> String {
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second(),
+        at.millisecond()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_sort_and_name_the_same_instant() {
+        let at =
+            time::OffsetDateTime::from_unix_timestamp_nanos(1_778_414_400_123_000_000).unwrap();
+        assert_eq!(folder_name(at), "20260510T120000.123Z");
+        assert_eq!(rfc3339(at), "2026-05-10T12:00:00.123Z");
+    }
+
+    #[test]
+    fn only_app_databases_are_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "expense-log.sqlite",
+            "expense-log.sqlite-wal",
+            "expense-log.sqlite-shm",
+            "hello.sqlite",
+            "Notes.sqlite",
+            ".hidden.sqlite",
+            "readme.txt",
+        ] {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        std::fs::create_dir(dir.path().join("folder.sqlite")).unwrap();
+        let ids: Vec<String> = app_databases(dir.path())
+            .unwrap()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        assert_eq!(ids, ["expense-log", "hello"]);
+        let missing = app_databases(&dir.path().join("missing")).unwrap_err();
+        assert!(
+            missing
+                .to_string()
+                .contains("does not exist: mount the app data volume"),
+            "{missing}"
+        );
+    }
+
+    #[test]
+    fn a_copy_is_one_checked_file_and_publishing_never_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source.sqlite");
+        let connection = Connection::open(&source).unwrap();
+        let mode: String = connection
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        connection
+            .execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1), (2);")
+            .unwrap();
+        // The rows are still in the -wal file; the copy must have them.
+        let staging = dir.path().join("staging");
+        std::fs::create_dir(&staging).unwrap();
+        let copied = copy_database(&source, &staging, "copy.sqlite").unwrap();
+        assert!(!staging.join("copy.sqlite-wal").exists());
+        let copy = Connection::open(staging.join("copy.sqlite")).unwrap();
+        let rows: i64 = copy
+            .query_row("SELECT count(*) FROM t", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(rows, 2);
+        assert_eq!(
+            copied.bytes,
+            std::fs::metadata(staging.join("copy.sqlite"))
+                .unwrap()
+                .len()
+        );
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(staging.join("copy.sqlite"))
+                .unwrap()
+                .permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600);
+
+        let out = dir.path().join("out");
+        std::fs::create_dir_all(out.join("20260510T120000.123Z")).unwrap();
+        let published = publish(&staging, &out, "20260510T120000.123Z").unwrap();
+        assert_eq!(published, out.join("20260510T120000.123Z-2"));
+        assert!(published.join("copy.sqlite").is_file());
+    }
+}

@@ -1,0 +1,1178 @@
+#!/usr/bin/env python3
+"""Validates the deployment files with real validators, then checks that they
+agree with each other and with the platform's rules.
+
+    validate.py [--root DIR] [--tls-cert FILE --tls-key FILE] [PART ...]
+
+PART is any of dockerfile, compose, kubernetes, caddy (default: all). Prints one
+line per check group and every problem found; exits 1 if there was any.
+
+- dockerfile: Dockerfile parsed by BuildKit's parser (PyPI `dockerfile`);
+  .dockerignore.
+- compose: deploy/compose.yaml against the Compose Specification's JSON schema
+  (as vendored by PyPI `check-jsonschema`), as written and after interpolating
+  its defaults; then the layout rules (named volumes only, four separate state
+  volumes, a scalable gateway, hardening, certificates, origins, the proxy's
+  template variables).
+- kubernetes: every document under deploy/k8s/ against the Kubernetes JSON
+  schemas of several versions (PyPI `kubernetes-validate`, strict: unknown
+  fields are errors); then the same layout rules across the objects.
+- caddy: `caddy validate` and `caddy adapt` of deploy/caddy/Caddyfile (Debian's
+  caddy) with every placeholder set, then the adapted routes and headers.
+  Needs --tls-cert/--tls-key: a certificate for the two example hostnames.
+
+tests/deploy_files.rs runs it with the venv scripts/test.sh installs from
+tests/deploy/requirements.txt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.resources
+import json
+import os
+import posixpath
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import jsonschema
+import kubernetes_validate
+import yaml
+
+# The Kubernetes versions the manifests must be valid for: an older one still
+# widely run and the newest the schemas ship.
+KUBERNETES_VERSIONS = ["1.31.0", "1.37.0"]
+
+# Where the image keeps each state folder (Dockerfile ENV; compose and k8s must
+# agree).
+STORAGE_VARS = ["DB_PATH", "DOCS_ROOT", "APP_DATA_ROOT", "UPLOADS_ROOT"]
+
+# The state folders each role opens (README.md, "Configuration").
+ROLE_FOLDERS = {
+    "studio-core": ["DB_DIR", "DOCS_ROOT", "UPLOADS_ROOT"],
+    "data-worker": ["APP_DATA_ROOT"],
+    "mcp-gateway": [],
+    "edge-sandbox": [],
+}
+
+# The listen address variables of each role.
+ROLE_LISTENERS = {
+    "studio-core": ["SASHA_CORE_HTTP_ADDR", "SASHA_CORE_GRPC_ADDR"],
+    "data-worker": ["SASHA_DATA_GRPC_ADDR"],
+    "mcp-gateway": ["SASHA_GATEWAY_HTTP_ADDR"],
+    "edge-sandbox": ["SASHA_EDGE_ADDR"],
+}
+
+# The roles that hold an mTLS identity.
+GRPC_ROLES = ["studio-core", "data-worker", "mcp-gateway"]
+
+# Which gRPC URL names which role, and that role's listen variable.
+GRPC_URLS = {
+    "SASHA_CORE_GRPC_URL": ("studio-core", "SASHA_CORE_GRPC_ADDR"),
+    "SASHA_DATA_GRPC_URL": ("data-worker", "SASHA_DATA_GRPC_ADDR"),
+}
+
+# The variables the nginx template and the compose proxy agree on.
+NGINX_TEMPLATE_VARS = {
+    "SASHA_STUDIO_HOST",
+    "SASHA_SANDBOX_HOST",
+    "SASHA_LISTEN",
+    "SASHA_TLS_CERT_FILE",
+    "SASHA_TLS_KEY_FILE",
+    "STUDIO_CORE_HTTP",
+    "EDGE_SANDBOX_HTTP",
+    "MCP_GATEWAY_SERVERS",
+}
+NGINX_ENVSUBST_FILTER = "^(SASHA_|STUDIO_|EDGE_|MCP_)"
+
+# The Caddyfile's placeholders and the values `caddy validate` runs with.
+CADDY_STUDIO_HOST = "studio.example.com"
+CADDY_SANDBOX_HOST = "views.example.net"
+CADDY_ENV = {
+    "SASHA_STUDIO_HOST": CADDY_STUDIO_HOST,
+    "SASHA_SANDBOX_HOST": CADDY_SANDBOX_HOST,
+    "STUDIO_CORE_HTTP": "studio-core:3011",
+    "EDGE_SANDBOX_HTTP": "edge-sandbox:3010",
+    "MCP_GATEWAY_UPSTREAMS": "mcp-gateway-1:3014 mcp-gateway-2:3014",
+}
+MIB = 1024 * 1024
+
+
+class Problems:
+    """Collects what is wrong, grouped by the check that found it."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    def add(self, where: str, message: str) -> None:
+        self.found.append(f"{where}: {message}")
+
+    def check(self, ok: bool, where: str, message: str) -> bool:
+        if not ok:
+            self.add(where, message)
+        return ok
+
+
+# ---------------------------------------------------------------------------
+# Shared helpers
+
+
+def site_of(host: str) -> str:
+    """The last two labels of a hostname: the registrable domain of the names
+    these files use (an approximation of the Public Suffix List's eTLD+1)."""
+    return ".".join(host.lower().rstrip(".").split(".")[-2:])
+
+
+def origin_host(origin: str) -> str | None:
+    match = re.fullmatch(r"https?://([^/:?#]+)(:\d+)?", origin or "")
+    return match.group(1) if match else None
+
+
+def nested(a: str, b: str) -> bool:
+    """Whether folder a is b or inside b, or b inside a."""
+    a, b = posixpath.normpath(a), posixpath.normpath(b)
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
+def addr_port(addr: str) -> int | None:
+    match = re.fullmatch(r"(?:\[[0-9a-fA-F:]+\]|[^:]+):(\d+)", addr or "")
+    return int(match.group(1)) if match else None
+
+
+def storage_folders(env: dict[str, str]) -> dict[str, str]:
+    """DB_DIR (the core database's folder), DOCS_ROOT, APP_DATA_ROOT,
+    UPLOADS_ROOT, as configured."""
+    return {
+        "DB_DIR": posixpath.dirname(env.get("DB_PATH", "")),
+        "DOCS_ROOT": env.get("DOCS_ROOT", ""),
+        "APP_DATA_ROOT": env.get("APP_DATA_ROOT", ""),
+        "UPLOADS_ROOT": env.get("UPLOADS_ROOT", ""),
+    }
+
+
+def check_storage_layout(p: Problems, where: str, env: dict[str, str]) -> None:
+    """All four paths set, absolute, and no folder inside another."""
+    for var in STORAGE_VARS:
+        value = env.get(var, "")
+        p.check(value.startswith("/"), where, f"{var} must be an absolute path, is {value!r}")
+    folders = storage_folders(env)
+    names = list(folders)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            if folders[a] and folders[b]:
+                p.check(
+                    not nested(folders[a], folders[b]),
+                    where,
+                    f"{a} ({folders[a]}) and {b} ({folders[b]}) must be separate folders, "
+                    "neither inside the other",
+                )
+
+
+def schema_errors(validator: jsonschema.protocols.Validator, document: object) -> list[str]:
+    errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
+    return [f"{e.json_path}: {e.message}" for e in errors]
+
+
+# ---------------------------------------------------------------------------
+# Dockerfile
+
+
+def check_dockerfile(root: Path, p: Problems) -> dict[str, str]:
+    """Returns the runtime stage's ENV."""
+    import dockerfile  # BuildKit's parser
+
+    where = "Dockerfile"
+    commands = dockerfile.parse_file(str(root / "Dockerfile"))
+    args: dict[str, str] = {}
+    stages: list[dict] = []
+    for command in commands:
+        if command.cmd == "ARG" and not stages:
+            for item in command.value:
+                name, _, default = item.partition("=")
+                args[name] = default
+        if command.cmd == "FROM":
+            image = re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), m.group(0)), command.value[0])
+            name = command.value[2] if len(command.value) > 2 else ""
+            stages.append({"image": image, "name": name, "commands": []})
+        elif stages:
+            stages[-1]["commands"].append(command)
+    if not p.check(len(stages) == 2, where, f"expected a build and a runtime stage, found {len(stages)}"):
+        return {}
+    build, runtime = stages
+    p.check(build["image"] == "rust:1.95-bookworm", where, f"the build stage is {build['image']}, not rust:1.95-bookworm")
+    p.check(
+        runtime["image"] in ("debian:bookworm-slim", "gcr.io/distroless/cc-debian12"),
+        where,
+        f"the runtime stage is {runtime['image']}",
+    )
+    runs = " ".join(" ".join(c.value) for c in build["commands"] if c.cmd == "RUN")
+    p.check(
+        re.search(r"cargo build --release --locked --bin sasha\b", runs) is not None,
+        where,
+        "the build stage must run `cargo build --release --locked --bin sasha`",
+    )
+    by_cmd: dict[str, list] = {}
+    for command in runtime["commands"]:
+        by_cmd.setdefault(command.cmd, []).append(command)
+    for forbidden in ("HEALTHCHECK", "VOLUME", "ADD"):
+        p.check(forbidden not in by_cmd, where, f"the runtime stage must have no {forbidden}")
+    user = [c.value[0] for c in by_cmd.get("USER", [])]
+    p.check(user[-1:] == ["10001:10001"], where, f"the runtime user must be 10001:10001, is {user[-1:]}")
+    entrypoint = by_cmd.get("ENTRYPOINT", [])
+    p.check(
+        len(entrypoint) == 1 and entrypoint[0].json and list(entrypoint[0].value) == ["sasha"],
+        where,
+        'ENTRYPOINT must be the exec form ["sasha"]',
+    )
+    cmd = by_cmd.get("CMD", [])
+    p.check(
+        len(cmd) == 1 and cmd[0].json and list(cmd[0].value)[:1] == ["serve"],
+        where,
+        'CMD must be the exec form ["serve", "<role>"]',
+    )
+    p.check(
+        [c.value[0] for c in by_cmd.get("STOPSIGNAL", [])] == ["SIGTERM"],
+        where,
+        "STOPSIGNAL must be SIGTERM",
+    )
+    labels = {}
+    for command in by_cmd.get("LABEL", []):
+        values = list(command.value)
+        for key, value in zip(values[::2], values[1::2]):
+            labels[key] = value.strip('"')
+    for key in ("title", "description", "version", "revision", "licenses"):
+        p.check(f"org.opencontainers.image.{key}" in labels, where, f"missing the OCI label org.opencontainers.image.{key}")
+    env: dict[str, str] = {}
+    for command in by_cmd.get("ENV", []):
+        values = list(command.value)
+        for key, value in zip(values[::2], values[1::2]):
+            env[key] = value
+    check_storage_layout(p, where + " ENV", env)
+    for role, variables in ROLE_LISTENERS.items():
+        for var in variables + ["SASHA_HEALTH_ADDR"]:
+            p.check(env.get(var, "").startswith("0.0.0.0:"), where, f"ENV {var} must listen on 0.0.0.0 in a container")
+
+    ignore = (root / ".dockerignore").read_text().split("\n")
+    patterns = {line.strip() for line in ignore if line.strip() and not line.startswith("#")}
+    for needed in ("**/target", "**/node_modules", "**/.sasha", ".git"):
+        p.check(needed in patterns, ".dockerignore", f"must exclude {needed}")
+    return env
+
+
+# ---------------------------------------------------------------------------
+# Compose
+
+INTERPOLATION = re.compile(
+    r"\$(?:(?P<escaped>\$)"
+    r"|\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?+])(?P<arg>(?:[^{}]|\{[^{}]*\})*))?\}"
+    r"|(?P<named>[A-Za-z_][A-Za-z0-9_]*))"
+)
+
+
+def interpolate(value: object, unset: list[str], required: list[str]) -> object:
+    """The document as Compose sees it with no variable set: every
+    `${VAR:-default}` becomes its default. Records variables without a default
+    (`unset`) and required ones (`required`)."""
+    if isinstance(value, dict):
+        return {k: interpolate(v, unset, required) for k, v in value.items()}
+    if isinstance(value, list):
+        return [interpolate(v, unset, required) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def replace(match: re.Match) -> str:
+        if match.group("escaped"):
+            return "$"
+        name = match.group("braced") or match.group("named")
+        op, arg = match.group("op"), match.group("arg") or ""
+        if op in ("-", ":-"):
+            return str(interpolate(arg, unset, required))
+        if op in ("?", ":?"):
+            required.append(name)
+            return ""
+        if op in ("+", ":+"):
+            return ""
+        unset.append(name)
+        return ""
+
+    return INTERPOLATION.sub(replace, value)
+
+
+def compose_schema() -> dict:
+    vendored = importlib.resources.files("check_jsonschema.builtin_schemas.vendor")
+    return json.loads((vendored / "compose-spec.json").read_text())
+
+
+def service_env(service: dict) -> dict[str, str]:
+    environment = service.get("environment") or {}
+    if isinstance(environment, list):
+        pairs = [item.split("=", 1) for item in environment]
+        return {k: (v[0] if v else "") for k, *v in pairs}
+    return {k: "" if v is None else str(v) for k, v in environment.items()}
+
+
+def service_role(service: dict) -> str | None:
+    command = service.get("command")
+    if isinstance(command, str):
+        command = command.split()
+    if isinstance(command, list) and command[:1] == ["serve"] and len(command) == 2:
+        return command[1]
+    if isinstance(command, list) and command[:1] in (["certs"], ["backup"]):
+        return command[0]
+    return None
+
+
+def service_mounts(where: str, service: dict, volumes: dict, p: Problems) -> list[dict]:
+    """Each entry of `volumes` as {source, target, read_only}; anything that is
+    not a named volume of the top-level list is a problem."""
+    mounts = []
+    for entry in service.get("volumes") or []:
+        if isinstance(entry, str):
+            parts = entry.split(":")
+            if len(parts) == 1:
+                p.add(where, f"{entry!r} is an anonymous volume; use a named one")
+                continue
+            source, target = parts[0], parts[1]
+            mode = parts[2] if len(parts) > 2 else ""
+            kind = "bind" if source.startswith(("/", ".", "~")) else "volume"
+            read_only = "ro" in mode.split(",")
+        else:
+            kind = entry.get("type", "volume")
+            source, target = entry.get("source", ""), entry.get("target", "")
+            read_only = bool(entry.get("read_only"))
+        if kind != "volume" or not source:
+            p.add(where, f"mount of {target} is a {kind} mount; only named volumes are allowed")
+            continue
+        p.check(source in volumes, where, f"volume {source!r} is not in the top-level volumes")
+        mounts.append({"source": source, "target": posixpath.normpath(target), "read_only": read_only})
+    targets = [m["target"] for m in mounts]
+    for i, a in enumerate(targets):
+        for b in targets[i + 1 :]:
+            p.check(not nested(a, b), where, f"mounts at {a} and {b} nest")
+    return mounts
+
+
+def volume_at(mounts: list[dict], path: str) -> dict | None:
+    """The mount holding path (the deepest one)."""
+    best = None
+    for mount in mounts:
+        target = mount["target"]
+        if path == target or path.startswith(target + "/"):
+            if best is None or len(target) > len(best["target"]):
+                best = mount
+    return best
+
+
+def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
+    path = root / "deploy" / "compose.yaml"
+    where = "deploy/compose.yaml"
+    raw = yaml.safe_load(path.read_text())
+    validator = jsonschema.Draft202012Validator(compose_schema())
+    for error in schema_errors(validator, raw):
+        p.add(where + " (as written)", error)
+    unset: list[str] = []
+    required: list[str] = []
+    doc = interpolate(raw, unset, required)
+    for error in schema_errors(validator, doc):
+        p.add(where + " (interpolated)", error)
+    p.check(not unset, where, f"variables without a default (compose would warn and blank them): {sorted(set(unset))}")
+    p.check(not required, where, f"variables that must be set: {sorted(set(required))}; give them defaults")
+
+    services: dict = doc.get("services") or {}
+    volumes: dict = doc.get("volumes") or {}
+    for name in ("certs", "data-worker", "studio-core", "mcp-gateway", "edge-sandbox", "proxy"):
+        p.check(name in services, where, f"there is no service {name}")
+    for name in ("core-db", "docs", "app-data", "uploads", "certs"):
+        p.check(name in volumes, where, f"there is no named volume {name}")
+
+    roles: dict[str, str] = {}
+    mounts: dict[str, list[dict]] = {}
+    aliases: dict[str, str] = {}  # resolvable name -> service
+    for name, service in services.items():
+        w = f"{where}: service {name}"
+        role = service_role(service)
+        if role:
+            roles[name] = role
+        mounts[name] = service_mounts(w, service, volumes, p)
+        aliases[name] = name
+        networks = service.get("networks") or {}
+        if isinstance(networks, dict):
+            for network in networks.values():
+                for alias in (network or {}).get("aliases") or []:
+                    aliases[alias] = name
+        # Hardening, everywhere.
+        p.check(service.get("read_only") is True, w, "read_only must be true")
+        p.check("ALL" in (service.get("cap_drop") or []), w, "cap_drop must include ALL")
+        p.check(
+            "no-new-privileges:true" in (service.get("security_opt") or []),
+            w,
+            "security_opt must include no-new-privileges:true",
+        )
+        p.check("privileged" not in service, w, "must not be privileged")
+        # Only the proxy publishes a port on the host.
+        for port in service.get("ports") or []:
+            published = (
+                ":" in str(port) if not isinstance(port, dict) else bool(port.get("published"))
+            )
+            if name != "proxy":
+                p.check(not published, w, f"publishes {port}; only the proxy is reachable from outside")
+    for name, role in roles.items():
+        p.check(role in ROLE_FOLDERS or role in ("certs", "backup"), where, f"service {name} runs an unknown role {role}")
+
+    by_role = {role: name for name, role in roles.items()}
+    # The scalable gateway.
+    gateway = services.get(by_role.get("mcp-gateway", ""), {})
+    p.check("container_name" not in gateway, where, "mcp-gateway must not set container_name: it is scaled")
+    p.check(not gateway.get("ports"), where, "mcp-gateway must publish no port: replicas would collide")
+
+    # Certificates.
+    certs_name = by_role.get("certs")
+    if p.check(certs_name is not None, where, "no service runs `sasha certs`"):
+        certs = services[certs_name]
+        p.check(certs.get("command") == ["certs", "--out", "/certs"], where, "the certs job must run `certs --out /certs`")
+        p.check(str(certs.get("restart")) == "no", where, 'the certs job must have restart: "no"')
+        certs_volume = volume_at(mounts[certs_name], "/certs")
+        p.check(certs_volume is not None and not certs_volume["read_only"], where, "the certs job must write /certs")
+
+    # The backup job sees both databases, on the roles' volumes, and writes
+    # only to its own; `up` never starts it.
+    backup_name = by_role.get("backup")
+    if backup_name is not None:
+        w = f"{where}: service {backup_name}"
+        backup = services[backup_name]
+        env = service_env(backup)
+        check_storage_layout(p, w, env)
+        p.check("backup" in (backup.get("profiles") or []), w, "must be in a profile, so `up` does not run it")
+        command = backup.get("command") or []
+        out = command[command.index("--out") + 1] if "--out" in command[:-1] else ""
+        folders = storage_folders(env)
+        for folder in ("DB_DIR", "APP_DATA_ROOT"):
+            mount = volume_at(mounts[backup_name], folders[folder])
+            p.check(
+                mount is not None and mount["target"] == posixpath.normpath(folders[folder]),
+                w,
+                f"must mount the {folder} volume at {folders[folder]}",
+            )
+        target = volume_at(mounts[backup_name], out)
+        p.check(
+            target is not None and target["target"] == posixpath.normpath(out) and not target["read_only"],
+            w,
+            f"--out {out!r} must be the mount point of a writable named volume",
+        )
+        if target is not None:
+            p.check(
+                target["source"] not in ("core-db", "docs", "app-data", "uploads", "certs"),
+                w,
+                "must write to a volume of its own",
+            )
+        if image_env:
+            for var in STORAGE_VARS:
+                p.check(env.get(var) == image_env.get(var), w, f"{var} differs from the image's")
+
+    # Storage: the same layout everywhere, four separate volumes.
+    layouts = {}
+    folder_volume: dict[str, set[str]] = {}
+    for name, role in roles.items():
+        if role not in ROLE_FOLDERS:
+            continue
+        w = f"{where}: service {name}"
+        env = service_env(services[name])
+        if role in ("studio-core", "data-worker"):
+            check_storage_layout(p, w, env)
+            layouts[name] = {var: env.get(var) for var in STORAGE_VARS}
+            for var in STORAGE_VARS:
+                if image_env.get(var):
+                    p.check(env.get(var) == image_env[var], w, f"{var} differs from the image's {image_env[var]}")
+        folders = storage_folders(env)
+        for folder in ROLE_FOLDERS[role]:
+            mount = volume_at(mounts[name], folders[folder])
+            if p.check(
+                mount is not None and mount["target"] == posixpath.normpath(folders[folder]),
+                w,
+                f"{folder} ({folders[folder]}) must be exactly the mount point of a named volume",
+            ):
+                p.check(not mount["read_only"], w, f"{folder} must be writable")
+                folder_volume.setdefault(folder, set()).add(mount["source"])
+        # A role mounts no state folder it does not use.
+        used = {posixpath.normpath(folders[f]) for f in ROLE_FOLDERS[role]}
+        for mount in mounts[name]:
+            if mount["source"] != "certs":
+                p.check(mount["target"] in used, w, f"mounts {mount['source']} at {mount['target']}, which it does not use")
+    p.check(len({json.dumps(v, sort_keys=True) for v in layouts.values()}) <= 1, where, f"storage layouts differ: {layouts}")
+    for folder, sources in folder_volume.items():
+        p.check(len(sources) == 1, where, f"{folder} is on different volumes in different services: {sorted(sources)}")
+    owners: dict[str, str] = {}
+    for folder, sources in folder_volume.items():
+        for source in sources:
+            if source in owners:
+                p.add(where, f"volume {source} holds both {owners[source]} and {folder}")
+            owners[source] = folder
+    for folder in ("DB_DIR", "DOCS_ROOT", "APP_DATA_ROOT", "UPLOADS_ROOT"):
+        p.check(folder in folder_volume, where, f"no role mounts a volume for {folder}")
+
+    # Roles: listeners, health, shutdown, TLS, dependencies.
+    origins: dict[str, set[str]] = {}
+    for name, role in roles.items():
+        if role not in ROLE_FOLDERS:
+            continue
+        w = f"{where}: service {name}"
+        service = services[name]
+        env = service_env(service)
+        for var in ROLE_LISTENERS[role] + ["SASHA_HEALTH_ADDR"]:
+            p.check(env.get(var, "").startswith("0.0.0.0:"), w, f"{var} must listen on 0.0.0.0, is {env.get(var)!r}")
+        health_port = addr_port(env.get("SASHA_HEALTH_ADDR", ""))
+        test = " ".join(map(str, (service.get("healthcheck") or {}).get("test") or []))
+        p.check(
+            f"/dev/tcp/127.0.0.1/{health_port}" in test and "/readyz" in test,
+            w,
+            f"the healthcheck must ask GET /readyz on the health port {health_port}",
+        )
+        grace = int(env.get("SASHA_SHUTDOWN_GRACE_SECS") or 0)
+        stop = re.fullmatch(r"(\d+)s", str(service.get("stop_grace_period", "")))
+        p.check(
+            grace > 0 and stop is not None and int(stop.group(1)) > grace,
+            w,
+            "stop_grace_period must be longer than SASHA_SHUTDOWN_GRACE_SECS",
+        )
+        depends = service.get("depends_on") or {}
+        if role in GRPC_ROLES:
+            for var, expected in (
+                ("SASHA_TLS_CA", "/certs/ca.pem"),
+                ("SASHA_TLS_CERT", f"/certs/{role}/cert.pem"),
+                ("SASHA_TLS_KEY", f"/certs/{role}/key.pem"),
+            ):
+                p.check(env.get(var) == expected, w, f"{var} must be {expected} (sasha certs' layout)")
+            certs_mount = volume_at(mounts[name], "/certs/ca.pem")
+            p.check(
+                certs_mount is not None and certs_mount["source"] == "certs" and certs_mount["read_only"],
+                w,
+                "must mount the certs volume read-only at /certs",
+            )
+            condition = (depends.get(certs_name or "") or {}).get("condition") if isinstance(depends, dict) else None
+            p.check(
+                condition == "service_completed_successfully",
+                w,
+                "must depend on the certs job with condition service_completed_successfully",
+            )
+        if isinstance(depends, dict):
+            for other, rule in depends.items():
+                if (rule or {}).get("condition") == "service_healthy":
+                    p.check("healthcheck" in services.get(other, {}), w, f"waits for {other} to be healthy, which has no healthcheck")
+        for var, (target_role, listen_var) in GRPC_URLS.items():
+            if var not in env:
+                continue
+            match = re.fullmatch(r"https://([^:/]+):(\d+)", env[var])
+            if not p.check(match is not None, w, f"{var} must be https://host:port, is {env[var]!r}"):
+                continue
+            target = aliases.get(match.group(1))
+            p.check(
+                target is not None and roles.get(target) == target_role,
+                w,
+                f"{var} names {match.group(1)}, which is not {target_role}",
+            )
+            if target is not None:
+                listen = addr_port(service_env(services[target]).get(listen_var, ""))
+                p.check(listen == int(match.group(2)), w, f"{var} uses port {match.group(2)}, {target} listens on {listen}")
+            p.check(
+                match.group(1) in (target_role, f"{target_role}.sasha.internal"),
+                w,
+                f"{var} should name {target_role}.sasha.internal, the certificate's name",
+            )
+        for var in ("SASHA_PUBLIC_ORIGIN", "SASHA_APP_SANDBOX_ORIGIN"):
+            if var in env:
+                origins.setdefault(var, set()).add(env[var])
+
+    # Origins: one value each, https, two hostnames on two sites.
+    for var in ("SASHA_PUBLIC_ORIGIN", "SASHA_APP_SANDBOX_ORIGIN"):
+        p.check(len(origins.get(var, set())) == 1, where, f"{var} must have one value everywhere: {sorted(origins.get(var, set()))}")
+    studio = next(iter(origins.get("SASHA_PUBLIC_ORIGIN", {""})))
+    sandbox = next(iter(origins.get("SASHA_APP_SANDBOX_ORIGIN", {""})))
+    studio_host, sandbox_host = origin_host(studio), origin_host(sandbox)
+    for origin in (studio, sandbox):
+        p.check(origin.startswith("https://"), where, f"{origin} must be https (Secure, __Host- cookies)")
+    if studio_host and sandbox_host:
+        p.check(
+            site_of(studio_host) != site_of(sandbox_host),
+            where,
+            f"{studio_host} and {sandbox_host} must be on different registrable domains",
+        )
+
+    # The proxy: the template's variables, upstreams, hostnames, TLS.
+    proxy = services.get("proxy", {})
+    env = service_env(proxy)
+    w = f"{where}: service proxy"
+    p.check(env.get("NGINX_ENVSUBST_FILTER") == NGINX_ENVSUBST_FILTER, w, f"NGINX_ENVSUBST_FILTER must be {NGINX_ENVSUBST_FILTER}")
+    set_vars = {k for k in env if re.match(NGINX_ENVSUBST_FILTER, k)}
+    p.check(set_vars == NGINX_TEMPLATE_VARS, w, f"sets {sorted(set_vars)}, the agreed template variables are {sorted(NGINX_TEMPLATE_VARS)}")
+    p.check(env.get("SASHA_STUDIO_HOST") == studio_host, w, f"SASHA_STUDIO_HOST must be {studio_host}")
+    p.check(env.get("SASHA_SANDBOX_HOST") == sandbox_host, w, f"SASHA_SANDBOX_HOST must be {sandbox_host}")
+    for var, role, listen_var in (
+        ("STUDIO_CORE_HTTP", "studio-core", "SASHA_CORE_HTTP_ADDR"),
+        ("EDGE_SANDBOX_HTTP", "edge-sandbox", "SASHA_EDGE_ADDR"),
+    ):
+        host, _, port = env.get(var, "").partition(":")
+        target = aliases.get(host)
+        p.check(target is not None and roles.get(target) == role, w, f"{var} must name the {role} service")
+        if target:
+            p.check(
+                port.isdigit() and int(port) == addr_port(service_env(services[target]).get(listen_var, "")),
+                w,
+                f"{var} must use {role}'s {listen_var} port",
+            )
+    servers = re.findall(r"server\s+([^\s;]+)\s*[^;]*;", env.get("MCP_GATEWAY_SERVERS", ""))
+    p.check(bool(servers), w, "MCP_GATEWAY_SERVERS must hold `server host:port;` lines")
+    for server in servers:
+        host, _, port = server.partition(":")
+        p.check(
+            host in aliases and roles.get(aliases[host]) == "mcp-gateway" and port.isdigit()
+            and int(port) == addr_port(service_env(gateway).get("SASHA_GATEWAY_HTTP_ADDR", "")),
+            w,
+            f"MCP_GATEWAY_SERVERS names {server}, not the gateway service's port",
+        )
+    template_mount = [
+        c for c in proxy.get("configs") or [] if isinstance(c, dict) and c.get("target", "").startswith("/etc/nginx/templates/")
+    ]
+    if p.check(len(template_mount) == 1, w, "must mount the nginx template into /etc/nginx/templates/"):
+        config = (doc.get("configs") or {}).get(template_mount[0]["source"], {})
+        file = (path.parent / config.get("file", "")).resolve()
+        p.check(file == (root / "deploy/nginx/sasha.conf.template").resolve(), w, "the template must be deploy/nginx/sasha.conf.template")
+        if p.check(file.is_file(), w, f"the template {file} does not exist"):
+            used = set(re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", file.read_text()))
+            used = {v for v in used if re.match(NGINX_ENVSUBST_FILTER, v)}
+            p.check(used <= set_vars, w, f"the template uses {sorted(used - set_vars)}, which the proxy does not set")
+            p.check(set_vars <= used, w, f"the proxy sets {sorted(set_vars - used)}, which the template does not use")
+    for var in ("SASHA_TLS_CERT_FILE", "SASHA_TLS_KEY_FILE"):
+        targets = [s.get("target") for s in proxy.get("secrets") or [] if isinstance(s, dict)]
+        p.check(env.get(var) in targets, w, f"{var} ({env.get(var)}) must be a mounted secret")
+    for name, secret in (doc.get("secrets") or {}).items():
+        file = str(secret.get("file", ""))
+        p.check(
+            (path.parent / file).resolve().is_relative_to((root / "deploy/tls").resolve()),
+            where,
+            f"secret {name} must come from deploy/tls/, which git ignores",
+        )
+
+
+# ---------------------------------------------------------------------------
+# Kubernetes
+
+
+def load_manifests(root: Path, p: Problems) -> list[tuple[str, dict]]:
+    documents = []
+    for file in sorted((root / "deploy" / "k8s").rglob("*.yaml")):
+        relative = file.relative_to(root).as_posix()
+        try:
+            for document in yaml.safe_load_all(file.read_text()):
+                if document is not None:
+                    documents.append((relative, document))
+        except yaml.YAMLError as error:
+            p.add(relative, f"is not YAML: {error}")
+    return documents
+
+
+def pod_spec(obj: dict) -> dict | None:
+    if obj.get("kind") in ("Deployment", "StatefulSet", "DaemonSet", "Job"):
+        return ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return None
+
+
+def pod_labels(obj: dict) -> dict:
+    return (((obj.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels") or {}
+
+
+def container_role(container: dict) -> str | None:
+    args = container.get("args") or []
+    return args[1] if args[:1] == ["serve"] and len(args) == 2 else None
+
+
+def check_kubernetes(root: Path, p: Problems, image_env: dict[str, str]) -> None:
+    documents = load_manifests(root, p)
+    p.check(bool(documents), "deploy/k8s", "no manifests found")
+    for version in KUBERNETES_VERSIONS:
+        for file, document in documents:
+            name = f"{document.get('kind')}/{(document.get('metadata') or {}).get('name')}"
+            try:
+                kubernetes_validate.validate(document, version, strict=True)
+            except kubernetes_validate.ValidationError as error:
+                path = ".".join(str(x) for x in error.path)
+                p.add(f"{file} {name} (Kubernetes {version})", f"{path}: {error.message}")
+            except Exception as error:  # unknown kind or version: also a failure
+                p.add(f"{file} {name} (Kubernetes {version})", getattr(error, "message", str(error)))
+
+    applied = [(f, d) for f, d in documents if "/secrets/" not in f]
+    examples = [d for f, d in documents if "/secrets/" in f]
+    objects = {(d.get("kind"), (d.get("metadata") or {}).get("name")): d for _, d in applied}
+
+    def get(kind: str, name: str) -> dict:
+        return objects.get((kind, name)) or {}
+
+    for file, document in documents:
+        if document.get("kind") != "Namespace":
+            p.check((document.get("metadata") or {}).get("namespace") == "sasha", file, f"{document.get('kind')} must be in namespace sasha")
+
+    config = get("ConfigMap", "sasha-config").get("data") or {}
+    if not p.check(bool(config), "deploy/k8s", "there is no ConfigMap sasha-config"):
+        return
+    check_storage_layout(p, "ConfigMap sasha-config", config)
+    for var in STORAGE_VARS:
+        if image_env.get(var):
+            p.check(config.get(var) == image_env[var], "ConfigMap sasha-config", f"{var} differs from the image's {image_env[var]}")
+    grace = int(config.get("SASHA_SHUTDOWN_GRACE_SECS") or 0)
+    p.check(grace > 0, "ConfigMap sasha-config", "SASHA_SHUTDOWN_GRACE_SECS must be set")
+    health_port = addr_port(config.get("SASHA_HEALTH_ADDR", ""))
+    p.check(config.get("SASHA_HEALTH_ADDR", "").startswith("0.0.0.0:"), "ConfigMap sasha-config", "SASHA_HEALTH_ADDR must listen on 0.0.0.0")
+    studio_host = origin_host(config.get("SASHA_PUBLIC_ORIGIN", ""))
+    sandbox_host = origin_host(config.get("SASHA_APP_SANDBOX_ORIGIN", ""))
+    for var in ("SASHA_PUBLIC_ORIGIN", "SASHA_APP_SANDBOX_ORIGIN"):
+        p.check(config.get(var, "").startswith("https://"), "ConfigMap sasha-config", f"{var} must be https")
+    if studio_host and sandbox_host:
+        p.check(site_of(studio_host) != site_of(sandbox_host), "ConfigMap sasha-config", "the two origins must be on different registrable domains")
+    folders = storage_folders(config)
+
+    workloads = {}
+    for (kind, name), obj in objects.items():
+        spec = pod_spec(obj)
+        if spec is None:
+            continue
+        w = f"{kind}/{name}"
+        containers = spec.get("containers") or []
+        roles = {container_role(c) for c in containers}
+        p.check(len(containers) == 1 and None not in roles, w, "must run one container: sasha serve <role>")
+        role = next(iter(roles)) if len(roles) == 1 else None
+        workloads[role] = obj
+        # Security.
+        pod_security = spec.get("securityContext") or {}
+        p.check(pod_security.get("runAsNonRoot") is True, w, "pod securityContext.runAsNonRoot must be true")
+        p.check((pod_security.get("seccompProfile") or {}).get("type") == "RuntimeDefault", w, "pod seccompProfile must be RuntimeDefault")
+        p.check(spec.get("automountServiceAccountToken") is False, w, "must not mount a service account token")
+        period = spec.get("terminationGracePeriodSeconds")
+        p.check(isinstance(period, int) and period > grace, w, f"terminationGracePeriodSeconds must be above SASHA_SHUTDOWN_GRACE_SECS ({grace})")
+        volumes = {v.get("name"): v for v in spec.get("volumes") or []}
+        claim_templates = {
+            (t.get("metadata") or {}).get("name") for t in (obj.get("spec") or {}).get("volumeClaimTemplates") or []
+        }
+        for container in containers:
+            c = f"{w} container {container.get('name')}"
+            security = container.get("securityContext") or {}
+            p.check(security.get("readOnlyRootFilesystem") is True, c, "readOnlyRootFilesystem must be true")
+            p.check(security.get("allowPrivilegeEscalation") is False, c, "allowPrivilegeEscalation must be false")
+            p.check(security.get("runAsNonRoot") is True, c, "runAsNonRoot must be true")
+            p.check("ALL" in ((security.get("capabilities") or {}).get("drop") or []), c, "capabilities must drop ALL")
+            p.check((security.get("seccompProfile") or {}).get("type") == "RuntimeDefault", c, "seccompProfile must be RuntimeDefault")
+            p.check(
+                any((e.get("configMapRef") or {}).get("name") == "sasha-config" for e in container.get("envFrom") or []),
+                c,
+                "must take its environment from sasha-config",
+            )
+            env = dict(config)
+            env.update({e["name"]: e.get("value", "") for e in container.get("env") or []})
+            ports = {port.get("name"): port.get("containerPort") for port in container.get("ports") or []}
+            for var in ROLE_LISTENERS.get(role, []):
+                p.check(env.get(var, "").startswith("0.0.0.0:"), c, f"{var} must listen on 0.0.0.0")
+                p.check(addr_port(env.get(var, "")) in ports.values(), c, f"{var}'s port must be a container port")
+            p.check(ports.get("health") == health_port, c, f"the health port must be SASHA_HEALTH_ADDR's ({health_port})")
+            for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz"), ("startupProbe", "/livez")):
+                get_ = ((container.get(probe) or {}).get("httpGet")) or {}
+                p.check(
+                    get_.get("path") == path and get_.get("port") in ("health", health_port),
+                    c,
+                    f"{probe} must be GET {path} on the health port",
+                )
+            p.check(
+                "cpu" in ((container.get("resources") or {}).get("requests") or {}),
+                c,
+                "must request CPU (the autoscaler and the scheduler need it)",
+            )
+            # State folders: exactly the ones the role uses, each its own volume.
+            mounts = {posixpath.normpath(m["mountPath"]): m for m in container.get("volumeMounts") or []}
+            state_sources = {}
+            for folder in ROLE_FOLDERS.get(role, []):
+                mount = mounts.get(posixpath.normpath(folders[folder]))
+                if not p.check(mount is not None, c, f"must mount a volume at {folder} ({folders[folder]})"):
+                    continue
+                source = volumes.get(mount["name"], {})
+                claim = (source.get("persistentVolumeClaim") or {}).get("claimName")
+                if claim:
+                    p.check(("PersistentVolumeClaim", claim) in objects, c, f"claims {claim}, which is not defined")
+                    state_sources[folder] = f"pvc/{claim}"
+                elif mount["name"] in claim_templates:
+                    state_sources[folder] = f"template/{mount['name']}"
+                else:
+                    p.add(c, f"{folder} must be on a persistent volume")
+            p.check(
+                len(set(state_sources.values())) == len(state_sources),
+                c,
+                f"state folders share a volume: {state_sources}",
+            )
+            targets = list(mounts)
+            for i, a in enumerate(targets):
+                for b in targets[i + 1 :]:
+                    p.check(not nested(a, b), c, f"mounts at {a} and {b} nest")
+            for path, mount in mounts.items():
+                source = volumes.get(mount["name"], {})
+                if "persistentVolumeClaim" in source or mount["name"] in claim_templates:
+                    p.check(
+                        path in {posixpath.normpath(folders[f]) for f in ROLE_FOLDERS.get(role, [])},
+                        c,
+                        f"mounts a persistent volume at {path}, which it does not use",
+                    )
+            # TLS: the CA and this role's own certificate at the configured paths.
+            if role in GRPC_ROLES:
+                tls_dir = posixpath.dirname(config.get("SASHA_TLS_CERT", ""))
+                mount = mounts.get(tls_dir)
+                if p.check(mount is not None and mount.get("readOnly") is True, c, f"must mount its certificates read-only at {tls_dir}"):
+                    sources = ((volumes.get(mount["name"]) or {}).get("projected") or {}).get("sources") or []
+                    files = {}
+                    for source in sources:
+                        secret = source.get("secret") or {}
+                        for item in secret.get("items") or []:
+                            files[item["path"]] = secret.get("name")
+                    for var in ("SASHA_TLS_CA", "SASHA_TLS_CERT", "SASHA_TLS_KEY"):
+                        p.check(posixpath.basename(config.get(var, "")) in files, c, f"{var} is not a file of its TLS volume")
+                    key_secret = files.get(posixpath.basename(config.get("SASHA_TLS_KEY", "")))
+                    p.check(key_secret == f"sasha-mtls-{role}", c, f"its key must come from sasha-mtls-{role}, not {key_secret}")
+                    example_names = {(d.get("metadata") or {}).get("name") for d in examples}
+                    for secret in set(files.values()):
+                        p.check(secret in example_names, c, f"Secret {secret} is not described in deploy/k8s/secrets/")
+
+    for role in ROLE_FOLDERS:
+        p.check(role in workloads, "deploy/k8s", f"no workload runs {role}")
+    core = workloads.get("studio-core", {})
+    p.check(core.get("kind") == "Deployment" and (core.get("spec") or {}).get("replicas") == 1, "studio-core", "must be a Deployment of 1 replica")
+    p.check(((core.get("spec") or {}).get("strategy") or {}).get("type") == "Recreate", "studio-core", "must update with Recreate (one SQLite writer)")
+    data = workloads.get("data-worker", {})
+    p.check(data.get("kind") == "StatefulSet" and (data.get("spec") or {}).get("replicas") == 1, "data-worker", "must be a StatefulSet of 1 replica")
+    p.check(bool((data.get("spec") or {}).get("volumeClaimTemplates")), "data-worker", "must claim APP_DATA_ROOT with a volumeClaimTemplate")
+    edge = workloads.get("edge-sandbox", {})
+    p.check(((edge.get("spec") or {}).get("replicas") or 0) >= 2, "edge-sandbox", "must run at least 2 replicas")
+    gateway = workloads.get("mcp-gateway", {})
+    gateway_name = (gateway.get("metadata") or {}).get("name")
+    p.check("replicas" not in (gateway.get("spec") or {}), "mcp-gateway", "the autoscaler owns replicas: leave the field out")
+    hpas = [o for (k, _), o in objects.items() if k == "HorizontalPodAutoscaler"]
+    hpa = next((h for h in hpas if ((h.get("spec") or {}).get("scaleTargetRef") or {}).get("name") == gateway_name), None)
+    if p.check(hpa is not None, "mcp-gateway", "needs a HorizontalPodAutoscaler"):
+        spec = hpa["spec"]
+        p.check(hpa.get("apiVersion") == "autoscaling/v2", "HorizontalPodAutoscaler", "must be autoscaling/v2")
+        p.check((spec.get("minReplicas") or 1) >= 2, "HorizontalPodAutoscaler", "minReplicas must be at least 2")
+        cpu = [m for m in spec.get("metrics") or [] if (m.get("resource") or {}).get("name") == "cpu"]
+        p.check(
+            len(cpu) == 1 and cpu[0]["resource"]["target"].get("averageUtilization") == 70,
+            "HorizontalPodAutoscaler",
+            "must target 70 % CPU",
+        )
+    pdb_targets = []
+    for (kind, name), obj in objects.items():
+        if kind == "PodDisruptionBudget":
+            selector = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+            pdb_targets += [r for r, w in workloads.items() if selector and selector.items() <= pod_labels(w).items()]
+    for role in ("mcp-gateway", "edge-sandbox"):
+        p.check(role in pdb_targets, role, "needs a PodDisruptionBudget")
+
+    # Services select workloads and name their ports.
+    services = {}
+    for (kind, name), obj in objects.items():
+        if kind != "Service":
+            continue
+        selector = (obj.get("spec") or {}).get("selector") or {}
+        matched = [r for r, w in workloads.items() if selector and selector.items() <= pod_labels(w).items()]
+        if not p.check(len(matched) == 1, f"Service/{name}", f"must select exactly one workload, selects {matched}"):
+            continue
+        role = matched[0]
+        services[name] = (role, obj)
+        container = (pod_spec(workloads[role]).get("containers") or [{}])[0]
+        named = {port.get("name"): port.get("containerPort") for port in container.get("ports") or []}
+        for port in (obj.get("spec") or {}).get("ports") or []:
+            target = port.get("targetPort")
+            p.check(target in named or target in named.values(), f"Service/{name}", f"targetPort {target} is not a port of {role}")
+    data_service = next((n for n, (r, _) in services.items() if r == "data-worker"), None)
+    p.check(
+        data_service is not None and (data.get("spec") or {}).get("serviceName") == data_service,
+        "data-worker",
+        "the StatefulSet's serviceName must be its Service",
+    )
+    for var, (target_role, listen_var) in GRPC_URLS.items():
+        match = re.fullmatch(r"https://([^:/]+):(\d+)", config.get(var, ""))
+        if not p.check(match is not None, "ConfigMap sasha-config", f"{var} must be https://service:port"):
+            continue
+        role, service = services.get(match.group(1), (None, {}))
+        p.check(role == target_role, "ConfigMap sasha-config", f"{var} names {match.group(1)}, not a Service of {target_role}")
+        ports = [port.get("port") for port in (service.get("spec") or {}).get("ports") or []]
+        p.check(int(match.group(2)) in ports, "ConfigMap sasha-config", f"{var}'s port is not a port of {match.group(1)}")
+
+    # Network policies: deny by default; each gRPC server admits only the
+    # roles allowed to call it (as mTLS does).
+    policies = [o for (k, _), o in objects.items() if k == "NetworkPolicy"]
+    p.check(
+        any(
+            (o.get("spec") or {}).get("podSelector") == {}
+            and "Ingress" in ((o.get("spec") or {}).get("policyTypes") or [])
+            and not (o.get("spec") or {}).get("ingress")
+            for o in policies
+        ),
+        "NetworkPolicy",
+        "there must be a default deny of ingress in the namespace",
+    )
+    allowed_callers = {"studio-core": {"mcp-gateway"}, "data-worker": {"studio-core", "mcp-gateway"}}
+    for role, callers in allowed_callers.items():
+        labels = pod_labels(workloads.get(role, {}))
+        admitted = set()
+        for policy in policies:
+            selector = ((policy.get("spec") or {}).get("podSelector") or {}).get("matchLabels") or {}
+            if not selector or not selector.items() <= labels.items():
+                continue
+            for rule in (policy.get("spec") or {}).get("ingress") or []:
+                for source in rule.get("from") or []:
+                    pods = source.get("podSelector") or {}
+                    names = set((pods.get("matchLabels") or {}).get("app.kubernetes.io/name", "").split()) - {""}
+                    for expression in pods.get("matchExpressions") or []:
+                        if expression.get("key") == "app.kubernetes.io/name" and expression.get("operator") == "In":
+                            names |= set(expression.get("values") or [])
+                    admitted |= names
+        p.check(admitted == callers, f"NetworkPolicy for {role}", f"admits {sorted(admitted)}, its callers are {sorted(callers)}")
+
+    # Ingress: the studio host splits /mcp from the rest; the sandbox host
+    # reaches edge-sandbox only.
+    routes: dict[tuple[str, str], tuple[str, dict]] = {}
+    for (kind, name), obj in objects.items():
+        if kind != "Ingress":
+            continue
+        w = f"Ingress/{name}"
+        spec = obj.get("spec") or {}
+        p.check(spec.get("ingressClassName") == "nginx", w, "ingressClassName must be nginx")
+        tls_hosts = {h for t in spec.get("tls") or [] for h in t.get("hosts") or []}
+        for rule in spec.get("rules") or []:
+            host = rule.get("host")
+            p.check(host in tls_hosts, w, f"{host} must be served over TLS")
+            for path in (rule.get("http") or {}).get("paths") or []:
+                backend = ((path.get("backend") or {}).get("service")) or {}
+                role, service = services.get(backend.get("name"), (None, {}))
+                port = backend.get("port") or {}
+                names = {(x.get("name"), x.get("port")) for x in (service.get("spec") or {}).get("ports") or []}
+                p.check(
+                    any(port.get("name") == n or port.get("number") == num for n, num in names),
+                    w,
+                    f"{backend} is not a port of a Service",
+                )
+                p.check(path.get("pathType") == "Prefix", w, f"{path.get('path')} must be a Prefix path")
+                routes[(host, path.get("path"))] = (role, obj)
+    expected = {
+        (studio_host, "/mcp"): "mcp-gateway",
+        (studio_host, "/"): "studio-core",
+        (sandbox_host, "/"): "edge-sandbox",
+    }
+    p.check(
+        {key: role for key, (role, _) in routes.items()} == expected,
+        "Ingress",
+        f"routes must be exactly {expected}, are { {k: r for k, (r, _) in routes.items()} }",
+    )
+    mcp = (routes.get((studio_host, "/mcp")) or (None, {}))[1]
+    annotations = (mcp.get("metadata") or {}).get("annotations") or {}
+    for key, value in (
+        ("proxy-buffering", "off"),
+        ("proxy-request-buffering", "off"),
+        ("proxy-body-size", "37m"),
+    ):
+        actual = annotations.get(f"nginx.ingress.kubernetes.io/{key}")
+        p.check(actual == value, "Ingress for /mcp", f"{key} must be {value}, is {actual}")
+    p.check(
+        "$http_mcp_session_id" in annotations.get("nginx.ingress.kubernetes.io/upstream-hash-by", ""),
+        "Ingress for /mcp",
+        "must hash on Mcp-Session-Id",
+    )
+    p.check(
+        int(annotations.get("nginx.ingress.kubernetes.io/proxy-read-timeout", "60")) >= 600,
+        "Ingress for /mcp",
+        "proxy-read-timeout must allow long streams",
+    )
+    for key, (role, obj) in routes.items():
+        if role != "mcp-gateway":
+            size = ((obj.get("metadata") or {}).get("annotations") or {}).get("nginx.ingress.kubernetes.io/proxy-body-size", "1m")
+            p.check(size in ("1k", "1m"), f"Ingress for {key}", f"body size must stay small, is {size}")
+
+
+# ---------------------------------------------------------------------------
+# Caddy
+
+
+def caddy_handlers(routes: list, paths: tuple = ()) -> list[tuple[tuple, dict]]:
+    """Every handler below routes, with the path matchers on the way to it."""
+    found = []
+    for route in routes or []:
+        matched = paths
+        for matcher in route.get("match") or []:
+            if "path" in matcher:
+                matched = matched + (tuple(matcher["path"]),)
+        for handler in route.get("handle") or []:
+            if handler.get("handler") == "subroute":
+                found += caddy_handlers(handler.get("routes"), matched)
+            else:
+                found.append((matched, handler))
+    return found
+
+
+def check_caddy(root: Path, p: Problems, tls_cert: str | None, tls_key: str | None) -> None:
+    where = "deploy/caddy/Caddyfile"
+    caddyfile = root / "deploy" / "caddy" / "Caddyfile"
+    caddy = os.environ.get("CADDY") or shutil.which("caddy")
+    if not p.check(
+        caddy is not None,
+        where,
+        "caddy is not installed; run scripts/test.sh, which installs Debian's caddy (or set CADDY)",
+    ):
+        return
+    if not p.check(tls_cert is not None and tls_key is not None, where, "--tls-cert and --tls-key are needed"):
+        return
+    text = caddyfile.read_text()
+    placeholders = set(re.findall(r"\{\$([A-Za-z_][A-Za-z0-9_]*)(?::[^}]*)?\}", text))
+    expected = set(CADDY_ENV) | {"SASHA_TLS_CERT_FILE", "SASHA_TLS_KEY_FILE"}
+    p.check(placeholders == expected, where, f"uses the placeholders {sorted(placeholders)}, expected {sorted(expected)}")
+    directives = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+    p.check("trusted_proxies" not in directives, where, "must trust no proxy in front of it")
+
+    with tempfile.TemporaryDirectory() as home:
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": home,
+            "XDG_DATA_HOME": home,
+            "XDG_CONFIG_HOME": home,
+            **CADDY_ENV,
+            "SASHA_TLS_CERT_FILE": tls_cert,
+            "SASHA_TLS_KEY_FILE": tls_key,
+        }
+        common = ["--config", str(caddyfile), "--adapter", "caddyfile"]
+        validate = subprocess.run([caddy, "validate", *common], env=env, capture_output=True, text=True)
+        # Caddy logs JSON lines at info and warn level; the error is the rest.
+        errors = [
+            line
+            for line in (validate.stdout + validate.stderr).splitlines()
+            if line.strip() and not re.match(r'\{"level":"(info|warn|debug)"', line)
+        ]
+        if not p.check(validate.returncode == 0, where, "caddy validate failed: " + "\n".join(errors)):
+            return
+        adapt = subprocess.run([caddy, "adapt", *common], env=env, capture_output=True, text=True)
+        if not p.check(adapt.returncode == 0, where, f"caddy adapt failed:\n{adapt.stderr}"):
+            return
+    config = json.loads(adapt.stdout)
+    servers = ((config.get("apps") or {}).get("http") or {}).get("servers") or {}
+    hosts = {}
+    for server in servers.values():
+        p.check("trusted_proxies" not in server, where, "a server trusts proxies")
+        for route in server.get("routes") or []:
+            for matcher in route.get("match") or []:
+                for host in matcher.get("host") or []:
+                    hosts[host] = caddy_handlers([{"handle": route.get("handle")}])
+    p.check(set(hosts) == {CADDY_STUDIO_HOST, CADDY_SANDBOX_HOST}, where, f"serves {sorted(hosts)}, expected the two hosts")
+
+    gateways = CADDY_ENV["MCP_GATEWAY_UPSTREAMS"].split()
+    mcp_paths = (("/mcp", "/mcp/*"),)
+    for host, handlers in hosts.items():
+        for paths, handler in handlers:
+            if handler.get("handler") != "reverse_proxy":
+                continue
+            request = ((handler.get("headers") or {}).get("request")) or {}
+            deleted = set(request.get("delete") or [])
+            p.check({"Forwarded", "X-Real-IP"} <= deleted, where, f"{host} {paths}: must drop Forwarded and X-Real-IP")
+            sets = request.get("set") or {}
+            for name, value in (
+                ("X-Forwarded-For", "{http.request.remote.host}"),
+                ("X-Forwarded-Proto", "{http.request.scheme}"),
+                ("X-Forwarded-Host", "{http.request.host}"),
+            ):
+                p.check(sets.get(name) == [value], where, f"{host} {paths}: must set (not append) {name} to {value}")
+            p.check("add" not in request, where, f"{host} {paths}: must not append request headers")
+            p.check(
+                "Host" not in sets and "Host" not in deleted,
+                where,
+                f"{host} {paths}: must pass Host through unchanged",
+            )
+
+    def proxies(handlers: list, paths: tuple) -> list[dict]:
+        return [h for ps, h in handlers if ps == paths and h.get("handler") == "reverse_proxy"]
+
+    def body_limit(handlers: list, paths: tuple) -> int | None:
+        limits = [h.get("max_size") for ps, h in handlers if ps == paths and h.get("handler") == "request_body"]
+        return limits[0] if len(limits) == 1 else None
+
+    studio = hosts.get(CADDY_STUDIO_HOST, [])
+    mcp = proxies(studio, mcp_paths)
+    if p.check(len(mcp) == 1, where, "the studio host must proxy /mcp and /mcp/* to the gateways"):
+        handler = mcp[0]
+        p.check([u.get("dial") for u in handler.get("upstreams") or []] == gateways, where, "/mcp must reach every gateway replica")
+        policy = ((handler.get("load_balancing") or {}).get("selection_policy")) or {}
+        p.check(policy == {"policy": "header", "field": "Mcp-Session-Id"}, where, f"/mcp must balance on Mcp-Session-Id, does {policy}")
+        p.check(handler.get("flush_interval") == -1, where, "/mcp must flush at once (flush_interval -1)")
+    p.check(body_limit(studio, mcp_paths) == 37 * MIB, where, "/mcp bodies must be limited to 37 MiB")
+    rest = proxies(studio, ())
+    p.check(
+        len(rest) == 1 and [u.get("dial") for u in rest[0].get("upstreams") or []] == [CADDY_ENV["STUDIO_CORE_HTTP"]],
+        where,
+        "everything else on the studio host must reach studio-core",
+    )
+    limit = body_limit(studio, ())
+    p.check(limit is not None and limit <= MIB, where, f"studio-core bodies must be small, limit is {limit}")
+    p.check(
+        {paths for paths, h in studio if h.get("handler") == "reverse_proxy"} == {mcp_paths, ()},
+        where,
+        "the studio host must have exactly two routes: /mcp and the rest",
+    )
+    sandbox = hosts.get(CADDY_SANDBOX_HOST, [])
+    sandbox_proxies = [h for _, h in sandbox if h.get("handler") == "reverse_proxy"]
+    p.check(
+        len(sandbox_proxies) >= 1
+        and all([u.get("dial") for u in h.get("upstreams") or []] == [CADDY_ENV["EDGE_SANDBOX_HTTP"]] for h in sandbox_proxies),
+        where,
+        "the sandbox host must reach edge-sandbox only",
+    )
+    p.check(all(paths == () for paths, _ in sandbox), where, "the sandbox host must send every path to edge-sandbox")
+    limit = body_limit(sandbox, ())
+    p.check(limit is not None and limit <= MIB, where, f"sandbox bodies must be small, limit is {limit}")
+
+
+# ---------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("parts", nargs="*", metavar="PART", help="dockerfile, compose, kubernetes or caddy (default: all)")
+    parser.add_argument("--root", default=str(Path(__file__).resolve().parents[2]))
+    parser.add_argument("--tls-cert")
+    parser.add_argument("--tls-key")
+    args = parser.parse_args()
+    known = ["dockerfile", "compose", "kubernetes", "caddy"]
+    parts = args.parts or known
+    unknown = [part for part in parts if part not in known]
+    if unknown:
+        parser.error(f"unknown part(s) {unknown}; choose from {known}")
+    root = Path(args.root)
+
+    failed = False
+    # The image's ENV is what compose and Kubernetes must agree with; its
+    # problems are reported under "dockerfile".
+    dockerfile_problems = Problems()
+    image_env = check_dockerfile(root, dockerfile_problems)
+    for part in parts:
+        p = Problems()
+        if part == "dockerfile":
+            p = dockerfile_problems
+        elif part == "compose":
+            check_compose(root, p, image_env)
+        elif part == "kubernetes":
+            check_kubernetes(root, p, image_env)
+        elif part == "caddy":
+            check_caddy(root, p, args.tls_cert, args.tls_key)
+        if p.found:
+            failed = True
+            print(f"{part}: {len(p.found)} problem(s)")
+            for problem in p.found:
+                print(f"  - {problem}")
+        else:
+            print(f"{part}: ok")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,206 @@
+//! The deployment files, checked by real validators (no container engine or
+//! cluster is needed): `tests/deploy/validate.py` parses the Dockerfile with
+//! BuildKit's parser, validates `deploy/compose.yaml` against the Compose
+//! Specification's JSON schema, every manifest under `deploy/k8s/` against the
+//! Kubernetes JSON schemas (strict), and `deploy/caddy/Caddyfile` with Debian's
+//! `caddy validate` and `caddy adapt`; then it checks that the files agree with
+//! each other and with the platform's rules (separate state volumes, a
+//! scalable gateway, one trusted hop, certificates, origins, probes, grace
+//! periods). Each test fails with the validator's report.
+//!
+//! `scripts/test.sh` installs the validators into `$CARGO_TARGET_DIR/deploy-venv`
+//! (from `tests/deploy/requirements.txt`) and Debian's caddy; without them these
+//! tests fail rather than skip.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The repository root.
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The venv's Python (`SASHA_DEPLOY_VENV`, else `$CARGO_TARGET_DIR/deploy-venv`).
+fn python() -> PathBuf {
+    let venv = std::env::var_os("SASHA_DEPLOY_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+            tmp.parent().unwrap_or(tmp).join("deploy-venv")
+        });
+    let python = venv.join("bin").join("python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run ./scripts/test.sh, which installs the deployment validators \
+         (tests/deploy/requirements.txt) into that venv (or point SASHA_DEPLOY_VENV at one)",
+        python.display()
+    );
+    python
+}
+
+/// A self-signed certificate for the Caddyfile's two example hostnames, which
+/// `caddy validate` loads.
+struct PublicTls {
+    _dir: tempfile::TempDir,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+fn public_tls() -> PublicTls {
+    let certified = rcgen::generate_simple_self_signed(vec![
+        "studio.example.com".to_owned(),
+        "views.example.net".to_owned(),
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cert = dir.path().join("tls.crt");
+    let key = dir.path().join("tls.key");
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+    PublicTls {
+        _dir: dir,
+        cert,
+        key,
+    }
+}
+
+/// Runs the validator on `part` of the files below `files_root`: its exit
+/// status and its report.
+fn validate(files_root: &Path, part: &str) -> (bool, String) {
+    let tls = public_tls();
+    let output = Command::new(python())
+        .arg(root().join("tests/deploy/validate.py"))
+        .arg("--root")
+        .arg(files_root)
+        .arg("--tls-cert")
+        .arg(&tls.cert)
+        .arg("--tls-key")
+        .arg(&tls.key)
+        .arg(part)
+        .output()
+        .expect("run tests/deploy/validate.py");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), report)
+}
+
+fn assert_valid(part: &str) {
+    let (ok, report) = validate(root(), part);
+    assert!(ok, "the {part} check failed:\n{report}");
+    assert!(report.contains(&format!("{part}: ok")), "{report}");
+}
+
+#[test]
+fn dockerfile_builds_one_non_root_image_for_every_role() {
+    assert_valid("dockerfile");
+}
+
+#[test]
+fn compose_file_matches_the_compose_spec_and_the_layout_rules() {
+    assert_valid("compose");
+}
+
+#[test]
+fn kubernetes_manifests_match_the_schemas_and_each_other() {
+    assert_valid("kubernetes");
+}
+
+#[test]
+fn caddyfile_is_valid_and_routes_like_the_nginx_proxy() {
+    assert_valid("caddy");
+}
+
+/// A copy of the deployment files in a temporary folder, one of them changed.
+fn broken_copy(file: &str, from: &str, to: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["Dockerfile", ".dockerignore"] {
+        std::fs::copy(root().join(name), dir.path().join(name)).unwrap();
+    }
+    copy_tree(&root().join("deploy"), &dir.path().join("deploy"));
+    let path = dir.path().join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{file} no longer contains {from:?}");
+    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    dir
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The validators are not a rubber stamp: one wrong field in each kind of file
+/// fails its check, naming the problem.
+#[test]
+fn a_broken_field_fails_each_check() {
+    let cases = [
+        // Compose: a key the Compose Specification does not have.
+        (
+            "compose",
+            "deploy/compose.yaml",
+            "    restart: \"no\"\n",
+            "    restart: \"no\"\n    restart_policy: never\n",
+            "'restart_policy' was unexpected",
+        ),
+        // Compose: app data inside the docs volume.
+        (
+            "compose",
+            "deploy/compose.yaml",
+            "app-data:/var/lib/sasha/app-data",
+            "docs:/var/lib/sasha/app-data",
+            "volume docs holds both",
+        ),
+        // Kubernetes: a port that is not an integer, against the schema.
+        (
+            "kubernetes",
+            "deploy/k8s/60-edge-sandbox.yaml",
+            "containerPort: 3010",
+            "containerPort: \"3010\"",
+            "'3010' is not of type 'integer'",
+        ),
+        // Kubernetes: a field the schema does not know (strict validation).
+        (
+            "kubernetes",
+            "deploy/k8s/40-studio-core.yaml",
+            "  strategy:\n",
+            "  strateggy:\n",
+            "'strateggy' was unexpected",
+        ),
+        // Caddy: an unknown subdirective.
+        (
+            "caddy",
+            "deploy/caddy/Caddyfile",
+            "flush_interval -1",
+            "flush_intervall -1",
+            "unrecognized subdirective flush_intervall",
+        ),
+        // Dockerfile: running as root.
+        (
+            "dockerfile",
+            "Dockerfile",
+            "USER 10001:10001",
+            "USER root",
+            "the runtime user must be 10001:10001",
+        ),
+    ];
+    for (part, file, from, to, expected) in cases {
+        let copy = broken_copy(file, from, to);
+        let (ok, report) = validate(copy.path(), part);
+        assert!(!ok, "{file} with {to:?} passed the {part} check:\n{report}");
+        assert!(
+            report.contains(expected),
+            "{file} with {to:?}: the report does not say {expected:?}:\n{report}"
+        );
+    }
+}

@@ -247,21 +247,7 @@ async fn nginx_in_front_of_two_gateways_routes_protects_and_loses_no_write() {
             ("SASHA_CHAT_MODEL", "fake".to_owned()),
         ])
         .await;
-    let second_gateway = harness
-        .start(
-            Role::McpGateway,
-            &[
-                (
-                    "SASHA_DATA_GRPC_URL",
-                    format!("https://{}", backends.data.listener("grpc")),
-                ),
-                (
-                    "SASHA_CORE_GRPC_URL",
-                    format!("https://{}", backends.core.listener("grpc")),
-                ),
-            ],
-        )
-        .await;
+    let second_gateway = harness.start_gateway(&backends).await;
     let edge = harness.start(Role::EdgeSandbox, &[]).await;
 
     // The public certificate for both hostnames.

@@ -14,7 +14,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::mcp::{LEGACY, Mcp, structured};
 use common::{Harness, copy_dir};
-use sasha_proto::Role;
 use serde_json::{Value, json};
 use studio_core::store::{Scope, Store, TokenKind, UserRole};
 
@@ -62,21 +61,7 @@ async fn a_replica_dies_and_every_write_lands_exactly_once() {
         .create_user("sam", UserRole::Staff, "correct horse battery")
         .unwrap();
     let backends = harness.start_backends().await;
-    let second = harness
-        .start(
-            Role::McpGateway,
-            &[
-                (
-                    "SASHA_DATA_GRPC_URL",
-                    format!("https://{}", backends.data.listener("grpc")),
-                ),
-                (
-                    "SASHA_CORE_GRPC_URL",
-                    format!("https://{}", backends.core.listener("grpc")),
-                ),
-            ],
-        )
-        .await;
+    let second = harness.start_gateway(&backends).await;
     let scopes: BTreeSet<Scope> = [Scope::ChatUse, Scope::AppsInvoke].into_iter().collect();
     let token = store
         .mint_token(&staff.id, TokenKind::Access, &scopes, None)

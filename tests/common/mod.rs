@@ -143,6 +143,25 @@ impl Harness {
         }
     }
 
+    /// One more mcp-gateway replica, wired to `backends`' studio-core and
+    /// data-worker.
+    pub async fn start_gateway(&self, backends: &Backends) -> RoleProcess {
+        self.start(
+            Role::McpGateway,
+            &[
+                (
+                    "SASHA_DATA_GRPC_URL",
+                    format!("https://{}", backends.data.listener("grpc")),
+                ),
+                (
+                    "SASHA_CORE_GRPC_URL",
+                    format!("https://{}", backends.core.listener("grpc")),
+                ),
+            ],
+        )
+        .await
+    }
+
     /// TLS files for a role.
     pub fn tls(&self, role: Role) -> TlsFiles {
         self.pki.files(role)

@@ -4,10 +4,11 @@
 //! `cargo bench --bench data`; prints per-operation medians and the ratios to
 //! the floor.
 
+mod common;
+
+use common::start_role;
 use std::collections::HashMap;
-use std::io::BufRead as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sasha_proto::identity::{DevPki, Identity};
@@ -21,45 +22,6 @@ const READS: usize = 200;
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
-}
-
-/// Starts one role of the `sasha` binary on loopback and returns it with its
-/// readiness line's listeners.
-fn start_role(
-    role: Role,
-    state: &Path,
-    pki: &DevPki,
-    extra: &[(&str, String)],
-) -> (std::process::Child, serde_json::Value) {
-    let files = pki.files(role);
-    let mut command = Command::new(env!("CARGO_BIN_EXE_sasha"));
-    command
-        .args(["serve", role.as_str()])
-        .env("SASHA_STATE_DIR", state)
-        .env("SASHA_TLS_CA", &files.ca)
-        .env("SASHA_TLS_CERT", &files.cert)
-        .env("SASHA_TLS_KEY", &files.key)
-        .env("SASHA_DATA_GRPC_ADDR", "127.0.0.1:0")
-        .env("SASHA_CORE_HTTP_ADDR", "127.0.0.1:0")
-        .env("SASHA_CORE_GRPC_ADDR", "127.0.0.1:0")
-        .env("SASHA_GATEWAY_HTTP_ADDR", "127.0.0.1:0")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped());
-    for (key, value) in extra {
-        command.env(key, value);
-    }
-    let mut child = command.spawn().expect("start a role");
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = std::io::BufReader::new(stdout).lines();
-    let ready: serde_json::Value = loop {
-        let line = lines.next().expect("readiness line").unwrap();
-        if let Ok(value) = serde_json::from_str::<serde_json::Value>(&line)
-            && value["event"] == "ready"
-        {
-            break value;
-        }
-    };
-    (child, ready["listeners"].clone())
 }
 
 /// `tools/call` through mcp-gateway: the whole governed path (HTTP, session

@@ -8,9 +8,10 @@
 //! Prints a Markdown table and writes it, with `ops.png`, to
 //! `$CARGO_TARGET_DIR/bench-results/<UTC timestamp>/`.
 
-use std::io::BufRead as _;
+mod common;
+
+use common::start_role;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -111,45 +112,6 @@ fn mix(seed: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^ (x >> 31)
-}
-
-/// Starts one role of the `sasha` binary on loopback and returns it with its
-/// readiness line's listeners (as benches/data.rs does).
-fn start_role(
-    role: Role,
-    state: &Path,
-    pki: &DevPki,
-    extra: &[(&str, String)],
-) -> (std::process::Child, Value) {
-    let files = pki.files(role);
-    let mut command = Command::new(env!("CARGO_BIN_EXE_sasha"));
-    command
-        .args(["serve", role.as_str()])
-        .env("SASHA_STATE_DIR", state)
-        .env("SASHA_TLS_CA", &files.ca)
-        .env("SASHA_TLS_CERT", &files.cert)
-        .env("SASHA_TLS_KEY", &files.key)
-        .env("SASHA_DATA_GRPC_ADDR", "127.0.0.1:0")
-        .env("SASHA_CORE_HTTP_ADDR", "127.0.0.1:0")
-        .env("SASHA_CORE_GRPC_ADDR", "127.0.0.1:0")
-        .env("SASHA_GATEWAY_HTTP_ADDR", "127.0.0.1:0")
-        .env("RUST_LOG", "error")
-        .stdout(Stdio::piped());
-    for (key, value) in extra {
-        command.env(key, value);
-    }
-    let mut child = command.spawn().expect("start a role");
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = std::io::BufReader::new(stdout).lines();
-    let ready: Value = loop {
-        let line = lines.next().expect("readiness line").unwrap();
-        if let Ok(value) = serde_json::from_str::<Value>(&line)
-            && value["event"] == "ready"
-        {
-            break value;
-        }
-    };
-    (child, ready["listeners"].clone())
 }
 
 /// Every file below `dir`.

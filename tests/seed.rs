@@ -8,10 +8,10 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitStatus};
 
+use common::tree_identity::identities;
 use common::{Harness, copy_dir, get, root, sasha_bin};
 use sasha_proto::Role;
 
@@ -79,31 +79,6 @@ fn tree(dir: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
     }
     let mut out = BTreeMap::new();
     walk(dir, "", &mut out);
-    out
-}
-
-/// Every entry below `dir` (itself included) with its inode and modification
-/// and change times: a write, removal or rename changes one of them.
-fn identities(dir: &Path) -> Vec<(PathBuf, u64, i64, i64, i64, i64)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(path) = stack.pop() {
-        let meta = std::fs::symlink_metadata(&path).unwrap();
-        out.push((
-            path.clone(),
-            meta.ino(),
-            meta.mtime(),
-            meta.mtime_nsec(),
-            meta.ctime(),
-            meta.ctime_nsec(),
-        ));
-        if meta.is_dir() {
-            for entry in std::fs::read_dir(&path).unwrap() {
-                stack.push(entry.unwrap().path());
-            }
-        }
-    }
-    out.sort();
     out
 }
 

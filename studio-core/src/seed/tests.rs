@@ -1,7 +1,11 @@
 //! Every branch of the seeder, on temporary docs roots with synthetic bundles.
 
+#[path = "../../../tests/common/tree_identity.rs"]
+mod tree_identity;
+
+use tree_identity::identities;
+
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 use super::*;
@@ -75,31 +79,6 @@ fn put(dir: &Path, tree: &Tree) {
             Some(bytes) => std::fs::write(dir.join(path), bytes).unwrap(),
         }
     }
-}
-
-/// Every entry below `dir` (itself included) with its inode, modification and
-/// change times: any write, removal or rename changes one of them.
-fn identities(dir: &Path) -> Vec<(PathBuf, u64, i64, i64, i64, i64)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(path) = stack.pop() {
-        let meta = std::fs::symlink_metadata(&path).unwrap();
-        out.push((
-            path.clone(),
-            meta.ino(),
-            meta.mtime(),
-            meta.mtime_nsec(),
-            meta.ctime(),
-            meta.ctime_nsec(),
-        ));
-        if meta.is_dir() {
-            for entry in std::fs::read_dir(&path).unwrap() {
-                stack.push(entry.unwrap().path());
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 fn assert_matches(dir: &Path, tree: &Tree) {

@@ -134,50 +134,80 @@ pub fn tools_for(catalogue: &Value, caller: &Caller) -> Vec<Value> {
         return tools;
     };
     for (app_id, app) in apps {
-        let bound = caller.bound_app.as_deref() == Some(app_id.as_str());
+        app_tools(app_id, app, caller, None, &mut tools);
+    }
+    tools
+}
+
+/// The one tool named `name` of `app` as [`tools_for`] would list it to
+/// `caller`, or `None` when that caller would not see it. A call builds only
+/// this definition, not the app's whole tool list.
+pub fn tool_for(app_id: &str, app: &Value, caller: &Caller, name: &str) -> Option<Value> {
+    if !caller.invokes {
+        return None;
+    }
+    let mut tools = Vec::new();
+    app_tools(app_id, app, caller, Some(name), &mut tools);
+    tools.pop()
+}
+
+/// Appends the tools of one app that `caller` may see, in listing order; with
+/// `only`, just the tool of that name (each name is checked before its
+/// definition is built).
+fn app_tools(
+    app_id: &str,
+    app: &Value,
+    caller: &Caller,
+    only: Option<&str>,
+    tools: &mut Vec<Value>,
+) {
+    let wanted = |name: &str| only.is_none_or(|only| only == name);
+    let bound = caller.bound_app.as_deref() == Some(app_id);
+    if wanted(&format!("open_app__{}", app_id.replace('-', "_"))) {
         tools.push(open_app_tool(app_id, app));
-        // An app that declared `data: read` gets no mutating table tools.
-        let writes = app["capabilities"]["data"] == "read-write";
-        if let Some(tables) = app["tables"].as_object() {
-            for (table, description) in tables {
-                for operation in TABLE_OPERATIONS {
-                    if is_mutating(operation) && !writes {
-                        continue;
-                    }
-                    if let Some(tool) =
-                        table_tool(app_id, app, table, description, operation, caller.challenge)
-                    {
-                        tools.push(tool);
-                    }
+    }
+    // An app that declared `data: read` gets no mutating table tools.
+    let writes = app["capabilities"]["data"] == "read-write";
+    if let Some(tables) = app["tables"].as_object() {
+        for (table, description) in tables {
+            for operation in TABLE_OPERATIONS {
+                if is_mutating(operation) && !writes
+                    || !wanted(&tool_name(&[app_id, table, operation]))
+                {
+                    continue;
+                }
+                if let Some(tool) =
+                    table_tool(app_id, app, table, description, operation, caller.challenge)
+                {
+                    tools.push(tool);
                 }
             }
         }
-        for action in app["actions"].as_array().into_iter().flatten() {
-            let model_visible = action["visibility"]
-                .as_array()
-                .is_some_and(|visibility| visibility.iter().any(|v| v == "model"));
-            if model_visible || bound {
-                tools.push(action_tool(action, model_visible, caller.challenge));
-            }
-        }
-        if bound {
-            if app["capabilities"]["chat"] == true {
-                tools.push(app_only_tool(
-                    "sasha__chat_execute",
-                    "Run a chat turn for the open app",
-                    json!({"type": "object", "properties": {"prompt": {"type": "string", "maxLength": 65536}, "newSession": {"type": "boolean"}}, "required": ["prompt"], "additionalProperties": false}),
-                ));
-            }
-            if app["capabilities"]["files"] == true {
-                tools.push(app_only_tool(
-                    "sasha__files_upload",
-                    "Upload documents for the open app",
-                    json!({"type": "object", "properties": {"files": {"type": "array", "minItems": 1, "maxItems": 10, "items": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255}, "type": {"type": "string", "maxLength": 255}, "size": {"type": "integer", "minimum": 0}, "dataBase64": {"type": "string"}}, "required": ["name", "dataBase64"], "additionalProperties": false}}}, "required": ["files"], "additionalProperties": false}),
-                ));
-            }
+    }
+    for action in app["actions"].as_array().into_iter().flatten() {
+        let model_visible = action["visibility"]
+            .as_array()
+            .is_some_and(|visibility| visibility.iter().any(|v| v == "model"));
+        if (model_visible || bound) && wanted(action["mcpName"].as_str().unwrap_or_default()) {
+            tools.push(action_tool(action, model_visible, caller.challenge));
         }
     }
-    tools
+    if bound {
+        if app["capabilities"]["chat"] == true && wanted("sasha__chat_execute") {
+            tools.push(app_only_tool(
+                "sasha__chat_execute",
+                "Run a chat turn for the open app",
+                json!({"type": "object", "properties": {"prompt": {"type": "string", "maxLength": 65536}, "newSession": {"type": "boolean"}}, "required": ["prompt"], "additionalProperties": false}),
+            ));
+        }
+        if app["capabilities"]["files"] == true && wanted("sasha__files_upload") {
+            tools.push(app_only_tool(
+                "sasha__files_upload",
+                "Upload documents for the open app",
+                json!({"type": "object", "properties": {"files": {"type": "array", "minItems": 1, "maxItems": 10, "items": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255}, "type": {"type": "string", "maxLength": 255}, "size": {"type": "integer", "minimum": 0}, "dataBase64": {"type": "string"}}, "required": ["name", "dataBase64"], "additionalProperties": false}}}, "required": ["files"], "additionalProperties": false}),
+            ));
+        }
+    }
 }
 
 fn visibility(model: bool) -> Value {
@@ -507,6 +537,83 @@ mod tests {
                 tool["name"]
             );
         }
+    }
+
+    #[test]
+    fn a_single_tool_is_exactly_the_one_listed_and_only_when_listed() {
+        let mut catalogue = catalogue();
+        catalogue["notes"]["capabilities"]["files"] = json!(true);
+        let app = &catalogue["notes"];
+        let unknown = [
+            "open_app__other",
+            "app__notes__note_items__drop",
+            "app__notes__missing",
+            "app__notes__note_items",
+            "sasha__files_upload_x",
+        ];
+        for bound_app in [None, Some("notes".to_owned()), Some("other".to_owned())] {
+            for challenge in [false, true] {
+                let caller = Caller {
+                    invokes: true,
+                    bound_app: bound_app.clone(),
+                    challenge,
+                };
+                let listed = tools_for(&catalogue, &caller);
+                for tool in &listed {
+                    let name = tool["name"].as_str().unwrap();
+                    assert_eq!(
+                        tool_for("notes", app, &caller, name).as_ref(),
+                        Some(tool),
+                        "{name}"
+                    );
+                }
+                // What the caller does not list does not exist for one call either.
+                let app_only = [
+                    "app__notes__add_note",
+                    "sasha__chat_execute",
+                    "sasha__files_upload",
+                ];
+                for name in unknown.iter().chain(&app_only) {
+                    let listed_here = listed.iter().any(|tool| tool["name"] == *name);
+                    assert_eq!(
+                        tool_for("notes", app, &caller, name).is_some(),
+                        listed_here,
+                        "{name} for {bound_app:?}"
+                    );
+                }
+                let without = Caller {
+                    invokes: false,
+                    ..caller
+                };
+                assert_eq!(tool_for("notes", app, &without, "open_app__notes"), None);
+            }
+        }
+        // A read-only app has no mutating table tool, listed or called.
+        let mut read_only = catalogue.clone();
+        read_only["notes"]["capabilities"]["data"] = json!("read");
+        let caller = Caller {
+            invokes: true,
+            bound_app: None,
+            challenge: false,
+        };
+        assert_eq!(
+            tool_for(
+                "notes",
+                &read_only["notes"],
+                &caller,
+                "app__notes__note_items__create"
+            ),
+            None
+        );
+        assert!(
+            tool_for(
+                "notes",
+                &read_only["notes"],
+                &caller,
+                "app__notes__note_items__list"
+            )
+            .is_some()
+        );
     }
 
     #[test]

@@ -184,12 +184,34 @@ async fn principals_apps_access_resources_and_catalogue() {
         .get_catalogue(pb::CatalogueRequest {
             principal: Some(principal.clone()),
             app_id: "expense-log".into(),
+            known_contract_hash: String::new(),
         })
         .await
         .unwrap()
         .into_inner();
     let json: serde_json::Value = serde_json::from_str(&catalogue.json).unwrap();
     let app = &json["expense-log"];
+    // One app by id carries its data contract, unless the caller names the
+    // current contract hash as one it already holds; a stale hash gets it.
+    let hash = app["contractHash"].as_str().unwrap().to_owned();
+    assert_eq!(app["contract"]["hash"], hash.as_str());
+    for (known, expect_contract) in [(hash.clone(), false), ("0".repeat(64), true)] {
+        let again = core
+            .get_catalogue(pb::CatalogueRequest {
+                principal: Some(principal.clone()),
+                app_id: "expense-log".into(),
+                known_contract_hash: known,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let again: serde_json::Value = serde_json::from_str(&again.json).unwrap();
+        assert_eq!(
+            again["expense-log"].get("contract").is_some(),
+            expect_contract
+        );
+        assert_eq!(again["expense-log"]["contractHash"], hash.as_str());
+    }
     assert_eq!(app["tables"]["expenses"]["declaration"]["access"], "owner");
     assert!(
         app["tables"]["expenses"]["columns"]
@@ -237,6 +259,7 @@ async fn the_tool_list_of_the_fixture_catalogue_is_golden() {
         .get_catalogue(pb::CatalogueRequest {
             principal: Some(principal),
             app_id: String::new(),
+            known_contract_hash: String::new(),
         })
         .await
         .unwrap()

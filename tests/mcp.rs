@@ -731,3 +731,64 @@ async fn hostile_requests_are_refused_cleanly() {
     let mut model = world.client(&world.staff_token);
     assert!(!tool_names(&model.request("tools/list", json!({})).await).is_empty());
 }
+
+/// The gateway hands data-worker each contract once and then asks studio-core
+/// to leave it out of the per-call catalogue. A data-worker that restarts has
+/// forgotten it: the next call is answered `contractRequired`, the gateway
+/// fetches the contract again (through the caller's grant) and the call
+/// succeeds on the data written before the restart.
+#[tokio::test]
+async fn a_restarted_data_worker_is_given_the_contract_again() {
+    let World {
+        harness,
+        backends,
+        staff_token,
+        ..
+    } = World::start().await;
+    let url = format!("http://{}/mcp", backends.gateway.listener("http"));
+    let mut model = Mcp::sessionless(&url, &staff_token).eliciting(|_| json!({}));
+    let category = add_category(&mut model, "Travel").await;
+    // Several calls: the later ones run without the contract on either hop.
+    for _ in 0..3 {
+        let listed = model
+            .call("app__expense_log__categories__list", json!({}))
+            .await;
+        assert_eq!(structured(&listed)["rows"][0]["id"], category);
+    }
+    let common::Backends {
+        data,
+        core: _core,
+        gateway: _gateway,
+    } = backends;
+    let address = data.listener("grpc");
+    data.stop().await;
+    let _data = harness
+        .start(
+            sasha_proto::Role::DataWorker,
+            &[("SASHA_DATA_GRPC_ADDR", address.to_string())],
+        )
+        .await;
+    for _ in 0..2 {
+        let listed = model
+            .call("app__expense_log__categories__list", json!({}))
+            .await;
+        assert_eq!(
+            structured(&listed)["rows"][0]["name"],
+            "Travel",
+            "{:?}",
+            listed.body
+        );
+    }
+    let expense = model
+        .call(
+            "app__expense_log__expenses__aggregate",
+            json!({"metrics": [{"as": "n", "count": "id"}]}),
+        )
+        .await;
+    assert_eq!(
+        structured(&expense)["groups"][0]["n"],
+        0,
+        "{:?}",
+        expense.body
+    );
+}

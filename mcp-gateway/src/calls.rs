@@ -8,11 +8,12 @@
 //!
 //! data-worker learns an app's data contract from its callers: the first call for
 //! a contract hash carries the contract (from studio-core's catalogue), later
-//! ones only the hash. A worker that restarted answers `contractRequired` and the
-//! call is repeated once with the contract.
+//! ones only the hash, and then studio-core leaves the contract out of the
+//! per-call catalogue too. A worker that restarted answers `contractRequired` and
+//! the call is repeated once with the contract.
 
-use std::collections::HashSet;
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use sasha_proto::grpc::DataClient;
 use sasha_proto::pb::{Actor, ExecuteRequest};
@@ -45,7 +46,8 @@ pub struct DataCall<'a> {
     /// Who asks: the actor, and whether this is the app's own UI.
     pub caller: &'a Caller,
     pub app_id: &'a str,
-    /// The app's catalogue entry (with its `contract`).
+    /// The app's catalogue entry (with its `contract` unless this replica
+    /// named the current hash as known).
     pub app: &'a Value,
     pub operation: &'a str,
     pub table: &'a str,
@@ -53,35 +55,56 @@ pub struct DataCall<'a> {
     pub action_id: Option<&'a str>,
 }
 
-/// Contract hashes this replica has handed to data-worker.
+/// The contract hash this replica last handed to data-worker, per app.
 #[derive(Debug, Default)]
-pub struct KnownContracts(Mutex<HashSet<String>>);
+pub struct KnownContracts(Mutex<HashMap<String, String>>);
 
 impl KnownContracts {
-    fn knows(&self, hash: &str) -> bool {
-        self.0.lock().is_ok_and(|known| known.contains(hash))
+    /// The hash to name in `CatalogueRequest.known_contract_hash` for `app_id`
+    /// (empty when none): studio-core then leaves the contract out when it is
+    /// still the current one.
+    pub fn hint(&self, app_id: &str) -> String {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|known| known.get(app_id).cloned())
+            .unwrap_or_default()
     }
 
-    fn learn(&self, hash: &str) {
+    fn knows(&self, app_id: &str, hash: &str) -> bool {
+        self.0
+            .lock()
+            .is_ok_and(|known| known.get(app_id).is_some_and(|known| known == hash))
+    }
+
+    fn learn(&self, app_id: &str, hash: &str) {
         if let Ok(mut known) = self.0.lock() {
             if known.len() > 10_000 {
                 known.clear();
             }
-            known.insert(hash.to_owned());
+            known.insert(app_id.to_owned(), hash.to_owned());
         }
     }
 }
 
-/// Runs `call` through data-worker and returns its result.
+/// Runs `call` through data-worker and returns its result. The catalogue entry
+/// carries the contract unless this replica had already handed that hash to
+/// data-worker; when the worker no longer has it (it restarted) and the entry
+/// lacks it, `fetch_contract` asks studio-core for it (the caller's grant is
+/// checked again) and the call is repeated once with it.
 pub async fn execute(
     data: &DataClient,
     known: &KnownContracts,
     call: DataCall<'_>,
+    fetch_contract: impl AsyncFnOnce() -> Result<String, AppError>,
 ) -> Result<Value, AppError> {
     let hash = call.app["contractHash"]
         .as_str()
         .ok_or_else(|| AppError::new(ErrorCode::OperationUnavailable, "this app has no data"))?;
-    let contract = || call.app["contract"].to_string();
+    let contract = match &call.app["contract"] {
+        Value::Null => None,
+        contract => Some(contract.to_string()),
+    };
     let source = if call.caller.is_app_ui(call.app_id) {
         Source::Ui
     } else {
@@ -100,10 +123,10 @@ pub async fn execute(
         operation: call.operation.to_owned(),
         table: call.table.to_owned(),
         request_json: call.request.to_string(),
-        contract_json: if known.knows(hash) {
+        contract_json: if known.knows(call.app_id, hash) {
             String::new()
         } else {
-            contract()
+            contract.clone().unwrap_or_default()
         },
         source: source.as_str().to_owned(),
         app_revision: call.app["revision"].as_str().unwrap_or("").to_owned(),
@@ -122,22 +145,67 @@ pub async fn execute(
             if !wants_contract || !request.contract_json.is_empty() {
                 return Err(error);
             }
-            request.contract_json = contract();
+            request.contract_json = match contract {
+                Some(contract) => contract,
+                None => fetch_contract().await?,
+            };
             client
                 .execute(request)
                 .await
                 .map_err(|status| AppError::from_status(&status))?
         }
     };
-    known.learn(hash);
+    known.learn(call.app_id, hash);
     serde_json::from_str(&reply.into_inner().result_json)
         .map_err(|_| AppError::from_code(ErrorCode::Internal))
 }
 
-/// Validates `instance` against `schema`; the first few failures become one
-/// `APP_INPUT_INVALID` message naming where they are.
-pub fn validate(schema: &Value, instance: &Value, what: &str) -> Result<(), AppError> {
-    let validator = jsonschema::options()
+/// Compiled JSON Schema validators, keyed by the schema's JSON text, so a tool's
+/// input schema is compiled once per replica rather than on every call. The
+/// key is the whole schema, so a changed schema is a new entry; the map is
+/// emptied when it reaches [`Validators::CAPACITY`].
+#[derive(Default)]
+pub struct Validators(Mutex<HashMap<String, Arc<jsonschema::Validator>>>);
+
+impl std::fmt::Debug for Validators {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let size = self.0.lock().map_or(0, |cache| cache.len());
+        f.debug_struct("Validators").field("cached", &size).finish()
+    }
+}
+
+impl Validators {
+    pub const CAPACITY: usize = 4096;
+
+    /// Validates `instance` against `schema` (compiled once, then taken from
+    /// the cache); the first few failures become one `APP_INPUT_INVALID`
+    /// message naming where they are.
+    pub fn validate(&self, schema: &Value, instance: &Value, what: &str) -> Result<(), AppError> {
+        let key = schema.to_string();
+        let cached = self
+            .0
+            .lock()
+            .ok()
+            .and_then(|cache| cache.get(&key).cloned());
+        let validator = match cached {
+            Some(validator) => validator,
+            None => {
+                let validator = Arc::new(compile(schema, what)?);
+                if let Ok(mut cache) = self.0.lock() {
+                    if cache.len() >= Self::CAPACITY {
+                        cache.clear();
+                    }
+                    cache.insert(key, Arc::clone(&validator));
+                }
+                validator
+            }
+        };
+        check(&validator, instance, what)
+    }
+}
+
+fn compile(schema: &Value, what: &str) -> Result<jsonschema::Validator, AppError> {
+    jsonschema::options()
         .should_validate_formats(true)
         .build(schema)
         .map_err(|_| {
@@ -145,7 +213,10 @@ pub fn validate(schema: &Value, instance: &Value, what: &str) -> Result<(), AppE
                 ErrorCode::ActionInvalid,
                 format!("the {what} schema cannot be used"),
             )
-        })?;
+        })
+}
+
+fn check(validator: &jsonschema::Validator, instance: &Value, what: &str) -> Result<(), AppError> {
     let problems: Vec<String> = validator
         .iter_errors(instance)
         .take(3)
@@ -443,17 +514,29 @@ mod tests {
 
     #[test]
     fn schema_failures_name_the_place() {
+        let validators = Validators::default();
+        let validate =
+            |schema: &Value, instance: &Value| validators.validate(schema, instance, "input");
         let schema = json!({"type": "object", "properties": {"weekStart": {"type": "string", "format": "date"}}, "required": ["weekStart"], "additionalProperties": false});
-        assert!(validate(&schema, &json!({"weekStart": "2026-09-07"}), "input").is_ok());
-        let error = validate(&schema, &json!({"weekStart": "soon"}), "input").unwrap_err();
+        assert!(validate(&schema, &json!({"weekStart": "2026-09-07"})).is_ok());
+        let error = validate(&schema, &json!({"weekStart": "soon"})).unwrap_err();
         assert_eq!(error.code, ErrorCode::InputInvalid);
         assert!(error.message.contains("/weekStart"), "{}", error.message);
-        let error = validate(
-            &schema,
-            &json!({"weekStart": "2026-09-07", "x": 1}),
-            "input",
-        )
-        .unwrap_err();
+        let error = validate(&schema, &json!({"weekStart": "2026-09-07", "x": 1})).unwrap_err();
         assert!(error.message.contains('x'), "{}", error.message);
+        // The cached validator is the schema's own: another schema is compiled
+        // for itself, and the first still judges by its rules.
+        let open = json!({"type": "object", "properties": {"weekStart": {"type": "string"}}});
+        assert!(validate(&open, &json!({"weekStart": "soon", "x": 1})).is_ok());
+        assert!(validate(&schema, &json!({"weekStart": "soon"})).is_err());
+        assert_eq!(validators.0.lock().unwrap().len(), 2);
+        let broken = json!({"type": "no-such-type"});
+        assert_eq!(
+            validators
+                .validate(&broken, &json!({}), "result")
+                .unwrap_err()
+                .code,
+            ErrorCode::ActionInvalid
+        );
     }
 }

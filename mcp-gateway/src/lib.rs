@@ -105,6 +105,7 @@ pub struct Gateway {
     cookie_name: &'static str,
     sessions: auth::SessionOwners,
     contracts: calls::KnownContracts,
+    validators: calls::Validators,
     /// Bounds the memory large upload bodies take.
     uploads: tokio::sync::Semaphore,
 }
@@ -139,6 +140,7 @@ pub async fn run(
         studio_origin: config.studio_origin.clone(),
         sessions: auth::SessionOwners::default(),
         contracts: calls::KnownContracts::default(),
+        validators: calls::Validators::default(),
         uploads: tokio::sync::Semaphore::new(UPLOADS_AT_ONCE),
     });
     let addr = listeners

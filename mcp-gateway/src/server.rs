@@ -199,11 +199,24 @@ impl SashaMcp {
     /// The caller's catalogue: every app they may use, or one app with its
     /// data contract.
     async fn catalogue(&self, caller: &Caller, app_id: Option<&str>) -> Result<Value, AppError> {
+        let hint = app_id.map(|id| self.gateway.contracts.hint(id));
+        self.fetch_catalogue(caller, app_id, hint.unwrap_or_default())
+            .await
+    }
+
+    /// `GetCatalogue`; `known_contract_hash` as in the request's docs.
+    async fn fetch_catalogue(
+        &self,
+        caller: &Caller,
+        app_id: Option<&str>,
+        known_contract_hash: String,
+    ) -> Result<Value, AppError> {
         let mut core = self.gateway.core.clone();
         let reply = core
             .get_catalogue(CatalogueRequest {
                 principal: Some(caller.principal.clone()),
                 app_id: app_id.unwrap_or_default().to_owned(),
+                known_contract_hash,
             })
             .await
             .map_err(|status| AppError::from_status(&status))?
@@ -361,7 +374,23 @@ impl SashaMcp {
     }
 
     async fn execute(&self, call: DataCall<'_>) -> Result<Value, AppError> {
-        calls::execute(&self.gateway.data, &self.gateway.contracts, call).await
+        let (caller, app_id) = (call.caller, call.app_id);
+        let fetch_contract = async || {
+            let catalogue = self
+                .fetch_catalogue(caller, Some(app_id), String::new())
+                .await?;
+            match &catalogue[app_id]["contract"] {
+                Value::Null => Err(AppError::from_code(ErrorCode::NotFound)),
+                contract => Ok(contract.to_string()),
+            }
+        };
+        calls::execute(
+            &self.gateway.data,
+            &self.gateway.contracts,
+            call,
+            fetch_contract,
+        )
+        .await
     }
 
     /// The caller and their catalogue for a listing, or `None` for a caller
@@ -460,7 +489,11 @@ impl SashaMcp {
             Ok(value) => calls::project(&action["resultSchema"], value),
             Err(error) => return tool_error(error),
         };
-        if let Err(error) = calls::validate(&action["resultSchema"], &value, "result") {
+        if let Err(error) =
+            self.gateway
+                .validators
+                .validate(&action["resultSchema"], &value, "result")
+        {
             tracing::error!(app = call.app_id, action = action_id, reason = %error.message, "an action result does not match its resultSchema");
             return tool_error(AppError::new(
                 ErrorCode::ActionInvalid,
@@ -487,7 +520,11 @@ impl SashaMcp {
             ));
         };
         let args = Value::Object(args);
-        if let Err(error) = calls::validate(&tool["inputSchema"], &args, "input") {
+        if let Err(error) = self
+            .gateway
+            .validators
+            .validate(&tool["inputSchema"], &args, "input")
+        {
             return tool_error(error);
         }
         let mut core = self.gateway.core.clone();
@@ -882,9 +919,7 @@ impl ServerHandler for SashaMcp {
         let Some(app) = catalogue.get(&app_id) else {
             return absent(&name);
         };
-        let single = json!({ app_id.clone(): app });
-        let visible = tools::tools_for(&single, &caller.tools_caller());
-        let Some(tool) = visible.iter().find(|tool| tool["name"] == name.as_str()) else {
+        let Some(tool) = tools::tool_for(&app_id, app, &caller.tools_caller(), &name) else {
             return absent(&name);
         };
         let Some(target) = tools::classify(&app_id, app, &name) else {
@@ -905,9 +940,11 @@ impl ServerHandler for SashaMcp {
         } else {
             None
         };
-        if let Err(error) =
-            calls::validate(&tool["inputSchema"], &Value::Object(args.clone()), "input")
-        {
+        if let Err(error) = self.gateway.validators.validate(
+            &tool["inputSchema"],
+            &Value::Object(args.clone()),
+            "input",
+        ) {
             return tool_error(error);
         }
         let call = Call {

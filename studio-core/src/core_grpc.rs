@@ -4,8 +4,8 @@
 //! grant is gone on the very next call. The gateway passes back the principal
 //! `Authenticate` gave it; access is still read here, never trusted from it.
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use sasha_proto::pb::core_service_server::CoreService;
 use sasha_proto::pb::{self, HealthReply, HealthRequest};
@@ -19,11 +19,94 @@ use crate::store::{
     AppAccess, ConfirmationRefusal, ConfirmedCall, MAX_CONFIRMATION_TOOL_CHARS, Principal,
     PrincipalKind, Scope, SuggestionRefusal,
 };
+use sasha_package::validate::Package;
 
 /// The `CoreService` implementation.
 #[derive(Debug, Clone)]
 pub(crate) struct CoreGrpc {
     pub(crate) core: Arc<Core>,
+    pub(crate) entries: Arc<EntryCache>,
+}
+
+/// What `GetCatalogue` says about one package, as JSON text, computed once per
+/// validated package (a package is immutable; a changed folder is validated
+/// into a new one). Only the caller's access is added per call, read fresh.
+#[derive(Debug)]
+struct Entry {
+    /// The package these texts were made from.
+    package: Arc<Package>,
+    /// The entry's members after `access`, without the braces.
+    fields: String,
+    /// The data contract's hash and JSON text, for a data app.
+    contract: Option<(String, String)>,
+}
+
+/// More app ids than a catalogue holds in practice; past it the cache starts
+/// again (ids of removed apps would otherwise stay for the process's life).
+const ENTRY_CACHE_LIMIT: usize = 16_384;
+
+/// [`Entry`] per app id.
+#[derive(Debug, Default)]
+pub(crate) struct EntryCache(Mutex<HashMap<String, Arc<Entry>>>);
+
+impl EntryCache {
+    fn get(&self, id: &str, package: &Arc<Package>) -> Arc<Entry> {
+        let mut cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(entry) = cache.get(id)
+            && Arc::ptr_eq(&entry.package, package)
+        {
+            return Arc::clone(entry);
+        }
+        let entry = Arc::new(Entry::of(package));
+        if cache.len() >= ENTRY_CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(id.to_owned(), Arc::clone(&entry));
+        entry
+    }
+}
+
+impl Entry {
+    fn of(package: &Arc<Package>) -> Entry {
+        let tables: serde_json::Value = package
+            .data
+            .as_ref()
+            .map(|data| {
+                data.tables
+                    .iter()
+                    .filter_map(|(name, declaration)| {
+                        let table = data.schema.tables.get(name)?;
+                        Some((
+                            name.clone(),
+                            serde_json::json!({"declaration": declaration, "columns": table.columns}),
+                        ))
+                    })
+                    .collect::<serde_json::Map<_, _>>()
+                    .into()
+            })
+            .unwrap_or_else(|| serde_json::json!({}));
+        let fields = serde_json::json!({
+            "name": package.manifest.name,
+            "description": package.manifest.description,
+            "revision": package.resource.revision,
+            "resourceUri": package.resource.uri,
+            "capabilities": package.manifest.capabilities,
+            "contractHash": package.data.as_ref().map(|data| data.hash.clone()),
+            "tables": tables,
+            "actions": package.actions,
+        })
+        .to_string();
+        Entry {
+            package: Arc::clone(package),
+            fields: fields[1..fields.len() - 1].to_owned(),
+            contract: package.data.as_ref().map(|data| {
+                (
+                    data.hash.clone(),
+                    serde_json::to_string(data).unwrap_or_default(),
+                )
+            }),
+        }
+    }
 }
 
 type GrpcResult<T> = Result<Response<T>, Status>;
@@ -238,61 +321,42 @@ impl CoreService for CoreGrpc {
         let request = request.into_inner();
         let (user_id, invokes) = caller(request.principal.as_ref())?;
         let snapshot = self.core.catalogue.current();
-        let mut apps = serde_json::Map::new();
+        let mut json = String::from("{");
         if invokes {
-            let wanted: BTreeSet<String> = if request.app_id.is_empty() {
-                BTreeSet::new()
-            } else {
-                BTreeSet::from([request.app_id.clone()])
-            };
             for (id, access) in self.granted(user_id).await? {
-                if !wanted.is_empty() && !wanted.contains(&id) {
+                if !request.app_id.is_empty() && request.app_id != id {
                     continue;
                 }
                 let Some(AppEntry::Valid(package)) = snapshot.apps.get(&id) else {
                     continue;
                 };
-                let tables: serde_json::Value = package
-                    .data
-                    .as_ref()
-                    .map(|data| {
-                        data.tables
-                            .iter()
-                            .filter_map(|(name, declaration)| {
-                                let table = data.schema.tables.get(name)?;
-                                Some((
-                                    name.clone(),
-                                    serde_json::json!({"declaration": declaration, "columns": table.columns}),
-                                ))
-                            })
-                            .collect::<serde_json::Map<_, _>>()
-                            .into()
-                    })
-                    .unwrap_or_else(|| serde_json::json!({}));
-                let mut entry = serde_json::json!({
-                        "name": package.manifest.name,
-                        "description": package.manifest.description,
-                        "revision": package.resource.revision,
-                        "resourceUri": package.resource.uri,
-                        "access": access.as_str(),
-                        "capabilities": package.manifest.capabilities,
-                        "contractHash": package.data.as_ref().map(|data| data.hash.clone()),
-                        "tables": tables,
-                        "actions": package.actions,
-                });
+                let entry = self.entries.get(&id, package);
+                if json.len() > 1 {
+                    json.push(',');
+                }
+                // `{"<id>":{"access":"use",<the package's fields>}`
+                json.push_str(&serde_json::Value::from(id.as_str()).to_string());
+                json.push_str(":{\"access\":\"");
+                json.push_str(access.as_str());
+                json.push_str("\",");
+                json.push_str(&entry.fields);
                 // One app asked for by id (a call about to run): also the data
                 // contract, which the caller hands to data-worker when the worker
-                // has not seen this contract hash yet.
-                if !wanted.is_empty()
-                    && let Some(data) = &package.data
+                // has not seen this contract hash yet; left out when the caller
+                // says it already holds this hash.
+                if !request.app_id.is_empty()
+                    && let Some((hash, contract)) = &entry.contract
+                    && *hash != request.known_contract_hash
                 {
-                    entry["contract"] = serde_json::to_value(data).unwrap_or_default();
+                    json.push_str(",\"contract\":");
+                    json.push_str(contract);
                 }
-                apps.insert(id.clone(), entry);
+                json.push('}');
             }
         }
+        json.push('}');
         Ok(Response::new(pb::Catalogue {
-            json: serde_json::Value::Object(apps).to_string(),
+            json,
             fingerprint: snapshot.fingerprint.clone(),
         }))
     }

@@ -307,8 +307,11 @@ pub async fn run(
 
     // An upload carries up to 25 MiB of documents in one message.
     let grpc_router = grpc::server_builder().add_service(
-        CoreServiceServer::new(CoreGrpc { core: core.clone() })
-            .max_decoding_message_size(MAX_CORE_MESSAGE),
+        CoreServiceServer::new(CoreGrpc {
+            core: core.clone(),
+            entries: Arc::default(),
+        })
+        .max_decoding_message_size(MAX_CORE_MESSAGE),
     );
     let grpc_server = grpc::serve_mtls(
         grpc_router,

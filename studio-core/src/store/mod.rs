@@ -798,16 +798,16 @@ impl Store {
         }
         let now = self.now();
         let connection = self.connection();
+        // Asked on every authenticated request: prepared once per connection.
         let found = connection
-            .query_row(
-                &format!(
-                    "SELECT {USER_COLUMNS}, s.expires_at FROM sessions s
-                     JOIN users u ON u.id = s.user_id
-                     WHERE s.secret_sha256 = ?1 AND s.expires_at > ?2"
-                ),
-                (secrets::secret_sha256(secret), now),
-                |row| Ok((user_from_row(row)?, row.get::<_, i64>(4)?)),
-            )
+            .prepare_cached(&format!(
+                "SELECT {USER_COLUMNS}, s.expires_at FROM sessions s
+                 JOIN users u ON u.id = s.user_id
+                 WHERE s.secret_sha256 = ?1 AND s.expires_at > ?2"
+            ))?
+            .query_row((secrets::secret_sha256(secret), now), |row| {
+                Ok((user_from_row(row)?, row.get::<_, i64>(4)?))
+            })
             .optional()?;
         Ok(found.map(|(user, expires_at)| Principal {
             scopes: user.role.session_scopes(),
@@ -901,23 +901,20 @@ impl Store {
         let found = {
             let connection = self.connection();
             connection
-                .query_row(
-                    &format!(
-                        "SELECT {USER_COLUMNS}, t.kind, t.scopes, t.expires_at FROM tokens t
-                         JOIN users u ON u.id = t.user_id
-                         WHERE t.secret_sha256 = ?1 AND t.revoked_at IS NULL
-                           AND (t.expires_at IS NULL OR t.expires_at > ?2)"
-                    ),
-                    (secrets::secret_sha256(secret), now),
-                    |row| {
-                        Ok((
-                            user_from_row(row)?,
-                            row.get::<_, TokenKind>(4)?,
-                            row.get::<_, String>(5)?,
-                            row.get::<_, Option<i64>>(6)?,
-                        ))
-                    },
-                )
+                .prepare_cached(&format!(
+                    "SELECT {USER_COLUMNS}, t.kind, t.scopes, t.expires_at FROM tokens t
+                     JOIN users u ON u.id = t.user_id
+                     WHERE t.secret_sha256 = ?1 AND t.revoked_at IS NULL
+                       AND (t.expires_at IS NULL OR t.expires_at > ?2)"
+                ))?
+                .query_row((secrets::secret_sha256(secret), now), |row| {
+                    Ok((
+                        user_from_row(row)?,
+                        row.get::<_, TokenKind>(4)?,
+                        row.get::<_, String>(5)?,
+                        row.get::<_, Option<i64>>(6)?,
+                    ))
+                })
                 .optional()?
         };
         let Some((user, kind, scopes, expires_at)) = found else {
@@ -1193,7 +1190,7 @@ impl Store {
     pub fn access_by_app(&self, user_id: &str) -> Result<BTreeMap<String, AppAccess>, StoreError> {
         let connection = self.connection();
         let mut statement =
-            connection.prepare("SELECT app_id, access FROM grants WHERE user_id = ?1")?;
+            connection.prepare_cached("SELECT app_id, access FROM grants WHERE user_id = ?1")?;
         let grants = statement
             .query_map([user_id], |row| Ok((row.get(0)?, row.get(1)?)))?
             .collect::<Result<_, _>>()?;

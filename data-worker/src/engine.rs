@@ -39,6 +39,31 @@ pub const STATEMENT_DEADLINE: Duration = Duration::from_secs(2);
 /// How long SQLite waits for a lock another connection holds before giving up
 /// with `SQLITE_BUSY`.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Prepared statements kept per app connection (rusqlite's LRU cache, keyed by
+/// SQL text). SQLite runs the authorizer when it prepares (and re-prepares after
+/// a schema change), so a cached statement keeps the decision made for its text
+/// under the trust level and contract it was first prepared with. That is
+/// sound because the two kinds of text never meet: the engine's own statements
+/// start with `/* engine */`, which [`prepare_governed`] refuses, and a new
+/// contract flushes the cache.
+const STATEMENT_CACHE: usize = 64;
+
+/// Marks the engine's own (trusted) statement texts; see [`STATEMENT_CACHE`].
+const ENGINE_MARK: &str = "/* engine */";
+
+/// Prepares a governed statement through the cache, refusing a text that
+/// carries the engine's mark so it can never be served a statement prepared
+/// as trusted.
+pub(crate) fn prepare_governed<'c>(
+    conn: &'c Connection,
+    sql: &str,
+) -> Result<rusqlite::CachedStatement<'c>, AppError> {
+    if sql.contains(ENGINE_MARK) {
+        return Err(internal("a governed statement carries the engine's mark"));
+    }
+    conn.prepare_cached(sql).map_err(sql_error)
+}
 /// The progress handler runs every this many virtual-machine instructions: often
 /// enough to stop within milliseconds of the deadline, rarely enough to cost
 /// nothing measurable.
@@ -559,6 +584,9 @@ impl Engine {
                 let _trusted = TrustScope::new(&guard, true);
                 setup(&mut handle.conn, contract)?;
                 set_declared(&guard, contract);
+                // Cached statements were authorized against the old contract's
+                // reach; a new contract authorizes everything again.
+                handle.conn.flush_prepared_statement_cache();
                 handle.contract_hash.clone_from(&contract.hash);
             }
             None => {
@@ -684,13 +712,17 @@ impl Engine {
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(sql_error)?;
             let stored: Option<(String, String)> = tx
-                .query_row(
-                    "SELECT input_hash, result_json FROM _sasha_idempotency \
+                .prepare_cached(
+                    "/* engine */ SELECT input_hash, result_json FROM _sasha_idempotency \
                      WHERE actor = ?1 AND operation = ?2 AND key = ?3",
-                    (&receipt.actor, &receipt.operation, &receipt.key),
-                    |row| Ok((row.get(0)?, row.get(1)?)),
                 )
-                .optional()
+                .and_then(|mut statement| {
+                    statement
+                        .query_row((&receipt.actor, &receipt.operation, &receipt.key), |row| {
+                            Ok((row.get(0)?, row.get(1)?))
+                        })
+                        .optional()
+                })
                 .map_err(sql_error)?;
             if let Some((hash, result_json)) = stored {
                 if hash != receipt.input_hash {
@@ -713,13 +745,13 @@ impl Engine {
             }
             let before = audit.before.as_ref().map(serde_json::Value::to_string);
             let after = audit.after.as_ref().map(serde_json::Value::to_string);
-            tx.execute(
-                &format!(
-                    "INSERT INTO _sasha_audit (table_name, record_id, operation, actor_id, source, \
-                     app_revision, action_id, before_json, after_json, created_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, {NOW_SQL})"
-                ),
-                rusqlite::params![
+            tx.prepare_cached(&format!(
+                "/* engine */ INSERT INTO _sasha_audit (table_name, record_id, operation, \
+                 actor_id, source, app_revision, action_id, before_json, after_json, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, {NOW_SQL})"
+            ))
+            .and_then(|mut statement| {
+                statement.execute(rusqlite::params![
                     audit.table,
                     audit.record_id,
                     audit.operation.as_str(),
@@ -729,22 +761,22 @@ impl Engine {
                     meta.action_id,
                     before,
                     after,
-                ],
-            )
+                ])
+            })
             .map_err(sql_error)?;
-            tx.execute(
-                &format!(
-                    "INSERT INTO _sasha_idempotency (actor, operation, key, input_hash, result_json, \
-                     created_at) VALUES (?1, ?2, ?3, ?4, ?5, {NOW_SQL})"
-                ),
-                (
+            tx.prepare_cached(&format!(
+                "/* engine */ INSERT INTO _sasha_idempotency (actor, operation, key, input_hash, \
+                 result_json, created_at) VALUES (?1, ?2, ?3, ?4, ?5, {NOW_SQL})"
+            ))
+            .and_then(|mut statement| {
+                statement.execute((
                     &receipt.actor,
                     &receipt.operation,
                     &receipt.key,
                     &receipt.input_hash,
                     outcome.result.to_string(),
-                ),
-            )
+                ))
+            })
             .map_err(sql_error)?;
             tx.commit().map_err(sql_error)?;
             Ok(outcome.result)
@@ -774,6 +806,7 @@ fn open(path: &Path, contract: &DataContract) -> Result<Handle, AppError> {
         app
     })?;
     harden(&mut conn, &guard).map_err(sql_error)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     setup(&mut conn, contract)?;
     set_declared(&guard, contract);
     let authorizer_guard = Arc::clone(&guard);
@@ -972,7 +1005,7 @@ fn read_rows(
     params: &[Value],
     columns: Option<&[String]>,
 ) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, AppError> {
-    let mut statement = conn.prepare(sql).map_err(sql_error)?;
+    let mut statement = prepare_governed(conn, sql)?;
     if !statement.readonly() {
         return Err(internal("query was handed a statement that writes"));
     }

@@ -128,7 +128,7 @@ fn returning(
     transaction: &rusqlite::Transaction<'_>,
     statement: &Statement,
 ) -> Result<Option<Map<String, Value>>, AppError> {
-    let mut prepared = transaction.prepare(&statement.sql).map_err(sql_error)?;
+    let mut prepared = crate::engine::prepare_governed(transaction, &statement.sql)?;
     let mut rows = prepared
         .query(rusqlite::params_from_iter(statement.params.iter()))
         .map_err(sql_error)?;

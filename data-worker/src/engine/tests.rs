@@ -830,6 +830,50 @@ fn a_new_contract_revision_migrates_the_open_handle() {
     );
 }
 
+/// Statements are cached per connection (keyed by text), so the decisions the
+/// authorizer made when preparing them must not leak: a governed text equal to
+/// one of the engine's own is refused rather than served the trusted statement,
+/// and a contract that no longer declares a table refuses the statement that
+/// read it a moment ago.
+#[test]
+fn cached_statements_keep_trust_and_contract_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = contract();
+    let engine = Engine::new(dir.path());
+    add_category(&engine, &contract, "alice", "k1", "Travel");
+    add_category(&engine, &contract, "alice", "k2", "Food");
+    // The receipt lookup is cached now, prepared as trusted.
+    let engine_text = "/* engine */ SELECT input_hash, result_json FROM _sasha_idempotency \
+                       WHERE actor = ?1 AND operation = ?2 AND key = ?3";
+    let params = ["alice", "create", "k1"].map(|text| Value::Text(text.into()));
+    let error = engine
+        .query(APP, &contract, engine_text, &params)
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::Internal);
+    // Without the mark the authorizer decides, as for any governed text.
+    let error = engine
+        .query(
+            APP,
+            &contract,
+            &engine_text["/* engine */ ".len()..],
+            &params,
+        )
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::Internal);
+
+    let read = "SELECT name FROM categories ORDER BY name";
+    for _ in 0..2 {
+        assert_eq!(engine.query(APP, &contract, read, &[]).unwrap().len(), 2);
+    }
+    let mut narrower = contract.clone();
+    narrower.tables.clear();
+    narrower.hash = "declares-nothing".into();
+    let error = engine.query(APP, &narrower, read, &[]).unwrap_err();
+    assert_eq!(error.code, ErrorCode::Internal, "{error:?}");
+    // And back: the full contract reads again.
+    assert_eq!(engine.query(APP, &contract, read, &[]).unwrap().len(), 2);
+}
+
 #[test]
 fn input_hash_ignores_key_order() {
     assert_eq!(

@@ -754,6 +754,12 @@ async fn a_restarted_data_worker_is_given_the_contract_again() {
             .call("app__expense_log__categories__list", json!({}))
             .await;
         assert_eq!(structured(&listed)["rows"][0]["id"], category);
+        // The text content is the same JSON as the structured content.
+        let text = listed.result()["content"][0]["text"].as_str().unwrap();
+        assert_eq!(
+            &serde_json::from_str::<Value>(text).unwrap(),
+            structured(&listed)
+        );
     }
     let common::Backends {
         data,

@@ -87,7 +87,8 @@ impl KnownContracts {
     }
 }
 
-/// Runs `call` through data-worker and returns its result. The catalogue entry
+/// Runs `call` through data-worker and returns its result, parsed and as the
+/// JSON text data-worker sent (a tool result's text content). The catalogue entry
 /// carries the contract unless this replica had already handed that hash to
 /// data-worker; when the worker no longer has it (it restarted) and the entry
 /// lacks it, `fetch_contract` asks studio-core for it (the caller's grant is
@@ -97,7 +98,7 @@ pub async fn execute(
     known: &KnownContracts,
     call: DataCall<'_>,
     fetch_contract: impl AsyncFnOnce() -> Result<String, AppError>,
-) -> Result<Value, AppError> {
+) -> Result<(Value, String), AppError> {
     let hash = call.app["contractHash"]
         .as_str()
         .ok_or_else(|| AppError::new(ErrorCode::OperationUnavailable, "this app has no data"))?;
@@ -156,8 +157,10 @@ pub async fn execute(
         }
     };
     known.learn(call.app_id, hash);
-    serde_json::from_str(&reply.into_inner().result_json)
-        .map_err(|_| AppError::from_code(ErrorCode::Internal))
+    let text = reply.into_inner().result_json;
+    let value =
+        serde_json::from_str(&text).map_err(|_| AppError::from_code(ErrorCode::Internal))?;
+    Ok((value, text))
 }
 
 /// Compiled JSON Schema validators, keyed by the schema's JSON text, so a tool's

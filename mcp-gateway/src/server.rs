@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
     ElicitationAction, Implementation, InputRequiredResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
@@ -92,20 +92,28 @@ fn protocol_error(error: &AppError) -> McpError {
 /// envelope.
 fn tool_error(error: AppError) -> Result<CallToolResponse, McpError> {
     let envelope = error.to_json();
-    let result: CallToolResult = from_json(json!({
-        "content": [{"type": "text", "text": format!("{}: {}", envelope["code"].as_str().unwrap_or(""), envelope["message"].as_str().unwrap_or(""))}],
-        "structuredContent": {"error": envelope},
-        "isError": true,
-    }))?;
-    Ok(CallToolResponse::Complete(result))
+    let text = format!(
+        "{}: {}",
+        envelope["code"].as_str().unwrap_or(""),
+        envelope["message"].as_str().unwrap_or("")
+    );
+    Ok(complete(text, json!({"error": envelope}), Some(true)))
 }
 
 fn tool_success(value: Value) -> Result<CallToolResponse, McpError> {
-    let result: CallToolResult = from_json(json!({
-        "content": [{"type": "text", "text": value.to_string()}],
-        "structuredContent": value,
-    }))?;
-    Ok(CallToolResponse::Complete(result))
+    Ok(complete(value.to_string(), value, None))
+}
+
+/// A complete result: `text` as its one text content and `value` as its
+/// `structuredContent`. Built directly (a result can hold thousands of rows,
+/// which a round trip through `serde_json::from_value` would copy).
+fn complete(text: String, value: Value, is_error: Option<bool>) -> CallToolResponse {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(value);
+    result.is_error = is_error;
+    // Absent on the wire, which every protocol version reads as complete.
+    result.result_type = None;
+    CallToolResponse::Complete(result)
 }
 
 /// JSON with object keys sorted at every level: the form a confirmation is
@@ -374,6 +382,11 @@ impl SashaMcp {
     }
 
     async fn execute(&self, call: DataCall<'_>) -> Result<Value, AppError> {
+        self.execute_text(call).await.map(|(value, _)| value)
+    }
+
+    /// [`SashaMcp::execute`], also giving data-worker's JSON text of the result.
+    async fn execute_text(&self, call: DataCall<'_>) -> Result<(Value, String), AppError> {
         let (caller, app_id) = (call.caller, call.app_id);
         let fetch_contract = async || {
             let catalogue = self
@@ -440,10 +453,11 @@ impl SashaMcp {
             data_request["idempotencyKey"] = json!(key);
         }
         let result = self
-            .execute(call.data(operation, table, data_request, None))
+            .execute_text(call.data(operation, table, data_request, None))
             .await;
         match result {
-            Ok(value) => tool_success(value),
+            // data-worker's text is the result's JSON: no second serialisation.
+            Ok((value, text)) => text_result(text, value),
             Err(error) => tool_error(error),
         }
     }
@@ -579,11 +593,7 @@ impl SashaMcp {
 
 /// A successful result with its own text part.
 fn text_result(text: String, value: Value) -> Result<CallToolResponse, McpError> {
-    let result: CallToolResult = from_json(json!({
-        "content": [{"type": "text", "text": text}],
-        "structuredContent": value,
-    }))?;
-    Ok(CallToolResponse::Complete(result))
+    Ok(complete(text, value, None))
 }
 
 /// An idempotency key passed in the request's `_meta`.

@@ -4,15 +4,17 @@
 //! fixture, a staff user who exists before the first discovery (so holds
 //! `manage` on every app), and the real data-worker, studio-core and
 //! mcp-gateway on loopback. Run with `cargo bench --bench catalogue`
-//! (`-- --quick` for 10 and 100 only); prints a Markdown table.
+//! (`-- --quick` for 10 and 100 only); prints a Markdown table and writes it,
+//! with `tools-list.png` (p50 and p99 against the number of apps), to
+//! `$CARGO_TARGET_DIR/bench-results/catalogue-<UTC timestamp>/`.
 
 mod common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::start_role;
-use sasha_proto::Role;
+use common::fixture::{Staff, http_client, start_core, start_gateway, start_worker, stop};
+use common::report::{Axis, COLOURS, Series, line_chart, ms, percentile, short_number};
 use sasha_proto::identity::DevPki;
 use serde_json::{Value, json};
 
@@ -35,15 +37,6 @@ fn copy_package(from: &Path, to: &Path, id: &str) {
     }
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index]
-}
-
-fn ms(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1000.0
-}
-
 /// One size: `(startup until ready, tools listed, sorted tools/list latencies)`.
 fn measure(apps: usize, runtime: &tokio::runtime::Runtime) -> (Duration, usize, Vec<Duration>) {
     let state = tempfile::tempdir().unwrap();
@@ -53,54 +46,16 @@ fn measure(apps: usize, runtime: &tokio::runtime::Runtime) -> (Duration, usize, 
         let id = format!("app-{n:04}");
         copy_package(&fixture, &state.path().join("docs/apps").join(&id), &id);
     }
-    let store = studio_core::store::Store::open(&state.path().join("core.sqlite")).unwrap();
-    let user = store
-        .create_user(
-            "bench",
-            studio_core::store::UserRole::Staff,
-            "correct horse battery",
-        )
-        .unwrap();
+    let staff = Staff::create(state.path());
     let off = ("SASHA_BUNDLED_APPS", "off".to_owned());
-    let (worker, worker_listeners) = start_role(Role::DataWorker, state.path(), &pki, &[]);
-    let data_url = format!("https://{}", worker_listeners["grpc"].as_str().unwrap());
+    let (worker, data_url) = start_worker(state.path(), &pki);
     let started = Instant::now();
-    let (core, core_listeners) = start_role(
-        Role::StudioCore,
-        state.path(),
-        &pki,
-        &[("SASHA_DATA_GRPC_URL", data_url.clone()), off],
-    );
+    let (core, core_url) = start_core(state.path(), &pki, &data_url, &[off]);
     let startup = started.elapsed();
-    let core_url = format!("https://{}", core_listeners["grpc"].as_str().unwrap());
-    let (gateway, gateway_listeners) = start_role(
-        Role::McpGateway,
-        state.path(),
-        &pki,
-        &[
-            ("SASHA_DATA_GRPC_URL", data_url),
-            ("SASHA_CORE_GRPC_URL", core_url),
-        ],
-    );
-    let url = format!("http://{}/mcp", gateway_listeners["http"].as_str().unwrap());
-    let scopes = [
-        studio_core::store::Scope::ChatUse,
-        studio_core::store::Scope::AppsInvoke,
-    ]
-    .into_iter()
-    .collect();
-    let token = store
-        .mint_token(
-            &user.id,
-            studio_core::store::TokenKind::Access,
-            &scopes,
-            None,
-        )
-        .unwrap();
+    let (gateway, url) = start_gateway(state.path(), &pki, &data_url, core_url);
+    let token = staff.token();
     let (tools, mut samples) = runtime.block_on(async {
-        // studio-core's rustls backend for reqwest has no default provider.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::new();
+        let http = http_client();
         let list = || async {
             let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -136,8 +91,7 @@ fn measure(apps: usize, runtime: &tokio::runtime::Runtime) -> (Duration, usize, 
         (tools, samples)
     });
     for mut child in [worker, core, gateway] {
-        let _ = child.kill();
-        let _ = child.wait();
+        stop(&mut child);
     }
     samples.sort();
     (startup, tools, samples)
@@ -154,8 +108,12 @@ fn main() {
     let mut table = String::from(
         "| apps | studio-core ready after | tools listed | tools/list p50 | p99 | max |\n|---|---|---|---|---|---|\n",
     );
+    let mut p50 = Vec::new();
+    let mut p99 = Vec::new();
     for &apps in sizes {
         let (startup, tools, samples) = measure(apps, &runtime);
+        p50.push((apps as f64, ms(percentile(&samples, 0.5))));
+        p99.push((apps as f64, ms(percentile(&samples, 0.99))));
         table.push_str(&format!(
             "| {apps} | {:.0} ms | {tools} | {:.2} ms | {:.2} ms | {:.2} ms |\n",
             ms(startup),
@@ -166,4 +124,42 @@ fn main() {
         eprintln!("bench: catalogue: {apps} apps done");
     }
     println!("{table}");
+    let dir = common::report::results_dir("catalogue-");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("results.md"), &table).unwrap();
+    let series = [
+        Series {
+            label: "p50".into(),
+            colour: COLOURS[0],
+            dashed: false,
+            points: p50,
+        },
+        Series {
+            label: "p99".into(),
+            colour: COLOURS[1],
+            dashed: true,
+            points: p99,
+        },
+    ];
+    let chart = dir.join("tools-list.png");
+    if let Err(error) = line_chart(
+        &chart,
+        "tools/list latency against the number of apps (one client)",
+        &Axis {
+            label: "apps the user can use (log scale)",
+            log: true,
+            format: short_number,
+            ticks: &[],
+        },
+        &Axis {
+            label: "ms",
+            log: false,
+            format: short_number,
+            ticks: &[],
+        },
+        &series,
+    ) {
+        eprintln!("bench: could not draw {}: {error}", chart.display());
+    }
+    println!("results: {}", dir.display());
 }

@@ -6,7 +6,10 @@
 
 mod common;
 
-use common::start_role;
+use common::fixture::{
+    Staff, copy_tree, http_client, start_core, start_gateway, start_worker, stop,
+};
+use common::mcp::Mcp;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -34,76 +37,22 @@ fn through_gateway(
     pki: &DevPki,
     data_url: &str,
 ) -> HashMap<&'static str, Duration> {
-    let store = studio_core::store::Store::open(&state.join("core.sqlite")).unwrap();
-    let user = store
-        .create_user(
-            "bench",
-            studio_core::store::UserRole::Staff,
-            "correct horse battery",
-        )
-        .unwrap();
-    let (mut core, core_listeners) = start_role(
-        Role::StudioCore,
-        state,
-        pki,
-        &[("SASHA_DATA_GRPC_URL", data_url.to_owned())],
-    );
-    let core_url = format!("https://{}", core_listeners["grpc"].as_str().unwrap());
-    let (mut gateway, gateway_listeners) = start_role(
-        Role::McpGateway,
-        state,
-        pki,
-        &[
-            ("SASHA_DATA_GRPC_URL", data_url.to_owned()),
-            ("SASHA_CORE_GRPC_URL", core_url),
-        ],
-    );
-    let url = format!("http://{}/mcp", gateway_listeners["http"].as_str().unwrap());
-    let session = store.create_session(&user.id).unwrap();
-    let scopes = [
-        studio_core::store::Scope::ChatUse,
-        studio_core::store::Scope::AppsInvoke,
-    ]
-    .into_iter()
-    .collect();
-    let token = store
-        .mint_token(
-            &user.id,
-            studio_core::store::TokenKind::Access,
-            &scopes,
-            None,
-        )
-        .unwrap();
+    let staff = Staff::create(state);
+    let (mut core, core_url) = start_core(state, pki, data_url, &[]);
+    let (mut gateway, url) = start_gateway(state, pki, data_url, core_url);
+    let session = staff.session();
+    let token = staff.token();
     let medians = runtime.block_on(async {
-        // studio-core builds reqwest's rustls backend without a default
-        // provider; install ring, as every process of the workspace uses.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::new();
+        let mcp = Mcp {
+            http: http_client(),
+            url,
+            session,
+            token,
+            app: "expense-log".to_owned(),
+            client: "bench",
+        };
         let call = |ui: bool, name: &'static str, arguments: serde_json::Value| {
-            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-                "name": name, "arguments": arguments,
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
-                },
-            }});
-            let mut request = http
-                .post(&url)
-                .header("content-type", "application/json")
-                .header("accept", "application/json, text/event-stream")
-                .header("mcp-protocol-version", "2026-07-28")
-                .header("mcp-method", "tools/call")
-                .header("mcp-name", name)
-                .body(body.to_string());
-            request = if ui {
-                request
-                    .header("cookie", format!("sasha_session={session}"))
-                    .header("origin", "http://localhost:3007")
-                    .header("sasha-app", "expense-log")
-            } else {
-                request.header("authorization", format!("Bearer {token}"))
-            };
+            let request = mcp.request(ui, name, arguments);
             async move {
                 let reply: serde_json::Value =
                     request.send().await.expect("POST /mcp").json().await.expect("JSON reply");
@@ -134,8 +83,7 @@ fn through_gateway(
         HashMap::from([("create", median(creates)), ("list", median(lists)), ("aggregate", median(aggregates))])
     });
     for child in [&mut gateway, &mut core] {
-        let _ = child.kill();
-        let _ = child.wait();
+        stop(child);
     }
     medians
 }
@@ -150,8 +98,7 @@ fn main() {
         .data
         .unwrap();
     let contract_json = serde_json::to_string(&contract).unwrap();
-    let (mut child, listeners) = start_role(Role::DataWorker, temp.path(), &pki, &[]);
-    let url = format!("https://{}", listeners["grpc"].as_str().unwrap());
+    let (mut child, url) = start_worker(temp.path(), &pki);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -200,18 +147,11 @@ fn main() {
     let gateway_state = tempfile::tempdir().unwrap();
     let apps = gateway_state.path().join("docs/apps/expense-log");
     std::fs::create_dir_all(&apps).unwrap();
-    for entry in walk(&fixture) {
-        let target = apps.join(entry.strip_prefix(&fixture).unwrap());
-        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-        std::fs::copy(&entry, target).unwrap();
-    }
-    let (mut mcp_worker, mcp_listeners) =
-        start_role(Role::DataWorker, gateway_state.path(), &pki, &[]);
-    let mcp_data_url = format!("https://{}", mcp_listeners["grpc"].as_str().unwrap());
+    copy_tree(&fixture, &apps);
+    let (mut mcp_worker, mcp_data_url) = start_worker(gateway_state.path(), &pki);
     let mcp = through_gateway(&runtime, gateway_state.path(), &pki, &mcp_data_url);
     for child in [&mut child, &mut mcp_worker] {
-        let _ = child.kill();
-        let _ = child.wait();
+        stop(child);
     }
 
     // The floor: the same schema and equivalent statements, in process.
@@ -287,18 +227,4 @@ fn main() {
             g.as_secs_f64() / f.as_secs_f64()
         );
     }
-}
-
-/// Every file below `dir`.
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files.extend(walk(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
 }

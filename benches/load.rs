@@ -10,20 +10,20 @@
 
 mod common;
 
-use common::start_role;
-use std::path::{Path, PathBuf};
+use common::fixture::{Stack, copy_tree, date, day, mix};
+use common::mcp::Mcp;
+use common::report::{BarChart, BarGroup, BarLayout, bar_chart};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use plotters::style::RGBColor;
 use rusqlite::OptionalExtension as _;
-use sasha_proto::Role;
-use sasha_proto::identity::DevPki;
 use serde_json::{Value, json};
 
 const APP: &str = "time-sheet-entry";
 const PROJECTS: usize = 5;
-const OWNER_HEADER_ORIGIN: &str = "http://localhost:3007";
 /// The first Monday of the seeded range; entries spread over `WEEKS` weeks.
 const WEEKS: i64 = 12;
 
@@ -94,89 +94,8 @@ impl Run {
     }
 }
 
-/// Day `n` of the seeded range as `YYYY-MM-DD` (day 0 is Monday 2026-09-07).
-fn day(n: i64) -> String {
-    let date = time::Date::from_calendar_date(2026, time::Month::September, 7).unwrap()
-        + time::Duration::days(n);
-    format!(
-        "{:04}-{:02}-{:02}",
-        date.year(),
-        u8::from(date.month()),
-        date.day()
-    )
-}
-
-/// A small deterministic generator, so runs are comparable.
-fn mix(seed: u64) -> u64 {
-    let mut x = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
-/// Every file below `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files.extend(walk(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
-}
-
-/// The MCP client: writes come from the Studio page with the app open
-/// (session cookie, `Sasha-App`, `Origin`; source `ui`, no confirmation), reads
-/// from a staff user's bearer token, both sessionless (protocol 2026-07-28).
-struct Mcp {
-    http: reqwest::Client,
-    url: String,
-    session: String,
-    token: String,
-}
-
-impl Mcp {
-    /// Returns the tool's structured result, or `None` on any failure.
-    async fn call(&self, ui: bool, name: &str, arguments: Value) -> Option<Value> {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": name, "arguments": arguments,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "bench-load", "version": "1"},
-            },
-        }});
-        let mut request = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", name)
-            .body(body.to_string());
-        request = if ui {
-            request
-                .header("cookie", format!("sasha_session={}", self.session))
-                .header("origin", OWNER_HEADER_ORIGIN)
-                .header("sasha-app", APP)
-        } else {
-            request.header("authorization", format!("Bearer {}", self.token))
-        };
-        let reply: Value = request.send().await.ok()?.json().await.ok()?;
-        if reply.get("error").is_some() || reply["result"]["isError"] == true {
-            static SHOWN: AtomicUsize = AtomicUsize::new(0);
-            if SHOWN.fetch_add(1, Ordering::Relaxed) < 3 {
-                eprintln!("bench: {name} failed: {reply}");
-            }
-            return None;
-        }
-        Some(reply["result"]["structuredContent"].clone())
-    }
-}
+/// Day 0 of the seeded range, a Monday.
+const DAY_0: time::Date = date(2026, time::Month::September, 7);
 
 /// Shared state of the workloads: the seeded ids and, per id, the version the
 /// updating client last saw (each client updates only its own ids).
@@ -200,7 +119,7 @@ impl Fixture {
 /// The arguments of one request of `workload`, number `n`, from `client`.
 fn week_of(n: u64) -> (String, String) {
     let week = (mix(n) % WEEKS as u64) as i64;
-    (day(week * 7), day(week * 7 + 6))
+    (day(DAY_0, week * 7), day(DAY_0, week * 7 + 6))
 }
 
 async fn mcp_op(mcp: &Mcp, fixture: &Fixture, workload: Workload, client: usize, n: u64) -> bool {
@@ -208,7 +127,7 @@ async fn mcp_op(mcp: &Mcp, fixture: &Fixture, workload: Workload, client: usize,
     match workload {
         Workload::Create => {
             let key = fixture.next_key.fetch_add(1, Ordering::Relaxed);
-            let values = json!({"date": day((mix(n) % (WEEKS as u64 * 7)) as i64), "project": (n % PROJECTS as u64) + 1, "hours": 1.5, "note": "load"});
+            let values = json!({"date": day(DAY_0, (mix(n) % (WEEKS as u64 * 7)) as i64), "project": (n % PROJECTS as u64) + 1, "hours": 1.5, "note": "load"});
             mcp.call(
                 true,
                 &tool("entries__create"),
@@ -442,7 +361,7 @@ fn floor_op(
                 "floor-create-{}",
                 fixture.next_key.fetch_add(1, Ordering::Relaxed)
             );
-            let date = day((mix(n) % (WEEKS as u64 * 7)) as i64);
+            let date = day(DAY_0, (mix(n) % (WEEKS as u64 * 7)) as i64);
             let project = (n % PROJECTS as u64) as i64 + 1;
             let _gate = writes.lock().unwrap();
             floor_mutate(conn, "create", &key, |tx| {
@@ -601,32 +520,6 @@ fn drive_floor(
 // ---------------------------------------------------------------------------
 // Output.
 
-fn results_dir() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            // target/release/deps/load-… → target
-            let exe = std::env::current_exe().unwrap();
-            exe.ancestors().nth(3).unwrap().to_path_buf()
-        });
-    let now = time::OffsetDateTime::now_utc();
-    let stamp = format!(
-        "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
-        now.year(),
-        u8::from(now.month()),
-        now.day(),
-        now.hour(),
-        now.minute(),
-        now.second()
-    );
-    let target = if target.is_absolute() {
-        target
-    } else {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(target)
-    };
-    target.join("bench-results").join(stamp)
-}
-
 fn table(runs: &[Run], mode: &str, seeded: usize) -> String {
     let mut out = format!(
         "Load benchmark ({mode}; {} cores; release build; {seeded} seeded entries, {PROJECTS} projects; latencies of successful requests)\n\n",
@@ -712,84 +605,49 @@ fn targets(runs: &[Run]) -> String {
 /// a log scale (the two differ by an order of magnitude). Without a font the
 /// chart is drawn without labels.
 fn chart(runs: &[Run], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
-    use plotters::prelude::*;
-    let font = ["/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"]
-        .iter()
-        .find_map(|p| std::fs::read(p).ok())
-        .and_then(|bytes| {
-            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-            plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).ok()
-        })
-        .is_some();
-    let (width, height) = (1000i32, 560i32);
-    let root = BitMapBackend::new(path, (width as u32, height as u32)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let (left, right, top, bottom) = (80i32, 20i32, 50i32, 80i32);
     let max = runs
         .iter()
         .filter(|r| r.clients == 8)
         .map(Run::ops_per_sec)
         .fold(1.0f64, f64::max);
     let decades = max.log10().ceil().max(1.0);
-    let y = |ops: f64| {
-        let fraction = (ops.max(1.0).log10() / decades).clamp(0.0, 1.0);
-        height - bottom - (fraction * f64::from(height - top - bottom)) as i32
-    };
-    let text = |size: f64| TextStyle::from(("sans-serif", size).into_font());
-    for decade in 0..=decades as i32 {
-        let value = 10f64.powi(decade);
-        let at = y(value);
-        root.draw(&PathElement::new(
-            vec![(left, at), (width - right, at)],
-            RGBColor(220, 220, 220),
-        ))?;
-        if font {
-            root.draw(&Text::new(format!("{value:.0}"), (8, at - 7), text(14.0)))?;
-        }
-    }
-    let group = f64::from(width - left - right) / WORKLOADS.len() as f64;
-    let bar = (group * 0.35) as i32;
-    let colours = [RGBColor(46, 109, 180), RGBColor(160, 160, 160)];
-    for (i, workload) in WORKLOADS.iter().enumerate() {
-        let x0 = left + (group * i as f64 + group * 0.12) as i32;
-        for (j, floor) in [false, true].into_iter().enumerate() {
-            let Some(run) = runs
-                .iter()
-                .find(|r| r.workload == *workload && r.clients == 8 && r.floor == floor)
-            else {
-                continue;
-            };
-            let x = x0 + j as i32 * bar;
-            let top_y = y(run.ops_per_sec());
-            root.draw(&Rectangle::new(
-                [(x, top_y), (x + bar - 4, height - bottom)],
-                colours[j].filled(),
-            ))?;
-            if font {
-                root.draw(&Text::new(
-                    format!("{:.0}", run.ops_per_sec()),
-                    (x, top_y - 16),
-                    text(12.0),
-                ))?;
-            }
-        }
-        if font {
-            root.draw(&Text::new(
-                workload.name().to_owned(),
-                (x0, height - bottom + 8),
-                text(13.0),
-            ))?;
-        }
-    }
-    if font {
-        root.draw(&Text::new(
-            "ops/s at 8 clients (log scale): MCP tools/call (blue) vs in-process rusqlite floor (grey)",
-            (left, 16),
-            text(16.0),
-        ))?;
-    }
-    root.present()?;
-    Ok(())
+    let groups = WORKLOADS
+        .iter()
+        .map(|workload| BarGroup {
+            label: workload.name().to_owned(),
+            bars: [false, true]
+                .into_iter()
+                .map(|floor| {
+                    runs.iter()
+                        .find(|r| r.workload == *workload && r.clients == 8 && r.floor == floor)
+                        .map(|run| (run.ops_per_sec(), format!("{:.0}", run.ops_per_sec())))
+                })
+                .collect(),
+        })
+        .collect();
+    bar_chart(
+        path,
+        &BarChart {
+            title: "ops/s at 8 clients (log scale): MCP tools/call (blue) vs in-process rusqlite floor (grey)",
+            layout: BarLayout {
+                margins: (80, 20, 50, 80),
+                inset: 0.12,
+                grid: RGBColor(220, 220, 220),
+                value_label: ((0, -16), 12.0),
+                group_label: (8, 13.0),
+                title_at: (80, 16),
+            },
+            colours: &[RGBColor(46, 109, 180), RGBColor(160, 160, 160)],
+            grid: (0..=decades as i32)
+                .map(|decade| {
+                    let value = 10f64.powi(decade);
+                    (value, format!("{value:.0}"))
+                })
+                .collect(),
+            fraction: &|ops: f64| (ops.max(1.0).log10() / decades).clamp(0.0, 1.0),
+            groups,
+        },
+    )
 }
 
 // ---------------------------------------------------------------------------
@@ -816,66 +674,9 @@ fn main() {
     );
 
     // The roles, on loopback, with the Time Sheet app in the docs root.
-    let state = tempfile::tempdir().unwrap();
-    let (pki, _) = DevPki::ensure(&state.path().join("certs")).unwrap();
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("apps").join(APP);
-    let apps = state.path().join("docs/apps").join(APP);
-    for entry in walk(&source) {
-        let target = apps.join(entry.strip_prefix(&source).unwrap());
-        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-        std::fs::copy(&entry, target).unwrap();
-    }
-    let store = studio_core::store::Store::open(&state.path().join("core.sqlite")).unwrap();
-    let user = store
-        .create_user(
-            "bench",
-            studio_core::store::UserRole::Staff,
-            "correct horse battery",
-        )
-        .unwrap();
-    let (worker, worker_listeners) = start_role(Role::DataWorker, state.path(), &pki, &[]);
-    let data_url = format!("https://{}", worker_listeners["grpc"].as_str().unwrap());
-    let (core, core_listeners) = start_role(
-        Role::StudioCore,
-        state.path(),
-        &pki,
-        &[("SASHA_DATA_GRPC_URL", data_url.clone())],
-    );
-    let core_url = format!("https://{}", core_listeners["grpc"].as_str().unwrap());
-    let (gateway, gateway_listeners) = start_role(
-        Role::McpGateway,
-        state.path(),
-        &pki,
-        &[
-            ("SASHA_DATA_GRPC_URL", data_url),
-            ("SASHA_CORE_GRPC_URL", core_url),
-        ],
-    );
-    let mut children = [worker, core, gateway];
-    let session = store.create_session(&user.id).unwrap();
-    let scopes = [
-        studio_core::store::Scope::ChatUse,
-        studio_core::store::Scope::AppsInvoke,
-    ]
-    .into_iter()
-    .collect();
-    let token = store
-        .mint_token(
-            &user.id,
-            studio_core::store::TokenKind::Access,
-            &scopes,
-            None,
-        )
-        .unwrap();
-    // studio-core builds reqwest's rustls backend without a default provider;
-    // install ring, as every process of the workspace uses.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mcp = Arc::new(Mcp {
-        http: reqwest::Client::new(),
-        url: format!("http://{}/mcp", gateway_listeners["http"].as_str().unwrap()),
-        session,
-        token,
-    });
+    let stack = Stack::start(false, |apps| copy_tree(&source, &apps.join(APP)));
+    let mcp = Arc::new(stack.mcp(APP));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -908,10 +709,7 @@ fn main() {
             runs.push(run);
         }
     }
-    for child in &mut children {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    drop(stack);
 
     // The floor: the same schema (the app's migration, the version column and
     // the platform's receipt and audit tables), the same seed.
@@ -942,7 +740,7 @@ fn main() {
             ids.push(
                 tx.query_row(
                     "INSERT INTO entries (date, project, hours, note, created_by) VALUES (?, ?, ?, ?, ?) RETURNING id",
-                    rusqlite::params![day(i as i64 % (WEEKS * 7)), (i % PROJECTS) as i64 + 1, 2.0, "seed", ACTOR],
+                    rusqlite::params![day(DAY_0, i as i64 % (WEEKS * 7)), (i % PROJECTS) as i64 + 1, 2.0, "seed", ACTOR],
                     |row| row.get(0),
                 )
                 .unwrap(),
@@ -983,7 +781,7 @@ fn main() {
         targets(&ordered)
     );
     println!("{report}");
-    let dir = results_dir();
+    let dir = common::report::results_dir("");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("results.md"), &report).unwrap();
     if let Err(error) = chart(&ordered, &dir.join("ops.png")) {
@@ -1004,7 +802,7 @@ async fn seed_mcp(mcp: &Arc<Mcp>, count: usize) -> Vec<i64> {
                     .call(
                         true,
                         "app__time_sheet_entry__entries__create",
-                        json!({"values": {"date": day(i as i64 % (WEEKS * 7)), "project": (i % PROJECTS) + 1, "hours": 2.0, "note": "seed"},
+                        json!({"values": {"date": day(DAY_0, i as i64 % (WEEKS * 7)), "project": (i % PROJECTS) + 1, "hours": 2.0, "note": "seed"},
                                "idempotencyKey": format!("seed-{i}")}),
                     )
                     .await

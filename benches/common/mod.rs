@@ -1,5 +1,8 @@
 //! What the benchmarks share: starting one role of the `sasha` binary on
-//! loopback.
+//! loopback ([`start_role`]), what they set up alike: seeded dates, the staff
+//! user, the roles and the whole MCP stack ([`fixture`]), the MCP client
+//! ([`mcp`]) and the pieces of a report: results folder, percentiles, charts
+//! ([`report`]).
 
 use std::io::BufRead as _;
 use std::path::Path;
@@ -47,3 +50,20 @@ pub(crate) fn start_role(
     };
     (child, ready["listeners"].clone())
 }
+
+// Every benchmark compiles `common` on its own and uses only some of these.
+#[allow(
+    dead_code,
+    reason = "each benchmark compiles this module and uses only part of it"
+)]
+pub(crate) mod fixture;
+#[allow(
+    dead_code,
+    reason = "each benchmark compiles this module and uses only part of it"
+)]
+pub(crate) mod mcp;
+#[allow(
+    dead_code,
+    reason = "each benchmark compiles this module and uses only part of it"
+)]
+pub(crate) mod report;

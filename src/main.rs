@@ -18,6 +18,14 @@ mod up;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// mimalloc instead of glibc's malloc: a governed call allocates and frees
+/// thousands of small JSON, HTTP/2 and SQLite buffers across threads, where
+/// glibc's arenas spent a fifth of each role's CPU time (profiled under the
+/// load benchmark; bench/README.md). Built with `no_thp`: transparent huge
+/// pages would round each role's small heaps up to 2 MiB pages.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand, ValueEnum};
 use sasha_proto::Role;
 use sasha_proto::process::run_role;

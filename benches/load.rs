@@ -206,6 +206,75 @@ fn update_index(fixture: &Fixture, client: usize, n: u64) -> usize {
     client * stripe + (n as usize / 8) % stripe.max(1)
 }
 
+/// The request budget all clients of one run draw from: a request count and a
+/// deadline, whichever comes first.
+#[derive(Clone)]
+struct Budget {
+    issued: Arc<AtomicUsize>,
+    max: usize,
+    start: Instant,
+    time: Duration,
+}
+
+impl Budget {
+    fn new(limits: &Limits) -> Budget {
+        Budget {
+            issued: Arc::new(AtomicUsize::new(0)),
+            max: limits.requests,
+            start: Instant::now(),
+            time: limits.time,
+        }
+    }
+
+    /// Takes one request from the budget; `false` when it is spent.
+    fn take(&self) -> bool {
+        self.issued.fetch_add(1, Ordering::Relaxed) < self.max && self.start.elapsed() < self.time
+    }
+}
+
+/// What one client saw: latencies of successful requests and the failures.
+#[derive(Default)]
+struct Tally {
+    latencies: Vec<Duration>,
+    errors: usize,
+}
+
+impl Tally {
+    fn record(&mut self, ok: bool, begun: Instant) {
+        if ok {
+            self.latencies.push(begun.elapsed());
+        } else {
+            self.errors += 1;
+        }
+    }
+
+    /// The run made of every client's tally.
+    fn run(
+        tallies: Vec<Tally>,
+        workload: Workload,
+        clients: usize,
+        floor: bool,
+        budget: &Budget,
+    ) -> Run {
+        let elapsed = budget.start.elapsed();
+        let errors = tallies.iter().map(|tally| tally.errors).sum();
+        let mut latencies: Vec<Duration> = tallies
+            .into_iter()
+            .flat_map(|tally| tally.latencies)
+            .collect();
+        latencies.sort();
+        Run {
+            workload,
+            clients,
+            floor,
+            ops: latencies.len(),
+            errors,
+            elapsed,
+            latencies,
+        }
+    }
+}
+
 /// Drives one workload with `clients` tokio tasks until `limits.requests`
 /// requests were issued or `limits.time` passed.
 async fn drive_mcp(
@@ -215,51 +284,27 @@ async fn drive_mcp(
     clients: usize,
     limits: &Limits,
 ) -> Run {
-    let issued = Arc::new(AtomicUsize::new(0));
-    let start = Instant::now();
+    let budget = Budget::new(limits);
     let mut tasks = Vec::new();
     for client in 0..clients {
-        let (mcp, fixture, issued) = (Arc::clone(mcp), Arc::clone(fixture), Arc::clone(&issued));
-        let (max, time) = (limits.requests, limits.time);
+        let (mcp, fixture, budget) = (Arc::clone(mcp), Arc::clone(fixture), budget.clone());
         tasks.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            let mut errors = 0;
+            let mut tally = Tally::default();
             let mut own = 0u64;
-            loop {
-                let n = issued.fetch_add(1, Ordering::Relaxed);
-                if n >= max || start.elapsed() >= time {
-                    break;
-                }
+            while budget.take() {
                 let begun = Instant::now();
                 let ok = mcp_op(&mcp, &fixture, workload, client, own * 8 + client as u64).await;
                 own += 1;
-                if ok {
-                    latencies.push(begun.elapsed());
-                } else {
-                    errors += 1;
-                }
+                tally.record(ok, begun);
             }
-            (latencies, errors)
+            tally
         }));
     }
-    let mut latencies = Vec::new();
-    let mut errors = 0;
+    let mut tallies = Vec::new();
     for task in tasks {
-        let (l, e) = task.await.unwrap();
-        latencies.extend(l);
-        errors += e;
+        tallies.push(task.await.unwrap());
     }
-    let elapsed = start.elapsed();
-    latencies.sort();
-    Run {
-        workload,
-        clients,
-        floor: false,
-        ops: latencies.len(),
-        errors,
-        elapsed,
-        latencies,
-    }
+    Tally::run(tallies, workload, clients, false, &budget)
 }
 
 // ---------------------------------------------------------------------------
@@ -447,32 +492,22 @@ fn drive_floor(
     clients: usize,
     limits: &Limits,
 ) -> Run {
-    let issued = Arc::new(AtomicUsize::new(0));
     // SQLite has one writer per file. Writers queue on an in-process lock (as
     // data-worker's one connection per app does) rather than on SQLite's busy
     // handler, whose sleeps would make the floor slower than it need be.
     let writes = Arc::new(std::sync::Mutex::new(()));
     let connections: Vec<_> = (0..clients).map(|_| floor_open(path)).collect();
-    let start = Instant::now();
+    let budget = Budget::new(limits);
     let threads: Vec<_> = connections
         .into_iter()
         .enumerate()
         .map(|(client, mut conn)| {
-            let (fixture, issued, writes) = (
-                Arc::clone(fixture),
-                Arc::clone(&issued),
-                Arc::clone(&writes),
-            );
-            let (max, time) = (limits.requests, limits.time);
+            let (fixture, budget, writes) =
+                (Arc::clone(fixture), budget.clone(), Arc::clone(&writes));
             std::thread::spawn(move || {
-                let mut latencies = Vec::new();
-                let mut errors = 0;
+                let mut tally = Tally::default();
                 let mut own = 0u64;
-                loop {
-                    let n = issued.fetch_add(1, Ordering::Relaxed);
-                    if n >= max || start.elapsed() >= time {
-                        break;
-                    }
+                while budget.take() {
                     let begun = Instant::now();
                     let result = floor_op(
                         &mut conn,
@@ -483,38 +518,22 @@ fn drive_floor(
                         own * 8 + client as u64,
                     );
                     own += 1;
-                    match result {
-                        Ok(()) => latencies.push(begun.elapsed()),
-                        Err(error) => {
-                            if errors == 0 {
-                                eprintln!("bench: floor {} failed: {error}", workload.name());
-                            }
-                            errors += 1;
-                        }
+                    if let Err(error) = &result
+                        && tally.errors == 0
+                    {
+                        eprintln!("bench: floor {} failed: {error}", workload.name());
                     }
+                    tally.record(result.is_ok(), begun);
                 }
-                (latencies, errors)
+                tally
             })
         })
         .collect();
-    let mut latencies = Vec::new();
-    let mut errors = 0;
-    for thread in threads {
-        let (l, e) = thread.join().unwrap();
-        latencies.extend(l);
-        errors += e;
-    }
-    let elapsed = start.elapsed();
-    latencies.sort();
-    Run {
-        workload,
-        clients,
-        floor: true,
-        ops: latencies.len(),
-        errors,
-        elapsed,
-        latencies,
-    }
+    let tallies = threads
+        .into_iter()
+        .map(|thread| thread.join().unwrap())
+        .collect();
+    Tally::run(tallies, workload, clients, true, &budget)
 }
 
 // ---------------------------------------------------------------------------

@@ -299,16 +299,7 @@ fn publish(staging: &Path, out: &Path, name: &str) -> anyhow::Result<PathBuf> {
 
 /// `20260510T120000.123Z`: sorts by time, safe in every file system.
 fn folder_name(at: time::OffsetDateTime) -> String {
-    format!(
-        "{:04}{:02}{:02}T{:02}{:02}{:02}.{:03}Z",
-        at.year(),
-        u8::from(at.month()),
-        at.day(),
-        at.hour(),
-        at.minute(),
-        at.second(),
-        at.millisecond()
-    )
+    rfc3339(at).replace(['-', ':'], "")
 }
 
 /// `2026-05-10T12:00:00.123Z`.

@@ -505,19 +505,7 @@ async fn one_turn_at_a_time_and_a_closed_view_cancels_the_provider_request() {
         .fake()
         .completed
         .load(std::sync::atomic::Ordering::SeqCst);
-    let body = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {
-            "name": "sasha__chat_execute",
-            "arguments": {"prompt": "to be cancelled", "newSession": true},
-            "_meta": {
-                "progressToken": "turn",
-                "io.modelcontextprotocol/protocolVersion": mcp::SESSIONLESS,
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-            },
-        },
-    });
+    let body = mcp::chat_turn_body("to be cancelled");
     let mut response = common::http_client()
         .post(world.url())
         .header("content-type", "application/json")

@@ -453,19 +453,7 @@ async fn nginx_in_front_of_two_gateways_routes_protects_and_loses_no_write() {
     assert!(!line.contains("6.6.6.6"), "{line}");
 
     // --- /mcp streams unbuffered -------------------------------------------
-    let chat = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {
-            "name": "sasha__chat_execute",
-            "arguments": {"prompt": "stream through nginx", "newSession": true},
-            "_meta": {
-                "progressToken": "p",
-                "io.modelcontextprotocol/protocolVersion": common::mcp::SESSIONLESS,
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "nginx-test", "version": "1"},
-            },
-        },
-    });
+    let chat = common::mcp::chat_turn_body("stream through nginx");
     let mut streaming = http
         .post(format!("{studio}/mcp"))
         .header("content-type", "application/json")

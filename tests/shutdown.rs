@@ -132,6 +132,43 @@ fn sigterm(process: &RoleProcess) {
 }
 
 /// Waits until the provider has received `count` requests.
+/// Starts a chat turn from the Studio page and, once its stream is flowing
+/// (the provider has the request, a few words have gone out), sends SIGTERM
+/// to `process`; the turn and the moment of the signal.
+async fn sigterm_mid_turn(
+    stack: &Stack,
+    fake: &FakeLlm,
+    process: &RoleProcess,
+) -> (tokio::task::JoinHandle<Result<Exchange, String>>, Instant) {
+    let turn = stack.chat();
+    wait_for_requests(fake, 1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let signalled = Instant::now();
+    sigterm(process);
+    (turn, signalled)
+}
+
+/// The turn in flight completes with every word of `text`, and `process`
+/// then exits 0 within the default grace period.
+async fn turn_completes_then_exit_0(
+    turn: tokio::task::JoinHandle<Result<Exchange, String>>,
+    text: &str,
+    process: &mut RoleProcess,
+    signalled: Instant,
+) {
+    let exchange = turn.await.unwrap().expect("the turn's response completes");
+    assert_eq!(structured(&exchange)["text"], text);
+    let status = tokio::time::timeout(Duration::from_secs(20), process.child.wait())
+        .await
+        .expect("the role exits after the drain")
+        .unwrap();
+    assert!(status.success(), "{status}: {}", process.stderr());
+    assert!(
+        signalled.elapsed() < Duration::from_secs(20),
+        "within the default grace period"
+    );
+}
+
 async fn wait_for_requests(fake: &FakeLlm, count: usize) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while fake.requests().len() < count {
@@ -270,11 +307,7 @@ async fn a_draining_gateway_finishes_the_turn_in_flight_and_exits_0() {
     let health = stack.gateway.listener("health");
     assert_eq!(probe(health, "/readyz").await.status, 200);
 
-    let turn = stack.chat();
-    wait_for_requests(&fake, 1).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let signalled = Instant::now();
-    sigterm(&stack.gateway);
+    let (turn, signalled) = sigterm_mid_turn(&stack, &fake, &stack.gateway).await;
 
     // Mid-stream: new connections are refused and readiness is 503.
     eventually(Duration::from_secs(5), "the HTTP listener closing", || {
@@ -288,17 +321,7 @@ async fn a_draining_gateway_finishes_the_turn_in_flight_and_exits_0() {
     );
 
     // The turn in flight completes with every word.
-    let exchange = turn.await.unwrap().expect("the turn's response completes");
-    assert_eq!(structured(&exchange)["text"], text.as_str());
-    let status = tokio::time::timeout(Duration::from_secs(20), stack.gateway.child.wait())
-        .await
-        .expect("the gateway exits after the drain")
-        .unwrap();
-    assert!(status.success(), "{status}: {}", stack.gateway.stderr());
-    assert!(
-        signalled.elapsed() < Duration::from_secs(20),
-        "within the default grace period"
-    );
+    turn_completes_then_exit_0(turn, &text, &mut stack.gateway, signalled).await;
     assert_eq!(
         fake.disconnects.load(std::sync::atomic::Ordering::SeqCst),
         0
@@ -314,11 +337,7 @@ async fn a_draining_core_finishes_the_chat_stream_in_flight_and_exits_0() {
     let http = stack.core.listener("http");
     let health = stack.core.listener("health");
 
-    let turn = stack.chat();
-    wait_for_requests(&fake, 1).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let signalled = Instant::now();
-    sigterm(&stack.core);
+    let (turn, signalled) = sigterm_mid_turn(&stack, &fake, &stack.core).await;
 
     // Mid-stream: both of core's listeners refuse, readiness is 503.
     eventually(
@@ -334,14 +353,7 @@ async fn a_draining_core_finishes_the_chat_stream_in_flight_and_exits_0() {
     );
 
     // The CoreService.Chat stream in flight runs to its end.
-    let exchange = turn.await.unwrap().expect("the turn's response completes");
-    assert_eq!(structured(&exchange)["text"], text.as_str());
-    let status = tokio::time::timeout(Duration::from_secs(20), stack.core.child.wait())
-        .await
-        .expect("studio-core exits after the drain")
-        .unwrap();
-    assert!(status.success(), "{status}: {}", stack.core.stderr());
-    assert!(signalled.elapsed() < Duration::from_secs(20));
+    turn_completes_then_exit_0(turn, &text, &mut stack.core, signalled).await;
 
     // With core gone the gateway is alive but not ready.
     let gateway_health = stack.gateway.listener("health");
@@ -354,10 +366,7 @@ async fn a_turn_outliving_the_grace_period_is_cut_and_the_process_exits() {
     let (behaviour, _) = slow_answer(60, Duration::from_secs(1));
     let fake = FakeLlm::start(behaviour).await;
     let mut stack = Stack::start(&fake, &[("SASHA_SHUTDOWN_GRACE_SECS", "2".to_owned())]).await;
-    let turn = stack.chat();
-    wait_for_requests(&fake, 1).await;
-    let signalled = Instant::now();
-    sigterm(&stack.gateway);
+    let (turn, signalled) = sigterm_mid_turn(&stack, &fake, &stack.gateway).await;
     assert_draining(stack.gateway.listener("health")).await;
 
     let status = tokio::time::timeout(Duration::from_secs(15), stack.gateway.child.wait())

@@ -114,6 +114,21 @@ export async function launchChromium() {
   });
 }
 
+/**
+ * Runs a browser test's `run`, closes `browser` whatever happens, then prints
+ * the screenshots taken (the Rust side reads these lines).
+ */
+export async function runAndClose(browser, run, screenshots) {
+  try {
+    await run();
+  } finally {
+    await browser.close();
+  }
+  for (const file of screenshots) {
+    console.log(`screenshot ${file}`);
+  }
+}
+
 /** Polls `probe` until it returns a truthy value; fails naming `what`. */
 export async function waitFor(what, probe, timeoutMs = 10_000) {
   const deadline = Date.now() + timeoutMs;

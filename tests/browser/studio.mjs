@@ -19,7 +19,7 @@
 
 import fs from "node:fs";
 
-import { Checks, env, launchChromium, waitFor } from "./harness.mjs";
+import { Checks, env, launchChromium, runAndClose, waitFor } from "./harness.mjs";
 import { appLink, callTool, innerFrame, openApp, outerFrame, screenshots, sidebar, signIn, WIDE } from "./studio-page.mjs";
 
 const started = Date.now();
@@ -39,14 +39,7 @@ const taken = [];
 const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
 
 const browser = await launchChromium();
-try {
-  await run();
-} finally {
-  await browser.close();
-}
-for (const file of taken) {
-  console.log(`screenshot ${file}`);
-}
+await runAndClose(browser, run, taken);
 console.log(`timings ${JSON.stringify(timings)}`);
 console.log(`${checks.passed} checks passed in ${seconds(Date.now() - started)}; screenshots in ${ARTIFACTS}`);
 

@@ -22,7 +22,7 @@
 import fs from "node:fs";
 import path from "node:path";
 
-import { Checks, env, launchChromium, waitFor } from "./harness.mjs";
+import { Checks, env, launchChromium, runAndClose, waitFor } from "./harness.mjs";
 import { innerFrame, openApp, screenshots, signIn, WIDE } from "./studio-page.mjs";
 
 const started = Date.now();
@@ -38,14 +38,7 @@ const INSTRUCTION = "Summarise these documents in five short bullet points.";
 const checks = new Checks();
 const taken = [];
 const browser = await launchChromium();
-try {
-  await run();
-} finally {
-  await browser.close();
-}
-for (const file of taken) {
-  console.log(`screenshot ${file}`);
-}
+await runAndClose(browser, run, taken);
 console.log(`${checks.passed} checks passed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
 function screenshot(page, name, subject) {

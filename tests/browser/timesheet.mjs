@@ -29,7 +29,7 @@
 
 import fs from "node:fs";
 
-import { Checks, env, launchChromium, waitFor } from "./harness.mjs";
+import { Checks, env, launchChromium, runAndClose, waitFor } from "./harness.mjs";
 import { appLink, callTool, innerFrame, openApp, screenshots, sidebar, signIn, WIDE } from "./studio-page.mjs";
 
 const started = Date.now();
@@ -47,14 +47,7 @@ const timings = {};
 const taken = [];
 
 const browser = await launchChromium();
-try {
-  await run();
-} finally {
-  await browser.close();
-}
-for (const file of taken) {
-  console.log(`screenshot ${file}`);
-}
+await runAndClose(browser, run, taken);
 console.log(`timings ${JSON.stringify(timings)}`);
 console.log(`${checks.passed} checks passed in ${((Date.now() - started) / 1000).toFixed(1)} s; screenshots in ${ARTIFACTS}`);
 

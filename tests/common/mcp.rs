@@ -258,6 +258,25 @@ impl Mcp {
     }
 }
 
+/// The whole sessionless JSON-RPC body of one `sasha__chat_execute` turn in a
+/// new session, with progress token "turn": for tests that send it as raw
+/// HTTP to watch the stream itself.
+pub fn chat_turn_body(prompt: &str) -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {
+            "name": "sasha__chat_execute",
+            "arguments": {"prompt": prompt, "newSession": true},
+            "_meta": {
+                "progressToken": "turn",
+                "io.modelcontextprotocol/protocolVersion": SESSIONLESS,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "sasha-tests", "version": "1"},
+            },
+        },
+    })
+}
+
 /// The `structuredContent` of a successful tool result.
 pub fn structured(exchange: &Exchange) -> &Value {
     let result = exchange.result();

@@ -406,8 +406,16 @@ async fn tolerant_streams_are_read_and_bad_ones_refused() {
     assert!(!error.message.contains("overloaded"));
 }
 
-#[tokio::test]
-async fn cancelling_stops_the_upstream_request() {
+/// A turn streaming from a slow provider, started with `cancel` and past its
+/// first update ("one "); the provider, the service, the turn and the updates.
+async fn a_slow_turn_under_way(
+    cancel: CancellationToken,
+) -> (
+    FakeLlm,
+    ChatService,
+    tokio::task::JoinHandle<Result<String, AppError>>,
+    mpsc::Receiver<String>,
+) {
     let fake = FakeLlm::start(Behaviour::Stream(
         deltas(&["one ", "two ", "three ", "four "]),
         Duration::from_millis(400),
@@ -418,12 +426,18 @@ async fn cancelling_stops_the_upstream_request() {
         ..config(&fake)
     }));
     let (sender, mut receiver) = mpsc::channel(8);
-    let cancel = CancellationToken::new();
     let task = tokio::spawn({
-        let (service, cancel) = (service.clone(), cancel.clone());
+        let service = service.clone();
         async move { service.execute(turn("notes", "go"), sender, cancel).await }
     });
     assert_eq!(receiver.recv().await.unwrap(), "one ");
+    (fake, service, task, receiver)
+}
+
+#[tokio::test]
+async fn cancelling_stops_the_upstream_request() {
+    let cancel = CancellationToken::new();
+    let (fake, service, task, _receiver) = a_slow_turn_under_way(cancel.clone()).await;
     cancel.cancel();
     let error = task.await.unwrap().unwrap_err();
     assert_eq!(error.code, ErrorCode::Cancelled);
@@ -440,25 +454,7 @@ async fn cancelling_stops_the_upstream_request() {
 
 #[tokio::test]
 async fn dropping_the_receiver_stops_the_upstream_request() {
-    let fake = FakeLlm::start(Behaviour::Stream(
-        deltas(&["one ", "two ", "three ", "four "]),
-        Duration::from_millis(400),
-    ))
-    .await;
-    let service = ChatService::new(Some(ChatConfig {
-        turn_timeout: Duration::from_secs(10),
-        ..config(&fake)
-    }));
-    let (sender, mut receiver) = mpsc::channel(8);
-    let task = tokio::spawn({
-        let service = service.clone();
-        async move {
-            service
-                .execute(turn("notes", "go"), sender, CancellationToken::new())
-                .await
-        }
-    });
-    assert_eq!(receiver.recv().await.unwrap(), "one ");
+    let (fake, _service, task, receiver) = a_slow_turn_under_way(CancellationToken::new()).await;
     drop(receiver);
     let error = task.await.unwrap().unwrap_err();
     assert_eq!(error.code, ErrorCode::Cancelled);

@@ -37,6 +37,7 @@ async fn principals_apps_access_resources_and_catalogue() {
     let authenticate = |credential: &str| pb::AuthenticateRequest {
         kind: "bearer".into(),
         credential: credential.into(),
+        resource: String::new(),
     };
 
     let principal = core
@@ -251,6 +252,7 @@ async fn the_tool_list_of_the_fixture_catalogue_is_golden() {
         .authenticate(pb::AuthenticateRequest {
             kind: "bearer".into(),
             credential: token,
+            resource: String::new(),
         })
         .await
         .unwrap()

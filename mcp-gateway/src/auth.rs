@@ -9,6 +9,11 @@
 //! names the app it has open in `Sasha-App`; only a browser session may bind an
 //! app, and only the bound app's app-only tools exist for it.
 //!
+//! An OAuth access token is accepted only if it was issued for this gateway's
+//! resource, `<MCP_PUBLIC_ORIGIN>/mcp` (studio-core compares the audience; a
+//! token for another resource is refused, never passed on). An
+//! unauthenticated request is told where the protected resource metadata is.
+//!
 //! A legacy MCP session (`Mcp-Session-Id`) belongs to the user who opened it: a
 //! request with another user's session id is answered as if the session did not
 //! exist. The table is per replica, like the sessions themselves; the reverse
@@ -117,18 +122,25 @@ impl SessionOwners {
     }
 }
 
-/// `401` with the envelope and a `WWW-Authenticate` challenge.
-fn unauthenticated(message: &str, invalid_token: bool) -> Response {
+/// `401` with the envelope and a `WWW-Authenticate` challenge naming the
+/// protected resource metadata (RFC 9728 §5.1), where an MCP client learns
+/// which authorization server to send its user to.
+fn unauthenticated(gateway: &Gateway, message: &str, invalid_token: bool) -> Response {
     let mut response = AppError::new(ErrorCode::Unauthenticated, message).into_response();
-    let challenge = if invalid_token {
-        "Bearer realm=\"sasha-mcp\", error=\"invalid_token\""
+    let error = if invalid_token {
+        ", error=\"invalid_token\""
     } else {
-        "Bearer realm=\"sasha-mcp\""
+        ""
     };
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(challenge),
+    let challenge = format!(
+        "Bearer realm=\"sasha-mcp\", resource_metadata=\"{}\"{error}",
+        gateway.oauth.metadata_url
     );
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
     response
 }
 
@@ -165,7 +177,7 @@ pub async fn authenticate(
         }
         ("session", secret.to_owned())
     } else {
-        return unauthenticated("a bearer token is required", false);
+        return unauthenticated(&gateway, "a bearer token is required", false);
     };
     let bound_app = match headers.get(BOUND_APP_HEADER) {
         None => None,
@@ -182,6 +194,7 @@ pub async fn authenticate(
         .authenticate(AuthenticateRequest {
             kind: kind.to_owned(),
             credential,
+            resource: gateway.oauth.resource.clone(),
         })
         .await
     {
@@ -189,7 +202,7 @@ pub async fn authenticate(
         Err(status) => {
             let error = AppError::from_status(&status);
             return if error.code == ErrorCode::Unauthenticated {
-                unauthenticated("the credential is not valid", true)
+                unauthenticated(&gateway, "the credential is not valid", true)
             } else {
                 error.into_response()
             };

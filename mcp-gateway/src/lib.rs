@@ -108,6 +108,56 @@ pub struct Gateway {
     validators: calls::Validators,
     /// Bounds the memory large upload bodies take.
     uploads: tokio::sync::Semaphore,
+    /// What OAuth clients learn about this resource.
+    oauth: ProtectedResource,
+}
+
+/// This gateway as an OAuth protected resource (RFC 9728).
+#[derive(Debug)]
+struct ProtectedResource {
+    /// `<MCP_PUBLIC_ORIGIN>/mcp`: the audience access tokens must be bound to.
+    resource: String,
+    /// Where the metadata is served.
+    metadata_url: String,
+    /// The metadata document.
+    metadata: serde_json::Value,
+}
+
+impl ProtectedResource {
+    fn new(mcp_origin: &config::Origin, studio_origin: &config::Origin) -> ProtectedResource {
+        let resource = format!("{}/mcp", mcp_origin.as_str());
+        ProtectedResource {
+            metadata_url: format!(
+                "{}/.well-known/oauth-protected-resource/mcp",
+                mcp_origin.as_str()
+            ),
+            metadata: serde_json::json!({
+                "resource": resource,
+                "authorization_servers": [studio_origin.as_str()],
+                "scopes_supported": ["apps:invoke", "apps:write"],
+                "bearer_methods_supported": ["header"],
+                "resource_name": "Sasha Apps",
+                "resource_documentation": format!("{}/", studio_origin.as_str()),
+            }),
+            resource,
+        }
+    }
+}
+
+/// `GET /.well-known/oauth-protected-resource[/mcp]`: readable by any origin
+/// (browser-based MCP clients discover it too); it holds nothing secret.
+async fn protected_resource_metadata(State(gateway): State<Arc<Gateway>>) -> Response {
+    let mut response = axum::Json(gateway.oauth.metadata.clone()).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        http::header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        http::HeaderValue::from_static("*"),
+    );
+    headers.insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("public, max-age=300"),
+    );
+    response
 }
 
 /// The largest `/mcp` request body, except a document upload.
@@ -142,6 +192,7 @@ pub async fn run(
         contracts: calls::KnownContracts::default(),
         validators: calls::Validators::default(),
         uploads: tokio::sync::Semaphore::new(UPLOADS_AT_ONCE),
+        oauth: ProtectedResource::new(&config.mcp_origin, &config.studio_origin),
     });
     let addr = listeners
         .http
@@ -194,6 +245,14 @@ pub async fn run(
         .service(mcp);
     let app = axum::Router::new()
         .route("/healthz", get(healthz))
+        .route(
+            "/.well-known/oauth-protected-resource",
+            get(protected_resource_metadata),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(protected_resource_metadata),
+        )
         .route_service("/mcp", mcp)
         .fallback(|| async { AppError::from_code(ErrorCode::NotFound).into_response() })
         .layer(axum::middleware::from_fn(

@@ -75,7 +75,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "UPLOADS_ROOT", roles: "studio-core", default: "$SASHA_STATE_DIR/uploads", meaning: "documents users upload for the assistant, converted to Markdown, one folder per user; refused at boot if it is or resolves inside DOCS_ROOT" },
     Variable { name: "SASHA_PUBLIC_ORIGIN", roles: "studio-core, edge-sandbox, mcp-gateway", default: DEFAULT_PUBLIC_ORIGIN, meaning: "the Studio origin: absolute, no trailing slash, path, query, fragment, credentials or wildcard" },
     Variable { name: "SASHA_APP_SANDBOX_ORIGIN", roles: "studio-core, edge-sandbox", default: DEFAULT_SANDBOX_ORIGIN, meaning: "the sandbox origin; same rules, and its hostname must differ from the Studio's" },
-    Variable { name: "MCP_PUBLIC_ORIGIN", roles: "mcp-gateway", default: "$SASHA_PUBLIC_ORIGIN", meaning: "the origin MCP clients use for /mcp" },
+    Variable { name: "MCP_PUBLIC_ORIGIN", roles: "mcp-gateway, studio-core", default: "$SASHA_PUBLIC_ORIGIN", meaning: "the origin MCP clients use for /mcp; OAuth access tokens are bound to <origin>/mcp" },
     Variable { name: "SASHA_REVISION_HISTORY", roles: "studio-core", default: "64", meaning: "superseded app revisions kept readable; older ones answer APP_REVISION_UNAVAILABLE" },
     Variable { name: "SASHA_BUNDLED_APPS", roles: "studio-core", default: "seed", meaning: "seed: install the bundled apps into DOCS_ROOT/apps at startup (absent ones; untouched old releases are refreshed, edits kept); off: leave DOCS_ROOT alone" },
     Variable { name: "SASHA_CHAT_BASE_URL", roles: "studio-core", default: "(unset: chat unavailable)", meaning: "OpenAI-compatible API base for app chat, e.g. http://127.0.0.1:11434/v1; requests go to <base>/chat/completions" },

@@ -170,8 +170,9 @@ async fn caller(core: &Core, headers: &HeaderMap) -> Result<Caller, Response> {
     if let Some(secret) = bearer(headers) {
         let (store, secret) = (core.store.clone(), secret.to_owned());
         return match blocking(move || store.token(&secret)).await {
-            Ok(Some(principal)) => Ok(Caller::Principal(principal)),
-            Ok(None) => Err(hidden_not_found().into_response()),
+            // OAuth access tokens are bound to the MCP resource, not this API.
+            Ok(Some(principal)) if principal.audience.is_none() => Ok(Caller::Principal(principal)),
+            Ok(_) => Err(hidden_not_found().into_response()),
             Err(error) => Err(error.into_response()),
         };
     }
@@ -195,10 +196,20 @@ async fn user(core: &Core, headers: &HeaderMap) -> Result<Principal, Response> {
     }
 }
 
+/// A signed-in browser session: the only caller who may give or withdraw
+/// OAuth consent. Anonymous is 401; any other credential the hidden 404.
+pub(crate) async fn session_user(core: &Core, headers: &HeaderMap) -> Result<Principal, Response> {
+    match caller(core, headers).await? {
+        Caller::Anonymous => Err(unauthenticated()),
+        Caller::Principal(principal) if principal.kind == PrincipalKind::Session => Ok(principal),
+        Caller::Principal(_) => Err(hidden_not_found().into_response()),
+    }
+}
+
 /// Refuses a state-changing request that is not a same-origin JSON request
 /// (security catalogue F5): the `Origin` must be the Studio origin, or, without
 /// an `Origin`, `Sec-Fetch-Site` must say `same-origin`; the body must be JSON.
-fn same_origin_json(
+pub(crate) fn same_origin_json(
     core: &Core,
     method: &Method,
     headers: &HeaderMap,
@@ -241,7 +252,7 @@ fn same_origin_json(
 }
 
 /// Parses a JSON body into `T`, refusing unknown fields with a clear message.
-fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
+pub(crate) fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
     serde_json::from_slice(body).map_err(|error| {
         AppError::new(
             ErrorCode::InputInvalid,

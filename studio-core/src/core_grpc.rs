@@ -214,6 +214,14 @@ impl CoreService for CoreGrpc {
             }
         }
         .map_err(|error| error.to_status())?;
+        // An OAuth access token works only at the resource it was issued
+        // for: never passed through to, or accepted by, another audience.
+        let principal = principal.filter(|principal| {
+            principal
+                .audience
+                .as_deref()
+                .is_none_or(|audience| audience == request.resource)
+        });
         match principal {
             Some(principal) => Ok(Response::new(to_wire(&principal))),
             None => Err(

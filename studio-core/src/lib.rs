@@ -15,7 +15,8 @@
 //! [`chat`] (chat turns for apps against an OpenAI-compatible provider),
 //! [`uploads`] (documents converted to Markdown in each user's upload area),
 //! `assist` (`CoreService.Chat` and `Upload`: the checks and the streaming),
-//! `recovery` (the recovery descriptor) and [`seed`] (the bundled apps).
+//! `recovery` (the recovery descriptor), `oauth` (the OAuth 2.1
+//! authorization server for MCP clients) and [`seed`] (the bundled apps).
 
 #[allow(
     clippy::result_large_err,
@@ -26,6 +27,11 @@ mod assist;
 pub mod catalogue;
 pub mod chat;
 mod core_grpc;
+#[allow(
+    clippy::result_large_err,
+    reason = "guards return the finished refusal, as axum handlers do"
+)]
+mod oauth;
 mod recovery;
 pub mod seed;
 pub mod source;
@@ -69,6 +75,9 @@ pub struct Config {
     pub data_url: String,
     /// `SASHA_PUBLIC_ORIGIN` and `SASHA_APP_SANDBOX_ORIGIN`.
     pub origins: Origins,
+    /// `MCP_PUBLIC_ORIGIN` (default `SASHA_PUBLIC_ORIGIN`): OAuth access
+    /// tokens are issued for the resource `<MCP_PUBLIC_ORIGIN>/mcp`.
+    pub mcp_origin: config::Origin,
     /// `DOCS_ROOT`, `DB_PATH`, `APP_DATA_ROOT`.
     pub storage: StoragePaths,
     /// The mTLS identity (`SASHA_TLS_CA`, `SASHA_TLS_CERT`, `SASHA_TLS_KEY`).
@@ -88,11 +97,13 @@ pub struct Config {
 
 impl Config {
     pub fn from_env(env: &dyn Env) -> Result<Config, ConfigError> {
+        let origins = Origins::from_env(env)?;
         Ok(Config {
+            mcp_origin: config::origin(env, "MCP_PUBLIC_ORIGIN", origins.studio.as_str())?,
             http_addr: config::socket_addr(env, "SASHA_CORE_HTTP_ADDR", "127.0.0.1:3011")?,
             grpc_addr: config::socket_addr(env, "SASHA_CORE_GRPC_ADDR", "127.0.0.1:3012")?,
             data_url: config::grpc_url(env, "SASHA_DATA_GRPC_URL", "https://127.0.0.1:3013")?,
-            origins: Origins::from_env(env)?,
+            origins,
             storage: StoragePaths::from_env(env)?,
             identity: config::identity(env, Role::StudioCore)?,
             revision_history: config::count(
@@ -144,6 +155,8 @@ struct Core {
     chat: chat::ChatService,
     /// The users' converted documents (`CoreService.Upload`), below `UPLOADS_ROOT`.
     uploads: Arc<uploads::UploadArea>,
+    /// The OAuth authorization server's parked requests and rate window.
+    oauth: oauth::OAuthState,
 }
 
 impl Core {
@@ -295,6 +308,7 @@ pub async fn run(
         uploads: Arc::new(uploads::UploadArea::new(
             config.storage.uploads_root.clone(),
         )),
+        oauth: oauth::OAuthState::new(config.origins.studio.as_str(), config.mcp_origin.as_str()),
     });
     let http_addr = listeners
         .http
@@ -430,6 +444,7 @@ fn router(core: Arc<Core>) -> axum::Router {
     let studio = axum::Router::new()
         .merge(web::routes(&core.origins.sandbox))
         .merge(api::routes())
+        .merge(oauth::routes())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             core.clone(),

@@ -62,6 +62,7 @@ impl CoreWorld {
             .authenticate(pb::AuthenticateRequest {
                 kind: kind.into(),
                 credential,
+                resource: String::new(),
             })
             .await
             .unwrap()

@@ -15,6 +15,7 @@
 //! of the call that minted it.
 
 mod confirmations;
+mod oauth;
 mod schema;
 mod secrets;
 #[cfg(test)]
@@ -36,6 +37,13 @@ pub use self::confirmations::{
     ConfirmedCall, IssuedConfirmation, MAX_CONFIRMATION_ARGUMENTS_BYTES,
     MAX_CONFIRMATION_TOOL_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_LIVE_CONFIRMATIONS_PER_USER,
     RedeemedConfirmation,
+};
+pub use self::oauth::{
+    CLIENT_SECRET_PREFIX, ClientAuthMethod, CodeExchange, Connection as OAuthConnection, Consent,
+    IssuedTokens, MAX_CLIENTS, MAX_UNCONSENTED_CLIENTS, OAUTH_ACCESS_TTL_SECONDS,
+    OAUTH_CODE_TTL_SECONDS, OAUTH_REFRESH_TTL_SECONDS, OAuthClient, OAuthRefusal,
+    REFRESH_TOKEN_PREFIX, RegisteredClient, UNCONSENTED_CLIENT_TTL_SECONDS, oauth_action,
+    pkce_matches, valid_code_challenge,
 };
 pub use self::suggestions::{
     MAX_SUGGESTIONS_PER_DAY, SUGGESTION_WINDOW_SECONDS, StoredSuggestion, Suggestion,
@@ -282,6 +290,9 @@ pub struct Principal {
     pub scopes: BTreeSet<Scope>,
     /// Unix seconds; `i64::MAX` for an API key minted without expiry.
     pub expires_at: i64,
+    /// The resource (RFC 8707 audience) an OAuth access token is bound to;
+    /// `None` for sessions and operator-minted tokens, which have none.
+    pub audience: Option<String>,
 }
 
 impl Principal {
@@ -814,6 +825,7 @@ impl Store {
             user,
             kind: PrincipalKind::Session,
             expires_at,
+            audience: None,
         }))
     }
 
@@ -888,8 +900,10 @@ impl Store {
     }
 
     /// The principal of a bearer token, or `None` when it is unknown, expired
-    /// or revoked. Scopes are the minted ones; one the user's role no longer
-    /// allows is dropped, and nothing is ever added.
+    /// or revoked, or is an OAuth token whose connection is revoked. Scopes
+    /// are the minted ones; one the user's role no longer allows is dropped,
+    /// and nothing is ever added. The audience check is the caller's: see
+    /// [`Principal::audience`].
     pub fn token(&self, secret: &str) -> Result<Option<Principal>, StoreError> {
         if secret.len() > MAX_SECRET_LEN {
             return Ok(None);
@@ -902,10 +916,12 @@ impl Store {
             let connection = self.connection();
             connection
                 .prepare_cached(&format!(
-                    "SELECT {USER_COLUMNS}, t.kind, t.scopes, t.expires_at FROM tokens t
+                    "SELECT {USER_COLUMNS}, t.kind, t.scopes, t.expires_at, t.audience FROM tokens t
                      JOIN users u ON u.id = t.user_id
+                     LEFT JOIN oauth_grants g ON g.id = t.grant_id
                      WHERE t.secret_sha256 = ?1 AND t.revoked_at IS NULL
-                       AND (t.expires_at IS NULL OR t.expires_at > ?2)"
+                       AND (t.expires_at IS NULL OR t.expires_at > ?2)
+                       AND (t.grant_id IS NULL OR g.revoked_at IS NULL)"
                 ))?
                 .query_row((secrets::secret_sha256(secret), now), |row| {
                     Ok((
@@ -913,11 +929,12 @@ impl Store {
                         row.get::<_, TokenKind>(4)?,
                         row.get::<_, String>(5)?,
                         row.get::<_, Option<i64>>(6)?,
+                        row.get::<_, Option<String>>(7)?,
                     ))
                 })
                 .optional()?
         };
-        let Some((user, kind, scopes, expires_at)) = found else {
+        let Some((user, kind, scopes, expires_at, audience)) = found else {
             return Ok(None);
         };
         if kind != claimed {
@@ -930,6 +947,7 @@ impl Store {
             kind: kind.into(),
             scopes,
             expires_at: expires_at.unwrap_or(i64::MAX),
+            audience,
         }))
     }
 

@@ -161,6 +161,71 @@ CREATE INDEX suggestions_by_user ON suggestions(user_id, created_at);
 CREATE INDEX suggestions_by_time ON suggestions(created_at);
 "#,
     },
+    Migration {
+        version: 4,
+        name: "oauth",
+        sql: r#"
+-- OAuth 2.1 for MCP clients (see store/oauth.rs). Secrets (client secrets,
+-- codes, refresh and access tokens) are stored only as sha256.
+CREATE TABLE oauth_clients (
+    client_id     TEXT PRIMARY KEY,
+    client_name   TEXT NOT NULL,
+    -- JSON array of the registered redirect URIs.
+    redirect_uris TEXT NOT NULL,
+    auth_method   TEXT NOT NULL
+        CHECK (auth_method IN ('none', 'client_secret_post', 'client_secret_basic')),
+    secret_sha256 TEXT,
+    created_at    INTEGER NOT NULL,
+    -- The first consent; clients nobody consented to are pruned.
+    consented_at  INTEGER
+) STRICT;
+CREATE INDEX oauth_clients_unconsented ON oauth_clients(consented_at, created_at);
+
+-- A connection: one person's consent to one client, bound to one resource.
+-- Revoking it ends every token issued under it.
+CREATE TABLE oauth_grants (
+    id             TEXT PRIMARY KEY,
+    client_id      TEXT NOT NULL REFERENCES oauth_clients(client_id) ON DELETE CASCADE,
+    user_id        TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    scopes         TEXT NOT NULL,
+    resource       TEXT NOT NULL,
+    redirect_uri   TEXT NOT NULL,
+    created_at     INTEGER NOT NULL,
+    connected_at   INTEGER,
+    last_used_at   INTEGER,
+    revoked_at     INTEGER,
+    revoked_reason TEXT
+) STRICT;
+CREATE INDEX oauth_grants_by_user ON oauth_grants(user_id, connected_at);
+CREATE INDEX oauth_grants_by_client ON oauth_grants(client_id);
+
+CREATE TABLE oauth_codes (
+    code_sha256    TEXT PRIMARY KEY,
+    grant_id       TEXT NOT NULL REFERENCES oauth_grants(id) ON DELETE CASCADE,
+    code_challenge TEXT NOT NULL,
+    expires_at     INTEGER NOT NULL,
+    used_at        INTEGER
+) STRICT;
+CREATE INDEX oauth_codes_by_grant ON oauth_codes(grant_id);
+
+-- Spent refresh tokens stay until they expire, so their reuse is detected.
+CREATE TABLE oauth_refresh_tokens (
+    secret_sha256 TEXT PRIMARY KEY,
+    grant_id      TEXT NOT NULL REFERENCES oauth_grants(id) ON DELETE CASCADE,
+    scopes        TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    expires_at    INTEGER NOT NULL,
+    used_at       INTEGER
+) STRICT;
+CREATE INDEX oauth_refresh_tokens_by_grant ON oauth_refresh_tokens(grant_id);
+
+-- Access tokens issued under a connection name it and the resource (RFC 8707
+-- audience) they are for; tokens minted by the operator have neither.
+ALTER TABLE tokens ADD COLUMN grant_id TEXT REFERENCES oauth_grants(id) ON DELETE CASCADE;
+ALTER TABLE tokens ADD COLUMN audience TEXT;
+CREATE INDEX tokens_by_grant ON tokens(grant_id);
+"#,
+    },
 ];
 
 /// The newest schema version this build knows.
@@ -234,7 +299,7 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(versions, [(1, 1), (2, 2), (3, 2)]);
+        assert_eq!(versions, [(1, 1), (2, 2), (3, 2), (4, 2)]);
         let users: i64 = connection
             .query_row("SELECT count(*) FROM users", [], |row| row.get(0))
             .unwrap();
@@ -248,7 +313,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 3);
+        assert_eq!(latest_version(), 4);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -294,6 +359,7 @@ mod tests {
                 (1, "identity and access".to_owned(), 1),
                 (2, "confirmations".to_owned(), 2),
                 (3, "suggestions".to_owned(), 3),
+                (4, "oauth".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection
@@ -346,7 +412,56 @@ mod tests {
                 row.get(0)
             })
             .unwrap();
-        assert_eq!(newest, 3);
+        assert_eq!(newest, latest_version());
+    }
+
+    /// A database at version 3 gains the OAuth tables; its tokens keep
+    /// working and have no connection and no audience.
+    #[test]
+    fn a_version_three_database_gains_oauth_in_place() {
+        let mut connection = Connection::open_in_memory().unwrap();
+        connection
+            .pragma_update(None, "foreign_keys", "ON")
+            .unwrap();
+        connection
+            .execute_batch(
+                "CREATE TABLE schema_migrations (
+                    version    INTEGER PRIMARY KEY,
+                    name       TEXT NOT NULL,
+                    applied_at INTEGER NOT NULL
+                ) STRICT;",
+            )
+            .unwrap();
+        for migration in &MIGRATIONS[..3] {
+            connection.execute_batch(migration.sql).unwrap();
+            connection
+                .execute(
+                    "INSERT INTO schema_migrations VALUES (?1, ?2, 1)",
+                    (migration.version, migration.name),
+                )
+                .unwrap();
+        }
+        connection
+            .execute_batch(
+                "INSERT INTO users VALUES ('u1', 'alice', 'member', 'hash', 1);
+                 INSERT INTO tokens (kind, user_id, scopes, secret_sha256, created_at)
+                 VALUES ('access', 'u1', 'apps:invoke', 'h', 1);",
+            )
+            .unwrap();
+        migrate(&mut connection, 4).unwrap();
+        let token: (Option<String>, Option<String>) = connection
+            .query_row("SELECT grant_id, audience FROM tokens", [], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(token, (None, None));
+        // A token may only name an existing connection.
+        let dangling = connection.execute(
+            "INSERT INTO tokens (kind, user_id, scopes, secret_sha256, created_at, grant_id)
+             VALUES ('access', 'u1', 'apps:invoke', 'h2', 1, 'nope')",
+            [],
+        );
+        assert!(dangling.is_err());
     }
 
     #[test]

@@ -1,0 +1,1033 @@
+//! OAuth 2.1 for MCP clients through the real interfaces: `sasha up` (Studio
+//! and `/mcp` on `http://localhost:<port>`), plain HTTP for discovery,
+//! registration, the authorization endpoint, the consent API a signed-in
+//! Studio page calls, the token and revocation endpoints, and MCP calls with
+//! the tokens. The browser and the official SDK client drive the same flow in
+//! `browser_oauth.rs`; this file holds every refusal.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+
+use base64::Engine as _;
+use common::mcp::{Mcp, tool_names};
+use common::{UpProcess, copy_dir, free_port, root};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use sha2::Digest as _;
+use studio_core::store::{
+    AppAccess, ClientAuthMethod, CodeExchange, Consent, Scope, Store, UserRole,
+};
+
+const MEMBER: &str = "mia";
+const PASSWORD: &str = "correct horse battery";
+const REDIRECT: &str = "http://127.0.0.1:4567/callback";
+const VERIFIER: &str = "a-verifier-long-enough-to-satisfy-rfc-7636-rules-0123456789";
+
+fn challenge(verifier: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier))
+}
+
+/// A running system with the two fixture apps, the dev admin and a member who
+/// may use expense-log.
+struct World {
+    _state: tempfile::TempDir,
+    up: UpProcess,
+    port: u16,
+    http: reqwest::Client,
+    store: Store,
+    admin: (String, String),
+    member_id: String,
+}
+
+impl World {
+    async fn start() -> World {
+        let state = tempfile::tempdir().unwrap();
+        for app in ["hello", "expense-log"] {
+            copy_dir(
+                &root().join("tests/packages/valid").join(app),
+                &state.path().join("docs/apps").join(app),
+            );
+        }
+        let port = free_port();
+        let up = UpProcess::start(state.path(), port).await;
+        let admin: Value = serde_json::from_str(
+            &std::fs::read_to_string(state.path().join("dev-admin.json")).unwrap(),
+        )
+        .unwrap();
+        let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+        let member = store
+            .create_user(MEMBER, UserRole::Member, PASSWORD)
+            .unwrap();
+        let _ = common::http_client();
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .resolve("localhost", SocketAddr::from(([127, 0, 0, 1], port)))
+            .build()
+            .unwrap();
+        let world = World {
+            _state: state,
+            up,
+            port,
+            http,
+            store,
+            admin: (
+                admin["username"].as_str().unwrap().to_owned(),
+                admin["password"].as_str().unwrap().to_owned(),
+            ),
+            member_id: member.id,
+        };
+        // The catalogue registers the apps (and grants the admin manage) on
+        // its first refresh: wait for it before granting the member.
+        for _ in 0..100 {
+            if world.store.registered_app("expense-log").unwrap().is_some() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let admin_id = world
+            .store
+            .user_by_name(&world.admin.0)
+            .unwrap()
+            .unwrap()
+            .id;
+        world
+            .store
+            .grant(
+                "expense-log",
+                &world.member_id,
+                AppAccess::Use,
+                Some(&admin_id),
+            )
+            .unwrap();
+        world
+    }
+
+    fn origin(&self) -> String {
+        format!("http://localhost:{}", self.port)
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.origin())
+    }
+
+    fn resource(&self) -> String {
+        self.url("/mcp")
+    }
+
+    /// Signs in through the Studio API; returns the `Cookie` header value.
+    async fn sign_in(&self, username: &str, password: &str) -> String {
+        let response = self
+            .http
+            .post(self.url("/api/auth/login"))
+            .header("origin", self.origin())
+            .json(&json!({"username": username, "password": password}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "sign-in of {username}");
+        let cookie = response.headers()["set-cookie"].to_str().unwrap();
+        cookie.split(';').next().unwrap().to_owned()
+    }
+
+    async fn admin_cookie(&self) -> String {
+        self.sign_in(&self.admin.0.clone(), &self.admin.1.clone())
+            .await
+    }
+
+    async fn register(&self, body: Value) -> reqwest::Response {
+        self.http
+            .post(self.url("/oauth/register"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Registers a public client with [`REDIRECT`]; returns its id.
+    async fn client(&self, name: &str) -> String {
+        let response = self
+            .register(json!({
+                "client_name": name,
+                "redirect_uris": [REDIRECT],
+                "token_endpoint_auth_method": "none",
+                "grant_types": ["authorization_code", "refresh_token"],
+            }))
+            .await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+        let body: Value = response.json().await.unwrap();
+        assert!(body.get("client_secret").is_none());
+        body["client_id"].as_str().unwrap().to_owned()
+    }
+
+    /// `GET /oauth/authorize` with the given parameters (no redirect followed).
+    async fn authorize(&self, params: &[(&str, &str)]) -> reqwest::Response {
+        let mut url = url::Url::parse(&self.url("/oauth/authorize")).unwrap();
+        url.query_pairs_mut().extend_pairs(params);
+        self.http.get(url).send().await.unwrap()
+    }
+
+    /// A valid authorization request for `client` asking for `scope`; returns
+    /// the parked request id from the redirect to the Studio page.
+    async fn request_id(&self, client: &str, scope: &str) -> String {
+        let challenge = challenge(VERIFIER);
+        let resource = self.resource();
+        let response = self
+            .authorize(&[
+                ("response_type", "code"),
+                ("client_id", client),
+                ("redirect_uri", REDIRECT),
+                ("code_challenge", &challenge),
+                ("code_challenge_method", "S256"),
+                ("state", "st-123"),
+                ("scope", scope),
+                ("resource", &resource),
+            ])
+            .await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+        let location = response.headers()["location"].to_str().unwrap();
+        location
+            .strip_prefix("/#/connect/")
+            .unwrap_or_else(|| panic!("redirect to the consent page, got {location}"))
+            .to_owned()
+    }
+
+    async fn consent_call(
+        &self,
+        cookie: &str,
+        id: &str,
+        action: &str,
+        body: Value,
+    ) -> reqwest::Response {
+        self.http
+            .post(self.url(&format!("/api/oauth/requests/{id}/{action}")))
+            .header("origin", self.origin())
+            .header("cookie", cookie)
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Approves `id` with `scopes`; returns the code from the redirect.
+    async fn approve(&self, cookie: &str, id: &str, scopes: &[&str]) -> String {
+        let response = self
+            .consent_call(cookie, id, "approve", json!({"scopes": scopes}))
+            .await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let body: Value = response.json().await.unwrap();
+        let redirect = url::Url::parse(body["redirectTo"].as_str().unwrap()).unwrap();
+        assert!(redirect.as_str().starts_with(REDIRECT));
+        let params: std::collections::HashMap<_, _> = redirect.query_pairs().into_owned().collect();
+        assert_eq!(params["state"], "st-123");
+        assert_eq!(params["iss"], self.origin());
+        params["code"].clone()
+    }
+
+    async fn token(&self, form: &[(&str, &str)]) -> (StatusCode, Value) {
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form)
+            .finish();
+        let response = self
+            .http
+            .post(self.url("/oauth/token"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        (status, response.json().await.unwrap())
+    }
+
+    async fn exchange(&self, client: &str, code: &str, verifier: &str) -> (StatusCode, Value) {
+        let resource = self.resource();
+        self.token(&[
+            ("grant_type", "authorization_code"),
+            ("client_id", client),
+            ("code", code),
+            ("redirect_uri", REDIRECT),
+            ("code_verifier", verifier),
+            ("resource", &resource),
+        ])
+        .await
+    }
+
+    async fn refresh(&self, client: &str, refresh_token: &str) -> (StatusCode, Value) {
+        self.token(&[
+            ("grant_type", "refresh_token"),
+            ("client_id", client),
+            ("refresh_token", refresh_token),
+        ])
+        .await
+    }
+
+    /// A whole consented connection: tokens for `scopes`.
+    async fn connect(&self, cookie: &str, client: &str, scopes: &[&str]) -> Value {
+        let id = self.request_id(client, &scopes.join(" ")).await;
+        let code = self.approve(cookie, &id, scopes).await;
+        let (status, tokens) = self.exchange(client, &code, VERIFIER).await;
+        assert_eq!(status, StatusCode::OK, "{tokens}");
+        tokens
+    }
+
+    /// `tools/list` with `token`: the HTTP status and the tool names.
+    async fn tools(&self, token: &str) -> (u16, Vec<String>) {
+        let mut mcp = Mcp::sessionless(&self.resource(), token);
+        let exchange = mcp.request("tools/list", json!({})).await;
+        if exchange.status == 200 {
+            (200, tool_names(&exchange))
+        } else {
+            (exchange.status, Vec::new())
+        }
+    }
+}
+
+/// The refusal of a token request: status, OAuth error, and the envelope.
+fn assert_oauth_error(outcome: &(StatusCode, Value), status: StatusCode, error: &str) {
+    let (got, body) = outcome;
+    assert_eq!(*got, status, "{body}");
+    assert_eq!(body["error"], error, "{body}");
+    assert!(
+        body["error_description"]
+            .as_str()
+            .is_some_and(|d| !d.is_empty()),
+        "{body}"
+    );
+    assert!(
+        body["code"].as_str().is_some_and(|c| c.starts_with("APP_")),
+        "{body}"
+    );
+    assert!(body["diagnosticId"].as_str().is_some(), "{body}");
+    assert!(body["retryable"].is_boolean(), "{body}");
+}
+
+#[tokio::test]
+async fn discovery_leads_from_the_401_to_the_authorization_server() {
+    let world = World::start().await;
+    let mut mcp = Mcp::sessionless(&world.resource(), "");
+    let exchange = mcp.request("tools/list", json!({})).await;
+    // An empty bearer is no credential at all.
+    assert_eq!(exchange.status, 401);
+    let challenge = exchange.headers["www-authenticate"].to_str().unwrap();
+    let metadata_url = world.url("/.well-known/oauth-protected-resource/mcp");
+    assert!(
+        challenge.contains(&format!("resource_metadata=\"{metadata_url}\"")),
+        "{challenge}"
+    );
+
+    let metadata: Value = world
+        .http
+        .get(&metadata_url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(metadata["resource"], world.resource());
+    assert_eq!(metadata["authorization_servers"], json!([world.origin()]));
+    assert_eq!(
+        metadata["scopes_supported"],
+        json!(["apps:invoke", "apps:write"])
+    );
+    let root_form: Value = world
+        .http
+        .get(world.url("/.well-known/oauth-protected-resource"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(root_form, metadata);
+
+    let server: Value = world
+        .http
+        .get(world.url("/.well-known/oauth-authorization-server"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(server["issuer"], world.origin());
+    for (field, path) in [
+        ("authorization_endpoint", "/oauth/authorize"),
+        ("token_endpoint", "/oauth/token"),
+        ("registration_endpoint", "/oauth/register"),
+        ("revocation_endpoint", "/oauth/revoke"),
+    ] {
+        assert_eq!(server[field], world.url(path), "{field}");
+    }
+    assert_eq!(server["code_challenge_methods_supported"], json!(["S256"]));
+    assert_eq!(
+        server["grant_types_supported"],
+        json!(["authorization_code", "refresh_token"])
+    );
+
+    // A bad token gets the same pointer and says the token is invalid.
+    let mut mcp = Mcp::sessionless(&world.resource(), "sasha_at_not-a-token");
+    let exchange = mcp.request("tools/list", json!({})).await;
+    assert_eq!(exchange.status, 401);
+    let challenge = exchange.headers["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.contains("error=\"invalid_token\"") && challenge.contains("resource_metadata=")
+    );
+}
+
+#[tokio::test]
+async fn a_consented_connection_lists_tools_by_scope_refreshes_and_is_revoked() {
+    let world = World::start().await;
+    let cookie = world.admin_cookie().await;
+    let client = world.client("Desk Client").await;
+
+    // The consent card's data: the client, where it returns, the scopes.
+    let id = world.request_id(&client, "apps:invoke apps:write").await;
+    let details: Value = world
+        .http
+        .get(world.url(&format!("/api/oauth/requests/{id}")))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(details["client"]["name"], "Desk Client");
+    assert_eq!(details["redirectHost"], "127.0.0.1:4567");
+    assert_eq!(details["resource"], world.resource());
+    assert_eq!(details["unavailableScopes"], json!([]));
+    let offered: Vec<&str> = details["offeredScopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["scope"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["apps:invoke", "apps:write"]);
+    // Anonymous is 401; a bearer token cannot consent.
+    let anonymous = world
+        .http
+        .get(world.url(&format!("/api/oauth/requests/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+
+    let code = world
+        .approve(&cookie, &id, &["apps:invoke", "apps:write"])
+        .await;
+    // The request was single-use.
+    let again = world
+        .consent_call(&cookie, &id, "approve", json!({"scopes": ["apps:invoke"]}))
+        .await;
+    assert_eq!(again.status(), StatusCode::NOT_FOUND);
+    let (status, tokens) = world.exchange(&client, &code, VERIFIER).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    assert_eq!(tokens["token_type"], "Bearer");
+    assert_eq!(tokens["expires_in"], 3600);
+    assert_eq!(tokens["scope"], "apps:invoke apps:write");
+    let access = tokens["access_token"].as_str().unwrap();
+    let (status, names) = world.tools(access).await;
+    assert_eq!(status, 200);
+    assert!(names.contains(&"open_app__hello".to_owned()), "{names:?}");
+    assert!(names.contains(&"listAppFiles".to_owned()), "{names:?}");
+
+    // Bound to /mcp: the Studio API does not take it.
+    let api = world
+        .http
+        .get(world.url("/api/me"))
+        .bearer_auth(access)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api.status(), StatusCode::NOT_FOUND);
+
+    // A connection with apps:invoke only has no source tools.
+    let narrow = world.connect(&cookie, &client, &["apps:invoke"]).await;
+    let (_, names) = world.tools(narrow["access_token"].as_str().unwrap()).await;
+    assert!(names.contains(&"open_app__hello".to_owned()));
+    assert!(
+        !names.iter().any(|name| name == "listAppFiles"),
+        "{names:?}"
+    );
+
+    // Refresh rotates and keeps working.
+    let (status, renewed) = world
+        .refresh(&client, tokens["refresh_token"].as_str().unwrap())
+        .await;
+    assert_eq!(status, StatusCode::OK, "{renewed}");
+    assert_ne!(renewed["refresh_token"], tokens["refresh_token"]);
+    let renewed_access = renewed["access_token"].as_str().unwrap();
+    assert_eq!(world.tools(renewed_access).await.0, 200);
+    // Asking for more than was consented is refused: that needs a new consent.
+    let (status, body) = world
+        .token(&[
+            ("grant_type", "refresh_token"),
+            ("client_id", &client),
+            ("refresh_token", narrow["refresh_token"].as_str().unwrap()),
+            ("scope", "apps:invoke apps:write"),
+        ])
+        .await;
+    assert_oauth_error(&(status, body), StatusCode::BAD_REQUEST, "invalid_scope");
+
+    // The Studio page lists both connections; revoking one ends its tokens
+    // on the very next call and leaves the other alone.
+    let listed: Value = world
+        .http
+        .get(world.url("/api/oauth/connections"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let connections = listed["connections"].as_array().unwrap();
+    assert_eq!(connections.len(), 2);
+    let wide = connections
+        .iter()
+        .find(|c| c["scopes"] == json!(["apps:invoke", "apps:write"]))
+        .unwrap();
+    assert_eq!(wide["clientName"], "Desk Client");
+    assert_eq!(wide["redirectHost"], "127.0.0.1:4567");
+    let wide_id = wide["id"].as_str().unwrap();
+    // Not from another site, and not by another user.
+    let cross_site = world
+        .http
+        .delete(world.url(&format!("/api/oauth/connections/{wide_id}")))
+        .header("origin", "https://evil.example")
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross_site.status(), StatusCode::FORBIDDEN);
+    let member_cookie = world.sign_in(MEMBER, PASSWORD).await;
+    let stranger = world
+        .http
+        .delete(world.url(&format!("/api/oauth/connections/{wide_id}")))
+        .header("origin", world.origin())
+        .header("cookie", &member_cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stranger.status(), StatusCode::NOT_FOUND);
+    assert_eq!(world.tools(renewed_access).await.0, 200);
+    let revoked = world
+        .http
+        .delete(world.url(&format!("/api/oauth/connections/{wide_id}")))
+        .header("origin", world.origin())
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoked.status(), StatusCode::NO_CONTENT);
+    assert_eq!(world.tools(renewed_access).await.0, 401);
+    assert_oauth_error(
+        &world
+            .refresh(&client, renewed["refresh_token"].as_str().unwrap())
+            .await,
+        StatusCode::BAD_REQUEST,
+        "invalid_grant",
+    );
+    assert_eq!(
+        world
+            .tools(narrow["access_token"].as_str().unwrap())
+            .await
+            .0,
+        200
+    );
+
+    // RFC 7009: the client revokes its refresh token, ending the connection.
+    let form = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs([
+            ("client_id", client.as_str()),
+            ("token", narrow["refresh_token"].as_str().unwrap()),
+        ])
+        .finish();
+    let response = world
+        .http
+        .post(world.url("/oauth/revoke"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        world
+            .tools(narrow["access_token"].as_str().unwrap())
+            .await
+            .0,
+        401
+    );
+
+    // An operator-minted token still works beside all this.
+    let admin = world.store.user_by_name(&world.admin.0).unwrap().unwrap();
+    let minted = common::mcp::token(&world.store, &admin, &[Scope::ChatUse, Scope::AppsInvoke]);
+    assert_eq!(world.tools(&minted).await.0, 200);
+    drop(world.up);
+}
+
+#[tokio::test]
+async fn codes_verifiers_redirects_and_resources_are_checked() {
+    let world = World::start().await;
+    let cookie = world.admin_cookie().await;
+    let client = world.client("Checked Client").await;
+    let other_client = world.client("Other Client").await;
+    let resource = world.resource();
+    let challenge = challenge(VERIFIER);
+
+    // Wrong PKCE verifier: refused, and the code is spent.
+    let id = world.request_id(&client, "apps:invoke").await;
+    let code = world.approve(&cookie, &id, &["apps:invoke"]).await;
+    let wrong = "w".repeat(50);
+    assert_oauth_error(
+        &world.exchange(&client, &code, &wrong).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_grant",
+    );
+    assert_oauth_error(
+        &world.exchange(&client, &code, VERIFIER).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_grant",
+    );
+
+    // A reused code: refused, and the tokens of its first use are revoked.
+    let id = world.request_id(&client, "apps:invoke").await;
+    let code = world.approve(&cookie, &id, &["apps:invoke"]).await;
+    let (status, first) = world.exchange(&client, &code, VERIFIER).await;
+    assert_eq!(status, StatusCode::OK);
+    let first_access = first["access_token"].as_str().unwrap();
+    assert_eq!(world.tools(first_access).await.0, 200);
+    assert_oauth_error(
+        &world.exchange(&client, &code, VERIFIER).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_grant",
+    );
+    assert_eq!(world.tools(first_access).await.0, 401);
+
+    // A code presented by another client.
+    let id = world.request_id(&client, "apps:invoke").await;
+    let code = world.approve(&cookie, &id, &["apps:invoke"]).await;
+    assert_oauth_error(
+        &world.exchange(&other_client, &code, VERIFIER).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_grant",
+    );
+
+    // Redirect mismatch at the authorization endpoint: an error page, never a
+    // redirect to the unregistered address.
+    for bad in [
+        "http://127.0.0.1:4567/callback/extra",
+        "http://evil.example/callback",
+        "https://127.0.0.1:4567/callback",
+    ] {
+        let response = world
+            .authorize(&[
+                ("response_type", "code"),
+                ("client_id", &client),
+                ("redirect_uri", bad),
+                ("code_challenge", &challenge),
+                ("code_challenge_method", "S256"),
+            ])
+            .await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{bad}");
+        assert!(response.headers().get("location").is_none());
+        let page = response.text().await.unwrap();
+        assert!(
+            page.contains("redirect URI is not one the client registered"),
+            "{page}"
+        );
+    }
+    // A loopback IP literal may change its port (RFC 8252 §7.3), and the code
+    // is then bound to that exact URI.
+    let moved = "http://127.0.0.1:9999/callback";
+    let response = world
+        .authorize(&[
+            ("response_type", "code"),
+            ("client_id", &client),
+            ("redirect_uri", moved),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", "S256"),
+            ("state", "st-123"),
+        ])
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let id = response.headers()["location"].to_str().unwrap()["/#/connect/".len()..].to_owned();
+    let response = world
+        .consent_call(&cookie, &id, "approve", json!({"scopes": ["apps:invoke"]}))
+        .await;
+    let body: Value = response.json().await.unwrap();
+    let redirect_to = url::Url::parse(body["redirectTo"].as_str().unwrap()).unwrap();
+    assert_eq!(redirect_to.port(), Some(9999));
+    let code = redirect_to
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .unwrap()
+        .1
+        .into_owned();
+    // Redirect mismatch at the token endpoint.
+    assert_oauth_error(
+        &world.exchange(&client, &code, VERIFIER).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_grant",
+    );
+
+    // Other errors go back to the client with its state.
+    for (params, error) in [
+        (
+            vec![("response_type", "token")],
+            "unsupported_response_type",
+        ),
+        (
+            vec![("response_type", "code"), ("code_challenge_method", "S256")],
+            "invalid_request",
+        ),
+        (
+            vec![
+                ("response_type", "code"),
+                ("code_challenge", challenge.as_str()),
+                ("code_challenge_method", "plain"),
+            ],
+            "invalid_request",
+        ),
+        (
+            vec![
+                ("response_type", "code"),
+                ("code_challenge", challenge.as_str()),
+                ("code_challenge_method", "S256"),
+                ("resource", "https://other.example/mcp"),
+            ],
+            "invalid_target",
+        ),
+    ] {
+        let mut all = vec![
+            ("client_id", client.as_str()),
+            ("redirect_uri", REDIRECT),
+            ("state", "st-9"),
+        ];
+        all.extend(params);
+        let response = world.authorize(&all).await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{error}");
+        let location = url::Url::parse(response.headers()["location"].to_str().unwrap()).unwrap();
+        assert!(location.as_str().starts_with(REDIRECT));
+        let params: std::collections::HashMap<_, _> = location.query_pairs().into_owned().collect();
+        assert_eq!(params["error"], error);
+        assert_eq!(params["state"], "st-9");
+        assert_eq!(params["iss"], world.origin());
+    }
+    // An unknown client gets a page, not a redirect.
+    let response = world
+        .authorize(&[
+            ("response_type", "code"),
+            ("client_id", "sasha_client_nope"),
+            ("redirect_uri", REDIRECT),
+        ])
+        .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert!(response.headers().get("location").is_none());
+
+    // A token for another resource is refused at the token endpoint …
+    let id = world.request_id(&client, "apps:invoke").await;
+    let code = world.approve(&cookie, &id, &["apps:invoke"]).await;
+    assert_oauth_error(
+        &world
+            .token(&[
+                ("grant_type", "authorization_code"),
+                ("client_id", &client),
+                ("code", &code),
+                ("redirect_uri", REDIRECT),
+                ("code_verifier", VERIFIER),
+                ("resource", "https://other.example/mcp"),
+            ])
+            .await,
+        StatusCode::BAD_REQUEST,
+        "invalid_target",
+    );
+    // … and a token issued for another resource is refused by the gateway,
+    // never passed through.
+    let admin = world.store.user_by_name(&world.admin.0).unwrap().unwrap();
+    let foreign_client = world
+        .store
+        .oauth_register_client("Foreign", &[REDIRECT.to_owned()], ClientAuthMethod::None)
+        .unwrap()
+        .unwrap();
+    let invoke: BTreeSet<Scope> = [Scope::AppsInvoke].into();
+    let foreign_code = world
+        .store
+        .oauth_consent(&Consent {
+            client_id: &foreign_client.client.client_id,
+            user_id: &admin.id,
+            scopes: &invoke,
+            resource: "https://other.example/mcp",
+            redirect_uri: REDIRECT,
+            code_challenge: &challenge,
+        })
+        .unwrap();
+    let foreign = world
+        .store
+        .oauth_exchange_code(&CodeExchange {
+            client_id: &foreign_client.client.client_id,
+            code: &foreign_code,
+            redirect_uri: REDIRECT,
+            code_verifier: VERIFIER,
+            resource: None,
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(world.tools(&foreign.access_token).await.0, 401);
+    let _ = resource;
+}
+
+#[tokio::test]
+async fn a_reused_refresh_token_revokes_the_family() {
+    let world = World::start().await;
+    let cookie = world.admin_cookie().await;
+    let client = world.client("Refreshing Client").await;
+    let first = world.connect(&cookie, &client, &["apps:invoke"]).await;
+    let (status, second) = world
+        .refresh(&client, first["refresh_token"].as_str().unwrap())
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, third) = world
+        .refresh(&client, second["refresh_token"].as_str().unwrap())
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        world.tools(third["access_token"].as_str().unwrap()).await.0,
+        200
+    );
+    // The first refresh token comes back: everything in the family dies.
+    assert_oauth_error(
+        &world
+            .refresh(&client, first["refresh_token"].as_str().unwrap())
+            .await,
+        StatusCode::BAD_REQUEST,
+        "invalid_grant",
+    );
+    for access in [&first, &second, &third] {
+        assert_eq!(
+            world
+                .tools(access["access_token"].as_str().unwrap())
+                .await
+                .0,
+            401
+        );
+    }
+    assert_oauth_error(
+        &world
+            .refresh(&client, third["refresh_token"].as_str().unwrap())
+            .await,
+        StatusCode::BAD_REQUEST,
+        "invalid_grant",
+    );
+    let listed: Value = world
+        .http
+        .get(world.url("/api/oauth/connections"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["connections"], json!([]));
+}
+
+#[tokio::test]
+async fn a_member_cannot_consent_to_apps_write() {
+    let world = World::start().await;
+    let cookie = world.sign_in(MEMBER, PASSWORD).await;
+    let client = world.client("Member Client").await;
+    let id = world.request_id(&client, "apps:invoke apps:write").await;
+    let details: Value = world
+        .http
+        .get(world.url(&format!("/api/oauth/requests/{id}")))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(details["unavailableScopes"], json!(["apps:write"]));
+    assert_eq!(details["offeredScopes"].as_array().unwrap().len(), 1);
+    assert_eq!(details["offeredScopes"][0]["scope"], "apps:invoke");
+    // Asking anyway is refused, and the request survives the refusal.
+    let refused = world
+        .consent_call(
+            &cookie,
+            &id,
+            "approve",
+            json!({"scopes": ["apps:invoke", "apps:write"]}),
+        )
+        .await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let envelope: Value = refused.json().await.unwrap();
+    assert_eq!(envelope["code"], "APP_ACCESS_DENIED");
+    assert!(envelope["message"].as_str().unwrap().contains("apps:write"));
+    for (scopes, status) in [
+        (json!([]), StatusCode::BAD_REQUEST),
+        (json!(["chat:use"]), StatusCode::BAD_REQUEST),
+        (json!(["apps:everything"]), StatusCode::BAD_REQUEST),
+    ] {
+        let response = world
+            .consent_call(&cookie, &id, "approve", json!({ "scopes": scopes }))
+            .await;
+        assert_eq!(response.status(), status, "{scopes}");
+        let envelope: Value = response.json().await.unwrap();
+        assert_eq!(envelope["code"], "APP_INPUT_INVALID");
+    }
+    let code = world.approve(&cookie, &id, &["apps:invoke"]).await;
+    let (status, tokens) = world.exchange(&client, &code, VERIFIER).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(tokens["scope"], "apps:invoke");
+    let (status, names) = world.tools(tokens["access_token"].as_str().unwrap()).await;
+    assert_eq!(status, 200);
+    assert!(
+        names.contains(&"open_app__expense_log".to_owned()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"app__expense_log__categories__list".to_owned()),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"open_app__hello".to_owned()), "{names:?}");
+    assert!(!names.iter().any(|name| name == "listAppFiles"));
+
+    // Denying sends the person back with access_denied and the state.
+    let id = world.request_id(&client, "apps:invoke").await;
+    let response = world.consent_call(&cookie, &id, "deny", json!({})).await;
+    let body: Value = response.json().await.unwrap();
+    let redirect = url::Url::parse(body["redirectTo"].as_str().unwrap()).unwrap();
+    let params: std::collections::HashMap<_, _> = redirect.query_pairs().into_owned().collect();
+    assert_eq!(params["error"], "access_denied");
+    assert_eq!(params["state"], "st-123");
+}
+
+#[tokio::test]
+async fn registration_is_checked_and_rate_limited() {
+    let world = World::start().await;
+    for (body, error) in [
+        (
+            json!({"redirect_uris": ["http://client.example.com/cb"]}),
+            "invalid_redirect_uri",
+        ),
+        (
+            json!({"redirect_uris": ["https://client.example.com/cb#x"]}),
+            "invalid_redirect_uri",
+        ),
+        (
+            json!({"redirect_uris": ["javascript:alert(1)"]}),
+            "invalid_redirect_uri",
+        ),
+        (json!({"redirect_uris": []}), "invalid_redirect_uri"),
+        (json!({}), "invalid_redirect_uri"),
+        (
+            json!({"redirect_uris": vec![REDIRECT; 11]}),
+            "invalid_redirect_uri",
+        ),
+        (
+            json!({"redirect_uris": [REDIRECT], "client_name": "x".repeat(101)}),
+            "invalid_client_metadata",
+        ),
+        (
+            json!({"redirect_uris": [REDIRECT], "grant_types": ["client_credentials"]}),
+            "invalid_client_metadata",
+        ),
+        (
+            json!({"redirect_uris": [REDIRECT], "response_types": ["token"]}),
+            "invalid_client_metadata",
+        ),
+        (
+            json!({"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "private_key_jwt"}),
+            "invalid_client_metadata",
+        ),
+        (
+            json!({"redirect_uris": "not a list"}),
+            "invalid_client_metadata",
+        ),
+    ] {
+        let response = world.register(body.clone()).await;
+        let status = response.status();
+        let body_text: Value = response.json().await.unwrap();
+        assert_oauth_error(&(status, body_text), StatusCode::BAD_REQUEST, error);
+        let _ = body;
+    }
+    let oversized = world
+        .http
+        .post(world.url("/oauth/register"))
+        .header("content-type", "application/json")
+        .body(format!(
+            "{{\"redirect_uris\":[\"{REDIRECT}\"],\"x\":\"{}\"}}",
+            "y".repeat(20_000)
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(oversized.status(), StatusCode::BAD_REQUEST);
+
+    // A confidential client gets a secret and must present it.
+    let response = world
+        .register(json!({"client_name": "Server", "redirect_uris": [REDIRECT]}))
+        .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let registered: Value = response.json().await.unwrap();
+    assert_eq!(
+        registered["token_endpoint_auth_method"],
+        "client_secret_basic"
+    );
+    let secret = registered["client_secret"].as_str().unwrap();
+    let id = registered["client_id"].as_str().unwrap();
+    let outcome = world
+        .token(&[
+            ("grant_type", "refresh_token"),
+            ("client_id", id),
+            ("refresh_token", "sasha_rt_x"),
+        ])
+        .await;
+    assert_oauth_error(&outcome, StatusCode::UNAUTHORIZED, "invalid_client");
+    let outcome = world
+        .token(&[
+            ("grant_type", "refresh_token"),
+            ("client_id", id),
+            ("client_secret", secret),
+            ("refresh_token", "sasha_rt_x"),
+        ])
+        .await;
+    assert_oauth_error(&outcome, StatusCode::BAD_REQUEST, "invalid_grant");
+    // Repeated parameters and unknown grant types.
+    let outcome = world
+        .token(&[
+            ("grant_type", "refresh_token"),
+            ("grant_type", "authorization_code"),
+            ("client_id", id),
+        ])
+        .await;
+    assert_oauth_error(&outcome, StatusCode::BAD_REQUEST, "invalid_request");
+    let outcome = world
+        .token(&[
+            ("grant_type", "password"),
+            ("client_id", id),
+            ("client_secret", secret),
+        ])
+        .await;
+    assert_oauth_error(&outcome, StatusCode::BAD_REQUEST, "unsupported_grant_type");
+
+    // One successful registration above; the window holds 20.
+    for _ in 1..20 {
+        world.client("Burst").await;
+    }
+    let response = world
+        .register(json!({"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}))
+        .await;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    assert_oauth_error(
+        &(status, body),
+        StatusCode::TOO_MANY_REQUESTS,
+        "temporarily_unavailable",
+    );
+}

@@ -74,6 +74,27 @@ pub(crate) enum AdminCommand {
         #[command(flatten)]
         state: StateArgs,
     },
+    /// List the MCP clients a user connected with OAuth (live connections
+    /// only): id, client, redirect host, scopes, when connected and last used.
+    Connections {
+        /// The user's name
+        username: String,
+        /// Print one JSON object per connection and line instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// End one of a user's OAuth connections: every token issued under it
+    /// stops working on its next request.
+    Disconnect {
+        /// The user's name
+        username: String,
+        /// The connection id, as `sasha admin connections` prints it
+        connection_id: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
     /// Print the improvement suggestions models sent (suggestImprovement),
     /// newest first, one JSON object per line.
     ///
@@ -359,6 +380,52 @@ fn run(
                     )?;
                 }
             }
+        }
+        AdminCommand::Connections {
+            username,
+            json,
+            state,
+        } => {
+            let store = open_existing(&state)?;
+            let user = find_user(&store, &username)?;
+            let connections = store.oauth_connections(&user.id)?;
+            if json {
+                for connection in &connections {
+                    writeln!(output, "{}", serde_json::to_string(connection)?)?;
+                }
+            } else {
+                writeln!(
+                    output,
+                    "{:36}  {:20}  {:20}  {:20}  SCOPES",
+                    "ID", "CLIENT", "CONNECTED AT", "LAST USED AT"
+                )?;
+                for connection in &connections {
+                    let name: String = connection.client_name.chars().take(20).collect();
+                    writeln!(
+                        output,
+                        "{:36}  {:20}  {:20}  {:20}  {}",
+                        connection.id,
+                        name,
+                        rfc3339(connection.connected_at),
+                        rfc3339(connection.last_used_at),
+                        connection.scopes.join(" ")
+                    )?;
+                }
+            }
+        }
+        AdminCommand::Disconnect {
+            username,
+            connection_id,
+            state,
+        } => {
+            let store = open_existing(&state)?;
+            let user = find_user(&store, &username)?;
+            if !store.oauth_revoke_connection(&user.id, &connection_id, ACTOR_OPERATOR)? {
+                return Err(usage(format!(
+                    "{username} has no live connection {connection_id:?}; see sasha admin connections {username}"
+                )));
+            }
+            writeln!(output, "connection {connection_id} of {username} ended")?;
         }
         AdminCommand::Suggestions { limit, state } => {
             let store = open_existing(&state)?;

@@ -10,7 +10,9 @@ use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use studio_core::store::{AppAccess, PrincipalKind, Scope, Store, UserRole};
+use studio_core::store::{
+    AppAccess, ClientAuthMethod, CodeExchange, Consent, PrincipalKind, Scope, Store, UserRole,
+};
 
 const PASSWORD: &str = "correct horse battery";
 
@@ -521,7 +523,15 @@ fn help_shows_every_form() {
         String::from_utf8(output.stdout).unwrap()
     };
     let top = help(&["admin"]);
-    for form in ["user", "token", "grant", "revoke", "grants"] {
+    for form in [
+        "user",
+        "token",
+        "grant",
+        "revoke",
+        "grants",
+        "connections",
+        "disconnect",
+    ] {
         assert!(top.contains(form), "{top}");
     }
     assert!(help(&["admin", "user"]).contains("passwd"));
@@ -533,4 +543,96 @@ fn help_shows_every_form() {
     for needle in ["--scopes", "--ttl", "apps:write", "30d"] {
         assert!(mint.contains(needle), "{mint}");
     }
+}
+
+#[test]
+fn connections_are_listed_and_ended_by_the_operator() {
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path();
+    let store = store(state);
+    let sam = store.create_user("sam", UserRole::Staff, PASSWORD).unwrap();
+    store
+        .create_user("mia", UserRole::Member, PASSWORD)
+        .unwrap();
+    let redirect = "http://127.0.0.1:4567/callback";
+    let verifier = "v".repeat(43);
+    let challenge = {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(&verifier))
+    };
+    let client = store
+        .oauth_register_client(
+            "Desk Client",
+            &[redirect.to_owned()],
+            ClientAuthMethod::None,
+        )
+        .unwrap()
+        .unwrap()
+        .client;
+    let scopes: BTreeSet<Scope> = [Scope::AppsInvoke].into();
+    let code = store
+        .oauth_consent(&Consent {
+            client_id: &client.client_id,
+            user_id: &sam.id,
+            scopes: &scopes,
+            resource: "http://localhost:3007/mcp",
+            redirect_uri: redirect,
+            code_challenge: &challenge,
+        })
+        .unwrap();
+    let tokens = store
+        .oauth_exchange_code(&CodeExchange {
+            client_id: &client.client_id,
+            code: &code,
+            redirect_uri: redirect,
+            code_verifier: &verifier,
+            resource: None,
+        })
+        .unwrap()
+        .unwrap();
+
+    let table = admin(state, &["connections", "sam"], None);
+    assert_eq!(table.code, 0, "{table:?}");
+    let lines: Vec<&str> = table.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{table:?}");
+    assert!(lines[0].starts_with("ID"));
+    assert!(lines[1].contains("Desk Client") && lines[1].contains("apps:invoke"));
+    let json = admin(state, &["connections", "sam", "--json"], None);
+    let connection: serde_json::Value = serde_json::from_str(json.stdout.trim()).unwrap();
+    assert_eq!(connection["clientName"], "Desk Client");
+    assert_eq!(connection["scopes"], serde_json::json!(["apps:invoke"]));
+    let id = connection["id"].as_str().unwrap();
+    assert!(lines[1].starts_with(id));
+    assert_eq!(
+        admin(state, &["connections", "mia"], None)
+            .stdout
+            .lines()
+            .count(),
+        1
+    );
+
+    // Another user's connection id is not theirs to end.
+    assert_refused(
+        &admin(state, &["disconnect", "mia", id], None),
+        2,
+        "no live connection",
+    );
+    assert!(store.token(&tokens.access_token).unwrap().is_some());
+    let ended = admin(state, &["disconnect", "sam", id], None);
+    assert_eq!(ended.code, 0, "{ended:?}");
+    assert!(ended.stdout.contains("ended"));
+    assert!(store.token(&tokens.access_token).unwrap().is_none());
+    assert_refused(
+        &admin(state, &["disconnect", "sam", id], None),
+        2,
+        "no live connection",
+    );
+    assert_refused(&admin(state, &["connections", "nobody"], None), 1, "no such user nobody");
+    let audit = store.audit_entries(None).unwrap();
+    let revoked = audit
+        .iter()
+        .find(|entry| entry.action == "oauth.revoked")
+        .unwrap();
+    assert_eq!(revoked.actor, "operator");
 }

@@ -7,11 +7,12 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use common::core::CoreWorld;
 use common::mcp::McpWorld;
 use sasha_proto::identity::Identity;
 use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode, Role, grpc};
-use studio_core::store::{Scope, TokenKind};
+use studio_core::store::{ClientAuthMethod, CodeExchange, Consent, Scope, TokenKind, UserRole};
 
 #[tokio::test]
 async fn principals_apps_access_resources_and_catalogue() {
@@ -300,4 +301,87 @@ async fn the_tool_list_of_the_fixture_catalogue_is_golden() {
         !names.contains(&"app__expense_log__add_expense"),
         "app-only actions are not listed to the model"
     );
+}
+
+/// An OAuth access token is accepted only by the resource it was issued for:
+/// the gateway names its resource, and any other (or none) is refused. A
+/// token minted by the operator has no audience and is accepted everywhere.
+#[tokio::test]
+async fn oauth_tokens_are_accepted_only_by_their_audience() {
+    let world = CoreWorld::start().await;
+    let staff = world.user("sam", UserRole::Staff);
+    let resource = "https://studio.example.com/mcp";
+    let redirect = "http://127.0.0.1:4567/callback";
+    let verifier = "v".repeat(43);
+    let challenge = {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(&verifier))
+    };
+    let client = world
+        .store
+        .oauth_register_client("Client", &[redirect.to_owned()], ClientAuthMethod::None)
+        .unwrap()
+        .unwrap()
+        .client;
+    let scopes: BTreeSet<Scope> = [Scope::AppsInvoke].into();
+    let code = world
+        .store
+        .oauth_consent(&Consent {
+            client_id: &client.client_id,
+            user_id: &staff.id,
+            scopes: &scopes,
+            resource,
+            redirect_uri: redirect,
+            code_challenge: &challenge,
+        })
+        .unwrap();
+    let tokens = world
+        .store
+        .oauth_exchange_code(&CodeExchange {
+            client_id: &client.client_id,
+            code: &code,
+            redirect_uri: redirect,
+            code_verifier: &verifier,
+            resource: Some(resource),
+        })
+        .unwrap()
+        .unwrap();
+    let minted = world
+        .store
+        .mint_token(&staff.id, TokenKind::Access, &scopes, None)
+        .unwrap();
+    let mut core = world.client();
+    let mut authenticate = async |credential: &str, resource: &str| {
+        core.authenticate(pb::AuthenticateRequest {
+            kind: "bearer".into(),
+            credential: credential.into(),
+            resource: resource.into(),
+        })
+        .await
+    };
+    let principal = authenticate(&tokens.access_token, resource)
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(principal.user_id, staff.id);
+    assert_eq!(principal.scopes, ["apps:invoke"]);
+    for other in [
+        "https://other.example/mcp",
+        "https://studio.example.com",
+        "",
+    ] {
+        let refused = authenticate(&tokens.access_token, other).await.unwrap_err();
+        assert_eq!(
+            AppError::from_status(&refused).code,
+            ErrorCode::Unauthenticated,
+            "{other:?}"
+        );
+    }
+    for anywhere in [resource, "https://other.example/mcp", ""] {
+        assert!(
+            authenticate(&minted, anywhere).await.is_ok(),
+            "{anywhere:?}"
+        );
+    }
 }

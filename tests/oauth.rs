@@ -353,6 +353,19 @@ async fn discovery_leads_from_the_401_to_the_authorization_server() {
         .await
         .unwrap();
     assert_eq!(server["issuer"], world.origin());
+    // Absolute URLs come from configuration, never from forwarded headers.
+    let spoofed: Value = world
+        .http
+        .get(world.url("/.well-known/oauth-authorization-server"))
+        .header("x-forwarded-host", "evil.example")
+        .header("forwarded", "host=evil.example;proto=https")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(spoofed, server);
     for (field, path) in [
         ("authorization_endpoint", "/oauth/authorize"),
         ("token_endpoint", "/oauth/token"),

@@ -980,7 +980,8 @@ async fn revoke_connection(
         Err(response) => return response,
     };
     let store = core.store.clone();
-    match blocking(move || store.oauth_revoke_connection(&principal.user.id, &id)).await {
+    let user_id = principal.user.id;
+    match blocking(move || store.oauth_revoke_connection(&user_id, &id, &user_id)).await {
         Ok(true) => StatusCode::NO_CONTENT.into_response(),
         Ok(false) => hidden_not_found().into_response(),
         Err(error) => error.into_response(),

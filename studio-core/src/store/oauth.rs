@@ -689,9 +689,15 @@ impl Store {
         .collect()
     }
 
-    /// Revokes one of the user's connections; `false` when it is not theirs,
-    /// unknown or already revoked.
-    pub fn oauth_revoke_connection(&self, user_id: &str, id: &str) -> Result<bool, StoreError> {
+    /// Revokes one of the user's connections, audited as `actor` (the user in
+    /// Studio, or the operator); `false` when it is not theirs, unknown or
+    /// already revoked.
+    pub fn oauth_revoke_connection(
+        &self,
+        user_id: &str,
+        id: &str,
+        actor: &str,
+    ) -> Result<bool, StoreError> {
         let now = self.now();
         let mut connection = self.connection();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -703,7 +709,12 @@ impl Store {
             )
             .optional()?
             .is_some();
-        let revoked = owned && revoke_grant(&transaction, now, id, user_id, "revoked in Studio")?;
+        let reason = if actor == user_id {
+            "revoked in Studio"
+        } else {
+            "revoked by the operator"
+        };
+        let revoked = owned && revoke_grant(&transaction, now, id, actor, reason)?;
         transaction.commit()?;
         Ok(revoked)
     }

@@ -2030,20 +2030,20 @@ fn people_see_and_revoke_only_their_own_connections() {
     assert!(
         !fixture
             .store
-            .oauth_revoke_connection(&member.id, &listed[0].id)
+            .oauth_revoke_connection(&member.id, &listed[0].id, &member.id)
             .unwrap()
     );
     assert!(live(&fixture, &tokens.access_token));
     assert!(
         fixture
             .store
-            .oauth_revoke_connection(&staff.id, &listed[0].id)
+            .oauth_revoke_connection(&staff.id, &listed[0].id, &staff.id)
             .unwrap()
     );
     assert!(
         !fixture
             .store
-            .oauth_revoke_connection(&staff.id, &listed[0].id)
+            .oauth_revoke_connection(&staff.id, &listed[0].id, &staff.id)
             .unwrap()
     );
     assert!(!live(&fixture, &tokens.access_token));

@@ -316,6 +316,8 @@ async fn discovery_leads_from_the_401_to_the_authorization_server() {
         challenge.contains(&format!("resource_metadata=\"{metadata_url}\"")),
         "{challenge}"
     );
+    // Clients ask for what using apps needs; more is chosen on the consent page.
+    assert!(challenge.contains("scope=\"apps:invoke\""), "{challenge}");
 
     let metadata: Value = world
         .http

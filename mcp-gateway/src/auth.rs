@@ -124,7 +124,7 @@ impl SessionOwners {
 
 /// `401` with the envelope and a `WWW-Authenticate` challenge naming the
 /// protected resource metadata (RFC 9728 §5.1), where an MCP client learns
-/// which authorization server to send its user to.
+/// which authorization server to send its user to, and the scope to ask for.
 fn unauthenticated(gateway: &Gateway, message: &str, invalid_token: bool) -> Response {
     let mut response = AppError::new(ErrorCode::Unauthenticated, message).into_response();
     let error = if invalid_token {
@@ -132,8 +132,10 @@ fn unauthenticated(gateway: &Gateway, message: &str, invalid_token: bool) -> Res
     } else {
         ""
     };
+    // `scope` names what using apps needs (MCP clients ask for it by
+    // default); the consent page offers admin and staff `apps:write` too.
     let challenge = format!(
-        "Bearer realm=\"sasha-mcp\", resource_metadata=\"{}\"{error}",
+        "Bearer realm=\"sasha-mcp\", resource_metadata=\"{}\", scope=\"apps:invoke\"{error}",
         gateway.oauth.metadata_url
     );
     if let Ok(value) = HeaderValue::from_str(&challenge) {

@@ -62,6 +62,11 @@ const ASSETS: &[Asset] = &[
         bytes: include_str!("../web/recovery.js"),
     },
     Asset {
+        name: "connect.js",
+        content_type: JAVASCRIPT,
+        bytes: include_str!("../web/connect.js"),
+    },
+    Asset {
         name: "dom.js",
         content_type: JAVASCRIPT,
         bytes: include_str!("../web/dom.js"),
@@ -231,6 +236,8 @@ mod tests {
             ("api.js", JAVASCRIPT),
             ("host.js", JAVASCRIPT),
             ("access.js", JAVASCRIPT),
+            ("recovery.js", JAVASCRIPT),
+            ("connect.js", JAVASCRIPT),
             ("dom.js", JAVASCRIPT),
         ] {
             let (status, headers, body) = get(&format!("/studio/{name}"), &[]).await;

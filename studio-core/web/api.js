@@ -114,3 +114,36 @@ export function revokeAccess(appId, userId) {
 export function recovery(appId) {
   return request("GET", `/api/apps/${segment(appId)}/recovery`);
 }
+
+/**
+ * `GET /api/oauth/requests/:id`: a pending MCP client authorization request
+ * (`{requestId, client: {id, name}, redirectUri, redirectHost, resource,
+ * requestedScopes, offeredScopes: [{scope, description, requested}],
+ * unavailableScopes, expiresAt}`). Unknown or expired is the hidden 404.
+ */
+export function oauthRequest(requestId) {
+  return request("GET", `/api/oauth/requests/${segment(requestId)}`);
+}
+
+/** `POST /api/oauth/requests/:id/approve` with `{scopes}`: `{redirectTo}`. */
+export function approveOAuthRequest(requestId, scopes) {
+  return request("POST", `/api/oauth/requests/${segment(requestId)}/approve`, { scopes });
+}
+
+/** `POST /api/oauth/requests/:id/deny`: `{redirectTo}` (the client's error redirect). */
+export function denyOAuthRequest(requestId) {
+  return request("POST", `/api/oauth/requests/${segment(requestId)}/deny`, {});
+}
+
+/**
+ * `GET /api/oauth/connections`: the signed-in user's connected clients,
+ * `{connections: [{id, clientId, clientName, redirectHost, scopes, connectedAt, lastUsedAt}]}`.
+ */
+export function listConnections() {
+  return request("GET", "/api/oauth/connections");
+}
+
+/** `DELETE /api/oauth/connections/:id`: every token of that connection stops working. */
+export function revokeConnection(connectionId) {
+  return request("DELETE", `/api/oauth/connections/${segment(connectionId)}`);
+}

@@ -4,13 +4,17 @@
 // Routes live in the location hash so the server serves one page:
 // `#/` (no app open), `#/apps/<id>` (the app open), `#/apps/<id>/access`
 // (the app open with its access panel), `#/apps/<id>/recovery` (the app's
-// rows in the generic recovery grid, its own view closed). Every change of state is said in
+// rows in the generic recovery grid, its own view closed), `#/connections`
+// (the MCP clients connected as the user), and `#/connect/<requestId>` (an MCP
+// client's authorization request: the consent card on its own, after sign-in,
+// without the shell). Every change of state is said in
 // text: a live status line for progress, an alert for failures (with the
 // envelope's code and diagnostic id).
 
 import * as api from "./api.js";
 import { accessPanel } from "./access.js";
 import { recoveryPanel } from "./recovery.js";
+import { connectionsPanel, consentCard } from "./connect.js";
 import { errorText, h, replaceChildren } from "./dom.js";
 import { createHost, styleVariables } from "./host.js";
 
@@ -32,6 +36,11 @@ const studio = {
   generation: 0,
   /** The shell's parts, once signed in. */
   shell: null,
+  /**
+   * What the page shows: "loading", "fatal", "login", "shell" or "consent"
+   * (the consent card on its own). Only "shell" and "consent" follow the hash.
+   */
+  view: "loading",
 };
 
 function canManageAccess() {
@@ -42,13 +51,25 @@ function appById(id) {
   return studio.apps.find((app) => app.id === id) || null;
 }
 
-/** The current route from the hash. */
+/**
+ * The current route from the hash: `page` is "home", "app", "connections" or
+ * "connect" (with `requestId`, which the server checks).
+ */
 function route() {
-  const match = /^#\/apps\/([a-z0-9-]{1,60})(\/access|\/recovery)?$/.exec(window.location.hash);
-  if (!match) {
-    return { appId: null, access: false, recovery: false };
+  const hash = window.location.hash;
+  const none = { page: "home", appId: null, access: false, recovery: false, requestId: null };
+  const connect = /^#\/connect\/([^/]*)$/.exec(hash);
+  if (connect) {
+    return { ...none, page: "connect", requestId: connect[1] };
   }
-  return { appId: match[1], access: match[2] === "/access", recovery: match[2] === "/recovery" };
+  if (hash === "#/connections") {
+    return { ...none, page: "connections" };
+  }
+  const match = /^#\/apps\/([a-z0-9-]{1,60})(\/access|\/recovery)?$/.exec(hash);
+  if (!match) {
+    return none;
+  }
+  return { ...none, page: "app", appId: match[1], access: match[2] === "/access", recovery: match[2] === "/recovery" };
 }
 
 function go(hash) {
@@ -77,6 +98,7 @@ async function boot() {
 }
 
 function showFatal(error, retry) {
+  studio.view = "fatal";
   const button = h("button", { type: "button", class: "button button-primary", text: "Try again", onclick: retry });
   replaceChildren(
     root,
@@ -96,9 +118,11 @@ function showFatal(error, retry) {
 }
 
 function showLogin(notice) {
+  studio.view = "login";
   studio.user = null;
   studio.shell = null;
   studio.apps = [];
+  const connecting = route().page === "connect";
   const status = h("p", { class: "status", role: "status", "aria-live": "polite", text: notice || "" });
   const alert = h("p", { class: "alert", role: "alert", hidden: true });
   const username = h("input", { id: "login-username", name: "username", type: "text", autocomplete: "username", required: true, autocapitalize: "none", spellcheck: "false" });
@@ -131,7 +155,7 @@ function showLogin(notice) {
           password.focus();
           return;
         }
-        status.textContent = "Signed in. Loading your apps…";
+        status.textContent = route().page === "connect" ? "Signed in. Loading the connection request…" : "Signed in. Loading your apps…";
         await enterStudio();
       },
     },
@@ -151,6 +175,9 @@ function showLogin(notice) {
         { class: "card login-card", "aria-labelledby": "login-title" },
         h("p", { class: "brand brand-large", text: "Sasha Studio" }),
         h("h1", { class: "card-title", id: "login-title", text: "Sign in" }),
+        connecting
+          ? h("p", { class: "hint", text: "A client is asking to connect to Sasha as you. Sign in to see what it asks for and to allow or deny it." })
+          : null,
         form,
       ),
     ),
@@ -188,10 +215,54 @@ async function sessionEnded() {
   showLogin("Your session has ended. Sign in again to continue.");
 }
 
+/**
+ * Signs out from the consent card and asks for another account, keeping the
+ * route so the same request shows again after sign-in.
+ */
+async function switchUser() {
+  try {
+    await api.logout();
+  } catch (error) {
+    if (error.status !== 401) {
+      showFatal(error, () => switchUser());
+      return;
+    }
+  }
+  showLogin("You have signed out. Sign in as the person the client should connect as.");
+}
+
+// ---------------------------------------------------------------------------
+// The consent card (an MCP client's authorization request)
+
+/** Shows the consent card for `requestId` on its own, closing any open app. */
+async function showConsent(requestId) {
+  await closeApp();
+  studio.shell = null;
+  studio.view = "consent";
+  const card = consentCard({
+    requestId,
+    user: studio.user,
+    onUnauthenticated: () => {
+      sessionEnded();
+    },
+    onSwitchUser: () => switchUser(),
+    onLeave: () => go("#/"),
+  });
+  const main = h("main", { class: "center", id: "main", tabindex: "-1" }, card);
+  replaceChildren(root, main);
+  // The card focuses its heading once the request has loaded.
+  main.focus();
+}
+
 // ---------------------------------------------------------------------------
 // The shell
 
 async function enterStudio() {
+  const current = route();
+  if (current.page === "connect") {
+    await showConsent(current.requestId);
+    return;
+  }
   buildShell();
   studio.shell.main.focus();
   await showApps();
@@ -203,6 +274,11 @@ async function showApps() {
     await render();
     return;
   }
+  showAppsFailed();
+}
+
+/** The pane when the apps could not be loaded: the alert above says why. */
+function showAppsFailed() {
   if (!studio.shell) {
     return;
   }
@@ -252,6 +328,7 @@ function buildShell() {
     onchange: () => go(picker.value ? `#/apps/${picker.value}` : "#/"),
   });
   const signOutButton = h("button", { type: "button", class: "button button-quiet", text: "Sign out", onclick: signOut });
+  const connectionsLink = h("a", { class: "button button-quiet", href: "#/connections", text: "Connected clients" });
   const appList = h("ul", { class: "app-list", role: "list" });
   const main = h("main", { class: "pane", id: "main", tabindex: "-1" });
   const status = h("p", { class: "status shell-status", role: "status", "aria-live": "polite" });
@@ -278,6 +355,7 @@ function buildShell() {
         { class: "account" },
         h("span", { class: "account-name", text: studio.user.username }),
         h("span", { class: "badge", text: studio.user.role }),
+        connectionsLink,
         signOutButton,
       ),
     ),
@@ -288,7 +366,8 @@ function buildShell() {
       h("div", { class: "pane-wrap" }, status, alert, main),
     ),
   );
-  studio.shell = { picker, appList, main, status, alert, signOut: signOutButton, pane: null };
+  studio.shell = { picker, appList, main, status, alert, signOut: signOutButton, connectionsLink, pane: null };
+  studio.view = "shell";
 }
 
 function say(text) {
@@ -394,12 +473,51 @@ function render() {
   return rendering;
 }
 
-/** Draws the route: sidebar, and the pane (empty state, or an open app). */
+/**
+ * Draws the route: the consent card on its own; or the shell with its
+ * sidebar and pane (empty state, connected clients, or an open app).
+ */
 async function renderNow() {
+  if (studio.view !== "shell" && studio.view !== "consent") {
+    return;
+  }
+  const current = route();
+  if (current.page === "connect") {
+    await showConsent(current.requestId);
+    return;
+  }
+  if (studio.view === "consent") {
+    // Leaving the consent card for the Studio itself.
+    buildShell();
+    studio.shell.main.focus();
+    if (!(await loadApps())) {
+      showAppsFailed();
+      return;
+    }
+  }
   if (!studio.shell) {
     return;
   }
-  const { appId, access, recovery } = route();
+  const onConnections = current.page === "connections";
+  if (onConnections) {
+    studio.shell.connectionsLink.setAttribute("aria-current", "page");
+  } else {
+    studio.shell.connectionsLink.removeAttribute("aria-current");
+  }
+  if (onConnections) {
+    await closeApp();
+    renderSidebar(null);
+    studio.shell.pane = null;
+    const panel = connectionsPanel({
+      onUnauthenticated: () => {
+        sessionEnded();
+      },
+    });
+    replaceChildren(studio.shell.main, panel);
+    panel.querySelector("h1").focus();
+    return;
+  }
+  const { appId, access, recovery } = current;
   const app = appId ? appById(appId) : null;
   renderSidebar(app ? app.id : null);
   if (!app) {

@@ -3,7 +3,10 @@
 //!
 //! - Host = the sandbox origin → edge-sandbox (every path; the edge decides).
 //! - Host = the Studio origin: `/healthz` → the ingress's own report of every
-//!   role; `/mcp` and below → mcp-gateway; everything else → studio-core.
+//!   role; `/mcp` and below, and the MCP resource's OAuth metadata
+//!   (`/.well-known/oauth-protected-resource` and below, RFC 9728) →
+//!   mcp-gateway; everything else → studio-core (including the authorization
+//!   server's `/.well-known/oauth-authorization-server`).
 //! - Any other Host → 421 Misdirected Request.
 //!
 //! Like the production proxy it preserves Host, and replaces the forwarding
@@ -125,7 +128,7 @@ fn choose(origins: &Origins, host: Option<&str>, path: &str) -> Route {
     } else if origins.studio.matches_authority(host) {
         if path == "/healthz" {
             Route::Health
-        } else if path == "/mcp" || path.starts_with("/mcp/") {
+        } else if is_gateway_path(path) {
             Route::Gateway
         } else {
             Route::Core
@@ -133,6 +136,18 @@ fn choose(origins: &Origins, host: Option<&str>, path: &str) -> Route {
     } else {
         Route::Misdirected
     }
+}
+
+/// The Studio host's paths that mcp-gateway serves: `/mcp` and the RFC 9728
+/// protected resource metadata, each with everything below it (whole path
+/// segments: `/mcpx` is not one of them).
+const GATEWAY_PATHS: [&str; 2] = ["/mcp", "/.well-known/oauth-protected-resource"];
+
+fn is_gateway_path(path: &str) -> bool {
+    GATEWAY_PATHS.iter().any(|prefix| {
+        path.strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    })
 }
 
 /// The one Host of a request: its `Host` header, or the authority of an
@@ -376,6 +391,36 @@ mod tests {
         check(Some("localhost:3007"), "/mcp/x", Route::Gateway);
         check(Some("localhost:3007"), "/mcpx", Route::Core);
         check(Some("localhost:3007"), "/healthz", Route::Health);
+        // RFC 9728: the MCP resource's metadata comes from the gateway; the
+        // authorization server's (RFC 8414) from studio-core.
+        for path in [
+            "/.well-known/oauth-protected-resource",
+            "/.well-known/oauth-protected-resource/",
+            "/.well-known/oauth-protected-resource/mcp",
+        ] {
+            check(Some("localhost:3007"), path, Route::Gateway);
+            check(Some("127.0.0.1:3007"), path, Route::Edge);
+        }
+        for path in [
+            "/.well-known/oauth-protected-resourcex",
+            "/.well-known/oauth-protected-resource.json",
+            "/.well-known/oauth-protected",
+            "/.well-known/oauth-authorization-server",
+            "/.well-known/oauth-authorization-server/mcp",
+            "/.well-known/openid-configuration",
+            "/.well-known/",
+            "/oauth/authorize",
+            "/oauth/token",
+            "/mcp-x",
+            "/api/mcp",
+        ] {
+            check(Some("localhost:3007"), path, Route::Core);
+        }
+        check(
+            Some("127.0.0.1:3007"),
+            "/.well-known/oauth-authorization-server",
+            Route::Edge,
+        );
         check(Some("localhost:3007"), "/api/apps", Route::Core);
         check(Some("localhost:3007"), "/app-sandbox", Route::Core);
         check(Some("evil.test"), "/", Route::Misdirected);

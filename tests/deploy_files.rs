@@ -177,6 +177,32 @@ fn a_broken_field_fails_each_check() {
             "  strateggy:\n",
             "'strateggy' was unexpected",
         ),
+        // Kubernetes: the MCP resource's OAuth metadata (RFC 9728) sent to
+        // studio-core instead of the gateway.
+        (
+            "kubernetes",
+            "deploy/k8s/70-ingress.yaml",
+            "          - path: /.well-known/oauth-protected-resource\n            pathType: Prefix\n            backend:\n              service:\n                name: mcp-gateway",
+            "          - path: /.well-known/oauth-protected-resource\n            pathType: Prefix\n            backend:\n              service:\n                name: studio-core",
+            "routes must be exactly",
+        ),
+        // Kubernetes: the metadata Ingress without /mcp's hash key (ingress-nginx
+        // could take its missing key for the upstream both share).
+        (
+            "kubernetes",
+            "deploy/k8s/70-ingress.yaml",
+            "    # of /mcp off.\n    nginx.ingress.kubernetes.io/upstream-hash-by: \"$http_mcp_session_id$remote_addr\"\n",
+            "    # of /mcp off.\n",
+            "every Ingress of the gateway must hash alike",
+        ),
+        // Caddy: the OAuth metadata route reaching studio-core.
+        (
+            "caddy",
+            "deploy/caddy/Caddyfile",
+            "handle @mcp_metadata {\n\t\trequest_body {\n\t\t\tmax_size 1KiB\n\t\t}\n\t\treverse_proxy {$MCP_GATEWAY_UPSTREAMS}",
+            "handle @mcp_metadata {\n\t\trequest_body {\n\t\t\tmax_size 1KiB\n\t\t}\n\t\treverse_proxy {$STUDIO_CORE_HTTP}",
+            "/.well-known/oauth-protected-resource/* to every gateway replica",
+        ),
         // Caddy: an unknown subdirective.
         (
             "caddy",

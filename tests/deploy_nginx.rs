@@ -3,7 +3,9 @@
 //! envsubst renders it, with TLS for two hostnames, in front of edge-sandbox,
 //! studio-core, data-worker and **two** mcp-gateway replicas.
 //!
-//! Checked through nginx: routing by Host and path; the sandbox host's 404
+//! Checked through nginx: routing by Host and path (including OAuth discovery:
+//! the MCP resource's RFC 9728 metadata from a gateway replica, the
+//! authorization server's RFC 8414 metadata from studio-core); the sandbox host's 404
 //! surface (and Studio refusing sandbox paths); header handling (the roles log
 //! the client and scheme nginx reports, never the client's spoofed
 //! `X-Forwarded-*`/`Forwarded`); `/mcp` streaming unbuffered (a progress event
@@ -331,6 +333,70 @@ async fn nginx_in_front_of_two_gateways_routes_protects_and_loses_no_write() {
     .await
     .unwrap();
     assert_eq!(listed["result"]["structuredContent"]["rows"], json!([]));
+
+    // OAuth discovery: the MCP resource's metadata (RFC 9728) comes from a
+    // gateway replica, with nginx's headers like /mcp; the authorization
+    // server's (RFC 8414) from studio-core.
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let response = http.get(format!("{studio}{path}")).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        assert!(
+            response.headers().contains_key("strict-transport-security"),
+            "{path}: the Studio server's headers apply"
+        );
+        let metadata: Value = response.json().await.unwrap();
+        assert_eq!(
+            metadata["resource"],
+            json!(format!("{studio}/mcp")),
+            "{path}: {metadata}"
+        );
+        assert_eq!(
+            metadata["authorization_servers"],
+            json!([studio]),
+            "{path}: {metadata}"
+        );
+        let line = access_line(&[&backends.gateway, &second_gateway], path)
+            .await
+            .unwrap_or_else(|| panic!("{path} reached no gateway replica"));
+        assert!(
+            line.contains("client=127.0.0.1") && line.contains("scheme=https"),
+            "the gateway sees nginx's client and scheme: {line}"
+        );
+        assert!(
+            !logged(&[&backends.core], path),
+            "{path} reached studio-core"
+        );
+    }
+    let issuer = http
+        .get(format!("{studio}/.well-known/oauth-authorization-server"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(issuer.status(), 200);
+    let issuer: Value = issuer.json().await.unwrap();
+    assert_eq!(issuer["issuer"], json!(studio), "{issuer}");
+    assert!(
+        access_line(&[&backends.core], "/.well-known/oauth-authorization-server")
+            .await
+            .is_some(),
+        "the authorization server's metadata comes from studio-core"
+    );
+    // Whole path segments only: a longer name is studio-core's (its 404).
+    let longer = "/.well-known/oauth-protected-resourcex";
+    let response = http.get(format!("{studio}{longer}")).send().await.unwrap();
+    assert_eq!(response.status(), 404, "{longer}");
+    assert!(
+        access_line(&[&backends.core], longer).await.is_some(),
+        "{longer} reaches studio-core"
+    );
+    assert!(
+        !logged(&[&backends.gateway, &second_gateway], longer),
+        "{longer} reached a gateway"
+    );
+
     let frame = http
         .get(format!("{sandbox}/app-sandbox"))
         .send()
@@ -362,6 +428,8 @@ async fn nginx_in_front_of_two_gateways_routes_protects_and_loses_no_write() {
         "/healthz",
         "/studio/app.js",
         "/mcp",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
         "/app-sandbox/../api/me",
     ] {
         let response = http
@@ -586,6 +654,29 @@ async fn nginx_in_front_of_two_gateways_routes_protects_and_loses_no_write() {
     );
     drop(second_gateway);
     drop(edge);
+}
+
+/// The access line one of `processes` logged for a request to `path`, waiting
+/// up to 2.5 s for it (the line is written once the response is sent).
+async fn access_line(processes: &[&RoleProcess], path: &str) -> Option<String> {
+    let needle = format!(" path={path} ");
+    for _ in 0..50 {
+        for process in processes {
+            if let Some(line) = process.stderr().lines().find(|line| line.contains(&needle)) {
+                return Some(line.to_owned());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    None
+}
+
+/// Whether one of `processes` has already logged a request to `path`.
+fn logged(processes: &[&RoleProcess], path: &str) -> bool {
+    let needle = format!(" path={path} ");
+    processes
+        .iter()
+        .any(|process| process.stderr().contains(&needle))
 }
 
 /// A unique enough path segment.

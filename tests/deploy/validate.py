@@ -101,6 +101,10 @@ CADDY_ENV = {
 }
 MIB = 1024 * 1024
 
+# RFC 9728: the MCP resource's protected resource metadata, served by
+# mcp-gateway on the Studio host (the exact path and every path below it).
+OAUTH_RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
+
 
 class Problems:
     """Collects what is wrong, grouped by the check that found it."""
@@ -934,8 +938,9 @@ def check_kubernetes(root: Path, p: Problems, image_env: dict[str, str]) -> None
                     admitted |= names
         p.check(admitted == callers, f"NetworkPolicy for {role}", f"admits {sorted(admitted)}, its callers are {sorted(callers)}")
 
-    # Ingress: the studio host splits /mcp from the rest; the sandbox host
-    # reaches edge-sandbox only.
+    # Ingress: the studio host splits /mcp and the MCP resource's OAuth
+    # metadata (RFC 9728) from the rest; the sandbox host reaches edge-sandbox
+    # only.
     routes: dict[tuple[str, str], tuple[str, dict]] = {}
     for (kind, name), obj in objects.items():
         if kind != "Ingress":
@@ -961,6 +966,7 @@ def check_kubernetes(root: Path, p: Problems, image_env: dict[str, str]) -> None
                 routes[(host, path.get("path"))] = (role, obj)
     expected = {
         (studio_host, "/mcp"): "mcp-gateway",
+        (studio_host, OAUTH_RESOURCE_METADATA): "mcp-gateway",
         (studio_host, "/"): "studio-core",
         (sandbox_host, "/"): "edge-sandbox",
     }
@@ -989,9 +995,18 @@ def check_kubernetes(root: Path, p: Problems, image_env: dict[str, str]) -> None
         "proxy-read-timeout must allow long streams",
     )
     for key, (role, obj) in routes.items():
-        if role != "mcp-gateway":
+        if key != (studio_host, "/mcp"):
             size = ((obj.get("metadata") or {}).get("annotations") or {}).get("nginx.ingress.kubernetes.io/proxy-body-size", "1m")
             p.check(size in ("1k", "1m"), f"Ingress for {key}", f"body size must stay small, is {size}")
+    # ingress-nginx makes one upstream per Service port and takes its hashing
+    # from the first Ingress naming it: every Ingress of the gateway must hash
+    # alike, or /mcp could lose its stickiness.
+    hash_keys = {
+        ((obj.get("metadata") or {}).get("annotations") or {}).get("nginx.ingress.kubernetes.io/upstream-hash-by")
+        for role, obj in routes.values()
+        if role == "mcp-gateway"
+    }
+    p.check(len(hash_keys) == 1, "Ingress for mcp-gateway", f"every Ingress of the gateway must hash alike, they use {hash_keys}")
 
 
 # ---------------------------------------------------------------------------
@@ -1069,6 +1084,7 @@ def check_caddy(root: Path, p: Problems, tls_cert: str | None, tls_key: str | No
 
     gateways = CADDY_ENV["MCP_GATEWAY_UPSTREAMS"].split()
     mcp_paths = (("/mcp", "/mcp/*"),)
+    metadata_paths = ((OAUTH_RESOURCE_METADATA, f"{OAUTH_RESOURCE_METADATA}/*"),)
     for host, handlers in hosts.items():
         for paths, handler in handlers:
             if handler.get("handler") != "reverse_proxy":
@@ -1106,6 +1122,14 @@ def check_caddy(root: Path, p: Problems, tls_cert: str | None, tls_key: str | No
         p.check(policy == {"policy": "header", "field": "Mcp-Session-Id"}, where, f"/mcp must balance on Mcp-Session-Id, does {policy}")
         p.check(handler.get("flush_interval") == -1, where, "/mcp must flush at once (flush_interval -1)")
     p.check(body_limit(studio, mcp_paths) == 37 * MIB, where, "/mcp bodies must be limited to 37 MiB")
+    metadata = proxies(studio, metadata_paths)
+    p.check(
+        len(metadata) == 1 and [u.get("dial") for u in metadata[0].get("upstreams") or []] == gateways,
+        where,
+        f"the studio host must proxy {OAUTH_RESOURCE_METADATA} and {OAUTH_RESOURCE_METADATA}/* to every gateway replica",
+    )
+    limit = body_limit(studio, metadata_paths)
+    p.check(limit is not None and limit <= MIB, where, f"{OAUTH_RESOURCE_METADATA} bodies must be small, limit is {limit}")
     rest = proxies(studio, ())
     p.check(
         len(rest) == 1 and [u.get("dial") for u in rest[0].get("upstreams") or []] == [CADDY_ENV["STUDIO_CORE_HTTP"]],
@@ -1115,9 +1139,9 @@ def check_caddy(root: Path, p: Problems, tls_cert: str | None, tls_key: str | No
     limit = body_limit(studio, ())
     p.check(limit is not None and limit <= MIB, where, f"studio-core bodies must be small, limit is {limit}")
     p.check(
-        {paths for paths, h in studio if h.get("handler") == "reverse_proxy"} == {mcp_paths, ()},
+        {paths for paths, h in studio if h.get("handler") == "reverse_proxy"} == {mcp_paths, metadata_paths, ()},
         where,
-        "the studio host must have exactly two routes: /mcp and the rest",
+        f"the studio host must have exactly three routes: /mcp, {OAUTH_RESOURCE_METADATA} and the rest",
     )
     sandbox = hosts.get(CADDY_SANDBOX_HOST, [])
     sandbox_proxies = [h for _, h in sandbox if h.get("handler") == "reverse_proxy"]

@@ -628,7 +628,11 @@ fn connections_are_listed_and_ended_by_the_operator() {
         2,
         "no live connection",
     );
-    assert_refused(&admin(state, &["connections", "nobody"], None), 1, "no such user nobody");
+    assert_refused(
+        &admin(state, &["connections", "nobody"], None),
+        1,
+        "no such user nobody",
+    );
     let audit = store.audit_entries(None).unwrap();
     let revoked = audit
         .iter()

@@ -12,16 +12,13 @@ use std::net::SocketAddr;
 
 use base64::Engine as _;
 use common::mcp::{Mcp, tool_names};
-use common::{UpProcess, copy_dir, free_port, root};
+use common::stack::{MEMBER_PASSWORD, UpStack};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sha2::Digest as _;
-use studio_core::store::{
-    AppAccess, ClientAuthMethod, CodeExchange, Consent, Scope, Store, UserRole,
-};
+use studio_core::store::{ClientAuthMethod, CodeExchange, Consent, Scope};
 
 const MEMBER: &str = "mia";
-const PASSWORD: &str = "correct horse battery";
 const REDIRECT: &str = "http://127.0.0.1:4567/callback";
 const VERIFIER: &str = "a-verifier-long-enough-to-satisfy-rfc-7636-rules-0123456789";
 
@@ -29,83 +26,27 @@ fn challenge(verifier: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier))
 }
 
-/// A running system with the two fixture apps, the dev admin and a member who
-/// may use expense-log.
+/// The running system ([`UpStack`]) and an HTTP client that follows no
+/// redirects.
 struct World {
-    _state: tempfile::TempDir,
-    up: UpProcess,
-    port: u16,
+    stack: UpStack,
     http: reqwest::Client,
-    store: Store,
-    admin: (String, String),
-    member_id: String,
 }
 
 impl World {
     async fn start() -> World {
-        let state = tempfile::tempdir().unwrap();
-        for app in ["hello", "expense-log"] {
-            copy_dir(
-                &root().join("tests/packages/valid").join(app),
-                &state.path().join("docs/apps").join(app),
-            );
-        }
-        let port = free_port();
-        let up = UpProcess::start(state.path(), port).await;
-        let admin: Value = serde_json::from_str(
-            &std::fs::read_to_string(state.path().join("dev-admin.json")).unwrap(),
-        )
-        .unwrap();
-        let store = Store::open(&state.path().join("core.sqlite")).unwrap();
-        let member = store
-            .create_user(MEMBER, UserRole::Member, PASSWORD)
-            .unwrap();
+        let stack = UpStack::start(MEMBER).await;
         let _ = common::http_client();
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .resolve("localhost", SocketAddr::from(([127, 0, 0, 1], port)))
+            .resolve("localhost", SocketAddr::from(([127, 0, 0, 1], stack.port)))
             .build()
             .unwrap();
-        let world = World {
-            _state: state,
-            up,
-            port,
-            http,
-            store,
-            admin: (
-                admin["username"].as_str().unwrap().to_owned(),
-                admin["password"].as_str().unwrap().to_owned(),
-            ),
-            member_id: member.id,
-        };
-        // The catalogue registers the apps (and grants the admin manage) on
-        // its first refresh: wait for it before granting the member.
-        for _ in 0..100 {
-            if world.store.registered_app("expense-log").unwrap().is_some() {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        let admin_id = world
-            .store
-            .user_by_name(&world.admin.0)
-            .unwrap()
-            .unwrap()
-            .id;
-        world
-            .store
-            .grant(
-                "expense-log",
-                &world.member_id,
-                AppAccess::Use,
-                Some(&admin_id),
-            )
-            .unwrap();
-        world
+        World { stack, http }
     }
 
     fn origin(&self) -> String {
-        format!("http://localhost:{}", self.port)
+        self.stack.origin()
     }
 
     fn url(&self, path: &str) -> String {
@@ -132,7 +73,7 @@ impl World {
     }
 
     async fn admin_cookie(&self) -> String {
-        self.sign_in(&self.admin.0.clone(), &self.admin.1.clone())
+        self.sign_in(&self.stack.admin_name, &self.stack.admin_password)
             .await
     }
 
@@ -225,18 +166,43 @@ impl World {
         params["code"].clone()
     }
 
-    async fn token(&self, form: &[(&str, &str)]) -> (StatusCode, Value) {
+    /// `GET path` with `headers`; the JSON body.
+    async fn get_json(&self, path: &str, headers: &[(&str, &str)]) -> Value {
+        let mut request = self.http.get(self.url(path));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.send().await.unwrap().json().await.unwrap()
+    }
+
+    /// `DELETE /api/oauth/connections/{id}` from `origin` with `cookie`.
+    async fn delete_connection(&self, id: &str, origin: &str, cookie: &str) -> StatusCode {
+        self.http
+            .delete(self.url(&format!("/api/oauth/connections/{id}")))
+            .header("origin", origin)
+            .header("cookie", cookie)
+            .send()
+            .await
+            .unwrap()
+            .status()
+    }
+
+    /// A form POST to `path`.
+    async fn post_form(&self, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
         let body = url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(form)
             .finish();
-        let response = self
-            .http
-            .post(self.url("/oauth/token"))
+        self.http
+            .post(self.url(path))
             .header("content-type", "application/x-www-form-urlencoded")
             .body(body)
             .send()
             .await
-            .unwrap();
+            .unwrap()
+    }
+
+    async fn token(&self, form: &[(&str, &str)]) -> (StatusCode, Value) {
+        let response = self.post_form("/oauth/token", form).await;
         let status = response.status();
         (status, response.json().await.unwrap())
     }
@@ -270,6 +236,11 @@ impl World {
         let (status, tokens) = self.exchange(client, &code, VERIFIER).await;
         assert_eq!(status, StatusCode::OK, "{tokens}");
         tokens
+    }
+
+    /// The HTTP status of `tools/list` with the access token of `tokens`.
+    async fn status(&self, tokens: &Value) -> u16 {
+        self.tools(tokens["access_token"].as_str().unwrap()).await.0
     }
 
     /// `tools/list` with `token`: the HTTP status and the tool names.
@@ -319,15 +290,9 @@ async fn discovery_leads_from_the_401_to_the_authorization_server() {
     // Clients ask for what using apps needs; more is chosen on the consent page.
     assert!(challenge.contains("scope=\"apps:invoke\""), "{challenge}");
 
-    let metadata: Value = world
-        .http
-        .get(&metadata_url)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let metadata = world
+        .get_json("/.well-known/oauth-protected-resource/mcp", &[])
+        .await;
     assert_eq!(metadata["resource"], world.resource());
     assert_eq!(metadata["authorization_servers"], json!([world.origin()]));
     assert_eq!(
@@ -335,38 +300,24 @@ async fn discovery_leads_from_the_401_to_the_authorization_server() {
         json!(["apps:invoke", "apps:write"])
     );
     let root_form: Value = world
-        .http
-        .get(world.url("/.well-known/oauth-protected-resource"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json("/.well-known/oauth-protected-resource", &[])
+        .await;
     assert_eq!(root_form, metadata);
 
     let server: Value = world
-        .http
-        .get(world.url("/.well-known/oauth-authorization-server"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json("/.well-known/oauth-authorization-server", &[])
+        .await;
     assert_eq!(server["issuer"], world.origin());
     // Absolute URLs come from configuration, never from forwarded headers.
     let spoofed: Value = world
-        .http
-        .get(world.url("/.well-known/oauth-authorization-server"))
-        .header("x-forwarded-host", "evil.example")
-        .header("forwarded", "host=evil.example;proto=https")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(
+            "/.well-known/oauth-authorization-server",
+            &[
+                ("x-forwarded-host", "evil.example"),
+                ("forwarded", "host=evil.example;proto=https"),
+            ],
+        )
+        .await;
     assert_eq!(spoofed, server);
     for (field, path) in [
         ("authorization_endpoint", "/oauth/authorize"),
@@ -401,15 +352,8 @@ async fn a_consented_connection_lists_tools_by_scope_refreshes_and_is_revoked() 
     // The consent card's data: the client, where it returns, the scopes.
     let id = world.request_id(&client, "apps:invoke apps:write").await;
     let details: Value = world
-        .http
-        .get(world.url(&format!("/api/oauth/requests/{id}")))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/oauth/requests/{id}"), &[("cookie", &cookie)])
+        .await;
     assert_eq!(details["client"]["name"], "Desk Client");
     assert_eq!(details["redirectHost"], "127.0.0.1:4567");
     assert_eq!(details["resource"], world.resource());
@@ -490,15 +434,8 @@ async fn a_consented_connection_lists_tools_by_scope_refreshes_and_is_revoked() 
     // The Studio page lists both connections; revoking one ends its tokens
     // on the very next call and leaves the other alone.
     let listed: Value = world
-        .http
-        .get(world.url("/api/oauth/connections"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json("/api/oauth/connections", &[("cookie", &cookie)])
+        .await;
     let connections = listed["connections"].as_array().unwrap();
     assert_eq!(connections.len(), 2);
     let wide = connections
@@ -510,34 +447,19 @@ async fn a_consented_connection_lists_tools_by_scope_refreshes_and_is_revoked() 
     let wide_id = wide["id"].as_str().unwrap();
     // Not from another site, and not by another user.
     let cross_site = world
-        .http
-        .delete(world.url(&format!("/api/oauth/connections/{wide_id}")))
-        .header("origin", "https://evil.example")
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(cross_site.status(), StatusCode::FORBIDDEN);
-    let member_cookie = world.sign_in(MEMBER, PASSWORD).await;
+        .delete_connection(wide_id, "https://evil.example", &cookie)
+        .await;
+    assert_eq!(cross_site, StatusCode::FORBIDDEN);
+    let member_cookie = world.sign_in(MEMBER, MEMBER_PASSWORD).await;
     let stranger = world
-        .http
-        .delete(world.url(&format!("/api/oauth/connections/{wide_id}")))
-        .header("origin", world.origin())
-        .header("cookie", &member_cookie)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(stranger.status(), StatusCode::NOT_FOUND);
+        .delete_connection(wide_id, &world.origin(), &member_cookie)
+        .await;
+    assert_eq!(stranger, StatusCode::NOT_FOUND);
     assert_eq!(world.tools(renewed_access).await.0, 200);
     let revoked = world
-        .http
-        .delete(world.url(&format!("/api/oauth/connections/{wide_id}")))
-        .header("origin", world.origin())
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(revoked.status(), StatusCode::NO_CONTENT);
+        .delete_connection(wide_id, &world.origin(), &cookie)
+        .await;
+    assert_eq!(revoked, StatusCode::NO_CONTENT);
     assert_eq!(world.tools(renewed_access).await.0, 401);
     assert_oauth_error(
         &world
@@ -546,43 +468,35 @@ async fn a_consented_connection_lists_tools_by_scope_refreshes_and_is_revoked() 
         StatusCode::BAD_REQUEST,
         "invalid_grant",
     );
-    assert_eq!(
-        world
-            .tools(narrow["access_token"].as_str().unwrap())
-            .await
-            .0,
-        200
-    );
+    assert_eq!(world.status(&narrow).await, 200);
 
     // RFC 7009: the client revokes its refresh token, ending the connection.
-    let form = url::form_urlencoded::Serializer::new(String::new())
-        .extend_pairs([
-            ("client_id", client.as_str()),
-            ("token", narrow["refresh_token"].as_str().unwrap()),
-        ])
-        .finish();
     let response = world
-        .http
-        .post(world.url("/oauth/revoke"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form)
-        .send()
-        .await
-        .unwrap();
+        .post_form(
+            "/oauth/revoke",
+            &[
+                ("client_id", client.as_str()),
+                ("token", narrow["refresh_token"].as_str().unwrap()),
+            ],
+        )
+        .await;
     assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(
-        world
-            .tools(narrow["access_token"].as_str().unwrap())
-            .await
-            .0,
-        401
-    );
+    assert_eq!(world.status(&narrow).await, 401);
 
     // An operator-minted token still works beside all this.
-    let admin = world.store.user_by_name(&world.admin.0).unwrap().unwrap();
-    let minted = common::mcp::token(&world.store, &admin, &[Scope::ChatUse, Scope::AppsInvoke]);
+    let admin = world
+        .stack
+        .store
+        .user_by_name(&world.stack.admin_name)
+        .unwrap()
+        .unwrap();
+    let minted = common::mcp::token(
+        &world.stack.store,
+        &admin,
+        &[Scope::ChatUse, Scope::AppsInvoke],
+    );
     assert_eq!(world.tools(&minted).await.0, 200);
-    drop(world.up);
+    drop(world);
 }
 
 #[tokio::test]
@@ -763,14 +677,21 @@ async fn codes_verifiers_redirects_and_resources_are_checked() {
     );
     // … and a token issued for another resource is refused by the gateway,
     // never passed through.
-    let admin = world.store.user_by_name(&world.admin.0).unwrap().unwrap();
+    let admin = world
+        .stack
+        .store
+        .user_by_name(&world.stack.admin_name)
+        .unwrap()
+        .unwrap();
     let foreign_client = world
+        .stack
         .store
         .oauth_register_client("Foreign", &[REDIRECT.to_owned()], ClientAuthMethod::None)
         .unwrap()
         .unwrap();
     let invoke: BTreeSet<Scope> = [Scope::AppsInvoke].into();
     let foreign_code = world
+        .stack
         .store
         .oauth_consent(&Consent {
             client_id: &foreign_client.client.client_id,
@@ -782,6 +703,7 @@ async fn codes_verifiers_redirects_and_resources_are_checked() {
         })
         .unwrap();
     let foreign = world
+        .stack
         .store
         .oauth_exchange_code(&CodeExchange {
             client_id: &foreign_client.client.client_id,
@@ -810,10 +732,7 @@ async fn a_reused_refresh_token_revokes_the_family() {
         .refresh(&client, second["refresh_token"].as_str().unwrap())
         .await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(
-        world.tools(third["access_token"].as_str().unwrap()).await.0,
-        200
-    );
+    assert_eq!(world.status(&third).await, 200);
     // The first refresh token comes back: everything in the family dies.
     assert_oauth_error(
         &world
@@ -822,14 +741,8 @@ async fn a_reused_refresh_token_revokes_the_family() {
         StatusCode::BAD_REQUEST,
         "invalid_grant",
     );
-    for access in [&first, &second, &third] {
-        assert_eq!(
-            world
-                .tools(access["access_token"].as_str().unwrap())
-                .await
-                .0,
-            401
-        );
+    for tokens in [&first, &second, &third] {
+        assert_eq!(world.status(tokens).await, 401);
     }
     assert_oauth_error(
         &world
@@ -839,34 +752,20 @@ async fn a_reused_refresh_token_revokes_the_family() {
         "invalid_grant",
     );
     let listed: Value = world
-        .http
-        .get(world.url("/api/oauth/connections"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json("/api/oauth/connections", &[("cookie", &cookie)])
+        .await;
     assert_eq!(listed["connections"], json!([]));
 }
 
 #[tokio::test]
 async fn a_member_cannot_consent_to_apps_write() {
     let world = World::start().await;
-    let cookie = world.sign_in(MEMBER, PASSWORD).await;
+    let cookie = world.sign_in(MEMBER, MEMBER_PASSWORD).await;
     let client = world.client("Member Client").await;
     let id = world.request_id(&client, "apps:invoke apps:write").await;
     let details: Value = world
-        .http
-        .get(world.url(&format!("/api/oauth/requests/{id}")))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/oauth/requests/{id}"), &[("cookie", &cookie)])
+        .await;
     assert_eq!(details["unavailableScopes"], json!(["apps:write"]));
     assert_eq!(details["offeredScopes"].as_array().unwrap().len(), 1);
     assert_eq!(details["offeredScopes"][0]["scope"], "apps:invoke");

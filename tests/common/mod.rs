@@ -20,6 +20,7 @@ pub mod core;
 pub mod documents;
 pub mod fake_llm;
 pub mod mcp;
+pub mod stack;
 pub mod tree_identity;
 
 /// The binary under test.

@@ -337,15 +337,17 @@ pub struct AuditEntry {
     pub at: i64,
     /// A user id, `system` or `operator`.
     pub actor: String,
-    /// `app.registered`, `app.revision-changed`, `grant.changed` or
-    /// `app-source.changed`.
+    /// `app.registered`, `app.revision-changed`, `grant.changed`,
+    /// `app-source.changed`, `oauth.connected` or `oauth.revoked`.
     pub action: String,
     pub app_id: Option<String>,
-    /// The user id of a grant change, the file path of a source change.
+    /// The user id of a grant change, the file path of a source change, the
+    /// client id of an OAuth connection.
     pub subject: Option<String>,
     /// The access, revision or file sha256 before the change.
     pub before: Option<String>,
-    /// The access, revision or file sha256 after the change.
+    /// The access, revision or file sha256 after the change; the scopes of an
+    /// OAuth connection, or why it was revoked.
     pub after: Option<String>,
 }
 

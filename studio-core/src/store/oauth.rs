@@ -219,6 +219,43 @@ fn client_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(OAuthClient, St
     ))
 }
 
+/// A presented code or refresh token, with the connection it belongs to.
+struct Presented {
+    grant_id: String,
+    /// The code challenge of a code, the scopes of a refresh token.
+    detail: String,
+    expires_at: i64,
+    used_at: Option<i64>,
+    client_id: String,
+    redirect_uri: String,
+    resource: String,
+    user_id: String,
+}
+
+/// Looks up a presented secret with `sql`, which selects the columns of
+/// [`Presented`] in order for the secret's sha256 (`?1`).
+fn presented(
+    transaction: &Transaction<'_>,
+    sql: &str,
+    secret: &str,
+) -> Result<Option<Presented>, StoreError> {
+    let found = transaction
+        .query_row(sql, [secrets::secret_sha256(secret)], |row| {
+            Ok(Presented {
+                grant_id: row.get(0)?,
+                detail: row.get(1)?,
+                expires_at: row.get(2)?,
+                used_at: row.get(3)?,
+                client_id: row.get(4)?,
+                redirect_uri: row.get(5)?,
+                resource: row.get(6)?,
+                user_id: row.get(7)?,
+            })
+        })
+        .optional()?;
+    Ok(found)
+}
+
 /// Revokes a connection inside the caller's transaction, with its audit row.
 /// `false` when it was already revoked.
 fn revoke_grant(
@@ -389,6 +426,10 @@ impl Store {
             "DELETE FROM oauth_refresh_tokens WHERE expires_at <= ?1",
             [now],
         )?;
+        transaction.execute(
+            "DELETE FROM tokens WHERE grant_id IS NOT NULL AND expires_at <= ?1",
+            [now],
+        )?;
         let client_exists = transaction.execute(
             "UPDATE oauth_clients SET consented_at = coalesce(consented_at, ?1)
                  WHERE client_id = ?2",
@@ -447,47 +488,24 @@ impl Store {
         let now = self.now();
         let mut connection = self.connection();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        type Found = (
-            String,
-            String,
-            i64,
-            Option<i64>,
-            String,
-            String,
-            String,
-            String,
-        );
-        let found: Option<Found> = transaction
-            .query_row(
-                "SELECT c.grant_id, c.code_challenge, c.expires_at, c.used_at,
-                        g.client_id, g.redirect_uri, g.resource, g.user_id
-                 FROM oauth_codes c JOIN oauth_grants g ON g.id = c.grant_id
-                 WHERE c.code_sha256 = ?1 AND g.revoked_at IS NULL",
-                [secrets::secret_sha256(exchange.code)],
-                |row| {
-                    Ok((
-                        row.get(0)?,
-                        row.get(1)?,
-                        row.get(2)?,
-                        row.get(3)?,
-                        row.get(4)?,
-                        row.get(5)?,
-                        row.get(6)?,
-                        row.get(7)?,
-                    ))
-                },
-            )
-            .optional()?;
-        let Some((
+        let found = presented(
+            &transaction,
+            "SELECT c.grant_id, c.code_challenge, c.expires_at, c.used_at,
+                    g.client_id, g.redirect_uri, g.resource, g.user_id
+             FROM oauth_codes c JOIN oauth_grants g ON g.id = c.grant_id
+             WHERE c.code_sha256 = ?1 AND g.revoked_at IS NULL",
+            exchange.code,
+        )?;
+        let Some(Presented {
             grant_id,
-            challenge,
+            detail: challenge,
             expires_at,
             used_at,
             client_id,
-            redirect,
+            redirect_uri: redirect,
             resource,
             user_id,
-        )) = found
+        }) = found
         else {
             return Ok(Err(OAuthRefusal::InvalidGrant("the code is not valid")));
         };
@@ -553,28 +571,24 @@ impl Store {
         let now = self.now();
         let mut connection = self.connection();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        type Found = (String, String, i64, Option<i64>, String, String, String);
-        let found: Option<Found> = transaction
-            .query_row(
-                "SELECT r.grant_id, r.scopes, r.expires_at, r.used_at,
-                        g.client_id, g.resource, g.user_id
-                 FROM oauth_refresh_tokens r JOIN oauth_grants g ON g.id = r.grant_id
-                 WHERE r.secret_sha256 = ?1 AND g.revoked_at IS NULL",
-                [secrets::secret_sha256(refresh_token)],
-                |row| {
-                    Ok((
-                        row.get(0)?,
-                        row.get(1)?,
-                        row.get(2)?,
-                        row.get(3)?,
-                        row.get(4)?,
-                        row.get(5)?,
-                        row.get(6)?,
-                    ))
-                },
-            )
-            .optional()?;
-        let Some((grant_id, held, expires_at, used_at, owner, bound_resource, user_id)) = found
+        let found = presented(
+            &transaction,
+            "SELECT r.grant_id, r.scopes, r.expires_at, r.used_at,
+                    g.client_id, g.redirect_uri, g.resource, g.user_id
+             FROM oauth_refresh_tokens r JOIN oauth_grants g ON g.id = r.grant_id
+             WHERE r.secret_sha256 = ?1 AND g.revoked_at IS NULL",
+            refresh_token,
+        )?;
+        let Some(Presented {
+            grant_id,
+            detail: held,
+            expires_at,
+            used_at,
+            client_id: owner,
+            resource: bound_resource,
+            user_id,
+            ..
+        }) = found
         else {
             return invalid();
         };

@@ -270,11 +270,13 @@ pub(super) fn migrate(connection: &mut Connection, now: i64) -> Result<(), Store
 mod tests {
     use super::*;
 
-    /// A database written by a build that knew only migration 1 gains the
-    /// confirmations table and keeps its rows.
-    #[test]
-    fn a_version_one_database_is_upgraded_in_place() {
-        let mut connection = Connection::open_in_memory().unwrap();
+    /// A database as a build that knew the first `known` migrations left it:
+    /// each applied and recorded with `applied_at` = its version.
+    fn database_at(known: usize) -> Connection {
+        let connection = Connection::open_in_memory().unwrap();
+        connection
+            .pragma_update(None, "foreign_keys", "ON")
+            .unwrap();
         connection
             .execute_batch(
                 "CREATE TABLE schema_migrations (
@@ -284,12 +286,25 @@ mod tests {
                 ) STRICT;",
             )
             .unwrap();
-        connection.execute_batch(MIGRATIONS[0].sql).unwrap();
+        for migration in &MIGRATIONS[..known] {
+            connection.execute_batch(migration.sql).unwrap();
+            connection
+                .execute(
+                    "INSERT INTO schema_migrations VALUES (?1, ?2, ?1)",
+                    (migration.version, migration.name),
+                )
+                .unwrap();
+        }
         connection
-            .execute_batch(
-                "INSERT INTO schema_migrations VALUES (1, 'identity and access', 1);
-                 INSERT INTO users VALUES ('u1', 'alice', 'member', 'hash', 1);",
-            )
+    }
+
+    /// A database written by a build that knew only migration 1 gains the
+    /// confirmations table and keeps its rows.
+    #[test]
+    fn a_version_one_database_is_upgraded_in_place() {
+        let mut connection = database_at(1);
+        connection
+            .execute_batch("INSERT INTO users VALUES ('u1', 'alice', 'member', 'hash', 1);")
             .unwrap();
         migrate(&mut connection, 2).unwrap();
         let versions: Vec<(i64, i64)> = connection
@@ -320,26 +335,10 @@ mod tests {
     /// suggestions table (with its constraints and indexes) and keeps its rows.
     #[test]
     fn a_version_two_database_is_upgraded_in_place() {
-        let mut connection = Connection::open_in_memory().unwrap();
-        connection
-            .pragma_update(None, "foreign_keys", "ON")
-            .unwrap();
+        let mut connection = database_at(2);
         connection
             .execute_batch(
-                "CREATE TABLE schema_migrations (
-                    version    INTEGER PRIMARY KEY,
-                    name       TEXT NOT NULL,
-                    applied_at INTEGER NOT NULL
-                ) STRICT;",
-            )
-            .unwrap();
-        connection.execute_batch(MIGRATIONS[0].sql).unwrap();
-        connection.execute_batch(MIGRATIONS[1].sql).unwrap();
-        connection
-            .execute_batch(
-                "INSERT INTO schema_migrations VALUES (1, 'identity and access', 1);
-                 INSERT INTO schema_migrations VALUES (2, 'confirmations', 2);
-                 INSERT INTO users VALUES ('u1', 'alice', 'member', 'hash', 1);
+                "INSERT INTO users VALUES ('u1', 'alice', 'member', 'hash', 1);
                  INSERT INTO confirmations
                  (token_sha256, user_id, tool, arguments_sha256, idempotency_key, created_at, expires_at)
                  VALUES ('t', 'u1', 'tool', 'a', 'k', 1, 2);",
@@ -419,28 +418,7 @@ mod tests {
     /// working and have no connection and no audience.
     #[test]
     fn a_version_three_database_gains_oauth_in_place() {
-        let mut connection = Connection::open_in_memory().unwrap();
-        connection
-            .pragma_update(None, "foreign_keys", "ON")
-            .unwrap();
-        connection
-            .execute_batch(
-                "CREATE TABLE schema_migrations (
-                    version    INTEGER PRIMARY KEY,
-                    name       TEXT NOT NULL,
-                    applied_at INTEGER NOT NULL
-                ) STRICT;",
-            )
-            .unwrap();
-        for migration in &MIGRATIONS[..3] {
-            connection.execute_batch(migration.sql).unwrap();
-            connection
-                .execute(
-                    "INSERT INTO schema_migrations VALUES (?1, ?2, 1)",
-                    (migration.version, migration.name),
-                )
-                .unwrap();
-        }
+        let mut connection = database_at(3);
         connection
             .execute_batch(
                 "INSERT INTO users VALUES ('u1', 'alice', 'member', 'hash', 1);

@@ -1769,6 +1769,14 @@ fn refresh(
         .unwrap()
 }
 
+fn no_connections(fixture: &Fixture, user: &User) -> bool {
+    fixture
+        .store
+        .oauth_connections(&user.id)
+        .unwrap()
+        .is_empty()
+}
+
 fn live(fixture: &Fixture, access_token: &str) -> bool {
     fixture.store.token(access_token).unwrap().is_some()
 }
@@ -1879,13 +1887,7 @@ fn a_reused_refresh_token_revokes_the_whole_connection() {
         refresh(&fixture, &client, &second.refresh_token, None),
         Err(OAuthRefusal::InvalidGrant(_))
     ));
-    assert!(
-        fixture
-            .store
-            .oauth_connections(&staff.id)
-            .unwrap()
-            .is_empty()
-    );
+    assert!(no_connections(&fixture, &staff));
     let audit = fixture.store.audit_entries(None).unwrap();
     let revoked = audit
         .iter()
@@ -1954,13 +1956,7 @@ fn a_code_works_once_and_only_with_its_own_proof() {
     let code = consent(&fixture, &client, &staff, &[Scope::AppsInvoke]);
     fixture.advance(OAUTH_CODE_TTL_SECONDS);
     assert!(exchange(&fixture, &client, &code, VERIFIER).is_err());
-    assert!(
-        fixture
-            .store
-            .oauth_connections(&staff.id)
-            .unwrap()
-            .is_empty()
-    );
+    assert!(no_connections(&fixture, &staff));
 }
 
 #[test]
@@ -2013,13 +2009,7 @@ fn people_see_and_revoke_only_their_own_connections() {
     let client = oauth_client(&fixture);
     // A consent whose code was never exchanged is not a connection.
     consent(&fixture, &client, &staff, &[Scope::AppsInvoke]);
-    assert!(
-        fixture
-            .store
-            .oauth_connections(&staff.id)
-            .unwrap()
-            .is_empty()
-    );
+    assert!(no_connections(&fixture, &staff));
     let code = consent(&fixture, &client, &staff, &[Scope::AppsInvoke]);
     let tokens = exchange(&fixture, &client, &code, VERIFIER).unwrap();
     let listed = fixture.store.oauth_connections(&staff.id).unwrap();
@@ -2090,13 +2080,7 @@ fn clients_revoke_their_own_tokens_only() {
         .oauth_revoke_token(&client.client_id, &renewed.refresh_token)
         .unwrap();
     assert!(!live(&fixture, &renewed.access_token));
-    assert!(
-        fixture
-            .store
-            .oauth_connections(&staff.id)
-            .unwrap()
-            .is_empty()
-    );
+    assert!(no_connections(&fixture, &staff));
 }
 
 #[test]

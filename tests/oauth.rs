@@ -333,6 +333,59 @@ async fn discovery_leads_from_the_401_to_the_authorization_server() {
         json!(["authorization_code", "refresh_token"])
     );
 
+    // Browser-based clients may read the metadata and call the token
+    // endpoint from any origin (no credentials are involved) …
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+    ] {
+        let response = world
+            .http
+            .get(world.url(path))
+            .header("origin", "https://inspector.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            response.headers()["access-control-allow-origin"],
+            "*",
+            "{path}"
+        );
+    }
+    let preflight = world
+        .http
+        .request(reqwest::Method::OPTIONS, world.url("/oauth/token"))
+        .header("origin", "https://inspector.example")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status(), StatusCode::NO_CONTENT);
+    assert_eq!(preflight.headers()["access-control-allow-origin"], "*");
+    assert!(
+        preflight.headers()["access-control-allow-methods"]
+            .to_str()
+            .unwrap()
+            .contains("POST")
+    );
+    // … but the consent and connections API, which reads the session
+    // cookie, answers no other origin.
+    let cookie = world.admin_cookie().await;
+    let listed = world
+        .http
+        .get(world.url("/api/oauth/connections"))
+        .header("origin", "https://inspector.example")
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        listed
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+
     // A bad token gets the same pointer and says the token is invalid.
     let mut mcp = Mcp::sessionless(&world.resource(), "sasha_at_not-a-token");
     let exchange = mcp.request("tools/list", json!({})).await;

@@ -203,6 +203,8 @@ impl World {
 
     async fn token(&self, form: &[(&str, &str)]) -> (StatusCode, Value) {
         let response = self.post_form("/oauth/token", form).await;
+        // RFC 6749 §5.1: token responses, and refusals, are never cached.
+        assert_eq!(response.headers()["cache-control"], "no-store");
         let status = response.status();
         (status, response.json().await.unwrap())
     }

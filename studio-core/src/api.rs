@@ -102,6 +102,15 @@ pub(crate) fn routes() -> axum::Router<Arc<Core>> {
         )
 }
 
+/// `response` with `Cache-Control: no-store`: answers that depend on who asks.
+pub(crate) fn no_store(response: impl IntoResponse) -> Response {
+    let mut response = response.into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
 /// The hidden 404: identical for every case it covers.
 pub(crate) fn hidden_not_found() -> AppError {
     let mut error = AppError::from_code(ErrorCode::NotFound);
@@ -579,15 +588,10 @@ async fn list_apps(State(core): State<Arc<Core>>, headers: HeaderMap) -> Respons
             _ => None,
         })
         .collect();
-    let mut response = Json(AppsResponse {
+    no_store(Json(AppsResponse {
         apps,
         sandbox_origin: core.origins.sandbox.as_str().to_owned(),
-    })
-    .into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    }))
 }
 
 #[derive(Deserialize)]
@@ -622,17 +626,12 @@ async fn resource(
     let Ok(resource) = core.catalogue.resource(&app_id, &revision) else {
         return hidden_not_found().into_response();
     };
-    let mut response = Json(ResourceResponse {
+    no_store(Json(ResourceResponse {
         uri: resource.uri.clone(),
         mime_type: resource.mime_type.clone(),
         text: resource.html.clone(),
         meta: serde_json::json!({"ui": resource.meta}),
-    })
-    .into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    }))
 }
 
 /// `GET /api/apps/:appId/recovery`: the schema-derived table and field
@@ -682,11 +681,7 @@ async fn recovery(
         package.data.as_ref(),
         package.manifest.capabilities.data == sasha_package::manifest::DataCapability::ReadWrite,
     );
-    let mut response = Json(descriptor).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    no_store(Json(descriptor))
 }
 
 /// The caller of a grant route: an admin or staff user principal.

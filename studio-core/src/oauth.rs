@@ -45,7 +45,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::Core;
-use crate::api::{blocking, hidden_not_found, parse_body, same_origin_json, session_user};
+use crate::api::{
+    blocking, hidden_not_found, no_store, parse_body, same_origin_json, session_user,
+};
 use crate::store::{
     ClientAuthMethod, CodeExchange, Consent, IssuedTokens, OAuthRefusal, RegisteredClient, Scope,
     UserRole, valid_code_challenge,
@@ -301,10 +303,7 @@ impl IntoResponse for OAuthError {
             map.insert("error".into(), self.error.into());
             map.insert("error_description".into(), self.description.into());
         }
-        let mut response = (self.status, Json(body)).into_response();
-        response
-            .headers_mut()
-            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        let mut response = no_store((self.status, Json(body)));
         if self.status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
@@ -330,11 +329,7 @@ fn error_page(message: &str) -> Response {
         escape_html(message),
         error.diagnostic_id
     );
-    let mut response = (StatusCode::BAD_REQUEST, axum::response::Html(html)).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    no_store((StatusCode::BAD_REQUEST, axum::response::Html(html)))
 }
 
 fn escape_html(text: &str) -> String {
@@ -610,11 +605,7 @@ async fn register_client(
         map.insert("client_secret".into(), secret.into());
         map.insert("client_secret_expires_at".into(), 0.into());
     }
-    let mut response = (StatusCode::CREATED, Json(body)).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(response)
+    Ok(no_store((StatusCode::CREATED, Json(body))))
 }
 
 fn content_type_is(headers: &HeaderMap, expected: &str) -> bool {
@@ -723,14 +714,7 @@ async fn authorize(State(core): State<Arc<Core>>, RawQuery(query): RawQuery) -> 
 
 fn see_other(location: &str) -> Response {
     match HeaderValue::from_str(location) {
-        Ok(value) => {
-            let mut response = StatusCode::SEE_OTHER.into_response();
-            response.headers_mut().insert(header::LOCATION, value);
-            response
-                .headers_mut()
-                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            response
-        }
+        Ok(value) => no_store((StatusCode::SEE_OTHER, [(header::LOCATION, value)])),
         Err(_) => error_page("The redirect URI cannot be used in a redirect."),
     }
 }
@@ -779,7 +763,7 @@ async fn request_details(
         .filter(|scope| !role.allows(**scope))
         .map(|scope| scope.as_str())
         .collect();
-    let mut response = Json(json!({
+    no_store(Json(json!({
         "requestId": id,
         "client": {"id": pending.client_id, "name": pending.client_name},
         "redirectUri": pending.redirect_uri,
@@ -789,12 +773,7 @@ async fn request_details(
         "offeredScopes": offered,
         "unavailableScopes": unavailable,
         "expiresAt": pending.expires_at,
-    }))
-    .into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    })))
 }
 
 #[derive(Deserialize)]
@@ -926,11 +905,7 @@ async fn deny(
 }
 
 fn decision(redirect_to: &str) -> Response {
-    let mut response = Json(json!({ "redirectTo": redirect_to })).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    no_store(Json(json!({ "redirectTo": redirect_to })))
 }
 
 async fn connections(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
@@ -956,11 +931,7 @@ async fn connections(State(core): State<Arc<Core>>, headers: HeaderMap) -> Respo
                     })
                 })
                 .collect();
-            let mut response = Json(json!({ "connections": list })).into_response();
-            response
-                .headers_mut()
-                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            response
+            no_store(Json(json!({ "connections": list })))
         }
         Err(error) => error.into_response(),
     }
@@ -1090,18 +1061,17 @@ fn basic_credentials(headers: &HeaderMap) -> Result<Option<(String, String)>, OA
 async fn token(State(core): State<Arc<Core>>, headers: HeaderMap, body: Bytes) -> Response {
     match issue(&core, &headers, &body).await {
         Ok(tokens) => {
-            let mut response = Json(json!({
+            let response = Json(json!({
                 "access_token": tokens.access_token,
                 "token_type": "Bearer",
                 "expires_in": tokens.expires_in,
                 "refresh_token": tokens.refresh_token,
                 "scope": scope_text(&tokens.scopes),
-            }))
-            .into_response();
-            let headers = response.headers_mut();
-            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-            cors(response)
+            }));
+            cors(no_store((
+                [(header::PRAGMA, HeaderValue::from_static("no-cache"))],
+                response,
+            )))
         }
         Err(error) => error.into_response(),
     }

@@ -7,7 +7,7 @@
 // other apps are offered as suggestions.
 
 import * as api from "./api.js";
-import { errorText, h, replaceChildren } from "./dom.js";
+import { h, panelMessages, replaceChildren } from "./dom.js";
 
 const ACCESS_LABELS = { use: "Use", manage: "Manage" };
 
@@ -37,24 +37,7 @@ export function accessPanel(options) {
   const suggestions = h("datalist", { id: ids.users });
   const known = new Map();
 
-  function say(text) {
-    status.textContent = text;
-  }
-
-  function fail(error) {
-    if (error && error.status === 401) {
-      onUnauthenticated();
-      return;
-    }
-    alert.hidden = false;
-    alert.textContent = errorText(error);
-    say("");
-  }
-
-  function clearAlert() {
-    alert.hidden = true;
-    alert.textContent = "";
-  }
+  const { say, fail, clearAlert } = panelMessages(status, alert, { onUnauthenticated });
 
   function remember(grants) {
     for (const grant of grants) {

@@ -10,7 +10,7 @@
 // end in the client's redirect, which the server builds.
 
 import * as api from "./api.js";
-import { errorText, h, replaceChildren } from "./dom.js";
+import { h, panelMessages, replaceChildren } from "./dom.js";
 
 /** Plain-language words for the scopes Sasha knows. */
 const SCOPES = {
@@ -80,20 +80,7 @@ export function consentCard(options) {
     status,
   );
 
-  function say(text) {
-    status.textContent = text;
-  }
-
-  function fail(error) {
-    alert.hidden = false;
-    alert.textContent = errorText(error);
-    say("");
-  }
-
-  function clearAlert() {
-    alert.hidden = true;
-    alert.textContent = "";
-  }
+  const { say, fail, clearAlert } = panelMessages(status, alert);
 
   function focusHeading() {
     if (card.isConnected) {
@@ -382,24 +369,7 @@ export function connectionsPanel(options = {}) {
   const alert = h("div", { class: "alert", role: "alert", hidden: true });
   const list = h("div", { class: "grants" });
 
-  function say(text) {
-    status.textContent = text;
-  }
-
-  function fail(error) {
-    if (error && error.status === 401) {
-      onUnauthenticated();
-      return;
-    }
-    alert.hidden = false;
-    alert.textContent = errorText(error);
-    say("");
-  }
-
-  function clearAlert() {
-    alert.hidden = true;
-    alert.textContent = "";
-  }
+  const { say, fail, clearAlert } = panelMessages(status, alert, { onUnauthenticated });
 
   function countText(count) {
     if (count === 0) {

@@ -70,3 +70,29 @@ export function errorText(error) {
   }
   return details.length > 0 ? `${message} (${details.join(", ")})` : message;
 }
+
+/**
+ * The messages of a panel: `say` writes its live status line, `fail` shows an
+ * error in its alert (`describe` turns the error into text, `errorText` by
+ * default) and clears the status, `clearAlert` hides the alert. With
+ * `onUnauthenticated`, a 401 calls it instead: the session has ended.
+ */
+export function panelMessages(status, alert, { onUnauthenticated = null, describe = errorText } = {}) {
+  const say = (text) => {
+    status.textContent = text;
+  };
+  const fail = (error) => {
+    if (onUnauthenticated && error && error.status === 401) {
+      onUnauthenticated();
+      return;
+    }
+    alert.hidden = false;
+    alert.textContent = describe(error);
+    say("");
+  };
+  const clearAlert = () => {
+    alert.hidden = true;
+    alert.textContent = "";
+  };
+  return { say, fail, clearAlert };
+}

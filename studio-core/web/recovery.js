@@ -10,7 +10,7 @@
 // a conflict reloads the table and says so instead of overwriting.
 
 import * as api from "./api.js";
-import { errorText, h, replaceChildren } from "./dom.js";
+import { errorText, h, panelMessages, replaceChildren } from "./dom.js";
 
 const MCP_PROTOCOL_VERSION = "2026-07-28";
 const CLIENT_INFO = { name: "sasha-studio-recovery", version: "1" };
@@ -195,24 +195,10 @@ export function recoveryPanel(options) {
   const alert = h("p", { class: "alert", role: "alert", hidden: true });
   const body = h("div", { class: "recovery-tables" });
 
-  function say(text) {
-    status.textContent = text;
-  }
-
-  function fail(error) {
-    if (error && error.status === 401) {
-      onUnauthenticated();
-      return;
-    }
-    alert.hidden = false;
-    alert.textContent = isStale(error) ? `${CONFLICT_TEXT} (APP_CONFLICT)` : errorText(error);
-    say("");
-  }
-
-  function clearAlert() {
-    alert.hidden = true;
-    alert.textContent = "";
-  }
+  const { say, fail, clearAlert } = panelMessages(status, alert, {
+    onUnauthenticated,
+    describe: (error) => (isStale(error) ? `${CONFLICT_TEXT} (APP_CONFLICT)` : errorText(error)),
+  });
 
   function tableSection(descriptor, table) {
     const versionField = descriptor.versionField;

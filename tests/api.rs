@@ -764,6 +764,11 @@ async fn the_openapi_document_describes_every_route() {
         "PUT /api/apps/{appId}/access/{userId}",
         "DELETE /api/apps/{appId}/access/{userId}",
         "GET /api/apps/{appId}/recovery",
+        "GET /api/oauth/requests/{requestId}",
+        "POST /api/oauth/requests/{requestId}/approve",
+        "POST /api/oauth/requests/{requestId}/deny",
+        "GET /api/oauth/connections",
+        "DELETE /api/oauth/connections/{connectionId}",
     ]
     .into_iter()
     .map(String::from)
@@ -777,6 +782,8 @@ async fn the_openapi_document_describes_every_route() {
         "LoginRequest",
         "GrantRequest",
         "RecoveryDescriptor",
+        "ConsentRequest",
+        "ConnectionsResponse",
     ] {
         assert!(schemas.contains_key(name), "{name} missing");
     }

@@ -369,7 +369,7 @@ struct GrantResponse {
 /// The closed error envelope every failure uses.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct ErrorEnvelope {
+pub(crate) struct ErrorEnvelope {
     /// One `APP_*` code of the closed registry.
     code: String,
     message: String,
@@ -384,7 +384,7 @@ struct ErrorEnvelope {
 #[openapi(
     info(
         title = "Sasha Studio API",
-        description = "The Studio HTTP API: sessions, apps, resources and grants"
+        description = "The Studio HTTP API: sessions, apps, resources, grants, and OAuth consent and connections"
     ),
     paths(
         login,
@@ -395,7 +395,12 @@ struct ErrorEnvelope {
         recovery,
         list_access,
         grant_access,
-        revoke_access
+        revoke_access,
+        crate::oauth::request_details,
+        crate::oauth::approve,
+        crate::oauth::deny,
+        crate::oauth::connections,
+        crate::oauth::revoke_connection
     ),
     components(schemas(
         LoginRequest,
@@ -411,7 +416,14 @@ struct ErrorEnvelope {
         GrantEntry,
         GrantsResponse,
         GrantResponse,
-        ErrorEnvelope
+        ErrorEnvelope,
+        crate::oauth::ConsentRequest,
+        crate::oauth::ConsentClient,
+        crate::oauth::OfferedScope,
+        crate::oauth::ApproveBody,
+        crate::oauth::Decision,
+        crate::oauth::ConnectionEntry,
+        crate::oauth::ConnectionsResponse
     ))
 )]
 pub(crate) struct ApiDoc;

@@ -41,8 +41,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine as _;
 use sasha_proto::{AppError, ErrorCode};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
 use crate::Core;
 use crate::api::{
@@ -733,7 +734,75 @@ fn redirect_host(redirect_uri: &str) -> String {
         .unwrap_or_default()
 }
 
-async fn request_details(
+/// `GET /api/oauth/requests/{id}`: what the consent card shows.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ConsentRequest {
+    request_id: String,
+    client: ConsentClient,
+    /// Where the person returns, exactly as the client sent it.
+    redirect_uri: String,
+    /// Its host and port, to show prominently.
+    redirect_host: String,
+    /// The MCP resource the tokens will be for.
+    resource: String,
+    requested_scopes: Vec<String>,
+    /// The scopes the signed-in person's role may hold.
+    offered_scopes: Vec<OfferedScope>,
+    /// Requested scopes the role may not hold (shown, not offered).
+    unavailable_scopes: Vec<String>,
+    /// Unix seconds.
+    expires_at: i64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub(crate) struct ConsentClient {
+    id: String,
+    /// The name the client registered (self-declared).
+    name: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub(crate) struct OfferedScope {
+    scope: String,
+    description: String,
+    requested: bool,
+}
+
+/// The answer to approve or deny: where the browser goes next.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Decision {
+    redirect_to: String,
+}
+
+/// One of the caller's connected clients.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ConnectionEntry {
+    id: String,
+    client_id: String,
+    client_name: String,
+    redirect_host: String,
+    scopes: Vec<String>,
+    resource: String,
+    /// Unix seconds.
+    connected_at: i64,
+    /// Unix seconds of the latest token issue.
+    last_used_at: i64,
+}
+
+/// `GET /api/oauth/connections`.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct ConnectionsResponse {
+    connections: Vec<ConnectionEntry>,
+}
+
+#[utoipa::path(get, path = "/api/oauth/requests/{requestId}", params(("requestId" = String, Path)), responses(
+    (status = 200, description = "the parked authorization request, for a signed-in browser session; Cache-Control: no-store", body = ConsentRequest),
+    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session, or an unknown, used or expired request", body = crate::api::ErrorEnvelope)))]
+pub(crate) async fn request_details(
     State(core): State<Arc<Core>>,
     Path(id): Path<String>,
     headers: HeaderMap,
@@ -746,39 +815,38 @@ async fn request_details(
         return hidden_not_found().into_response();
     };
     let role = principal.user.role;
-    let offered: Vec<Value> = OFFERED
-        .iter()
-        .filter(|scope| role.allows(**scope))
-        .map(|scope| {
-            json!({
-                "scope": scope.as_str(),
-                "description": scope_description(*scope),
-                "requested": pending.requested.contains(scope),
+    let names = |scopes: &mut dyn Iterator<Item = &Scope>| {
+        scopes.map(|scope| scope.as_str().to_owned()).collect()
+    };
+    no_store(Json(ConsentRequest {
+        request_id: id,
+        redirect_host: redirect_host(&pending.redirect_uri),
+        redirect_uri: pending.redirect_uri,
+        resource: core.oauth.resource.clone(),
+        requested_scopes: names(&mut pending.requested.iter()),
+        offered_scopes: OFFERED
+            .iter()
+            .filter(|scope| role.allows(**scope))
+            .map(|scope| OfferedScope {
+                scope: scope.as_str().to_owned(),
+                description: scope_description(*scope).to_owned(),
+                requested: pending.requested.contains(scope),
             })
-        })
-        .collect();
-    let unavailable: Vec<&str> = pending
-        .requested
-        .iter()
-        .filter(|scope| !role.allows(**scope))
-        .map(|scope| scope.as_str())
-        .collect();
-    no_store(Json(json!({
-        "requestId": id,
-        "client": {"id": pending.client_id, "name": pending.client_name},
-        "redirectUri": pending.redirect_uri,
-        "redirectHost": redirect_host(&pending.redirect_uri),
-        "resource": core.oauth.resource,
-        "requestedScopes": pending.requested.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
-        "offeredScopes": offered,
-        "unavailableScopes": unavailable,
-        "expiresAt": pending.expires_at,
-    })))
+            .collect(),
+        unavailable_scopes: names(&mut pending.requested.iter().filter(|s| !role.allows(**s))),
+        expires_at: pending.expires_at,
+        client: ConsentClient {
+            id: pending.client_id,
+            name: pending.client_name,
+        },
+    }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ApproveBody {
+pub(crate) struct ApproveBody {
+    /// The scopes the person chose: `apps:invoke`, and `apps:write` (admin
+    /// and staff only, with `apps:invoke`).
     scopes: Vec<String>,
 }
 
@@ -820,7 +888,13 @@ fn chosen_scopes(names: &[String], role: UserRole) -> Result<BTreeSet<Scope>, Ap
     Ok(chosen)
 }
 
-async fn approve(
+#[utoipa::path(post, path = "/api/oauth/requests/{requestId}/approve", params(("requestId" = String, Path)), request_body = ApproveBody, responses(
+    (status = 200, description = "consent recorded; the browser goes to redirectTo, which carries the code, state and iss", body = Decision),
+    (status = 400, description = "no scope, an unknown scope, or apps:write without apps:invoke; the request stays usable", body = crate::api::ErrorEnvelope),
+    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, or a scope the role may not hold; the request stays usable", body = crate::api::ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session, or an unknown, used or expired request", body = crate::api::ErrorEnvelope)))]
+pub(crate) async fn approve(
     State(core): State<Arc<Core>>,
     Path(id): Path<String>,
     method: Method,
@@ -878,7 +952,12 @@ async fn approve(
     decision(&redirect_with(&pending.redirect_uri, &pairs))
 }
 
-async fn deny(
+#[utoipa::path(post, path = "/api/oauth/requests/{requestId}/deny", params(("requestId" = String, Path)), responses(
+    (status = 200, description = "declined; the browser goes to redirectTo, which carries error=access_denied, state and iss", body = Decision),
+    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin", body = crate::api::ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session, or an unknown, used or expired request", body = crate::api::ErrorEnvelope)))]
+pub(crate) async fn deny(
     State(core): State<Arc<Core>>,
     Path(id): Path<String>,
     method: Method,
@@ -905,39 +984,48 @@ async fn deny(
 }
 
 fn decision(redirect_to: &str) -> Response {
-    no_store(Json(json!({ "redirectTo": redirect_to })))
+    no_store(Json(Decision {
+        redirect_to: redirect_to.to_owned(),
+    }))
 }
 
-async fn connections(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
+#[utoipa::path(get, path = "/api/oauth/connections", responses(
+    (status = 200, description = "the caller's live OAuth connections, newest first; Cache-Control: no-store", body = ConnectionsResponse),
+    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session", body = crate::api::ErrorEnvelope),
+    (status = 503, description = "account store busy; retry", body = crate::api::ErrorEnvelope)))]
+pub(crate) async fn connections(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
     let principal = match session_user(&core, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
     let store = core.store.clone();
     match blocking(move || store.oauth_connections(&principal.user.id)).await {
-        Ok(list) => {
-            let list: Vec<Value> = list
+        Ok(list) => no_store(Json(ConnectionsResponse {
+            connections: list
                 .into_iter()
-                .map(|connection| {
-                    json!({
-                        "id": connection.id,
-                        "clientId": connection.client_id,
-                        "clientName": connection.client_name,
-                        "redirectHost": redirect_host(&connection.redirect_uri),
-                        "scopes": connection.scopes,
-                        "resource": connection.resource,
-                        "connectedAt": connection.connected_at,
-                        "lastUsedAt": connection.last_used_at,
-                    })
+                .map(|connection| ConnectionEntry {
+                    redirect_host: redirect_host(&connection.redirect_uri),
+                    id: connection.id,
+                    client_id: connection.client_id,
+                    client_name: connection.client_name,
+                    scopes: connection.scopes,
+                    resource: connection.resource,
+                    connected_at: connection.connected_at,
+                    last_used_at: connection.last_used_at,
                 })
-                .collect();
-            no_store(Json(json!({ "connections": list })))
-        }
+                .collect(),
+        })),
         Err(error) => error.into_response(),
     }
 }
 
-async fn revoke_connection(
+#[utoipa::path(delete, path = "/api/oauth/connections/{connectionId}", params(("connectionId" = String, Path)), responses(
+    (status = 204, description = "revoked: every token of the connection stops working"),
+    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin", body = crate::api::ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session, or not the caller's live connection", body = crate::api::ErrorEnvelope)))]
+pub(crate) async fn revoke_connection(
     State(core): State<Arc<Core>>,
     Path(id): Path<String>,
     method: Method,

@@ -187,26 +187,46 @@ impl World {
             .status()
     }
 
-    /// A form POST to `path`.
-    async fn post_form(&self, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
+    /// A POST to `path` with `headers` and a form body.
+    async fn post_form_with(
+        &self,
+        path: &str,
+        form: &[(&str, &str)],
+        headers: &[(&str, &str)],
+    ) -> reqwest::Response {
         let body = url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(form)
             .finish();
-        self.http
-            .post(self.url(path))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(body)
-            .send()
-            .await
-            .unwrap()
+        let mut request = self.http.post(self.url(path));
+        if !headers.iter().any(|(name, _)| *name == "content-type") {
+            request = request.header("content-type", "application/x-www-form-urlencoded");
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.body(body).send().await.unwrap()
     }
 
-    async fn token(&self, form: &[(&str, &str)]) -> (StatusCode, Value) {
-        let response = self.post_form("/oauth/token", form).await;
+    /// A form POST to `path`.
+    async fn post_form(&self, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
+        self.post_form_with(path, form, &[]).await
+    }
+
+    /// A token request with `headers`: the status and the JSON body.
+    async fn token_with(
+        &self,
+        form: &[(&str, &str)],
+        headers: &[(&str, &str)],
+    ) -> (StatusCode, Value) {
+        let response = self.post_form_with("/oauth/token", form, headers).await;
         // RFC 6749 §5.1: token responses, and refusals, are never cached.
         assert_eq!(response.headers()["cache-control"], "no-store");
         let status = response.status();
         (status, response.json().await.unwrap())
+    }
+
+    async fn token(&self, form: &[(&str, &str)]) -> (StatusCode, Value) {
+        self.token_with(form, &[]).await
     }
 
     async fn exchange(&self, client: &str, code: &str, verifier: &str) -> (StatusCode, Value) {
@@ -256,6 +276,9 @@ impl World {
         }
     }
 }
+
+/// Form parameters or headers, as owned values.
+type Pairs = Vec<(&'static str, String)>;
 
 /// The refusal of a token request: status, OAuth error, and the envelope.
 fn assert_oauth_error(outcome: &(StatusCode, Value), status: StatusCode, error: &str) {
@@ -702,16 +725,53 @@ async fn codes_verifiers_redirects_and_resources_are_checked() {
         assert_eq!(params["state"], "st-9");
         assert_eq!(params["iss"], world.origin());
     }
-    // An unknown client gets a page, not a redirect.
+    // A state longer than 1024 characters is refused back to the client.
+    let long_state = "s".repeat(1025);
     let response = world
+        .authorize(&[
+            ("response_type", "code"),
+            ("client_id", client.as_str()),
+            ("redirect_uri", REDIRECT),
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+            ("state", long_state.as_str()),
+        ])
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let location = response.headers()["location"].to_str().unwrap();
+    assert!(location.contains("error=invalid_request"), "{location}");
+
+    // Requests that cannot be trusted to redirect get a page, never a
+    // redirect: an unknown or missing client, or a parameter given twice.
+    let mut repeated = url::Url::parse(&world.url("/oauth/authorize")).unwrap();
+    repeated.query_pairs_mut().extend_pairs([
+        ("client_id", client.as_str()),
+        ("redirect_uri", REDIRECT),
+        ("redirect_uri", "http://evil.example/cb"),
+    ]);
+    let repeated = world.http.get(repeated).send().await.unwrap();
+    let unknown = world
         .authorize(&[
             ("response_type", "code"),
             ("client_id", "sasha_client_nope"),
             ("redirect_uri", REDIRECT),
         ])
         .await;
-    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
-    assert!(response.headers().get("location").is_none());
+    let missing = world
+        .authorize(&[("response_type", "code"), ("redirect_uri", REDIRECT)])
+        .await;
+    for (case, response, says) in [
+        ("a repeated parameter", repeated, "repeated"),
+        ("an unknown client", unknown, "not registered"),
+        ("no client", missing, "client_id is missing"),
+    ] {
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{case}");
+        assert!(response.headers().get("location").is_none(), "{case}");
+        assert_eq!(response.headers()["cache-control"], "no-store", "{case}");
+        let page = response.text().await.unwrap();
+        assert!(page.contains(says), "{case}: {page}");
+        assert!(!page.contains("evil.example"), "{case}");
+    }
 
     // A token for another resource is refused at the token endpoint …
     let id = world.request_id(&client, "apps:invoke").await;
@@ -824,6 +884,69 @@ async fn a_member_cannot_consent_to_apps_write() {
     assert_eq!(details["unavailableScopes"], json!(["apps:write"]));
     assert_eq!(details["offeredScopes"].as_array().unwrap().len(), 1);
     assert_eq!(details["offeredScopes"][0]["scope"], "apps:invoke");
+    // Consent is a same-origin JSON request from a signed-in browser session.
+    let approve_url = world.url(&format!("/api/oauth/requests/{id}/approve"));
+    let body = json!({"scopes": ["apps:invoke"]}).to_string();
+    let member_token = common::mcp::token(
+        &world.stack.store,
+        &world
+            .stack
+            .store
+            .user(&world.stack.member_id)
+            .unwrap()
+            .unwrap(),
+        &[Scope::ChatUse, Scope::AppsInvoke],
+    );
+    for (case, headers, status) in [
+        (
+            "another origin",
+            vec![
+                ("origin", "https://evil.example"),
+                ("cookie", cookie.as_str()),
+                ("content-type", "application/json"),
+            ],
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            "a text/plain body",
+            vec![
+                ("origin", &world.origin()[..]),
+                ("cookie", cookie.as_str()),
+                ("content-type", "text/plain"),
+            ],
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ),
+        (
+            "anonymous",
+            vec![
+                ("origin", &world.origin()[..]),
+                ("content-type", "application/json"),
+            ],
+            StatusCode::UNAUTHORIZED,
+        ),
+    ] {
+        let mut request = world.http.post(&approve_url).body(body.clone());
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), status, "{case}");
+    }
+    let bearer = world
+        .http
+        .post(&approve_url)
+        .header("origin", world.origin())
+        .header("content-type", "application/json")
+        .bearer_auth(&member_token)
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        bearer.status(),
+        StatusCode::NOT_FOUND,
+        "a bearer token cannot consent"
+    );
     // Asking anyway is refused, and the request survives the refusal.
     let refused = world
         .consent_call(
@@ -937,6 +1060,15 @@ async fn registration_is_checked_and_rate_limited() {
         .await
         .unwrap();
     assert_eq!(oversized.status(), StatusCode::BAD_REQUEST);
+    let form_body = world
+        .post_form("/oauth/register", &[("redirect_uris", REDIRECT)])
+        .await;
+    let status = form_body.status();
+    assert_oauth_error(
+        &(status, form_body.json().await.unwrap()),
+        StatusCode::BAD_REQUEST,
+        "invalid_request",
+    );
 
     // A confidential client gets a secret and must present it.
     let response = world
@@ -950,40 +1082,202 @@ async fn registration_is_checked_and_rate_limited() {
     );
     let secret = registered["client_secret"].as_str().unwrap();
     let id = registered["client_id"].as_str().unwrap();
-    let outcome = world
-        .token(&[
-            ("grant_type", "refresh_token"),
-            ("client_id", id),
-            ("refresh_token", "sasha_rt_x"),
-        ])
+    let basic = |user: &str, password: &str| {
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+        )
+    };
+    let (right, wrong) = (basic(id, secret), basic(id, "sasha_cs_wrong"));
+    let refresh = [
+        ("grant_type", "refresh_token"),
+        ("refresh_token", "sasha_rt_x"),
+    ];
+    let with = |extra: &[(&'static str, &'static str)]| -> Vec<(&'static str, String)> {
+        refresh
+            .iter()
+            .chain(extra)
+            .map(|(name, value)| (*name, (*value).to_owned()))
+            .collect()
+    };
+    // Client authentication first: a refresh token that does not exist is
+    // `invalid_grant` only for a client that authenticated.
+    // (case, form, headers, status, OAuth error)
+    let cases: Vec<(&str, Pairs, Pairs, StatusCode, &str)> = vec![
+        (
+            "no secret",
+            with(&[])
+                .into_iter()
+                .chain([("client_id", id.to_owned())])
+                .collect(),
+            vec![],
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+        ),
+        (
+            "wrong secret in the body",
+            with(&[("client_secret", "sasha_cs_wrong")])
+                .into_iter()
+                .chain([("client_id", id.to_owned())])
+                .collect(),
+            vec![],
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+        ),
+        (
+            "secret in the body",
+            with(&[])
+                .into_iter()
+                .chain([
+                    ("client_id", id.to_owned()),
+                    ("client_secret", secret.to_owned()),
+                ])
+                .collect(),
+            vec![],
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+        ),
+        (
+            "HTTP Basic",
+            with(&[]),
+            vec![("authorization", right.clone())],
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+        ),
+        (
+            "wrong HTTP Basic",
+            with(&[]),
+            vec![("authorization", wrong.clone())],
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+        ),
+        (
+            "malformed HTTP Basic",
+            with(&[]),
+            vec![("authorization", "Basic %%%".to_owned())],
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+        ),
+        (
+            "Basic and another client_id",
+            with(&[("client_id", "sasha_client_other")]),
+            vec![("authorization", right.clone())],
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        ),
+        (
+            "an unknown client",
+            with(&[("client_id", "sasha_client_nope")]),
+            vec![],
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+        ),
+        (
+            "no client at all",
+            with(&[]),
+            vec![],
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+        ),
+        (
+            "a repeated parameter",
+            with(&[("grant_type", "authorization_code")]),
+            vec![("authorization", right.clone())],
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        ),
+        (
+            "an unknown scope on refresh",
+            with(&[("scope", "apps:everything")]),
+            vec![("authorization", right.clone())],
+            StatusCode::BAD_REQUEST,
+            "invalid_scope",
+        ),
+        (
+            "another resource",
+            with(&[("resource", "https://other.example/mcp")]),
+            vec![("authorization", right.clone())],
+            StatusCode::BAD_REQUEST,
+            "invalid_target",
+        ),
+        (
+            "the password grant",
+            vec![("grant_type", "password".to_owned())],
+            vec![("authorization", right.clone())],
+            StatusCode::BAD_REQUEST,
+            "unsupported_grant_type",
+        ),
+        (
+            "no grant type",
+            vec![],
+            vec![("authorization", right.clone())],
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        ),
+        (
+            "a code without its verifier",
+            vec![
+                ("grant_type", "authorization_code".to_owned()),
+                ("code", "c".to_owned()),
+                ("redirect_uri", REDIRECT.to_owned()),
+            ],
+            vec![("authorization", right.clone())],
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        ),
+        (
+            "a body that is not a form",
+            with(&[]),
+            vec![
+                ("authorization", right.clone()),
+                ("content-type", "application/json".to_owned()),
+            ],
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        ),
+    ];
+    for (case, form, headers, status, error) in cases {
+        let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let outcome = world.token_with(&form, &headers).await;
+        assert_eq!(outcome.0, status, "{case}: {}", outcome.1);
+        assert_oauth_error(&outcome, status, error);
+    }
+    // A client that failed to authenticate is told how (RFC 6749 §5.2).
+    let refused = world
+        .post_form_with(
+            "/oauth/token",
+            &[("grant_type", "refresh_token")],
+            &[("authorization", &wrong)],
+        )
         .await;
-    assert_oauth_error(&outcome, StatusCode::UNAUTHORIZED, "invalid_client");
-    let outcome = world
-        .token(&[
-            ("grant_type", "refresh_token"),
-            ("client_id", id),
-            ("client_secret", secret),
-            ("refresh_token", "sasha_rt_x"),
-        ])
+    assert!(
+        refused.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Basic")
+    );
+    // Revocation authenticates the client the same way and needs the token.
+    let revoke = world
+        .post_form_with("/oauth/revoke", &[], &[("authorization", &right)])
         .await;
-    assert_oauth_error(&outcome, StatusCode::BAD_REQUEST, "invalid_grant");
-    // Repeated parameters and unknown grant types.
-    let outcome = world
-        .token(&[
-            ("grant_type", "refresh_token"),
-            ("grant_type", "authorization_code"),
-            ("client_id", id),
-        ])
+    assert_eq!(revoke.status(), StatusCode::BAD_REQUEST);
+    let revoke = world
+        .post_form_with(
+            "/oauth/revoke",
+            &[("token", "sasha_rt_x")],
+            &[("authorization", &wrong)],
+        )
         .await;
-    assert_oauth_error(&outcome, StatusCode::BAD_REQUEST, "invalid_request");
-    let outcome = world
-        .token(&[
-            ("grant_type", "password"),
-            ("client_id", id),
-            ("client_secret", secret),
-        ])
+    assert_eq!(revoke.status(), StatusCode::UNAUTHORIZED);
+    let revoke = world
+        .post_form_with(
+            "/oauth/revoke",
+            &[("token", "sasha_rt_unknown")],
+            &[("authorization", &right)],
+        )
         .await;
-    assert_oauth_error(&outcome, StatusCode::BAD_REQUEST, "unsupported_grant_type");
+    assert_eq!(revoke.status(), StatusCode::OK);
 
     // One successful registration above; the window holds 20.
     for _ in 1..20 {

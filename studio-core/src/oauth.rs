@@ -723,6 +723,19 @@ fn see_other(location: &str) -> Response {
 // ---------------------------------------------------------------------------
 // Consent (the Studio page, signed-in browser sessions only)
 
+/// The caller of a consent or connection change: a same-origin JSON request
+/// (403 otherwise) from a signed-in browser session (401 when anonymous, the
+/// hidden 404 for any other credential).
+async fn signed_in_change(
+    core: &Core,
+    method: &Method,
+    headers: &HeaderMap,
+    has_body: bool,
+) -> Result<crate::store::Principal, Response> {
+    same_origin_json(core, method, headers, has_body)?;
+    session_user(core, headers).await
+}
+
 fn redirect_host(redirect_uri: &str) -> String {
     url::Url::parse(redirect_uri)
         .ok()
@@ -901,10 +914,7 @@ pub(crate) async fn approve(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(response) = same_origin_json(&core, &method, &headers, true) {
-        return response;
-    }
-    let principal = match session_user(&core, &headers).await {
+    let principal = match signed_in_change(&core, &method, &headers, true).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -963,10 +973,7 @@ pub(crate) async fn deny(
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(response) = same_origin_json(&core, &method, &headers, false) {
-        return response;
-    }
-    if let Err(response) = session_user(&core, &headers).await {
+    if let Err(response) = signed_in_change(&core, &method, &headers, false).await {
         return response;
     }
     let Some(pending) = core.oauth.take(&id) else {
@@ -1031,10 +1038,7 @@ pub(crate) async fn revoke_connection(
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(response) = same_origin_json(&core, &method, &headers, false) {
-        return response;
-    }
-    let principal = match session_user(&core, &headers).await {
+    let principal = match signed_in_change(&core, &method, &headers, false).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -1373,6 +1377,30 @@ mod tests {
             BTreeSet::from([Scope::AppsInvoke, Scope::AppsWrite])
         );
         assert_eq!(requested_scopes(None), BTreeSet::from([Scope::AppsInvoke]));
+    }
+
+    #[test]
+    fn parked_requests_are_bounded_and_single_use() {
+        let state = OAuthState::new("http://localhost:3007", "http://localhost:3007");
+        let pending = Pending {
+            client_id: "c".into(),
+            client_name: "n".into(),
+            redirect_uri: "http://127.0.0.1/cb".into(),
+            state: None,
+            code_challenge: "x".repeat(43),
+            requested: BTreeSet::from([Scope::AppsInvoke]),
+            created: Instant::now(),
+            expires_at: 0,
+        };
+        let first = state.park(pending.clone()).unwrap();
+        for _ in 1..MAX_PENDING {
+            assert!(state.park(pending.clone()).is_some());
+        }
+        assert!(state.park(pending.clone()).is_none(), "the bound holds");
+        assert!(state.peek(&first).is_some());
+        assert!(state.take(&first).is_some());
+        assert!(state.take(&first).is_none(), "taken once");
+        assert!(state.park(pending).is_some(), "taking one makes room");
     }
 
     #[test]

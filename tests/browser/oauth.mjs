@@ -40,7 +40,7 @@ import {
 import { InvalidGrantError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 
 import { Checks, env, launchChromium, runAndClose, waitFor } from "./harness.mjs";
-import { screenshots, WIDE } from "./studio-page.mjs";
+import { newStudioPage, screenshots } from "./studio-page.mjs";
 
 const started = Date.now();
 const STUDIO = env("STUDIO_URL");
@@ -197,22 +197,8 @@ const sortedScopes = (scope) => (scope || "").split(" ").filter(Boolean).sort();
 
 /** A Studio page in a fresh browser context (its own cookie jar). */
 async function studioPage(label) {
-  const context = await browser.newContext({ viewport: WIDE, locale: "en-GB", timezoneId: "Europe/London" });
-  const page = await context.newPage();
-  page.setDefaultTimeout(10_000);
-  const record = { label, page, dialogs: [], signedIn: false };
-  page.on("console", (message) => {
-    if (process.env.BROWSER_CONSOLE) {
-      console.log(`  [${label} console ${message.type()}] ${message.text()}`);
-    }
-  });
-  page.on("pageerror", (error) => console.log(`  [${label} page error] ${error.message}`));
   // Every confirm() the Studio asks (revoking a client) is accepted.
-  page.on("dialog", (dialog) => {
-    record.dialogs.push(dialog.message());
-    dialog.accept().catch(() => {});
-  });
-  return record;
+  return { ...(await newStudioPage(browser, label)), signedIn: false };
 }
 
 function screenshot(page, name) {

@@ -2,6 +2,30 @@
 // its form, finding an app in the sidebar and its two frames, and calling an
 // app's tool on /mcp from the page itself, as the host does for an open app.
 
+/**
+ * A Studio page in a fresh browser context (its own cookie jar), logging its
+ * console (with BROWSER_CONSOLE set) and errors under `label`, and accepting
+ * every confirm() it asks. Answers `{label, page, dialogs}`, where `dialogs`
+ * collects the questions asked.
+ */
+export async function newStudioPage(browser, label) {
+  const context = await browser.newContext({ viewport: WIDE, locale: "en-GB", timezoneId: "Europe/London" });
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  const record = { label, page, dialogs: [] };
+  page.on("console", (message) => {
+    if (process.env.BROWSER_CONSOLE) {
+      console.log(`  [${label} console ${message.type()}] ${message.text()}`);
+    }
+  });
+  page.on("pageerror", (error) => console.log(`  [${label} page error] ${error.message}`));
+  page.on("dialog", (dialog) => {
+    record.dialogs.push(dialog.message());
+    dialog.accept().catch(() => {});
+  });
+  return record;
+}
+
 /** Signs in through the Studio form and waits for the Apps sidebar. */
 export async function signIn(page, user) {
   await page.getByLabel("User name").fill(user.username);

@@ -20,7 +20,7 @@
 import fs from "node:fs";
 
 import { Checks, env, launchChromium, runAndClose, waitFor } from "./harness.mjs";
-import { appLink, callTool, innerFrame, openApp, outerFrame, screenshots, sidebar, signIn, WIDE } from "./studio-page.mjs";
+import { appLink, callTool, innerFrame, newStudioPage, openApp, outerFrame, screenshots, sidebar, signIn } from "./studio-page.mjs";
 
 const started = Date.now();
 const STUDIO = env("STUDIO_URL");
@@ -48,21 +48,9 @@ console.log(`${checks.passed} checks passed in ${seconds(Date.now() - started)};
 
 /** A Studio page in a fresh browser context (its own cookie jar). */
 async function studioPage(label) {
-  const context = await browser.newContext({ viewport: WIDE, locale: "en-GB", timezoneId: "Europe/London" });
-  const page = await context.newPage();
-  page.setDefaultTimeout(10_000);
-  const record = { label, page, mcp: [], teardowns: [], dialogs: [] };
-  page.on("console", (message) => {
-    if (process.env.BROWSER_CONSOLE) {
-      console.log(`  [${label} console ${message.type()}] ${message.text()}`);
-    }
-  });
-  page.on("pageerror", (error) => console.log(`  [${label} page error] ${error.message}`));
   // Every confirm() the Studio asks (revoking access) is accepted.
-  page.on("dialog", (dialog) => {
-    record.dialogs.push(dialog.message());
-    dialog.accept().catch(() => {});
-  });
+  const record = { ...(await newStudioPage(browser, label)), mcp: [], teardowns: [] };
+  const { page } = record;
   // What the Studio page sends to /mcp (the view's calls go through it).
   page.on("request", (request) => {
     if (request.method() === "POST" && new URL(request.url()).pathname === "/mcp") {

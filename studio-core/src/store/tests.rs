@@ -2174,3 +2174,31 @@ fn confidential_clients_get_a_secret_stored_only_as_a_hash() {
         ClientAuthMethod::SecretBasic
     );
 }
+
+#[test]
+fn a_refresh_token_expires_and_belongs_to_its_client() {
+    let fixture = Fixture::new();
+    let staff = fixture.user("sam", UserRole::Staff);
+    let client = oauth_client(&fixture);
+    let thief = oauth_client(&fixture);
+
+    let code = consent(&fixture, &client, &staff, &[Scope::AppsInvoke]);
+    let tokens = exchange(&fixture, &client, &code, VERIFIER).unwrap();
+    fixture.advance(OAUTH_REFRESH_TTL_SECONDS);
+    assert!(matches!(
+        refresh(&fixture, &client, &tokens.refresh_token, None),
+        Err(OAuthRefusal::InvalidGrant(_))
+    ));
+
+    // Another client presenting it: a stolen token, so the connection ends.
+    let code = consent(&fixture, &client, &staff, &[Scope::AppsInvoke]);
+    let tokens = exchange(&fixture, &client, &code, VERIFIER).unwrap();
+    assert!(matches!(
+        refresh(&fixture, &thief, &tokens.refresh_token, None),
+        Err(OAuthRefusal::InvalidGrant(_))
+    ));
+    assert!(!live(&fixture, &tokens.access_token));
+    assert!(refresh(&fixture, &client, &tokens.refresh_token, None).is_err());
+    // Not a refresh token at all.
+    assert!(refresh(&fixture, &client, &tokens.access_token, None).is_err());
+}

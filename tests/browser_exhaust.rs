@@ -7,8 +7,9 @@
 //! folder's apps, starts `sasha up` and answers the script with the Studio's
 //! addresses and the dev admin. The script then checks that a view spinning in
 //! `for (;;) {}` does not stall the Studio page and that the host's watchdog
-//! fails it visibly and removes its frame, and what `<link rel=preconnect>` and
-//! a WebRTC STUN server deliver to the sinks.
+//! fails it visibly and removes its frame, and that neither `<link
+//! rel=preconnect>` nor a WebRTC STUN server reaches its sink (the realm
+//! lockdown refuses both).
 //!
 //! `scripts/test.sh` installs Chromium and the npm packages; without them this
 //! test fails rather than skipping.

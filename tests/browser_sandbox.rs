@@ -8,6 +8,11 @@
 //! script; the sandbox is `http://127.0.0.1:<port>`: two hostnames, as the
 //! origin rules demand. `scripts/test.sh` installs Chromium and the npm
 //! packages; without them this test fails rather than skipping.
+//!
+//! The second scenario (`tests/browser/realms.mjs`) runs the `realms` fixture
+//! app's routes to a peer connection or a speculative connection against a
+//! TCP and UDP sink, once as assembled and once with the realm lockdown cut
+//! out, to show the sink hears the routes when nothing stops them.
 
 mod common;
 
@@ -37,44 +42,49 @@ fn forward(listener: TcpListener, target: SocketAddr) -> tokio::task::JoinHandle
     })
 }
 
-#[tokio::test]
-async fn the_proxy_isolates_a_hostile_app_in_chromium() {
-    browser::require();
-    let started = Instant::now();
-
+/// The assembled resource of a fixture app in `tests/browser/apps/`.
+fn assembled(id: &str) -> sasha_package::assemble::Resource {
     let validation =
-        sasha_package::validate::validate_dir(&root().join("tests/browser/apps/hostile"));
-    let resource = match validation.package {
+        sasha_package::validate::validate_dir(&root().join("tests/browser/apps").join(id));
+    match validation.package {
         Some(package) => package.resource,
         None => panic!(
-            "the hostile harness app must validate: {:?}",
+            "the fixture app {id} must validate: {:?}",
             validation.diagnostics
         ),
-    };
+    }
+}
+
+/// Runs one browser script against a real edge-sandbox framed by the script's
+/// test Studio: the script binds the Studio and says where, then the edge
+/// starts with that Studio origin. `files` are written to the harness folder
+/// and passed by path.
+async fn run_against_the_edge(name: &str, files: &[(&str, &str)], timeout: Duration) {
+    browser::require();
+    let started = Instant::now();
     let harness = Harness::new();
-    let app_html = harness.path().join("hostile.html");
-    let app_csp = harness.path().join("hostile.csp");
-    std::fs::write(&app_html, &resource.html).unwrap();
-    std::fs::write(&app_csp, &resource.csp).unwrap();
+    let mut env: Vec<(String, std::path::PathBuf)> = Vec::new();
+    for (variable, contents) in files {
+        let path = harness.path().join(variable.to_lowercase());
+        std::fs::write(&path, contents).unwrap();
+        env.push(((*variable).to_owned(), path));
+    }
 
     let sandbox_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let sandbox_origin = format!(
         "http://127.0.0.1:{}",
         sandbox_listener.local_addr().unwrap().port()
     );
+    let artifacts = browser_artifacts();
+    let mut vars: Vec<(&str, &dyn AsRef<std::ffi::OsStr>)> = vec![
+        ("SANDBOX_ORIGIN", &sandbox_origin),
+        ("ARTIFACTS", &artifacts),
+    ];
+    for (variable, path) in &env {
+        vars.push((variable.as_str(), path));
+    }
+    let mut script = BrowserScript::start(name, &vars);
 
-    let mut script = BrowserScript::start(
-        "sandbox",
-        &[
-            ("SANDBOX_ORIGIN", &sandbox_origin),
-            ("APP_HTML", &app_html),
-            ("APP_CSP", &app_csp),
-            ("ARTIFACTS", &browser_artifacts()),
-        ],
-    );
-
-    // The script binds the test Studio and says where; then the edge starts with
-    // that Studio origin.
     let info = script.handshake(Duration::from_secs(30), 0).await;
     let studio_origin = format!("http://localhost:{}", info["studioPort"]);
     let edge = harness
@@ -82,7 +92,7 @@ async fn the_proxy_isolates_a_hostile_app_in_chromium() {
             Role::EdgeSandbox,
             &[
                 ("SASHA_PUBLIC_ORIGIN", studio_origin),
-                ("SASHA_APP_SANDBOX_ORIGIN", sandbox_origin),
+                ("SASHA_APP_SANDBOX_ORIGIN", sandbox_origin.clone()),
             ],
         )
         .await;
@@ -90,9 +100,35 @@ async fn the_proxy_isolates_a_hostile_app_in_chromium() {
     script.answer(serde_json::json!({})).await;
 
     script
-        .finish(SCENARIO_TIMEOUT, || {
+        .finish(timeout, || {
             format!("--- edge-sandbox stderr\n{}", edge.stderr())
         })
         .await;
-    println!("browser sandbox test took {:?}", started.elapsed());
+    println!("browser test {name}.mjs took {:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn the_proxy_isolates_a_hostile_app_in_chromium() {
+    let resource = assembled("hostile");
+    run_against_the_edge(
+        "sandbox",
+        &[("APP_HTML", &resource.html), ("APP_CSP", &resource.csp)],
+        SCENARIO_TIMEOUT,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn no_route_reaches_a_peer_or_speculative_connection_in_chromium() {
+    let resource = assembled("realms");
+    let unlocked = common::lockdown::without_lockdown(&resource);
+    run_against_the_edge(
+        "realms",
+        &[
+            ("APP_HTML", &resource.html),
+            ("APP_HTML_UNLOCKED", &unlocked),
+        ],
+        SCENARIO_TIMEOUT,
+    )
+    .await;
 }

@@ -151,7 +151,7 @@ pub fn content_security_policy(origins: &Origins, script: &ProxyScript) -> Strin
         "default-src 'none'; script-src {sandbox}{path} 'unsafe-inline'; \
          style-src 'unsafe-inline'; img-src data:; font-src data:; media-src data:; \
          connect-src 'none'; frame-src data:; base-uri 'none'; form-action 'none'; \
-         object-src 'none'; frame-ancestors {studio}",
+         object-src 'none'; webrtc 'block'; frame-ancestors {studio}",
         sandbox = origins.sandbox,
         path = script.path,
         studio = origins.studio,
@@ -296,6 +296,9 @@ mod tests {
             "object-src 'none'",
             "connect-src 'none'",
             "frame-src data:",
+            // Chromium ignores it today; a browser that implements it blocks
+            // peer connections natively (the app's realm lockdown does now).
+            "webrtc 'block'",
             "frame-ancestors http://localhost:3007",
             "script-src http://127.0.0.1:3007/app-sandbox/proxy-",
         ] {

@@ -20,6 +20,10 @@ pub const MIME_TYPE: &str = "text/html;profile=mcp-app";
 pub const MAX_ASSEMBLED_BYTES: usize = 1024 * 1024;
 
 const RUNTIME: &str = include_str!("../runtime/sasha-runtime.js");
+/// The realm lockdown (`runtime/sasha-lockdown.js`): the first script of every
+/// resource, its own `<script>` element before the facade, so it runs before
+/// anything else can capture or replace a native (see the file's header).
+pub const LOCKDOWN: &str = include_str!("../runtime/sasha-lockdown.js");
 const BASELINE_CSS: &str = include_str!("../runtime/baseline.css");
 const TIMESHEET_THEME_CSS: &str = include_str!("../runtime/sasha-timesheet-v1.css");
 
@@ -134,7 +138,8 @@ pub fn assemble(
     let body = document.render_body(&|path: &str| data_uri(path, &text_of(path)));
     let runtime = runtime_script(manifest);
 
-    let script_hashes: Vec<String> = std::iter::once(runtime.as_str())
+    let script_hashes: Vec<String> = [LOCKDOWN, runtime.as_str()]
+        .into_iter()
         .chain(scripts.iter().map(String::as_str))
         .map(sha256_source)
         .collect();
@@ -142,7 +147,8 @@ pub fn assemble(
     let csp = format!(
         "default-src 'none'; script-src {}; style-src {}; img-src data:; font-src data:; media-src data:; \
          connect-src 'none'; frame-src 'none'; child-src 'none'; worker-src 'none'; object-src 'none'; \
-         manifest-src 'none'; base-uri 'none'; form-action 'none'",
+         manifest-src 'none'; base-uri 'none'; form-action 'none'; webrtc 'block'; \
+         require-trusted-types-for 'script'",
         dedup(script_hashes).join(" "),
         dedup(style_hashes).join(" "),
     );
@@ -160,6 +166,9 @@ pub fn assemble(
         "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">\n",
         escape_attribute(&csp)
     ));
+    // Off for good: a document may turn DNS prefetching off, never back on.
+    html.push_str("<meta http-equiv=\"x-dns-prefetch-control\" content=\"off\">\n");
+    html.push_str(&format!("<script>{LOCKDOWN}</script>\n"));
     html.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     html.push_str(&format!("<title>{}</title>\n", escape_text(&title)));
     for style in &styles {

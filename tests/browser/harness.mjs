@@ -6,6 +6,7 @@
 // ports the test's servers bound, starts the real Sasha processes configured
 // with them, and answers with one JSON line (their addresses) on stdin.
 
+import dgram from "node:dgram";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -85,6 +86,44 @@ export async function startSink() {
     connections: () => connections,
     bytes: () => bytes,
   };
+}
+
+/**
+ * The sink on TCP and UDP at once, on one port: the HTTP sink above plus a UDP
+ * socket bound to the same port number, recording every datagram (a STUN or
+ * TURN packet carries whatever the app put in a hostname or username).
+ */
+export async function startDualSink() {
+  for (let attempt = 0; ; attempt++) {
+    const tcp = await startSink();
+    const port = tcp.server.address().port;
+    const udp = dgram.createSocket("udp4");
+    const datagrams = [];
+    udp.on("message", (message, from) => datagrams.push({ bytes: message.length, from: `${from.address}:${from.port}` }));
+    const bound = await new Promise((resolve) => {
+      udp.once("error", () => resolve(false));
+      udp.bind(port, "127.0.0.1", () => resolve(true));
+    });
+    if (bound) {
+      return {
+        ...tcp,
+        port,
+        datagrams,
+        close() {
+          tcp.server.close();
+          tcp.server.closeAllConnections?.();
+          udp.close();
+        },
+        /** Everything recorded so far, to compare before and after a phase. */
+        tally: () => ({ connections: tcp.connections(), bytes: tcp.bytes(), requests: tcp.hits.length, datagrams: datagrams.length }),
+      };
+    }
+    tcp.server.close();
+    udp.close();
+    if (attempt >= 20) {
+      throw new Error("no port was free for both TCP and UDP");
+    }
+  }
 }
 
 /** Tells the Rust test what was bound and waits for its one-line answer. */

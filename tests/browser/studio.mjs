@@ -324,7 +324,9 @@ async function run() {
 
   await page.reload();
   await page.getByRole("heading", { name: `Welcome, ${MEMBER.username}` }).waitFor();
-  checks.ok(await page.getByText(/^No apps yet — ask an admin or staff member for access\.$/).isVisible(), "after the revoke the member's Studio shows the empty state");
+  const emptyState = page.getByText(/^No apps yet — ask an admin or staff member for access\.$/);
+  await emptyState.waitFor();
+  checks.ok(await emptyState.isVisible(), "after the revoke the member's Studio shows the empty state");
   checks.equal(await sidebar(page).getByRole("link").count(), 0, "the member's sidebar lists no app");
   await screenshot(page, "member-empty-state");
   timings.access = Date.now() - at;

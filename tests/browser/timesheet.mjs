@@ -203,6 +203,8 @@ async function run() {
   await app.getByRole("heading", { name: APP }).waitFor();
   const weekStart = await app.locator("#week-start").getAttribute("datetime");
   checks.ok(/^\d{4}-\d{2}-\d{2}$/.test(weekStart) && new Date(`${weekStart}T00:00:00Z`).getUTCDay() === 1, `the view shows a week starting on a Monday (${weekStart})`);
+  // Waits for the list to load: the text appears only once it is known empty.
+  await app.getByText("No hours logged this week.").waitFor();
   checks.ok(await app.getByText("No hours logged this week.").isVisible(), "an empty week says so");
   const logged = [
     { day: 0, project: "Apollo", hours: "7.5", note: "kick-off" },
@@ -319,7 +321,10 @@ async function run() {
   await sidebar(memberPage).waitFor();
   await appLink(memberPage, APP).waitFor();
   const memberApp = await openTimesheet(memberPage);
-  checks.ok(await memberApp.getByText("No hours logged this week.").isVisible(), "the member sees none of the admin's entries");
+  // The empty-week text appears only once the member's list has loaded and
+  // is empty (isVisible() would read the view before it loaded).
+  const memberEmpty = await memberApp.getByText("No hours logged this week.").waitFor({ timeout: 10_000 }).then(() => true, () => false);
+  checks.ok(memberEmpty, "the member sees none of the admin's entries");
   checks.equal(await memberPage.getByRole("button", { name: "Recovery" }).count(), 0, "use access offers no recovery panel");
   const stillRefused = await memberPage.evaluate(async () => (await fetch("/api/apps/time-sheet-entry/recovery")).status);
   checks.equal(stillRefused, 404, "use access is not enough for the recovery descriptor (manage is)");

@@ -19,6 +19,7 @@ pub mod browser;
 pub mod core;
 pub mod documents;
 pub mod fake_llm;
+pub mod lockdown;
 pub mod mcp;
 pub mod stack;
 pub mod tree_identity;

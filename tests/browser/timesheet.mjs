@@ -201,7 +201,9 @@ async function run() {
   await page.getByText(`${APP} is open.`).waitFor();
   const app = view(page);
   await app.getByRole("heading", { name: APP }).waitFor();
-  const weekStart = await app.locator("#week-start").getAttribute("datetime");
+  // The heading is static markup; the week's datetime is set once the view's
+  // script has rendered, so wait for the attribute, not just the element.
+  const weekStart = await app.locator("#week-start[datetime]").getAttribute("datetime");
   checks.ok(/^\d{4}-\d{2}-\d{2}$/.test(weekStart) && new Date(`${weekStart}T00:00:00Z`).getUTCDay() === 1, `the view shows a week starting on a Monday (${weekStart})`);
   // Waits for the list to load: the text appears only once it is known empty.
   await app.getByText("No hours logged this week.").waitFor();

@@ -338,7 +338,7 @@ fn grant_revoke_and_grants_round_trip() {
         .create_user("mia", UserRole::Member, PASSWORD)
         .unwrap();
     store
-        .register_app("time-sheet", "rev-1", None, "[]")
+        .register_app("time-sheet", "rev-1", None, "[]", &Default::default())
         .unwrap();
 
     let run = admin(state, &["grant", "time-sheet", "mia", "use"], None);
@@ -434,7 +434,7 @@ fn it_works_while_another_process_holds_the_database_open() {
         .create_user("ada", UserRole::Admin, PASSWORD)
         .unwrap();
     running
-        .register_app("time-sheet", "rev-1", None, "[]")
+        .register_app("time-sheet", "rev-1", None, "[]", &Default::default())
         .unwrap();
 
     let run = admin(

@@ -561,6 +561,22 @@ async fn browser_sessions_and_csrf() {
     )
     .await;
     assert_eq!(text_plain.status, 415);
+    // A body over the route's limit is the envelope, not the framework's text.
+    let huge = format!(
+        r#"{{"username":"ada","password":"{}"}}"#,
+        "x".repeat(3 * 1024 * 1024)
+    );
+    let too_large = call(
+        http,
+        "POST",
+        "/api/auth/login",
+        None,
+        "Origin: http://localhost:3007\r\n",
+        Some(&huge),
+    )
+    .await;
+    assert_eq!(too_large.status, 413, "{too_large:?}");
+    assert_eq!(too_large.json()["code"], "APP_RESOURCE_LIMIT");
 
     // No CORS is ever granted, whatever the Origin (security catalogue F6).
     for origin in [
@@ -638,6 +654,29 @@ async fn browser_sessions_and_csrf() {
     )
     .await;
     assert_eq!(csrf.status, 403);
+    // With the cookie and neither Origin nor Sec-Fetch-Site, a state change is
+    // refused too: only a cookie-less (bearer) caller may omit both.
+    for (method, path, body) in [
+        ("DELETE", "/api/apps/hello/access/x", None),
+        (
+            "PUT",
+            "/api/apps/hello/access/x",
+            Some(r#"{"access":"use"}"#),
+        ),
+        ("POST", "/api/auth/logout", None),
+    ] {
+        let bare = call(
+            http,
+            method,
+            path,
+            None,
+            &format!("Cookie: {session}\r\n"),
+            body,
+        )
+        .await;
+        assert_eq!(bare.status, 403, "{method} {path}: {bare:?}");
+        assert_eq!(bare.json()["code"], "APP_ACCESS_DENIED");
+    }
 
     // Logout ends the session.
     let logout = call(
@@ -738,6 +777,67 @@ async fn a_revoked_manage_stays_revoked_across_restart_and_rediscovery() {
     .await
     .json();
     assert_eq!(listing["apps"], serde_json::json!([]));
+
+    // Nobody restores or raises their own access (issue 21): neither the
+    // staff user whose manage was revoked, nor the late staff user, nor an
+    // admin lowering themselves; a second admin or staff member still can.
+    for (token, target, access) in [
+        (&staff_token, &staff.id, "manage"),
+        (&staff_token, &staff.id, "use"),
+        (&late_token, &late.id, "manage"),
+        (&admin_token, &admin.id, "use"),
+    ] {
+        let raised = call(
+            stack.http(),
+            "PUT",
+            &format!("/api/apps/hello/access/{target}"),
+            Some(token),
+            "",
+            Some(&format!(r#"{{"access":"{access}"}}"#)),
+        )
+        .await;
+        assert_eq!(raised.status, 403, "{raised:?}");
+        assert_eq!(raised.json()["code"], "APP_ACCESS_DENIED");
+        assert!(
+            raised.json()["message"]
+                .as_str()
+                .unwrap()
+                .contains("your own access"),
+            "{raised:?}"
+        );
+    }
+    let dropped = call(
+        stack.http(),
+        "DELETE",
+        &format!("/api/apps/hello/access/{}", admin.id),
+        Some(&admin_token),
+        "",
+        None,
+    )
+    .await;
+    assert_eq!(dropped.status, 403, "{dropped:?}");
+    let grants: Vec<_> = stack
+        .store()
+        .grants("hello")
+        .unwrap()
+        .into_iter()
+        .map(|grant| (grant.username, grant.access.as_str().to_owned()))
+        .collect();
+    assert_eq!(
+        grants,
+        [("ada".to_owned(), "manage".to_owned())],
+        "no refused change touched a grant"
+    );
+    let restored = call(
+        stack.http(),
+        "PUT",
+        &format!("/api/apps/hello/access/{}", staff.id),
+        Some(&admin_token),
+        "",
+        Some(r#"{"access":"manage"}"#),
+    )
+    .await;
+    assert_eq!(restored.status, 200, "{restored:?}");
 }
 
 #[tokio::test]
@@ -869,11 +969,18 @@ async fn https_studio_sets_a_host_prefixed_secure_cookie() {
     assert_eq!(other_host.status, 404);
 }
 
-/// Password guessing is slowed: after 10 failed sign-ins for one user name
-/// (existing or not) within 15 minutes, even the right password gets a
-/// retryable 429 with `Retry-After`; other user names are unaffected.
+/// Issue 21, "throttles that attackers cannot turn against users": sign-in
+/// attempts count per (user name, client address) with growing delays. Ten
+/// bad passwords from one address leave that pair waiting, even with the
+/// right password (a retryable 429 `APP_BUSY` with `Retry-After`), while the
+/// right password from another address signs in at once and other names from
+/// the first address are unaffected. The client address is the last
+/// `X-Forwarded-For` entry, which the one trusted proxy hop writes; these
+/// requests reach studio-core's listener directly and stand in for that hop.
 #[tokio::test]
-async fn repeated_failed_sign_ins_are_throttled() {
+async fn failed_sign_ins_slow_one_address_and_never_lock_the_user_out() {
+    const A: &str = "192.0.2.10";
+    const B: &str = "198.51.100.20";
     let harness = Harness::new();
     let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
     store.create_user("ada", UserRole::Admin, PASSWORD).unwrap();
@@ -882,22 +989,119 @@ async fn repeated_failed_sign_ins_are_throttled() {
         .unwrap();
     let stack = Stack::start(harness).await;
     let http = stack.http();
-    let login = |username: &str, password: &str| {
+    let login = |username: &str, password: &str, forwarded_for: &str| {
         let body = format!(r#"{{"username":"{username}","password":"{password}"}}"#);
-        async move { call(http, "POST", "/api/auth/login", None, "", Some(&body)).await }
+        let header = format!("X-Forwarded-For: {forwarded_for}\r\n");
+        async move { call(http, "POST", "/api/auth/login", None, &header, Some(&body)).await }
     };
+    let mut statuses = Vec::new();
     for _ in 0..10 {
-        assert_eq!(login("ada", "wrong wrong wrong").await.status, 401);
-        assert_eq!(login("nobody", "wrong wrong wrong").await.status, 401);
+        statuses.push(login("ada", "wrong wrong wrong", A).await.status);
     }
-    for username in ["ada", "ADA", "nobody"] {
-        let password = if username == "nobody" { "x" } else { PASSWORD };
-        let throttled = login(username, password).await;
-        assert_eq!(throttled.status, 429, "{username}");
-        assert!(throttled.header("retry-after").is_some());
+    // Five at once, then one every 10 s: the rest are refused unchecked.
+    assert_eq!(statuses, [401, 401, 401, 401, 401, 429, 429, 429, 429, 429]);
+    // The pair waits, whatever the case of the name or the password, and
+    // whatever a client wrote to the left of the proxy's entry.
+    for (username, forwarded_for) in [("ada", A), ("ADA", A), ("ada", "203.0.113.9, 192.0.2.10")] {
+        let throttled = login(username, PASSWORD, forwarded_for).await;
+        assert_eq!(throttled.status, 429, "{username} from {forwarded_for}");
+        let seconds: u64 = throttled.header("retry-after").unwrap().parse().unwrap();
+        assert!((1..=10).contains(&seconds), "{seconds}");
         let envelope = throttled.json();
         assert_eq!(envelope["code"], "APP_BUSY");
         assert_eq!(envelope["retryable"], true);
+        assert!(
+            envelope["message"]
+                .as_str()
+                .unwrap()
+                .contains("from your address; try again in"),
+            "{envelope}"
+        );
+        assert!(envelope["diagnosticId"].is_string(), "{envelope}");
     }
-    assert_eq!(login("bea", PASSWORD).await.status, 200);
+    // The right password from another address signs in at once …
+    let elsewhere = login("ada", PASSWORD, B).await;
+    assert_eq!(elsewhere.status, 200, "{elsewhere:?}");
+    assert!(elsewhere.header("set-cookie").is_some());
+    // … and the first address's other names are not slowed.
+    assert_eq!(login("bea", PASSWORD, A).await.status, 200);
+    assert_eq!(login("nobody", "wrong wrong wrong", A).await.status, 401);
+    // Without a proxy hop every caller is the one address `-`, still apart
+    // from A's pair.
+    let direct = call(
+        http,
+        "POST",
+        "/api/auth/login",
+        None,
+        "",
+        Some(&format!(r#"{{"username":"ada","password":"{PASSWORD}"}}"#)),
+    )
+    .await;
+    assert_eq!(direct.status, 200, "{direct:?}");
+}
+
+/// studio-core's JSON bodies are bounded in values and nesting before they
+/// are parsed (`sasha_proto::json_limits::STUDIO_API`): a sign-in padded with
+/// twenty thousand numbers, or nested 20 deep, is `APP_RESOURCE_LIMIT` (413)
+/// before any credential is looked at, and a client registration nested too
+/// deep is refused in OAuth's own error shape.
+#[tokio::test]
+async fn json_bodies_are_bounded_before_they_are_parsed() {
+    let harness = Harness::new();
+    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+    store.create_user("ada", UserRole::Admin, PASSWORD).unwrap();
+    let stack = Stack::start(harness).await;
+    let http = stack.http();
+    let padded = format!(
+        r#"{{"username":"ada","password":"{PASSWORD}","pad":[{}0]}}"#,
+        "0,".repeat(20_000)
+    );
+    let deep = format!(
+        r#"{{"username":{}"ada"{},"password":"{PASSWORD}"}}"#,
+        "[".repeat(20),
+        "]".repeat(20)
+    );
+    for (body, words) in [
+        (&padded, "more than 1000 JSON values"),
+        (&deep, "nests deeper than 8"),
+    ] {
+        let refused = call(http, "POST", "/api/auth/login", None, "", Some(body)).await;
+        assert_eq!(refused.status, 413, "{}", refused.body);
+        let envelope = refused.json();
+        assert_eq!(envelope["code"], "APP_RESOURCE_LIMIT");
+        assert!(
+            envelope["message"].as_str().unwrap().contains(words),
+            "{envelope}"
+        );
+        assert!(refused.header("set-cookie").is_none());
+    }
+    // The same credentials in an ordinary body still sign in.
+    let login = format!(r#"{{"username":"ada","password":"{PASSWORD}"}}"#);
+    let signed_in = call(http, "POST", "/api/auth/login", None, "", Some(&login)).await;
+    assert_eq!(signed_in.status, 200, "{}", signed_in.body);
+
+    let registration = format!(
+        r#"{{"redirect_uris":["http://127.0.0.1:9/cb"],"client_name":{}"x"{}}}"#,
+        "[".repeat(20),
+        "]".repeat(20)
+    );
+    let refused = call(
+        http,
+        "POST",
+        "/oauth/register",
+        None,
+        "",
+        Some(&registration),
+    )
+    .await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    let error = refused.json();
+    assert_eq!(error["error"], "invalid_client_metadata");
+    assert!(
+        error["error_description"]
+            .as_str()
+            .unwrap()
+            .contains("nests deeper than 8"),
+        "{error}"
+    );
 }

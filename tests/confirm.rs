@@ -63,6 +63,7 @@ fn issue(principal: &pb::Principal, key: &str) -> pb::ConfirmRequest {
         arguments_json: ARGUMENTS.into(),
         token: String::new(),
         idempotency_key: key.into(),
+        decline: false,
     }
 }
 
@@ -73,6 +74,7 @@ fn redeem(principal: &pb::Principal, token: &str) -> pb::ConfirmRequest {
         arguments_json: ARGUMENTS.into(),
         token: token.into(),
         idempotency_key: String::new(),
+        decline: false,
     }
 }
 

@@ -9,7 +9,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use common::mcp::{
-    self, LEGACY, Mcp, McpWorld as World, structured, token, tool_error, tool_names,
+    self, LEGACY, Mcp, McpWorld as World, confirmed_create, structured, token, tool_error,
+    tool_names,
 };
 use serde_json::{Value, json};
 use studio_core::store::{AppAccess, Scope, TokenKind};
@@ -22,21 +23,6 @@ async fn add_category(client: &mut Mcp, name: &str) -> i64 {
     )
     .await;
     created["id"].as_i64().unwrap()
-}
-
-/// Creates through the sessionless input-request round trip, accepting.
-async fn confirmed_create(client: &mut Mcp, tool: &str, arguments: Value) -> Value {
-    let first = client.call(tool, arguments.clone()).await;
-    let result = first.result().clone();
-    assert_eq!(result["resultType"], "input_required", "{result}");
-    let state = result["requestState"].as_str().unwrap().to_owned();
-    let second = client
-        .request(
-            "tools/call",
-            json!({"name": tool, "arguments": arguments, "requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}}),
-        )
-        .await;
-    structured(&second).clone()
 }
 
 #[tokio::test]
@@ -71,6 +57,28 @@ async fn tools_follow_the_caller_and_their_grants() {
             .unwrap()
             .contains("invalid_token")
     );
+
+    // A transport refusal (rmcp's check of a browser Origin) is the error
+    // envelope too, never plain text (issue 21).
+    let mut foreign = Mcp::new(
+        &world.url(),
+        vec![
+            (
+                "authorization".into(),
+                format!("Bearer {}", world.staff_token),
+            ),
+            ("origin".into(), "http://evil.test".into()),
+        ],
+        mcp::SESSIONLESS,
+    );
+    let refused = foreign.request("tools/list", json!({})).await;
+    assert_eq!(refused.status, 403);
+    assert_eq!(
+        refused.body["code"], "APP_ACCESS_DENIED",
+        "{:?}",
+        refused.body
+    );
+    assert!(refused.body["diagnosticId"].is_string());
 
     let staff = tool_names(
         &world
@@ -361,6 +369,44 @@ async fn data_tools_actions_and_refusals() {
         )
         .await;
     assert_eq!(tool_error(&declined)["code"], "APP_CONFIRMATION_REQUIRED");
+    // A decline is final: the same state accepted afterwards runs nothing.
+    let after_decline = model
+        .request(
+            "tools/call",
+            json!({"name": "app__expense_log__categories__create", "arguments": {"values": {"name": "Food"}}, "requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}}),
+        )
+        .await;
+    assert_eq!(
+        tool_error(&after_decline)["code"],
+        "APP_CONFIRMATION_REQUIRED",
+        "an accept after the decline must not redeem the token"
+    );
+    // Consent is the explicit `confirm: true` the form asks for: an accept
+    // without content, or with anything else, writes nothing.
+    for content in [json!(null), json!({}), json!({"confirm": "yes"})] {
+        let asked = model
+            .call(
+                "app__expense_log__categories__create",
+                json!({"values": {"name": "Food"}}),
+            )
+            .await;
+        let fresh = asked.result()["requestState"].as_str().unwrap().to_owned();
+        let mut answer = json!({"action": "accept"});
+        if !content.is_null() {
+            answer["content"] = content.clone();
+        }
+        let unconfirmed = model
+            .request(
+                "tools/call",
+                json!({"name": "app__expense_log__categories__create", "arguments": {"values": {"name": "Food"}}, "requestState": fresh, "inputResponses": {"confirm": answer}}),
+            )
+            .await;
+        assert_eq!(
+            tool_error(&unconfirmed)["code"],
+            "APP_CONFIRMATION_REQUIRED",
+            "accept with {content}"
+        );
+    }
     // A confirmation is bound to its arguments.
     let forged = model
         .request(
@@ -797,4 +843,270 @@ async fn a_restarted_data_worker_is_given_the_contract_again() {
         "{:?}",
         expense.body
     );
+}
+
+/// One HTTP/1.1 `POST /mcp` written by hand, so a test controls the framing
+/// (declared length or chunked) and still reads the answer when the gateway
+/// refuses before reading the body (the body is written by a separate task
+/// whose write errors are ignored). Returns the status and the JSON body.
+async fn post_raw(
+    addr: std::net::SocketAddr,
+    headers: &[(&str, String)],
+    body: std::sync::Arc<Vec<u8>>,
+    chunked: bool,
+) -> (u16, Value) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (mut reader, mut writer) = stream.into_split();
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {}\r\n\
+         Connection: close\r\n",
+        mcp::SESSIONLESS
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if chunked {
+        head.push_str("Transfer-Encoding: chunked\r\n\r\n");
+    } else {
+        head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    }
+    let write = tokio::spawn(async move {
+        writer.write_all(head.as_bytes()).await?;
+        if chunked {
+            for chunk in body.chunks(64 * 1024) {
+                writer
+                    .write_all(format!("{:x}\r\n", chunk.len()).as_bytes())
+                    .await?;
+                writer.write_all(chunk).await?;
+                writer.write_all(b"\r\n").await?;
+            }
+            writer.write_all(b"0\r\n\r\n").await?;
+        } else {
+            writer.write_all(&body).await?;
+        }
+        writer.flush().await?;
+        // Returned, not dropped: dropping the write half shuts it down, and
+        // the server would take the half-closed connection for a client that
+        // went away.
+        Ok::<_, std::io::Error>(writer)
+    });
+    let mut answer = Vec::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(120), async {
+        // Until the gateway closes (or resets) the connection; what arrived
+        // before a reset is still read.
+        loop {
+            match reader.read(&mut buffer).await {
+                Ok(0) => break,
+                Ok(n) => answer.extend_from_slice(&buffer[..n]),
+                Err(error) => {
+                    eprintln!("read error after {} bytes: {error}", answer.len());
+                    break;
+                }
+            }
+        }
+    })
+    .await;
+    drop(write);
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        // One JSON answer: drop the chunk-size lines.
+        body.split("\r\n")
+            .filter(|line| !line.is_empty() && usize::from_str_radix(line, 16).is_err())
+            .collect::<String>()
+    } else {
+        body.to_owned()
+    };
+    let value = serde_json::from_str(&body).unwrap_or(json!({"text": body}));
+    (status, value)
+}
+
+/// `(VmRSS, VmHWM)` of a process, in KiB.
+fn memory_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kib| kib.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no {name} in /proc/{pid}/status"))
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Issue 21 item 1: callers who may not upload (a `chat:use` token, a Studio
+/// session whose open app they hold no grant for, a Studio session on an app
+/// without `files: true`) send what used to blow the gateway up, all at once
+/// and twice over: 30 MB upload-shaped bodies whose `files` is millions of
+/// zeros (declared and chunked), a bare 30 MB array under the upload headers,
+/// 3.9 MB arrays without them, and the costliest body the bounds admit (3.9
+/// MB of one string). Each is refused (the envelope, or for the admitted body
+/// rmcp's unknown-tool error), the gateway's peak RSS rises by at most
+/// 64 MiB, and its RSS comes back near its baseline.
+#[tokio::test]
+async fn bodies_from_callers_who_may_not_upload_stay_bounded_in_memory() {
+    const MIB: u64 = 1024;
+    let world = World::start().await;
+    let chat_only = token(&world.store, &world.member, &[Scope::ChatUse]);
+    let member_session = world.store.create_session(&world.member.id).unwrap();
+    let staff_session = world.store.create_session(&world.staff.id).unwrap();
+    let studio = "http://localhost:3007".to_owned();
+    let bearer = vec![("Authorization", format!("Bearer {chat_only}"))];
+    let browser = |session: &str| {
+        vec![
+            ("Cookie", format!("sasha_session={session}")),
+            ("Origin", studio.clone()),
+            // No grant (member) or no `files: true` (staff, who manages it).
+            ("Sasha-App", "expense-log".to_owned()),
+        ]
+    };
+    let naming = |mut headers: Vec<(&'static str, String)>, tool: &str| {
+        headers.push(("Mcp-Method", "tools/call".to_owned()));
+        headers.push(("Mcp-Name", tool.to_owned()));
+        headers
+    };
+    let upload = "sasha__files_upload";
+    let list = "app__expense_log__expenses__list";
+    let zeros = |bytes: usize| "0,".repeat(bytes / 2 - 1) + "0";
+    let meta = format!(
+        r#"{{"io.modelcontextprotocol/protocolVersion":"{}","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"t","version":"1"}}}}"#,
+        mcp::SESSIONLESS
+    );
+    let upload_shaped = std::sync::Arc::new(
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{upload}","arguments":{{"files":[{}]}},"_meta":{meta}}}}}"#,
+            zeros(30_000_000)
+        )
+        .into_bytes(),
+    );
+    let bare = std::sync::Arc::new(format!("[{}]", zeros(30_000_000)).into_bytes());
+    let array = std::sync::Arc::new(format!("[{}]", zeros(3_900_000)).into_bytes());
+    let one_string = std::sync::Arc::new(
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{list}","arguments":{{"pad":"{}"}},"_meta":{meta}}}}}"#,
+            "a".repeat(3_900_000)
+        )
+        .into_bytes(),
+    );
+
+    let gateway = world.backends.gateway.listener("http");
+    let pid = world.backends.gateway.child.id().expect("gateway pid");
+    // Warm up: the gRPC channels and the catalogue are in use before the
+    // baseline is taken.
+    let mut model = world.client(&world.staff_token);
+    for _ in 0..3 {
+        assert!(!tool_names(&model.request("tools/list", json!({})).await).is_empty());
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    // Reset the peak to the current RSS (clear_refs 5), so the peak measured
+    // afterwards is what these requests cost.
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").expect("reset VmHWM");
+    let (baseline, _) = memory_kib(pid);
+
+    for round in 1..=2 {
+        let requests = vec![
+            (naming(bearer.clone(), upload), upload_shaped.clone(), false),
+            (
+                naming(browser(&member_session), upload),
+                upload_shaped.clone(),
+                false,
+            ),
+            (
+                naming(browser(&staff_session), upload),
+                upload_shaped.clone(),
+                true,
+            ),
+            (naming(bearer.clone(), upload), bare.clone(), false),
+            (bearer.clone(), array.clone(), false),
+            (browser(&member_session), array.clone(), false),
+            (browser(&staff_session), array.clone(), true),
+            (naming(bearer.clone(), list), one_string.clone(), false),
+            (naming(bearer.clone(), list), one_string.clone(), true),
+        ];
+        let answers =
+            futures::future::join_all(requests.into_iter().map(
+                |(headers, body, chunked)| async move {
+                    post_raw(gateway, &headers, body, chunked).await
+                },
+            ))
+            .await;
+        let (rss, peak) = memory_kib(pid);
+        eprintln!(
+            "round {round}: baseline VmRSS {baseline} KiB, VmHWM {peak} KiB (+{} KiB), VmRSS {rss} KiB",
+            peak.saturating_sub(baseline)
+        );
+        let (refused, admitted) = answers.split_at(7);
+        for (status, body) in refused.iter().chain(admitted) {
+            eprintln!(
+                "answer: {status} {}",
+                body.to_string().chars().take(200).collect::<String>()
+            );
+        }
+        for (status, body) in refused {
+            for key in ["code", "message", "retryable", "diagnosticId"] {
+                assert!(
+                    body.get(key).is_some(),
+                    "{status}: no envelope {key}: {body}"
+                );
+            }
+            match body["code"].as_str() {
+                Some("APP_RESOURCE_LIMIT") => assert_eq!(*status, 413, "{body}"),
+                Some("APP_BUSY") => {
+                    assert_eq!(*status, 429, "{body}");
+                    assert_eq!(body["retryable"], true);
+                }
+                _ => panic!("{status}: not a size refusal: {body}"),
+            }
+        }
+        for (status, body) in admitted {
+            // Within the bounds, so rmcp parses it, and finds no such tool
+            // for this caller; or no large-body permit was free.
+            let busy = *status == 429 && body["code"] == "APP_BUSY";
+            let unknown = *status == 200 && body["error"]["code"] == -32602;
+            assert!(busy || unknown, "{status}: {body}");
+        }
+    }
+    let (_, peak) = memory_kib(pid);
+    // Memory handed back: the allocator returns freed pages lazily, as the
+    // gateway goes on serving, within a few seconds.
+    let mut after = memory_kib(pid).0;
+    for _ in 0..50 {
+        if after <= baseline + 8 * MIB {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let _ = model.request("tools/list", json!({})).await;
+        after = memory_kib(pid).0;
+    }
+    eprintln!(
+        "gateway memory: baseline VmRSS {baseline} KiB, VmHWM over both rounds {peak} KiB \
+         (+{} KiB), VmRSS after {after} KiB (+{} KiB)",
+        peak.saturating_sub(baseline),
+        after.saturating_sub(baseline)
+    );
+    assert!(
+        peak.saturating_sub(baseline) <= 64 * MIB,
+        "the peak RSS rose by {} KiB",
+        peak.saturating_sub(baseline)
+    );
+    // What may stay is the allocator's cache of freed pages (measured: 3 to
+    // 11 MiB; without the bounds, gigabytes stayed).
+    assert!(
+        after <= baseline + 24 * MIB,
+        "RSS stayed at {after} KiB after the requests (baseline {baseline} KiB)"
+    );
+    // Still serving.
+    assert!(!tool_names(&model.request("tools/list", json!({})).await).is_empty());
 }

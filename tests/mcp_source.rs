@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use common::mcp::{Exchange, Mcp, McpWorld, structured, tool_error, tool_names};
+use common::mcp::{Exchange, Mcp, McpWorld, confirmed_create, structured, tool_error, tool_names};
 use serde_json::{Value, json};
 use studio_core::store::{AppAccess, Scope, TokenKind};
 
@@ -439,4 +439,105 @@ async fn an_edited_applied_migration_is_reported_as_drift() {
             .any(|d| d["code"] == "APP_MIGRATION_DRIFT" && d["file"] == path),
         "{diagnostics:?}"
     );
+}
+
+/// Issue 21: a manage holder cannot widen who reads rows that exist by
+/// editing the manifest, neither directly nor by breaking the package first;
+/// an empty table may change freely, and narrowing is always allowed.
+#[tokio::test]
+async fn a_change_that_widens_who_reads_existing_rows_is_refused() {
+    const APP: &str = "expense-log";
+    const OWNER: &str = "  expenses:\n    access: owner\n    ownerField: created_by\n";
+    let world = McpWorld::start().await;
+    let mut client = world.client(&writer_token(&world)).eliciting(|_| json!({}));
+    let client = &mut client;
+    let manifest = std::fs::read_to_string(package(&world, APP).join("APP.md")).unwrap();
+    assert!(manifest.contains(OWNER), "{manifest}");
+    // The variants also drop the app-only create action, which stamps
+    // created_by and would make them invalid (an invalid package activates
+    // nothing, so it is no widening).
+    let variant = |replacement: &str| {
+        manifest.replace(OWNER, replacement).replace(
+            "  - id: add-expense\n    file: actions/add-expense.action.yaml\n",
+            "",
+        )
+    };
+    let shared = variant("  expenses:\n    access: shared\n");
+    let renamed = variant("  expenses:\n    access: owner\n    ownerField: note\n");
+    let write = async |client: &mut Mcp, content: &str| {
+        let version = version_of(client, APP, "APP.md").await;
+        client
+            .call(
+                "writeAppFile",
+                json!({"app": APP, "path": "APP.md", "content": content, "expectedVersion": version}),
+            )
+            .await
+    };
+
+    // No row yet: nothing to expose, so the table may become shared and back.
+    let widened = write(client, &shared).await;
+    assert_eq!(status(&widened)["ok"], true, "{}", text(&widened));
+    let narrowed = write(client, &manifest).await;
+    assert_eq!(status(&narrowed)["ok"], true, "{}", text(&narrowed));
+
+    // One private row.
+    let category = confirmed_create(
+        client,
+        "app__expense_log__categories__create",
+        json!({"values": {"name": "Travel"}}),
+    )
+    .await;
+    confirmed_create(
+        client,
+        "app__expense_log__expenses__create",
+        json!({"values": {"spent_on": "2026-12-01", "amount": 9.5, "category_id": category["id"]}}),
+    )
+    .await;
+
+    let on_disk = || std::fs::read_to_string(package(&world, APP).join("APP.md")).unwrap();
+    for (what, content) in [
+        ("made shared", &shared),
+        ("scoped by another field", &renamed),
+    ] {
+        let refused = write(client, content).await;
+        let error = tool_error(&refused);
+        assert_eq!(error["code"], "APP_ACCESS_DENIED", "{what}: {error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.contains("table expenses") && message.contains("created_by"),
+            "{what}: {message}"
+        );
+        assert_eq!(
+            error["details"]["diagnostics"][0]["code"], "DATA_READ_WIDENED",
+            "{what}: {error}"
+        );
+        assert_eq!(
+            on_disk(),
+            manifest,
+            "{what}: the refused write changed nothing"
+        );
+    }
+
+    // Breaking the package first hides nothing: the policy of the last valid
+    // revision is what a change is compared with.
+    let broken = write(client, "---\nnot: [valid\n---\n").await;
+    assert_eq!(status(&broken)["ok"], false, "{}", text(&broken));
+    let refused = write(client, &shared).await;
+    assert_eq!(tool_error(&refused)["code"], "APP_ACCESS_DENIED");
+    // Restoring the original is a narrowing, and allowed.
+    let restored = write(client, &manifest).await;
+    assert_eq!(status(&restored)["ok"], true, "{}", text(&restored));
+    // An edit is checked like a write.
+    let without_action = variant(OWNER);
+    let same_policy = write(client, &without_action).await;
+    assert_eq!(status(&same_policy)["ok"], true, "{}", text(&same_policy));
+    let edit_version = version_of(client, APP, "APP.md").await;
+    let edited = client
+        .call(
+            "editAppFile",
+            json!({"app": APP, "path": "APP.md", "oldString": "access: owner\n    ownerField: created_by", "newString": "access: shared", "expectedVersion": edit_version}),
+        )
+        .await;
+    assert_eq!(tool_error(&edited)["code"], "APP_ACCESS_DENIED");
+    assert_eq!(on_disk(), without_action);
 }

@@ -36,13 +36,21 @@ struct World {
 impl World {
     async fn start() -> World {
         let stack = UpStack::start(MEMBER).await;
+        let http = World::client_from(&stack, [127, 0, 0, 1]);
+        World { stack, http }
+    }
+
+    /// An HTTP client that follows no redirects and connects to the ingress
+    /// from the loopback address `from`, which the ingress reports to
+    /// studio-core as the client address (`X-Forwarded-For`).
+    fn client_from(stack: &UpStack, from: [u8; 4]) -> reqwest::Client {
         let _ = common::http_client();
-        let http = reqwest::Client::builder()
+        reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .resolve("localhost", SocketAddr::from(([127, 0, 0, 1], stack.port)))
+            .local_address(std::net::IpAddr::from(from))
             .build()
-            .unwrap();
-        World { stack, http }
+            .unwrap()
     }
 
     fn origin(&self) -> String {
@@ -104,21 +112,40 @@ impl World {
 
     /// `GET /oauth/authorize` with the given parameters (no redirect followed).
     async fn authorize(&self, params: &[(&str, &str)]) -> reqwest::Response {
+        self.authorize_with(None, params).await
+    }
+
+    /// `GET /oauth/authorize` as a browser with the session `cookie` (if any)
+    /// would send it on a top-level navigation.
+    async fn authorize_with(
+        &self,
+        cookie: Option<&str>,
+        params: &[(&str, &str)],
+    ) -> reqwest::Response {
         let mut url = url::Url::parse(&self.url("/oauth/authorize")).unwrap();
         url.query_pairs_mut().extend_pairs(params);
-        self.http.get(url).send().await.unwrap()
+        let mut request = self.http.get(url);
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        request.send().await.unwrap()
     }
 
     /// A valid authorization request for `client` asking for `scope`; returns
     /// the parked request id from the redirect to the Studio page.
     async fn request_id(&self, client: &str, scope: &str) -> String {
+        self.request_id_for(client, scope, REDIRECT).await
+    }
+
+    /// [`World::request_id`] with the redirect URI `redirect`.
+    async fn request_id_for(&self, client: &str, scope: &str, redirect: &str) -> String {
         let challenge = challenge(VERIFIER);
         let resource = self.resource();
         let response = self
             .authorize(&[
                 ("response_type", "code"),
                 ("client_id", client),
-                ("redirect_uri", REDIRECT),
+                ("redirect_uri", redirect),
                 ("code_challenge", &challenge),
                 ("code_challenge_method", "S256"),
                 ("state", "st-123"),
@@ -153,13 +180,18 @@ impl World {
 
     /// Approves `id` with `scopes`; returns the code from the redirect.
     async fn approve(&self, cookie: &str, id: &str, scopes: &[&str]) -> String {
+        self.approve_for(cookie, id, scopes, REDIRECT).await
+    }
+
+    /// [`World::approve`] of a request for the redirect URI `expected`.
+    async fn approve_for(&self, cookie: &str, id: &str, scopes: &[&str], expected: &str) -> String {
         let response = self
             .consent_call(cookie, id, "approve", json!({"scopes": scopes}))
             .await;
         assert_eq!(response.status(), StatusCode::OK);
         let body: Value = response.json().await.unwrap();
         let redirect = url::Url::parse(body["redirectTo"].as_str().unwrap()).unwrap();
-        assert!(redirect.as_str().starts_with(REDIRECT));
+        assert!(redirect.as_str().starts_with(expected));
         let params: std::collections::HashMap<_, _> = redirect.query_pairs().into_owned().collect();
         assert_eq!(params["state"], "st-123");
         assert_eq!(params["iss"], self.origin());
@@ -230,12 +262,23 @@ impl World {
     }
 
     async fn exchange(&self, client: &str, code: &str, verifier: &str) -> (StatusCode, Value) {
+        self.exchange_for(client, code, verifier, REDIRECT).await
+    }
+
+    /// [`World::exchange`] of a code issued for the redirect URI `redirect`.
+    async fn exchange_for(
+        &self,
+        client: &str,
+        code: &str,
+        verifier: &str,
+        redirect: &str,
+    ) -> (StatusCode, Value) {
         let resource = self.resource();
         self.token(&[
             ("grant_type", "authorization_code"),
             ("client_id", client),
             ("code", code),
-            ("redirect_uri", REDIRECT),
+            ("redirect_uri", redirect),
             ("code_verifier", verifier),
             ("resource", &resource),
         ])
@@ -279,6 +322,44 @@ impl World {
 
 /// Form parameters or headers, as owned values.
 type Pairs = Vec<(&'static str, String)>;
+/// Query parameters of an authorization request.
+type Query<'a> = Vec<(&'a str, &'a str)>;
+
+/// An authorization error shown on the Studio page and redirected nowhere:
+/// 400, no `Location`, never cached, the page saying `says`.
+async fn assert_shown_not_redirected(response: reqwest::Response, says: &str) -> String {
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{says}");
+    assert!(
+        response.headers().get("location").is_none(),
+        "{says}: redirected to {:?}",
+        response.headers().get("location")
+    );
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    let page = response.text().await.unwrap();
+    assert!(page.contains(says), "{says}: {page}");
+    page
+}
+
+/// An authorization error sent back to `redirect`: 303 to it with `error`,
+/// `state` and `iss`.
+fn assert_redirected_back(
+    response: &reqwest::Response,
+    redirect: &str,
+    error: &str,
+    state: &str,
+    issuer: &str,
+) {
+    assert_eq!(response.status(), StatusCode::SEE_OTHER, "{error}");
+    let location = url::Url::parse(response.headers()["location"].to_str().unwrap()).unwrap();
+    assert!(
+        location.as_str().starts_with(redirect),
+        "{error}: {location}"
+    );
+    let params: std::collections::HashMap<_, _> = location.query_pairs().into_owned().collect();
+    assert_eq!(params["error"], error);
+    assert_eq!(params["state"], state);
+    assert_eq!(params["iss"], issuer);
+}
 
 /// The refusal of a token request: status, OAuth error, and the envelope.
 fn assert_oauth_error(outcome: &(StatusCode, Value), status: StatusCode, error: &str) {
@@ -682,23 +763,37 @@ async fn codes_verifiers_redirects_and_resources_are_checked() {
         "invalid_grant",
     );
 
-    // Other errors go back to the client with its state.
-    for (params, error) in [
+    // Every other error goes back to the client only when its redirect URI
+    // is trusted: the signed-in person has a live connection to this client
+    // for it (RFC 9700 §4.11.2). Until then it is shown on the page. Every
+    // connection of the admin to `client` above was revoked, so even the
+    // admin's session earns no redirect yet.
+    let long_state = "s".repeat(1025);
+    // (parameters, the OAuth error, what the page says)
+    let cases: Vec<(Query<'_>, &str, &str)> = vec![
         (
-            vec![("response_type", "token")],
+            vec![("response_type", "token"), ("state", "st-9")],
             "unsupported_response_type",
+            "response_type must be code",
         ),
         (
-            vec![("response_type", "code"), ("code_challenge_method", "S256")],
+            vec![
+                ("response_type", "code"),
+                ("code_challenge_method", "S256"),
+                ("state", "st-9"),
+            ],
             "invalid_request",
+            "a PKCE code_challenge",
         ),
         (
             vec![
                 ("response_type", "code"),
                 ("code_challenge", challenge.as_str()),
                 ("code_challenge_method", "plain"),
+                ("state", "st-9"),
             ],
             "invalid_request",
+            "must be S256",
         ),
         (
             vec![
@@ -706,40 +801,67 @@ async fn codes_verifiers_redirects_and_resources_are_checked() {
                 ("code_challenge", challenge.as_str()),
                 ("code_challenge_method", "S256"),
                 ("resource", "https://other.example/mcp"),
+                ("state", "st-9"),
             ],
             "invalid_target",
+            "only for this server's MCP resource",
         ),
-    ] {
-        let mut all = vec![
-            ("client_id", client.as_str()),
-            ("redirect_uri", REDIRECT),
-            ("state", "st-9"),
-        ];
-        all.extend(params);
-        let response = world.authorize(&all).await;
-        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{error}");
-        let location = url::Url::parse(response.headers()["location"].to_str().unwrap()).unwrap();
-        assert!(location.as_str().starts_with(REDIRECT));
-        let params: std::collections::HashMap<_, _> = location.query_pairs().into_owned().collect();
-        assert_eq!(params["error"], error);
-        assert_eq!(params["state"], "st-9");
-        assert_eq!(params["iss"], world.origin());
+        // A state longer than 1024 characters.
+        (
+            vec![
+                ("response_type", "code"),
+                ("code_challenge", challenge.as_str()),
+                ("code_challenge_method", "S256"),
+                ("state", long_state.as_str()),
+            ],
+            "invalid_request",
+            "state has at most 1024 characters",
+        ),
+    ];
+    // The whole request: the client, `redirect` and `params`.
+    let request = |redirect: &str, params: &[(&str, &str)]| -> Vec<(String, String)> {
+        [("client_id", client.as_str()), ("redirect_uri", redirect)]
+            .iter()
+            .chain(params)
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    };
+    for (params, error, says) in &cases {
+        let all = request(REDIRECT, params);
+        let all: Vec<(&str, &str)> = all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        for cookie in [None, Some(cookie.as_str())] {
+            let response = world.authorize_with(cookie, &all).await;
+            let page = assert_shown_not_redirected(response, says).await;
+            assert!(page.contains(error), "{page}");
+            assert!(
+                page.contains("did not send you to 127.0.0.1:4567"),
+                "{page}"
+            );
+        }
     }
-    // A state longer than 1024 characters is refused back to the client.
-    let long_state = "s".repeat(1025);
-    let response = world
-        .authorize(&[
-            ("response_type", "code"),
-            ("client_id", client.as_str()),
-            ("redirect_uri", REDIRECT),
-            ("code_challenge", challenge.as_str()),
-            ("code_challenge_method", "S256"),
-            ("state", long_state.as_str()),
-        ])
-        .await;
-    assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let location = response.headers()["location"].to_str().unwrap();
-    assert!(location.contains("error=invalid_request"), "{location}");
+    // Once the admin has a live connection to the client for this redirect
+    // URI, the same errors go back to it with state and iss (a loopback IP
+    // literal's port may differ, as in registration) — for the admin only.
+    world.connect(&cookie, &client, &["apps:invoke"]).await;
+    let member_cookie = world.sign_in(MEMBER, MEMBER_PASSWORD).await;
+    for (params, error, says) in &cases {
+        let state = params
+            .iter()
+            .find(|(name, _)| *name == "state")
+            .map(|(_, value)| *value)
+            .unwrap();
+        for redirect in [REDIRECT, "http://127.0.0.1:9999/callback"] {
+            let all = request(redirect, params);
+            let all: Vec<(&str, &str)> =
+                all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let response = world.authorize_with(Some(&cookie), &all).await;
+            assert_redirected_back(&response, redirect, error, state, &world.origin());
+            for other in [None, Some(member_cookie.as_str())] {
+                let response = world.authorize_with(other, &all).await;
+                assert_shown_not_redirected(response, says).await;
+            }
+        }
+    }
 
     // Requests that cannot be trusted to redirect get a page, never a
     // redirect: an unknown or missing client, or a parameter given twice.
@@ -831,6 +953,96 @@ async fn codes_verifiers_redirects_and_resources_are_checked() {
         .unwrap();
     assert_eq!(world.tools(&foreign.access_token).await.0, 401);
     let _ = resource;
+}
+
+/// Issue 21, "no open redirect": anyone may register any https redirect URI,
+/// so an erroneous authorization request for a freshly registered client is
+/// shown on the Studio page with no `Location`, signed in or not; the same
+/// error goes back to the client (with `state` and `iss`) only once the
+/// signed-in person has a live connection to it for that URI, and no longer
+/// once they revoke it.
+#[tokio::test]
+async fn errors_redirect_only_to_a_redirect_uri_the_person_connected() {
+    const ATTACKER: &str = "https://attacker.example/steal";
+    let world = World::start().await;
+    let cookie = world.admin_cookie().await;
+    let member_cookie = world.sign_in(MEMBER, MEMBER_PASSWORD).await;
+    let response = world
+        .register(json!({
+            "client_name": "Totally Legit Client",
+            "redirect_uris": [ATTACKER],
+            "token_endpoint_auth_method": "none",
+        }))
+        .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let registered: Value = response.json().await.unwrap();
+    let client = registered["client_id"].as_str().unwrap().to_owned();
+    let erroneous = [
+        ("client_id", client.as_str()),
+        ("redirect_uri", ATTACKER),
+        ("response_type", "x"),
+        ("state", "st-7"),
+    ];
+    // The single registered URI is used when the request names none.
+    let unnamed = [
+        ("client_id", client.as_str()),
+        ("response_type", "x"),
+        ("state", "st-7"),
+    ];
+    for params in [&erroneous[..], &unnamed[..]] {
+        for who in [None, Some(cookie.as_str()), Some(member_cookie.as_str())] {
+            let response = world.authorize_with(who, params).await;
+            let page = assert_shown_not_redirected(response, "response_type must be code").await;
+            assert!(page.contains("unsupported_response_type"), "{page}");
+            assert!(
+                page.contains("did not send you to attacker.example"),
+                "{page}"
+            );
+        }
+    }
+    // The admin connects it: after the consent card, the redirect is the
+    // person's own choice.
+    let id = world.request_id_for(&client, "apps:invoke", ATTACKER).await;
+    let code = world
+        .approve_for(&cookie, &id, &["apps:invoke"], ATTACKER)
+        .await;
+    let (status, tokens) = world.exchange_for(&client, &code, VERIFIER, ATTACKER).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    for params in [&erroneous[..], &unnamed[..]] {
+        let response = world.authorize_with(Some(&cookie), params).await;
+        assert_redirected_back(
+            &response,
+            ATTACKER,
+            "unsupported_response_type",
+            "st-7",
+            &world.origin(),
+        );
+        for other in [None, Some(member_cookie.as_str())] {
+            let response = world.authorize_with(other, params).await;
+            assert_shown_not_redirected(response, "response_type must be code").await;
+        }
+    }
+    // Revoking the connection withdraws the trust.
+    let connections = world
+        .get_json("/api/oauth/connections", &[("cookie", &cookie)])
+        .await;
+    let connection = connections["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|connection| connection["clientId"] == client.as_str())
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        world
+            .delete_connection(&connection, &world.origin(), &cookie)
+            .await,
+        StatusCode::NO_CONTENT
+    );
+    let response = world.authorize_with(Some(&cookie), &erroneous).await;
+    assert_shown_not_redirected(response, "response_type must be code").await;
 }
 
 #[tokio::test]
@@ -1000,7 +1212,7 @@ async fn a_member_cannot_consent_to_apps_write() {
 }
 
 #[tokio::test]
-async fn registration_is_checked_and_rate_limited() {
+async fn registration_is_checked_and_budgeted_per_address() {
     let world = World::start().await;
     for (body, error) in [
         (
@@ -1279,18 +1491,69 @@ async fn registration_is_checked_and_rate_limited() {
         .await;
     assert_eq!(revoke.status(), StatusCode::OK);
 
-    // One successful registration above; the window holds 20.
-    for _ in 1..20 {
-        world.client("Burst").await;
-    }
-    let response = world
-        .register(json!({"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}))
-        .await;
-    let status = response.status();
-    let body: Value = response.json().await.unwrap();
+    // Registrations are budgeted per client address: 20 at once, then one
+    // every 3 s. One succeeded above; this address soon runs out (a slow run
+    // may see a refill or two) ...
+    let public = json!({"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"});
+    let mut accepted = 1;
+    let refused = loop {
+        let response = world.register(public.clone()).await;
+        if response.status() != StatusCode::CREATED {
+            break response;
+        }
+        accepted += 1;
+        assert!(accepted <= 30, "the budget never ran out");
+    };
+    assert!(
+        accepted >= 20,
+        "only {accepted} registrations were accepted"
+    );
+    assert!(
+        refused.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse::<u64>()
+            .is_ok_and(|seconds| (1..=3).contains(&seconds)),
+        "{:?}",
+        refused.headers()
+    );
+    let status = refused.status();
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["retryable"], true, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("from your address"),
+        "{body}"
+    );
     assert_oauth_error(
         &(status, body),
         StatusCode::TOO_MANY_REQUESTS,
         "temporarily_unavailable",
     );
+    // ... a forwarding header it writes itself does not move it (the ingress
+    // replaces it with the connection's address) ...
+    let forged = world
+        .http
+        .post(world.url("/oauth/register"))
+        .header("x-forwarded-for", "192.0.2.99")
+        .header("forwarded", "for=192.0.2.99")
+        .json(&public)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), StatusCode::TOO_MANY_REQUESTS);
+    // ... and another address registers at once: one client cannot block
+    // everyone's registrations.
+    let elsewhere = World::client_from(&world.stack, [127, 0, 0, 2]);
+    for _ in 0..3 {
+        let response = elsewhere
+            .post(world.url("/oauth/register"))
+            .json(&public)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::CREATED);
+    }
 }

@@ -621,6 +621,56 @@ impl Engine {
         })
     }
 
+    /// Which of `tables` hold at least one row in the app's file. A read-only
+    /// connection of its own, hardened like every other, that applies no
+    /// migration and installs no contract: the caller asks this about a
+    /// package that is not live yet (studio-core's source tools, before a
+    /// change that would widen who can read a table). No file, or a table the
+    /// file does not have, means no rows.
+    pub fn tables_with_rows(
+        &self,
+        app_id: &str,
+        tables: &[String],
+    ) -> Result<Vec<String>, AppError> {
+        if !valid_app_id(app_id) {
+            return Err(AppError::from_code(ErrorCode::NotFound));
+        }
+        let path = self.inner.root.join(format!("{app_id}.sqlite"));
+        if !path.exists() {
+            return Ok(Vec::new());
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = open_file(&path, flags)?;
+        harden(&mut conn, &trusted_guard()).map_err(sql_error)?;
+        let mut held = Vec::new();
+        for table in tables {
+            let exists: bool = conn
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1)",
+                    [table],
+                    |row| row.get(0),
+                )
+                .map_err(sql_error)?;
+            if !exists {
+                continue;
+            }
+            let rows: bool = conn
+                .query_row(
+                    &format!(
+                        "SELECT EXISTS (SELECT 1 FROM main.{})",
+                        quote_identifier(table)
+                    ),
+                    [],
+                    |row| row.get(0),
+                )
+                .map_err(sql_error)?;
+            if rows {
+                held.push(table.clone());
+            }
+        }
+        Ok(held)
+    }
+
     /// The live structure of the app's database as [`read_schema`] reports it,
     /// without the platform's own tables and columns.
     pub fn describe(&self, app_id: &str, contract: &DataContract) -> Result<Schema, AppError> {
@@ -787,24 +837,11 @@ impl Engine {
 /// Opens and hardens the file, sets it up for `contract`, then installs the
 /// authorizer (last, so setup's own PRAGMAs and DDL are not refused).
 fn open(path: &Path, contract: &DataContract) -> Result<Handle, AppError> {
-    let guard = Arc::new(Guard {
-        trusted: AtomicBool::new(true),
-        epoch: Instant::now(),
-        deadline_nanos: AtomicU64::new(0),
-        reach: Mutex::new(Reach::default()),
-    });
-    // No URI filenames: the path is ours, never a caller's query string.
+    let guard = trusted_guard();
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let mut conn = Connection::open_with_flags(path, flags).map_err(|error| {
-        let app = AppError::new(
-            ErrorCode::DatabaseUnavailable,
-            "the app's database is unavailable",
-        );
-        tracing::warn!(diagnostic_id = %app.diagnostic_id, path = %path.display(), %error, "data engine: cannot open");
-        app
-    })?;
+    let mut conn = open_file(path, flags)?;
     harden(&mut conn, &guard).map_err(sql_error)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     setup(&mut conn, contract)?;
@@ -819,6 +856,30 @@ fn open(path: &Path, contract: &DataContract) -> Result<Handle, AppError> {
         conn,
         guard,
         contract_hash: contract.hash.clone(),
+    })
+}
+
+/// A guard that trusts what runs until the caller installs the authorizer
+/// and turns trust off (or never does, for the engine's own read-only checks).
+fn trusted_guard() -> Arc<Guard> {
+    Arc::new(Guard {
+        trusted: AtomicBool::new(true),
+        epoch: Instant::now(),
+        deadline_nanos: AtomicU64::new(0),
+        reach: Mutex::new(Reach::default()),
+    })
+}
+
+/// Opens an app file. No URI filenames: the path is ours, never a caller's
+/// query string.
+fn open_file(path: &Path, flags: OpenFlags) -> Result<Connection, AppError> {
+    Connection::open_with_flags(path, flags).map_err(|error| {
+        let app = AppError::new(
+            ErrorCode::DatabaseUnavailable,
+            "the app's database is unavailable",
+        );
+        tracing::warn!(diagnostic_id = %app.diagnostic_id, path = %path.display(), %error, "data engine: cannot open");
+        app
     })
 }
 

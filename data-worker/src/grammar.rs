@@ -132,6 +132,15 @@ impl TableSpec {
         self.columns.iter().find(|column| column.name == name)
     }
 
+    /// Whether `name` has REAL affinity (`REAL`, `FLOAT`, `DOUBLE`): any finite
+    /// number is a value of it, however large (the package's one affinity
+    /// rule, `sasha_package::sql::value_kinds`).
+    fn is_real(&self, name: &str) -> bool {
+        self.column(name).is_some_and(|column| {
+            sasha_package::sql::value_kinds(&column.declared_type) == ["number"]
+        })
+    }
+
     /// Whether the id is `INTEGER PRIMARY KEY` (assigned by SQLite) rather than a
     /// TEXT key the caller must supply.
     fn integer_id(&self) -> bool {
@@ -551,8 +560,9 @@ fn string(value: Value, what: &str) -> Result<String, AppError> {
 
 /// A JSON value as a bound scalar: strings, finite numbers (integers within the
 /// signed 64-bit range), booleans as 0/1, and null. Objects and arrays are refused,
-/// which is what stops `{"$ne": null}`-style operator smuggling.
-fn scalar(value: &Value, what: &str) -> Result<Scalar, AppError> {
+/// which is what stops `{"$ne": null}`-style operator smuggling. `real` says the
+/// value is for a REAL column, where every finite number is a value.
+fn scalar(value: &Value, what: &str, real: bool) -> Result<Scalar, AppError> {
     match value {
         Value::Null => Ok(Scalar::Null),
         Value::Bool(flag) => Ok(Scalar::Integer(i64::from(*flag))),
@@ -567,13 +577,18 @@ fn scalar(value: &Value, what: &str) -> Result<Scalar, AppError> {
             } else {
                 // Without arbitrary precision, `-9223372036854775809` arrives as a
                 // float; refusing every magnitude of 2^63 or more catches it.
+                // A REAL column takes any finite number as it is.
                 match number.as_f64() {
-                    Some(real) if real.is_finite() && real.abs() < 9.223_372_036_854_776e18 => {
-                        Ok(Scalar::Real(real))
+                    Some(number)
+                        if number.is_finite()
+                            && (real || number.abs() < 9.223_372_036_854_776e18) =>
+                    {
+                        Ok(Scalar::Real(number))
                     }
-                    _ => Err(invalid(format!(
-                        "{what} must be a finite number within the 64-bit signed integer range"
+                    Some(number) if number.is_finite() => Err(invalid(format!(
+                        "{what} is too large: beyond the 64-bit signed integer range, and the column is not REAL"
                     ))),
+                    _ => Err(invalid(format!("{what} must be a finite number"))),
                 }
             }
         }
@@ -719,7 +734,7 @@ fn parse_where(table: &TableSpec, value: Option<Value>) -> Result<Vec<Condition>
                 ))
             })?;
             let condition = Condition {
-                value: operand(&field, operator, &value)?,
+                value: operand(&field, operator, &value, table.is_real(&field))?,
                 field,
                 operator,
             };
@@ -728,7 +743,12 @@ fn parse_where(table: &TableSpec, value: Option<Value>) -> Result<Vec<Condition>
         .collect()
 }
 
-fn operand(field: &str, operator: Operator, value: &Value) -> Result<Operand, AppError> {
+fn operand(
+    field: &str,
+    operator: Operator,
+    value: &Value,
+    real: bool,
+) -> Result<Operand, AppError> {
     let what = format!("the value of {} on {field}", operator.name());
     match operator {
         Operator::In => {
@@ -746,7 +766,7 @@ fn operand(field: &str, operator: Operator, value: &Value) -> Result<Operand, Ap
             }
             let values = items
                 .iter()
-                .map(|item| match scalar(item, &what)? {
+                .map(|item| match scalar(item, &what, real)? {
                     Scalar::Null => Err(invalid(format!(
                         "{what} cannot hold null; use eq null instead"
                     ))),
@@ -767,14 +787,14 @@ fn operand(field: &str, operator: Operator, value: &Value) -> Result<Operand, Ap
             _ => Err(invalid(format!("{what} must be a string"))),
         },
         Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
-            match scalar(value, &what)? {
+            match scalar(value, &what, real)? {
                 Scalar::Null => Err(invalid(format!(
                     "{what} cannot be null: nothing is ordered against null"
                 ))),
                 other => Ok(Operand::One(other)),
             }
         }
-        Operator::Eq | Operator::Neq => Ok(Operand::One(scalar(value, &what)?)),
+        Operator::Eq | Operator::Neq => Ok(Operand::One(scalar(value, &what, real)?)),
     }
 }
 
@@ -1138,7 +1158,11 @@ fn create_assignments<'t>(
             }
             check_id(value)?;
         }
-        let scalar = scalar(value, &format!("the value of {column}"))?;
+        let scalar = scalar(
+            value,
+            &format!("the value of {column}"),
+            table.is_real(column),
+        )?;
         assignments.push((column, scalar.to_sql()));
     }
     for column in &table.columns {
@@ -1175,7 +1199,12 @@ fn update_assignments<'t>(
             }
             Ok((
                 column,
-                scalar(value, &format!("the value of {column}"))?.to_sql(),
+                scalar(
+                    value,
+                    &format!("the value of {column}"),
+                    table.is_real(column),
+                )?
+                .to_sql(),
             ))
         })
         .collect()
@@ -2367,6 +2396,30 @@ mod tests {
                 json!({"where": [clause("count", "eq", json!(i64::MAX))]})
             )
             .is_ok()
+        );
+        // A REAL column takes any finite number; only a column that is not
+        // REAL refuses one beyond the integer range, and says so.
+        assert!(
+            list(
+                &table,
+                json!({"where": [clause("hours", "lt", json!(1e308))]})
+            )
+            .is_ok()
+        );
+        let create = |values: Value| {
+            parse(
+                "create",
+                &table,
+                &json!({"values": values, "idempotencyKey": "k-1"}).to_string(),
+            )
+        };
+        assert!(create(json!({"title": "big", "hours": 1e308})).is_ok());
+        let refused = create(json!({"title": "big", "count": 1e308})).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::InputInvalid);
+        assert!(
+            refused.message.contains("the column is not REAL"),
+            "{}",
+            refused.message
         );
         assert_eq!(
             code(list(

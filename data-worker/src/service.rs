@@ -14,7 +14,8 @@ use sasha_package::sql::{DataContract, contract_hash};
 use sasha_proto::pb::data_service_server::DataService;
 use sasha_proto::pb::{
     DescribeSchemaRequest, ExecuteReply, ExecuteRequest, HealthReply, HealthRequest,
-    MigrationDriftReply, MigrationDriftRequest, SchemaDescription,
+    MigrationDriftReply, MigrationDriftRequest, SchemaDescription, TablesWithRowsReply,
+    TablesWithRowsRequest,
 };
 use sasha_proto::{AppError, ErrorCode, Role, grpc};
 use serde_json::{Map, Value};
@@ -390,5 +391,20 @@ impl DataService for Worker {
         Ok(Response::new(MigrationDriftReply {
             json: serde_json::to_string(&drift).unwrap_or_default(),
         }))
+    }
+
+    async fn tables_with_rows(
+        &self,
+        request: Request<TablesWithRowsRequest>,
+    ) -> Result<Response<TablesWithRowsReply>, Status> {
+        let request = request.into_inner();
+        let worker = self.clone();
+        let tables = blocking(move || {
+            worker
+                .engine
+                .tables_with_rows(&request.app_id, &request.tables)
+        })
+        .await?;
+        Ok(Response::new(TablesWithRowsReply { tables }))
     }
 }

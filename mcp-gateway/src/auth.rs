@@ -160,7 +160,9 @@ fn from_studio(gateway: &Gateway, headers: &HeaderMap) -> bool {
     }
 }
 
-/// The axum middleware in front of rmcp on `/mcp`.
+/// The axum middleware in front of rmcp on `/mcp`. It reads headers only and
+/// runs before `limit_body` (`lib.rs`), so no byte of a body is read before
+/// the caller is known, and only for this caller's allowance.
 pub async fn authenticate(
     State(gateway): State<Arc<Gateway>>,
     mut request: Request,

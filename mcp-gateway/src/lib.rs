@@ -35,6 +35,7 @@ use sasha_proto::config::{self, ConfigError, Env};
 use sasha_proto::grpc::{self, CoreClient, DataClient};
 use sasha_proto::health;
 use sasha_proto::identity::Identity;
+use sasha_proto::json_limits::{self, JsonLimits};
 use sasha_proto::pb::HealthRequest;
 use sasha_proto::process::{RoleError, announce_ready, bind};
 use sasha_proto::{AppError, ErrorCode, Role};
@@ -106,8 +107,13 @@ pub struct Gateway {
     sessions: auth::SessionOwners,
     contracts: calls::KnownContracts,
     validators: calls::Validators,
-    /// Bounds the memory large upload bodies take.
-    uploads: tokio::sync::Semaphore,
+    /// Upload bodies being read or handled: [`UPLOADS_AT_ONCE`] permits, each
+    /// held until its response is complete.
+    uploads: Arc<tokio::sync::Semaphore>,
+    /// Other bodies over [`LARGE_BODY`] being read or handled:
+    /// [`LARGE_BODIES_AT_ONCE`] permits, held likewise; none free is
+    /// `APP_BUSY`.
+    large_bodies: Arc<tokio::sync::Semaphore>,
     /// What OAuth clients learn about this resource.
     oauth: ProtectedResource,
 }
@@ -160,13 +166,29 @@ async fn protected_resource_metadata(State(gateway): State<Arc<Gateway>>) -> Res
     response
 }
 
+// What one `/mcp` body may cost. The JSON bounds (bytes, values, depth) are
+// `sasha_proto::json_limits::{MCP_REQUEST, MCP_UPLOAD}`, with their reasons;
+// how many large bodies one replica holds at once is decided here.
+
 /// The largest `/mcp` request body, except a document upload.
-const MAX_MCP_BODY: usize = 4 * 1024 * 1024;
-/// The largest body of a `sasha__files_upload` call: 25 MiB of documents as
-/// base64 (about 33.4 MiB) and the JSON around them.
-const MAX_UPLOAD_BODY: usize = 36 * 1024 * 1024;
-/// Upload bodies one replica buffers at once; more wait their turn.
+const MAX_MCP_BODY: usize = json_limits::MCP_REQUEST.max_bytes;
+/// The largest body of a `sasha__files_upload` call by a caller who may
+/// upload.
+const MAX_UPLOAD_BODY: usize = json_limits::MCP_UPLOAD.max_bytes;
+/// Upload bodies one replica holds at once; more wait their turn. Each costs
+/// its bytes several times over while it is parsed, decoded and sent to
+/// studio-core, and only the Studio page of a user who may upload makes one.
 const UPLOADS_AT_ONCE: usize = 4;
+/// A body above this is large: reading on takes a permit. An ordinary MCP
+/// call is a few KiB; 256 KiB admits a generous one without a permit, and is
+/// read and checked inline in about a quarter of a millisecond.
+const LARGE_BODY: usize = 256 * 1024;
+/// Large non-upload bodies (up to 4 MiB: a source tool's file write) one
+/// replica holds at once; one more is answered `APP_BUSY`. A 4 MiB body that
+/// passes the JSON bounds costs about five times its size while rmcp copies
+/// and parses it, so however many callers try, these cost at most about
+/// 40 MiB together.
+const LARGE_BODIES_AT_ONCE: usize = 2;
 
 /// Serves mcp-gateway on `listeners` until `shutdown` is cancelled.
 pub async fn run(
@@ -191,7 +213,8 @@ pub async fn run(
         sessions: auth::SessionOwners::default(),
         contracts: calls::KnownContracts::default(),
         validators: calls::Validators::default(),
-        uploads: tokio::sync::Semaphore::new(UPLOADS_AT_ONCE),
+        uploads: Arc::new(tokio::sync::Semaphore::new(UPLOADS_AT_ONCE)),
+        large_bodies: Arc::new(tokio::sync::Semaphore::new(LARGE_BODIES_AT_ONCE)),
         oauth: ProtectedResource::new(&config.mcp_origin, &config.studio_origin),
     });
     let addr = listeners
@@ -227,8 +250,8 @@ pub async fn run(
         Arc::new(LocalSessionManager::default()),
         mcp_config,
     );
-    // Authentication first (headers only), so only a known caller can make a
-    // replica buffer an upload body.
+    // Authentication first (headers only): `limit_body` reads no byte of a
+    // body before it knows the caller, and what that caller may send.
     let mcp = tower::ServiceBuilder::new()
         .layer(axum::middleware::from_fn_with_state(
             gateway.clone(),
@@ -256,6 +279,9 @@ pub async fn run(
         .route_service("/mcp", mcp)
         .fallback(|| async { AppError::from_code(ErrorCode::NotFound).into_response() })
         .layer(axum::middleware::from_fn(
+            sasha_proto::web::envelope_plain_errors,
+        ))
+        .layer(axum::middleware::from_fn(
             sasha_proto::telemetry::http_trace_layer,
         ))
         .with_state(gateway.clone());
@@ -269,11 +295,25 @@ pub async fn run(
         .map_err(|error| RoleError::Runtime(error.to_string()))
 }
 
-/// Reads the request body under its limit: 4 MiB, or 36 MiB for a
-/// `tools/call` of `sasha__files_upload` (named in the `Mcp-Method` and
-/// `Mcp-Name` headers and, when the body is over 4 MiB, checked in the body
-/// itself before anything else reads it). Over the limit is 413 with
-/// `APP_RESOURCE_LIMIT`.
+/// Reads the request body under what its caller is entitled to, before rmcp
+/// sees it (and after [`auth::authenticate`] has established the caller):
+///
+/// - The upload allowance ([`json_limits::MCP_UPLOAD`], 36 MiB) goes only to
+///   a `tools/call` of [`UPLOAD_TOOL`] (named in `Mcp-Method` and
+///   `Mcp-Name`) by a caller for whom that tool exists ([`may_upload`],
+///   asked of studio-core before any byte of the body is read); every other
+///   request is held to [`json_limits::MCP_REQUEST`] (4 MiB).
+/// - A declared length over the limit is refused unread. A body over
+///   [`LARGE_BODY`] needs a permit before it is read on: an upload waits for
+///   one of [`UPLOADS_AT_ONCE`], anything else takes one of
+///   [`LARGE_BODIES_AT_ONCE`] or is answered `APP_BUSY` (429). The permit is
+///   held until the response is complete.
+/// - The body read is checked in one pass for its values and nesting
+///   ([`json_limits::check`]), and one over 4 MiB must be the upload call
+///   itself.
+///
+/// Every refusal is the envelope; a bound broken is `APP_RESOURCE_LIMIT`
+/// (413).
 async fn limit_body(
     State(gateway): State<Arc<Gateway>>,
     request: axum::extract::Request,
@@ -281,50 +321,175 @@ async fn limit_body(
 ) -> Response {
     let headers = request.headers();
     let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
-    let upload =
+    let names_upload =
         header("mcp-method") == Some("tools/call") && header("mcp-name") == Some(UPLOAD_TOOL);
     let declared = header("content-length").and_then(|length| length.parse::<usize>().ok());
-    let limit = if upload {
-        MAX_UPLOAD_BODY
+    let caller = request.extensions().get::<auth::Caller>().cloned();
+    let upload = match caller {
+        Some(caller) if names_upload => match may_upload(&gateway, &caller).await {
+            Ok(upload) => upload,
+            Err(error) => return error.into_response(),
+        },
+        _ => false,
+    };
+    let limits = if upload {
+        json_limits::MCP_UPLOAD
     } else {
-        MAX_MCP_BODY
+        json_limits::MCP_REQUEST
     };
-    let too_large = || {
-        let mut response = AppError::new(
-            ErrorCode::ResourceLimit,
-            if upload {
-                "the upload is larger than 25 MiB of documents"
-            } else {
-                "the request body is larger than 4 MiB"
-            },
-        )
-        .into_response();
-        *response.status_mut() = http::StatusCode::PAYLOAD_TOO_LARGE;
-        response
-    };
-    if declared.is_some_and(|length| length > limit) {
-        return too_large();
+    if declared.is_some_and(|length| length > limits.max_bytes) {
+        return too_large(upload).into_response();
     }
-    let _permit = if upload {
-        match gateway.uploads.acquire().await {
-            Ok(permit) => Some(permit),
+    let mut permit = None;
+    if upload {
+        match gateway.uploads.clone().acquire_owned().await {
+            Ok(held) => permit = Some(held),
             Err(_) => return AppError::from_code(ErrorCode::NotReady).into_response(),
         }
-    } else {
-        None
-    };
-    let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
-        return too_large();
-    };
-    if bytes.len() > MAX_MCP_BODY && !is_upload_call(&bytes) {
-        return too_large();
+    } else if declared.is_some_and(|length| length > LARGE_BODY) {
+        match large_body_permit(&gateway) {
+            Ok(held) => permit = Some(held),
+            Err(busy) => return busy.into_response(),
+        }
     }
-    next.run(axum::extract::Request::from_parts(
-        parts,
-        axum::body::Body::from(bytes),
-    ))
-    .await
+    let (parts, body) = request.into_parts();
+    // Only a body already admitted as large is given its declared capacity.
+    let mut bytes = Vec::with_capacity(declared.unwrap_or(0).min(if permit.is_some() {
+        limits.max_bytes
+    } else {
+        LARGE_BODY
+    }));
+    let mut chunks = body.into_data_stream();
+    while let Some(chunk) = futures::StreamExt::next(&mut chunks).await {
+        let Ok(chunk) = chunk else {
+            return AppError::new(
+                ErrorCode::InputInvalid,
+                "the request body could not be read",
+            )
+            .into_response();
+        };
+        let length = bytes.len() + chunk.len();
+        if length > limits.max_bytes {
+            return too_large(upload).into_response();
+        }
+        if length > LARGE_BODY && permit.is_none() {
+            match large_body_permit(&gateway) {
+                Ok(held) => permit = Some(held),
+                Err(busy) => return busy.into_response(),
+            }
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    let bytes = axum::body::Bytes::from(bytes);
+    let checked = if bytes.len() > LARGE_BODY {
+        // A pass over megabytes takes milliseconds: off the async threads.
+        let body = bytes.clone();
+        tokio::task::spawn_blocking(move || check_body(&body, &limits, upload))
+            .await
+            .unwrap_or_else(|_| Err(AppError::from_code(ErrorCode::Internal)))
+    } else {
+        check_body(&bytes, &limits, upload)
+    };
+    if let Err(refused) = checked {
+        return refused.into_response();
+    }
+    let response = next
+        .run(axum::extract::Request::from_parts(
+            parts,
+            axum::body::Body::from(bytes),
+        ))
+        .await;
+    match permit {
+        Some(permit) => hold_until_sent(response, permit),
+        None => response,
+    }
+}
+
+/// Whether `caller` may send [`UPLOAD_TOOL`]'s large body: exactly when the
+/// call would find that tool, as `server.rs` decides it. That is a Studio
+/// browser session (`Sasha-App` bound) with `apps:invoke` whose bound app,
+/// in its catalogue read fresh from studio-core (so with a grant, `use` or
+/// more), declares `files: true`.
+async fn may_upload(gateway: &Gateway, caller: &auth::Caller) -> Result<bool, AppError> {
+    let tools_caller = caller.tools_caller();
+    let Some(app_id) = tools_caller.bound_app.as_deref() else {
+        return Ok(false);
+    };
+    if !caller.invokes() {
+        return Ok(false);
+    }
+    let mut core = gateway.core.clone();
+    let reply = core
+        .get_catalogue(sasha_proto::pb::CatalogueRequest {
+            principal: Some(caller.principal.clone()),
+            app_id: app_id.to_owned(),
+            known_contract_hash: gateway.contracts.hint(app_id),
+        })
+        .await
+        .map_err(|status| AppError::from_status(&status))?
+        .into_inner();
+    let catalogue: serde_json::Value =
+        serde_json::from_str(&reply.json).map_err(|_| AppError::from_code(ErrorCode::Internal))?;
+    Ok(catalogue
+        .get(app_id)
+        .is_some_and(|app| tools::tool_for(app_id, app, &tools_caller, UPLOAD_TOOL).is_some()))
+}
+
+/// One of the large-body permits, or the `APP_BUSY` answer when none is free.
+fn large_body_permit(gateway: &Gateway) -> Result<tokio::sync::OwnedSemaphorePermit, AppError> {
+    gateway
+        .large_bodies
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| {
+            AppError::new(
+                ErrorCode::Busy,
+                "too many large requests are in progress; try again shortly",
+            )
+        })
+}
+
+/// `APP_RESOURCE_LIMIT` (413) for a body over its byte limit.
+fn too_large(upload: bool) -> AppError {
+    AppError::new(
+        ErrorCode::ResourceLimit,
+        if upload {
+            "the upload is larger than 25 MiB of documents"
+        } else {
+            "the request body is larger than 4 MiB"
+        },
+    )
+}
+
+/// The JSON bounds of `limits`, and the rule that only the upload call
+/// itself may be over 4 MiB.
+fn check_body(body: &[u8], limits: &JsonLimits, upload: bool) -> Result<(), AppError> {
+    json_limits::check(body, limits).map_err(json_limits::JsonLimitError::to_app_error)?;
+    if body.len() > MAX_MCP_BODY && !is_upload_call(body) {
+        return Err(too_large(upload));
+    }
+    Ok(())
+}
+
+/// Keeps `permit` until `response` has been sent. A JSON answer is complete
+/// (the handler has finished); an event stream's handler runs on while it
+/// streams, and with it the memory of the request, so the permit goes with
+/// its body.
+fn hold_until_sent(response: Response, permit: tokio::sync::OwnedSemaphorePermit) -> Response {
+    let streaming = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("text/event-stream"));
+    if !streaming {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let body = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
+        let _held = &permit;
+        chunk
+    });
+    Response::from_parts(parts, axum::body::Body::from_stream(body))
 }
 
 /// The app-only upload tool, the one call allowed a large body.

@@ -154,9 +154,11 @@ fn confirmation_schema() -> Value {
     })
 }
 
-/// Whether an elicitation answer allows the change.
+/// Whether an elicitation answer allows the change: only `accept` with the
+/// explicit `confirm: true` the form asks for. An accept with no content (a
+/// client that skipped the form) is no consent.
 fn accepted(answer: &Value) -> bool {
-    answer["action"] == "accept" && answer["content"]["confirm"] != false
+    answer["action"] == "accept" && answer["content"]["confirm"] == true
 }
 
 fn declined() -> AppError {
@@ -247,10 +249,30 @@ impl SashaMcp {
             arguments_json: canonical(arguments).to_string(),
             token: token.to_owned(),
             idempotency_key: idempotency_key.to_owned(),
+            decline: false,
         })
         .await
         .map(|reply| reply.into_inner())
         .map_err(|status| AppError::from_status(&status))
+    }
+
+    /// Voids a confirmation the person declined, so no later answer can
+    /// redeem it. A token that is unknown or already void changes nothing.
+    async fn decline(&self, caller: &Caller, tool: &str, arguments: &Value, token: &str) {
+        let mut core = self.gateway.core.clone();
+        let voided = core
+            .confirm(ConfirmRequest {
+                principal: Some(caller.principal.clone()),
+                tool: tool.to_owned(),
+                arguments_json: canonical(arguments).to_string(),
+                token: token.to_owned(),
+                idempotency_key: String::new(),
+                decline: true,
+            })
+            .await;
+        if let Err(status) = voided {
+            tracing::info!(code = ?status.code(), "a declined confirmation was not live");
+        }
     }
 
     /// Decides whether a model-invoked mutation may run now, asking the person
@@ -314,12 +336,18 @@ impl SashaMcp {
                     .and_then(|responses| responses.get("confirm"))
                     .cloned()
                     .unwrap_or(Value::Null);
+                // A decline is final: its token is voided before answering,
+                // so an accept sent later with the same state runs nothing.
+                if !accepted(&answer) {
+                    self.decline(call.caller, call.name, &arguments, state)
+                        .await;
+                    return Gate::Answer(tool_error(declined()));
+                }
                 return match self
                     .confirm(call.caller, call.name, &arguments, state, "")
                     .await
                 {
-                    Ok(reply) if accepted(&answer) => Gate::Run(reply.idempotency_key),
-                    Ok(_) => Gate::Answer(tool_error(declined())),
+                    Ok(reply) => Gate::Run(reply.idempotency_key),
                     Err(error) => Gate::Answer(tool_error(error)),
                 };
             }
@@ -1161,11 +1189,15 @@ mod tests {
     }
 
     #[test]
-    fn only_an_accept_that_does_not_say_no_allows_the_change() {
+    fn only_an_explicit_accept_allows_the_change() {
         assert!(accepted(
             &json!({"action": "accept", "content": {"confirm": true}})
         ));
-        assert!(accepted(&json!({"action": "accept", "content": {}})));
+        assert!(!accepted(&json!({"action": "accept", "content": {}})));
+        assert!(!accepted(&json!({"action": "accept"})));
+        assert!(!accepted(
+            &json!({"action": "accept", "content": {"confirm": "true"}})
+        ));
         assert!(!accepted(
             &json!({"action": "accept", "content": {"confirm": false}})
         ));

@@ -82,13 +82,41 @@ const NESTED_CONTEXTS: [&str; 8] = [
 const RAW_TEXT_ELEMENTS: [&str; 4] = ["xmp", "plaintext", "noembed", "noframes"];
 
 /// SVG animation elements: they can set any attribute, `href` included.
-const ANIMATION_ELEMENTS: [&str; 5] = [
+pub(crate) const ANIMATION_ELEMENTS: [&str; 5] = [
     "set",
     "animate",
     "animatemotion",
     "animatetransform",
     "animatecolor",
 ];
+
+/// What an animation element's `attributeName` must never name, for markup
+/// and `.svg` files alike: a link (`href`, `xlink:href`; links may not change
+/// at run time) or an event handler (`onload`, `xlink:onclick`, …; it would
+/// set a handler the markup rules refuse). Returns the diagnostic's suffix
+/// and reason, or `None` when the target is allowed.
+pub(crate) fn forbidden_animation_target(
+    element: &str,
+    target: &str,
+) -> Option<(&'static str, String)> {
+    let target = target.trim().to_ascii_lowercase();
+    let local = target.rsplit(':').next().unwrap_or_default();
+    if local == "href" {
+        Some((
+            "ANIMATE_HREF",
+            format!("<{element}> must not animate {target}; links may not change at run time"),
+        ))
+    } else if local.starts_with("on") {
+        Some((
+            "ANIMATE_EVENT_HANDLER",
+            format!(
+                "<{element}> must not animate {target}; event handler attributes are not allowed in any namespace"
+            ),
+        ))
+    } else {
+        None
+    }
+}
 
 /// SVG presentation attributes whose CSS values may hold `url()`.
 const CSS_VALUED_ATTRIBUTES: [&str; 10] = [
@@ -953,15 +981,10 @@ impl Checker<'_> {
         }
         if ANIMATION_ELEMENTS.contains(&name)
             && !html
-            && let Some(target) =
-                attr("attributename").map(|value| value.trim().to_ascii_lowercase())
-            && (target == "href" || target.ends_with(":href"))
+            && let Some((suffix, reason)) =
+                attr("attributename").and_then(|target| forbidden_animation_target(name, target))
         {
-            self.push(
-                line,
-                "HTML_ANIMATE_HREF",
-                format!("<{name}> must not animate {target}; links may not change at run time"),
-            );
+            self.push(line, &format!("HTML_{suffix}"), reason);
         }
         if context.in_head
             && !matches!(
@@ -2403,6 +2426,19 @@ mod tests {
         check(
             "<svg><set attributeName=href to=\"javascript:alert(1)\"></set></svg>",
             &["HTML_ANIMATE_HREF", "HTML_SCRIPT_URL"],
+        );
+        // An animation may not set an event handler either, in any namespace.
+        check(
+            "<svg><set attributeName=\"onload\" to=\"alert(1)\"></set></svg>",
+            &["HTML_ANIMATE_EVENT_HANDLER"],
+        );
+        check(
+            "<svg><animate attributeName=\" OnClick \" values=\"a;b\"/></svg>",
+            &["HTML_ANIMATE_EVENT_HANDLER"],
+        );
+        check(
+            "<svg><set attributeName=\"xlink:onbegin\" to=\"x\"></set></svg>",
+            &["HTML_ANIMATE_EVENT_HANDLER"],
         );
         check(
             "<svg><animate attributeName=\"xlink:href\" values=\"#a;javascript:alert(1)\"/></svg>",

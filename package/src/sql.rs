@@ -183,6 +183,69 @@ impl DataContract {
     pub fn declared_table(&self, name: &str) -> Option<(&TableDeclaration, &Table)> {
         Some((self.tables.get(name)?, self.schema.tables.get(name)?))
     }
+
+    /// Who may read each declared table's rows (see [`ReadPolicy`]).
+    pub fn read_policy(&self) -> ReadPolicy {
+        self.tables
+            .iter()
+            .map(|(name, table)| {
+                let owner = match table.access {
+                    Access::Owner => table.owner_field.clone(),
+                    Access::Shared => None,
+                };
+                (name.clone(), owner)
+            })
+            .collect()
+    }
+}
+
+/// Who may read each declared table's rows: the owner field of an `access:
+/// owner` table (each user sees only the rows that name them), `None` for an
+/// `access: shared` table (every grant holder sees every row).
+pub type ReadPolicy = BTreeMap<String, Option<String>>;
+
+/// A table whose existing rows a new read policy would show to people who
+/// cannot read them now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Widening {
+    pub table: String,
+    /// The owner field the rows are scoped by today.
+    pub owner_field: String,
+    /// The new policy's owner field, `None` when the table becomes shared.
+    pub now: Option<String>,
+}
+
+impl Widening {
+    /// What the change would expose, for the person who asked for it.
+    pub fn reason(&self) -> String {
+        let change = match &self.now {
+            None => "make it access: shared".to_owned(),
+            Some(field) => format!("scope it by {field} instead"),
+        };
+        format!(
+            "table {} holds rows that each user sees only when {} names them; this change would {change}, \
+             so every user with access to the app could read rows that belong to others",
+            self.table, self.owner_field
+        )
+    }
+}
+
+/// The owner-scoped tables of `before` whose rows `after` would show more
+/// widely: made shared, or scoped by another (renamed or removed) owner field.
+/// A table `after` no longer declares is not widened: nothing reads it.
+pub fn widened_reads(before: &ReadPolicy, after: &ReadPolicy) -> Vec<Widening> {
+    before
+        .iter()
+        .filter_map(|(table, owner)| {
+            let owner = owner.as_ref()?;
+            let now = after.get(table)?;
+            (now.as_ref() != Some(owner)).then(|| Widening {
+                table: table.clone(),
+                owner_field: owner.clone(),
+                now: now.clone(),
+            })
+        })
+        .collect()
 }
 
 /// Validates `schema.sql`, `migrations/*.sql` and the manifest's `tables`
@@ -1685,6 +1748,49 @@ fn yes_no(value: bool) -> String {
 mod tests {
     use super::*;
     use crate::manifest::{Capabilities, Theme};
+
+    #[test]
+    fn widening_is_owner_to_shared_or_another_owner_field() {
+        let policy = |entries: &[(&str, Option<&str>)]| -> ReadPolicy {
+            entries
+                .iter()
+                .map(|(table, owner)| ((*table).to_owned(), owner.map(str::to_owned)))
+                .collect()
+        };
+        let before = policy(&[("entries", Some("created_by")), ("projects", None)]);
+        assert_eq!(widened_reads(&before, &before), []);
+        // Narrowing a shared table, dropping a table: nothing more is readable.
+        let narrower = policy(&[
+            ("entries", Some("created_by")),
+            ("projects", Some("created_by")),
+        ]);
+        assert_eq!(widened_reads(&before, &narrower), []);
+        assert_eq!(widened_reads(&before, &policy(&[("projects", None)])), []);
+        let shared = widened_reads(&before, &policy(&[("entries", None), ("projects", None)]));
+        assert_eq!(
+            shared,
+            [Widening {
+                table: "entries".to_owned(),
+                owner_field: "created_by".to_owned(),
+                now: None
+            }]
+        );
+        assert!(
+            shared[0].reason().contains("access: shared"),
+            "{}",
+            shared[0].reason()
+        );
+        let renamed = widened_reads(
+            &before,
+            &policy(&[("entries", Some("author")), ("projects", None)]),
+        );
+        assert_eq!(renamed[0].now.as_deref(), Some("author"));
+        assert!(
+            renamed[0].reason().contains("scope it by author"),
+            "{}",
+            renamed[0].reason()
+        );
+    }
 
     type Found = Vec<(String, Option<u32>, String, String)>;
     type Declared<'a> = &'a [(&'a str, Access, Option<&'a str>)];

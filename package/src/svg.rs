@@ -11,7 +11,9 @@ use roxmltree::{Document, Node, ParsingOptions};
 
 use crate::css;
 use crate::diagnostics::Diagnostics;
-use crate::html::{LineIndex, UrlKind, classify_url};
+use crate::html::{
+    ANIMATION_ELEMENTS, LineIndex, UrlKind, classify_url, forbidden_animation_target,
+};
 
 const SVG_NS: &str = "http://www.w3.org/2000/svg";
 const XHTML_NS: &str = "http://www.w3.org/1999/xhtml";
@@ -36,15 +38,6 @@ const CSS_VALUED_ATTRIBUTES: [&str; 14] = [
     "from",
     "by",
     "values",
-];
-
-/// Animation elements: they can change any attribute, `href` included.
-const ANIMATION_ELEMENTS: [&str; 5] = [
-    "set",
-    "animate",
-    "animatemotion",
-    "animatetransform",
-    "animatecolor",
 ];
 
 /// Checks one `.svg` file of the package and records every problem.
@@ -181,18 +174,12 @@ fn check_element(file: &str, lines: &LineIndex, node: Node<'_, '_>, diagnostics:
         _ => {}
     }
     if ANIMATION_ELEMENTS.contains(&name.as_str())
-        && let Some(target) = node
+        && let Some((suffix, reason)) = node
             .attributes()
             .find(|attribute| attribute.name() == "attributeName")
-            .map(|attribute| attribute.value().trim().to_ascii_lowercase())
-        && (target == "href" || target.ends_with(":href"))
+            .and_then(|attribute| forbidden_animation_target(&name, attribute.value()))
     {
-        diagnostics.push(
-            file,
-            Some(line),
-            "SVG_ANIMATE_HREF",
-            format!("<{name}> must not animate {target}; links may not change at run time"),
-        );
+        diagnostics.push(file, Some(line), &format!("SVG_{suffix}"), reason);
     }
 
     for attribute in node.attributes() {
@@ -387,6 +374,10 @@ mod tests {
         check(
             &svg("<animate attributeName=\"xlink:href\" values=\"#a;#b\"/>"),
             &["SVG_ANIMATE_HREF"],
+        );
+        check(
+            &svg("<set attributeName=\"onload\" to=\"alert(1)\"/>"),
+            &["SVG_ANIMATE_EVENT_HANDLER"],
         );
     }
 

@@ -11,6 +11,8 @@
 //!   readiness line).
 //! - [`health`]: the optional probe listener (`/livez`, `/readyz`).
 //! - [`web`]: the response headers every HTTP surface sends.
+//! - [`json_limits`]: the bounds on what one JSON request body may expand
+//!   into, and their one streaming check.
 //!
 //! Domain logic never lives here: it stays in the process that owns it.
 
@@ -19,6 +21,7 @@ pub mod error;
 pub mod grpc;
 pub mod health;
 pub mod identity;
+pub mod json_limits;
 pub mod process;
 pub mod telemetry;
 pub mod web;

@@ -10,14 +10,21 @@
 //! unknown or stale revision all get the same hidden 404, byte for byte (its
 //! diagnostic id is the nil UUID, since nothing about it needs diagnosing).
 //! State-changing routes accept only same-origin JSON requests.
+//!
+//! Sign-in is slowed per (user name, client address) with growing delays
+//! ([`LoginThrottle`], keyed GCRA limiters with bounded tables); a throttle
+//! never keys on the user name alone, so failures from one address never slow
+//! that name from another.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
+use governor::clock::{Clock, DefaultClock};
 use sasha_proto::web::{bearer, cookie, session_cookie_name};
 use sasha_proto::{AppError, ErrorCode};
 use serde::{Deserialize, Serialize};
@@ -27,61 +34,404 @@ use crate::Core;
 use crate::catalogue::AppEntry;
 use crate::store::{AppAccess, Principal, PrincipalKind, Scope, StoreError, UserRole};
 
-/// Failed sign-ins allowed per user name within [`LOGIN_WINDOW`].
-pub(crate) const MAX_LOGIN_FAILURES: usize = 10;
-/// The window failed sign-ins are counted in.
-pub(crate) const LOGIN_WINDOW: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+/// Sign-in attempts one (user name, client address) pair may make, as
+/// `(burst, then one more per period)` tiers; an attempt must fit every tier.
+/// So the delays grow: five at once, then one every 10 s, after ten one a
+/// minute, after twenty one every 15 minutes (four an hour).
+pub(crate) const SIGN_IN_PAIR_TIERS: [(u32, Duration); 3] = [
+    (5, Duration::from_secs(10)),
+    (10, Duration::from_secs(60)),
+    (20, Duration::from_secs(15 * 60)),
+];
+/// Sign-in attempts one client address may make, whatever the user names
+/// (password spraying): 300 at once, then one a second.
+pub(crate) const SIGN_IN_ADDRESS_TIER: (u32, Duration) = (300, Duration::from_secs(1));
+/// The most keys one throttle table holds (see [`KeyedThrottle`]).
+pub(crate) const MAX_THROTTLE_KEYS: usize = 100_000;
+/// Stale keys are dropped every this many checks.
+const THROTTLE_HOUSEKEEPING_EVERY: u64 = 4_096;
 
-/// Failed sign-ins per lowercased user name, oldest first.
-type FailureLog = std::collections::HashMap<String, std::collections::VecDeque<std::time::Instant>>;
+/// Where a request comes from, as a throttle key: the address the one trusted
+/// proxy hop (nginx, Caddy, ingress-nginx or `sasha up`'s ingress) writes into
+/// `X-Forwarded-For`, replacing whatever the client sent there
+/// ([`sasha_proto::telemetry::forwarded_client`], the `client=` of the access
+/// log). studio-core's listener must be reachable only through that hop
+/// (README, "the one trusted hop"); a request without the header (a listener
+/// reached directly, as in tests) counts as the one address `-`. An IPv6
+/// address counts by its /64 network, which one host usually owns whole; an
+/// IPv4-mapped IPv6 address counts as the IPv4 address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct ClientAddress([u8; 16]);
 
-/// Counts failed sign-ins per user name (lowercased), whether or not the user
-/// exists, so throttling reveals nothing; a success clears the count. Process
-/// memory: one studio-core serves the API.
-#[derive(Debug, Default)]
-pub(crate) struct LoginThrottle {
-    failures: std::sync::Mutex<FailureLog>,
+impl ClientAddress {
+    /// The client address of a request with these headers.
+    pub(crate) fn of(headers: &HeaderMap) -> ClientAddress {
+        let (client, _) = sasha_proto::telemetry::forwarded_client(headers);
+        ClientAddress::from_ip(client.parse().ok())
+    }
+
+    /// `None` is the no-proxy address `-` (the unspecified address `::`,
+    /// which is never a client's).
+    pub(crate) fn from_ip(ip: Option<std::net::IpAddr>) -> ClientAddress {
+        match ip {
+            None => ClientAddress([0; 16]),
+            Some(std::net::IpAddr::V4(ip)) => ClientAddress(ip.to_ipv6_mapped().octets()),
+            Some(std::net::IpAddr::V6(ip)) => match ip.to_ipv4_mapped() {
+                Some(ip) => ClientAddress(ip.to_ipv6_mapped().octets()),
+                None => {
+                    let mut octets = ip.octets();
+                    octets[8..].fill(0);
+                    ClientAddress(octets)
+                }
+            },
+        }
+    }
 }
 
-impl LoginThrottle {
-    /// Seconds until `username` may try again, or `None` when it may now.
-    fn blocked_for(&self, username: &str) -> Option<u64> {
-        let now = std::time::Instant::now();
-        let mut failures = self.failures.lock().ok()?;
-        let recent = failures.get_mut(&username.to_lowercase())?;
-        while recent
-            .front()
-            .is_some_and(|at| now.duration_since(*at) > LOGIN_WINDOW)
-        {
-            recent.pop_front();
+type GcraLimiter<K, C> = governor::RateLimiter<
+    K,
+    governor::state::keyed::DefaultKeyedStateStore<K>,
+    C,
+    governor::middleware::NoOpMiddleware<<C as Clock>::Instant>,
+>;
+
+/// One keyed GCRA rate limiter (`governor`) whose table of keys is bounded.
+///
+/// governor forgets nothing by itself: every [`THROTTLE_HOUSEKEEPING_EVERY`]
+/// checks, and whenever the table reaches [`MAX_THROTTLE_KEYS`], keys whose
+/// state equals a fresh one (their burst fully refilled) are dropped. If that
+/// frees less than a quarter of the table, every key is recent and the table
+/// starts afresh: a flood that fills it forgets its own keys too, and filling
+/// it takes that many distinct keys within the quota's refill time, each
+/// passing the tiers in front (an address's budget, an argon2 verification).
+/// Refusing new keys instead would let such a flood lock everyone out.
+pub(crate) struct KeyedThrottle<K, C: Clock = DefaultClock>
+where
+    K: std::hash::Hash + Eq + Clone,
+{
+    quota: governor::Quota,
+    clock: C,
+    /// The limiter; replaced whole (under the write lock) when the table is
+    /// full of recent keys, read-locked for every check.
+    limiter: std::sync::RwLock<GcraLimiter<K, C>>,
+    /// Checks made, for housekeeping.
+    checks: std::sync::atomic::AtomicU64,
+}
+
+impl<K, C> std::fmt::Debug for KeyedThrottle<K, C>
+where
+    K: std::hash::Hash + Eq + Clone,
+    C: Clock,
+{
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("KeyedThrottle")
+            .field("quota", &self.quota)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K, C> KeyedThrottle<K, C>
+where
+    K: std::hash::Hash + Eq + Clone,
+    C: Clock + Clone,
+{
+    /// `burst` checks at once, then one more per `period`, per key.
+    pub(crate) fn new(burst: u32, period: Duration, clock: C) -> KeyedThrottle<K, C> {
+        let burst = std::num::NonZeroU32::new(burst).unwrap_or(std::num::NonZeroU32::MIN);
+        let quota = governor::Quota::with_period(period)
+            .unwrap_or_else(|| governor::Quota::per_second(std::num::NonZeroU32::MIN))
+            .allow_burst(burst);
+        KeyedThrottle {
+            quota,
+            limiter: std::sync::RwLock::new(governor::RateLimiter::hashmap_with_clock(
+                quota,
+                clock.clone(),
+            )),
+            clock,
+            checks: std::sync::atomic::AtomicU64::new(0),
         }
-        (recent.len() >= MAX_LOGIN_FAILURES).then(|| {
-            let oldest = recent.front().copied().unwrap_or(now);
-            LOGIN_WINDOW
-                .saturating_sub(now.duration_since(oldest))
-                .as_secs()
-                .max(1)
-        })
     }
 
-    fn record_failure(&self, username: &str) {
-        if let Ok(mut failures) = self.failures.lock() {
-            // Bound the map: a flood of random names cannot grow it forever.
-            if failures.len() > 100_000 {
-                failures.clear();
+    /// Takes one cell for `key`: `Ok` when it conforms, else how long until
+    /// one would (nothing is taken then).
+    pub(crate) fn check(&self, key: &K) -> Result<(), Duration> {
+        self.housekeep();
+        let limiter = self
+            .limiter
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        limiter
+            .check_key(key)
+            .map_err(|not_until| not_until.wait_time_from(self.clock.now()))
+    }
+
+    /// The number of keys held.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.limiter
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
+    fn housekeep(&self) {
+        let checks = self
+            .checks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let full = {
+            let limiter = self
+                .limiter
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let full = limiter.len() >= MAX_THROTTLE_KEYS;
+            if full || checks.is_multiple_of(THROTTLE_HOUSEKEEPING_EVERY) {
+                limiter.retain_recent();
+                limiter.shrink_to_fit();
             }
-            let recent = failures.entry(username.to_lowercase()).or_default();
-            recent.push_back(std::time::Instant::now());
-            while recent.len() > MAX_LOGIN_FAILURES {
-                recent.pop_front();
-            }
+            full && limiter.len() > MAX_THROTTLE_KEYS / 4 * 3
+        };
+        if full {
+            tracing::warn!(
+                keys = MAX_THROTTLE_KEYS,
+                "a throttle table is full of recent keys; it starts afresh"
+            );
+            *self
+                .limiter
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                governor::RateLimiter::hashmap_with_clock(self.quota, self.clock.clone());
+        }
+    }
+}
+
+/// The key of one (user name, client address) pair: 16 bytes of the sha256
+/// of the lowercased name and the address, so a long name costs no memory.
+type SignInPair = [u8; 16];
+
+fn sign_in_pair(username: &str, client: ClientAddress) -> SignInPair {
+    use sha2::Digest as _;
+    let mut hash = sha2::Sha256::new();
+    hash.update(client.0);
+    hash.update(username.to_lowercase().as_bytes());
+    let digest = hash.finalize();
+    let mut key = [0; 16];
+    key.copy_from_slice(&digest[..16]);
+    key
+}
+
+/// Slows password guessing without letting anyone lock a user out. Every
+/// sign-in attempt (whatever its outcome, before the password is checked)
+/// takes a cell from its client address's budget ([`SIGN_IN_ADDRESS_TIER`])
+/// and from each tier of its (user name, client address) pair
+/// ([`SIGN_IN_PAIR_TIERS`]), shortest first; a tier without a cell refuses
+/// the attempt with how long to wait. User names count lowercased whether or
+/// not they exist, so throttling reveals nothing; failures from one address
+/// never slow the same name from another. Process memory: one studio-core
+/// serves the API.
+#[derive(Debug)]
+pub(crate) struct LoginThrottle<C: Clock = DefaultClock> {
+    /// Attempts per client address, any user name.
+    addresses: KeyedThrottle<ClientAddress, C>,
+    /// Attempts per (user name, client address), one limiter per tier.
+    pairs: [KeyedThrottle<SignInPair, C>; 3],
+}
+
+impl Default for LoginThrottle {
+    fn default() -> LoginThrottle {
+        LoginThrottle::with_clock(DefaultClock::default())
+    }
+}
+
+impl<C: Clock + Clone> LoginThrottle<C> {
+    pub(crate) fn with_clock(clock: C) -> LoginThrottle<C> {
+        let (burst, period) = SIGN_IN_ADDRESS_TIER;
+        LoginThrottle {
+            addresses: KeyedThrottle::new(burst, period, clock.clone()),
+            pairs: SIGN_IN_PAIR_TIERS
+                .map(|(burst, period)| KeyedThrottle::new(burst, period, clock.clone())),
         }
     }
 
-    fn clear(&self, username: &str) {
-        if let Ok(mut failures) = self.failures.lock() {
-            failures.remove(&username.to_lowercase());
+    /// Admits one sign-in attempt for `username` from `client`, or says how
+    /// long that pair (or that address) must wait.
+    pub(crate) fn admit(&self, username: &str, client: ClientAddress) -> Result<(), Duration> {
+        self.addresses.check(&client)?;
+        let pair = sign_in_pair(username, client);
+        for tier in &self.pairs {
+            tier.check(&pair)?;
         }
+        Ok(())
+    }
+}
+
+/// Whole seconds to wait, at least one, as `Retry-After` takes them.
+pub(crate) fn retry_after_seconds(wait: Duration) -> u64 {
+    (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
+}
+
+/// "try again in …" for a wait.
+pub(crate) fn try_again_in(wait: Duration) -> String {
+    match retry_after_seconds(wait) {
+        1 => "try again in a second".to_owned(),
+        seconds @ ..=119 => format!("try again in {seconds} seconds"),
+        seconds => format!("try again in {} minutes", seconds.div_ceil(60)),
+    }
+}
+
+/// The retryable 429 `APP_BUSY` of a throttle, with `Retry-After`.
+fn throttled(wait: Duration, what: &str) -> Response {
+    let mut response =
+        AppError::new(ErrorCode::Busy, format!("{what}; {}", try_again_in(wait))).into_response();
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(retry_after_seconds(wait)),
+    );
+    response
+}
+
+#[cfg(test)]
+mod throttle_tests {
+    use std::net::IpAddr;
+
+    use governor::clock::FakeRelativeClock;
+
+    use super::*;
+
+    fn address(text: &str) -> ClientAddress {
+        ClientAddress::from_ip(Some(text.parse::<IpAddr>().unwrap()))
+    }
+
+    /// Attempts in a row that `throttle` admits for `name` from `client` now.
+    fn admitted(
+        throttle: &LoginThrottle<FakeRelativeClock>,
+        name: &str,
+        client: ClientAddress,
+    ) -> usize {
+        (0..100)
+            .take_while(|_| throttle.admit(name, client).is_ok())
+            .count()
+    }
+
+    #[test]
+    fn sign_in_delays_grow_per_pair_and_never_cross_addresses() {
+        let clock = FakeRelativeClock::default();
+        let throttle = LoginThrottle::with_clock(clock.clone());
+        let (a, b) = (address("192.0.2.1"), address("198.51.100.7"));
+        assert_eq!(admitted(&throttle, "ada", a), 5, "five at once");
+        let wait = throttle.admit("ADA", a).unwrap_err();
+        assert_eq!(wait, Duration::from_secs(10), "the name counts lowercased");
+        // Another address, and another name from the same address, are not slowed.
+        assert!(throttle.admit("ada", b).is_ok());
+        assert!(throttle.admit("bea", a).is_ok());
+        // Then one every 10 s until ten, one a minute until twenty, then one
+        // every 15 minutes: the wait after each refusal grows.
+        let mut waits = Vec::new();
+        for _ in 0..40 {
+            match throttle.admit("ada", a) {
+                Ok(()) => {}
+                Err(wait) => {
+                    waits.push(wait);
+                    clock.advance(wait);
+                }
+            }
+        }
+        assert!(waits.windows(2).all(|pair| pair[0] <= pair[1]), "{waits:?}");
+        assert!(waits.contains(&Duration::from_secs(10)), "{waits:?}");
+        assert!(
+            waits.iter().any(|wait| *wait > Duration::from_secs(30)),
+            "{waits:?}"
+        );
+        assert!(
+            waits
+                .iter()
+                .any(|wait| *wait > Duration::from_secs(10 * 60)),
+            "{waits:?}"
+        );
+        assert!(
+            waits
+                .iter()
+                .all(|wait| *wait <= Duration::from_secs(15 * 60)),
+            "{waits:?}"
+        );
+        // The pair recovers in time; b's attempts never depended on a's.
+        clock.advance(Duration::from_secs(20 * 15 * 60));
+        assert_eq!(admitted(&throttle, "ada", a), 5);
+    }
+
+    #[test]
+    fn one_address_cannot_spray_unlimited_names() {
+        let clock = FakeRelativeClock::default();
+        let throttle = LoginThrottle::with_clock(clock.clone());
+        let a = address("192.0.2.1");
+        for n in 0..SIGN_IN_ADDRESS_TIER.0 {
+            assert!(throttle.admit(&format!("user{n}"), a).is_ok());
+        }
+        assert_eq!(throttle.admit("another", a), Err(Duration::from_secs(1)));
+        assert!(throttle.admit("another", address("192.0.2.2")).is_ok());
+        clock.advance(Duration::from_secs(1));
+        assert!(throttle.admit("another", a).is_ok());
+    }
+
+    #[test]
+    fn client_addresses_are_keyed_by_host_or_ipv6_network() {
+        assert_eq!(address("192.0.2.1"), address("::ffff:192.0.2.1"));
+        assert_ne!(address("192.0.2.1"), address("192.0.2.2"));
+        assert_eq!(address("2001:db8:1:2::1"), address("2001:db8:1:2:ffff::9"));
+        assert_ne!(address("2001:db8:1:2::1"), address("2001:db8:1:3::1"));
+        assert_ne!(ClientAddress::from_ip(None), address("0.0.0.0"));
+        let mut headers = HeaderMap::new();
+        assert_eq!(ClientAddress::of(&headers), ClientAddress::from_ip(None));
+        headers.insert(
+            "x-forwarded-for",
+            HeaderValue::from_static("6.6.6.6, 192.0.2.1"),
+        );
+        assert_eq!(ClientAddress::of(&headers), address("192.0.2.1"));
+    }
+
+    #[test]
+    fn throttle_tables_stay_bounded() {
+        let clock = FakeRelativeClock::default();
+        let throttle: KeyedThrottle<u64, _> =
+            KeyedThrottle::new(2, Duration::from_secs(60), clock.clone());
+        // Keys whose burst has refilled are dropped.
+        for key in 0..1_000 {
+            assert!(throttle.check(&key).is_ok());
+        }
+        clock.advance(Duration::from_secs(120));
+        for key in 1_000..(1_000 + THROTTLE_HOUSEKEEPING_EVERY) {
+            assert!(throttle.check(&key).is_ok());
+        }
+        assert!(
+            throttle.len() <= THROTTLE_HOUSEKEEPING_EVERY as usize,
+            "{}",
+            throttle.len()
+        );
+        // A table full of recent keys starts afresh instead of growing.
+        let started = std::time::Instant::now();
+        for key in 0..(MAX_THROTTLE_KEYS as u64 * 2) {
+            let _ = throttle.check(&(key + 1_000_000));
+            assert!(throttle.len() <= MAX_THROTTLE_KEYS + 1);
+        }
+        println!(
+            "{} checks over a full table took {:?}",
+            MAX_THROTTLE_KEYS * 2,
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn waits_round_up_to_whole_seconds() {
+        assert_eq!(retry_after_seconds(Duration::ZERO), 1);
+        assert_eq!(retry_after_seconds(Duration::from_millis(10_001)), 11);
+        assert_eq!(
+            try_again_in(Duration::from_secs(10)),
+            "try again in 10 seconds"
+        );
+        assert_eq!(
+            try_again_in(Duration::from_secs(14 * 60 + 1)),
+            "try again in 15 minutes"
+        );
     }
 }
 
@@ -218,6 +568,9 @@ pub(crate) async fn session_user(core: &Core, headers: &HeaderMap) -> Result<Pri
 /// Refuses a state-changing request that is not a same-origin JSON request
 /// (security catalogue F5): the `Origin` must be the Studio origin, or, without
 /// an `Origin`, `Sec-Fetch-Site` must say `same-origin`; the body must be JSON.
+/// Only a request without the session cookie (a script with a bearer token,
+/// or a sign-in) may carry neither header: the cookie is ambient authority,
+/// so a request that relies on it must show where it came from.
 pub(crate) fn same_origin_json(
     core: &Core,
     method: &Method,
@@ -230,9 +583,11 @@ pub(crate) fn same_origin_json(
     let fetch_site = headers
         .get("sec-fetch-site")
         .and_then(|value| value.to_str().ok());
-    let same_origin = match origin {
-        Some(origin) => origin == core.origins.studio.as_str(),
-        None => fetch_site.is_none_or(|site| site == "same-origin"),
+    let with_cookie = cookie(headers, session_cookie_name(core.secure_cookies())).is_some();
+    let same_origin = match (origin, fetch_site) {
+        (Some(origin), _) => origin == core.origins.studio.as_str(),
+        (None, Some(site)) => site == "same-origin",
+        (None, None) => !with_cookie,
     };
     if !same_origin || fetch_site.is_some_and(|site| site != "same-origin" && site != "none") {
         return Err(AppError::new(
@@ -261,7 +616,11 @@ pub(crate) fn same_origin_json(
 }
 
 /// Parses a JSON body into `T`, refusing unknown fields with a clear message.
+/// What the body may expand into is bounded first
+/// ([`sasha_proto::json_limits::STUDIO_API`]; `APP_RESOURCE_LIMIT`, 413).
 pub(crate) fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
+    sasha_proto::json_limits::check(body, &sasha_proto::json_limits::STUDIO_API)
+        .map_err(|broken| broken.to_app_error().into_response())?;
     serde_json::from_slice(body).map_err(|error| {
         AppError::new(
             ErrorCode::InputInvalid,
@@ -452,7 +811,7 @@ struct LoginRequest {
     (status = 401, description = "wrong user name or password", body = ErrorEnvelope),
     (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
     (status = 415, description = "body is not application/json", body = ErrorEnvelope),
-    (status = 429, description = "too many failed sign-ins for this user name; see Retry-After", body = ErrorEnvelope),
+    (status = 429, description = "too many sign-in attempts for this user name from this client address, or from this address; retryable, see Retry-After", body = ErrorEnvelope),
     (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
 async fn login(
     State(core): State<Arc<Core>>,
@@ -467,21 +826,15 @@ async fn login(
         Ok(request) => request,
         Err(response) => return response,
     };
-    if let Some(seconds) = core.login_throttle.blocked_for(&request.username) {
-        let mut response = AppError::new(
-            ErrorCode::Busy,
-            format!(
-                "too many failed sign-ins for this user name; try again in {} minutes",
-                seconds.div_ceil(60)
-            ),
-        )
-        .into_response();
-        if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
-            response.headers_mut().insert(header::RETRY_AFTER, value);
-        }
-        return response;
+    // Before the password is checked, so a slowed pair learns nothing and
+    // costs no argon2 work.
+    let client = ClientAddress::of(&headers);
+    if let Err(wait) = core.login_throttle.admit(&request.username, client) {
+        return throttled(
+            wait,
+            "too many sign-in attempts for this user name from your address",
+        );
     }
-    let username = request.username.clone();
     let store = core.store.clone();
     let outcome = blocking(move || {
         let Some(user) = store.verify_login(&request.username, &request.password)? else {
@@ -494,7 +847,6 @@ async fn login(
     .await;
     match outcome {
         Ok(Some((secret, principal))) => {
-            core.login_throttle.clear(&username);
             let cookie = format!(
                 "{}={secret}; Path=/; HttpOnly; SameSite=Lax{}",
                 session_cookie_name(core.secure_cookies()),
@@ -511,7 +863,6 @@ async fn login(
             response
         }
         Ok(None) => {
-            core.login_throttle.record_failure(&username);
             let mut error = AppError::new(
                 ErrorCode::Unauthenticated,
                 "the user name or password is wrong",
@@ -713,6 +1064,21 @@ async fn grant_manager(
     Ok(principal)
 }
 
+/// Nobody changes their own access: a grant or revoke whose target is the
+/// caller is refused, so staff cannot give themselves `manage` and an admin
+/// whose `manage` was revoked cannot restore it. Another admin or staff
+/// member (or the operator's `sasha admin grant`) makes that change.
+fn not_yourself(actor: &Principal, target: &str) -> Result<(), Response> {
+    if actor.user.id == target {
+        return Err(AppError::new(
+            ErrorCode::AccessDenied,
+            "you cannot change your own access; ask another admin or staff member",
+        )
+        .into_response());
+    }
+    Ok(())
+}
+
 /// `GET /api/apps/:appId/access`: current grants (admin/staff only).
 #[utoipa::path(get, path = "/api/apps/{appId}/access", params(("appId" = String, Path)), responses(
     (status = 200, description = "current grants (admin and staff)", body = GrantsResponse),
@@ -757,7 +1123,7 @@ struct GrantRequest {
 #[utoipa::path(put, path = "/api/apps/{appId}/access/{userId}", params(("appId" = String, Path), ("userId" = String, Path)), request_body = GrantRequest, responses(
     (status = 200, description = "granted (admin and staff)", body = GrantResponse),
     (status = 400, description = "access is not use or manage", body = ErrorEnvelope),
-    (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, or the caller's own access", body = ErrorEnvelope),
     (status = 415, description = "body is not application/json", body = ErrorEnvelope),
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 404, description = "hidden: bad credential, denied or unknown", body = ErrorEnvelope),
@@ -776,6 +1142,9 @@ async fn grant_access(
         Ok(actor) => actor,
         Err(response) => return response,
     };
+    if let Err(response) = not_yourself(&actor, &user_id) {
+        return response;
+    }
     let request: GrantRequest = match parse_body(&body) {
         Ok(request) => request,
         Err(response) => return response,
@@ -813,7 +1182,7 @@ async fn grant_access(
 /// `DELETE /api/apps/:appId/access/:userId`: revokes every access.
 #[utoipa::path(delete, path = "/api/apps/{appId}/access/{userId}", params(("appId" = String, Path), ("userId" = String, Path)), responses(
     (status = 204, description = "revoked (admin and staff)"),
-    (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, or the caller's own access", body = ErrorEnvelope),
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 404, description = "hidden: bad credential, denied or unknown", body = ErrorEnvelope),
     (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
@@ -830,6 +1199,9 @@ async fn revoke_access(
         Ok(actor) => actor,
         Err(response) => return response,
     };
+    if let Err(response) = not_yourself(&actor, &user_id) {
+        return response;
+    }
     let store = core.store.clone();
     match blocking(move || store.revoke(&app_id, &user_id, Some(&actor.user.id))).await {
         Ok(_) => StatusCode::NO_CONTENT.into_response(),

@@ -397,6 +397,27 @@ impl CoreService for CoreGrpc {
             }));
         }
         let store = self.core.store.clone();
+        if request.decline {
+            if !redeem {
+                return Err(confirmation_refused(ConfirmationRefusal::InvalidInput {
+                    field: "token",
+                    reason: "a decline names the token it declines".into(),
+                }));
+            }
+            blocking(move || {
+                let call = ConfirmedCall {
+                    user_id: &user_id,
+                    tool: &request.tool,
+                    arguments_json: &request.arguments_json,
+                };
+                store.decline_confirmation(&call, &request.token)
+            })
+            .await
+            .map_err(|error| error.to_status())?
+            .map_err(confirmation_refused)?;
+            tracing::info!("confirmation declined");
+            return Ok(Response::new(pb::ConfirmReply::default()));
+        }
         if redeem {
             let redeemed = blocking(move || {
                 let call = ConfirmedCall {

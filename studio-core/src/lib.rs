@@ -41,6 +41,7 @@ mod suggestions;
 pub mod uploads;
 mod web;
 
+use sasha_package::sql::ReadPolicy;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -412,7 +413,8 @@ async fn refresh_catalogue(core: &Core) -> Arc<Snapshot> {
 /// Registers every valid package in the core database (its first discovery
 /// grants `manage` to the admin and staff users existing then).
 async fn register_apps(store: &Store, snapshot: &Snapshot) {
-    let apps: Vec<(String, String, Option<String>, String)> = snapshot
+    type Registration = (String, String, Option<String>, String, ReadPolicy);
+    let apps: Vec<Registration> = snapshot
         .valid()
         .map(|(id, package)| {
             (
@@ -420,13 +422,24 @@ async fn register_apps(store: &Store, snapshot: &Snapshot) {
                 package.resource.revision.clone(),
                 package.data.as_ref().map(|data| data.hash.clone()),
                 serde_json::to_string(&package.actions).unwrap_or_else(|_| "[]".to_owned()),
+                package
+                    .data
+                    .as_ref()
+                    .map(|data| data.read_policy())
+                    .unwrap_or_default(),
             )
         })
         .collect();
     let store = store.clone();
     let outcome = tokio::task::spawn_blocking(move || {
-        for (id, revision, schema_hash, actions) in apps {
-            match store.register_app(&id, &revision, schema_hash.as_deref(), &actions) {
+        for (id, revision, schema_hash, actions, read_policy) in apps {
+            match store.register_app(
+                &id,
+                &revision,
+                schema_hash.as_deref(),
+                &actions,
+                &read_policy,
+            ) {
                 Ok(true) => tracing::info!(app_id = %id, "app registered for the first time"),
                 Ok(false) => {}
                 Err(error) => tracing::error!(app_id = %id, %error, "cannot register app"),
@@ -453,6 +466,9 @@ fn router(core: Arc<Core>) -> axum::Router {
     axum::Router::new()
         .route("/healthz", get(healthz))
         .merge(studio)
+        .layer(axum::middleware::from_fn(
+            sasha_proto::web::envelope_plain_errors,
+        ))
         .layer(axum::middleware::from_fn(security_headers))
         .layer(axum::middleware::from_fn(
             sasha_proto::telemetry::http_trace_layer,

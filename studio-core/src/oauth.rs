@@ -1,8 +1,10 @@
 //! The OAuth 2.1 authorization server for MCP clients, on the Studio origin.
 //!
 //! - `GET /.well-known/oauth-authorization-server`: RFC 8414 metadata.
-//! - `POST /oauth/register`: RFC 7591 dynamic registration, rate-limited and
-//!   bounded (see `store::oauth`), with the redirect URI rules below.
+//! - `POST /oauth/register`: RFC 7591 dynamic registration, budgeted per
+//!   client address ([`REGISTRATION_BUDGET`], [`crate::api::ClientAddress`])
+//!   and bounded in number (see `store::oauth`), with the redirect URI rules
+//!   below.
 //! - `GET /oauth/authorize`: the authorization code flow with PKCE (S256
 //!   only). A valid request is parked in memory for [`PENDING_TTL`] and the
 //!   browser is sent to the Studio page (`/#/connect/<id>`), where the person
@@ -25,11 +27,19 @@
 //!
 //! Errors carry OAuth's `error`/`error_description` for clients and the
 //! platform envelope (`code`, `message`, `retryable`, `diagnosticId`) beside
-//! them. A problem with the client or its redirect URI is shown in the
-//! browser and never redirected (RFC 6749 §4.1.2.1); every other authorization
-//! error goes back to the client's redirect URI with `state` and `iss`.
+//! them. The authorization endpoint never redirects on its own authority to
+//! an address anyone can register (RFC 9700 §4.11.2): a problem with the
+//! client or its redirect URI is shown in the browser (RFC 6749 §4.1.2.1);
+//! any other authorization error goes back to the redirect URI, with `state`
+//! and `iss`, only when that URI is trusted: the request carries the browser
+//! session of a person who has a live connection (consented, code exchanged,
+//! not revoked) to this client for this redirect URI, matched as registered
+//! URIs are. Otherwise (anonymous, another person, a revoked or never used
+//! connection, a store failure) the error is shown on a Studio page and
+//! nothing is redirected. A redirect after the person consents or declines on
+//! the consent card needs no such trust: the person chose it.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -47,7 +57,8 @@ use utoipa::ToSchema;
 
 use crate::Core;
 use crate::api::{
-    blocking, hidden_not_found, no_store, parse_body, same_origin_json, session_user,
+    ClientAddress, KeyedThrottle, blocking, hidden_not_found, no_store, parse_body,
+    retry_after_seconds, same_origin_json, session_user, try_again_in,
 };
 use crate::store::{
     ClientAuthMethod, CodeExchange, Consent, IssuedTokens, OAuthRefusal, RegisteredClient, Scope,
@@ -58,10 +69,9 @@ use crate::store::{
 pub(crate) const PENDING_TTL: Duration = Duration::from_secs(10 * 60);
 /// At most this many authorization requests are parked at once.
 pub(crate) const MAX_PENDING: usize = 10_000;
-/// At most this many registrations are accepted per [`REGISTRATION_WINDOW`].
-pub(crate) const MAX_REGISTRATIONS_PER_WINDOW: usize = 20;
-/// The window registrations are counted in.
-pub(crate) const REGISTRATION_WINDOW: Duration = Duration::from_secs(60);
+/// Registrations one client address may make: 20 at once, then one every
+/// 3 s (20 a minute). The store's caps on clients stay global.
+pub(crate) const REGISTRATION_BUDGET: (u32, Duration) = (20, Duration::from_secs(3));
 /// The largest registration or token request body.
 const MAX_FORM_BYTES: usize = 16 * 1024;
 /// Registration limits.
@@ -87,7 +97,7 @@ fn scope_description(scope: Scope) -> &'static str {
 }
 
 /// The authorization server's process state: parked requests and the
-/// registration rate window. One studio-core serves the Studio origin.
+/// registration budgets. One studio-core serves the Studio origin.
 #[derive(Debug)]
 pub(crate) struct OAuthState {
     /// The issuer: the Studio origin.
@@ -95,7 +105,8 @@ pub(crate) struct OAuthState {
     /// The one resource tokens are issued for: `<MCP_PUBLIC_ORIGIN>/mcp`.
     resource: String,
     pending: Mutex<HashMap<String, Pending>>,
-    registrations: Mutex<VecDeque<Instant>>,
+    /// Registrations per client address ([`REGISTRATION_BUDGET`]).
+    registrations: KeyedThrottle<ClientAddress>,
 }
 
 /// A validated authorization request waiting for the person's decision.
@@ -117,27 +128,17 @@ impl OAuthState {
             issuer: studio_origin.to_owned(),
             resource: format!("{mcp_origin}/mcp"),
             pending: Mutex::new(HashMap::new()),
-            registrations: Mutex::new(VecDeque::new()),
+            registrations: KeyedThrottle::new(
+                REGISTRATION_BUDGET.0,
+                REGISTRATION_BUDGET.1,
+                governor::clock::DefaultClock::default(),
+            ),
         }
     }
 
-    /// Counts one registration; `false` when the window is full.
-    fn admit_registration(&self) -> bool {
-        let Ok(mut times) = self.registrations.lock() else {
-            return false;
-        };
-        let now = Instant::now();
-        while times
-            .front()
-            .is_some_and(|at| now.duration_since(*at) >= REGISTRATION_WINDOW)
-        {
-            times.pop_front();
-        }
-        if times.len() >= MAX_REGISTRATIONS_PER_WINDOW {
-            return false;
-        }
-        times.push_back(now);
-        true
+    /// Counts one registration from `client`, or says how long it must wait.
+    fn admit_registration(&self, client: ClientAddress) -> Result<(), Duration> {
+        self.registrations.check(&client)
     }
 
     /// Parks a request; `None` when too many are parked.
@@ -241,6 +242,8 @@ struct OAuthError {
     description: String,
     status: StatusCode,
     code: ErrorCode,
+    /// Sent as `Retry-After` (a throttled request).
+    retry_after: Option<Duration>,
 }
 
 impl OAuthError {
@@ -257,6 +260,7 @@ impl OAuthError {
             description: description.into(),
             status,
             code,
+            retry_after: None,
         }
     }
 
@@ -311,6 +315,11 @@ impl IntoResponse for OAuthError {
                 HeaderValue::from_static("Basic realm=\"sasha-oauth\""),
             );
         }
+        if let Some(wait) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, retry_after_seconds(wait).into());
+        }
         cors(response)
     }
 }
@@ -318,7 +327,14 @@ impl IntoResponse for OAuthError {
 /// A page shown in the browser for an authorization request that cannot be
 /// sent back to the client (unknown client, unregistered redirect URI).
 fn error_page(message: &str) -> Response {
-    let error = AppError::new(ErrorCode::InputInvalid, message);
+    refusal_page(StatusCode::BAD_REQUEST, ErrorCode::InputInvalid, message)
+}
+
+/// The Studio page of a refused authorization request: the message and a
+/// diagnostic id, with the status and code of its OAuth error, never a
+/// redirect.
+fn refusal_page(status: StatusCode, code: ErrorCode, message: &str) -> Response {
+    let error = AppError::new(code, message);
     tracing::info!(diagnostic_id = %error.diagnostic_id, reason = message, "authorization request refused");
     let html = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -330,7 +346,7 @@ fn error_page(message: &str) -> Response {
         escape_html(message),
         error.diagnostic_id
     );
-    no_store((StatusCode::BAD_REQUEST, axum::response::Html(html)))
+    no_store((status, axum::response::Html(html)))
 }
 
 fn escape_html(text: &str) -> String {
@@ -534,6 +550,8 @@ async fn register_client(
             "the registration request must be application/json",
         ));
     }
+    sasha_proto::json_limits::check(body, &sasha_proto::json_limits::STUDIO_API)
+        .map_err(|broken| metadata_error(broken.to_string()))?;
     let request: RegistrationRequest = serde_json::from_slice(body)
         .map_err(|error| metadata_error(format!("the registration request is invalid: {error}")))?;
     let uris = request.redirect_uris.unwrap_or_default();
@@ -576,11 +594,16 @@ async fn register_client(
     if request.response_types.iter().flatten().any(|r| r != "code") {
         return Err(metadata_error("only the response type code is supported"));
     }
-    if !core.oauth.admit_registration() {
-        return Err(OAuthError::new(
+    if let Err(wait) = core.oauth.admit_registration(ClientAddress::of(headers)) {
+        let mut error = OAuthError::new(
             "temporarily_unavailable",
-            "too many client registrations right now; try again in a minute",
-        ));
+            format!(
+                "too many client registrations from your address; {}",
+                try_again_in(wait)
+            ),
+        );
+        error.retry_after = Some(wait);
+        return Err(error);
     }
     let store = core.store.clone();
     let (stored_name, stored_uris) = (name.clone(), uris.clone());
@@ -620,7 +643,11 @@ fn content_type_is(headers: &HeaderMap, expected: &str) -> bool {
 // ---------------------------------------------------------------------------
 // The authorization endpoint
 
-async fn authorize(State(core): State<Arc<Core>>, RawQuery(query): RawQuery) -> Response {
+async fn authorize(
+    State(core): State<Arc<Core>>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
     let params = match parse_params(query.unwrap_or_default().as_bytes()) {
         Ok(params) => params,
         Err(error) => return error_page(&error.description),
@@ -654,62 +681,146 @@ async fn authorize(State(core): State<Arc<Core>>, RawQuery(query): RawQuery) -> 
         }
     };
     let state = params.get("state").cloned();
-    let issuer = core.oauth.issuer.clone();
-    let back = |error: &str, description: &str| -> Response {
-        let mut pairs = vec![("error", error), ("error_description", description)];
-        if let Some(state) = &state {
-            pairs.push(("state", state));
+    let refused = Refused {
+        client_id: &client.client_id,
+        redirect_uri: &redirect_uri,
+        state: state.as_deref(),
+    };
+    let challenge = match authorization_problem(&core.oauth, &params) {
+        Ok(challenge) => challenge,
+        Err((error, description)) => {
+            return refuse_authorization(&core, &headers, &refused, error, description).await;
         }
-        pairs.push(("iss", &issuer));
-        see_other(&redirect_with(&redirect_uri, &pairs))
     };
-    if state.as_ref().is_some_and(|s| s.len() > MAX_STATE_CHARS) {
-        return back("invalid_request", "state has at most 1024 characters");
-    }
-    if params.get("response_type").map(String::as_str) != Some("code") {
-        return back("unsupported_response_type", "response_type must be code");
-    }
-    let Some(challenge) = params
-        .get("code_challenge")
-        .filter(|c| valid_code_challenge(c))
-    else {
-        return back(
-            "invalid_request",
-            "a PKCE code_challenge (43 base64url characters) is required",
-        );
-    };
-    if params.get("code_challenge_method").map(String::as_str) != Some("S256") {
-        return back(
-            "invalid_request",
-            "code_challenge_method must be S256 (plain is not supported)",
-        );
-    }
-    if params
-        .get("resource")
-        .is_some_and(|resource| resource.trim_end_matches('/') != core.oauth.resource)
-    {
-        return back(
-            "invalid_target",
-            "tokens are issued only for this server's MCP resource",
-        );
-    }
     let now = crate::store::system_clock();
     let pending = Pending {
-        client_id: client.client_id,
-        client_name: client.client_name,
+        client_id: client.client_id.clone(),
+        client_name: client.client_name.clone(),
         redirect_uri: redirect_uri.clone(),
         state: state.clone(),
-        code_challenge: challenge.clone(),
+        code_challenge: challenge,
         requested: requested_scopes(params.get("scope").map(String::as_str)),
         created: Instant::now(),
         expires_at: now.saturating_add(i64::try_from(PENDING_TTL.as_secs()).unwrap_or(600)),
     };
     match core.oauth.park(pending) {
         Some(id) => see_other(&format!("/#/connect/{id}")),
-        None => back(
-            "temporarily_unavailable",
-            "too many authorization requests are waiting; try again shortly",
+        None => {
+            refuse_authorization(
+                &core,
+                &headers,
+                &refused,
+                "temporarily_unavailable",
+                "too many authorization requests are waiting; try again shortly",
+            )
+            .await
+        }
+    }
+}
+
+/// The checks of an authorization request whose client and redirect URI are
+/// known: its code challenge, or the OAuth error and its description.
+fn authorization_problem(
+    oauth: &OAuthState,
+    params: &HashMap<String, String>,
+) -> Result<String, (&'static str, &'static str)> {
+    if params
+        .get("state")
+        .is_some_and(|s| s.len() > MAX_STATE_CHARS)
+    {
+        return Err(("invalid_request", "state has at most 1024 characters"));
+    }
+    if params.get("response_type").map(String::as_str) != Some("code") {
+        return Err(("unsupported_response_type", "response_type must be code"));
+    }
+    let Some(challenge) = params
+        .get("code_challenge")
+        .filter(|c| valid_code_challenge(c))
+    else {
+        return Err((
+            "invalid_request",
+            "a PKCE code_challenge (43 base64url characters) is required",
+        ));
+    };
+    if params.get("code_challenge_method").map(String::as_str) != Some("S256") {
+        return Err((
+            "invalid_request",
+            "code_challenge_method must be S256 (plain is not supported)",
+        ));
+    }
+    if params
+        .get("resource")
+        .is_some_and(|resource| resource.trim_end_matches('/') != oauth.resource)
+    {
+        return Err((
+            "invalid_target",
+            "tokens are issued only for this server's MCP resource",
+        ));
+    }
+    Ok(challenge.clone())
+}
+
+/// An authorization request refused after its client and redirect URI were
+/// checked.
+struct Refused<'a> {
+    client_id: &'a str,
+    redirect_uri: &'a str,
+    state: Option<&'a str>,
+}
+
+/// Sends an authorization error back to the client (with `state` and `iss`)
+/// when the redirect URI is trusted ([`redirect_trusted`]); otherwise shows
+/// it on a page and redirects nowhere.
+async fn refuse_authorization(
+    core: &Core,
+    headers: &HeaderMap,
+    refused: &Refused<'_>,
+    error: &'static str,
+    description: &str,
+) -> Response {
+    if redirect_trusted(core, headers, refused.client_id, refused.redirect_uri).await {
+        let mut pairs = vec![("error", error), ("error_description", description)];
+        if let Some(state) = refused.state {
+            pairs.push(("state", state));
+        }
+        pairs.push(("iss", &core.oauth.issuer));
+        return see_other(&redirect_with(refused.redirect_uri, &pairs));
+    }
+    let mapped = OAuthError::new(error, description);
+    refusal_page(
+        mapped.status,
+        mapped.code,
+        &format!(
+            "The client's request cannot be used: {description} (OAuth error {error}). \
+             Sasha sends such an error back to a client only after you have connected that \
+             client with this redirect address, so it did not send you to {}.",
+            redirect_host(refused.redirect_uri)
         ),
+    )
+}
+
+/// Whether an authorization error may go back to `redirect_uri` on its own
+/// (RFC 9700 §4.11.2): only when the request carries a signed-in browser
+/// session whose person has a live connection to `client_id` (consented,
+/// code exchanged, not revoked) for a redirect URI that `redirect_uri`
+/// matches by [`redirect_matches`]. Anyone can register any https URI, so
+/// registration alone earns no trust; anonymous requests, other people's
+/// sessions, other credentials and store failures are untrusted.
+async fn redirect_trusted(
+    core: &Core,
+    headers: &HeaderMap,
+    client_id: &str,
+    redirect_uri: &str,
+) -> bool {
+    let Ok(principal) = session_user(core, headers).await else {
+        return false;
+    };
+    let store = core.store.clone();
+    let client_id = client_id.to_owned();
+    let user_id = principal.user.id;
+    match blocking(move || store.oauth_connected_redirect_uris(&user_id, &client_id)).await {
+        Ok(connected) => redirect_matches(&connected, redirect_uri),
+        Err(_) => false,
     }
 }
 
@@ -1401,6 +1512,24 @@ mod tests {
         assert!(state.take(&first).is_some());
         assert!(state.take(&first).is_none(), "taken once");
         assert!(state.park(pending).is_some(), "taking one makes room");
+    }
+
+    #[test]
+    fn registrations_are_budgeted_per_client_address() {
+        let state = OAuthState::new("http://localhost:3007", "http://localhost:3007");
+        let address = |text: &str| ClientAddress::from_ip(Some(text.parse().unwrap()));
+        for _ in 0..REGISTRATION_BUDGET.0 {
+            assert!(state.admit_registration(address("192.0.2.1")).is_ok());
+        }
+        let wait = state.admit_registration(address("192.0.2.1")).unwrap_err();
+        assert!(wait <= REGISTRATION_BUDGET.1, "{wait:?}");
+        // Another address, and the no-proxy address, have their own budgets.
+        assert!(state.admit_registration(address("192.0.2.2")).is_ok());
+        assert!(
+            state
+                .admit_registration(ClientAddress::from_ip(None))
+                .is_ok()
+        );
     }
 
     #[test]

@@ -91,6 +91,11 @@ pub(crate) const CREATE_FLAGS: OFlags = OFlags::CREATE
     .union(OFlags::NOFOLLOW)
     .union(OFlags::CLOEXEC);
 
+/// A last check of a change, run under the app's lock just before it is
+/// applied, with the package path and the file's new text (`None`: deleted).
+/// An error refuses the change and is its answer.
+pub type Vet<'a> = &'a (dyn Fn(&str, Option<&str>) -> Result<(), AppError> + Sync);
+
 /// The source folders below `<DOCS_ROOT>/apps`.
 #[derive(Debug)]
 pub struct SourceTree {
@@ -157,6 +162,13 @@ impl SourceTree {
     /// Every listable file of the package, sorted by path: regular files only,
     /// at most [`MAX_DEPTH`] segments deep; names starting with `.`, symlinks and
     /// names that are not UTF-8 are left out (links are never followed).
+    /// Every text file of the package as the validator reads a folder (its
+    /// rules, its limits), for checking what a change would make of it.
+    pub fn package_source(&self, app_id: &str) -> sasha_package::source::PackageSource {
+        let mut diagnostics = sasha_package::Diagnostics::new();
+        sasha_package::source::read_package(&self.apps_dir.join(app_id), &mut diagnostics)
+    }
+
     pub fn list(&self, app_id: &str) -> Result<Vec<FileEntry>, AppError> {
         let app = self.open_app(app_id)?;
         let files = self.scan(app, true)?;
@@ -204,6 +216,7 @@ impl SourceTree {
         path: &str,
         content: &str,
         expected_version: Option<&str>,
+        vet: Vet<'_>,
     ) -> Result<Change, AppError> {
         let path = SourcePath::parse(path)?;
         check_file_size(content.len())?;
@@ -236,6 +249,7 @@ impl SourceTree {
         };
         let old_bytes = located.file.as_ref().map(|file| file.bytes);
         self.check_package_limits(&located.folders[0], old_bytes, content.len() as u64)?;
+        vet(path.text, Some(content))?;
         self.create_missing_folders(&mut located, &path)?;
         self.replace(located.parent(), &path, content.as_bytes())?;
         Ok(Change {
@@ -255,6 +269,7 @@ impl SourceTree {
         old: &str,
         new: &str,
         expected_version: &str,
+        vet: Vet<'_>,
     ) -> Result<Change, AppError> {
         let path = SourcePath::parse(path)?;
         if old.is_empty() {
@@ -289,6 +304,7 @@ impl SourceTree {
         let edited = [&text[..at], new, &text[at + old.len()..]].concat();
         check_file_size(edited.len())?;
         self.check_package_limits(&located.folders[0], Some(file.bytes), edited.len() as u64)?;
+        vet(path.text, Some(&edited))?;
         self.replace(located.parent(), &path, edited.as_bytes())?;
         Ok(Change {
             path: path.text.to_owned(),
@@ -304,6 +320,7 @@ impl SourceTree {
         app_id: &str,
         path: &str,
         expected_version: &str,
+        vet: Vet<'_>,
     ) -> Result<Change, AppError> {
         let path = SourcePath::parse(path)?;
         if path.text == MANIFEST {
@@ -320,6 +337,7 @@ impl SourceTree {
         };
         let before = file.mutable_version(path.text)?;
         check_expected(path.text, &before, expected_version)?;
+        vet(path.text, None)?;
         let parent = located.parent();
         // unlinkat never follows a link: whatever the name holds now goes.
         rustix::fs::unlinkat(parent, path.file_name(), AtFlags::empty())

@@ -15,9 +15,11 @@
 //! audited as `app-source.changed` with content hashes only. File work itself is
 //! [`crate::source::SourceTree`]'s.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use sasha_proto::pb::{self, MigrationDriftRequest};
+use sasha_package::sql::{ReadPolicy, widened_reads};
+use sasha_proto::pb::{self, MigrationDriftRequest, TablesWithRowsRequest};
 use sasha_proto::{AppError, ErrorCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -129,6 +131,14 @@ pub(crate) async fn run(
     }
     let tree = core.source.clone();
     let app = app_id.to_owned();
+    let guard = if matches!(operation, "writeAppFile" | "editAppFile" | "deleteAppFile") {
+        ReadGuard::load(core, app_id).await?
+    } else {
+        ReadGuard::default()
+    };
+    let vet_tree = tree.clone();
+    let vet_app = app.clone();
+    let vet = move |path: &str, text: Option<&str>| guard.vet(&vet_tree, &vet_app, path, text);
     let change = match operation {
         "listAppFiles" => {
             only(&arguments, &[])?;
@@ -159,7 +169,7 @@ pub(crate) async fn run(
             let content = required(arguments.content, "content")?;
             let expected = arguments.expected_version;
             tokio::task::spawn_blocking(move || {
-                tree.write(&app, &path, &content, expected.as_deref())
+                tree.write(&app, &path, &content, expected.as_deref(), &vet)
             })
             .await
         }
@@ -172,13 +182,14 @@ pub(crate) async fn run(
             let old = required(arguments.old_string, "oldString")?;
             let new = required(arguments.new_string, "newString")?;
             let expected = required(arguments.expected_version, "expectedVersion")?;
-            tokio::task::spawn_blocking(move || tree.edit(&app, &path, &old, &new, &expected)).await
+            tokio::task::spawn_blocking(move || tree.edit(&app, &path, &old, &new, &expected, &vet))
+                .await
         }
         "deleteAppFile" => {
             only(&arguments, &["path", "expectedVersion"])?;
             let path = required(arguments.path, "path")?;
             let expected = required(arguments.expected_version, "expectedVersion")?;
-            tokio::task::spawn_blocking(move || tree.delete(&app, &path, &expected)).await
+            tokio::task::spawn_blocking(move || tree.delete(&app, &path, &expected, &vet)).await
         }
         _ => return Err(invalid("unknown source operation")),
     }
@@ -207,6 +218,115 @@ pub(crate) async fn run(
         "previousVersion": change.before,
         "status": status,
     }))
+}
+
+/// Refuses a change that would widen who can read rows that exist (issue 21):
+/// an owner-scoped table made shared, or scoped by another owner field, while
+/// it holds rows. Compared against the read policy of the last registered
+/// valid revision (kept in the core database), so breaking the package first
+/// hides nothing; which tables hold rows is data-worker's answer, asked before
+/// the change. Such a change needs a publication an admin approves after
+/// being shown the consequence; until there are publications it is refused.
+#[derive(Default)]
+struct ReadGuard {
+    /// The policy rows were written under; empty when there is nothing to
+    /// protect.
+    registered: ReadPolicy,
+    /// The registered owner-scoped tables that hold rows now.
+    with_rows: BTreeSet<String>,
+}
+
+impl ReadGuard {
+    async fn load(core: &Arc<Core>, app_id: &str) -> Result<ReadGuard, AppError> {
+        let (store, app) = (core.store.clone(), app_id.to_owned());
+        let stored = blocking(move || store.read_policy(&app)).await?;
+        // A registry row from before the policy was kept: the live package's.
+        let registered = stored
+            .or_else(|| match core.catalogue.current().apps.get(app_id) {
+                Some(AppEntry::Valid(package)) => {
+                    package.data.as_ref().map(|data| data.read_policy())
+                }
+                _ => None,
+            })
+            .unwrap_or_default();
+        let owned: Vec<String> = registered
+            .iter()
+            .filter(|(_, owner)| owner.is_some())
+            .map(|(table, _)| table.clone())
+            .collect();
+        if owned.is_empty() {
+            return Ok(ReadGuard::default());
+        }
+        let mut client = core.data.clone();
+        let reply = client
+            .tables_with_rows(TablesWithRowsRequest {
+                app_id: app_id.to_owned(),
+                tables: owned,
+            })
+            .await
+            .map_err(|status| {
+                let error = AppError::from_status(&status);
+                AppError::new(
+                    ErrorCode::NotReady,
+                    "cannot check which tables hold rows right now; try again",
+                )
+                .with_details(json!({"cause": error.code.as_str()}))
+            })?;
+        Ok(ReadGuard {
+            registered,
+            with_rows: reply.into_inner().tables.into_iter().collect(),
+        })
+    }
+
+    /// The check [`crate::source::SourceTree`] runs under the app's lock.
+    fn vet(
+        &self,
+        tree: &crate::source::SourceTree,
+        app_id: &str,
+        path: &str,
+        text: Option<&str>,
+    ) -> Result<(), AppError> {
+        if self.with_rows.is_empty() {
+            return Ok(());
+        }
+        let mut source = tree.package_source(app_id);
+        match text {
+            Some(text) => source.files.insert(path.to_owned(), text.to_owned()),
+            None => source.files.remove(path),
+        };
+        // An invalid package activates nothing: its data tools are gone until
+        // a valid one, which is checked here in turn, replaces it.
+        let Some(package) = sasha_package::validate::validate_source(app_id, source).package else {
+            return Ok(());
+        };
+        let after = package
+            .data
+            .as_ref()
+            .map(|data| data.read_policy())
+            .unwrap_or_default();
+        let widened: Vec<_> = widened_reads(&self.registered, &after)
+            .into_iter()
+            .filter(|widening| self.with_rows.contains(&widening.table))
+            .collect();
+        let Some(first) = widened.first() else {
+            return Ok(());
+        };
+        let diagnostics: Vec<Value> = widened
+            .iter()
+            .map(|widening| {
+                json!({"file": "APP.md", "code": "DATA_READ_WIDENED", "reason": widening.reason()})
+            })
+            .collect();
+        Err(AppError::new(
+            ErrorCode::AccessDenied,
+            format!(
+                "{}; a change that widens who can read existing rows needs a publication approved by an admin, \
+                 so the source tools refuse it",
+                first.reason()
+            ),
+        )
+        .with_details(json!({"diagnostics": diagnostics})))
+    }
 }
 
 /// The package's status as the live catalogue sees it now, with migration drift

@@ -17,9 +17,7 @@
 // `sasha up` and answers on stdin with {studio, sandbox, adminUser,
 // adminPassword}. Environment: CHROMIUM. BROWSER_CONSOLE=1 echoes the console.
 
-import dgram from "node:dgram";
-
-import { Checks, handshake, launchChromium, startSink, waitFor } from "./harness.mjs";
+import { Checks, handshake, launchChromium, startDualSink } from "./harness.mjs";
 import { innerFrame, openApp, outerFrame, signIn } from "./studio-page.mjs";
 
 const started = Date.now();
@@ -28,13 +26,11 @@ const MEASURE_MS = 2_000;
 // Two watchdog intervals (the loop may start just after a ping) and a margin.
 const WATCHDOG_LIMIT_MS = 13_000;
 
-const sink = await startSink();
-const datagrams = [];
-const udp = dgram.createSocket("udp4");
-udp.on("message", (message, from) => datagrams.push({ bytes: message.length, from: `${from.address}:${from.port}` }));
-await new Promise((resolve) => udp.bind(0, "127.0.0.1", resolve));
+// One port for both: the fixture's STUN server is the UDP side, its links the TCP side.
+const sink = await startDualSink();
+const datagrams = sink.datagrams;
 
-const config = await handshake({ tcpPort: sink.server.address().port, udpPort: udp.address().port });
+const config = await handshake({ tcpPort: sink.port, udpPort: sink.port });
 
 const checks = new Checks();
 const measured = {};
@@ -44,9 +40,7 @@ try {
 } finally {
   // A renderer stuck in a loop must not keep the browser from closing.
   await Promise.race([browser.close(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
-  sink.server.close();
-  sink.server.closeAllConnections?.();
-  udp.close();
+  sink.close();
 }
 console.log(`measured ${JSON.stringify(measured)}`);
 console.log(`${checks.passed} checks passed in ${((Date.now() - started) / 1000).toFixed(1)} s`);

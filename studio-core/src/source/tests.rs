@@ -12,6 +12,9 @@ use rustix::fs::{RenameFlags, inotify};
 
 use super::*;
 
+/// The file engine's own tests check no policy: every change passes.
+const NO_VET: Vet<'static> = &|_, _| Ok(());
+
 const APP: &str = "demo";
 const MANIFEST_TEXT: &str = "---\nid: demo\n---\nA demo.\n";
 
@@ -389,12 +392,12 @@ fn every_catalogue_path_is_refused_by_write_and_nothing_changes() {
     let before = fixture.snapshot();
     for tree in fixture.trees() {
         for path in catalogue_paths() {
-            let refused = error(tree.write(APP, &path, "x", None));
+            let refused = error(tree.write(APP, &path, "x", None, NO_VET));
             assert_eq!(refused.code, ErrorCode::InputInvalid, "path {path:?}");
             let rule = check_path(&path).expect_err("the rules refuse it");
             assert_eq!(refused.message, rule.to_string(), "path {path:?}");
             assert_eq!(
-                code(tree.write(APP, &path, "x", Some(&sha("keep")))),
+                code(tree.write(APP, &path, "x", Some(&sha("keep")), NO_VET)),
                 ErrorCode::InputInvalid
             );
         }
@@ -429,12 +432,12 @@ fn refused_paths_are_refused_by_read_edit_and_delete_too() {
             "{path:?}"
         );
         assert_eq!(
-            code(tree.edit(APP, path, "x", "y", &sha("x"))),
+            code(tree.edit(APP, path, "x", "y", &sha("x"), NO_VET)),
             ErrorCode::InputInvalid,
             "{path:?}"
         );
         assert_eq!(
-            code(tree.delete(APP, path, &sha("x"))),
+            code(tree.delete(APP, path, &sha("x"), NO_VET)),
             ErrorCode::InputInvalid,
             "{path:?}"
         );
@@ -453,9 +456,9 @@ fn unknown_apps_are_answered_like_apps_not_managed() {
         let refusals = [
             error(tree.list(app)),
             error(tree.read(app, "APP.md")),
-            error(tree.write(app, "x.js", "x", None)),
-            error(tree.edit(app, "APP.md", "A", "B", &sha(MANIFEST_TEXT))),
-            error(tree.delete(app, "x.js", &sha("x"))),
+            error(tree.write(app, "x.js", "x", None, NO_VET)),
+            error(tree.edit(app, "APP.md", "A", "B", &sha(MANIFEST_TEXT), NO_VET)),
+            error(tree.delete(app, "x.js", &sha("x"), NO_VET)),
         ];
         for refused in refusals {
             assert_eq!(refused.code, ErrorCode::AccessDenied);
@@ -479,7 +482,7 @@ fn app_ids_must_be_kebab_case() {
     ] {
         assert_eq!(code(tree.list(app)), ErrorCode::InputInvalid, "{app:?}");
         assert_eq!(
-            code(tree.write(app, "x.js", "x", None)),
+            code(tree.write(app, "x.js", "x", None, NO_VET)),
             ErrorCode::InputInvalid,
             "{app:?}"
         );
@@ -604,7 +607,9 @@ fn read_refuses_missing_binary_and_oversized_files() {
 fn write_creates_then_replaces_with_versions() {
     let fixture = Fixture::new();
     let tree = fixture.tree();
-    let created = tree.write(APP, "lib/ui/view.js", "one", None).unwrap();
+    let created = tree
+        .write(APP, "lib/ui/view.js", "one", None, NO_VET)
+        .unwrap();
     assert_eq!(
         created,
         Change {
@@ -617,7 +622,7 @@ fn write_creates_then_replaces_with_versions() {
     let read = tree.read(APP, "lib/ui/view.js").unwrap();
     assert_eq!(read.version, sha("one"));
     let replaced = tree
-        .write(APP, "lib/ui/view.js", "two", Some(&read.version))
+        .write(APP, "lib/ui/view.js", "two", Some(&read.version), NO_VET)
         .unwrap();
     assert_eq!(replaced.before, Some(sha("one")));
     assert_eq!(replaced.after, Some(sha("two")));
@@ -628,10 +633,11 @@ fn write_creates_then_replaces_with_versions() {
         "APP.md",
         "---\nid: demo\n---\n",
         Some(&sha(MANIFEST_TEXT)),
+        NO_VET,
     )
     .unwrap();
     // An empty file is a file.
-    tree.write(APP, "empty.txt", "", None).unwrap();
+    tree.write(APP, "empty.txt", "", None, NO_VET).unwrap();
     assert_eq!(tree.read(APP, "empty.txt").unwrap().version, sha(""));
     // No temporary file is left behind anywhere.
     assert!(
@@ -647,14 +653,14 @@ fn write_needs_the_current_version_of_an_existing_file() {
     let fixture = Fixture::new();
     fixture.put("app.js", b"v1");
     let tree = fixture.tree();
-    let missing = error(tree.write(APP, "app.js", "v2", None));
+    let missing = error(tree.write(APP, "app.js", "v2", None, NO_VET));
     assert_eq!(missing.code, ErrorCode::Conflict);
     assert!(
         missing.message.contains("expectedVersion"),
         "{}",
         missing.message
     );
-    let stale = error(tree.write(APP, "app.js", "v2", Some(&sha("v0"))));
+    let stale = error(tree.write(APP, "app.js", "v2", Some(&sha("v0")), NO_VET));
     assert_eq!(stale.code, ErrorCode::Conflict);
     assert_eq!(
         stale.message,
@@ -662,7 +668,7 @@ fn write_needs_the_current_version_of_an_existing_file() {
     );
     assert_eq!(fixture.get("app.js").unwrap(), b"v1");
     // Upper-case hex is the same version.
-    tree.write(APP, "app.js", "v2", Some(&sha("v1").to_uppercase()))
+    tree.write(APP, "app.js", "v2", Some(&sha("v1").to_uppercase()), NO_VET)
         .unwrap();
     assert_eq!(fixture.get("app.js").unwrap(), b"v2");
 }
@@ -672,11 +678,11 @@ fn write_with_a_version_for_a_missing_file_conflicts() {
     let fixture = Fixture::new();
     let tree = fixture.tree();
     assert_eq!(
-        code(tree.write(APP, "new.js", "x", Some(&sha("x")))),
+        code(tree.write(APP, "new.js", "x", Some(&sha("x")), NO_VET)),
         ErrorCode::Conflict
     );
     assert_eq!(
-        code(tree.write(APP, "new/folder/x.js", "x", Some(&sha("x")))),
+        code(tree.write(APP, "new/folder/x.js", "x", Some(&sha("x")), NO_VET)),
         ErrorCode::Conflict
     );
     assert!(fixture.get("new.js").is_none());
@@ -688,9 +694,9 @@ fn write_refuses_a_folder_or_file_in_the_way() {
     let fixture = Fixture::new();
     fixture.put("folder.js/inner.js", b"x");
     let tree = fixture.tree();
-    let refused = error(tree.write(APP, "APP.md/x.js", "x", None));
+    let refused = error(tree.write(APP, "APP.md/x.js", "x", None, NO_VET));
     assert_eq!(refused.message, "APP.md is not a folder");
-    let refused = error(tree.write(APP, "folder.js", "x", None));
+    let refused = error(tree.write(APP, "folder.js", "x", None, NO_VET));
     assert_eq!(refused.message, "folder.js is not a regular file");
     assert_eq!(fixture.get("APP.md").unwrap(), MANIFEST_TEXT.as_bytes());
 }
@@ -702,13 +708,13 @@ fn a_failed_write_leaves_no_new_folders() {
     let tree = fixture.tree();
     // Refused by the collision check after the walk found `Lib` missing.
     assert_eq!(
-        code(tree.write(APP, "Lib/new/x.js", "x", None)),
+        code(tree.write(APP, "Lib/new/x.js", "x", None, NO_VET)),
         ErrorCode::Conflict
     );
     // Refused by the package limit.
     let big = "a".repeat(MAX_FILE_BYTES as usize);
     assert_eq!(
-        code(tree.write(APP, "new/x.js", &big, None)),
+        code(tree.write(APP, "new/x.js", &big, None, NO_VET)),
         ErrorCode::ResourceLimit
     );
     assert!(!fixture.app().join("Lib").exists());
@@ -729,6 +735,7 @@ fn edit_replaces_the_one_match() {
             "b = 2",
             "b = 3",
             &sha("let a = 1;\nlet b = 2;\n"),
+            NO_VET,
         )
         .unwrap();
     assert_eq!(
@@ -747,6 +754,7 @@ fn edit_replaces_the_one_match() {
         "let a = 1;\n",
         "",
         &sha("let a = 1;\nlet b = 3;\n"),
+        NO_VET,
     )
     .unwrap();
     assert_eq!(fixture.get("app.js").unwrap(), b"let b = 3;\n");
@@ -758,19 +766,19 @@ fn edit_refuses_zero_or_several_matches() {
     let text = "x = 1;\nx = 1;\naaa\n";
     fixture.put("app.js", text.as_bytes());
     let tree = fixture.tree();
-    let none = error(tree.edit(APP, "app.js", "y = 1", "y = 2", &sha(text)));
+    let none = error(tree.edit(APP, "app.js", "y = 1", "y = 2", &sha(text), NO_VET));
     assert_eq!(none.code, ErrorCode::InputInvalid);
     assert!(none.message.contains("matched 0 times"), "{}", none.message);
-    let two = error(tree.edit(APP, "app.js", "x = 1", "x = 2", &sha(text)));
+    let two = error(tree.edit(APP, "app.js", "x = 1", "x = 2", &sha(text), NO_VET));
     assert_eq!(two.code, ErrorCode::InputInvalid);
     assert!(two.message.contains("matched 2 times"), "{}", two.message);
-    let overlapping = error(tree.edit(APP, "app.js", "aa", "b", &sha(text)));
+    let overlapping = error(tree.edit(APP, "app.js", "aa", "b", &sha(text), NO_VET));
     assert!(
         overlapping.message.contains("matched 2 times"),
         "{}",
         overlapping.message
     );
-    let empty = error(tree.edit(APP, "app.js", "", "b", &sha(text)));
+    let empty = error(tree.edit(APP, "app.js", "", "b", &sha(text), NO_VET));
     assert_eq!(empty.code, ErrorCode::InputInvalid);
     assert_eq!(fixture.get("app.js").unwrap(), text.as_bytes());
 }
@@ -781,22 +789,29 @@ fn edit_checks_existence_version_and_text() {
     fixture.put("app.js", b"one");
     fixture.put("bin.txt", b"\xff one");
     let tree = fixture.tree();
-    let missing = error(tree.edit(APP, "lib/none.js", "a", "b", &sha("a")));
+    let missing = error(tree.edit(APP, "lib/none.js", "a", "b", &sha("a"), NO_VET));
     assert_eq!(missing.code, ErrorCode::RecordNotFound);
     assert_eq!(missing.message, "lib/none.js does not exist");
-    let stale = error(tree.edit(APP, "app.js", "one", "two", &sha("zero")));
+    let stale = error(tree.edit(APP, "app.js", "one", "two", &sha("zero"), NO_VET));
     assert_eq!(stale.code, ErrorCode::Conflict);
     assert_eq!(
         stale.message,
         "app.js changed since you read it; read it again"
     );
-    let binary = error(tree.edit(APP, "bin.txt", "one", "two", &version_of(b"\xff one")));
+    let binary = error(tree.edit(
+        APP,
+        "bin.txt",
+        "one",
+        "two",
+        &version_of(b"\xff one"),
+        NO_VET,
+    ));
     assert_eq!(binary.message, "bin.txt is not UTF-8 text");
     assert_eq!(fixture.get("app.js").unwrap(), b"one");
     // Growing past the file limit is refused.
     let half = format!("b{}", "a".repeat(MAX_FILE_BYTES as usize / 2));
     fixture.put("half.txt", half.as_bytes());
-    let grown = error(tree.edit(APP, "half.txt", "b", &half, &sha(&half)));
+    let grown = error(tree.edit(APP, "half.txt", "b", &half, &sha(&half), NO_VET));
     assert_eq!(grown.code, ErrorCode::ResourceLimit);
     assert!(
         grown.message.starts_with("a file may hold at most"),
@@ -813,7 +828,7 @@ fn delete_removes_the_file_and_the_folders_it_empties() {
     fixture.put("a/b/c/x.js", b"x");
     fixture.put("a/keep.js", b"keep");
     let tree = fixture.tree();
-    let change = tree.delete(APP, "a/b/c/x.js", &sha("x")).unwrap();
+    let change = tree.delete(APP, "a/b/c/x.js", &sha("x"), NO_VET).unwrap();
     assert_eq!(
         change,
         Change {
@@ -824,16 +839,16 @@ fn delete_removes_the_file_and_the_folders_it_empties() {
     );
     assert!(!fixture.app().join("a/b").exists());
     assert!(fixture.app().join("a/keep.js").exists());
-    tree.delete(APP, "a/keep.js", &sha("keep")).unwrap();
+    tree.delete(APP, "a/keep.js", &sha("keep"), NO_VET).unwrap();
     assert!(!fixture.app().join("a").exists());
     assert!(fixture.app().exists(), "the package folder stays");
-    let gone = error(tree.delete(APP, "a/keep.js", &sha("keep")));
+    let gone = error(tree.delete(APP, "a/keep.js", &sha("keep"), NO_VET));
     assert_eq!(gone.code, ErrorCode::RecordNotFound);
     assert_eq!(gone.message, "a/keep.js does not exist");
     // A folder holding only hidden files is not empty: it stays.
     fixture.put("h/x.js", b"x");
     fixture.put("h/.keep", b"");
-    tree.delete(APP, "h/x.js", &sha("x")).unwrap();
+    tree.delete(APP, "h/x.js", &sha("x"), NO_VET).unwrap();
     assert!(fixture.app().join("h/.keep").exists());
 }
 
@@ -842,10 +857,10 @@ fn delete_checks_the_version_and_spares_app_md() {
     let fixture = Fixture::new();
     fixture.put("app.js", b"x");
     let tree = fixture.tree();
-    let stale = error(tree.delete(APP, "app.js", &sha("y")));
+    let stale = error(tree.delete(APP, "app.js", &sha("y"), NO_VET));
     assert_eq!(stale.code, ErrorCode::Conflict);
     assert!(fixture.get("app.js").is_some());
-    let manifest = error(tree.delete(APP, "APP.md", &sha(MANIFEST_TEXT)));
+    let manifest = error(tree.delete(APP, "APP.md", &sha(MANIFEST_TEXT), NO_VET));
     assert_eq!(manifest.code, ErrorCode::InputInvalid);
     assert!(manifest.message.contains("APP.md cannot be deleted"));
     assert!(fixture.get("APP.md").is_some());
@@ -862,7 +877,7 @@ fn e6_names_differing_only_by_case_or_form_collide() {
     fixture.put("\u{212a}elvin.js", b"kelvin sign");
     let before = fixture.snapshot();
     let tree = fixture.tree();
-    let refused = error(tree.write(APP, "App.js", "x", None));
+    let refused = error(tree.write(APP, "App.js", "x", None, NO_VET));
     assert_eq!(refused.code, ErrorCode::Conflict);
     assert!(
         refused
@@ -871,7 +886,7 @@ fn e6_names_differing_only_by_case_or_form_collide() {
         "{}",
         refused.message
     );
-    let refused = error(tree.write(APP, "LIB/y.js", "x", None));
+    let refused = error(tree.write(APP, "LIB/y.js", "x", None, NO_VET));
     assert!(
         refused
             .message
@@ -880,29 +895,30 @@ fn e6_names_differing_only_by_case_or_form_collide() {
         refused.message
     );
     assert_eq!(
-        code(tree.write(APP, "lib/X.js", "x", None)),
+        code(tree.write(APP, "lib/X.js", "x", None, NO_VET)),
         ErrorCode::Conflict
     );
     // The NFC form of a name that exists on disk in NFD.
     assert_eq!(
-        code(tree.write(APP, "\u{e9}.js", "x", None)),
+        code(tree.write(APP, "\u{e9}.js", "x", None, NO_VET)),
         ErrorCode::Conflict
     );
     // A plain `k` against a Kelvin sign on disk.
     assert_eq!(
-        code(tree.write(APP, "kelvin.js", "x", None)),
+        code(tree.write(APP, "kelvin.js", "x", None, NO_VET)),
         ErrorCode::Conflict
     );
     // Sent with the Kelvin sign itself, the path is not NFC: the catalogue
     // expects 409 here, the spec's "paths must be NFC" wins with 400.
     assert_eq!(
-        code(tree.write(APP, "\u{212a}.js", "x", None)),
+        code(tree.write(APP, "\u{212a}.js", "x", None, NO_VET)),
         ErrorCode::InputInvalid
     );
     assert_eq!(fixture.snapshot(), before);
     // The existing name itself is replaced as usual.
-    tree.write(APP, "app.js", "new", Some(&sha("app"))).unwrap();
-    tree.write(APP, "lib/y.js", "new", None).unwrap();
+    tree.write(APP, "app.js", "new", Some(&sha("app")), NO_VET)
+        .unwrap();
+    tree.write(APP, "lib/y.js", "new", None, NO_VET).unwrap();
 }
 
 // ---- E7 links and races -------------------------------------------------
@@ -916,23 +932,23 @@ fn e7_a_symlinked_folder_is_never_followed() {
     symlink(fixture.outside(), fixture.app().join("a/lib")).unwrap();
     let before = fixture.snapshot();
     for tree in fixture.trees() {
-        let refused = error(tree.write(APP, "lib/x.js", "pwned", None));
+        let refused = error(tree.write(APP, "lib/x.js", "pwned", None, NO_VET));
         assert_eq!(refused.code, ErrorCode::InputInvalid);
         assert_eq!(
             refused.message,
             "lib is a symbolic link; the source tools never follow links"
         );
         for refused in [
-            error(tree.write(APP, "lib/x.js", "pwned", Some(&sha("outside")))),
-            error(tree.write(APP, "lib/new.js", "pwned", None)),
-            error(tree.write(APP, "lib/new/y.js", "pwned", None)),
+            error(tree.write(APP, "lib/x.js", "pwned", Some(&sha("outside")), NO_VET)),
+            error(tree.write(APP, "lib/new.js", "pwned", None, NO_VET)),
+            error(tree.write(APP, "lib/new/y.js", "pwned", None, NO_VET)),
             error(tree.read(APP, "lib/x.js")),
-            error(tree.edit(APP, "lib/x.js", "outside", "pwned", &sha("outside"))),
-            error(tree.delete(APP, "lib/x.js", &sha("outside"))),
+            error(tree.edit(APP, "lib/x.js", "outside", "pwned", &sha("outside"), NO_VET)),
+            error(tree.delete(APP, "lib/x.js", &sha("outside"), NO_VET)),
         ] {
             assert_eq!(refused.code, ErrorCode::InputInvalid);
         }
-        let nested = error(tree.write(APP, "a/lib/x.js", "pwned", Some(&sha("outside"))));
+        let nested = error(tree.write(APP, "a/lib/x.js", "pwned", Some(&sha("outside")), NO_VET));
         assert_eq!(
             nested.message,
             "a/lib is a symbolic link; the source tools never follow links"
@@ -964,18 +980,18 @@ fn e7_a_symlinked_file_is_never_written_through() {
     .unwrap();
     let before = fixture.snapshot();
     for tree in fixture.trees() {
-        let refused = error(tree.write(APP, "app.js", "pwned", Some(&sha("outside"))));
+        let refused = error(tree.write(APP, "app.js", "pwned", Some(&sha("outside")), NO_VET));
         assert_eq!(refused.code, ErrorCode::InputInvalid);
         assert_eq!(
             refused.message,
             "app.js is a symbolic link; the source tools never follow links"
         );
         for refused in [
-            error(tree.write(APP, "app.js", "pwned", None)),
-            error(tree.write(APP, "new.js", "pwned", None)),
+            error(tree.write(APP, "app.js", "pwned", None, NO_VET)),
+            error(tree.write(APP, "new.js", "pwned", None, NO_VET)),
             error(tree.read(APP, "app.js")),
-            error(tree.edit(APP, "app.js", "outside", "pwned", &sha("outside"))),
-            error(tree.delete(APP, "app.js", &sha("outside"))),
+            error(tree.edit(APP, "app.js", "outside", "pwned", &sha("outside"), NO_VET)),
+            error(tree.delete(APP, "app.js", &sha("outside"), NO_VET)),
         ] {
             assert_eq!(refused.code, ErrorCode::InputInvalid);
         }
@@ -995,9 +1011,9 @@ fn e7_a_symlinked_app_folder_is_refused() {
         let refusals = [
             error(tree.list("linked")),
             error(tree.read("linked", "APP.md")),
-            error(tree.write("linked", "x.js", "pwned", None)),
-            error(tree.edit("linked", "APP.md", "A", "B", &sha(MANIFEST_TEXT))),
-            error(tree.delete("linked", "x.js", &sha("x"))),
+            error(tree.write("linked", "x.js", "pwned", None, NO_VET)),
+            error(tree.edit("linked", "APP.md", "A", "B", &sha(MANIFEST_TEXT), NO_VET)),
+            error(tree.delete("linked", "x.js", &sha("x"), NO_VET)),
         ];
         for refused in refusals {
             assert_eq!(refused.code, ErrorCode::InputInvalid);
@@ -1022,9 +1038,9 @@ fn e7_a_hard_linked_file_is_refused_for_changes() {
     let before = fixture.snapshot();
     let tree = fixture.tree();
     for refused in [
-        error(tree.write(APP, "app.js", "pwned", Some(&sha("outside")))),
-        error(tree.edit(APP, "app.js", "outside", "pwned", &sha("outside"))),
-        error(tree.delete(APP, "app.js", &sha("outside"))),
+        error(tree.write(APP, "app.js", "pwned", Some(&sha("outside")), NO_VET)),
+        error(tree.edit(APP, "app.js", "outside", "pwned", &sha("outside"), NO_VET)),
+        error(tree.delete(APP, "app.js", &sha("outside"), NO_VET)),
     ] {
         assert_eq!(refused.code, ErrorCode::InputInvalid);
         assert!(
@@ -1119,16 +1135,19 @@ fn swap_race(fixture: &Fixture, tree: &SourceTree) {
         while i < 1000 || (changed.get() < 50 && i < 50_000) {
             i += 1;
             let path = format!("lib/deep/n{i}.js");
-            if let Some(change) = record(tree.write(APP, &path, "new", None)) {
+            if let Some(change) = record(tree.write(APP, &path, "new", None, NO_VET)) {
                 created.push((path, change.after.unwrap()));
             }
-            created.retain(|(path, version)| record(tree.delete(APP, path, version)).is_none());
+            created.retain(|(path, version)| {
+                record(tree.delete(APP, path, version, NO_VET)).is_none()
+            });
             if i.is_multiple_of(4) {
                 match record(tree.write(
                     APP,
                     "lib/probe.js",
                     &format!("write {i}"),
                     probe.as_deref(),
+                    NO_VET,
                 )) {
                     Some(change) => probe = change.after,
                     None => {
@@ -1197,7 +1216,7 @@ fn two_writers_with_the_same_version_exactly_one_wins() {
                     scope.spawn(move || {
                         let content = format!("round {round} writer {writer}");
                         barrier.wait();
-                        let result = tree.write(APP, "app.js", &content, Some(current));
+                        let result = tree.write(APP, "app.js", &content, Some(current), NO_VET);
                         (content, result)
                     })
                 })
@@ -1235,10 +1254,11 @@ fn the_65th_file_is_refused() {
     fixture.put("a/b/c/d/e.js", b"too deep to count");
     let tree = fixture.tree();
     for i in 1..MAX_FILES {
-        tree.write(APP, &format!("f{i}.txt"), "x", None).unwrap();
+        tree.write(APP, &format!("f{i}.txt"), "x", None, NO_VET)
+            .unwrap();
     }
     assert_eq!(tree.list(APP).unwrap().len(), MAX_FILES);
-    let refused = error(tree.write(APP, "one-more.txt", "x", None));
+    let refused = error(tree.write(APP, "one-more.txt", "x", None, NO_VET));
     assert_eq!(refused.code, ErrorCode::ResourceLimit);
     assert_eq!(
         refused.message,
@@ -1246,9 +1266,10 @@ fn the_65th_file_is_refused() {
     );
     assert!(fixture.get("one-more.txt").is_none());
     // Replacing keeps the count; deleting makes room again.
-    tree.write(APP, "f1.txt", "y", Some(&sha("x"))).unwrap();
-    tree.delete(APP, "f2.txt", &sha("x")).unwrap();
-    tree.write(APP, "one-more.txt", "x", None).unwrap();
+    tree.write(APP, "f1.txt", "y", Some(&sha("x")), NO_VET)
+        .unwrap();
+    tree.delete(APP, "f2.txt", &sha("x"), NO_VET).unwrap();
+    tree.write(APP, "one-more.txt", "x", None, NO_VET).unwrap();
 }
 
 #[test]
@@ -1256,8 +1277,8 @@ fn more_than_1_mib_in_the_package_is_refused() {
     let fixture = Fixture::new();
     let tree = fixture.tree();
     let part = "a".repeat(600_000);
-    tree.write(APP, "a.txt", &part, None).unwrap();
-    let refused = error(tree.write(APP, "b.txt", &part, None));
+    tree.write(APP, "a.txt", &part, None, NO_VET).unwrap();
+    let refused = error(tree.write(APP, "b.txt", &part, None, NO_VET));
     assert_eq!(refused.code, ErrorCode::ResourceLimit);
     assert!(
         refused.message.contains("at most 1048576 bytes in all"),
@@ -1272,12 +1293,14 @@ fn more_than_1_mib_in_the_package_is_refused() {
         &part,
         &"b".repeat(MAX_FILE_BYTES as usize),
         &sha(&part),
+        NO_VET,
     ));
     assert_eq!(grow.code, ErrorCode::ResourceLimit);
     assert!(grow.message.contains("bytes in all"), "{}", grow.message);
     // Exactly at the limit is fine.
     let room = MAX_PACKAGE_BYTES as usize - MANIFEST_TEXT.len() - part.len();
-    tree.write(APP, "b.txt", &"b".repeat(room), None).unwrap();
+    tree.write(APP, "b.txt", &"b".repeat(room), None, NO_VET)
+        .unwrap();
 }
 
 #[test]
@@ -1289,6 +1312,7 @@ fn a_file_over_1_mib_is_refused() {
         "big.txt",
         &"a".repeat(MAX_FILE_BYTES as usize + 1),
         None,
+        NO_VET,
     ));
     assert_eq!(refused.code, ErrorCode::ResourceLimit);
     assert!(
@@ -1302,11 +1326,11 @@ fn a_file_over_1_mib_is_refused() {
     // One already on disk has no version: it cannot be replaced or deleted.
     fixture.put("huge.txt", &vec![b'a'; MAX_FILE_BYTES as usize + 1]);
     assert_eq!(
-        code(tree.write(APP, "huge.txt", "small", Some(&sha("x")))),
+        code(tree.write(APP, "huge.txt", "small", Some(&sha("x")), NO_VET)),
         ErrorCode::ResourceLimit
     );
     assert_eq!(
-        code(tree.delete(APP, "huge.txt", &sha("x"))),
+        code(tree.delete(APP, "huge.txt", &sha("x"), NO_VET)),
         ErrorCode::ResourceLimit
     );
 }
@@ -1318,12 +1342,13 @@ fn a_package_over_a_limit_on_disk_can_shrink_but_not_grow() {
         fixture.put(&format!("f{i}.txt"), b"xx");
     }
     let tree = fixture.tree();
-    tree.write(APP, "f0.txt", "x", Some(&sha("xx"))).unwrap();
+    tree.write(APP, "f0.txt", "x", Some(&sha("xx")), NO_VET)
+        .unwrap();
     assert_eq!(
-        code(tree.write(APP, "new.txt", "x", None)),
+        code(tree.write(APP, "new.txt", "x", None, NO_VET)),
         ErrorCode::ResourceLimit
     );
-    tree.delete(APP, "f1.txt", &sha("xx")).unwrap();
+    tree.delete(APP, "f1.txt", &sha("xx"), NO_VET).unwrap();
     // Over the byte limit: shrinking is allowed, growing is not.
     let fixture = Fixture::new();
     fixture.put("big.txt", &vec![b'a'; MAX_FILE_BYTES as usize]);
@@ -1335,11 +1360,12 @@ fn a_package_over_a_limit_on_disk_can_shrink_but_not_grow() {
             "APP.md",
             "A demo.",
             "A bigger demo.",
-            &sha(MANIFEST_TEXT)
+            &sha(MANIFEST_TEXT),
+            NO_VET
         )),
         ErrorCode::ResourceLimit
     );
-    tree.write(APP, "big.txt", "small", Some(&sha(&big)))
+    tree.write(APP, "big.txt", "small", Some(&sha(&big)), NO_VET)
         .unwrap();
 }
 

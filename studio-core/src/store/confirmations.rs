@@ -240,6 +240,41 @@ impl Store {
     /// for the same tool and byte-identical arguments, and not have expired.
     /// Answers the idempotency key fixed at issue, on the first redemption
     /// and on every later one (see the module documentation for why).
+    /// Voids `token` for `call`: the person declined, and a decline is final
+    /// (its row expires now, so it never redeems, however it is presented
+    /// later). The same bindings as [`Store::redeem_confirmation`] apply.
+    pub fn decline_confirmation(
+        &self,
+        call: &ConfirmedCall<'_>,
+        token: &str,
+    ) -> ConfirmationResult<()> {
+        if let Err(refusal) = check_call(call) {
+            return Ok(Err(refusal));
+        }
+        if token.len() > MAX_SECRET_LEN || !token.starts_with(CONFIRMATION_TOKEN_PREFIX) {
+            return Ok(Err(ConfirmationRefusal::NotValid));
+        }
+        let now = self.now();
+        let connection = self.connection();
+        let voided = connection.execute(
+            "UPDATE confirmations SET expires_at = ?5
+             WHERE token_sha256 = ?1 AND user_id = ?2 AND tool = ?3
+               AND arguments_sha256 = ?4 AND expires_at > ?5",
+            (
+                secrets::secret_sha256(token),
+                call.user_id,
+                call.tool,
+                arguments_sha256(call.arguments_json),
+                now,
+            ),
+        )?;
+        Ok(if voided == 1 {
+            Ok(())
+        } else {
+            Err(ConfirmationRefusal::NotValid)
+        })
+    }
+
     pub fn redeem_confirmation(
         &self,
         call: &ConfirmedCall<'_>,

@@ -30,6 +30,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OptionalExtension as _, ToSql, Transaction, TransactionBehavior};
+use sasha_package::sql::ReadPolicy;
 use serde::{Deserialize, Serialize};
 
 pub use self::confirmations::{
@@ -978,7 +979,9 @@ impl Store {
         revision: &str,
         schema_hash: Option<&str>,
         actions_json: &str,
+        read_policy: &ReadPolicy,
     ) -> Result<bool, StoreError> {
+        let read_policy = serde_json::to_string(read_policy).unwrap_or_else(|_| "{}".to_owned());
         let now = self.now();
         let mut connection = self.connection();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -994,9 +997,10 @@ impl Store {
             Some(previous) => {
                 transaction.execute(
                     "UPDATE app_registry
-                     SET current_revision = ?2, schema_hash = ?3, actions_json = ?4, last_seen_at = ?5
+                     SET current_revision = ?2, schema_hash = ?3, actions_json = ?4, last_seen_at = ?5,
+                         read_policy = ?6
                      WHERE app_id = ?1",
-                    (app_id, revision, schema_hash, actions_json, now),
+                    (app_id, revision, schema_hash, actions_json, now, &read_policy),
                 )?;
                 if previous != revision {
                     audit(
@@ -1014,9 +1018,10 @@ impl Store {
             None => {
                 transaction.execute(
                     "INSERT INTO app_registry
-                     (app_id, current_revision, schema_hash, actions_json, first_discovered_at, last_seen_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
-                    (app_id, revision, schema_hash, actions_json, now),
+                     (app_id, current_revision, schema_hash, actions_json, first_discovered_at, last_seen_at,
+                      read_policy)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)",
+                    (app_id, revision, schema_hash, actions_json, now, &read_policy),
                 )?;
                 audit(
                     &transaction,
@@ -1057,6 +1062,22 @@ impl Store {
         }
         transaction.commit()?;
         Ok(first)
+    }
+
+    /// The read policy of `app_id`'s last registered (valid) revision; `None`
+    /// for an app never registered, or registered before the policy was kept.
+    pub fn read_policy(&self, app_id: &str) -> Result<Option<ReadPolicy>, StoreError> {
+        let connection = self.connection();
+        let text: Option<Option<String>> = connection
+            .query_row(
+                "SELECT read_policy FROM app_registry WHERE app_id = ?1",
+                [app_id],
+                |row| row.get(0),
+            )
+            .optional()?;
+        Ok(text
+            .flatten()
+            .and_then(|text| serde_json::from_str(&text).ok()))
     }
 
     /// The registry row of `app_id`.

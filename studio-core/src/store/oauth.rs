@@ -24,7 +24,7 @@
 //! - The table of clients cannot be filled by anonymous registration: clients
 //!   nobody consented to expire after [`UNCONSENTED_CLIENT_TTL_SECONDS`] and at
 //!   most [`MAX_UNCONSENTED_CLIENTS`] of them exist at once (the HTTP layer
-//!   also rate-limits registration).
+//!   also budgets registrations per client address).
 
 use std::collections::BTreeSet;
 
@@ -51,6 +51,9 @@ pub const UNCONSENTED_CLIENT_TTL_SECONDS: i64 = 24 * 60 * 60;
 pub const MAX_UNCONSENTED_CLIENTS: i64 = 1_000;
 /// At most this many clients exist at all.
 pub const MAX_CLIENTS: i64 = 20_000;
+/// At most this many redirect URIs of one user's connections to one client
+/// are trusted for error redirects (loopback clients change port per run).
+const MAX_TRUSTED_REDIRECTS: i64 = 100;
 /// Prefix of refresh tokens.
 pub const REFRESH_TOKEN_PREFIX: &str = "sasha_rt_";
 /// Prefix of client secrets.
@@ -701,6 +704,32 @@ impl Store {
             Ok(connection)
         })
         .collect()
+    }
+
+    /// The redirect URIs of the user's live connections to `client_id`
+    /// (consented, code exchanged, not revoked: what the connections page
+    /// lists), at most 100 of them, newest first. The
+    /// authorization endpoint sends this user's errors back automatically only
+    /// to these (RFC 9700 §4.11.2).
+    pub fn oauth_connected_redirect_uris(
+        &self,
+        user_id: &str,
+        client_id: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        if client_id.len() > MAX_SECRET_LEN {
+            return Ok(Vec::new());
+        }
+        let connection = self.connection();
+        let mut statement = connection.prepare(
+            "SELECT redirect_uri FROM oauth_grants
+             WHERE user_id = ?1 AND client_id = ?2
+               AND revoked_at IS NULL AND connected_at IS NOT NULL
+             GROUP BY redirect_uri ORDER BY max(connected_at) DESC LIMIT ?3",
+        )?;
+        let rows = statement.query_map((user_id, client_id, MAX_TRUSTED_REDIRECTS), |row| {
+            row.get::<_, String>(0)
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// Revokes one of the user's connections, audited as `actor` (the user in

@@ -226,6 +226,16 @@ ALTER TABLE tokens ADD COLUMN audience TEXT;
 CREATE INDEX tokens_by_grant ON tokens(grant_id);
 "#,
     },
+    Migration {
+        version: 5,
+        name: "read policy",
+        sql: r#"
+-- Who may read each declared table of the last valid revision, as canonical
+-- JSON {table: ownerField | null}: what the source tools compare a change
+-- against, so a package made invalid first cannot hide the policy it had.
+ALTER TABLE app_registry ADD COLUMN read_policy TEXT;
+"#,
+    },
 ];
 
 /// The newest schema version this build knows.
@@ -314,7 +324,7 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(versions, [(1, 1), (2, 2), (3, 2), (4, 2)]);
+        assert_eq!(versions, [(1, 1), (2, 2), (3, 2), (4, 2), (5, 2)]);
         let users: i64 = connection
             .query_row("SELECT count(*) FROM users", [], |row| row.get(0))
             .unwrap();
@@ -328,7 +338,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 4);
+        assert_eq!(latest_version(), 5);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -359,6 +369,7 @@ mod tests {
                 (2, "confirmations".to_owned(), 2),
                 (3, "suggestions".to_owned(), 3),
                 (4, "oauth".to_owned(), 3),
+                (5, "read policy".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

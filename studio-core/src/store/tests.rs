@@ -63,7 +63,13 @@ fn scopes(list: &[Scope]) -> BTreeSet<Scope> {
 
 fn register(store: &Store, app_id: &str, revision: &str) -> bool {
     store
-        .register_app(app_id, revision, Some("schema-hash"), r#"{"actions":[]}"#)
+        .register_app(
+            app_id,
+            revision,
+            Some("schema-hash"),
+            r#"{"actions":[]}"#,
+            &Default::default(),
+        )
         .unwrap()
 }
 

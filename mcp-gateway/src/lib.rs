@@ -183,6 +183,10 @@ const UPLOADS_AT_ONCE: usize = 4;
 /// call is a few KiB; 256 KiB admits a generous one without a permit, and is
 /// read and checked inline in about a quarter of a millisecond.
 const LARGE_BODY: usize = 256 * 1024;
+/// How long a request body may take to arrive: a 36 MiB upload at 10 Mbit/s
+/// takes about 30 s, so this leaves room for slow links while bounding how
+/// long a slow sender holds one of the few large-body permits.
+const BODY_READ_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
 /// Large non-upload bodies (up to 4 MiB: a source tool's file write) one
 /// replica holds at once; one more is answered `APP_BUSY`. A 4 MiB body that
 /// passes the JSON bounds costs about five times its size while rmcp copies
@@ -360,7 +364,17 @@ async fn limit_body(
         LARGE_BODY
     }));
     let mut chunks = body.into_data_stream();
-    while let Some(chunk) = futures::StreamExt::next(&mut chunks).await {
+    // A body must arrive within its deadline, so a slow sender cannot hold a
+    // large-body permit for long.
+    let deadline = tokio::time::Instant::now() + BODY_READ_DEADLINE;
+    loop {
+        let next = match next_chunk(&mut chunks, deadline).await {
+            Ok(next) => next,
+            Err(late) => return late.into_response(),
+        };
+        let Some(chunk) = next else {
+            break;
+        };
         let Ok(chunk) = chunk else {
             return AppError::new(
                 ErrorCode::InputInvalid,
@@ -403,6 +417,27 @@ async fn limit_body(
         Some(permit) => hold_until_sent(response, permit),
         None => response,
     }
+}
+
+/// The body's next chunk, or `APP_TIMEOUT` once `deadline` has passed.
+async fn next_chunk<S>(
+    chunks: &mut S,
+    deadline: tokio::time::Instant,
+) -> Result<Option<S::Item>, AppError>
+where
+    S: futures::Stream + Unpin,
+{
+    tokio::time::timeout_at(deadline, futures::StreamExt::next(chunks))
+        .await
+        .map_err(|_| {
+            AppError::new(
+                ErrorCode::Timeout,
+                format!(
+                    "the request body did not arrive within {} seconds",
+                    BODY_READ_DEADLINE.as_secs()
+                ),
+            )
+        })
 }
 
 /// Whether `caller` may send [`UPLOAD_TOOL`]'s large body: exactly when the
@@ -556,4 +591,26 @@ async fn end_listen_streams_on_shutdown(
     let (parts, body) = response.into_parts();
     let body = futures::StreamExt::take_until(body.into_data_stream(), shutdown.cancelled_owned());
     Response::from_parts(parts, axum::body::Body::from_stream(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_stops_arriving_is_cut_at_its_deadline() {
+        let started = tokio::time::Instant::now();
+        let deadline = started + BODY_READ_DEADLINE;
+        let mut stalled = futures::stream::pending::<Result<axum::body::Bytes, std::io::Error>>();
+        let late = next_chunk(&mut stalled, deadline).await.unwrap_err();
+        assert_eq!(late.code, ErrorCode::Timeout);
+        assert!(late.message.contains("60 seconds"), "{}", late.message);
+        assert_eq!(started.elapsed(), BODY_READ_DEADLINE);
+        // A body that keeps arriving is read as it comes.
+        let mut arriving = futures::stream::iter([1, 2]);
+        let deadline = tokio::time::Instant::now() + BODY_READ_DEADLINE;
+        assert_eq!(next_chunk(&mut arriving, deadline).await.unwrap(), Some(1));
+        assert_eq!(next_chunk(&mut arriving, deadline).await.unwrap(), Some(2));
+        assert_eq!(next_chunk(&mut arriving, deadline).await.unwrap(), None);
+    }
 }

@@ -500,7 +500,16 @@ async fn one_turn_at_a_time_and_a_closed_view_cancels_the_provider_request() {
     );
 
     // The view closes mid-turn: the HTTP request is dropped, and the
-    // provider's request is cancelled too.
+    // provider's request is cancelled too. The first turn's response is
+    // counted once the fake has finished writing it, which may be after
+    // studio-core read it to the end.
+    assert!(
+        world
+            .fake()
+            .wait_for_completed(1, Duration::from_secs(10))
+            .await,
+        "the first turn's provider response was written to the end"
+    );
     let completed = world
         .fake()
         .completed

@@ -115,15 +115,26 @@ impl FakeLlm {
     /// Waits until at least `count` clients disconnected early; false if that
     /// did not happen `within`.
     pub async fn wait_for_disconnects(&self, count: usize, within: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + within;
-        while tokio::time::Instant::now() < deadline {
-            if self.disconnects.load(Ordering::SeqCst) >= count {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        self.disconnects.load(Ordering::SeqCst) >= count
+        wait_until(&self.disconnects, count, within).await
     }
+
+    /// Waits until at least `count` responses were written to the end; false
+    /// if that did not happen `within`. The client may have read a whole
+    /// stream before the writing task counts it.
+    pub async fn wait_for_completed(&self, count: usize, within: Duration) -> bool {
+        wait_until(&self.completed, count, within).await
+    }
+}
+
+async fn wait_until(counter: &AtomicUsize, count: usize, within: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    while tokio::time::Instant::now() < deadline {
+        if counter.load(Ordering::SeqCst) >= count {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    counter.load(Ordering::SeqCst) >= count
 }
 
 impl Drop for FakeLlm {

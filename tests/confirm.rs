@@ -398,3 +398,37 @@ async fn a_user_holds_at_most_a_hundred_pending_confirmations() {
         .await
         .unwrap();
 }
+
+/// A decline is final (issue 21): it voids the token for its exact call, so
+/// the same token never redeems afterwards; a decline must name a token, and
+/// one for another call changes nothing.
+#[tokio::test]
+async fn a_declined_token_never_redeems() {
+    let world = World::start().await;
+    let mut client = world.client();
+    let issued = client
+        .confirm(issue(&world.staff, "key-decline"))
+        .await
+        .unwrap()
+        .into_inner();
+    let decline = |request: pb::ConfirmRequest| pb::ConfirmRequest {
+        decline: true,
+        ..request
+    };
+    let nameless = refused(&mut client, decline(issue(&world.staff, ""))).await;
+    assert_eq!(nameless.code, ErrorCode::InputInvalid, "{nameless:?}");
+    let other_user = refused(&mut client, decline(redeem(&world.member, &issued.token))).await;
+    assert_eq!(
+        other_user.code,
+        ErrorCode::ConfirmationRequired,
+        "{other_user:?}"
+    );
+    client
+        .confirm(decline(redeem(&world.staff, &issued.token)))
+        .await
+        .unwrap();
+    let after = refused(&mut client, redeem(&world.staff, &issued.token)).await;
+    assert_eq!(after.code, ErrorCode::ConfirmationRequired, "{after:?}");
+    let again = refused(&mut client, decline(redeem(&world.staff, &issued.token))).await;
+    assert_eq!(again.code, ErrorCode::ConfirmationRequired, "{again:?}");
+}

@@ -126,6 +126,9 @@ impl FakeLlm {
     }
 }
 
+/// Polls `counter`: it is moved by the fake's connection tasks as real
+/// sockets close, so real time must pass (paused time would stop the sockets'
+/// deadlines, not the peer).
 async fn wait_until(counter: &AtomicUsize, count: usize, within: Duration) -> bool {
     let deadline = tokio::time::Instant::now() + within;
     while tokio::time::Instant::now() < deadline {

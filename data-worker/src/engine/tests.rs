@@ -984,3 +984,39 @@ fn foreign_keys_to_an_undeclared_table_still_check() {
     assert_eq!(error.code, ErrorCode::Internal);
     assert_eq!(count(&raw(&dir), "SELECT count(*) FROM categories"), 1);
 }
+
+#[test]
+fn tables_with_rows_reads_without_opening_for_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::new(dir.path());
+    let tables = [
+        "categories".to_owned(),
+        "expenses".to_owned(),
+        "absent".to_owned(),
+    ];
+    // No file yet: nothing holds rows, and asking creates no file.
+    assert_eq!(
+        engine.tables_with_rows(APP, &tables).unwrap(),
+        Vec::<String>::new()
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    assert_eq!(
+        engine
+            .tables_with_rows("../escape", &tables)
+            .unwrap_err()
+            .code,
+        ErrorCode::NotFound
+    );
+    let contract = contract();
+    engine.open(APP, &contract).unwrap();
+    assert_eq!(
+        engine.tables_with_rows(APP, &tables).unwrap(),
+        Vec::<String>::new()
+    );
+    add_category(&engine, &contract, "user-1", "key-1", "Travel");
+    // A table the file does not have is no error, and holds nothing.
+    assert_eq!(
+        engine.tables_with_rows(APP, &tables).unwrap(),
+        ["categories"]
+    );
+}

@@ -604,6 +604,11 @@ fn scalar(value: &Value, what: &str, real: bool) -> Result<Scalar, AppError> {
 /// that parses names only declared columns (the builders check again, since the
 /// typed requests are public).
 pub fn parse(operation: &str, table: &TableSpec, request_json: &str) -> Result<Request, AppError> {
+    sasha_proto::json_limits::check(
+        request_json.as_bytes(),
+        &sasha_proto::json_limits::DATA_REQUEST,
+    )
+    .map_err(sasha_proto::json_limits::JsonLimitError::to_app_error)?;
     let value: Value = serde_json::from_str(request_json).map_err(|error| {
         // serde's message names a line and column, and a number out of range
         // (`1e309`) lands here too.

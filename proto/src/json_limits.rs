@@ -82,6 +82,11 @@ pub const MCP_UPLOAD: JsonLimits = JsonLimits {
     max_depth: 32,
 };
 
+/// The grammar arguments of one `DataService` request (data-worker): at most
+/// the arguments of one MCP call, which its callers have bounded already;
+/// data-worker checks again because it parses them into a tree itself.
+pub const DATA_REQUEST: JsonLimits = MCP_REQUEST;
+
 /// studio-core's JSON request bodies: `/api` (sign-in, a grant, an OAuth
 /// consent) and OAuth client registration.
 ///

@@ -1467,3 +1467,24 @@ proptest! {
 fn conditions_of(query: &Value) -> Value {
     query["where"].clone()
 }
+
+#[test]
+fn a_request_is_bounded_before_it_is_parsed() {
+    let table = items();
+    let values = vec![json!(1); 20_000];
+    let request = json!({"where": [clause("count", "in", json!(values))]}).to_string();
+    let refused = parse("list", &table, &request).unwrap_err();
+    assert_eq!(refused.code, ErrorCode::ResourceLimit);
+    assert!(
+        refused.message.contains("JSON values"),
+        "{}",
+        refused.message
+    );
+    let deep = format!("{}{}", "[".repeat(40), "]".repeat(40));
+    assert_eq!(
+        parse("list", &table, &format!(r#"{{"where": {deep}}}"#))
+            .unwrap_err()
+            .code,
+        ErrorCode::ResourceLimit
+    );
+}

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::fixture::{Staff, http_client, start_core, start_gateway, start_worker, stop};
 use common::report::{Axis, COLOURS, Series, line_chart, ms, percentile, short_number};
-use sasha_proto::identity::DevPki;
+use sasha_service::identity::DevPki;
 use serde_json::{Value, json};
 
 /// `tools/list` requests measured per size, after five to warm up.

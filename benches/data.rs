@@ -14,9 +14,9 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use sasha_proto::identity::{DevPki, Identity};
 use sasha_proto::pb::{Actor, ExecuteRequest};
-use sasha_proto::{Role, grpc};
+use sasha_service::identity::{DevPki, Identity};
+use sasha_service::{Role, grpc};
 use serde_json::json;
 
 const CREATES: usize = 400;
@@ -97,7 +97,7 @@ fn main() {
         .unwrap()
         .data
         .unwrap();
-    let contract_json = serde_json::to_string(&contract).unwrap();
+    let wire_contract = sasha_proto::pb::DataContract::from(&contract);
     let (mut child, url) = start_worker(temp.path(), &pki);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -115,7 +115,7 @@ fn main() {
                 operation: operation.into(),
                 table: table.into(),
                 request_json: body.to_string(),
-                contract_json: contract_json.clone(),
+                contract: Some(wire_contract.clone()),
                 source: "ui".into(),
                 app_revision: "bench".into(),
                 action_id: String::new(),

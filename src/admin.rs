@@ -24,7 +24,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand, ValueEnum};
-use sasha_proto::config::{Env as _, ProcessEnv, StoragePaths};
+use sasha_service::config::{Env as _, ProcessEnv, StoragePaths};
 use studio_core::store::{
     ACTOR_OPERATOR, AppAccess, Scope, Store, StoreError, TokenKind, User, UserRole,
 };

@@ -116,7 +116,7 @@ fn run(out: &Path, state_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
             created_at: rfc3339(started),
             core,
             apps: copies,
-            sasha_version: sasha_proto::VERSION,
+            sasha_version: sasha_service::VERSION,
         };
         write_new(
             &staging.join("manifest.json"),

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use sasha_proto::identity::{DeploymentPki, Identity};
+use sasha_service::identity::{DeploymentPki, Identity};
 
 /// What became of the set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

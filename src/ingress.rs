@@ -26,8 +26,8 @@ use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use sasha_proto::config::Origins;
 use sasha_proto::{AppError, ErrorCode};
+use sasha_service::config::Origins;
 use tokio::net::TcpListener;
 
 type Body = BoxBody<Bytes, hyper::Error>;
@@ -315,7 +315,7 @@ async fn health(ingress: &Ingress) -> Response<Body> {
     let all_ok = roles
         .as_object()
         .is_some_and(|roles| roles.values().all(|role| role["ok"] == true));
-    let body = serde_json::json!({"ok": all_ok, "version": sasha_proto::VERSION, "roles": roles});
+    let body = serde_json::json!({"ok": all_ok, "version": sasha_service::VERSION, "roles": roles});
     let mut response = Response::new(full(body.to_string()));
     *response.status_mut() = if all_ok {
         StatusCode::OK

@@ -27,8 +27,8 @@ use std::process::ExitCode;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use sasha_proto::Role;
-use sasha_proto::process::run_role;
+use sasha_service::Role;
+use sasha_service::process::run_role;
 
 /// Sasha Apps: build-free HTML/CSS/JS apps next to an AI assistant, sandboxed,
 /// with governed data and an MCP surface.
@@ -70,7 +70,7 @@ enum Command {
     /// a second signal); then it exits 0.
     /// A configuration it cannot use stops it at boot with exit status 2 and one
     /// line naming the variable.
-    #[command(after_long_help = sasha_proto::config::variables_help())]
+    #[command(after_long_help = sasha_service::config::variables_help())]
     Serve {
         /// The role to run.
         role: RoleArg,

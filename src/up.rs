@@ -17,10 +17,10 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
 use rand::Rng as _;
-use sasha_proto::Role;
-use sasha_proto::config::{Env, Origins, ProcessEnv};
-use sasha_proto::identity::DevPki;
-use sasha_proto::process::EXIT_ON_STDIN_EOF;
+use sasha_service::Role;
+use sasha_service::config::{Env, Origins, ProcessEnv};
+use sasha_service::identity::DevPki;
+use sasha_service::process::EXIT_ON_STDIN_EOF;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
@@ -76,7 +76,7 @@ enum ChildEvent {
 
 async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<ExitCode> {
     let env = ProcessEnv;
-    let state_dir = state_dir.unwrap_or_else(|| sasha_proto::config::state_dir(&env));
+    let state_dir = state_dir.unwrap_or_else(|| sasha_service::config::state_dir(&env));
     std::fs::create_dir_all(&state_dir)
         .with_context(|| format!("cannot create the state folder {}", state_dir.display()))?;
     let state_dir = state_dir
@@ -109,7 +109,7 @@ async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<Exit
     let admin = dev_admin(&state_dir)?;
     let mut storage_env: HashMap<String, String> = std::env::vars().collect();
     storage_env.extend(overrides.clone());
-    let storage = sasha_proto::config::StoragePaths::from_env(&storage_env)
+    let storage = sasha_service::config::StoragePaths::from_env(&storage_env)
         .map_err(|error| anyhow!("invalid configuration: {error}"))?;
     crate::admin::ensure_dev_admin(&storage.db_path, &admin.username, &admin.password)
         .context("cannot create the development administrator")?;
@@ -219,7 +219,7 @@ async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<Exit
     println!("Press Ctrl-C to stop.");
 
     let outcome = tokio::select! {
-        _ = sasha_proto::process::wait_for_signal() => {
+        _ = sasha_service::process::wait_for_signal() => {
             println!("Stopping…");
             Ok(ExitCode::SUCCESS)
         }
@@ -267,7 +267,7 @@ fn start(
         .arg(role.as_str())
         .envs(env)
         // Four roles cannot share one probe port; local runs need none.
-        .env_remove(sasha_proto::health::HEALTH_ADDR)
+        .env_remove(sasha_service::health::HEALTH_ADDR)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

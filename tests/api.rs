@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{Harness, RawResponse, copy_dir, raw_http};
-use sasha_proto::Role;
+use sasha_service::Role;
 use studio_core::store::{Scope, Store, TokenKind, UserRole};
 
 const STUDIO: &str = "localhost:3007";

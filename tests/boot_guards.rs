@@ -4,7 +4,7 @@
 mod common;
 
 use common::Harness;
-use sasha_proto::Role;
+use sasha_service::Role;
 
 /// Starts `role` with `env` and expects a one-line refusal naming `var` and
 /// containing `fragment`.

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::browser::BrowserScript;
 use common::{Harness, chromium, node_program, root};
-use sasha_proto::Role;
+use sasha_service::Role;
 use tokio::net::{TcpListener, TcpStream};
 
 /// How long one SDK version's scenario may take.

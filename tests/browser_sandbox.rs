@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use common::browser::{self, BrowserScript};
 use common::{Harness, browser_artifacts, root};
-use sasha_proto::Role;
+use sasha_service::Role;
 use tokio::net::{TcpListener, TcpStream};
 
 /// How long the whole browser scenario may take.

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{Harness, copy_dir, get};
-use sasha_proto::Role;
+use sasha_service::Role;
 
 fn fixture(id: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Output;
 
 use common::Harness;
-use sasha_proto::Role;
+use sasha_service::Role;
 
 const ROLES: [&str; 3] = ["data-worker", "studio-core", "mcp-gateway"];
 

@@ -38,7 +38,7 @@ fn help_describes_every_command_role_and_variable() {
     for role in ["edge-sandbox", "studio-core", "data-worker", "mcp-gateway"] {
         assert!(help.contains(role), "serve --help lacks {role}");
     }
-    for variable in sasha_proto::config::VARIABLES {
+    for variable in sasha_service::config::VARIABLES {
         assert!(
             help.contains(variable.name),
             "serve --help lacks {}",

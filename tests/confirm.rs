@@ -9,7 +9,8 @@ use std::ops::Deref;
 
 use common::core::CoreWorld;
 use sasha_proto::pb::{self};
-use sasha_proto::{AppError, ErrorCode, grpc};
+use sasha_proto::{AppError, ErrorCode};
+use sasha_service::grpc;
 use sha2::Digest as _;
 use studio_core::store::{Scope, TokenKind, UserRole};
 

@@ -9,9 +9,10 @@ use std::path::Path;
 
 use common::core::CoreWorld;
 use common::mcp::McpWorld;
-use sasha_proto::identity::Identity;
 use sasha_proto::pb;
-use sasha_proto::{AppError, ErrorCode, Role, grpc};
+use sasha_proto::{AppError, ErrorCode};
+use sasha_service::identity::Identity;
+use sasha_service::{Role, grpc};
 use studio_core::store::{ClientAuthMethod, CodeExchange, Consent, Scope, TokenKind, UserRole};
 
 #[tokio::test]
@@ -156,8 +157,15 @@ async fn principals_apps_access_resources_and_catalogue() {
         .into_inner();
     assert_eq!(resource.uri, hello.resource_uri);
     assert_eq!(resource.mime_type, "text/html;profile=mcp-app");
-    let meta: serde_json::Value = serde_json::from_str(&resource.meta_json).unwrap();
-    assert!(meta["csp"].is_object());
+    // `_meta.ui`: no declared CSP domains, no border, the source's digest.
+    let meta = resource.meta.unwrap();
+    assert!(meta.connect_domains.is_empty(), "{meta:?}");
+    assert!(meta.resource_domains.is_empty(), "{meta:?}");
+    assert!(meta.frame_domains.is_empty(), "{meta:?}");
+    assert!(meta.base_uri_domains.is_empty(), "{meta:?}");
+    assert!(!meta.prefers_border);
+    assert_eq!(meta.source_digest.len(), 64, "{meta:?}");
+    assert!(meta.source_digest.bytes().all(|b| b.is_ascii_hexdigit()));
     store.revoke("hello", &member.id, Some(&staff.id)).unwrap();
     let denied = core
         .get_resource(pb::GetResourceRequest {
@@ -191,12 +199,16 @@ async fn principals_apps_access_resources_and_catalogue() {
         .await
         .unwrap()
         .into_inner();
-    let json: serde_json::Value = serde_json::from_str(&catalogue.json).unwrap();
-    let app = &json["expense-log"];
+    // Only the app asked for, never another one the caller may use.
+    let ids: Vec<&str> = catalogue.apps.iter().map(|app| app.id.as_str()).collect();
+    assert_eq!(ids, ["expense-log"]);
+    let app = &catalogue.apps[0];
+    assert_eq!(app.access, "manage");
     // One app by id carries its data contract, unless the caller names the
     // current contract hash as one it already holds; a stale hash gets it.
-    let hash = app["contractHash"].as_str().unwrap().to_owned();
-    assert_eq!(app["contract"]["hash"], hash.as_str());
+    let hash = app.contract_hash.clone();
+    assert!(!hash.is_empty());
+    assert_eq!(app.contract.as_ref().unwrap().hash, hash);
     for (known, expect_contract) in [(hash.clone(), false), ("0".repeat(64), true)] {
         let again = core
             .get_catalogue(pb::CatalogueRequest {
@@ -207,32 +219,22 @@ async fn principals_apps_access_resources_and_catalogue() {
             .await
             .unwrap()
             .into_inner();
-        let again: serde_json::Value = serde_json::from_str(&again.json).unwrap();
-        assert_eq!(
-            again["expense-log"].get("contract").is_some(),
-            expect_contract
-        );
-        assert_eq!(again["expense-log"]["contractHash"], hash.as_str());
+        let ids: Vec<&str> = again.apps.iter().map(|app| app.id.as_str()).collect();
+        assert_eq!(ids, ["expense-log"]);
+        assert_eq!(again.apps[0].contract.is_some(), expect_contract);
+        assert_eq!(again.apps[0].contract_hash, hash);
     }
-    assert_eq!(app["tables"]["expenses"]["declaration"]["access"], "owner");
-    assert!(
-        app["tables"]["expenses"]["columns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|c| c["name"] == "amount")
+    let expenses = &app.tables["expenses"];
+    assert_eq!(
+        expenses.declaration.as_ref().unwrap().access,
+        pb::Access::Owner as i32
     );
-    let actions: Vec<&str> = app["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["mcpName"].as_str().unwrap())
-        .collect();
+    assert!(expenses.columns.iter().any(|c| c.name == "amount"));
+    let actions: Vec<&str> = app.actions.iter().map(|a| a.mcp_name.as_str()).collect();
     assert!(
         actions.contains(&"app__expense_log__category_totals"),
         "{actions:?}"
     );
-    assert!(json.get("hello").is_none());
     assert!(!catalogue.fingerprint.is_empty());
 }
 
@@ -267,7 +269,8 @@ async fn the_tool_list_of_the_fixture_catalogue_is_golden() {
         .await
         .unwrap()
         .into_inner();
-    let catalogue: serde_json::Value = serde_json::from_str(&catalogue.json).unwrap();
+    // Converted exactly as the gateway converts it where it is received.
+    let catalogue = mcp_gateway::catalogue::Catalogue::try_from(&catalogue).unwrap();
     let tools = mcp_gateway::tools::tools_for(
         &catalogue,
         &mcp_gateway::tools::Caller {
@@ -278,11 +281,8 @@ async fn the_tool_list_of_the_fixture_catalogue_is_golden() {
     );
     // Revisions change with the runtime; the golden file pins everything else.
     let mut text = serde_json::to_string_pretty(&tools).unwrap();
-    for (id, app) in catalogue.as_object().unwrap() {
-        text = text.replace(
-            app["revision"].as_str().unwrap(),
-            &format!("<{id}-revision>"),
-        );
+    for (id, app) in &catalogue.apps {
+        text = text.replace(&app.revision, &format!("<{id}-revision>"));
     }
     text.push('\n');
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/packages/golden/tools.json");

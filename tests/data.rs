@@ -9,9 +9,10 @@ use std::path::Path;
 
 use common::Harness;
 use sasha_package::sql::DataContract;
-use sasha_proto::identity::Identity;
-use sasha_proto::pb::{Actor, ExecuteRequest};
-use sasha_proto::{AppError, ErrorCode, Role, grpc};
+use sasha_proto::pb::{self, Actor, ExecuteRequest};
+use sasha_proto::{AppError, ErrorCode};
+use sasha_service::identity::Identity;
+use sasha_service::{Role, grpc};
 use serde_json::{Value, json};
 
 fn contract() -> DataContract {
@@ -26,7 +27,8 @@ fn contract() -> DataContract {
 struct Client {
     data: grpc::DataClient,
     contract: DataContract,
-    contract_json: String,
+    /// The contract as it travels with each request.
+    wire: pb::DataContract,
 }
 
 impl Client {
@@ -35,7 +37,7 @@ impl Client {
         let contract = contract();
         Client {
             data: grpc::data_client(&format!("https://{addr}"), &identity).unwrap(),
-            contract_json: serde_json::to_string(&contract).unwrap(),
+            wire: pb::DataContract::from(&contract),
             contract,
         }
     }
@@ -59,7 +61,7 @@ impl Client {
                 operation: operation.into(),
                 table: table.into(),
                 request_json: request.to_string(),
-                contract_json: self.contract_json.clone(),
+                contract: Some(self.wire.clone()),
                 source: "ui".into(),
                 app_revision: "r1".into(),
                 action_id: String::new(),
@@ -284,17 +286,16 @@ async fn governed_operations_owner_scoping_versions_and_idempotency() {
         .describe_schema(sasha_proto::pb::DescribeSchemaRequest {
             app_id: "expense-log".into(),
             contract_hash: client.contract.hash.clone(),
-            contract_json: client.contract_json.clone(),
+            contract: Some(client.wire.clone()),
         })
         .await
         .unwrap()
         .into_inner();
-    let schema: Value = serde_json::from_str(&schema.json).unwrap();
-    let columns: Vec<&str> = schema["tables"]["expenses"]["columns"]
-        .as_array()
-        .unwrap()
+    let schema = schema.schema.expect("the live schema");
+    let columns: Vec<&str> = schema.tables["expenses"]
+        .columns
         .iter()
-        .map(|column| column["name"].as_str().unwrap())
+        .map(|column| column.name.as_str())
         .collect();
     // The declared structure; the platform's own columns are not described.
     assert_eq!(
@@ -312,15 +313,12 @@ async fn governed_operations_owner_scoping_versions_and_idempotency() {
         .migration_drift(sasha_proto::pb::MigrationDriftRequest {
             app_id: "expense-log".into(),
             contract_hash: client.contract.hash.clone(),
-            contract_json: client.contract_json.clone(),
+            contract: Some(client.wire.clone()),
         })
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(
-        serde_json::from_str::<Value>(&drift.json).unwrap(),
-        json!([])
-    );
+    assert_eq!(drift.drift, Vec::<pb::Drift>::new());
 
     // A write must say where it came from, for the audit ledger.
     let mut unsourced = client.data.clone();
@@ -347,17 +345,33 @@ async fn governed_operations_owner_scoping_versions_and_idempotency() {
     forged.hash = "0".repeat(64);
     let forged_client = Client {
         data: client.data.clone(),
-        contract_json: serde_json::to_string(&forged).unwrap(),
+        wire: pb::DataContract::from(&forged),
         contract: forged,
     };
-    assert_eq!(
-        code(
-            forged_client
-                .call("alice", "list", "expenses", json!({}))
-                .await
-        ),
-        ErrorCode::InputInvalid
-    );
+    let refused = forged_client
+        .call("alice", "list", "expenses", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::InputInvalid);
+    assert_eq!(refused.message, "the data contract does not match its hash");
+
+    // So is one that does not decode (here: no schema).
+    let mut undecodable = pb::DataContract::from(&client.contract);
+    undecodable.schema = None;
+    undecodable.hash = "1".repeat(64);
+    let mut contract = client.contract.clone();
+    contract.hash = undecodable.hash.clone();
+    let undecodable_client = Client {
+        data: client.data.clone(),
+        wire: undecodable,
+        contract,
+    };
+    let refused = undecodable_client
+        .call("alice", "list", "expenses", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::InputInvalid);
+    assert_eq!(refused.message, "the data contract is not valid");
 }
 
 /// Security catalogue D11: 50 parallel updates with one expected version.

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use common::fake_llm::{Behaviour, FakeLlm};
 use common::{Harness, RoleProcess, copy_dir, free_port, root};
-use sasha_proto::Role;
+use sasha_service::Role;
 use serde_json::{Value, json};
 use studio_core::store::{Store, UserRole};
 

@@ -3,7 +3,7 @@
 //! retryability, and nothing the code does not have.
 
 use sasha_proto::ErrorCode;
-use sasha_proto::config::VARIABLES;
+use sasha_service::config::VARIABLES;
 
 /// The table rows whose first cell is a code span of upper-case letters and
 /// underscores, split into trimmed cells.

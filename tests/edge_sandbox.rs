@@ -5,7 +5,7 @@
 mod common;
 
 use common::{Harness, RawResponse, get, raw_http};
-use sasha_proto::Role;
+use sasha_service::Role;
 
 const SANDBOX: &str = "127.0.0.1:3007";
 const STUDIO: &str = "localhost:3007";

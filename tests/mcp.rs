@@ -816,7 +816,7 @@ async fn a_restarted_data_worker_is_given_the_contract_again() {
     data.stop().await;
     let _data = harness
         .start(
-            sasha_proto::Role::DataWorker,
+            sasha_service::Role::DataWorker,
             &[("SASHA_DATA_GRPC_ADDR", address.to_string())],
         )
         .await;

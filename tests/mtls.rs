@@ -9,11 +9,12 @@ mod common;
 use std::time::Duration;
 
 use common::Harness;
-use sasha_proto::identity::{self, Identity, TlsFiles};
 use sasha_proto::pb::HealthRequest;
 use sasha_proto::pb::core_service_client::CoreServiceClient;
 use sasha_proto::pb::data_service_client::DataServiceClient;
-use sasha_proto::{AppError, ErrorCode, Role, grpc};
+use sasha_proto::{AppError, ErrorCode};
+use sasha_service::identity::{self, Identity, TlsFiles};
+use sasha_service::{Role, grpc};
 use tonic::transport::Endpoint;
 
 fn identity_of(harness: &Harness, role: Role) -> Identity {

@@ -13,7 +13,7 @@ use std::process::{Command, ExitStatus};
 
 use common::tree_identity::identities;
 use common::{Harness, copy_dir, get, root, sasha_bin};
-use sasha_proto::Role;
+use sasha_service::Role;
 
 const APP: &str = "time-sheet-entry";
 const RETIRED: [&str; 3] = ["email-drafter", "candidate-comparison", "report-builder"];

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use common::fake_llm::{Behaviour, FakeLlm};
 use common::mcp::{self, Exchange, Mcp, structured};
 use common::{Harness, RoleProcess};
-use sasha_proto::Role;
+use sasha_service::Role;
 use serde_json::json;
 use studio_core::store::{Store, UserRole};
 

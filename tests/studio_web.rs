@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Harness, get, raw_http};
-use sasha_proto::Role;
+use sasha_service::Role;
 
 const STUDIO: &str = "studio.example.com";
 const SANDBOX: &str = "views.example.com";

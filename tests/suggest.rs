@@ -12,7 +12,8 @@ use std::process::Command;
 
 use common::core::CoreWorld;
 use sasha_proto::pb;
-use sasha_proto::{AppError, ErrorCode, grpc};
+use sasha_proto::{AppError, ErrorCode};
+use sasha_service::grpc;
 use serde_json::{Value, json};
 use studio_core::store::{Scope, Store, TokenKind, UserRole};
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::{UpProcess, free_port, get, raw_http, wait_gone};
 use nix::sys::signal::Signal;
-use sasha_proto::Role;
+use sasha_service::Role;
 
 #[tokio::test]
 async fn routes_by_host_and_path_like_the_production_proxy() {

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Child;
 
-use sasha_proto::Role;
-use sasha_proto::identity::DevPki;
+use sasha_service::Role;
+use sasha_service::identity::DevPki;
 use studio_core::store::{Scope, Store, TokenKind, UserRole};
 
 use super::mcp::Mcp;

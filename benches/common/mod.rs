@@ -8,8 +8,8 @@ use std::io::BufRead as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use sasha_proto::Role;
-use sasha_proto::identity::DevPki;
+use sasha_service::Role;
+use sasha_service::identity::DevPki;
 use serde_json::Value;
 
 /// Starts one role of the `sasha` binary on loopback (errors only on stderr)

@@ -26,7 +26,7 @@ use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::limits::Limit;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, OpenFlags, OptionalExtension as _, TransactionBehavior};
-use sasha_package::sql::{DataContract, Schema, VERSION_COLUMN, read_schema};
+use sasha_contract::data::{DataContract, Schema, VERSION_COLUMN, read_schema};
 use sasha_proto::{AppError, ErrorCode};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
@@ -417,37 +417,7 @@ pub struct MutationOutcome {
 /// (object keys sorted at every depth, no whitespace), so the same request
 /// hashes the same however its producer ordered the keys.
 pub fn input_hash(input: &serde_json::Value) -> String {
-    fn canonical(value: &serde_json::Value, out: &mut String) {
-        match value {
-            serde_json::Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                out.push('{');
-                for (index, key) in keys.into_iter().enumerate() {
-                    if index > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&serde_json::Value::String(key.clone()).to_string());
-                    out.push(':');
-                    canonical(&map[key], out);
-                }
-                out.push('}');
-            }
-            serde_json::Value::Array(items) => {
-                out.push('[');
-                for (index, item) in items.iter().enumerate() {
-                    if index > 0 {
-                        out.push(',');
-                    }
-                    canonical(item, out);
-                }
-                out.push(']');
-            }
-            other => out.push_str(&other.to_string()),
-        }
-    }
-    let mut text = String::new();
-    canonical(input, &mut text);
+    let text = sasha_contract::canonical::canonical_json(input);
     hex::encode(Sha256::digest(text.as_bytes()))
 }
 

@@ -52,53 +52,17 @@ use std::collections::BTreeSet;
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use rusqlite::types::{Value as SqlValue, ValueRef};
-use sasha_package::manifest::{Access, TableDeclaration};
-use sasha_package::sql::{Column, Table};
+use sasha_contract::data::{Access, Column, Table, TableDeclaration};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Map, Number, Value};
 use sha2::{Digest, Sha256};
 
-/// The optimistic-concurrency column the engine adds to every data table
-/// (`INTEGER NOT NULL`); readable in results and filters, never writable.
-pub const VERSION_COLUMN: &str = "_sasha_version";
-/// The column every declared table addresses its rows by.
-pub const ID_COLUMN: &str = "id";
-
-/// Most `where` clauses.
-pub const MAX_WHERE: usize = 20;
-/// Most values of one `in`.
-pub const MAX_IN: usize = 50;
-/// Most `orderBy` entries.
-pub const MAX_ORDER_BY: usize = 3;
-/// Most `select` entries.
-pub const MAX_SELECT: usize = 50;
-/// Largest page.
-pub const MAX_LIMIT: u32 = 200;
-/// The page size when `limit` is absent.
-pub const DEFAULT_LIMIT: u32 = 50;
-/// Most `groupBy` fields.
-pub const MAX_GROUP_BY: usize = 3;
-/// Most metrics of one aggregate.
-pub const MAX_METRICS: usize = 10;
-/// Most properties of `values`/`changes`.
-pub const MAX_PROPERTIES: usize = 50;
-/// Most characters of a `contains`/`starts-with` pattern (before escaping).
-/// Escaped and wrapped in `%`, a pattern is at most 4002 bytes, so the engine's
-/// `SQLITE_LIMIT_LIKE_PATTERN_LENGTH` must allow that much; likewise a list
-/// statement binds at most about 1,020 parameters (20 clauses of 50 `in` values,
-/// the cursor keys, the owner and the limit) for `SQLITE_LIMIT_VARIABLE_NUMBER`.
-pub const MAX_PATTERN_CHARS: usize = 1000;
-/// Most groups an aggregate may return; the statement fetches one more so the
-/// engine can tell "exactly at the bound" from "over it" (see [`check_group_count`]).
-pub const MAX_GROUPS: usize = 1000;
-/// Most characters of an idempotency key.
-pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 200;
-/// Most characters of a TEXT id.
-pub const MAX_TEXT_ID_CHARS: usize = 1000;
-/// Most characters of a metric alias.
-pub const MAX_ALIAS_CHARS: usize = 64;
-/// Most bytes of a cursor string; a longer one cannot be ours.
-pub const MAX_CURSOR_BYTES: usize = 16 * 1024;
+pub use sasha_contract::data::{ID_COLUMN, VERSION_COLUMN};
+pub use sasha_contract::grammar::{
+    DEFAULT_LIMIT, MAX_ALIAS_CHARS, MAX_CURSOR_BYTES, MAX_GROUP_BY, MAX_GROUPS,
+    MAX_IDEMPOTENCY_KEY_CHARS, MAX_IN, MAX_LIMIT, MAX_METRICS, MAX_ORDER_BY, MAX_PATTERN_CHARS,
+    MAX_SELECT, MAX_TEXT_ID_CHARS, MAX_VALUES, MAX_WHERE, MetricFunction, Operator,
+};
 /// Fewest bytes of the cursor secret; a shorter key would make cursors forgeable.
 pub const MIN_CURSOR_SECRET_BYTES: usize = 16;
 
@@ -134,10 +98,10 @@ impl TableSpec {
 
     /// Whether `name` has REAL affinity (`REAL`, `FLOAT`, `DOUBLE`): any finite
     /// number is a value of it, however large (the package's one affinity
-    /// rule, `sasha_package::sql::value_kinds`).
+    /// rule, `sasha_contract::data::value_kinds`).
     fn is_real(&self, name: &str) -> bool {
         self.column(name).is_some_and(|column| {
-            sasha_package::sql::value_kinds(&column.declared_type) == ["number"]
+            sasha_contract::data::value_kinds(&column.declared_type) == ["number"]
         })
     }
 
@@ -237,50 +201,6 @@ impl Scalar {
 }
 
 /// A comparison operator of `where`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operator {
-    Eq,
-    Neq,
-    Lt,
-    Lte,
-    Gt,
-    Gte,
-    In,
-    Contains,
-    StartsWith,
-}
-
-impl Operator {
-    fn parse(name: &str) -> Option<Operator> {
-        Some(match name {
-            "eq" => Operator::Eq,
-            "neq" => Operator::Neq,
-            "lt" => Operator::Lt,
-            "lte" => Operator::Lte,
-            "gt" => Operator::Gt,
-            "gte" => Operator::Gte,
-            "in" => Operator::In,
-            "contains" => Operator::Contains,
-            "starts-with" => Operator::StartsWith,
-            _ => return None,
-        })
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Operator::Eq => "eq",
-            Operator::Neq => "neq",
-            Operator::Lt => "lt",
-            Operator::Lte => "lte",
-            Operator::Gt => "gt",
-            Operator::Gte => "gte",
-            Operator::In => "in",
-            Operator::Contains => "contains",
-            Operator::StartsWith => "starts-with",
-        }
-    }
-}
-
 /// The right-hand side of a condition.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Operand {
@@ -316,34 +236,12 @@ pub struct ListQuery {
     pub cursor: Option<String>,
 }
 
-/// An aggregate function.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MetricOp {
-    Sum,
-    Avg,
-    Min,
-    Max,
-    Count,
-    CountDistinct,
-}
-
-impl MetricOp {
-    const ALL: [(&'static str, MetricOp); 6] = [
-        ("sum", MetricOp::Sum),
-        ("avg", MetricOp::Avg),
-        ("min", MetricOp::Min),
-        ("max", MetricOp::Max),
-        ("count", MetricOp::Count),
-        ("countDistinct", MetricOp::CountDistinct),
-    ];
-}
-
 /// One metric: `{as, <op>: field}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Metric {
     /// The output key.
     pub alias: String,
-    pub op: MetricOp,
+    pub op: MetricFunction,
     /// The server's own column name.
     pub field: String,
 }
@@ -906,7 +804,7 @@ fn parse_aggregate(table: &TableSpec, value: Value) -> Result<AggregateQuery, Ap
             let mut fields = Fields::new(item, "a metric")?;
             let alias = string(fields.require("as")?, "as")?;
             let mut found = Vec::new();
-            for (name, op) in MetricOp::ALL {
+            for (name, op) in MetricFunction::ALL {
                 if let Some(field) = fields.take(name) {
                     found.push((op, field));
                 }
@@ -1106,7 +1004,7 @@ fn check_aggregate(table: &TableSpec, query: &AggregateQuery) -> Result<(), AppE
             )));
         }
         let column = resolve(table, &metric.field, Usage::Metric)?;
-        if matches!(metric.op, MetricOp::Sum | MetricOp::Avg) {
+        if matches!(metric.op, MetricFunction::Sum | MetricFunction::Avg) {
             let numeric = column == VERSION_COLUMN
                 || table
                     .column(column)
@@ -1131,9 +1029,9 @@ fn check_property_count(map: &Map<String, Value>, what: &str) -> Result<(), AppE
     if map.is_empty() {
         return Err(invalid(format!("{what} needs at least one property")));
     }
-    if map.len() > MAX_PROPERTIES {
+    if map.len() > MAX_VALUES {
         return Err(too_many(format!(
-            "{what} has {} properties; at most {MAX_PROPERTIES} are allowed",
+            "{what} has {} properties; at most {MAX_VALUES} are allowed",
             map.len()
         )));
     }
@@ -1219,43 +1117,7 @@ fn update_assignments<'t>(
 // Canonical form and request hash
 // ---------------------------------------------------------------------------
 
-/// JSON with object keys sorted (by bytes) at every depth and no whitespace,
-/// independent of how `serde_json::Map` happens to order keys.
-pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(value, &mut out);
-    out
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Array(items) => {
-            out.push('[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push('{');
-            for (index, (key, item)) in entries.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(item, out);
-            }
-            out.push('}');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
+pub use sasha_contract::canonical::canonical_json;
 
 /// The idempotency input hash: sha256 (hex) over the operation, the table and the
 /// canonical form of the request, each length-prefixed.

@@ -12,12 +12,12 @@
 
 use std::net::SocketAddr;
 
-use sasha_proto::config::{self, ConfigError, Env, StoragePaths};
-use sasha_proto::health;
-use sasha_proto::identity::Identity;
 use sasha_proto::pb::data_service_server::DataServiceServer;
-use sasha_proto::process::{RoleError, announce_ready, bind};
-use sasha_proto::{Role, grpc};
+use sasha_service::config::{self, ConfigError, Env, StoragePaths};
+use sasha_service::health;
+use sasha_service::identity::Identity;
+use sasha_service::process::{RoleError, announce_ready, bind};
+use sasha_service::{Role, grpc};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 

@@ -10,19 +10,21 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use sasha_package::sql::{DataContract, contract_hash};
+use sasha_contract::data::{DataContract, contract_hash};
 use sasha_proto::pb::data_service_server::DataService;
 use sasha_proto::pb::{
-    DescribeSchemaRequest, ExecuteReply, ExecuteRequest, HealthReply, HealthRequest,
+    self, DescribeSchemaRequest, ExecuteReply, ExecuteRequest, HealthReply, HealthRequest,
     MigrationDriftReply, MigrationDriftRequest, SchemaDescription, TablesWithRowsReply,
     TablesWithRowsRequest,
 };
-use sasha_proto::{AppError, ErrorCode, Role, grpc};
+use sasha_proto::{AppError, ErrorCode};
+use sasha_service::{Role, grpc};
 use serde_json::{Map, Value};
 use tonic::{Request, Response, Status};
 
 use crate::engine::{
-    AuditMeta, AuditOperation, AuditRecord, Engine, MutationOutcome, ReceiptKey, Source, sql_error,
+    AuditMeta, AuditOperation, AuditRecord, Drift, DriftKind, Engine, MutationOutcome, ReceiptKey,
+    Source, sql_error,
 };
 use crate::grammar::{self, Statement, TableSpec};
 
@@ -52,9 +54,13 @@ impl Worker {
         })
     }
 
-    /// The verified contract for `hash`: from the cache, or parsed from `json`
-    /// and checked against the hash.
-    fn contract(&self, hash: &str, json: &str) -> Result<Arc<DataContract>, AppError> {
+    /// The verified contract for `hash`: from the cache, or decoded from the
+    /// `supplied` wire message and checked against the hash.
+    fn contract(
+        &self,
+        hash: &str,
+        supplied: Option<&pb::DataContract>,
+    ) -> Result<Arc<DataContract>, AppError> {
         if let Some(contract) = self
             .contracts
             .lock()
@@ -63,14 +69,14 @@ impl Worker {
         {
             return Ok(contract);
         }
-        if json.is_empty() {
+        let Some(supplied) = supplied else {
             return Err(AppError::new(
                 ErrorCode::NotReady,
                 "the data service does not know this data contract yet; send it with the request",
             )
             .with_details(serde_json::json!({"contractRequired": true})));
-        }
-        let contract: DataContract = serde_json::from_str(json).map_err(|_| {
+        };
+        let contract = DataContract::try_from(supplied).map_err(|_| {
             AppError::new(ErrorCode::InputInvalid, "the data contract is not valid")
         })?;
         if contract.hash != hash || contract_hash(&contract.tables, &contract.migrations) != hash {
@@ -84,6 +90,20 @@ impl Worker {
             cache.insert(hash.to_owned(), contract.clone());
         }
         Ok(contract)
+    }
+}
+
+/// An engine drift finding as it travels on the wire.
+fn drift_to_wire(drift: &Drift) -> pb::Drift {
+    pb::Drift {
+        number: drift.number,
+        file: drift.file.clone(),
+        kind: match drift.kind {
+            DriftKind::ChecksumChanged => pb::DriftKind::ChecksumChanged,
+            DriftKind::NotInContract => pb::DriftKind::NotInContract,
+        } as i32,
+        applied_checksum: drift.applied_checksum.clone(),
+        contract_checksum: drift.contract_checksum.clone(),
     }
 }
 
@@ -166,7 +186,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
             "the request names no actor",
         ));
     }
-    let contract = worker.contract(&request.contract_hash, &request.contract_json)?;
+    let contract = worker.contract(&request.contract_hash, request.contract.as_ref())?;
     let Some((declaration, table)) = contract.declared_table(&request.table) else {
         return Err(AppError::new(ErrorCode::NotFound, "no such table"));
     };
@@ -368,12 +388,12 @@ impl DataService for Worker {
         let request = request.into_inner();
         let worker = self.clone();
         let schema = blocking(move || {
-            let contract = worker.contract(&request.contract_hash, &request.contract_json)?;
+            let contract = worker.contract(&request.contract_hash, request.contract.as_ref())?;
             worker.engine.describe(&request.app_id, &contract)
         })
         .await?;
         Ok(Response::new(SchemaDescription {
-            json: serde_json::to_string(&schema).unwrap_or_default(),
+            schema: Some(pb::Schema::from(&schema)),
         }))
     }
 
@@ -384,12 +404,12 @@ impl DataService for Worker {
         let request = request.into_inner();
         let worker = self.clone();
         let drift = blocking(move || {
-            let contract = worker.contract(&request.contract_hash, &request.contract_json)?;
+            let contract = worker.contract(&request.contract_hash, request.contract.as_ref())?;
             worker.engine.migration_drift(&request.app_id, &contract)
         })
         .await?;
         Ok(Response::new(MigrationDriftReply {
-            json: serde_json::to_string(&drift).unwrap_or_default(),
+            drift: drift.iter().map(drift_to_wire).collect(),
         }))
     }
 

@@ -17,10 +17,12 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use http::{HeaderValue, Method, StatusCode, header};
-use sasha_proto::config::{self, ConfigError, Env, Origins};
-use sasha_proto::health;
-use sasha_proto::process::{RoleError, announce_ready, bind};
-use sasha_proto::{AppError, ErrorCode, Role};
+use sasha_contract::html::escape_attribute;
+use sasha_proto::{AppError, ErrorCode};
+use sasha_service::Role;
+use sasha_service::config::{self, ConfigError, Env, Origins};
+use sasha_service::health;
+use sasha_service::process::{RoleError, announce_ready, bind};
 use sha2::Digest as _;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -127,13 +129,6 @@ fn proxy_page(origins: &Origins, script: &ProxyScript) -> String {
     )
 }
 
-fn escape_attribute(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('"', "&quot;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
 /// The policy of every sandbox response. It starts at `default-src 'none'`,
 /// allows the one proxy script by exact URL (the page's `<script>` also carries
 /// its SRI hash), lets the proxy create only `data:` frames, forbids network,
@@ -180,9 +175,10 @@ pub async fn run(
     let probes = health::Probes::start(listeners.health, Role::EdgeSandbox, shutdown.clone());
     let app = router(config.origins)?;
     // The sandbox has nothing to wait for: once it listens, it can serve.
-    probes.ready_when(|| async { sasha_proto::grpc::health_reply(Role::EdgeSandbox, Vec::new()) });
+    probes
+        .ready_when(|| async { sasha_service::grpc::health_reply(Role::EdgeSandbox, Vec::new()) });
     announce_ready(Role::EdgeSandbox, &probes.with_listener(&[("http", addr)]));
-    sasha_proto::web::serve_http(listeners.http, app, shutdown)
+    sasha_service::web::serve_http(listeners.http, app, shutdown)
         .await
         .map_err(|error| RoleError::Runtime(error.to_string()))
 }
@@ -198,7 +194,7 @@ async fn handle(State(edge): State<Arc<Edge>>, request: Request) -> Response {
     let mut response = respond(&edge, &request);
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_SECURITY_POLICY, edge.csp.clone());
-    sasha_proto::web::insert_baseline_headers(headers);
+    sasha_service::web::insert_baseline_headers(headers);
     headers.insert(
         "cross-origin-resource-policy",
         HeaderValue::from_static("same-origin"),

@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::Gateway;
 use crate::auth::Caller;
+use crate::catalogue::App;
 
 /// Most bytes of documents one upload carries, decoded.
 pub const MAX_UPLOAD_BYTES: usize = 25 * 1024 * 1024;
@@ -26,7 +27,7 @@ pub async fn chat(
     gateway: &Gateway,
     caller: &Caller,
     app_id: &str,
-    app: &Value,
+    app: &App,
     args: &Map<String, Value>,
     progress: Option<ProgressToken>,
     ctx: &RequestContext<RoleServer>,
@@ -34,7 +35,7 @@ pub async fn chat(
     let request = ChatRequest {
         principal: Some(caller.principal.clone()),
         app_id: app_id.to_owned(),
-        revision: app["revision"].as_str().unwrap_or_default().to_owned(),
+        revision: app.revision.clone(),
         prompt: args["prompt"].as_str().unwrap_or_default().to_owned(),
         new_session: args["newSession"] == true,
     };
@@ -90,7 +91,7 @@ pub async fn upload(
     gateway: &Gateway,
     caller: &Caller,
     app_id: &str,
-    app: &Value,
+    app: &App,
     args: &Map<String, Value>,
     progress: Option<ProgressToken>,
     ctx: &RequestContext<RoleServer>,
@@ -146,7 +147,7 @@ pub async fn upload(
     let request = UploadRequest {
         principal: Some(caller.principal.clone()),
         app_id: app_id.to_owned(),
-        revision: app["revision"].as_str().unwrap_or_default().to_owned(),
+        revision: app.revision.clone(),
         files,
     };
     let mut core = gateway.core.clone();

@@ -28,8 +28,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sasha_proto::pb::{self, AuthenticateRequest};
-use sasha_proto::web::{bearer, cookie};
 use sasha_proto::{AppError, ErrorCode};
+use sasha_service::web::{bearer, cookie};
 
 use crate::Gateway;
 

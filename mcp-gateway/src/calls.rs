@@ -15,12 +15,15 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use sasha_proto::grpc::DataClient;
-use sasha_proto::pb::{Actor, ExecuteRequest};
+use sasha_contract::actions::{CompiledAction, Direction, Operation, WhereClause};
+use sasha_contract::grammar::Operator;
+use sasha_proto::pb::{self, Actor, ExecuteRequest};
 use sasha_proto::{AppError, ErrorCode};
+use sasha_service::grpc::DataClient;
 use serde_json::{Map, Value, json};
 
 use crate::auth::Caller;
+use crate::catalogue::App;
 
 /// Where a data call comes from, recorded in the audit ledger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +51,7 @@ pub struct DataCall<'a> {
     pub app_id: &'a str,
     /// The app's catalogue entry (with its `contract` unless this replica
     /// named the current hash as known).
-    pub app: &'a Value,
+    pub app: &'a App,
     pub operation: &'a str,
     pub table: &'a str,
     pub request: Value,
@@ -97,15 +100,13 @@ pub async fn execute(
     data: &DataClient,
     known: &KnownContracts,
     call: DataCall<'_>,
-    fetch_contract: impl AsyncFnOnce() -> Result<String, AppError>,
+    fetch_contract: impl AsyncFnOnce() -> Result<pb::DataContract, AppError>,
 ) -> Result<(Value, String), AppError> {
-    let hash = call.app["contractHash"]
-        .as_str()
-        .ok_or_else(|| AppError::new(ErrorCode::OperationUnavailable, "this app has no data"))?;
-    let contract = match &call.app["contract"] {
-        Value::Null => None,
-        contract => Some(contract.to_string()),
-    };
+    let hash =
+        call.app.contract_hash.as_deref().ok_or_else(|| {
+            AppError::new(ErrorCode::OperationUnavailable, "this app has no data")
+        })?;
+    let contract = call.app.contract.clone();
     let source = if call.caller.is_app_ui(call.app_id) {
         Source::Ui
     } else {
@@ -124,13 +125,13 @@ pub async fn execute(
         operation: call.operation.to_owned(),
         table: call.table.to_owned(),
         request_json: call.request.to_string(),
-        contract_json: if known.knows(call.app_id, hash) {
-            String::new()
+        contract: if known.knows(call.app_id, hash) {
+            None
         } else {
-            contract.clone().unwrap_or_default()
+            contract.clone()
         },
         source: source.as_str().to_owned(),
-        app_revision: call.app["revision"].as_str().unwrap_or("").to_owned(),
+        app_revision: call.app.revision.clone(),
         action_id: call.action_id.unwrap_or("").to_owned(),
     };
     let mut client = data.clone();
@@ -139,17 +140,16 @@ pub async fn execute(
         Err(status) => {
             let error = AppError::from_status(&status);
             let wants_contract = error.code == ErrorCode::NotReady
-                && error
-                    .details
-                    .as_ref()
-                    .is_some_and(|details| details["contractRequired"] == true);
-            if !wants_contract || !request.contract_json.is_empty() {
+                && error.details.as_ref().is_some_and(|details| {
+                    details.get("contractRequired") == Some(&Value::Bool(true))
+                });
+            if !wants_contract || request.contract.is_some() {
                 return Err(error);
             }
-            request.contract_json = match contract {
+            request.contract = Some(match contract {
                 Some(contract) => contract,
                 None => fetch_contract().await?,
-            };
+            });
             client
                 .execute(request)
                 .await
@@ -259,8 +259,8 @@ fn check(validator: &jsonschema::Validator, instance: &Value, what: &str) -> Res
 pub fn project(schema: &Value, value: Value) -> Value {
     match value {
         Value::Object(map) => {
-            let properties = schema["properties"].as_object();
-            let closed = schema["additionalProperties"] == false;
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
             Value::Object(
                 map.into_iter()
                     .filter(|(key, _)| !closed || properties.is_some_and(|p| p.contains_key(key)))
@@ -274,109 +274,110 @@ pub fn project(schema: &Value, value: Value) -> Value {
                     .collect(),
             )
         }
-        Value::Array(items) => Value::Array(
-            items
-                .into_iter()
-                .map(|item| project(&schema["items"], item))
-                .collect(),
-        ),
+        Value::Array(items) => {
+            let inner = schema.get("items").unwrap_or(&Value::Null);
+            Value::Array(items.into_iter().map(|item| project(inner, item)).collect())
+        }
         other => other,
     }
 }
 
-/// The `(operation, table, data request)` an action's compiled descriptor makes
-/// of `input` (already validated against its `inputSchema`). `idempotency_key`
-/// is used by a mutating operation.
+/// The `(operation, table, data request)` an action's compiled operation
+/// makes of `input` (already validated against its `inputSchema`).
+/// `idempotency_key` is used by a mutating operation.
 pub fn action_request(
-    action: &Value,
+    action: &CompiledAction,
     input: &Map<String, Value>,
     idempotency_key: &str,
-) -> Result<(String, String, Value), AppError> {
-    let (kind, operation) = action["operation"]
-        .as_object()
-        .and_then(|operation| operation.iter().next())
-        .ok_or_else(|| AppError::from_code(ErrorCode::ActionInvalid))?;
-    let table = operation["table"]
-        .as_str()
-        .ok_or_else(|| AppError::from_code(ErrorCode::ActionInvalid))?
-        .to_owned();
-    let value_of = |name: &Value| -> Result<Option<Value>, AppError> {
-        let name = name
-            .as_str()
-            .ok_or_else(|| AppError::from_code(ErrorCode::ActionInvalid))?;
-        Ok(input.get(name).cloned())
-    };
-    let filters = || -> Result<Vec<Value>, AppError> {
-        let mut clauses = Vec::new();
-        for clause in operation["where"].as_array().into_iter().flatten() {
-            // A clause whose (optional) input is absent is left out of the call.
-            let Some(value) = value_of(&clause["input"])? else {
-                continue;
-            };
-            let field = &clause["field"];
-            if clause["operator"] == "week-of" {
-                let (start, end) = week_of(&value)?;
-                clauses.push(json!({"field": field, "operator": "gte", "value": start}));
-                clauses.push(json!({"field": field, "operator": "lt", "value": end}));
-            } else {
-                clauses
-                    .push(json!({"field": field, "operator": clause["operator"], "value": value}));
-            }
-        }
-        Ok(clauses)
-    };
-    let request = match kind.as_str() {
-        "aggregate" => {
-            let metrics: Vec<Value> = operation["metrics"]
-                .as_array()
-                .into_iter()
-                .flatten()
+) -> Result<(&'static str, String, Value), AppError> {
+    let operation = &action.operation;
+    let request = match operation {
+        Operation::Aggregate(aggregate) => {
+            let metrics: Vec<Value> = aggregate
+                .metrics
+                .iter()
                 .map(|metric| {
                     let mut out = Map::new();
-                    out.insert("as".into(), metric["as"].clone());
-                    if let Some(function) = metric["function"].as_str() {
-                        out.insert(function.to_owned(), metric["field"].clone());
-                    }
+                    out.insert("as".into(), json!(metric.alias));
+                    out.insert(metric.function.name().to_owned(), json!(metric.field));
                     Value::Object(out)
                 })
                 .collect();
-            let mut request = json!({"where": filters()?, "metrics": metrics});
-            if let Some(group_by) = operation["groupBy"].as_array().filter(|g| !g.is_empty()) {
-                request["groupBy"] = Value::Array(group_by.clone());
+            let mut request = Map::new();
+            request.insert("where".into(), filters(&aggregate.filters, input)?);
+            request.insert("metrics".into(), Value::Array(metrics));
+            if !aggregate.group_by.is_empty() {
+                request.insert("groupBy".into(), json!(aggregate.group_by));
             }
-            request
+            Value::Object(request)
         }
-        "list" => {
-            let mut request = json!({"where": filters()?});
-            if let Some(order) = operation["orderBy"].as_array().filter(|o| !o.is_empty()) {
-                request["orderBy"] = Value::Array(order.clone());
+        Operation::List(list) => {
+            let mut request = Map::new();
+            request.insert("where".into(), filters(&list.filters, input)?);
+            if !list.order_by.is_empty() {
+                let order: Vec<Value> = list
+                    .order_by
+                    .iter()
+                    .map(|order| {
+                        json!({
+                            "field": order.field,
+                            "direction": match order.direction {
+                                Direction::Asc => "asc",
+                                Direction::Desc => "desc",
+                            },
+                        })
+                    })
+                    .collect();
+                request.insert("orderBy".into(), Value::Array(order));
             }
-            if let Some(select) = operation["select"].as_array().filter(|s| !s.is_empty()) {
-                request["select"] = Value::Array(select.clone());
+            if !list.select.is_empty() {
+                request.insert("select".into(), json!(list.select));
             }
-            if let Some(limit) = operation["limit"].as_u64() {
-                request["limit"] = json!(limit);
+            if let Some(limit) = list.limit {
+                request.insert("limit".into(), json!(limit));
             }
-            request
+            Value::Object(request)
         }
-        "get" => {
-            let id = value_of(&operation["idInput"])?.ok_or_else(|| {
+        Operation::Get(get) => {
+            let id = input.get(&get.id_input).cloned().ok_or_else(|| {
                 AppError::new(ErrorCode::InputInvalid, "the row id input is missing")
             })?;
             json!({"id": id})
         }
-        "create" => {
-            let mut values = Map::new();
-            for (column, from) in operation["values"].as_object().into_iter().flatten() {
-                if let Some(value) = value_of(from)? {
-                    values.insert(column.clone(), value);
-                }
-            }
+        Operation::Create(create) => {
+            let values: Map<String, Value> = create
+                .values
+                .iter()
+                .filter_map(|(column, from)| Some((column.clone(), input.get(from)?.clone())))
+                .collect();
             json!({"values": values, "idempotencyKey": idempotency_key})
         }
-        _ => return Err(AppError::from_code(ErrorCode::ActionInvalid)),
     };
-    Ok((kind.clone(), table, request))
+    Ok((operation.kind(), operation.table().to_owned(), request))
+}
+
+/// The data grammar's `where` clauses for an action's: a clause whose
+/// (optional) input is absent is left out of the call, and `week-of` becomes
+/// a `gte`/`lt` pair.
+fn filters(clauses: &[WhereClause], input: &Map<String, Value>) -> Result<Value, AppError> {
+    let mut out = Vec::new();
+    for clause in clauses {
+        let Some(value) = input.get(&clause.input) else {
+            continue;
+        };
+        let field = &clause.field;
+        match clause.operator.data_operator() {
+            Some(operator) => {
+                out.push(json!({"field": field, "operator": operator.name(), "value": value}))
+            }
+            None => {
+                let (start, end) = week_of(value)?;
+                out.push(json!({"field": field, "operator": Operator::Gte.name(), "value": start}));
+                out.push(json!({"field": field, "operator": Operator::Lt.name(), "value": end}));
+            }
+        }
+    }
+    Ok(Value::Array(out))
 }
 
 /// `week-of`: the seven days from an ISO date, as `[date, date + 7 days)`.
@@ -425,16 +426,43 @@ fn week_of(value: &Value) -> Result<(String, String), AppError> {
 mod tests {
     use super::*;
 
-    fn weekly_totals() -> Value {
-        json!({
-            "id": "weekly-project-totals",
-            "operation": {"aggregate": {
-                "table": "entries",
-                "where": [{"field": "date", "operator": "week-of", "input": "weekStart"}],
-                "groupBy": ["project"],
-                "metrics": [{"as": "hours", "function": "sum", "field": "hours"}]
-            }}
-        })
+    use sasha_contract::actions::{
+        AggregateOperation, CreateOperation, ListOperation, Metric, WhereClause, WhereOperator,
+    };
+    use sasha_contract::grammar::MetricFunction;
+
+    fn action(operation: Operation) -> CompiledAction {
+        CompiledAction {
+            id: "weekly-project-totals".into(),
+            visibility: vec!["app".into()],
+            mcp_name: "app__t__weekly_project_totals".into(),
+            description: String::new(),
+            input_schema: json!({"type": "object"}),
+            result_schema: json!({"type": "object"}),
+            mutating: operation.is_mutating(),
+            operation,
+        }
+    }
+
+    fn clause(field: &str, operator: WhereOperator, input: &str) -> WhereClause {
+        WhereClause {
+            field: field.into(),
+            operator,
+            input: input.into(),
+        }
+    }
+
+    fn weekly_totals() -> CompiledAction {
+        action(Operation::Aggregate(AggregateOperation {
+            table: "entries".into(),
+            filters: vec![clause("date", WhereOperator::WeekOf, "weekStart")],
+            group_by: vec!["project".into()],
+            metrics: vec![Metric {
+                alias: "hours".into(),
+                function: MetricFunction::Sum,
+                field: "hours".into(),
+            }],
+        }))
     }
 
     #[test]
@@ -442,7 +470,7 @@ mod tests {
         let input = json!({"weekStart": "2026-12-28"});
         let (kind, table, request) =
             action_request(&weekly_totals(), input.as_object().unwrap(), "k").unwrap();
-        assert_eq!((kind.as_str(), table.as_str()), ("aggregate", "entries"));
+        assert_eq!((kind, table.as_str()), ("aggregate", "entries"));
         assert_eq!(
             request,
             json!({
@@ -468,14 +496,16 @@ mod tests {
 
     #[test]
     fn a_filter_whose_optional_input_is_absent_is_left_out() {
-        let action = json!({"operation": {"list": {
-            "table": "entries",
-            "where": [
-                {"field": "project", "operator": "eq", "input": "project"},
-                {"field": "date", "operator": "gte", "input": "from"}
+        let action = action(Operation::List(ListOperation {
+            table: "entries".into(),
+            filters: vec![
+                clause("project", WhereOperator::Eq, "project"),
+                clause("date", WhereOperator::Gte, "from"),
             ],
-            "limit": 10
-        }}});
+            order_by: Vec::new(),
+            select: Vec::new(),
+            limit: Some(10),
+        }));
         let input = json!({"from": "2026-09-01"});
         let (_, _, request) = action_request(&action, input.as_object().unwrap(), "k").unwrap();
         assert_eq!(
@@ -486,10 +516,13 @@ mod tests {
 
     #[test]
     fn create_actions_take_values_from_inputs_and_the_key() {
-        let action = json!({"operation": {"create": {
-            "table": "entries",
-            "values": {"date": "date", "hours": "hours", "note": "note"}
-        }}});
+        let action = action(Operation::Create(CreateOperation {
+            table: "entries".into(),
+            values: [("date", "date"), ("hours", "hours"), ("note", "note")]
+                .into_iter()
+                .map(|(column, input)| (column.to_owned(), input.to_owned()))
+                .collect(),
+        }));
         let input = json!({"date": "2026-09-08", "hours": 2});
         let (kind, _, request) =
             action_request(&action, input.as_object().unwrap(), "key-1").unwrap();
@@ -498,6 +531,48 @@ mod tests {
             request,
             json!({"values": {"date": "2026-09-08", "hours": 2}, "idempotencyKey": "key-1"})
         );
+    }
+
+    #[test]
+    fn list_and_get_actions_carry_their_compiled_parts() {
+        use sasha_contract::actions::{GetOperation, OrderBy};
+        let list = action(Operation::List(ListOperation {
+            table: "entries".into(),
+            filters: vec![clause("project", WhereOperator::In, "projects")],
+            order_by: vec![
+                OrderBy {
+                    field: "date".into(),
+                    direction: Direction::Desc,
+                },
+                OrderBy {
+                    field: "id".into(),
+                    direction: Direction::Asc,
+                },
+            ],
+            select: vec!["date".into(), "hours".into()],
+            limit: None,
+        }));
+        let input = json!({"projects": ["a", "b"]});
+        let (kind, table, request) =
+            action_request(&list, input.as_object().unwrap(), "k").unwrap();
+        assert_eq!((kind, table.as_str()), ("list", "entries"));
+        assert_eq!(
+            request,
+            json!({
+                "where": [{"field": "project", "operator": "in", "value": ["a", "b"]}],
+                "orderBy": [{"field": "date", "direction": "desc"}, {"field": "id", "direction": "asc"}],
+                "select": ["date", "hours"]
+            })
+        );
+        let get = action(Operation::Get(GetOperation {
+            table: "entries".into(),
+            id_input: "entry".into(),
+        }));
+        let input = json!({"entry": 7});
+        let (kind, _, request) = action_request(&get, input.as_object().unwrap(), "k").unwrap();
+        assert_eq!((kind, request), ("get", json!({"id": 7})));
+        let error = action_request(&get, &Map::new(), "k").unwrap_err();
+        assert_eq!(error.code, ErrorCode::InputInvalid);
     }
 
     #[test]

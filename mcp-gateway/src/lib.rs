@@ -12,13 +12,15 @@
 //!
 //! Modules: [`auth`] (who is calling), [`server`] (the rmcp handler: tools,
 //! resources, confirmation), [`calls`] (governed data calls and actions),
-//! [`assist`] (the open app's chat and document upload),
+//! [`assist`] (the open app's chat and document upload), [`catalogue`] (the
+//! caller's catalogue, read once into typed apps),
 //! [`tools`] (the per-caller app tool list) and [`platform`] (the source tools,
 //! `getDocs`, `suggestImprovement`).
 
 pub mod assist;
 pub mod auth;
 pub mod calls;
+pub mod catalogue;
 pub mod platform;
 pub mod server;
 pub mod tools;
@@ -31,14 +33,16 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use sasha_proto::config::{self, ConfigError, Env};
-use sasha_proto::grpc::{self, CoreClient, DataClient};
-use sasha_proto::health;
-use sasha_proto::identity::Identity;
+use sasha_contract::tools::UPLOAD_TOOL;
 use sasha_proto::json_limits::{self, JsonLimits};
 use sasha_proto::pb::HealthRequest;
-use sasha_proto::process::{RoleError, announce_ready, bind};
-use sasha_proto::{AppError, ErrorCode, Role};
+use sasha_proto::{AppError, ErrorCode};
+use sasha_service::Role;
+use sasha_service::config::{self, ConfigError, Env};
+use sasha_service::grpc::{self, CoreClient, DataClient};
+use sasha_service::health;
+use sasha_service::identity::Identity;
+use sasha_service::process::{RoleError, announce_ready, bind};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -210,7 +214,7 @@ pub async fn run(
     let gateway = Arc::new(Gateway {
         core,
         data,
-        cookie_name: sasha_proto::web::session_cookie_name(
+        cookie_name: sasha_service::web::session_cookie_name(
             config.studio_origin.as_str().starts_with("https://"),
         ),
         studio_origin: config.studio_origin.clone(),
@@ -283,10 +287,10 @@ pub async fn run(
         .route_service("/mcp", mcp)
         .fallback(|| async { AppError::from_code(ErrorCode::NotFound).into_response() })
         .layer(axum::middleware::from_fn(
-            sasha_proto::web::envelope_plain_errors,
+            sasha_service::web::envelope_plain_errors,
         ))
         .layer(axum::middleware::from_fn(
-            sasha_proto::telemetry::http_trace_layer,
+            sasha_service::telemetry::http_trace_layer,
         ))
         .with_state(gateway.clone());
     probes.ready_when(move || {
@@ -294,7 +298,7 @@ pub async fn run(
         async move { health(&gateway).await }
     });
     announce_ready(Role::McpGateway, &probes.with_listener(&[("http", addr)]));
-    sasha_proto::web::serve_http(listeners.http, app, shutdown)
+    sasha_service::web::serve_http(listeners.http, app, shutdown)
         .await
         .map_err(|error| RoleError::Runtime(error.to_string()))
 }
@@ -453,21 +457,17 @@ async fn may_upload(gateway: &Gateway, caller: &auth::Caller) -> Result<bool, Ap
     if !caller.invokes() {
         return Ok(false);
     }
-    let mut core = gateway.core.clone();
-    let reply = core
-        .get_catalogue(sasha_proto::pb::CatalogueRequest {
-            principal: Some(caller.principal.clone()),
-            app_id: app_id.to_owned(),
-            known_contract_hash: gateway.contracts.hint(app_id),
-        })
-        .await
-        .map_err(|status| AppError::from_status(&status))?
-        .into_inner();
-    let catalogue: serde_json::Value =
-        serde_json::from_str(&reply.json).map_err(|_| AppError::from_code(ErrorCode::Internal))?;
+    let catalogue = catalogue::fetch(
+        &gateway.core,
+        &caller.principal,
+        Some(app_id),
+        gateway.contracts.hint(app_id),
+    )
+    .await?;
     Ok(catalogue
+        .apps
         .get(app_id)
-        .is_some_and(|app| tools::tool_for(app_id, app, &tools_caller, UPLOAD_TOOL).is_some()))
+        .is_some_and(|app| tools::tool_for(app, &tools_caller, UPLOAD_TOOL).is_some()))
 }
 
 /// One of the large-body permits, or the `APP_BUSY` answer when none is free.
@@ -526,9 +526,6 @@ fn hold_until_sent(response: Response, permit: tokio::sync::OwnedSemaphorePermit
     });
     Response::from_parts(parts, axum::body::Body::from_stream(body))
 }
-
-/// The app-only upload tool, the one call allowed a large body.
-const UPLOAD_TOOL: &str = "sasha__files_upload";
 
 /// Whether `body` is one JSON-RPC `tools/call` of [`UPLOAD_TOOL`] (the files
 /// themselves are skipped, not decoded).

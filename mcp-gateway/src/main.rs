@@ -1,5 +1,5 @@
 //! The mcp-gateway binary: `sasha serve mcp-gateway` without the CLI.
 
 fn main() -> std::process::ExitCode {
-    sasha_proto::process::run_role(sasha_proto::Role::McpGateway, mcp_gateway::serve_from_env)
+    sasha_service::process::run_role(sasha_service::Role::McpGateway, mcp_gateway::serve_from_env)
 }

@@ -9,7 +9,9 @@
 //! embedded from `mcp-gateway/docs/`; `suggestImprovement` hands a suggestion to
 //! studio-core, which checks its shape and stores it for admins.
 
-use serde_json::{Value, json};
+pub use sasha_contract::tools::{GET_DOCS, SUGGEST};
+use sasha_proto::pb::{self, SourceReplyKind};
+use serde_json::{Map, Value, json};
 
 use crate::auth::Caller;
 
@@ -22,8 +24,6 @@ pub const SOURCE_TOOLS: [&str; 6] = [
     "deleteAppFile",
     "checkApp",
 ];
-pub const GET_DOCS: &str = "getDocs";
-pub const SUGGEST: &str = "suggestImprovement";
 
 /// The documentation sections `getDocs` serves: `(name, Markdown)`. The first is
 /// the table of contents.
@@ -187,73 +187,132 @@ pub fn docs(section: Option<&str>) -> Option<Value> {
         .map(|(name, text)| json!({"section": name, "markdown": text}))
 }
 
+/// The `structuredContent` of a source tool's result: the JSON studio-core's
+/// source tools have always answered, rebuilt from the typed reply.
+/// `None` for a reply that names no kind (a peer's bug).
+pub fn source_json(reply: &pb::SourceFilesReply) -> Option<Value> {
+    let status = status_json(&reply.status.clone().unwrap_or_default());
+    let mut out = Map::new();
+    match reply.kind() {
+        SourceReplyKind::List => {
+            let files: Vec<Value> = reply
+                .files
+                .iter()
+                .map(|file| {
+                    json!({
+                        "path": file.path,
+                        "bytes": file.bytes,
+                        "version": file.version,
+                        "editable": file.editable,
+                    })
+                })
+                .collect();
+            out.insert("app".into(), json!(reply.app));
+            out.insert("files".into(), Value::Array(files));
+            out.insert("status".into(), status);
+        }
+        SourceReplyKind::Read => {
+            out.insert("path".into(), json!(reply.path));
+            out.insert(
+                "content".into(),
+                json!(reply.content.as_deref().unwrap_or_default()),
+            );
+            out.insert("bytes".into(), json!(reply.bytes));
+            out.insert(
+                "version".into(),
+                json!(reply.version.as_deref().unwrap_or_default()),
+            );
+            out.insert("app".into(), json!(reply.app));
+        }
+        SourceReplyKind::Check => {
+            out.insert("app".into(), json!(reply.app));
+            out.insert("status".into(), status);
+        }
+        SourceReplyKind::Change => {
+            out.insert("app".into(), json!(reply.app));
+            out.insert("path".into(), json!(reply.path));
+            out.insert("version".into(), json!(reply.version));
+            out.insert("previousVersion".into(), json!(reply.previous_version));
+            out.insert("status".into(), status);
+        }
+        SourceReplyKind::Unspecified => return None,
+    }
+    Some(Value::Object(out))
+}
+
+/// `{ok, revision, diagnostics: [{file, line?, code, reason}]}`; a
+/// diagnostic without a line has no `line`.
+fn status_json(status: &pb::PackageStatus) -> Value {
+    let diagnostics: Vec<Value> = status
+        .diagnostics
+        .iter()
+        .map(|diagnostic| {
+            let mut out = Map::new();
+            out.insert("file".into(), json!(diagnostic.file));
+            if let Some(line) = diagnostic.line {
+                out.insert("line".into(), json!(line));
+            }
+            out.insert("code".into(), json!(diagnostic.code));
+            out.insert("reason".into(), json!(diagnostic.reason));
+            Value::Object(out)
+        })
+        .collect();
+    json!({
+        "ok": status.ok,
+        "revision": status.revision,
+        "diagnostics": diagnostics,
+    })
+}
+
 /// The text part of a source tool's result: files one per line (or what
 /// changed), ending with a sentence on whether the app validates.
-pub fn source_text(operation: &str, result: &Value) -> String {
+pub fn source_text(operation: &str, reply: &pb::SourceFilesReply) -> String {
     let mut lines = Vec::new();
+    let version = reply.version.as_deref().unwrap_or("");
     match operation {
         "listAppFiles" => {
-            for file in result["files"].as_array().into_iter().flatten() {
-                let version = file["version"].as_str().unwrap_or("none");
+            for file in &reply.files {
                 lines.push(format!(
                     "{} ({} bytes, version {}{})",
-                    file["path"].as_str().unwrap_or(""),
-                    file["bytes"],
-                    version,
-                    if file["editable"] == false {
-                        ", not editable"
-                    } else {
-                        ""
-                    }
+                    file.path,
+                    file.bytes,
+                    file.version.as_deref().unwrap_or("none"),
+                    if file.editable { "" } else { ", not editable" }
                 ));
             }
         }
         "readAppFile" => {
             return format!(
-                "{} ({} bytes, version {})\n\n{}",
-                result["path"].as_str().unwrap_or(""),
-                result["bytes"],
-                result["version"].as_str().unwrap_or(""),
-                result["content"].as_str().unwrap_or("")
+                "{} ({} bytes, version {version})\n\n{}",
+                reply.path,
+                reply.bytes,
+                reply.content.as_deref().unwrap_or("")
             );
         }
-        "writeAppFile" | "editAppFile" => lines.push(format!(
-            "Wrote {}: version {}.",
-            result["path"].as_str().unwrap_or(""),
-            result["version"].as_str().unwrap_or("")
-        )),
-        "deleteAppFile" => lines.push(format!(
-            "Deleted {}.",
-            result["path"].as_str().unwrap_or("")
-        )),
+        "writeAppFile" | "editAppFile" => {
+            lines.push(format!("Wrote {}: version {version}.", reply.path));
+        }
+        "deleteAppFile" => lines.push(format!("Deleted {}.", reply.path)),
         _ => {}
     }
-    let status = &result["status"];
-    if status["ok"] == true {
+    let status = reply.status.clone().unwrap_or_default();
+    if status.ok {
         lines.push(format!(
             "The app validates; its live revision is {}.",
-            status["revision"].as_str().unwrap_or("")
+            status.revision.as_deref().unwrap_or("")
         ));
     } else {
-        let diagnostics = status["diagnostics"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        for diagnostic in &diagnostics {
-            let at = match diagnostic["line"].as_u64() {
-                Some(line) => format!("{}:{line}", diagnostic["file"].as_str().unwrap_or("")),
-                None => diagnostic["file"].as_str().unwrap_or("").to_owned(),
+        for diagnostic in &status.diagnostics {
+            let at = match diagnostic.line {
+                Some(line) => format!("{}:{line}", diagnostic.file),
+                None => diagnostic.file.clone(),
             };
-            lines.push(format!(
-                "- {at} {}: {}",
-                diagnostic["code"].as_str().unwrap_or(""),
-                diagnostic["reason"].as_str().unwrap_or("")
-            ));
+            lines.push(format!("- {at} {}: {}", diagnostic.code, diagnostic.reason));
         }
+        let count = status.diagnostics.len();
         lines.push(format!(
-            "The app does not validate ({} problem{}): it is not usable until you fix them and call checkApp.",
-            diagnostics.len(),
-            if diagnostics.len() == 1 { "" } else { "s" }
+            "The app does not validate ({count} problem{}): it is not usable until you fix them and call checkApp.",
+            if count == 1 { "" } else { "s" }
         ));
     }
     lines.join("\n")
@@ -323,21 +382,160 @@ mod tests {
         assert!(docs(Some("secrets")).is_none());
     }
 
+    fn file(path: &str, bytes: u64, version: Option<&str>, editable: bool) -> pb::SourceFileEntry {
+        pb::SourceFileEntry {
+            path: path.into(),
+            bytes,
+            version: version.map(str::to_owned),
+            editable,
+        }
+    }
+
+    fn diagnostic(file: &str, line: Option<u32>, code: &str, reason: &str) -> pb::Diagnostic {
+        pb::Diagnostic {
+            file: file.into(),
+            line,
+            code: code.into(),
+            reason: reason.into(),
+        }
+    }
+
+    fn valid(revision: &str) -> pb::PackageStatus {
+        pb::PackageStatus {
+            ok: true,
+            revision: Some(revision.into()),
+            diagnostics: Vec::new(),
+        }
+    }
+
+    fn broken() -> pb::PackageStatus {
+        pb::PackageStatus {
+            ok: false,
+            revision: None,
+            diagnostics: vec![diagnostic(
+                "app.js",
+                Some(3),
+                "JS_SYNTAX",
+                "unexpected token",
+            )],
+        }
+    }
+
     #[test]
     fn the_text_part_ends_with_whether_the_app_validates() {
-        let ok = json!({"files": [{"path": "APP.md", "bytes": 10, "version": "ab", "editable": true}], "status": {"ok": true, "revision": "r1", "diagnostics": []}});
+        let ok = pb::SourceFilesReply {
+            app: "notes".into(),
+            status: Some(valid("r1")),
+            files: vec![file("APP.md", 10, Some("ab"), true)],
+            kind: SourceReplyKind::List as i32,
+            ..Default::default()
+        };
         let text = source_text("listAppFiles", &ok);
         assert!(text.starts_with("APP.md (10 bytes, version ab)"), "{text}");
         assert!(
             text.ends_with("The app validates; its live revision is r1."),
             "{text}"
         );
-        let broken = json!({"files": [], "status": {"ok": false, "revision": null, "diagnostics": [{"file": "app.js", "line": 3, "code": "JS_SYNTAX", "reason": "unexpected token"}]}});
+        let broken = pb::SourceFilesReply {
+            app: "notes".into(),
+            status: Some(broken()),
+            kind: SourceReplyKind::Check as i32,
+            ..Default::default()
+        };
         let text = source_text("checkApp", &broken);
         assert!(
             text.contains("- app.js:3 JS_SYNTAX: unexpected token"),
             "{text}"
         );
         assert!(text.ends_with("call checkApp."), "{text}");
+    }
+
+    #[test]
+    fn the_structured_content_is_the_json_core_always_sent() {
+        let list = pb::SourceFilesReply {
+            app: "notes".into(),
+            status: Some(valid("r1")),
+            files: vec![
+                file("APP.md", 10, Some("ab"), true),
+                file("logo.png", 2_000_000, None, false),
+            ],
+            kind: SourceReplyKind::List as i32,
+            ..Default::default()
+        };
+        assert_eq!(
+            source_json(&list).unwrap().to_string(),
+            json!({
+                "app": "notes",
+                "files": [
+                    {"path": "APP.md", "bytes": 10, "version": "ab", "editable": true},
+                    {"path": "logo.png", "bytes": 2_000_000, "version": null, "editable": false}
+                ],
+                "status": {"ok": true, "revision": "r1", "diagnostics": []}
+            })
+            .to_string()
+        );
+        let read = pb::SourceFilesReply {
+            app: "notes".into(),
+            path: "app.js".into(),
+            content: Some("let x;".into()),
+            bytes: 6,
+            version: Some("cd".into()),
+            kind: SourceReplyKind::Read as i32,
+            ..Default::default()
+        };
+        assert_eq!(
+            source_json(&read).unwrap().to_string(),
+            json!({"app": "notes", "path": "app.js", "content": "let x;", "bytes": 6, "version": "cd"})
+                .to_string()
+        );
+        let mut status = broken();
+        status.diagnostics.push(diagnostic(
+            "migrations/001-a.sql",
+            None,
+            "APP_MIGRATION_DRIFT",
+            "restore it",
+        ));
+        let check = pb::SourceFilesReply {
+            app: "notes".into(),
+            status: Some(status.clone()),
+            kind: SourceReplyKind::Check as i32,
+            ..Default::default()
+        };
+        assert_eq!(
+            source_json(&check).unwrap().to_string(),
+            json!({"app": "notes", "status": {"ok": false, "revision": null, "diagnostics": [
+                {"file": "app.js", "line": 3, "code": "JS_SYNTAX", "reason": "unexpected token"},
+                {"file": "migrations/001-a.sql", "code": "APP_MIGRATION_DRIFT", "reason": "restore it"}
+            ]}})
+            .to_string()
+        );
+        let created = pb::SourceFilesReply {
+            app: "notes".into(),
+            status: Some(valid("r2")),
+            path: "app.js".into(),
+            version: Some("ef".into()),
+            kind: SourceReplyKind::Change as i32,
+            ..Default::default()
+        };
+        assert_eq!(
+            source_json(&created).unwrap().to_string(),
+            json!({"app": "notes", "path": "app.js", "version": "ef", "previousVersion": null, "status": {"ok": true, "revision": "r2", "diagnostics": []}})
+                .to_string()
+        );
+        let deleted = pb::SourceFilesReply {
+            version: None,
+            previous_version: Some("ef".into()),
+            ..created
+        };
+        assert_eq!(
+            source_json(&deleted).unwrap().to_string(),
+            json!({"app": "notes", "path": "app.js", "version": null, "previousVersion": "ef", "status": {"ok": true, "revision": "r2", "diagnostics": []}})
+                .to_string()
+        );
+        assert_eq!(
+            source_text("deleteAppFile", &deleted).lines().next(),
+            Some("Deleted app.js.")
+        );
+        assert!(source_json(&pb::SourceFilesReply::default()).is_none());
     }
 }

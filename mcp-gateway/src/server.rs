@@ -20,8 +20,12 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use sasha_contract::canonical::canonical_json;
+use sasha_contract::data::ID_COLUMN;
+use sasha_contract::tools::{CHAT_TOOL, UPLOAD_TOOL};
+use sasha_proto::convert::ui_meta;
 use sasha_proto::pb::{
-    self, CatalogueRequest, ConfirmRequest, GetResourceRequest, SourceFilesRequest, SuggestRequest,
+    self, ConfirmRequest, GetResourceRequest, SourceFilesRequest, SuggestRequest,
 };
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Map, Value, json};
@@ -29,6 +33,7 @@ use serde_json::{Map, Value, json};
 use crate::Gateway;
 use crate::auth::Caller;
 use crate::calls::{self, DataCall};
+use crate::catalogue::{self, App, Catalogue};
 use crate::platform;
 use crate::tools::{self, Target};
 
@@ -116,24 +121,6 @@ fn complete(text: String, value: Value, is_error: Option<bool>) -> CallToolRespo
     CallToolResponse::Complete(result)
 }
 
-/// JSON with object keys sorted at every level: the form a confirmation is
-/// bound to.
-fn canonical(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            Value::Object(
-                keys.into_iter()
-                    .map(|key| (key.clone(), canonical(&map[key])))
-                    .collect(),
-            )
-        }
-        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
-        other => other.clone(),
-    }
-}
-
 fn shorten(text: String, limit: usize) -> String {
     if text.len() <= limit {
         return text;
@@ -179,7 +166,7 @@ enum Gate {
 struct Call<'a> {
     caller: &'a Caller,
     app_id: &'a str,
-    app: &'a Value,
+    app: &'a App,
     name: &'a str,
     args: Map<String, Value>,
 }
@@ -208,7 +195,11 @@ impl Call<'_> {
 impl SashaMcp {
     /// The caller's catalogue: every app they may use, or one app with its
     /// data contract.
-    async fn catalogue(&self, caller: &Caller, app_id: Option<&str>) -> Result<Value, AppError> {
+    async fn catalogue(
+        &self,
+        caller: &Caller,
+        app_id: Option<&str>,
+    ) -> Result<Catalogue, AppError> {
         let hint = app_id.map(|id| self.gateway.contracts.hint(id));
         self.fetch_catalogue(caller, app_id, hint.unwrap_or_default())
             .await
@@ -220,18 +211,14 @@ impl SashaMcp {
         caller: &Caller,
         app_id: Option<&str>,
         known_contract_hash: String,
-    ) -> Result<Value, AppError> {
-        let mut core = self.gateway.core.clone();
-        let reply = core
-            .get_catalogue(CatalogueRequest {
-                principal: Some(caller.principal.clone()),
-                app_id: app_id.unwrap_or_default().to_owned(),
-                known_contract_hash,
-            })
-            .await
-            .map_err(|status| AppError::from_status(&status))?
-            .into_inner();
-        serde_json::from_str(&reply.json).map_err(|_| AppError::from_code(ErrorCode::Internal))
+    ) -> Result<Catalogue, AppError> {
+        catalogue::fetch(
+            &self.gateway.core,
+            &caller.principal,
+            app_id,
+            known_contract_hash,
+        )
+        .await
     }
 
     async fn confirm(
@@ -246,7 +233,7 @@ impl SashaMcp {
         core.confirm(ConfirmRequest {
             principal: Some(caller.principal.clone()),
             tool: tool.to_owned(),
-            arguments_json: canonical(arguments).to_string(),
+            arguments_json: canonical_json(arguments),
             token: token.to_owned(),
             idempotency_key: idempotency_key.to_owned(),
             decline: false,
@@ -264,7 +251,7 @@ impl SashaMcp {
             .confirm(ConfirmRequest {
                 principal: Some(caller.principal.clone()),
                 tool: tool.to_owned(),
-                arguments_json: canonical(arguments).to_string(),
+                arguments_json: canonical_json(arguments),
                 token: token.to_owned(),
                 idempotency_key: String::new(),
                 decline: true,
@@ -301,10 +288,7 @@ impl SashaMcp {
                 Err(error) => Gate::Answer(tool_error(error)),
             };
         }
-        let question = format!(
-            "{summary}\n\n{}",
-            shorten(canonical(&arguments).to_string(), 1000)
-        );
+        let question = format!("{summary}\n\n{}", shorten(canonical_json(&arguments), 1000));
         if call.caller.is_chat_session() {
             return Gate::Answer(
                 match self
@@ -420,10 +404,11 @@ impl SashaMcp {
             let catalogue = self
                 .fetch_catalogue(caller, Some(app_id), String::new())
                 .await?;
-            match &catalogue[app_id]["contract"] {
-                Value::Null => Err(AppError::from_code(ErrorCode::NotFound)),
-                contract => Ok(contract.to_string()),
-            }
+            catalogue
+                .apps
+                .get(app_id)
+                .and_then(|app| app.contract.clone())
+                .ok_or_else(|| AppError::from_code(ErrorCode::NotFound))
         };
         calls::execute(
             &self.gateway.data,
@@ -439,7 +424,7 @@ impl SashaMcp {
     async fn listing(
         &self,
         ctx: &RequestContext<RoleServer>,
-    ) -> Result<Option<(Caller, Value)>, McpError> {
+    ) -> Result<Option<(Caller, Catalogue)>, McpError> {
         let caller = caller_of(ctx)?;
         if !caller.invokes() {
             return Ok(None);
@@ -471,7 +456,7 @@ impl SashaMcp {
                 .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
             let summary = format!(
                 "Allow this {operation} in the {table} table of {}?",
-                call.app["name"].as_str().unwrap_or(call.app_id)
+                call.app.name
             );
             // The confirmation binds the arguments as the caller sent them.
             let key = match self.gate(&call, request, ctx, token, key, &summary).await {
@@ -498,43 +483,33 @@ impl SashaMcp {
         token: Option<String>,
         action_id: &str,
     ) -> Result<CallToolResponse, McpError> {
-        let Some(action) = call.app["actions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|action| action["id"] == action_id)
-            .cloned()
-        else {
+        let Some(action) = call.app.action(action_id) else {
             return tool_error(AppError::from_code(ErrorCode::ActionUnavailable));
         };
         let mut key = meta_key(request, ctx).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        if action["mutating"] == true {
-            let summary = format!(
-                "Allow {} to run “{}”?",
-                call.app["name"].as_str().unwrap_or(call.app_id),
-                action["description"].as_str().unwrap_or(action_id)
-            );
+        if action.mutating {
+            let summary = format!("Allow {} to run “{}”?", call.app.name, action.description);
             key = match self.gate(&call, request, ctx, token, key, &summary).await {
                 Gate::Run(key) => key,
                 Gate::Answer(answer) => return answer,
             };
         }
-        let (operation, table, data_request) =
-            match calls::action_request(&action, &call.args, &key) {
-                Ok(parts) => parts,
-                Err(error) => return tool_error(error),
-            };
+        let (operation, table, data_request) = match calls::action_request(action, &call.args, &key)
+        {
+            Ok(parts) => parts,
+            Err(error) => return tool_error(error),
+        };
         let result = self
-            .execute(call.data(&operation, &table, data_request, Some(action_id)))
+            .execute(call.data(operation, &table, data_request, Some(action_id)))
             .await;
         let value = match result {
-            Ok(value) => calls::project(&action["resultSchema"], value),
+            Ok(value) => calls::project(&action.result_schema, value),
             Err(error) => return tool_error(error),
         };
         if let Err(error) =
             self.gateway
                 .validators
-                .validate(&action["resultSchema"], &value, "result")
+                .validate(&action.result_schema, &value, "result")
         {
             tracing::error!(app = call.app_id, action = action_id, reason = %error.message, "an action result does not match its resultSchema");
             return tool_error(AppError::new(
@@ -606,11 +581,12 @@ impl SashaMcp {
                     .await;
                 match reply {
                     Ok(reply) => {
-                        let result: Value = serde_json::from_str(&reply.into_inner().result_json)
-                            .map_err(|_| {
+                        let reply = reply.into_inner();
+                        let result = platform::source_json(&reply).ok_or_else(|| {
+                            tracing::error!("studio-core sent a source reply of no kind");
                             McpError::internal_error("an internal error occurred", None)
                         })?;
-                        text_result(platform::source_text(operation, &result), result)
+                        text_result(platform::source_text(operation, &reply), result)
                     }
                     Err(status) => tool_error(AppError::from_status(&status)),
                 }
@@ -778,7 +754,7 @@ impl SashaMcp {
             .await
             .map_err(|status| protocol_error(&AppError::from_status(&status)))?
             .into_inner();
-        let meta: Value = serde_json::from_str(&resource.meta_json).unwrap_or(Value::Null);
+        let meta = resource.meta.as_ref().map_or(Value::Null, ui_meta);
         let result: ReadResourceResult = from_json(json!({
             "contents": [{
                 "uri": resource.uri,
@@ -804,7 +780,7 @@ impl SashaMcp {
             .catalogue(caller, Some(&app_id))
             .await
             .map_err(|error| protocol_error(&error))?;
-        let app = catalogue.get(&app_id).ok_or_else(not_found)?;
+        let app = catalogue.apps.get(&app_id).ok_or_else(not_found)?;
         let query = |text: Option<String>, required: bool| -> Result<Value, McpError> {
             match text {
                 None if required => Err(protocol_error(&AppError::new(
@@ -824,21 +800,22 @@ impl SashaMcp {
             }
         };
         let (operation, table, request) = match resource {
-            DataResource::Tables => return json_contents(uri, &json!({"tables": app["tables"]})),
+            DataResource::Tables => {
+                return json_contents(uri, &json!({"tables": app.tables_json()}));
+            }
             DataResource::Actions => {
-                let actions: Vec<Value> = app["actions"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
+                let actions: Vec<Value> = app
+                    .actions
+                    .iter()
                     .map(|action| {
                         json!({
-                            "id": action["id"],
-                            "tool": action["mcpName"],
-                            "description": action["description"],
-                            "visibility": action["visibility"],
-                            "mutating": action["mutating"],
-                            "inputSchema": action["inputSchema"],
-                            "resultSchema": action["resultSchema"],
+                            "id": action.id,
+                            "tool": action.mcp_name,
+                            "description": action.description,
+                            "visibility": action.visibility,
+                            "mutating": action.mutating,
+                            "inputSchema": action.input_schema,
+                            "resultSchema": action.result_schema,
                         })
                     })
                     .collect();
@@ -847,13 +824,13 @@ impl SashaMcp {
             DataResource::Rows { table, query: q } => ("list", table, query(q, false)?),
             DataResource::Aggregate { table, query: q } => ("aggregate", table, query(q, true)?),
             DataResource::Row { table, id } => {
-                let integer_id = app["tables"][&table]["columns"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .find(|column| column["name"] == "id")
-                    .and_then(|column| column["declaredType"].as_str())
-                    .is_some_and(|declared| declared.to_ascii_uppercase().contains("INT"));
+                let integer_id = app
+                    .tables
+                    .get(&table)
+                    .and_then(|declared| declared.table.column(ID_COLUMN))
+                    .is_some_and(|column| {
+                        column.declared_type.to_ascii_uppercase().contains("INT")
+                    });
                 let id = match id.parse::<i64>() {
                     Ok(number) if integer_id => json!(number),
                     _ => json!(id),
@@ -861,7 +838,7 @@ impl SashaMcp {
                 ("get", table, json!({"id": id}))
             }
         };
-        if app["tables"].get(&table).is_none() {
+        if !app.tables.contains_key(&table) {
             return Err(not_found());
         }
         let value = self
@@ -944,7 +921,7 @@ impl ServerHandler for SashaMcp {
             }
         };
         let app_id = match name.as_str() {
-            "sasha__chat_execute" | "sasha__files_upload" => caller.tools_caller().bound_app,
+            CHAT_TOOL | UPLOAD_TOOL => caller.tools_caller().bound_app,
             _ => tools::app_of(&name),
         };
         let Some(app_id) = app_id.filter(|_| caller.invokes()) else {
@@ -954,13 +931,13 @@ impl ServerHandler for SashaMcp {
             Ok(catalogue) => catalogue,
             Err(error) => return tool_error(error),
         };
-        let Some(app) = catalogue.get(&app_id) else {
+        let Some(app) = catalogue.apps.get(&app_id) else {
             return absent(&name);
         };
-        let Some(tool) = tools::tool_for(&app_id, app, &caller.tools_caller(), &name) else {
+        let Some(tool) = tools::tool_for(app, &caller.tools_caller(), &name) else {
             return absent(&name);
         };
-        let Some(target) = tools::classify(&app_id, app, &name) else {
+        let Some(target) = tools::classify(app, &name) else {
             return absent(&name);
         };
         let mut args = request.arguments.clone().unwrap_or_default();
@@ -995,9 +972,9 @@ impl ServerHandler for SashaMcp {
         match target {
             Target::Open => tool_success(json!({
                 "appId": app_id,
-                "name": app["name"],
-                "revision": app["revision"],
-                "resourceUri": app["resourceUri"],
+                "name": app.name,
+                "revision": app.revision,
+                "resourceUri": app.resource_uri,
             })),
             Target::ChatExecute => {
                 let progress = progress_token(&request, &ctx);
@@ -1064,18 +1041,15 @@ impl ServerHandler for SashaMcp {
             return Ok(ListResourcesResult::with_all_items(Vec::new()));
         };
         let mut resources = Vec::new();
-        for (app_id, app) in catalogue.as_object().into_iter().flatten() {
+        for (app_id, app) in &catalogue.apps {
             resources.push(json!({
-                "uri": app["resourceUri"],
+                "uri": app.resource_uri,
                 "name": app_id,
-                "title": app["name"],
-                "description": app["description"],
+                "title": app.name,
+                "description": app.description,
                 "mimeType": UI_MIME_TYPE,
             }));
-            if app["tables"]
-                .as_object()
-                .is_some_and(|tables| !tables.is_empty())
-            {
+            if !app.tables.is_empty() {
                 resources.push(json!({
                     "uri": format!("sasha://apps/{app_id}/tables"),
                     "name": format!("{app_id} tables"),
@@ -1183,9 +1157,42 @@ mod tests {
     fn canonical_json_sorts_keys_everywhere() {
         let value = json!({"b": 1, "a": {"d": [ {"z": 1, "y": 2} ], "c": 3}});
         assert_eq!(
-            canonical(&value).to_string(),
+            canonical_json(&value),
             r#"{"a":{"c":3,"d":[{"y":2,"z":1}]},"b":1}"#
         );
+        // The confirmation binds what the gateway always sent: serde_json's
+        // own (sorted) text of the value.
+        assert_eq!(canonical_json(&value), value.to_string());
+    }
+
+    #[test]
+    fn the_ui_meta_is_rebuilt_from_its_typed_fields() {
+        let meta = pb::ResourceMeta {
+            connect_domains: Vec::new(),
+            resource_domains: Vec::new(),
+            frame_domains: Vec::new(),
+            base_uri_domains: Vec::new(),
+            prefers_border: false,
+            source_digest: "d1".into(),
+        };
+        assert_eq!(
+            ui_meta(&meta).to_string(),
+            json!({
+                "csp": {"connectDomains": [], "resourceDomains": [], "frameDomains": [], "baseUriDomains": []},
+                "permissions": {},
+                "prefersBorder": false,
+                "sasha": {"sourceDigest": "d1"},
+            })
+            .to_string()
+        );
+        let declared = pb::ResourceMeta {
+            connect_domains: vec!["https://a.example".into()],
+            prefers_border: true,
+            ..meta
+        };
+        let ui = ui_meta(&declared);
+        assert_eq!(ui["csp"]["connectDomains"], json!(["https://a.example"]));
+        assert_eq!(ui["prefersBorder"], true);
     }
 
     #[test]

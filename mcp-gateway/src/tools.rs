@@ -5,7 +5,9 @@
 //! Per app: `open_app__<id>` (always model-visible, linked to the app's UI
 //! resource); per declared table the six data tools
 //! `app__<app>__<table>__list|get|aggregate|create|update|delete` with input
-//! schemas generated from the declared columns (model- and app-visible); every
+//! schemas generated from the declared columns by the data contract
+//! ([`table_tool_input`], so the grammar's bounds are the ones data-worker
+//! enforces) (model- and app-visible); every
 //! `exposeToModel` action as `app__<app>__<action>`. App-only tools (the other
 //! actions, `sasha__chat_execute`, `sasha__files_upload`) exist only for the
 //! Studio browser session bound to that app. A caller without `apps:invoke` sees
@@ -13,23 +15,13 @@
 //!
 //! This module only describes tools; it never authorises or executes a call.
 
-use serde_json::{Map, Value, json};
+use sasha_contract::actions::CompiledAction;
+use sasha_contract::grammar::OPERATIONS;
+pub use sasha_contract::tools::tool_name;
+use sasha_contract::tools::{CHAT_TOOL, UPLOAD_TOOL, table_tool_input};
+use serde_json::{Value, json};
 
-/// Data operations published per declared table, in listing order.
-pub const TABLE_OPERATIONS: [&str; 6] = ["list", "get", "aggregate", "create", "update", "delete"];
-
-const WHERE_OPERATORS: [&str; 9] = [
-    "eq",
-    "neq",
-    "lt",
-    "lte",
-    "gt",
-    "gte",
-    "in",
-    "contains",
-    "starts-with",
-];
-const METRIC_FUNCTIONS: [&str; 6] = ["sum", "avg", "min", "max", "count", "countDistinct"];
+use crate::catalogue::{App, Catalogue, DataCapability, DeclaredTable};
 
 /// Who is listing tools.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,18 +79,18 @@ pub fn is_action_shaped(name: &str) -> bool {
 }
 
 /// What `name` names in `app` (a catalogue entry), independent of who asks.
-pub fn classify(app_id: &str, app: &Value, name: &str) -> Option<Target> {
+pub fn classify(app: &App, name: &str) -> Option<Target> {
     match name {
-        "sasha__chat_execute" => return Some(Target::ChatExecute),
-        "sasha__files_upload" => return Some(Target::FilesUpload),
+        CHAT_TOOL => return Some(Target::ChatExecute),
+        UPLOAD_TOOL => return Some(Target::FilesUpload),
         _ => {}
     }
-    if name == format!("open_app__{}", app_id.replace('-', "_")) {
+    if name == opener_name(&app.id) {
         return Some(Target::Open);
     }
-    for table in app["tables"].as_object().into_iter().flat_map(|t| t.keys()) {
-        for operation in TABLE_OPERATIONS {
-            if name == tool_name(&[app_id, table, operation]) {
+    for table in app.tables.keys() {
+        for operation in OPERATIONS {
+            if name == tool_name(&[&app.id, table, operation]) {
                 return Some(Target::Table {
                     table: table.clone(),
                     operation: operation.to_owned(),
@@ -106,15 +98,17 @@ pub fn classify(app_id: &str, app: &Value, name: &str) -> Option<Target> {
             }
         }
     }
-    app["actions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|action| action["mcpName"] == name)
-        .and_then(|action| action["id"].as_str())
-        .map(|id| Target::Action {
-            action: id.to_owned(),
+    app.actions
+        .iter()
+        .find(|action| action.mcp_name == name)
+        .map(|action| Target::Action {
+            action: action.id.clone(),
         })
+}
+
+/// `open_app__<id>` with `-` → `_`.
+fn opener_name(app_id: &str) -> String {
+    format!("open_app__{}", app_id.replace('-', "_"))
 }
 
 /// The mutating per-table operations: model-invoked, they need confirmation.
@@ -122,19 +116,14 @@ pub fn is_mutating(operation: &str) -> bool {
     matches!(operation, "create" | "update" | "delete")
 }
 
-pub use sasha_package::manifest::tool_name;
-
-/// The tools `caller` may list, from the catalogue JSON of `GetCatalogue`.
-pub fn tools_for(catalogue: &Value, caller: &Caller) -> Vec<Value> {
+/// The tools `caller` may list, from the caller's catalogue.
+pub fn tools_for(catalogue: &Catalogue, caller: &Caller) -> Vec<Value> {
     let mut tools = Vec::new();
     if !caller.invokes {
         return tools;
     }
-    let Some(apps) = catalogue.as_object() else {
-        return tools;
-    };
-    for (app_id, app) in apps {
-        app_tools(app_id, app, caller, None, &mut tools);
+    for app in catalogue.apps.values() {
+        app_tools(app, caller, None, &mut tools);
     }
     tools
 }
@@ -142,67 +131,55 @@ pub fn tools_for(catalogue: &Value, caller: &Caller) -> Vec<Value> {
 /// The one tool named `name` of `app` as [`tools_for`] would list it to
 /// `caller`, or `None` when that caller would not see it. A call builds only
 /// this definition, not the app's whole tool list.
-pub fn tool_for(app_id: &str, app: &Value, caller: &Caller, name: &str) -> Option<Value> {
+pub fn tool_for(app: &App, caller: &Caller, name: &str) -> Option<Value> {
     if !caller.invokes {
         return None;
     }
     let mut tools = Vec::new();
-    app_tools(app_id, app, caller, Some(name), &mut tools);
+    app_tools(app, caller, Some(name), &mut tools);
     tools.pop()
 }
 
 /// Appends the tools of one app that `caller` may see, in listing order; with
 /// `only`, just the tool of that name (each name is checked before its
 /// definition is built).
-fn app_tools(
-    app_id: &str,
-    app: &Value,
-    caller: &Caller,
-    only: Option<&str>,
-    tools: &mut Vec<Value>,
-) {
+fn app_tools(app: &App, caller: &Caller, only: Option<&str>, tools: &mut Vec<Value>) {
     let wanted = |name: &str| only.is_none_or(|only| only == name);
-    let bound = caller.bound_app.as_deref() == Some(app_id);
-    if wanted(&format!("open_app__{}", app_id.replace('-', "_"))) {
-        tools.push(open_app_tool(app_id, app));
+    let bound = caller.bound_app.as_deref() == Some(app.id.as_str());
+    if wanted(&opener_name(&app.id)) {
+        tools.push(open_app_tool(app));
     }
     // An app that declared `data: read` gets no mutating table tools.
-    let writes = app["capabilities"]["data"] == "read-write";
-    if let Some(tables) = app["tables"].as_object() {
-        for (table, description) in tables {
-            for operation in TABLE_OPERATIONS {
-                if is_mutating(operation) && !writes
-                    || !wanted(&tool_name(&[app_id, table, operation]))
-                {
-                    continue;
-                }
-                if let Some(tool) =
-                    table_tool(app_id, app, table, description, operation, caller.challenge)
-                {
-                    tools.push(tool);
-                }
+    let writes = app.data == DataCapability::ReadWrite;
+    for (table, declared) in &app.tables {
+        for operation in OPERATIONS {
+            if is_mutating(operation) && !writes
+                || !wanted(&tool_name(&[&app.id, table, operation]))
+            {
+                continue;
+            }
+            if let Some(tool) = table_tool(app, table, declared, operation, caller.challenge) {
+                tools.push(tool);
             }
         }
     }
-    for action in app["actions"].as_array().into_iter().flatten() {
-        let model_visible = action["visibility"]
-            .as_array()
-            .is_some_and(|visibility| visibility.iter().any(|v| v == "model"));
-        if (model_visible || bound) && wanted(action["mcpName"].as_str().unwrap_or_default()) {
+    for action in &app.actions {
+        let model_visible = action.model_visible();
+        if (model_visible || bound) && wanted(&action.mcp_name) {
             tools.push(action_tool(action, model_visible, caller.challenge));
         }
     }
     if bound {
-        if app["capabilities"]["chat"] == true && wanted("sasha__chat_execute") {
+        if app.chat && wanted(CHAT_TOOL) {
             tools.push(app_only_tool(
-                "sasha__chat_execute",
+                CHAT_TOOL,
                 "Run a chat turn for the open app",
                 json!({"type": "object", "properties": {"prompt": {"type": "string", "maxLength": 65536}, "newSession": {"type": "boolean"}}, "required": ["prompt"], "additionalProperties": false}),
             ));
         }
-        if app["capabilities"]["files"] == true && wanted("sasha__files_upload") {
+        if app.files && wanted(UPLOAD_TOOL) {
             tools.push(app_only_tool(
-                "sasha__files_upload",
+                UPLOAD_TOOL,
                 "Upload documents for the open app",
                 json!({"type": "object", "properties": {"files": {"type": "array", "minItems": 1, "maxItems": 10, "items": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255}, "type": {"type": "string", "maxLength": 255}, "size": {"type": "integer", "minimum": 0}, "dataBase64": {"type": "string"}}, "required": ["name", "dataBase64"], "additionalProperties": false}}}, "required": ["files"], "additionalProperties": false}),
             ));
@@ -218,12 +195,12 @@ fn visibility(model: bool) -> Value {
     }
 }
 
-fn open_app_tool(app_id: &str, app: &Value) -> Value {
-    let uri = app["resourceUri"].clone();
+fn open_app_tool(app: &App) -> Value {
+    let uri = &app.resource_uri;
     json!({
-        "name": format!("open_app__{}", app_id.replace('-', "_")),
-        "title": app["name"],
-        "description": format!("Open {}: {}", app["name"].as_str().unwrap_or(app_id), app["description"].as_str().unwrap_or("")),
+        "name": opener_name(&app.id),
+        "title": app.name,
+        "description": format!("Open {}: {}", app.name, app.description),
         "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
         "annotations": {"readOnlyHint": true},
         "_meta": {"ui": {"resourceUri": uri, "visibility": visibility(true)}, "ui/resourceUri": uri},
@@ -242,6 +219,15 @@ fn app_only_tool(name: &str, description: &str, input: Value) -> Value {
 /// The optional `confirmationToken` of a Studio chat session's mutating tools.
 fn confirmation_token_schema() -> Value {
     json!({"type": "string", "maxLength": 200, "description": "the token of a confirmation challenge the person approved; retry the same call with it"})
+}
+
+/// Adds the optional `confirmationToken` to an input schema that lists its
+/// properties.
+fn with_confirmation_token(mut input: Value) -> Value {
+    if let Some(properties) = input.get_mut("properties").and_then(Value::as_object_mut) {
+        properties.insert("confirmationToken".to_owned(), confirmation_token_schema());
+    }
+    input
 }
 
 /// The `structuredContent` of a failed call: `{error: envelope}`.
@@ -272,189 +258,46 @@ fn output_schema(result_schema: &Value) -> Value {
     json!({"type": "object", "anyOf": [result_schema, error_result_schema()]})
 }
 
-fn action_tool(action: &Value, model_visible: bool, challenge: bool) -> Value {
-    let mut input = action["inputSchema"].clone();
-    if challenge && action["mutating"] == true && input["properties"].is_object() {
-        input["properties"]["confirmationToken"] = confirmation_token_schema();
+fn action_tool(action: &CompiledAction, model_visible: bool, challenge: bool) -> Value {
+    let mut input = action.input_schema.clone();
+    if challenge && action.mutating {
+        input = with_confirmation_token(input);
     }
     json!({
-        "name": action["mcpName"],
-        "description": action["description"],
+        "name": action.mcp_name,
+        "description": action.description,
         "inputSchema": input,
-        "outputSchema": output_schema(&action["resultSchema"]),
-        "annotations": {"readOnlyHint": action["mutating"] != true},
+        "outputSchema": output_schema(&action.result_schema),
+        "annotations": {"readOnlyHint": !action.mutating},
         "_meta": {"ui": {"visibility": visibility(model_visible)}},
     })
 }
 
-/// The JSON Schema of one column's values, from its declared type's affinity
-/// ([`sasha_package::sql::value_kinds`]), nullable unless NOT NULL or the key.
-fn column_schema(column: &Value) -> Value {
-    let mut kinds: Vec<&str> =
-        sasha_package::sql::value_kinds(column["declaredType"].as_str().unwrap_or("")).to_vec();
-    if column["notNull"] != true && column["primaryKey"] != true {
-        kinds.push("null");
-    }
-    match kinds.as_slice() {
-        [one] => json!({"type": one}),
-        many => json!({"type": many}),
-    }
-}
-
+/// One per-table data tool; its input schema is the data contract's
+/// ([`table_tool_input`]), so the grammar's bounds are published as they are
+/// enforced.
 fn table_tool(
-    app_id: &str,
-    app: &Value,
+    app: &App,
     table: &str,
-    description: &Value,
+    declared: &DeclaredTable,
     operation: &str,
     challenge: bool,
 ) -> Option<Value> {
-    let columns = description["columns"].as_array()?;
-    let owner = description["declaration"]["ownerField"].as_str();
-    let names: Vec<&str> = columns.iter().filter_map(|c| c["name"].as_str()).collect();
-    // The owner field is readable but never filterable, sortable or groupable.
-    let selectable: Vec<&str> = names
-        .iter()
-        .copied()
-        .filter(|n| Some(*n) != owner)
-        .collect();
-    let id_column = columns.iter().find(|c| c["name"] == "id");
-    let id_schema = id_column
-        .map(column_schema)
-        .unwrap_or_else(|| json!({"type": ["string", "integer"]}));
-    let integer_id = id_column.is_some_and(|c| {
-        c["declaredType"]
-            .as_str()
-            .unwrap_or("")
-            .to_ascii_uppercase()
-            .contains("INT")
-    });
-    let writable: Map<String, Value> = columns
-        .iter()
-        .filter(|c| Some(c["name"].as_str().unwrap_or("")) != owner)
-        .filter(|c| !(c["name"] == "id" && integer_id))
-        .filter_map(|c| Some((c["name"].as_str()?.to_owned(), column_schema(c))))
-        .collect();
-    let required: Vec<&str> = columns
-        .iter()
-        .filter(|c| c["notNull"] == true && c["defaultValue"].is_null())
-        .filter_map(|c| c["name"].as_str())
-        .filter(|name| writable.contains_key(*name))
-        .collect();
-    let conditions = json!({
-        "type": "array",
-        "maxItems": 20,
-        "items": {
-            "type": "object",
-            "properties": {
-                "field": {"type": "string", "enum": selectable},
-                "operator": {"type": "string", "enum": WHERE_OPERATORS},
-                "value": {},
-            },
-            "required": ["field", "operator", "value"],
-            "additionalProperties": false,
-        },
-    });
-    let key = json!({"type": "string", "maxLength": 200, "description": "makes a retry safe: the same key and input return the original result"});
-    let (input, read_only, summary) = match operation {
-        "list" => (
-            json!({
-                "type": "object",
-                "properties": {
-                    "where": conditions,
-                    "orderBy": {"type": "array", "maxItems": 3, "items": {"type": "object", "properties": {"field": {"type": "string", "enum": selectable}, "direction": {"type": "string", "enum": ["asc", "desc"]}}, "required": ["field"], "additionalProperties": false}},
-                    "select": {"type": "array", "maxItems": 50, "items": {"type": "string", "enum": names}},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 200},
-                    "cursor": {"type": "string"},
-                },
-                "additionalProperties": false,
-            }),
-            true,
-            "List rows",
-        ),
-        "get" => (
-            json!({"type": "object", "properties": {"id": id_schema}, "required": ["id"], "additionalProperties": false}),
-            true,
-            "Get one row by id",
-        ),
-        "aggregate" => {
-            let metric_properties: Map<String, Value> =
-                std::iter::once(("as".to_owned(), json!({"type": "string"})))
-                    .chain(METRIC_FUNCTIONS.iter().map(|f| {
-                        (
-                            (*f).to_owned(),
-                            json!({"type": "string", "enum": selectable}),
-                        )
-                    }))
-                    .collect();
-            (
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "where": conditions,
-                        "groupBy": {"type": "array", "maxItems": 3, "items": {"type": "string", "enum": selectable}},
-                        "metrics": {"type": "array", "minItems": 1, "maxItems": 10, "items": {"type": "object", "properties": metric_properties, "required": ["as"], "additionalProperties": false}},
-                    },
-                    "required": ["metrics"],
-                    "additionalProperties": false,
-                }),
-                true,
-                "Aggregate rows into groups",
-            )
-        }
-        "create" => (
-            json!({
-                "type": "object",
-                "properties": {
-                    "values": {"type": "object", "properties": writable, "required": required, "additionalProperties": false},
-                    "idempotencyKey": key,
-                },
-                "required": ["values"],
-                "additionalProperties": false,
-            }),
-            false,
-            "Create a row",
-        ),
-        "update" => (
-            json!({
-                "type": "object",
-                "properties": {
-                    "id": id_schema,
-                    "changes": {"type": "object", "properties": writable.iter().filter(|(name, _)| name.as_str() != "id").map(|(k, v)| (k.clone(), v.clone())).collect::<Map<_, _>>(), "minProperties": 1, "additionalProperties": false},
-                    "expectedVersion": {"type": "integer", "minimum": 1},
-                    "idempotencyKey": key,
-                },
-                "required": ["id", "changes", "expectedVersion"],
-                "additionalProperties": false,
-            }),
-            false,
-            "Change a row at the version you read",
-        ),
-        "delete" => (
-            json!({
-                "type": "object",
-                "properties": {"id": id_schema, "expectedVersion": {"type": "integer", "minimum": 1}, "idempotencyKey": key},
-                "required": ["id", "expectedVersion"],
-                "additionalProperties": false,
-            }),
-            false,
-            "Delete a row at the version you read",
-        ),
-        _ => return None,
-    };
-    let mut input = input;
-    if challenge && !read_only {
-        input["properties"]["confirmationToken"] = confirmation_token_schema();
+    let input = table_tool_input(&declared.table, &declared.declaration, operation)?;
+    let mut schema = input.schema;
+    if challenge && !input.read_only {
+        schema = with_confirmation_token(schema);
     }
-    let app_name = app["name"].as_str().unwrap_or(app_id);
-    let mut annotations = json!({"readOnlyHint": read_only});
-    if operation == "delete" {
-        annotations["destructiveHint"] = json!(true);
+    let mut annotations = json!({"readOnlyHint": input.read_only});
+    if operation == "delete"
+        && let Some(annotations) = annotations.as_object_mut()
+    {
+        annotations.insert("destructiveHint".to_owned(), json!(true));
     }
     Some(json!({
-        "name": tool_name(&[app_id, table, operation]),
-        "description": format!("{summary} of the {table} table of {app_name}"),
-        "inputSchema": input,
+        "name": tool_name(&[&app.id, table, operation]),
+        "description": format!("{} of the {table} table of {}", input.summary, app.name),
+        "inputSchema": schema,
         "annotations": annotations,
         "_meta": {"ui": {"visibility": visibility(true)}},
     }))
@@ -463,31 +306,115 @@ fn table_tool(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sasha_proto::pb;
 
-    fn catalogue() -> Value {
-        json!({
-            "notes": {
-                "name": "Notes",
-                "description": "Keep notes",
-                "resourceUri": "ui://sasha/apps/notes/revisions/abc",
-                "capabilities": {"chat": true, "files": false, "data": "read-write"},
-                "tables": {
-                    "note_items": {
-                        "declaration": {"access": "owner", "ownerField": "created_by"},
-                        "columns": [
-                            {"name": "id", "declaredType": "INTEGER", "notNull": false, "defaultValue": null, "primaryKey": true},
-                            {"name": "title", "declaredType": "TEXT", "notNull": true, "defaultValue": null, "primaryKey": false},
-                            {"name": "stars", "declaredType": "INTEGER", "notNull": false, "defaultValue": "0", "primaryKey": false},
-                            {"name": "created_by", "declaredType": "TEXT", "notNull": true, "defaultValue": null, "primaryKey": false}
-                        ]
-                    }
+    fn column(
+        name: &str,
+        declared_type: &str,
+        not_null: bool,
+        default: Option<&str>,
+        primary_key: bool,
+    ) -> pb::Column {
+        pb::Column {
+            name: name.into(),
+            declared_type: declared_type.into(),
+            not_null,
+            default_value: default.map(str::to_owned),
+            primary_key,
+            generated: false,
+        }
+    }
+
+    fn action(
+        id: &str,
+        mcp_name: &str,
+        visibility: &[&str],
+        description: &str,
+        mutating: bool,
+    ) -> pb::CompiledAction {
+        use pb::compiled_action::Operation as Wire;
+        let object = pb::JsonObject {
+            fields: [("type".to_owned(), pb::JsonValue::from(&json!("object")))].into(),
+        };
+        pb::CompiledAction {
+            id: id.into(),
+            visibility: visibility.iter().map(|v| (*v).to_owned()).collect(),
+            mcp_name: mcp_name.into(),
+            description: description.into(),
+            input_schema: Some(object.clone()),
+            result_schema: Some(object),
+            mutating,
+            operation: Some(if mutating {
+                Wire::Create(pb::CreateOperation {
+                    table: "note_items".into(),
+                    values: [("title".to_owned(), "title".to_owned())].into(),
+                })
+            } else {
+                Wire::Aggregate(pb::AggregateOperation {
+                    table: "note_items".into(),
+                    filters: Vec::new(),
+                    group_by: Vec::new(),
+                    metrics: vec![pb::Metric {
+                        alias: "notes".into(),
+                        function: pb::MetricFunction::Count as i32,
+                        field: "id".into(),
+                    }],
+                })
+            }),
+        }
+    }
+
+    fn catalogue() -> Catalogue {
+        let notes = pb::CatalogueApp {
+            id: "notes".into(),
+            access: "use".into(),
+            name: "Notes".into(),
+            description: "Keep notes".into(),
+            revision: "abc".into(),
+            resource_uri: "ui://sasha/apps/notes/revisions/abc".into(),
+            capabilities: Some(pb::Capabilities {
+                chat: true,
+                files: false,
+                data: pb::DataCapability::ReadWrite as i32,
+            }),
+            contract_hash: "h".into(),
+            tables: [(
+                "note_items".to_owned(),
+                pb::CatalogueTable {
+                    declaration: Some(pb::TableDeclaration {
+                        access: pb::Access::Owner as i32,
+                        owner_field: Some("created_by".into()),
+                    }),
+                    columns: vec![
+                        column("id", "INTEGER", false, None, true),
+                        column("title", "TEXT", true, None, false),
+                        column("stars", "INTEGER", false, Some("0"), false),
+                        column("created_by", "TEXT", true, None, false),
+                    ],
                 },
-                "actions": [
-                    {"id": "count-notes", "mcpName": "app__notes__count_notes", "visibility": ["model", "app"], "description": "Count", "inputSchema": {"type": "object"}, "resultSchema": {"type": "object"}, "mutating": false},
-                    {"id": "add-note", "mcpName": "app__notes__add_note", "visibility": ["app"], "description": "Add", "inputSchema": {"type": "object"}, "resultSchema": {"type": "object"}, "mutating": true}
-                ]
-            }
+            )]
+            .into(),
+            actions: vec![
+                action(
+                    "count-notes",
+                    "app__notes__count_notes",
+                    &["model", "app"],
+                    "Count",
+                    false,
+                ),
+                action("add-note", "app__notes__add_note", &["app"], "Add", true),
+            ],
+            contract: None,
+        };
+        Catalogue::try_from(&pb::Catalogue {
+            fingerprint: "f".into(),
+            apps: vec![notes],
         })
+        .unwrap()
+    }
+
+    fn notes(catalogue: &mut Catalogue) -> &mut App {
+        catalogue.apps.get_mut("notes").unwrap()
     }
 
     fn names(tools: &[Value]) -> Vec<&str> {
@@ -542,8 +469,8 @@ mod tests {
     #[test]
     fn a_single_tool_is_exactly_the_one_listed_and_only_when_listed() {
         let mut catalogue = catalogue();
-        catalogue["notes"]["capabilities"]["files"] = json!(true);
-        let app = &catalogue["notes"];
+        notes(&mut catalogue).files = true;
+        let app = &catalogue.apps["notes"];
         let unknown = [
             "open_app__other",
             "app__notes__note_items__drop",
@@ -561,11 +488,7 @@ mod tests {
                 let listed = tools_for(&catalogue, &caller);
                 for tool in &listed {
                     let name = tool["name"].as_str().unwrap();
-                    assert_eq!(
-                        tool_for("notes", app, &caller, name).as_ref(),
-                        Some(tool),
-                        "{name}"
-                    );
+                    assert_eq!(tool_for(app, &caller, name).as_ref(), Some(tool), "{name}");
                 }
                 // What the caller does not list does not exist for one call either.
                 let app_only = [
@@ -576,7 +499,7 @@ mod tests {
                 for name in unknown.iter().chain(&app_only) {
                     let listed_here = listed.iter().any(|tool| tool["name"] == *name);
                     assert_eq!(
-                        tool_for("notes", app, &caller, name).is_some(),
+                        tool_for(app, &caller, name).is_some(),
                         listed_here,
                         "{name} for {bound_app:?}"
                     );
@@ -585,12 +508,12 @@ mod tests {
                     invokes: false,
                     ..caller
                 };
-                assert_eq!(tool_for("notes", app, &without, "open_app__notes"), None);
+                assert_eq!(tool_for(app, &without, "open_app__notes"), None);
             }
         }
         // A read-only app has no mutating table tool, listed or called.
         let mut read_only = catalogue.clone();
-        read_only["notes"]["capabilities"]["data"] = json!("read");
+        notes(&mut read_only).data = DataCapability::Read;
         let caller = Caller {
             invokes: true,
             bound_app: None,
@@ -598,8 +521,7 @@ mod tests {
         };
         assert_eq!(
             tool_for(
-                "notes",
-                &read_only["notes"],
+                &read_only.apps["notes"],
                 &caller,
                 "app__notes__note_items__create"
             ),
@@ -607,8 +529,7 @@ mod tests {
         );
         assert!(
             tool_for(
-                "notes",
-                &read_only["notes"],
+                &read_only.apps["notes"],
                 &caller,
                 "app__notes__note_items__list"
             )
@@ -724,7 +645,7 @@ mod tests {
     #[test]
     fn read_only_data_apps_have_no_mutating_table_tools() {
         let mut catalogue = catalogue();
-        catalogue["notes"]["capabilities"]["data"] = json!("read");
+        notes(&mut catalogue).data = DataCapability::Read;
         let tools = tools_for(
             &catalogue,
             &Caller {
@@ -738,6 +659,52 @@ mod tests {
         for operation in ["create", "update", "delete"] {
             assert!(!names.contains(&format!("app__notes__note_items__{operation}").as_str()));
         }
+    }
+
+    #[test]
+    fn table_tool_bounds_are_the_grammars() {
+        use sasha_contract::grammar::{MAX_LIMIT, MAX_METRICS, MAX_ORDER_BY, MAX_WHERE};
+        let tools = tools_for(
+            &catalogue(),
+            &Caller {
+                invokes: true,
+                bound_app: None,
+                challenge: false,
+            },
+        );
+        let input = |name: &str| {
+            tools.iter().find(|t| t["name"] == name).unwrap()["inputSchema"]["properties"].clone()
+        };
+        let list = input("app__notes__note_items__list");
+        assert_eq!(list["limit"]["maximum"], json!(MAX_LIMIT));
+        assert_eq!(list["where"]["maxItems"], json!(MAX_WHERE));
+        assert_eq!(list["orderBy"]["maxItems"], json!(MAX_ORDER_BY));
+        let aggregate = input("app__notes__note_items__aggregate");
+        assert_eq!(aggregate["metrics"]["maxItems"], json!(MAX_METRICS));
+        assert_eq!(aggregate["where"]["maxItems"], json!(MAX_WHERE));
+    }
+
+    #[test]
+    fn names_are_classified_from_the_typed_app() {
+        let catalogue = catalogue();
+        let app = &catalogue.apps["notes"];
+        assert_eq!(classify(app, "open_app__notes"), Some(Target::Open));
+        assert_eq!(
+            classify(app, "app__notes__note_items__update"),
+            Some(Target::Table {
+                table: "note_items".into(),
+                operation: "update".into()
+            })
+        );
+        assert_eq!(
+            classify(app, "app__notes__add_note"),
+            Some(Target::Action {
+                action: "add-note".into()
+            })
+        );
+        assert_eq!(classify(app, CHAT_TOOL), Some(Target::ChatExecute));
+        assert_eq!(classify(app, UPLOAD_TOOL), Some(Target::FilesUpload));
+        assert_eq!(classify(app, "app__notes__note_items__drop"), None);
     }
 
     #[test]

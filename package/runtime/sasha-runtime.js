@@ -11,7 +11,9 @@
   var INIT_MS = 15000, CALL_MS = 30000, CHAT_IDLE_MS = 120000, UPLOAD_MS = 300000, SIZE_MS = 50;
   var POOL = 4, MAX_FILES = 10, MAX_UPLOAD = 25 * 1024 * 1024, MIN_H = 240, MAX_H = 1200;
 
-  // The closed registry (proto/src/error.rs ErrorCode): [retryable, default message].
+  // The closed registry, [retryable, default message] per code: generated from
+  // sasha_contract::error::ErrorCode (`SASHA_REGENERATE=1 cargo test -p
+  // sasha-package runtime_registry`); a test fails when the two differ.
   var REGISTRY = {
     APP_NOT_READY: [true, "the service is not ready for this request yet"],
     APP_CAPABILITY_DENIED: [false, "this app did not declare the capability it tried to use"],

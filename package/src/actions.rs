@@ -123,8 +123,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::Diagnostics;
 use crate::manifest::{self, ActionDeclaration, Manifest};
@@ -148,19 +148,13 @@ pub const MAX_STRING_LENGTH: u64 = 65_536;
 pub const DATE_LENGTH: u64 = 10;
 /// Most items an array schema may allow.
 pub const MAX_ARRAY_ITEMS: u64 = 1000;
-/// 2^53 − 1: the largest integer every JSON peer represents exactly.
-pub const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
 /// Most characters of a schema property name.
 pub const MAX_PROPERTY_NAME_CHARS: usize = 64;
-/// Data grammar bounds, the same as `Sasha.data.*`.
-pub const MAX_WHERE: usize = 20;
-pub const MAX_IN_VALUES: u64 = 50;
-pub const MAX_ORDER_BY: usize = 3;
-pub const MAX_SELECT: usize = 50;
-pub const MAX_LIMIT: u64 = 200;
-pub const MAX_GROUP_BY: usize = 3;
-pub const MAX_METRICS: usize = 10;
-pub const MAX_VALUES: usize = 50;
+// The data grammar's bounds are the grammar's own (`Sasha.data.*` shares them).
+pub use sasha_contract::grammar::{
+    MAX_GROUP_BY, MAX_IN, MAX_LIMIT, MAX_METRICS, MAX_ORDER_BY, MAX_SAFE_INTEGER, MAX_SELECT,
+    MAX_VALUES, MAX_WHERE, MetricFunction, Operator,
+};
 
 /// Property names reserved after folding case and removing `-` and `_`:
 /// identity (a caller must never choose whose data an action touches), the
@@ -199,197 +193,10 @@ const RESERVED_PROPERTY_NAMES: &[&str] = &[
     "lookupsetter",
 ];
 
-/// One compiled action: what the registry publishes and the runtime executes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CompiledAction {
-    pub id: String,
-    /// `["app"]`, or `["model", "app"]` with `exposeToModel: true`.
-    pub visibility: Vec<String>,
-    /// `app__<app id with - → _>__<action id with - → _>`.
-    pub mcp_name: String,
-    pub description: String,
-    pub input_schema: serde_json::Value,
-    pub result_schema: serde_json::Value,
-    pub operation: Operation,
-    /// Whether the operation writes (a create); a model-invoked mutating action
-    /// needs host confirmation.
-    pub mutating: bool,
-}
-
-impl CompiledAction {
-    /// Whether the model may call it (published as an MCP tool).
-    pub fn model_visible(&self) -> bool {
-        self.visibility.iter().any(|who| who == "model")
-    }
-}
-
-/// The one governed data-service call an action compiles to. Serialised
-/// externally tagged, like the descriptor: `{"aggregate": {...}}`. Input
-/// references hold the bare input property name (`weekStart`, not
-/// `input.weekStart`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Operation {
-    Aggregate(AggregateOperation),
-    List(ListOperation),
-    Get(GetOperation),
-    Create(CreateOperation),
-}
-
-impl Operation {
-    pub fn table(&self) -> &str {
-        match self {
-            Operation::Aggregate(operation) => &operation.table,
-            Operation::List(operation) => &operation.table,
-            Operation::Get(operation) => &operation.table,
-            Operation::Create(operation) => &operation.table,
-        }
-    }
-
-    /// `aggregate`, `list`, `get` or `create`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Operation::Aggregate(_) => "aggregate",
-            Operation::List(_) => "list",
-            Operation::Get(_) => "get",
-            Operation::Create(_) => "create",
-        }
-    }
-
-    pub fn is_mutating(&self) -> bool {
-        matches!(self, Operation::Create(_))
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AggregateOperation {
-    pub table: String,
-    #[serde(rename = "where", default)]
-    pub filters: Vec<WhereClause>,
-    #[serde(default)]
-    pub group_by: Vec<String>,
-    pub metrics: Vec<Metric>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListOperation {
-    pub table: String,
-    #[serde(rename = "where", default)]
-    pub filters: Vec<WhereClause>,
-    #[serde(default)]
-    pub order_by: Vec<OrderBy>,
-    /// Empty means every column.
-    #[serde(default)]
-    pub select: Vec<String>,
-    /// `None` means the data grammar's default (50).
-    #[serde(default)]
-    pub limit: Option<u32>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GetOperation {
-    pub table: String,
-    /// The (required) input property holding the row id.
-    pub id_input: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CreateOperation {
-    pub table: String,
-    /// Column → the input property its value comes from. An optional property
-    /// absent from a call leaves its column to the table's default.
-    pub values: BTreeMap<String, String>,
-}
-
-/// `{field, operator, input}`: `field <operator> input[input]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WhereClause {
-    pub field: String,
-    pub operator: WhereOperator,
-    /// The input property the value comes from.
-    pub input: String,
-}
-
-/// The action-level operators. `week-of` exists only here: the runtime rewrites
-/// it into `gte date` and `lt date + 7 days` before calling the data service.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum WhereOperator {
-    Eq,
-    Neq,
-    Lt,
-    Lte,
-    Gt,
-    Gte,
-    In,
-    WeekOf,
-}
-
-impl WhereOperator {
-    fn parse(text: &str) -> Option<WhereOperator> {
-        Some(match text {
-            "eq" => WhereOperator::Eq,
-            "neq" => WhereOperator::Neq,
-            "lt" => WhereOperator::Lt,
-            "lte" => WhereOperator::Lte,
-            "gt" => WhereOperator::Gt,
-            "gte" => WhereOperator::Gte,
-            "in" => WhereOperator::In,
-            "week-of" => WhereOperator::WeekOf,
-            _ => return None,
-        })
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OrderBy {
-    pub field: String,
-    pub direction: Direction,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    Asc,
-    Desc,
-}
-
-/// `{as, <function>: field}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Metric {
-    #[serde(rename = "as")]
-    pub alias: String,
-    pub function: MetricFunction,
-    pub field: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum MetricFunction {
-    Sum,
-    Avg,
-    Min,
-    Max,
-    Count,
-    CountDistinct,
-}
-
-const METRIC_FUNCTIONS: [(&str, MetricFunction); 6] = [
-    ("sum", MetricFunction::Sum),
-    ("avg", MetricFunction::Avg),
-    ("min", MetricFunction::Min),
-    ("max", MetricFunction::Max),
-    ("count", MetricFunction::Count),
-    ("countDistinct", MetricFunction::CountDistinct),
-];
+pub use sasha_contract::actions::{
+    AggregateOperation, CompiledAction, CreateOperation, Direction, GetOperation, ListOperation,
+    Metric, Operation, OrderBy, WhereClause, WhereOperator,
+};
 
 /// The path every action descriptor must have.
 pub fn descriptor_path(action_id: &str) -> String {
@@ -399,11 +206,7 @@ pub fn descriptor_path(action_id: &str) -> String {
 /// The MCP tool name of an action: `-` becomes `_`, which is injective because
 /// ids are kebab-case without underscores.
 pub fn mcp_name(app_id: &str, action_id: &str) -> String {
-    format!(
-        "app__{}__{}",
-        app_id.replace('-', "_"),
-        action_id.replace('-', "_")
-    )
+    sasha_contract::tools::tool_name(&[app_id, action_id])
 }
 
 /// Validates every declared action's descriptor against the manifest and the
@@ -1089,7 +892,10 @@ impl<'a> Compiler<'a> {
                 let text = node.as_str().unwrap_or_default();
                 let parsed = WhereOperator::parse(text);
                 if parsed.is_none() {
-                    let reason = if text == "contains" || text == "starts-with" {
+                    let reason = if matches!(
+                        Operator::parse(text),
+                        Some(Operator::Contains | Operator::StartsWith)
+                    ) {
                         format!("{path}.operator {text} is not available in actions (they take no substring matches); use Sasha.data.list from the app's view instead")
                     } else {
                         format!("{path}.operator must be one of eq, neq, lt, lte, gt, gte, in, week-of")
@@ -1114,7 +920,7 @@ impl<'a> Compiler<'a> {
                 WhereOperator::In => {
                     property.schema_type == "array"
                         && property.scalar_items
-                        && property.max_items.is_some_and(|max| max <= MAX_IN_VALUES)
+                        && property.max_items.is_some_and(|max| max <= MAX_IN as u64)
                 }
                 WhereOperator::WeekOf => property.date,
                 _ => property.is_scalar(),
@@ -1122,7 +928,7 @@ impl<'a> Compiler<'a> {
             if !fits {
                 let needs = match operator {
                     WhereOperator::In => {
-                        format!("an array of scalars with maxItems at most {MAX_IN_VALUES}")
+                        format!("an array of scalars with maxItems at most {MAX_IN}")
                     }
                     WhereOperator::WeekOf => "a string with format: date".to_owned(),
                     _ => "a string, number, integer or boolean".to_owned(),
@@ -1196,7 +1002,7 @@ impl<'a> Compiler<'a> {
 
     fn metric(&mut self, node: &Node, path: &str, table: Option<&Table>) -> Option<Metric> {
         let mut allowed = vec!["as"];
-        allowed.extend(METRIC_FUNCTIONS.iter().map(|(name, _)| *name));
+        allowed.extend(MetricFunction::names());
         let entries = self.mapping(node, path, &allowed)?;
         let alias = self
             .required(&entries, "as", path, node.line)
@@ -1216,7 +1022,7 @@ impl<'a> Compiler<'a> {
                 }
                 Some(text.to_owned())
             });
-        let functions: Vec<(MetricFunction, &Node)> = METRIC_FUNCTIONS
+        let functions: Vec<(MetricFunction, &Node)> = MetricFunction::ALL
             .iter()
             .filter_map(|(name, function)| entries.get(name).map(|field| (*function, *field)))
             .collect();
@@ -1303,7 +1109,7 @@ impl<'a> Compiler<'a> {
         let limit = entries.get("limit").and_then(|node| {
             let limit = node
                 .as_count()
-                .filter(|limit| (1..=MAX_LIMIT).contains(limit));
+                .filter(|limit| (1..=u64::from(MAX_LIMIT)).contains(limit));
             if limit.is_none() {
                 self.push(
                     node.line,
@@ -1461,10 +1267,7 @@ impl<'a> Compiler<'a> {
 }
 
 fn metric_name(function: MetricFunction) -> &'static str {
-    METRIC_FUNCTIONS
-        .iter()
-        .find(|(_, candidate)| *candidate == function)
-        .map_or("metric", |(name, _)| name)
+    function.name()
 }
 
 fn column_list(table: &Table) -> String {

@@ -7,6 +7,7 @@
 //! already been checked not to break out of its element.
 
 use base64::Engine as _;
+use sasha_contract::html::{escape_attribute, escape_text};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
@@ -90,16 +91,6 @@ pub fn normalize_newlines(text: &str) -> String {
         .unwrap_or(text)
         .replace("\r\n", "\n")
         .replace('\r', "\n")
-}
-
-fn escape_text(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-fn escape_attribute(text: &str) -> String {
-    escape_text(text).replace('"', "&quot;")
 }
 
 /// Why assembly failed (the only refusal left after validation).

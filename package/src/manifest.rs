@@ -5,6 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use sasha_contract::data::{Access, TableDeclaration};
+pub use sasha_contract::tools::tool_name;
+
 /// The manifest: the front matter of `APP.md`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -79,26 +82,6 @@ impl<'de> Deserialize<'de> for DataCapability {
     }
 }
 
-/// How rows of a declared table are shared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Access {
-    /// Each row belongs to the user in `ownerField`; users see only their rows.
-    Owner,
-    /// Every user with a grant sees every row.
-    Shared,
-}
-
-/// One declared table.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct TableDeclaration {
-    pub access: Access,
-    /// Required for `access: owner`, refused for `access: shared`.
-    #[serde(default)]
-    pub owner_field: Option<String>,
-}
-
 /// One declared action.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -110,18 +93,6 @@ pub struct ActionDeclaration {
     /// Publishes the action to the model as `app__<app>__<action>`.
     #[serde(default)]
     pub expose_to_model: bool,
-}
-
-/// The MCP name of an app's tool: `app__<app>__<part>…`, each part joined by
-/// `__` with `-` → `_` (`app__time_sheet_entry__entries__list`). Gateway and
-/// Studio both name tools with this one rule.
-pub fn tool_name(parts: &[&str]) -> String {
-    let mut name = String::from("app");
-    for part in parts {
-        name.push_str("__");
-        name.push_str(&part.replace('-', "_"));
-    }
-    name
 }
 
 /// Most characters of an app or action id.

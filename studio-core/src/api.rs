@@ -25,8 +25,8 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use governor::clock::{Clock, DefaultClock};
-use sasha_proto::web::{bearer, cookie, session_cookie_name};
 use sasha_proto::{AppError, ErrorCode};
+use sasha_service::web::{bearer, cookie, session_cookie_name};
 use serde::{Deserialize, Serialize};
 use utoipa::{OpenApi, ToSchema};
 
@@ -54,7 +54,7 @@ const THROTTLE_HOUSEKEEPING_EVERY: u64 = 4_096;
 /// Where a request comes from, as a throttle key: the address the one trusted
 /// proxy hop (nginx, Caddy, ingress-nginx or `sasha up`'s ingress) writes into
 /// `X-Forwarded-For`, replacing whatever the client sent there
-/// ([`sasha_proto::telemetry::forwarded_client`], the `client=` of the access
+/// ([`sasha_service::telemetry::forwarded_client`], the `client=` of the access
 /// log). studio-core's listener must be reachable only through that hop
 /// (README, "the one trusted hop"); a request without the header (a listener
 /// reached directly, as in tests) counts as the one address `-`. An IPv6
@@ -66,7 +66,7 @@ pub(crate) struct ClientAddress([u8; 16]);
 impl ClientAddress {
     /// The client address of a request with these headers.
     pub(crate) fn of(headers: &HeaderMap) -> ClientAddress {
-        let (client, _) = sasha_proto::telemetry::forwarded_client(headers);
+        let (client, _) = sasha_service::telemetry::forwarded_client(headers);
         ClientAddress::from_ip(client.parse().ok())
     }
 

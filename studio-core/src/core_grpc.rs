@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use sasha_proto::convert::resource_meta;
 use sasha_proto::pb::core_service_server::CoreService;
 use sasha_proto::pb::{self, HealthReply, HealthRequest};
 use sasha_proto::{AppError, ErrorCode};
@@ -19,6 +20,7 @@ use crate::store::{
     AppAccess, ConfirmationRefusal, ConfirmedCall, MAX_CONFIRMATION_TOOL_CHARS, Principal,
     PrincipalKind, Scope, SuggestionRefusal,
 };
+use sasha_package::manifest::{Capabilities, DataCapability};
 use sasha_package::validate::Package;
 
 /// The `CoreService` implementation.
@@ -28,17 +30,18 @@ pub(crate) struct CoreGrpc {
     pub(crate) entries: Arc<EntryCache>,
 }
 
-/// What `GetCatalogue` says about one package, as JSON text, computed once per
-/// validated package (a package is immutable; a changed folder is validated
-/// into a new one). Only the caller's access is added per call, read fresh.
+/// What `GetCatalogue` says about one package, converted once per validated
+/// package (a package is immutable; a changed folder is validated into a new
+/// one). Only the caller's access (and, for one app asked for by id, the data
+/// contract) is added per call, read fresh.
 #[derive(Debug)]
 struct Entry {
-    /// The package these texts were made from.
+    /// The package this entry was made from.
     package: Arc<Package>,
-    /// The entry's members after `access`, without the braces.
-    fields: String,
-    /// The data contract's hash and JSON text, for a data app.
-    contract: Option<(String, String)>,
+    /// The app's catalogue entry with `access` and `contract` left empty.
+    app: pb::CatalogueApp,
+    /// The data contract, for a data app.
+    contract: Option<pb::DataContract>,
 }
 
 /// More app ids than a catalogue holds in practice; past it the cache starts
@@ -57,7 +60,7 @@ impl EntryCache {
         {
             return Arc::clone(entry);
         }
-        let entry = Arc::new(Entry::of(package));
+        let entry = Arc::new(Entry::of(id, package));
         if cache.len() >= ENTRY_CACHE_LIMIT {
             cache.clear();
         }
@@ -67,8 +70,9 @@ impl EntryCache {
 }
 
 impl Entry {
-    fn of(package: &Arc<Package>) -> Entry {
-        let tables: serde_json::Value = package
+    fn of(id: &str, package: &Arc<Package>) -> Entry {
+        let manifest = &package.manifest;
+        let tables = package
             .data
             .as_ref()
             .map(|data| {
@@ -78,34 +82,53 @@ impl Entry {
                         let table = data.schema.tables.get(name)?;
                         Some((
                             name.clone(),
-                            serde_json::json!({"declaration": declaration, "columns": table.columns}),
+                            pb::CatalogueTable {
+                                declaration: Some(pb::TableDeclaration::from(declaration)),
+                                columns: table.columns.iter().map(pb::Column::from).collect(),
+                            },
                         ))
                     })
-                    .collect::<serde_json::Map<_, _>>()
-                    .into()
+                    .collect()
             })
-            .unwrap_or_else(|| serde_json::json!({}));
-        let fields = serde_json::json!({
-            "name": package.manifest.name,
-            "description": package.manifest.description,
-            "revision": package.resource.revision,
-            "resourceUri": package.resource.uri,
-            "capabilities": package.manifest.capabilities,
-            "contractHash": package.data.as_ref().map(|data| data.hash.clone()),
-            "tables": tables,
-            "actions": package.actions,
-        })
-        .to_string();
+            .unwrap_or_default();
+        let app = pb::CatalogueApp {
+            id: id.to_owned(),
+            access: String::new(),
+            name: manifest.name.clone(),
+            description: manifest.description.clone(),
+            revision: package.resource.revision.clone(),
+            resource_uri: package.resource.uri.clone(),
+            capabilities: Some(capabilities(&manifest.capabilities)),
+            contract_hash: package
+                .data
+                .as_ref()
+                .map(|data| data.hash.clone())
+                .unwrap_or_default(),
+            tables,
+            actions: package
+                .actions
+                .iter()
+                .map(pb::CompiledAction::from)
+                .collect(),
+            contract: None,
+        };
         Entry {
             package: Arc::clone(package),
-            fields: fields[1..fields.len() - 1].to_owned(),
-            contract: package.data.as_ref().map(|data| {
-                (
-                    data.hash.clone(),
-                    serde_json::to_string(data).unwrap_or_default(),
-                )
-            }),
+            app,
+            contract: package.data.as_ref().map(pb::DataContract::from),
         }
+    }
+}
+
+fn capabilities(capabilities: &Capabilities) -> pb::Capabilities {
+    pb::Capabilities {
+        chat: capabilities.chat,
+        files: capabilities.files,
+        data: match capabilities.data {
+            DataCapability::None => pb::DataCapability::None,
+            DataCapability::Read => pb::DataCapability::Read,
+            DataCapability::ReadWrite => pb::DataCapability::ReadWrite,
+        } as i32,
     }
 }
 
@@ -317,7 +340,7 @@ impl CoreService for CoreGrpc {
             uri: resource.uri.clone(),
             mime_type: resource.mime_type.clone(),
             html: resource.html.clone(),
-            meta_json: resource.meta.to_string(),
+            meta: Some(resource_meta(&resource.meta)),
         }))
     }
 
@@ -329,7 +352,7 @@ impl CoreService for CoreGrpc {
         let request = request.into_inner();
         let (user_id, invokes) = caller(request.principal.as_ref())?;
         let snapshot = self.core.catalogue.current();
-        let mut json = String::from("{");
+        let mut apps = Vec::new();
         if invokes {
             for (id, access) in self.granted(user_id).await? {
                 if !request.app_id.is_empty() && request.app_id != id {
@@ -339,33 +362,24 @@ impl CoreService for CoreGrpc {
                     continue;
                 };
                 let entry = self.entries.get(&id, package);
-                if json.len() > 1 {
-                    json.push(',');
-                }
-                // `{"<id>":{"access":"use",<the package's fields>}`
-                json.push_str(&serde_json::Value::from(id.as_str()).to_string());
-                json.push_str(":{\"access\":\"");
-                json.push_str(access.as_str());
-                json.push_str("\",");
-                json.push_str(&entry.fields);
+                let mut app = entry.app.clone();
+                app.access = access.as_str().to_owned();
                 // One app asked for by id (a call about to run): also the data
                 // contract, which the caller hands to data-worker when the worker
                 // has not seen this contract hash yet; left out when the caller
                 // says it already holds this hash.
                 if !request.app_id.is_empty()
-                    && let Some((hash, contract)) = &entry.contract
-                    && *hash != request.known_contract_hash
+                    && let Some(contract) = &entry.contract
+                    && contract.hash != request.known_contract_hash
                 {
-                    json.push_str(",\"contract\":");
-                    json.push_str(contract);
+                    app.contract = Some(contract.clone());
                 }
-                json.push('}');
+                apps.push(app);
             }
         }
-        json.push('}');
         Ok(Response::new(pb::Catalogue {
-            json,
             fingerprint: snapshot.fingerprint.clone(),
+            apps,
         }))
     }
 
@@ -465,7 +479,7 @@ impl CoreService for CoreGrpc {
         request: Request<pb::SourceFilesRequest>,
     ) -> GrpcResult<pb::SourceFilesReply> {
         let request = request.into_inner();
-        let result = crate::source_tools::run(
+        crate::source_tools::run(
             &self.core,
             request.principal.as_ref(),
             &request.operation,
@@ -473,10 +487,8 @@ impl CoreService for CoreGrpc {
             &request.arguments_json,
         )
         .await
-        .map_err(|error| error.to_status())?;
-        Ok(Response::new(pb::SourceFilesReply {
-            result_json: result.to_string(),
-        }))
+        .map(Response::new)
+        .map_err(|error| error.to_status())
     }
 
     /// Records an improvement suggestion (the MCP tool `suggestImprovement`)
@@ -544,5 +556,168 @@ impl CoreService for CoreGrpc {
             .await
             .map(Response::new)
             .map_err(|error| error.to_status())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use sasha_package::actions::CompiledAction;
+    use sasha_package::sql::DataContract;
+    use sasha_package::validate::validate_dir;
+    use sasha_proto::convert::ui_meta;
+    use serde_json::json;
+
+    use super::*;
+
+    fn fixture(id: &str) -> Arc<Package> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/packages/valid")
+            .join(id);
+        let validation = validate_dir(&dir);
+        Arc::new(
+            validation
+                .package
+                .unwrap_or_else(|| panic!("{id}: {:?}", validation.diagnostics)),
+        )
+    }
+
+    #[test]
+    fn resource_meta_carries_all_of_the_assembled_meta() {
+        let package = fixture("hello");
+        let meta = resource_meta(&package.resource.meta);
+        assert_eq!(meta.source_digest.len(), 64, "{meta:?}");
+        assert_eq!(
+            meta.source_digest,
+            package.resource.meta["sasha"]["sourceDigest"]
+        );
+        // What the gateway rebuilds from the message is exactly the
+        // resource's `_meta.ui`: nothing is lost on the way.
+        assert_eq!(ui_meta(&meta), package.resource.meta);
+    }
+
+    #[test]
+    fn resource_meta_keeps_declared_domains_and_the_border() {
+        let meta = resource_meta(&json!({
+            "csp": {
+                "connectDomains": ["https://a.example"],
+                "resourceDomains": ["https://b.example", "https://c.example"],
+                "frameDomains": ["https://d.example"],
+                "baseUriDomains": ["https://e.example"],
+            },
+            "permissions": {},
+            "prefersBorder": true,
+            "sasha": {"sourceDigest": "f".repeat(64)},
+        }));
+        assert_eq!(
+            meta,
+            pb::ResourceMeta {
+                connect_domains: vec!["https://a.example".into()],
+                resource_domains: vec!["https://b.example".into(), "https://c.example".into()],
+                frame_domains: vec!["https://d.example".into()],
+                base_uri_domains: vec!["https://e.example".into()],
+                prefers_border: true,
+                source_digest: "f".repeat(64),
+            }
+        );
+    }
+
+    #[test]
+    fn a_data_app_entry_carries_its_tables_actions_and_contract() {
+        let package = fixture("expense-log");
+        let data = package.data.as_ref().unwrap();
+        let entry = Entry::of("expense-log", &package);
+        let app = &entry.app;
+        assert_eq!(app.id, "expense-log");
+        assert_eq!(app.access, "", "access is the caller's, added per call");
+        assert_eq!(app.name, package.manifest.name);
+        assert_eq!(app.description, package.manifest.description);
+        assert_eq!(app.revision, package.resource.revision);
+        assert_eq!(app.resource_uri, package.resource.uri);
+        assert_eq!(
+            app.capabilities,
+            Some(pb::Capabilities {
+                chat: false,
+                files: false,
+                data: pb::DataCapability::ReadWrite as i32,
+            })
+        );
+        assert_eq!(app.contract_hash, data.hash);
+        assert!(app.contract.is_none(), "the contract is added per call");
+
+        // Every declared table the schema has, with its declaration and columns.
+        let names: std::collections::BTreeSet<&str> =
+            app.tables.keys().map(String::as_str).collect();
+        assert_eq!(names, ["categories", "expenses"].into());
+        let expenses = &app.tables["expenses"];
+        assert_eq!(
+            expenses.declaration,
+            Some(pb::TableDeclaration {
+                access: pb::Access::Owner as i32,
+                owner_field: Some("created_by".into()),
+            })
+        );
+        assert_eq!(
+            app.tables["categories"].declaration,
+            Some(pb::TableDeclaration {
+                access: pb::Access::Shared as i32,
+                owner_field: None,
+            })
+        );
+        let columns: Vec<_> = expenses
+            .columns
+            .iter()
+            .map(sasha_package::sql::Column::from)
+            .collect();
+        assert_eq!(columns, data.schema.tables["expenses"].columns);
+        assert!(columns.iter().any(|column| column.name == "amount"));
+
+        // The compiled actions, in package order, each converting back unchanged.
+        let actions: Vec<CompiledAction> = app
+            .actions
+            .iter()
+            .map(|action| CompiledAction::try_from(action).unwrap())
+            .collect();
+        assert_eq!(actions, package.actions);
+        assert!(
+            app.actions
+                .iter()
+                .any(|action| action.mcp_name == "app__expense_log__category_totals"),
+            "{:?}",
+            app.actions
+        );
+
+        let contract = entry.contract.as_ref().unwrap();
+        assert_eq!(contract.hash, data.hash);
+        assert_eq!(DataContract::try_from(contract).unwrap(), *data);
+    }
+
+    #[test]
+    fn an_app_without_data_has_no_contract_tables_or_hash() {
+        let package = fixture("hello");
+        let entry = Entry::of("hello", &package);
+        assert_eq!(entry.app.contract_hash, "");
+        assert!(entry.app.tables.is_empty());
+        assert!(entry.contract.is_none());
+        assert_eq!(
+            entry.app.capabilities.unwrap().data,
+            pb::DataCapability::None as i32
+        );
+        assert_eq!(entry.app.actions.len(), package.actions.len());
+    }
+
+    #[test]
+    fn the_entry_cache_converts_a_package_once() {
+        let cache = EntryCache::default();
+        let package = fixture("hello");
+        let first = cache.get("hello", &package);
+        assert!(Arc::ptr_eq(&first, &cache.get("hello", &package)));
+        // A package validated again is a new one: converted again.
+        let revalidated = fixture("hello");
+        let second = cache.get("hello", &revalidated);
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert_eq!(first.app, second.app);
+        assert!(Arc::ptr_eq(&second, &cache.get("hello", &revalidated)));
     }
 }

@@ -50,14 +50,15 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderValue, header};
-use sasha_proto::config::{self, ConfigError, Env, Origins, StoragePaths};
-use sasha_proto::grpc::{self, DataClient};
-use sasha_proto::health;
-use sasha_proto::identity::Identity;
 use sasha_proto::pb::core_service_server::CoreServiceServer;
 use sasha_proto::pb::{HealthReply, HealthRequest};
-use sasha_proto::process::{RoleError, announce_ready, bind};
-use sasha_proto::{AppError, ErrorCode, Role};
+use sasha_proto::{AppError, ErrorCode};
+use sasha_service::Role;
+use sasha_service::config::{self, ConfigError, Env, Origins, StoragePaths};
+use sasha_service::grpc::{self, DataClient};
+use sasha_service::health;
+use sasha_service::identity::Identity;
+use sasha_service::process::{RoleError, announce_ready, bind};
 
 use crate::catalogue::{Catalogue, Snapshot};
 use crate::core_grpc::CoreGrpc;
@@ -336,7 +337,7 @@ pub async fn run(
         shutdown.clone(),
     );
     let http_server =
-        sasha_proto::web::serve_http(listeners.http, router(core.clone()), shutdown.clone());
+        sasha_service::web::serve_http(listeners.http, router(core.clone()), shutdown.clone());
 
     probes.ready_when(move || {
         let core = core.clone();
@@ -467,11 +468,11 @@ fn router(core: Arc<Core>) -> axum::Router {
         .route("/healthz", get(healthz))
         .merge(studio)
         .layer(axum::middleware::from_fn(
-            sasha_proto::web::envelope_plain_errors,
+            sasha_service::web::envelope_plain_errors,
         ))
         .layer(axum::middleware::from_fn(security_headers))
         .layer(axum::middleware::from_fn(
-            sasha_proto::telemetry::http_trace_layer,
+            sasha_service::telemetry::http_trace_layer,
         ))
         .with_state(core)
 }
@@ -513,7 +514,7 @@ async fn studio_host_only(State(core): State<Arc<Core>>, request: Request, next:
 async fn security_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
-    sasha_proto::web::insert_baseline_headers(headers);
+    sasha_service::web::insert_baseline_headers(headers);
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers
         .entry(header::CONTENT_SECURITY_POLICY)

@@ -1,5 +1,5 @@
 //! The studio-core binary: `sasha serve studio-core` without the CLI.
 
 fn main() -> std::process::ExitCode {
-    sasha_proto::process::run_role(sasha_proto::Role::StudioCore, studio_core::serve_from_env)
+    sasha_service::process::run_role(sasha_service::Role::StudioCore, studio_core::serve_from_env)
 }

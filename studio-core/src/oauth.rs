@@ -343,17 +343,10 @@ fn refusal_page(status: StatusCode, code: ErrorCode, message: &str) -> Response 
          <h1>This connection request cannot be used</h1><p>{}</p>\
          <p>Start the connection again from your MCP client. Diagnostic id: <code>{}</code></p>\
          </main></body></html>",
-        escape_html(message),
+        sasha_contract::html::escape_text(message),
         error.diagnostic_id
     );
     no_store((status, axum::response::Html(html)))
-}
-
-fn escape_html(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 // ---------------------------------------------------------------------------

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rustix::fs::{Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
-use sasha_proto::config::{ConfigError, Env};
+use sasha_service::config::{ConfigError, Env};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 

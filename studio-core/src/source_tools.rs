@@ -79,15 +79,15 @@ fn only(arguments: &Arguments, allowed: &[&str]) -> Result<(), AppError> {
     }
 }
 
-/// Runs one source tool for `principal`; the answer is the tool's
-/// `structuredContent`.
+/// Runs one source tool for `principal`; the answer is what the gateway turns
+/// into the tool's `structuredContent`.
 pub(crate) async fn run(
     core: &Arc<Core>,
     principal: Option<&pb::Principal>,
     operation: &str,
     app_id: &str,
     arguments_json: &str,
-) -> Result<Value, AppError> {
+) -> Result<pb::SourceFilesReply, AppError> {
     let principal = principal
         .filter(|principal| !principal.user_id.is_empty())
         .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal"))?;
@@ -146,7 +146,21 @@ pub(crate) async fn run(
                 .await
                 .map_err(|_| AppError::from_code(ErrorCode::Internal))??;
             let status = status(core, app_id).await;
-            return Ok(json!({"app": app_id, "files": files, "status": status}));
+            return Ok(pb::SourceFilesReply {
+                app: app_id.to_owned(),
+                status: Some(status),
+                files: files
+                    .into_iter()
+                    .map(|file| pb::SourceFileEntry {
+                        path: file.path,
+                        bytes: file.bytes,
+                        version: file.version,
+                        editable: file.editable,
+                    })
+                    .collect(),
+                kind: pb::SourceReplyKind::List as i32,
+                ..pb::SourceFilesReply::default()
+            });
         }
         "readAppFile" => {
             only(&arguments, &["path"])?;
@@ -154,14 +168,25 @@ pub(crate) async fn run(
             let file = tokio::task::spawn_blocking(move || tree.read(&app, &path))
                 .await
                 .map_err(|_| AppError::from_code(ErrorCode::Internal))??;
-            let mut value = serde_json::to_value(file).unwrap_or_default();
-            value["app"] = json!(app_id);
-            return Ok(value);
+            return Ok(pb::SourceFilesReply {
+                app: app_id.to_owned(),
+                path: file.path,
+                content: Some(file.content),
+                bytes: file.bytes,
+                version: Some(file.version),
+                kind: pb::SourceReplyKind::Read as i32,
+                ..pb::SourceFilesReply::default()
+            });
         }
         "checkApp" => {
             only(&arguments, &[])?;
             let status = status(core, app_id).await;
-            return Ok(json!({"app": app_id, "status": status}));
+            return Ok(pb::SourceFilesReply {
+                app: app_id.to_owned(),
+                status: Some(status),
+                kind: pb::SourceReplyKind::Check as i32,
+                ..pb::SourceFilesReply::default()
+            });
         }
         "writeAppFile" => {
             only(&arguments, &["path", "content", "expectedVersion"])?;
@@ -211,13 +236,15 @@ pub(crate) async fn run(
     })
     .await?;
     let status = status(core, app_id).await;
-    Ok(json!({
-        "app": app_id,
-        "path": change.path,
-        "version": change.after,
-        "previousVersion": change.before,
-        "status": status,
-    }))
+    Ok(pb::SourceFilesReply {
+        app: app_id.to_owned(),
+        status: Some(status),
+        path: change.path,
+        version: change.after,
+        previous_version: change.before,
+        kind: pb::SourceReplyKind::Change as i32,
+        ..pb::SourceFilesReply::default()
+    })
 }
 
 /// Refuses a change that would widen who can read rows that exist (issue 21):
@@ -329,21 +356,59 @@ impl ReadGuard {
     }
 }
 
+/// One problem as the wire carries it.
+fn diagnostic(file: &str, code: &str, reason: &str) -> pb::Diagnostic {
+    pb::Diagnostic {
+        file: file.to_owned(),
+        line: None,
+        code: code.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// What an applied migration that no longer matches the contract means for
+/// the package's author.
+fn drift_reason(drift: &pb::Drift) -> &'static str {
+    if drift.kind == pb::DriftKind::NotInContract as i32 {
+        "an applied migration is no longer in the package; restore it"
+    } else {
+        "an applied migration was edited; restore its applied content and add a new migration instead"
+    }
+}
+
 /// The package's status as the live catalogue sees it now, with migration drift
 /// against the live database for a data app that validates.
-async fn status(core: &Arc<Core>, app_id: &str) -> Value {
+async fn status(core: &Arc<Core>, app_id: &str) -> pb::PackageStatus {
     // Refreshed (and newly valid packages registered) now, so a change is live
     // before its answer is sent.
     let snapshot = crate::refresh_catalogue(core).await;
     let package = match snapshot.apps.get(app_id) {
         Some(AppEntry::Valid(package)) => package.clone(),
         Some(AppEntry::Invalid(diagnostics)) => {
-            return json!({"ok": false, "revision": null, "diagnostics": diagnostics.as_ref()});
+            return pb::PackageStatus {
+                ok: false,
+                revision: None,
+                diagnostics: diagnostics
+                    .iter()
+                    .map(|problem| pb::Diagnostic {
+                        file: problem.file.clone(),
+                        line: problem.line,
+                        code: problem.code.clone(),
+                        reason: problem.reason.clone(),
+                    })
+                    .collect(),
+            };
         }
         None => {
-            return json!({"ok": false, "revision": null, "diagnostics": [
-                {"file": "APP.md", "code": "APP_NOT_FOUND", "reason": "the package folder is missing"}
-            ]});
+            return pb::PackageStatus {
+                ok: false,
+                revision: None,
+                diagnostics: vec![diagnostic(
+                    "APP.md",
+                    "APP_NOT_FOUND",
+                    "the package folder is missing",
+                )],
+            };
         }
     };
     let mut diagnostics = Vec::new();
@@ -353,39 +418,56 @@ async fn status(core: &Arc<Core>, app_id: &str) -> Value {
             .migration_drift(MigrationDriftRequest {
                 app_id: app_id.to_owned(),
                 contract_hash: data.hash.clone(),
-                contract_json: serde_json::to_string(data).unwrap_or_default(),
+                contract: Some(pb::DataContract::from(data)),
             })
             .await;
         match answer {
             Ok(reply) => {
-                let drift: Vec<Value> =
-                    serde_json::from_str(&reply.into_inner().json).unwrap_or_default();
-                for entry in drift {
-                    let reason = if entry["kind"] == "not-in-contract" {
-                        "an applied migration is no longer in the package; restore it"
-                    } else {
-                        "an applied migration was edited; restore its applied content and add a new migration instead"
-                    };
-                    diagnostics.push(json!({
-                        "file": entry["file"],
-                        "code": "APP_MIGRATION_DRIFT",
-                        "reason": reason,
-                    }));
+                for drift in &reply.get_ref().drift {
+                    diagnostics.push(diagnostic(
+                        &drift.file,
+                        "APP_MIGRATION_DRIFT",
+                        drift_reason(drift),
+                    ));
                 }
             }
             Err(status) => {
                 let error = AppError::from_status(&status);
-                diagnostics.push(json!({
-                    "file": "migrations",
-                    "code": error.code.as_str(),
-                    "reason": error.message,
-                }));
+                diagnostics.push(diagnostic(
+                    "migrations",
+                    error.code.as_str(),
+                    &error.message,
+                ));
             }
         }
     }
-    json!({
-        "ok": diagnostics.is_empty(),
-        "revision": package.resource.revision,
-        "diagnostics": diagnostics,
-    })
+    pb::PackageStatus {
+        ok: diagnostics.is_empty(),
+        revision: Some(package.resource.revision.clone()),
+        diagnostics,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drift_keeps_its_diagnostic_text() {
+        let drift = |kind: pb::DriftKind| pb::Drift {
+            number: 1,
+            file: "migrations/001-init.sql".into(),
+            kind: kind as i32,
+            applied_checksum: "a".repeat(64),
+            contract_checksum: None,
+        };
+        assert_eq!(
+            drift_reason(&drift(pb::DriftKind::NotInContract)),
+            "an applied migration is no longer in the package; restore it"
+        );
+        assert_eq!(
+            drift_reason(&drift(pb::DriftKind::ChecksumChanged)),
+            "an applied migration was edited; restore its applied content and add a new migration instead"
+        );
+    }
 }

@@ -16,7 +16,7 @@ use axum::extract::Path;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
-use sasha_proto::config::Origin;
+use sasha_service::config::Origin;
 use sha2::{Digest, Sha256};
 
 /// One embedded file of the web app.
@@ -75,7 +75,7 @@ const ASSETS: &[Asset] = &[
 
 /// The page, with this build's version filled in (`hostInfo.version`).
 static INDEX_HTML: LazyLock<String> = LazyLock::new(|| {
-    include_str!("../web/index.html").replace("__SASHA_VERSION__", sasha_proto::VERSION)
+    include_str!("../web/index.html").replace("__SASHA_VERSION__", sasha_service::VERSION)
 });
 
 /// Each asset's strong `ETag`: the first 16 bytes of its sha256, quoted.
@@ -161,7 +161,7 @@ async fn asset(file: String, headers: HeaderMap, csp: HeaderValue) -> Response {
 }
 
 fn finish(headers: &mut HeaderMap, csp: HeaderValue, cache: &'static str) {
-    sasha_proto::web::insert_baseline_headers(headers);
+    sasha_service::web::insert_baseline_headers(headers);
     headers.insert(header::CONTENT_SECURITY_POLICY, csp);
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
 }
@@ -219,7 +219,7 @@ mod tests {
         assert_eq!(header(&headers, "x-content-type-options"), "nosniff");
         assert_eq!(header(&headers, "referrer-policy"), "no-referrer");
         assert!(body.contains("<title>Sasha Studio</title>"));
-        assert!(body.contains(sasha_proto::VERSION));
+        assert!(body.contains(sasha_service::VERSION));
         assert!(!body.contains("__SASHA_VERSION__"));
         // Nothing inline: the policy would block it anyway.
         assert!(!body.contains("<style"));

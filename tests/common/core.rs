@@ -4,8 +4,9 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use sasha_proto::identity::Identity;
-use sasha_proto::{Role, grpc, pb};
+use sasha_proto::pb;
+use sasha_service::identity::Identity;
+use sasha_service::{Role, grpc};
 use studio_core::store::{Scope, Store, TokenKind, User, UserRole};
 
 use super::{Harness, RoleProcess};

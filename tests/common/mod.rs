@@ -10,8 +10,8 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sasha_proto::Role;
-use sasha_proto::identity::{DevPki, TlsFiles};
+use sasha_service::Role;
+use sasha_service::identity::{DevPki, TlsFiles};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 

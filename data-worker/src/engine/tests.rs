@@ -6,25 +6,62 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 
 use rusqlite::Transaction;
-use sasha_package::sql::Migration;
+use sasha_contract::data::Migration;
 use serde_json::json;
 
 use super::*;
 
 const APP: &str = "expense-log";
 
+/// The expense-log package's contract, built the way the validator builds it:
+/// its migrations in order, the structure their replay leaves, and the
+/// manifest's declarations (restated here; the validator's own tests prove the
+/// package valid).
 fn contract() -> DataContract {
+    use sasha_contract::data::{Access, TableDeclaration, contract_hash, sha256_hex};
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/packages/valid/expense-log");
-    let validation = sasha_package::validate::validate_dir(&dir);
-    assert!(
-        validation.diagnostics.is_empty(),
-        "{:?}",
-        validation.diagnostics
-    );
-    validation
-        .package
-        .and_then(|package| package.data)
-        .expect("expense-log has a data contract")
+    let mut files: Vec<_> = std::fs::read_dir(dir.join("migrations"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    let replay = Connection::open_in_memory().unwrap();
+    let migrations: Vec<Migration> = files
+        .iter()
+        .enumerate()
+        .map(|(index, name)| {
+            let sql = std::fs::read_to_string(dir.join("migrations").join(name)).unwrap();
+            replay.execute_batch(&sql).unwrap();
+            Migration {
+                file: format!("migrations/{name}"),
+                number: u32::try_from(index + 1).unwrap(),
+                checksum: sha256_hex(sql.as_bytes()),
+                sql,
+            }
+        })
+        .collect();
+    let tables = std::collections::BTreeMap::from([
+        (
+            "expenses".to_owned(),
+            TableDeclaration {
+                access: Access::Owner,
+                owner_field: Some("created_by".to_owned()),
+            },
+        ),
+        (
+            "categories".to_owned(),
+            TableDeclaration {
+                access: Access::Shared,
+                owner_field: None,
+            },
+        ),
+    ]);
+    DataContract {
+        schema: read_schema(&replay).unwrap(),
+        hash: contract_hash(&tables, &migrations),
+        migrations,
+        tables,
+    }
 }
 
 fn raw(dir: &tempfile::TempDir) -> Connection {

@@ -462,12 +462,12 @@ pub fn aggregate_statement(
     for metric in &query.metrics {
         let column = quote(own(table, &metric.field)?);
         select.push(match metric.op {
-            MetricOp::Sum => format!("SUM({column})"),
-            MetricOp::Avg => format!("AVG({column})"),
-            MetricOp::Min => format!("MIN({column})"),
-            MetricOp::Max => format!("MAX({column})"),
-            MetricOp::Count => format!("COUNT({column})"),
-            MetricOp::CountDistinct => format!("COUNT(DISTINCT {column})"),
+            MetricFunction::Sum => format!("SUM({column})"),
+            MetricFunction::Avg => format!("AVG({column})"),
+            MetricFunction::Min => format!("MIN({column})"),
+            MetricFunction::Max => format!("MAX({column})"),
+            MetricFunction::Count => format!("COUNT({column})"),
+            MetricFunction::CountDistinct => format!("COUNT(DISTINCT {column})"),
         });
     }
     let mut params = Vec::new();

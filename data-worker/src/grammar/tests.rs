@@ -1268,12 +1268,6 @@ fn owner_term_sits_outside_the_user_predicate() {
 }
 
 #[test]
-fn platform_column_names_agree_with_the_package() {
-    assert_eq!(VERSION_COLUMN, sasha_package::sql::VERSION_COLUMN);
-    assert_eq!(ID_COLUMN, sasha_package::sql::ID_COLUMN);
-}
-
-#[test]
 fn table_spec_follows_the_declaration() {
     let table = Table {
         name: "entries".to_owned(),

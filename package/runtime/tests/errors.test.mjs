@@ -6,10 +6,10 @@ import { UUID, flush, load, settle } from "./harness.mjs";
 
 const HOST_ID = "6f9619ff-8b86-4d01-b42d-00cf4fc964ff";
 
-/** The registry as proto/src/error.rs defines it: code → [retryable, message]. */
+/** The registry as contract/src/error.rs defines it: code → [retryable, message]. */
 function rustRegistry() {
-  const source = readFileSync(new URL("../../../proto/src/error.rs", import.meta.url), "utf8");
-  const entries = [...source.matchAll(/\(\s*"(APP_[A-Z_]+)",\s*\d+,\s*G::\w+,\s*(true|false),\s*"((?:[^"\\]|\\.)*)",?\s*\)/g)];
+  const source = readFileSync(new URL("../../../contract/src/error.rs", import.meta.url), "utf8");
+  const entries = [...source.matchAll(/\(\s*"(APP_[A-Z_]+)",\s*\d+,\s*(true|false),\s*"((?:[^"\\]|\\.)*)",?\s*\)/g)];
   const renames = [...source.matchAll(/#\[serde\(rename = "(APP_[A-Z_]+)"\)\]/g)].map((m) => m[1]);
   assert.ok(renames.length >= 27, "error.rs still lists the codes");
   assert.deepEqual(entries.map((m) => m[1]).sort(), [...renames].sort(), "every code has one entry");
@@ -28,7 +28,7 @@ async function failWith(result) {
   return outcome.error;
 }
 
-test("the runtime's registry equals proto/src/error.rs: every code, its retryability and default message", async () => {
+test("the runtime's registry equals contract/src/error.rs: every code, its retryability and default message", async () => {
   const registry = rustRegistry();
   for (const [code, [retryable, message]] of registry) {
     const error = await failWith({ isError: true, content: [], structuredContent: { error: { code } } });

@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sasha_proto::config::{self, ConfigError, Env};
+use sasha_service::config::{self, ConfigError, Env};
 
 /// The default whole-turn limit, in seconds.
 pub const DEFAULT_TURN_TIMEOUT_SECS: usize = 120;

@@ -28,8 +28,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::Role;
 use crate::config::{self, ConfigError, Env};
-use crate::pb::{DependencyHealth, HealthReply};
 use crate::process::{RoleError, bind};
+use sasha_proto::pb::{DependencyHealth, HealthReply};
 
 /// The variable naming the probe listener's address; unset means no listener.
 pub const HEALTH_ADDR: &str = "SASHA_HEALTH_ADDR";
@@ -203,7 +203,7 @@ async fn readiness(state: &ProbeState) -> Response {
 }
 
 fn not_found() -> Response {
-    crate::AppError::from_code(crate::ErrorCode::NotFound).into_response()
+    sasha_proto::AppError::from_code(sasha_proto::ErrorCode::NotFound).into_response()
 }
 
 #[cfg(test)]

@@ -86,7 +86,7 @@ pub async fn envelope_plain_errors(
 ) -> axum::response::Response {
     use axum::response::IntoResponse as _;
 
-    use crate::{AppError, ErrorCode};
+    use sasha_proto::{AppError, ErrorCode};
 
     let response = next.run(request).await;
     let status = response.status();
@@ -167,7 +167,7 @@ mod tests {
             )
             .route(
                 "/json",
-                get(|| async { crate::AppError::from_code(crate::ErrorCode::Busy) }),
+                get(|| async { sasha_proto::AppError::from_code(sasha_proto::ErrorCode::Busy) }),
             )
             .layer(axum::extract::DefaultBodyLimit::max(8))
             .layer(axum::middleware::from_fn(super::envelope_plain_errors));

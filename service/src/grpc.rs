@@ -125,7 +125,7 @@ pub struct ConnectError {
 
 /// A lazily connecting mTLS channel to `server` at `url` (`https://host:port`).
 /// Connection failures surface per call as `APP_NOT_READY` via
-/// [`crate::AppError::from_status`].
+/// [`sasha_proto::AppError::from_status`].
 pub fn channel(
     url: &str,
     identity: &Identity,
@@ -149,9 +149,9 @@ pub fn channel(
 }
 
 /// Client for studio-core's `CoreService`.
-pub type CoreClient = crate::pb::core_service_client::CoreServiceClient<TracedChannel>;
+pub type CoreClient = sasha_proto::pb::core_service_client::CoreServiceClient<TracedChannel>;
 /// Client for data-worker's `DataService`.
-pub type DataClient = crate::pb::data_service_client::DataServiceClient<TracedChannel>;
+pub type DataClient = sasha_proto::pb::data_service_client::DataServiceClient<TracedChannel>;
 
 /// Connects a `CoreService` client.
 pub fn core_client(url: &str, identity: &Identity) -> Result<CoreClient, ConnectError> {
@@ -165,25 +165,25 @@ pub fn data_client(url: &str, identity: &Identity) -> Result<DataClient, Connect
 
 /// Asks `role`'s health through `call`, turning any failure into a dependency
 /// entry with a safe detail.
-pub async fn dependency_health<F>(role: Role, call: F) -> crate::pb::DependencyHealth
+pub async fn dependency_health<F>(role: Role, call: F) -> sasha_proto::pb::DependencyHealth
 where
-    F: Future<Output = Result<tonic::Response<crate::pb::HealthReply>, tonic::Status>>,
+    F: Future<Output = Result<tonic::Response<sasha_proto::pb::HealthReply>, tonic::Status>>,
 {
     match tokio::time::timeout(Duration::from_secs(5), call).await {
-        Ok(Ok(reply)) => crate::pb::DependencyHealth {
+        Ok(Ok(reply)) => sasha_proto::pb::DependencyHealth {
             role: role.as_str().to_owned(),
             ok: reply.get_ref().ok,
             detail: String::new(),
         },
         Ok(Err(status)) => {
-            let error = crate::AppError::from_status(&status);
-            crate::pb::DependencyHealth {
+            let error = sasha_proto::AppError::from_status(&status);
+            sasha_proto::pb::DependencyHealth {
                 role: role.as_str().to_owned(),
                 ok: false,
                 detail: format!("{} ({})", error.message, error.code),
             }
         }
-        Err(_) => crate::pb::DependencyHealth {
+        Err(_) => sasha_proto::pb::DependencyHealth {
             role: role.as_str().to_owned(),
             ok: false,
             detail: "health check timed out".to_owned(),
@@ -194,9 +194,9 @@ where
 /// Shared so every server's health answer has one shape.
 pub fn health_reply(
     role: Role,
-    dependencies: Vec<crate::pb::DependencyHealth>,
-) -> crate::pb::HealthReply {
-    crate::pb::HealthReply {
+    dependencies: Vec<sasha_proto::pb::DependencyHealth>,
+) -> sasha_proto::pb::HealthReply {
+    sasha_proto::pb::HealthReply {
         role: role.as_str().to_owned(),
         version: crate::VERSION.to_owned(),
         ok: dependencies.iter().all(|dependency| dependency.ok),
@@ -205,14 +205,14 @@ pub fn health_reply(
 }
 
 /// Renders a health reply as JSON: 200 when everything is up, 503 otherwise.
-pub fn health_http_response(reply: &crate::pb::HealthReply) -> axum::response::Response {
+pub fn health_http_response(reply: &sasha_proto::pb::HealthReply) -> axum::response::Response {
     health_http_response_with(reply, serde_json::Map::new())
 }
 
 /// [`health_http_response`] with extra top-level fields a role reports about
 /// itself.
 pub fn health_http_response_with(
-    reply: &crate::pb::HealthReply,
+    reply: &sasha_proto::pb::HealthReply,
     extra: serde_json::Map<String, serde_json::Value>,
 ) -> axum::response::Response {
     use axum::response::IntoResponse as _;
@@ -242,8 +242,8 @@ pub fn health_http_response_with(
 
 /// The status every not-yet-implemented RPC answers with.
 pub fn not_ready(rpc: &str) -> tonic::Status {
-    crate::AppError::new(
-        crate::ErrorCode::NotReady,
+    sasha_proto::AppError::new(
+        sasha_proto::ErrorCode::NotReady,
         format!("{rpc} is not available in this build yet"),
     )
     .to_status()

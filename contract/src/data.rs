@@ -1,0 +1,307 @@
+//! The data contract: what an app declares about its tables, the structure
+//! SQLite reports for them, the migrations that build it, and the hash that
+//! names the whole. The validator produces it, data-worker enforces it and the
+//! gateway publishes tools from it; all three read these types.
+//!
+//! This module must never decide whether a package is valid (that is the
+//! validator's job) and never open a database: [`read_schema`] reads one the
+//! caller opened.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
+/// The column the platform adds to every declared table for optimistic concurrency.
+pub const VERSION_COLUMN: &str = "_sasha_version";
+/// The column every declared table addresses its rows by.
+pub const ID_COLUMN: &str = "id";
+/// How an index key part that is an expression (not a column) is recorded.
+pub const EXPRESSION_KEY: &str = "<expression>";
+
+/// How rows of a declared table are shared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    /// Each row belongs to the user in `ownerField`; users see only their rows.
+    Owner,
+    /// Every user with a grant sees every row.
+    Shared,
+}
+
+/// One declared table.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TableDeclaration {
+    pub access: Access,
+    /// Required for `access: owner`, refused for `access: shared`.
+    #[serde(default)]
+    pub owner_field: Option<String>,
+}
+
+/// The JSON value kinds a column of `declared_type` holds, from SQLite's
+/// affinity rules: INT → integer; CHAR/CLOB/TEXT → string; REAL/FLOA/DOUB →
+/// number; anything else numeric or text. `null` is not included.
+pub fn value_kinds(declared_type: &str) -> &'static [&'static str] {
+    let declared = declared_type.to_ascii_uppercase();
+    if declared.contains("INT") {
+        &["integer"]
+    } else if ["CHAR", "CLOB", "TEXT"]
+        .iter()
+        .any(|t| declared.contains(t))
+    {
+        &["string"]
+    } else if ["REAL", "FLOA", "DOUB"]
+        .iter()
+        .any(|t| declared.contains(t))
+    {
+        &["number"]
+    } else {
+        &["string", "number"]
+    }
+}
+
+/// One column, as SQLite reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Column {
+    pub name: String,
+    /// The declared type as written, uppercased (`INTEGER`, `TEXT`, `VARCHAR(10)`, or
+    /// empty when none was declared).
+    pub declared_type: String,
+    pub not_null: bool,
+    /// The default expression's text as SQLite stores it (`'x'`, `0`,
+    /// `datetime('now')`), or `None`.
+    pub default_value: Option<String>,
+    pub primary_key: bool,
+    /// A generated column; refused in declared packages, recorded so the live
+    /// database can be compared faithfully.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub generated: bool,
+}
+
+/// One index created with `CREATE [UNIQUE] INDEX`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Index {
+    pub name: String,
+    pub table: String,
+    /// Key columns in order; an expression key part is [`EXPRESSION_KEY`].
+    pub columns: Vec<String>,
+    pub unique: bool,
+    /// Has a `WHERE` clause; refused in packages.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub partial: bool,
+}
+
+/// One `REFERENCES` constraint.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForeignKey {
+    pub columns: Vec<String>,
+    pub parent_table: String,
+    /// Empty when the parent's primary key is implied.
+    pub parent_columns: Vec<String>,
+    pub on_update: String,
+    pub on_delete: String,
+}
+
+/// One table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Table {
+    pub name: String,
+    /// In declaration order (columns added by a migration come last).
+    pub columns: Vec<Column>,
+    /// `UNIQUE` constraints written in the table definition, each a column list, sorted.
+    #[serde(default)]
+    pub unique: Vec<Vec<String>>,
+    /// Sorted.
+    #[serde(default)]
+    pub foreign_keys: Vec<ForeignKey>,
+    #[serde(default)]
+    pub strict: bool,
+    #[serde(default)]
+    pub without_rowid: bool,
+}
+
+impl Table {
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|column| column.name == name)
+    }
+}
+
+/// A database's structure, normalised so two databases compare with `==`.
+/// SQLite's own `sqlite_*` objects and the indexes behind `PRIMARY KEY`/`UNIQUE`
+/// constraints are left out (the constraints are recorded on the table).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Schema {
+    pub tables: BTreeMap<String, Table>,
+    pub indexes: BTreeMap<String, Index>,
+}
+
+/// One migration file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Migration {
+    /// `migrations/NNN-name.sql`.
+    pub file: String,
+    /// `NNN`: 1, 2, 3, … without gaps.
+    pub number: u32,
+    pub sql: String,
+    /// sha256 hex of the file's bytes; the data-worker records it when it applies
+    /// the migration, so an edit to an applied migration is detectable.
+    pub checksum: String,
+}
+
+/// Everything a data app declares about its data, proven consistent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DataContract {
+    /// The structure `schema.sql` states (equal to the migrations' replay).
+    pub schema: Schema,
+    /// In order.
+    pub migrations: Vec<Migration>,
+    /// The manifest's declared tables (a subset of the schema's tables).
+    pub tables: BTreeMap<String, TableDeclaration>,
+    /// sha256 hex over [`contract_hash`]'s canonical JSON.
+    pub hash: String,
+}
+
+impl DataContract {
+    /// A declared table with its structure.
+    pub fn declared_table(&self, name: &str) -> Option<(&TableDeclaration, &Table)> {
+        Some((self.tables.get(name)?, self.schema.tables.get(name)?))
+    }
+
+    /// Who may read each declared table's rows (see [`ReadPolicy`]).
+    pub fn read_policy(&self) -> ReadPolicy {
+        self.tables
+            .iter()
+            .map(|(name, table)| {
+                let owner = match table.access {
+                    Access::Owner => table.owner_field.clone(),
+                    Access::Shared => None,
+                };
+                (name.clone(), owner)
+            })
+            .collect()
+    }
+}
+
+/// Who may read each declared table's rows: the owner field of an `access:
+/// owner` table (each user sees only the rows that name them), `None` for an
+/// `access: shared` table (every grant holder sees every row).
+pub type ReadPolicy = BTreeMap<String, Option<String>>;
+
+/// A table whose existing rows a new read policy would show to people who
+/// cannot read them now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Widening {
+    pub table: String,
+    /// The owner field the rows are scoped by today.
+    pub owner_field: String,
+    /// The new policy's owner field, `None` when the table becomes shared.
+    pub now: Option<String>,
+}
+
+impl Widening {
+    /// What the change would expose, for the person who asked for it.
+    pub fn reason(&self) -> String {
+        let change = match &self.now {
+            None => "make it access: shared".to_owned(),
+            Some(field) => format!("scope it by {field} instead"),
+        };
+        format!(
+            "table {} holds rows that each user sees only when {} names them; this change would {change}, \
+             so every user with access to the app could read rows that belong to others",
+            self.table, self.owner_field
+        )
+    }
+}
+
+/// The owner-scoped tables of `before` whose rows `after` would show more
+/// widely: made shared, or scoped by another (renamed or removed) owner field.
+/// A table `after` no longer declares is not widened: nothing reads it.
+pub fn widened_reads(before: &ReadPolicy, after: &ReadPolicy) -> Vec<Widening> {
+    before
+        .iter()
+        .filter_map(|(table, owner)| {
+            let owner = owner.as_ref()?;
+            let now = after.get(table)?;
+            (now.as_ref() != Some(owner)).then(|| Widening {
+                table: table.clone(),
+                owner_field: owner.clone(),
+                now: now.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The contract hash: sha256 hex of the canonical JSON
+/// `{"version":1,"tables":{name:{"access":…,"ownerField":…|null}},"migrations":[{"number":…,"file":…,"checksum":…}]}`
+/// (object keys in a fixed order, tables sorted by name). The migrations'
+/// checksums pin the structure, since `schema.sql` is proven equal to their replay.
+pub fn contract_hash(
+    tables: &BTreeMap<String, TableDeclaration>,
+    migrations: &[Migration],
+) -> String {
+    #[derive(Serialize)]
+    struct CanonicalMigration<'a> {
+        number: u32,
+        file: &'a str,
+        checksum: &'a str,
+    }
+    #[derive(Serialize)]
+    struct Canonical<'a> {
+        version: u32,
+        tables: &'a BTreeMap<String, TableDeclaration>,
+        migrations: Vec<CanonicalMigration<'a>>,
+    }
+    let canonical = Canonical {
+        version: 1,
+        tables,
+        migrations: migrations
+            .iter()
+            .map(|m| CanonicalMigration {
+                number: m.number,
+                file: &m.file,
+                checksum: &m.checksum,
+            })
+            .collect(),
+    };
+    // Serialising plain structs and BTreeMaps cannot fail.
+    let json = serde_json::to_vec(&canonical).unwrap_or_default();
+    sha256_hex(&json)
+}
+
+/// Whether `name` follows the ASCII identifier grammar every table, column and
+/// field selector uses: `^[A-Za-z_][A-Za-z0-9_]{0,62}$`.
+pub fn is_identifier(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 63
+        && (bytes[0].is_ascii_alphabetic() || bytes[0] == b'_')
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'_')
+}
+
+/// Whether `name` is one of SQLite's own objects (`sqlite_…`, any case).
+pub fn is_sqlite_internal(name: &str) -> bool {
+    name.len() >= 7 && name[..7].eq_ignore_ascii_case("sqlite_")
+}
+
+#[cfg(feature = "sqlite")]
+mod read;
+#[cfg(feature = "sqlite")]
+pub use read::read_schema;
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+/// sha256 hex of `bytes`: a migration's checksum and the contract hash.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}

@@ -1,0 +1,206 @@
+//! MCP tool names and the table tools' input schemas: what a client sees of an
+//! app's declared tables, built from the data contract and the grammar's
+//! bounds, so a bound changed in [`crate::grammar`] changes the schema too.
+//!
+//! This module must never decide who sees a tool: the gateway filters by
+//! caller, capability and visibility, then names and describes tools from here.
+
+use serde_json::{Map, Value, json};
+
+use crate::data::{ID_COLUMN, Table, TableDeclaration, value_kinds};
+use crate::grammar::{
+    MAX_GROUP_BY, MAX_IDEMPOTENCY_KEY_CHARS, MAX_LIMIT, MAX_METRICS, MAX_ORDER_BY, MAX_SELECT,
+    MAX_WHERE, MetricFunction, Operator,
+};
+
+/// The open app's chat tool.
+pub const CHAT_TOOL: &str = "sasha__chat_execute";
+/// The open app's upload tool.
+pub const UPLOAD_TOOL: &str = "sasha__files_upload";
+/// The documentation tool.
+pub const GET_DOCS: &str = "getDocs";
+/// The improvement-suggestion tool.
+pub const SUGGEST: &str = "suggestImprovement";
+
+/// The MCP name of an app's tool: `app__<app>__<part>…`, each part joined by
+/// `__` with `-` → `_` (`app__time_sheet_entry__entries__list`). Injective
+/// because app and action ids are kebab-case without underscores and table
+/// names have no `__`.
+pub fn tool_name(parts: &[&str]) -> String {
+    let mut name = String::from("app");
+    for part in parts {
+        name.push_str("__");
+        name.push_str(&part.replace('-', "_"));
+    }
+    name
+}
+
+/// The JSON Schema of one column's values, from its declared type's affinity
+/// ([`value_kinds`]), nullable unless NOT NULL or the key.
+fn column_schema(column: &crate::data::Column) -> Value {
+    let mut kinds: Vec<&str> = value_kinds(&column.declared_type).to_vec();
+    if !column.not_null && !column.primary_key {
+        kinds.push("null");
+    }
+    match kinds.as_slice() {
+        [one] => json!({"type": one}),
+        many => json!({"type": many}),
+    }
+}
+
+/// What one table operation's tool takes: its input schema, whether it only
+/// reads, and a one-line summary. `None` for an operation the grammar lacks.
+pub struct TableToolInput {
+    pub schema: Value,
+    pub read_only: bool,
+    pub summary: &'static str,
+}
+
+/// The input of `operation` on a declared table. The owner field is readable
+/// but never filterable, sortable, groupable or writable; an INTEGER id is the
+/// platform's to assign.
+pub fn table_tool_input(
+    table: &Table,
+    declaration: &TableDeclaration,
+    operation: &str,
+) -> Option<TableToolInput> {
+    let owner = declaration.owner_field.as_deref();
+    let names: Vec<&str> = table.columns.iter().map(|c| c.name.as_str()).collect();
+    let selectable: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| Some(*n) != owner)
+        .collect();
+    let id_column = table.column(ID_COLUMN);
+    let id_schema = id_column
+        .map(column_schema)
+        .unwrap_or_else(|| json!({"type": ["string", "integer"]}));
+    let integer_id = id_column.is_some_and(|c| c.declared_type.contains("INT"));
+    let writable: Map<String, Value> = table
+        .columns
+        .iter()
+        .filter(|c| Some(c.name.as_str()) != owner)
+        .filter(|c| !(c.name == ID_COLUMN && integer_id))
+        .map(|c| (c.name.clone(), column_schema(c)))
+        .collect();
+    let required: Vec<&str> = table
+        .columns
+        .iter()
+        .filter(|c| c.not_null && c.default_value.is_none())
+        .map(|c| c.name.as_str())
+        .filter(|name| writable.contains_key(*name))
+        .collect();
+    let operators: Vec<&str> = Operator::names().collect();
+    let conditions = json!({
+        "type": "array",
+        "maxItems": MAX_WHERE,
+        "items": {
+            "type": "object",
+            "properties": {
+                "field": {"type": "string", "enum": selectable},
+                "operator": {"type": "string", "enum": operators},
+                "value": {},
+            },
+            "required": ["field", "operator", "value"],
+            "additionalProperties": false,
+        },
+    });
+    let key = json!({"type": "string", "maxLength": MAX_IDEMPOTENCY_KEY_CHARS, "description": "makes a retry safe: the same key and input return the original result"});
+    let version = json!({"type": "integer", "minimum": 1});
+    let (schema, read_only, summary) = match operation {
+        "list" => (
+            json!({
+                "type": "object",
+                "properties": {
+                    "where": conditions,
+                    "orderBy": {"type": "array", "maxItems": MAX_ORDER_BY, "items": {"type": "object", "properties": {"field": {"type": "string", "enum": selectable}, "direction": {"type": "string", "enum": ["asc", "desc"]}}, "required": ["field"], "additionalProperties": false}},
+                    "select": {"type": "array", "maxItems": MAX_SELECT, "items": {"type": "string", "enum": names}},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                    "cursor": {"type": "string"},
+                },
+                "additionalProperties": false,
+            }),
+            true,
+            "List rows",
+        ),
+        "get" => (
+            json!({"type": "object", "properties": {"id": id_schema}, "required": ["id"], "additionalProperties": false}),
+            true,
+            "Get one row by id",
+        ),
+        "aggregate" => {
+            let metric_properties: Map<String, Value> =
+                std::iter::once(("as".to_owned(), json!({"type": "string"})))
+                    .chain(
+                        MetricFunction::names()
+                            .map(|f| (f.to_owned(), json!({"type": "string", "enum": selectable}))),
+                    )
+                    .collect();
+            (
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "where": conditions,
+                        "groupBy": {"type": "array", "maxItems": MAX_GROUP_BY, "items": {"type": "string", "enum": selectable}},
+                        "metrics": {"type": "array", "minItems": 1, "maxItems": MAX_METRICS, "items": {"type": "object", "properties": metric_properties, "required": ["as"], "additionalProperties": false}},
+                    },
+                    "required": ["metrics"],
+                    "additionalProperties": false,
+                }),
+                true,
+                "Aggregate rows into groups",
+            )
+        }
+        "create" => (
+            json!({
+                "type": "object",
+                "properties": {
+                    "values": {"type": "object", "properties": writable, "required": required, "additionalProperties": false},
+                    "idempotencyKey": key,
+                },
+                "required": ["values"],
+                "additionalProperties": false,
+            }),
+            false,
+            "Create a row",
+        ),
+        "update" => {
+            let changes: Map<String, Value> = writable
+                .iter()
+                .filter(|(name, _)| name.as_str() != ID_COLUMN)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            (
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "id": id_schema,
+                        "changes": {"type": "object", "properties": changes, "minProperties": 1, "additionalProperties": false},
+                        "expectedVersion": version,
+                        "idempotencyKey": key,
+                    },
+                    "required": ["id", "changes", "expectedVersion"],
+                    "additionalProperties": false,
+                }),
+                false,
+                "Change a row at the version you read",
+            )
+        }
+        "delete" => (
+            json!({
+                "type": "object",
+                "properties": {"id": id_schema, "expectedVersion": version, "idempotencyKey": key},
+                "required": ["id", "expectedVersion"],
+                "additionalProperties": false,
+            }),
+            false,
+            "Delete a row at the version you read",
+        ),
+        _ => return None,
+    };
+    Some(TableToolInput {
+        schema,
+        read_only,
+        summary,
+    })
+}

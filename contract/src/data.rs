@@ -287,9 +287,20 @@ pub fn is_identifier(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || *b == b'_')
 }
 
+/// The prefix of the platform's own tables in an app's data file
+/// (`_sasha_migrations`, `_sasha_idempotency`, `_sasha_audit`) and of its row
+/// version column; no package may name anything with it.
+pub const PLATFORM_PREFIX: &str = "_sasha";
+
+/// Whether `name` belongs to the platform (starts with [`PLATFORM_PREFIX`], any case).
+pub fn is_platform_name(name: &str) -> bool {
+    name.len() >= PLATFORM_PREFIX.len()
+        && name.as_bytes()[..PLATFORM_PREFIX.len()].eq_ignore_ascii_case(PLATFORM_PREFIX.as_bytes())
+}
+
 /// Whether `name` is one of SQLite's own objects (`sqlite_…`, any case).
 pub fn is_sqlite_internal(name: &str) -> bool {
-    name.len() >= 7 && name[..7].eq_ignore_ascii_case("sqlite_")
+    name.len() >= 7 && name.as_bytes()[..7].eq_ignore_ascii_case(b"sqlite_")
 }
 
 #[cfg(feature = "sqlite")]
@@ -304,4 +315,23 @@ fn is_false(value: &bool) -> bool {
 /// sha256 hex of `bytes`: a migration's checksum and the contract hash.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserved_prefixes_match_in_any_case_and_never_split_a_character() {
+        assert!(is_platform_name("_sasha_audit"));
+        assert!(is_platform_name("_SASHA"));
+        assert!(!is_platform_name("_sash"));
+        assert!(!is_platform_name("sasha_x"));
+        assert!(is_sqlite_internal("SQLITE_master"));
+        assert!(!is_sqlite_internal("sqlite"));
+        // A multi-byte character across the prefix's length is not a match
+        // (and not a panic).
+        assert!(!is_sqlite_internal("sqlitéxyz"));
+        assert!(!is_platform_name("_sasé"));
+    }
 }

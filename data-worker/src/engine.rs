@@ -26,7 +26,9 @@ use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::limits::Limit;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, OpenFlags, OptionalExtension as _, TransactionBehavior};
-use sasha_contract::data::{DataContract, Schema, VERSION_COLUMN, read_schema};
+use sasha_contract::data::{
+    DataContract, Schema, VERSION_COLUMN, is_platform_name, is_sqlite_internal, read_schema,
+};
 use sasha_proto::{AppError, ErrorCode};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
@@ -215,10 +217,10 @@ impl Guard {
 
     /// Whether a governed statement may write `table` (or, with `read_only`, read it).
     fn may_touch(&self, table: &str, read_only: bool) -> bool {
-        let table = table.to_ascii_lowercase();
-        if table.starts_with("sqlite_") || table.starts_with("_sasha") {
+        if is_sqlite_internal(table) || is_platform_name(table) {
             return false;
         }
+        let table = table.to_ascii_lowercase();
         let reach = self.reach.lock().unwrap_or_else(PoisonError::into_inner);
         reach.declared.contains(&table) || (read_only && reach.linked.contains(&table))
     }
@@ -647,9 +649,7 @@ impl Engine {
         self.with_handle(app_id, contract, |handle| {
             let _trusted = TrustScope::new(&handle.guard, true);
             let mut schema = read_schema(&handle.conn).map_err(sql_error)?;
-            schema
-                .tables
-                .retain(|name, _| !name.to_ascii_lowercase().starts_with("_sasha"));
+            schema.tables.retain(|name, _| !is_platform_name(name));
             for table in schema.tables.values_mut() {
                 table
                     .columns
@@ -657,7 +657,7 @@ impl Engine {
             }
             schema
                 .indexes
-                .retain(|_, index| !index.table.to_ascii_lowercase().starts_with("_sasha"));
+                .retain(|_, index| !is_platform_name(&index.table));
             Ok(schema)
         })
     }

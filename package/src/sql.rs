@@ -26,7 +26,8 @@ use rusqlite::{Connection, Error as SqlError};
 pub use sasha_contract::data::{
     Access, Column, DataContract, EXPRESSION_KEY, ForeignKey, ID_COLUMN, Index, Migration,
     ReadPolicy, Schema, Table, TableDeclaration, VERSION_COLUMN, Widening, contract_hash,
-    is_identifier, is_sqlite_internal, read_schema, sha256_hex, value_kinds, widened_reads,
+    is_identifier, is_platform_name, is_sqlite_internal, read_schema, sha256_hex, value_kinds,
+    widened_reads,
 };
 
 use crate::diagnostics::{Diagnostics, line_of};
@@ -142,10 +143,9 @@ pub fn check_data(
 /// `app__<app>__<table>__<op>` ambiguous; `sqlite_` belongs to SQLite and
 /// `_sasha` to the platform's own tables.
 fn reserved_table_reason(name: &str) -> Option<&'static str> {
-    let lower = name.to_ascii_lowercase();
-    if lower.starts_with("sqlite_") {
+    if is_sqlite_internal(name) {
         Some("names starting with sqlite_ belong to SQLite")
-    } else if lower.starts_with("_sasha") {
+    } else if is_platform_name(name) {
         Some("names starting with _sasha belong to the platform")
     } else if name.contains("__") {
         Some(
@@ -887,10 +887,10 @@ struct Lexed<'a> {
 
 impl Lexed<'_> {
     fn reserved_name(&self) -> Option<String> {
-        self.tokens.iter().filter_map(Token::name).find(|name| {
-            let lower = name.to_ascii_lowercase();
-            lower.starts_with("_sasha") || lower.starts_with("sqlite_")
-        })
+        self.tokens
+            .iter()
+            .filter_map(Token::name)
+            .find(|name| is_platform_name(name) || is_sqlite_internal(name))
     }
 
     fn leading_keyword(&self) -> String {

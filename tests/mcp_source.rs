@@ -541,3 +541,138 @@ async fn a_change_that_widens_who_reads_existing_rows_is_refused() {
     assert_eq!(tool_error(&edited)["code"], "APP_ACCESS_DENIED");
     assert_eq!(on_disk(), without_action);
 }
+
+/// Binary assets through the tools: written and read as base64 (text reads
+/// unchanged), listed as editable, inlined into the resource once referenced,
+/// and refused when the base64 or the bytes are not what the path needs.
+#[tokio::test]
+async fn binary_assets_are_read_and_written_as_base64() {
+    use base64::Engine as _;
+    let base64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let world = McpWorld::start().await;
+    let mut client = world.client(&writer_token(&world));
+    let logo =
+        std::fs::read(common::root().join("tests/packages/valid/brand-card/assets/logo.png"))
+            .unwrap();
+
+    let written = client
+        .call(
+            "writeAppFile",
+            json!({"app": "hello", "path": "assets/logo.png", "content": base64(&logo), "encoding": "base64"}),
+        )
+        .await;
+    assert_eq!(status(&written)["ok"], true, "{}", text(&written));
+    assert_eq!(
+        std::fs::read(package(&world, "hello").join("assets/logo.png")).unwrap(),
+        logo
+    );
+    let read = client
+        .call(
+            "readAppFile",
+            json!({"app": "hello", "path": "assets/logo.png"}),
+        )
+        .await;
+    assert_eq!(structured(&read)["encoding"], "base64");
+    assert_eq!(structured(&read)["content"], base64(&logo));
+    assert_eq!(structured(&read)["bytes"], logo.len());
+    assert_eq!(
+        structured(&read)["version"],
+        structured(&written)["version"]
+    );
+    // A text file reads exactly as before: no encoding field.
+    let app_js = client
+        .call("readAppFile", json!({"app": "hello", "path": "app.js"}))
+        .await;
+    assert!(
+        structured(&app_js).get("encoding").is_none(),
+        "{}",
+        structured(&app_js)
+    );
+    let listed = client.call("listAppFiles", json!({"app": "hello"})).await;
+    let entry = structured(&listed)["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|file| file["path"] == "assets/logo.png")
+        .unwrap()
+        .clone();
+    assert_eq!(entry["editable"], true);
+    assert_eq!(entry["bytes"], logo.len());
+
+    // Referenced from the markup, it is inlined into the new revision.
+    let version = version_of(&mut client, "hello", "index.html").await;
+    let edited = client
+        .call(
+            "editAppFile",
+            json!({"app": "hello", "path": "index.html", "oldString": "src=\"assets/logo.svg\"", "newString": "src=\"assets/logo.png\"", "expectedVersion": version}),
+        )
+        .await;
+    assert_eq!(status(&edited)["ok"], true, "{}", text(&edited));
+    let revision = status(&edited)["revision"].as_str().unwrap().to_owned();
+    let uri = format!("ui://sasha/apps/hello/revisions/{revision}");
+    let resource = client.request("resources/read", json!({"uri": uri})).await;
+    let html = resource.result()["contents"][0]["text"].as_str().unwrap();
+    assert!(
+        html.contains(&format!("src=\"data:image/png;base64,{}\"", base64(&logo))),
+        "the PNG is inlined"
+    );
+    assert!(html.contains("img-src data:; font-src data:;"));
+
+    // Refusals: nothing is written.
+    let current = version_of(&mut client, "hello", "assets/logo.png").await;
+    let refusals = [
+        (
+            json!({"content": "not base64!", "encoding": "base64"}),
+            "BASE64_INVALID",
+        ),
+        (
+            json!({"content": base64(b"plain text"), "encoding": "base64"}),
+            "ASSET_IMAGE_INVALID",
+        ),
+        (
+            json!({"content": base64(&logo[..logo.len() / 2]), "encoding": "base64"}),
+            "ASSET_IMAGE_INVALID",
+        ),
+        (json!({"content": base64(&logo)}), "ENCODING_REQUIRED"),
+    ];
+    for (arguments, cause) in refusals {
+        let mut arguments = arguments;
+        arguments["app"] = json!("hello");
+        arguments["path"] = json!("assets/logo.png");
+        arguments["expectedVersion"] = json!(current);
+        let refused = client.call("writeAppFile", arguments).await;
+        let error = tool_error(&refused);
+        assert_eq!(error["code"], "APP_INPUT_INVALID", "{cause}: {error}");
+        assert_eq!(error["details"]["cause"], cause, "{error}");
+    }
+    let not_for_text = client
+        .call(
+            "writeAppFile",
+            json!({"app": "hello", "path": "notes.txt", "content": base64(b"hi"), "encoding": "base64"}),
+        )
+        .await;
+    assert_eq!(
+        tool_error(&not_for_text)["details"]["cause"],
+        "ENCODING_NOT_FOR_TEXT"
+    );
+    // The schema knows only base64.
+    let unknown = client
+        .call(
+            "writeAppFile",
+            json!({"app": "hello", "path": "assets/logo.png", "content": "x", "encoding": "hex"}),
+        )
+        .await;
+    assert_eq!(tool_error(&unknown)["code"], "APP_INPUT_INVALID");
+    let edit = client
+        .call(
+            "editAppFile",
+            json!({"app": "hello", "path": "assets/logo.png", "oldString": "PNG", "newString": "GIF", "expectedVersion": current}),
+        )
+        .await;
+    assert_eq!(tool_error(&edit)["details"]["cause"], "BINARY_NOT_EDITABLE");
+    assert_eq!(
+        std::fs::read(package(&world, "hello").join("assets/logo.png")).unwrap(),
+        logo
+    );
+    assert!(!package(&world, "hello").join("notes.txt").exists());
+}

@@ -269,6 +269,17 @@ fn bytes_that_are_not_text_are_refused() {
         std::fs::write(dir.join("assets/latin1.txt"), [b'c', b'a', b'f', 0xE9]).unwrap();
         std::fs::write(dir.join("assets/nul.txt"), "a\0b").unwrap();
         std::fs::write(dir.join("assets/surrogate.txt"), [0xED, 0xA0, 0x80]).unwrap();
+        // Binaries other than the image and font assets stay refused ...
+        std::fs::write(dir.join("assets/tool.exe"), [0x4D, 0x5A, 0x90, 0x00]).unwrap();
+        std::fs::write(dir.join("assets/photo.bmp"), b"BM\0\0").unwrap();
+        std::fs::write(dir.join("assets/clip.mp4"), [0, 0, 0, 0x18, b'f', b't']).unwrap();
+        // ... and so are files whose extension says asset but whose bytes
+        // do not decode as one.
+        std::fs::write(dir.join("assets/logo.png"), [0xE9, 0x00, 0xFF, 0x10]).unwrap();
+        std::fs::write(dir.join("assets/photo.jpg"), b"\xFF\xD8\xFF\xE0 cut").unwrap();
+        std::fs::write(dir.join("assets/photo.webp"), b"RIFF\0\0\0\0WEBP").unwrap();
+        std::fs::write(dir.join("assets/spinner.gif"), b"GIF89a").unwrap();
+        std::fs::write(dir.join("assets/font.woff2"), b"wOF2\0\x01\0\0").unwrap();
     });
     assert!(
         has(&found, "assets/latin1.txt", "SOURCE_NOT_UTF8"),
@@ -278,6 +289,95 @@ fn bytes_that_are_not_text_are_refused() {
     assert!(
         has(&found, "assets/surrogate.txt", "SOURCE_NOT_UTF8"),
         "{found:?}"
+    );
+    for file in ["assets/tool.exe", "assets/photo.bmp", "assets/clip.mp4"] {
+        assert!(has(&found, file, "PATH_EXTENSION"), "{file}: {found:?}");
+    }
+    for file in [
+        "assets/logo.png",
+        "assets/photo.jpg",
+        "assets/photo.webp",
+        "assets/spinner.gif",
+    ] {
+        assert!(
+            has(&found, file, "ASSET_IMAGE_INVALID"),
+            "{file}: {found:?}"
+        );
+    }
+    assert!(
+        has(&found, "assets/font.woff2", "ASSET_FONT_INVALID"),
+        "{found:?}"
+    );
+}
+
+/// Binary assets are inlined into the hashed resource as `data:` URLs, so the
+/// CSP keeps `img-src data:; font-src data:` and one changed asset byte is a
+/// new revision.
+#[test]
+fn binary_assets_are_inlined_and_hashed() {
+    use base64::Engine as _;
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("brand-card");
+    copy_dir(&corpus().join("valid/brand-card"), &dir);
+    let resource = sasha_package::validate::validate_dir(&dir)
+        .package
+        .expect("valid")
+        .resource;
+    for (file, mime) in [
+        ("assets/logo.png", "image/png"),
+        ("assets/logo-2x.png", "image/png"),
+        ("assets/photo.jpg", "image/jpeg"),
+        ("assets/photo.webp", "image/webp"),
+        ("assets/stripes.gif", "image/gif"),
+        ("fonts/blocks.woff2", "font/woff2"),
+    ] {
+        let bytes = std::fs::read(dir.join(file)).unwrap();
+        let url = format!(
+            "data:{mime};base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(&bytes)
+        );
+        assert!(resource.html.contains(&url), "{file} is not inlined");
+    }
+    assert!(resource.html.contains("url(\"data:font/woff2;base64,"));
+    assert!(resource.html.contains("url(\"data:image/gif;base64,"));
+    assert!(
+        !resource.html.contains("assets/"),
+        "no package path is left"
+    );
+    assert!(!resource.html.contains("fonts/"), "no package path is left");
+    assert!(resource.csp.contains("img-src data:; font-src data:;"));
+
+    let before = resource.revision;
+    // One byte each, in places the formats do not check, so the package stays
+    // valid: the WOFF2's last byte (compressed data) and the first value of
+    // the JPEG's first quantization table (after FF DB, length, Pq/Tq).
+    let jpeg = std::fs::read(dir.join("assets/photo.jpg")).unwrap();
+    let dqt = jpeg.windows(2).position(|w| w == [0xFF, 0xDB]).unwrap() + 5;
+    let font = std::fs::read(dir.join("fonts/blocks.woff2")).unwrap();
+    for (file, at) in [
+        ("fonts/blocks.woff2", font.len() - 1),
+        ("assets/photo.jpg", dqt),
+    ] {
+        let path = dir.join(file);
+        let original = std::fs::read(&path).unwrap();
+        let mut changed = original.clone();
+        changed[at] = if changed[at] == 1 { 2 } else { 1 };
+        std::fs::write(&path, &changed).unwrap();
+        let validation = sasha_package::validate::validate_dir(&dir);
+        let after = validation
+            .package
+            .unwrap_or_else(|| panic!("{file}: {:?}", validation.diagnostics))
+            .resource;
+        assert_ne!(after.revision, before, "{file}");
+        std::fs::write(&path, &original).unwrap();
+    }
+    assert_eq!(
+        sasha_package::validate::validate_dir(&dir)
+            .package
+            .expect("valid again")
+            .resource
+            .revision,
+        before
     );
 }
 

@@ -21,6 +21,39 @@ pub const UPLOAD_TOOL: &str = "sasha__files_upload";
 pub const GET_DOCS: &str = "getDocs";
 /// The improvement-suggestion tool.
 pub const SUGGEST: &str = "suggestImprovement";
+/// The tool that creates a new app (admin and staff, `apps:write`).
+pub const CREATE_APP: &str = "createApp";
+/// Most characters of a new app's name: the gateway's `createApp` schema,
+/// studio-core's check and the Studio form all read this bound.
+pub const CREATE_APP_MAX_NAME_CHARS: usize = 80;
+/// Most characters of a new app's description (same readers).
+pub const CREATE_APP_MAX_DESCRIPTION_CHARS: usize = 300;
+/// The history tools (admin and staff, `apps:write`, `manage` on the app):
+/// an app's revisions newest first.
+pub const LIST_APP_REVISIONS: &str = "listAppRevisions";
+/// One file of an app at a revision.
+pub const READ_APP_REVISION_FILE: &str = "readAppRevisionFile";
+/// Which files two revisions of an app differ in, with unified diffs.
+pub const DIFF_APP_REVISIONS: &str = "diffAppRevisions";
+/// Makes an app's files equal an old revision's.
+pub const REVERT_APP: &str = "revertApp";
+/// The four history tools, in listing order.
+pub const HISTORY_TOOLS: [&str; 4] = [
+    LIST_APP_REVISIONS,
+    READ_APP_REVISION_FILE,
+    DIFF_APP_REVISIONS,
+    REVERT_APP,
+];
+
+/// The lifecycle tools (admin only, decided by studio-core; listed for the
+/// callers who see the source tools): withdraw an app for everyone.
+pub const WITHDRAW_APP: &str = "withdrawApp";
+/// Brings a withdrawn app back as it was.
+pub const RESTORE_APP: &str = "restoreApp";
+/// Deletes a withdrawn app's package and, confirmed twice, its data.
+pub const DELETE_APP: &str = "deleteApp";
+/// The three lifecycle tools, in listing order.
+pub const LIFECYCLE_TOOLS: [&str; 3] = [WITHDRAW_APP, RESTORE_APP, DELETE_APP];
 
 /// The MCP name of an app's tool: `app__<app>__<part>…`, each part joined by
 /// `__` with `-` → `_` (`app__time_sheet_entry__entries__list`). Injective

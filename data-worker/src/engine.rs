@@ -146,6 +146,20 @@ END;
 /// UTC time with milliseconds, as every platform table records it.
 const NOW_SQL: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
+/// The folder below `APP_DATA_ROOT` that keeps the backup of every data file
+/// an admin deleted (`sasha backup` copies only top-level `<id>.sqlite`).
+pub const BACKUP_DIR: &str = ".deleted-app-backups";
+
+/// A removed data file's backup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemovedData {
+    /// The backup's path relative to `APP_DATA_ROOT`.
+    pub backup: String,
+    pub bytes: u64,
+    /// sha256 hex of the backup file.
+    pub sha256: String,
+}
+
 /// Owns `APP_DATA_ROOT` and one connection per app, opened on first use.
 /// Cloning is cheap and shares the connections.
 #[derive(Clone)]
@@ -641,6 +655,133 @@ impl Engine {
             }
         }
         Ok(held)
+    }
+
+    /// Backs up the app's data file, then removes it (an admin deleted the
+    /// app's data; studio-core decided, data-worker only does it). The app's
+    /// connection is closed first and its slot stays locked throughout, so
+    /// no call of this worker writes meanwhile. The copy is `VACUUM INTO` a
+    /// new file in `APP_DATA_ROOT/<BACKUP_DIR>/` (one committed state,
+    /// self-contained), passes `integrity_check` and is fsynced with its
+    /// folder before `<id>.sqlite` and its `-wal`/`-shm` are removed. `None`
+    /// when the app has no data file.
+    pub fn back_up_and_remove(&self, app_id: &str) -> Result<Option<RemovedData>, AppError> {
+        if !valid_app_id(app_id) {
+            return Err(AppError::from_code(ErrorCode::NotFound));
+        }
+        let slot = {
+            let mut slots = self
+                .inner
+                .slots
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(slots.entry(app_id.to_owned()).or_default())
+        };
+        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        // The last connection's close checkpoints the WAL into the file.
+        drop(slot.take());
+        let path = self.inner.root.join(format!("{app_id}.sqlite"));
+        if std::fs::symlink_metadata(&path).is_err() {
+            return Ok(None);
+        }
+        let io = |what: &str, error: std::io::Error| {
+            let failure = AppError::new(
+                ErrorCode::DatabaseUnavailable,
+                "the app's data could not be backed up; nothing was removed",
+            );
+            tracing::error!(diagnostic_id = %failure.diagnostic_id, app_id, %error, "data engine: {what}");
+            failure
+        };
+        let dir = self.inner.root.join(BACKUP_DIR);
+        {
+            use std::os::unix::fs::DirBuilderExt as _;
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(error) => return Err(io("cannot create the backup folder", error)),
+            }
+        }
+        let seconds = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_secs());
+        let name = format!("{app_id}-{seconds}-{:08x}.sqlite", rand::random::<u32>());
+        let target = dir.join(&name);
+        let target_text = target
+            .to_str()
+            .ok_or_else(|| internal("the backup path is not UTF-8"))?
+            .to_owned();
+        let copied = (|| -> rusqlite::Result<String> {
+            let source = Connection::open_with_flags(
+                &path,
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            source.busy_timeout(BUSY_TIMEOUT)?;
+            source.execute("VACUUM INTO ?1", [&target_text])?;
+            drop(source);
+            let copy = Connection::open_with_flags(
+                &target,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            copy.query_row("PRAGMA integrity_check", [], |row| row.get(0))
+        })();
+        match copied {
+            Ok(verdict) if verdict == "ok" => {}
+            Ok(verdict) => {
+                let _ = std::fs::remove_file(&target);
+                tracing::error!(app_id, %verdict, "data engine: the backup copy is not intact");
+                return Err(AppError::new(
+                    ErrorCode::DatabaseUnavailable,
+                    "the app's data could not be backed up; nothing was removed",
+                ));
+            }
+            Err(error) => {
+                let _ = std::fs::remove_file(&target);
+                return Err(sql_error(error));
+            }
+        }
+        let (bytes, sha256) = {
+            use std::io::Read as _;
+            let mut file =
+                std::fs::File::open(&target).map_err(|e| io("cannot read the backup", e))?;
+            file.sync_all()
+                .map_err(|e| io("cannot sync the backup", e))?;
+            let mut hasher = Sha256::new();
+            let mut buffer = vec![0u8; 64 * 1024];
+            let mut bytes = 0u64;
+            loop {
+                let read = file
+                    .read(&mut buffer)
+                    .map_err(|e| io("cannot read the backup", e))?;
+                if read == 0 {
+                    break;
+                }
+                bytes += read as u64;
+                hasher.update(&buffer[..read]);
+            }
+            (bytes, hex::encode(hasher.finalize()))
+        };
+        std::fs::File::open(&dir)
+            .and_then(|folder| folder.sync_all())
+            .map_err(|e| io("cannot sync the backup folder", e))?;
+        for suffix in ["", "-wal", "-shm"] {
+            let file = self.inner.root.join(format!("{app_id}.sqlite{suffix}"));
+            match std::fs::remove_file(&file) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => {
+                    let failure = AppError::from_code(ErrorCode::Internal);
+                    tracing::error!(diagnostic_id = %failure.diagnostic_id, app_id, %error, "data engine: cannot remove the data file after its backup");
+                    return Err(failure);
+                }
+            }
+        }
+        let _ = std::fs::File::open(&self.inner.root).and_then(|root| root.sync_all());
+        tracing::info!(app_id, backup = %name, bytes, "app data file backed up and removed");
+        Ok(Some(RemovedData {
+            backup: format!("{BACKUP_DIR}/{name}"),
+            bytes,
+            sha256,
+        }))
     }
 
     /// The live structure of the app's database as [`read_schema`] reports it,

@@ -427,4 +427,24 @@ impl DataService for Worker {
         .await?;
         Ok(Response::new(TablesWithRowsReply { tables }))
     }
+
+    #[tracing::instrument(skip_all, name = "data.remove_app_data", fields(app_id))]
+    async fn remove_app_data(
+        &self,
+        request: Request<pb::RemoveAppDataRequest>,
+    ) -> Result<Response<pb::RemoveAppDataReply>, Status> {
+        let request = request.into_inner();
+        tracing::Span::current().record("app_id", request.app_id.as_str());
+        let worker = self.clone();
+        let removed = blocking(move || worker.engine.back_up_and_remove(&request.app_id)).await?;
+        Ok(Response::new(match removed {
+            Some(removed) => pb::RemoveAppDataReply {
+                removed: true,
+                backup_file: removed.backup,
+                bytes: removed.bytes,
+                sha256: removed.sha256,
+            },
+            None => pb::RemoveAppDataReply::default(),
+        }))
+    }
 }

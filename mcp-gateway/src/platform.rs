@@ -1,6 +1,10 @@
 //! The platform's own MCP tools, beside the per-app ones: the six app source
 //! tools (`listAppFiles`, `readAppFile`, `writeAppFile`, `editAppFile`,
-//! `deleteAppFile`, `checkApp`), `getDocs` and `suggestImprovement`.
+//! `deleteAppFile`, `checkApp`), `createApp`, the four history tools
+//! (`listAppRevisions`, `readAppRevisionFile`, `diffAppRevisions`,
+//! `revertApp`; `CoreService.History`), the three lifecycle tools
+//! (`withdrawApp`, `restoreApp`, `deleteApp`; `CoreService.AppLifecycle`,
+//! admins only), `getDocs` and `suggestImprovement`.
 //!
 //! The source tools exist only for a connection holding both `apps:invoke` and
 //! `apps:write` whose user is admin or staff; every call is decided again by
@@ -9,7 +13,11 @@
 //! embedded from `mcp-gateway/docs/`; `suggestImprovement` hands a suggestion to
 //! studio-core, which checks its shape and stores it for admins.
 
-pub use sasha_contract::tools::{GET_DOCS, SUGGEST};
+pub use sasha_contract::tools::{
+    CREATE_APP, DELETE_APP, DIFF_APP_REVISIONS, GET_DOCS, HISTORY_TOOLS, LIFECYCLE_TOOLS,
+    LIST_APP_REVISIONS, READ_APP_REVISION_FILE, RESTORE_APP, REVERT_APP, SUGGEST, WITHDRAW_APP,
+};
+use sasha_contract::tools::{CREATE_APP_MAX_DESCRIPTION_CHARS, CREATE_APP_MAX_NAME_CHARS};
 use sasha_proto::pb::{self, SourceReplyKind};
 use serde_json::{Map, Value, json};
 
@@ -41,7 +49,12 @@ pub const DOCS: [(&str, &str); 9] = [
 
 /// Whether `name` is one of the platform tools (listed or not for this caller).
 pub fn is_platform_tool(name: &str) -> bool {
-    SOURCE_TOOLS.contains(&name) || name == GET_DOCS || name == SUGGEST
+    SOURCE_TOOLS.contains(&name)
+        || HISTORY_TOOLS.contains(&name)
+        || LIFECYCLE_TOOLS.contains(&name)
+        || name == CREATE_APP
+        || name == GET_DOCS
+        || name == SUGGEST
 }
 
 /// Whether the caller may edit app source at all (the per-app `manage` check
@@ -63,6 +76,10 @@ fn path_property() -> Value {
 fn version_property(what: &str) -> Value {
     json!({"type": "string", "pattern": "^[0-9a-f]{64}$", "description": format!("The version {what} returned by listAppFiles or readAppFile; a mismatch means the file changed: read it again.")})
 }
+
+/// Longest `content` of writeAppFile: 1 MiB of text, or the base64 of a 1 MiB
+/// binary asset (core refuses a file over 1 MiB either way).
+const MAX_CONTENT_CHARS: u64 = 1024 * 1024 / 3 * 4 + 4;
 
 fn object(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
@@ -101,7 +118,7 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
         tools.push(tool(
             "readAppFile",
             "Read one source file of a Sasha App you manage",
-            "Read one text file of the app package with its version; pass that version as expectedVersion when you change the file.",
+            "Read one file of the app package with its version; pass that version as expectedVersion when you change the file. A text file comes as it is; a binary asset (.png .jpg .jpeg .webp .gif .woff2) comes as base64 with encoding: \"base64\".",
             object(json!({"app": app_property(), "path": path_property()}), &["app", "path"]),
             true,
             false,
@@ -109,8 +126,8 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
         tools.push(tool(
             "writeAppFile",
             "Create or replace one source file of a Sasha App you manage",
-            "Write a whole text file (at most 1 MiB). expectedVersion is required when the file exists. The change is live at once and is never refused for breaking validation: the result's status says whether the app validates, with diagnostics to fix.",
-            object(json!({"app": app_property(), "path": path_property(), "content": {"type": "string", "maxLength": 1048576}, "expectedVersion": version_property("of the file you replace")}), &["app", "path", "content"]),
+            "Write a whole file (at most 1 MiB). Send a text file as it is; send a binary asset (.png .jpg .jpeg .webp .gif .woff2) as base64 with encoding: \"base64\": it is refused unless it decodes as an asset of its extension. expectedVersion is required when the file exists. The change is live at once and is never refused for breaking validation: the result's status says whether the app validates, with diagnostics to fix.",
+            object(json!({"app": app_property(), "path": path_property(), "content": {"type": "string", "maxLength": MAX_CONTENT_CHARS, "description": "The whole text, or for a binary asset its bytes in base64 (at most 1 MiB either way)."}, "expectedVersion": version_property("of the file you replace"), "encoding": {"type": "string", "enum": ["base64"], "description": "Only for binary assets: content is their bytes in standard base64. Omit it for text."}}), &["app", "path", "content"]),
             false,
             true,
         ));
@@ -138,6 +155,11 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
             true,
             false,
         ));
+    }
+    if writes_source(caller) {
+        tools.push(create_app_tool());
+        tools.extend(history_tools());
+        tools.extend(lifecycle_tools());
     }
     let sections: Vec<&str> = DOCS.iter().map(|(name, _)| *name).collect();
     tools.push(tool(
@@ -177,6 +199,405 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
         ));
     }
     tools
+}
+
+/// `createApp`: listed beside the source tools, for the same callers. The
+/// id carries no pattern here, so studio-core's refusal, which names the
+/// rule, is what a caller reads; the bounds are the contract's.
+fn create_app_tool() -> Value {
+    tool(
+        CREATE_APP,
+        "Create a new Sasha App",
+        "Create a new app from an id, a name and a short description: the platform writes a minimal valid package (with withTable, one owner-scoped table items and a page that lists and adds rows) and registers it, so every admin and staff user gets manage on it. Then change it with the source tools. The result's status says whether it validates. An id that exists, or was ever used, is refused with APP_CONFLICT: choose another.",
+        object(
+            json!({
+                "app": {"type": "string", "minLength": 1, "maxLength": 60, "description": "The new app's id: lowercase kebab-case (a-z and digits in words joined by single hyphens, starting with a letter), at most 60 characters, for example expense-claims. Its opener will be open_app__<id> with _ for -."},
+                "name": {"type": "string", "minLength": 1, "maxLength": CREATE_APP_MAX_NAME_CHARS, "description": "The app's name as people see it, one line."},
+                "description": {"type": "string", "minLength": 1, "maxLength": CREATE_APP_MAX_DESCRIPTION_CHARS, "description": "One line saying what the app is for."},
+                "withTable": {"type": "boolean", "default": false, "description": "true for a data app with one owner-scoped table items (each user sees only their own rows)."},
+            }),
+            &["app", "name", "description"],
+        ),
+        false,
+        false,
+    )
+}
+
+/// The `structuredContent` of `createApp`: `{app, status}`.
+pub fn create_json(reply: &pb::CreateAppReply) -> Value {
+    json!({
+        "app": reply.app,
+        "status": status_json(&reply.status.clone().unwrap_or_default()),
+    })
+}
+
+/// The text part of `createApp`: what was created, then whether it
+/// validates, as the source tools say it.
+pub fn create_text(reply: &pb::CreateAppReply) -> String {
+    let check = pb::SourceFilesReply {
+        app: reply.app.clone(),
+        status: reply.status.clone(),
+        kind: SourceReplyKind::Check as i32,
+        ..pb::SourceFilesReply::default()
+    };
+    let ok = reply.status.as_ref().is_some_and(|status| status.ok);
+    let next = if ok {
+        format!(
+            " Open it with open_app__{}; change it with the source tools (listAppFiles, then readAppFile and writeAppFile or editAppFile).",
+            reply.app.replace('-', "_")
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "Created the app {}.{next}\n{}",
+        reply.app,
+        source_text("checkApp", &check)
+    )
+}
+
+// --- the history tools ------------------------------------------------------
+
+fn revision_property(what: &str) -> Value {
+    json!({"type": "string", "pattern": "^[0-9a-f]{64}$", "description": format!("{what}: a revision (64 hex digits) as listAppRevisions shows it.")})
+}
+
+/// `listAppRevisions`, `readAppRevisionFile`, `diffAppRevisions` and
+/// `revertApp`: listed beside the source tools, for the same callers; each
+/// call goes to `CoreService.History`, which decides again.
+fn history_tools() -> Vec<Value> {
+    vec![
+        tool(
+            LIST_APP_REVISIONS,
+            "List the revisions of a Sasha App you manage",
+            "List the app's recorded revisions, newest first: revision, its ui:// resource URI, when it was recorded (unix seconds), who made it, through which surface (mcp, studio, filesystem, seed), a one-line summary, file count and bytes, and which one is current. Old revisions beyond the retention policy are removed.",
+            object(json!({"app": app_property()}), &["app"]),
+            true,
+            false,
+        ),
+        tool(
+            READ_APP_REVISION_FILE,
+            "Read one source file of a Sasha App at a revision",
+            "Read one file as it was at a revision, with its version (sha256). A text file comes as it is; a binary asset comes as base64 with encoding: \"base64\". Same path rules as readAppFile.",
+            object(
+                json!({"app": app_property(), "revision": revision_property("The revision"), "path": path_property()}),
+                &["app", "revision", "path"],
+            ),
+            true,
+            false,
+        ),
+        tool(
+            DIFF_APP_REVISIONS,
+            "Compare two revisions of a Sasha App",
+            "List the files added, removed or changed from one revision to another, with a unified diff for each changed text file. The answer is bounded: when diffs were left out, truncated is true and those files say so; read them with readAppRevisionFile.",
+            object(
+                json!({"app": app_property(), "from": revision_property("The older revision"), "to": revision_property("The newer revision")}),
+                &["app", "from", "to"],
+            ),
+            true,
+            false,
+        ),
+        tool(
+            REVERT_APP,
+            "Revert a Sasha App's files to an old revision",
+            "Make the app's files exactly those of an old revision; the change is live at once. Data and the audit log are never rewound. expectedRevision must be the current revision (from listAppRevisions): otherwise APP_CONFLICT, list again. Refused with APP_SCHEMA_INCOMPATIBLE naming the migration when the old revision lacks (or differs in) a migration the live database has applied.",
+            object(
+                json!({"app": app_property(), "revision": revision_property("The revision to go back to"), "expectedRevision": revision_property("The app's current revision")}),
+                &["app", "revision", "expectedRevision"],
+            ),
+            false,
+            true,
+        ),
+    ]
+}
+
+/// The `CoreService.History` request for the history tool `name` with its
+/// (schema-checked) arguments; `None` for another tool.
+pub fn history_request(
+    name: &str,
+    principal: &pb::Principal,
+    args: &Value,
+) -> Option<pb::HistoryRequest> {
+    use pb::history_request::Operation;
+    let text = |key: &str| args[key].as_str().unwrap_or_default().to_owned();
+    let operation = match name {
+        LIST_APP_REVISIONS => Operation::List(pb::HistoryListRequest {}),
+        READ_APP_REVISION_FILE => Operation::Read(pb::HistoryReadRequest {
+            revision: text("revision"),
+            path: text("path"),
+        }),
+        DIFF_APP_REVISIONS => Operation::Diff(pb::HistoryDiffRequest {
+            from: text("from"),
+            to: text("to"),
+        }),
+        REVERT_APP => Operation::Revert(pb::HistoryRevertRequest {
+            revision: text("revision"),
+            expected_revision: text("expectedRevision"),
+        }),
+        _ => return None,
+    };
+    Some(pb::HistoryRequest {
+        principal: Some(principal.clone()),
+        app_id: text("app"),
+        operation: Some(operation),
+    })
+}
+
+/// The `structuredContent` and text part of a history tool's result;
+/// `None` for a reply that carries no result (a peer's bug).
+pub fn history_result(reply: &pb::HistoryReply) -> Option<(String, Value)> {
+    use pb::history_reply::Result as R;
+    Some(match reply.result.as_ref()? {
+        R::Revisions(list) => {
+            let revisions: Vec<Value> = list
+                .revisions
+                .iter()
+                .map(|r| {
+                    json!({
+                        "revision": r.revision,
+                        "uri": r.uri,
+                        "recordedAt": r.recorded_at,
+                        "user": r.username.as_ref().or(r.user_id.as_ref()),
+                        "surface": r.surface,
+                        "summary": r.summary,
+                        "files": r.files,
+                        "bytes": r.bytes,
+                        "current": r.current,
+                    })
+                })
+                .collect();
+            let lines: Vec<String> = list
+                .revisions
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{}{} at {} by {} ({}): {} [{} files, {} bytes]",
+                        r.revision,
+                        if r.current { " (current)" } else { "" },
+                        r.recorded_at,
+                        r.username
+                            .as_deref()
+                            .or(r.user_id.as_deref())
+                            .unwrap_or("nobody known"),
+                        r.surface,
+                        r.summary,
+                        r.files,
+                        r.bytes
+                    )
+                })
+                .collect();
+            let text = if lines.is_empty() {
+                "No revisions are recorded.".to_owned()
+            } else {
+                lines.join("\n")
+            };
+            (text, json!({"app": reply.app, "revisions": revisions}))
+        }
+        R::File(file) => {
+            let mut out = Map::new();
+            out.insert("app".into(), json!(reply.app));
+            out.insert("revision".into(), json!(file.revision));
+            out.insert("path".into(), json!(file.path));
+            out.insert("content".into(), json!(file.content));
+            out.insert("bytes".into(), json!(file.bytes));
+            out.insert("version".into(), json!(file.version));
+            if let Some(encoding) = &file.encoding {
+                out.insert("encoding".into(), json!(encoding));
+            }
+            let encoded = file
+                .encoding
+                .as_ref()
+                .map(|encoding| format!(", {encoding}"))
+                .unwrap_or_default();
+            (
+                format!(
+                    "{} at {} ({} bytes{encoded}, version {})\n\n{}",
+                    file.path, file.revision, file.bytes, file.version, file.content
+                ),
+                Value::Object(out),
+            )
+        }
+        R::Diff(diff) => {
+            let files: Vec<Value> = diff
+                .files
+                .iter()
+                .map(|f| {
+                    let mut out = Map::new();
+                    out.insert("path".into(), json!(f.path));
+                    out.insert("change".into(), json!(f.change));
+                    out.insert("fromVersion".into(), json!(f.from_version));
+                    out.insert("toVersion".into(), json!(f.to_version));
+                    if let Some(unified) = &f.unified {
+                        out.insert("diff".into(), json!(unified));
+                    }
+                    if f.binary {
+                        out.insert("binary".into(), json!(true));
+                    }
+                    if f.truncated {
+                        out.insert("truncated".into(), json!(true));
+                    }
+                    Value::Object(out)
+                })
+                .collect();
+            let mut lines = vec![format!(
+                "{} file{} differ from {} to {}.",
+                diff.files.len(),
+                if diff.files.len() == 1 { "" } else { "s" },
+                diff.from,
+                diff.to
+            )];
+            for f in &diff.files {
+                let note = if f.truncated {
+                    " (diff left out to keep the answer bounded)"
+                } else if f.binary {
+                    " (binary)"
+                } else {
+                    ""
+                };
+                lines.push(format!("{} {}{note}", f.change, f.path));
+            }
+            for unified in diff.files.iter().filter_map(|f| f.unified.as_deref()) {
+                lines.push(String::new());
+                lines.push(unified.trim_end().to_owned());
+            }
+            if diff.truncated {
+                lines.push(String::new());
+                lines.push(
+                    "Some diffs were left out; read those files with readAppRevisionFile."
+                        .to_owned(),
+                );
+            }
+            (
+                lines.join("\n"),
+                json!({"app": reply.app, "from": diff.from, "to": diff.to, "files": files, "truncated": diff.truncated}),
+            )
+        }
+        R::Reverted(reverted) => {
+            let status = reverted.status.clone().unwrap_or_default();
+            let check = pb::SourceFilesReply {
+                app: reply.app.clone(),
+                status: Some(status.clone()),
+                kind: SourceReplyKind::Check as i32,
+                ..pb::SourceFilesReply::default()
+            };
+            (
+                format!(
+                    "Reverted {} from {} to the files of {}.\n{}",
+                    reply.app,
+                    reverted.previous_revision,
+                    reverted.revision,
+                    source_text("checkApp", &check)
+                ),
+                json!({
+                    "app": reply.app,
+                    "revision": reverted.revision,
+                    "previousRevision": reverted.previous_revision,
+                    "status": status_json(&status),
+                }),
+            )
+        }
+    })
+}
+
+// --- the lifecycle tools ----------------------------------------------------
+
+/// `withdrawApp`, `restoreApp` and `deleteApp`: listed beside the source
+/// tools, for the same callers; studio-core refuses anyone but an admin.
+fn lifecycle_tools() -> Vec<Value> {
+    vec![
+        tool(
+            WITHDRAW_APP,
+            "Withdraw a Sasha App for everyone (admins)",
+            "Withdraw an app: its opener, tools and resources disappear for every user at once, and the source and history tools refuse it, while its data, history and grants are kept. restoreApp brings it back exactly as it was. Admins only.",
+            object(json!({"app": app_property()}), &["app"]),
+            false,
+            false,
+        ),
+        tool(
+            RESTORE_APP,
+            "Restore a withdrawn Sasha App (admins)",
+            "Bring a withdrawn app back as it was, with its grants, data and history. A deleted app cannot be restored. Admins only.",
+            object(json!({"app": app_property()}), &["app"]),
+            false,
+            false,
+        ),
+        tool(
+            DELETE_APP,
+            "Delete a withdrawn Sasha App (admins)",
+            "Delete a withdrawn app's package (withdraw it first with withdrawApp); its revision history and audit log are kept and its id is never reused. Its data file is deleted too only with deleteData: true and confirmAppId equal to the app id: the file is backed up first and the backup's name is returned. Ask the person before deleting data. Admins only.",
+            object(
+                json!({
+                    "app": app_property(),
+                    "deleteData": {"type": "boolean", "default": false, "description": "Also delete the app's data file (after a backup). Needs confirmAppId."},
+                    "confirmAppId": {"type": "string", "maxLength": 60, "description": "With deleteData: the app id again, as the second confirmation."},
+                }),
+                &["app"],
+            ),
+            false,
+            true,
+        ),
+    ]
+}
+
+/// The `CoreService.AppLifecycle` request for the lifecycle tool `name`
+/// with its (schema-checked) arguments; `None` for another tool.
+pub fn lifecycle_request(
+    name: &str,
+    principal: &pb::Principal,
+    args: &Value,
+) -> Option<pb::AppLifecycleRequest> {
+    use pb::AppLifecycleOperation as Operation;
+    let operation = match name {
+        WITHDRAW_APP => Operation::Withdraw,
+        RESTORE_APP => Operation::Restore,
+        DELETE_APP => Operation::Delete,
+        _ => return None,
+    };
+    Some(pb::AppLifecycleRequest {
+        principal: Some(principal.clone()),
+        app_id: args["app"].as_str().unwrap_or_default().to_owned(),
+        operation: operation as i32,
+        delete_data: args["deleteData"].as_bool().unwrap_or(false),
+        confirm_app_id: args["confirmAppId"].as_str().unwrap_or_default().to_owned(),
+    })
+}
+
+/// The text part and `structuredContent` of a lifecycle tool's result.
+pub fn lifecycle_result(name: &str, reply: &pb::AppLifecycleReply) -> (String, Value) {
+    let app = &reply.app;
+    let mut text = match (name, reply.changed) {
+        (WITHDRAW_APP, true) => format!(
+            "Withdrew {app}: it is gone for everyone; its data, history and grants are kept. restoreApp brings it back."
+        ),
+        (WITHDRAW_APP, false) => format!("{app} was already withdrawn."),
+        (RESTORE_APP, true) => format!("Restored {app} as it was, with its grants."),
+        (RESTORE_APP, false) => format!("{app} is not withdrawn; nothing changed."),
+        (_, true) => format!(
+            "Deleted the package of {app}; its history and audit log are kept and its id stays taken."
+        ),
+        (_, false) => format!("{app} was already deleted; nothing changed."),
+    };
+    if reply.data_deleted {
+        match &reply.data_backup {
+            Some(backup) => text.push_str(&format!(
+                " Its data file was backed up as {backup} (under APP_DATA_ROOT) and deleted."
+            )),
+            None if name == DELETE_APP => text.push_str(" Its data is deleted."),
+            None => {}
+        }
+    } else if name == DELETE_APP {
+        text.push_str(" Its data file is kept.");
+    }
+    let mut out = Map::new();
+    out.insert("app".into(), json!(app));
+    out.insert("changed".into(), json!(reply.changed));
+    out.insert("withdrawn".into(), json!(reply.withdrawn));
+    out.insert("packageDeleted".into(), json!(reply.package_deleted));
+    out.insert("dataDeleted".into(), json!(reply.data_deleted));
+    if let Some(backup) = &reply.data_backup {
+        out.insert("dataBackup".into(), json!(backup));
+    }
+    (text, Value::Object(out))
 }
 
 /// The `getDocs` answer for `section` (the contents without one).
@@ -223,6 +644,10 @@ pub fn source_json(reply: &pb::SourceFilesReply) -> Option<Value> {
                 json!(reply.version.as_deref().unwrap_or_default()),
             );
             out.insert("app".into(), json!(reply.app));
+            // Only a binary asset has one: text reads stay exactly as before.
+            if let Some(encoding) = &reply.encoding {
+                out.insert("encoding".into(), json!(encoding));
+            }
         }
         SourceReplyKind::Check => {
             out.insert("app".into(), json!(reply.app));
@@ -282,8 +707,12 @@ pub fn source_text(operation: &str, reply: &pb::SourceFilesReply) -> String {
             }
         }
         "readAppFile" => {
+            let encoded = match &reply.encoding {
+                Some(encoding) => format!(", {encoding}"),
+                None => String::new(),
+            };
             return format!(
-                "{} ({} bytes, version {version})\n\n{}",
+                "{} ({} bytes{encoded}, version {version})\n\n{}",
                 reply.path,
                 reply.bytes,
                 reply.content.as_deref().unwrap_or("")
@@ -364,6 +793,268 @@ mod tests {
             assert!(listed.contains(&GET_DOCS.to_owned()));
         }
         assert!(!names(&caller("staff", &["chat:use"])).contains(&SUGGEST.to_owned()));
+    }
+
+    #[test]
+    fn write_app_file_takes_base64_for_binary_assets() {
+        let tools = tools_for(&caller("staff", &["apps:invoke", "apps:write"]));
+        let write = tools
+            .iter()
+            .find(|tool| tool["name"] == "writeAppFile")
+            .unwrap();
+        let input = &write["inputSchema"];
+        assert_eq!(input["properties"]["encoding"]["enum"], json!(["base64"]));
+        assert_eq!(input["required"], json!(["app", "path", "content"]));
+        // The base64 of a 1 MiB file fits; core refuses anything over 1 MiB.
+        let longest = input["properties"]["content"]["maxLength"]
+            .as_u64()
+            .unwrap();
+        assert!(longest >= (1024 * 1024u64).div_ceil(3) * 4, "{longest}");
+        let read = tools
+            .iter()
+            .find(|tool| tool["name"] == "readAppFile")
+            .unwrap();
+        assert!(
+            read["inputSchema"]["properties"].get("encoding").is_none(),
+            "readAppFile decides the encoding itself"
+        );
+    }
+
+    #[test]
+    fn create_app_is_listed_exactly_for_the_source_tools_callers() {
+        let writer = caller("admin", &["apps:invoke", "apps:write"]);
+        let listed = names(&writer);
+        assert!(listed.contains(&CREATE_APP.to_owned()));
+        assert!(is_platform_tool(CREATE_APP));
+        for (role, scopes) in [
+            ("staff", &["apps:invoke"][..]),
+            ("admin", &["apps:write"][..]),
+            ("member", &["apps:invoke", "apps:write"][..]),
+        ] {
+            assert!(
+                !names(&caller(role, scopes)).contains(&CREATE_APP.to_owned()),
+                "{role} {scopes:?}"
+            );
+        }
+        let tools = tools_for(&writer);
+        let tool = tools
+            .iter()
+            .find(|tool| tool["name"] == CREATE_APP)
+            .unwrap();
+        let input = &tool["inputSchema"];
+        assert_eq!(input["additionalProperties"], false);
+        assert_eq!(input["required"], json!(["app", "name", "description"]));
+        assert_eq!(
+            input["properties"]["name"]["maxLength"],
+            CREATE_APP_MAX_NAME_CHARS
+        );
+        assert_eq!(
+            input["properties"]["description"]["maxLength"],
+            CREATE_APP_MAX_DESCRIPTION_CHARS
+        );
+        assert_eq!(tool["_meta"]["ui"]["visibility"], json!(["model"]));
+    }
+
+    #[test]
+    fn history_tools_are_listed_exactly_for_the_source_tools_callers() {
+        let writer = caller("staff", &["apps:invoke", "apps:write"]);
+        let tools = tools_for(&writer);
+        for name in HISTORY_TOOLS {
+            let tool = tools.iter().find(|tool| tool["name"] == name).unwrap();
+            assert!(is_platform_tool(name));
+            assert_eq!(tool["inputSchema"]["additionalProperties"], false);
+            let revert = name == REVERT_APP;
+            assert_eq!(tool["annotations"]["readOnlyHint"], !revert, "{name}");
+            assert_eq!(tool["annotations"]["destructiveHint"], revert, "{name}");
+        }
+        let revert = tools
+            .iter()
+            .find(|tool| tool["name"] == REVERT_APP)
+            .unwrap();
+        assert_eq!(
+            revert["inputSchema"]["required"],
+            json!(["app", "revision", "expectedRevision"])
+        );
+        for (role, scopes) in [
+            ("staff", &["apps:invoke"][..]),
+            ("admin", &["apps:write"][..]),
+            ("member", &["apps:invoke", "apps:write"][..]),
+        ] {
+            let listed = names(&caller(role, scopes));
+            assert!(
+                !listed
+                    .iter()
+                    .any(|name| HISTORY_TOOLS.contains(&name.as_str())),
+                "{role} {scopes:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn lifecycle_tools_are_listed_for_the_source_tools_callers_and_typed() {
+        let writer = caller("staff", &["apps:invoke", "apps:write"]);
+        let tools = tools_for(&writer);
+        for name in LIFECYCLE_TOOLS {
+            let tool = tools.iter().find(|tool| tool["name"] == name).unwrap();
+            assert!(is_platform_tool(name));
+            assert_eq!(tool["inputSchema"]["additionalProperties"], false);
+            assert_eq!(tool["annotations"]["readOnlyHint"], false, "{name}");
+            assert_eq!(
+                tool["annotations"]["destructiveHint"],
+                name == DELETE_APP,
+                "{name}"
+            );
+        }
+        for (role, scopes) in [
+            ("admin", &["apps:invoke"][..]),
+            ("member", &["apps:invoke", "apps:write"][..]),
+        ] {
+            let listed = names(&caller(role, scopes));
+            assert!(
+                !listed
+                    .iter()
+                    .any(|name| LIFECYCLE_TOOLS.contains(&name.as_str())),
+                "{role} {scopes:?}"
+            );
+        }
+        let request = lifecycle_request(
+            DELETE_APP,
+            &writer.principal,
+            &json!({"app": "notes", "deleteData": true, "confirmAppId": "notes"}),
+        )
+        .unwrap();
+        assert_eq!(request.operation(), pb::AppLifecycleOperation::Delete);
+        assert_eq!(
+            (
+                request.app_id.as_str(),
+                request.delete_data,
+                request.confirm_app_id.as_str()
+            ),
+            ("notes", true, "notes")
+        );
+        let withdraw =
+            lifecycle_request(WITHDRAW_APP, &writer.principal, &json!({"app": "notes"})).unwrap();
+        assert_eq!(withdraw.operation(), pb::AppLifecycleOperation::Withdraw);
+        assert!(!withdraw.delete_data && withdraw.confirm_app_id.is_empty());
+        assert!(lifecycle_request(GET_DOCS, &writer.principal, &json!({})).is_none());
+        let (text, result) = lifecycle_result(
+            DELETE_APP,
+            &pb::AppLifecycleReply {
+                app: "notes".into(),
+                changed: true,
+                withdrawn: true,
+                package_deleted: true,
+                data_deleted: true,
+                data_backup: Some(".deleted-app-backups/notes-1-0.sqlite".into()),
+            },
+        );
+        assert!(
+            text.contains("backed up as .deleted-app-backups/notes-1-0.sqlite"),
+            "{text}"
+        );
+        assert_eq!(
+            result["dataBackup"],
+            ".deleted-app-backups/notes-1-0.sqlite"
+        );
+        assert_eq!(result["packageDeleted"], true);
+    }
+
+    #[test]
+    fn history_requests_and_results_are_typed_both_ways() {
+        let principal = caller("staff", &["apps:invoke", "apps:write"]).principal;
+        let request = history_request(
+            REVERT_APP,
+            &principal,
+            &json!({"app": "notes", "revision": "a", "expectedRevision": "b"}),
+        )
+        .unwrap();
+        assert_eq!(request.app_id, "notes");
+        assert_eq!(
+            request.operation,
+            Some(pb::history_request::Operation::Revert(
+                pb::HistoryRevertRequest {
+                    revision: "a".into(),
+                    expected_revision: "b".into(),
+                }
+            ))
+        );
+        assert!(history_request("listAppFiles", &principal, &json!({})).is_none());
+        let listed = pb::HistoryReply {
+            app: "notes".into(),
+            result: Some(pb::history_reply::Result::Revisions(pb::HistoryRevisions {
+                revisions: vec![pb::HistoryRevision {
+                    revision: "r2".into(),
+                    uri: "ui://sasha/apps/notes/revisions/r2".into(),
+                    recorded_at: 7,
+                    user_id: Some("u1".into()),
+                    username: Some("sam".into()),
+                    surface: "mcp".into(),
+                    summary: "writeAppFile app.js".into(),
+                    files: 4,
+                    bytes: 100,
+                    current: true,
+                }],
+            })),
+        };
+        let (text, value) = history_result(&listed).unwrap();
+        assert_eq!(
+            value,
+            json!({"app": "notes", "revisions": [{"revision": "r2", "uri": "ui://sasha/apps/notes/revisions/r2", "recordedAt": 7, "user": "sam", "surface": "mcp", "summary": "writeAppFile app.js", "files": 4, "bytes": 100, "current": true}]})
+        );
+        assert!(text.starts_with("r2 (current) at 7 by sam (mcp)"), "{text}");
+        let diff = pb::HistoryReply {
+            app: "notes".into(),
+            result: Some(pb::history_reply::Result::Diff(pb::HistoryDiff {
+                from: "r1".into(),
+                to: "r2".into(),
+                files: vec![pb::HistoryFileChange {
+                    path: "app.js".into(),
+                    change: "changed".into(),
+                    from_version: Some("a".into()),
+                    to_version: Some("b".into()),
+                    unified: None,
+                    binary: false,
+                    truncated: true,
+                }],
+                truncated: true,
+            })),
+        };
+        let (text, value) = history_result(&diff).unwrap();
+        assert_eq!(value["files"][0]["truncated"], true);
+        assert!(value["files"][0].get("diff").is_none());
+        assert!(text.contains("changed app.js (diff left out"), "{text}");
+        assert!(history_result(&pb::HistoryReply::default()).is_none());
+    }
+
+    #[test]
+    fn create_app_answers_its_app_and_status() {
+        let reply = pb::CreateAppReply {
+            app: "expense-claims".into(),
+            status: Some(valid("r1")),
+        };
+        assert_eq!(
+            create_json(&reply).to_string(),
+            json!({"app": "expense-claims", "status": {"ok": true, "revision": "r1", "diagnostics": []}})
+                .to_string()
+        );
+        let text = create_text(&reply);
+        assert!(
+            text.starts_with(
+                "Created the app expense-claims. Open it with open_app__expense_claims;"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("The app validates; its live revision is r1."),
+            "{text}"
+        );
+        let broken = pb::CreateAppReply {
+            app: "expense-claims".into(),
+            status: Some(broken()),
+        };
+        let text = create_text(&broken);
+        assert!(!text.contains("open_app__"), "{text}");
+        assert!(text.contains("- app.js:3 JS_SYNTAX"), "{text}");
     }
 
     #[test]
@@ -487,6 +1178,29 @@ mod tests {
             source_json(&read).unwrap().to_string(),
             json!({"app": "notes", "path": "app.js", "content": "let x;", "bytes": 6, "version": "cd"})
                 .to_string()
+        );
+        // A binary asset's bytes come as base64 and say so; its size is the
+        // file's.
+        let asset = pb::SourceFilesReply {
+            app: "notes".into(),
+            path: "assets/logo.png".into(),
+            content: Some("iVBORw==".into()),
+            bytes: 5,
+            version: Some("ef".into()),
+            encoding: Some("base64".into()),
+            kind: SourceReplyKind::Read as i32,
+            ..Default::default()
+        };
+        assert_eq!(
+            source_json(&asset).unwrap().to_string(),
+            json!({"app": "notes", "path": "assets/logo.png", "content": "iVBORw==", "bytes": 5, "version": "ef", "encoding": "base64"})
+                .to_string()
+        );
+        assert!(
+            source_text("readAppFile", &asset)
+                .starts_with("assets/logo.png (5 bytes, base64, version ef)\n\niVBORw=="),
+            "{}",
+            source_text("readAppFile", &asset)
         );
         let mut status = broken();
         status.diagnostics.push(diagnostic(

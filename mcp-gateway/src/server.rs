@@ -25,7 +25,7 @@ use sasha_contract::data::ID_COLUMN;
 use sasha_contract::tools::{CHAT_TOOL, UPLOAD_TOOL};
 use sasha_proto::convert::ui_meta;
 use sasha_proto::pb::{
-    self, ConfirmRequest, GetResourceRequest, SourceFilesRequest, SuggestRequest,
+    self, ConfirmRequest, CreateAppRequest, GetResourceRequest, SourceFilesRequest, SuggestRequest,
 };
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Map, Value, json};
@@ -522,7 +522,8 @@ impl SashaMcp {
 }
 
 impl SashaMcp {
-    /// `getDocs`, `suggestImprovement` and the six source tools.
+    /// `getDocs`, `suggestImprovement`, the six source tools, `createApp`,
+    /// the four history tools and the three lifecycle tools.
     async fn call_platform(
         &self,
         caller: &Caller,
@@ -567,6 +568,58 @@ impl SashaMcp {
                         "Thank you: the suggestion is recorded for the administrators. Carry on with the task.".to_owned(),
                         json!({"id": reply.into_inner().id, "recorded": true}),
                     ),
+                    Err(status) => tool_error(AppError::from_status(&status)),
+                }
+            }
+            platform::CREATE_APP => {
+                let reply = core
+                    .create_app(CreateAppRequest {
+                        principal: Some(caller.principal.clone()),
+                        app_id: args["app"].as_str().unwrap_or_default().to_owned(),
+                        name: args["name"].as_str().unwrap_or_default().to_owned(),
+                        description: args["description"].as_str().unwrap_or_default().to_owned(),
+                        with_table: args["withTable"].as_bool().unwrap_or(false),
+                    })
+                    .await;
+                match reply {
+                    Ok(reply) => {
+                        let reply = reply.into_inner();
+                        text_result(platform::create_text(&reply), platform::create_json(&reply))
+                    }
+                    Err(status) => tool_error(AppError::from_status(&status)),
+                }
+            }
+            history if platform::HISTORY_TOOLS.contains(&history) => {
+                let Some(request) = platform::history_request(history, &caller.principal, &args)
+                else {
+                    return tool_error(AppError::from_code(ErrorCode::InputInvalid));
+                };
+                match core.history(request).await {
+                    Ok(reply) => {
+                        let (text, result) = platform::history_result(&reply.into_inner())
+                            .ok_or_else(|| {
+                                tracing::error!(
+                                    "studio-core sent a history reply without a result"
+                                );
+                                McpError::internal_error("an internal error occurred", None)
+                            })?;
+                        text_result(text, result)
+                    }
+                    Err(status) => tool_error(AppError::from_status(&status)),
+                }
+            }
+            lifecycle if platform::LIFECYCLE_TOOLS.contains(&lifecycle) => {
+                let Some(request) =
+                    platform::lifecycle_request(lifecycle, &caller.principal, &args)
+                else {
+                    return tool_error(AppError::from_code(ErrorCode::InputInvalid));
+                };
+                match core.app_lifecycle(request).await {
+                    Ok(reply) => {
+                        let (text, result) =
+                            platform::lifecycle_result(lifecycle, &reply.into_inner());
+                        text_result(text, result)
+                    }
                     Err(status) => tool_error(AppError::from_status(&status)),
                 }
             }

@@ -11,6 +11,8 @@ use sasha_contract::html::{escape_attribute, escape_text};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
+use crate::asset::AssetKind;
+use crate::css;
 use crate::html::{HtmlDocument, ReferenceKind};
 use crate::manifest::{Manifest, Theme};
 use crate::source::PackageSource;
@@ -69,17 +71,22 @@ fn sha256_source(text: &str) -> String {
     )
 }
 
-/// The `data:` URI of a package asset.
-fn data_uri(path: &str, text: &str) -> String {
-    let mime = match path.rsplit_once('.').map(|(_, extension)| extension) {
-        Some("svg") => "image/svg+xml",
-        Some("json") => "application/json",
-        Some("css") => "text/css",
-        _ => "text/plain",
+/// The `data:` URI of a package asset (base64: only `A–Z a–z 0–9 + / =`
+/// after the comma, so it is safe in an attribute, a `srcset` and a quoted
+/// CSS `url()`).
+fn data_uri(path: &str, bytes: &[u8]) -> String {
+    let mime = match AssetKind::of_path(path) {
+        Some(kind) => kind.mime_type(),
+        None => match crate::source::extension_of(path) {
+            Some("svg") => "image/svg+xml",
+            Some("json") => "application/json",
+            Some("css") => "text/css",
+            _ => "text/plain",
+        },
     };
     format!(
         "data:{mime};base64,{}",
-        base64::engine::general_purpose::STANDARD.encode(text.as_bytes())
+        base64::engine::general_purpose::STANDARD.encode(bytes)
     )
 }
 
@@ -114,6 +121,12 @@ pub fn assemble(
                 .unwrap_or_default(),
         )
     };
+    // A binary asset's exact bytes; an SVG's text as the other text files.
+    let inline = |path: &str| match source.binary.get(path) {
+        Some(bytes) => data_uri(path, bytes),
+        None => data_uri(path, text_of(path).as_bytes()),
+    };
+    let paths = source.paths();
     let mut styles = vec![BASELINE_CSS.to_owned()];
     if manifest.theme == Theme::SashaTimesheetV1 {
         styles.push(TIMESHEET_THEME_CSS.to_owned());
@@ -121,12 +134,27 @@ pub fn assemble(
     let mut scripts = Vec::new();
     for reference in document.references() {
         match reference.kind {
-            ReferenceKind::Stylesheet => styles.push(text_of(&reference.path)),
+            // The `url()`s of package assets become `data:` URLs on the
+            // stylesheet as written (the ranges are the validator's), then
+            // newlines are normalised like every inlined text.
+            ReferenceKind::Stylesheet => {
+                let text = source
+                    .files
+                    .get(&reference.path)
+                    .map(String::as_str)
+                    .unwrap_or_default();
+                styles.push(normalize_newlines(&css::inline_urls(
+                    &reference.path,
+                    text,
+                    &paths,
+                    &inline,
+                )));
+            }
             ReferenceKind::Script => scripts.push(text_of(&reference.path)),
             ReferenceKind::Asset => {}
         }
     }
-    let body = document.render_body(&|path: &str| data_uri(path, &text_of(path)));
+    let body = document.render_body(&inline);
     let runtime = runtime_script(manifest);
 
     let script_hashes: Vec<String> = [LOCKDOWN, runtime.as_str()]
@@ -212,17 +240,17 @@ pub fn runtime_script(manifest: &Manifest) -> String {
     format!("window.__SASHA_APP__ = {config};\n{RUNTIME}")
 }
 
-/// sha256 over every source file (path and bytes, in path order). It is part of
-/// the hashed metadata, so any change to any source byte (the brief, an action,
-/// a migration, or markup the serializer would normalise away) makes a new
-/// revision.
+/// sha256 over every source file, text and binary (path and bytes, in path
+/// order). It is part of the hashed metadata, so any change to any source byte
+/// (the brief, an action, a migration, an asset nothing references, or markup
+/// the serializer would normalise away) makes a new revision.
 pub fn source_digest(source: &PackageSource) -> String {
     let mut hasher = Sha256::new();
-    for (path, text) in &source.files {
+    for (path, bytes) in source.entries() {
         hasher.update((path.len() as u64).to_le_bytes());
         hasher.update(path.as_bytes());
-        hasher.update((text.len() as u64).to_le_bytes());
-        hasher.update(text.as_bytes());
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
     }
     hex::encode(hasher.finalize())
 }

@@ -1,17 +1,29 @@
 //! The CSS rules of a package: app stylesheets are inlined into one `<style>`
 //! element of the assembled document and `style` values inside SVG assets are
-//! checked the same way, so CSS must not fetch anything (every URL would reach
-//! outside the package) and must not end the `<style>` element it is inlined
-//! into. Everything else in CSS stays allowed: apps are fully customisable.
+//! checked the same way, so CSS must not fetch anything and must not end the
+//! `<style>` element it is inlined into. Everything else in CSS stays allowed:
+//! apps are fully customisable.
+//!
+//! A package stylesheet ([`check_css`]) may name the package's own assets:
+//! `url()` of an image (`.svg .png .jpg .jpeg .webp .gif`) anywhere, and of a
+//! `.woff2` font inside `@font-face`, resolved against the stylesheet's folder.
+//! At assembly [`inline_urls`] replaces each such `url()` by a `data:` URL, so
+//! the document still loads nothing. Every other URL (external, `data:`, a
+//! missing or wrong file) is refused; so is every non-fragment URL in CSS
+//! inside SVG files ([`scan`]), which are images and load nothing at all.
 //!
 //! The check works on cssparser's tokens, never on regular expressions, so
 //! escapes (`u\72l(`), comments and case tricks are seen the way a browser sees
-//! them. It must not rewrite CSS or judge what a rule looks like.
+//! them. It must not rewrite CSS (beyond [`inline_urls`]) or judge what a rule
+//! looks like.
+
+use std::collections::BTreeSet;
 
 use cssparser::{ParseError, Parser, Token};
 
+use crate::asset::{IMAGE_EXTENSIONS, is_font_path, is_image_path};
 use crate::diagnostics::Diagnostics;
-use crate::html::LineIndex;
+use crate::html::{LineIndex, UrlKind, classify_url, normalize_url, package_path};
 
 /// Deepest nesting of blocks (`{}`, `()`, `[]`, functions) that is checked; a
 /// deeper stylesheet is refused instead of being walked, so the walk (which
@@ -27,17 +39,85 @@ pub(crate) struct Finding {
     pub reason: String,
 }
 
-/// Checks one stylesheet of the package and records every problem.
-pub fn check_css(file: &str, text: &str, diagnostics: &mut Diagnostics) {
-    for finding in scan(text) {
+/// One `url()` of a package stylesheet that names a package asset: the byte
+/// range of the whole `url(…)` in the stylesheet's text and the asset's
+/// package path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CssReference {
+    pub start: usize,
+    pub end: usize,
+    pub path: String,
+    /// 1-based line of the `url(`.
+    pub line: u32,
+}
+
+/// Where a package stylesheet sits and which files the package holds: what
+/// `url()` needs to name an asset.
+#[derive(Debug, Clone, Copy)]
+struct Package<'a> {
+    /// The stylesheet's folder with a trailing `/`, or "" at the root.
+    base: &'a str,
+    files: &'a BTreeSet<String>,
+}
+
+/// The folder of `file` with a trailing `/`, or "" at the root.
+fn folder_of(file: &str) -> String {
+    file.rsplit_once('/')
+        .map_or(String::new(), |(folder, _)| format!("{folder}/"))
+}
+
+/// Checks one stylesheet of the package (at package path `file`; `files` is
+/// every path of the package) and records every problem.
+pub fn check_css(file: &str, text: &str, files: &BTreeSet<String>, diagnostics: &mut Diagnostics) {
+    let base = folder_of(file);
+    let package = Package { base: &base, files };
+    for finding in scan_with(text, Some(package)).0 {
         diagnostics.push(file, Some(finding.line), finding.code, finding.reason);
     }
 }
 
+/// The `url()`s of a package stylesheet that name package assets, in order.
+/// Only meaningful for a stylesheet [`check_css`] accepted.
+pub fn asset_references(file: &str, text: &str, files: &BTreeSet<String>) -> Vec<CssReference> {
+    let base = folder_of(file);
+    scan_with(text, Some(Package { base: &base, files })).1
+}
+
+/// The stylesheet with each `url()` that names a package asset replaced by
+/// `url("<inline(path)>")` (a `data:` URL at assembly; it must hold no `"`,
+/// `\` or newline). Text without such references comes back unchanged.
+pub fn inline_urls(
+    file: &str,
+    text: &str,
+    files: &BTreeSet<String>,
+    inline: &dyn Fn(&str) -> String,
+) -> String {
+    let references = asset_references(file, text, files);
+    if references.is_empty() {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for reference in references {
+        out.push_str(&text[at..reference.start]);
+        out.push_str("url(\"");
+        out.push_str(&inline(&reference.path));
+        out.push_str("\")");
+        at = reference.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
 /// Every problem in `text`, which is a stylesheet, a declaration list (a
-/// `style` attribute) or a single value: the rules are the same for all three
-/// because they look only at tokens.
+/// `style` attribute) or a single value inside an SVG file: the rules are the
+/// same for all three because they look only at tokens, and no URL but a
+/// `#fragment` is allowed.
 pub(crate) fn scan(text: &str) -> Vec<Finding> {
+    scan_with(text, None).0
+}
+
+fn scan_with(text: &str, package: Option<Package<'_>>) -> (Vec<Finding>, Vec<CssReference>) {
     let mut findings = Vec::new();
     // A byte search rather than a token rule: the HTML parser ends a <style>
     // element at `</style` wherever it appears, inside CSS strings and
@@ -55,28 +135,38 @@ pub(crate) fn scan(text: &str) -> Vec<Finding> {
         from = offset + "</style".len();
     }
 
-    findings.extend(scan_tokens(text));
-    findings
+    let (tokens, references) = walk_tokens(text, package);
+    findings.extend(tokens);
+    (findings, references)
 }
 
 /// The token rules alone, for CSS values that are never inlined into a
 /// `<style>` element (SVG presentation attributes such as `fill`).
 pub(crate) fn scan_tokens(text: &str) -> Vec<Finding> {
+    walk_tokens(text, None).0
+}
+
+fn walk_tokens(text: &str, package: Option<Package<'_>>) -> (Vec<Finding>, Vec<CssReference>) {
     let mut parser = Parser::new(text);
     let mut walk = Walk {
         findings: Vec::new(),
+        references: Vec::new(),
+        package,
         too_deep: false,
     };
-    walk.block(&mut parser, 0);
-    walk.findings
+    walk.block(&mut parser, 0, false);
+    (walk.findings, walk.references)
 }
 
-struct Walk {
+struct Walk<'a> {
     findings: Vec<Finding>,
+    references: Vec<CssReference>,
+    /// `None`: CSS inside an SVG file, where only `#fragment` URLs may stay.
+    package: Option<Package<'a>>,
     too_deep: bool,
 }
 
-impl Walk {
+impl Walk<'_> {
     fn push(&mut self, line: u32, code: &'static str, reason: impl Into<String>) {
         self.findings.push(Finding {
             line,
@@ -85,30 +175,49 @@ impl Walk {
         });
     }
 
-    /// Checks the tokens of one block; `depth` is how many blocks enclose it.
-    fn block(&mut self, parser: &mut Parser<'_>, depth: usize) {
+    /// Checks the tokens of one block; `depth` is how many blocks enclose it,
+    /// `font_face` whether it is (inside) the block of an `@font-face` rule.
+    fn block(&mut self, parser: &mut Parser<'_>, depth: usize, font_face: bool) {
+        // An `@font-face` was seen and its block has not started yet.
+        let mut pending_font_face = false;
         loop {
             // cssparser counts lines from 0.
             let line = parser.current_source_location().line.saturating_add(1);
+            let start = parser.position().byte_index();
             let token = match parser.next_including_whitespace_and_comments() {
                 Ok(token) => token.clone(),
                 Err(_) => return,
             };
             match &token {
-                Token::AtKeyword(name) => self.at_rule(line, name),
-                Token::UnquotedUrl(url) if !url.starts_with('#') => {
-                    self.url(line, &format!("url({url})"));
+                Token::AtKeyword(name) => {
+                    pending_font_face = self.at_rule(line, name);
+                }
+                Token::Semicolon => pending_font_face = false,
+                Token::UnquotedUrl(url) => {
+                    let end = parser.position().byte_index();
+                    self.url_value(line, url, (start, end), font_face);
                 }
                 Token::BadUrl(_) => self.url(line, "a malformed url()"),
                 Token::Function(name) => {
                     let name = name.to_ascii_lowercase();
                     match name.as_str() {
-                        // `url("…")` with a quoted argument: only a lone
-                        // `#fragment` string may stay.
+                        // `url("…")` with a quoted argument: one string, which
+                        // is judged like an unquoted url.
                         "url" => {
-                            if !self.enter(parser, depth, |walk, nested| walk.url_argument(nested))
-                            {
-                                self.url(line, "url(…)");
+                            // Past the depth limit the argument is not read
+                            // (`None`), and CSS_TOO_DEEP refuses the sheet.
+                            let mut argument = None;
+                            self.enter(parser, depth, |_, nested| {
+                                argument = Some(url_argument(nested));
+                                true
+                            });
+                            let end = parser.position().byte_index();
+                            match argument {
+                                Some(Some(value)) => {
+                                    self.url_value(line, &value, (start, end), font_face);
+                                }
+                                Some(None) => self.url(line, "url(…)"),
+                                None => {}
                             }
                             continue;
                         }
@@ -118,26 +227,32 @@ impl Walk {
                         "image-set" | "-webkit-image-set" => self.push(
                             line,
                             "CSS_IMAGE_SET",
-                            format!("{name}() loads images by URL; use an SVG file from the package through <img src> or a gradient instead"),
+                            format!("{name}() loads images by URL; use url() of one package image, <img src> or a gradient instead"),
                         ),
                         _ => {}
                     }
-                    self.descend(parser, depth);
+                    self.descend(parser, depth, font_face);
                 }
-                Token::ParenthesisBlock | Token::SquareBracketBlock | Token::CurlyBracketBlock => {
-                    self.descend(parser, depth);
+                Token::CurlyBracketBlock => {
+                    let inside = font_face || std::mem::take(&mut pending_font_face);
+                    self.descend(parser, depth, inside);
+                }
+                Token::ParenthesisBlock | Token::SquareBracketBlock => {
+                    self.descend(parser, depth, font_face);
                 }
                 _ => {}
             }
         }
     }
 
-    fn at_rule(&mut self, line: u32, name: &str) {
+    /// Records what an at-rule breaks; true for an allowed `@font-face`.
+    fn at_rule(&mut self, line: u32, name: &str) -> bool {
         let (code, reason) = match name.to_ascii_lowercase().as_str() {
             "import" => (
                 "CSS_IMPORT",
                 "@import loads another stylesheet by URL; link each stylesheet from index.html with <link rel=\"stylesheet\"> instead",
             ),
+            "font-face" if self.package.is_some() => return true,
             "font-face" => (
                 "CSS_FONT_FACE",
                 "@font-face loads fonts by URL; use the system font stacks instead",
@@ -146,24 +261,79 @@ impl Walk {
                 "CSS_NAMESPACE",
                 "@namespace is not allowed in app stylesheets; remove it",
             ),
-            _ => return,
+            _ => return false,
         };
         self.push(line, code, reason);
+        false
     }
 
     fn url(&mut self, line: u32, what: &str) {
+        let allowed = if self.package.is_some() {
+            "only url(#fragment) and url() of an image or (in @font-face) a .woff2 font of the package are allowed"
+        } else {
+            "only url(#fragment) references to elements of the document are allowed"
+        };
         self.push(
             line,
             "CSS_URL",
-            format!("{what} would load a resource by URL; only url(#fragment) references to elements of the document are allowed"),
+            format!("{what} would load a resource by URL; {allowed}"),
         );
+    }
+
+    /// Judges the value of one `url()` spanning `range` of the text: a
+    /// `#fragment` stays; in a package stylesheet a relative path must name
+    /// an image of the package (a `.woff2` font inside `@font-face`) and
+    /// becomes a reference; everything else is refused.
+    fn url_value(&mut self, line: u32, value: &str, range: (usize, usize), font_face: bool) {
+        let kind = classify_url(value);
+        if kind == UrlKind::Fragment {
+            return;
+        }
+        let Some(package) = self.package.filter(|_| kind == UrlKind::Relative) else {
+            self.url(line, &format!("url({value})"));
+            return;
+        };
+        let path = match package_path(package.base, &normalize_url(value)) {
+            Ok(path) => path,
+            Err(reason) => {
+                self.push(line, "CSS_BAD_PATH", format!("url({value}): {reason}"));
+                return;
+            }
+        };
+        if !package.files.contains(&path) {
+            self.push(
+                line,
+                "CSS_MISSING_FILE",
+                format!("url({value}) names {path}, which is not a file of the package"),
+            );
+            return;
+        }
+        let wrong = if font_face {
+            (!is_font_path(&path)).then(|| {
+                format!("url({value}) in @font-face must name a .woff2 font of the package")
+            })
+        } else {
+            (!is_image_path(&path)).then(|| {
+                format!("url({value}) must name an image of the package ({IMAGE_EXTENSIONS}); fonts belong in @font-face src")
+            })
+        };
+        if let Some(reason) = wrong {
+            self.push(line, "CSS_WRONG_FILE_TYPE", reason);
+            return;
+        }
+        self.references.push(CssReference {
+            start: range.0,
+            end: range.1,
+            path,
+            line,
+        });
     }
 
     /// Walks into the block that was just opened, unless that would pass the
     /// depth limit.
-    fn descend(&mut self, parser: &mut Parser<'_>, depth: usize) {
+    fn descend(&mut self, parser: &mut Parser<'_>, depth: usize, font_face: bool) {
         self.enter(parser, depth, |walk, nested| {
-            walk.block(nested, depth + 1);
+            walk.block(nested, depth + 1, font_face);
             true
         });
     }
@@ -175,7 +345,7 @@ impl Walk {
         &mut self,
         parser: &mut Parser<'_>,
         depth: usize,
-        inside: impl FnOnce(&mut Walk, &mut Parser<'_>) -> bool,
+        inside: impl FnOnce(&mut Self, &mut Parser<'_>) -> bool,
     ) -> bool {
         if depth + 1 > MAX_CSS_DEPTH {
             if !self.too_deep {
@@ -196,31 +366,54 @@ impl Walk {
             .parse_nested_block(|nested| Ok::<bool, ParseError<()>>(inside(self, nested)))
             .unwrap_or(false)
     }
+}
 
-    /// The argument of `url(` when it is a quoted string: true when it is
-    /// exactly one `#fragment` string (whitespace and comments aside).
-    fn url_argument(&mut self, parser: &mut Parser<'_>) -> bool {
-        let mut fragment = false;
-        let mut others = 0usize;
-        while let Ok(token) = parser.next_including_whitespace_and_comments() {
-            match token {
-                Token::WhiteSpace(_) | Token::Comment(_) => {}
-                Token::QuotedString(value) if value.starts_with('#') => fragment = true,
-                _ => others += 1,
-            }
+/// The argument of `url(` when it is a quoted string: the string, when it is
+/// exactly one string (whitespace and comments aside).
+fn url_argument(parser: &mut Parser<'_>) -> Option<String> {
+    let mut value = None;
+    let mut others = 0usize;
+    while let Ok(token) = parser.next_including_whitespace_and_comments() {
+        match token {
+            Token::WhiteSpace(_) | Token::Comment(_) => {}
+            Token::QuotedString(string) if value.is_none() => value = Some(string.to_string()),
+            _ => others += 1,
         }
-        fragment && others == 0
     }
+    value.filter(|_| others == 0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn codes(text: &str) -> Vec<String> {
+    /// The files of the package the stylesheets are checked in.
+    fn files() -> BTreeSet<String> {
+        [
+            "APP.md",
+            "styles.css",
+            "css/theme.css",
+            "app.js",
+            "assets/logo.svg",
+            "assets/logo.png",
+            "assets/photo.jpg",
+            "assets/photo.webp",
+            "assets/spinner.gif",
+            "fonts/brand.woff2",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+    }
+
+    fn codes_in(file: &str, text: &str) -> Vec<String> {
         let mut diagnostics = Diagnostics::new();
-        check_css("styles.css", text, &mut diagnostics);
+        check_css(file, text, &files(), &mut diagnostics);
         diagnostics.iter().map(|d| d.code.clone()).collect()
+    }
+
+    fn codes(text: &str) -> Vec<String> {
+        codes_in("styles.css", text)
     }
 
     #[track_caller]
@@ -260,12 +453,17 @@ mod tests {
     #[test]
     fn imports_fonts_and_namespaces_are_refused() {
         check("@import 'x.css';", &["CSS_IMPORT"]);
-        check("@import url(x.css);", &["CSS_IMPORT", "CSS_URL"]);
+        check("@import url(x.css);", &["CSS_IMPORT", "CSS_MISSING_FILE"]);
+        check(
+            "@import url(//attacker.test/x.css);",
+            &["CSS_IMPORT", "CSS_URL"],
+        );
         check("@IMPORT \"x.css\";", &["CSS_IMPORT"]);
         check("@\\69mport \"x.css\";", &["CSS_IMPORT"]);
+        // A package stylesheet may declare fonts, but only from the package.
         check(
             "@font-face { font-family: x; src: url(//attacker.test/f.woff) }",
-            &["CSS_FONT_FACE", "CSS_URL"],
+            &["CSS_URL"],
         );
         check(
             "@namespace svg url(http://www.w3.org/2000/svg);",
@@ -277,8 +475,17 @@ mod tests {
     #[test]
     fn every_non_fragment_url_is_refused() {
         check("a { background: url(//attacker.test/x) }", &["CSS_URL"]);
-        check("a { background: url(x.png) }", &["CSS_URL"]);
-        check("a { background: URL(x.png) }", &["CSS_URL"]);
+        check("a { background: url(x.png) }", &["CSS_MISSING_FILE"]);
+        check("a { background: URL(x.png) }", &["CSS_MISSING_FILE"]);
+        check(
+            "a { background: url(data:image/png;base64,AA==) }",
+            &["CSS_URL"],
+        );
+        check(
+            "a { background: url('data:image/png;base64,AA==') }",
+            &["CSS_URL"],
+        );
+        check("a { background: url(javascript:x) }", &["CSS_URL"]);
         check(
             "a { cursor: url(https://attacker.test/c), auto }",
             &["CSS_URL"],
@@ -293,7 +500,7 @@ mod tests {
         check("a { background: image(\"x.png\") }", &["CSS_URL"]);
         check(
             "a { list-style: url(x) } b { content: url(y) }",
-            &["CSS_URL", "CSS_URL"],
+            &["CSS_MISSING_FILE", "CSS_MISSING_FILE"],
         );
         check("a { background: url(x y) }", &["CSS_URL"]);
     }
@@ -318,7 +525,7 @@ mod tests {
         );
         check(
             "a { background: -webkit-image-set(url(a.png) 1x) }",
-            &["CSS_IMAGE_SET", "CSS_URL"],
+            &["CSS_IMAGE_SET", "CSS_MISSING_FILE"],
         );
         check(
             "a { background: Image-Set(\"a.png\" 1x) }",
@@ -346,7 +553,8 @@ mod tests {
         let mut diagnostics = Diagnostics::new();
         check_css(
             "a.css",
-            "a {}\n\nb { background: url(x) }\n@import 'y';",
+            "a {}\n\nb { background: url(//x) }\n@import 'y';",
+            &files(),
             &mut diagnostics,
         );
         let lines: Vec<_> = diagnostics
@@ -368,7 +576,7 @@ mod tests {
         let functions = "f(".repeat(100_000);
         check(&functions, &["CSS_TOO_DEEP"]);
         // A url hidden below the limit is still found before the walk stops.
-        let shallow = format!("{}url(x){}", "a{".repeat(10), "}".repeat(10));
+        let shallow = format!("{}url(//x){}", "a{".repeat(10), "}".repeat(10));
         check(&shallow, &["CSS_URL"]);
         let at_limit = format!(
             "{}x{}",
@@ -392,14 +600,134 @@ mod tests {
         check(&"/*".repeat(100_000), &[]);
         check(&"u\\72l(".repeat(10_000), &["CSS_URL"]);
         let mut diagnostics = Diagnostics::new();
-        check_css("a.css", &"</style\n".repeat(50_000), &mut diagnostics);
+        check_css(
+            "a.css",
+            &"</style\n".repeat(50_000),
+            &files(),
+            &mut diagnostics,
+        );
         assert_eq!(diagnostics.len(), 50_000);
         let mut diagnostics = Diagnostics::new();
         check_css(
             "a.css",
             &"a { b: url(x) }\n".repeat(50_000),
+            &files(),
             &mut diagnostics,
         );
         assert_eq!(diagnostics.len(), 50_000);
+    }
+
+    /// Security catalogue A9 refuses every non-fragment URL token. Issue 23
+    /// (binary assets) lets `url()` name an image or font of the package, on
+    /// A8's terms for markup ("package-relative, and then inlined"): assembly
+    /// replaces each by a `data:` URL, so the emitted CSS still loads nothing
+    /// (CSP `img-src data:; font-src data:`). Every other URL stays refused.
+    #[test]
+    fn package_images_and_fonts_are_references() {
+        check(
+            "a { background: url(assets/logo.png) }\n\
+             b { background-image: url('assets/photo.jpg'), url( \"assets/photo.webp\" ) }\n\
+             c { list-style: url(assets/spinner.gif); cursor: url(assets/logo.svg), auto }\n\
+             @font-face { font-family: brand; src: url(fonts/brand.woff2) format(\"woff2\"); }\n\
+             @media print { @font-face { font-family: b2; src: url(\"fonts/brand.woff2\") } }\n\
+             d { background: url(./assets/logo.png) }",
+            &[],
+        );
+        let references = asset_references(
+            "styles.css",
+            "a{b:url(assets/logo.png)}@font-face{src:url('fonts/brand.woff2')}",
+            &files(),
+        );
+        let paths: Vec<_> = references.iter().map(|r| r.path.as_str()).collect();
+        assert_eq!(paths, ["assets/logo.png", "fonts/brand.woff2"]);
+    }
+
+    #[test]
+    fn references_resolve_against_the_stylesheets_folder() {
+        assert_eq!(
+            codes_in("css/theme.css", "a { background: url(../assets/logo.png) }"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            codes_in("css/theme.css", "a { background: url(assets/logo.png) }"),
+            ["CSS_MISSING_FILE"]
+        );
+        assert_eq!(
+            codes_in("styles.css", "a { background: url(../assets/logo.png) }"),
+            ["CSS_BAD_PATH"]
+        );
+        check(
+            "a { background: url(assets/logo.png?v=1) }",
+            &["CSS_BAD_PATH"],
+        );
+        check(
+            "a { background: url(assets/logo%2epng) }",
+            &["CSS_BAD_PATH"],
+        );
+        check("a { background: url(/assets/logo.png) }", &["CSS_BAD_PATH"]);
+        // cssparser unescapes like a browser: this names assets/logo.png.
+        check("a { background: url(assets/logo\\2e png) }", &[]);
+    }
+
+    #[test]
+    fn a_missing_file_or_a_file_of_the_wrong_kind_is_refused() {
+        check(
+            "a { background: url(assets/missing.png) }",
+            &["CSS_MISSING_FILE"],
+        );
+        check("a { background: url(app.js) }", &["CSS_WRONG_FILE_TYPE"]);
+        check(
+            "a { background: url(fonts/brand.woff2) }",
+            &["CSS_WRONG_FILE_TYPE"],
+        );
+        check(
+            "@font-face { font-family: x; src: url(assets/logo.png) }",
+            &["CSS_WRONG_FILE_TYPE"],
+        );
+        check(
+            "@font-face { font-family: x; src: url(fonts/missing.woff2) }",
+            &["CSS_MISSING_FILE"],
+        );
+        // A font outside @font-face's block, even right after one.
+        check(
+            "@font-face { font-family: x } a { background: url(fonts/brand.woff2) }",
+            &["CSS_WRONG_FILE_TYPE"],
+        );
+        check(
+            "@font-face; a { background: url(fonts/brand.woff2) }",
+            &["CSS_WRONG_FILE_TYPE"],
+        );
+    }
+
+    #[test]
+    fn urls_become_data_urls_in_place() {
+        let inline = |path: &str| format!("data:x/y;base64,{}", path.len());
+        let text = "a{b:url(assets/logo.png)}\n@font-face { src: url( 'fonts/brand.woff2' ) format('woff2') }\nc{d:url(#f)}";
+        assert_eq!(
+            inline_urls("styles.css", text, &files(), &inline),
+            "a{b:url(\"data:x/y;base64,15\")}\n@font-face { src: url(\"data:x/y;base64,17\") format('woff2') }\nc{d:url(#f)}"
+        );
+        let plain = "a { color: red }";
+        assert_eq!(inline_urls("styles.css", plain, &files(), &inline), plain);
+        // An unclosed url( at the end still becomes one whole url().
+        assert_eq!(
+            inline_urls("styles.css", "a{b:url('assets/logo.png'", &files(), &inline),
+            "a{b:url(\"data:x/y;base64,15\")"
+        );
+    }
+
+    #[test]
+    fn css_inside_svg_files_still_names_no_file() {
+        let scanned: Vec<_> =
+            scan("a { fill: url(assets/logo.png) } @font-face { src: url(fonts/brand.woff2) }")
+                .into_iter()
+                .map(|finding| finding.code)
+                .collect();
+        assert_eq!(scanned, ["CSS_URL", "CSS_FONT_FACE", "CSS_URL"]);
+        let tokens: Vec<_> = scan_tokens("url(assets/logo.png)")
+            .into_iter()
+            .map(|finding| finding.code)
+            .collect();
+        assert_eq!(tokens, ["CSS_URL"]);
     }
 }

@@ -145,8 +145,9 @@ pub enum ReferenceKind {
     Stylesheet,
     /// `<script src>`: a `.js` file, inlined into `<script>`.
     Script,
-    /// `img[src]`, `video[poster]`, SVG `<image href|xlink:href>`: an `.svg`
-    /// file, inlined as a `data:` URI.
+    /// `img[src]`, each URL of `img[srcset]` and `source[srcset]`,
+    /// `video[poster]`, SVG `<image href|xlink:href>`: an image of the package
+    /// (`.svg .png .jpg .jpeg .webp .gif`), inlined as a `data:` URI.
     Asset,
 }
 
@@ -274,8 +275,9 @@ pub fn analyze_html(
 impl HtmlDocument {
     /// References to package files in document order: `<link rel=stylesheet
     /// href>` (Stylesheet, a `.css` file), `<script src>` (Script, a `.js`
-    /// file) and asset references (Asset): `img[src]`, SVG `<image
-    /// href|xlink:href>`, `video[poster]`.
+    /// file) and image references (Asset): `img[src]`, every URL of
+    /// `img[srcset]` and `source[srcset]`, SVG `<image href|xlink:href>`,
+    /// `video[poster]`.
     pub fn references(&self) -> &[Reference] {
         &self.references
     }
@@ -295,8 +297,9 @@ impl HtmlDocument {
     /// the HTML fragment serialization algorithm (the same output as
     /// html5ever's serializer, see `serialize` for why it is not called):
     /// every `<link rel=stylesheet>` and `<script src>` element is removed
-    /// (the assembler inlines them elsewhere), and every Asset reference
-    /// attribute value is replaced by `inline(path)`. Only called on
+    /// (the assembler inlines them elsewhere), every Asset reference
+    /// attribute value is replaced by `inline(path)`, and so is every package
+    /// URL of a `srcset` (its descriptors kept). Only called on
     /// documents without diagnostics. Deterministic output: the same
     /// document always gives the same bytes.
     pub fn render_body(&self, inline: &dyn Fn(&str) -> String) -> String {
@@ -333,6 +336,16 @@ impl HtmlDocument {
             }
             for (index, (qualified, value)) in element.attrs.iter().enumerate() {
                 let attribute = attribute_name(&qualified.ns, &qualified.local);
+                if is_srcset(namespace, &name, &attribute) {
+                    if let Ok(candidates) = parse_srcset(value) {
+                        replaced.push((
+                            node.id(),
+                            index,
+                            render_srcset(&self.base, &candidates, inline),
+                        ));
+                    }
+                    continue;
+                }
                 if reference_kind(namespace, &name, &attribute) == Some(ReferenceKind::Asset)
                     && let Ok(path) = package_path(&self.base, &normalize_url(value))
                 {
@@ -448,7 +461,7 @@ pub(crate) fn classify_url(value: &str) -> UrlKind {
 /// The package path a relative reference names, resolved against `base` (the
 /// document's folder with a trailing `/`, or ""), or why it is not a plain
 /// package path.
-fn package_path(base: &str, normalized: &str) -> Result<String, &'static str> {
+pub(crate) fn package_path(base: &str, normalized: &str) -> Result<String, &'static str> {
     if normalized.contains('\\') {
         return Err("backslashes are not allowed in package paths; use /");
     }
@@ -500,6 +513,142 @@ fn reference_kind(namespace: &str, element: &str, attribute: &str) -> Option<Ref
         (SVG_NS, "image", "href" | "xlink:href") => Some(ReferenceKind::Asset),
         _ => None,
     }
+}
+
+/// Whether the attribute is a `srcset` whose URLs may name package images:
+/// on HTML `<img>` and `<source>` (inside `<picture>`).
+fn is_srcset(namespace: &str, element: &str, attribute: &str) -> bool {
+    namespace == HTML_NS && matches!(element, "img" | "source") && attribute == "srcset"
+}
+
+/// One image candidate of a `srcset`: its URL and its descriptors (`2x`,
+/// `480w`), as the browser reads them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Candidate {
+    pub url: String,
+    pub descriptors: Vec<String>,
+}
+
+fn is_html_whitespace(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0C')
+}
+
+/// Parses a `srcset` with the WHATWG "parse a srcset attribute" algorithm
+/// (so the URLs are the ones a browser would fetch: a URL is a run without
+/// whitespace, trailing commas removed), refusing what the browser would
+/// drop: a descriptor that is not one width (`480w`), one density (`2x`) or
+/// a height beside a width.
+pub(crate) fn parse_srcset(value: &str) -> Result<Vec<Candidate>, String> {
+    let chars: Vec<char> = value.chars().collect();
+    let mut at = 0;
+    let mut candidates = Vec::new();
+    loop {
+        while at < chars.len() && (is_html_whitespace(chars[at]) || chars[at] == ',') {
+            at += 1;
+        }
+        if at >= chars.len() {
+            return Ok(candidates);
+        }
+        let start = at;
+        while at < chars.len() && !is_html_whitespace(chars[at]) {
+            at += 1;
+        }
+        let mut url: String = chars[start..at].iter().collect();
+        let mut descriptors = Vec::new();
+        if url.ends_with(',') {
+            url = url.trim_end_matches(',').to_owned();
+        } else {
+            let mut current = String::new();
+            let mut in_parens = false;
+            loop {
+                let next = chars.get(at).copied();
+                at += 1;
+                match (in_parens, next) {
+                    (_, None) => break,
+                    (false, Some(c)) if is_html_whitespace(c) => {
+                        if !current.is_empty() {
+                            descriptors.push(std::mem::take(&mut current));
+                        }
+                    }
+                    (false, Some(',')) => break,
+                    (false, Some('(')) => {
+                        current.push('(');
+                        in_parens = true;
+                    }
+                    (true, Some(')')) => {
+                        current.push(')');
+                        in_parens = false;
+                    }
+                    (_, Some(c)) => current.push(c),
+                }
+            }
+            if !current.is_empty() {
+                descriptors.push(current);
+            }
+        }
+        check_descriptors(&url, &descriptors)?;
+        candidates.push(Candidate { url, descriptors });
+    }
+}
+
+/// The descriptor rules of "parse a srcset attribute": at most one width
+/// (`Nw`, N > 0) or one density (`Nx`, N ≥ 0) but not both, and a height
+/// (`Nh`, N > 0) only beside a width.
+fn check_descriptors(url: &str, descriptors: &[String]) -> Result<(), String> {
+    let integer = |digits: &str| {
+        !digits.is_empty()
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && digits.bytes().any(|b| b != b'0')
+    };
+    let number = |text: &str| {
+        let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+        (!whole.is_empty() || !fraction.is_empty())
+            && whole.bytes().all(|b| b.is_ascii_digit())
+            && fraction.bytes().all(|b| b.is_ascii_digit())
+            && (!text.contains('.') || !fraction.is_empty())
+    };
+    let (mut width, mut density, mut height) = (false, false, false);
+    for descriptor in descriptors {
+        let (value, unit) = descriptor
+            .split_at(descriptor.len() - descriptor.chars().last().map_or(0, char::len_utf8));
+        let (seen, valid) = match unit {
+            "w" => (&mut width, integer(value)),
+            "x" => (&mut density, number(value)),
+            "h" => (&mut height, integer(value)),
+            _ => (&mut width, false),
+        };
+        if !valid || *seen {
+            return Err(format!(
+                "srcset candidate {url} has the descriptor {descriptor}; use one width (480w) or one density (2x)"
+            ));
+        }
+        *seen = true;
+    }
+    if (width && density) || (height && !width) {
+        return Err(format!(
+            "srcset candidate {url} mixes descriptors; use one width (480w) or one density (2x)"
+        ));
+    }
+    Ok(())
+}
+
+/// The `srcset` with each package URL replaced by `inline(path)`.
+fn render_srcset(base: &str, candidates: &[Candidate], inline: &dyn Fn(&str) -> String) -> String {
+    candidates
+        .iter()
+        .map(|candidate| {
+            let url = match classify_url(&candidate.url) {
+                UrlKind::Relative => package_path(base, &normalize_url(&candidate.url))
+                    .map_or_else(|_| candidate.url.clone(), |path| inline(&path)),
+                _ => candidate.url.clone(),
+            };
+            std::iter::once(url)
+                .chain(candidate.descriptors.iter().cloned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The attribute's name as written in markup (`xlink:href`, `xml:lang`), in
@@ -1064,11 +1213,13 @@ impl Checker<'_> {
                     "{attribute} is not allowed; apps cannot open windows, download or ping URLs"
                 ),
             );
+        } else if is_srcset(namespace, element, attribute) {
+            self.check_srcset(element, value, line);
         } else if matches!(attribute, "srcset" | "imagesrcset") {
             self.push(
                 line,
                 "HTML_SRCSET",
-                format!("{attribute} is not allowed; use src with one package file"),
+                format!("{attribute} is not allowed here; srcset is only for package images on <img> and <source>"),
             );
         } else if attribute == "href" && element == "area" && html {
             self.push(
@@ -1090,6 +1241,29 @@ impl Checker<'_> {
         }
     }
 
+    /// Every URL of a `srcset` is judged like an `<img src>`.
+    fn check_srcset(&mut self, element: &str, value: &str, line: Option<u32>) {
+        match parse_srcset(value) {
+            Ok(candidates) if candidates.is_empty() => self.push(
+                line,
+                "HTML_SRCSET",
+                "srcset names no image; remove it or name package images",
+            ),
+            Ok(candidates) => {
+                for candidate in candidates {
+                    self.check_url_as(
+                        Some(ReferenceKind::Asset),
+                        element,
+                        "srcset",
+                        &candidate.url,
+                        line,
+                    );
+                }
+            }
+            Err(reason) => self.push(line, "HTML_SRCSET", reason),
+        }
+    }
+
     fn check_url(&mut self, target: &Target<'_>, value: &str, line: Option<u32>) {
         let Target {
             namespace,
@@ -1099,6 +1273,19 @@ impl Checker<'_> {
         } = *target;
         let reference =
             reference_kind(namespace, element, attribute).filter(|_| references_allowed);
+        self.check_url_as(reference, element, attribute, value, line);
+    }
+
+    /// Judges one URL that may name a package file of kind `reference`
+    /// (`None`: only a `#fragment` may stay).
+    fn check_url_as(
+        &mut self,
+        reference: Option<ReferenceKind>,
+        element: &str,
+        attribute: &str,
+        value: &str,
+        line: Option<u32>,
+    ) {
         match classify_url(value) {
             UrlKind::Fragment => {}
             UrlKind::Empty => self.push(
@@ -1152,12 +1339,15 @@ impl Checker<'_> {
             );
             return;
         }
-        let (extension, what) = match kind {
-            ReferenceKind::Stylesheet => (".css", "stylesheets must be .css files"),
-            ReferenceKind::Script => (".js", "scripts must be .js files"),
-            ReferenceKind::Asset => (".svg", "images must be .svg files of the package"),
+        let (fits, what) = match kind {
+            ReferenceKind::Stylesheet => (path.ends_with(".css"), "stylesheets must be .css files"),
+            ReferenceKind::Script => (path.ends_with(".js"), "scripts must be .js files"),
+            ReferenceKind::Asset => (
+                crate::asset::is_image_path(&path),
+                "images must be image files of the package: .svg .png .jpg .jpeg .webp .gif",
+            ),
         };
-        if !path.ends_with(extension) {
+        if !fits {
             self.push(
                 line,
                 "HTML_WRONG_FILE_TYPE",

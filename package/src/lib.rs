@@ -9,6 +9,7 @@
 
 pub mod actions;
 pub mod assemble;
+pub mod asset;
 pub mod css;
 pub mod diagnostics;
 pub mod html;

@@ -7,6 +7,11 @@
 //! Reading stops at [`MAX_FILES`] distinct files or [`MAX_TOTAL_BYTES`], so a
 //! hostile folder (100k files, a 50 MB file) costs only what the limits allow.
 //!
+//! Text files (the [`TEXT_EXTENSIONS`]) must be UTF-8 without NUL and are kept
+//! as text; binary assets (the [`BINARY_EXTENSIONS`]: raster images and WOFF2
+//! fonts) are kept as bytes, within the same limits, and judged by
+//! [`crate::asset`]. Every other extension is refused.
+//!
 //! It never follows a link out of the package and never writes.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -25,15 +30,111 @@ pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 pub const MAX_DEPTH: usize = 4;
 /// Most entries read from one folder before giving up on it.
 const MAX_DIR_ENTRIES: usize = 1024;
-/// The extensions a package file may have; packages hold text only.
+/// The extensions of a package's text files.
 pub const TEXT_EXTENSIONS: [&str; 10] = [
     "md", "html", "css", "js", "sql", "yaml", "yml", "json", "txt", "svg",
 ];
+/// The extensions of a package's binary assets: PNG, JPEG, WebP and GIF images
+/// and WOFF2 fonts, checked by [`crate::asset`] and inlined as `data:` URLs.
+pub const BINARY_EXTENSIONS: [&str; 6] = ["png", "jpg", "jpeg", "webp", "gif", "woff2"];
 
-/// A package's files, by package-relative path.
+/// A package's files, by package-relative path: text files in `files`, binary
+/// assets in `binary` (a path is in at most one of them, decided by its
+/// extension; see [`is_binary_path`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PackageSource {
     pub files: BTreeMap<String, String>,
+    pub binary: BTreeMap<String, Vec<u8>>,
+}
+
+impl PackageSource {
+    /// How many files the package holds, text and binary.
+    pub fn len(&self) -> usize {
+        self.files.len() + self.binary.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.binary.is_empty()
+    }
+
+    /// Whether `path` is a file of the package, text or binary.
+    pub fn contains(&self, path: &str) -> bool {
+        self.files.contains_key(path) || self.binary.contains_key(path)
+    }
+
+    /// Every path, text and binary, sorted.
+    pub fn paths(&self) -> std::collections::BTreeSet<String> {
+        self.files
+            .keys()
+            .chain(self.binary.keys())
+            .cloned()
+            .collect()
+    }
+
+    /// Every file as `(path, bytes)` in path order, text and binary merged
+    /// (a text-only package gives exactly its text files in order).
+    pub fn entries(&self) -> Vec<(&str, &[u8])> {
+        let mut entries: Vec<(&str, &[u8])> = self
+            .files
+            .iter()
+            .map(|(path, text)| (path.as_str(), text.as_bytes()))
+            .chain(
+                self.binary
+                    .iter()
+                    .map(|(path, bytes)| (path.as_str(), bytes.as_slice())),
+            )
+            .collect();
+        entries.sort_by(|a, b| a.0.cmp(b.0));
+        entries
+    }
+
+    /// Puts (or, with `None`, removes) one file as a change would leave it: a
+    /// binary path's bytes go to `binary`, anything else must be UTF-8 and goes
+    /// to `files`. Bytes that are not UTF-8 at a text path are left out, as
+    /// [`read_package`] leaves out such a file.
+    pub fn set(&mut self, path: &str, bytes: Option<&[u8]>) {
+        self.files.remove(path);
+        self.binary.remove(path);
+        match bytes {
+            Some(bytes) if is_binary_path(path) => {
+                self.binary.insert(path.to_owned(), bytes.to_vec());
+            }
+            Some(bytes) => {
+                if let Ok(text) = std::str::from_utf8(bytes) {
+                    self.files.insert(path.to_owned(), text.to_owned());
+                }
+            }
+            None => {}
+        }
+    }
+}
+
+/// The extension of the last path segment, when it has a stem.
+pub fn extension_of(path: &str) -> Option<&str> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.rsplit_once('.')
+        .filter(|(stem, _)| !stem.is_empty())
+        .map(|(_, extension)| extension)
+}
+
+/// Whether `path` names a text file of a package (by its extension).
+pub fn is_text_path(path: &str) -> bool {
+    extension_of(path).is_some_and(|extension| TEXT_EXTENSIONS.contains(&extension))
+}
+
+/// Whether `path` names a binary asset of a package (by its extension).
+pub fn is_binary_path(path: &str) -> bool {
+    extension_of(path).is_some_and(|extension| BINARY_EXTENSIONS.contains(&extension))
+}
+
+/// The extensions a package file may have, for messages: `.md … .svg .png …`.
+pub fn allowed_extensions() -> String {
+    TEXT_EXTENSIONS
+        .iter()
+        .chain(BINARY_EXTENSIONS.iter())
+        .map(|extension| format!(".{extension}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Why a name is not a usable package path component, or `None` when it is.
@@ -170,17 +271,17 @@ pub fn read_package(dir: &Path, diagnostics: &mut Diagnostics) -> PackageSource 
                     "PATH_NOT_REGULAR",
                     "only regular files are allowed in packages",
                 );
-            } else if !has_text_extension(name) {
+            } else if !is_text_path(name) && !is_binary_path(name) {
                 diagnostics.push(
                     &path,
                     None,
                     "PATH_EXTENSION",
                     format!(
-                        "only text files are allowed: {}",
-                        TEXT_EXTENSIONS.map(|e| format!(".{e}")).join(" ")
+                        "only text files and image or font assets are allowed: {}",
+                        allowed_extensions()
                     ),
                 );
-            } else if source.files.len() == MAX_FILES {
+            } else if source.len() == MAX_FILES {
                 diagnostics.push(
                     &path,
                     None,
@@ -201,6 +302,14 @@ pub fn read_package(dir: &Path, diagnostics: &mut Diagnostics) -> PackageSource 
             } else if total + meta.len() > MAX_TOTAL_BYTES {
                 diagnostics.push(&path, None, "PACKAGE_TOO_LARGE", format!("a package may hold at most {MAX_TOTAL_BYTES} bytes in total; reading stopped here"));
                 return source;
+            } else if is_binary_path(name) {
+                match read_bytes(&full, &path, diagnostics) {
+                    Some(bytes) => {
+                        total += bytes.len() as u64;
+                        source.binary.insert(path, bytes);
+                    }
+                    None => total += meta.len(),
+                }
             } else {
                 match read_text(&full, &path, diagnostics) {
                     Some(text) => {
@@ -219,13 +328,8 @@ fn display(prefix: &str) -> &str {
     if prefix.is_empty() { "." } else { prefix }
 }
 
-fn has_text_extension(name: &str) -> bool {
-    name.rsplit_once('.')
-        .is_some_and(|(stem, extension)| !stem.is_empty() && TEXT_EXTENSIONS.contains(&extension))
-}
-
 /// Reads at most one byte past the file limit (a file may grow after `stat`).
-fn read_text(full: &Path, path: &str, diagnostics: &mut Diagnostics) -> Option<String> {
+fn read_bytes(full: &Path, path: &str, diagnostics: &mut Diagnostics) -> Option<Vec<u8>> {
     let mut bytes = Vec::new();
     let read = std::fs::File::open(full)
         .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes));
@@ -242,6 +346,11 @@ fn read_text(full: &Path, path: &str, diagnostics: &mut Diagnostics) -> Option<S
         );
         return None;
     }
+    Some(bytes)
+}
+
+fn read_text(full: &Path, path: &str, diagnostics: &mut Diagnostics) -> Option<String> {
+    let bytes = read_bytes(full, path, diagnostics)?;
     match String::from_utf8(bytes) {
         Ok(text) => {
             if let Some(offset) = text.find('\0') {
@@ -310,7 +419,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "a/b/c/ok.txt", "x");
         write(dir.path(), "a/b/c/d/too-deep.txt", "x");
+        write(dir.path(), "logo.exe", "x");
+        write(dir.path(), "photo.bmp", "x");
         write(dir.path(), "logo.png", "x");
+        write(dir.path(), "font.woff2", "x");
         write(dir.path(), "back\\slash.txt", "x");
         write(dir.path(), "50%.txt", "x");
         write(dir.path(), "zero\u{200B}width.txt", "x");
@@ -327,9 +439,10 @@ mod tests {
             ("bell\u{7}.txt", "PATH_INVALID_NAME"),
             ("latin1.txt", "SOURCE_NOT_UTF8"),
             ("linked", "PATH_SYMLINK"),
-            ("logo.png", "PATH_EXTENSION"),
+            ("logo.exe", "PATH_EXTENSION"),
             ("nul.txt", "SOURCE_NUL"),
             ("passwd.txt", "PATH_SYMLINK"),
+            ("photo.bmp", "PATH_EXTENSION"),
             ("zero\u{200B}width.txt", "PATH_INVALID_NAME"),
         ];
         let expect: Vec<(String, String)> = expect
@@ -338,6 +451,13 @@ mod tests {
             .collect();
         assert_eq!(codes, expect);
         assert_eq!(source.files.keys().collect::<Vec<_>>(), ["a/b/c/ok.txt"]);
+        // Binary assets are read as bytes, whatever they hold: whether they
+        // are what their extension says is crate::asset's to judge.
+        assert_eq!(
+            source.binary.keys().collect::<Vec<_>>(),
+            ["font.woff2", "logo.png"]
+        );
+        assert_eq!(source.binary["logo.png"], b"x");
     }
 
     #[test]
@@ -374,5 +494,58 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("link")).unwrap();
         let (_, codes) = read(&dir.path().join("link"));
         assert_eq!(codes, [(".".to_owned(), "PATH_SYMLINK".to_owned())]);
+    }
+
+    #[test]
+    fn binary_assets_count_against_the_same_limits() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..40 {
+            write(dir.path(), &format!("t{i:02}.txt"), "x");
+        }
+        for i in 0..40 {
+            std::fs::write(dir.path().join(format!("i{i:02}.png")), [0x89, b'P']).unwrap();
+        }
+        let (source, codes) = read(dir.path());
+        assert_eq!(source.len(), MAX_FILES);
+        assert!(!source.binary.is_empty() && !source.files.is_empty());
+        assert!(
+            codes
+                .iter()
+                .any(|(_, code)| code == "PACKAGE_TOO_MANY_FILES")
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.png"), vec![1u8; 600 * 1024]).unwrap();
+        std::fs::write(dir.path().join("b.woff2"), vec![2u8; 600 * 1024]).unwrap();
+        std::fs::write(dir.path().join("c.gif"), vec![3u8; 2 * 1024 * 1024]).unwrap();
+        let (source, codes) = read(dir.path());
+        assert_eq!(source.binary.keys().collect::<Vec<_>>(), ["a.png"]);
+        assert!(
+            codes.contains(&("b.woff2".into(), "PACKAGE_TOO_LARGE".into())),
+            "{codes:?}"
+        );
+    }
+
+    #[test]
+    fn entries_merge_text_and_binary_in_path_order() {
+        let mut source = PackageSource::default();
+        source.set("b.png", Some(&[1, 2]));
+        source.set("a.txt", Some(b"a"));
+        source.set("c.css", Some(b"c"));
+        // Not UTF-8 at a text path: left out, as reading the folder would.
+        source.set("d.txt", Some(&[0xFF]));
+        let entries: Vec<(&str, &[u8])> = source.entries();
+        assert_eq!(
+            entries,
+            [
+                ("a.txt", &b"a"[..]),
+                ("b.png", &[1, 2][..]),
+                ("c.css", &b"c"[..])
+            ]
+        );
+        assert!(source.contains("b.png") && !source.contains("d.txt"));
+        source.set("b.png", None);
+        assert!(!source.contains("b.png"));
+        assert_eq!(source.len(), 2);
     }
 }

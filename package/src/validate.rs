@@ -14,7 +14,7 @@ use crate::html::{self, ReferenceKind};
 use crate::manifest::{self, DataCapability, Manifest};
 use crate::source::{self, PackageSource};
 use crate::sql::{self, DataContract};
-use crate::{css, js, svg};
+use crate::{asset, css, js, svg};
 
 /// Files every package must have.
 pub const REQUIRED_FILES: [&str; 4] = ["APP.md", "index.html", "styles.css", "app.js"];
@@ -139,15 +139,19 @@ fn validate_with(folder: &str, source: PackageSource, mut diagnostics: Diagnosti
         .get("APP.md")
         .and_then(|text| manifest::parse_app_md(text, folder, &mut diagnostics));
 
+    // Every file, text and binary: what references may name.
+    let paths: BTreeSet<String> = source.paths();
     for (path, text) in &source.files {
         match path.rsplit_once('.').map(|(_, extension)| extension) {
-            Some("css") => css::check_css(path, text, &mut diagnostics),
+            Some("css") => css::check_css(path, text, &paths, &mut diagnostics),
             Some("js") => js::check_js(path, text, &mut diagnostics),
             Some("svg") => svg::check_svg(path, text, &mut diagnostics),
             _ => {}
         }
     }
-    let paths: BTreeSet<String> = source.files.keys().cloned().collect();
+    for (path, bytes) in &source.binary {
+        asset::check_asset(path, bytes, &mut diagnostics);
+    }
     let document = source
         .files
         .get("index.html")

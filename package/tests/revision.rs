@@ -30,7 +30,7 @@ fn revision(id: &str, source: PackageSource) -> Option<String> {
 
 #[test]
 fn unchanged_packages_keep_their_revision() {
-    for id in ["hello", "expense-log"] {
+    for id in ["hello", "expense-log", "brand-card"] {
         let first = validate_dir(&fixture(id)).package.expect("valid").resource;
         let second = validate_dir(&fixture(id)).package.expect("valid").resource;
         assert_eq!(first, second, "{id}: same input, same bytes");
@@ -70,6 +70,29 @@ proptest! {
         let mut changed = original;
         changed.files.insert(path, text);
         if let Some(after) = revision("hello", changed) {
+            prop_assert_ne!(after, before);
+        }
+    }
+
+    /// The same for the bytes of binary assets: an accepted change of one byte
+    /// of an image or font is a new revision (its `data:` URL and the source
+    /// digest both change); a change the asset rules refuse makes no revision.
+    #[test]
+    fn any_single_byte_change_of_an_asset_changes_the_revision(
+        file in 0usize..6,
+        at in any::<prop::sample::Index>(),
+        byte in any::<u8>(),
+    ) {
+        let original = load("brand-card");
+        let before = revision("brand-card", original.clone()).expect("valid");
+        let path = original.binary.keys().nth(file).expect("six assets").clone();
+        let mut bytes = original.binary[&path].clone();
+        let at = at.index(bytes.len());
+        prop_assume!(bytes[at] != byte);
+        bytes[at] = byte;
+        let mut changed = original;
+        changed.binary.insert(path, bytes);
+        if let Some(after) = revision("brand-card", changed) {
             prop_assert_ne!(after, before);
         }
     }

@@ -442,7 +442,10 @@ pub(crate) fn routes() -> axum::Router<Arc<Core>> {
         .route("/api/auth/login", post(login))
         .route("/api/auth/logout", post(logout))
         .route("/api/me", get(me))
-        .route("/api/apps", get(list_apps))
+        .route(
+            "/api/apps",
+            get(list_apps).post(crate::create::create_app_http),
+        )
         .route("/api/apps/{app_id}/resource", get(resource))
         .route("/api/apps/{app_id}/access", get(list_access))
         .route("/api/apps/{app_id}/recovery", get(recovery))
@@ -540,7 +543,7 @@ async fn caller(core: &Core, headers: &HeaderMap) -> Result<Caller, Response> {
 
 /// A user principal allowed on the app routes: a browser session or an access
 /// token holding `chat:use`. Anonymous is 401; anything else the hidden 404.
-async fn user(core: &Core, headers: &HeaderMap) -> Result<Principal, Response> {
+pub(crate) async fn user(core: &Core, headers: &HeaderMap) -> Result<Principal, Response> {
     match caller(core, headers).await? {
         Caller::Anonymous => Err(unauthenticated()),
         Caller::Principal(principal)
@@ -750,6 +753,7 @@ pub(crate) struct ErrorEnvelope {
         logout,
         me,
         list_apps,
+        crate::create::create_app_http,
         resource,
         recovery,
         list_access,
@@ -767,6 +771,10 @@ pub(crate) struct ErrorEnvelope {
         MeResponse,
         AppDescriptor,
         AppsResponse,
+        crate::create::CreateAppBody,
+        crate::create::CreatedApp,
+        crate::create::PackageStatusEntry,
+        crate::create::DiagnosticEntry,
         ResourceResponse,
         crate::recovery::RecoveryDescriptor,
         crate::recovery::RecoveryTable,
@@ -986,7 +994,8 @@ async fn resource(
     let Some(revision) = query.revision.filter(|_| granted.contains_key(&app_id)) else {
         return hidden_not_found().into_response();
     };
-    let Ok(resource) = core.catalogue.resource(&app_id, &revision) else {
+    // The ledger serves a revision the catalogue no longer holds.
+    let Ok(resource) = crate::revisions::resource(&core, &app_id, &revision).await else {
         return hidden_not_found().into_response();
     };
     no_store(Json(ResourceResponse {
@@ -1060,6 +1069,13 @@ async fn grant_manager(
     let registered = core.catalogue.current().apps.contains_key(app_id);
     if !registered {
         return Err(hidden_not_found().into_response());
+    }
+    // A withdrawn app is gone from the access panel too, until restored.
+    let (store, app) = (core.store.clone(), app_id.to_owned());
+    match blocking(move || store.lifecycle(&app)).await {
+        Ok(Some(state)) if state.is_withdrawn() => return Err(hidden_not_found().into_response()),
+        Ok(_) => {}
+        Err(error) => return Err(error.into_response()),
     }
     Ok(principal)
 }

@@ -10,16 +10,24 @@
 //!
 //! Every current revision stays readable. Superseded and removed revisions
 //! move into a bounded history that keeps their exact bytes until evicted;
-//! after that, or after a restart, an old revision is `APP_REVISION_UNAVAILABLE`,
-//! never the current source under an old identity.
+//! after that, or after a restart, this catalogue answers an old revision with
+//! `APP_REVISION_UNAVAILABLE`, never the current source under an old identity
+//! (`CoreService.GetResource` then asks the revision ledger in the core
+//! database, see `store::ledger`).
+//!
+//! A valid package's files are kept beside it in the snapshot
+//! ([`Snapshot::source`]), exactly the bytes it was assembled from, so the
+//! revision ledger records what was validated, not what is on disk a moment
+//! later.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-use sasha_package::Diagnostic;
-use sasha_package::assemble::Resource;
-use sasha_package::validate::{Package, validate_dir};
+use sasha_package::assemble::{Resource, source_digest};
+use sasha_package::source::{PackageSource, read_package};
+use sasha_package::validate::{Package, Validation, validate_dir, validate_source};
+use sasha_package::{Diagnostic, Diagnostics};
 use sasha_proto::{AppError, ErrorCode};
 use sha2::{Digest as _, Sha256};
 
@@ -41,6 +49,8 @@ pub struct Snapshot {
     pub apps: BTreeMap<String, AppEntry>,
     /// Changes whenever any package's fingerprint changes.
     pub fingerprint: String,
+    /// The files each valid package was assembled from, by id.
+    sources: BTreeMap<String, Arc<PackageSource>>,
 }
 
 impl Snapshot {
@@ -51,6 +61,14 @@ impl Snapshot {
             AppEntry::Invalid(_) => None,
         })
     }
+
+    /// The files the valid package `id` was assembled from (their
+    /// `sasha.sourceDigest` is its resource's); `None` for an invalid or
+    /// unknown id, or when the files changed again before they could be read
+    /// back (the next refresh sees the change).
+    pub fn source(&self, id: &str) -> Option<&Arc<PackageSource>> {
+        self.sources.get(id)
+    }
 }
 
 /// What the catalogue remembers about one folder between refreshes.
@@ -58,6 +76,7 @@ impl Snapshot {
 struct Known {
     fingerprint: String,
     entry: AppEntry,
+    source: Option<Arc<PackageSource>>,
 }
 
 /// A bounded, least-recently-inserted history of superseded resources.
@@ -146,7 +165,7 @@ impl Catalogue {
                     {
                         superseded.push(Arc::new(package.resource.clone()));
                     }
-                    let validation = validate_dir(&dir);
+                    let (validation, source) = validate_with_source(&dir);
                     let entry = match validation.package {
                         Some(package) => AppEntry::Valid(Arc::new(package)),
                         None => {
@@ -154,7 +173,14 @@ impl Catalogue {
                             AppEntry::Invalid(Arc::new(validation.diagnostics))
                         }
                     };
-                    next.insert(id, Known { fingerprint, entry });
+                    next.insert(
+                        id,
+                        Known {
+                            fingerprint,
+                            entry,
+                            source: source.map(Arc::new),
+                        },
+                    );
                 }
             }
         }
@@ -188,6 +214,10 @@ impl Catalogue {
                 .map(|(id, known)| (id.clone(), known.entry.clone()))
                 .collect(),
             fingerprint: hex::encode(hasher.finalize()),
+            sources: next
+                .iter()
+                .filter_map(|(id, known)| Some((id.clone(), known.source.clone()?)))
+                .collect(),
         });
         *known = next;
         if let Ok(mut current) = self.snapshot.write() {
@@ -222,6 +252,35 @@ impl Catalogue {
             Err(AppError::from_code(ErrorCode::NotFound))
         }
     }
+}
+
+/// Validates the package in `dir` and, when it is valid, returns the exact
+/// files it was assembled from: read back and compared with the resource's
+/// `sasha.sourceDigest` (sha256 over every path and byte). When the files
+/// changed in between, what was read is validated instead, so the package and
+/// its files always agree. `None` when the read-back is refused by the
+/// package rules (the folder changed again; the next refresh sees it).
+fn validate_with_source(dir: &Path) -> (Validation, Option<PackageSource>) {
+    let validation = validate_dir(dir);
+    let Some(package) = &validation.package else {
+        return (validation, None);
+    };
+    let mut problems = Diagnostics::new();
+    let source = read_package(dir, &mut problems);
+    if !problems.is_empty() {
+        return (validation, None);
+    }
+    let validated = package.resource.meta["sasha"]["sourceDigest"].as_str();
+    if validated == Some(source_digest(&source).as_str()) {
+        return (validation, Some(source));
+    }
+    let folder = dir
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or_default();
+    let again = validate_source(folder, source.clone());
+    let kept = again.package.is_some().then_some(source);
+    (again, kept)
 }
 
 /// The package folders in `apps_dir`: every real directory except `_shared`
@@ -456,6 +515,41 @@ mod tests {
             restarted.resource("hello", &r2).unwrap_err().code,
             ErrorCode::RevisionUnavailable
         );
+    }
+
+    #[test]
+    fn a_valid_package_keeps_the_exact_files_it_was_assembled_from() {
+        let docs = docs_with(&["hello"]);
+        std::fs::create_dir_all(docs.path().join("apps/broken")).unwrap();
+        std::fs::write(docs.path().join("apps/broken/APP.md"), "no front matter").unwrap();
+        let catalogue = Catalogue::new(docs.path(), 4);
+        let snapshot = catalogue.refresh();
+        let package = valid(&snapshot, "hello");
+        let source = snapshot.source("hello").expect("the files are kept");
+        assert_eq!(
+            package.resource.meta["sasha"]["sourceDigest"],
+            source_digest(source).as_str()
+        );
+        let on_disk = std::fs::read(docs.path().join("apps/hello/app.js")).unwrap();
+        assert!(
+            source
+                .entries()
+                .iter()
+                .any(|(path, bytes)| *path == "app.js" && *bytes == on_disk.as_slice())
+        );
+        assert!(snapshot.source("broken").is_none());
+        assert!(snapshot.source("nope").is_none());
+        // An unchanged package keeps its files' identity; a change replaces them.
+        let again = catalogue.refresh();
+        assert!(Arc::ptr_eq(source, again.source("hello").unwrap()));
+        edit(docs.path(), "hello", "styles.css", "1.5rem", "1.6rem");
+        let changed = catalogue.refresh();
+        let new = changed.source("hello").unwrap();
+        assert_eq!(
+            valid(&changed, "hello").resource.meta["sasha"]["sourceDigest"],
+            source_digest(new).as_str()
+        );
+        assert_ne!(source_digest(new), source_digest(source));
     }
 
     #[test]

@@ -331,10 +331,10 @@ impl CoreService for CoreGrpc {
         if held.is_none() {
             return Err(hidden());
         }
-        let resource = self
-            .core
-            .catalogue
-            .resource(&request.app_id, &request.revision)
+        // The live catalogue, else the revision ledger: an old revision reads
+        // the same on every replica and after a restart.
+        let resource = crate::revisions::resource(&self.core, &request.app_id, &request.revision)
+            .await
             .map_err(|error| error.to_status())?;
         Ok(Response::new(pb::AppResource {
             uri: resource.uri.clone(),
@@ -489,6 +489,42 @@ impl CoreService for CoreGrpc {
         .await
         .map(Response::new)
         .map_err(|error| error.to_status())
+    }
+
+    /// An app's revision history (the MCP tools `listAppRevisions`,
+    /// `readAppRevisionFile`, `diffAppRevisions`, `revertApp`); see
+    /// `crate::history`.
+    #[tracing::instrument(skip_all, name = "core.history")]
+    async fn history(&self, request: Request<pb::HistoryRequest>) -> GrpcResult<pb::HistoryReply> {
+        crate::history::rpc(&self.core, request.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(|error| error.to_status())
+    }
+
+    /// Withdraws, restores or deletes an app (the MCP tools `withdrawApp`,
+    /// `restoreApp`, `deleteApp`); see `crate::lifecycle`.
+    #[tracing::instrument(skip_all, name = "core.app_lifecycle")]
+    async fn app_lifecycle(
+        &self,
+        request: Request<pb::AppLifecycleRequest>,
+    ) -> GrpcResult<pb::AppLifecycleReply> {
+        crate::lifecycle::rpc(&self.core, request.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(|error| error.to_status())
+    }
+
+    /// Creates an app (the MCP tool `createApp`); see `crate::create`.
+    #[tracing::instrument(skip_all, name = "core.create_app")]
+    async fn create_app(
+        &self,
+        request: Request<pb::CreateAppRequest>,
+    ) -> GrpcResult<pb::CreateAppReply> {
+        crate::create::rpc(&self.core, request.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(|error| error.to_status())
     }
 
     /// Records an improvement suggestion (the MCP tool `suggestImprovement`)

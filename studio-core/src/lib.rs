@@ -8,8 +8,9 @@
 //! Modules: [`catalogue`] (discovery, validation, revisions), [`seed`] (the
 //! bundled apps, installed into `DOCS_ROOT` at startup), [`store`] (the
 //! core database: users, sessions, tokens, registry, grants, audit,
-//! confirmations, suggestions), [`source`] (package files for the source
-//! tools), `api` (the `/api` routes), `core_grpc` (`CoreService`),
+//! confirmations, suggestions, the revision ledger), `revisions` (recording
+//! revisions in the ledger and serving old ones from it), [`source`] (package
+//! files for the source tools), `api` (the `/api` routes), `core_grpc` (`CoreService`),
 //! `source_tools` (`SourceFiles`), `suggestions` (the shape of a
 //! suggestion), `web` (the Studio page and its modules, the MCP Apps host),
 //! [`chat`] (chat turns for apps against an OpenAI-compatible provider),
@@ -27,21 +28,28 @@ mod assist;
 pub mod catalogue;
 pub mod chat;
 mod core_grpc;
+mod create;
+mod history;
+mod lifecycle;
 #[allow(
     clippy::result_large_err,
     reason = "guards return the finished refusal, as axum handlers do"
 )]
 mod oauth;
 mod recovery;
+mod revisions;
 pub mod seed;
 pub mod source;
 mod source_tools;
 pub mod store;
 mod suggestions;
+#[cfg(test)]
+mod test_world;
 pub mod uploads;
 mod web;
 
 use sasha_package::sql::ReadPolicy;
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -84,8 +92,12 @@ pub struct Config {
     pub storage: StoragePaths,
     /// The mTLS identity (`SASHA_TLS_CA`, `SASHA_TLS_CERT`, `SASHA_TLS_KEY`).
     pub identity: Identity,
-    /// `SASHA_REVISION_HISTORY`: superseded revisions kept readable (default 64).
+    /// `SASHA_REVISION_HISTORY`: superseded revisions kept in process memory
+    /// (default 64).
     pub revision_history: usize,
+    /// `SASHA_REVISION_RETENTION`: how many of each app's newest revisions
+    /// the revision ledger keeps; the current one is never pruned (default 50).
+    pub revision_retention: usize,
     /// `SASHA_BUNDLED_APPS`: seed the bundled apps into `DOCS_ROOT` before the
     /// first catalogue refresh (`seed`, the default) or not (`off`).
     pub bundled_apps: seed::BundledApps,
@@ -112,6 +124,12 @@ impl Config {
                 env,
                 "SASHA_REVISION_HISTORY",
                 catalogue::DEFAULT_HISTORY,
+                100_000,
+            )?,
+            revision_retention: config::count(
+                env,
+                "SASHA_REVISION_RETENTION",
+                store::DEFAULT_REVISION_RETENTION,
                 100_000,
             )?,
             bundled_apps: seed::BundledApps::from_env(env)?,
@@ -147,6 +165,8 @@ struct Core {
     data: DataClient,
     /// The live app catalogue.
     catalogue: Arc<Catalogue>,
+    /// Revisions kept per app in the revision ledger (`SASHA_REVISION_RETENTION`).
+    revision_retention: usize,
     /// Users, sessions, tokens, the registry and grants (`DB_PATH`).
     store: Store,
     /// Failed sign-ins per user name, to slow password guessing.
@@ -265,9 +285,11 @@ pub async fn run(
                 RoleError::Startup(format!("DB_PATH: cannot open the core database: {error}"))
             })?
     };
-    if config.bundled_apps == seed::BundledApps::Seed {
-        seed_bundled_apps(config.storage.docs_root.clone()).await;
-    }
+    let seeded = if config.bundled_apps == seed::BundledApps::Seed {
+        seed_bundled_apps(config.storage.docs_root.clone()).await
+    } else {
+        BTreeSet::new()
+    };
     let catalogue = Arc::new(Catalogue::new(
         &config.storage.docs_root,
         config.revision_history,
@@ -283,14 +305,18 @@ pub async fn run(
         invalid = discovered.apps.len() - discovered.valid().count(),
         "apps discovered"
     );
-    register_apps(&store, &discovered).await;
+    let retention = config.revision_retention;
+    register_apps(&store, &discovered, retention, &seeded).await;
+    prune_revisions(&store, retention).await;
     let registrar = store.clone();
     catalogue::watch(
         catalogue.clone(),
         shutdown.clone(),
         Arc::new(move |snapshot: Arc<Snapshot>| {
             let store = registrar.clone();
-            tokio::spawn(async move { register_apps(&store, &snapshot).await });
+            tokio::spawn(async move {
+                register_apps(&store, &snapshot, retention, &BTreeSet::new()).await
+            });
         }),
     )
     .map_err(|error| {
@@ -303,6 +329,7 @@ pub async fn run(
         origins: config.origins.clone(),
         data,
         store,
+        revision_retention: config.revision_retention,
         login_throttle: api::LoginThrottle::default(),
         source: Arc::new(source::SourceTree::new(catalogue.apps_dir())),
         catalogue,
@@ -365,17 +392,19 @@ pub async fn run(
 
 /// Seeds the bundled apps under the knowledge flock and logs every outcome. A
 /// failure is logged and startup goes on: the catalogue serves what exists.
-async fn seed_bundled_apps(docs_root: std::path::PathBuf) {
+/// Returns the ids the seeder installed or refreshed (the revision ledger
+/// records their next revision as `seed`).
+async fn seed_bundled_apps(docs_root: std::path::PathBuf) -> BTreeSet<String> {
     let seeded = tokio::task::spawn_blocking(move || seed::seed_at_startup(&docs_root)).await;
     let report = match seeded {
         Ok(Ok(report)) => report,
         Ok(Err(error)) => {
             tracing::error!(%error, "bundled apps not seeded; serving what DOCS_ROOT holds");
-            return;
+            return BTreeSet::new();
         }
         Err(error) => {
             tracing::error!(%error, "bundled app seeding failed; serving what DOCS_ROOT holds");
-            return;
+            return BTreeSet::new();
         }
     };
     for leftover in &report.healed {
@@ -397,6 +426,17 @@ async fn seed_bundled_apps(docs_root: std::path::PathBuf) {
             (_, None) => tracing::info!(app_id = %app.id, outcome, tree_hash, "bundled app"),
         }
     }
+    report
+        .apps
+        .iter()
+        .filter(|app| {
+            matches!(
+                app.outcome,
+                seed::Outcome::Installed | seed::Outcome::Replaced
+            )
+        })
+        .map(|app| app.id.clone())
+        .collect()
 }
 
 /// Re-reads the catalogue now (only changed packages are validated again) and
@@ -407,38 +447,39 @@ async fn refresh_catalogue(core: &Core) -> Arc<Snapshot> {
         Ok(snapshot) => snapshot,
         Err(_) => return core.catalogue.current(),
     };
-    register_apps(&core.store, &snapshot).await;
+    register_apps(
+        &core.store,
+        &snapshot,
+        core.revision_retention,
+        &BTreeSet::new(),
+    )
+    .await;
     snapshot
 }
 
 /// Registers every valid package in the core database (its first discovery
-/// grants `manage` to the admin and staff users existing then).
-async fn register_apps(store: &Store, snapshot: &Snapshot) {
-    type Registration = (String, String, Option<String>, String, ReadPolicy);
-    let apps: Vec<Registration> = snapshot
-        .valid()
-        .map(|(id, package)| {
-            (
-                id.clone(),
-                package.resource.revision.clone(),
-                package.data.as_ref().map(|data| data.hash.clone()),
-                serde_json::to_string(&package.actions).unwrap_or_else(|_| "[]".to_owned()),
-                package
-                    .data
-                    .as_ref()
-                    .map(|data| data.read_policy())
-                    .unwrap_or_default(),
-            )
-        })
-        .collect();
-    let store = store.clone();
+/// grants `manage` to the admin and staff users existing then), then records
+/// its revision in the revision ledger (`seed` for the ids in `seeded`, else
+/// found on disk) and applies `retention`.
+async fn register_apps(
+    store: &Store,
+    snapshot: &Arc<Snapshot>,
+    retention: usize,
+    seeded: &BTreeSet<String>,
+) {
+    let (store, snapshot, seeded) = (store.clone(), snapshot.clone(), seeded.clone());
     let outcome = tokio::task::spawn_blocking(move || {
-        for (id, revision, schema_hash, actions, read_policy) in apps {
+        for (id, package) in snapshot.valid() {
+            let read_policy: ReadPolicy = package
+                .data
+                .as_ref()
+                .map(|data| data.read_policy())
+                .unwrap_or_default();
             match store.register_app(
-                &id,
-                &revision,
-                schema_hash.as_deref(),
-                &actions,
+                id,
+                &package.resource.revision,
+                package.data.as_ref().map(|data| data.hash.as_str()),
+                &serde_json::to_string(&package.actions).unwrap_or_else(|_| "[]".to_owned()),
                 &read_policy,
             ) {
                 Ok(true) => tracing::info!(app_id = %id, "app registered for the first time"),
@@ -446,10 +487,25 @@ async fn register_apps(store: &Store, snapshot: &Snapshot) {
                 Err(error) => tracing::error!(app_id = %id, %error, "cannot register app"),
             }
         }
+        // An app whose registration failed is refused by the ledger, which
+        // holds only registered apps, and logged there.
+        revisions::record_snapshot(&store, &snapshot, retention, &seeded);
     })
     .await;
     if let Err(error) = outcome {
         tracing::error!(%error, "app registration failed");
+    }
+}
+
+/// Applies the revision retention to every app once at boot, so a lowered
+/// `SASHA_REVISION_RETENTION` takes effect before the next change.
+async fn prune_revisions(store: &Store, retention: usize) {
+    let store = store.clone();
+    match tokio::task::spawn_blocking(move || store.prune_revisions(retention)).await {
+        Ok(Ok(0)) => {}
+        Ok(Ok(pruned)) => tracing::info!(pruned, retention, "old revisions pruned from the ledger"),
+        Ok(Err(error)) => tracing::error!(%error, "cannot prune the revision ledger"),
+        Err(error) => tracing::error!(%error, "revision pruning failed"),
     }
 }
 

@@ -90,7 +90,7 @@ fn scope_description(scope: Scope) -> &'static str {
             "Use the apps you have access to: open them, read and change their records, run their actions."
         }
         Scope::AppsWrite => {
-            "Change the source files of the apps you manage (admin and staff only). Needs the first scope."
+            "Create apps and change the source files of the apps you manage (admin and staff only). Needs the first scope."
         }
         Scope::ChatUse => "Use Studio chat.",
     }

@@ -29,6 +29,11 @@
 //!
 //! The limits are the package validator's, so a file the tools accept is one the
 //! validator reads (whether it then *validates* is reported, never enforced).
+//!
+//! Text files are read and written as they are. Binary assets (the validator's
+//! [`BINARY_EXTENSIONS`]: PNG, JPEG, WebP, GIF, WOFF2) are read as base64 with
+//! `encoding: "base64"`, and a write of one must come base64-encoded and be a
+//! valid asset of its extension ([`content_bytes`]); `editAppFile` is for text.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -54,8 +59,14 @@ pub const MAX_PACKAGE_BYTES: u64 = sasha_package::source::MAX_TOTAL_BYTES;
 pub const MAX_FILES: usize = sasha_package::source::MAX_FILES;
 /// Most segments of a file's path (`a/b/c/d.svg` has 4).
 pub const MAX_DEPTH: usize = sasha_package::source::MAX_DEPTH;
-/// The extensions (without the dot) a source file may have.
+/// The extensions (without the dot) of text source files.
 pub const TEXT_EXTENSIONS: [&str; 10] = sasha_package::source::TEXT_EXTENSIONS;
+/// The extensions (without the dot) of binary assets, read and written as
+/// base64.
+pub const BINARY_EXTENSIONS: [&str; 6] = sasha_package::source::BINARY_EXTENSIONS;
+/// The one `encoding` the tools know: the content is the file's bytes in
+/// standard base64.
+pub const BASE64: &str = "base64";
 
 /// Most bytes of a whole path.
 const MAX_PATH_BYTES: usize = 1024;
@@ -92,9 +103,9 @@ pub(crate) const CREATE_FLAGS: OFlags = OFlags::CREATE
     .union(OFlags::CLOEXEC);
 
 /// A last check of a change, run under the app's lock just before it is
-/// applied, with the package path and the file's new text (`None`: deleted).
-/// An error refuses the change and is its answer.
-pub type Vet<'a> = &'a (dyn Fn(&str, Option<&str>) -> Result<(), AppError> + Sync);
+/// applied, with the package path and the file's new bytes (`None`: deleted;
+/// text files' bytes are UTF-8). An error refuses the change and is its answer.
+pub type Vet<'a> = &'a (dyn Fn(&str, Option<&[u8]>) -> Result<(), AppError> + Sync);
 
 /// The source folders below `<DOCS_ROOT>/apps`.
 #[derive(Debug)]
@@ -125,8 +136,9 @@ pub struct FileEntry {
     pub bytes: u64,
     /// sha256 hex of the exact bytes; `None` above [`MAX_FILE_BYTES`].
     pub version: Option<String>,
-    /// Whether the write tools accept this file: a path the rules allow (text
-    /// extension included), at most [`MAX_FILE_BYTES`], not hard-linked.
+    /// Whether the write tools accept this file: a path the rules allow (a
+    /// text or binary asset extension included), at most [`MAX_FILE_BYTES`],
+    /// not hard-linked.
     pub editable: bool,
 }
 
@@ -135,10 +147,111 @@ pub struct FileEntry {
 #[serde(rename_all = "camelCase")]
 pub struct FileContent {
     pub path: String,
+    /// The text, or for a binary asset its bytes in base64.
     pub content: String,
+    /// Size of the file itself (not of its base64).
     pub bytes: u64,
     /// sha256 hex of the exact bytes: the expectedVersion of the next change.
     pub version: String,
+    /// [`BASE64`] for a binary asset; absent for text, so text reads are
+    /// exactly what they always were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<&'static str>,
+}
+
+/// Whether the tools treat `path` as a binary asset (by its extension).
+pub fn is_binary(path: &str) -> bool {
+    sasha_package::source::is_binary_path(path)
+}
+
+/// The bytes a write's `content` stands for at `path`, with the call's
+/// `encoding`: text paths take text as it is (no encoding); binary asset
+/// paths take base64 (`encoding: "base64"`; ASCII whitespace between the
+/// characters is ignored, padding optional) whose bytes must be a valid asset
+/// of the extension, checked by the package validator's own asset rules.
+/// Every refusal is APP_INPUT_INVALID with `details.cause`: `ENCODING_UNKNOWN`,
+/// `ENCODING_REQUIRED`, `ENCODING_NOT_FOR_TEXT`, `BASE64_INVALID`, or the
+/// asset diagnostic (`ASSET_IMAGE_INVALID`, `ASSET_IMAGE_TOO_LARGE`,
+/// `ASSET_FONT_INVALID`, `ASSET_FONT_TOO_LARGE`, also in `details.diagnostics`).
+pub fn content_bytes(
+    path: &str,
+    content: &str,
+    encoding: Option<&str>,
+) -> Result<Vec<u8>, AppError> {
+    use base64::Engine as _;
+    let refuse = |cause: &str, message: String| {
+        invalid(message).with_details(serde_json::json!({"cause": cause}))
+    };
+    if let Some(other) = encoding.filter(|encoding| *encoding != BASE64) {
+        return Err(refuse(
+            "ENCODING_UNKNOWN",
+            format!(
+                "encoding {:?} is not known; the only encoding is \"base64\", for binary assets",
+                other.chars().take(40).collect::<String>()
+            ),
+        ));
+    }
+    match (is_binary(path), encoding.is_some()) {
+        (false, false) => Ok(content.as_bytes().to_vec()),
+        (false, true) => Err(refuse(
+            "ENCODING_NOT_FOR_TEXT",
+            format!(
+                "{path} is a text file; send its text as it is, without encoding (base64 is only for {})",
+                binary_extensions()
+            ),
+        )),
+        (true, false) => Err(refuse(
+            "ENCODING_REQUIRED",
+            format!(
+                "{path} is a binary asset; send its bytes base64-encoded with encoding: \"base64\""
+            ),
+        )),
+        (true, true) => {
+            // At most what a file may hold, before decoding anything.
+            let encoded: String = content
+                .chars()
+                .filter(|c| !c.is_ascii_whitespace())
+                .collect();
+            if encoded.len() as u64 > MAX_FILE_BYTES.div_ceil(3) * 4 {
+                return Err(AppError::new(
+                    ErrorCode::ResourceLimit,
+                    format!(
+                        "a file may hold at most {MAX_FILE_BYTES} bytes; this base64 holds more"
+                    ),
+                ));
+            }
+            let engine = base64::engine::GeneralPurpose::new(
+                &base64::alphabet::STANDARD,
+                base64::engine::GeneralPurposeConfig::new()
+                    .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+            );
+            let bytes = engine.decode(encoded.as_bytes()).map_err(|_| {
+                refuse(
+                    "BASE64_INVALID",
+                    format!(
+                        "content is not valid base64 (standard alphabet A-Z a-z 0-9 + /, = padding); encode the bytes of {path} again"
+                    ),
+                )
+            })?;
+            if let Err(refused) = sasha_package::asset::judge(path, &bytes) {
+                return Err(invalid(format!("{path}: {}", refused.reason)).with_details(
+                    serde_json::json!({
+                        "cause": refused.code,
+                        "diagnostics": [{"file": path, "code": refused.code, "reason": refused.reason}],
+                    }),
+                ));
+            }
+            Ok(bytes)
+        }
+    }
+}
+
+fn binary_extensions() -> String {
+    BINARY_EXTENSIONS
+        .iter()
+        .map(|extension| format!(".{extension}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// What one mutation did: package-relative path and sha256 hex of the bytes
@@ -159,16 +272,17 @@ impl SourceTree {
         }
     }
 
-    /// Every listable file of the package, sorted by path: regular files only,
-    /// at most [`MAX_DEPTH`] segments deep; names starting with `.`, symlinks and
-    /// names that are not UTF-8 are left out (links are never followed).
-    /// Every text file of the package as the validator reads a folder (its
-    /// rules, its limits), for checking what a change would make of it.
+    /// Every file of the package (text and binary assets) as the validator
+    /// reads a folder (its rules, its limits), for checking what a change would
+    /// make of it.
     pub fn package_source(&self, app_id: &str) -> sasha_package::source::PackageSource {
         let mut diagnostics = sasha_package::Diagnostics::new();
         sasha_package::source::read_package(&self.apps_dir.join(app_id), &mut diagnostics)
     }
 
+    /// Every listable file of the package, sorted by path: regular files only,
+    /// at most [`MAX_DEPTH`] segments deep; names starting with `.`, symlinks and
+    /// names that are not UTF-8 are left out (links are never followed).
     pub fn list(&self, app_id: &str) -> Result<Vec<FileEntry>, AppError> {
         let app = self.open_app(app_id)?;
         let files = self.scan(app, true)?;
@@ -187,8 +301,11 @@ impl SourceTree {
             .collect())
     }
 
-    /// One text file: a path the rules allow, at most [`MAX_FILE_BYTES`], UTF-8.
+    /// One file: a path the rules allow, at most [`MAX_FILE_BYTES`]; a text
+    /// file must be UTF-8, a binary asset comes back as base64 (whatever its
+    /// bytes are, so a broken asset can be inspected and replaced).
     pub fn read(&self, app_id: &str, path: &str) -> Result<FileContent, AppError> {
+        use base64::Engine as _;
         let path = SourcePath::parse(path)?;
         let app = self.open_app(app_id)?;
         let located = self.locate(app, &path)?;
@@ -197,29 +314,44 @@ impl SourceTree {
             None => return Err(not_found(path.text)),
         };
         let version = version_of(&bytes);
-        let content = String::from_utf8(bytes)
-            .map_err(|_| invalid(format!("{} is not UTF-8 text", path.text)))?;
+        let size = bytes.len() as u64;
+        let (content, encoding) = if is_binary(path.text) {
+            (
+                base64::engine::general_purpose::STANDARD.encode(&bytes),
+                Some(BASE64),
+            )
+        } else {
+            let text = String::from_utf8(bytes)
+                .map_err(|_| invalid(format!("{} is not UTF-8 text", path.text)))?;
+            (text, None)
+        };
         Ok(FileContent {
             path: path.text.to_owned(),
-            bytes: content.len() as u64,
             content,
+            bytes: size,
             version,
+            encoding,
         })
     }
 
-    /// Creates or replaces. `expected_version` is required when the file exists
-    /// (APP_CONFLICT if missing or different); when given for a file that does
-    /// not exist → APP_CONFLICT too.
+    /// Creates or replaces with `content`, the file's exact bytes (see
+    /// [`content_bytes`]; a text path's must be UTF-8). `expected_version` is
+    /// required when the file exists (APP_CONFLICT if missing or different);
+    /// when given for a file that does not exist → APP_CONFLICT too.
     pub fn write(
         &self,
         app_id: &str,
         path: &str,
-        content: &str,
+        content: impl AsRef<[u8]>,
         expected_version: Option<&str>,
         vet: Vet<'_>,
     ) -> Result<Change, AppError> {
+        let content = content.as_ref();
         let path = SourcePath::parse(path)?;
         check_file_size(content.len())?;
+        if !is_binary(path.text) && std::str::from_utf8(content).is_err() {
+            return Err(invalid(format!("{} must be UTF-8 text", path.text)));
+        }
         let app = self.open_app(app_id)?;
         let lock = self.app_lock(app_id);
         let _held = lock.lock().unwrap_or_else(PoisonError::into_inner);
@@ -251,11 +383,11 @@ impl SourceTree {
         self.check_package_limits(&located.folders[0], old_bytes, content.len() as u64)?;
         vet(path.text, Some(content))?;
         self.create_missing_folders(&mut located, &path)?;
-        self.replace(located.parent(), &path, content.as_bytes())?;
+        self.replace(located.parent(), &path, content)?;
         Ok(Change {
             path: path.text.to_owned(),
             before,
-            after: Some(version_of(content.as_bytes())),
+            after: Some(version_of(content)),
         })
     }
 
@@ -272,6 +404,13 @@ impl SourceTree {
         vet: Vet<'_>,
     ) -> Result<Change, AppError> {
         let path = SourcePath::parse(path)?;
+        if is_binary(path.text) {
+            return Err(invalid(format!(
+                "{} is a binary asset; editAppFile changes text: replace the whole file with writeAppFile and encoding \"base64\"",
+                path.text
+            ))
+            .with_details(serde_json::json!({"cause": "BINARY_NOT_EDITABLE"})));
+        }
         if old.is_empty() {
             return Err(invalid("oldString must not be empty"));
         }
@@ -304,7 +443,7 @@ impl SourceTree {
         let edited = [&text[..at], new, &text[at + old.len()..]].concat();
         check_file_size(edited.len())?;
         self.check_package_limits(&located.folders[0], Some(file.bytes), edited.len() as u64)?;
-        vet(path.text, Some(&edited))?;
+        vet(path.text, Some(edited.as_bytes()))?;
         self.replace(located.parent(), &path, edited.as_bytes())?;
         Ok(Change {
             path: path.text.to_owned(),
@@ -361,6 +500,15 @@ impl SourceTree {
             before: Some(before),
             after: None,
         })
+    }
+
+    /// Runs `change` holding `app_id`'s mutation lock, so a change made
+    /// outside the tree (a revert's swap of the whole package) never
+    /// interleaves with a write, edit or delete of the same app.
+    pub fn with_app_lock<T>(&self, app_id: &str, change: impl FnOnce() -> T) -> T {
+        let lock = self.app_lock(app_id);
+        let _held = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        change()
     }
 
     /// The lock of one app's mutations.
@@ -863,7 +1011,7 @@ impl fmt::Display for PathRule {
                 "path holds compatibility characters (for example fullwidth letters, ligatures or superscripts); use plain characters"
             }
             PathRule::Extension => {
-                "path must name a text file: .md .html .css .js .sql .yaml .yml .json .txt .svg"
+                "path must name a text file (.md .html .css .js .sql .yaml .yml .json .txt .svg) or an image or font asset (.png .jpg .jpeg .webp .gif .woff2)"
             }
         };
         f.write_str(message)
@@ -935,10 +1083,11 @@ pub fn check_path(path: &str) -> Result<Vec<&str>, PathRule> {
         return Err(PathRule::Compatibility);
     }
     let file_name = segments[segments.len() - 1];
-    let has_text_extension = file_name
-        .rsplit_once('.')
-        .is_some_and(|(stem, extension)| !stem.is_empty() && TEXT_EXTENSIONS.contains(&extension));
-    if !has_text_extension {
+    let allowed = file_name.rsplit_once('.').is_some_and(|(stem, extension)| {
+        !stem.is_empty()
+            && (TEXT_EXTENSIONS.contains(&extension) || BINARY_EXTENSIONS.contains(&extension))
+    });
+    if !allowed {
         return Err(PathRule::Extension);
     }
     Ok(segments)

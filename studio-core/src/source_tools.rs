@@ -12,8 +12,9 @@
 //! catalogue is refreshed (the change is live at once) and the answer carries the
 //! package's `status {ok, revision, diagnostics}`, including migration drift
 //! against the live database (data-worker's `MigrationDrift`). Every change is
-//! audited as `app-source.changed` with content hashes only. File work itself is
-//! [`crate::source::SourceTree`]'s.
+//! audited as `app-source.changed` with content hashes only, and the valid
+//! revision it makes enters the revision ledger as the user's (`mcp`, see
+//! `crate::revisions`). File work itself is [`crate::source::SourceTree`]'s.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -27,7 +28,7 @@ use serde_json::{Value, json};
 use crate::Core;
 use crate::api::blocking;
 use crate::catalogue::AppEntry;
-use crate::store::AppAccess;
+use crate::store::{AppAccess, RevisionOrigin, RevisionSurface};
 
 /// The arguments of the six tools; unknown keys are refused.
 #[derive(Debug, Deserialize)]
@@ -44,6 +45,10 @@ struct Arguments {
     new_string: Option<String>,
     #[serde(default)]
     expected_version: Option<String>,
+    /// writeAppFile: `"base64"` for a binary asset's bytes (see
+    /// [`crate::source::content_bytes`]); absent for text.
+    #[serde(default)]
+    encoding: Option<String>,
 }
 
 fn invalid(message: impl Into<String>) -> AppError {
@@ -69,6 +74,7 @@ fn only(arguments: &Arguments, allowed: &[&str]) -> Result<(), AppError> {
         ("oldString", arguments.old_string.is_some()),
         ("newString", arguments.new_string.is_some()),
         ("expectedVersion", arguments.expected_version.is_some()),
+        ("encoding", arguments.encoding.is_some()),
     ];
     match given
         .iter()
@@ -102,33 +108,7 @@ pub(crate) async fn run(
     if arguments.app != app_id || !sasha_package::manifest::is_kebab_id(app_id) {
         return Err(invalid("app must be an app id in lowercase kebab-case"));
     }
-    let scoped = principal.kind != "api-key"
-        && ["apps:invoke", "apps:write"]
-            .iter()
-            .all(|needed| principal.scopes.iter().any(|scope| scope == needed))
-        && matches!(principal.role.as_str(), "admin" | "staff");
-    if !scoped {
-        return Err(denied());
-    }
-    let (store, app, user) = (
-        core.store.clone(),
-        app_id.to_owned(),
-        principal.user_id.clone(),
-    );
-    let held = blocking(move || {
-        // The role is read again: a demoted user loses the tools at once.
-        let privileged = store
-            .user(&user)?
-            .is_some_and(|user| user.role.is_privileged());
-        Ok(privileged
-            .then(|| store.access(&app, &user))
-            .transpose()?
-            .flatten())
-    })
-    .await?;
-    if held != Some(AppAccess::Manage) {
-        return Err(denied());
-    }
+    authorize_manager(core, principal, app_id).await?;
     let tree = core.source.clone();
     let app = app_id.to_owned();
     let guard = if matches!(operation, "writeAppFile" | "editAppFile" | "deleteAppFile") {
@@ -138,7 +118,7 @@ pub(crate) async fn run(
     };
     let vet_tree = tree.clone();
     let vet_app = app.clone();
-    let vet = move |path: &str, text: Option<&str>| guard.vet(&vet_tree, &vet_app, path, text);
+    let vet = move |path: &str, bytes: Option<&[u8]>| guard.vet(&vet_tree, &vet_app, path, bytes);
     let change = match operation {
         "listAppFiles" => {
             only(&arguments, &[])?;
@@ -174,6 +154,7 @@ pub(crate) async fn run(
                 content: Some(file.content),
                 bytes: file.bytes,
                 version: Some(file.version),
+                encoding: file.encoding.map(str::to_owned),
                 kind: pb::SourceReplyKind::Read as i32,
                 ..pb::SourceFilesReply::default()
             });
@@ -189,9 +170,17 @@ pub(crate) async fn run(
             });
         }
         "writeAppFile" => {
-            only(&arguments, &["path", "content", "expectedVersion"])?;
+            only(
+                &arguments,
+                &["path", "content", "expectedVersion", "encoding"],
+            )?;
             let path = required(arguments.path, "path")?;
             let content = required(arguments.content, "content")?;
+            // Decoded and, for a binary asset, checked as one before anything
+            // is opened: invalid base64 or bytes that are no asset of the
+            // extension are refused, never written.
+            let content =
+                crate::source::content_bytes(&path, &content, arguments.encoding.as_deref())?;
             let expected = arguments.expected_version;
             tokio::task::spawn_blocking(move || {
                 tree.write(&app, &path, &content, expected.as_deref(), &vet)
@@ -219,6 +208,7 @@ pub(crate) async fn run(
         _ => return Err(invalid("unknown source operation")),
     }
     .map_err(|_| AppError::from_code(ErrorCode::Internal))??;
+    let changed_at = core.store.timestamp();
     let (store, app, user, audited) = (
         core.store.clone(),
         app_id.to_owned(),
@@ -236,6 +226,15 @@ pub(crate) async fn run(
     })
     .await?;
     let status = status(core, app_id).await;
+    // The revision this change made, if valid, enters the ledger as the user's.
+    let summary = format!("{operation} {}", change.path);
+    let origin = RevisionOrigin::authored(
+        RevisionSurface::Mcp,
+        &principal.user_id,
+        summary,
+        changed_at,
+    );
+    crate::revisions::record_authored(core, app_id, origin).await;
     Ok(pb::SourceFilesReply {
         app: app_id.to_owned(),
         status: Some(status),
@@ -311,16 +310,13 @@ impl ReadGuard {
         tree: &crate::source::SourceTree,
         app_id: &str,
         path: &str,
-        text: Option<&str>,
+        bytes: Option<&[u8]>,
     ) -> Result<(), AppError> {
         if self.with_rows.is_empty() {
             return Ok(());
         }
         let mut source = tree.package_source(app_id);
-        match text {
-            Some(text) => source.files.insert(path.to_owned(), text.to_owned()),
-            None => source.files.remove(path),
-        };
+        source.set(path, bytes);
         // An invalid package activates nothing: its data tools are gone until
         // a valid one, which is checked here in turn, replaces it.
         let Some(package) = sasha_package::validate::validate_source(app_id, source).package else {
@@ -378,7 +374,47 @@ fn drift_reason(drift: &pb::Drift) -> &'static str {
 
 /// The package's status as the live catalogue sees it now, with migration drift
 /// against the live database for a data app that validates.
-async fn status(core: &Arc<Core>, app_id: &str) -> pb::PackageStatus {
+/// The source tools' access rule, which the history tools share: a user
+/// credential (not an API key) holding `apps:invoke` + `apps:write`, whose
+/// user, read again, is admin or staff and manages the app. A withdrawn app
+/// is refused as withdrawn rather than as "no access".
+pub(crate) async fn authorize_manager(
+    core: &Arc<Core>,
+    principal: &pb::Principal,
+    app_id: &str,
+) -> Result<(), AppError> {
+    let scoped = principal.kind != "api-key"
+        && ["apps:invoke", "apps:write"]
+            .iter()
+            .all(|needed| principal.scopes.iter().any(|scope| scope == needed))
+        && matches!(principal.role.as_str(), "admin" | "staff");
+    if !scoped {
+        return Err(denied());
+    }
+    let (store, app, user) = (
+        core.store.clone(),
+        app_id.to_owned(),
+        principal.user_id.clone(),
+    );
+    let held = blocking(move || {
+        // The role is read again: a demoted user loses the tools at once.
+        let privileged = store
+            .user(&user)?
+            .is_some_and(|user| user.role.is_privileged());
+        Ok(privileged
+            .then(|| store.access(&app, &user))
+            .transpose()?
+            .flatten())
+    })
+    .await?;
+    if held != Some(AppAccess::Manage) {
+        crate::lifecycle::refuse_if_withdrawn(core, app_id).await?;
+        return Err(denied());
+    }
+    Ok(())
+}
+
+pub(crate) async fn status(core: &Arc<Core>, app_id: &str) -> pb::PackageStatus {
     // Refreshed (and newly valid packages registered) now, so a change is live
     // before its answer is sent.
     let snapshot = crate::refresh_catalogue(core).await;

@@ -71,11 +71,26 @@ const ASSETS: &[Asset] = &[
         content_type: JAVASCRIPT,
         bytes: include_str!("../web/dom.js"),
     },
+    Asset {
+        name: "newapp.js",
+        content_type: JAVASCRIPT,
+        bytes: include_str!("../web/newapp.js"),
+    },
 ];
 
-/// The page, with this build's version filled in (`hostInfo.version`).
+/// The page, with this build's version filled in (`hostInfo.version`) and
+/// the New app form's bounds (the contract's, which studio-core enforces).
 static INDEX_HTML: LazyLock<String> = LazyLock::new(|| {
-    include_str!("../web/index.html").replace("__SASHA_VERSION__", sasha_service::VERSION)
+    include_str!("../web/index.html")
+        .replace("__SASHA_VERSION__", sasha_service::VERSION)
+        .replace(
+            "__SASHA_APP_NAME_MAX__",
+            &sasha_contract::tools::CREATE_APP_MAX_NAME_CHARS.to_string(),
+        )
+        .replace(
+            "__SASHA_APP_DESCRIPTION_MAX__",
+            &sasha_contract::tools::CREATE_APP_MAX_DESCRIPTION_CHARS.to_string(),
+        )
 });
 
 /// Each asset's strong `ETag`: the first 16 bytes of its sha256, quoted.
@@ -239,6 +254,7 @@ mod tests {
             ("recovery.js", JAVASCRIPT),
             ("connect.js", JAVASCRIPT),
             ("dom.js", JAVASCRIPT),
+            ("newapp.js", JAVASCRIPT),
         ] {
             let (status, headers, body) = get(&format!("/studio/{name}"), &[]).await;
             assert_eq!(status, StatusCode::OK, "{name}");
@@ -274,6 +290,28 @@ mod tests {
                     asset.name
                 );
             }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_page_carries_the_new_app_bounds_of_the_contract() {
+        let (_, _, body) = get("/", &[]).await;
+        assert!(
+            !body.contains("__SASHA_"),
+            "every placeholder is filled: {body}"
+        );
+        for (name, bound) in [
+            (
+                "sasha-app-name-max",
+                sasha_contract::tools::CREATE_APP_MAX_NAME_CHARS,
+            ),
+            (
+                "sasha-app-description-max",
+                sasha_contract::tools::CREATE_APP_MAX_DESCRIPTION_CHARS,
+            ),
+        ] {
+            let meta = format!(r#"<meta name="{name}" content="{bound}">"#);
+            assert!(body.contains(&meta), "{meta} in {body}");
         }
     }
 

@@ -5,13 +5,14 @@
 // page can show the server's own safe message and the id to quote.
 
 export class ApiError extends Error {
-  constructor({ status, code, message, retryable, diagnosticId }) {
+  constructor({ status, code, message, retryable, diagnosticId, details }) {
     super(message);
     this.name = "ApiError";
     this.status = status;
     this.code = code;
     this.retryable = Boolean(retryable);
     this.diagnosticId = diagnosticId || "";
+    this.details = details && typeof details === "object" ? details : null;
   }
 }
 
@@ -57,6 +58,7 @@ async function request(method, path, body) {
           : `Studio answered ${response.status}.`,
       retryable: envelope.retryable,
       diagnosticId: typeof envelope.diagnosticId === "string" ? envelope.diagnosticId : "",
+      details: envelope.details,
     });
   }
   return json;
@@ -82,6 +84,14 @@ export function me() {
 /** `GET /api/apps`: `{apps, sandboxOrigin}`. */
 export function listApps() {
   return request("GET", "/api/apps");
+}
+
+/**
+ * `POST /api/apps` with `{app, name, description, withTable}` (admin and
+ * staff): creates the app; answers `{app, status: {ok, revision, diagnostics}}`.
+ */
+export function createApp(values) {
+  return request("POST", "/api/apps", values);
 }
 
 /** `GET /api/apps/:id/resource?revision=`: `{uri, mimeType, text, _meta}`. */

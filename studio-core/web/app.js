@@ -1,8 +1,9 @@
 // Sasha Studio: sign-in, the Apps sidebar, one open app at a time, the
-// access panel for admin and staff, and the recovery panel for managers.
+// access panel for admin and staff, the recovery panel for managers, and the
+// New app form for admin and staff.
 //
 // Routes live in the location hash so the server serves one page:
-// `#/` (no app open), `#/apps/<id>` (the app open), `#/apps/<id>/access`
+// `#/` (no app open), `#/new` (the New app form), `#/apps/<id>` (the app open), `#/apps/<id>/access`
 // (the app open with its access panel), `#/apps/<id>/recovery` (the app's
 // rows in the generic recovery grid, its own view closed), `#/connections`
 // (the MCP clients connected as the user), and `#/connect/<requestId>` (an MCP
@@ -15,6 +16,7 @@ import * as api from "./api.js";
 import { accessPanel } from "./access.js";
 import { recoveryPanel } from "./recovery.js";
 import { connectionsPanel, consentCard } from "./connect.js";
+import { newAppPanel } from "./newapp.js";
 import { errorText, h, replaceChildren } from "./dom.js";
 import { createHost, styleVariables } from "./host.js";
 
@@ -47,13 +49,18 @@ function canManageAccess() {
   return studio.user !== null && (studio.user.role === "admin" || studio.user.role === "staff");
 }
 
+/** Admin and staff whose session may write app source: they may create apps. */
+function canCreateApps() {
+  return canManageAccess() && Array.isArray(studio.user.scopes) && studio.user.scopes.includes("apps:write");
+}
+
 function appById(id) {
   return studio.apps.find((app) => app.id === id) || null;
 }
 
 /**
- * The current route from the hash: `page` is "home", "app", "connections" or
- * "connect" (with `requestId`, which the server checks).
+ * The current route from the hash: `page` is "home", "new", "app",
+ * "connections" or "connect" (with `requestId`, which the server checks).
  */
 function route() {
   const hash = window.location.hash;
@@ -64,6 +71,9 @@ function route() {
   }
   if (hash === "#/connections") {
     return { ...none, page: "connections" };
+  }
+  if (hash === "#/new") {
+    return { ...none, page: "new" };
   }
   const match = /^#\/apps\/([a-z0-9-]{1,60})(\/access|\/recovery)?$/.exec(hash);
   if (!match) {
@@ -330,6 +340,9 @@ function buildShell() {
   const signOutButton = h("button", { type: "button", class: "button button-quiet", text: "Sign out", onclick: signOut });
   const connectionsLink = h("a", { class: "button button-quiet", href: "#/connections", text: "Connected clients" });
   const appList = h("ul", { class: "app-list", role: "list" });
+  const newAppButton = canCreateApps()
+    ? h("button", { type: "button", class: "button button-block sidebar-new", text: "New app", onclick: () => go("#/new") })
+    : null;
   const main = h("main", { class: "pane", id: "main", tabindex: "-1" });
   const status = h("p", { class: "status shell-status", role: "status", "aria-live": "polite" });
   const alert = h("div", { class: "alert shell-alert", role: "alert", hidden: true });
@@ -362,11 +375,11 @@ function buildShell() {
     h(
       "div",
       { class: "layout" },
-      h("nav", { class: "sidebar", "aria-labelledby": "apps-heading" }, h("h2", { class: "sidebar-title", id: "apps-heading", text: "Apps" }), appList),
+      h("nav", { class: "sidebar", "aria-labelledby": "apps-heading" }, h("h2", { class: "sidebar-title", id: "apps-heading", text: "Apps" }), appList, newAppButton),
       h("div", { class: "pane-wrap" }, status, alert, main),
     ),
   );
-  studio.shell = { picker, appList, main, status, alert, signOut: signOutButton, connectionsLink, pane: null };
+  studio.shell = { picker, appList, main, status, alert, signOut: signOutButton, connectionsLink, newAppButton, pane: null };
   studio.view = "shell";
 }
 
@@ -438,6 +451,11 @@ function renderSidebar(openId) {
   picker.disabled = studio.apps.length === 0;
 }
 
+/** The New app button of the empty states (the sidebar is hidden on phones). */
+function newAppAction() {
+  return canCreateApps() ? h("button", { type: "button", class: "button button-primary empty-action", text: "New app", onclick: () => go("#/new") }) : null;
+}
+
 function emptyState() {
   if (studio.apps.length === 0) {
     const manager = canManageAccess();
@@ -446,18 +464,63 @@ function emptyState() {
       { class: "empty", "aria-labelledby": "empty-title" },
       h("h1", { class: "empty-title", id: "empty-title", text: `Welcome, ${studio.user.username}` }),
       h("p", {
-        text: manager
-          ? "No apps yet — add a valid app package to the apps folder, or ask another admin or staff member for access."
-          : "No apps yet — ask an admin or staff member for access.",
+        text: canCreateApps()
+          ? "No apps yet — create one with New app, or ask another admin or staff member for access to theirs."
+          : manager
+            ? "No apps yet — add a valid app package to the apps folder, or ask another admin or staff member for access."
+            : "No apps yet — ask an admin or staff member for access.",
       }),
+      newAppAction(),
     );
   }
   return h(
     "section",
     { class: "empty", "aria-labelledby": "empty-title" },
     h("h1", { class: "empty-title", id: "empty-title", text: "Choose an app" }),
-    h("p", { text: "Pick an app from the list to open it here. One app is open at a time." }),
+    h("p", { text: canCreateApps() ? "Pick an app from the list to open it here, or create a new one. One app is open at a time." : "Pick an app from the list to open it here. One app is open at a time." }),
+    newAppAction(),
   );
+}
+
+/** The New app form in the pane; once created, the app opens. */
+async function showNewApp() {
+  await closeApp();
+  renderSidebar(null);
+  studio.shell.pane = null;
+  if (!canCreateApps()) {
+    showAlert({ message: "Only admin and staff members can create apps.", code: "APP_ACCESS_DENIED" });
+    history.replaceState(null, "", "#/");
+    replaceChildren(studio.shell.main, emptyState());
+    return;
+  }
+  const panel = newAppPanel({
+    onCancel: () => go("#/"),
+    onUnauthenticated: () => {
+      sessionEnded();
+    },
+    onCreated: async (created) => {
+      clearAlert();
+      if (!(await loadApps())) {
+        return;
+      }
+      if (!appById(created.app)) {
+        // Created but not usable yet (it does not validate): say why.
+        const problems = (created.status && created.status.diagnostics) || [];
+        showAlert({
+          message: `The app ${created.app} was created but cannot be opened yet${problems.length > 0 ? `: ${problems[0].file} ${problems[0].reason}` : "."}`,
+          code: problems.length > 0 ? problems[0].code : "",
+        });
+        go("#/");
+        return;
+      }
+      go(`#/apps/${created.app}`);
+    },
+  });
+  replaceChildren(studio.shell.main, panel);
+  const name = panel.querySelector("#new-app-name");
+  if (name) {
+    name.focus();
+  }
 }
 
 /** The renders in order: each waits for the one before (which may be closing an app). */
@@ -496,6 +559,11 @@ async function renderNow() {
     }
   }
   if (!studio.shell) {
+    return;
+  }
+  if (current.page === "new") {
+    studio.shell.connectionsLink.removeAttribute("aria-current");
+    await showNewApp();
     return;
   }
   const onConnections = current.page === "connections";

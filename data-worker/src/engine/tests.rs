@@ -1057,3 +1057,41 @@ fn tables_with_rows_reads_without_opening_for_writes() {
         ["categories"]
     );
 }
+
+#[test]
+fn a_removed_data_file_is_backed_up_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = contract();
+    let engine = Engine::new(dir.path());
+    engine.open(APP, &contract).unwrap();
+    {
+        let conn = raw(&dir);
+        conn.execute("INSERT INTO categories (name) VALUES ('travel')", [])
+            .unwrap();
+    }
+    let removed = engine.back_up_and_remove(APP).unwrap().unwrap();
+    assert!(
+        removed.backup.starts_with(&format!("{BACKUP_DIR}/{APP}-")),
+        "{removed:?}"
+    );
+    for suffix in ["", "-wal", "-shm"] {
+        assert!(
+            !dir.path().join(format!("{APP}.sqlite{suffix}")).exists(),
+            "{suffix}"
+        );
+    }
+    // The backup is the whole database, intact, as described.
+    let backup = dir.path().join(&removed.backup);
+    let bytes = std::fs::read(&backup).unwrap();
+    assert_eq!(bytes.len() as u64, removed.bytes);
+    assert_eq!(hex::encode(Sha256::digest(&bytes)), removed.sha256);
+    let copy = Connection::open(&backup).unwrap();
+    assert_eq!(count(&copy, "SELECT count(*) FROM categories"), 1);
+    assert_eq!(count(&copy, "SELECT count(*) FROM _sasha_migrations"), 2);
+    // Nothing left to remove; an id that is no file name is refused.
+    assert!(engine.back_up_and_remove(APP).unwrap().is_none());
+    assert_eq!(
+        engine.back_up_and_remove("../x").unwrap_err().code,
+        ErrorCode::NotFound
+    );
+}

@@ -10,6 +10,11 @@ fn files() -> BTreeSet<String> {
         "app.js",
         "lib/util.js",
         "icons/logo.svg",
+        "icons/logo.png",
+        "icons/photo.jpg",
+        "icons/photo.webp",
+        "icons/spinner.gif",
+        "fonts/brand.woff2",
         "notes.txt",
     ]
     .into_iter()
@@ -557,12 +562,24 @@ fn a8_fetches_in_markup_are_refused() {
         &["HTML_DATA_URL"],
     );
     check(
-        "<img src=\"icons/logo.svg\" srcset=\"icons/logo.svg 2x\">",
-        &["HTML_SRCSET"],
+        "<img src=\"icons/logo.svg\" srcset=\"//attacker.test/x.png 2x\">",
+        &["HTML_EXTERNAL_URL"],
     );
     check(
         "<picture><source srcset=\"//attacker.test/a\"><img src=\"icons/logo.svg\"></picture>",
-        &["HTML_SRCSET"],
+        &["HTML_EXTERNAL_URL"],
+    );
+    check(
+        "<img src=\"icons/logo.svg\" srcset=\"icons/logo.png 1x, https://attacker.test/b.png 2x\">",
+        &["HTML_EXTERNAL_URL"],
+    );
+    check(
+        "<img srcset=\"data:image/png;base64,AA== 2x\">",
+        &["HTML_DATA_URL"],
+    );
+    check(
+        "<link rel=\"preload\" as=\"image\" imagesrcset=\"icons/logo.png 2x\">",
+        &["HTML_LINK_REL", "HTML_SRCSET"],
     );
     check("<img src=\"notes.txt\">", &["HTML_WRONG_FILE_TYPE"]);
     check(
@@ -866,6 +883,124 @@ fn g3_pathological_inputs_complete() {
     assert!(document.is_some());
     let (document, _) = analyze(&"</".repeat(100_000));
     assert!(document.is_some());
+}
+
+#[test]
+fn package_images_of_every_format_are_references() {
+    check(
+        "<img src=\"icons/logo.png\" alt=\"\"><img src=\"icons/photo.jpg\" alt=\"\">\
+         <img src=\"icons/photo.webp\" alt=\"\"><img src=\"icons/spinner.gif\" alt=\"\">\
+         <video poster=\"icons/photo.jpg\"></video><svg><image href=\"icons/logo.png\"/></svg>\
+         <img src=\"icons/logo.svg\" srcset=\"icons/logo.png, icons/photo.webp 2x,icons/photo.jpg 3x\" alt=\"\">\
+         <picture><source srcset=\"icons/photo.webp 480w, icons/photo.jpg 960w 540h\" type=\"image/webp\"><img src=\"icons/photo.jpg\" alt=\"\"></picture>",
+        &[],
+    );
+    let (document, _) = analyze(&page(
+        "<img src=\"icons/logo.svg\" srcset=\"icons/logo.png 2x\" alt=\"\">",
+    ));
+    let paths: Vec<_> = document
+        .unwrap()
+        .references()
+        .iter()
+        .filter(|reference| reference.kind == ReferenceKind::Asset)
+        .map(|reference| reference.path.clone())
+        .collect();
+    assert_eq!(paths, ["icons/logo.svg", "icons/logo.png"]);
+}
+
+#[test]
+fn a_missing_image_or_a_file_that_is_no_image_is_refused() {
+    check("<img src=\"icons/missing.png\">", &["HTML_MISSING_FILE"]);
+    check("<img src=\"fonts/brand.woff2\">", &["HTML_WRONG_FILE_TYPE"]);
+    check("<img src=\"app.js\">", &["HTML_WRONG_FILE_TYPE"]);
+    check(
+        "<img srcset=\"icons/missing.png 2x\">",
+        &["HTML_MISSING_FILE"],
+    );
+    check(
+        "<img srcset=\"icons/logo.png 1x, fonts/brand.woff2 2x\">",
+        &["HTML_WRONG_FILE_TYPE"],
+    );
+    check(
+        "<svg><image href=\"fonts/brand.woff2\"/></svg>",
+        &["HTML_WRONG_FILE_TYPE"],
+    );
+    check(
+        "<video poster=\"notes.txt\"></video>",
+        &["HTML_WRONG_FILE_TYPE"],
+    );
+}
+
+#[test]
+fn srcset_is_read_like_a_browser() {
+    let urls = |value: &str| {
+        parse_srcset(value).map(|candidates| {
+            candidates
+                .into_iter()
+                .map(|candidate| (candidate.url, candidate.descriptors.join(" ")))
+                .collect::<Vec<_>>()
+        })
+    };
+    let pair = |url: &str, descriptors: &str| (url.to_owned(), descriptors.to_owned());
+    assert_eq!(urls("a.png"), Ok(vec![pair("a.png", "")]));
+    assert_eq!(
+        urls(" a.png 1x ,b.png 2x,, c.png,"),
+        Ok(vec![
+            pair("a.png", "1x"),
+            pair("b.png", "2x"),
+            pair("c.png", "")
+        ])
+    );
+    // A URL is a run without whitespace: the comma inside stays in it.
+    assert_eq!(urls("a.png,b.png 2x"), Ok(vec![pair("a.png,b.png", "2x")]));
+    assert_eq!(
+        urls("a.png,, b.png"),
+        Ok(vec![pair("a.png", ""), pair("b.png", "")])
+    );
+    assert_eq!(urls("a.png 100w 50h"), Ok(vec![pair("a.png", "100w 50h")]));
+    assert_eq!(urls("a.png 1.5x"), Ok(vec![pair("a.png", "1.5x")]));
+    assert_eq!(urls(""), Ok(vec![]));
+    for bad in [
+        "a.png 2",
+        "a.png 1x 2x",
+        "a.png 100w 2x",
+        "a.png 50h",
+        "a.png 0w",
+        "a.png -1x",
+        "a.png 1.x",
+        "a.png (x) 2x",
+        "a.png 2y",
+    ] {
+        assert!(urls(bad).is_err(), "{bad} should be refused");
+    }
+    check(
+        "<img src=\"icons/logo.svg\" srcset=\"icons/logo.png 2\">",
+        &["HTML_SRCSET"],
+    );
+    check(
+        "<img src=\"icons/logo.svg\" srcset=\" , \">",
+        &["HTML_SRCSET"],
+    );
+    check(
+        "<video srcset=\"icons/logo.png 2x\"></video>",
+        &["HTML_SRCSET"],
+    );
+}
+
+#[test]
+fn render_body_inlines_srcset_urls() {
+    let body = render(&page(
+        "<picture><source srcset=\"icons/photo.webp 480w,icons/photo.jpg 960w\" sizes=\"50vw\">\
+         <img src=\"icons/logo.png\" srcset=\"./icons/logo.png, icons/spinner.gif 2x\" alt=\"\"></picture>",
+    ));
+    assert!(
+        body.contains("srcset=\"data:test;icons/photo.webp 480w, data:test;icons/photo.jpg 960w\""),
+        "{body}"
+    );
+    assert!(
+        body.contains("src=\"data:test;icons/logo.png\" srcset=\"data:test;icons/logo.png, data:test;icons/spinner.gif 2x\""),
+        "{body}"
+    );
 }
 
 fn render(text: &str) -> String {

@@ -136,6 +136,10 @@ fn limits_match_the_spec() {
             "md", "html", "css", "js", "sql", "yaml", "yml", "json", "txt", "svg"
         ]
     );
+    assert_eq!(
+        BINARY_EXTENSIONS,
+        ["png", "jpg", "jpeg", "webp", "gif", "woff2"]
+    );
 }
 
 #[test]
@@ -289,7 +293,9 @@ fn e9_protected_and_hidden_names_are_refused() {
     check(".sasha-tmp-0123.js", PathRule::Hidden);
     check(".htaccess", PathRule::Hidden);
     for path in [
-        "x.png",
+        "x.bmp",
+        "x.PNG",
+        "x.woff",
         "x",
         "Makefile",
         "x.JS",
@@ -423,7 +429,7 @@ fn refused_paths_are_refused_by_read_edit_and_delete_too() {
         "a//x.js",
         "",
         ".git/config",
-        "x.png",
+        "x.bmp",
         "e\u{301}.js",
     ] {
         assert_eq!(
@@ -545,7 +551,8 @@ fn list_sorts_skips_and_flags() {
         entry("d/1/2/x.js", b"four segments", true),
         entry("exact.txt", &vec![b'b'; MAX_FILE_BYTES as usize], true),
         entry("hard.js", b"outside", false),
-        entry("image.png", b"\x89PNG", false),
+        // Binary assets are listed like text files, readable and editable.
+        entry("image.png", b"\x89PNG", true),
     ];
     for tree in fixture.trees() {
         assert_eq!(tree.list(APP).unwrap(), expected);
@@ -571,8 +578,12 @@ fn read_returns_content_bytes_and_version() {
             content: "export const \u{e9} = 1;\n".to_owned(),
             bytes: 21,
             version: sha("export const \u{e9} = 1;\n"),
+            encoding: None,
         }
     );
+    // Text reads carry no encoding field at all.
+    let json = serde_json::to_value(&file).unwrap();
+    assert!(json.get("encoding").is_none(), "{json}");
 }
 
 #[test]
@@ -599,6 +610,208 @@ fn read_refuses_missing_binary_and_oversized_files() {
     let not_folder = error(tree.read(APP, "APP.md/x.js"));
     assert_eq!(not_folder.code, ErrorCode::InputInvalid);
     assert_eq!(not_folder.message, "APP.md is not a folder");
+}
+
+// ---- binary assets ------------------------------------------------------
+
+/// Real assets of the valid fixture package, as a client would send them.
+const LOGO_PNG: &[u8] = include_bytes!("../../../tests/packages/valid/brand-card/assets/logo.png");
+const PHOTO_JPG: &[u8] =
+    include_bytes!("../../../tests/packages/valid/brand-card/assets/photo.jpg");
+const FONT_WOFF2: &[u8] =
+    include_bytes!("../../../tests/packages/valid/brand-card/fonts/blocks.woff2");
+
+fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn cause(error: &AppError) -> &str {
+    error
+        .details
+        .as_ref()
+        .and_then(|details| details["cause"].as_str())
+        .unwrap_or_default()
+}
+
+#[test]
+fn read_answers_binary_assets_as_base64() {
+    let fixture = Fixture::new();
+    fixture.put("assets/logo.png", LOGO_PNG);
+    // Bytes that are no image still read, so they can be seen and replaced.
+    fixture.put("assets/broken.webp", b"x\xff");
+    let tree = fixture.tree();
+    let file = tree.read(APP, "assets/logo.png").unwrap();
+    assert_eq!(
+        file,
+        FileContent {
+            path: "assets/logo.png".to_owned(),
+            content: base64_of(LOGO_PNG),
+            bytes: LOGO_PNG.len() as u64,
+            version: version_of(LOGO_PNG),
+            encoding: Some("base64"),
+        }
+    );
+    let json = serde_json::to_value(&file).unwrap();
+    assert_eq!(json["encoding"], "base64");
+    let broken = tree.read(APP, "assets/broken.webp").unwrap();
+    assert_eq!((broken.content.as_str(), broken.bytes), ("eP8=", 2));
+    let entries = tree.list(APP).unwrap();
+    assert!(entries.iter().all(|entry| entry.editable), "{entries:?}");
+}
+
+#[test]
+fn content_is_text_as_it_is_or_base64_for_binary_assets() {
+    assert_eq!(content_bytes("app.js", "let x;", None).unwrap(), b"let x;");
+    assert_eq!(
+        content_bytes("assets/logo.png", &base64_of(LOGO_PNG), Some("base64")).unwrap(),
+        LOGO_PNG
+    );
+    assert_eq!(
+        content_bytes("fonts/blocks.woff2", &base64_of(FONT_WOFF2), Some("base64")).unwrap(),
+        FONT_WOFF2
+    );
+    // Line-wrapped base64 without padding is the same bytes.
+    let encoded = base64_of(PHOTO_JPG);
+    let wrapped: String = encoded
+        .trim_end_matches('=')
+        .as_bytes()
+        .chunks(76)
+        .map(|line| format!("{}\r\n", std::str::from_utf8(line).unwrap()))
+        .collect();
+    assert_eq!(
+        content_bytes("photo.jpeg", &wrapped, Some("base64")).unwrap(),
+        PHOTO_JPG
+    );
+}
+
+#[test]
+fn content_that_is_not_what_the_path_needs_is_refused() {
+    let refused = |path: &str, content: &str, encoding: Option<&str>| {
+        let error = error(content_bytes(path, content, encoding));
+        assert_eq!(error.code, ErrorCode::InputInvalid, "{error:?}");
+        (cause(&error).to_owned(), error)
+    };
+    assert_eq!(
+        refused("app.js", "bGV0IHg7", Some("base64")).0,
+        "ENCODING_NOT_FOR_TEXT"
+    );
+    assert_eq!(
+        refused("logo.png", &base64_of(LOGO_PNG), None).0,
+        "ENCODING_REQUIRED"
+    );
+    assert_eq!(
+        refused("logo.png", "x", Some("utf-8")).0,
+        "ENCODING_UNKNOWN"
+    );
+    assert_eq!(
+        refused("logo.png", "x", Some("BASE64")).0,
+        "ENCODING_UNKNOWN"
+    );
+    for bad in ["not base64!", "iVBORw0KGgo*", "=AAA", "A"] {
+        assert_eq!(
+            refused("logo.png", bad, Some("base64")).0,
+            "BASE64_INVALID",
+            "{bad}"
+        );
+    }
+    // Valid base64 of bytes that are not an asset of the extension.
+    let (asset_cause, error) = refused("logo.png", &base64_of(b"plain text"), Some("base64"));
+    assert_eq!(asset_cause, "ASSET_IMAGE_INVALID");
+    let details = error.details.unwrap();
+    assert_eq!(details["diagnostics"][0]["file"], "logo.png");
+    assert_eq!(details["diagnostics"][0]["code"], "ASSET_IMAGE_INVALID");
+    assert_eq!(
+        refused("photo.jpg", &base64_of(LOGO_PNG), Some("base64")).0,
+        "ASSET_IMAGE_INVALID"
+    );
+    assert_eq!(
+        refused(
+            "photo.jpg",
+            &base64_of(&PHOTO_JPG[..PHOTO_JPG.len() / 2]),
+            Some("base64")
+        )
+        .0,
+        "ASSET_IMAGE_INVALID"
+    );
+    assert_eq!(
+        refused(
+            "fonts/a.woff2",
+            &base64_of(&FONT_WOFF2[..FONT_WOFF2.len() - 1]),
+            Some("base64")
+        )
+        .0,
+        "ASSET_FONT_INVALID"
+    );
+    assert_eq!(
+        refused("fonts/a.woff2", &base64_of(LOGO_PNG), Some("base64")).0,
+        "ASSET_FONT_INVALID"
+    );
+    // More base64 than a file may hold is refused before it is decoded.
+    let huge = "A".repeat(2 * MAX_FILE_BYTES as usize);
+    assert_eq!(
+        code(content_bytes("logo.png", &huge, Some("base64"))),
+        ErrorCode::ResourceLimit
+    );
+}
+
+#[test]
+fn binary_assets_are_written_as_bytes_and_round_trip() {
+    let fixture = Fixture::new();
+    let tree = fixture.tree();
+    let seen = Mutex::new(Vec::new());
+    let vet = |path: &str, bytes: Option<&[u8]>| {
+        seen.lock()
+            .unwrap()
+            .push((path.to_owned(), bytes.map(<[u8]>::to_vec)));
+        Ok(())
+    };
+    let bytes = content_bytes("assets/logo.png", &base64_of(LOGO_PNG), Some("base64")).unwrap();
+    let created = tree
+        .write(APP, "assets/logo.png", &bytes, None, &vet)
+        .unwrap();
+    assert_eq!(created.after, Some(version_of(LOGO_PNG)));
+    assert_eq!(fixture.get("assets/logo.png").unwrap(), LOGO_PNG);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [("assets/logo.png".to_owned(), Some(LOGO_PNG.to_vec()))]
+    );
+    // What read answers is what write takes back.
+    let read = tree.read(APP, "assets/logo.png").unwrap();
+    let again = content_bytes(&read.path, &read.content, read.encoding).unwrap();
+    let replaced = tree
+        .write(APP, "assets/logo.png", &again, Some(&read.version), NO_VET)
+        .unwrap();
+    assert_eq!(replaced.before, replaced.after);
+    // Bytes that are not UTF-8 are never written to a text path.
+    assert_eq!(
+        code(tree.write(APP, "notes.txt", b"\xff", None, NO_VET)),
+        ErrorCode::InputInvalid
+    );
+    assert!(fixture.get("notes.txt").is_none());
+}
+
+#[test]
+fn binary_assets_are_not_edited_as_text() {
+    let fixture = Fixture::new();
+    // Bytes that happen to be UTF-8 are still an asset, not text.
+    fixture.put("assets/logo.png", b"plain");
+    let tree = fixture.tree();
+    let refused = error(tree.edit(
+        APP,
+        "assets/logo.png",
+        "plain",
+        "x",
+        &version_of(b"plain"),
+        NO_VET,
+    ));
+    assert_eq!(refused.code, ErrorCode::InputInvalid);
+    assert_eq!(cause(&refused), "BINARY_NOT_EDITABLE");
+    assert_eq!(fixture.get("assets/logo.png").unwrap(), b"plain");
+    // They are deleted like any file.
+    tree.delete(APP, "assets/logo.png", &version_of(b"plain"), NO_VET)
+        .unwrap();
+    assert!(fixture.get("assets/logo.png").is_none());
 }
 
 // ---- write --------------------------------------------------------------
@@ -1145,7 +1358,7 @@ fn swap_race(fixture: &Fixture, tree: &SourceTree) {
                 match record(tree.write(
                     APP,
                     "lib/probe.js",
-                    &format!("write {i}"),
+                    format!("write {i}"),
                     probe.as_deref(),
                     NO_VET,
                 )) {
@@ -1299,7 +1512,7 @@ fn more_than_1_mib_in_the_package_is_refused() {
     assert!(grow.message.contains("bytes in all"), "{}", grow.message);
     // Exactly at the limit is fine.
     let room = MAX_PACKAGE_BYTES as usize - MANIFEST_TEXT.len() - part.len();
-    tree.write(APP, "b.txt", &"b".repeat(room), None, NO_VET)
+    tree.write(APP, "b.txt", "b".repeat(room), None, NO_VET)
         .unwrap();
 }
 
@@ -1310,7 +1523,7 @@ fn a_file_over_1_mib_is_refused() {
     let refused = error(tree.write(
         APP,
         "big.txt",
-        &"a".repeat(MAX_FILE_BYTES as usize + 1),
+        "a".repeat(MAX_FILE_BYTES as usize + 1),
         None,
         NO_VET,
     ));

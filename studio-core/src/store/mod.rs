@@ -1,6 +1,8 @@
 //! The core database: users, browser sessions, tokens, the app registry,
 //! grants, the append-only authorization audit log and confirmation tokens
-//! for model-invoked writes (`confirmations`). This is the only code
+//! for model-invoked writes (`confirmations`), and the revision ledger
+//! (`ledger`: every validated revision's files and resource, content-addressed).
+//! This is the only code
 //! that opens `DB_PATH`; studio-core and the operator CLI (`sasha admin`) both
 //! go through it, possibly at the same time, so every write runs in a
 //! `BEGIN IMMEDIATE` transaction on a WAL database with a 5 s busy timeout.
@@ -14,7 +16,10 @@
 //! as argon2id PHC strings; the only place a secret appears is the return value
 //! of the call that minted it.
 
+mod app_creation;
 mod confirmations;
+mod history;
+mod lifecycle;
 mod oauth;
 mod schema;
 mod secrets;
@@ -33,12 +38,15 @@ use rusqlite::{Connection, OptionalExtension as _, ToSql, Transaction, Transacti
 use sasha_package::sql::ReadPolicy;
 use serde::{Deserialize, Serialize};
 
+pub use self::app_creation::creation_action;
 pub use self::confirmations::{
     CONFIRMATION_TOKEN_PREFIX, CONFIRMATION_TTL_SECONDS, ConfirmationRefusal, ConfirmationResult,
     ConfirmedCall, IssuedConfirmation, MAX_CONFIRMATION_ARGUMENTS_BYTES,
     MAX_CONFIRMATION_TOOL_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_LIVE_CONFIRMATIONS_PER_USER,
     RedeemedConfirmation,
 };
+pub use self::history::history_action;
+pub use self::lifecycle::{Lifecycle, LifecycleRefusal, LifecycleResult, lifecycle_action};
 pub use self::oauth::{
     CLIENT_SECRET_PREFIX, ClientAuthMethod, CodeExchange, Connection as OAuthConnection, Consent,
     IssuedTokens, MAX_CLIENTS, MAX_UNCONSENTED_CLIENTS, OAUTH_ACCESS_TTL_SECONDS,
@@ -203,8 +211,15 @@ wire_enum! {
     }
 }
 
-// Declared after `wire_enum!`, which it uses.
+// Declared after `wire_enum!`, which they use.
+mod ledger;
 mod suggestions;
+
+pub use self::ledger::{
+    DEFAULT_REVISION_RETENTION, MAX_REVISION_SUMMARY_CHARS, Recorded, RevisionContent,
+    RevisionEntry, RevisionFile, RevisionOrigin, RevisionSurface, SUMMARY_FOUND_ON_DISK,
+    SUMMARY_SEEDED,
+};
 
 impl UserRole {
     /// Whether a user with this role may hold `scope` at all.
@@ -339,7 +354,9 @@ pub struct AuditEntry {
     /// A user id, `system` or `operator`.
     pub actor: String,
     /// `app.registered`, `app.revision-changed`, `grant.changed`,
-    /// `app-source.changed`, `oauth.connected` or `oauth.revoked`.
+    /// `app-source.changed`, `oauth.connected`, `oauth.revoked`, or a
+    /// lifecycle step (`app.created`, `app.withdrawn`, `app.restored`,
+    /// `app.deleted`, `app.data-deleted`).
     pub action: String,
     pub app_id: Option<String>,
     /// The user id of a grant change, the file path of a source change, the
@@ -1214,11 +1231,14 @@ impl Store {
     }
 
     /// `user_id`'s access to `app_id`, read from the database on every call.
+    /// A withdrawn app grants nobody anything until it is restored (its
+    /// grants stay as they are; see [`Store::withdraw_app`]).
     pub fn access(&self, app_id: &str, user_id: &str) -> Result<Option<AppAccess>, StoreError> {
         let connection = self.connection();
         let access = connection
             .query_row(
-                "SELECT access FROM grants WHERE app_id = ?1 AND user_id = ?2",
+                "SELECT g.access FROM grants g JOIN app_registry r ON r.app_id = g.app_id
+                 WHERE g.app_id = ?1 AND g.user_id = ?2 AND r.withdrawn_at IS NULL",
                 [app_id, user_id],
                 |row| row.get(0),
             )
@@ -1227,11 +1247,13 @@ impl Store {
     }
 
     /// Every app `user_id` has a grant on, with the access (one query, for
-    /// listing apps).
+    /// listing apps); withdrawn apps are left out.
     pub fn access_by_app(&self, user_id: &str) -> Result<BTreeMap<String, AppAccess>, StoreError> {
         let connection = self.connection();
-        let mut statement =
-            connection.prepare_cached("SELECT app_id, access FROM grants WHERE user_id = ?1")?;
+        let mut statement = connection.prepare_cached(
+            "SELECT g.app_id, g.access FROM grants g JOIN app_registry r ON r.app_id = g.app_id
+             WHERE g.user_id = ?1 AND r.withdrawn_at IS NULL",
+        )?;
         let grants = statement
             .query_map([user_id], |row| Ok((row.get(0)?, row.get(1)?)))?
             .collect::<Result<_, _>>()?;

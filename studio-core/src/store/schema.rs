@@ -236,6 +236,71 @@ CREATE INDEX tokens_by_grant ON tokens(grant_id);
 ALTER TABLE app_registry ADD COLUMN read_policy TEXT;
 "#,
     },
+    Migration {
+        version: 6,
+        name: "revision ledger",
+        sql: r#"
+-- The revision ledger (see store/ledger.rs): every revision of an app that
+-- validated, with its files and its assembled resource, kept until the
+-- retention policy removes it. File bytes and resources are stored once per
+-- content hash; a revision only references them.
+CREATE TABLE revision_blobs (
+    sha256  TEXT PRIMARY KEY,
+    content BLOB NOT NULL
+) STRICT;
+
+-- The assembled resource, addressed by its revision (sha256 over the MIME
+-- type, the CSP, the canonical `_meta.ui` and the HTML).
+CREATE TABLE revision_resources (
+    revision  TEXT PRIMARY KEY,
+    mime_type TEXT NOT NULL,
+    csp       TEXT NOT NULL,
+    meta_json TEXT NOT NULL,
+    html      TEXT NOT NULL
+) STRICT;
+
+-- One row per revision of an app, written when it is first recorded: who
+-- made it (a user id, or NULL for a change found on disk), when, through
+-- which surface, and a one-line summary. The id orders revisions by
+-- recording.
+CREATE TABLE app_revisions (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    app_id      TEXT NOT NULL REFERENCES app_registry(app_id),
+    revision    TEXT NOT NULL REFERENCES revision_resources(revision),
+    recorded_at INTEGER NOT NULL,
+    user_id     TEXT,
+    surface     TEXT NOT NULL CHECK (surface IN ('mcp', 'filesystem', 'seed', 'studio')),
+    summary     TEXT NOT NULL,
+    UNIQUE (app_id, revision)
+) STRICT;
+CREATE INDEX app_revisions_by_resource ON app_revisions(revision);
+
+-- The files of a revision: package-relative path and the content hash.
+CREATE TABLE app_revision_files (
+    revision_id INTEGER NOT NULL REFERENCES app_revisions(id) ON DELETE CASCADE,
+    path        TEXT NOT NULL,
+    sha256      TEXT NOT NULL REFERENCES revision_blobs(sha256),
+    size        INTEGER NOT NULL,
+    PRIMARY KEY (revision_id, path)
+) STRICT;
+CREATE INDEX app_revision_files_by_blob ON app_revision_files(sha256);
+"#,
+    },
+    Migration {
+        version: 7,
+        name: "app lifecycle",
+        sql: r#"
+-- Withdrawal and deletion (see store/lifecycle.rs). A withdrawn app is left
+-- out of every caller's access and catalogue while its grants, data and
+-- history stay; restoring clears withdrawn_at. Deleting a withdrawn app
+-- removes its package (package_deleted_at) and, confirmed twice, its data
+-- file (data_deleted_at); the row itself stays, so the id is never reused.
+ALTER TABLE app_registry ADD COLUMN withdrawn_at INTEGER;
+ALTER TABLE app_registry ADD COLUMN withdrawn_by TEXT;
+ALTER TABLE app_registry ADD COLUMN package_deleted_at INTEGER;
+ALTER TABLE app_registry ADD COLUMN data_deleted_at INTEGER;
+"#,
+    },
 ];
 
 /// The newest schema version this build knows.
@@ -324,7 +389,10 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(versions, [(1, 1), (2, 2), (3, 2), (4, 2), (5, 2)]);
+        assert_eq!(
+            versions,
+            [(1, 1), (2, 2), (3, 2), (4, 2), (5, 2), (6, 2), (7, 2)]
+        );
         let users: i64 = connection
             .query_row("SELECT count(*) FROM users", [], |row| row.get(0))
             .unwrap();
@@ -338,7 +406,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 5);
+        assert_eq!(latest_version(), 7);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -370,6 +438,8 @@ mod tests {
                 (3, "suggestions".to_owned(), 3),
                 (4, "oauth".to_owned(), 3),
                 (5, "read policy".to_owned(), 3),
+                (6, "revision ledger".to_owned(), 3),
+                (7, "app lifecycle".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection
@@ -451,6 +521,101 @@ mod tests {
             [],
         );
         assert!(dangling.is_err());
+    }
+
+    /// A database at version 5 gains the revision ledger; its registry rows
+    /// stay, and the ledger only references registered apps and stored
+    /// content.
+    #[test]
+    fn a_version_five_database_gains_the_revision_ledger_in_place() {
+        let mut connection = database_at(5);
+        connection
+            .execute_batch(
+                "INSERT INTO app_registry
+                 (app_id, current_revision, schema_hash, actions_json, first_discovered_at, last_seen_at)
+                 VALUES ('hello', 'r1', NULL, '[]', 1, 1);",
+            )
+            .unwrap();
+        migrate(&mut connection, 6).unwrap();
+        let apps: i64 = connection
+            .query_row("SELECT count(*) FROM app_registry", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(apps, 1);
+        connection
+            .execute_batch(
+                "INSERT INTO revision_resources VALUES ('r1', 'text/html', 'csp', '{}', '<p>');
+                 INSERT INTO revision_blobs VALUES ('b1', x'41');
+                 INSERT INTO app_revisions (app_id, revision, recorded_at, user_id, surface, summary)
+                 VALUES ('hello', 'r1', 1, NULL, 'filesystem', 'found on disk');
+                 INSERT INTO app_revision_files VALUES (1, 'app.js', 'b1', 1);",
+            )
+            .unwrap();
+        for (case, sql) in [
+            (
+                "unregistered app",
+                "INSERT INTO app_revisions (app_id, revision, recorded_at, surface, summary)
+                 VALUES ('nope', 'r1', 1, 'filesystem', 's')",
+            ),
+            (
+                "unstored resource",
+                "INSERT INTO app_revisions (app_id, revision, recorded_at, surface, summary)
+                 VALUES ('hello', 'r2', 1, 'filesystem', 's')",
+            ),
+            (
+                "unknown surface",
+                "INSERT INTO app_revisions (app_id, revision, recorded_at, surface, summary)
+                 VALUES ('hello', 'r1', 1, 'ftp', 's')",
+            ),
+            (
+                "same revision twice",
+                "INSERT INTO app_revisions (app_id, revision, recorded_at, surface, summary)
+                 VALUES ('hello', 'r1', 2, 'mcp', 's')",
+            ),
+            (
+                "unstored blob",
+                "INSERT INTO app_revision_files VALUES (1, 'styles.css', 'b2', 1)",
+            ),
+            (
+                "a referenced blob",
+                "DELETE FROM revision_blobs WHERE sha256 = 'b1'",
+            ),
+        ] {
+            assert!(connection.execute(sql, []).is_err(), "{case}");
+        }
+        // A revision's files go with it.
+        connection
+            .execute("DELETE FROM app_revisions WHERE id = 1", [])
+            .unwrap();
+        let files: i64 = connection
+            .query_row("SELECT count(*) FROM app_revision_files", [], |row| {
+                row.get(0)
+            })
+            .unwrap();
+        assert_eq!(files, 0);
+    }
+
+    /// A database at version 6 gains the lifecycle columns; its apps are
+    /// live (not withdrawn, nothing deleted).
+    #[test]
+    fn a_version_six_database_gains_the_lifecycle_in_place() {
+        let mut connection = database_at(6);
+        connection
+            .execute_batch(
+                "INSERT INTO app_registry
+                 (app_id, current_revision, schema_hash, actions_json, first_discovered_at, last_seen_at)
+                 VALUES ('hello', 'r1', NULL, '[]', 1, 1);",
+            )
+            .unwrap();
+        migrate(&mut connection, 7).unwrap();
+        let state: (Option<i64>, Option<String>, Option<i64>, Option<i64>) = connection
+            .query_row(
+                "SELECT withdrawn_at, withdrawn_by, package_deleted_at, data_deleted_at
+                 FROM app_registry WHERE app_id = 'hello'",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+            )
+            .unwrap();
+        assert_eq!(state, (None, None, None, None));
     }
 
     #[test]

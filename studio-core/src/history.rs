@@ -1,0 +1,768 @@
+//! `CoreService.History`: an app's revision history as the MCP tools
+//! `listAppRevisions`, `readAppRevisionFile`, `diffAppRevisions` and
+//! `revertApp` use it, answered from the revision ledger (`store::ledger`).
+//!
+//! Who may: exactly the source tools' callers (`crate::source_tools`): a
+//! principal holding `apps:invoke` and `apps:write` (never an API key) whose
+//! user, read again, is admin or staff, with `manage` on the app. Anyone
+//! else, and an unknown app, is the same `APP_ACCESS_DENIED`. A revision the
+//! app never had is the hidden `APP_NOT_FOUND`; one it had that retention
+//! removed is `APP_REVISION_UNAVAILABLE` (told apart by the append-only
+//! audit log, which names every revision ever registered).
+//!
+//! Revert makes the package's files equal an old revision's. Because a
+//! revision is the hash of exact bytes, the result *is* that revision again:
+//! the ledger already holds its row (with its first author), so the revert
+//! itself is in the audit log (`app-source.reverted`, before and after
+//! revisions) and the recording as the user's (`revertApp <revision>`) only
+//! changes a row the catalogue's refresh wrote as found on disk. It is
+//! refused when `expectedRevision` is not the registered current revision
+//! (`APP_CONFLICT`, `details.reason = "stale-revision"`), when the old
+//! revision's data contract would drop or change a migration the live
+//! database has applied (data-worker's `MigrationDrift`, asked with the old
+//! revision's contract; `APP_SCHEMA_INCOMPATIBLE` naming the migration), and
+//! when it would widen who reads a table that holds rows (the source tools'
+//! read guard). The new package is written and fsynced into a slot of
+//! `<DOCS_ROOT>/.app-revert-staging/` and swapped with the live folder by
+//! one `renameat2(RENAME_EXCHANGE)`, so a crash leaves the old package or
+//! the new one, never half of either. Operational records (data, audit) are
+//! never touched.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use base64::Engine as _;
+use sasha_package::source::PackageSource;
+use sasha_package::sql::{ReadPolicy, widened_reads};
+use sasha_package::validate::{Package, validate_source};
+use sasha_proto::pb::{self, history_reply, history_request};
+use sasha_proto::{AppError, ErrorCode};
+use serde_json::{Value, json};
+use sha2::Digest as _;
+
+use crate::Core;
+use crate::api::blocking;
+use crate::catalogue::AppEntry;
+use crate::store::{RevisionFile, RevisionOrigin, RevisionSurface, StoreError};
+
+/// The folder below `DOCS_ROOT` where a reverted package is assembled
+/// before the swap (a sibling of the apps folder, never listed).
+pub(crate) const STAGING_DIR: &str = ".app-revert-staging";
+
+/// Most bytes of unified diff one `diffAppRevisions` answer carries; files
+/// past it are listed with `truncated` and no diff.
+pub(crate) const MAX_DIFF_BYTES: usize = 256 * 1024;
+
+/// How long one file's diff may search for the shortest edit script before
+/// it settles for a coarser (still correct) one.
+const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Lines of context around each change in a unified diff.
+const DIFF_CONTEXT: usize = 3;
+
+/// Serialises reverts in this process (one staging folder).
+static STAGING: Mutex<()> = Mutex::new(());
+
+fn invalid(message: impl Into<String>) -> AppError {
+    AppError::new(ErrorCode::InputInvalid, message)
+}
+
+fn denied() -> AppError {
+    AppError::new(
+        ErrorCode::AccessDenied,
+        "you do not manage this app (or it does not exist); ask an admin for manage access",
+    )
+}
+
+fn internal<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> AppError {
+    move |error| {
+        let failure = AppError::from_code(ErrorCode::Internal);
+        tracing::error!(diagnostic_id = %failure.diagnostic_id, %error, "{what}");
+        failure
+    }
+}
+
+/// A revision as the tools take it: 64 lowercase hex digits.
+fn revision_argument(value: &str, name: &str) -> Result<String, AppError> {
+    if value.len() == 64
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        Ok(value.to_owned())
+    } else {
+        Err(invalid(format!(
+            "{name} must be a revision: 64 lowercase hex digits, as listAppRevisions shows"
+        )))
+    }
+}
+
+/// Checks the principal as the source tools do; `Ok` only with `manage`.
+async fn authorize(
+    core: &Arc<Core>,
+    principal: Option<&pb::Principal>,
+    app_id: &str,
+) -> Result<pb::Principal, AppError> {
+    let principal = principal
+        .filter(|principal| !principal.user_id.is_empty())
+        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal"))?;
+    if !sasha_package::manifest::is_kebab_id(app_id) {
+        return Err(invalid("app must be an app id in lowercase kebab-case"));
+    }
+    crate::source_tools::authorize_manager(core, principal, app_id).await?;
+    Ok(principal.clone())
+}
+
+/// `CoreService.History`.
+pub(crate) async fn rpc(
+    core: &Arc<Core>,
+    request: pb::HistoryRequest,
+) -> Result<pb::HistoryReply, AppError> {
+    let principal = authorize(core, request.principal.as_ref(), &request.app_id).await?;
+    let app_id = request.app_id.as_str();
+    let result = match request.operation {
+        Some(history_request::Operation::List(_)) => {
+            history_reply::Result::Revisions(list(core, app_id).await?)
+        }
+        Some(history_request::Operation::Read(read)) => {
+            let revision = revision_argument(&read.revision, "revision")?;
+            history_reply::Result::File(read_file(core, app_id, &revision, &read.path).await?)
+        }
+        Some(history_request::Operation::Diff(diff)) => {
+            let from = revision_argument(&diff.from, "from")?;
+            let to = revision_argument(&diff.to, "to")?;
+            history_reply::Result::Diff(diff_revisions(core, app_id, &from, &to).await?)
+        }
+        Some(history_request::Operation::Revert(revert)) => {
+            let revision = revision_argument(&revert.revision, "revision")?;
+            let expected = revision_argument(&revert.expected_revision, "expectedRevision")?;
+            history_reply::Result::Reverted(
+                self::revert(core, &principal, app_id, &revision, &expected).await?,
+            )
+        }
+        None => return Err(invalid("no history operation was given")),
+    };
+    Ok(pb::HistoryReply {
+        app: app_id.to_owned(),
+        result: Some(result),
+    })
+}
+
+async fn list(core: &Arc<Core>, app_id: &str) -> Result<pb::HistoryRevisions, AppError> {
+    let (store, app) = (core.store.clone(), app_id.to_owned());
+    let revisions = blocking(move || {
+        let entries = match store.revisions(&app) {
+            Ok(entries) => entries,
+            Err(StoreError::UnknownApp) => return Ok(Err(denied())),
+            Err(other) => return Err(other),
+        };
+        let mut names: BTreeMap<String, Option<String>> = BTreeMap::new();
+        let mut out = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let username = match &entry.user_id {
+                Some(id) => match names.get(id) {
+                    Some(name) => name.clone(),
+                    None => {
+                        let name = store.user(id)?.map(|user| user.username);
+                        names.insert(id.clone(), name.clone());
+                        name
+                    }
+                },
+                None => None,
+            };
+            out.push(pb::HistoryRevision {
+                revision: entry.revision,
+                uri: entry.uri,
+                recorded_at: entry.recorded_at,
+                user_id: entry.user_id,
+                username,
+                surface: entry.surface.to_string(),
+                summary: entry.summary,
+                files: entry.files,
+                bytes: entry.bytes,
+                current: entry.current,
+            });
+        }
+        Ok(Ok(out))
+    })
+    .await??;
+    Ok(pb::HistoryRevisions { revisions })
+}
+
+/// The refusal for a revision the ledger does not hold: pruned (it was once
+/// the app's) or never the app's (hidden).
+async fn missing_revision(core: &Arc<Core>, app_id: &str, revision: &str) -> AppError {
+    let (store, app, wanted) = (core.store.clone(), app_id.to_owned(), revision.to_owned());
+    match blocking(move || store.revision_was_registered(&app, &wanted)).await {
+        Ok(true) => AppError::new(
+            ErrorCode::RevisionUnavailable,
+            format!(
+                "revision {revision} is no longer kept (the retention policy removed it); choose one listAppRevisions shows"
+            ),
+        ),
+        Ok(false) => AppError::new(
+            ErrorCode::NotFound,
+            format!("this app has no revision {revision}; listAppRevisions shows its revisions"),
+        ),
+        Err(error) => error,
+    }
+}
+
+/// The files of `revision` with their bytes, by path.
+async fn revision_contents(
+    core: &Arc<Core>,
+    app_id: &str,
+    revision: &str,
+) -> Result<Vec<(RevisionFile, Vec<u8>)>, AppError> {
+    let (store, app, wanted) = (core.store.clone(), app_id.to_owned(), revision.to_owned());
+    let found = blocking(move || {
+        let files = match store.revision_files(&app, &wanted) {
+            Ok(Some(files)) => files,
+            Ok(None) => return Ok(None),
+            Err(StoreError::UnknownApp) => return Ok(None),
+            Err(other) => return Err(other),
+        };
+        let mut out = Vec::with_capacity(files.len());
+        for file in files {
+            // A revision pruned between the two reads is missing, like one
+            // pruned before.
+            let Some(bytes) = store.revision_file(&app, &wanted, &file.path)? else {
+                return Ok(None);
+            };
+            out.push((file, bytes));
+        }
+        Ok(Some(out))
+    })
+    .await?;
+    match found {
+        Some(files) => Ok(files),
+        None => Err(missing_revision(core, app_id, revision).await),
+    }
+}
+
+async fn read_file(
+    core: &Arc<Core>,
+    app_id: &str,
+    revision: &str,
+    path: &str,
+) -> Result<pb::HistoryFile, AppError> {
+    crate::source::check_path(path).map_err(|rule| invalid(rule.to_string()))?;
+    let (store, app, wanted, file) = (
+        core.store.clone(),
+        app_id.to_owned(),
+        revision.to_owned(),
+        path.to_owned(),
+    );
+    let found = blocking(move || {
+        let Some(files) = store
+            .revision_files(&app, &wanted)
+            .or_else(|error| match error {
+                StoreError::UnknownApp => Ok(None),
+                other => Err(other),
+            })?
+        else {
+            return Ok(None);
+        };
+        if !files.iter().any(|listed| listed.path == file) {
+            return Ok(Some(None));
+        }
+        Ok(Some(store.revision_file(&app, &wanted, &file)?))
+    })
+    .await?;
+    let bytes = match found {
+        None => return Err(missing_revision(core, app_id, revision).await),
+        Some(None) => {
+            return Err(AppError::new(
+                ErrorCode::RecordNotFound,
+                format!("{path} does not exist"),
+            ));
+        }
+        Some(Some(bytes)) => bytes,
+    };
+    let version = hex::encode(sha2::Sha256::digest(&bytes));
+    let size = bytes.len() as u64;
+    let (content, encoding) = if crate::source::is_binary(path) {
+        (
+            base64::engine::general_purpose::STANDARD.encode(&bytes),
+            Some(crate::source::BASE64.to_owned()),
+        )
+    } else {
+        (
+            String::from_utf8(bytes).map_err(|_| invalid(format!("{path} is not UTF-8 text")))?,
+            None,
+        )
+    };
+    Ok(pb::HistoryFile {
+        revision: revision.to_owned(),
+        path: path.to_owned(),
+        content,
+        bytes: size,
+        version,
+        encoding,
+    })
+}
+
+async fn diff_revisions(
+    core: &Arc<Core>,
+    app_id: &str,
+    from: &str,
+    to: &str,
+) -> Result<pb::HistoryDiff, AppError> {
+    let before = revision_contents(core, app_id, from).await?;
+    let after = revision_contents(core, app_id, to).await?;
+    Ok(diff_files(from, to, &before, &after))
+}
+
+/// Per file added, removed or changed, with unified diffs of changed text
+/// files within [`MAX_DIFF_BYTES`] in all.
+pub(crate) fn diff_files(
+    from: &str,
+    to: &str,
+    before: &[(RevisionFile, Vec<u8>)],
+    after: &[(RevisionFile, Vec<u8>)],
+) -> pb::HistoryDiff {
+    let old: BTreeMap<&str, &(RevisionFile, Vec<u8>)> = before
+        .iter()
+        .map(|entry| (entry.0.path.as_str(), entry))
+        .collect();
+    let new: BTreeMap<&str, &(RevisionFile, Vec<u8>)> = after
+        .iter()
+        .map(|entry| (entry.0.path.as_str(), entry))
+        .collect();
+    let paths: BTreeSet<&str> = old.keys().chain(new.keys()).copied().collect();
+    let mut budget = MAX_DIFF_BYTES;
+    let mut truncated = false;
+    let mut files = Vec::new();
+    for path in paths {
+        let binary = crate::source::is_binary(path);
+        let (change, from_version, to_version, unified, cut) = match (old.get(path), new.get(path))
+        {
+            (None, Some(added)) => ("added", None, Some(added.0.sha256.clone()), None, false),
+            (Some(removed), None) => ("removed", Some(removed.0.sha256.clone()), None, None, false),
+            (Some(was), Some(is)) if was.0.sha256 == is.0.sha256 => continue,
+            (Some(was), Some(is)) => {
+                let texts = (!binary && budget > 0)
+                    .then(|| {
+                        Some((
+                            std::str::from_utf8(&was.1).ok()?,
+                            std::str::from_utf8(&is.1).ok()?,
+                        ))
+                    })
+                    .flatten();
+                let (unified, cut) = match texts {
+                    Some((a, b)) => {
+                        let text = similar::TextDiff::configure()
+                            .timeout(DIFF_TIMEOUT)
+                            .diff_lines(a, b);
+                        let text = text
+                            .unified_diff()
+                            .context_radius(DIFF_CONTEXT)
+                            .header(&format!("{from}/{path}"), &format!("{to}/{path}"))
+                            .to_string();
+                        if text.len() <= budget {
+                            budget -= text.len();
+                            (Some(text), false)
+                        } else {
+                            (None, true)
+                        }
+                    }
+                    // Out of budget before the diff was even made.
+                    None if !binary && budget == 0 => (None, true),
+                    None => (None, false),
+                };
+                (
+                    "changed",
+                    Some(was.0.sha256.clone()),
+                    Some(is.0.sha256.clone()),
+                    unified,
+                    cut,
+                )
+            }
+            (None, None) => continue,
+        };
+        truncated |= cut;
+        files.push(pb::HistoryFileChange {
+            path: path.to_owned(),
+            change: change.to_owned(),
+            from_version,
+            to_version,
+            unified,
+            binary,
+            truncated: cut,
+        });
+    }
+    pb::HistoryDiff {
+        from: from.to_owned(),
+        to: to.to_owned(),
+        files,
+        truncated,
+    }
+}
+
+/// The package the files of a revision make, validated now.
+fn package_of(app_id: &str, files: &[(RevisionFile, Vec<u8>)]) -> Result<Package, AppError> {
+    let mut source = PackageSource::default();
+    for (file, bytes) in files {
+        source.set(&file.path, Some(bytes));
+    }
+    let validation = validate_source(app_id, source);
+    match validation.package {
+        Some(package) => Ok(package),
+        None => {
+            let diagnostics: Vec<Value> = validation
+                .diagnostics
+                .iter()
+                .map(|problem| {
+                    json!({"file": problem.file, "line": problem.line, "code": problem.code, "reason": problem.reason})
+                })
+                .collect();
+            Err(AppError::new(
+                ErrorCode::InputInvalid,
+                "that revision no longer validates with this platform, so it cannot be made live again",
+            )
+            .with_details(json!({"diagnostics": diagnostics})))
+        }
+    }
+}
+
+/// The migration files of the live package (the catalogue's valid one).
+fn live_migrations(core: &Core, app_id: &str) -> Vec<String> {
+    match core.catalogue.current().apps.get(app_id) {
+        Some(AppEntry::Valid(package)) => package
+            .data
+            .as_ref()
+            .map(|data| {
+                data.migrations
+                    .iter()
+                    .map(|migration| migration.file.clone())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+/// Refuses a revert whose package would drop (or change) a migration the
+/// live database applied: data-worker's drift against the old revision's
+/// contract. An old revision without data keeps no migration at all, so it
+/// is refused while the live package has any.
+async fn check_migrations(core: &Arc<Core>, app_id: &str, old: &Package) -> Result<(), AppError> {
+    let drifted: Vec<(String, &'static str)> = match &old.data {
+        Some(data) => {
+            let mut client = core.data.clone();
+            let reply = client
+                .migration_drift(pb::MigrationDriftRequest {
+                    app_id: app_id.to_owned(),
+                    contract_hash: data.hash.clone(),
+                    contract: Some(pb::DataContract::from(data)),
+                })
+                .await
+                .map_err(|status| {
+                    let error = AppError::from_status(&status);
+                    AppError::new(
+                        ErrorCode::NotReady,
+                        "cannot check the app's applied migrations right now; try again",
+                    )
+                    .with_details(json!({"cause": error.code.as_str()}))
+                })?;
+            reply
+                .into_inner()
+                .drift
+                .into_iter()
+                .map(|drift| {
+                    let reason = if drift.kind == pb::DriftKind::NotInContract as i32 {
+                        "applied to the live database, and the revision does not have it"
+                    } else {
+                        "applied to the live database with other content than the revision's"
+                    };
+                    (drift.file, reason)
+                })
+                .collect()
+        }
+        None => live_migrations(core, app_id)
+            .into_iter()
+            .map(|file| {
+                (
+                    file,
+                    "in the live package, and the revision has no data at all",
+                )
+            })
+            .collect(),
+    };
+    let Some((first, _)) = drifted.first() else {
+        return Ok(());
+    };
+    let diagnostics: Vec<Value> = drifted
+        .iter()
+        .map(
+            |(file, reason)| json!({"file": file, "code": "APP_MIGRATION_DRIFT", "reason": reason}),
+        )
+        .collect();
+    let migrations: Vec<&str> = drifted.iter().map(|(file, _)| file.as_str()).collect();
+    Err(AppError::new(
+        ErrorCode::SchemaIncompatible,
+        format!(
+            "reverting would drop the applied migration {first}; a revert never rewinds data, so \
+             choose a revision that keeps every applied migration, or revert only the files you need \
+             with writeAppFile"
+        ),
+    )
+    .with_details(json!({"migrations": migrations, "diagnostics": diagnostics})))
+}
+
+/// Refuses a revert that would widen who reads a table holding rows (the
+/// source tools' read guard, against the registered read policy).
+async fn check_reads(core: &Arc<Core>, app_id: &str, old: &Package) -> Result<(), AppError> {
+    let (store, app) = (core.store.clone(), app_id.to_owned());
+    let stored = blocking(move || store.read_policy(&app)).await?;
+    let registered: ReadPolicy = stored
+        .or_else(|| match core.catalogue.current().apps.get(app_id) {
+            Some(AppEntry::Valid(package)) => package.data.as_ref().map(|data| data.read_policy()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let after = old
+        .data
+        .as_ref()
+        .map(|data| data.read_policy())
+        .unwrap_or_default();
+    let widened = widened_reads(&registered, &after);
+    if widened.is_empty() {
+        return Ok(());
+    }
+    let mut client = core.data.clone();
+    let with_rows: BTreeSet<String> = client
+        .tables_with_rows(pb::TablesWithRowsRequest {
+            app_id: app_id.to_owned(),
+            tables: widened.iter().map(|w| w.table.clone()).collect(),
+        })
+        .await
+        .map_err(|_| {
+            AppError::new(
+                ErrorCode::NotReady,
+                "cannot check which tables hold rows right now; try again",
+            )
+        })?
+        .into_inner()
+        .tables
+        .into_iter()
+        .collect();
+    let widened: Vec<_> = widened
+        .into_iter()
+        .filter(|widening| with_rows.contains(&widening.table))
+        .collect();
+    let Some(first) = widened.first() else {
+        return Ok(());
+    };
+    let diagnostics: Vec<Value> = widened
+        .iter()
+        .map(|w| json!({"file": "APP.md", "code": "DATA_READ_WIDENED", "reason": w.reason()}))
+        .collect();
+    Err(AppError::new(
+        ErrorCode::AccessDenied,
+        format!(
+            "{}; a change that widens who can read existing rows needs a publication approved by an admin, \
+             so revertApp refuses it",
+            first.reason()
+        ),
+    )
+    .with_details(json!({"diagnostics": diagnostics})))
+}
+
+async fn revert(
+    core: &Arc<Core>,
+    principal: &pb::Principal,
+    app_id: &str,
+    revision: &str,
+    expected: &str,
+) -> Result<pb::HistoryReverted, AppError> {
+    let (store, app) = (core.store.clone(), app_id.to_owned());
+    let current = blocking(move || store.registered_app(&app))
+        .await?
+        .map(|registered| registered.current_revision)
+        .ok_or_else(denied)?;
+    if current != expected {
+        return Err(AppError::new(
+            ErrorCode::Conflict,
+            format!(
+                "expectedRevision is not the app's current revision (it is {current}); \
+                 call listAppRevisions again and decide on the current state"
+            ),
+        )
+        .with_details(json!({"reason": "stale-revision", "currentRevision": current})));
+    }
+    let files = revision_contents(core, app_id, revision).await?;
+    let package = package_of(app_id, &files)?;
+    check_migrations(core, app_id, &package).await?;
+    check_reads(core, app_id, &package).await?;
+
+    let changed_at = core.store.timestamp();
+    let apps_dir = core.catalogue.apps_dir().to_owned();
+    let staging = apps_dir
+        .parent()
+        .map(|docs| docs.join(STAGING_DIR))
+        .unwrap_or_else(|| apps_dir.join(STAGING_DIR));
+    let written: BTreeMap<String, Vec<u8>> = files
+        .into_iter()
+        .map(|(file, bytes)| (file.path, bytes))
+        .collect();
+    let (id, tree) = (app_id.to_owned(), core.source.clone());
+    // Under the source tools' lock of this app: a write racing the revert
+    // lands before the swap (and is replaced) or after it, never inside it.
+    tokio::task::spawn_blocking(move || {
+        tree.with_app_lock(&id, || swap_package(&apps_dir, &staging, &id, &written))
+    })
+    .await
+    .map_err(|_| AppError::from_code(ErrorCode::Internal))?
+    .map_err(internal("reverting the package's files failed"))?;
+
+    let (store, app, user, before, after) = (
+        core.store.clone(),
+        app_id.to_owned(),
+        principal.user_id.clone(),
+        current.clone(),
+        revision.to_owned(),
+    );
+    blocking(move || store.record_app_reverted(&app, &user, &before, &after)).await?;
+    tracing::info!(app_id = %app_id, from = %current, to = %revision, "app reverted");
+    let status = crate::source_tools::status(core, app_id).await;
+    let origin = RevisionOrigin::authored(
+        RevisionSurface::Mcp,
+        &principal.user_id,
+        format!("revertApp {revision}"),
+        changed_at,
+    );
+    crate::revisions::record_authored(core, app_id, origin).await;
+    Ok(pb::HistoryReverted {
+        revision: revision.to_owned(),
+        previous_revision: current,
+        status: Some(status),
+    })
+}
+
+/// Replaces the package folder `apps_dir/<id>` by one holding exactly
+/// `files`: written and fsynced into a fresh slot of `staging`, then swapped
+/// in with one `RENAME_EXCHANGE` (a folder that is gone is renamed into
+/// place without replacing anything); the old folder, now in the slot, is
+/// removed. Leftover slots of an interrupted revert are removed first.
+pub(crate) fn swap_package(
+    apps_dir: &Path,
+    staging: &Path,
+    id: &str,
+    files: &BTreeMap<String, Vec<u8>>,
+) -> io::Result<()> {
+    let _serial = STAGING.lock().unwrap_or_else(PoisonError::into_inner);
+    prepare_staging(staging)?;
+    let slot = staging.join(format!("{id}-{:016x}", rand::random::<u64>()));
+    std::fs::create_dir(&slot)?;
+    let staged = slot.join(id);
+    let dest = apps_dir.join(id);
+    let outcome = write_tree(&staged, files).and_then(|()| exchange(&staged, &dest));
+    if outcome.is_ok() {
+        let _ = sync_dir(apps_dir);
+    }
+    let _ = std::fs::remove_dir_all(&slot);
+    outcome
+}
+
+/// Creates the staging folder or empties it of leftovers (the caller holds
+/// [`STAGING`]); a symlink there is refused.
+fn prepare_staging(staging: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(staging) {
+        Ok(metadata) if metadata.is_dir() => {
+            for entry in std::fs::read_dir(staging)? {
+                let path = entry?.path();
+                tracing::info!(leftover = %path.display(), "removing the leftover of an interrupted revert");
+                std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path))?;
+            }
+            Ok(())
+        }
+        Ok(_) => Err(io::Error::other(format!(
+            "{} is not a folder",
+            staging.display()
+        ))),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => std::fs::create_dir(staging),
+        Err(error) => Err(error),
+    }
+}
+
+/// Writes `files` as the new folder `root`, each file created exclusively
+/// and fsynced, then every folder fsynced, deepest first.
+fn write_tree(root: &Path, files: &BTreeMap<String, Vec<u8>>) -> io::Result<()> {
+    std::fs::create_dir(root)?;
+    let mut dirs: BTreeSet<PathBuf> = BTreeSet::from([root.to_owned()]);
+    for (path, bytes) in files {
+        if crate::source::check_path(path).is_err()
+            || path
+                .split('/')
+                .any(|part| part.is_empty() || part == "." || part == "..")
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{path:?} is not a plain relative path"),
+            ));
+        }
+        let full = root.join(path);
+        if let Some(parent) = full.parent()
+            && !dirs.contains(parent)
+        {
+            std::fs::create_dir_all(parent)?;
+            let mut folder = parent.to_owned();
+            while folder != root && dirs.insert(folder.clone()) {
+                match folder.parent() {
+                    Some(up) => folder = up.to_owned(),
+                    None => break,
+                }
+            }
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&full)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+    }
+    let mut dirs: Vec<PathBuf> = dirs.into_iter().collect();
+    dirs.sort_by_key(|dir| std::cmp::Reverse(dir.components().count()));
+    for dir in &dirs {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Swaps `staged` and `dest` atomically (`RENAME_EXCHANGE`); when `dest` is
+/// gone, renames `staged` there without replacing anything. A file system
+/// without the exchange gets two renames (the package is briefly absent,
+/// never half written).
+fn exchange(staged: &Path, dest: &Path) -> io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    use rustix::io::Errno;
+    match renameat_with(CWD, staged, CWD, dest, RenameFlags::EXCHANGE) {
+        Ok(()) => Ok(()),
+        Err(Errno::NOENT) if std::fs::symlink_metadata(dest).is_err() => {
+            match renameat_with(CWD, staged, CWD, dest, RenameFlags::NOREPLACE) {
+                Ok(()) => Ok(()),
+                Err(errno) => Err(io::Error::from(errno)),
+            }
+        }
+        Err(Errno::INVAL | Errno::NOSYS) => {
+            let aside = staged.with_extension("old");
+            std::fs::rename(dest, &aside)?;
+            std::fs::rename(staged, dest).inspect_err(|_| {
+                let _ = std::fs::rename(&aside, dest);
+            })?;
+            // The old folder leaves with the slot.
+            std::fs::rename(&aside, staged)
+        }
+        Err(errno) => Err(io::Error::from(errno)),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,107 @@
+//! The studio-core every in-process test of the app lifecycle builds: a
+//! docs tree, a core database with an admin, a staff user and a member, and
+//! a data-worker client that reaches nothing (its port is closed), all in a
+//! temporary folder. Test modules add the helpers they need in their own
+//! `impl World` blocks.
+
+use std::sync::Arc;
+
+use sasha_proto::pb;
+use sasha_service::Role;
+use sasha_service::config::{Origin, Origins};
+use sasha_service::identity::{DevPki, Identity};
+
+use crate::Core;
+use crate::catalogue::Catalogue;
+use crate::store::{Store, User, UserRole};
+
+pub(crate) const PASSWORD: &str = "correct horse battery";
+pub(crate) const STUDIO: &str = "http://localhost:3007";
+/// The scopes of a connection that may change apps.
+pub(crate) const WRITER: [&str; 3] = ["chat:use", "apps:invoke", "apps:write"];
+
+pub(crate) struct World {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) core: Arc<Core>,
+    pub(crate) admin: User,
+    pub(crate) staff: User,
+    pub(crate) member: User,
+}
+
+impl World {
+    pub(crate) fn new() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let docs = dir.path().join("docs");
+        std::fs::create_dir_all(docs.join("apps")).unwrap();
+        let (pki, _) = DevPki::ensure(&dir.path().join("pki")).unwrap();
+        let identity = Identity::load(&pki.files(Role::StudioCore)).unwrap();
+        let data = sasha_service::grpc::data_client("https://127.0.0.1:9", &identity).unwrap();
+        let store = Store::open(&dir.path().join("core.sqlite")).unwrap();
+        let admin = store.create_user("ada", UserRole::Admin, PASSWORD).unwrap();
+        let staff = store.create_user("sam", UserRole::Staff, PASSWORD).unwrap();
+        let member = store
+            .create_user("mia", UserRole::Member, PASSWORD)
+            .unwrap();
+        let catalogue = Arc::new(Catalogue::new(&docs, 8));
+        catalogue.refresh();
+        let core = Arc::new(Core {
+            origins: Origins {
+                studio: Origin::parse(STUDIO).unwrap(),
+                sandbox: Origin::parse("http://127.0.0.1:3007").unwrap(),
+            },
+            data,
+            store,
+            login_throttle: crate::api::LoginThrottle::default(),
+            source: Arc::new(crate::source::SourceTree::new(catalogue.apps_dir())),
+            catalogue,
+            revision_retention: 64,
+            chat: crate::chat::ChatService::new(None),
+            uploads: Arc::new(crate::uploads::UploadArea::new(dir.path().join("uploads"))),
+            oauth: crate::oauth::OAuthState::new(STUDIO, STUDIO),
+        });
+        World {
+            dir,
+            core,
+            admin,
+            staff,
+            member,
+        }
+    }
+
+    /// `DOCS_ROOT/apps`.
+    pub(crate) fn apps(&self) -> std::path::PathBuf {
+        self.dir.path().join("docs/apps")
+    }
+
+    pub(crate) fn store(&self) -> &Store {
+        &self.core.store
+    }
+
+    /// A principal of `user` holding `scopes`, as the gateway passes it.
+    pub(crate) fn principal(user: &User, scopes: &[&str]) -> pb::Principal {
+        pb::Principal {
+            user_id: user.id.clone(),
+            role: user.role.as_str().to_owned(),
+            scopes: scopes.iter().map(|scope| (*scope).to_owned()).collect(),
+            kind: "access".to_owned(),
+            username: user.username.clone(),
+        }
+    }
+
+    /// Creates `id` as the admin through the RPC; its first revision.
+    pub(crate) async fn create_as_admin(&self, id: &str, with_table: bool) -> String {
+        let reply = crate::create::rpc(
+            &self.core,
+            pb::CreateAppRequest {
+                principal: Some(World::principal(&self.admin, &WRITER)),
+                app_id: id.to_owned(),
+                name: "Notes".to_owned(),
+                description: "Team notes".to_owned(),
+                with_table,
+            },
+        )
+        .await
+        .unwrap();
+        reply.status.unwrap().revision.unwrap()
+    }
+}

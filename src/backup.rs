@@ -12,6 +12,11 @@
 //! `manifest.json`. The databases are copied one after another, so each is
 //! consistent in itself, not with the others.
 //!
+//! The backups data-worker took of deleted apps' data files
+//! (`APP_DATA_ROOT/.deleted-app-backups/*.sqlite`, written before a
+//! `deleteApp` with `deleteData` removes a file) are copied the same way into
+//! `deleted-apps/`, so losing the data volume does not lose them either.
+//!
 //! Everything is written into a hidden staging folder in DIR and renamed to
 //! `DIR/<timestamp>/` at the end, so a backup folder is complete or absent.
 //! The docs tree (`DOCS_ROOT`, the app packages) and `UPLOADS_ROOT` are plain
@@ -37,6 +42,8 @@ const BUSY_LIMIT: Duration = Duration::from_secs(30);
 pub(crate) const CORE_FILE: &str = "core.sqlite";
 /// The folder of the app databases inside a backup folder.
 pub(crate) const APPS_DIR: &str = "apps";
+/// The folder of deleted apps' data backups inside a backup folder.
+pub(crate) const DELETED_DIR: &str = "deleted-apps";
 
 /// `manifest.json`.
 #[derive(Debug, Serialize)]
@@ -46,6 +53,9 @@ struct Manifest {
     created_at: String,
     core: Copied,
     apps: Vec<AppCopy>,
+    /// Left out when there are none, so such a manifest reads as before.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    deleted_apps: Vec<Copied>,
     sasha_version: &'static str,
 }
 
@@ -88,6 +98,7 @@ fn run(out: &Path, state_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
         );
     }
     let apps = app_databases(&storage.app_data_root)?;
+    let deleted = deleted_backups(&storage.app_data_root)?;
     let started = time::OffsetDateTime::now_utc();
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let name = folder_name(started);
@@ -112,10 +123,26 @@ fn run(out: &Path, state_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
                 copy,
             });
         }
+        let mut deleted_copies = Vec::new();
+        if !deleted.is_empty() {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(staging.join(DELETED_DIR))
+                .context("cannot create the deleted-apps folder")?;
+            for (name, path) in &deleted {
+                deleted_copies.push(copy_database(
+                    path,
+                    &staging,
+                    &format!("{DELETED_DIR}/{name}"),
+                )?);
+            }
+            sync_dir(&staging.join(DELETED_DIR))?;
+        }
         let manifest = Manifest {
             created_at: rfc3339(started),
             core,
             apps: copies,
+            deleted_apps: deleted_copies,
             sasha_version: sasha_service::VERSION,
         };
         write_new(
@@ -172,6 +199,39 @@ fn app_databases(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
     }
     apps.sort();
     Ok(apps)
+}
+
+/// Every `*.sqlite` regular file data-worker left in
+/// `root/.deleted-app-backups/` (named `<id>-<secs>-<random>.sqlite`), sorted
+/// by name; none when the folder does not exist (no app was deleted with its
+/// data). Names outside `[a-z0-9-]` are skipped: data-worker never writes them.
+fn deleted_backups(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    let folder = root.join(data_worker::engine::BACKUP_DIR);
+    let entries = match std::fs::read_dir(&folder) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => {
+            return Err(anyhow!(error).context(format!("cannot read {}", folder.display())));
+        }
+    };
+    let mut backups = Vec::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("cannot read {}", folder.display()))?;
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        let safe = name.strip_suffix(".sqlite").is_some_and(|stem| {
+            !stem.is_empty()
+                && stem
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        });
+        if safe && entry.file_type().is_ok_and(|kind| kind.is_file()) {
+            backups.push((name, entry.path()));
+        }
+    }
+    backups.sort();
+    Ok(backups)
 }
 
 /// Copies the database at `source` to `folder/file` with the online backup
@@ -356,6 +416,72 @@ mod tests {
                 .contains("does not exist: mount the app data volume"),
             "{missing}"
         );
+    }
+
+    #[test]
+    fn deleted_apps_backups_are_listed_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(
+            deleted_backups(dir.path()).unwrap().is_empty(),
+            "no folder, none"
+        );
+        let folder = dir.path().join(data_worker::engine::BACKUP_DIR);
+        std::fs::create_dir(&folder).unwrap();
+        for name in [
+            "notes-1764633600-9f2c.sqlite",
+            "expense-log-1764633601-aa01.sqlite",
+            "notes-1764633600-9f2c.sqlite-wal",
+            "Notes-1.sqlite",
+            "notes.txt",
+        ] {
+            std::fs::write(folder.join(name), b"x").unwrap();
+        }
+        std::fs::create_dir(folder.join("dir.sqlite")).unwrap();
+        let names: Vec<String> = deleted_backups(dir.path())
+            .unwrap()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "expense-log-1764633601-aa01.sqlite",
+                "notes-1764633600-9f2c.sqlite"
+            ]
+        );
+    }
+
+    /// A state folder with a core database, one app database and one deleted
+    /// app's backup: the backup set holds all three, checked and listed.
+    #[test]
+    fn a_backup_set_keeps_the_deleted_apps_backups() {
+        let state = tempfile::tempdir().unwrap();
+        let sqlite = |path: &Path| {
+            let connection = Connection::open(path).unwrap();
+            connection
+                .execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+                .unwrap();
+        };
+        sqlite(&state.path().join("core.sqlite"));
+        let apps = state.path().join("apps");
+        std::fs::create_dir(&apps).unwrap();
+        sqlite(&apps.join("notes.sqlite"));
+        let deleted = apps.join(data_worker::engine::BACKUP_DIR);
+        std::fs::create_dir(&deleted).unwrap();
+        sqlite(&deleted.join("old-app-1764633600-9f2c.sqlite"));
+        let out = tempfile::tempdir().unwrap();
+        let folder = run(out.path(), Some(state.path())).unwrap();
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(folder.join("manifest.json")).unwrap())
+                .unwrap();
+        assert_eq!(manifest["apps"][0]["id"], "notes");
+        let file = format!("{DELETED_DIR}/old-app-1764633600-9f2c.sqlite");
+        assert_eq!(manifest["deletedApps"][0]["file"], file.as_str());
+        let copy = Connection::open(folder.join(&file)).unwrap();
+        let kept: i64 = copy
+            .query_row("SELECT x FROM t", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(kept, 1);
     }
 
     #[test]

@@ -227,7 +227,7 @@ fn create_app_tool() -> Value {
 pub fn create_json(reply: &pb::CreateAppReply) -> Value {
     json!({
         "app": reply.app,
-        "status": status_json(&reply.status.clone().unwrap_or_default()),
+        "status": sasha_proto::client_json::status(&reply.status.clone().unwrap_or_default()),
     })
 }
 
@@ -347,25 +347,9 @@ pub fn history_request(
 /// `None` for a reply that carries no result (a peer's bug).
 pub fn history_result(reply: &pb::HistoryReply) -> Option<(String, Value)> {
     use pb::history_reply::Result as R;
-    Some(match reply.result.as_ref()? {
+    let value = sasha_proto::client_json::history(reply)?;
+    let text = match reply.result.as_ref()? {
         R::Revisions(list) => {
-            let revisions: Vec<Value> = list
-                .revisions
-                .iter()
-                .map(|r| {
-                    json!({
-                        "revision": r.revision,
-                        "uri": r.uri,
-                        "recordedAt": r.recorded_at,
-                        "user": r.username.as_ref().or(r.user_id.as_ref()),
-                        "surface": r.surface,
-                        "summary": r.summary,
-                        "files": r.files,
-                        "bytes": r.bytes,
-                        "current": r.current,
-                    })
-                })
-                .collect();
             let lines: Vec<String> = list
                 .revisions
                 .iter()
@@ -386,59 +370,24 @@ pub fn history_result(reply: &pb::HistoryReply) -> Option<(String, Value)> {
                     )
                 })
                 .collect();
-            let text = if lines.is_empty() {
+            if lines.is_empty() {
                 "No revisions are recorded.".to_owned()
             } else {
                 lines.join("\n")
-            };
-            (text, json!({"app": reply.app, "revisions": revisions}))
+            }
         }
         R::File(file) => {
-            let mut out = Map::new();
-            out.insert("app".into(), json!(reply.app));
-            out.insert("revision".into(), json!(file.revision));
-            out.insert("path".into(), json!(file.path));
-            out.insert("content".into(), json!(file.content));
-            out.insert("bytes".into(), json!(file.bytes));
-            out.insert("version".into(), json!(file.version));
-            if let Some(encoding) = &file.encoding {
-                out.insert("encoding".into(), json!(encoding));
-            }
             let encoded = file
                 .encoding
                 .as_ref()
                 .map(|encoding| format!(", {encoding}"))
                 .unwrap_or_default();
-            (
-                format!(
-                    "{} at {} ({} bytes{encoded}, version {})\n\n{}",
-                    file.path, file.revision, file.bytes, file.version, file.content
-                ),
-                Value::Object(out),
+            format!(
+                "{} at {} ({} bytes{encoded}, version {})\n\n{}",
+                file.path, file.revision, file.bytes, file.version, file.content
             )
         }
         R::Diff(diff) => {
-            let files: Vec<Value> = diff
-                .files
-                .iter()
-                .map(|f| {
-                    let mut out = Map::new();
-                    out.insert("path".into(), json!(f.path));
-                    out.insert("change".into(), json!(f.change));
-                    out.insert("fromVersion".into(), json!(f.from_version));
-                    out.insert("toVersion".into(), json!(f.to_version));
-                    if let Some(unified) = &f.unified {
-                        out.insert("diff".into(), json!(unified));
-                    }
-                    if f.binary {
-                        out.insert("binary".into(), json!(true));
-                    }
-                    if f.truncated {
-                        out.insert("truncated".into(), json!(true));
-                    }
-                    Value::Object(out)
-                })
-                .collect();
             let mut lines = vec![format!(
                 "{} file{} differ from {} to {}.",
                 diff.files.len(),
@@ -467,36 +416,25 @@ pub fn history_result(reply: &pb::HistoryReply) -> Option<(String, Value)> {
                         .to_owned(),
                 );
             }
-            (
-                lines.join("\n"),
-                json!({"app": reply.app, "from": diff.from, "to": diff.to, "files": files, "truncated": diff.truncated}),
-            )
+            lines.join("\n")
         }
         R::Reverted(reverted) => {
-            let status = reverted.status.clone().unwrap_or_default();
             let check = pb::SourceFilesReply {
                 app: reply.app.clone(),
-                status: Some(status.clone()),
+                status: reverted.status.clone(),
                 kind: SourceReplyKind::Check as i32,
                 ..pb::SourceFilesReply::default()
             };
-            (
-                format!(
-                    "Reverted {} from {} to the files of {}.\n{}",
-                    reply.app,
-                    reverted.previous_revision,
-                    reverted.revision,
-                    source_text("checkApp", &check)
-                ),
-                json!({
-                    "app": reply.app,
-                    "revision": reverted.revision,
-                    "previousRevision": reverted.previous_revision,
-                    "status": status_json(&status),
-                }),
+            format!(
+                "Reverted {} from {} to the files of {}.\n{}",
+                reply.app,
+                reverted.previous_revision,
+                reverted.revision,
+                source_text("checkApp", &check)
             )
         }
-    })
+    };
+    Some((text, value))
 }
 
 // --- the lifecycle tools ----------------------------------------------------
@@ -612,7 +550,7 @@ pub fn docs(section: Option<&str>) -> Option<Value> {
 /// source tools have always answered, rebuilt from the typed reply.
 /// `None` for a reply that names no kind (a peer's bug).
 pub fn source_json(reply: &pb::SourceFilesReply) -> Option<Value> {
-    let status = status_json(&reply.status.clone().unwrap_or_default());
+    let status = sasha_proto::client_json::status(&reply.status.clone().unwrap_or_default());
     let mut out = Map::new();
     match reply.kind() {
         SourceReplyKind::List => {
@@ -663,30 +601,6 @@ pub fn source_json(reply: &pb::SourceFilesReply) -> Option<Value> {
         SourceReplyKind::Unspecified => return None,
     }
     Some(Value::Object(out))
-}
-
-/// `{ok, revision, diagnostics: [{file, line?, code, reason}]}`; a
-/// diagnostic without a line has no `line`.
-fn status_json(status: &pb::PackageStatus) -> Value {
-    let diagnostics: Vec<Value> = status
-        .diagnostics
-        .iter()
-        .map(|diagnostic| {
-            let mut out = Map::new();
-            out.insert("file".into(), json!(diagnostic.file));
-            if let Some(line) = diagnostic.line {
-                out.insert("line".into(), json!(line));
-            }
-            out.insert("code".into(), json!(diagnostic.code));
-            out.insert("reason".into(), json!(diagnostic.reason));
-            Value::Object(out)
-        })
-        .collect();
-    json!({
-        "ok": status.ok,
-        "revision": status.revision,
-        "diagnostics": diagnostics,
-    })
 }
 
 /// The text part of a source tool's result: files one per line (or what

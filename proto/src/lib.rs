@@ -3,6 +3,7 @@
 //! - [`pb`]: the gRPC services and messages generated from `proto/sasha/v1/*.proto`.
 //! - [`error`]: the closed `APP_*` error registry, its HTTP status and `tonic::Code`
 //!   per code, and its carriage across a gRPC hop.
+//! - [`client_json`]: the JSON clients see of replies two surfaces serve.
 //! - [`convert`]: wire messages to and from `sasha-contract`'s types.
 //! - [`json_limits`]: the bounds on what one JSON request body may expand
 //!   into, and their one streaming check.
@@ -10,6 +11,7 @@
 //! Domain logic never lives here, and neither does running a process (that is
 //! `sasha-service`): each service converts wire types to its own in one place.
 
+pub mod client_json;
 pub mod convert;
 pub mod error;
 pub mod json_limits;

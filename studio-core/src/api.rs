@@ -450,6 +450,18 @@ pub(crate) fn routes() -> axum::Router<Arc<Core>> {
         .route("/api/apps/{app_id}/access", get(list_access))
         .route("/api/apps/{app_id}/recovery", get(recovery))
         .route(
+            "/api/apps/{app_id}/revisions",
+            get(crate::history_http::list_revisions),
+        )
+        .route(
+            "/api/apps/{app_id}/revisions/{revision}/diff",
+            get(crate::history_http::diff_revisions),
+        )
+        .route(
+            "/api/apps/{app_id}/revert",
+            post(crate::history_http::revert),
+        )
+        .route(
             "/api/apps/{app_id}/access/{user_id}",
             put(grant_access).delete(revoke_access),
         )
@@ -756,6 +768,9 @@ pub(crate) struct ErrorEnvelope {
         crate::create::create_app_http,
         resource,
         recovery,
+        crate::history_http::list_revisions,
+        crate::history_http::diff_revisions,
+        crate::history_http::revert,
         list_access,
         grant_access,
         revoke_access,
@@ -780,6 +795,7 @@ pub(crate) struct ErrorEnvelope {
         crate::recovery::RecoveryTable,
         crate::recovery::RecoveryTools,
         crate::recovery::RecoveryField,
+        crate::history_http::RevertBody,
         GrantEntry,
         GrantsResponse,
         GrantResponse,

@@ -143,7 +143,7 @@ fn kind_name(kind: PrincipalKind) -> &'static str {
     }
 }
 
-fn to_wire(principal: &Principal) -> pb::Principal {
+pub(crate) fn to_wire(principal: &Principal) -> pb::Principal {
     pb::Principal {
         user_id: principal.user.id.clone(),
         role: principal.user.role.as_str().to_owned(),

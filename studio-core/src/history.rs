@@ -120,6 +120,16 @@ pub(crate) async fn rpc(
     core: &Arc<Core>,
     request: pb::HistoryRequest,
 ) -> Result<pb::HistoryReply, AppError> {
+    answer(core, request, RevisionSurface::Mcp).await
+}
+
+/// One history request, whichever surface asked (the RPC for the MCP tools,
+/// `crate::history_http` for Studio): `surface` is what a revert records.
+pub(crate) async fn answer(
+    core: &Arc<Core>,
+    request: pb::HistoryRequest,
+    surface: RevisionSurface,
+) -> Result<pb::HistoryReply, AppError> {
     let principal = authorize(core, request.principal.as_ref(), &request.app_id).await?;
     let app_id = request.app_id.as_str();
     let result = match request.operation {
@@ -139,7 +149,7 @@ pub(crate) async fn rpc(
             let revision = revision_argument(&revert.revision, "revision")?;
             let expected = revision_argument(&revert.expected_revision, "expectedRevision")?;
             history_reply::Result::Reverted(
-                self::revert(core, &principal, app_id, &revision, &expected).await?,
+                self::revert(core, &principal, app_id, &revision, &expected, surface).await?,
             )
         }
         None => return Err(invalid("no history operation was given")),
@@ -577,6 +587,7 @@ async fn revert(
     app_id: &str,
     revision: &str,
     expected: &str,
+    surface: RevisionSurface,
 ) -> Result<pb::HistoryReverted, AppError> {
     let (store, app) = (core.store.clone(), app_id.to_owned());
     let current = blocking(move || store.registered_app(&app))
@@ -629,7 +640,7 @@ async fn revert(
     tracing::info!(app_id = %app_id, from = %current, to = %revision, "app reverted");
     let status = crate::source_tools::status(core, app_id).await;
     let origin = RevisionOrigin::authored(
-        RevisionSurface::Mcp,
+        surface,
         &principal.user_id,
         format!("revertApp {revision}"),
         changed_at,

@@ -30,6 +30,7 @@ pub mod chat;
 mod core_grpc;
 mod create;
 mod history;
+mod history_http;
 mod lifecycle;
 #[allow(
     clippy::result_large_err,

@@ -76,6 +76,11 @@ const ASSETS: &[Asset] = &[
         content_type: JAVASCRIPT,
         bytes: include_str!("../web/newapp.js"),
     },
+    Asset {
+        name: "history.js",
+        content_type: JAVASCRIPT,
+        bytes: include_str!("../web/history.js"),
+    },
 ];
 
 /// The page, with this build's version filled in (`hostInfo.version`) and
@@ -255,6 +260,7 @@ mod tests {
             ("connect.js", JAVASCRIPT),
             ("dom.js", JAVASCRIPT),
             ("newapp.js", JAVASCRIPT),
+            ("history.js", JAVASCRIPT),
         ] {
             let (status, headers, body) = get(&format!("/studio/{name}"), &[]).await;
             assert_eq!(status, StatusCode::OK, "{name}");

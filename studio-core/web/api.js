@@ -157,3 +157,31 @@ export function listConnections() {
 export function revokeConnection(connectionId) {
   return request("DELETE", `/api/oauth/connections/${segment(connectionId)}`);
 }
+
+/**
+ * `GET /api/apps/:id/revisions` (admin and staff with `manage` and
+ * `apps:write`): `{app, revisions: [{revision, uri, recordedAt, user,
+ * surface, summary, files, bytes, current}]}`, newest first.
+ */
+export function listRevisions(appId) {
+  return request("GET", `/api/apps/${segment(appId)}/revisions`);
+}
+
+/**
+ * `GET /api/apps/:id/revisions/:revision/diff?from=`: `{app, from, to,
+ * files: [{path, change, fromVersion, toVersion, diff?, binary?, truncated?}], truncated}`.
+ */
+export function diffRevisions(appId, from, to) {
+  return request(
+    "GET",
+    `/api/apps/${segment(appId)}/revisions/${segment(to)}/diff?from=${segment(from)}`,
+  );
+}
+
+/**
+ * `POST /api/apps/:id/revert` with `{revision, expectedRevision}`:
+ * `{app, revision, previousRevision, status: {ok, revision, diagnostics}}`.
+ */
+export function revertApp(appId, revision, expectedRevision) {
+  return request("POST", `/api/apps/${segment(appId)}/revert`, { revision, expectedRevision });
+}

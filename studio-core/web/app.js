@@ -4,7 +4,8 @@
 //
 // Routes live in the location hash so the server serves one page:
 // `#/` (no app open), `#/new` (the New app form), `#/apps/<id>` (the app open), `#/apps/<id>/access`
-// (the app open with its access panel), `#/apps/<id>/recovery` (the app's
+// (the app open with its access panel), `#/apps/<id>/history` (the app's
+// revisions, diffs and revert, its own view closed), `#/apps/<id>/recovery` (the app's
 // rows in the generic recovery grid, its own view closed), `#/connections`
 // (the MCP clients connected as the user), and `#/connect/<requestId>` (an MCP
 // client's authorization request: the consent card on its own, after sign-in,
@@ -15,6 +16,7 @@
 import * as api from "./api.js";
 import { accessPanel } from "./access.js";
 import { recoveryPanel } from "./recovery.js";
+import { historyPanel } from "./history.js";
 import { connectionsPanel, consentCard } from "./connect.js";
 import { newAppPanel } from "./newapp.js";
 import { errorText, h, replaceChildren } from "./dom.js";
@@ -64,7 +66,7 @@ function appById(id) {
  */
 function route() {
   const hash = window.location.hash;
-  const none = { page: "home", appId: null, access: false, recovery: false, requestId: null };
+  const none = { page: "home", appId: null, access: false, recovery: false, history: false, requestId: null };
   const connect = /^#\/connect\/([^/]*)$/.exec(hash);
   if (connect) {
     return { ...none, page: "connect", requestId: connect[1] };
@@ -75,11 +77,11 @@ function route() {
   if (hash === "#/new") {
     return { ...none, page: "new" };
   }
-  const match = /^#\/apps\/([a-z0-9-]{1,60})(\/access|\/recovery)?$/.exec(hash);
+  const match = /^#\/apps\/([a-z0-9-]{1,60})(\/access|\/recovery|\/history)?$/.exec(hash);
   if (!match) {
     return none;
   }
-  return { ...none, page: "app", appId: match[1], access: match[2] === "/access", recovery: match[2] === "/recovery" };
+  return { ...none, page: "app", appId: match[1], access: match[2] === "/access", recovery: match[2] === "/recovery", history: match[2] === "/history" };
 }
 
 function go(hash) {
@@ -585,7 +587,7 @@ async function renderNow() {
     panel.querySelector("h1").focus();
     return;
   }
-  const { appId, access, recovery } = current;
+  const { appId, access, recovery, history: historyRoute } = current;
   const app = appId ? appById(appId) : null;
   renderSidebar(app ? app.id : null);
   if (!app) {
@@ -598,7 +600,7 @@ async function renderNow() {
     studio.shell.pane = null;
     return;
   }
-  const mode = recovery && app.access === "manage" ? "recovery" : "view";
+  const mode = recovery && app.access === "manage" ? "recovery" : historyRoute && canSeeHistory(app) ? "history" : "view";
   if (studio.openAppId !== app.id || studio.shell.pane === null || studio.shell.pane.mode !== mode) {
     await openApp(app, false, mode);
   }
@@ -608,7 +610,21 @@ async function renderNow() {
 // ---------------------------------------------------------------------------
 // The open app
 
+/** Managers of `app` whose session may write apps: the History panel's users. */
+function canSeeHistory(app) {
+  return app.access === "manage" && canCreateApps();
+}
+
 function appPane(app, mode) {
+  const historyButton = canSeeHistory(app)
+    ? h("button", {
+        type: "button",
+        class: "button",
+        text: mode === "history" ? "Back to the app" : "History",
+        title: mode === "history" ? null : "The app's revisions: see what changed and revert",
+        onclick: () => go(mode === "history" ? `#/apps/${app.id}` : `#/apps/${app.id}/history`),
+      })
+    : null;
   const recoveryButton =
     app.access === "manage"
       ? h("button", {
@@ -646,7 +662,7 @@ function appPane(app, mode) {
         h("p", { class: "app-description", text: app.description }),
         h("p", { class: "app-meta", text: `Version ${app.version} · ${app.access} access` }),
       ),
-      h("div", { class: "app-actions" }, recoveryButton, accessButton, closeButton),
+      h("div", { class: "app-actions" }, recoveryButton, historyButton, accessButton, closeButton),
     ),
     accessSlot,
     status,
@@ -713,6 +729,34 @@ async function openApp(app, retried = false, mode = "view") {
     });
     replaceChildren(pane.frameSlot, panel);
     paneSay(pane, `${app.name}'s own view is closed while recovery is open.`);
+    const heading = panel.querySelector("h2");
+    if (heading) {
+      heading.setAttribute("tabindex", "-1");
+      heading.focus();
+    }
+    return;
+  }
+  if (mode === "history") {
+    // The app's own view stays closed while its files may change under it.
+    const panel = historyPanel({
+      app,
+      onClose: () => go(`#/apps/${app.id}`),
+      onReverted: async () => {
+        // The app's revision changed: the sidebar and the next open use the new one.
+        if (await loadApps()) {
+          const fresh = appById(app.id);
+          renderSidebar(fresh ? fresh.id : null);
+          if (fresh) {
+            pane.app = fresh;
+          }
+        }
+      },
+      onUnauthenticated: () => {
+        sessionEnded();
+      },
+    });
+    replaceChildren(pane.frameSlot, panel);
+    paneSay(pane, `${app.name}'s own view is closed while its history is open.`);
     const heading = panel.querySelector("h2");
     if (heading) {
       heading.setAttribute("tabindex", "-1");

@@ -1,0 +1,187 @@
+// The History panel (admin and staff who manage the app, with `apps:write`):
+// the app's revisions newest first; choosing one shows what reverting to it
+// would change (the diff from the current revision to it, per file added,
+// removed or changed, unified text in a <pre>); "Revert to this revision"
+// asks again in the panel, then posts the revert with the current revision
+// as `expectedRevision`, so a change made meanwhile is refused, not lost.
+
+import * as api from "./api.js";
+import { errorText, h, panelMessages, replaceChildren } from "./dom.js";
+
+const SURFACE_TEXT = { mcp: "assistant (MCP)", studio: "Studio", filesystem: "found on disk", seed: "bundled" };
+
+function short(revision) {
+  return String(revision).slice(0, 12);
+}
+
+function when(seconds) {
+  const date = new Date(Number(seconds) * 1000);
+  return Number.isNaN(date.getTime()) ? String(seconds) : date.toLocaleString();
+}
+
+/**
+ * The panel. `options`: `{app, onReverted(reverted), onClose(), onUnauthenticated()}`.
+ */
+export function historyPanel({ app, onReverted = () => {}, onClose = () => {}, onUnauthenticated = () => {} }) {
+  const status = h("p", { class: "status", role: "status", "aria-live": "polite" });
+  const alert = h("p", { class: "alert", role: "alert", hidden: true });
+  const { say, fail, clearAlert } = panelMessages(status, alert, { onUnauthenticated, describe: errorText });
+  const list = h("ol", { class: "history-list", "aria-label": "Revisions, newest first" });
+  const detail = h("div", { class: "history-detail" });
+  let revisions = [];
+  let selected = null;
+
+  const current = () => revisions.find((revision) => revision.current) || null;
+
+  async function load(keep) {
+    say("Loading the history…");
+    let answer;
+    try {
+      answer = await api.listRevisions(app.id);
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    revisions = Array.isArray(answer.revisions) ? answer.revisions : [];
+    say(`${revisions.length} revision${revisions.length === 1 ? "" : "s"}.`);
+    drawList();
+    const again = keep && revisions.find((revision) => revision.revision === keep);
+    if (again) {
+      await select(again);
+    } else {
+      selected = null;
+      replaceChildren(detail, h("p", { class: "hint", text: "Choose a revision to see what reverting to it would change." }));
+    }
+  }
+
+  function drawList() {
+    replaceChildren(
+      list,
+      revisions.map((revision) =>
+        h(
+          "li",
+          { class: revision === selected ? "history-item selected" : "history-item", dataset: { revision: revision.revision } },
+          h(
+            "button",
+            {
+              type: "button",
+              class: "history-choose",
+              "aria-pressed": String(revision === selected),
+              onclick: () => select(revision),
+            },
+            h("span", { class: "history-summary", text: revision.summary || "(no summary)" }),
+            revision.current ? h("span", { class: "badge badge-small", text: "current" }) : null,
+            h("span", {
+              class: "history-meta",
+              text: `${when(revision.recordedAt)} · ${revision.user || "nobody known"} · ${SURFACE_TEXT[revision.surface] || revision.surface} · ${short(revision.revision)}`,
+            }),
+          ),
+        ),
+      ),
+    );
+  }
+
+  async function select(revision) {
+    selected = revision;
+    clearAlert();
+    drawList();
+    const now = current();
+    if (!now || revision.current) {
+      replaceChildren(detail, h("p", { class: "hint", text: "This is the current revision." }));
+      return;
+    }
+    replaceChildren(detail, h("p", { class: "hint", text: `Comparing with the current revision ${short(now.revision)}…` }));
+    let diff;
+    try {
+      diff = await api.diffRevisions(app.id, now.revision, revision.revision);
+    } catch (error) {
+      fail(error);
+      replaceChildren(detail);
+      return;
+    }
+    if (selected !== revision) {
+      return;
+    }
+    drawDetail(revision, now, diff);
+  }
+
+  function drawDetail(revision, now, diff) {
+    const files = Array.isArray(diff.files) ? diff.files : [];
+    const revertButton = h("button", { type: "button", class: "button button-danger", text: "Revert to this revision" });
+    const confirmSlot = h("div", { class: "history-confirm" });
+    revertButton.addEventListener("click", () => {
+      revertButton.disabled = true;
+      const yes = h("button", { type: "button", class: "button button-danger", text: "Yes, revert" });
+      const no = h("button", { type: "button", class: "button button-quiet", text: "Cancel" });
+      no.addEventListener("click", () => {
+        replaceChildren(confirmSlot);
+        revertButton.disabled = false;
+        revertButton.focus();
+      });
+      yes.addEventListener("click", async () => {
+        yes.disabled = true;
+        no.disabled = true;
+        clearAlert();
+        say(`Reverting ${app.name}…`);
+        let reverted;
+        try {
+          reverted = await api.revertApp(app.id, revision.revision, now.revision);
+        } catch (error) {
+          fail(error);
+          replaceChildren(confirmSlot);
+          revertButton.disabled = false;
+          return;
+        }
+        replaceChildren(confirmSlot);
+        await load(null);
+        say(
+          reverted.status && reverted.status.ok
+            ? `Reverted ${app.name} to ${short(reverted.revision)}.`
+            : `Reverted ${app.name} to ${short(reverted.revision)}, but the package does not validate.`,
+        );
+        await onReverted(reverted);
+      });
+      replaceChildren(
+        confirmSlot,
+        h("p", {
+          text: `Revert ${app.name} to revision ${short(revision.revision)}? Its files replace the current ones (${short(now.revision)}) for everyone at once. Records are kept.`,
+        }),
+        h("div", { class: "form-actions" }, yes, no),
+      );
+      yes.focus();
+    });
+    replaceChildren(
+      detail,
+      h("h3", { text: `Reverting to ${short(revision.revision)} would change` }),
+      files.length === 0
+        ? h("p", { class: "hint", text: "No file differs from the current revision." })
+        : h(
+            "ul",
+            { class: "history-files" },
+            files.map((file) => h("li", { text: `${file.change} ${file.path}${file.binary ? " (binary)" : ""}${file.truncated ? " (diff left out)" : ""}` })),
+          ),
+      files
+        .filter((file) => typeof file.diff === "string")
+        .map((file) => h("pre", { class: "history-diff", "aria-label": `Changes to ${file.path}`, text: file.diff })),
+      diff.truncated ? h("p", { class: "hint", text: "Some diffs were left out to keep the answer bounded." }) : null,
+      h("div", { class: "form-actions" }, revertButton),
+      confirmSlot,
+    );
+  }
+
+  const panel = h(
+    "section",
+    { class: "panel history-panel", "aria-labelledby": "history-heading" },
+    h(
+      "div",
+      { class: "panel-header" },
+      h("h2", { id: "history-heading", text: `History of ${app.name}` }),
+      h("button", { type: "button", class: "button button-quiet", text: "Back to the app", onclick: () => onClose() }),
+    ),
+    alert,
+    status,
+    h("div", { class: "history-body" }, list, detail),
+  );
+  load(null);
+  return panel;
+}

@@ -1,0 +1,99 @@
+// Studio's History panel end to end in real Chromium (issue 23, part 4): the
+// real `sasha up`, an app with two revisions (created, then a file added on
+// disk), driven by role and label.
+//
+//  1. the dev admin opens the app: History sits next to Recovery;
+//  2. History lists both revisions newest first, the current one marked;
+//  3. choosing the first shows what reverting to it would change (the added
+//     file removed);
+//  4. "Revert to this revision" asks in the panel; Cancel leaves everything;
+//     confirming reverts and the list marks the first revision current;
+//  5. screenshots of the list, the diff, the confirmation and the result at
+//     1440 and 375 px.
+//
+// Environment (set by tests/browser_history.rs): CHROMIUM, STUDIO_URL,
+// ADMIN_USER, ADMIN_PASSWORD, FIRST, SECOND, ARTIFACTS.
+
+import fs from "node:fs";
+
+import { Checks, env, launchChromium, runAndClose } from "./harness.mjs";
+import { newStudioPage, screenshots, signIn } from "./studio-page.mjs";
+
+const started = Date.now();
+const STUDIO = env("STUDIO_URL");
+const ADMIN = { username: env("ADMIN_USER"), password: env("ADMIN_PASSWORD") };
+const FIRST = env("FIRST");
+const SECOND = env("SECOND");
+const ARTIFACTS = env("ARTIFACTS");
+fs.mkdirSync(ARTIFACTS, { recursive: true });
+
+const NAME = "Field notes";
+const ID = "field-notes";
+
+const checks = new Checks();
+const taken = [];
+
+const browser = await launchChromium();
+await runAndClose(browser, run, taken);
+console.log(`${checks.passed} checks passed in ${((Date.now() - started) / 1000).toFixed(1)} s; screenshots in ${ARTIFACTS}`);
+
+function screenshot(page, name, subject = null) {
+  return screenshots(page, ARTIFACTS, name, taken, subject);
+}
+
+async function run() {
+  const { page } = await newStudioPage(browser, "admin");
+  await page.goto(`${STUDIO}/#/apps/${ID}`);
+  await signIn(page, ADMIN);
+  await page.getByText(`${NAME} is open.`).waitFor({ timeout: 20_000 });
+
+  // --- 1. The button --------------------------------------------------------
+  const historyButton = page.getByRole("button", { name: "History", exact: true });
+  checks.ok(await historyButton.isVisible(), "a manager who may write apps is offered History");
+  await historyButton.click();
+  const panel = page.locator(".history-panel");
+  await panel.getByRole("heading", { name: `History of ${NAME}` }).waitFor();
+  checks.ok(page.url().endsWith(`#/apps/${ID}/history`), "History has its own route", page.url());
+
+  // --- 2. The list ----------------------------------------------------------
+  await panel.getByText("2 revisions.").waitFor();
+  const items = panel.locator(".history-item");
+  checks.equal(await items.count(), 2, "both revisions are listed");
+  checks.equal(await items.nth(0).getAttribute("data-revision"), SECOND, "newest first");
+  checks.equal(await items.nth(1).getAttribute("data-revision"), FIRST, "the first revision last");
+  checks.equal(await items.nth(0).locator(".badge").textContent(), "current", "the current revision is marked");
+  checks.equal(await items.nth(1).locator(".badge").count(), 0, "only the current one");
+  checks.ok((await items.nth(1).textContent()).includes(ADMIN.username), "who made the first revision is shown", await items.nth(1).textContent());
+  await screenshot(page, "history-list", panel);
+
+  // --- 3. The diff ----------------------------------------------------------
+  await items.nth(1).getByRole("button").click();
+  await panel.getByRole("heading", { name: `Reverting to ${FIRST.slice(0, 12)} would change` }).waitFor();
+  checks.ok(await panel.locator(".history-files").getByText("removed notes.txt").isVisible(), "the added file would be removed");
+  await screenshot(page, "history-diff", panel);
+
+  // --- 4. The revert, confirmed in the panel --------------------------------
+  await panel.getByRole("button", { name: "Revert to this revision" }).click();
+  const confirm = panel.locator(".history-confirm");
+  await confirm.getByText(/^Revert Field notes to revision/).waitFor();
+  await screenshot(page, "history-confirm", confirm);
+  await confirm.getByRole("button", { name: "Cancel" }).click();
+  checks.equal(await confirm.getByRole("button").count(), 0, "Cancel closes the confirmation");
+  checks.equal(await items.nth(0).getAttribute("data-revision"), SECOND, "and nothing changed");
+  await panel.getByRole("button", { name: "Revert to this revision" }).click();
+  await confirm.getByRole("button", { name: "Yes, revert" }).click();
+  await panel.getByText(`Reverted ${NAME} to ${FIRST.slice(0, 12)}.`).waitFor({ timeout: 20_000 });
+  await panel.locator(`.history-item[data-revision="${FIRST}"] .badge`).waitFor();
+  checks.equal(await panel.locator(".history-item .badge").count(), 1, "one current revision");
+  checks.equal(
+    await panel.locator(".history-item .badge").evaluate((badge) => badge.closest(".history-item").dataset.revision),
+    FIRST,
+    "the first revision is current again",
+  );
+  await screenshot(page, "history-reverted", panel);
+
+  // --- 5. Back to the app, at the reverted revision -------------------------
+  await panel.getByRole("button", { name: "Back to the app" }).click();
+  await page.getByText(`${NAME} is open.`).waitFor({ timeout: 20_000 });
+  checks.ok(page.url().endsWith(`#/apps/${ID}`), "Back to the app closes History");
+}

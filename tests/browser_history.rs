@@ -72,6 +72,8 @@ async fn the_history_panel_lists_diffs_and_reverts() {
     let first = created["status"]["revision"].as_str().unwrap().to_owned();
 
     // A second revision: a file added on disk, registered by the catalogue.
+    // studio-core's file watcher finds it in another process, where only real
+    // time passes, so this polls the API (every 200 ms, at most 20 s).
     let package = state.path().join("docs/apps").join(APP);
     std::fs::write(package.join("notes.txt"), "Fence post leaning at gate 3\n").unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);

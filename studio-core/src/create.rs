@@ -28,8 +28,8 @@
 //! source tools give it.
 
 use std::collections::BTreeMap;
-use std::io::{self, Write as _};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::Json;
@@ -49,6 +49,7 @@ use utoipa::ToSchema;
 
 use crate::Core;
 use crate::api::{blocking, parse_body, same_origin_json};
+use crate::package_dir::{prepare_staging, rename_no_replace, sync_dir, write_tree};
 use crate::store::{AppAccess, Principal, PrincipalKind, RevisionOrigin, RevisionSurface, Scope};
 
 /// The folder below `DOCS_ROOT` where new packages are written before they
@@ -507,11 +508,17 @@ pub(crate) fn write_package(
         Err(error) if error.kind() == io::ErrorKind::NotFound => {}
         Err(error) => return Err(write_failed(id, &error)),
     }
-    prepare_staging(staging).map_err(|error| write_failed(id, &error))?;
+    prepare_staging(staging, "app creation").map_err(|error| write_failed(id, &error))?;
     let slot = staging.join(format!("{id}-{:016x}", rand::random::<u64>()));
     let staged = slot.join(id);
     let written = std::fs::create_dir(&slot)
-        .and_then(|()| write_tree(&staged, files))
+        .and_then(|()| {
+            let bytes: BTreeMap<String, Vec<u8>> = files
+                .iter()
+                .map(|(path, text)| (path.clone(), text.as_bytes().to_vec()))
+                .collect();
+            write_tree(&staged, &bytes)
+        })
         .and_then(|()| rename_no_replace(&staged, &dest));
     let outcome = match written {
         Ok(()) => {
@@ -535,90 +542,13 @@ pub(crate) fn write_package(
 /// Moves `apps_dir/<id>` into a staging slot and removes it.
 fn take_back(apps_dir: &Path, staging: &Path, id: &str) -> io::Result<()> {
     let _serial = STAGING.lock().unwrap_or_else(PoisonError::into_inner);
-    prepare_staging(staging)?;
+    prepare_staging(staging, "app creation")?;
     let slot = staging.join(format!("{id}-{:016x}", rand::random::<u64>()));
     std::fs::create_dir(&slot)?;
     let moved = rename_no_replace(&apps_dir.join(id), &slot.join(id));
     let _ = sync_dir(apps_dir);
     let _ = std::fs::remove_dir_all(&slot);
     moved
-}
-
-/// Creates the staging folder, or empties it of an interrupted creation's
-/// leftovers (the caller holds [`STAGING`]). A symlink there is refused.
-fn prepare_staging(staging: &Path) -> io::Result<()> {
-    match std::fs::symlink_metadata(staging) {
-        Ok(metadata) if metadata.is_dir() => {
-            for entry in std::fs::read_dir(staging)? {
-                let path = entry?.path();
-                tracing::info!(leftover = %path.display(), "removing the leftover of an interrupted app creation");
-                std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path))?;
-            }
-            Ok(())
-        }
-        Ok(_) => Err(io::Error::other(format!(
-            "{} is not a folder",
-            staging.display()
-        ))),
-        Err(error) if error.kind() == io::ErrorKind::NotFound => std::fs::create_dir(staging),
-        Err(error) => Err(error),
-    }
-}
-
-/// Writes `files` as the new folder `root`: each file created exclusively
-/// and fsynced, then each folder fsynced, deepest first.
-fn write_tree(root: &Path, files: &BTreeMap<String, String>) -> io::Result<()> {
-    std::fs::create_dir(root)?;
-    let mut dirs: Vec<PathBuf> = vec![root.to_owned()];
-    for (path, text) in files {
-        if path
-            .split('/')
-            .any(|part| part.is_empty() || part == "." || part == "..")
-        {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{path:?} is not a plain relative path"),
-            ));
-        }
-        let full = root.join(path);
-        if let Some(parent) = full.parent()
-            && !dirs.iter().any(|dir| dir == parent)
-        {
-            std::fs::create_dir_all(parent)?;
-            dirs.push(parent.to_owned());
-        }
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&full)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-    }
-    dirs.sort_by_key(|dir| std::cmp::Reverse(dir.components().count()));
-    for dir in &dirs {
-        sync_dir(dir)?;
-    }
-    Ok(())
-}
-
-pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
-}
-
-/// `rename(2)` that never replaces what is at `to` (`RENAME_NOREPLACE`); on a
-/// file system without it, a checked plain rename.
-pub(crate) fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
-    use rustix::fs::{CWD, RenameFlags, renameat_with};
-    use rustix::io::Errno;
-    match renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
-        Ok(()) => Ok(()),
-        Err(Errno::INVAL | Errno::NOSYS) => match std::fs::symlink_metadata(to) {
-            Ok(_) => Err(io::Error::from(io::ErrorKind::AlreadyExists)),
-            Err(error) if error.kind() == io::ErrorKind::NotFound => std::fs::rename(from, to),
-            Err(error) => Err(error),
-        },
-        Err(errno) => Err(io::Error::from(errno)),
-    }
 }
 
 // --- the RPC -------------------------------------------------------------

@@ -29,8 +29,8 @@
 //! never touched.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{self, Write as _};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use base64::Engine as _;
@@ -45,6 +45,7 @@ use sha2::Digest as _;
 use crate::Core;
 use crate::api::blocking;
 use crate::catalogue::AppEntry;
+use crate::package_dir::{prepare_staging, sync_dir, write_tree};
 use crate::store::{RevisionFile, RevisionOrigin, RevisionSurface, StoreError};
 
 /// The folder below `DOCS_ROOT` where a reverted package is assembled
@@ -665,7 +666,7 @@ pub(crate) fn swap_package(
     files: &BTreeMap<String, Vec<u8>>,
 ) -> io::Result<()> {
     let _serial = STAGING.lock().unwrap_or_else(PoisonError::into_inner);
-    prepare_staging(staging)?;
+    prepare_staging(staging, "revert")?;
     let slot = staging.join(format!("{id}-{:016x}", rand::random::<u64>()));
     std::fs::create_dir(&slot)?;
     let staged = slot.join(id);
@@ -676,75 +677,6 @@ pub(crate) fn swap_package(
     }
     let _ = std::fs::remove_dir_all(&slot);
     outcome
-}
-
-/// Creates the staging folder or empties it of leftovers (the caller holds
-/// [`STAGING`]); a symlink there is refused.
-fn prepare_staging(staging: &Path) -> io::Result<()> {
-    match std::fs::symlink_metadata(staging) {
-        Ok(metadata) if metadata.is_dir() => {
-            for entry in std::fs::read_dir(staging)? {
-                let path = entry?.path();
-                tracing::info!(leftover = %path.display(), "removing the leftover of an interrupted revert");
-                std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path))?;
-            }
-            Ok(())
-        }
-        Ok(_) => Err(io::Error::other(format!(
-            "{} is not a folder",
-            staging.display()
-        ))),
-        Err(error) if error.kind() == io::ErrorKind::NotFound => std::fs::create_dir(staging),
-        Err(error) => Err(error),
-    }
-}
-
-/// Writes `files` as the new folder `root`, each file created exclusively
-/// and fsynced, then every folder fsynced, deepest first.
-fn write_tree(root: &Path, files: &BTreeMap<String, Vec<u8>>) -> io::Result<()> {
-    std::fs::create_dir(root)?;
-    let mut dirs: BTreeSet<PathBuf> = BTreeSet::from([root.to_owned()]);
-    for (path, bytes) in files {
-        if crate::source::check_path(path).is_err()
-            || path
-                .split('/')
-                .any(|part| part.is_empty() || part == "." || part == "..")
-        {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{path:?} is not a plain relative path"),
-            ));
-        }
-        let full = root.join(path);
-        if let Some(parent) = full.parent()
-            && !dirs.contains(parent)
-        {
-            std::fs::create_dir_all(parent)?;
-            let mut folder = parent.to_owned();
-            while folder != root && dirs.insert(folder.clone()) {
-                match folder.parent() {
-                    Some(up) => folder = up.to_owned(),
-                    None => break,
-                }
-            }
-        }
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&full)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-    }
-    let mut dirs: Vec<PathBuf> = dirs.into_iter().collect();
-    dirs.sort_by_key(|dir| std::cmp::Reverse(dir.components().count()));
-    for dir in &dirs {
-        sync_dir(dir)?;
-    }
-    Ok(())
-}
-
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
 }
 
 /// Swaps `staged` and `dest` atomically (`RENAME_EXCHANGE`); when `dest` is

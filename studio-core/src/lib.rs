@@ -37,6 +37,7 @@ mod lifecycle;
     reason = "guards return the finished refusal, as axum handlers do"
 )]
 mod oauth;
+mod package_dir;
 mod recovery;
 mod revisions;
 pub mod seed;

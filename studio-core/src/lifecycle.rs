@@ -284,9 +284,10 @@ async fn remove_package(core: &Arc<Core>, app_id: &str, actor: &str) -> Result<(
     if let Err(error) = recorded {
         if let Some(slot) = &moved {
             let (slot, dest) = (slot.join(app_id), apps_dir.join(app_id));
-            let undone =
-                tokio::task::spawn_blocking(move || crate::create::rename_no_replace(&slot, &dest))
-                    .await;
+            let undone = tokio::task::spawn_blocking(move || {
+                crate::package_dir::rename_no_replace(&slot, &dest)
+            })
+            .await;
             if !matches!(undone, Ok(Ok(()))) {
                 tracing::error!(
                     app_id,
@@ -334,8 +335,8 @@ fn move_out(apps_dir: &Path, staging: &Path, id: &str) -> io::Result<Option<std:
     }
     let slot = staging.join(format!("{id}-{:016x}", rand::random::<u64>()));
     std::fs::create_dir(&slot)?;
-    crate::create::rename_no_replace(&package, &slot.join(id))?;
-    crate::create::sync_dir(apps_dir)?;
+    crate::package_dir::rename_no_replace(&package, &slot.join(id))?;
+    crate::package_dir::sync_dir(apps_dir)?;
     Ok(Some(slot))
 }
 

@@ -119,6 +119,7 @@ fn main() {
                 source: "ui".into(),
                 app_revision: "bench".into(),
                 action_id: String::new(),
+                preview: String::new(),
             };
             let mut client = client.clone();
             async move { client.execute(request).await.expect("governed call").into_inner() }

@@ -1,11 +1,12 @@
 //! Studio's History panel in real Chromium (issue 23, deliverable 4): starts
 //! `sasha up` over an empty apps folder, creates an app as the dev admin
-//! through `POST /api/apps`, changes its package on disk (a second revision,
-//! found by the catalogue), and runs `tests/browser/history.mjs` (the admin
-//! opens History, sees both revisions with the current one marked, reads the
-//! diff of the older one against the current, confirms the revert in the
-//! panel). Then checks on disk and in the core database that the package is
-//! the first revision again and the revert is audited.
+//! through `POST /api/apps`, changes its package on disk (a file added and
+//! `styles.css` edited: a second revision, found by the catalogue), and runs
+//! `tests/browser/history.mjs` (the admin opens History, sees both revisions
+//! with the current one marked, reads the diff of the older one against the
+//! current, views `styles.css` as it was at the older revision, confirms the
+//! revert in the panel). Then checks on disk and in the core database that
+//! the package is the first revision again and the revert is audited.
 //! Screenshots go to `$CARGO_TARGET_DIR/browser-artifacts/history/`.
 //!
 //! `scripts/test.sh` installs Chromium and the npm packages; without them this
@@ -71,11 +72,18 @@ async fn the_history_panel_lists_diffs_and_reverts() {
     let created: Value = created.json().await.unwrap();
     let first = created["status"]["revision"].as_str().unwrap().to_owned();
 
-    // A second revision: a file added on disk, registered by the catalogue.
+    // A second revision: a file added and one edited on disk, registered by
+    // the catalogue (as one revision: its watcher lets a burst settle).
     // studio-core's file watcher finds it in another process, where only real
     // time passes, so this polls the API (every 200 ms, at most 20 s).
     let package = state.path().join("docs/apps").join(APP);
+    let styles_first = std::fs::read_to_string(package.join("styles.css")).unwrap();
     std::fs::write(package.join("notes.txt"), "Fence post leaning at gate 3\n").unwrap();
+    std::fs::write(
+        package.join("styles.css"),
+        format!("{styles_first}\n/* Tuned on site */\n"),
+    )
+    .unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let second = loop {
         let listed: Value = http
@@ -108,6 +116,7 @@ async fn the_history_panel_lists_diffs_and_reverts() {
             ("ADMIN_PASSWORD", &admin["password"].as_str().unwrap()),
             ("FIRST", &first.as_str()),
             ("SECOND", &second.as_str()),
+            ("STYLES_FIRST", &styles_first.as_str()),
             ("ARTIFACTS", &artifacts),
         ],
     )
@@ -124,6 +133,10 @@ async fn the_history_panel_lists_diffs_and_reverts() {
 
     // The package is the first revision's files again, and the revert is audited.
     assert!(!package.join("notes.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(package.join("styles.css")).unwrap(),
+        styles_first
+    );
     let store = Store::open(&state.path().join("core.sqlite")).unwrap();
     let registered = store.registered_app(APP).unwrap().unwrap();
     assert_eq!(registered.current_revision, first);

@@ -195,6 +195,7 @@ async fn principals_apps_access_resources_and_catalogue() {
             principal: Some(principal.clone()),
             app_id: "expense-log".into(),
             known_contract_hash: String::new(),
+            preview: String::new(),
         })
         .await
         .unwrap()
@@ -215,6 +216,7 @@ async fn principals_apps_access_resources_and_catalogue() {
                 principal: Some(principal.clone()),
                 app_id: "expense-log".into(),
                 known_contract_hash: known,
+                preview: String::new(),
             })
             .await
             .unwrap()
@@ -265,6 +267,7 @@ async fn the_tool_list_of_the_fixture_catalogue_is_golden() {
             principal: Some(principal),
             app_id: String::new(),
             known_contract_hash: String::new(),
+            preview: String::new(),
         })
         .await
         .unwrap()

@@ -65,6 +65,7 @@ impl Client {
                 source: "ui".into(),
                 app_revision: "r1".into(),
                 action_id: String::new(),
+                preview: String::new(),
             })
             .await
             .map_err(|status| AppError::from_status(&status))?;
@@ -287,6 +288,7 @@ async fn governed_operations_owner_scoping_versions_and_idempotency() {
             app_id: "expense-log".into(),
             contract_hash: client.contract.hash.clone(),
             contract: Some(client.wire.clone()),
+            preview: String::new(),
         })
         .await
         .unwrap()

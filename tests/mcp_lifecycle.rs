@@ -3,7 +3,8 @@
 //! `tools/list` and `resources/list` (its manager's too) and staff cannot
 //! touch its lifecycle; restored, the row is still there; withdrawn and
 //! deleted with the data's second confirmation, its package and data file
-//! are gone and the data's backup exists. Every step is audited.
+//! are gone and the data's backup exists. A restart of every role while it
+//! is withdrawn changes nothing. Every step is audited.
 
 mod common;
 
@@ -92,6 +93,16 @@ async fn an_admin_withdraws_restores_and_deletes_an_app() {
     assert_eq!(envelope["code"], "APP_OPERATION_UNAVAILABLE", "{envelope}");
     assert_eq!(envelope["details"]["reason"], "withdrawn");
     assert!(package.join("APP.md").exists() && data_file.exists());
+
+    // Still withdrawn after every role restarted: the flag is the core
+    // database's, not any process's.
+    let world = world.restart().await;
+    let mut client = world.client(&admin_token).eliciting(|_| json!({}));
+    let mut staff = world.client(&staff_writer);
+    for who in [&mut client, &mut staff] {
+        let tools = tool_names(&who.request("tools/list", json!({})).await);
+        assert!(!mentions_app(&tools), "after a restart: {tools:?}");
+    }
 
     // Deleting data needs the id repeated; a live app is never deleted.
     let unconfirmed = client

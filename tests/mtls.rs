@@ -2,7 +2,9 @@
 //! studio-core accepts only mcp-gateway. A plaintext client, a client whose
 //! certificate comes from another CA, and a client of the wrong role are refused
 //! during the handshake; a client that expects one role but reaches another
-//! refuses the server.
+//! refuses the server. The calls that are studio-core's alone (a draft's
+//! migrations, previews, deleting data) read the caller's role from its
+//! certificate and refuse the gateway.
 
 mod common;
 
@@ -84,6 +86,31 @@ async fn allowed_roles_are_served() {
             .await
             .unwrap()
     );
+}
+
+/// The peer's role is read from its certificate per call: the gateway may
+/// reach data-worker, but not the calls that are studio-core's alone.
+#[tokio::test]
+async fn the_data_lifecycle_answers_studio_core_only() {
+    let harness = Harness::new();
+    let backends = harness.start_backends().await;
+    let data_url = format!("https://{}", backends.data.listener("grpc"));
+    let remove = |role: Role| {
+        let mut client = grpc::data_client(&data_url, &identity_of(&harness, role)).unwrap();
+        async move {
+            client
+                .remove_preview(sasha_proto::pb::RemovePreviewRequest {
+                    app_id: "hello".into(),
+                    preview: String::new(),
+                })
+                .await
+                .map(|reply| reply.into_inner().removed_files)
+                .map_err(AppError::from)
+        }
+    };
+    let refused = remove(Role::McpGateway).await.unwrap_err();
+    assert_eq!(refused.code, ErrorCode::AccessDenied, "{refused:?}");
+    assert_eq!(remove(Role::StudioCore).await.unwrap(), 0);
 }
 
 #[tokio::test]

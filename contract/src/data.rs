@@ -290,6 +290,19 @@ pub fn is_identifier(name: &str) -> bool {
 /// The prefix of the platform's own tables in an app's data file
 /// (`_sasha_migrations`, `_sasha_idempotency`, `_sasha_audit`) and of its row
 /// version column; no package may name anything with it.
+/// Hex digits of a draft's preview id, which names its scratch data.
+pub const PREVIEW_ID_CHARS: usize = 32;
+
+/// A draft's preview id: [`PREVIEW_ID_CHARS`] lowercase hex digits (it
+/// becomes part of a file name in data-worker and a header value on the
+/// wire). studio-core makes them, the gateway and data-worker check them.
+pub fn is_preview_id(preview: &str) -> bool {
+    preview.len() == PREVIEW_ID_CHARS
+        && preview
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
 pub const PLATFORM_PREFIX: &str = "_sasha";
 
 /// Whether `name` belongs to the platform (starts with [`PLATFORM_PREFIX`], any case).

@@ -55,6 +55,15 @@ pub const DELETE_APP: &str = "deleteApp";
 /// The three lifecycle tools, in listing order.
 pub const LIFECYCLE_TOOLS: [&str; 3] = [WITHDRAW_APP, RESTORE_APP, DELETE_APP];
 
+/// The draft tools (the source tools' callers; decided by studio-core):
+/// makes an app's draft its live revision, after a person approved.
+pub const PUBLISH_APP_DRAFT: &str = "publishAppDraft";
+/// Throws an app's draft away.
+pub const DISCARD_APP_DRAFT: &str = "discardAppDraft";
+/// The two draft tools, in listing order (the source tools themselves take
+/// `draft: true`).
+pub const DRAFT_TOOLS: [&str; 2] = [PUBLISH_APP_DRAFT, DISCARD_APP_DRAFT];
+
 /// The MCP name of an app's tool: `app__<app>__<part>…`, each part joined by
 /// `__` with `-` → `_` (`app__time_sheet_entry__entries__list`). Injective
 /// because app and action ids are kebab-case without underscores and table

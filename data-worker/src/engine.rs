@@ -12,6 +12,18 @@
 //! table), a progress handler stops a statement that runs past its deadline, and
 //! SQLite's limits follow sqlite.org's high-security table.
 //!
+//! Every operation names a [`Target`]: the app's live file, or one draft
+//! preview's scratch copy of it ([`preview`]: a `VACUUM INTO` snapshot of
+//! live under `.previews/`, migrated for the draft's contract, kept in its own
+//! slot; the live file is never opened for writing on a preview's behalf).
+//! [`Engine::apply_contract`] publishes a contract: its pending migrations go
+//! into the live file in the same one-transaction setup every open runs,
+//! unless an applied migration drifted (then nothing is applied), or with a dry
+//! run are only reported from a read-only connection. One copy helper
+//! (`VACUUM INTO`, then `integrity_check`) makes both preview copies and the
+//! backup [`Engine::back_up_and_remove`] takes, which also removes the app's
+//! previews.
+//!
 //! It must never put SQL text, SQLite's own messages or file paths into an
 //! [`AppError`] message: those go to the log next to the error's diagnostic id.
 
@@ -160,6 +172,43 @@ pub struct RemovedData {
     pub sha256: String,
 }
 
+/// Which data an operation runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target<'a> {
+    /// The app's live file, `APP_DATA_ROOT/<app_id>.sqlite`.
+    Live(&'a str),
+    /// One draft preview's scratch copy (see [`preview`]); `preview` must be
+    /// 32 lowercase hex characters.
+    Preview { app_id: &'a str, preview: &'a str },
+}
+
+impl<'a> From<&'a str> for Target<'a> {
+    fn from(app_id: &'a str) -> Target<'a> {
+        Target::Live(app_id)
+    }
+}
+
+impl<'a> Target<'a> {
+    /// The live file for an empty `preview`, else that preview's scratch copy.
+    pub fn of(app_id: &'a str, preview: &'a str) -> Target<'a> {
+        if preview.is_empty() {
+            Target::Live(app_id)
+        } else {
+            Target::Preview { app_id, preview }
+        }
+    }
+}
+
+/// What [`Engine::apply_contract`] applied (or, dry, would apply).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContractApplication {
+    /// Migration files, in number order.
+    pub applied: Vec<String>,
+    /// Applied migrations the contract edits or no longer lists; when not
+    /// empty nothing was applied.
+    pub drift: Vec<Drift>,
+}
+
 /// Owns `APP_DATA_ROOT` and one connection per app, opened on first use.
 /// Cloning is cheap and shares the connections.
 #[derive(Clone)]
@@ -178,7 +227,8 @@ impl std::fmt::Debug for Engine {
 struct Inner {
     root: PathBuf,
     deadline: Duration,
-    /// One slot per app id. The map's lock is held only to find or create a slot,
+    /// One slot per app id, and one per open preview under
+    /// `preview:<app>:<preview>` (a key no app id can spell). The map's lock is held only to find or create a slot,
     /// so opening (and migrating) one app never stalls the others; the slot's own
     /// lock serialises everything done with that app's connection.
     slots: Mutex<HashMap<String, Arc<Mutex<Option<Handle>>>>>,
@@ -543,53 +593,119 @@ impl Engine {
         }
     }
 
-    /// Runs `f` on the app's connection, opening and setting it up for `contract`
-    /// first when needed.
-    fn with_handle<R>(
+    /// The slot kept under `key` (an app id, or a preview's [`preview::slot_key`]),
+    /// created empty when new. The map's lock is released before the caller
+    /// locks the slot.
+    fn slot(&self, key: &str) -> Arc<Mutex<Option<Handle>>> {
+        let mut slots = self
+            .inner
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(slots.entry(key.to_owned()).or_default())
+    }
+
+    /// The live file of a (valid) app id.
+    fn live_path(&self, app_id: &str) -> PathBuf {
+        self.inner.root.join(format!("{app_id}.sqlite"))
+    }
+
+    /// Runs `f` on the connection of `target` (the app's live file, or one
+    /// preview's scratch copy), opening and setting it up for `contract` first
+    /// when needed.
+    fn with_handle<'t, R>(
         &self,
-        app_id: &str,
+        target: impl Into<Target<'t>>,
         contract: &DataContract,
         f: impl FnOnce(&mut Handle) -> Result<R, AppError>,
     ) -> Result<R, AppError> {
+        let (app_id, preview) = match target.into() {
+            Target::Live(app_id) => (app_id, None),
+            Target::Preview { app_id, preview } => (app_id, Some(preview)),
+        };
         if !valid_app_id(app_id) {
             return Err(AppError::from_code(ErrorCode::NotFound));
         }
-        let slot = {
-            let mut slots = self
-                .inner
-                .slots
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            Arc::clone(slots.entry(app_id.to_owned()).or_default())
-        };
+        if let Some(preview) = preview {
+            return self.with_preview_handle(app_id, preview, contract, f);
+        }
+        let slot = self.slot(app_id);
         let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
-        match slot.as_mut() {
-            Some(handle) if handle.contract_hash == contract.hash => {}
-            Some(handle) => {
-                let guard = Arc::clone(&handle.guard);
-                let _trusted = TrustScope::new(&guard, true);
-                setup(&mut handle.conn, contract)?;
-                set_declared(&guard, contract);
-                // Cached statements were authorized against the old contract's
-                // reach; a new contract authorizes everything again.
-                handle.conn.flush_prepared_statement_cache();
-                handle.contract_hash.clone_from(&contract.hash);
-            }
-            None => {
-                let path = self.inner.root.join(format!("{app_id}.sqlite"));
-                *slot = Some(open(&path, contract)?);
-            }
-        }
-        match slot.as_mut() {
-            Some(handle) => f(handle),
-            None => Err(internal("handle missing after open")),
-        }
+        let (handle, _) = ready(&mut slot, &self.live_path(app_id), contract)?;
+        f(handle)
     }
 
-    /// Opens the app's database for `contract` now (it is otherwise opened on
-    /// first use), applying pending migrations.
-    pub fn open(&self, app_id: &str, contract: &DataContract) -> Result<(), AppError> {
-        self.with_handle(app_id, contract, |_| Ok(()))
+    /// Opens the database of `target` for `contract` now (it is otherwise
+    /// opened on first use), applying pending migrations.
+    pub fn open<'t>(
+        &self,
+        target: impl Into<Target<'t>>,
+        contract: &DataContract,
+    ) -> Result<(), AppError> {
+        self.with_handle(target, contract, |_| Ok(()))
+    }
+
+    /// Applies `contract`'s pending migrations to the app's live file (a
+    /// draft's publication), or with `dry_run` only says which are pending.
+    ///
+    /// A dry run opens the live file read-only (like [`Engine::tables_with_rows`])
+    /// and writes nothing; no file means every migration is pending. Otherwise
+    /// the app's slot is held throughout: drift is read first and, when there
+    /// is any, nothing is applied; else the normal setup runs for `contract`
+    /// (one IMMEDIATE transaction: pending migrations, `_sasha_version`, the
+    /// compatibility check) and the files it applied are reported.
+    pub fn apply_contract(
+        &self,
+        app_id: &str,
+        contract: &DataContract,
+        dry_run: bool,
+    ) -> Result<ContractApplication, AppError> {
+        if !valid_app_id(app_id) {
+            return Err(AppError::from_code(ErrorCode::NotFound));
+        }
+        let path = self.live_path(app_id);
+        let pending_and_drift = |applied: &[Applied]| {
+            let mut pending: Vec<&sasha_contract::data::Migration> = contract
+                .migrations
+                .iter()
+                .filter(|m| !applied.iter().any(|(number, ..)| *number == m.number))
+                .collect();
+            pending.sort_by_key(|m| m.number);
+            ContractApplication {
+                applied: pending.into_iter().map(|m| m.file.clone()).collect(),
+                drift: drift(applied, contract),
+            }
+        };
+        if dry_run {
+            let applied = read_applied_read_only(&path)?;
+            return Ok(pending_and_drift(&applied));
+        }
+        let slot = self.slot(app_id);
+        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        let applied = match slot.as_ref() {
+            Some(handle) => {
+                let _trusted = TrustScope::new(&handle.guard, true);
+                applied_migrations(&handle.conn).map_err(sql_error)?
+            }
+            None => read_applied_read_only(&path)?,
+        };
+        let found = drift(&applied, contract);
+        if !found.is_empty() {
+            return Ok(ContractApplication {
+                applied: Vec::new(),
+                drift: found,
+            });
+        }
+        let (_, applied) = ready(&mut slot, &path, contract)?;
+        tracing::info!(
+            app_id,
+            applied = applied.len(),
+            "data engine: contract applied"
+        );
+        Ok(ContractApplication {
+            applied,
+            drift: Vec::new(),
+        })
     }
 
     /// Applied migrations whose checksum differs from the contract's, and applied
@@ -665,18 +781,21 @@ impl Engine {
     /// self-contained), passes `integrity_check` and is fsynced with its
     /// folder before `<id>.sqlite` and its `-wal`/`-shm` are removed. `None`
     /// when the app has no data file.
+    ///
+    /// The app's previews (scratch copies, see [`preview`]) are removed too,
+    /// after the live file (its slot released first, so the lock order stays
+    /// preview before live), also when there was no live file.
     pub fn back_up_and_remove(&self, app_id: &str) -> Result<Option<RemovedData>, AppError> {
         if !valid_app_id(app_id) {
             return Err(AppError::from_code(ErrorCode::NotFound));
         }
-        let slot = {
-            let mut slots = self
-                .inner
-                .slots
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            Arc::clone(slots.entry(app_id.to_owned()).or_default())
-        };
+        let removed = self.back_up_and_remove_live(app_id)?;
+        self.remove_previews(app_id, "")?;
+        Ok(removed)
+    }
+
+    fn back_up_and_remove_live(&self, app_id: &str) -> Result<Option<RemovedData>, AppError> {
+        let slot = self.slot(app_id);
         let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
         // The last connection's close checkpoints the WAL into the file.
         drop(slot.take());
@@ -706,39 +825,19 @@ impl Engine {
             .map_or(0, |elapsed| elapsed.as_secs());
         let name = format!("{app_id}-{seconds}-{:08x}.sqlite", rand::random::<u32>());
         let target = dir.join(&name);
-        let target_text = target
-            .to_str()
-            .ok_or_else(|| internal("the backup path is not UTF-8"))?
-            .to_owned();
-        let copied = (|| -> rusqlite::Result<String> {
-            let source = Connection::open_with_flags(
-                &path,
-                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-            )?;
-            source.busy_timeout(BUSY_TIMEOUT)?;
-            source.execute("VACUUM INTO ?1", [&target_text])?;
-            drop(source);
-            let copy = Connection::open_with_flags(
-                &target,
-                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-            )?;
-            copy.query_row("PRAGMA integrity_check", [], |row| row.get(0))
-        })();
-        match copied {
-            Ok(verdict) if verdict == "ok" => {}
-            Ok(verdict) => {
-                let _ = std::fs::remove_file(&target);
-                tracing::error!(app_id, %verdict, "data engine: the backup copy is not intact");
-                return Err(AppError::new(
+        // Read-write, as before the copy helper existed: the slot is closed,
+        // so this is the file's only connection and may recover a stale WAL.
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        copy_committed_state(&path, flags, &target).map_err(|error| {
+            tracing::error!(app_id, %error, "data engine: the backup copy failed");
+            match error {
+                CopyError::Sqlite(error) => sql_error(error),
+                CopyError::NotIntact(_) | CopyError::Path => AppError::new(
                     ErrorCode::DatabaseUnavailable,
                     "the app's data could not be backed up; nothing was removed",
-                ));
+                ),
             }
-            Err(error) => {
-                let _ = std::fs::remove_file(&target);
-                return Err(sql_error(error));
-            }
-        }
+        })?;
         let (bytes, sha256) = {
             use std::io::Read as _;
             let mut file =
@@ -786,8 +885,12 @@ impl Engine {
 
     /// The live structure of the app's database as [`read_schema`] reports it,
     /// without the platform's own tables and columns.
-    pub fn describe(&self, app_id: &str, contract: &DataContract) -> Result<Schema, AppError> {
-        self.with_handle(app_id, contract, |handle| {
+    pub fn describe<'t>(
+        &self,
+        target: impl Into<Target<'t>>,
+        contract: &DataContract,
+    ) -> Result<Schema, AppError> {
+        self.with_handle(target, contract, |handle| {
             let _trusted = TrustScope::new(&handle.guard, true);
             let mut schema = read_schema(&handle.conn).map_err(sql_error)?;
             schema.tables.retain(|name, _| !is_platform_name(name));
@@ -809,28 +912,28 @@ impl Engine {
     /// refused as `APP_INTERNAL`: governed writes bind only JSON values, so either
     /// means the data did not come through the grammar. Results larger than
     /// [`MAX_RESULT_BYTES`] are `APP_RESOURCE_LIMIT`.
-    pub fn query(
+    pub fn query<'t>(
         &self,
-        app_id: &str,
+        target: impl Into<Target<'t>>,
         contract: &DataContract,
         sql: &str,
         params: &[Value],
     ) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, AppError> {
-        self.query_named(app_id, contract, sql, params, None)
+        self.query_named(target, contract, sql, params, None)
     }
 
     /// [`Engine::query`] with the output key of each result column given by
     /// position (`columns`), for statements whose SQL column names are
     /// expressions (aggregates).
-    pub fn query_named(
+    pub fn query_named<'t>(
         &self,
-        app_id: &str,
+        target: impl Into<Target<'t>>,
         contract: &DataContract,
         sql: &str,
         params: &[Value],
         columns: Option<&[String]>,
     ) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, AppError> {
-        self.with_handle(app_id, contract, |handle| {
+        self.with_handle(target, contract, |handle| {
             let guard = Arc::clone(&handle.guard);
             let _deadline = DeadlineScope::new(&guard, self.inner.deadline);
             let _untrusted = TrustScope::new(&guard, false);
@@ -851,9 +954,9 @@ impl Engine {
     ///
     /// Concurrent duplicates run once: the app's connection is used by one call at
     /// a time, so the second sees the first's committed receipt.
-    pub fn mutate<F>(
+    pub fn mutate<'t, F>(
         &self,
-        app_id: &str,
+        target: impl Into<Target<'t>>,
         contract: &DataContract,
         receipt: ReceiptKey,
         meta: AuditMeta,
@@ -862,7 +965,7 @@ impl Engine {
     where
         F: FnOnce(&rusqlite::Transaction<'_>) -> Result<MutationOutcome, AppError>,
     {
-        self.with_handle(app_id, contract, |handle| {
+        self.with_handle(target, contract, |handle| {
             let guard = Arc::clone(&handle.guard);
             let _deadline = DeadlineScope::new(&guard, self.inner.deadline);
             // Declared before the transaction so it is dropped after it: the
@@ -948,6 +1051,11 @@ impl Engine {
 /// Opens and hardens the file, sets it up for `contract`, then installs the
 /// authorizer (last, so setup's own PRAGMAs and DDL are not refused).
 fn open(path: &Path, contract: &DataContract) -> Result<Handle, AppError> {
+    open_applying(path, contract).map(|(handle, _)| handle)
+}
+
+/// [`open`], also giving back the migration files setup applied.
+fn open_applying(path: &Path, contract: &DataContract) -> Result<(Handle, Vec<String>), AppError> {
     let guard = trusted_guard();
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
@@ -955,7 +1063,7 @@ fn open(path: &Path, contract: &DataContract) -> Result<Handle, AppError> {
     let mut conn = open_file(path, flags)?;
     harden(&mut conn, &guard).map_err(sql_error)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    setup(&mut conn, contract)?;
+    let applied = setup(&mut conn, contract)?;
     set_declared(&guard, contract);
     let authorizer_guard = Arc::clone(&guard);
     conn.authorizer(Some(move |context: AuthContext<'_>| {
@@ -963,11 +1071,110 @@ fn open(path: &Path, contract: &DataContract) -> Result<Handle, AppError> {
     }))
     .map_err(sql_error)?;
     guard.trusted.store(false, Ordering::SeqCst);
-    Ok(Handle {
+    let handle = Handle {
         conn,
         guard,
         contract_hash: contract.hash.clone(),
-    })
+    };
+    Ok((handle, applied))
+}
+
+/// Why [`copy_committed_state`] failed.
+#[derive(Debug, thiserror::Error)]
+enum CopyError {
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("the copy is not intact: {0}")]
+    NotIntact(String),
+    #[error("the copy's path is not UTF-8")]
+    Path,
+}
+
+/// Copies one committed state of the SQLite file at `source` (opened with
+/// `flags`) into the new file `target` with `VACUUM INTO`, then checks the
+/// copy with `integrity_check`; a failed copy is removed. The one copy both
+/// an app data backup and a preview's scratch copy are made with. `target`
+/// must not exist yet.
+fn copy_committed_state(source: &Path, flags: OpenFlags, target: &Path) -> Result<(), CopyError> {
+    let target_text = target.to_str().ok_or(CopyError::Path)?;
+    let copied = (|| -> Result<(), CopyError> {
+        let conn = Connection::open_with_flags(source, flags)?;
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.execute("VACUUM INTO ?1", [target_text])?;
+        drop(conn);
+        let copy = Connection::open_with_flags(
+            target,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        let verdict: String = copy.query_row("PRAGMA integrity_check", [], |row| row.get(0))?;
+        if verdict == "ok" {
+            Ok(())
+        } else {
+            Err(CopyError::NotIntact(verdict))
+        }
+    })();
+    if copied.is_err() {
+        let _ = std::fs::remove_file(target);
+    }
+    copied
+}
+
+/// The live slot's handle, set up for `contract`: opened on first use, or set
+/// up again when the slot was last set up for another contract. Gives back
+/// the migration files setup applied.
+fn ready<'s>(
+    slot: &'s mut Option<Handle>,
+    path: &Path,
+    contract: &DataContract,
+) -> Result<(&'s mut Handle, Vec<String>), AppError> {
+    let applied = match slot.as_mut() {
+        Some(handle) if handle.contract_hash == contract.hash => Vec::new(),
+        Some(handle) => {
+            let guard = Arc::clone(&handle.guard);
+            let _trusted = TrustScope::new(&guard, true);
+            let applied = setup(&mut handle.conn, contract)?;
+            set_declared(&guard, contract);
+            // Cached statements were authorized against the old contract's
+            // reach; a new contract authorizes everything again.
+            handle.conn.flush_prepared_statement_cache();
+            handle.contract_hash.clone_from(&contract.hash);
+            applied
+        }
+        None => {
+            let (handle, applied) = open_applying(path, contract)?;
+            *slot = Some(handle);
+            applied
+        }
+    };
+    match slot.as_mut() {
+        Some(handle) => Ok((handle, applied)),
+        None => Err(internal("handle missing after open")),
+    }
+}
+
+/// The rows of `_sasha_migrations` read over a read-only, hardened connection
+/// of its own; no file (or no table yet) is no row.
+fn read_applied_read_only(path: &Path) -> Result<Vec<Applied>, AppError> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(Vec::new());
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let mut conn = open_file(path, flags)?;
+    harden(&mut conn, &trusted_guard()).map_err(sql_error)?;
+    let exists: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' \
+             AND name = '_sasha_migrations')",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(sql_error)?;
+    if !exists {
+        return Ok(Vec::new());
+    }
+    applied_migrations(&conn).map_err(sql_error)
 }
 
 /// A guard that trusts what runs until the caller installs the authorizer
@@ -1081,13 +1288,15 @@ fn drift(applied: &[Applied], contract: &DataContract) -> Vec<Drift> {
 
 /// In one IMMEDIATE transaction: the platform tables, every pending migration
 /// (recorded with its checksum), `_sasha_version` on every declared table, and
-/// the compatibility check. Anything failing rolls all of it back.
-fn setup(conn: &mut Connection, contract: &DataContract) -> Result<(), AppError> {
+/// the compatibility check. Anything failing rolls all of it back. Gives back
+/// the files of the migrations it applied, in order.
+fn setup(conn: &mut Connection, contract: &DataContract) -> Result<Vec<String>, AppError> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_error)?;
     tx.execute_batch(PLATFORM_SQL).map_err(sql_error)?;
     let applied = applied_migrations(&tx).map_err(sql_error)?;
+    let mut newly = Vec::new();
     for migration in &contract.migrations {
         if applied
             .iter()
@@ -1116,6 +1325,7 @@ fn setup(conn: &mut Connection, contract: &DataContract) -> Result<(), AppError>
             (migration.number, &migration.file, &migration.checksum),
         )
         .map_err(sql_error)?;
+        newly.push(migration.file.clone());
     }
 
     let live = read_schema(&tx).map_err(sql_error)?;
@@ -1133,7 +1343,8 @@ fn setup(conn: &mut Connection, contract: &DataContract) -> Result<(), AppError>
     }
     let live = read_schema(&tx).map_err(sql_error)?;
     check_compatible(&live, contract)?;
-    tx.commit().map_err(sql_error)
+    tx.commit().map_err(sql_error)?;
+    Ok(newly)
 }
 
 /// Every declared table exists with every declared column at its declared
@@ -1223,6 +1434,8 @@ fn read_rows(
     }
     Ok(out)
 }
+
+pub mod preview;
 
 #[cfg(test)]
 mod tests;

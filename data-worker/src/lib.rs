@@ -9,6 +9,12 @@
 //! `_sasha_*` tables, idempotent audited mutations) and [`grammar`] turns the JSON
 //! grammar into owner-scoped, parameterised statements. Both are tested on their
 //! own and served through `DataService` ([`service`]).
+//!
+//! A draft is previewed against a scratch copy of the app's data
+//! (`APP_DATA_ROOT/.previews/<app>/`, [`engine::preview`]) with the draft's
+//! migrations applied there only, so a preview never touches a live record;
+//! publishing the draft (`ApplyContract`) applies its pending migrations to the
+//! live file in one transaction, refusing when an applied migration drifted.
 
 use std::net::SocketAddr;
 

@@ -5,6 +5,14 @@
 //! JSON grammar. The grammar builds owner-scoped, parameterised statements; the
 //! engine runs them (a mutation with its idempotency receipt and audit row in one
 //! transaction). SQLite work runs on the blocking pool.
+//!
+//! A request with a `preview` id runs against that draft preview's scratch
+//! copy of the app's data (see [`crate::engine::preview`]), never the live
+//! file; `RemovePreview` removes such copies, and `RemoveAppData` removes
+//! them with the live file. `ApplyContract` publishes a
+//! contract: its pending migrations are applied to the live file in one
+//! transaction, unless an applied migration drifted (then nothing is), or with
+//! `dry_run` only reported from a read-only look at the file.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -24,7 +32,7 @@ use tonic::{Request, Response, Status};
 
 use crate::engine::{
     AuditMeta, AuditOperation, AuditRecord, Drift, DriftKind, Engine, MutationOutcome, ReceiptKey,
-    Source, sql_error,
+    Source, Target, sql_error,
 };
 use crate::grammar::{self, Statement, TableSpec};
 
@@ -191,7 +199,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
         return Err(AppError::new(ErrorCode::NotFound, "no such table"));
     };
     let spec = TableSpec::new(table, declaration);
-    let app = request.app_id.as_str();
+    let app = Target::of(&request.app_id, &request.preview);
     let parsed = grammar::parse(&request.operation, &spec, &request.request_json)?;
     let engine = &worker.engine;
     let meta = || -> Result<AuditMeta, AppError> {
@@ -342,6 +350,31 @@ fn conflict(current: &Map<String, Value>) -> AppError {
     .with_details(serde_json::json!({"currentVersion": current.get(grammar::VERSION_COLUMN)}))
 }
 
+/// The role of the peer that sent `request`: its mTLS certificate's (in
+/// unit tests, a `Role` the test put in the request's extensions, which no
+/// remote caller can reach).
+fn caller_role<T>(request: &Request<T>) -> Option<Role> {
+    #[cfg(test)]
+    if let Some(role) = request.extensions().get::<Role>() {
+        return Some(*role);
+    }
+    sasha_service::identity::peer_role(request)
+}
+
+/// Publishing a draft's migrations, removing previews and deleting an app's
+/// data are studio-core's decisions: the gateway (which may also call this
+/// service) is refused them.
+fn only_studio_core<T>(request: &Request<T>) -> Result<(), Status> {
+    if caller_role(request) == Some(Role::StudioCore) {
+        return Ok(());
+    }
+    Err(AppError::new(
+        ErrorCode::AccessDenied,
+        "only studio-core may change an app's data lifecycle",
+    )
+    .to_status())
+}
+
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, AppError> + Send + 'static,
 ) -> Result<T, Status> {
@@ -389,7 +422,9 @@ impl DataService for Worker {
         let worker = self.clone();
         let schema = blocking(move || {
             let contract = worker.contract(&request.contract_hash, request.contract.as_ref())?;
-            worker.engine.describe(&request.app_id, &contract)
+            worker
+                .engine
+                .describe(Target::of(&request.app_id, &request.preview), &contract)
         })
         .await?;
         Ok(Response::new(SchemaDescription {
@@ -428,11 +463,60 @@ impl DataService for Worker {
         Ok(Response::new(TablesWithRowsReply { tables }))
     }
 
+    #[tracing::instrument(skip_all, name = "data.apply_contract", fields(app_id, dry_run))]
+    async fn apply_contract(
+        &self,
+        request: Request<pb::ApplyContractRequest>,
+    ) -> Result<Response<pb::ApplyContractReply>, Status> {
+        only_studio_core(&request)?;
+        let request = request.into_inner();
+        let span = tracing::Span::current();
+        span.record("app_id", request.app_id.as_str());
+        span.record("dry_run", request.dry_run);
+        let worker = self.clone();
+        let application = blocking(move || {
+            let Some(supplied) = request.contract.as_ref() else {
+                return Err(AppError::new(
+                    ErrorCode::InputInvalid,
+                    "the request carries no data contract",
+                ));
+            };
+            let contract = worker.contract(&supplied.hash, Some(supplied))?;
+            worker
+                .engine
+                .apply_contract(&request.app_id, &contract, request.dry_run)
+        })
+        .await?;
+        Ok(Response::new(pb::ApplyContractReply {
+            applied: application.applied,
+            drift: application.drift.iter().map(drift_to_wire).collect(),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, name = "data.remove_preview", fields(app_id))]
+    async fn remove_preview(
+        &self,
+        request: Request<pb::RemovePreviewRequest>,
+    ) -> Result<Response<pb::RemovePreviewReply>, Status> {
+        only_studio_core(&request)?;
+        let request = request.into_inner();
+        tracing::Span::current().record("app_id", request.app_id.as_str());
+        let worker = self.clone();
+        let removed_files = blocking(move || {
+            worker
+                .engine
+                .remove_previews(&request.app_id, &request.preview)
+        })
+        .await?;
+        Ok(Response::new(pb::RemovePreviewReply { removed_files }))
+    }
+
     #[tracing::instrument(skip_all, name = "data.remove_app_data", fields(app_id))]
     async fn remove_app_data(
         &self,
         request: Request<pb::RemoveAppDataRequest>,
     ) -> Result<Response<pb::RemoveAppDataReply>, Status> {
+        only_studio_core(&request)?;
         let request = request.into_inner();
         tracing::Span::current().record("app_id", request.app_id.as_str());
         let worker = self.clone();
@@ -448,3 +532,6 @@ impl DataService for Worker {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests;

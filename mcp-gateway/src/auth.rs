@@ -35,6 +35,10 @@ use crate::Gateway;
 
 /// The header naming the app a Studio browser session has open.
 pub const BOUND_APP_HEADER: &str = "sasha-app";
+/// The header naming the draft preview a Studio browser session shows (with
+/// `Sasha-App`): its catalogue is that app's draft, its data calls reach the
+/// preview's scratch data.
+pub const PREVIEW_HEADER: &str = "sasha-preview";
 const SESSION_HEADER: &str = "mcp-session-id";
 /// A session entry unused this long is forgotten (rmcp closes idle sessions
 /// after five minutes, so a forgotten session is already gone).
@@ -48,6 +52,9 @@ pub struct Caller {
     pub principal: pb::Principal,
     /// The app the Studio page has open (browser sessions only).
     pub bound_app: Option<String>,
+    /// The draft preview id the Studio page shows for `bound_app` (browser
+    /// sessions only, always with `bound_app`).
+    pub preview: Option<String>,
 }
 
 impl Caller {
@@ -212,6 +219,23 @@ pub async fn authenticate(
             };
         }
     };
+    let preview = match headers.get(PREVIEW_HEADER) {
+        None => None,
+        Some(value) => match value
+            .to_str()
+            .ok()
+            .filter(|id| sasha_contract::data::is_preview_id(id))
+        {
+            Some(id) if bound_app.is_some() => Some(id.to_owned()),
+            _ => {
+                return AppError::new(
+                    ErrorCode::InputInvalid,
+                    "Sasha-Preview is a draft's preview id (32 lowercase hex digits), sent with Sasha-App",
+                )
+                .into_response();
+            }
+        },
+    };
     if bound_app.is_some() && principal.kind != "session" {
         return AppError::new(
             ErrorCode::InputInvalid,
@@ -242,6 +266,7 @@ pub async fn authenticate(
     request.extensions_mut().insert(Caller {
         principal,
         bound_app,
+        preview,
     });
     let response = next.run(request).await;
     match &session {
@@ -287,6 +312,21 @@ mod tests {
         assert!(!owners.owned_by("unknown", "alice"));
         owners.forget("s1");
         assert!(!owners.owned_by("s1", "alice"));
+    }
+
+    #[test]
+    fn a_preview_is_named_by_hex_only() {
+        use sasha_contract::data::is_preview_id;
+        assert!(is_preview_id(&"0a".repeat(16)));
+        for bad in [
+            "",
+            "0A".repeat(16).as_str(),
+            &"0".repeat(31),
+            &"0".repeat(33),
+            "../../../../../../../../etc/x",
+        ] {
+            assert!(!is_preview_id(bad), "{bad}");
+        }
     }
 
     #[test]

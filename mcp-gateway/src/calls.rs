@@ -133,6 +133,8 @@ pub async fn execute(
         source: source.as_str().to_owned(),
         app_revision: call.app.revision.clone(),
         action_id: call.action_id.unwrap_or("").to_owned(),
+        // A draft preview's calls reach its scratch data, never the live file.
+        preview: call.caller.preview.clone().unwrap_or_default(),
     };
     let mut client = data.clone();
     let reply = match client.execute(request.clone()).await {

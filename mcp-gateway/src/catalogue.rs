@@ -173,12 +173,13 @@ impl TryFrom<&pb::CatalogueApp> for App {
 
 /// `GetCatalogue` for `principal`: every app they may use, or with `app_id`
 /// that app only with its data contract unless `known_contract_hash` is its
-/// current one. Converted here, once.
+/// current one; with `preview`, that app as its draft. Converted here, once.
 pub async fn fetch(
     core: &CoreClient,
     principal: &pb::Principal,
     app_id: Option<&str>,
     known_contract_hash: String,
+    preview: Option<&str>,
 ) -> Result<Catalogue, AppError> {
     let mut core = core.clone();
     let reply = core
@@ -186,6 +187,7 @@ pub async fn fetch(
             principal: Some(principal.clone()),
             app_id: app_id.unwrap_or_default().to_owned(),
             known_contract_hash,
+            preview: preview.unwrap_or_default().to_owned(),
         })
         .await
         .map_err(|status| AppError::from_status(&status))?

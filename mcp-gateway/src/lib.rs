@@ -462,6 +462,7 @@ async fn may_upload(gateway: &Gateway, caller: &auth::Caller) -> Result<bool, Ap
         &caller.principal,
         Some(app_id),
         gateway.contracts.hint(app_id),
+        caller.preview.as_deref(),
     )
     .await?;
     Ok(catalogue

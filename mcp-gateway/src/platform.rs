@@ -14,8 +14,9 @@
 //! studio-core, which checks its shape and stores it for admins.
 
 pub use sasha_contract::tools::{
-    CREATE_APP, DELETE_APP, DIFF_APP_REVISIONS, GET_DOCS, HISTORY_TOOLS, LIFECYCLE_TOOLS,
-    LIST_APP_REVISIONS, READ_APP_REVISION_FILE, RESTORE_APP, REVERT_APP, SUGGEST, WITHDRAW_APP,
+    CREATE_APP, DELETE_APP, DIFF_APP_REVISIONS, DISCARD_APP_DRAFT, DRAFT_TOOLS, GET_DOCS,
+    HISTORY_TOOLS, LIFECYCLE_TOOLS, LIST_APP_REVISIONS, PUBLISH_APP_DRAFT, READ_APP_REVISION_FILE,
+    RESTORE_APP, REVERT_APP, SUGGEST, WITHDRAW_APP,
 };
 use sasha_contract::tools::{CREATE_APP_MAX_DESCRIPTION_CHARS, CREATE_APP_MAX_NAME_CHARS};
 use sasha_proto::pb::{self, SourceReplyKind};
@@ -52,6 +53,7 @@ pub fn is_platform_tool(name: &str) -> bool {
     SOURCE_TOOLS.contains(&name)
         || HISTORY_TOOLS.contains(&name)
         || LIFECYCLE_TOOLS.contains(&name)
+        || DRAFT_TOOLS.contains(&name)
         || name == CREATE_APP
         || name == GET_DOCS
         || name == SUGGEST
@@ -67,6 +69,10 @@ pub fn writes_source(caller: &Caller) -> bool {
 
 fn app_property() -> Value {
     json!({"type": "string", "pattern": "^[a-z][a-z0-9]*(-[a-z0-9]+)*$", "maxLength": 60, "description": "The app id (lowercase kebab-case), as shown by open_app__<id> (with _ for -) or listAppFiles."})
+}
+
+fn draft_property() -> Value {
+    json!({"type": "boolean", "description": "true: work on your draft of this app instead of the live app. A draft is not live: the person previews it in Studio, and publishAppDraft makes it live. Omit it to work on the live app."})
 }
 
 fn path_property() -> Value {
@@ -111,7 +117,7 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
             "listAppFiles",
             "List the source files of a Sasha App you manage",
             "List every source file in the app package with its byte size and version, plus the package status. When status.ok is false the app is NOT usable until the listed diagnostics are fixed; each names the package file, the line when known, the error code and a reason. Call it before you change an app.",
-            object(json!({"app": app_property()}), &["app"]),
+            object(json!({"app": app_property(), "draft": draft_property()}), &["app"]),
             true,
             false,
         ));
@@ -119,7 +125,7 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
             "readAppFile",
             "Read one source file of a Sasha App you manage",
             "Read one file of the app package with its version; pass that version as expectedVersion when you change the file. A text file comes as it is; a binary asset (.png .jpg .jpeg .webp .gif .woff2) comes as base64 with encoding: \"base64\".",
-            object(json!({"app": app_property(), "path": path_property()}), &["app", "path"]),
+            object(json!({"app": app_property(), "path": path_property(), "draft": draft_property()}), &["app", "path"]),
             true,
             false,
         ));
@@ -127,7 +133,7 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
             "writeAppFile",
             "Create or replace one source file of a Sasha App you manage",
             "Write a whole file (at most 1 MiB). Send a text file as it is; send a binary asset (.png .jpg .jpeg .webp .gif .woff2) as base64 with encoding: \"base64\": it is refused unless it decodes as an asset of its extension. expectedVersion is required when the file exists. The change is live at once and is never refused for breaking validation: the result's status says whether the app validates, with diagnostics to fix.",
-            object(json!({"app": app_property(), "path": path_property(), "content": {"type": "string", "maxLength": MAX_CONTENT_CHARS, "description": "The whole text, or for a binary asset its bytes in base64 (at most 1 MiB either way)."}, "expectedVersion": version_property("of the file you replace"), "encoding": {"type": "string", "enum": ["base64"], "description": "Only for binary assets: content is their bytes in standard base64. Omit it for text."}}), &["app", "path", "content"]),
+            object(json!({"app": app_property(), "path": path_property(), "content": {"type": "string", "maxLength": MAX_CONTENT_CHARS, "description": "The whole text, or for a binary asset its bytes in base64 (at most 1 MiB either way)."}, "expectedVersion": version_property("of the file you replace"), "encoding": {"type": "string", "enum": ["base64"], "description": "Only for binary assets: content is their bytes in standard base64. Omit it for text."}, "draft": draft_property()}), &["app", "path", "content"]),
             false,
             true,
         ));
@@ -135,7 +141,7 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
             "editAppFile",
             "Replace one exact piece of text in a source file of a Sasha App you manage",
             "Replace oldString with newString in one file; oldString must occur exactly once. The result's status says whether the app validates.",
-            object(json!({"app": app_property(), "path": path_property(), "oldString": {"type": "string", "minLength": 1, "maxLength": 1048576}, "newString": {"type": "string", "maxLength": 1048576}, "expectedVersion": version_property("of the file")}), &["app", "path", "oldString", "newString", "expectedVersion"]),
+            object(json!({"app": app_property(), "path": path_property(), "oldString": {"type": "string", "minLength": 1, "maxLength": 1048576}, "newString": {"type": "string", "maxLength": 1048576}, "expectedVersion": version_property("of the file"), "draft": draft_property()}), &["app", "path", "oldString", "newString", "expectedVersion"]),
             false,
             true,
         ));
@@ -143,21 +149,22 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
             "deleteAppFile",
             "Delete one source file of a Sasha App you manage",
             "Delete one file of the package (APP.md cannot be deleted). The result's status says whether the app still validates.",
-            object(json!({"app": app_property(), "path": path_property(), "expectedVersion": version_property("of the file")}), &["app", "path", "expectedVersion"]),
+            object(json!({"app": app_property(), "path": path_property(), "expectedVersion": version_property("of the file"), "draft": draft_property()}), &["app", "path", "expectedVersion"]),
             false,
             true,
         ));
         tools.push(tool(
             "checkApp",
             "Validate a Sasha App you manage",
-            "Validate the package again, including its migrations against the live database, and return its status.",
-            object(json!({"app": app_property()}), &["app"]),
+            "Validate the package again, including its migrations against the live database, and return its status. With draft: true, validate your draft and review what publishing it would do: the files that differ from the live app, the migrations it would apply, table and column changes, and anything that blocks publishing.",
+            object(json!({"app": app_property(), "draft": draft_property()}), &["app"]),
             true,
             false,
         ));
     }
     if writes_source(caller) {
         tools.push(create_app_tool());
+        tools.extend(draft_tools());
         tools.extend(history_tools());
         tools.extend(lifecycle_tools());
     }
@@ -254,6 +261,81 @@ pub fn create_text(reply: &pb::CreateAppReply) -> String {
         reply.app,
         source_text("checkApp", &check)
     )
+}
+
+// --- the draft tools --------------------------------------------------------
+
+fn draft_tools() -> Vec<Value> {
+    vec![
+        tool(
+            PUBLISH_APP_DRAFT,
+            "Publish your draft of a Sasha App",
+            "Make your draft of the app its live revision for every user: the draft's new migrations are applied to the live data in one transaction, then its files replace the live ones. The person is asked to approve first, shown the schema changes; without their approval nothing is published. expectedRevision is the draft's baseRevision (checkApp with draft: true shows it); publishing is refused when the live app changed since the draft began, when the draft does not validate, or when it would drop or edit an applied migration.",
+            object(
+                json!({"app": app_property(), "expectedRevision": {"type": "string", "pattern": "^([0-9a-f]{64})?$", "description": "The draft's baseRevision: the live revision it began from."}}),
+                &["app", "expectedRevision"],
+            ),
+            false,
+            true,
+        ),
+        tool(
+            DISCARD_APP_DRAFT,
+            "Discard your draft of a Sasha App",
+            "Throw your draft of the app away, with its preview data; the live app is not changed.",
+            object(json!({"app": app_property()}), &["app"]),
+            false,
+            true,
+        ),
+    ]
+}
+
+/// The `CoreService.Draft` request of the draft tool `name`; a publication
+/// carries `approval` (unspecified until the person approved).
+pub fn draft_request(
+    name: &str,
+    principal: &pb::Principal,
+    args: &Value,
+    approval: pb::DraftApproval,
+) -> Option<pb::DraftRequest> {
+    use pb::draft_request::Operation;
+    let operation = match name {
+        PUBLISH_APP_DRAFT => Operation::Publish(pb::DraftPublishRequest {
+            expected_revision: args["expectedRevision"].as_str()?.to_owned(),
+            approval: approval as i32,
+        }),
+        DISCARD_APP_DRAFT => Operation::Discard(pb::DraftDiscardRequest {}),
+        _ => return None,
+    };
+    Some(pb::DraftRequest {
+        principal: Some(principal.clone()),
+        app_id: args["app"].as_str()?.to_owned(),
+        operation: Some(operation),
+    })
+}
+
+/// The text part and `structuredContent` of a draft tool's result.
+pub fn draft_result(reply: &pb::DraftReply) -> Option<(String, Value)> {
+    use pb::draft_reply::Result as R;
+    let value = sasha_proto::client_json::draft_reply(reply)?;
+    let text = match reply.result.as_ref()? {
+        R::Published(published) => {
+            let migrations = if published.migrations_applied.is_empty() {
+                "no migrations".to_owned()
+            } else {
+                published.migrations_applied.join(", ")
+            };
+            format!(
+                "Published the draft of {}: its live revision is now {} (was {}); applied {migrations}.",
+                reply.app, published.revision, published.previous_revision
+            )
+        }
+        R::Discarded(_) => format!(
+            "Discarded the draft of {}; the live app is unchanged.",
+            reply.app
+        ),
+        R::Draft(_) => format!("The draft of {}.", reply.app),
+    };
+    Some((text, value))
 }
 
 // --- the history tools ------------------------------------------------------
@@ -526,16 +608,7 @@ pub fn lifecycle_result(name: &str, reply: &pb::AppLifecycleReply) -> (String, V
     } else if name == DELETE_APP {
         text.push_str(" Its data file is kept.");
     }
-    let mut out = Map::new();
-    out.insert("app".into(), json!(app));
-    out.insert("changed".into(), json!(reply.changed));
-    out.insert("withdrawn".into(), json!(reply.withdrawn));
-    out.insert("packageDeleted".into(), json!(reply.package_deleted));
-    out.insert("dataDeleted".into(), json!(reply.data_deleted));
-    if let Some(backup) = &reply.data_backup {
-        out.insert("dataBackup".into(), json!(backup));
-    }
-    (text, Value::Object(out))
+    (text, sasha_proto::client_json::lifecycle(reply))
 }
 
 /// The `getDocs` answer for `section` (the contents without one).
@@ -600,6 +673,9 @@ pub fn source_json(reply: &pb::SourceFilesReply) -> Option<Value> {
         }
         SourceReplyKind::Unspecified => return None,
     }
+    if let Some(draft) = &reply.draft {
+        out.insert("draft".into(), sasha_proto::client_json::draft(draft));
+    }
     Some(Value::Object(out))
 }
 
@@ -639,6 +715,10 @@ pub fn source_text(operation: &str, reply: &pb::SourceFilesReply) -> String {
         _ => {}
     }
     let status = reply.status.clone().unwrap_or_default();
+    if let Some(draft) = &reply.draft {
+        draft_lines(draft, &status, &mut lines);
+        return lines.join("\n");
+    }
     if status.ok {
         lines.push(format!(
             "The app validates; its live revision is {}.",
@@ -661,6 +741,43 @@ pub fn source_text(operation: &str, reply: &pb::SourceFilesReply) -> String {
     lines.join("\n")
 }
 
+/// What a draft reply says after its files: whether the draft validates,
+/// what publishing would apply, and what blocks it.
+fn draft_lines(draft: &pb::DraftInfo, status: &pb::PackageStatus, lines: &mut Vec<String>) {
+    for change in &draft.changes {
+        lines.push(format!("Draft {} {}.", change.change, change.path));
+    }
+    if let Some(review) = &draft.review {
+        for migration in &review.migrations {
+            lines.push(format!("Publishing applies {}.", migration.file));
+        }
+        for widened in &review.read_widened {
+            lines.push(format!("{widened} (only an admin can publish this)."));
+        }
+    }
+    for diagnostic in &status.diagnostics {
+        let at = match diagnostic.line {
+            Some(line) => format!("{}:{line}", diagnostic.file),
+            None => diagnostic.file.clone(),
+        };
+        lines.push(format!("- {at} {}: {}", diagnostic.code, diagnostic.reason));
+    }
+    if draft.base_revision != draft.live_revision {
+        lines.push("The live app changed since this draft began: it cannot be published; discard it and start again.".to_owned());
+    } else if status.ok {
+        lines.push(format!(
+            "The draft validates (revision {}). It is not live: the person can preview it in Studio; publishAppDraft with expectedRevision {:?} makes it live after they approve.",
+            status.revision.as_deref().unwrap_or(""),
+            draft.base_revision
+        ));
+    } else {
+        lines.push(format!(
+            "The draft does not validate ({} problem(s)); fix them, then checkApp with draft: true.",
+            status.diagnostics.len()
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -676,6 +793,7 @@ mod tests {
                 username: "u".into(),
             },
             bound_app: None,
+            preview: None,
         }
     }
 
@@ -767,6 +885,126 @@ mod tests {
             CREATE_APP_MAX_DESCRIPTION_CHARS
         );
         assert_eq!(tool["_meta"]["ui"]["visibility"], json!(["model"]));
+    }
+
+    #[test]
+    fn draft_tools_are_listed_for_the_source_tools_callers_and_typed() {
+        let writer = caller("staff", &["apps:invoke", "apps:write"]);
+        let tools = tools_for(&writer);
+        for name in DRAFT_TOOLS {
+            let tool = tools.iter().find(|tool| tool["name"] == name).unwrap();
+            assert!(is_platform_tool(name));
+            assert_eq!(tool["annotations"]["destructiveHint"], true, "{name}");
+        }
+        for name in SOURCE_TOOLS {
+            let tool = tools.iter().find(|tool| tool["name"] == name).unwrap();
+            assert_eq!(
+                tool["inputSchema"]["properties"]["draft"]["type"], "boolean",
+                "{name}"
+            );
+        }
+        for (role, scopes) in [
+            ("staff", &["apps:invoke"][..]),
+            ("member", &["apps:invoke", "apps:write"][..]),
+        ] {
+            let listed = names(&caller(role, scopes));
+            assert!(
+                !listed
+                    .iter()
+                    .any(|name| DRAFT_TOOLS.contains(&name.as_str())),
+                "{role} {scopes:?}"
+            );
+        }
+        let args = json!({"app": "notes", "expectedRevision": "a".repeat(64)});
+        let request = draft_request(
+            PUBLISH_APP_DRAFT,
+            &writer.principal,
+            &args,
+            pb::DraftApproval::Unspecified,
+        )
+        .unwrap();
+        assert_eq!(request.app_id, "notes");
+        assert_eq!(
+            request.operation,
+            Some(pb::draft_request::Operation::Publish(
+                pb::DraftPublishRequest {
+                    expected_revision: "a".repeat(64),
+                    approval: pb::DraftApproval::Unspecified as i32,
+                }
+            ))
+        );
+        let discard = draft_request(
+            DISCARD_APP_DRAFT,
+            &writer.principal,
+            &json!({"app": "notes"}),
+            pb::DraftApproval::Unspecified,
+        )
+        .unwrap();
+        assert!(matches!(
+            discard.operation,
+            Some(pb::draft_request::Operation::Discard(_))
+        ));
+        assert!(
+            draft_request(
+                GET_DOCS,
+                &writer.principal,
+                &args,
+                pb::DraftApproval::Unspecified
+            )
+            .is_none()
+        );
+        let (text, value) = draft_result(&pb::DraftReply {
+            app: "notes".into(),
+            result: Some(pb::draft_reply::Result::Published(pb::DraftPublished {
+                revision: "b".into(),
+                previous_revision: "a".into(),
+                migrations_applied: vec!["migrations/002-x.sql".into()],
+                status: None,
+            })),
+        })
+        .unwrap();
+        assert!(text.contains("migrations/002-x.sql"), "{text}");
+        assert_eq!(value["published"]["revision"], "b");
+    }
+
+    #[test]
+    fn a_draft_reply_says_it_is_not_live() {
+        let draft = pb::DraftInfo {
+            preview_id: "p".into(),
+            base_revision: "r1".into(),
+            live_revision: "r1".into(),
+            changes: vec![pb::HistoryFileChange {
+                path: "app.js".into(),
+                change: "changed".into(),
+                ..pb::HistoryFileChange::default()
+            }],
+            ..pb::DraftInfo::default()
+        };
+        let status = pb::PackageStatus {
+            ok: true,
+            revision: Some("r2".into()),
+            diagnostics: Vec::new(),
+        };
+        let reply = pb::SourceFilesReply {
+            app: "notes".into(),
+            status: Some(status.clone()),
+            kind: SourceReplyKind::Check as i32,
+            draft: Some(draft.clone()),
+            ..pb::SourceFilesReply::default()
+        };
+        let text = source_text("checkApp", &reply);
+        assert!(text.contains("Draft changed app.js."), "{text}");
+        assert!(text.contains("It is not live"), "{text}");
+        assert!(!text.contains("its live revision is"), "{text}");
+        assert_eq!(source_json(&reply).unwrap()["draft"]["baseRevision"], "r1");
+        let stale = pb::SourceFilesReply {
+            draft: Some(pb::DraftInfo {
+                live_revision: "r9".into(),
+                ..draft
+            }),
+            ..reply
+        };
+        assert!(source_text("checkApp", &stale).contains("cannot be published"));
     }
 
     #[test]

@@ -155,6 +155,53 @@ fn declined() -> AppError {
     )
 }
 
+/// Asks the person behind a session client through `elicitation/create`;
+/// `Ok` only for an explicit yes ([`accepted`]). A client without the
+/// capability, a decline and a failure to ask are each
+/// `APP_CONFIRMATION_REQUIRED`.
+async fn ask_person(ctx: &RequestContext<RoleServer>, question: &str) -> Result<(), AppError> {
+    let elicits = ctx
+        .client_capabilities()
+        .is_some_and(|capabilities| capabilities.elicitation.is_some());
+    if !elicits {
+        return Err(AppError::from_code(ErrorCode::ConfirmationRequired));
+    }
+    let params: ElicitRequestParams = from_json(json!({
+        "mode": "form",
+        "message": question,
+        "requestedSchema": confirmation_schema(),
+    }))
+    .map_err(|_| AppError::from_code(ErrorCode::Internal))?;
+    match ctx
+        .peer
+        .create_elicitation_with_timeout(params, Some(ELICITATION_TIMEOUT))
+        .await
+    {
+        Ok(result) => {
+            let answer = json!({
+                "action": match result.action {
+                    ElicitationAction::Accept => "accept",
+                    ElicitationAction::Decline => "decline",
+                    _ => "cancel",
+                },
+                "content": result.content,
+            });
+            if accepted(&answer) {
+                Ok(())
+            } else {
+                Err(declined())
+            }
+        }
+        Err(error) => {
+            tracing::warn!(%error, "elicitation failed");
+            Err(AppError::new(
+                ErrorCode::ConfirmationRequired,
+                "the person could not be asked to confirm this change; nothing was written",
+            ))
+        }
+    }
+}
+
 /// A mutation about to run: confirmed (with the idempotency key it runs under)
 /// or answered without running.
 enum Gate {
@@ -212,11 +259,17 @@ impl SashaMcp {
         app_id: Option<&str>,
         known_contract_hash: String,
     ) -> Result<Catalogue, AppError> {
+        // A draft preview sees its one app, as the draft, and nothing else.
+        let app_id = match &caller.preview {
+            Some(_) => caller.bound_app.as_deref(),
+            None => app_id,
+        };
         catalogue::fetch(
             &self.gateway.core,
             &caller.principal,
             app_id,
             known_contract_hash,
+            caller.preview.as_deref(),
         )
         .await
     }
@@ -350,46 +403,9 @@ impl SashaMcp {
                 Err(error) => tool_error(error),
             });
         }
-        if !elicits {
-            return Gate::Answer(tool_error(AppError::from_code(
-                ErrorCode::ConfirmationRequired,
-            )));
-        }
-        let params: ElicitRequestParams = match from_json(json!({
-            "mode": "form",
-            "message": question,
-            "requestedSchema": confirmation_schema(),
-        })) {
-            Ok(params) => params,
-            Err(error) => return Gate::Answer(Err(error)),
-        };
-        match ctx
-            .peer
-            .create_elicitation_with_timeout(params, Some(ELICITATION_TIMEOUT))
-            .await
-        {
-            Ok(result) => {
-                let answer = json!({
-                    "action": match result.action {
-                        ElicitationAction::Accept => "accept",
-                        ElicitationAction::Decline => "decline",
-                        _ => "cancel",
-                    },
-                    "content": result.content,
-                });
-                if accepted(&answer) {
-                    Gate::Run(key)
-                } else {
-                    Gate::Answer(tool_error(declined()))
-                }
-            }
-            Err(error) => {
-                tracing::warn!(%error, "elicitation failed");
-                Gate::Answer(tool_error(AppError::new(
-                    ErrorCode::ConfirmationRequired,
-                    "the person could not be asked to confirm this change; nothing was written",
-                )))
-            }
+        match ask_person(ctx, &question).await {
+            Ok(()) => Gate::Run(key),
+            Err(error) => Gate::Answer(tool_error(error)),
         }
     }
 
@@ -529,6 +545,8 @@ impl SashaMcp {
         caller: &Caller,
         name: &str,
         args: Map<String, Value>,
+        request: &CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let listed = platform::tools_for(caller);
         let Some(tool) = listed.iter().find(|tool| tool["name"] == name) else {
@@ -608,6 +626,9 @@ impl SashaMcp {
                     Err(status) => tool_error(AppError::from_status(&status)),
                 }
             }
+            draft if platform::DRAFT_TOOLS.contains(&draft) => {
+                self.call_draft(caller, draft, &args, request, ctx).await
+            }
             lifecycle if platform::LIFECYCLE_TOOLS.contains(&lifecycle) => {
                 let Some(request) =
                     platform::lifecycle_request(lifecycle, &caller.principal, &args)
@@ -645,6 +666,132 @@ impl SashaMcp {
                 }
             }
         }
+    }
+}
+
+impl SashaMcp {
+    /// `publishAppDraft` and `discardAppDraft`. A publication is first asked
+    /// of studio-core without approval: it checks everything else and, when
+    /// only the approval is missing, answers `APP_CONFIRMATION_REQUIRED` with
+    /// the summary the person is then asked about; only their explicit yes
+    /// sends it again as approved. A session client is asked by
+    /// `elicitation/create`; a sessionless (2026-07-28) client gets the
+    /// question as an `input_required` result whose `requestState` is a
+    /// confirmation token bound to the call, redeemed once when it answers
+    /// yes. A chat session's model cannot approve its own publication, so it
+    /// is refused there (Studio's Draft page can).
+    async fn call_draft(
+        &self,
+        caller: &Caller,
+        name: &str,
+        args: &Value,
+        request: &CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let mut core = self.gateway.core.clone();
+        let draft = |approval| platform::draft_request(name, &caller.principal, args, approval);
+        let (Some(unapproved), Some(approved)) = (
+            draft(pb::DraftApproval::Unspecified),
+            draft(pb::DraftApproval::Elicitation),
+        ) else {
+            return tool_error(AppError::from_code(ErrorCode::InputInvalid));
+        };
+        let publishing = name == platform::PUBLISH_APP_DRAFT;
+        let sessionless = ctx
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        // The answer to a question asked earlier in this call's exchange.
+        if publishing
+            && sessionless
+            && let Some(state) = &request.request_state
+        {
+            let answer = request
+                .input_responses
+                .as_ref()
+                .and_then(|responses| responses.get("confirm"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            if !accepted(&answer) {
+                self.decline(caller, name, args, state).await;
+                return tool_error(declined());
+            }
+            if let Err(error) = self.confirm(caller, name, args, state, "").await {
+                return tool_error(error);
+            }
+            return draft_answer(core.draft(approved).await);
+        }
+        let reply = core.draft(unapproved).await;
+        let refused = match &reply {
+            Err(status) if publishing => AppError::from_status(status),
+            _ => return draft_answer(reply),
+        };
+        let summary = refused
+            .details
+            .as_ref()
+            .and_then(|details| details["summary"].as_str())
+            .map(str::to_owned);
+        let (ErrorCode::ConfirmationRequired, Some(summary)) = (refused.code, summary) else {
+            return tool_error(refused);
+        };
+        let from_studio = |error: AppError| {
+            AppError::new(
+                ErrorCode::ConfirmationRequired,
+                format!(
+                    "{} Nothing was published; the person can publish the draft from Studio's Draft page.",
+                    error.message
+                ),
+            )
+        };
+        if caller.is_chat_session() {
+            return tool_error(AppError::new(
+                ErrorCode::ConfirmationRequired,
+                "publishing needs the person's own approval: ask them to publish the draft from Studio's Draft page",
+            ));
+        }
+        if sessionless {
+            let elicits = ctx
+                .client_capabilities()
+                .is_some_and(|capabilities| capabilities.elicitation.is_some());
+            if !elicits {
+                return tool_error(from_studio(AppError::from_code(
+                    ErrorCode::ConfirmationRequired,
+                )));
+            }
+            let key = uuid::Uuid::new_v4().to_string();
+            return match self.confirm(caller, name, args, "", &key).await {
+                Ok(issued) => from_json::<InputRequiredResult>(json!({
+                    "resultType": "input_required",
+                    "inputRequests": {"confirm": {"method": "elicitation/create", "params": {"mode": "form", "message": summary, "requestedSchema": confirmation_schema()}}},
+                    "requestState": issued.token,
+                }))
+                .map(CallToolResponse::InputRequired),
+                Err(error) => tool_error(error),
+            };
+        }
+        if let Err(error) = ask_person(ctx, &summary).await {
+            return tool_error(if error.code == ErrorCode::ConfirmationRequired {
+                from_studio(error)
+            } else {
+                error
+            });
+        }
+        draft_answer(core.draft(approved).await)
+    }
+}
+
+/// A draft tool's result from studio-core's answer.
+fn draft_answer(
+    reply: Result<tonic::Response<pb::DraftReply>, tonic::Status>,
+) -> Result<CallToolResponse, McpError> {
+    match reply {
+        Ok(reply) => match platform::draft_result(&reply.into_inner()) {
+            Some((text, value)) => text_result(text, value),
+            None => {
+                tracing::error!("studio-core sent a draft reply without a result");
+                Err(McpError::internal_error("an internal error occurred", None))
+            }
+        },
+        Err(status) => tool_error(AppError::from_status(&status)),
     }
 }
 
@@ -956,6 +1103,8 @@ impl ServerHandler for SashaMcp {
                     &caller,
                     &name,
                     request.arguments.clone().unwrap_or_default(),
+                    &request,
+                    &ctx,
                 )
                 .await;
         }

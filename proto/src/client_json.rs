@@ -103,3 +103,103 @@ pub fn history(reply: &pb::HistoryReply) -> Option<Value> {
         }),
     })
 }
+
+/// A diagnostic list as [`status`] renders it.
+fn diagnostics(list: &[pb::Diagnostic]) -> Value {
+    status(&pb::PackageStatus {
+        ok: false,
+        revision: None,
+        diagnostics: list.to_vec(),
+    })["diagnostics"]
+        .take()
+}
+
+/// One app's draft: where it began, whether it validates, which files differ
+/// from the live app (with unified diffs when asked for), and what publishing
+/// would change besides files.
+pub fn draft(info: &pb::DraftInfo) -> Value {
+    let changes: Vec<Value> = info
+        .changes
+        .iter()
+        .map(|f| {
+            let mut out = Map::new();
+            out.insert("path".into(), json!(f.path));
+            out.insert("change".into(), json!(f.change));
+            out.insert("fromVersion".into(), json!(f.from_version));
+            out.insert("toVersion".into(), json!(f.to_version));
+            if let Some(unified) = &f.unified {
+                out.insert("unified".into(), json!(unified));
+            }
+            out.insert("binary".into(), json!(f.binary));
+            out.insert("truncated".into(), json!(f.truncated));
+            Value::Object(out)
+        })
+        .collect();
+    let review = info.review.as_ref().map(|review| {
+        let tables: Vec<Value> = review
+            .tables
+            .iter()
+            .map(|table| {
+                let columns: Vec<Value> = table
+                    .columns
+                    .iter()
+                    .map(|c| json!({"column": c.column, "change": c.change, "before": c.before, "after": c.after}))
+                    .collect();
+                json!({"table": table.table, "change": table.change, "columns": columns, "declaration": table.declaration})
+            })
+            .collect();
+        json!({
+            "migrations": review.migrations.iter().map(|m| json!({"file": m.file, "sql": m.sql})).collect::<Vec<_>>(),
+            "drift": diagnostics(&review.drift),
+            "tables": tables,
+            "readWidened": review.read_widened,
+            "needsAdmin": review.needs_admin,
+        })
+    });
+    json!({
+        "previewId": info.preview_id,
+        "baseRevision": info.base_revision,
+        "liveRevision": info.live_revision,
+        "stale": info.base_revision != info.live_revision,
+        "status": status(&info.status.clone().unwrap_or_default()),
+        "createdBy": info.created_by,
+        "createdAt": info.created_at,
+        "updatedAt": info.updated_at,
+        "changes": changes,
+        "review": review,
+    })
+}
+
+/// A draft reply (`checkApp` with draft, `publishAppDraft`,
+/// `discardAppDraft`); `None` for a reply without a result.
+pub fn draft_reply(reply: &pb::DraftReply) -> Option<Value> {
+    use pb::draft_reply::Result as R;
+    Some(match reply.result.as_ref()? {
+        R::Draft(info) => json!({"app": reply.app, "draft": draft(info)}),
+        R::Published(published) => json!({
+            "app": reply.app,
+            "published": {
+                "revision": published.revision,
+                "previousRevision": published.previous_revision,
+                "migrationsApplied": published.migrations_applied,
+                "status": status(&published.status.clone().unwrap_or_default()),
+            },
+        }),
+        R::Discarded(discarded) => json!({"app": reply.app, "discarded": discarded.discarded}),
+    })
+}
+
+/// A lifecycle reply (`withdrawApp`, `restoreApp`, `deleteApp`): where the
+/// app stands after the call, and whether the call changed it.
+pub fn lifecycle(reply: &pb::AppLifecycleReply) -> Value {
+    let mut out = Map::new();
+    out.insert("app".into(), json!(reply.app));
+    out.insert("changed".into(), json!(reply.changed));
+    out.insert("withdrawn".into(), json!(reply.withdrawn));
+    out.insert("packageDeleted".into(), json!(reply.package_deleted));
+    out.insert("dataDeleted".into(), json!(reply.data_deleted));
+    if let Some(backup) = &reply.data_backup {
+        out.insert("dataBackup".into(), json!(backup));
+    }
+    Value::Object(out)
+}

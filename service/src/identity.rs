@@ -223,6 +223,19 @@ impl Identity {
 
 /// Verifies a client's chain with webpki, then requires the end-entity certificate
 /// to be valid for one of the allowed roles' DNS names.
+/// The role whose certificate the caller of `request` presented in the mTLS
+/// handshake (the verifier already checked it chains to the CA and is one of
+/// the server's allowed callers); `None` without one.
+pub fn peer_role<T>(request: &tonic::Request<T>) -> Option<Role> {
+    let certificates = request.peer_certs()?;
+    let leaf = certificates.first()?;
+    let certificate = webpki::EndEntityCert::try_from(leaf).ok()?;
+    Role::ALL.into_iter().find(|role| {
+        ServerName::try_from(role.dns_name())
+            .is_ok_and(|name| certificate.verify_is_valid_for_subject_name(&name).is_ok())
+    })
+}
+
 #[derive(Debug)]
 struct RoleVerifier {
     inner: Arc<dyn ClientCertVerifier>,

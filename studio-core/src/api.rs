@@ -458,8 +458,42 @@ pub(crate) fn routes() -> axum::Router<Arc<Core>> {
             get(crate::history_http::diff_revisions),
         )
         .route(
+            "/api/apps/{app_id}/revisions/{revision}/file",
+            get(crate::history_http::read_file),
+        )
+        .route(
             "/api/apps/{app_id}/revert",
             post(crate::history_http::revert),
+        )
+        .route(
+            "/api/apps/{app_id}/draft",
+            get(crate::drafts_http::review)
+                .post(crate::drafts_http::start)
+                .delete(crate::drafts_http::discard),
+        )
+        .route(
+            "/api/apps/{app_id}/draft/resource",
+            get(crate::drafts_http::resource),
+        )
+        .route(
+            "/api/apps/{app_id}/draft/publish",
+            post(crate::drafts_http::publish),
+        )
+        .route(
+            "/api/apps/{app_id}/withdraw",
+            post(crate::lifecycle_http::withdraw),
+        )
+        .route(
+            "/api/apps/{app_id}/restore",
+            post(crate::lifecycle_http::restore),
+        )
+        .route(
+            "/api/apps/{app_id}/delete",
+            post(crate::lifecycle_http::delete),
+        )
+        .route(
+            "/api/withdrawn-apps",
+            get(crate::lifecycle_http::withdrawn_apps),
         )
         .route(
             "/api/apps/{app_id}/access/{user_id}",
@@ -703,16 +737,16 @@ struct AppsResponse {
 /// One immutable app resource, as MCP `resources/read` returns it.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct ResourceResponse {
-    uri: String,
+pub(crate) struct ResourceResponse {
+    pub(crate) uri: String,
     /// `text/html;profile=mcp-app`.
-    mime_type: String,
+    pub(crate) mime_type: String,
     /// The assembled HTML document.
-    text: String,
+    pub(crate) text: String,
     /// `{ui: {csp, permissions, prefersBorder, sasha}}`.
     #[serde(rename = "_meta")]
     #[schema(value_type = Object)]
-    meta: serde_json::Value,
+    pub(crate) meta: serde_json::Value,
 }
 
 /// One grant on an app.
@@ -770,7 +804,17 @@ pub(crate) struct ErrorEnvelope {
         recovery,
         crate::history_http::list_revisions,
         crate::history_http::diff_revisions,
+        crate::history_http::read_file,
         crate::history_http::revert,
+        crate::drafts_http::review,
+        crate::drafts_http::start,
+        crate::drafts_http::discard,
+        crate::drafts_http::resource,
+        crate::drafts_http::publish,
+        crate::lifecycle_http::withdraw,
+        crate::lifecycle_http::restore,
+        crate::lifecycle_http::delete,
+        crate::lifecycle_http::withdrawn_apps,
         list_access,
         grant_access,
         revoke_access,
@@ -796,6 +840,8 @@ pub(crate) struct ErrorEnvelope {
         crate::recovery::RecoveryTools,
         crate::recovery::RecoveryField,
         crate::history_http::RevertBody,
+        crate::drafts_http::PublishBody,
+        crate::lifecycle_http::DeleteBody,
         GrantEntry,
         GrantsResponse,
         GrantResponse,

@@ -353,6 +353,35 @@ impl CoreService for CoreGrpc {
         let (user_id, invokes) = caller(request.principal.as_ref())?;
         let snapshot = self.core.catalogue.current();
         let mut apps = Vec::new();
+        if !request.preview.is_empty() {
+            // A Studio session previewing a draft: that app only, as its
+            // draft, for a principal who manages it; else nothing at all.
+            if invokes
+                && let Some(principal) = request.principal.as_ref()
+                && principal.kind == "session"
+                && let Some(package) = crate::drafts::preview_package(
+                    &self.core,
+                    principal,
+                    &request.app_id,
+                    &request.preview,
+                )
+                .await
+            {
+                let entry = Entry::of(&request.app_id, &package);
+                let mut app = entry.app.clone();
+                app.access = AppAccess::Manage.as_str().to_owned();
+                if let Some(contract) = &entry.contract
+                    && contract.hash != request.known_contract_hash
+                {
+                    app.contract = Some(contract.clone());
+                }
+                apps.push(app);
+            }
+            return Ok(Response::new(pb::Catalogue {
+                fingerprint: snapshot.fingerprint.clone(),
+                apps,
+            }));
+        }
         if invokes {
             for (id, access) in self.granted(user_id).await? {
                 if !request.app_id.is_empty() && request.app_id != id {
@@ -497,6 +526,17 @@ impl CoreService for CoreGrpc {
     #[tracing::instrument(skip_all, name = "core.history")]
     async fn history(&self, request: Request<pb::HistoryRequest>) -> GrpcResult<pb::HistoryReply> {
         crate::history::rpc(&self.core, request.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(|error| error.to_status())
+    }
+
+    /// Reviews, publishes or discards an app's draft (the MCP tools
+    /// `checkApp` with draft, `publishAppDraft`, `discardAppDraft`); see
+    /// `crate::drafts`.
+    #[tracing::instrument(skip_all, name = "core.draft")]
+    async fn draft(&self, request: Request<pb::DraftRequest>) -> GrpcResult<pb::DraftReply> {
+        crate::drafts::rpc(&self.core, request.into_inner())
             .await
             .map(Response::new)
             .map_err(|error| error.to_status())

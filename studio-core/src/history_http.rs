@@ -1,5 +1,6 @@
 //! Studio's History panel over HTTP: `GET /api/apps/:appId/revisions`,
-//! `GET /api/apps/:appId/revisions/:revision/diff?from=` and
+//! `GET /api/apps/:appId/revisions/:revision/diff?from=`,
+//! `GET /api/apps/:appId/revisions/:revision/file?path=` and
 //! `POST /api/apps/:appId/revert`. Each builds the caller's `pb::Principal`
 //! from the session (or access token) and asks `crate::history::answer`,
 //! the function behind `CoreService.History`, so who may and every refusal
@@ -93,6 +94,37 @@ pub(crate) async fn diff_revisions(
         // A missing `from` is refused by the history's own argument check.
         from: query.from.unwrap_or_default(),
         to: revision,
+    });
+    ask(&core, &headers, app_id, operation).await
+}
+
+#[derive(Deserialize)]
+pub(crate) struct FileQuery {
+    path: Option<String>,
+}
+
+/// `GET /api/apps/:appId/revisions/:revision/file?path=`: one file of the
+/// app as it was at `revision`.
+#[utoipa::path(get, path = "/api/apps/{appId}/revisions/{revision}/file", params(
+    ("appId" = String, Path),
+    ("revision" = String, Path),
+    ("path" = String, Query, description = "the package-relative path")), responses(
+    (status = 200, description = "`{app, revision, path, content, bytes, version, encoding?}`, as readAppRevisionFile answers (a binary asset in base64 with encoding); Cache-Control: no-store", body = Object),
+    (status = 400, description = "a revision that is not 64 lowercase hex digits, or no path", body = crate::api::ErrorEnvelope),
+    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
+    (status = 403, description = "not admin or staff with manage on the app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
+    (status = 404, description = "the app never had that revision, or the revision has no such file", body = crate::api::ErrorEnvelope),
+    (status = 410, description = "the retention policy removed that revision (APP_REVISION_UNAVAILABLE)", body = crate::api::ErrorEnvelope)))]
+pub(crate) async fn read_file(
+    State(core): State<Arc<Core>>,
+    Path((app_id, revision)): Path<(String, String)>,
+    Query(query): Query<FileQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let operation = history_request::Operation::Read(pb::HistoryReadRequest {
+        revision,
+        // A missing path is refused by the history's own argument check.
+        path: query.path.unwrap_or_default(),
     });
     ask(&core, &headers, app_id, operation).await
 }

@@ -29,9 +29,12 @@ pub mod catalogue;
 pub mod chat;
 mod core_grpc;
 mod create;
+mod drafts;
+mod drafts_http;
 mod history;
 mod history_http;
 mod lifecycle;
+mod lifecycle_http;
 #[allow(
     clippy::result_large_err,
     reason = "guards return the finished refusal, as axum handlers do"
@@ -181,6 +184,8 @@ struct Core {
     uploads: Arc<uploads::UploadArea>,
     /// The OAuth authorization server's parked requests and rate window.
     oauth: oauth::OAuthState,
+    /// Each draft's validation, by its files' content addresses.
+    drafts: drafts::DraftCache,
 }
 
 impl Core {
@@ -340,6 +345,7 @@ pub async fn run(
             config.storage.uploads_root.clone(),
         )),
         oauth: oauth::OAuthState::new(config.origins.studio.as_str(), config.mcp_origin.as_str()),
+        drafts: drafts::DraftCache::default(),
     });
     let http_addr = listeners
         .http

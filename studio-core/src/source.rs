@@ -348,37 +348,19 @@ impl SourceTree {
     ) -> Result<Change, AppError> {
         let content = content.as_ref();
         let path = SourcePath::parse(path)?;
-        check_file_size(content.len())?;
-        if !is_binary(path.text) && std::str::from_utf8(content).is_err() {
-            return Err(invalid(format!("{} must be UTF-8 text", path.text)));
-        }
+        check_content(&path, content)?;
         let app = self.open_app(app_id)?;
         let lock = self.app_lock(app_id);
         let _held = lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut located = self.locate(app, &path)?;
-        let before = match (&located.file, expected_version) {
-            (Some(file), Some(expected)) => {
-                let current = file.mutable_version(path.text)?;
-                check_expected(path.text, &current, expected)?;
-                Some(current)
-            }
-            (Some(_), None) => {
-                return Err(conflict(format!(
-                    "{} already exists; read it and pass its version as expectedVersion to replace it",
-                    path.text
-                )));
-            }
-            (None, Some(_)) => {
-                return Err(conflict(format!(
-                    "{} does not exist (any more); write it without expectedVersion to create it",
-                    path.text
-                )));
-            }
-            (None, None) => {
-                self.check_collision(&located, &path)?;
-                None
-            }
+        let current = match &located.file {
+            Some(file) => Some(file.mutable_version(path.text)?),
+            None => None,
         };
+        let before = write_expectation(path.text, current, expected_version)?;
+        if before.is_none() {
+            self.check_collision(&located, &path)?;
+        }
         let old_bytes = located.file.as_ref().map(|file| file.bytes);
         self.check_package_limits(&located.folders[0], old_bytes, content.len() as u64)?;
         vet(path.text, Some(content))?;
@@ -404,16 +386,7 @@ impl SourceTree {
         vet: Vet<'_>,
     ) -> Result<Change, AppError> {
         let path = SourcePath::parse(path)?;
-        if is_binary(path.text) {
-            return Err(invalid(format!(
-                "{} is a binary asset; editAppFile changes text: replace the whole file with writeAppFile and encoding \"base64\"",
-                path.text
-            ))
-            .with_details(serde_json::json!({"cause": "BINARY_NOT_EDITABLE"})));
-        }
-        if old.is_empty() {
-            return Err(invalid("oldString must not be empty"));
-        }
+        check_editable(&path, old)?;
         let app = self.open_app(app_id)?;
         let lock = self.app_lock(app_id);
         let _held = lock.lock().unwrap_or_else(PoisonError::into_inner);
@@ -423,25 +396,7 @@ impl SourceTree {
         };
         let before = file.mutable_version(path.text)?;
         check_expected(path.text, &before, expected_version)?;
-        let text = std::str::from_utf8(file.contents(path.text)?)
-            .map_err(|_| invalid(format!("{} is not UTF-8 text", path.text)))?;
-        let at = match match_count(text, old) {
-            (1, Some(at)) => at,
-            (0, _) => {
-                return Err(invalid(format!(
-                    "oldString matched 0 times in {}; it must match exactly once (copy it exactly from a fresh read)",
-                    path.text
-                )));
-            }
-            (count, _) => {
-                return Err(invalid(format!(
-                    "oldString matched {count} times in {}; it must match exactly once (include more of the surrounding text)",
-                    path.text
-                )));
-            }
-        };
-        let edited = [&text[..at], new, &text[at + old.len()..]].concat();
-        check_file_size(edited.len())?;
+        let edited = edited_text(path.text, file.contents(path.text)?, old, new)?;
         self.check_package_limits(&located.folders[0], Some(file.bytes), edited.len() as u64)?;
         vet(path.text, Some(edited.as_bytes()))?;
         self.replace(located.parent(), &path, edited.as_bytes())?;
@@ -462,11 +417,7 @@ impl SourceTree {
         vet: Vet<'_>,
     ) -> Result<Change, AppError> {
         let path = SourcePath::parse(path)?;
-        if path.text == MANIFEST {
-            return Err(invalid(
-                "APP.md cannot be deleted: it is the app's manifest; edit it instead",
-            ));
-        }
+        check_deletable(&path)?;
         let app = self.open_app(app_id)?;
         let lock = self.app_lock(app_id);
         let _held = lock.lock().unwrap_or_else(PoisonError::into_inner);
@@ -681,29 +632,8 @@ impl SourceTree {
             .try_clone()
             .map_err(|error| internal("duplicate a folder descriptor", ".", error))?;
         let files = self.scan(app, false)?;
-        let count = files.len();
         let total: u64 = files.iter().map(|file| file.bytes).sum();
-        let count_after = if old_bytes.is_some() {
-            count
-        } else {
-            count + 1
-        };
-        let total_after = total - old_bytes.unwrap_or(0).min(total) + new_bytes;
-        if count_after > MAX_FILES && count_after > count {
-            return Err(AppError::new(
-                ErrorCode::ResourceLimit,
-                format!("a package may hold at most {MAX_FILES} files; it has {count}"),
-            ));
-        }
-        if total_after > MAX_PACKAGE_BYTES && total_after > total {
-            return Err(AppError::new(
-                ErrorCode::ResourceLimit,
-                format!(
-                    "a package may hold at most {MAX_PACKAGE_BYTES} bytes in all; this change would make it {total_after}"
-                ),
-            ));
-        }
-        Ok(())
+        check_limits(files.len(), total, old_bytes, new_bytes)
     }
 
     /// Creates the folders of `path` that [`SourceTree::locate`] found missing,
@@ -839,13 +769,13 @@ impl SourceTree {
 }
 
 /// A path that passed every [`PathRule`], split into its segments.
-struct SourcePath<'a> {
-    text: &'a str,
+pub(crate) struct SourcePath<'a> {
+    pub(crate) text: &'a str,
     segments: Vec<&'a str>,
 }
 
 impl<'a> SourcePath<'a> {
-    fn parse(text: &'a str) -> Result<SourcePath<'a>, AppError> {
+    pub(crate) fn parse(text: &'a str) -> Result<SourcePath<'a>, AppError> {
         let segments = check_path(text).map_err(|rule| invalid(rule.to_string()))?;
         Ok(SourcePath { text, segments })
     }
@@ -1161,7 +1091,7 @@ fn is_windows_reserved(segment: &str) -> bool {
 /// (lowercasing may denormalise). Simpler than full Unicode case folding
 /// (`ß` and `ss` do not collide) but it catches what the catalogue names:
 /// `App.js`/`app.js`, NFC/NFD `é.js`, and the Kelvin sign `K` vs `k`.
-fn collision_key(name: &str) -> String {
+pub(crate) fn collision_key(name: &str) -> String {
     name.nfkc()
         .collect::<String>()
         .to_lowercase()
@@ -1239,8 +1169,132 @@ fn file_size(stat: &Stat) -> u64 {
     u64::try_from(stat.st_size).unwrap_or(0)
 }
 
-fn version_of(bytes: &[u8]) -> String {
+pub(crate) fn version_of(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
+}
+
+// --- the rules of a change, wherever the package's files live -------------
+// The live folder (SourceTree) and a draft in the core database
+// (crate::drafts) apply the same rules through these.
+
+/// A new content for `path`: within [`MAX_FILE_BYTES`], and UTF-8 for a
+/// text file.
+pub(crate) fn check_content(path: &SourcePath<'_>, content: &[u8]) -> Result<(), AppError> {
+    check_file_size(content.len())?;
+    if !is_binary(path.text) && std::str::from_utf8(content).is_err() {
+        return Err(invalid(format!("{} must be UTF-8 text", path.text)));
+    }
+    Ok(())
+}
+
+/// The version a write replaces, given the file's `current` version (None:
+/// absent): `expected` is required when the file exists and must match it,
+/// and is refused for a file that does not exist.
+pub(crate) fn write_expectation(
+    path: &str,
+    current: Option<String>,
+    expected: Option<&str>,
+) -> Result<Option<String>, AppError> {
+    match (current, expected) {
+        (Some(current), Some(expected)) => {
+            check_expected(path, &current, expected)?;
+            Ok(Some(current))
+        }
+        (Some(_), None) => Err(conflict(format!(
+            "{path} already exists; read it and pass its version as expectedVersion to replace it"
+        ))),
+        (None, Some(_)) => Err(conflict(format!(
+            "{path} does not exist (any more); write it without expectedVersion to create it"
+        ))),
+        (None, None) => Ok(None),
+    }
+}
+
+/// An edit changes text, replacing a non-empty `old`.
+pub(crate) fn check_editable(path: &SourcePath<'_>, old: &str) -> Result<(), AppError> {
+    if is_binary(path.text) {
+        return Err(invalid(format!(
+            "{} is a binary asset; editAppFile changes text: replace the whole file with writeAppFile and encoding \"base64\"",
+            path.text
+        ))
+        .with_details(serde_json::json!({"cause": "BINARY_NOT_EDITABLE"})));
+    }
+    if old.is_empty() {
+        return Err(invalid("oldString must not be empty"));
+    }
+    Ok(())
+}
+
+/// `bytes` with the one occurrence of `old` replaced by `new`; 0 or more than
+/// one occurrence is refused, saying how many matched.
+pub(crate) fn edited_text(
+    path: &str,
+    bytes: &[u8],
+    old: &str,
+    new: &str,
+) -> Result<String, AppError> {
+    let text =
+        std::str::from_utf8(bytes).map_err(|_| invalid(format!("{path} is not UTF-8 text")))?;
+    let at = match match_count(text, old) {
+        (1, Some(at)) => at,
+        (0, _) => {
+            return Err(invalid(format!(
+                "oldString matched 0 times in {path}; it must match exactly once (copy it exactly from a fresh read)"
+            )));
+        }
+        (count, _) => {
+            return Err(invalid(format!(
+                "oldString matched {count} times in {path}; it must match exactly once (include more of the surrounding text)"
+            )));
+        }
+    };
+    let edited = [&text[..at], new, &text[at + old.len()..]].concat();
+    check_file_size(edited.len())?;
+    Ok(edited)
+}
+
+/// Every file but the manifest may be deleted.
+pub(crate) fn check_deletable(path: &SourcePath<'_>) -> Result<(), AppError> {
+    if path.text == MANIFEST {
+        return Err(invalid(
+            "APP.md cannot be deleted: it is the app's manifest; edit it instead",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a change that would take a package of `count` files and `total`
+/// bytes past [`MAX_FILES`] or [`MAX_PACKAGE_BYTES`], replacing a file of
+/// `old_bytes` (None: a new file) by `new_bytes`. A change that grows
+/// neither count is allowed even in a package already over a limit, so a
+/// package can always be brought back under.
+pub(crate) fn check_limits(
+    count: usize,
+    total: u64,
+    old_bytes: Option<u64>,
+    new_bytes: u64,
+) -> Result<(), AppError> {
+    let count_after = if old_bytes.is_some() {
+        count
+    } else {
+        count + 1
+    };
+    let total_after = total - old_bytes.unwrap_or(0).min(total) + new_bytes;
+    if count_after > MAX_FILES && count_after > count {
+        return Err(AppError::new(
+            ErrorCode::ResourceLimit,
+            format!("a package may hold at most {MAX_FILES} files; it has {count}"),
+        ));
+    }
+    if total_after > MAX_PACKAGE_BYTES && total_after > total {
+        return Err(AppError::new(
+            ErrorCode::ResourceLimit,
+            format!(
+                "a package may hold at most {MAX_PACKAGE_BYTES} bytes in all; this change would make it {total_after}"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn check_file_size(bytes: usize) -> Result<(), AppError> {
@@ -1253,7 +1307,7 @@ fn check_file_size(bytes: usize) -> Result<(), AppError> {
     Ok(())
 }
 
-fn check_expected(path: &str, current: &str, expected: &str) -> Result<(), AppError> {
+pub(crate) fn check_expected(path: &str, current: &str, expected: &str) -> Result<(), AppError> {
     if current.eq_ignore_ascii_case(expected.trim()) {
         Ok(())
     } else {
@@ -1267,11 +1321,11 @@ fn invalid(message: impl Into<String>) -> AppError {
     AppError::new(ErrorCode::InputInvalid, message)
 }
 
-fn conflict(message: impl Into<String>) -> AppError {
+pub(crate) fn conflict(message: impl Into<String>) -> AppError {
     AppError::new(ErrorCode::Conflict, message)
 }
 
-fn not_found(path: &str) -> AppError {
+pub(crate) fn not_found(path: &str) -> AppError {
     AppError::new(ErrorCode::RecordNotFound, format!("{path} does not exist"))
 }
 

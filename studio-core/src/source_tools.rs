@@ -33,22 +33,27 @@ use crate::store::{AppAccess, RevisionOrigin, RevisionSurface};
 /// The arguments of the six tools; unknown keys are refused.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct Arguments {
+pub(crate) struct Arguments {
     app: String,
     #[serde(default)]
-    path: Option<String>,
+    pub(crate) path: Option<String>,
     #[serde(default)]
-    content: Option<String>,
+    pub(crate) content: Option<String>,
     #[serde(default)]
-    old_string: Option<String>,
+    pub(crate) old_string: Option<String>,
     #[serde(default)]
-    new_string: Option<String>,
+    pub(crate) new_string: Option<String>,
     #[serde(default)]
-    expected_version: Option<String>,
+    pub(crate) expected_version: Option<String>,
     /// writeAppFile: `"base64"` for a binary asset's bytes (see
     /// [`crate::source::content_bytes`]); absent for text.
     #[serde(default)]
-    encoding: Option<String>,
+    pub(crate) encoding: Option<String>,
+    /// `true`: work on the app's draft (`crate::drafts`) instead of the live
+    /// package; a write starts the draft. Absent or `false`: the live
+    /// package, exactly as without drafts.
+    #[serde(default)]
+    draft: Option<bool>,
 }
 
 fn invalid(message: impl Into<String>) -> AppError {
@@ -108,7 +113,20 @@ pub(crate) async fn run(
     if arguments.app != app_id || !sasha_package::manifest::is_kebab_id(app_id) {
         return Err(invalid("app must be an app id in lowercase kebab-case"));
     }
+    let allowed: &[&str] = match operation {
+        "listAppFiles" | "checkApp" => &[],
+        "readAppFile" => &["path"],
+        "writeAppFile" => &["path", "content", "expectedVersion", "encoding"],
+        "editAppFile" => &["path", "oldString", "newString", "expectedVersion"],
+        "deleteAppFile" => &["path", "expectedVersion"],
+        _ => return Err(invalid("unknown source operation")),
+    };
+    only(&arguments, allowed)?;
     authorize_manager(core, principal, app_id).await?;
+    if arguments.draft == Some(true) {
+        return crate::drafts::source_operation(core, principal, operation, app_id, &arguments)
+            .await;
+    }
     let tree = core.source.clone();
     let app = app_id.to_owned();
     let guard = if matches!(operation, "writeAppFile" | "editAppFile" | "deleteAppFile") {
@@ -121,7 +139,6 @@ pub(crate) async fn run(
     let vet = move |path: &str, bytes: Option<&[u8]>| guard.vet(&vet_tree, &vet_app, path, bytes);
     let change = match operation {
         "listAppFiles" => {
-            only(&arguments, &[])?;
             let files = tokio::task::spawn_blocking(move || tree.list(&app))
                 .await
                 .map_err(|_| AppError::from_code(ErrorCode::Internal))??;
@@ -143,7 +160,6 @@ pub(crate) async fn run(
             });
         }
         "readAppFile" => {
-            only(&arguments, &["path"])?;
             let path = required(arguments.path, "path")?;
             let file = tokio::task::spawn_blocking(move || tree.read(&app, &path))
                 .await
@@ -160,7 +176,6 @@ pub(crate) async fn run(
             });
         }
         "checkApp" => {
-            only(&arguments, &[])?;
             let status = status(core, app_id).await;
             return Ok(pb::SourceFilesReply {
                 app: app_id.to_owned(),
@@ -170,10 +185,6 @@ pub(crate) async fn run(
             });
         }
         "writeAppFile" => {
-            only(
-                &arguments,
-                &["path", "content", "expectedVersion", "encoding"],
-            )?;
             let path = required(arguments.path, "path")?;
             let content = required(arguments.content, "content")?;
             // Decoded and, for a binary asset, checked as one before anything
@@ -188,10 +199,6 @@ pub(crate) async fn run(
             .await
         }
         "editAppFile" => {
-            only(
-                &arguments,
-                &["path", "oldString", "newString", "expectedVersion"],
-            )?;
             let path = required(arguments.path, "path")?;
             let old = required(arguments.old_string, "oldString")?;
             let new = required(arguments.new_string, "newString")?;
@@ -200,7 +207,6 @@ pub(crate) async fn run(
                 .await
         }
         "deleteAppFile" => {
-            only(&arguments, &["path", "expectedVersion"])?;
             let path = required(arguments.path, "path")?;
             let expected = required(arguments.expected_version, "expectedVersion")?;
             tokio::task::spawn_blocking(move || tree.delete(&app, &path, &expected, &vet)).await

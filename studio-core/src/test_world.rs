@@ -58,6 +58,7 @@ impl World {
             chat: crate::chat::ChatService::new(None),
             uploads: Arc::new(crate::uploads::UploadArea::new(dir.path().join("uploads"))),
             oauth: crate::oauth::OAuthState::new(STUDIO, STUDIO),
+            drafts: crate::drafts::DraftCache::default(),
         });
         World {
             dir,
@@ -88,6 +89,11 @@ impl World {
         }
     }
 
+    /// The staff user through a connection that may change apps.
+    pub(crate) fn writer(&self) -> pb::Principal {
+        World::principal(&self.staff, &WRITER)
+    }
+
     /// Creates `id` as the admin through the RPC; its first revision.
     pub(crate) async fn create_as_admin(&self, id: &str, with_table: bool) -> String {
         let reply = crate::create::rpc(
@@ -103,5 +109,63 @@ impl World {
         .await
         .unwrap();
         reply.status.unwrap().revision.unwrap()
+    }
+
+    /// A signed-in browser session of `user`, as its `Cookie` header value.
+    pub(crate) fn session(&self, user: &User) -> String {
+        let secret = self.store().create_session(&user.id).unwrap();
+        format!("sasha_session={secret}")
+    }
+
+    /// An access token of `user` holding `scopes`, as its `Authorization`
+    /// header value.
+    pub(crate) fn bearer(&self, user: &User, scopes: &[crate::store::Scope]) -> String {
+        let scopes = scopes.iter().copied().collect();
+        let token = self
+            .store()
+            .mint_token(&user.id, crate::store::TokenKind::Access, &scopes, None)
+            .unwrap();
+        format!("Bearer {token}")
+    }
+
+    /// One request through Studio's router; the status and the JSON body
+    /// (`null` when there is none). A success must be `no-store`.
+    pub(crate) async fn send(
+        &self,
+        method: &str,
+        uri: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (http::StatusCode, serde_json::Value) {
+        use http_body_util::BodyExt as _;
+        use tower::ServiceExt as _;
+        let mut request = http::Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("host", "localhost:3007");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = crate::router(self.core.clone())
+            .oneshot(
+                request
+                    .body(axum::body::Body::from(body.to_owned()))
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        let status = response.status();
+        if status.is_success() {
+            assert_eq!(
+                response.headers().get("cache-control").unwrap(),
+                "no-store",
+                "{method} {uri}"
+            );
+        }
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+        )
     }
 }

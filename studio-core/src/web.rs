@@ -81,6 +81,16 @@ const ASSETS: &[Asset] = &[
         content_type: JAVASCRIPT,
         bytes: include_str!("../web/history.js"),
     },
+    Asset {
+        name: "drafts.js",
+        content_type: JAVASCRIPT,
+        bytes: include_str!("../web/drafts.js"),
+    },
+    Asset {
+        name: "withdrawn.js",
+        content_type: JAVASCRIPT,
+        bytes: include_str!("../web/withdrawn.js"),
+    },
 ];
 
 /// The page, with this build's version filled in (`hostInfo.version`) and
@@ -261,6 +271,8 @@ mod tests {
             ("dom.js", JAVASCRIPT),
             ("newapp.js", JAVASCRIPT),
             ("history.js", JAVASCRIPT),
+            ("drafts.js", JAVASCRIPT),
+            ("withdrawn.js", JAVASCRIPT),
         ] {
             let (status, headers, body) = get(&format!("/studio/{name}"), &[]).await;
             assert_eq!(status, StatusCode::OK, "{name}");

@@ -185,3 +185,100 @@ export function diffRevisions(appId, from, to) {
 export function revertApp(appId, revision, expectedRevision) {
   return request("POST", `/api/apps/${segment(appId)}/revert`, { revision, expectedRevision });
 }
+
+/**
+ * `GET /api/apps/:id/draft` (managers with `apps:write`): `{app, draft}`, the
+ * app's one draft (`{previewId, baseRevision, liveRevision, stale, status,
+ * createdBy, createdAt, updatedAt, changes, review}`). Without a draft: a 404
+ * whose `details.cause` is "DRAFT_NOT_FOUND" (see `isNoDraft`).
+ */
+export function getDraft(appId) {
+  return request("GET", `/api/apps/${segment(appId)}/draft`);
+}
+
+/**
+ * Whether `error` is the answer for an app that has no draft: a 404 naming
+ * the cause "DRAFT_NOT_FOUND" (its code is the envelope's not-found code). Any
+ * other 404 (a hidden refusal carries no details) is not this.
+ */
+export function isNoDraft(error) {
+  return Boolean(
+    error &&
+      error.status === 404 &&
+      (error.code === "APP_RECORD_NOT_FOUND" || error.code === "APP_NOT_FOUND") &&
+      error.details &&
+      error.details.cause === "DRAFT_NOT_FOUND",
+  );
+}
+
+/** `POST /api/apps/:id/draft`: starts the draft (201) or answers the one there is (200); `{app, draft}`. */
+export function startDraft(appId) {
+  return request("POST", `/api/apps/${segment(appId)}/draft`);
+}
+
+/**
+ * `GET /api/apps/:id/draft/resource`: the draft's UI resource, the shape of
+ * `appResource` (`{uri, mimeType, text, meta}`); `APP_INPUT_INVALID` when the
+ * draft does not validate.
+ */
+export function draftResource(appId) {
+  return request("GET", `/api/apps/${segment(appId)}/draft/resource`);
+}
+
+/**
+ * `POST /api/apps/:id/draft/publish` with `{expectedRevision}` (the draft's
+ * `baseRevision`): `{app, published: {revision, previousRevision,
+ * migrationsApplied, status}}`. Refusals: `APP_CONFLICT` (the live app moved;
+ * `details.diagnostics`), `APP_ACCESS_DENIED`, `APP_INPUT_INVALID`,
+ * `APP_MIGRATION_FAILED`.
+ */
+export function publishDraft(appId, expectedRevision) {
+  return request("POST", `/api/apps/${segment(appId)}/draft/publish`, { expectedRevision });
+}
+
+/** `DELETE /api/apps/:id/draft`: `{app, discarded: true}`. */
+export function discardDraft(appId) {
+  return request("DELETE", `/api/apps/${segment(appId)}/draft`);
+}
+
+/**
+ * `GET /api/apps/:id/revisions/:revision/file?path=`: one file as it was at
+ * `revision`, `{app, revision, path, content, bytes, version, encoding?}`
+ * (`encoding` "base64" for a binary asset). 404 when the revision has no such file.
+ */
+export function revisionFile(appId, revision, path) {
+  return request(
+    "GET",
+    `/api/apps/${segment(appId)}/revisions/${segment(revision)}/file?path=${segment(path)}`,
+  );
+}
+
+/**
+ * `POST /api/apps/:id/withdraw` (admins): the app disappears for everyone, its
+ * data, history and grants kept; `{app, changed, withdrawn, packageDeleted, dataDeleted}`.
+ */
+export function withdrawApp(appId) {
+  return request("POST", `/api/apps/${segment(appId)}/withdraw`);
+}
+
+/** `POST /api/apps/:id/restore` (admins): the shape of `withdrawApp`; `APP_CONFLICT` when its package was deleted. */
+export function restoreApp(appId) {
+  return request("POST", `/api/apps/${segment(appId)}/restore`);
+}
+
+/**
+ * `POST /api/apps/:id/delete` with `{deleteData, confirmAppId}` (admins, a
+ * withdrawn app): deletes its package and, with `deleteData` and the id typed
+ * again, its data file (backed up first; the answer's `dataBackup` names it).
+ */
+export function deleteApp(appId, { deleteData = false, confirmAppId = "" } = {}) {
+  return request("POST", `/api/apps/${segment(appId)}/delete`, { deleteData: Boolean(deleteData), confirmAppId: String(confirmAppId) });
+}
+
+/**
+ * `GET /api/withdrawn-apps` (admins): `{apps: [{app, name, revision,
+ * withdrawnAt, withdrawnBy, packageDeleted, dataDeleted}]}`.
+ */
+export function listWithdrawnApps() {
+  return request("GET", "/api/withdrawn-apps");
+}

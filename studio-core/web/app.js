@@ -5,8 +5,10 @@
 // Routes live in the location hash so the server serves one page:
 // `#/` (no app open), `#/new` (the New app form), `#/apps/<id>` (the app open), `#/apps/<id>/access`
 // (the app open with its access panel), `#/apps/<id>/history` (the app's
-// revisions, diffs and revert, its own view closed), `#/apps/<id>/recovery` (the app's
-// rows in the generic recovery grid, its own view closed), `#/connections`
+// revisions, diffs and revert, its own view closed), `#/apps/<id>/draft` (the app's
+// draft: review, preview, publish or discard, its own view closed), `#/apps/<id>/recovery` (the app's
+// rows in the generic recovery grid, its own view closed), `#/withdrawn` (admins:
+// the withdrawn apps, to restore or delete), `#/connections`
 // (the MCP clients connected as the user), and `#/connect/<requestId>` (an MCP
 // client's authorization request: the consent card on its own, after sign-in,
 // without the shell). Every change of state is said in
@@ -17,8 +19,10 @@ import * as api from "./api.js";
 import { accessPanel } from "./access.js";
 import { recoveryPanel } from "./recovery.js";
 import { historyPanel } from "./history.js";
+import { draftPanel } from "./drafts.js";
 import { connectionsPanel, consentCard } from "./connect.js";
 import { newAppPanel } from "./newapp.js";
+import { withdrawConfirm, withdrawnPanel } from "./withdrawn.js";
 import { errorText, h, replaceChildren } from "./dom.js";
 import { createHost, styleVariables } from "./host.js";
 
@@ -45,7 +49,14 @@ const studio = {
    * (the consent card on its own). Only "shell" and "consent" follow the hash.
    */
   view: "loading",
+  /** Said first by the next Withdrawn apps page (what led there), then cleared. */
+  withdrawnNotice: "",
 };
+
+/** Admins: they may withdraw, restore and delete apps. */
+function isAdmin() {
+  return studio.user !== null && studio.user.role === "admin";
+}
 
 function canManageAccess() {
   return studio.user !== null && (studio.user.role === "admin" || studio.user.role === "staff");
@@ -61,12 +72,12 @@ function appById(id) {
 }
 
 /**
- * The current route from the hash: `page` is "home", "new", "app",
+ * The current route from the hash: `page` is "home", "new", "withdrawn", "app",
  * "connections" or "connect" (with `requestId`, which the server checks).
  */
 function route() {
   const hash = window.location.hash;
-  const none = { page: "home", appId: null, access: false, recovery: false, history: false, requestId: null };
+  const none = { page: "home", appId: null, access: false, recovery: false, history: false, draft: false, requestId: null };
   const connect = /^#\/connect\/([^/]*)$/.exec(hash);
   if (connect) {
     return { ...none, page: "connect", requestId: connect[1] };
@@ -77,11 +88,14 @@ function route() {
   if (hash === "#/new") {
     return { ...none, page: "new" };
   }
-  const match = /^#\/apps\/([a-z0-9-]{1,60})(\/access|\/recovery|\/history)?$/.exec(hash);
+  if (hash === "#/withdrawn") {
+    return { ...none, page: "withdrawn" };
+  }
+  const match = /^#\/apps\/([a-z0-9-]{1,60})(\/access|\/recovery|\/history|\/draft)?$/.exec(hash);
   if (!match) {
     return none;
   }
-  return { ...none, page: "app", appId: match[1], access: match[2] === "/access", recovery: match[2] === "/recovery", history: match[2] === "/history" };
+  return { ...none, page: "app", appId: match[1], access: match[2] === "/access", recovery: match[2] === "/recovery", history: match[2] === "/history", draft: match[2] === "/draft" };
 }
 
 function go(hash) {
@@ -341,6 +355,8 @@ function buildShell() {
   });
   const signOutButton = h("button", { type: "button", class: "button button-quiet", text: "Sign out", onclick: signOut });
   const connectionsLink = h("a", { class: "button button-quiet", href: "#/connections", text: "Connected clients" });
+  // Admins' way to the withdrawn apps (on phones, where the sidebar is hidden, the home page has one too).
+  const withdrawnLink = isAdmin() ? h("a", { class: "button button-quiet button-block sidebar-withdrawn", href: "#/withdrawn", text: "Withdrawn apps" }) : null;
   const appList = h("ul", { class: "app-list", role: "list" });
   const newAppButton = canCreateApps()
     ? h("button", { type: "button", class: "button button-block sidebar-new", text: "New app", onclick: () => go("#/new") })
@@ -377,11 +393,11 @@ function buildShell() {
     h(
       "div",
       { class: "layout" },
-      h("nav", { class: "sidebar", "aria-labelledby": "apps-heading" }, h("h2", { class: "sidebar-title", id: "apps-heading", text: "Apps" }), appList, newAppButton),
+      h("nav", { class: "sidebar", "aria-labelledby": "apps-heading" }, h("h2", { class: "sidebar-title", id: "apps-heading", text: "Apps" }), appList, newAppButton, withdrawnLink),
       h("div", { class: "pane-wrap" }, status, alert, main),
     ),
   );
-  studio.shell = { picker, appList, main, status, alert, signOut: signOutButton, connectionsLink, newAppButton, pane: null };
+  studio.shell = { picker, appList, main, status, alert, signOut: signOutButton, connectionsLink, withdrawnLink, newAppButton, pane: null };
   studio.view = "shell";
 }
 
@@ -458,6 +474,11 @@ function newAppAction() {
   return canCreateApps() ? h("button", { type: "button", class: "button button-primary empty-action", text: "New app", onclick: () => go("#/new") }) : null;
 }
 
+/** The Withdrawn apps link of the empty states, for admins (the sidebar is hidden on phones). */
+function withdrawnAction() {
+  return isAdmin() ? h("a", { class: "button button-quiet empty-action empty-withdrawn", href: "#/withdrawn", text: "Withdrawn apps" }) : null;
+}
+
 function emptyState() {
   if (studio.apps.length === 0) {
     const manager = canManageAccess();
@@ -473,6 +494,7 @@ function emptyState() {
             : "No apps yet — ask an admin or staff member for access.",
       }),
       newAppAction(),
+      withdrawnAction(),
     );
   }
   return h(
@@ -481,6 +503,7 @@ function emptyState() {
     h("h1", { class: "empty-title", id: "empty-title", text: "Choose an app" }),
     h("p", { text: canCreateApps() ? "Pick an app from the list to open it here, or create a new one. One app is open at a time." : "Pick an app from the list to open it here. One app is open at a time." }),
     newAppAction(),
+    withdrawnAction(),
   );
 }
 
@@ -525,6 +548,37 @@ async function showNewApp() {
   }
 }
 
+/** The Withdrawn apps page (admins): restore or delete; the sidebar follows. */
+async function showWithdrawn() {
+  await closeApp();
+  renderSidebar(null);
+  studio.shell.pane = null;
+  const notice = studio.withdrawnNotice;
+  studio.withdrawnNotice = "";
+  if (!isAdmin()) {
+    showAlert({ message: "Only admins can see withdrawn apps.", code: "APP_ACCESS_DENIED" });
+    history.replaceState(null, "", "#/");
+    replaceChildren(studio.shell.main, emptyState());
+    return;
+  }
+  // The list of apps changes under the page: a restored app is back, a withdrawn one gone.
+  const refresh = async () => {
+    if (await loadApps()) {
+      renderSidebar(null);
+    }
+  };
+  const panel = withdrawnPanel({
+    notice,
+    onRestored: refresh,
+    onDeleted: refresh,
+    onUnauthenticated: () => {
+      sessionEnded();
+    },
+  });
+  replaceChildren(studio.shell.main, panel);
+  panel.querySelector("h1").focus();
+}
+
 /** The renders in order: each waits for the one before (which may be closing an app). */
 let rendering = Promise.resolve();
 
@@ -563,9 +617,21 @@ async function renderNow() {
   if (!studio.shell) {
     return;
   }
+  if (studio.shell.withdrawnLink) {
+    if (current.page === "withdrawn") {
+      studio.shell.withdrawnLink.setAttribute("aria-current", "page");
+    } else {
+      studio.shell.withdrawnLink.removeAttribute("aria-current");
+    }
+  }
   if (current.page === "new") {
     studio.shell.connectionsLink.removeAttribute("aria-current");
     await showNewApp();
+    return;
+  }
+  if (current.page === "withdrawn") {
+    studio.shell.connectionsLink.removeAttribute("aria-current");
+    await showWithdrawn();
     return;
   }
   const onConnections = current.page === "connections";
@@ -587,7 +653,7 @@ async function renderNow() {
     panel.querySelector("h1").focus();
     return;
   }
-  const { appId, access, recovery, history: historyRoute } = current;
+  const { appId, access, recovery, history: historyRoute, draft: draftRoute } = current;
   const app = appId ? appById(appId) : null;
   renderSidebar(app ? app.id : null);
   if (!app) {
@@ -600,7 +666,14 @@ async function renderNow() {
     studio.shell.pane = null;
     return;
   }
-  const mode = recovery && app.access === "manage" ? "recovery" : historyRoute && canSeeHistory(app) ? "history" : "view";
+  const mode =
+    recovery && app.access === "manage"
+      ? "recovery"
+      : historyRoute && canSeeHistory(app)
+        ? "history"
+        : draftRoute && canSeeHistory(app)
+          ? "draft"
+          : "view";
   if (studio.openAppId !== app.id || studio.shell.pane === null || studio.shell.pane.mode !== mode) {
     await openApp(app, false, mode);
   }
@@ -610,7 +683,7 @@ async function renderNow() {
 // ---------------------------------------------------------------------------
 // The open app
 
-/** Managers of `app` whose session may write apps: the History panel's users. */
+/** Managers of `app` whose session may write apps: the History and Draft pages' users. */
 function canSeeHistory(app) {
   return app.access === "manage" && canCreateApps();
 }
@@ -623,6 +696,15 @@ function appPane(app, mode) {
         text: mode === "history" ? "Back to the app" : "History",
         title: mode === "history" ? null : "The app's revisions: see what changed and revert",
         onclick: () => go(mode === "history" ? `#/apps/${app.id}` : `#/apps/${app.id}/history`),
+      })
+    : null;
+  const draftButton = canSeeHistory(app)
+    ? h("button", {
+        type: "button",
+        class: "button",
+        text: mode === "draft" ? "Back to the app" : "Draft",
+        title: mode === "draft" ? null : "The app's draft: review, preview and publish or discard it",
+        onclick: () => go(mode === "draft" ? `#/apps/${app.id}` : `#/apps/${app.id}/draft`),
       })
     : null;
   const recoveryButton =
@@ -644,11 +726,24 @@ function appPane(app, mode) {
         onclick: () => go(route().access ? `#/apps/${app.id}` : `#/apps/${app.id}/access`),
       })
     : null;
+  const withdrawButton = isAdmin()
+    ? h("button", {
+        type: "button",
+        class: "button button-danger",
+        text: "Withdraw…",
+        title: "Hide the app from everyone, keeping its data, history and grants",
+        "aria-expanded": "false",
+      })
+    : null;
   const closeButton = h("button", { type: "button", class: "button button-quiet", text: "Close app", onclick: () => go("#/") });
   const status = h("p", { class: "status", role: "status", "aria-live": "polite" });
   const alert = h("div", { class: "alert", role: "alert", hidden: true });
   const frameSlot = h("div", { class: "frame-slot" });
   const accessSlot = h("div", { class: "access-slot" });
+  const lifecycleSlot = h("div", { class: "lifecycle-slot" });
+  if (withdrawButton) {
+    withdrawButton.addEventListener("click", () => toggleWithdraw(app, withdrawButton, lifecycleSlot));
+  }
   const element = h(
     "section",
     { class: "app-view", "aria-labelledby": "app-title" },
@@ -662,14 +757,48 @@ function appPane(app, mode) {
         h("p", { class: "app-description", text: app.description }),
         h("p", { class: "app-meta", text: `Version ${app.version} · ${app.access} access` }),
       ),
-      h("div", { class: "app-actions" }, recoveryButton, historyButton, accessButton, closeButton),
+      h("div", { class: "app-actions" }, recoveryButton, historyButton, draftButton, accessButton, withdrawButton, closeButton),
     ),
+    lifecycleSlot,
     accessSlot,
     status,
     alert,
     frameSlot,
   );
   return { app, mode, element, status, alert, frameSlot, accessSlot, accessButton, accessOpen: false };
+}
+
+/** Opens or closes the in-pane withdraw confirmation under the app's header. */
+function toggleWithdraw(app, button, slot) {
+  if (button.getAttribute("aria-expanded") === "true") {
+    replaceChildren(slot);
+    button.setAttribute("aria-expanded", "false");
+    button.focus();
+    return;
+  }
+  const confirm = withdrawConfirm({
+    app,
+    onCancel: () => {
+      replaceChildren(slot);
+      button.setAttribute("aria-expanded", "false");
+      button.focus();
+    },
+    onWithdrawn: async () => {
+      // Gone for everyone, admins too: close it, reload the list, show the withdrawn apps.
+      await closeApp();
+      studio.withdrawnNotice = `Withdrew ${app.name}: it is hidden from everyone until it is restored.`;
+      if (await loadApps()) {
+        renderSidebar(null);
+      }
+      go("#/withdrawn");
+    },
+    onUnauthenticated: () => {
+      sessionEnded();
+    },
+  });
+  replaceChildren(slot, confirm.element);
+  button.setAttribute("aria-expanded", "true");
+  confirm.focus();
 }
 
 function paneSay(pane, text) {
@@ -757,6 +886,45 @@ async function openApp(app, retried = false, mode = "view") {
     });
     replaceChildren(pane.frameSlot, panel);
     paneSay(pane, `${app.name}'s own view is closed while its history is open.`);
+    const heading = panel.querySelector("h2");
+    if (heading) {
+      heading.setAttribute("tabindex", "-1");
+      heading.focus();
+    }
+    return;
+  }
+  if (mode === "draft") {
+    // The app's own view stays closed: the page may preview the draft instead.
+    const panel = draftPanel({
+      app,
+      sandboxOrigin: studio.sandboxOrigin,
+      hostVersion: VERSION,
+      userRole: studio.user.role,
+      onPreviewHost: (host) => {
+        // The preview is the open host while it lasts; closing the app closes it.
+        if (host && generation !== studio.generation) {
+          host.close();
+          return;
+        }
+        studio.host = host;
+      },
+      onPublished: async () => {
+        // The app's revision changed: the sidebar and the next open use the new one.
+        if (await loadApps()) {
+          const fresh = appById(app.id);
+          renderSidebar(fresh ? fresh.id : null);
+          if (fresh) {
+            pane.app = fresh;
+          }
+        }
+      },
+      onClose: () => go(`#/apps/${app.id}`),
+      onUnauthenticated: () => {
+        sessionEnded();
+      },
+    });
+    replaceChildren(pane.frameSlot, panel);
+    paneSay(pane, `${app.name}'s own view is closed while its draft is open.`);
     const heading = panel.querySelector("h2");
     if (heading) {
       heading.setAttribute("tabindex", "-1");

@@ -4,6 +4,9 @@
 // removed or changed, unified text in a <pre>); "Revert to this revision"
 // asks again in the panel, then posts the revert with the current revision
 // as `expectedRevision`, so a change made meanwhile is refused, not lost.
+// Each changed file has "View file": the file as it is at the chosen revision
+// (or, for a file that revision lacks, at the current one) in a <pre>; a
+// binary asset is named with its size instead of shown as base64.
 
 import * as api from "./api.js";
 import { errorText, h, panelMessages, replaceChildren } from "./dom.js";
@@ -17,6 +20,41 @@ function short(revision) {
 function when(seconds) {
   const date = new Date(Number(seconds) * 1000);
   return Number.isNaN(date.getTime()) ? String(seconds) : date.toLocaleString();
+}
+
+/** How many bytes, said for people: "1 byte", "12 bytes", "3.4 KB". */
+export function byteText(bytes) {
+  const n = Number(bytes);
+  if (!Number.isFinite(n) || n < 0) {
+    return "an unknown number of bytes";
+  }
+  if (n < 1024) {
+    return `${n} byte${n === 1 ? "" : "s"}`;
+  }
+  if (n < 1024 * 1024) {
+    return `${(n / 1024).toFixed(1)} KB (${n} bytes)`;
+  }
+  return `${(n / (1024 * 1024)).toFixed(1)} MB (${n} bytes)`;
+}
+
+/**
+ * What "View file" shows for a `GET …/revisions/:rev/file` answer: the text
+ * itself, or for a binary asset (`encoding` "base64") one sentence instead.
+ */
+export function fileView(answer) {
+  const path = answer && answer.path ? String(answer.path) : "This file";
+  if (answer && answer.encoding && answer.encoding !== "utf-8") {
+    return { binary: true, text: `${path} is a binary asset of ${byteText(answer.bytes)}; it is not shown here.` };
+  }
+  return { binary: false, text: answer && typeof answer.content === "string" ? answer.content : "" };
+}
+
+/**
+ * Which revision "View file" reads a diff entry at: the chosen revision
+ * unless the file is not in it (reverting would remove it), then the current one.
+ */
+export function viewRevision(file, chosen, current) {
+  return file && file.change === "removed" ? current : chosen;
 }
 
 /**
@@ -158,7 +196,7 @@ export function historyPanel({ app, onReverted = () => {}, onClose = () => {}, o
         : h(
             "ul",
             { class: "history-files" },
-            files.map((file) => h("li", { text: `${file.change} ${file.path}${file.binary ? " (binary)" : ""}${file.truncated ? " (diff left out)" : ""}` })),
+            files.map((file) => fileItem(file, revision, now)),
           ),
       files
         .filter((file) => typeof file.diff === "string")
@@ -166,6 +204,63 @@ export function historyPanel({ app, onReverted = () => {}, onClose = () => {}, o
       diff.truncated ? h("p", { class: "hint", text: "Some diffs were left out to keep the answer bounded." }) : null,
       h("div", { class: "form-actions" }, revertButton),
       confirmSlot,
+    );
+  }
+
+  /** One changed file: what changed, and "View file" with its viewer. */
+  function fileItem(file, revision, now) {
+    const at = viewRevision(file, revision.revision, now.revision);
+    const label = `${file.path} at ${short(at)}${at === now.revision ? " (current)" : ""}`;
+    const viewer = h("div", { class: "history-file-view" });
+    const view = h("button", {
+      type: "button",
+      class: "button button-small",
+      text: "View file",
+      "aria-label": `View ${label}`,
+      "aria-expanded": "false",
+    });
+    view.addEventListener("click", async () => {
+      if (view.getAttribute("aria-expanded") === "true") {
+        replaceChildren(viewer);
+        view.setAttribute("aria-expanded", "false");
+        view.setAttribute("aria-label", `View ${label}`);
+        view.textContent = "View file";
+        return;
+      }
+      view.disabled = true;
+      clearAlert();
+      replaceChildren(viewer, h("p", { class: "hint", text: `Loading ${label}…` }));
+      let answer;
+      try {
+        answer = await api.revisionFile(app.id, at, file.path);
+      } catch (error) {
+        view.disabled = false;
+        replaceChildren(viewer);
+        fail(error);
+        return;
+      }
+      view.disabled = false;
+      const shown = fileView(answer);
+      replaceChildren(
+        viewer,
+        shown.binary
+          ? h("p", { class: "history-file-binary", text: shown.text })
+          : h("pre", { class: "history-diff history-file", "aria-label": `${label}`, tabindex: "0", text: shown.text }),
+      );
+      view.setAttribute("aria-expanded", "true");
+      view.setAttribute("aria-label", `Hide ${label}`);
+      view.textContent = "Hide file";
+    });
+    return h(
+      "li",
+      { class: "history-file-item", dataset: { path: file.path } },
+      h(
+        "div",
+        { class: "history-file-line" },
+        h("span", { class: "history-file-name", text: `${file.change} ${file.path}${file.binary ? " (binary)" : ""}${file.truncated ? " (diff left out)" : ""}` }),
+        view,
+      ),
+      viewer,
     );
   }
 

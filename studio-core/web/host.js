@@ -17,7 +17,8 @@
 //   Initialization that has not finished after INIT_TIMEOUT_MS fails visibly
 //   (`onError`) and the frame is removed.
 // - A `tools/call` goes to Studio's `/mcp` with the user's session cookie and
-//   `Sasha-App: <app id>`, and only for a tool the gateway listed for this app
+//   `Sasha-App: <app id>` (and, for a draft's preview, `Sasha-Preview:
+//   <previewId>` on every request, tools/list included), and only for a tool the gateway listed for this app
 //   with "app" in its visibility and a name of this app; anything else is
 //   refused here (-32000) and never sent.
 // - A ready view is pinged every WATCHDOG_INTERVAL_MS; one that does not answer
@@ -368,6 +369,9 @@ function scanEvents(buffer, id, onNotification) {
  * - `confirm(text)`, `openWindow(url)`: for `ui/open-link`.
  * - `logger`: where `notifications/message` goes (default: console).
  * - `window`: the Studio window (default: globalThis), `mcpUrl` (default "/mcp").
+ * - `preview` (string): a draft's `previewId`. Every `/mcp` request then also
+ *   carries `Sasha-Preview: <previewId>`, so the gateway serves the draft's
+ *   tools over a scratch copy of the data; without it no request carries it.
  *
  * Returns `{iframe, ready, close, updateHostContext, state}`; `ready` resolves
  * when the view is initialized and rejects with a HostFailure otherwise.
@@ -386,6 +390,7 @@ export function createHost(options) {
   const logger = options.logger || console;
   const mcpUrl = options.mcpUrl || "/mcp";
   const hostVersion = String(options.hostVersion || "0");
+  const preview = typeof options.preview === "string" && options.preview !== "" ? options.preview : null;
   const { app, resource, iframeParent } = options;
   const sandboxOrigin = String(options.sandboxOrigin || "");
 
@@ -707,6 +712,9 @@ export function createHost(options) {
       "Mcp-Method": method,
       "Sasha-App": app.id,
     };
+    if (preview !== null) {
+      headers["Sasha-Preview"] = preview;
+    }
     if (toolName !== null) {
       headers["Mcp-Name"] = toolName;
     }

@@ -5,14 +5,15 @@
 //  1. the dev admin opens the app: History sits next to Recovery;
 //  2. History lists both revisions newest first, the current one marked;
 //  3. choosing the first shows what reverting to it would change (the added
-//     file removed);
+//     file removed, styles.css changed); "View file" shows styles.css as it
+//     was at the first revision, and a removed file at the current one;
 //  4. "Revert to this revision" asks in the panel; Cancel leaves everything;
 //     confirming reverts and the list marks the first revision current;
 //  5. screenshots of the list, the diff, the confirmation and the result at
 //     1440 and 375 px.
 //
 // Environment (set by tests/browser_history.rs): CHROMIUM, STUDIO_URL,
-// ADMIN_USER, ADMIN_PASSWORD, FIRST, SECOND, ARTIFACTS.
+// ADMIN_USER, ADMIN_PASSWORD, FIRST, SECOND, STYLES_FIRST, ARTIFACTS.
 
 import fs from "node:fs";
 
@@ -24,6 +25,7 @@ const STUDIO = env("STUDIO_URL");
 const ADMIN = { username: env("ADMIN_USER"), password: env("ADMIN_PASSWORD") };
 const FIRST = env("FIRST");
 const SECOND = env("SECOND");
+const STYLES_FIRST = env("STYLES_FIRST");
 const ARTIFACTS = env("ARTIFACTS");
 fs.mkdirSync(ARTIFACTS, { recursive: true });
 
@@ -70,7 +72,26 @@ async function run() {
   await items.nth(1).getByRole("button").click();
   await panel.getByRole("heading", { name: `Reverting to ${FIRST.slice(0, 12)} would change` }).waitFor();
   checks.ok(await panel.locator(".history-files").getByText("removed notes.txt").isVisible(), "the added file would be removed");
+  checks.ok(await panel.locator(".history-files").getByText("changed styles.css").isVisible(), "the edited file would change back");
   await screenshot(page, "history-diff", panel);
+
+  // --- 3b. View file: the file as it was at the older revision --------------
+  const stylesAtFirst = `styles.css at ${FIRST.slice(0, 12)}`;
+  await panel.getByRole("button", { name: `View ${stylesAtFirst}` }).click();
+  const shown = panel.getByLabel(stylesAtFirst, { exact: true });
+  await shown.waitFor();
+  checks.equal(await shown.evaluate((element) => element.tagName), "PRE", "the file is shown in a <pre>");
+  const content = await shown.textContent();
+  checks.equal(content, STYLES_FIRST, "View file shows styles.css as it was at the older revision");
+  checks.ok(!content.includes("Tuned on site"), "without the later edit");
+  await screenshot(page, "history-view-file", shown);
+  await panel.getByRole("button", { name: `Hide ${stylesAtFirst}` }).click();
+  checks.equal(await shown.count(), 0, "Hide file closes it");
+  // A file the older revision lacks is shown at the current one.
+  const notesNow = `notes.txt at ${SECOND.slice(0, 12)} (current)`;
+  await panel.getByRole("button", { name: `View ${notesNow}` }).click();
+  await panel.getByLabel(notesNow, { exact: true }).getByText("Fence post leaning at gate 3").waitFor();
+  checks.ok(true, "a removed file is shown as it is now");
 
   // --- 4. The revert, confirmed in the panel --------------------------------
   await panel.getByRole("button", { name: "Revert to this revision" }).click();

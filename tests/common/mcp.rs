@@ -370,6 +370,28 @@ impl McpWorld {
         format!("http://{}/mcp", self.backends.gateway.listener("http"))
     }
 
+    /// The same world after every role restarted (see
+    /// [`Harness::restart_backends`]); the gateway's URL changes.
+    pub async fn restart(self) -> McpWorld {
+        let McpWorld {
+            harness,
+            backends,
+            store,
+            staff,
+            member,
+            staff_token,
+        } = self;
+        let backends = harness.restart_backends(backends).await;
+        McpWorld {
+            harness,
+            backends,
+            store,
+            staff,
+            member,
+            staff_token,
+        }
+    }
+
     pub fn client(&self, token: &str) -> Mcp {
         Mcp::sessionless(&self.url(), token)
     }

@@ -146,6 +146,16 @@ impl Harness {
         }
     }
 
+    /// Stops every role of `backends` (gateway, then core, then data-worker),
+    /// then starts all three again on the same state: nothing of the old
+    /// processes' memory is left.
+    pub async fn restart_backends(&self, backends: Backends) -> Backends {
+        for process in [backends.gateway, backends.core, backends.data] {
+            process.stop().await;
+        }
+        self.start_backends().await
+    }
+
     /// One more mcp-gateway replica, wired to `backends`' studio-core and
     /// data-worker.
     pub async fn start_gateway(&self, backends: &Backends) -> RoleProcess {

@@ -11,13 +11,13 @@ use serde_json::json;
 
 use super::*;
 
-const APP: &str = "expense-log";
+pub(super) const APP: &str = "expense-log";
 
 /// The expense-log package's contract, built the way the validator builds it:
 /// its migrations in order, the structure their replay leaves, and the
 /// manifest's declarations (restated here; the validator's own tests prove the
 /// package valid).
-fn contract() -> DataContract {
+pub(super) fn contract() -> DataContract {
     use sasha_contract::data::{Access, TableDeclaration, contract_hash, sha256_hex};
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/packages/valid/expense-log");
     let mut files: Vec<_> = std::fs::read_dir(dir.join("migrations"))
@@ -64,15 +64,15 @@ fn contract() -> DataContract {
     }
 }
 
-fn raw(dir: &tempfile::TempDir) -> Connection {
+pub(super) fn raw(dir: &tempfile::TempDir) -> Connection {
     Connection::open(dir.path().join(format!("{APP}.sqlite"))).unwrap()
 }
 
-fn count(conn: &Connection, sql: &str) -> i64 {
+pub(super) fn count(conn: &Connection, sql: &str) -> i64 {
     conn.query_row(sql, [], |row| row.get(0)).unwrap()
 }
 
-fn table_names(conn: &Connection) -> Vec<String> {
+pub(super) fn table_names(conn: &Connection) -> Vec<String> {
     let mut statement = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
         .unwrap();
@@ -83,7 +83,7 @@ fn table_names(conn: &Connection) -> Vec<String> {
         .unwrap()
 }
 
-fn receipt(actor: &str, key: &str, input: &serde_json::Value) -> ReceiptKey {
+pub(super) fn receipt(actor: &str, key: &str, input: &serde_json::Value) -> ReceiptKey {
     ReceiptKey {
         actor: actor.into(),
         operation: "create".into(),
@@ -92,7 +92,7 @@ fn receipt(actor: &str, key: &str, input: &serde_json::Value) -> ReceiptKey {
     }
 }
 
-fn meta() -> AuditMeta {
+pub(super) fn meta() -> AuditMeta {
     AuditMeta {
         source: Source::Ui,
         app_revision: "rev-1".into(),
@@ -101,7 +101,7 @@ fn meta() -> AuditMeta {
 }
 
 /// A hand-built create of one category, as the grammar would run it.
-fn create_category(
+pub(super) fn create_category(
     name: &str,
 ) -> impl FnOnce(&Transaction<'_>) -> Result<MutationOutcome, AppError> + use<> {
     let name = name.to_owned();
@@ -123,7 +123,13 @@ fn create_category(
     }
 }
 
-fn add_category(engine: &Engine, contract: &DataContract, actor: &str, key: &str, name: &str) {
+pub(super) fn add_category(
+    engine: &Engine,
+    contract: &DataContract,
+    actor: &str,
+    key: &str,
+    name: &str,
+) {
     let input = json!({"name": name});
     engine
         .mutate(
@@ -1094,4 +1100,216 @@ fn a_removed_data_file_is_backed_up_first() {
         engine.back_up_and_remove("../x").unwrap_err().code,
         ErrorCode::NotFound
     );
+}
+
+/// `base` with one more migration (numbered next), its structure replayed
+/// and its hash recomputed the way the validator computes them; a migration
+/// that does not replay keeps `base`'s structure (it is meant to fail).
+pub(super) fn with_migration(base: &DataContract, name: &str, sql: &str) -> DataContract {
+    use sasha_contract::data::sha256_hex;
+    let mut contract = base.clone();
+    let number = u32::try_from(contract.migrations.len() + 1).unwrap();
+    contract.migrations.push(Migration {
+        file: format!("migrations/{number:03}-{name}.sql"),
+        number,
+        checksum: sha256_hex(sql.as_bytes()),
+        sql: sql.to_owned(),
+    });
+    rehash(&mut contract);
+    contract
+}
+
+/// Replays `contract`'s migrations into its structure (when they replay) and
+/// recomputes its hash.
+pub(super) fn rehash(contract: &mut DataContract) {
+    let replay = Connection::open_in_memory().unwrap();
+    if contract
+        .migrations
+        .iter()
+        .all(|m| replay.execute_batch(&m.sql).is_ok())
+    {
+        contract.schema = read_schema(&replay).unwrap();
+    }
+    contract.hash = sasha_contract::data::contract_hash(&contract.tables, &contract.migrations);
+}
+
+fn migration_rows(dir: &tempfile::TempDir) -> Vec<(u32, String, String, String)> {
+    let conn = raw(dir);
+    let mut statement = conn
+        .prepare("SELECT number, file, checksum, applied_at FROM _sasha_migrations ORDER BY number")
+        .unwrap();
+    statement
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[test]
+fn apply_contract_dry_run_reports_pending_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::new(dir.path());
+    let full = contract();
+    let files: Vec<String> = full.migrations.iter().map(|m| m.file.clone()).collect();
+    // No file: every migration is pending, nothing drifted, no file made.
+    let dry = engine.apply_contract(APP, &full, true).unwrap();
+    assert_eq!(dry.applied, files);
+    assert!(dry.drift.is_empty());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+    // A file at migration 1: 2 and a new 3 are pending.
+    let mut first = full.clone();
+    first.migrations.truncate(1);
+    rehash(&mut first);
+    engine.open(APP, &first).unwrap();
+    let draft = with_migration(
+        &full,
+        "colour",
+        "ALTER TABLE categories ADD COLUMN colour TEXT;",
+    );
+    let before = migration_rows(&dir);
+    assert_eq!(before.len(), 1);
+    let dry = engine.apply_contract(APP, &draft, true).unwrap();
+    assert_eq!(
+        dry.applied,
+        [files[1].clone(), "migrations/003-colour.sql".to_owned()]
+    );
+    assert!(dry.drift.is_empty());
+    assert_eq!(migration_rows(&dir), before);
+    assert_eq!(
+        count(
+            &raw(&dir),
+            "SELECT count(*) FROM pragma_table_info('categories') WHERE name = 'colour'"
+        ),
+        0
+    );
+    assert_eq!(
+        engine
+            .apply_contract("../x", &draft, true)
+            .unwrap_err()
+            .code,
+        ErrorCode::NotFound
+    );
+}
+
+#[test]
+fn apply_contract_applies_pending_migrations_in_one_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::new(dir.path());
+    let full = contract();
+    engine.open(APP, &full).unwrap();
+    add_category(&engine, &full, "alice", "k1", "Travel");
+    let draft = with_migration(
+        &full,
+        "colour",
+        "ALTER TABLE categories ADD COLUMN colour TEXT;",
+    );
+
+    // A later migration that fails takes the earlier pending one with it.
+    let broken = with_migration(&draft, "broken", "CREATE TABLE categories (id INTEGER);");
+    let error = engine.apply_contract(APP, &broken, false).unwrap_err();
+    assert_eq!(error.code, ErrorCode::MigrationFailed);
+    assert_eq!(migration_rows(&dir).len(), 2);
+    assert_eq!(
+        count(
+            &raw(&dir),
+            "SELECT count(*) FROM pragma_table_info('categories') WHERE name = 'colour'"
+        ),
+        0
+    );
+
+    let applied = engine.apply_contract(APP, &draft, false).unwrap();
+    assert_eq!(applied.applied, ["migrations/003-colour.sql"]);
+    assert!(applied.drift.is_empty());
+    let rows = migration_rows(&dir);
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[2].1, "migrations/003-colour.sql");
+    assert_eq!(
+        engine
+            .query(APP, &draft, "SELECT name, colour FROM categories", &[])
+            .unwrap()
+            .len(),
+        1
+    );
+    // Applying again applies nothing, from the open slot or a fresh engine.
+    assert!(
+        engine
+            .apply_contract(APP, &draft, false)
+            .unwrap()
+            .applied
+            .is_empty()
+    );
+    let engine = Engine::new(dir.path());
+    assert!(
+        engine
+            .apply_contract(APP, &draft, false)
+            .unwrap()
+            .applied
+            .is_empty()
+    );
+    assert!(
+        engine
+            .apply_contract(APP, &draft, true)
+            .unwrap()
+            .applied
+            .is_empty()
+    );
+    assert_eq!(migration_rows(&dir), rows);
+}
+
+#[test]
+fn apply_contract_with_drift_applies_nothing_and_reports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = contract();
+    Engine::new(dir.path()).open(APP, &full).unwrap();
+    let before = migration_rows(&dir);
+    let mut edited = with_migration(
+        &full,
+        "colour",
+        "ALTER TABLE categories ADD COLUMN colour TEXT;",
+    );
+    edited.migrations[0]
+        .sql
+        .push_str("\n-- edited after it was applied\n");
+    edited.migrations[0].checksum =
+        sasha_contract::data::sha256_hex(edited.migrations[0].sql.as_bytes());
+    rehash(&mut edited);
+    let expected = vec![Drift {
+        number: 1,
+        file: full.migrations[0].file.clone(),
+        kind: DriftKind::ChecksumChanged,
+        applied_checksum: full.migrations[0].checksum.clone(),
+        contract_checksum: Some(edited.migrations[0].checksum.clone()),
+    }];
+    // Without an open connection, then with one (the slot's handle is asked).
+    for engine in [Engine::new(dir.path()), {
+        let engine = Engine::new(dir.path());
+        engine.open(APP, &full).unwrap();
+        engine
+    }] {
+        let dry = engine.apply_contract(APP, &edited, true).unwrap();
+        assert_eq!(dry.drift, expected);
+        assert_eq!(dry.applied, ["migrations/003-colour.sql"]);
+        let refused = engine.apply_contract(APP, &edited, false).unwrap();
+        assert_eq!(refused.drift, expected);
+        assert!(refused.applied.is_empty());
+        assert_eq!(migration_rows(&dir), before);
+        assert_eq!(
+            count(
+                &raw(&dir),
+                "SELECT count(*) FROM pragma_table_info('categories') WHERE name = 'colour'"
+            ),
+            0
+        );
+    }
+    // A contract that drops an applied migration is drift too.
+    let mut shorter = full.clone();
+    shorter.migrations.truncate(1);
+    rehash(&mut shorter);
+    let refused = Engine::new(dir.path())
+        .apply_contract(APP, &shorter, false)
+        .unwrap();
+    assert_eq!(refused.drift.len(), 1);
+    assert_eq!(refused.drift[0].kind, DriftKind::NotInContract);
+    assert_eq!(migration_rows(&dir), before);
 }

@@ -13,10 +13,6 @@ use crate::store::{RevisionSurface, history_action};
 use crate::test_world::{WRITER, World};
 
 impl World {
-    fn writer(&self) -> pb::Principal {
-        World::principal(&self.staff, &WRITER)
-    }
-
     /// writeAppFile as the staff user; the new revision.
     async fn write(&self, id: &str, path: &str, content: &str) -> String {
         let tree = self.core.source.clone();

@@ -3,52 +3,10 @@
 //! answers), the Origin/JSON rules of the revert, and list, diff and revert
 //! with a stale `expectedRevision` refused.
 
-use axum::body::Body;
-use http::{Request, StatusCode};
-use http_body_util::BodyExt as _;
+use http::StatusCode;
 use serde_json::{Value, json};
-use tower::ServiceExt as _;
 
-use crate::store::User;
 use crate::test_world::{STUDIO, WRITER, World};
-
-async fn send(
-    world: &World,
-    method: &str,
-    uri: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> (StatusCode, Value) {
-    let mut request = Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("host", "localhost:3007");
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let response = crate::router(world.core.clone())
-        .oneshot(request.body(Body::from(body.to_owned())).unwrap())
-        .await
-        .unwrap();
-    let status = response.status();
-    if status.is_success() {
-        assert_eq!(
-            response.headers().get("cache-control").unwrap(),
-            "no-store",
-            "{method} {uri}"
-        );
-    }
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
-fn session(world: &World, user: &User) -> String {
-    let secret = world.store().create_session(&user.id).unwrap();
-    format!("sasha_session={secret}")
-}
 
 /// writeAppFile as the staff user through the source tools; the new revision.
 async fn write(world: &World, id: &str, path: &str, content: &str) -> String {
@@ -82,18 +40,24 @@ async fn history_routes_list_diff_and_revert_for_managers_only() {
     let first = world.create_as_admin("notes", false).await;
     let second = write(&world, "notes", "notes.txt", "one\ntwo\n").await;
     assert_ne!(first, second);
-    let admin = session(&world, &world.admin);
-    let member = session(&world, &world.member);
+    let admin = world.session(&world.admin);
+    let member = world.session(&world.member);
     let list = "/api/apps/notes/revisions";
     let diff = format!("/api/apps/notes/revisions/{first}/diff?from={second}");
+    let file = format!("/api/apps/notes/revisions/{second}/file?path=notes.txt");
     let revert = "/api/apps/notes/revert";
     let json_type = ("content-type", "application/json");
     let origin = ("origin", STUDIO);
     let body = json!({"revision": first, "expectedRevision": second}).to_string();
 
     // Anonymous: 401 everywhere.
-    for (method, uri) in [("GET", list), ("GET", diff.as_str()), ("POST", revert)] {
-        let (status, answer) = send(&world, method, uri, &[json_type, origin], &body).await;
+    for (method, uri) in [
+        ("GET", list),
+        ("GET", diff.as_str()),
+        ("GET", file.as_str()),
+        ("POST", revert),
+    ] {
+        let (status, answer) = world.send(method, uri, &[json_type, origin], &body).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} {uri}");
         assert_eq!(answer["code"], "APP_UNAUTHENTICATED");
     }
@@ -101,22 +65,25 @@ async fn history_routes_list_diff_and_revert_for_managers_only() {
     for (method, uri) in [
         ("GET", list),
         ("GET", diff.as_str()),
+        ("GET", file.as_str()),
         ("POST", revert),
         ("GET", "/api/apps/nope/revisions"),
     ] {
-        let (status, answer) = send(
-            &world,
-            method,
-            uri,
-            &[json_type, origin, ("cookie", &member)],
-            &body,
-        )
-        .await;
+        let (status, answer) = world
+            .send(
+                method,
+                uri,
+                &[json_type, origin, ("cookie", &member)],
+                &body,
+            )
+            .await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{method} {uri}");
         assert_eq!(answer["code"], "APP_ACCESS_DENIED", "{method} {uri}");
     }
     // A garbage session is the hidden 404.
-    let (status, _) = send(&world, "GET", list, &[("cookie", "sasha_session=x")], "").await;
+    let (status, _) = world
+        .send("GET", list, &[("cookie", "sasha_session=x")], "")
+        .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     // The revert's same-origin JSON rules, before anything else.
     for (case, headers, expected) in [
@@ -140,17 +107,17 @@ async fn history_routes_list_diff_and_revert_for_managers_only() {
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
         ),
     ] {
-        let (status, _) = send(&world, "POST", revert, &headers, &body).await;
+        let (status, _) = world.send("POST", revert, &headers, &body).await;
         assert_eq!(status, expected, "{case}");
     }
-    let (status, answer) = send(
-        &world,
-        "POST",
-        revert,
-        &[json_type, origin, ("cookie", &admin)],
-        r#"{"revision":"x","expectedRevision":"y","extra":1}"#,
-    )
-    .await;
+    let (status, answer) = world
+        .send(
+            "POST",
+            revert,
+            &[json_type, origin, ("cookie", &admin)],
+            r#"{"revision":"x","expectedRevision":"y","extra":1}"#,
+        )
+        .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(answer["code"], "APP_INPUT_INVALID");
     // Nothing was reverted by any refusal.
@@ -165,7 +132,7 @@ async fn history_routes_list_diff_and_revert_for_managers_only() {
     );
 
     // The list: newest first, the current one marked, as listAppRevisions answers.
-    let (status, listed) = send(&world, "GET", list, &[("cookie", &admin)], "").await;
+    let (status, listed) = world.send("GET", list, &[("cookie", &admin)], "").await;
     assert_eq!(status, StatusCode::OK, "{listed}");
     assert_eq!(listed["app"], "notes");
     let revisions = listed["revisions"].as_array().unwrap();
@@ -181,8 +148,32 @@ async fn history_routes_list_diff_and_revert_for_managers_only() {
         assert!(!revisions[0][field].is_null(), "{field}: {listed}");
     }
 
+    // One file as it was at a revision; a file it did not have; no path.
+    let (status, read) = world.send("GET", &file, &[("cookie", &admin)], "").await;
+    assert_eq!(status, StatusCode::OK, "{read}");
+    assert_eq!(read["content"], "one\ntwo\n");
+    assert_eq!(read["revision"], second);
+    let (status, _) = world
+        .send(
+            "GET",
+            &format!("/api/apps/notes/revisions/{first}/file?path=notes.txt"),
+            &[("cookie", &admin)],
+            "",
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = world
+        .send(
+            "GET",
+            &format!("/api/apps/notes/revisions/{second}/file"),
+            &[("cookie", &admin)],
+            "",
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
     // The diff from the current revision to the first: the file is removed.
-    let (status, diffed) = send(&world, "GET", &diff, &[("cookie", &admin)], "").await;
+    let (status, diffed) = world.send("GET", &diff, &[("cookie", &admin)], "").await;
     assert_eq!(status, StatusCode::OK, "{diffed}");
     assert_eq!(diffed["from"], second);
     assert_eq!(diffed["to"], first);
@@ -195,14 +186,14 @@ async fn history_routes_list_diff_and_revert_for_managers_only() {
     assert!(files[0]["toVersion"].is_null());
     // And the other way, with the unified diff of a changed file.
     let third = write(&world, "notes", "notes.txt", "one\nthree\n").await;
-    let (status, changed) = send(
-        &world,
-        "GET",
-        &format!("/api/apps/notes/revisions/{third}/diff?from={second}"),
-        &[("cookie", &admin)],
-        "",
-    )
-    .await;
+    let (status, changed) = world
+        .send(
+            "GET",
+            &format!("/api/apps/notes/revisions/{third}/diff?from={second}"),
+            &[("cookie", &admin)],
+            "",
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{changed}");
     assert_eq!(changed["files"][0]["change"], "changed");
     let unified = changed["files"][0]["diff"].as_str().unwrap();
@@ -212,20 +203,20 @@ async fn history_routes_list_diff_and_revert_for_managers_only() {
         format!("/api/apps/notes/revisions/{third}/diff"),
         format!("/api/apps/notes/revisions/{third}/diff?from=HEAD"),
     ] {
-        let (status, answer) = send(&world, "GET", &uri, &[("cookie", &admin)], "").await;
+        let (status, answer) = world.send("GET", &uri, &[("cookie", &admin)], "").await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}");
         assert_eq!(answer["code"], "APP_INPUT_INVALID");
     }
 
     // A stale expectedRevision: 409, nothing changes.
-    let (status, stale) = send(
-        &world,
-        "POST",
-        revert,
-        &[json_type, origin, ("cookie", &admin)],
-        &body,
-    )
-    .await;
+    let (status, stale) = world
+        .send(
+            "POST",
+            revert,
+            &[json_type, origin, ("cookie", &admin)],
+            &body,
+        )
+        .await;
     assert_eq!(status, StatusCode::CONFLICT, "{stale}");
     assert_eq!(stale["code"], "APP_CONFLICT");
     assert_eq!(stale["details"]["reason"], "stale-revision");
@@ -235,14 +226,14 @@ async fn history_routes_list_diff_and_revert_for_managers_only() {
     // The revert: the first revision's files again (its ledger row keeps its
     // first author; the revert itself is in the audit log).
     let body = json!({"revision": first, "expectedRevision": third}).to_string();
-    let (status, reverted) = send(
-        &world,
-        "POST",
-        revert,
-        &[json_type, origin, ("cookie", &admin)],
-        &body,
-    )
-    .await;
+    let (status, reverted) = world
+        .send(
+            "POST",
+            revert,
+            &[json_type, origin, ("cookie", &admin)],
+            &body,
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{reverted}");
     assert_eq!(reverted["app"], "notes");
     assert_eq!(reverted["revision"], first);
@@ -250,7 +241,7 @@ async fn history_routes_list_diff_and_revert_for_managers_only() {
     assert_eq!(reverted["status"]["ok"], true);
     assert_eq!(reverted["status"]["revision"], first);
     assert!(!world.apps().join("notes/notes.txt").exists());
-    let (_, listed) = send(&world, "GET", list, &[("cookie", &admin)], "").await;
+    let (_, listed) = world.send("GET", list, &[("cookie", &admin)], "").await;
     let current: Vec<&Value> = listed["revisions"]
         .as_array()
         .unwrap()

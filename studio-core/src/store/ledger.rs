@@ -263,13 +263,8 @@ fn prune_app(
         };
         // The files go with the revision (ON DELETE CASCADE).
         transaction.execute("DELETE FROM app_revisions WHERE id = ?1", [id])?;
-        for sha256 in &blobs {
-            transaction.execute(
-                "DELETE FROM revision_blobs WHERE sha256 = ?1
-                 AND NOT EXISTS (SELECT 1 FROM app_revision_files WHERE sha256 = ?1)",
-                [sha256],
-            )?;
-        }
+        // A blob a draft still holds stays.
+        super::drafts::drop_unreferenced_blobs(transaction, &blobs)?;
         transaction.execute(
             "DELETE FROM revision_resources WHERE revision = ?1
              AND NOT EXISTS (SELECT 1 FROM app_revisions WHERE revision = ?1)",
@@ -560,6 +555,29 @@ impl Store {
     }
 }
 
+/// A resource of `app_id` with `html` whose revision is its hash, as the
+/// ledger's and the drafts' store tests record it.
+#[cfg(test)]
+pub(super) fn test_resource(app_id: &str, html: &str) -> Resource {
+    const MIME: &str = "text/html;profile=mcp-app";
+    let meta = serde_json::json!({
+        "csp": {"connectDomains": []},
+        "prefersBorder": false,
+        "sasha": {"sourceDigest": sha256_hex(html.as_bytes())},
+    });
+    let csp = "default-src 'none'".to_owned();
+    let revision = revision_of(MIME, &csp, &meta, html);
+    Resource {
+        app_id: app_id.to_owned(),
+        uri: resource_uri(app_id, &revision),
+        revision,
+        mime_type: MIME.to_owned(),
+        html: html.to_owned(),
+        csp,
+        meta,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -567,8 +585,9 @@ mod tests {
 
     use super::*;
 
+    use super::test_resource as resource;
+
     const START: i64 = 1_800_000_000;
-    const MIME: &str = "text/html;profile=mcp-app";
 
     /// A temporary core database with a clock the tests move by hand.
     struct Fixture {
@@ -654,25 +673,6 @@ mod tests {
     }
 
     /// A resource of `app_id` whose revision is the real hash of its parts.
-    fn resource(app_id: &str, html: &str) -> Resource {
-        let meta = serde_json::json!({
-            "csp": {"connectDomains": []},
-            "prefersBorder": false,
-            "sasha": {"sourceDigest": sha256_hex(html.as_bytes())},
-        });
-        let csp = "default-src 'none'".to_owned();
-        let revision = revision_of(MIME, &csp, &meta, html);
-        Resource {
-            app_id: app_id.to_owned(),
-            uri: resource_uri(app_id, &revision),
-            revision,
-            mime_type: MIME.to_owned(),
-            html: html.to_owned(),
-            csp,
-            meta,
-        }
-    }
-
     #[test]
     fn revisions_sharing_a_file_store_its_bytes_once() {
         let fixture = Fixture::new();

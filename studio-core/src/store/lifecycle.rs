@@ -87,6 +87,31 @@ fn read(transaction: &Transaction<'_>, app_id: &str) -> Result<Option<Lifecycle>
 
 impl Store {
     /// `app_id`'s lifecycle; `None` for an id never registered.
+    /// Every withdrawn app (deleted ones included) with where it stands,
+    /// by id.
+    pub fn withdrawn_apps(&self) -> Result<Vec<(String, Lifecycle)>, StoreError> {
+        let connection = self.connection();
+        let mut statement = connection.prepare(
+            "SELECT app_id, current_revision, withdrawn_at, withdrawn_by, package_deleted_at, data_deleted_at
+             FROM app_registry WHERE withdrawn_at IS NOT NULL ORDER BY app_id",
+        )?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get(0)?,
+                    Lifecycle {
+                        revision: row.get(1)?,
+                        withdrawn_at: row.get(2)?,
+                        withdrawn_by: row.get(3)?,
+                        package_deleted_at: row.get(4)?,
+                        data_deleted_at: row.get(5)?,
+                    },
+                ))
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
     pub fn lifecycle(&self, app_id: &str) -> Result<Option<Lifecycle>, StoreError> {
         let mut connection = self.connection();
         let transaction = connection.transaction()?;

@@ -18,6 +18,7 @@
 
 mod app_creation;
 mod confirmations;
+mod drafts;
 mod history;
 mod lifecycle;
 mod oauth;
@@ -44,6 +45,9 @@ pub use self::confirmations::{
     ConfirmedCall, IssuedConfirmation, MAX_CONFIRMATION_ARGUMENTS_BYTES,
     MAX_CONFIRMATION_TOOL_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_LIVE_CONFIRMATIONS_PER_USER,
     RedeemedConfirmation,
+};
+pub use self::drafts::{
+    Current, Decision, Draft, DraftFile, DraftShape, Ending, Versions, draft_action,
 };
 pub use self::history::history_action;
 pub use self::lifecycle::{Lifecycle, LifecycleRefusal, LifecycleResult, lifecycle_action};

@@ -301,6 +301,31 @@ ALTER TABLE app_registry ADD COLUMN package_deleted_at INTEGER;
 ALTER TABLE app_registry ADD COLUMN data_deleted_at INTEGER;
 "#,
     },
+    Migration {
+        version: 8,
+        name: "drafts",
+        sql: r#"
+-- Drafts (see store/drafts.rs): one copy-on-write working set per app. Its
+-- files name blobs of the revision ledger, so unchanged bytes are shared.
+CREATE TABLE app_drafts (
+    app_id        TEXT PRIMARY KEY REFERENCES app_registry(app_id),
+    preview_id    TEXT NOT NULL UNIQUE,
+    base_revision TEXT NOT NULL,
+    created_by    TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE app_draft_files (
+    app_id TEXT NOT NULL REFERENCES app_drafts(app_id) ON DELETE CASCADE,
+    path   TEXT NOT NULL,
+    sha256 TEXT NOT NULL REFERENCES revision_blobs(sha256),
+    size   INTEGER NOT NULL,
+    PRIMARY KEY (app_id, path)
+) STRICT;
+CREATE INDEX app_draft_files_by_blob ON app_draft_files(sha256);
+"#,
+    },
 ];
 
 /// The newest schema version this build knows.
@@ -391,7 +416,16 @@ mod tests {
             .unwrap();
         assert_eq!(
             versions,
-            [(1, 1), (2, 2), (3, 2), (4, 2), (5, 2), (6, 2), (7, 2)]
+            [
+                (1, 1),
+                (2, 2),
+                (3, 2),
+                (4, 2),
+                (5, 2),
+                (6, 2),
+                (7, 2),
+                (8, 2)
+            ]
         );
         let users: i64 = connection
             .query_row("SELECT count(*) FROM users", [], |row| row.get(0))
@@ -406,7 +440,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 7);
+        assert_eq!(latest_version(), 8);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -440,6 +474,7 @@ mod tests {
                 (5, "read policy".to_owned(), 3),
                 (6, "revision ledger".to_owned(), 3),
                 (7, "app lifecycle".to_owned(), 3),
+                (8, "drafts".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

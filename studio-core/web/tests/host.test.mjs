@@ -9,7 +9,7 @@ import * as H from "../host.js";
 
 const SANDBOX = "http://127.0.0.1:3007";
 
-function world({ fetchImpl, confirmAnswer = true, onUnauthenticated } = {}) {
+function world({ fetchImpl, confirmAnswer = true, onUnauthenticated, preview } = {}) {
   const listeners = new Set();
   const posted = [];
   const frameWindow = { postMessage: (message, target) => posted.push({ message: JSON.parse(JSON.stringify(message)), target }) };
@@ -47,6 +47,7 @@ function world({ fetchImpl, confirmAnswer = true, onUnauthenticated } = {}) {
     logger: { debug: (t) => logs.push(t), info: (t) => logs.push(t), warn: (t) => logs.push(t), error: (t) => logs.push(t) },
     hostVersion: "9.9.9",
     onUnauthenticated,
+    preview,
   });
   const send = (data, { source = frameWindow, origin = SANDBOX } = {}) => { for (const fn of [...listeners]) fn({ data, source, origin }); };
   const advance = (ms) => { clock += ms; const due = timers.filter((t) => t.at <= clock); timers = timers.filter((t) => t.at > clock); due.forEach((t) => t.fn()); };
@@ -154,6 +155,28 @@ test("tools/call is forwarded with the right headers and body", async () => {
   assert.equal(list.init.headers["Sasha-App"], "expense-log");
   assert.equal(list.init.headers["Mcp-Name"], undefined);
   assert.deepEqual(w.posted.at(-1).message, { jsonrpc: "2.0", id: "c1", result: { structuredContent: { ok: "app__expense_log__add_expense" } } });
+});
+
+test("a draft's preview sends Sasha-Preview on every /mcp request, and only then", async () => {
+  const PREVIEW = "0123456789abcdef0123456789abcdef";
+  for (const preview of [PREVIEW, undefined, ""]) {
+    const w = world({ fetchImpl: gateway(), preview });
+    await initialized(w);
+    w.send({ jsonrpc: "2.0", id: "p1", method: "tools/call", params: { name: "app__expense_log__add_expense", arguments: {} } });
+    w.send({ jsonrpc: "2.0", id: "p2", method: "tools/call", params: { name: "app__expense_log__entries__list", arguments: {} } });
+    await w.flush();
+    const methods = w.fetches.map((f) => f.body.method).sort();
+    assert.deepEqual(methods, ["tools/call", "tools/call", "tools/list"], "tools/list and both calls went to /mcp");
+    for (const f of w.fetches) {
+      assert.equal(f.url, "/mcp");
+      assert.equal(f.init.headers["Sasha-App"], "expense-log", "Sasha-App is always there");
+      if (preview) {
+        assert.equal(f.init.headers["Sasha-Preview"], PREVIEW, `${f.body.method} carries the preview id`);
+      } else {
+        assert.ok(!("Sasha-Preview" in f.init.headers), `${f.body.method} carries no Sasha-Preview without a preview`);
+      }
+    }
+  }
 });
 
 test("visibility is enforced before forwarding", async () => {

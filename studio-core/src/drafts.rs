@@ -1,0 +1,1147 @@
+//! Drafts and publication: a draft is a copy-on-write working set of one
+//! app (`store::drafts`), edited by the source tools with `draft: true`
+//! (the live-write contract of the tools without it is unchanged),
+//! validated like a package, previewed in Studio's sandbox against a scratch
+//! copy of the app's data (data-worker's previews, named by the draft's
+//! preview id), and published in one step.
+//!
+//! Who may: the source tools' callers (`source_tools::authorize_manager`):
+//! admin or staff with `manage` on the app, through `apps:invoke` +
+//! `apps:write`. A draft of an app that is not theirs (or does not exist) is
+//! the same `APP_ACCESS_DENIED`; a draft they ask about that was never
+//! started is `APP_RECORD_NOT_FOUND` with `details.cause = "DRAFT_NOT_FOUND"`.
+//!
+//! Publication makes the draft the live revision: refused unless a person
+//! approved it (Studio's Draft page, or an elicitation the MCP host answered;
+//! `APP_CONFIRMATION_REQUIRED` otherwise), unless the live revision is still
+//! the one the draft began from and the caller expected (`APP_CONFLICT`,
+//! diagnostic `DRAFT_BASE_MOVED`), unless the draft validates, and unless it
+//! keeps every applied migration (`APP_SCHEMA_INCOMPATIBLE`). A draft that
+//! widens who reads rows that exist needs an admin. The draft's pending
+//! migrations are applied to the live data in one transaction first
+//! (data-worker's `ApplyContract`); only then are the package's files
+//! swapped in with one `RENAME_EXCHANGE` (`history::swap_package`). If the
+//! swap fails after the migrations, the applied migrations stay (a migration
+//! is never rolled back) and publishing again finishes the job: they are
+//! then already applied and the swap is retried.
+//!
+//! What it must never do: write the live package folder except in
+//! publication's swap, or let a preview reach live data (the preview id is
+//! data-worker's routing key; the live path never carries one).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use base64::Engine as _;
+use sasha_contract::data::DataContract;
+use sasha_package::source::PackageSource;
+use sasha_package::sql::{ReadPolicy, widened_reads};
+use sasha_package::validate::{Package, validate_source};
+use sasha_proto::pb::{self, draft_reply, draft_request};
+use sasha_proto::{AppError, ErrorCode};
+use serde_json::{Value, json};
+
+use crate::Core;
+use crate::api::blocking;
+use crate::catalogue::AppEntry;
+use crate::source::{self as rules, SourcePath};
+use crate::store::{
+    Draft, DraftFile, Ending, RevisionFile, RevisionOrigin, RevisionSurface, draft_action,
+};
+
+pub(crate) use sasha_contract::data::is_preview_id;
+
+/// Who approved a publication.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Approval {
+    /// A person pressed Publish on Studio's Draft page (a signed-in session).
+    Studio,
+    /// A person answered the MCP host's elicitation with an explicit yes.
+    Elicitation,
+}
+
+impl Approval {
+    fn as_str(self) -> &'static str {
+        match self {
+            Approval::Studio => "studio",
+            Approval::Elicitation => "elicitation",
+        }
+    }
+
+    fn surface(self) -> RevisionSurface {
+        match self {
+            Approval::Studio => RevisionSurface::Studio,
+            Approval::Elicitation => RevisionSurface::Mcp,
+        }
+    }
+}
+
+/// The validated package of each draft's exact files, so a preview's many
+/// calls validate once per change.
+#[derive(Debug, Default)]
+pub(crate) struct DraftCache(Mutex<HashMap<String, (String, Arc<Validated>)>>);
+
+/// One draft's validation.
+#[derive(Debug)]
+pub(crate) struct Validated {
+    pub(crate) package: Option<Arc<Package>>,
+    pub(crate) diagnostics: Vec<pb::Diagnostic>,
+}
+
+fn invalid(message: impl Into<String>) -> AppError {
+    AppError::new(ErrorCode::InputInvalid, message)
+}
+
+/// No draft of `app_id`: a record that is not there (not the hidden 404,
+/// which would hide the cause the Draft page needs).
+pub(crate) fn no_draft(app_id: &str) -> AppError {
+    AppError::new(
+        ErrorCode::RecordNotFound,
+        format!(
+            "{app_id} has no draft; a source tool call with draft: true (writeAppFile, editAppFile, deleteAppFile) starts one from the live app"
+        ),
+    )
+    .with_details(json!({"cause": "DRAFT_NOT_FOUND"}))
+}
+
+async fn draft_of(core: &Arc<Core>, app_id: &str) -> Result<Option<Draft>, AppError> {
+    let (store, app) = (core.store.clone(), app_id.to_owned());
+    blocking(move || store.draft(&app)).await
+}
+
+async fn contents(core: &Arc<Core>, app_id: &str) -> Result<Vec<(DraftFile, Vec<u8>)>, AppError> {
+    let (store, app) = (core.store.clone(), app_id.to_owned());
+    blocking(move || store.draft_contents(&app)).await
+}
+
+/// The draft's files validated (cached by their content addresses).
+pub(crate) async fn validated(
+    core: &Arc<Core>,
+    app_id: &str,
+) -> Result<(Vec<(DraftFile, Vec<u8>)>, Arc<Validated>), AppError> {
+    let files = contents(core, app_id).await?;
+    let fingerprint = sasha_contract::data::sha256_hex(
+        files
+            .iter()
+            .map(|(file, _)| format!("{}\0{}\n", file.path, file.sha256))
+            .collect::<String>()
+            .as_bytes(),
+    );
+    if let Some((known, validated)) = core
+        .drafts
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(app_id)
+        && *known == fingerprint
+    {
+        return Ok((files, Arc::clone(validated)));
+    }
+    let mut source = PackageSource::default();
+    for (file, bytes) in &files {
+        source.set(&file.path, Some(bytes));
+    }
+    let app = app_id.to_owned();
+    let validation = tokio::task::spawn_blocking(move || validate_source(&app, source))
+        .await
+        .map_err(|_| AppError::from_code(ErrorCode::Internal))?;
+    let validated = Arc::new(Validated {
+        package: validation.package.map(Arc::new),
+        diagnostics: validation
+            .diagnostics
+            .iter()
+            .map(|problem| pb::Diagnostic {
+                file: problem.file.clone(),
+                line: problem.line,
+                code: problem.code.clone(),
+                reason: problem.reason.clone(),
+            })
+            .collect(),
+    });
+    core.drafts
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(app_id.to_owned(), (fingerprint, Arc::clone(&validated)));
+    Ok((files, validated))
+}
+
+/// The live package as the catalogue holds it, and its revision ("" when it
+/// does not validate).
+fn live(core: &Core, app_id: &str) -> (Option<Arc<Package>>, String) {
+    match core.catalogue.current().apps.get(app_id) {
+        Some(AppEntry::Valid(package)) => {
+            (Some(package.clone()), package.resource.revision.clone())
+        }
+        _ => (None, String::new()),
+    }
+}
+
+/// The live package folder's files, as the validator reads them.
+async fn live_files(core: &Arc<Core>, app_id: &str) -> Result<Vec<(String, Vec<u8>)>, AppError> {
+    let (tree, app) = (core.source.clone(), app_id.to_owned());
+    tokio::task::spawn_blocking(move || {
+        tree.package_source(&app)
+            .entries()
+            .into_iter()
+            .map(|(path, bytes)| (path.to_owned(), bytes.to_vec()))
+            .collect()
+    })
+    .await
+    .map_err(|_| AppError::from_code(ErrorCode::Internal))
+}
+
+/// The app's draft, started from the live package now if it has none.
+async fn start(
+    core: &Arc<Core>,
+    principal: &pb::Principal,
+    app_id: &str,
+) -> Result<(Draft, bool), AppError> {
+    if let Some(draft) = draft_of(core, app_id).await? {
+        return Ok((draft, false));
+    }
+    crate::refresh_catalogue(core).await;
+    let (_, base) = live(core, app_id);
+    let files = live_files(core, app_id).await?;
+    let (store, app, user) = (
+        core.store.clone(),
+        app_id.to_owned(),
+        principal.user_id.clone(),
+    );
+    let started = blocking(move || store.start_draft(&app, &user, &base, &files)).await?;
+    if started.1 {
+        tracing::info!(app_id, "draft started");
+    }
+    Ok(started)
+}
+
+/// Starts the app's draft for Studio's Draft page: `(draft, started now)`.
+pub(crate) async fn start_for(
+    core: &Arc<Core>,
+    principal: &pb::Principal,
+    app_id: &str,
+) -> Result<(pb::DraftInfo, bool), AppError> {
+    let (draft, started) = start(core, principal, app_id).await?;
+    Ok((info(core, &draft, true).await?, started))
+}
+
+// --- the source tools with draft: true --------------------------------------
+
+/// One source tool on the app's draft; `arguments` were checked by
+/// `source_tools::run` (shape, which keys the operation takes) and the
+/// caller manages the app.
+pub(crate) async fn source_operation(
+    core: &Arc<Core>,
+    principal: &pb::Principal,
+    operation: &str,
+    app_id: &str,
+    arguments: &crate::source_tools::Arguments,
+) -> Result<pb::SourceFilesReply, AppError> {
+    let existing = draft_of(core, app_id).await?;
+    let writes = matches!(operation, "writeAppFile");
+    let draft = match existing {
+        Some(draft) => draft,
+        None if writes => start(core, principal, app_id).await?.0,
+        None => return Err(no_draft(app_id)),
+    };
+    let reply = |kind: pb::SourceReplyKind| pb::SourceFilesReply {
+        app: app_id.to_owned(),
+        kind: kind as i32,
+        ..pb::SourceFilesReply::default()
+    };
+    match operation {
+        "listAppFiles" => {
+            let (store, app) = (core.store.clone(), app_id.to_owned());
+            let files = blocking(move || store.draft_files(&app)).await?;
+            let info = info(core, &draft, false).await?;
+            Ok(pb::SourceFilesReply {
+                status: info.status.clone(),
+                files: files
+                    .into_iter()
+                    .map(|file| pb::SourceFileEntry {
+                        editable: rules::check_path(&file.path).is_ok()
+                            && file.size <= rules::MAX_FILE_BYTES,
+                        path: file.path,
+                        bytes: file.size,
+                        version: Some(file.sha256),
+                    })
+                    .collect(),
+                draft: Some(info),
+                ..reply(pb::SourceReplyKind::List)
+            })
+        }
+        "readAppFile" => {
+            let path = arguments
+                .path
+                .clone()
+                .ok_or_else(|| invalid("path is required"))?;
+            let files = contents(core, app_id).await?;
+            let Some((file, bytes)) = files.into_iter().find(|(file, _)| file.path == path) else {
+                return Err(rules::not_found(&path));
+            };
+            let (content, encoding) = if rules::is_binary(&path) {
+                (
+                    base64::engine::general_purpose::STANDARD.encode(&bytes),
+                    Some(rules::BASE64.to_owned()),
+                )
+            } else {
+                (
+                    String::from_utf8(bytes)
+                        .map_err(|_| invalid(format!("{path} is not UTF-8 text")))?,
+                    None,
+                )
+            };
+            Ok(pb::SourceFilesReply {
+                path: file.path,
+                content: Some(content),
+                bytes: file.size,
+                version: Some(file.sha256),
+                encoding,
+                draft: Some(info(core, &draft, false).await?),
+                ..reply(pb::SourceReplyKind::Read)
+            })
+        }
+        "checkApp" => {
+            let info = info(core, &draft, true).await?;
+            Ok(pb::SourceFilesReply {
+                status: info.status.clone(),
+                draft: Some(info),
+                ..reply(pb::SourceReplyKind::Check)
+            })
+        }
+        "writeAppFile" | "editAppFile" | "deleteAppFile" => {
+            let path_text = arguments
+                .path
+                .clone()
+                .ok_or_else(|| invalid("path is required"))?;
+            let (before, after) = change(core, principal, operation, app_id, arguments).await?;
+            let info = info(core, &draft, false).await?;
+            Ok(pb::SourceFilesReply {
+                status: info.status.clone(),
+                path: path_text,
+                version: after,
+                previous_version: before,
+                draft: Some(info),
+                ..reply(pb::SourceReplyKind::Change)
+            })
+        }
+        _ => Err(invalid("unknown source operation")),
+    }
+}
+
+/// writeAppFile, editAppFile or deleteAppFile on the draft, by the source
+/// tools' own rules (`crate::source`), as one store transaction.
+async fn change(
+    core: &Arc<Core>,
+    principal: &pb::Principal,
+    operation: &str,
+    app_id: &str,
+    arguments: &crate::source_tools::Arguments,
+) -> Result<(Option<String>, Option<String>), AppError> {
+    let required = |value: &Option<String>, name: &str| {
+        value
+            .clone()
+            .ok_or_else(|| invalid(format!("{name} is required")))
+    };
+    let path = required(&arguments.path, "path")?;
+    SourcePath::parse(&path)?;
+    enum Change {
+        Write(Vec<u8>, Option<String>),
+        Edit(String, String, String),
+        Delete(String),
+    }
+    let planned = match operation {
+        "writeAppFile" => {
+            let content = required(&arguments.content, "content")?;
+            let bytes = rules::content_bytes(&path, &content, arguments.encoding.as_deref())?;
+            rules::check_content(&SourcePath::parse(&path)?, &bytes)?;
+            Change::Write(bytes, arguments.expected_version.clone())
+        }
+        "editAppFile" => {
+            let old = required(&arguments.old_string, "oldString")?;
+            rules::check_editable(&SourcePath::parse(&path)?, &old)?;
+            Change::Edit(
+                old,
+                required(&arguments.new_string, "newString")?,
+                required(&arguments.expected_version, "expectedVersion")?,
+            )
+        }
+        _ => {
+            rules::check_deletable(&SourcePath::parse(&path)?)?;
+            Change::Delete(required(&arguments.expected_version, "expectedVersion")?)
+        }
+    };
+    let (store, app, user, at) = (
+        core.store.clone(),
+        app_id.to_owned(),
+        principal.user_id.clone(),
+        path.clone(),
+    );
+    let outcome = blocking(move || {
+        store.change_draft_file(&app, &at, &user, |current, shape| {
+            let total: u64 = shape.files.iter().map(|(_, size)| size).sum();
+            let old_size = current.map(|file| file.bytes.len() as u64);
+            match planned {
+                Change::Write(bytes, expected) => {
+                    let before = rules::write_expectation(
+                        &at,
+                        current.map(|file| file.version.clone()),
+                        expected.as_deref(),
+                    )?;
+                    if before.is_none() {
+                        collides(&at, shape.files.iter().map(|(path, _)| path.as_str()))?;
+                    }
+                    rules::check_limits(shape.files.len(), total, old_size, bytes.len() as u64)?;
+                    Ok(Some(bytes))
+                }
+                Change::Edit(old, new, expected) => {
+                    let file = current.ok_or_else(|| rules::not_found(&at))?;
+                    rules::check_expected(&at, &file.version, &expected)?;
+                    let edited = rules::edited_text(&at, &file.bytes, &old, &new)?;
+                    rules::check_limits(shape.files.len(), total, old_size, edited.len() as u64)?;
+                    Ok(Some(edited.into_bytes()))
+                }
+                Change::Delete(expected) => {
+                    let file = current.ok_or_else(|| rules::not_found(&at))?;
+                    rules::check_expected(&at, &file.version, &expected)?;
+                    Ok(None)
+                }
+            }
+        })
+    })
+    .await?;
+    match outcome {
+        Some(result) => result,
+        // Ended between the check and the change.
+        None => Err(no_draft(app_id)),
+    }
+}
+
+/// A new path must not differ from another of the draft only by case or
+/// Unicode form in the first segment where they differ (the source tree's
+/// collision rule: two names of one folder).
+fn collides<'a>(path: &str, existing: impl Iterator<Item = &'a str>) -> Result<(), AppError> {
+    let mine: Vec<&str> = path.split('/').collect();
+    for other in existing {
+        let theirs: Vec<&str> = other.split('/').collect();
+        if let Some((a, b)) = mine.iter().zip(&theirs).find(|(a, b)| a != b)
+            && rules::collision_key(a) == rules::collision_key(b)
+        {
+            return Err(rules::conflict(format!(
+                "{path} collides with existing {other} (names may not differ only by case or Unicode form)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+// --- what a draft is, against the live app -------------------------------
+
+/// The draft as the tools and Studio show it; with `detail`, the unified
+/// diffs of its changes and the review of what publishing would do.
+pub(crate) async fn info(
+    core: &Arc<Core>,
+    draft: &Draft,
+    detail: bool,
+) -> Result<pb::DraftInfo, AppError> {
+    let app_id = draft.app_id.as_str();
+    let (files, validated) = validated(core, app_id).await?;
+    let (live_package, live_revision) = live(core, app_id);
+    let draft_revision = validated
+        .package
+        .as_ref()
+        .map(|package| package.resource.revision.clone());
+    let changes = changes(
+        core,
+        app_id,
+        &live_revision,
+        draft_revision.as_deref(),
+        files,
+        detail,
+    )
+    .await?;
+    let mut diagnostics = validated.diagnostics.clone();
+    let review = match &validated.package {
+        Some(package) if detail => {
+            let review = review(core, app_id, live_package.as_deref(), package).await;
+            diagnostics.extend(review.drift.iter().cloned());
+            Some(review)
+        }
+        _ => None,
+    };
+    let (store, user) = (core.store.clone(), draft.created_by.clone());
+    let created_by = blocking(move || store.user(&user))
+        .await
+        .ok()
+        .flatten()
+        .map(|user| user.username);
+    Ok(pb::DraftInfo {
+        preview_id: draft.preview_id.clone(),
+        base_revision: draft.base_revision.clone(),
+        live_revision,
+        status: Some(pb::PackageStatus {
+            ok: validated.package.is_some() && diagnostics.is_empty(),
+            revision: draft_revision,
+            diagnostics,
+        }),
+        created_by,
+        created_at: draft.created_at,
+        updated_at: draft.updated_at,
+        changes,
+        review,
+    })
+}
+
+/// The files of the draft that differ from the live package's; with
+/// `detail`, with unified diffs (bounded as `diffAppRevisions`' are).
+async fn changes(
+    core: &Arc<Core>,
+    app_id: &str,
+    live_revision: &str,
+    draft_revision: Option<&str>,
+    files: Vec<(DraftFile, Vec<u8>)>,
+    detail: bool,
+) -> Result<Vec<pb::HistoryFileChange>, AppError> {
+    let addressed = |path: String, bytes: Vec<u8>| {
+        (
+            RevisionFile {
+                sha256: sasha_contract::data::sha256_hex(&bytes),
+                size: i64::try_from(bytes.len()).unwrap_or(i64::MAX),
+                path,
+            },
+            bytes,
+        )
+    };
+    let live_files: Vec<(RevisionFile, Vec<u8>)> = live_files(core, app_id)
+        .await?
+        .into_iter()
+        .map(|(path, bytes)| addressed(path, bytes))
+        .collect();
+    let draft_files: Vec<(RevisionFile, Vec<u8>)> = files
+        .into_iter()
+        .map(|(file, bytes)| addressed(file.path, bytes))
+        .collect();
+    let mut changes = crate::history::diff_files(
+        live_revision,
+        draft_revision.unwrap_or("draft"),
+        &live_files,
+        &draft_files,
+    )
+    .files;
+    if !detail {
+        for change in &mut changes {
+            change.unified = None;
+        }
+    }
+    Ok(changes)
+}
+
+/// What the person is asked before a publication: what changes, and that
+/// it becomes live for everyone.
+fn publication_summary(
+    app_id: &str,
+    changes: &[pb::HistoryFileChange],
+    review: &pb::DraftReview,
+) -> String {
+    let mut lines = vec![format!(
+        "Publish the draft of {app_id}? It becomes the live app for every user."
+    )];
+    let shown: Vec<String> = changes
+        .iter()
+        .take(12)
+        .map(|change| format!("{} {}", change.change, change.path))
+        .collect();
+    let more = changes.len().saturating_sub(shown.len());
+    if shown.is_empty() {
+        lines.push("Files: none changed.".to_owned());
+    } else {
+        lines.push(format!(
+            "Files: {}{}.",
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    for migration in &review.migrations {
+        lines.push(format!(
+            "Applies the data migration {} to the live data.",
+            migration.file
+        ));
+    }
+    for table in &review.tables {
+        let columns: Vec<String> = table
+            .columns
+            .iter()
+            .map(|column| format!("{} {}", column.change, column.column))
+            .collect();
+        lines.push(format!(
+            "Table {} {}{}.",
+            table.table,
+            table.change,
+            if columns.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", columns.join(", "))
+            }
+        ));
+    }
+    for widened in &review.read_widened {
+        lines.push(format!("Warning: {widened}."));
+    }
+    lines.join("\n")
+}
+
+/// What publishing `package` over the live app would change besides files.
+/// A check that cannot be made now (data-worker unreachable) is a
+/// diagnostic, so the draft does not look publishable.
+async fn review(
+    core: &Arc<Core>,
+    app_id: &str,
+    live: Option<&Package>,
+    package: &Package,
+) -> pb::DraftReview {
+    let mut review = pb::DraftReview {
+        tables: table_changes(
+            live.and_then(|live| live.data.as_ref()),
+            package.data.as_ref(),
+        ),
+        ..pb::DraftReview::default()
+    };
+    let drift = |file: &str, reason: &str| pb::Diagnostic {
+        file: file.to_owned(),
+        line: None,
+        code: "APP_MIGRATION_DRIFT".to_owned(),
+        reason: reason.to_owned(),
+    };
+    match &package.data {
+        Some(data) => match apply_contract(core, app_id, data, true).await {
+            Ok(reply) => {
+                review.migrations = reply
+                    .applied
+                    .iter()
+                    .filter_map(|file| data.migrations.iter().find(|m| &m.file == file))
+                    .map(|migration| pb::DraftMigration {
+                        file: migration.file.clone(),
+                        sql: migration.sql.clone(),
+                    })
+                    .collect();
+                review.drift = reply
+                    .drift
+                    .iter()
+                    .map(|d| {
+                        drift(
+                            &d.file,
+                            if d.kind == pb::DriftKind::NotInContract as i32 {
+                                "applied to the live data, and the draft does not have it; restore it"
+                            } else {
+                                "applied to the live data with other content; restore its applied content and add a new migration instead"
+                            },
+                        )
+                    })
+                    .collect();
+            }
+            Err(error) => review.drift.push(pb::Diagnostic {
+                file: "migrations".to_owned(),
+                line: None,
+                code: error.code.as_str().to_owned(),
+                reason: format!(
+                    "the live data's migrations cannot be checked right now: {}",
+                    error.message
+                ),
+            }),
+        },
+        None => {
+            for migration in live
+                .and_then(|live| live.data.as_ref())
+                .map(|data| data.migrations.as_slice())
+                .unwrap_or_default()
+            {
+                review.drift.push(drift(
+                    &migration.file,
+                    "in the live app, and the draft has no data at all",
+                ));
+            }
+        }
+    }
+    match read_widening(core, app_id, package).await {
+        Ok(widened) => {
+            review.needs_admin = !widened.is_empty();
+            review.read_widened = widened;
+        }
+        Err(error) => review.drift.push(pb::Diagnostic {
+            file: "APP.md".to_owned(),
+            line: None,
+            code: error.code.as_str().to_owned(),
+            reason: "cannot check which tables hold rows right now; try again".to_owned(),
+        }),
+    }
+    review
+}
+
+/// The owner-scoped tables holding rows whose readers the package widens,
+/// as one sentence each.
+async fn read_widening(
+    core: &Arc<Core>,
+    app_id: &str,
+    package: &Package,
+) -> Result<Vec<String>, AppError> {
+    let (store, app) = (core.store.clone(), app_id.to_owned());
+    let stored = blocking(move || store.read_policy(&app)).await?;
+    let registered: ReadPolicy = stored
+        .or_else(|| match core.catalogue.current().apps.get(app_id) {
+            Some(AppEntry::Valid(live)) => live.data.as_ref().map(|data| data.read_policy()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let after = package
+        .data
+        .as_ref()
+        .map(|data| data.read_policy())
+        .unwrap_or_default();
+    let widened = widened_reads(&registered, &after);
+    if widened.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut client = core.data.clone();
+    let with_rows: BTreeSet<String> = client
+        .tables_with_rows(pb::TablesWithRowsRequest {
+            app_id: app_id.to_owned(),
+            tables: widened.iter().map(|w| w.table.clone()).collect(),
+        })
+        .await
+        .map_err(|status| AppError::from_status(&status))?
+        .into_inner()
+        .tables
+        .into_iter()
+        .collect();
+    Ok(widened
+        .into_iter()
+        .filter(|widening| with_rows.contains(&widening.table))
+        .map(|widening| widening.reason())
+        .collect())
+}
+
+async fn apply_contract(
+    core: &Arc<Core>,
+    app_id: &str,
+    data: &DataContract,
+    dry_run: bool,
+) -> Result<pb::ApplyContractReply, AppError> {
+    let mut client = core.data.clone();
+    client
+        .apply_contract(pb::ApplyContractRequest {
+            app_id: app_id.to_owned(),
+            contract: Some(pb::DataContract::from(data)),
+            dry_run,
+        })
+        .await
+        .map(tonic::Response::into_inner)
+        .map_err(|status| AppError::from_status(&status))
+}
+
+/// Tables and columns added, removed or changed from `before` to `after`.
+pub(crate) fn table_changes(
+    before: Option<&DataContract>,
+    after: Option<&DataContract>,
+) -> Vec<pb::DraftTableChange> {
+    let empty = BTreeMap::new();
+    let old = before.map_or(&empty, |contract| &contract.schema.tables);
+    let new = after.map_or(&empty, |contract| &contract.schema.tables);
+    let declared = |contract: Option<&DataContract>, name: &str| {
+        contract.is_some_and(|contract| contract.tables.contains_key(name))
+    };
+    let names: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    let mut changes = Vec::new();
+    for name in names {
+        let declaration = match (declared(before, name), declared(after, name)) {
+            (false, true) => Some("declared".to_owned()),
+            (true, false) => Some("undeclared".to_owned()),
+            _ => None,
+        };
+        let (change, columns) = match (old.get(name), new.get(name)) {
+            (None, Some(table)) => (
+                "added",
+                table
+                    .columns
+                    .iter()
+                    .map(|column| pb::DraftColumnChange {
+                        column: column.name.clone(),
+                        change: "added".to_owned(),
+                        before: None,
+                        after: Some(column.declared_type.clone()),
+                    })
+                    .collect(),
+            ),
+            (Some(_), None) => ("removed", Vec::new()),
+            (Some(was), Some(is)) => {
+                let mut columns = Vec::new();
+                for column in &is.columns {
+                    match was.column(&column.name) {
+                        None => columns.push(pb::DraftColumnChange {
+                            column: column.name.clone(),
+                            change: "added".to_owned(),
+                            before: None,
+                            after: Some(column.declared_type.clone()),
+                        }),
+                        Some(old) if old != column => columns.push(pb::DraftColumnChange {
+                            column: column.name.clone(),
+                            change: "changed".to_owned(),
+                            before: Some(old.declared_type.clone()),
+                            after: Some(column.declared_type.clone()),
+                        }),
+                        Some(_) => {}
+                    }
+                }
+                for column in &was.columns {
+                    if is.column(&column.name).is_none() {
+                        columns.push(pb::DraftColumnChange {
+                            column: column.name.clone(),
+                            change: "removed".to_owned(),
+                            before: Some(column.declared_type.clone()),
+                            after: None,
+                        });
+                    }
+                }
+                if columns.is_empty() && declaration.is_none() && was == is {
+                    continue;
+                }
+                ("changed", columns)
+            }
+            (None, None) => continue,
+        };
+        changes.push(pb::DraftTableChange {
+            table: name.clone(),
+            change: change.to_owned(),
+            columns,
+            declaration,
+        });
+    }
+    changes
+}
+
+// --- publish and discard ------------------------------------------------------
+
+/// Serialises publications and discards in this process: a draft ends once.
+static ENDING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Publishes the app's draft; see the module comment for every refusal.
+pub(crate) async fn publish(
+    core: &Arc<Core>,
+    principal: &pb::Principal,
+    app_id: &str,
+    expected: &str,
+    approval: Option<Approval>,
+) -> Result<pb::DraftPublished, AppError> {
+    let _ending = ENDING.lock().await;
+    let draft = draft_of(core, app_id)
+        .await?
+        .ok_or_else(|| no_draft(app_id))?;
+    crate::refresh_catalogue(core).await;
+    let (_, live_revision) = live(core, app_id);
+    if expected != draft.base_revision || live_revision != draft.base_revision {
+        let reason = if live_revision != draft.base_revision {
+            format!(
+                "the live app changed since the draft began (it began from {}, the live revision is now {}); \
+                 discard the draft and start again from the live app",
+                shown(&draft.base_revision),
+                shown(&live_revision)
+            )
+        } else {
+            format!(
+                "expectedRevision is not the revision the draft began from ({}); check the draft again",
+                shown(&draft.base_revision)
+            )
+        };
+        return Err(
+            AppError::new(ErrorCode::Conflict, reason.clone()).with_details(json!({
+                "reason": "stale-revision",
+                "baseRevision": draft.base_revision,
+                "liveRevision": live_revision,
+                "diagnostics": [{"file": "APP.md", "code": "DRAFT_BASE_MOVED", "reason": reason}],
+            })),
+        );
+    }
+    let (files, validated) = validated(core, app_id).await?;
+    let Some(package) = validated.package.clone() else {
+        return Err(invalid(
+            "the draft does not validate; fix its diagnostics (checkApp with draft: true) before publishing",
+        )
+        .with_details(json!({"diagnostics": diagnostics_json(&validated.diagnostics)})));
+    };
+    let (live_package, _) = live(core, app_id);
+    let review = review(core, app_id, live_package.as_deref(), &package).await;
+    if let Some(first) = review.drift.first() {
+        return Err(AppError::new(
+            ErrorCode::SchemaIncompatible,
+            format!(
+                "{}: {}; publishing never rewinds or edits applied data migrations",
+                first.file, first.reason
+            ),
+        )
+        .with_details(json!({"diagnostics": diagnostics_json(&review.drift)})));
+    }
+    if review.needs_admin && principal.role != "admin" {
+        return Err(AppError::new(
+            ErrorCode::AccessDenied,
+            format!(
+                "{}; a draft that widens who can read existing rows can only be published by an admin",
+                review.read_widened.first().map_or("", String::as_str)
+            ),
+        )
+        .with_details(json!({"diagnostics": review.read_widened.iter().map(|reason| json!({"file": "APP.md", "code": "DATA_READ_WIDENED", "reason": reason})).collect::<Vec<_>>()})));
+    }
+    // Everything a person would be asked about holds: now their approval.
+    let Some(approval) = approval else {
+        let changes = changes(
+            core,
+            app_id,
+            &live_revision,
+            Some(&package.resource.revision),
+            files,
+            false,
+        )
+        .await?;
+        return Err(AppError::new(
+            ErrorCode::ConfirmationRequired,
+            "publishing a draft needs a person's approval: publish it from Studio's Draft page, \
+             or from an MCP client that can ask its user (elicitation); nothing was published",
+        )
+        .with_details(json!({"summary": publication_summary(app_id, &changes, &review)})));
+    };
+    // The risky step first, in one transaction: a migration that fails
+    // leaves the live data and the live package as they were.
+    let migrations_applied = match &package.data {
+        Some(data) => {
+            let reply = apply_contract(core, app_id, data, false).await?;
+            if !reply.drift.is_empty() {
+                return Err(AppError::new(
+                    ErrorCode::SchemaIncompatible,
+                    "the live data's applied migrations changed while publishing; nothing was published",
+                ));
+            }
+            reply.applied
+        }
+        None => Vec::new(),
+    };
+    let changed_at = core.store.timestamp();
+    let apps_dir = core.catalogue.apps_dir().to_owned();
+    let staging = apps_dir
+        .parent()
+        .map(|docs| docs.join(crate::history::STAGING_DIR))
+        .unwrap_or_else(|| apps_dir.join(crate::history::STAGING_DIR));
+    let written: BTreeMap<String, Vec<u8>> = files
+        .into_iter()
+        .map(|(file, bytes)| (file.path, bytes))
+        .collect();
+    let (id, tree) = (app_id.to_owned(), core.source.clone());
+    tokio::task::spawn_blocking(move || {
+        tree.with_app_lock(&id, || {
+            crate::history::swap_package(&apps_dir, &staging, &id, &written)
+        })
+    })
+    .await
+    .map_err(|_| AppError::from_code(ErrorCode::Internal))?
+    .map_err(|error| {
+        let failure = AppError::new(
+            ErrorCode::DatabaseUnavailable,
+            "the draft's files could not be made live; its migrations are applied, publish again to finish",
+        );
+        tracing::error!(diagnostic_id = %failure.diagnostic_id, app_id, %error, "publishing a draft's files failed");
+        failure
+    })?;
+    let revision = package.resource.revision.clone();
+    end(
+        core,
+        principal,
+        &draft,
+        draft_action::DRAFT_PUBLISHED,
+        Some(approval.as_str()),
+        Some(&live_revision),
+        Some(&revision),
+    )
+    .await?;
+    let status = crate::source_tools::status(core, app_id).await;
+    let summary = match migrations_applied.len() {
+        0 => "publishAppDraft".to_owned(),
+        count => format!("publishAppDraft with {count} migration(s)"),
+    };
+    let origin =
+        RevisionOrigin::authored(approval.surface(), &principal.user_id, summary, changed_at);
+    crate::revisions::record_authored(core, app_id, origin).await;
+    tracing::info!(app_id, from = %live_revision, to = %revision, approval = approval.as_str(), "draft published");
+    Ok(pb::DraftPublished {
+        revision,
+        previous_revision: live_revision,
+        migrations_applied,
+        status: Some(status),
+    })
+}
+
+fn shown(revision: &str) -> &str {
+    if revision.is_empty() {
+        "a package that did not validate"
+    } else {
+        revision
+    }
+}
+
+fn diagnostics_json(diagnostics: &[pb::Diagnostic]) -> Vec<Value> {
+    diagnostics
+        .iter()
+        .map(|d| json!({"file": d.file, "line": d.line, "code": d.code, "reason": d.reason}))
+        .collect()
+}
+
+/// Discards the app's draft.
+pub(crate) async fn discard(
+    core: &Arc<Core>,
+    principal: &pb::Principal,
+    app_id: &str,
+) -> Result<(), AppError> {
+    let _ending = ENDING.lock().await;
+    let draft = draft_of(core, app_id)
+        .await?
+        .ok_or_else(|| no_draft(app_id))?;
+    let base = draft.base_revision.clone();
+    end(
+        core,
+        principal,
+        &draft,
+        draft_action::DRAFT_DISCARDED,
+        None,
+        Some(base.as_str()).filter(|base| !base.is_empty()),
+        None,
+    )
+    .await?;
+    tracing::info!(app_id, "draft discarded");
+    Ok(())
+}
+
+/// Removes the draft's rows (audited as `ending`) and its preview data.
+async fn end(
+    core: &Arc<Core>,
+    principal: &pb::Principal,
+    draft: &Draft,
+    action: &'static str,
+    subject: Option<&str>,
+    before: Option<&str>,
+    after: Option<&str>,
+) -> Result<(), AppError> {
+    let (store, app, preview, user) = (
+        core.store.clone(),
+        draft.app_id.clone(),
+        draft.preview_id.clone(),
+        principal.user_id.clone(),
+    );
+    let (subject, before, after) = (
+        subject.map(str::to_owned),
+        before.map(str::to_owned),
+        after.map(str::to_owned),
+    );
+    blocking(move || {
+        let ending = Ending {
+            action,
+            subject: subject.as_deref(),
+            before: before.as_deref(),
+            after: after.as_deref(),
+        };
+        store.end_draft(&app, &preview, &user, ending)
+    })
+    .await?;
+    core.drafts
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .remove(&draft.app_id);
+    let mut client = core.data.clone();
+    if let Err(status) = client
+        .remove_preview(pb::RemovePreviewRequest {
+            app_id: draft.app_id.clone(),
+            preview: draft.preview_id.clone(),
+        })
+        .await
+    {
+        // Scratch data only; the next preview of this id never comes.
+        tracing::warn!(app_id = %draft.app_id, code = ?status.code(), "a preview's scratch data was not removed");
+    }
+    Ok(())
+}
+
+// --- CoreService.Draft -------------------------------------------------------
+
+/// `CoreService.Draft`.
+pub(crate) async fn rpc(
+    core: &Arc<Core>,
+    request: pb::DraftRequest,
+) -> Result<pb::DraftReply, AppError> {
+    let principal = request
+        .principal
+        .as_ref()
+        .filter(|principal| !principal.user_id.is_empty())
+        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal"))?;
+    let app_id = request.app_id.as_str();
+    if !sasha_package::manifest::is_kebab_id(app_id) {
+        return Err(invalid("app must be an app id in lowercase kebab-case"));
+    }
+    crate::source_tools::authorize_manager(core, principal, app_id).await?;
+    let result = match request.operation {
+        Some(draft_request::Operation::Review(_)) => {
+            let draft = draft_of(core, app_id)
+                .await?
+                .ok_or_else(|| no_draft(app_id))?;
+            draft_reply::Result::Draft(info(core, &draft, true).await?)
+        }
+        Some(draft_request::Operation::Publish(publish_request)) => {
+            let approval = (publish_request.approval == pb::DraftApproval::Elicitation as i32)
+                .then_some(Approval::Elicitation);
+            draft_reply::Result::Published(
+                publish(
+                    core,
+                    principal,
+                    app_id,
+                    &publish_request.expected_revision,
+                    approval,
+                )
+                .await?,
+            )
+        }
+        Some(draft_request::Operation::Discard(_)) => {
+            discard(core, principal, app_id).await?;
+            draft_reply::Result::Discarded(pb::DraftDiscarded { discarded: true })
+        }
+        None => return Err(invalid("a draft request names its operation")),
+    };
+    Ok(pb::DraftReply {
+        app: app_id.to_owned(),
+        result: Some(result),
+    })
+}
+
+/// The draft's validated package for a preview `preview_id` of `app_id`,
+/// if the principal manages the app, the draft is that preview's and it
+/// validates. Anything else is `None` (the caller answers as for an app it
+/// cannot see).
+pub(crate) async fn preview_package(
+    core: &Arc<Core>,
+    principal: &pb::Principal,
+    app_id: &str,
+    preview_id: &str,
+) -> Option<Arc<Package>> {
+    if !is_preview_id(preview_id) || !sasha_package::manifest::is_kebab_id(app_id) {
+        return None;
+    }
+    crate::source_tools::authorize_manager(core, principal, app_id)
+        .await
+        .ok()?;
+    let draft = draft_of(core, app_id).await.ok()??;
+    if draft.preview_id != preview_id {
+        return None;
+    }
+    validated(core, app_id).await.ok()?.1.package.clone()
+}
+
+#[cfg(test)]
+mod tests;

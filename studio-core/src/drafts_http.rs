@@ -1,0 +1,249 @@
+//! Studio's Draft page over HTTP: `GET|POST|DELETE /api/apps/:appId/draft`,
+//! `GET /api/apps/:appId/draft/resource` (the draft's assembled resource,
+//! for its preview) and `POST /api/apps/:appId/draft/publish`. Who may and
+//! every refusal are `crate::drafts`' (the source tools' callers: admin or
+//! staff with `manage`, a credential holding `apps:invoke` + `apps:write`);
+//! the answers are the JSON of `sasha_proto::client_json::draft_reply`, the
+//! same the MCP tools put in `structuredContent`.
+//!
+//! Publishing here is a person's approval, so it is taken only from a
+//! signed-in browser session, same-origin (an access token, which a model
+//! may hold, gets the hidden 404): that is what makes Studio's Publish
+//! button an approval no model can give itself.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use sasha_proto::pb::{self, draft_reply, draft_request};
+use sasha_proto::{AppError, ErrorCode};
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use crate::Core;
+use crate::api::{ResourceResponse, no_store, parse_body, same_origin_json};
+use crate::drafts::Approval;
+
+/// The principal of `headers` as the gateway would pass it.
+async fn principal(core: &Arc<Core>, headers: &HeaderMap) -> Result<pb::Principal, Response> {
+    crate::api::user(core, headers)
+        .await
+        .map(|principal| crate::core_grpc::to_wire(&principal))
+}
+
+fn answer(reply: Result<pb::DraftReply, AppError>, status: StatusCode) -> Response {
+    match reply {
+        Ok(reply) => match sasha_proto::client_json::draft_reply(&reply) {
+            Some(value) => {
+                let mut response = no_store(Json(value));
+                *response.status_mut() = status;
+                response
+            }
+            None => AppError::from_code(ErrorCode::Internal).into_response(),
+        },
+        Err(error) => error.into_response(),
+    }
+}
+
+/// `GET /api/apps/:appId/draft`: the app's draft with its review.
+#[utoipa::path(get, path = "/api/apps/{appId}/draft", params(("appId" = String, Path)), responses(
+    (status = 200, description = "`{app, draft: {previewId, baseRevision, liveRevision, stale, status, createdBy, createdAt, updatedAt, changes, review}}`, as checkApp with draft: true answers; Cache-Control: no-store", body = Object),
+    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
+    (status = 403, description = "not admin or staff with manage on the app, no apps:write, or an unknown app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
+    (status = 404, description = "no draft (APP_RECORD_NOT_FOUND, details.cause = DRAFT_NOT_FOUND), or a credential that does not resolve", body = crate::api::ErrorEnvelope)))]
+pub(crate) async fn review(
+    State(core): State<Arc<Core>>,
+    Path(app_id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let principal = match principal(&core, &headers).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
+    let request = pb::DraftRequest {
+        principal: Some(principal),
+        app_id,
+        operation: Some(draft_request::Operation::Review(pb::DraftReviewRequest {})),
+    };
+    answer(crate::drafts::rpc(&core, request).await, StatusCode::OK)
+}
+
+/// `POST /api/apps/:appId/draft`: starts the app's draft from the live app
+/// (a same-origin JSON request without a body).
+#[utoipa::path(post, path = "/api/apps/{appId}/draft", params(("appId" = String, Path)), responses(
+    (status = 201, description = "the new draft, as GET answers", body = Object),
+    (status = 200, description = "the draft that already existed", body = Object),
+    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, or not admin or staff with manage on the app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope)))]
+pub(crate) async fn start(
+    State(core): State<Arc<Core>>,
+    Path(app_id): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(response) = same_origin_json(&core, &method, &headers, false) {
+        return response;
+    }
+    let principal = match principal(&core, &headers).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
+    if !sasha_package::manifest::is_kebab_id(&app_id) {
+        return crate::api::hidden_not_found().into_response();
+    }
+    if let Err(error) = crate::source_tools::authorize_manager(&core, &principal, &app_id).await {
+        return error.into_response();
+    }
+    let started = crate::drafts::start_for(&core, &principal, &app_id).await;
+    let status = match &started {
+        Ok((_, true)) => StatusCode::CREATED,
+        _ => StatusCode::OK,
+    };
+    answer(
+        started.map(|(info, _)| pb::DraftReply {
+            app: app_id.clone(),
+            result: Some(draft_reply::Result::Draft(info)),
+        }),
+        status,
+    )
+}
+
+/// `DELETE /api/apps/:appId/draft`: discards the draft.
+#[utoipa::path(delete, path = "/api/apps/{appId}/draft", params(("appId" = String, Path)), responses(
+    (status = 200, description = "`{app, discarded: true}`", body = Object),
+    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, or not admin or staff with manage on the app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
+    (status = 404, description = "no draft (details.cause = DRAFT_NOT_FOUND)", body = crate::api::ErrorEnvelope)))]
+pub(crate) async fn discard(
+    State(core): State<Arc<Core>>,
+    Path(app_id): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(response) = same_origin_json(&core, &method, &headers, false) {
+        return response;
+    }
+    let principal = match principal(&core, &headers).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
+    let request = pb::DraftRequest {
+        principal: Some(principal),
+        app_id,
+        operation: Some(draft_request::Operation::Discard(
+            pb::DraftDiscardRequest {},
+        )),
+    };
+    answer(crate::drafts::rpc(&core, request).await, StatusCode::OK)
+}
+
+/// `GET /api/apps/:appId/draft/resource`: the draft's assembled resource,
+/// which Studio's preview renders in the sandbox (its data calls carry the
+/// draft's preview id and reach scratch data only).
+#[utoipa::path(get, path = "/api/apps/{appId}/draft/resource", params(("appId" = String, Path)), responses(
+    (status = 200, description = "the draft's resource, as GET /api/apps/{appId}/resource answers; Cache-Control: no-store", body = ResourceResponse),
+    (status = 400, description = "the draft does not validate (APP_INPUT_INVALID with details.diagnostics)", body = crate::api::ErrorEnvelope),
+    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
+    (status = 403, description = "not admin or staff with manage on the app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
+    (status = 404, description = "no draft (details.cause = DRAFT_NOT_FOUND)", body = crate::api::ErrorEnvelope)))]
+pub(crate) async fn resource(
+    State(core): State<Arc<Core>>,
+    Path(app_id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let principal = match principal(&core, &headers).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
+    if !sasha_package::manifest::is_kebab_id(&app_id) {
+        return crate::api::hidden_not_found().into_response();
+    }
+    if let Err(error) = crate::source_tools::authorize_manager(&core, &principal, &app_id).await {
+        return error.into_response();
+    }
+    let validated = match crate::drafts::validated(&core, &app_id).await {
+        Ok((files, _)) if files.is_empty() => {
+            return crate::drafts::no_draft(&app_id).into_response();
+        }
+        Ok((_, validated)) => validated,
+        Err(error) => return error.into_response(),
+    };
+    let Some(package) = validated.package.as_ref() else {
+        return AppError::new(
+            ErrorCode::InputInvalid,
+            "the draft does not validate, so it cannot be previewed; fix its diagnostics first",
+        )
+        .into_response();
+    };
+    let resource = &package.resource;
+    no_store(Json(ResourceResponse {
+        uri: resource.uri.clone(),
+        mime_type: resource.mime_type.clone(),
+        text: resource.html.clone(),
+        meta: serde_json::json!({"ui": resource.meta}),
+    }))
+}
+
+/// The body of `POST /api/apps/:appId/draft/publish`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct PublishBody {
+    /// The live revision the draft began from (the draft's `baseRevision`).
+    expected_revision: String,
+}
+
+/// `POST /api/apps/:appId/draft/publish` with `{expectedRevision}`: the
+/// signed-in person approves and publishes the draft.
+#[utoipa::path(post, path = "/api/apps/{appId}/draft/publish", params(("appId" = String, Path)), request_body = PublishBody, responses(
+    (status = 200, description = "`{app, published: {revision, previousRevision, migrationsApplied, status}}`", body = Object),
+    (status = 400, description = "the draft does not validate (APP_INPUT_INVALID, details.diagnostics), or an unknown field", body = crate::api::ErrorEnvelope),
+    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, not admin or staff with manage, or a widening of reads that only an admin may publish (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
+    (status = 404, description = "no draft, or a credential that is not a browser session", body = crate::api::ErrorEnvelope),
+    (status = 409, description = "the live app moved since the draft began (APP_CONFLICT, diagnostic DRAFT_BASE_MOVED)", body = crate::api::ErrorEnvelope),
+    (status = 503, description = "the draft drops or edits an applied migration (APP_SCHEMA_INCOMPATIBLE), or data-worker is unreachable", body = crate::api::ErrorEnvelope)))]
+pub(crate) async fn publish(
+    State(core): State<Arc<Core>>,
+    Path(app_id): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Err(response) = same_origin_json(&core, &method, &headers, true) {
+        return response;
+    }
+    let principal = match crate::api::session_user(&core, &headers).await {
+        Ok(principal) => crate::core_grpc::to_wire(&principal),
+        Err(response) => return response,
+    };
+    let body: PublishBody = match parse_body(&body) {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    if !sasha_package::manifest::is_kebab_id(&app_id) {
+        return crate::api::hidden_not_found().into_response();
+    }
+    if let Err(error) = crate::source_tools::authorize_manager(&core, &principal, &app_id).await {
+        return error.into_response();
+    }
+    let published = crate::drafts::publish(
+        &core,
+        &principal,
+        &app_id,
+        &body.expected_revision,
+        Some(Approval::Studio),
+    )
+    .await;
+    answer(
+        published.map(|published| pb::DraftReply {
+            app: app_id.clone(),
+            result: Some(draft_reply::Result::Published(published)),
+        }),
+        StatusCode::OK,
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,205 @@
+//! Studio's lifecycle controls over HTTP: `POST /api/apps/:appId/withdraw`,
+//! `…/restore` and `…/delete` (with `{deleteData, confirmAppId}`), and
+//! `GET /api/withdrawn-apps`, the admins' list of withdrawn apps (which no
+//! other list shows, since a withdrawn app is gone from every catalogue).
+//! Who may and every refusal are `crate::lifecycle`'s, the function behind
+//! `CoreService.AppLifecycle` (admins only, a credential holding
+//! `apps:invoke` + `apps:write`); the answers are the JSON the MCP tools
+//! put in `structuredContent` (`sasha_proto::client_json::lifecycle`).
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Method};
+use axum::response::{IntoResponse, Response};
+use sasha_proto::pb::{self, AppLifecycleOperation};
+use sasha_proto::{AppError, ErrorCode};
+use serde::Deserialize;
+use serde_json::json;
+use utoipa::ToSchema;
+
+use crate::Core;
+use crate::api::{blocking, no_store, parse_body, same_origin_json};
+use crate::catalogue::AppEntry;
+use crate::store::UserRole;
+
+async fn run(
+    core: &Arc<Core>,
+    headers: &HeaderMap,
+    app_id: String,
+    operation: AppLifecycleOperation,
+    body: Option<DeleteBody>,
+) -> Response {
+    let principal = match crate::api::user(core, headers).await {
+        Ok(principal) => crate::core_grpc::to_wire(&principal),
+        Err(response) => return response,
+    };
+    let body = body.unwrap_or_default();
+    let request = pb::AppLifecycleRequest {
+        principal: Some(principal),
+        app_id,
+        operation: operation as i32,
+        delete_data: body.delete_data,
+        confirm_app_id: body.confirm_app_id.unwrap_or_default(),
+    };
+    match crate::lifecycle::rpc(core, request).await {
+        Ok(reply) => no_store(Json(sasha_proto::client_json::lifecycle(&reply))),
+        Err(error) => error.into_response(),
+    }
+}
+
+/// `POST /api/apps/:appId/withdraw`: the app disappears for everyone (its
+/// data, history and grants kept).
+#[utoipa::path(post, path = "/api/apps/{appId}/withdraw", params(("appId" = String, Path)), responses(
+    (status = 200, description = "`{app, changed, withdrawn, packageDeleted, dataDeleted}`, as withdrawApp answers", body = Object),
+    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, or not an admin (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
+    (status = 404, description = "no such app", body = crate::api::ErrorEnvelope)))]
+pub(crate) async fn withdraw(
+    State(core): State<Arc<Core>>,
+    Path(app_id): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(response) = same_origin_json(&core, &method, &headers, false) {
+        return response;
+    }
+    run(
+        &core,
+        &headers,
+        app_id,
+        AppLifecycleOperation::Withdraw,
+        None,
+    )
+    .await
+}
+
+/// `POST /api/apps/:appId/restore`: a withdrawn app comes back as it was.
+#[utoipa::path(post, path = "/api/apps/{appId}/restore", params(("appId" = String, Path)), responses(
+    (status = 200, description = "as restoreApp answers", body = Object),
+    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, or not an admin", body = crate::api::ErrorEnvelope),
+    (status = 409, description = "the package was deleted (APP_CONFLICT)", body = crate::api::ErrorEnvelope)))]
+pub(crate) async fn restore(
+    State(core): State<Arc<Core>>,
+    Path(app_id): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(response) = same_origin_json(&core, &method, &headers, false) {
+        return response;
+    }
+    run(
+        &core,
+        &headers,
+        app_id,
+        AppLifecycleOperation::Restore,
+        None,
+    )
+    .await
+}
+
+/// The body of `POST /api/apps/:appId/delete`.
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct DeleteBody {
+    /// Also delete the data file (backed up first).
+    #[serde(default)]
+    delete_data: bool,
+    /// The app id typed again: the second confirmation `deleteData` needs.
+    #[serde(default)]
+    confirm_app_id: Option<String>,
+}
+
+/// `POST /api/apps/:appId/delete` with `{deleteData, confirmAppId}`: deletes
+/// a withdrawn app's package and, confirmed twice, its data file.
+#[utoipa::path(post, path = "/api/apps/{appId}/delete", params(("appId" = String, Path)), request_body = DeleteBody, responses(
+    (status = 200, description = "as deleteApp answers, with `dataBackup` when the data file was backed up and deleted", body = Object),
+    (status = 400, description = "deleteData without confirmAppId equal to the id (APP_INPUT_INVALID)", body = crate::api::ErrorEnvelope),
+    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, or not an admin", body = crate::api::ErrorEnvelope),
+    (status = 409, description = "the app is not withdrawn (APP_CONFLICT)", body = crate::api::ErrorEnvelope)))]
+pub(crate) async fn delete(
+    State(core): State<Arc<Core>>,
+    Path(app_id): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Err(response) = same_origin_json(&core, &method, &headers, true) {
+        return response;
+    }
+    let body: DeleteBody = match parse_body(&body) {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    run(
+        &core,
+        &headers,
+        app_id,
+        AppLifecycleOperation::Delete,
+        Some(body),
+    )
+    .await
+}
+
+/// `GET /api/withdrawn-apps`: every withdrawn app, for admins.
+#[utoipa::path(get, path = "/api/withdrawn-apps", responses(
+    (status = 200, description = "`{apps: [{app, name, revision, withdrawnAt, withdrawnBy, packageDeleted, dataDeleted}]}` by id; Cache-Control: no-store", body = Object),
+    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
+    (status = 403, description = "not an admin (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope)))]
+pub(crate) async fn withdrawn_apps(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
+    let principal = match crate::api::user(&core, &headers).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
+    if principal.user.role != UserRole::Admin {
+        return AppError::new(
+            ErrorCode::AccessDenied,
+            "only an admin sees the withdrawn apps",
+        )
+        .into_response();
+    }
+    let store = core.store.clone();
+    let listed = blocking(move || {
+        let apps = store.withdrawn_apps()?;
+        let mut named = Vec::with_capacity(apps.len());
+        for (id, state) in apps {
+            let by = match &state.withdrawn_by {
+                Some(user) => store.user(user)?.map(|user| user.username),
+                None => None,
+            };
+            named.push((id, state, by));
+        }
+        Ok(named)
+    })
+    .await;
+    let listed = match listed {
+        Ok(listed) => listed,
+        Err(error) => return error.into_response(),
+    };
+    let snapshot = core.catalogue.current();
+    let apps: Vec<serde_json::Value> = listed
+        .into_iter()
+        .map(|(id, state, by)| {
+            let name = match snapshot.apps.get(&id) {
+                Some(AppEntry::Valid(package)) => package.manifest.name.clone(),
+                _ => id.clone(),
+            };
+            json!({
+                "app": id,
+                "name": name,
+                "revision": state.revision,
+                "withdrawnAt": state.withdrawn_at,
+                "withdrawnBy": by,
+                "packageDeleted": state.package_deleted_at.is_some(),
+                "dataDeleted": state.data_deleted_at.is_some(),
+            })
+        })
+        .collect();
+    no_store(Json(json!({"apps": apps})))
+}
+
+#[cfg(test)]
+mod tests;

@@ -356,7 +356,10 @@ function buildShell() {
   const signOutButton = h("button", { type: "button", class: "button button-quiet", text: "Sign out", onclick: signOut });
   const connectionsLink = h("a", { class: "button button-quiet", href: "#/connections", text: "Connected clients" });
   // Admins' way to the withdrawn apps (on phones, where the sidebar is hidden, the home page has one too).
-  const withdrawnLink = isAdmin() ? h("a", { class: "button button-quiet button-block sidebar-withdrawn", href: "#/withdrawn", text: "Withdrawn apps" }) : null;
+  // A button, like New app: the sidebar's links are the apps themselves.
+  const withdrawnLink = isAdmin()
+    ? h("button", { type: "button", class: "button button-quiet button-block sidebar-withdrawn", text: "Withdrawn apps", onclick: () => go("#/withdrawn") })
+    : null;
   const appList = h("ul", { class: "app-list", role: "list" });
   const newAppButton = canCreateApps()
     ? h("button", { type: "button", class: "button button-block sidebar-new", text: "New app", onclick: () => go("#/new") })
@@ -476,7 +479,7 @@ function newAppAction() {
 
 /** The Withdrawn apps link of the empty states, for admins (the sidebar is hidden on phones). */
 function withdrawnAction() {
-  return isAdmin() ? h("a", { class: "button button-quiet empty-action empty-withdrawn", href: "#/withdrawn", text: "Withdrawn apps" }) : null;
+  return isAdmin() ? h("button", { type: "button", class: "button button-quiet empty-action empty-withdrawn", text: "Withdrawn apps", onclick: () => go("#/withdrawn") }) : null;
 }
 
 function emptyState() {

@@ -88,7 +88,7 @@ async function run() {
   await page.goto(`${STUDIO}/#/`);
   await signIn(page, ADMIN);
   await appLink(page, NAME).waitFor();
-  checks.ok(await page.getByRole("link", { name: "Withdrawn apps" }).isVisible(), "admins have a Withdrawn apps link");
+  checks.ok(await sidebar(page).getByRole("button", { name: "Withdrawn apps" }).isVisible(), "admins have Withdrawn apps in the sidebar");
 
   // --- 1 and 2. Withdraw from the pane -------------------------------------
   let panel = await withdrawFromPane(page, { cancelFirst: true });
@@ -149,6 +149,20 @@ async function run() {
   checks.equal(await appLink(page, NAME).count(), 0, "the deleted app is not in the sidebar");
   await screenshot(page, "deleted", panel);
 
-  // The Apps sidebar is the empty state again.
+  // The Apps sidebar is the empty state again; its Withdrawn apps button finds the deleted app.
   checks.ok(await sidebar(page).getByText("No apps yet").isVisible(), "no apps are left");
+  await page.goto(`${STUDIO}/#/`);
+  await sidebar(page).getByRole("button", { name: "Withdrawn apps" }).click();
+  await page.locator(`.withdrawn-panel .withdrawn-item[data-app="${ID}"]`).waitFor({ timeout: 20_000 });
+  checks.ok(page.url().endsWith("#/withdrawn"), "the sidebar's Withdrawn apps opens the page", page.url());
+  checks.equal(await sidebar(page).getByRole("button", { name: "Withdrawn apps" }).getAttribute("aria-current"), "page", "and marks itself current");
+  // On a phone the sidebar is hidden: the home page offers Withdrawn apps instead.
+  await page.setViewportSize(NARROW);
+  await page.goto(`${STUDIO}/#/`);
+  const home = page.getByRole("main").getByRole("button", { name: "Withdrawn apps" });
+  await home.waitFor();
+  await home.click();
+  await page.getByRole("heading", { name: "Withdrawn apps", level: 1 }).waitFor();
+  checks.ok(page.url().endsWith("#/withdrawn"), "on a phone, the home page's Withdrawn apps opens the page", page.url());
+  await page.setViewportSize(WIDE);
 }

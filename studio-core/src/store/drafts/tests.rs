@@ -40,7 +40,7 @@ impl Fixture {
         &self,
         path: &str,
         bytes: &[u8],
-    ) -> Option<Result<(Option<String>, Option<String>), String>> {
+    ) -> Option<Result<Versions, String>> {
         self.store
             .change_draft_file("notes", path, &self.user, |_, _| {
                 Ok::<_, String>(Some(bytes.to_vec()))

@@ -36,11 +36,7 @@ impl Fixture {
             .unwrap()
     }
 
-    fn write(
-        &self,
-        path: &str,
-        bytes: &[u8],
-    ) -> Option<Result<Versions, String>> {
+    fn write(&self, path: &str, bytes: &[u8]) -> Option<Result<Versions, String>> {
         self.store
             .change_draft_file("notes", path, &self.user, |_, _| {
                 Ok::<_, String>(Some(bytes.to_vec()))

@@ -84,6 +84,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SASHA_CHAT_API_KEY", roles: "studio-core", default: "(unset: no Authorization header)", meaning: "bearer key for the chat provider; not together with SASHA_CHAT_API_KEY_FILE" },
     Variable { name: "SASHA_CHAT_API_KEY_FILE", roles: "studio-core", default: "(unset)", meaning: "file holding the chat provider's key (trimmed); not together with SASHA_CHAT_API_KEY" },
     Variable { name: "SASHA_CHAT_TIMEOUT_SECS", roles: "studio-core", default: "120", meaning: "seconds one whole chat turn may take (1 to 3600); then APP_TIMEOUT" },
+    Variable { name: "SASHA_ASSISTANT_MCP_URL", roles: "studio-core", default: "$MCP_PUBLIC_ORIGIN/mcp", meaning: "where the Studio assistant's MCP client reaches mcp-gateway, as the signed-in user (an internal URL such as http://mcp-gateway:3014/mcp in production)" },
     Variable { name: "SASHA_CHAT_IDLE_SECS", roles: "studio-core", default: "30", meaning: "seconds to wait for the provider's first byte or between bytes (1 to 3600); then APP_TIMEOUT" },
     Variable { name: "SASHA_EDGE_ADDR", roles: "edge-sandbox", default: "127.0.0.1:3010", meaning: "HTTP listen address of the sandbox origin" },
     Variable { name: "SASHA_CORE_HTTP_ADDR", roles: "studio-core", default: "127.0.0.1:3011", meaning: "HTTP listen address of Studio and /api" },

@@ -227,7 +227,7 @@ impl ChatService {
         };
         // Leaving the select dropped the request future, and with it the
         // connection: the provider sees the disconnect and stops generating.
-        match outcome {
+        match outcome.map(|completion| completion.content) {
             Ok(answer) => {
                 self.conversations().record(
                     &key,
@@ -240,6 +240,55 @@ impl ChatService {
             }
             Err(failure) => Err(failure.into_app_error()),
         }
+    }
+
+    /// One completion round of the Studio assistant (`crate::assistant`):
+    /// `messages` as the provider takes them and `tools` (OpenAI function
+    /// tools; none sends none), the text streamed to `updates` like a
+    /// turn's. Bounded like a turn (one global permit, the whole-turn and
+    /// idle limits, `cancel`), with the same errors; the caller keeps the
+    /// conversation.
+    pub(crate) async fn complete(
+        &self,
+        messages: &[serde_json::Value],
+        tools: &[serde_json::Value],
+        updates: mpsc::Sender<String>,
+        cancel: CancellationToken,
+    ) -> Result<Completion, AppError> {
+        let Some(provider) = &self.inner.provider else {
+            return Err(AppError::new(
+                ErrorCode::ChatUnavailable,
+                UNCONFIGURED_MESSAGE,
+            ));
+        };
+        let _permit = self.inner.turns.clone().try_acquire_owned().map_err(|_| {
+            AppError::new(
+                ErrorCode::Busy,
+                "too many chat turns are in progress on this server; try again shortly",
+            )
+        })?;
+        let mut body =
+            json!({"model": provider.config.model, "messages": messages, "stream": true});
+        if !tools.is_empty() {
+            body["tools"] = json!(tools);
+        }
+        let deadline = Instant::now() + provider.config.turn_timeout;
+        let outcome = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => Err(Failure::Cancelled),
+            _ = updates.closed() => Err(Failure::Cancelled),
+            _ = tokio::time::sleep_until(deadline) => Err(Failure::TurnTimeout),
+            outcome = stream_answer(provider, &body, &updates, self.inner.limits) => outcome,
+        };
+        outcome.map_err(Failure::into_app_error)
+    }
+
+    /// The configured model's name, for Studio to show.
+    pub(crate) fn model(&self) -> Option<&str> {
+        self.inner
+            .provider
+            .as_ref()
+            .map(|provider| provider.config.model.as_str())
     }
 
     /// Takes this pair's slot and a global permit, or answers `APP_BUSY`.
@@ -292,7 +341,7 @@ impl Drop for TurnSlot {
     }
 }
 
-fn check_prompt(prompt: &str) -> Result<(), AppError> {
+pub(crate) fn check_prompt(prompt: &str) -> Result<(), AppError> {
     if prompt.trim().is_empty() {
         return Err(AppError::new(
             ErrorCode::InputInvalid,
@@ -541,7 +590,7 @@ async fn stream_answer(
     body: &serde_json::Value,
     updates: &mpsc::Sender<String>,
     limits: Limits,
-) -> Result<String, Failure> {
+) -> Result<Completion, Failure> {
     let idle = provider.config.idle_timeout;
     let mut request = provider
         .client
@@ -574,6 +623,7 @@ async fn stream_answer(
 
     let mut parser = SseParser::default();
     let mut answer = String::new();
+    let mut calls = ToolCalls::default();
     let mut finished = false;
     let mut updater = Updater::new(limits.update_interval);
     let mut idle_deadline = Instant::now() + idle;
@@ -598,16 +648,18 @@ async fn stream_answer(
             match event {
                 Event::Chunk {
                     content,
+                    tool_calls,
                     finished: chunk_finished,
                 } => {
                     grew |= !content.is_empty();
                     answer.push_str(&content);
+                    calls.extend(tool_calls);
                     finished |= chunk_finished;
                 }
                 Event::Done => done = true,
             }
         }
-        if answer.len() > limits.max_answer_bytes {
+        if answer.len() + calls.bytes() > limits.max_answer_bytes {
             return Err(Failure::TooLong);
         }
         if grew {
@@ -620,13 +672,77 @@ async fn stream_answer(
             return Err(Failure::Cut);
         }
     }
-    if answer.trim().is_empty() {
+    let tool_calls = calls.finish();
+    if answer.trim().is_empty() && tool_calls.is_empty() {
         return Err(Failure::Empty);
     }
     if updater.pending {
         updater.send(&answer, updates);
     }
-    Ok(answer)
+    Ok(Completion {
+        content: answer,
+        tool_calls,
+    })
+}
+
+/// What one completion answered: its text and the tool calls it asks for
+/// (none for an app's chat, which offers no tools).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Completion {
+    pub(crate) content: String,
+    pub(crate) tool_calls: Vec<ToolCall>,
+}
+
+/// One tool call of a completion: its id, function name and JSON arguments
+/// as the provider wrote them (checked by whoever runs it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ToolCall {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) arguments: String,
+}
+
+/// Tool calls assembled from their streamed pieces, by index.
+#[derive(Debug, Default)]
+struct ToolCalls(std::collections::BTreeMap<usize, ToolCall>);
+
+impl ToolCalls {
+    fn extend(&mut self, deltas: Vec<sse::ToolCallDelta>) {
+        for delta in deltas {
+            let call = self.0.entry(delta.index).or_insert_with(|| ToolCall {
+                id: String::new(),
+                name: String::new(),
+                arguments: String::new(),
+            });
+            if let Some(id) = delta.id {
+                call.id = id;
+            }
+            if let Some(name) = delta.name {
+                call.name.push_str(&name);
+            }
+            call.arguments.push_str(&delta.arguments);
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.0
+            .values()
+            .map(|call| call.name.len() + call.arguments.len())
+            .sum()
+    }
+
+    /// The calls in order; one without an id gets one from its index.
+    fn finish(self) -> Vec<ToolCall> {
+        self.0
+            .into_iter()
+            .map(|(index, mut call)| {
+                if call.id.is_empty() {
+                    call.id = format!("call_{index}");
+                }
+                call
+            })
+            .collect()
+    }
 }
 
 /// A provider that ignored `stream: true` and answered one JSON completion.
@@ -634,7 +750,7 @@ async fn whole_answer(
     mut response: reqwest::Response,
     idle: Duration,
     limits: Limits,
-) -> Result<String, Failure> {
+) -> Result<Completion, Failure> {
     let mut body = Vec::new();
     loop {
         let chunk = tokio::time::timeout(idle, response.chunk())
@@ -657,21 +773,41 @@ async fn whole_answer(
             detail: sse::bounded(&error.to_string()),
         }));
     }
-    let answer = value
-        .pointer("/choices/0/message/content")
-        .and_then(|content| content.as_str())
-        .ok_or_else(|| {
-            Failure::Stream(StreamError::Malformed {
-                reason: "a JSON answer without choices[0].message.content".to_owned(),
-            })
-        })?;
-    if answer.len() > limits.max_answer_bytes {
+    let message = value.pointer("/choices/0/message").ok_or_else(|| {
+        Failure::Stream(StreamError::Malformed {
+            reason: "a JSON answer without choices[0].message".to_owned(),
+        })
+    })?;
+    let answer = match message.get("content") {
+        None | Some(serde_json::Value::Null) => "",
+        Some(serde_json::Value::String(text)) => text.as_str(),
+        Some(_) => {
+            return Err(Failure::Stream(StreamError::Malformed {
+                reason: "choices[0].message.content is not a string".to_owned(),
+            }));
+        }
+    };
+    // The same checks as the streamed pieces, each call whole.
+    let mut calls = ToolCalls::default();
+    if let Some(list) = message.get("tool_calls").filter(|list| !list.is_null()) {
+        let chunk = json!({"choices": [{"delta": {"tool_calls": list}}]});
+        if let Some(Event::Chunk { tool_calls, .. }) =
+            sse::parse_chunk(&chunk).map_err(Failure::Stream)?
+        {
+            calls.extend(tool_calls);
+        }
+    }
+    if answer.len() + calls.bytes() > limits.max_answer_bytes {
         return Err(Failure::TooLong);
     }
-    if answer.trim().is_empty() {
+    let tool_calls = calls.finish();
+    if answer.trim().is_empty() && tool_calls.is_empty() {
         return Err(Failure::Empty);
     }
-    Ok(answer.to_owned())
+    Ok(Completion {
+        content: answer.to_owned(),
+        tool_calls,
+    })
 }
 
 /// The start of an error response's body, for the log; never waits longer
@@ -733,7 +869,7 @@ impl Updater {
 }
 
 /// The HTTP client of the provider.
-mod client {
+pub(crate) mod client {
     use std::sync::Arc;
 
     use super::ChatConfig;
@@ -766,7 +902,7 @@ mod client {
             .map_err(|error| super::error_chain(&error))
     }
 
-    fn tls_config() -> Result<rustls::ClientConfig, String> {
+    pub(crate) fn tls_config() -> Result<rustls::ClientConfig, String> {
         let roots = rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };

@@ -25,6 +25,7 @@
 )]
 mod api;
 mod assist;
+mod assistant;
 pub mod catalogue;
 pub mod chat;
 mod core_grpc;
@@ -112,13 +113,18 @@ pub struct Config {
     /// `SASHA_HEALTH_ADDR`: the probe listener (`/livez`, `/readyz`); `None`
     /// when unset.
     pub health_addr: Option<SocketAddr>,
+    /// `SASHA_ASSISTANT_MCP_URL`: where the Studio assistant's MCP client
+    /// reaches mcp-gateway (default `<MCP_PUBLIC_ORIGIN>/mcp`).
+    pub assistant_mcp_url: String,
 }
 
 impl Config {
     pub fn from_env(env: &dyn Env) -> Result<Config, ConfigError> {
         let origins = Origins::from_env(env)?;
+        let mcp_origin = config::origin(env, "MCP_PUBLIC_ORIGIN", origins.studio.as_str())?;
         Ok(Config {
-            mcp_origin: config::origin(env, "MCP_PUBLIC_ORIGIN", origins.studio.as_str())?,
+            assistant_mcp_url: assistant_mcp_url(env, &mcp_origin)?,
+            mcp_origin,
             http_addr: config::socket_addr(env, "SASHA_CORE_HTTP_ADDR", "127.0.0.1:3011")?,
             grpc_addr: config::socket_addr(env, "SASHA_CORE_GRPC_ADDR", "127.0.0.1:3012")?,
             data_url: config::grpc_url(env, "SASHA_DATA_GRPC_URL", "https://127.0.0.1:3013")?,
@@ -142,6 +148,28 @@ impl Config {
             health_addr: health::health_addr(env)?,
         })
     }
+}
+
+/// `SASHA_ASSISTANT_MCP_URL`, an absolute http(s) URL without credentials,
+/// query or fragment; `<MCP_PUBLIC_ORIGIN>/mcp` when unset.
+fn assistant_mcp_url(env: &dyn Env, mcp_origin: &config::Origin) -> Result<String, ConfigError> {
+    const NAME: &str = "SASHA_ASSISTANT_MCP_URL";
+    let Some(value) = env.var(NAME) else {
+        return Ok(format!("{}/mcp", mcp_origin.as_str()));
+    };
+    let invalid = |reason: &str| ConfigError::new(NAME, reason);
+    let url = url::Url::parse(&value).map_err(|error| invalid(&error.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https")
+        || !url.username().is_empty()
+        || url.password().is_some()
+        || url.query().is_some()
+        || url.fragment().is_some()
+    {
+        return Err(invalid(
+            "an absolute http or https URL without credentials, query or fragment",
+        ));
+    }
+    Ok(value)
 }
 
 /// The already-bound listeners studio-core serves on.
@@ -186,6 +214,8 @@ struct Core {
     oauth: oauth::OAuthState,
     /// Each draft's validation, by its files' content addresses.
     drafts: drafts::DraftCache,
+    /// The Studio assistant's running turns and waiting confirmations.
+    assistant: Arc<assistant::Assistant>,
 }
 
 impl Core {
@@ -346,6 +376,7 @@ pub async fn run(
         )),
         oauth: oauth::OAuthState::new(config.origins.studio.as_str(), config.mcp_origin.as_str()),
         drafts: drafts::DraftCache::default(),
+        assistant: Arc::new(assistant::Assistant::new(config.assistant_mcp_url.clone())),
     });
     let http_addr = listeners
         .http
@@ -522,6 +553,7 @@ fn router(core: Arc<Core>) -> axum::Router {
     let studio = axum::Router::new()
         .merge(web::routes(&core.origins.sandbox))
         .merge(api::routes())
+        .merge(assistant::routes())
         .merge(oauth::routes())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(

@@ -59,6 +59,9 @@ impl World {
             uploads: Arc::new(crate::uploads::UploadArea::new(dir.path().join("uploads"))),
             oauth: crate::oauth::OAuthState::new(STUDIO, STUDIO),
             drafts: crate::drafts::DraftCache::default(),
+            assistant: Arc::new(crate::assistant::Assistant::new(
+                "http://127.0.0.1:9/mcp".to_owned(),
+            )),
         });
         World {
             dir,

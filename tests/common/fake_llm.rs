@@ -41,6 +41,55 @@ pub enum Behaviour {
     Echo,
     /// This exact body as `text/event-stream`, for parser tests.
     Raw(String),
+    /// Answers each request with the next step of a script (the Studio
+    /// assistant's rounds); once the script is used up, a short text.
+    Script(Arc<Mutex<std::collections::VecDeque<Step>>>),
+}
+
+/// One scripted answer.
+#[derive(Clone)]
+pub enum Step {
+    /// Streamed text.
+    Text(String),
+    /// Tool calls `(name, arguments)`, each call's JSON arguments streamed in
+    /// two pieces.
+    Calls(Vec<(String, Value)>),
+    /// A tool call whose arguments are this raw text (not JSON).
+    RawCall(String, String),
+    /// The step is made from the request (the conversation so far).
+    Made(Arc<dyn Fn(&Value) -> Step + Send + Sync>),
+    /// This status with an error body.
+    Fail(u16),
+    /// Nothing at all for this long.
+    Slow(Duration),
+}
+
+impl std::fmt::Debug for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Step::Text(text) => write!(f, "Text({text:?})"),
+            Step::Calls(calls) => write!(f, "Calls({calls:?})"),
+            Step::RawCall(name, raw) => write!(f, "RawCall({name}, {raw:?})"),
+            Step::Made(_) => f.write_str("Made(..)"),
+            Step::Fail(status) => write!(f, "Fail({status})"),
+            Step::Slow(delay) => write!(f, "Slow({delay:?})"),
+        }
+    }
+}
+
+/// A script of steps, for [`Behaviour::Script`].
+pub fn script(steps: Vec<Step>) -> Behaviour {
+    Behaviour::Script(Arc::new(Mutex::new(steps.into())))
+}
+
+/// The text of the last tool result in `request`'s messages.
+pub fn last_tool_result(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .and_then(|messages| messages.iter().rev().find(|m| m["role"] == "tool"))
+        .and_then(|message| message["content"].as_str())
+        .unwrap_or("")
+        .to_owned()
 }
 
 /// A running fake. Dropping it stops the listener.
@@ -218,7 +267,91 @@ async fn completions(State(shared): State<Shared>, headers: HeaderMap, body: Byt
             stream(watch, frames(&words), Duration::from_millis(15), false)
         }
         Behaviour::Raw(body) => stream(watch, vec![body], Duration::ZERO, false),
+        Behaviour::Script(steps) => {
+            let mut step = steps
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or_else(|| Step::Text("That is all I was scripted to do.".to_owned()));
+            while let Step::Made(make) = step {
+                step = make(&request);
+            }
+            match step {
+                Step::Text(text) => {
+                    let words: Vec<String> = text.split_inclusive(' ').map(str::to_owned).collect();
+                    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+                    stream(watch, frames(&words), Duration::from_millis(5), false)
+                }
+                Step::Calls(calls) => stream(watch, call_frames(&calls), Duration::ZERO, false),
+                Step::RawCall(name, raw) => {
+                    let chunk = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_raw", "type": "function", "function": {"name": name, "arguments": raw}}]}, "finish_reason": null}]});
+                    let done = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]});
+                    stream(
+                        watch,
+                        vec![
+                            format!("data: {chunk}\n\n"),
+                            format!("data: {done}\n\n"),
+                            "data: [DONE]\n\n".to_owned(),
+                        ],
+                        Duration::ZERO,
+                        false,
+                    )
+                }
+                Step::Fail(status) => {
+                    watch.complete();
+                    Response::builder()
+                        .status(
+                            StatusCode::from_u16(status)
+                                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                        )
+                        .header(header::CONTENT_TYPE, "application/json")
+                        .body(Body::from(
+                            json!({"error": {"message": FakeLlm::SECRET}}).to_string(),
+                        ))
+                        .unwrap()
+                }
+                Step::Slow(delay) => {
+                    tokio::time::sleep(delay).await;
+                    stream(watch, frames(&["slow"]), Duration::ZERO, false)
+                }
+                Step::Made(_) => unreachable!("made steps are resolved above"),
+            }
+        }
     }
+}
+
+/// The SSE frames of an answer asking for `calls`: each call's id and name,
+/// then its JSON arguments in two pieces (as providers stream them), then
+/// `finish_reason: tool_calls` and `[DONE]`.
+pub fn call_frames(calls: &[(String, Value)]) -> Vec<String> {
+    let chunk = |delta: Value, finish: Value| {
+        let chunk = json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": "fake",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {chunk}\n\n")
+    };
+    let mut frames = vec![chunk(
+        json!({"role": "assistant", "content": null}),
+        Value::Null,
+    )];
+    for (index, (name, arguments)) in calls.iter().enumerate() {
+        let text = arguments.to_string();
+        let mut middle = text.len() / 2;
+        while !text.is_char_boundary(middle) {
+            middle -= 1;
+        }
+        let (first, second) = text.split_at(middle);
+        frames.push(chunk(
+            json!({"tool_calls": [{"index": index, "id": format!("call_{index}_{name}"), "type": "function", "function": {"name": name, "arguments": first}}]}),
+            Value::Null,
+        ));
+        frames.push(chunk(
+            json!({"tool_calls": [{"index": index, "function": {"arguments": second}}]}),
+            Value::Null,
+        ));
+    }
+    frames.push(chunk(json!({}), json!("tool_calls")));
+    frames.push("data: [DONE]\n\n".to_owned());
+    frames
 }
 
 /// The SSE frames of an answer made of `deltas`: a role chunk, one chunk per

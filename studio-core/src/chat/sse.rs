@@ -12,11 +12,27 @@ pub(crate) const MAX_LINE_BYTES: usize = 1024 * 1024;
 /// What one event of the stream meant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Event {
-    /// A chunk: its content delta (possibly empty) and whether it carried a
+    /// A chunk: its content delta (possibly empty), its tool call deltas (the
+    /// assistant's rounds; none for an app's chat) and whether it carried a
     /// `finish_reason`.
-    Chunk { content: String, finished: bool },
+    Chunk {
+        content: String,
+        tool_calls: Vec<ToolCallDelta>,
+        finished: bool,
+    },
     /// `data: [DONE]`: the answer is complete.
     Done,
+}
+
+/// One piece of a streamed tool call (`delta.tool_calls[]`): the call's
+/// `index` in the answer, its id and function name (in the first piece) and
+/// a piece of its JSON arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct ToolCallDelta {
+    pub(crate) index: usize,
+    pub(crate) id: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) arguments: String,
 }
 
 /// Why the stream cannot be read. The detail is for the log only.
@@ -122,6 +138,11 @@ fn parse_data(data: &str) -> Result<Option<Event>, StreamError> {
         serde_json::from_str(data).map_err(|error| StreamError::Malformed {
             reason: error.to_string(),
         })?;
+    parse_chunk(&chunk)
+}
+
+/// One chat completion chunk, already parsed as JSON.
+pub(crate) fn parse_chunk(chunk: &serde_json::Value) -> Result<Option<Event>, StreamError> {
     if let Some(error) = chunk.get("error") {
         return Err(StreamError::Provider {
             detail: bounded(&error.to_string()),
@@ -145,6 +166,7 @@ fn parse_data(data: &str) -> Result<Option<Event>, StreamError> {
         // A usage-only chunk, or an empty keep-alive object.
         return Ok(Some(Event::Chunk {
             content: String::new(),
+            tool_calls: Vec::new(),
             finished: false,
         }));
     };
@@ -160,7 +182,51 @@ fn parse_data(data: &str) -> Result<Option<Event>, StreamError> {
     let finished = choice
         .get("finish_reason")
         .is_some_and(|reason| !reason.is_null());
-    Ok(Some(Event::Chunk { content, finished }))
+    let tool_calls = tool_call_deltas(choice.pointer("/delta/tool_calls"))?;
+    Ok(Some(Event::Chunk {
+        content,
+        tool_calls,
+        finished,
+    }))
+}
+
+/// `delta.tool_calls`, checked piece by piece: each an object with an
+/// integer `index`, an optional string `id`, and an optional `function` with
+/// a string `name` and `arguments`.
+fn tool_call_deltas(value: Option<&serde_json::Value>) -> Result<Vec<ToolCallDelta>, StreamError> {
+    let malformed = |reason: &str| StreamError::Malformed {
+        reason: reason.to_owned(),
+    };
+    let calls = match value {
+        None | Some(serde_json::Value::Null) => return Ok(Vec::new()),
+        Some(serde_json::Value::Array(calls)) => calls,
+        Some(_) => return Err(malformed("delta.tool_calls is not an array")),
+    };
+    let text = |call: &serde_json::Value, pointer: &str| match call.pointer(pointer) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(malformed("a tool call field is not a string")),
+    };
+    calls
+        .iter()
+        .enumerate()
+        .map(|(position, call)| {
+            let index = match call.get("index") {
+                None => position,
+                Some(index) => index
+                    .as_u64()
+                    .and_then(|index| usize::try_from(index).ok())
+                    .filter(|index| *index < 64)
+                    .ok_or_else(|| malformed("a tool call index is not a small integer"))?,
+            };
+            Ok(ToolCallDelta {
+                index,
+                id: text(call, "/id")?,
+                name: text(call, "/function/name")?,
+                arguments: text(call, "/function/arguments")?.unwrap_or_default(),
+            })
+        })
+        .collect()
 }
 
 /// Text shortened for a log line.
@@ -183,6 +249,7 @@ mod tests {
     fn chunk(content: &str, finished: bool) -> Event {
         Event::Chunk {
             content: content.to_owned(),
+            tool_calls: Vec::new(),
             finished,
         }
     }
@@ -198,6 +265,35 @@ mod tests {
             }
             events.extend(parser.finish().unwrap());
             assert_eq!(events, expected, "split into pieces of {size}: {input:?}");
+        }
+    }
+
+    #[test]
+    fn tool_call_pieces_are_read_and_bad_ones_refused() {
+        let data = r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"c1","type":"function","function":{"name":"getDocs","arguments":"{\"sec"}}]},"finish_reason":null}]}"#;
+        assert_eq!(
+            parse_data(data).unwrap(),
+            Some(Event::Chunk {
+                content: String::new(),
+                tool_calls: vec![ToolCallDelta {
+                    index: 1,
+                    id: Some("c1".into()),
+                    name: Some("getDocs".into()),
+                    arguments: "{\"sec".into(),
+                }],
+                finished: false,
+            })
+        );
+        for bad in [
+            r#"{"choices":[{"delta":{"tool_calls":{}}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":-1}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1000}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":7}}]}}]}"#,
+        ] {
+            assert!(
+                matches!(parse_data(bad), Err(StreamError::Malformed { .. })),
+                "{bad}"
+            );
         }
     }
 

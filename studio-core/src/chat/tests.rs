@@ -733,3 +733,66 @@ fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         .map(|(key, value)| (key.to_string(), value.to_string()))
         .collect()
 }
+
+/// The assistant's rounds: tools go to the provider, streamed tool calls
+/// come back whole (their arguments arrive in pieces), and a JSON answer's
+/// tool calls are read the same way.
+#[tokio::test]
+async fn a_completion_offers_tools_and_assembles_streamed_tool_calls() {
+    use super::fake_llm::{Step, script};
+    let fake = FakeLlm::start(script(vec![
+        Step::Calls(vec![
+            ("getDocs".to_owned(), serde_json::json!({"section": "data"})),
+            (
+                "checkApp".to_owned(),
+                serde_json::json!({"app": "notes", "draft": true}),
+            ),
+        ]),
+        Step::Text("All good.".to_owned()),
+    ]))
+    .await;
+    let service = service(&fake);
+    let tools = vec![
+        serde_json::json!({"type": "function", "function": {"name": "getDocs", "parameters": {"type": "object"}}}),
+    ];
+    let messages = vec![serde_json::json!({"role": "user", "content": "check"})];
+    let (sender, _receiver) = mpsc::channel(8);
+    let completion = service
+        .complete(&messages, &tools, sender, CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(completion.content, "");
+    let calls: Vec<(String, Value)> = completion
+        .tool_calls
+        .iter()
+        .map(|call| {
+            (
+                call.name.clone(),
+                serde_json::from_str(&call.arguments).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("getDocs".to_owned(), serde_json::json!({"section": "data"})),
+            (
+                "checkApp".to_owned(),
+                serde_json::json!({"app": "notes", "draft": true})
+            ),
+        ]
+    );
+    assert!(completion.tool_calls.iter().all(|call| !call.id.is_empty()));
+    assert_eq!(
+        fake.requests()[0]["tools"][0]["function"]["name"],
+        "getDocs"
+    );
+    let (sender, _receiver) = mpsc::channel(8);
+    let text = service
+        .complete(&messages, &[], sender, CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(text.content, "All good.");
+    assert!(text.tool_calls.is_empty());
+    assert!(fake.requests()[1].get("tools").is_none());
+}

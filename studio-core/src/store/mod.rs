@@ -17,6 +17,7 @@
 //! of the call that minted it.
 
 mod app_creation;
+mod assistant;
 mod confirmations;
 mod drafts;
 mod history;
@@ -40,6 +41,7 @@ use sasha_package::sql::ReadPolicy;
 use serde::{Deserialize, Serialize};
 
 pub use self::app_creation::creation_action;
+pub use self::assistant::{Conversation, MAX_CONVERSATIONS, MAX_MESSAGES};
 pub use self::confirmations::{
     CONFIRMATION_TOKEN_PREFIX, CONFIRMATION_TTL_SECONDS, ConfirmationRefusal, ConfirmationResult,
     ConfirmedCall, IssuedConfirmation, MAX_CONFIRMATION_ARGUMENTS_BYTES,

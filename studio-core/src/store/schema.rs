@@ -326,6 +326,31 @@ CREATE TABLE app_draft_files (
 CREATE INDEX app_draft_files_by_blob ON app_draft_files(sha256);
 "#,
     },
+    Migration {
+        version: 9,
+        name: "assistant conversations",
+        sql: r#"
+-- The Studio assistant's conversations (see store/assistant.rs), per user.
+CREATE TABLE assistant_conversations (
+    id         TEXT PRIMARY KEY,
+    user_id    TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    title      TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX assistant_conversations_by_user ON assistant_conversations(user_id, updated_at);
+
+-- Each message as the provider takes it (role, content, tool calls), with
+-- what Studio shows of a tool's result; seq orders them.
+CREATE TABLE assistant_messages (
+    conversation_id TEXT NOT NULL REFERENCES assistant_conversations(id) ON DELETE CASCADE,
+    seq             INTEGER NOT NULL,
+    message_json    TEXT NOT NULL,
+    created_at      INTEGER NOT NULL,
+    PRIMARY KEY (conversation_id, seq)
+) STRICT;
+"#,
+    },
 ];
 
 /// The newest schema version this build knows.
@@ -440,7 +465,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 8);
+        assert_eq!(latest_version(), 9);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -475,6 +500,7 @@ mod tests {
                 (6, "revision ledger".to_owned(), 3),
                 (7, "app lifecycle".to_owned(), 3),
                 (8, "drafts".to_owned(), 3),
+                (9, "assistant conversations".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

@@ -1,0 +1,176 @@
+//! What a confirmation card shows of the change it asks about, made from
+//! read-only calls of the same user's tools: a file write's unified diff
+//! against the file as it is now (in the draft when the call names it), a
+//! row's values before and after, what publishing a draft changes.
+//! Anything else shows its arguments.
+//!
+//! What it must never do: call a tool that changes anything. It only reads
+//! (`readAppFile`, a table's `get`, `checkApp`), through [`SelfMcp::call`],
+//! which declines any confirmation.
+
+use serde_json::{Map, Value, json};
+
+use super::mcp::SelfMcp;
+
+/// Lines of context around each change of a file's diff.
+const DIFF_CONTEXT: usize = 3;
+/// Most characters of a diff the card shows.
+const MAX_DIFF_CHARS: usize = 12_000;
+
+/// The app a call is about: its `app` argument, or the app of an app tool
+/// (`app__<app>__…`, `_` read back as `-`).
+pub(crate) fn app_of(tool: &str, arguments: &Map<String, Value>) -> Option<String> {
+    if let Some(app) = arguments.get("app").and_then(Value::as_str) {
+        return Some(app.to_owned());
+    }
+    tool.strip_prefix("app__")
+        .and_then(|rest| rest.split("__").next())
+        .map(|app| app.replace('_', "-"))
+}
+
+fn structured(result: &Value) -> Option<&Value> {
+    (result["isError"] != true)
+        .then(|| result.get("structuredContent"))
+        .flatten()
+        .filter(|value| !value.is_null())
+}
+
+fn unified(path: &str, before: &str, after: &str) -> String {
+    let diff = similar::TextDiff::from_lines(before, after)
+        .unified_diff()
+        .context_radius(DIFF_CONTEXT)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string();
+    if diff.chars().count() > MAX_DIFF_CHARS {
+        let cut: String = diff.chars().take(MAX_DIFF_CHARS).collect();
+        format!("{cut}\n… (cut)")
+    } else {
+        diff
+    }
+}
+
+/// The card's summary of calling `tool` with `arguments`.
+pub(crate) async fn of(client: &SelfMcp, tool: &str, arguments: &Map<String, Value>) -> Value {
+    let text = |name: &str| {
+        arguments
+            .get(name)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let draft = arguments.get("draft") == Some(&Value::Bool(true));
+    match tool {
+        "writeAppFile" | "editAppFile" | "deleteAppFile" => {
+            let path = text("path");
+            let mut read = Map::new();
+            read.insert("app".into(), json!(text("app")));
+            read.insert("path".into(), json!(path));
+            if draft {
+                read.insert("draft".into(), json!(true));
+            }
+            let current = client
+                .call("readAppFile", read)
+                .await
+                .ok()
+                .as_ref()
+                .and_then(structured)
+                .filter(|file| file.get("encoding").is_none())
+                .and_then(|file| file["content"].as_str().map(str::to_owned));
+            let (before, after) = match tool {
+                "writeAppFile" => (current.clone().unwrap_or_default(), Some(text("content"))),
+                "editAppFile" => {
+                    let before = current.clone().unwrap_or_default();
+                    let after = before.replacen(&text("oldString"), &text("newString"), 1);
+                    (before, Some(after))
+                }
+                _ => (current.clone().unwrap_or_default(), None),
+            };
+            let binary = arguments.get("encoding").is_some();
+            json!({
+                "kind": "file",
+                "path": path,
+                "draft": draft,
+                "change": match (&current, &after) {
+                    (_, None) => "delete",
+                    (None, Some(_)) => "create",
+                    (Some(_), Some(_)) => "change",
+                },
+                "diff": (!binary).then(|| unified(&path, &before, after.as_deref().unwrap_or(""))),
+            })
+        }
+        "publishAppDraft" => {
+            let mut check = Map::new();
+            check.insert("app".into(), json!(text("app")));
+            check.insert("draft".into(), json!(true));
+            let draft = client
+                .call("checkApp", check)
+                .await
+                .ok()
+                .as_ref()
+                .and_then(structured)
+                .map(|answer| answer["draft"].clone())
+                .unwrap_or(Value::Null);
+            json!({
+                "kind": "publish",
+                "changes": draft["changes"].as_array().map(|changes| changes.iter().map(|c| json!({"path": c["path"], "change": c["change"]})).collect::<Vec<_>>()),
+                "migrations": draft["review"]["migrations"],
+                "tables": draft["review"]["tables"],
+                "readWidened": draft["review"]["readWidened"],
+            })
+        }
+        table
+            if table.starts_with("app__")
+                && (table.ends_with("__update") || table.ends_with("__delete")) =>
+        {
+            let get = format!(
+                "{}__get",
+                &table[..table.rfind("__").unwrap_or(table.len())]
+            );
+            let mut read = Map::new();
+            if let Some(id) = arguments.get("id") {
+                read.insert("id".into(), id.clone());
+            }
+            let before = client
+                .call(&get, read)
+                .await
+                .ok()
+                .as_ref()
+                .and_then(structured)
+                .cloned();
+            json!({
+                "kind": "row",
+                "change": if table.ends_with("__delete") { "delete" } else { "update" },
+                "before": before,
+                "after": arguments.get("changes"),
+            })
+        }
+        table if table.starts_with("app__") && table.ends_with("__create") => json!({
+            "kind": "row",
+            "change": "create",
+            "before": Value::Null,
+            "after": arguments.get("values"),
+        }),
+        _ => json!({"kind": "arguments", "arguments": arguments}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_names_its_app() {
+        let args = |value: Value| value.as_object().cloned().unwrap();
+        assert_eq!(
+            app_of("writeAppFile", &args(json!({"app": "notes"}))).as_deref(),
+            Some("notes")
+        );
+        assert_eq!(
+            app_of("app__time_sheet_entry__entries__create", &args(json!({}))).as_deref(),
+            Some("time-sheet-entry")
+        );
+        assert_eq!(app_of("getDocs", &args(json!({}))), None);
+        let diff = unified("a.txt", "one\ntwo\n", "one\nthree\n");
+        assert!(diff.contains("-two") && diff.contains("+three"), "{diff}");
+    }
+}

@@ -1,0 +1,193 @@
+//! The assistant's routes in process, through the router (no provider is
+//! configured in the test world): only a signed-in browser session reaches
+//! them, conversations are their user's, changes are same-origin, a turn
+//! without a provider says how to configure one, and a confirmation is
+//! decided once, by its own user.
+
+use http::StatusCode;
+use serde_json::json;
+
+use super::Assistant;
+use crate::store::Scope;
+use crate::test_world::{STUDIO, World};
+
+#[tokio::test]
+async fn only_the_persons_session_reaches_the_assistant() {
+    let world = World::new();
+    let admin = world.session(&world.admin);
+    let member = world.session(&world.member);
+    let bearer = world.bearer(
+        &world.admin,
+        &[Scope::ChatUse, Scope::AppsInvoke, Scope::AppsWrite],
+    );
+    let origin = ("origin", STUDIO);
+    let json_type = ("content-type", "application/json");
+
+    let (status, answer) = world
+        .send("GET", "/api/assistant", &[("cookie", &admin)], "")
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(answer["available"], false);
+    assert!(
+        answer["configure"]
+            .as_str()
+            .unwrap()
+            .contains("SASHA_CHAT_BASE_URL")
+    );
+    for uri in ["/api/assistant", "/api/assistant/conversations"] {
+        let (status, _) = world
+            .send("GET", uri, &[("authorization", &bearer)], "")
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{uri}");
+        let (status, _) = world.send("GET", uri, &[], "").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{uri}");
+    }
+
+    let (status, _) = world
+        .send(
+            "POST",
+            "/api/assistant/conversations",
+            &[("cookie", &admin)],
+            "",
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "a change needs the Studio origin"
+    );
+    let (status, created) = world
+        .send(
+            "POST",
+            "/api/assistant/conversations",
+            &[("cookie", &admin), origin, json_type],
+            r#"{"title":"Expenses"}"#,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(created["title"], "Expenses");
+    let id = created["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/assistant/conversations/{id}");
+    let (status, listed) = world
+        .send(
+            "GET",
+            "/api/assistant/conversations",
+            &[("cookie", &admin)],
+            "",
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(listed["conversations"][0]["id"], id.as_str());
+    let (status, read) = world.send("GET", &path, &[("cookie", &admin)], "").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(read["messages"], json!([]));
+    // Another user's conversation does not exist for them.
+    let (status, _) = world.send("GET", &path, &[("cookie", &member)], "").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, theirs) = world
+        .send(
+            "GET",
+            "/api/assistant/conversations",
+            &[("cookie", &member)],
+            "",
+        )
+        .await;
+    assert_eq!(theirs["conversations"], json!([]));
+    let turn = format!("{path}/turn");
+    let (status, _) = world
+        .send(
+            "POST",
+            &turn,
+            &[("cookie", &member), origin, json_type],
+            r#"{"prompt":"hi"}"#,
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "no provider comes first"
+    );
+
+    // No provider: the turn says how to configure one.
+    let (status, refused) = world
+        .send(
+            "POST",
+            &turn,
+            &[("cookie", &admin), origin, json_type],
+            r#"{"prompt":"hi"}"#,
+        )
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{refused}");
+    assert_eq!(refused["code"], "APP_CHAT_UNAVAILABLE");
+    let (status, _) = world
+        .send(
+            "POST",
+            &turn,
+            &[("cookie", &admin), origin, json_type],
+            r#"{"prompt":"  "}"#,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, _) = world
+        .send(
+            "POST",
+            &turn,
+            &[("cookie", &admin), origin, json_type],
+            r#"{"prompt":"hi","tools":[]}"#,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, _) = world
+        .send(
+            "POST",
+            "/api/assistant/confirmations/0123456789abcdef0123456789abcdef",
+            &[("cookie", &admin), origin, json_type],
+            r#"{"approve":true}"#,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    let (status, _) = world
+        .send("DELETE", &path, &[("cookie", &member), origin], "")
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = world
+        .send("DELETE", &path, &[("cookie", &admin), origin], "")
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = world.send("GET", &path, &[("cookie", &admin)], "").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_confirmation_is_decided_once_by_its_own_user() {
+    let assistant = Assistant::new("http://127.0.0.1:9/mcp".into());
+    let (id, decision) = assistant.expect("ada");
+    assert_eq!(id.len(), 32);
+    assert!(!assistant.decide("bob", &id, true), "another user");
+    assert!(!assistant.decide("ada", "0123456789abcdef0123456789abcdef", true));
+    assert!(assistant.decide("ada", &id, false));
+    assert!(!assistant.decide("ada", &id, true), "a replay");
+    assert!(!decision.await.unwrap());
+    // An abandoned one cannot be decided.
+    let (id, decision) = assistant.expect("ada");
+    drop(decision);
+    assert!(!assistant.decide("ada", &id, true));
+    let (id, _decision) = assistant.expect("ada");
+    assistant.forget(&id);
+    assert!(!assistant.decide("ada", &id, true));
+}
+
+#[tokio::test]
+async fn one_turn_at_a_time_per_conversation() {
+    let assistant = std::sync::Arc::new(Assistant::new("http://127.0.0.1:9/mcp".into()));
+    let running = assistant.claim("c1").unwrap();
+    assert_eq!(
+        assistant.claim("c1").unwrap_err().code,
+        sasha_proto::ErrorCode::Busy
+    );
+    let other = assistant.claim("c2").unwrap();
+    drop(running);
+    assistant.claim("c1").unwrap();
+    drop(other);
+}

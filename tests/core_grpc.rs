@@ -279,7 +279,6 @@ async fn the_tool_list_of_the_fixture_catalogue_is_golden() {
         &mcp_gateway::tools::Caller {
             invokes: true,
             bound_app: None,
-            challenge: false,
         },
     );
     // Revisions change with the runtime; the golden file pins everything else.

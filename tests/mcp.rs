@@ -636,40 +636,42 @@ async fn studio_session_and_chat_session_paths() {
         400
     );
 
-    // The Studio chat session gets the challenge and redeems it once.
+    // A chat-session token's client is driven by its model: a change it
+    // asks for is refused, and it is handed nothing that could confirm one
+    // (the Studio assistant confirms in its own page).
     let scopes: BTreeSet<Scope> = [Scope::ChatUse, Scope::AppsInvoke].into_iter().collect();
     let chat = world
         .store
         .mint_token(&world.staff.id, TokenKind::ChatSession, &scopes, None)
         .unwrap();
-    let mut chat = world.client(&chat);
-    let arguments = json!({"values": {"name": "Meals"}});
-    let challenge = chat
-        .call("app__expense_log__categories__create", arguments.clone())
+    let mut chat = world
+        .client(&chat)
+        .eliciting(|_| json!({"action": "accept", "content": {"confirm": true}}));
+    let refused = chat
+        .call(
+            "app__expense_log__categories__create",
+            json!({"values": {"name": "Meals"}}),
+        )
         .await;
-    let challenge = structured(&challenge).clone();
-    assert_eq!(challenge["confirmationRequired"], true);
-    let token = challenge["confirmationToken"].as_str().unwrap();
-    let mut with_token = arguments.clone();
-    with_token["confirmationToken"] = json!(token);
-    let once = chat
-        .call("app__expense_log__categories__create", with_token.clone())
-        .await;
-    let again = chat
-        .call("app__expense_log__categories__create", with_token)
-        .await;
-    assert_eq!(structured(&once)["id"], structured(&again)["id"]);
+    let envelope = tool_error(&refused);
+    assert_eq!(envelope["code"], "APP_CONFIRMATION_REQUIRED", "{envelope}");
+    assert!(
+        !refused.body.to_string().contains("confirmationToken"),
+        "{:?}",
+        refused.body
+    );
+    assert_ne!(refused.result()["resultType"], "input_required");
     let forged = chat
         .call(
             "app__expense_log__categories__create",
-            json!({"values": {"name": "Other"}, "confirmationToken": token}),
+            json!({"values": {"name": "Meals"}, "confirmationToken": "x"}),
         )
         .await;
-    assert_eq!(tool_error(&forged)["code"], "APP_CONFIRMATION_REQUIRED");
+    assert_eq!(tool_error(&forged)["code"], "APP_INPUT_INVALID");
     let rows = chat
         .call("app__expense_log__categories__list", json!({}))
         .await;
-    assert_eq!(structured(&rows)["rows"].as_array().unwrap().len(), 2);
+    assert_eq!(structured(&rows)["rows"].as_array().unwrap().len(), 1);
 }
 
 #[tokio::test]

@@ -324,7 +324,6 @@ impl SashaMcp {
         call: &Call<'_>,
         request: &CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
-        token: Option<String>,
         key: String,
         summary: &str,
     ) -> Gate {
@@ -332,33 +331,15 @@ impl SashaMcp {
             return Gate::Run(key);
         }
         let arguments = Value::Object(call.args.clone());
-        if let Some(token) = token {
-            return match self
-                .confirm(call.caller, call.name, &arguments, &token, "")
-                .await
-            {
-                Ok(reply) => Gate::Run(reply.idempotency_key),
-                Err(error) => Gate::Answer(tool_error(error)),
-            };
+        // The model drives a chat session's client: it is never handed a
+        // way to confirm its own change.
+        if call.caller.is_chat_session() {
+            return Gate::Answer(tool_error(AppError::new(
+                ErrorCode::ConfirmationRequired,
+                "a change a chat model asks for is confirmed by the person in Studio's assistant; nothing was written",
+            )));
         }
         let question = format!("{summary}\n\n{}", shorten(canonical_json(&arguments), 1000));
-        if call.caller.is_chat_session() {
-            return Gate::Answer(
-                match self
-                    .confirm(call.caller, call.name, &arguments, "", &key)
-                    .await
-                {
-                    Ok(reply) => tool_success(json!({
-                        "confirmationRequired": true,
-                        "confirmationToken": reply.token,
-                        "expiresAt": reply.expires_at,
-                        "tool": call.name,
-                        "message": format!("{question}\n\nThis change needs the person's approval. Ask them with the AskUserQuestion tool; if they approve, call {} again with the same arguments and confirmationToken set to this token.", call.name),
-                    })),
-                    Err(error) => tool_error(error),
-                },
-            );
-        }
         let elicits = ctx
             .client_capabilities()
             .is_some_and(|capabilities| capabilities.elicitation.is_some());
@@ -457,7 +438,6 @@ impl SashaMcp {
         call: Call<'_>,
         request: &CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
-        token: Option<String>,
         table: &str,
         operation: &str,
     ) -> Result<CallToolResponse, McpError> {
@@ -475,7 +455,7 @@ impl SashaMcp {
                 call.app.name
             );
             // The confirmation binds the arguments as the caller sent them.
-            let key = match self.gate(&call, request, ctx, token, key, &summary).await {
+            let key = match self.gate(&call, request, ctx, key, &summary).await {
                 Gate::Run(key) => key,
                 Gate::Answer(answer) => return answer,
             };
@@ -496,7 +476,6 @@ impl SashaMcp {
         call: Call<'_>,
         request: &CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
-        token: Option<String>,
         action_id: &str,
     ) -> Result<CallToolResponse, McpError> {
         let Some(action) = call.app.action(action_id) else {
@@ -505,7 +484,7 @@ impl SashaMcp {
         let mut key = meta_key(request, ctx).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         if action.mutating {
             let summary = format!("Allow {} to run “{}”?", call.app.name, action.description);
-            key = match self.gate(&call, request, ctx, token, key, &summary).await {
+            key = match self.gate(&call, request, ctx, key, &summary).await {
                 Gate::Run(key) => key,
                 Gate::Answer(answer) => return answer,
             };
@@ -1142,21 +1121,7 @@ impl ServerHandler for SashaMcp {
         let Some(target) = tools::classify(app, &name) else {
             return absent(&name);
         };
-        let mut args = request.arguments.clone().unwrap_or_default();
-        let token = if caller.is_chat_session() {
-            match args.remove("confirmationToken") {
-                Some(Value::String(token)) => Some(token),
-                Some(_) => {
-                    return tool_error(AppError::new(
-                        ErrorCode::InputInvalid,
-                        "confirmationToken must be a string",
-                    ));
-                }
-                None => None,
-            }
-        } else {
-            None
-        };
+        let args = request.arguments.clone().unwrap_or_default();
         if let Err(error) = self.gateway.validators.validate(
             &tool["inputSchema"],
             &Value::Object(args.clone()),
@@ -1225,12 +1190,10 @@ impl ServerHandler for SashaMcp {
                 }
             }
             Target::Table { table, operation } => {
-                self.run_table(call, &request, &ctx, token, &table, &operation)
+                self.run_table(call, &request, &ctx, &table, &operation)
                     .await
             }
-            Target::Action { action } => {
-                self.run_action(call, &request, &ctx, token, &action).await
-            }
+            Target::Action { action } => self.run_action(call, &request, &ctx, &action).await,
         }
     }
 

@@ -31,9 +31,6 @@ pub struct Caller {
     /// The app a Studio browser session is bound to (its open app), if any:
     /// only that app's app-only tools exist for this caller.
     pub bound_app: Option<String>,
-    /// A Studio chat session, confirmed by the spec's challenge: its mutating
-    /// tools take an optional `confirmationToken`.
-    pub challenge: bool,
 }
 
 /// What a tool name refers to inside one app.
@@ -158,7 +155,7 @@ fn app_tools(app: &App, caller: &Caller, only: Option<&str>, tools: &mut Vec<Val
             {
                 continue;
             }
-            if let Some(tool) = table_tool(app, table, declared, operation, caller.challenge) {
+            if let Some(tool) = table_tool(app, table, declared, operation) {
                 tools.push(tool);
             }
         }
@@ -166,7 +163,7 @@ fn app_tools(app: &App, caller: &Caller, only: Option<&str>, tools: &mut Vec<Val
     for action in &app.actions {
         let model_visible = action.model_visible();
         if (model_visible || bound) && wanted(&action.mcp_name) {
-            tools.push(action_tool(action, model_visible, caller.challenge));
+            tools.push(action_tool(action, model_visible));
         }
     }
     if bound {
@@ -216,20 +213,6 @@ fn app_only_tool(name: &str, description: &str, input: Value) -> Value {
     })
 }
 
-/// The optional `confirmationToken` of a Studio chat session's mutating tools.
-fn confirmation_token_schema() -> Value {
-    json!({"type": "string", "maxLength": 200, "description": "the token of a confirmation challenge the person approved; retry the same call with it"})
-}
-
-/// Adds the optional `confirmationToken` to an input schema that lists its
-/// properties.
-fn with_confirmation_token(mut input: Value) -> Value {
-    if let Some(properties) = input.get_mut("properties").and_then(Value::as_object_mut) {
-        properties.insert("confirmationToken".to_owned(), confirmation_token_schema());
-    }
-    input
-}
-
 /// The `structuredContent` of a failed call: `{error: envelope}`.
 fn error_result_schema() -> Value {
     json!({
@@ -258,15 +241,11 @@ fn output_schema(result_schema: &Value) -> Value {
     json!({"type": "object", "anyOf": [result_schema, error_result_schema()]})
 }
 
-fn action_tool(action: &CompiledAction, model_visible: bool, challenge: bool) -> Value {
-    let mut input = action.input_schema.clone();
-    if challenge && action.mutating {
-        input = with_confirmation_token(input);
-    }
+fn action_tool(action: &CompiledAction, model_visible: bool) -> Value {
     json!({
         "name": action.mcp_name,
         "description": action.description,
-        "inputSchema": input,
+        "inputSchema": action.input_schema,
         "outputSchema": output_schema(&action.result_schema),
         "annotations": {"readOnlyHint": !action.mutating},
         "_meta": {"ui": {"visibility": visibility(model_visible)}},
@@ -276,18 +255,9 @@ fn action_tool(action: &CompiledAction, model_visible: bool, challenge: bool) ->
 /// One per-table data tool; its input schema is the data contract's
 /// ([`table_tool_input`]), so the grammar's bounds are published as they are
 /// enforced.
-fn table_tool(
-    app: &App,
-    table: &str,
-    declared: &DeclaredTable,
-    operation: &str,
-    challenge: bool,
-) -> Option<Value> {
+fn table_tool(app: &App, table: &str, declared: &DeclaredTable, operation: &str) -> Option<Value> {
     let input = table_tool_input(&declared.table, &declared.declaration, operation)?;
-    let mut schema = input.schema;
-    if challenge && !input.read_only {
-        schema = with_confirmation_token(schema);
-    }
+    let schema = input.schema;
     let mut annotations = json!({"readOnlyHint": input.read_only});
     if operation == "delete"
         && let Some(annotations) = annotations.as_object_mut()
@@ -431,7 +401,6 @@ mod tests {
             &Caller {
                 invokes: true,
                 bound_app: None,
-                challenge: false,
             },
         );
         assert_eq!(
@@ -479,11 +448,10 @@ mod tests {
             "sasha__files_upload_x",
         ];
         for bound_app in [None, Some("notes".to_owned()), Some("other".to_owned())] {
-            for challenge in [false, true] {
+            {
                 let caller = Caller {
                     invokes: true,
                     bound_app: bound_app.clone(),
-                    challenge,
                 };
                 let listed = tools_for(&catalogue, &caller);
                 for tool in &listed {
@@ -517,7 +485,6 @@ mod tests {
         let caller = Caller {
             invokes: true,
             bound_app: None,
-            challenge: false,
         };
         assert_eq!(
             tool_for(
@@ -542,7 +509,6 @@ mod tests {
         let caller = Caller {
             invokes: true,
             bound_app: Some("notes".into()),
-            challenge: false,
         };
         let tools = tools_for(&catalogue(), &caller);
         let names = names(&tools);
@@ -563,7 +529,6 @@ mod tests {
             &Caller {
                 invokes: true,
                 bound_app: Some("other".into()),
-                challenge: false,
             },
         );
         assert!(!names_contains(&other, "app__notes__add_note"));
@@ -581,7 +546,6 @@ mod tests {
                 &Caller {
                     invokes: false,
                     bound_app: Some("notes".into()),
-                    challenge: false,
                 }
             )
             .is_empty()
@@ -595,7 +559,6 @@ mod tests {
             &Caller {
                 invokes: true,
                 bound_app: None,
-                challenge: false,
             },
         );
         let tool = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap().clone();
@@ -651,7 +614,6 @@ mod tests {
             &Caller {
                 invokes: true,
                 bound_app: None,
-                challenge: false,
             },
         );
         let names = names(&tools);
@@ -669,7 +631,6 @@ mod tests {
             &Caller {
                 invokes: true,
                 bound_app: None,
-                challenge: false,
             },
         );
         let input = |name: &str| {

@@ -1,4 +1,5 @@
-//! The Studio page's MCP Apps host (`web/host.js`): its behaviour tests run
+//! The Studio page's modules: the MCP Apps host's (`web/host.js`) and the
+//! other panes' behaviour tests (`web/tests/*.test.mjs`) run
 //! under Node's built-in test runner (`node --test`, no npm packages) with a
 //! fake window, frame, clock and fetch, and every module the page loads must
 //! parse (`node --check`).
@@ -37,12 +38,22 @@ fn every_module_parses() {
     }
 }
 
+/// Every `web/tests/*.test.mjs`: the host's, the assistant pane's, the
+/// lifecycle controls'.
 #[test]
-fn host_behaviour_tests_pass_under_node() {
+fn studio_behaviour_tests_pass_under_node() {
+    let mut suites: Vec<PathBuf> = std::fs::read_dir(web_dir().join("tests"))
+        .expect("web/tests/")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| {
+            path.to_str()
+                .is_some_and(|name| name.ends_with(".test.mjs"))
+        })
+        .collect();
+    suites.sort();
+    assert!(suites.len() >= 3, "suites are missing: {suites:?}");
     let mut command = node();
-    command
-        .arg("--test")
-        .arg(web_dir().join("tests").join("host.test.mjs"));
+    command.arg("--test").args(&suites);
     let stdout = run_node(command);
     assert!(stdout.contains("# fail 0"), "{stdout}");
     assert!(stdout.contains("# cancelled 0"), "{stdout}");

@@ -346,9 +346,24 @@ async fn turn(
     let cancel = CancellationToken::new();
     let guard = cancel.clone().drop_guard();
     let task_core = core.clone();
-    tokio::spawn(async move {
+    let reporter = events.clone();
+    let task = tokio::spawn(async move {
         let _running = running;
         turn::run(&task_core, &principal, &id, body.prompt, &events, &cancel).await;
+    });
+    // A turn that failed unexpectedly still ends its stream with an error.
+    tokio::spawn(async move {
+        if let Err(error) = task.await
+            && error.is_panic()
+        {
+            let failure = AppError::from_code(ErrorCode::Internal);
+            tracing::error!(diagnostic_id = %failure.diagnostic_id, "assistant: a turn failed unexpectedly");
+            let _ = reporter
+                .send(turn::Event::Error {
+                    error: failure.to_json(),
+                })
+                .await;
+        }
     });
     // The stream owns the drop guard: a page that goes away cancels the turn.
     let stream = futures::stream::unfold((stream, guard), |(mut stream, guard)| async move {

@@ -91,6 +91,11 @@ const ASSETS: &[Asset] = &[
         content_type: JAVASCRIPT,
         bytes: include_str!("../web/withdrawn.js"),
     },
+    Asset {
+        name: "assistant.js",
+        content_type: JAVASCRIPT,
+        bytes: include_str!("../web/assistant.js"),
+    },
 ];
 
 /// The page, with this build's version filled in (`hostInfo.version`) and
@@ -273,6 +278,7 @@ mod tests {
             ("history.js", JAVASCRIPT),
             ("drafts.js", JAVASCRIPT),
             ("withdrawn.js", JAVASCRIPT),
+            ("assistant.js", JAVASCRIPT),
         ] {
             let (status, headers, body) = get(&format!("/studio/{name}"), &[]).await;
             assert_eq!(status, StatusCode::OK, "{name}");

@@ -282,3 +282,177 @@ export function deleteApp(appId, { deleteData = false, confirmAppId = "" } = {})
 export function listWithdrawnApps() {
   return request("GET", "/api/withdrawn-apps");
 }
+
+// ---------------------------------------------------------------------------
+// The Studio assistant (`/api/assistant`)
+
+/**
+ * `GET /api/assistant`: `{available, model, configure}` (`configure` says how
+ * to set a model up when none is).
+ */
+export function assistantStatus() {
+  return request("GET", "/api/assistant");
+}
+
+/** `GET /api/assistant/conversations`: `{conversations: [{id, title, createdAt, updatedAt}]}`, most recent first. */
+export function listConversations() {
+  return request("GET", "/api/assistant/conversations");
+}
+
+/** `POST /api/assistant/conversations` with `{title}` (optional): 201 `{id, title, createdAt, updatedAt}`. */
+export function createConversation(title) {
+  return request("POST", "/api/assistant/conversations", title ? { title } : {});
+}
+
+/** `GET /api/assistant/conversations/:id`: the conversation and its `messages`. */
+export function getConversation(conversationId) {
+  return request("GET", `/api/assistant/conversations/${segment(conversationId)}`);
+}
+
+/** `DELETE /api/assistant/conversations/:id`: `{deleted: true}`. */
+export function deleteConversation(conversationId) {
+  return request("DELETE", `/api/assistant/conversations/${segment(conversationId)}`);
+}
+
+/**
+ * `POST /api/assistant/confirmations/:id` with `{approve}`: `{decided,
+ * approved}`; 404 `APP_RECORD_NOT_FOUND` when it no longer waits.
+ */
+export function decideConfirmation(confirmationId, approve) {
+  return request("POST", `/api/assistant/confirmations/${segment(confirmationId)}`, { approve: Boolean(approve) });
+}
+
+/**
+ * A server-sent event parser: `push` it text as it arrives (split anywhere,
+ * `\n`, `\r\n` or `\r` line ends) and it calls `onData(data)` with each
+ * event's `data` (its `data:` lines joined by newlines) when the blank line
+ * ending the event arrives. Comments (`:` lines, the keep-alives) and other
+ * fields are ignored; `end()` dispatches an event left without its blank line.
+ */
+export function sseParser(onData) {
+  let buffer = "";
+  let data = [];
+  let pendingCr = false;
+  const line = (text) => {
+    if (text === "") {
+      if (data.length > 0) {
+        const joined = data.join("\n");
+        data = [];
+        onData(joined);
+      }
+      return;
+    }
+    if (text.startsWith(":")) {
+      return;
+    }
+    const colon = text.indexOf(":");
+    const field = colon === -1 ? text : text.slice(0, colon);
+    let value = colon === -1 ? "" : text.slice(colon + 1);
+    if (value.startsWith(" ")) {
+      value = value.slice(1);
+    }
+    if (field === "data") {
+      data.push(value);
+    }
+  };
+  return {
+    push(chunk) {
+      let text = String(chunk);
+      if (pendingCr && text.startsWith("\n")) {
+        // The "\n" of a "\r\n" split across chunks.
+        text = text.slice(1);
+      }
+      pendingCr = false;
+      buffer += text;
+      for (;;) {
+        const match = /\r\n|\r|\n/.exec(buffer);
+        if (!match) {
+          break;
+        }
+        if (match[0] === "\r" && match.index === buffer.length - 1) {
+          pendingCr = true;
+        }
+        line(buffer.slice(0, match.index));
+        buffer = buffer.slice(match.index + match[0].length);
+      }
+    },
+    end() {
+      if (buffer !== "") {
+        line(buffer);
+        buffer = "";
+      }
+      line("");
+    },
+  };
+}
+
+/**
+ * `POST /api/assistant/conversations/:id/turn` with `{prompt}`: reads the
+ * turn's event stream, calling `onEvent(event)` with each event's JSON
+ * object, and resolves when the stream ends. An answer that is not a stream
+ * (the error envelope: `APP_CHAT_UNAVAILABLE`, `APP_BUSY`, …) throws its
+ * `ApiError`. Aborting `signal` closes the stream, which cancels the turn;
+ * the promise then rejects with the fetch's `AbortError`.
+ */
+export async function streamTurn(conversationId, prompt, { signal, onEvent }) {
+  let response;
+  try {
+    response = await fetch(`/api/assistant/conversations/${segment(conversationId)}/turn`, {
+      method: "POST",
+      credentials: "same-origin",
+      cache: "no-store",
+      headers: { Accept: "text/event-stream", "Content-Type": "application/json" },
+      body: JSON.stringify({ prompt }),
+      signal,
+    });
+  } catch (error) {
+    if (error && error.name === "AbortError") {
+      throw error;
+    }
+    throw new ApiError({
+      status: 0,
+      code: "APP_NOT_READY",
+      message: "Studio cannot be reached. Check your connection and try again.",
+      retryable: true,
+    });
+  }
+  const type = (response.headers.get("content-type") || "").toLowerCase();
+  if (!response.ok || !type.startsWith("text/event-stream")) {
+    let envelope = {};
+    try {
+      envelope = (await response.json()) || {};
+    } catch {
+      envelope = {};
+    }
+    throw new ApiError({
+      status: response.status,
+      code: typeof envelope.code === "string" ? envelope.code : "APP_INTERNAL",
+      message: typeof envelope.message === "string" ? envelope.message : `Studio answered ${response.status}.`,
+      retryable: envelope.retryable,
+      diagnosticId: typeof envelope.diagnosticId === "string" ? envelope.diagnosticId : "",
+      details: envelope.details,
+    });
+  }
+  const parser = sseParser((data) => {
+    let event;
+    try {
+      event = JSON.parse(data);
+    } catch {
+      return;
+    }
+    if (event && typeof event === "object") {
+      onEvent(event);
+    }
+  });
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) {
+      break;
+    }
+    parser.push(decoder.decode(value, { stream: true }));
+  }
+  parser.push(decoder.decode());
+  parser.end();
+}

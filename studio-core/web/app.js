@@ -1,6 +1,7 @@
 // Sasha Studio: sign-in, the Apps sidebar, one open app at a time, the
-// access panel for admin and staff, the recovery panel for managers, and the
-// New app form for admin and staff.
+// access panel for admin and staff, the recovery panel for managers, the
+// New app form for admin and staff, and the assistant pane (`assistant.js`)
+// for everyone, toggled by the header's Assistant button.
 //
 // Routes live in the location hash so the server serves one page:
 // `#/` (no app open), `#/new` (the New app form), `#/apps/<id>` (the app open), `#/apps/<id>/access`
@@ -23,6 +24,7 @@ import { draftPanel } from "./drafts.js";
 import { connectionsPanel, consentCard } from "./connect.js";
 import { newAppPanel } from "./newapp.js";
 import { withdrawConfirm, withdrawnPanel } from "./withdrawn.js";
+import { assistantPane } from "./assistant.js";
 import { errorText, h, replaceChildren } from "./dom.js";
 import { createHost, styleVariables } from "./host.js";
 
@@ -51,7 +53,17 @@ const studio = {
   view: "loading",
   /** Said first by the next Withdrawn apps page (what led there), then cleared. */
   withdrawnNotice: "",
+  /** The assistant pane of the shell (`assistant.js`), once signed in. */
+  assistant: null,
 };
+
+/** Stops the assistant's running turn, if any, when its shell goes away. */
+function disposeAssistant() {
+  if (studio.assistant) {
+    studio.assistant.dispose();
+    studio.assistant = null;
+  }
+}
 
 /** Admins: they may withdraw, restore and delete apps. */
 function isAdmin() {
@@ -144,6 +156,7 @@ function showFatal(error, retry) {
 }
 
 function showLogin(notice) {
+  disposeAssistant();
   studio.view = "login";
   studio.user = null;
   studio.shell = null;
@@ -263,6 +276,7 @@ async function switchUser() {
 /** Shows the consent card for `requestId` on its own, closing any open app. */
 async function showConsent(requestId) {
   await closeApp();
+  disposeAssistant();
   studio.shell = null;
   studio.view = "consent";
   const card = consentCard({
@@ -365,6 +379,40 @@ function buildShell() {
     ? h("button", { type: "button", class: "button button-block sidebar-new", text: "New app", onclick: () => go("#/new") })
     : null;
   const main = h("main", { class: "pane", id: "main", tabindex: "-1" });
+  // The assistant beside the app pane, for every signed-in user.
+  disposeAssistant();
+  const assistantButton = h("button", { type: "button", class: "button assistant-toggle", text: "Assistant", "aria-expanded": "false", "aria-controls": "assistant" });
+  const layout = h("div", { class: "layout" });
+  const assistant = assistantPane({
+    onAppsChanged: async () => {
+      // An approved change ran: an app may be new or changed.
+      if (studio.shell && (await loadApps())) {
+        renderSidebar(studio.openAppId);
+        if (route().page === "home") {
+          // The home page's empty state counts the apps.
+          render();
+        }
+      }
+    },
+    onUnauthenticated: () => {
+      sessionEnded();
+    },
+    onClose: () => {
+      layout.classList.remove("assistant-open");
+      assistantButton.setAttribute("aria-expanded", "false");
+      assistantButton.focus();
+    },
+  });
+  assistantButton.addEventListener("click", () => {
+    if (assistant.isOpen()) {
+      assistant.close();
+      return;
+    }
+    layout.classList.add("assistant-open");
+    assistantButton.setAttribute("aria-expanded", "true");
+    assistant.open();
+  });
+  studio.assistant = assistant;
   const status = h("p", { class: "status shell-status", role: "status", "aria-live": "polite" });
   const alert = h("div", { class: "alert shell-alert", role: "alert", hidden: true });
   const skip = h("a", {
@@ -384,6 +432,7 @@ function buildShell() {
       { class: "topbar" },
       h("p", { class: "brand", text: "Sasha Studio" }),
       h("div", { class: "picker field-inline" }, h("label", { for: "app-picker", text: "App" }), picker),
+      assistantButton,
       h(
         "div",
         { class: "account" },
@@ -393,12 +442,13 @@ function buildShell() {
         signOutButton,
       ),
     ),
-    h(
-      "div",
-      { class: "layout" },
-      h("nav", { class: "sidebar", "aria-labelledby": "apps-heading" }, h("h2", { class: "sidebar-title", id: "apps-heading", text: "Apps" }), appList, newAppButton, withdrawnLink),
-      h("div", { class: "pane-wrap" }, status, alert, main),
-    ),
+    layout,
+  );
+  replaceChildren(
+    layout,
+    h("nav", { class: "sidebar", "aria-labelledby": "apps-heading" }, h("h2", { class: "sidebar-title", id: "apps-heading", text: "Apps" }), appList, newAppButton, withdrawnLink),
+    h("div", { class: "pane-wrap" }, status, alert, main),
+    assistant.element,
   );
   studio.shell = { picker, appList, main, status, alert, signOut: signOutButton, connectionsLink, withdrawnLink, newAppButton, pane: null };
   studio.view = "shell";

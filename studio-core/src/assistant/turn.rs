@@ -477,11 +477,21 @@ fn offer(listed: &[Tool]) -> (Vec<Value>, BTreeMap<String, Offered>) {
                 "parameters": value["inputSchema"],
             },
         }));
+        // An app's table tools have no title: their description says what
+        // they do ("Create a row of the items table of Expense log").
         let title = value["title"]
             .as_str()
             .or_else(|| value["annotations"]["title"].as_str())
+            .or_else(|| {
+                description
+                    .split(['.', '\n'])
+                    .next()
+                    .filter(|line| !line.is_empty())
+            })
             .unwrap_or(&name)
-            .to_owned();
+            .chars()
+            .take(120)
+            .collect();
         offered.insert(
             function,
             Offered {

@@ -1,0 +1,885 @@
+// The assistant pane: a conversation with the configured model, whose tools
+// are the signed-in person's own MCP tools, beside the app pane (a right
+// column on wide screens; over the main area on phones).
+//
+// It lists the person's conversations (newest first; "New conversation"
+// starts one on the first Send), shows the transcript (the person's prompts,
+// the assistant's text, each tool call as a collapsible block with its
+// arguments, its result and whether it worked, failed or was declined), and
+// streams a turn (`api.streamTurn`): the text grows as it arrives, and every
+// call the gateway does not mark read-only comes as a confirmation card that
+// says what would change (a file's diff, a row before and after, what
+// publishing applies, or the call's arguments) with Approve and Deny. Only
+// the person's click decides it (`POST /api/assistant/confirmations/:id`);
+// the model never sees the confirmation's id. Cancel aborts the stream,
+// which cancels the turn on the server.
+//
+// The pure parts (`diffLineKind`, `rowFields`, `draftHref`, `prettyJson`,
+// `transcriptItems`, `callStatusText`) and the summary rendering are what
+// tests/assistant.test.mjs checks; the pane runs in real Chromium in
+// tests/browser/assistant.mjs.
+
+import * as api from "./api.js";
+import { errorText, h, replaceChildren } from "./dom.js";
+
+const NARROW = "(max-width: 767px)";
+
+function list(value) {
+  return Array.isArray(value) ? value : [];
+}
+
+/** A value as indented JSON; a string holding JSON is parsed first. */
+export function prettyJson(value) {
+  let parsed = value;
+  if (typeof value === "string") {
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      return value;
+    }
+  }
+  if (parsed === undefined) {
+    return "";
+  }
+  return JSON.stringify(parsed, null, 2);
+}
+
+/** What one line of a unified diff is: "add", "del", "hunk", "meta" (the ---/+++ headers) or "context". */
+export function diffLineKind(line) {
+  if (line.startsWith("+++ ") || line.startsWith("--- ")) {
+    return "meta";
+  }
+  if (line.startsWith("@@")) {
+    return "hunk";
+  }
+  if (line.startsWith("+")) {
+    return "add";
+  }
+  if (line.startsWith("-")) {
+    return "del";
+  }
+  return "context";
+}
+
+/** A cell's text: strings as they are, anything else as JSON, nothing as "—". */
+export function cellText(value) {
+  if (value === undefined || value === null) {
+    return "—";
+  }
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/**
+ * The fields of a row change, in order (the row's as it was, then any new
+ * ones): `[{field, before, after, changed}]`, `before`/`after` as text
+ * ("—" for none). With no `after` (a delete) every field is shown as removed.
+ */
+export function rowFields(before, after) {
+  const was = before && typeof before === "object" ? before : {};
+  const will = after && typeof after === "object" ? after : null;
+  const names = [...Object.keys(was)];
+  for (const name of Object.keys(will || {})) {
+    if (!names.includes(name)) {
+      names.push(name);
+    }
+  }
+  return names.map((field) => {
+    const old = Object.prototype.hasOwnProperty.call(was, field) ? was[field] : null;
+    // An update names only the fields it changes: the others stay as they are.
+    const fresh = will === null ? null : Object.prototype.hasOwnProperty.call(will, field) ? will[field] : old;
+    const beforeText = cellText(old);
+    const afterText = cellText(fresh);
+    return { field, before: beforeText, after: afterText, changed: beforeText !== afterText };
+  });
+}
+
+/** The Draft page of a confirmation's app when the change is to its draft (or publishes it), else null. */
+export function draftHref(app, summary) {
+  if (!app || !summary || typeof summary !== "object") {
+    return null;
+  }
+  if (summary.kind === "publish" || summary.draft === true) {
+    return `#/apps/${encodeURIComponent(app)}/draft`;
+  }
+  return null;
+}
+
+/** A tool call's state in words. */
+export function callStatusText(state) {
+  return (
+    {
+      running: "Running…",
+      waiting: "Waiting for your decision",
+      ok: "Done",
+      error: "Failed",
+      declined: "Declined",
+    }[state] || state
+  );
+}
+
+/** The state of a finished call from its `{ok, declined}`. */
+export function resultState(result) {
+  if (result && result.declined) {
+    return "declined";
+  }
+  return result && result.ok ? "ok" : "error";
+}
+
+/**
+ * A stored transcript (`GET /api/assistant/conversations/:id`'s `messages`)
+ * as what the pane shows, in order: `{kind: "user"|"assistant", text}` and
+ * `{kind: "call", id, tool, arguments, result: {ok, declined, text}|null}`
+ * (each tool message joined to its call by `tool_call_id`).
+ */
+export function transcriptItems(messages) {
+  const items = [];
+  const calls = new Map();
+  for (const message of list(messages)) {
+    if (!message || typeof message !== "object") {
+      continue;
+    }
+    if (message.role === "user") {
+      items.push({ kind: "user", text: String(message.content ?? "") });
+    } else if (message.role === "assistant") {
+      if (typeof message.content === "string" && message.content !== "") {
+        items.push({ kind: "assistant", text: message.content });
+      }
+      for (const call of list(message.tool_calls)) {
+        const fn = (call && call.function) || {};
+        const item = { kind: "call", id: call.id, tool: fn.name || "(tool)", arguments: fn.arguments ?? "", result: null };
+        calls.set(call.id, item);
+        items.push(item);
+      }
+    } else if (message.role === "tool") {
+      const ui = message.ui || {};
+      const result = { ok: Boolean(ui.ok), declined: Boolean(ui.declined), text: typeof ui.shown === "string" ? ui.shown : String(message.content ?? "") };
+      const item = calls.get(message.tool_call_id);
+      if (item) {
+        item.result = result;
+        if (ui.tool) {
+          item.tool = ui.tool;
+        }
+      } else {
+        items.push({ kind: "call", id: message.tool_call_id, tool: ui.tool || "(tool)", arguments: "", result });
+      }
+    }
+  }
+  return items;
+}
+
+// ---------------------------------------------------------------------------
+// Summaries: what a confirmation would change
+
+/** A unified diff as a <pre>, one span per line marked by kind. */
+export function renderDiff(diff, label) {
+  const lines = String(diff).replace(/\n$/, "").split("\n");
+  return h(
+    "pre",
+    { class: "assistant-diff", "aria-label": label },
+    lines.map((line) => h("span", { class: `diff-line diff-${diffLineKind(line)}`, text: `${line}\n` })),
+  );
+}
+
+const FILE_CHANGE = { create: "New file", change: "Changed file", delete: "Deleted file" };
+const ROW_CHANGE = { create: "New row", update: "Changed row", delete: "Deleted row" };
+
+function fileSummary(summary) {
+  const path = String(summary.path || "");
+  return h(
+    "div",
+    { class: "assistant-summary assistant-summary-file" },
+    h(
+      "p",
+      { class: "assistant-summary-line" },
+      h("span", { class: "assistant-summary-what", text: `${FILE_CHANGE[summary.change] || "File"} ` }),
+      h("code", { text: path }),
+      summary.draft ? h("span", { class: "badge badge-small", text: "in the draft" }) : h("span", { class: "badge badge-small badge-warning", text: "live app" }),
+    ),
+    typeof summary.diff === "string" && summary.diff !== ""
+      ? renderDiff(summary.diff, `Changes to ${path}`)
+      : h("p", { class: "hint", text: summary.change === "delete" ? "The file is removed." : "No text diff to show." }),
+  );
+}
+
+function rowSummary(summary) {
+  const fields = rowFields(summary.before, summary.after);
+  const head = h("tr", {}, h("th", { scope: "col", text: "Field" }), h("th", { scope: "col", text: "Before" }), h("th", { scope: "col", text: "After" }));
+  return h(
+    "div",
+    { class: "assistant-summary assistant-summary-row" },
+    h("p", { class: "assistant-summary-line", text: ROW_CHANGE[summary.change] || "Row change" }),
+    fields.length === 0
+      ? h("p", { class: "hint", text: "No values to show." })
+      : h(
+          "div",
+          { class: "assistant-table-wrap" },
+          h(
+            "table",
+            { class: "assistant-row-table", "aria-label": ROW_CHANGE[summary.change] || "Row change" },
+            h("thead", {}, head),
+            h(
+              "tbody",
+              {},
+              fields.map((row) =>
+                h(
+                  "tr",
+                  { class: row.changed ? "row-changed" : null },
+                  h("th", { scope: "row", text: row.field }),
+                  h("td", { text: row.before }),
+                  h("td", { text: row.after }),
+                ),
+              ),
+            ),
+          ),
+        ),
+  );
+}
+
+function columnText(column) {
+  const name = column.column || "(column)";
+  const parts = [name, ": ", column.change || "changed"];
+  if (column.after !== undefined && column.after !== null) {
+    parts.push(` (${column.after})`);
+  }
+  return parts.join("");
+}
+
+function publishSummary(summary) {
+  const changes = list(summary.changes);
+  const migrations = list(summary.migrations);
+  const tables = list(summary.tables);
+  const widened = list(summary.readWidened);
+  return h(
+    "div",
+    { class: "assistant-summary assistant-summary-publish" },
+    h("p", { class: "assistant-summary-line", text: "Publishing makes the draft the live app for every user." }),
+    h("h4", { text: "Files changed" }),
+    changes.length === 0
+      ? h("p", { class: "hint", text: "No file differs from the live app." })
+      : h("ul", { class: "assistant-list", "aria-label": "Files changed" }, changes.map((change) => h("li", {}, h("code", { text: String(change.path) }), ` — ${change.change}`))),
+    migrations.length > 0 ? h("h4", { text: "Migrations" }) : null,
+    migrations.map((migration) =>
+      h(
+        "details",
+        { class: "assistant-migration", open: true },
+        h("summary", { text: String(migration.file) }),
+        h("pre", { class: "assistant-diff", "aria-label": `SQL of ${migration.file}`, text: String(migration.sql || "") }),
+      ),
+    ),
+    tables.length > 0 ? h("h4", { text: "Table changes" }) : null,
+    tables.length > 0
+      ? h(
+          "ul",
+          { class: "assistant-list", "aria-label": "Table changes" },
+          tables.map((table) =>
+            h(
+              "li",
+              {},
+              `Table ${table.table}: ${table.change}`,
+              list(table.columns).length > 0 ? h("ul", {}, list(table.columns).map((column) => h("li", { text: columnText(column) }))) : null,
+            ),
+          ),
+        )
+      : null,
+    widened.length > 0
+      ? h(
+          "div",
+          { class: "assistant-warning", role: "note" },
+          h("p", { class: "assistant-strong", text: "This lets more people read records the app already holds:" }),
+          h("ul", { class: "assistant-list", "aria-label": "Read widening" }, widened.map((reason) => h("li", { text: typeof reason === "string" ? reason : JSON.stringify(reason) }))),
+        )
+      : null,
+  );
+}
+
+/** A confirmation's summary, readable: a file diff, a row table, a publish review or the arguments. */
+export function renderSummary(summary) {
+  const value = summary && typeof summary === "object" ? summary : { kind: "arguments", arguments: summary };
+  switch (value.kind) {
+    case "file":
+      return fileSummary(value);
+    case "row":
+      return rowSummary(value);
+    case "publish":
+      return publishSummary(value);
+    default:
+      return h(
+        "div",
+        { class: "assistant-summary assistant-summary-arguments" },
+        h("pre", { class: "assistant-json", "aria-label": "Arguments", text: prettyJson(value.arguments ?? {}) }),
+      );
+  }
+}
+
+/**
+ * The card for one `confirmation` event: what would change, Approve and
+ * Deny. `decide(approve)` posts the decision (both buttons are disabled at
+ * the click). Answers `{element, decided(approved), settle(text)}`:
+ * `decided` shows the server's `decided` event, `settle` ends a card no
+ * longer waiting.
+ */
+export function confirmationCard(event, { decide, onUnauthenticated = () => {}, onOpenDraft = () => {} }) {
+  const title = event.title || event.tool || "A change";
+  const status = h("p", { class: "assistant-card-status", role: "status" });
+  const alert = h("p", { class: "alert", role: "alert", hidden: true });
+  const approve = h("button", { type: "button", class: "button button-primary", text: "Approve" });
+  const deny = h("button", { type: "button", class: "button", text: "Deny" });
+  const href = draftHref(event.app, event.summary);
+  let settled = false;
+  const element = h(
+    "section",
+    { class: "assistant-card", "aria-label": `Confirm: ${title}`, dataset: { confirmation: "waiting", tool: String(event.tool || "") } },
+    h("h3", { class: "assistant-card-title", text: title }),
+    h(
+      "p",
+      { class: "assistant-card-meta" },
+      event.app ? `App ${event.app} · ` : "",
+      "tool ",
+      h("code", { text: String(event.tool || "") }),
+    ),
+    renderSummary(event.summary),
+    href ? h("p", {}, h("a", { href, text: "Open the draft", onclick: () => onOpenDraft() })) : null,
+    alert,
+    h("div", { class: "assistant-card-actions" }, approve, deny),
+    status,
+  );
+  const show = (approved) => {
+    settled = true;
+    approve.disabled = true;
+    deny.disabled = true;
+    element.dataset.confirmation = approved ? "approved" : "declined";
+    status.textContent = approved ? "Approved" : "Declined";
+  };
+  const click = async (yes) => {
+    approve.disabled = true;
+    deny.disabled = true;
+    alert.hidden = true;
+    status.textContent = yes ? "Approving…" : "Declining…";
+    try {
+      const answer = await decide(yes);
+      show(answer && typeof answer.approved === "boolean" ? answer.approved : yes);
+    } catch (error) {
+      if (error && error.status === 401) {
+        onUnauthenticated();
+        return;
+      }
+      status.textContent = "";
+      alert.hidden = false;
+      alert.textContent = errorText(error);
+      if (error && error.status === 404) {
+        settled = true;
+        element.dataset.confirmation = "gone";
+      } else {
+        approve.disabled = false;
+        deny.disabled = false;
+      }
+    }
+  };
+  approve.addEventListener("click", () => click(true));
+  deny.addEventListener("click", () => click(false));
+  return {
+    element,
+    decided(approved) {
+      if (!settled || element.dataset.confirmation === "gone") {
+        show(approved);
+      }
+    },
+    settle(text) {
+      if (!settled) {
+        settled = true;
+        approve.disabled = true;
+        deny.disabled = true;
+        element.dataset.confirmation = "gone";
+        status.textContent = text;
+      }
+    },
+    get waiting() {
+      return !settled;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// The transcript's parts
+
+function bubble(kind, text) {
+  const body = h("div", { class: "assistant-text", text });
+  return {
+    element: h("li", { class: `assistant-message assistant-${kind}` }, h("p", { class: "assistant-who", text: kind === "user" ? "You" : "Assistant" }), body),
+    set(value) {
+      body.textContent = value;
+    },
+  };
+}
+
+/** A tool call as a collapsible block: its tool, status, arguments and (later) result. */
+export function callBlock({ id, tool, arguments: args, result = null }) {
+  const state = h("span", { class: "assistant-call-status" });
+  const resultSlot = h("div", { class: "assistant-call-result" });
+  const element = h(
+    "details",
+    { class: "assistant-call", dataset: { callId: String(id || ""), tool: String(tool || "") } },
+    h("summary", {}, h("code", { class: "assistant-call-tool", text: String(tool || "(tool)") }), " ", state),
+    h("p", { class: "assistant-call-label", text: "Arguments" }),
+    h("pre", { class: "assistant-json", "aria-label": `Arguments of ${tool}`, text: prettyJson(args ?? {}) }),
+    resultSlot,
+  );
+  const setState = (value) => {
+    element.dataset.state = value;
+    state.textContent = callStatusText(value);
+  };
+  const setResult = (outcome) => {
+    setState(resultState(outcome));
+    replaceChildren(
+      resultSlot,
+      h("p", { class: "assistant-call-label", text: "Result" }),
+      h("pre", { class: "assistant-json", "aria-label": `Result of ${tool}`, text: String(outcome.text ?? "") }),
+    );
+  };
+  if (result) {
+    setResult(result);
+  } else {
+    setState("running");
+  }
+  return { element, setState, setResult };
+}
+
+// ---------------------------------------------------------------------------
+// The pane
+
+function when(seconds) {
+  const date = new Date(Number(seconds) * 1000);
+  return Number.isNaN(date.getTime()) ? "" : date.toLocaleString([], { dateStyle: "short", timeStyle: "short" });
+}
+
+/**
+ * The pane. `options`: `{onAppsChanged(), onUnauthenticated(), onClose()}`:
+ * `onAppsChanged` after a turn in which an approved change ran (the apps may
+ * have changed), `onClose` when its own close button closes it. Answers
+ * `{element, open(), close(), isOpen(), dispose()}`.
+ */
+export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = () => {}, onClose = () => {} } = {}) {
+  const picker = h("select", { id: "assistant-conversation", class: "assistant-picker" });
+  const newButton = h("button", { type: "button", class: "button", text: "New conversation" });
+  const deleteButton = h("button", { type: "button", class: "button button-quiet", text: "Delete" });
+  const closeButton = h("button", { type: "button", class: "button button-quiet assistant-close", text: "Close", "aria-label": "Close the assistant" });
+  const model = h("p", { class: "assistant-model" });
+  const confirmSlot = h("div", { class: "assistant-confirm-delete" });
+  const alert = h("div", { class: "alert", role: "alert", hidden: true });
+  const transcript = h("ol", { class: "assistant-transcript", "aria-label": "Transcript", tabindex: "0" });
+  const status = h("p", { class: "status assistant-status", role: "status", "aria-live": "polite" });
+  const prompt = h("textarea", { id: "assistant-prompt", rows: "3", placeholder: "Ask the assistant… (Enter sends, Shift+Enter for a new line)" });
+  const sendButton = h("button", { type: "submit", class: "button button-primary", text: "Send" });
+  const cancelButton = h("button", { type: "button", class: "button", text: "Cancel", hidden: true });
+  const form = h(
+    "form",
+    { class: "assistant-form", novalidate: true },
+    h("label", { for: "assistant-prompt", text: "Message" }),
+    prompt,
+    h("div", { class: "assistant-form-actions" }, sendButton, cancelButton),
+  );
+  const unavailable = h("div", { class: "assistant-unavailable", hidden: true });
+  const element = h(
+    "aside",
+    { class: "assistant", id: "assistant", "aria-labelledby": "assistant-title", hidden: true },
+    h("header", { class: "assistant-head" }, h("h2", { class: "assistant-title", id: "assistant-title", tabindex: "-1", text: "Assistant" }), model, closeButton),
+    h(
+      "div",
+      { class: "assistant-conversations" },
+      h("label", { for: "assistant-conversation", text: "Conversation" }),
+      h("div", { class: "assistant-conversation-row" }, picker, newButton, deleteButton),
+      confirmSlot,
+    ),
+    alert,
+    transcript,
+    status,
+    form,
+    unavailable,
+  );
+
+  const pane = {
+    available: false,
+    loaded: false,
+    loading: null,
+    conversations: [],
+    currentId: null,
+    /** The running turn: `{controller, bubble, calls, cards, changed}`. */
+    turn: null,
+    /** Bumped by each transcript load, so a slower earlier one gives up. */
+    generation: 0,
+  };
+
+  const say = (text) => {
+    status.textContent = text;
+  };
+  const clearAlert = () => {
+    alert.hidden = true;
+    alert.textContent = "";
+  };
+  const fail = (error) => {
+    if (error && error.status === 401) {
+      onUnauthenticated();
+      return;
+    }
+    alert.hidden = false;
+    alert.textContent = errorText(error);
+    say("");
+  };
+
+  const nearBottom = () => transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 80;
+  const add = (node) => {
+    const follow = nearBottom();
+    transcript.appendChild(node);
+    if (follow) {
+      transcript.scrollTop = transcript.scrollHeight;
+    }
+    return node;
+  };
+  const follow = () => {
+    if (nearBottom()) {
+      transcript.scrollTop = transcript.scrollHeight;
+    }
+  };
+
+  const emptyNote = () => h("li", { class: "assistant-empty hint", text: "Ask for an app, a change to one, or something about your data. Every change is shown to you to approve first." });
+
+  const renderPicker = () => {
+    const options = pane.conversations.map((conversation) =>
+      h("option", { value: conversation.id, selected: conversation.id === pane.currentId, text: `${conversation.title || "Untitled"}${when(conversation.updatedAt) ? ` · ${when(conversation.updatedAt)}` : ""}` }),
+    );
+    const fresh = pane.currentId === null ? h("option", { value: "", selected: true, text: "New conversation" }) : null;
+    replaceChildren(picker, fresh, options);
+    picker.value = pane.currentId || "";
+    deleteButton.disabled = pane.currentId === null || pane.turn !== null;
+  };
+
+  const setBusy = (busy) => {
+    sendButton.disabled = busy;
+    cancelButton.hidden = !busy;
+    picker.disabled = busy;
+    newButton.disabled = busy;
+    deleteButton.disabled = busy || pane.currentId === null;
+  };
+
+  const showUnavailable = (text) => {
+    form.hidden = true;
+    unavailable.hidden = false;
+    replaceChildren(unavailable, h("p", { class: "assistant-strong", text: "The assistant is not set up." }), h("p", { text: text || "No model is configured." }));
+  };
+
+  const renderItems = (items) => {
+    if (items.length === 0) {
+      replaceChildren(transcript, emptyNote());
+      return;
+    }
+    replaceChildren(
+      transcript,
+      items.map((item) => (item.kind === "call" ? h("li", { class: "assistant-call-item" }, callBlock(item).element) : bubble(item.kind, item.text).element)),
+    );
+    transcript.scrollTop = transcript.scrollHeight;
+  };
+
+  async function showConversation(id) {
+    pane.currentId = id;
+    renderPicker();
+    clearAlert();
+    replaceChildren(confirmSlot);
+    const generation = ++pane.generation;
+    if (id === null) {
+      replaceChildren(transcript, emptyNote());
+      return;
+    }
+    say("Loading the conversation…");
+    let conversation;
+    try {
+      conversation = await api.getConversation(id);
+    } catch (error) {
+      if (generation === pane.generation) {
+        fail(error);
+      }
+      return;
+    }
+    if (generation !== pane.generation) {
+      return;
+    }
+    say("");
+    renderItems(transcriptItems(conversation.messages));
+  }
+
+  async function load() {
+    say("Loading the assistant…");
+    clearAlert();
+    let answer;
+    let listing;
+    try {
+      [answer, listing] = await Promise.all([api.assistantStatus(), api.listConversations()]);
+    } catch (error) {
+      fail(error);
+      pane.loaded = false;
+      return;
+    }
+    pane.loaded = true;
+    pane.available = Boolean(answer.available);
+    model.textContent = answer.model ? `Model ${answer.model}` : "";
+    if (!pane.available) {
+      showUnavailable(answer.configure);
+    } else {
+      form.hidden = false;
+      unavailable.hidden = true;
+    }
+    pane.conversations = list(listing.conversations);
+    say("");
+    await showConversation(pane.conversations.length > 0 ? pane.conversations[0].id : null);
+  }
+
+  async function refreshList() {
+    try {
+      const listing = await api.listConversations();
+      pane.conversations = list(listing.conversations);
+      renderPicker();
+    } catch (error) {
+      if (error && error.status === 401) {
+        onUnauthenticated();
+      }
+    }
+  }
+
+  function onEvent(turn, event) {
+    switch (event.type) {
+      case "text": {
+        if (!turn.bubble) {
+          turn.bubble = bubble("assistant", "");
+          add(turn.bubble.element);
+        }
+        turn.bubble.set(String(event.text ?? ""));
+        follow();
+        break;
+      }
+      case "toolCall": {
+        turn.bubble = null;
+        const block = callBlock({ id: event.id, tool: event.tool, arguments: event.arguments });
+        turn.calls.set(event.id, block);
+        add(h("li", { class: "assistant-call-item" }, block.element));
+        say(`Running ${event.tool}…`);
+        break;
+      }
+      case "confirmation": {
+        turn.bubble = null;
+        const block = turn.calls.get(event.callId);
+        if (block) {
+          block.setState("waiting");
+        }
+        const card = confirmationCard(event, {
+          decide: (approve) => api.decideConfirmation(event.id, approve),
+          onUnauthenticated,
+          onOpenDraft: () => {
+            if (window.matchMedia(NARROW).matches) {
+              close();
+            }
+          },
+        });
+        turn.cards.set(event.id, card);
+        turn.cardsByCall.set(event.callId, card);
+        add(h("li", { class: "assistant-card-item" }, card.element));
+        say(`Waiting for your decision: ${event.title || event.tool}.`);
+        break;
+      }
+      case "decided": {
+        const card = turn.cards.get(event.id);
+        if (card) {
+          card.decided(Boolean(event.approved));
+        }
+        say(event.approved ? "Approved. Running it…" : "Declined.");
+        break;
+      }
+      case "toolResult": {
+        const block = turn.calls.get(event.id);
+        if (block) {
+          block.setResult(event);
+        }
+        if (event.ok && !event.declined && turn.cardsByCall.has(event.id)) {
+          turn.changed = true;
+        }
+        say("The assistant is answering…");
+        follow();
+        break;
+      }
+      case "done":
+        turn.ended = true;
+        say("");
+        break;
+      case "error":
+        turn.ended = true;
+        add(h("li", { class: "assistant-error alert", role: "alert", text: errorText(event.error || {}) }));
+        say("");
+        break;
+      default:
+        break;
+    }
+  }
+
+  async function send() {
+    if (pane.turn) {
+      return;
+    }
+    clearAlert();
+    const text = prompt.value;
+    if (text.trim() === "") {
+      fail({ message: "Write a message first." });
+      prompt.focus();
+      return;
+    }
+    const turn = { controller: new AbortController(), bubble: null, calls: new Map(), cards: new Map(), cardsByCall: new Map(), changed: false, ended: false };
+    pane.turn = turn;
+    setBusy(true);
+    let id = pane.currentId;
+    if (id === null) {
+      say("Starting a conversation…");
+      try {
+        const created = await api.createConversation(text);
+        id = created.id;
+        pane.conversations = [created, ...pane.conversations.filter((c) => c.id !== created.id)];
+        pane.currentId = id;
+        renderPicker();
+      } catch (error) {
+        pane.turn = null;
+        setBusy(false);
+        fail(error);
+        return;
+      }
+    }
+    const empty = transcript.querySelector(".assistant-empty");
+    if (empty) {
+      empty.remove();
+    }
+    const mine = bubble("user", text);
+    add(mine.element);
+    transcript.scrollTop = transcript.scrollHeight;
+    prompt.value = "";
+    say("The assistant is answering…");
+    try {
+      await api.streamTurn(id, text, { signal: turn.controller.signal, onEvent: (event) => onEvent(turn, event) });
+      if (!turn.ended) {
+        add(h("li", { class: "assistant-error alert", role: "alert", text: "The answer was cut off before it ended. Try again." }));
+        say("");
+      }
+    } catch (error) {
+      if (error && error.name === "AbortError") {
+        add(h("li", { class: "assistant-note hint", text: "Cancelled. Nothing waiting for a decision was run." }));
+        say("Cancelled.");
+      } else if (error && error.status === 401) {
+        onUnauthenticated();
+        return;
+      } else if (error instanceof api.ApiError && !turn.ended) {
+        // Refused before the stream began: the prompt was not taken.
+        mine.element.remove();
+        if (prompt.value === "") {
+          prompt.value = text;
+        }
+        fail(error);
+      } else {
+        add(h("li", { class: "assistant-error alert", role: "alert", text: errorText(error) }));
+        say("");
+      }
+    } finally {
+      for (const card of turn.cards.values()) {
+        card.settle("No longer waiting: the turn ended.");
+      }
+      if (pane.turn === turn) {
+        pane.turn = null;
+      }
+      setBusy(false);
+    }
+    await refreshList();
+    if (turn.changed) {
+      await onAppsChanged();
+    }
+  }
+
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    send();
+  });
+  prompt.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      send();
+    }
+  });
+  cancelButton.addEventListener("click", () => {
+    if (pane.turn) {
+      say("Cancelling…");
+      pane.turn.controller.abort();
+    }
+  });
+  picker.addEventListener("change", () => {
+    showConversation(picker.value || null);
+  });
+  newButton.addEventListener("click", () => {
+    showConversation(null);
+    prompt.focus();
+  });
+  deleteButton.addEventListener("click", () => {
+    const id = pane.currentId;
+    if (id === null) {
+      return;
+    }
+    const yes = h("button", { type: "button", class: "button button-danger", text: "Yes, delete" });
+    const no = h("button", { type: "button", class: "button button-quiet", text: "Keep it" });
+    no.addEventListener("click", () => {
+      replaceChildren(confirmSlot);
+      deleteButton.focus();
+    });
+    yes.addEventListener("click", async () => {
+      yes.disabled = true;
+      no.disabled = true;
+      try {
+        await api.deleteConversation(id);
+      } catch (error) {
+        replaceChildren(confirmSlot);
+        fail(error);
+        return;
+      }
+      replaceChildren(confirmSlot);
+      pane.conversations = pane.conversations.filter((c) => c.id !== id);
+      say("The conversation is deleted.");
+      await showConversation(pane.conversations.length > 0 ? pane.conversations[0].id : null);
+    });
+    replaceChildren(confirmSlot, h("p", { text: "Delete this conversation and its transcript?" }), h("div", { class: "assistant-card-actions" }, yes, no));
+    no.focus();
+  });
+
+  function open() {
+    element.hidden = false;
+    if (!pane.loaded && !pane.loading) {
+      pane.loading = load().finally(() => {
+        pane.loading = null;
+      });
+    }
+    if (!form.hidden) {
+      prompt.focus();
+    } else {
+      element.querySelector("#assistant-title").focus();
+    }
+  }
+
+  function close() {
+    element.hidden = true;
+    onClose();
+  }
+
+  closeButton.addEventListener("click", () => close());
+
+  return {
+    element,
+    open,
+    close,
+    isOpen: () => !element.hidden,
+    /** Stops a running turn (signing out, the shell going away). */
+    dispose() {
+      if (pane.turn) {
+        pane.turn.controller.abort();
+      }
+    },
+  };
+}

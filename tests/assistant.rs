@@ -81,6 +81,14 @@ impl World {
         (status, response.json().await.unwrap_or(Value::Null))
     }
 
+    /// Decides confirmation `id` as `cookie`'s person; the answer's status.
+    async fn decide(&self, cookie: &str, id: &str, approve: bool) -> u16 {
+        let path = format!("/api/assistant/confirmations/{id}");
+        self.post(cookie, &path, json!({"approve": approve}))
+            .await
+            .0
+    }
+
     async fn conversation(&self, cookie: &str) -> String {
         let (status, created) = self
             .post(cookie, "/api/assistant/conversations", json!({}))
@@ -300,13 +308,7 @@ async fn mutations_wait_for_the_person_and_a_denial_writes_nothing() {
         .await
         .unwrap();
     assert_eq!(cross_site.status(), 403, "another origin cannot approve");
-    let (status, _) = world
-        .post(
-            &admin,
-            &format!("/api/assistant/confirmations/{id}"),
-            json!({"approve": false}),
-        )
-        .await;
+    let status = world.decide(&admin, &id, false).await;
     assert_eq!(status, 200);
     let decided = turn.until("decided").await;
     assert_eq!(decided["approved"], false);
@@ -318,26 +320,14 @@ async fn mutations_wait_for_the_person_and_a_denial_writes_nothing() {
         "a denied createApp created the app"
     );
     // Replayed: the decision is gone.
-    let (status, _) = world
-        .post(
-            &admin,
-            &format!("/api/assistant/confirmations/{id}"),
-            json!({"approve": true}),
-        )
-        .await;
+    let status = world.decide(&admin, &id, true).await;
     assert_eq!(status, 404);
 
     // Approved: it runs, as the person, through the gateway.
     let mut turn = world.turn(&admin, &conversation, "yes, make it").await;
     let card = turn.until("confirmation").await;
     let id = card["id"].as_str().unwrap().to_owned();
-    let (status, _) = world
-        .post(
-            &admin,
-            &format!("/api/assistant/confirmations/{id}"),
-            json!({"approve": true}),
-        )
-        .await;
+    let status = world.decide(&admin, &id, true).await;
     assert_eq!(status, 200);
     let result = turn.until("toolResult").await;
     assert_eq!(result["ok"], true, "{result}");
@@ -362,13 +352,7 @@ async fn mutations_wait_for_the_person_and_a_denial_writes_nothing() {
     assert_eq!(card["summary"]["kind"], "row");
     assert_eq!(card["summary"]["after"]["title"], "Bridge inspected");
     let row_id = card["id"].as_str().unwrap().to_owned();
-    world
-        .post(
-            &admin,
-            &format!("/api/assistant/confirmations/{row_id}"),
-            json!({"approve": true}),
-        )
-        .await;
+    world.decide(&admin, &row_id, true).await;
     let result = turn.until("toolResult").await;
     assert_eq!(result["ok"], true, "{result}");
     turn.finish().await;
@@ -388,26 +372,14 @@ async fn mutations_wait_for_the_person_and_a_denial_writes_nothing() {
         "{card}"
     );
     let write_id = card["id"].as_str().unwrap().to_owned();
-    world
-        .post(
-            &admin,
-            &format!("/api/assistant/confirmations/{write_id}"),
-            json!({"approve": true}),
-        )
-        .await;
+    world.decide(&admin, &write_id, true).await;
     assert_eq!(turn.until("toolResult").await["ok"], true);
     let card = turn.until("confirmation").await;
     assert_eq!(card["tool"], "publishAppDraft");
     assert_eq!(card["summary"]["kind"], "publish");
     assert_eq!(card["summary"]["changes"][0]["path"], "notes.md", "{card}");
     let publish_id = card["id"].as_str().unwrap().to_owned();
-    world
-        .post(
-            &admin,
-            &format!("/api/assistant/confirmations/{publish_id}"),
-            json!({"approve": true}),
-        )
-        .await;
+    world.decide(&admin, &publish_id, true).await;
     let published = turn.until("toolResult").await;
     assert_eq!(published["ok"], true, "{published}");
     assert!(
@@ -558,13 +530,7 @@ async fn a_tool_result_cannot_talk_the_model_past_the_person() {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
         // The turn notices the closed stream and forgets its confirmation.
-        let (status, _) = world
-            .post(
-                &admin,
-                &format!("/api/assistant/confirmations/{id}"),
-                json!({"approve": true}),
-            )
-            .await;
+        let status = world.decide(&admin, &id, true).await;
         if status == 404 {
             break;
         }

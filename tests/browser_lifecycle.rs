@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::{UpProcess, browser_artifacts, free_port, http_client};
-use serde_json::{Value, json};
+use serde_json::json;
 use studio_core::store::Store;
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
@@ -48,36 +48,11 @@ async fn an_admin_withdraws_restores_and_deletes_an_app() {
     let state = tempfile::tempdir().unwrap();
     let port = free_port();
     let up = UpProcess::start(state.path(), port).await;
-    let admin: Value = serde_json::from_str(
-        &std::fs::read_to_string(state.path().join("dev-admin.json")).unwrap(),
-    )
-    .unwrap();
     let studio = format!("http://localhost:{port}");
     let http = http_client();
 
     // Signed in as the dev admin, the app is created through the API.
-    let login = http
-        .post(format!("{studio}/api/auth/login"))
-        .json(&json!({"username": admin["username"], "password": admin["password"]}))
-        .send()
-        .await
-        .unwrap();
-    assert!(login.status().is_success(), "{}", login.status());
-    let cookie = login
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .map(|value| {
-            value
-                .to_str()
-                .unwrap()
-                .split(';')
-                .next()
-                .unwrap()
-                .to_owned()
-        })
-        .find(|pair| pair.starts_with("sasha_session"))
-        .expect("the sign-in sets the session cookie");
+    let (admin, cookie) = common::sign_in_dev_admin(state.path(), &studio).await;
     let created = http
         .post(format!("{studio}/api/apps"))
         .header("cookie", &cookie)

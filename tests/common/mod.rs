@@ -391,6 +391,29 @@ pub fn process_alive(pid: u32) -> bool {
     }
 }
 
+/// Signs the dev admin of a `sasha up` state folder in through the API: its
+/// credentials (`dev-admin.json`) and the session cookie (`name=value`).
+pub async fn sign_in_dev_admin(state: &Path, studio: &str) -> (serde_json::Value, String) {
+    let admin: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(state.join("dev-admin.json")).unwrap())
+            .unwrap();
+    let login = http_client()
+        .post(format!("{studio}/api/auth/login"))
+        .json(&serde_json::json!({"username": admin["username"], "password": admin["password"]}))
+        .send()
+        .await
+        .unwrap();
+    assert!(login.status().is_success(), "{}", login.status());
+    let cookie = login
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok()?.split(';').next().map(str::to_owned))
+        .find(|pair| pair.starts_with("sasha_session"))
+        .expect("the sign-in sets the session cookie");
+    (admin, cookie)
+}
+
 /// A running `sasha up`, with its output collected.
 pub struct UpProcess {
     pub child: Child,

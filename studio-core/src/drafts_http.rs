@@ -33,6 +33,21 @@ async fn principal(core: &Arc<Core>, headers: &HeaderMap) -> Result<pb::Principa
         .map(|principal| crate::core_grpc::to_wire(&principal))
 }
 
+/// The source tools' access rule for `app_id` (an id that is not one is the
+/// hidden 404).
+async fn manages(
+    core: &Arc<Core>,
+    principal: &pb::Principal,
+    app_id: &str,
+) -> Result<(), Response> {
+    if !sasha_package::manifest::is_kebab_id(app_id) {
+        return Err(crate::api::hidden_not_found().into_response());
+    }
+    crate::source_tools::authorize_manager(core, principal, app_id)
+        .await
+        .map_err(IntoResponse::into_response)
+}
+
 fn answer(reply: Result<pb::DraftReply, AppError>, status: StatusCode) -> Response {
     match reply {
         Ok(reply) => match sasha_proto::client_json::draft_reply(&reply) {
@@ -90,11 +105,8 @@ pub(crate) async fn start(
         Ok(principal) => principal,
         Err(response) => return response,
     };
-    if !sasha_package::manifest::is_kebab_id(&app_id) {
-        return crate::api::hidden_not_found().into_response();
-    }
-    if let Err(error) = crate::source_tools::authorize_manager(&core, &principal, &app_id).await {
-        return error.into_response();
+    if let Err(response) = manages(&core, &principal, &app_id).await {
+        return response;
     }
     let started = crate::drafts::start_for(&core, &principal, &app_id).await;
     let status = match &started {
@@ -157,11 +169,8 @@ pub(crate) async fn resource(
         Ok(principal) => principal,
         Err(response) => return response,
     };
-    if !sasha_package::manifest::is_kebab_id(&app_id) {
-        return crate::api::hidden_not_found().into_response();
-    }
-    if let Err(error) = crate::source_tools::authorize_manager(&core, &principal, &app_id).await {
-        return error.into_response();
+    if let Err(response) = manages(&core, &principal, &app_id).await {
+        return response;
     }
     let validated = match crate::drafts::validated(&core, &app_id).await {
         Ok((files, _)) if files.is_empty() => {
@@ -222,11 +231,8 @@ pub(crate) async fn publish(
         Ok(body) => body,
         Err(response) => return response,
     };
-    if !sasha_package::manifest::is_kebab_id(&app_id) {
-        return crate::api::hidden_not_found().into_response();
-    }
-    if let Err(error) = crate::source_tools::authorize_manager(&core, &principal, &app_id).await {
-        return error.into_response();
+    if let Err(response) = manages(&core, &principal, &app_id).await {
+        return response;
     }
     let published = crate::drafts::publish(
         &core,

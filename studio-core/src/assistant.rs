@@ -23,7 +23,7 @@ mod mcp;
 mod summary;
 mod turn;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -47,6 +47,11 @@ use crate::store::Principal;
 /// declined.
 pub(crate) const CONFIRMATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
+/// Turns one user may have running at once (each may wait for a decision).
+pub(crate) const MAX_TURNS_PER_USER: usize = 4;
+/// Turns running at once on this server.
+pub(crate) const MAX_TURNS: usize = 64;
+
 /// What the page is told when no provider is configured.
 const HOW_TO_CONFIGURE: &str = "The assistant needs a model: an administrator sets SASHA_CHAT_BASE_URL (an OpenAI-compatible API such as https://api.openai.com/v1 or a local Ollama at http://127.0.0.1:11434/v1) and SASHA_CHAT_MODEL, and SASHA_CHAT_API_KEY when the provider needs one; see the README.";
 
@@ -55,8 +60,9 @@ const HOW_TO_CONFIGURE: &str = "The assistant needs a model: an administrator se
 pub(crate) struct Assistant {
     /// Where the assistant's MCP client connects (`SASHA_ASSISTANT_MCP_URL`).
     pub(crate) mcp_url: String,
-    /// Conversations with a turn running: one at a time each.
-    running: Mutex<HashSet<String>>,
+    /// Conversations with a turn running (one at a time each), with their
+    /// users.
+    running: Mutex<HashMap<String, String>>,
     /// Confirmations waiting for a person, by id.
     pending: Mutex<HashMap<String, Pending>>,
 }
@@ -76,15 +82,25 @@ impl Assistant {
         }
     }
 
-    /// Claims `conversation` for one turn, or `APP_BUSY`.
-    fn claim(self: &Arc<Self>, conversation: &str) -> Result<Running, AppError> {
+    /// Claims `conversation` of `user_id` for one turn, or `APP_BUSY` (a turn
+    /// of it runs, or too many of the user's or the server's do).
+    fn claim(self: &Arc<Self>, user_id: &str, conversation: &str) -> Result<Running, AppError> {
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        if !running.insert(conversation.to_owned()) {
+        if running.contains_key(conversation) {
             return Err(AppError::new(
                 ErrorCode::Busy,
                 "this conversation already has a turn running; wait for it or cancel it",
             ));
         }
+        if running.values().filter(|user| *user == user_id).count() >= MAX_TURNS_PER_USER
+            || running.len() >= MAX_TURNS
+        {
+            return Err(AppError::new(
+                ErrorCode::Busy,
+                "too many assistant turns are running; finish or cancel one first",
+            ));
+        }
+        running.insert(conversation.to_owned(), user_id.to_owned());
         Ok(Running {
             assistant: self.clone(),
             conversation: conversation.to_owned(),
@@ -338,7 +354,7 @@ async fn turn(
         Ok(None) => return not_found(),
         Err(error) => return error.into_response(),
     }
-    let running = match core.assistant.clone().claim(&id) {
+    let running = match core.assistant.clone().claim(&principal.user.id, &id) {
         Ok(running) => running,
         Err(error) => return error.into_response(),
     };

@@ -179,15 +179,26 @@ async fn a_confirmation_is_decided_once_by_its_own_user() {
 }
 
 #[tokio::test]
-async fn one_turn_at_a_time_per_conversation() {
+async fn turns_are_one_per_conversation_and_bounded_per_user() {
     let assistant = std::sync::Arc::new(Assistant::new("http://127.0.0.1:9/mcp".into()));
-    let running = assistant.claim("c1").unwrap();
+    let running = assistant.claim("ada", "c1").unwrap();
     assert_eq!(
-        assistant.claim("c1").unwrap_err().code,
+        assistant.claim("ada", "c1").unwrap_err().code,
         sasha_proto::ErrorCode::Busy
     );
-    let other = assistant.claim("c2").unwrap();
+    let other = assistant.claim("ada", "c2").unwrap();
     drop(running);
-    assistant.claim("c1").unwrap();
+    assistant.claim("ada", "c1").unwrap();
     drop(other);
+    // A user's turns are bounded; another user's do not count against them.
+    let held: Vec<_> = (0..super::MAX_TURNS_PER_USER)
+        .map(|index| assistant.claim("bob", &format!("b{index}")).unwrap())
+        .collect();
+    assert_eq!(
+        assistant.claim("bob", "one-more").unwrap_err().code,
+        sasha_proto::ErrorCode::Busy
+    );
+    assistant.claim("cy", "c9").unwrap();
+    drop(held);
+    assistant.claim("bob", "one-more").unwrap();
 }

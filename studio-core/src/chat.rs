@@ -18,7 +18,7 @@ mod sse;
 
 #[cfg(test)]
 #[path = "../../tests/common/fake_llm.rs"]
-mod fake_llm;
+pub(crate) mod fake_llm;
 #[cfg(test)]
 mod tests;
 

@@ -30,6 +30,11 @@ pub(crate) struct World {
 
 impl World {
     pub(crate) fn new() -> World {
+        World::with_chat(crate::chat::ChatService::new(None))
+    }
+
+    /// A world whose chat (and assistant) provider is `chat`.
+    pub(crate) fn with_chat(chat: crate::chat::ChatService) -> World {
         let dir = tempfile::tempdir().unwrap();
         let docs = dir.path().join("docs");
         std::fs::create_dir_all(docs.join("apps")).unwrap();
@@ -55,7 +60,7 @@ impl World {
             source: Arc::new(crate::source::SourceTree::new(catalogue.apps_dir())),
             catalogue,
             revision_retention: 64,
-            chat: crate::chat::ChatService::new(None),
+            chat,
             uploads: Arc::new(crate::uploads::UploadArea::new(dir.path().join("uploads"))),
             oauth: crate::oauth::OAuthState::new(STUDIO, STUDIO),
             drafts: crate::drafts::DraftCache::default(),

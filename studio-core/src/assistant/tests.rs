@@ -202,3 +202,85 @@ async fn turns_are_one_per_conversation_and_bounded_per_user() {
     drop(held);
     assistant.claim("bob", "one-more").unwrap();
 }
+
+/// A turn through the router with a provider but no reachable gateway: the
+/// stream is server-sent events, the person's prompt is kept, and the turn
+/// ends with a clear, retryable error instead of silence.
+#[tokio::test]
+async fn a_turn_streams_its_events_and_ends_with_a_clear_error() {
+    use crate::chat::fake_llm::{FakeLlm, Step, script};
+    let fake = FakeLlm::start(script(vec![Step::Text("unused".into())])).await;
+    let config = crate::chat::ChatConfig::new(&fake.base_url, "fake").unwrap();
+    let world = World::with_chat(crate::chat::ChatService::new(Some(config)));
+    let admin = world.session(&world.admin);
+    let (_, created) = world
+        .send(
+            "POST",
+            "/api/assistant/conversations",
+            &[("cookie", &admin), ("origin", STUDIO)],
+            "",
+        )
+        .await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    let response = {
+        use tower::ServiceExt as _;
+        crate::router(world.core.clone())
+            .oneshot(
+                http::Request::builder()
+                    .method("POST")
+                    .uri(format!("/api/assistant/conversations/{id}/turn"))
+                    .header("host", "localhost:3007")
+                    .header("cookie", &admin)
+                    .header("origin", STUDIO)
+                    .header("content-type", "application/json")
+                    .body(axum::body::Body::from(r#"{"prompt":"hello"}"#))
+                    .unwrap(),
+            )
+            .await
+            .unwrap()
+    };
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let body = {
+        use http_body_util::BodyExt as _;
+        response.into_body().collect().await.unwrap().to_bytes()
+    };
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&body)
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "error");
+    assert_eq!(events[0]["error"]["code"], "APP_NOT_READY");
+    assert_eq!(events[0]["error"]["retryable"], true);
+    // The prompt is in the conversation; the provider was never asked.
+    let (_, read) = world
+        .send(
+            "GET",
+            &format!("/api/assistant/conversations/{id}"),
+            &[("cookie", &admin)],
+            "",
+        )
+        .await;
+    assert_eq!(
+        read["messages"],
+        json!([{"role": "user", "content": "hello"}])
+    );
+    assert!(fake.requests().is_empty());
+    // The turn minted its token, and revoked it when it ended.
+    let database = rusqlite::Connection::open(world.dir.path().join("core.sqlite")).unwrap();
+    let (minted, live): (i64, i64) = database
+        .query_row(
+            "SELECT count(*), count(*) FILTER (WHERE revoked_at IS NULL) FROM tokens WHERE user_id = ?1",
+            [&world.admin.id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((minted, live), (1, 0));
+}

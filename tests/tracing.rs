@@ -1,7 +1,9 @@
 //! One request is one trace across processes: an in-test OTLP/gRPC receiver
 //! collects the spans that mcp-gateway, studio-core and data-worker export while
 //! serving one `GET /healthz` on the gateway, which fans out to core (which calls
-//! data-worker) and to data-worker directly.
+//! data-worker) and to data-worker directly. And one tool call asks
+//! studio-core once (`AuthorizeCall`: the credential and the app's catalogue
+//! together), then data-worker once.
 
 mod common;
 
@@ -68,8 +70,8 @@ impl TraceService for Receiver {
     }
 }
 
-#[tokio::test]
-async fn one_request_is_one_trace_across_three_processes() {
+/// A receiver on loopback and a harness whose roles export to it.
+async fn traced_harness() -> (Receiver, Harness) {
     let receiver = Receiver::default();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let otlp = listener.local_addr().unwrap();
@@ -77,7 +79,6 @@ async fn one_request_is_one_trace_across_three_processes() {
         .add_service(TraceServiceServer::new(receiver.clone()))
         .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener));
     tokio::spawn(server);
-
     let mut harness = Harness::new();
     harness.env.insert(
         "OTEL_EXPORTER_OTLP_ENDPOINT".into(),
@@ -86,6 +87,85 @@ async fn one_request_is_one_trace_across_three_processes() {
     harness
         .env
         .insert("OTEL_BSP_SCHEDULE_DELAY".into(), "100".into());
+    (receiver, harness)
+}
+
+#[tokio::test]
+async fn a_tool_call_asks_studio_core_once() {
+    let (receiver, harness) = traced_harness().await;
+    common::copy_dir(
+        &common::mcp::fixture("expense-log"),
+        &harness.path().join("docs/apps/expense-log"),
+    );
+    let store = studio_core::store::Store::open(&harness.path().join("core.sqlite")).unwrap();
+    let staff = store
+        .create_user(
+            "sam",
+            studio_core::store::UserRole::Staff,
+            "correct horse battery",
+        )
+        .unwrap();
+    let backends = harness.start_backends().await;
+    let token = common::mcp::token(
+        &store,
+        &staff,
+        &[
+            studio_core::store::Scope::ChatUse,
+            studio_core::store::Scope::AppsInvoke,
+        ],
+    );
+    let mut client = common::mcp::Mcp::sessionless(
+        &format!("http://{}/mcp", backends.gateway.listener("http")),
+        &token,
+    );
+    let listed = client
+        .call("app__expense_log__categories__list", serde_json::json!({}))
+        .await;
+    assert!(
+        common::mcp::structured(&listed)["rows"].is_array(),
+        "{:?}",
+        listed.body
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let spans = receiver.spans.lock().unwrap().clone();
+        // The trace of the call: the one with data-worker's Execute.
+        let execute = spans.iter().find(|span| {
+            span.service == "data-worker" && span.name.contains("DataService/Execute")
+        });
+        if let Some(execute) = execute {
+            // Each role exports every 100 ms: after a second, any other core
+            // span of this trace has been exported too.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let spans = receiver.spans.lock().unwrap().clone();
+            let core_calls: Vec<&str> = spans
+                .iter()
+                .filter(|span| {
+                    span.trace_id == execute.trace_id
+                        && span.service == "studio-core"
+                        && span.name.contains("CoreService/")
+                })
+                .map(|span| span.name.as_str())
+                .collect();
+            if !core_calls.is_empty() {
+                assert_eq!(core_calls.len(), 1, "{core_calls:?}");
+                assert!(
+                    core_calls[0].contains("CoreService/AuthorizeCall"),
+                    "{core_calls:?}"
+                );
+                return;
+            }
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("no trace of the call; collected: {spans:#?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn one_request_is_one_trace_across_three_processes() {
+    let (receiver, harness) = traced_harness().await;
     let backends = harness.start_backends().await;
 
     let response = get(

@@ -64,6 +64,17 @@ pub const DISCARD_APP_DRAFT: &str = "discardAppDraft";
 /// `draft: true`).
 pub const DRAFT_TOOLS: [&str; 2] = [PUBLISH_APP_DRAFT, DISCARD_APP_DRAFT];
 
+/// The app a tool name belongs to (`open_app__<app>`, `app__<app>__…`),
+/// read back through [`tool_name`]'s mapping (`_` → `-`, which no app id
+/// contains); `None` for a platform tool.
+pub fn app_of_tool(name: &str) -> Option<String> {
+    let app = name.strip_prefix("open_app__").or_else(|| {
+        name.strip_prefix("app__")
+            .and_then(|rest| rest.split("__").next())
+    })?;
+    (!app.is_empty() && !app.contains("__")).then(|| app.replace('_', "-"))
+}
+
 /// The MCP name of an app's tool: `app__<app>__<part>…`, each part joined by
 /// `__` with `-` → `_` (`app__time_sheet_entry__entries__list`). Injective
 /// because app and action ids are kebab-case without underscores and table
@@ -245,4 +256,21 @@ pub fn table_tool_input(
         read_only,
         summary,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_names_its_app() {
+        assert_eq!(
+            app_of_tool("open_app__time_sheet_entry").as_deref(),
+            Some("time-sheet-entry")
+        );
+        let name = tool_name(&["expense-log", "items", "create"]);
+        assert_eq!(app_of_tool(&name).as_deref(), Some("expense-log"));
+        assert_eq!(app_of_tool("getDocs"), None);
+        assert_eq!(app_of_tool("app__"), None);
+    }
 }

@@ -55,6 +55,18 @@ pub struct Caller {
     /// The draft preview id the Studio page shows for `bound_app` (browser
     /// sessions only, always with `bound_app`).
     pub preview: Option<String>,
+    /// The catalogue of the one app a tool call named in its headers, read
+    /// with the credential in the same round trip to core.
+    pub prefetched: Option<Arc<Prefetched>>,
+}
+
+/// One app's catalogue as `AuthorizeCall` answered it for this request.
+#[derive(Debug)]
+pub struct Prefetched {
+    pub app_id: String,
+    /// The contract hash named as known when it was asked.
+    pub known_contract_hash: String,
+    pub catalogue: crate::catalogue::Catalogue,
 }
 
 impl Caller {
@@ -201,16 +213,56 @@ pub async fn authenticate(
             }
         },
     };
+    let preview_asked = headers.contains_key(PREVIEW_HEADER);
+    // A tool call that names its tool in the request's headers (SEP-2243)
+    // asks core once: who the caller is, and that tool's app as they may use
+    // it now, both read fresh. Anything else authenticates alone.
+    let call_app = (!preview_asked
+        && headers
+            .get("mcp-method")
+            .is_some_and(|method| method.as_bytes() == b"tools/call"))
+    .then(|| headers.get("mcp-name")?.to_str().ok())
+    .flatten()
+    .and_then(sasha_contract::tools::app_of_tool)
+    .filter(|app| valid_app_id(app));
+    let authenticate = AuthenticateRequest {
+        kind: kind.to_owned(),
+        credential,
+        resource: gateway.oauth.resource.clone(),
+    };
     let mut core = gateway.core.clone();
-    let principal = match core
-        .authenticate(AuthenticateRequest {
-            kind: kind.to_owned(),
-            credential,
-            resource: gateway.oauth.resource.clone(),
-        })
-        .await
-    {
-        Ok(reply) => reply.into_inner(),
+    let answer = match &call_app {
+        Some(app) => {
+            let known = gateway.contracts.hint(app);
+            core.authorize_call(pb::AuthorizeCallRequest {
+                credential: Some(authenticate),
+                app_id: app.clone(),
+                known_contract_hash: known.clone(),
+            })
+            .await
+            .map(|reply| {
+                let reply = reply.into_inner();
+                let prefetched = reply.catalogue.as_ref().and_then(|catalogue| {
+                    crate::catalogue::Catalogue::try_from(catalogue)
+                        .ok()
+                        .map(|catalogue| {
+                            Arc::new(Prefetched {
+                                app_id: app.clone(),
+                                known_contract_hash: known,
+                                catalogue,
+                            })
+                        })
+                });
+                (reply.principal.unwrap_or_default(), prefetched)
+            })
+        }
+        None => core
+            .authenticate(authenticate)
+            .await
+            .map(|reply| (reply.into_inner(), None)),
+    };
+    let (principal, prefetched) = match answer {
+        Ok(answer) => answer,
         Err(status) => {
             let error = AppError::from_status(&status);
             return if error.code == ErrorCode::Unauthenticated {
@@ -268,6 +320,7 @@ pub async fn authenticate(
         principal,
         bound_app,
         preview,
+        prefetched,
     });
     let response = next.run(request).await;
     match &session {

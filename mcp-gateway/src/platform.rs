@@ -794,6 +794,7 @@ mod tests {
             },
             bound_app: None,
             preview: None,
+            prefetched: None,
         }
     }
 

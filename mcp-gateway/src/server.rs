@@ -259,6 +259,13 @@ impl SashaMcp {
         app_id: Option<&str>,
         known_contract_hash: String,
     ) -> Result<Catalogue, AppError> {
+        // Asked already, with the credential, for this very request.
+        if let Some(prefetched) = &caller.prefetched
+            && app_id == Some(prefetched.app_id.as_str())
+            && known_contract_hash == prefetched.known_contract_hash
+        {
+            return Ok(prefetched.catalogue.clone());
+        }
         // A draft preview sees its one app, as the draft, and nothing else.
         let app_id = match &caller.preview {
             Some(_) => caller.bound_app.as_deref(),

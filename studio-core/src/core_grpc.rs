@@ -254,6 +254,31 @@ impl CoreService for CoreGrpc {
         }
     }
 
+    #[tracing::instrument(skip_all, name = "core.authorize_call")]
+    async fn authorize_call(
+        &self,
+        request: Request<pb::AuthorizeCallRequest>,
+    ) -> GrpcResult<pb::AuthorizedCall> {
+        let request = request.into_inner();
+        let principal = self
+            .authenticate(Request::new(request.credential.unwrap_or_default()))
+            .await?
+            .into_inner();
+        let catalogue = self
+            .get_catalogue(Request::new(pb::CatalogueRequest {
+                principal: Some(principal.clone()),
+                app_id: request.app_id,
+                known_contract_hash: request.known_contract_hash,
+                preview: String::new(),
+            }))
+            .await?
+            .into_inner();
+        Ok(Response::new(pb::AuthorizedCall {
+            principal: Some(principal),
+            catalogue: Some(catalogue),
+        }))
+    }
+
     #[tracing::instrument(skip_all, name = "core.list_apps")]
     async fn list_apps(&self, request: Request<pb::ListAppsRequest>) -> GrpcResult<pb::AppList> {
         let (user_id, invokes) = caller(request.get_ref().principal.as_ref())?;

@@ -247,7 +247,7 @@ const STYLES_WITH_TABLE: &str = ".add { display: flex; flex-wrap: wrap; gap: 0.5
 .problem { color: var(--sasha-color-danger, #b52020); }
 .items { list-style: none; margin: 0; padding: 0; }
 .items li { padding: 0.5rem 0; border-bottom: 1px solid var(--sasha-color-border, #d4d0c8); }
-@media (max-width: 30rem) { .add { flex-direction: column; align-items: stretch; } }
+@media (max-width: 30rem) { .add { flex-direction: column; align-items: stretch; } .add input { flex: none; } }
 ";
 
 const SCRIPT: &str = "\"use strict\";

@@ -23,9 +23,7 @@ pub(crate) fn app_of(tool: &str, arguments: &Map<String, Value>) -> Option<Strin
     if let Some(app) = arguments.get("app").and_then(Value::as_str) {
         return Some(app.to_owned());
     }
-    tool.strip_prefix("app__")
-        .and_then(|rest| rest.split("__").next())
-        .map(|app| app.replace('_', "-"))
+    sasha_contract::tools::app_of_tool(tool)
 }
 
 fn structured(result: &Value) -> Option<&Value> {
@@ -68,14 +66,21 @@ pub(crate) async fn of(client: &SelfMcp, tool: &str, arguments: &Map<String, Val
             if draft {
                 read.insert("draft".into(), json!(true));
             }
-            let current = client
-                .call("readAppFile", read)
-                .await
-                .ok()
-                .as_ref()
-                .and_then(structured)
-                .filter(|file| file.get("encoding").is_none())
-                .and_then(|file| file["content"].as_str().map(str::to_owned));
+            let text_of = |result: Result<Value, _>| {
+                result
+                    .ok()
+                    .as_ref()
+                    .and_then(structured)
+                    .filter(|file| file.get("encoding").is_none())
+                    .and_then(|file| file["content"].as_str().map(str::to_owned))
+            };
+            let mut current = text_of(client.call("readAppFile", read.clone()).await);
+            // The first draft write starts the draft from the live app: it
+            // changes the live file's content.
+            if current.is_none() && draft {
+                read.remove("draft");
+                current = text_of(client.call("readAppFile", read).await);
+            }
             let (before, after) = match tool {
                 "writeAppFile" => (current.clone().unwrap_or_default(), Some(text("content"))),
                 "editAppFile" => {

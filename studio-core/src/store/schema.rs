@@ -449,7 +449,8 @@ mod tests {
                 (5, 2),
                 (6, 2),
                 (7, 2),
-                (8, 2)
+                (8, 2),
+                (9, 2)
             ]
         );
         let users: i64 = connection

@@ -171,80 +171,92 @@ async fn turn(
         secret,
     };
     let client = SelfMcp::connect(&core.assistant.mcp_url, &token.secret).await?;
-    let outcome = rounds(
+    let outcome = Turn {
         core,
         principal,
         conversation,
-        history,
-        &client,
+        client: &client,
         events,
         cancel,
-    )
+    }
+    .rounds(history)
     .await;
     client.close().await;
     drop(token);
     outcome
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn rounds(
-    core: &Arc<Core>,
-    principal: &Principal,
-    conversation: &str,
-    history: Vec<Value>,
-    client: &SelfMcp,
-    events: &mpsc::Sender<Event>,
-    cancel: &CancellationToken,
-) -> Result<(), AppError> {
-    let listed = client.tools().await?;
-    let (functions, offered) = offer(&listed);
-    let mut messages =
-        vec![json!({"role": "system", "content": system_message(core, principal).await})];
-    messages.extend(provider_history(&history));
-    for _ in 0..MAX_ROUNDS {
-        let completion = complete(core, &messages, &functions, events, cancel).await?;
-        let calls: Vec<Value> = completion
+/// What one turn's rounds work with.
+#[derive(Clone, Copy)]
+struct Turn<'a> {
+    core: &'a Arc<Core>,
+    principal: &'a Principal,
+    conversation: &'a str,
+    client: &'a SelfMcp,
+    events: &'a mpsc::Sender<Event>,
+    cancel: &'a CancellationToken,
+}
+
+impl Turn<'_> {
+    async fn rounds(self, history: Vec<Value>) -> Result<(), AppError> {
+        let Turn {
+            core,
+            principal,
+            conversation,
+            client,
+            events,
+            cancel,
+        } = self;
+        let listed = client.tools().await?;
+        let (functions, offered) = offer(&listed);
+        let mut messages =
+            vec![json!({"role": "system", "content": system_message(core, principal).await})];
+        messages.extend(provider_history(&history));
+        for _ in 0..MAX_ROUNDS {
+            let completion = complete(core, &messages, &functions, events, cancel).await?;
+            let calls: Vec<Value> = completion
             .tool_calls
             .iter()
             .map(|call| json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}))
             .collect();
-        let mut answer = json!({"role": "assistant", "content": completion.content});
-        if !calls.is_empty() {
-            answer["tool_calls"] = Value::Array(calls);
+            let mut answer = json!({"role": "assistant", "content": completion.content});
+            if !calls.is_empty() {
+                answer["tool_calls"] = Value::Array(calls);
+            }
+            messages.push(answer.clone());
+            save(core, principal, conversation, vec![answer]).await?;
+            if completion.tool_calls.is_empty() {
+                return Ok(());
+            }
+            for call in &completion.tool_calls {
+                let outcome = self.run_call(&offered, call).await?;
+                let message = json!({
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "content": outcome.text,
+                    "ui": {"tool": outcome.tool, "ok": outcome.ok, "declined": outcome.declined, "shown": shorten(&outcome.text, MAX_SHOWN_CHARS)},
+                });
+                let _ = events
+                    .send(Event::ToolResult {
+                        id: call.id.clone(),
+                        ok: outcome.ok,
+                        declined: outcome.declined,
+                        text: shorten(&outcome.text, MAX_SHOWN_CHARS),
+                    })
+                    .await;
+                messages.push(provider_message(&message));
+                save(core, principal, conversation, vec![message]).await?;
+            }
         }
-        messages.push(answer.clone());
-        save(core, principal, conversation, vec![answer]).await?;
-        if completion.tool_calls.is_empty() {
-            return Ok(());
-        }
-        for call in &completion.tool_calls {
-            let outcome = run_call(core, principal, client, &offered, call, events, cancel).await?;
-            let message = json!({
-                "role": "tool",
-                "tool_call_id": call.id,
-                "content": outcome.text,
-                "ui": {"tool": outcome.tool, "ok": outcome.ok, "declined": outcome.declined, "shown": shorten(&outcome.text, MAX_SHOWN_CHARS)},
-            });
-            let _ = events
-                .send(Event::ToolResult {
-                    id: call.id.clone(),
-                    ok: outcome.ok,
-                    declined: outcome.declined,
-                    text: shorten(&outcome.text, MAX_SHOWN_CHARS),
-                })
-                .await;
-            messages.push(provider_message(&message));
-            save(core, principal, conversation, vec![message]).await?;
-        }
+        let note = json!({"role": "assistant", "content": format!("I stopped after {MAX_ROUNDS} rounds of tool calls. Tell me how to continue.")});
+        save(core, principal, conversation, vec![note.clone()]).await?;
+        let _ = events
+            .send(Event::Text {
+                text: note["content"].as_str().unwrap_or_default().to_owned(),
+            })
+            .await;
+        Ok(())
     }
-    let note = json!({"role": "assistant", "content": format!("I stopped after {MAX_ROUNDS} rounds of tool calls. Tell me how to continue.")});
-    save(core, principal, conversation, vec![note.clone()]).await?;
-    let _ = events
-        .send(Event::Text {
-            text: note["content"].as_str().unwrap_or_default().to_owned(),
-        })
-        .await;
-    Ok(())
 }
 
 /// One completion, its growing text forwarded to the page.
@@ -287,118 +299,123 @@ struct Outcome {
     text: String,
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn run_call(
-    core: &Arc<Core>,
-    principal: &Principal,
-    client: &SelfMcp,
-    offered: &BTreeMap<String, Offered>,
-    call: &ToolCall,
-    events: &mpsc::Sender<Event>,
-    cancel: &CancellationToken,
-) -> Result<Outcome, AppError> {
-    let refused = |tool: &str, text: String| Outcome {
-        tool: tool.to_owned(),
-        ok: false,
-        declined: false,
-        text,
-    };
-    let Some(tool) = offered.get(&call.name) else {
-        let _ = events
-            .send(Event::ToolCall {
-                id: call.id.clone(),
-                tool: call.name.clone(),
-                arguments: Value::Null,
-            })
-            .await;
-        return Ok(refused(
-            &call.name,
-            format!(
-                "Error: there is no tool {:?} for this user; use only the listed tools. Nothing was run.",
-                call.name
-            ),
-        ));
-    };
-    let arguments: Map<String, Value> = match serde_json::from_str(
-        if call.arguments.trim().is_empty() {
-            "{}"
-        } else {
-            &call.arguments
-        },
-    ) {
-        Ok(Value::Object(arguments)) => arguments,
-        _ => {
+impl Turn<'_> {
+    async fn run_call(
+        self,
+        offered: &BTreeMap<String, Offered>,
+        call: &ToolCall,
+    ) -> Result<Outcome, AppError> {
+        let Turn {
+            core,
+            principal,
+            client,
+            events,
+            cancel,
+            ..
+        } = self;
+        let refused = |tool: &str, text: String| Outcome {
+            tool: tool.to_owned(),
+            ok: false,
+            declined: false,
+            text,
+        };
+        let Some(tool) = offered.get(&call.name) else {
             let _ = events
                 .send(Event::ToolCall {
                     id: call.id.clone(),
-                    tool: tool.name.clone(),
-                    arguments: Value::String(shorten(&call.arguments, 2000)),
+                    tool: call.name.clone(),
+                    arguments: Value::Null,
                 })
                 .await;
             return Ok(refused(
-                &tool.name,
+                &call.name,
                 format!(
-                    "Error: the arguments of {} are not a JSON object; nothing was run. Call it again with valid JSON arguments.",
-                    tool.name
+                    "Error: there is no tool {:?} for this user; use only the listed tools. Nothing was run.",
+                    call.name
                 ),
             ));
-        }
-    };
-    let _ = events
-        .send(Event::ToolCall {
-            id: call.id.clone(),
-            tool: tool.name.clone(),
-            arguments: Value::Object(arguments.clone()),
-        })
-        .await;
-    let result = if tool.read_only {
-        client.call(&tool.name, arguments).await?
-    } else {
-        let summary = super::summary::of(client, &tool.name, &arguments).await;
-        let (id, decision) = core.assistant.expect(&principal.user.id);
-        let _ = events
-            .send(Event::Confirmation {
-                id: id.clone(),
-                call_id: call.id.clone(),
-                tool: tool.name.clone(),
-                title: tool.title.clone(),
-                app: super::summary::app_of(&tool.name, &arguments),
-                summary,
-            })
-            .await;
-        let approved = tokio::select! {
-            decided = decision => decided.unwrap_or(false),
-            () = tokio::time::sleep(super::CONFIRMATION_TIMEOUT) => false,
-            () = cancel.cancelled() => {
-                core.assistant.forget(&id);
-                return Err(AppError::new(ErrorCode::Cancelled, "the turn was cancelled"));
+        };
+        let arguments: Map<String, Value> = match serde_json::from_str(
+            if call.arguments.trim().is_empty() {
+                "{}"
+            } else {
+                &call.arguments
+            },
+        ) {
+            Ok(Value::Object(arguments)) => arguments,
+            _ => {
+                let _ = events
+                    .send(Event::ToolCall {
+                        id: call.id.clone(),
+                        tool: tool.name.clone(),
+                        arguments: Value::String(shorten(&call.arguments, 2000)),
+                    })
+                    .await;
+                return Ok(refused(
+                    &tool.name,
+                    format!(
+                        "Error: the arguments of {} are not a JSON object; nothing was run. Call it again with valid JSON arguments.",
+                        tool.name
+                    ),
+                ));
             }
         };
-        core.assistant.forget(&id);
         let _ = events
-            .send(Event::Decided {
-                id: id.clone(),
-                approved,
+            .send(Event::ToolCall {
+                id: call.id.clone(),
+                tool: tool.name.clone(),
+                arguments: Value::Object(arguments.clone()),
             })
             .await;
-        tracing::info!(tool = %tool.name, approved, "assistant: the person decided a confirmation");
-        if !approved {
-            return Ok(Outcome {
+        let result = if tool.read_only {
+            client.call(&tool.name, arguments).await?
+        } else {
+            let summary = super::summary::of(client, &tool.name, &arguments).await;
+            let (id, decision) = core.assistant.expect(&principal.user.id);
+            let _ = events
+                .send(Event::Confirmation {
+                    id: id.clone(),
+                    call_id: call.id.clone(),
+                    tool: tool.name.clone(),
+                    title: tool.title.clone(),
+                    app: super::summary::app_of(&tool.name, &arguments),
+                    summary,
+                })
+                .await;
+            let approved = tokio::select! {
+                decided = decision => decided.unwrap_or(false),
+                () = tokio::time::sleep(super::CONFIRMATION_TIMEOUT) => false,
+                () = cancel.cancelled() => {
+                    core.assistant.forget(&id);
+                    return Err(AppError::new(ErrorCode::Cancelled, "the turn was cancelled"));
+                }
+            };
+            core.assistant.forget(&id);
+            let _ = events
+                .send(Event::Decided {
+                    id: id.clone(),
+                    approved,
+                })
+                .await;
+            tracing::info!(tool = %tool.name, approved, "assistant: the person decided a confirmation");
+            if !approved {
+                return Ok(Outcome {
                 tool: tool.name.clone(),
                 ok: false,
                 declined: true,
                 text: "The person declined this change in Studio; nothing was done. Do not try it again unless they ask.".to_owned(),
             });
-        }
-        client.call_approved(&tool.name, arguments).await?
-    };
-    let ok = result["isError"] != true;
-    Ok(Outcome {
-        tool: tool.name.clone(),
-        ok,
-        declined: false,
-        text: shorten(&result_text(&result), MAX_RESULT_CHARS),
-    })
+            }
+            client.call_approved(&tool.name, arguments).await?
+        };
+        let ok = result["isError"] != true;
+        Ok(Outcome {
+            tool: tool.name.clone(),
+            ok,
+            declined: false,
+            text: shorten(&result_text(&result), MAX_RESULT_CHARS),
+        })
+    }
 }
 
 /// A tool result as the model reads it: its text parts, and for an error

@@ -450,6 +450,16 @@ async fn mutations_wait_for_the_person_and_a_denial_writes_nothing() {
         .await
         .unwrap();
     assert_eq!(foreign.status(), 404);
+    // Nor can they run a turn in it.
+    let (status, answer) = world
+        .post(
+            &mallory,
+            &format!("/api/assistant/conversations/{conversation}/turn"),
+            json!({"prompt": "hello"}),
+        )
+        .await;
+    assert_eq!(status, 404, "{answer}");
+    assert_eq!(answer["code"], "APP_RECORD_NOT_FOUND");
 }
 
 fn hex_id() -> String {

@@ -159,6 +159,7 @@ async fn a_tool_call_asks_studio_core_once() {
         if tokio::time::Instant::now() > deadline {
             panic!("no trace of the call; collected: {spans:#?}");
         }
+        // The spans come from three other processes' exporters: real time.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -604,6 +604,18 @@ pub(crate) async fn user(core: &Core, headers: &HeaderMap) -> Result<Principal, 
     }
 }
 
+/// [`user`] as the gateway would pass it over gRPC, for the `/api` routes
+/// that answer through a `CoreService` function (history, drafts,
+/// lifecycle), so who may is that function's rule alone.
+pub(crate) async fn wire_user(
+    core: &Core,
+    headers: &HeaderMap,
+) -> Result<sasha_proto::pb::Principal, Response> {
+    user(core, headers)
+        .await
+        .map(|principal| crate::core_grpc::to_wire(&principal))
+}
+
 /// A signed-in browser session: the only caller who may give or withdraw
 /// OAuth consent. Anonymous is 401; any other credential the hidden 404.
 pub(crate) async fn session_user(core: &Core, headers: &HeaderMap) -> Result<Principal, Response> {

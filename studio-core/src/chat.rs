@@ -217,15 +217,8 @@ impl ChatService {
             &history,
             self.inner.limits.max_document_bytes,
         );
-        let deadline = Instant::now() + provider.config.turn_timeout;
-        let outcome = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => Err(Failure::Cancelled),
-            _ = updates.closed() => Err(Failure::Cancelled),
-            _ = tokio::time::sleep_until(deadline) => Err(Failure::TurnTimeout),
-            outcome = stream_answer(provider, &body, &updates, self.inner.limits) => outcome,
-        };
-        // Leaving the select dropped the request future, and with it the
+        let outcome = bounded(provider, &body, &updates, &cancel, self.inner.limits).await;
+        // Leaving `bounded` dropped the request future, and with it the
         // connection: the provider sees the disconnect and stops generating.
         match outcome.map(|completion| completion.content) {
             Ok(answer) => {
@@ -272,14 +265,7 @@ impl ChatService {
         if !tools.is_empty() {
             body["tools"] = json!(tools);
         }
-        let deadline = Instant::now() + provider.config.turn_timeout;
-        let outcome = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => Err(Failure::Cancelled),
-            _ = updates.closed() => Err(Failure::Cancelled),
-            _ = tokio::time::sleep_until(deadline) => Err(Failure::TurnTimeout),
-            outcome = stream_answer(provider, &body, &updates, self.inner.limits) => outcome,
-        };
+        let outcome = bounded(provider, &body, &updates, &cancel, self.inner.limits).await;
         outcome.map_err(Failure::into_app_error)
     }
 
@@ -683,6 +669,26 @@ async fn stream_answer(
         content: answer,
         tool_calls,
     })
+}
+
+/// [`stream_answer`] within the whole-turn limit (`SASHA_CHAT_TIMEOUT_SECS`:
+/// a real deadline, since the provider is another process), stopped at once
+/// when `cancel` fires or the receiver of `updates` goes away.
+async fn bounded(
+    provider: &Provider,
+    body: &serde_json::Value,
+    updates: &mpsc::Sender<String>,
+    cancel: &CancellationToken,
+    limits: Limits,
+) -> Result<Completion, Failure> {
+    let deadline = Instant::now() + provider.config.turn_timeout;
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(Failure::Cancelled),
+        _ = updates.closed() => Err(Failure::Cancelled),
+        _ = tokio::time::sleep_until(deadline) => Err(Failure::TurnTimeout),
+        outcome = stream_answer(provider, body, updates, limits) => outcome,
+    }
 }
 
 /// What one completion answered: its text and the tool calls it asks for

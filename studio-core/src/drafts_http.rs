@@ -26,13 +26,6 @@ use crate::Core;
 use crate::api::{ResourceResponse, no_store, parse_body, same_origin_json};
 use crate::drafts::Approval;
 
-/// The principal of `headers` as the gateway would pass it.
-async fn principal(core: &Arc<Core>, headers: &HeaderMap) -> Result<pb::Principal, Response> {
-    crate::api::user(core, headers)
-        .await
-        .map(|principal| crate::core_grpc::to_wire(&principal))
-}
-
 /// The source tools' access rule for `app_id` (an id that is not one is the
 /// hidden 404).
 async fn manages(
@@ -73,7 +66,7 @@ pub(crate) async fn review(
     Path(app_id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let principal = match principal(&core, &headers).await {
+    let principal = match crate::api::wire_user(&core, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -101,7 +94,7 @@ pub(crate) async fn start(
     if let Err(response) = same_origin_json(&core, &method, &headers, false) {
         return response;
     }
-    let principal = match principal(&core, &headers).await {
+    let principal = match crate::api::wire_user(&core, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -137,7 +130,7 @@ pub(crate) async fn discard(
     if let Err(response) = same_origin_json(&core, &method, &headers, false) {
         return response;
     }
-    let principal = match principal(&core, &headers).await {
+    let principal = match crate::api::wire_user(&core, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -165,7 +158,7 @@ pub(crate) async fn resource(
     Path(app_id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let principal = match principal(&core, &headers).await {
+    let principal = match crate::api::wire_user(&core, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };

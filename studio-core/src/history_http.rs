@@ -32,12 +32,12 @@ async fn ask(
     app_id: String,
     operation: history_request::Operation,
 ) -> Response {
-    let principal = match crate::api::user(core, headers).await {
+    let principal = match crate::api::wire_user(core, headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
     let request = pb::HistoryRequest {
-        principal: Some(crate::core_grpc::to_wire(&principal)),
+        principal: Some(principal),
         app_id,
         operation: Some(operation),
     };

@@ -629,6 +629,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_assistants_mcp_url_is_checked() {
+        let origin = config::Origin::parse("https://studio.example").unwrap();
+        let env = |value: Option<&str>| -> std::collections::HashMap<String, String> {
+            value
+                .map(|value| ("SASHA_ASSISTANT_MCP_URL".to_owned(), value.to_owned()))
+                .into_iter()
+                .collect()
+        };
+        assert_eq!(
+            assistant_mcp_url(&env(None), &origin).unwrap(),
+            "https://studio.example/mcp"
+        );
+        assert_eq!(
+            assistant_mcp_url(&env(Some("http://mcp-gateway:3014/mcp")), &origin).unwrap(),
+            "http://mcp-gateway:3014/mcp"
+        );
+        for bad in [
+            "ftp://x/mcp",
+            "http://user:pw@x/mcp",
+            "http://x/mcp?a=1",
+            "http://x/mcp#f",
+            "not a url",
+        ] {
+            let error = assistant_mcp_url(&env(Some(bad)), &origin).unwrap_err();
+            assert!(
+                error.to_string().contains("SASHA_ASSISTANT_MCP_URL"),
+                "{bad}: {error}"
+            );
+        }
+    }
+
+    #[test]
     fn health_reports_a_down_dependency_as_503() {
         let reply = grpc::health_reply(
             Role::StudioCore,

@@ -31,8 +31,8 @@ async fn run(
     operation: AppLifecycleOperation,
     body: Option<DeleteBody>,
 ) -> Response {
-    let principal = match crate::api::user(core, headers).await {
-        Ok(principal) => crate::core_grpc::to_wire(&principal),
+    let principal = match crate::api::wire_user(core, headers).await {
+        Ok(principal) => principal,
         Err(response) => return response,
     };
     let body = body.unwrap_or_default();

@@ -311,6 +311,8 @@ async fn completions(State(shared): State<Shared>, headers: HeaderMap, body: Byt
                         .unwrap()
                 }
                 Step::Slow(delay) => {
+                    // Real time: the client waiting on it is studio-core, in
+                    // another process, whose idle limit is what is tested.
                     tokio::time::sleep(delay).await;
                     stream(watch, frames(&["slow"]), Duration::ZERO, false)
                 }

@@ -384,6 +384,8 @@ impl Turn<'_> {
                 .await;
             let approved = tokio::select! {
                 decided = decision => decided.unwrap_or(false),
+                // A person who never answers is a decline, not a turn (and an
+                // MCP connection and token) held open for ever.
                 () = tokio::time::sleep(super::CONFIRMATION_TIMEOUT) => false,
                 () = cancel.cancelled() => {
                     core.assistant.forget(&id);

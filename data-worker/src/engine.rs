@@ -37,7 +37,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::limits::Limit;
 use rusqlite::types::{Value, ValueRef};
-use rusqlite::{Connection, OpenFlags, OptionalExtension as _, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use sasha_contract::data::{
     DataContract, Schema, VERSION_COLUMN, is_platform_name, is_sqlite_internal, read_schema,
 };
@@ -231,7 +231,20 @@ struct Inner {
     /// `preview:<app>:<preview>` (a key no app id can spell). The map's lock is held only to find or create a slot,
     /// so opening (and migrating) one app never stalls the others; the slot's own
     /// lock serialises everything done with that app's connection.
-    slots: Mutex<HashMap<String, Arc<Mutex<Option<Handle>>>>>,
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
+}
+
+/// One file's state: its writer connection (opened on first use), the
+/// mutations waiting for it ([`commit`]) and, for a live file, its read-only
+/// connections ([`readers`]).
+#[derive(Default)]
+struct Slot {
+    handle: Mutex<Option<Handle>>,
+    queue: Mutex<commit::Queue>,
+    /// Transactions the writer committed for queued mutations (tests read it
+    /// to see batches form).
+    commits: AtomicU64,
+    readers: readers::Pool,
 }
 
 /// One app's open connection.
@@ -596,7 +609,7 @@ impl Engine {
     /// The slot kept under `key` (an app id, or a preview's [`preview::slot_key`]),
     /// created empty when new. The map's lock is released before the caller
     /// locks the slot.
-    fn slot(&self, key: &str) -> Arc<Mutex<Option<Handle>>> {
+    fn slot(&self, key: &str) -> Arc<Slot> {
         let mut slots = self
             .inner
             .slots
@@ -630,8 +643,8 @@ impl Engine {
             return self.with_preview_handle(app_id, preview, contract, f);
         }
         let slot = self.slot(app_id);
-        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
-        let (handle, _) = ready(&mut slot, &self.live_path(app_id), contract)?;
+        let mut handle = slot.handle.lock().unwrap_or_else(PoisonError::into_inner);
+        let (handle, _) = ready(&mut handle, &self.live_path(app_id), contract)?;
         f(handle)
     }
 
@@ -681,7 +694,7 @@ impl Engine {
             return Ok(pending_and_drift(&applied));
         }
         let slot = self.slot(app_id);
-        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut slot = slot.handle.lock().unwrap_or_else(PoisonError::into_inner);
         let applied = match slot.as_ref() {
             Some(handle) => {
                 let _trusted = TrustScope::new(&handle.guard, true);
@@ -796,9 +809,11 @@ impl Engine {
 
     fn back_up_and_remove_live(&self, app_id: &str) -> Result<Option<RemovedData>, AppError> {
         let slot = self.slot(app_id);
-        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
-        // The last connection's close checkpoints the WAL into the file.
-        drop(slot.take());
+        let mut handle = slot.handle.lock().unwrap_or_else(PoisonError::into_inner);
+        // Readers out finish on the old file and are closed when they come
+        // back; the writer's close, the last, checkpoints the WAL into it.
+        slot.readers.reset("");
+        drop(handle.take());
         let path = self.inner.root.join(format!("{app_id}.sqlite"));
         if std::fs::symlink_metadata(&path).is_err() {
             return Ok(None);
@@ -933,117 +948,19 @@ impl Engine {
         params: &[Value],
         columns: Option<&[String]>,
     ) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, AppError> {
+        let target = target.into();
+        if let Target::Live(app_id) = target {
+            if !valid_app_id(app_id) {
+                return Err(AppError::from_code(ErrorCode::NotFound));
+            }
+            return self.read_live(app_id, contract, sql, params, columns);
+        }
+        // A preview is one person's scratch copy: its writer connection reads too.
         self.with_handle(target, contract, |handle| {
             let guard = Arc::clone(&handle.guard);
             let _deadline = DeadlineScope::new(&guard, self.inner.deadline);
             let _untrusted = TrustScope::new(&guard, false);
             read_rows(&handle.conn, sql, params, columns)
-        })
-    }
-
-    /// Runs one mutation with its idempotency receipt and audit row in one
-    /// `BEGIN IMMEDIATE` transaction:
-    ///
-    /// 1. the receipt `(actor, operation, key)` is looked up: with the same input
-    ///    hash its stored result is returned and nothing is written; with another
-    ///    hash the call is `APP_IDEMPOTENCY_MISMATCH`;
-    /// 2. `work` performs the write with the caller's statements (governed: only
-    ///    declared tables) and returns the result and its audit record; an error
-    ///    rolls everything back and records no receipt;
-    /// 3. the audit row and the receipt are inserted and the transaction commits.
-    ///
-    /// Concurrent duplicates run once: the app's connection is used by one call at
-    /// a time, so the second sees the first's committed receipt.
-    pub fn mutate<'t, F>(
-        &self,
-        target: impl Into<Target<'t>>,
-        contract: &DataContract,
-        receipt: ReceiptKey,
-        meta: AuditMeta,
-        work: F,
-    ) -> Result<serde_json::Value, AppError>
-    where
-        F: FnOnce(&rusqlite::Transaction<'_>) -> Result<MutationOutcome, AppError>,
-    {
-        self.with_handle(target, contract, |handle| {
-            let guard = Arc::clone(&handle.guard);
-            let _deadline = DeadlineScope::new(&guard, self.inner.deadline);
-            // Declared before the transaction so it is dropped after it: the
-            // rollback on an early return runs as the engine's own statement.
-            let _trusted = TrustScope::new(&guard, true);
-            let tx = handle
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(sql_error)?;
-            let stored: Option<(String, String)> = tx
-                .prepare_cached(
-                    "/* engine */ SELECT input_hash, result_json FROM _sasha_idempotency \
-                     WHERE actor = ?1 AND operation = ?2 AND key = ?3",
-                )
-                .and_then(|mut statement| {
-                    statement
-                        .query_row((&receipt.actor, &receipt.operation, &receipt.key), |row| {
-                            Ok((row.get(0)?, row.get(1)?))
-                        })
-                        .optional()
-                })
-                .map_err(sql_error)?;
-            if let Some((hash, result_json)) = stored {
-                if hash != receipt.input_hash {
-                    return Err(AppError::new(
-                        ErrorCode::IdempotencyMismatch,
-                        "this idempotency key was already used with different input",
-                    ));
-                }
-                return serde_json::from_str(&result_json)
-                    .map_err(|_| internal("stored receipt is not valid json"));
-            }
-
-            let outcome = {
-                let _untrusted = TrustScope::new(&guard, false);
-                work(&tx)?
-            };
-            let audit = &outcome.audit;
-            if !guard.may_touch(&audit.table, false) {
-                return Err(internal("audit record names an undeclared table"));
-            }
-            let before = audit.before.as_ref().map(serde_json::Value::to_string);
-            let after = audit.after.as_ref().map(serde_json::Value::to_string);
-            tx.prepare_cached(&format!(
-                "/* engine */ INSERT INTO _sasha_audit (table_name, record_id, operation, \
-                 actor_id, source, app_revision, action_id, before_json, after_json, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, {NOW_SQL})"
-            ))
-            .and_then(|mut statement| {
-                statement.execute(rusqlite::params![
-                    audit.table,
-                    audit.record_id,
-                    audit.operation.as_str(),
-                    receipt.actor,
-                    meta.source.as_str(),
-                    meta.app_revision,
-                    meta.action_id,
-                    before,
-                    after,
-                ])
-            })
-            .map_err(sql_error)?;
-            tx.prepare_cached(&format!(
-                "/* engine */ INSERT INTO _sasha_idempotency (actor, operation, key, input_hash, \
-                 result_json, created_at) VALUES (?1, ?2, ?3, ?4, ?5, {NOW_SQL})"
-            ))
-            .and_then(|mut statement| {
-                statement.execute((
-                    &receipt.actor,
-                    &receipt.operation,
-                    &receipt.key,
-                    &receipt.input_hash,
-                    outcome.result.to_string(),
-                ))
-            })
-            .map_err(sql_error)?;
-            tx.commit().map_err(sql_error)?;
-            Ok(outcome.result)
         })
     }
 }
@@ -1435,7 +1352,9 @@ fn read_rows(
     Ok(out)
 }
 
+pub mod commit;
 pub mod preview;
+pub mod readers;
 
 #[cfg(test)]
 mod tests;

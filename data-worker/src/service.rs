@@ -154,7 +154,7 @@ fn source_of(text: &str) -> Result<Source, AppError> {
 /// `RETURNING`, or the owner-scoped read of the current row) and gives back its
 /// first row.
 fn returning(
-    transaction: &rusqlite::Transaction<'_>,
+    transaction: &rusqlite::Connection,
     statement: &Statement,
 ) -> Result<Option<Map<String, Value>>, AppError> {
     let mut prepared = crate::engine::prepare_governed(transaction, &statement.sql)?;
@@ -273,7 +273,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
                     Ok(MutationOutcome {
                         result: Value::Object(row.clone()),
                         audit: AuditRecord {
-                            table,
+                            table: table.clone(),
                             record_id: record_id(&row),
                             operation: AuditOperation::Create,
                             before: None,
@@ -305,7 +305,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
                     Ok(MutationOutcome {
                         result: Value::Object(row.clone()),
                         audit: AuditRecord {
-                            table,
+                            table: table.clone(),
                             record_id: record_id(&row),
                             operation: AuditOperation::Update,
                             before: Some(Value::Object(previous)),
@@ -329,7 +329,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
                 Ok(MutationOutcome {
                     result: serde_json::json!({"id": row.get(grammar::ID_COLUMN), "deleted": true}),
                     audit: AuditRecord {
-                        table,
+                        table: table.clone(),
                         record_id: record_id(&row),
                         operation: AuditOperation::Delete,
                         before: Some(Value::Object(previous)),

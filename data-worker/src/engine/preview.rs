@@ -157,7 +157,7 @@ impl Engine {
     ) -> Result<R, AppError> {
         check_preview_id(preview)?;
         let slot = self.slot(&slot_key(app_id, preview));
-        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut slot = slot.handle.lock().unwrap_or_else(PoisonError::into_inner);
         if slot
             .as_ref()
             .is_some_and(|handle| handle.contract_hash != contract.hash)
@@ -221,7 +221,10 @@ impl Engine {
     /// so it is not removed meanwhile.
     fn copy_live_into(&self, app_id: &str, target: &Path) -> Result<(), AppError> {
         let live_slot = self.slot(app_id);
-        let _live = live_slot.lock().unwrap_or_else(PoisonError::into_inner);
+        let _live = live_slot
+            .handle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let live = self.live_path(app_id);
         if std::fs::symlink_metadata(&live).is_err() {
             return Ok(());
@@ -275,7 +278,7 @@ impl Engine {
         let mut removed = 0;
         for id in &previews {
             let slot = self.slot(&slot_key(app_id, id));
-            let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut slot = slot.handle.lock().unwrap_or_else(PoisonError::into_inner);
             drop(slot.take());
             removed += remove_preview_files(&dir, id, None)
                 .map_err(|error| unavailable("cannot remove a scratch file", app_id, &error))?;

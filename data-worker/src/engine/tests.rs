@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 
-use rusqlite::Transaction;
+use rusqlite::Connection;
 use sasha_contract::data::Migration;
 use serde_json::json;
 
@@ -103,7 +103,7 @@ pub(super) fn meta() -> AuditMeta {
 /// A hand-built create of one category, as the grammar would run it.
 pub(super) fn create_category(
     name: &str,
-) -> impl FnOnce(&Transaction<'_>) -> Result<MutationOutcome, AppError> + use<> {
+) -> impl Fn(&Connection) -> Result<MutationOutcome, AppError> + Send + use<> {
     let name = name.to_owned();
     move |tx| {
         tx.execute("INSERT INTO categories (name) VALUES (?1)", [&name])
@@ -759,13 +759,13 @@ fn concurrent_duplicates_run_once() {
     let dir = tempfile::tempdir().unwrap();
     let contract = contract();
     let engine = Engine::new(dir.path());
-    let runs = AtomicUsize::new(0);
+    let runs = Arc::new(AtomicUsize::new(0));
     let input = json!({"name": "Travel"});
     let results: Vec<serde_json::Value> = std::thread::scope(|scope| {
         let threads: Vec<_> = (0..50)
             .map(|_| {
                 let engine = engine.clone();
-                let (contract, input, runs) = (&contract, &input, &runs);
+                let (contract, input, runs) = (&contract, &input, Arc::clone(&runs));
                 scope.spawn(move || {
                     engine
                         .mutate(
@@ -773,7 +773,7 @@ fn concurrent_duplicates_run_once() {
                             contract,
                             receipt("alice", "same", input),
                             meta(),
-                            |tx| {
+                            move |tx| {
                                 runs.fetch_add(1, Ordering::SeqCst);
                                 create_category("Travel")(tx)
                             },

@@ -2,17 +2,22 @@
 //! and 8 concurrent clients through MCP `tools/call` on the real roles
 //! (data-worker, studio-core, mcp-gateway started from the release `sasha`
 //! binary on loopback), against an in-process rusqlite floor doing the same
-//! statements and transactions at 1 and 8 threads.
+//! statements and transactions at 1 and 8 threads, and the create and list
+//! workloads at 1 and 8 clients against two peers started in the same run
+//! (PocketBase and an MCP server on the official TypeScript SDK; see
+//! `common::peers`), driven by the same load generator.
 //!
 //! Run with `./bench/run.sh [--quick]` (or `cargo bench --bench load -- [--quick]`).
-//! Prints a Markdown table and writes it, with `ops.png`, to
+//! Prints the Markdown tables and writes them, with `ops.png`, to
 //! `$CARGO_TARGET_DIR/bench-results/<UTC timestamp>/`.
 
 mod common;
 
 use common::fixture::{Stack, copy_tree, date, day, mix};
 use common::mcp::Mcp;
+use common::peers::{self, Peer};
 use common::report::{BarChart, BarGroup, BarLayout, bar_chart};
+use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
@@ -65,11 +70,31 @@ struct Limits {
     seed_entries: usize,
 }
 
+/// What a run measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum System {
+    /// Ours: MCP `tools/call` through the roles.
+    Mcp,
+    /// The same statements in process.
+    Floor,
+    Peer(peers::Kind),
+}
+
+impl System {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Mcp => "MCP",
+            Self::Floor => "floor",
+            Self::Peer(kind) => kind.name(),
+        }
+    }
+}
+
 /// One measured run.
 struct Run {
     workload: Workload,
     clients: usize,
-    floor: bool,
+    system: System,
     ops: usize,
     errors: usize,
     elapsed: Duration,
@@ -122,12 +147,25 @@ fn week_of(n: u64) -> (String, String) {
     (day(DAY_0, week * 7), day(DAY_0, week * 7 + 6))
 }
 
+/// The date of create number `n`.
+fn create_date(n: u64) -> String {
+    day(DAY_0, (mix(n) % (WEEKS as u64 * 7)) as i64)
+}
+
+/// The date range of list number `n`: from the start of one random week to
+/// the end of another, in order.
+fn list_range(n: u64) -> (String, String) {
+    let (from, _) = week_of(n);
+    let (_, to) = week_of(n + 1);
+    if from <= to { (from, to) } else { (to, from) }
+}
+
 async fn mcp_op(mcp: &Mcp, fixture: &Fixture, workload: Workload, client: usize, n: u64) -> bool {
     let tool = |suffix: &str| format!("app__time_sheet_entry__{suffix}");
     match workload {
         Workload::Create => {
             let key = fixture.next_key.fetch_add(1, Ordering::Relaxed);
-            let values = json!({"date": day(DAY_0, (mix(n) % (WEEKS as u64 * 7)) as i64), "project": (n % PROJECTS as u64) + 1, "hours": 1.5, "note": "load"});
+            let values = json!({"date": create_date(n), "project": (n % PROJECTS as u64) + 1, "hours": 1.5, "note": "load"});
             mcp.call(
                 true,
                 &tool("entries__create"),
@@ -137,9 +175,7 @@ async fn mcp_op(mcp: &Mcp, fixture: &Fixture, workload: Workload, client: usize,
             .is_some()
         }
         Workload::List => {
-            let (from, _) = week_of(n);
-            let (_, to) = week_of(n + 1);
-            let (from, to) = if from <= to { (from, to) } else { (to, from) };
+            let (from, to) = list_range(n);
             mcp.call(
                 false,
                 &tool("entries__list"),
@@ -253,7 +289,7 @@ impl Tally {
         tallies: Vec<Tally>,
         workload: Workload,
         clients: usize,
-        floor: bool,
+        system: System,
         budget: &Budget,
     ) -> Run {
         let elapsed = budget.start.elapsed();
@@ -266,7 +302,7 @@ impl Tally {
         Run {
             workload,
             clients,
-            floor,
+            system,
             ops: latencies.len(),
             errors,
             elapsed,
@@ -275,25 +311,30 @@ impl Tally {
     }
 }
 
-/// Drives one workload with `clients` tokio tasks until `limits.requests`
-/// requests were issued or `limits.time` passed.
-async fn drive_mcp(
-    mcp: &Arc<Mcp>,
-    fixture: &Arc<Fixture>,
+/// Drives `op(client, n)` with `clients` tokio tasks until `limits.requests`
+/// requests were issued or `limits.time` passed; every system on the network
+/// (ours and the peers) is measured by this one loop.
+async fn drive<F, Fut>(
     workload: Workload,
+    system: System,
     clients: usize,
     limits: &Limits,
-) -> Run {
+    op: F,
+) -> Run
+where
+    F: Fn(usize, u64) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = bool> + Send,
+{
     let budget = Budget::new(limits);
     let mut tasks = Vec::new();
     for client in 0..clients {
-        let (mcp, fixture, budget) = (Arc::clone(mcp), Arc::clone(fixture), budget.clone());
+        let (op, budget) = (op.clone(), budget.clone());
         tasks.push(tokio::spawn(async move {
             let mut tally = Tally::default();
             let mut own = 0u64;
             while budget.take() {
                 let begun = Instant::now();
-                let ok = mcp_op(&mcp, &fixture, workload, client, own * 8 + client as u64).await;
+                let ok = op(client, own * 8 + client as u64).await;
                 own += 1;
                 tally.record(ok, begun);
             }
@@ -304,7 +345,86 @@ async fn drive_mcp(
     for task in tasks {
         tallies.push(task.await.unwrap());
     }
-    Tally::run(tallies, workload, clients, false, &budget)
+    Tally::run(tallies, workload, clients, system, &budget)
+}
+
+async fn drive_mcp(
+    mcp: &Arc<Mcp>,
+    fixture: &Arc<Fixture>,
+    workload: Workload,
+    clients: usize,
+    limits: &Limits,
+) -> Run {
+    let (mcp, fixture) = (Arc::clone(mcp), Arc::clone(fixture));
+    drive(workload, System::Mcp, clients, limits, move |client, n| {
+        let (mcp, fixture) = (Arc::clone(&mcp), Arc::clone(&fixture));
+        async move { mcp_op(&mcp, &fixture, workload, client, n).await }
+    })
+    .await
+}
+
+/// The create or list workload against a peer, with the arguments our MCP
+/// path gets for the same `n`.
+async fn drive_peer(
+    peer: &Arc<Peer>,
+    next_key: &Arc<AtomicUsize>,
+    workload: Workload,
+    clients: usize,
+    limits: &Limits,
+) -> Run {
+    let (peer, next_key) = (Arc::clone(peer), Arc::clone(next_key));
+    let system = System::Peer(peer.kind);
+    drive(workload, system, clients, limits, move |_, n| {
+        let (peer, next_key) = (Arc::clone(&peer), Arc::clone(&next_key));
+        async move {
+            match workload {
+                Workload::Create => {
+                    let key = format!("load-create-{}", next_key.fetch_add(1, Ordering::Relaxed));
+                    peer.create(
+                        &create_date(n),
+                        (n % PROJECTS as u64) as usize,
+                        1.5,
+                        "load",
+                        &key,
+                    )
+                    .await
+                }
+                Workload::List => {
+                    let (from, to) = list_range(n);
+                    peer.list(&from, &to).await.is_some()
+                }
+                other => unreachable!("the peers serve create and list, not {}", other.name()),
+            }
+        }
+    })
+    .await
+}
+
+/// Seeds `count` entries into a peer (8 concurrent creates, the same rows
+/// `seed_mcp` writes); returns how many failed.
+async fn seed_peer(peer: &Arc<Peer>, count: usize) -> usize {
+    let mut tasks = Vec::new();
+    for client in 0..8 {
+        let peer = Arc::clone(peer);
+        tasks.push(tokio::spawn(async move {
+            let mut failed = 0;
+            for i in (client..count).step_by(8) {
+                let date = day(DAY_0, i as i64 % (WEEKS * 7));
+                if !peer
+                    .create(&date, i % PROJECTS, 2.0, "seed", &format!("seed-{i}"))
+                    .await
+                {
+                    failed += 1;
+                }
+            }
+            failed
+        }));
+    }
+    let mut failed = 0;
+    for task in tasks {
+        failed += task.await.unwrap();
+    }
+    failed
 }
 
 // ---------------------------------------------------------------------------
@@ -406,7 +526,7 @@ fn floor_op(
                 "floor-create-{}",
                 fixture.next_key.fetch_add(1, Ordering::Relaxed)
             );
-            let date = day(DAY_0, (mix(n) % (WEEKS as u64 * 7)) as i64);
+            let date = create_date(n);
             let project = (n % PROJECTS as u64) as i64 + 1;
             let _gate = writes.lock().unwrap();
             floor_mutate(conn, "create", &key, |tx| {
@@ -420,9 +540,7 @@ fn floor_op(
             })?;
         }
         Workload::List => {
-            let (from, _) = week_of(n);
-            let (_, to) = week_of(n + 1);
-            let (from, to) = if from <= to { (from, to) } else { (to, from) };
+            let (from, to) = list_range(n);
             let mut statement = conn.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM \"entries\" WHERE (\"date\" >= ? AND \"date\" <= ?) AND \"created_by\" = ? \
                  ORDER BY \"date\" ASC, \"id\" ASC LIMIT ?"
@@ -533,7 +651,7 @@ fn drive_floor(
         .into_iter()
         .map(|thread| thread.join().unwrap())
         .collect();
-    Tally::run(tallies, workload, clients, true, &budget)
+    Tally::run(tallies, workload, clients, System::Floor, &budget)
 }
 
 // ---------------------------------------------------------------------------
@@ -546,21 +664,22 @@ fn table(runs: &[Run], mode: &str, seeded: usize) -> String {
     );
     out.push_str("| workload | clients | path | ops | ops/s | p50 ms | p99 ms | max ms | errors | MCP / floor (ops/s) |\n");
     out.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
-    for run in runs {
-        let ratio = if run.floor {
-            String::from("")
+    for run in runs
+        .iter()
+        .filter(|r| matches!(r.system, System::Mcp | System::Floor))
+    {
+        let ratio = if run.system == System::Mcp {
+            find(runs, run.workload, run.clients, System::Floor).map_or(String::new(), |f| {
+                format!("{:.1} %", 100.0 * run.ops_per_sec() / f.ops_per_sec())
+            })
         } else {
-            runs.iter()
-                .find(|f| f.floor && f.workload == run.workload && f.clients == run.clients)
-                .map_or(String::new(), |f| {
-                    format!("{:.1} %", 100.0 * run.ops_per_sec() / f.ops_per_sec())
-                })
+            String::new()
         };
         out.push_str(&format!(
             "| {} | {} | {} | {} | {:.0} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
             run.workload.name(),
             run.clients,
-            if run.floor { "floor" } else { "MCP" },
+            run.system.name(),
             run.ops,
             run.ops_per_sec(),
             run.percentile(50),
@@ -573,40 +692,167 @@ fn table(runs: &[Run], mode: &str, seeded: usize) -> String {
     out
 }
 
-/// The orientation targets of issue 12, judged on the measured numbers.
-fn targets(runs: &[Run]) -> String {
-    let find = |workload: Workload, floor: bool| {
-        runs.iter()
-            .find(|r| r.workload == workload && r.clients == 8 && r.floor == floor)
+fn find(runs: &[Run], workload: Workload, clients: usize, system: System) -> Option<&Run> {
+    runs.iter()
+        .find(|r| r.workload == workload && r.clients == clients && r.system == system)
+}
+
+/// The peer runs of `workload` at `clients`: the one with the most ops/s and
+/// the one with the lowest p50 (the "best peer" of each target).
+fn best_peers(runs: &[Run], workload: Workload, clients: usize) -> (Option<&Run>, Option<&Run>) {
+    let peer_runs = || {
+        runs.iter().filter(move |r| {
+            matches!(r.system, System::Peer(_)) && r.workload == workload && r.clients == clients
+        })
     };
-    let mut out = String::from("\nTargets (MCP, 8 clients):\n\n");
-    for (workload, pocketbase, ts_sdk) in [
-        (Workload::Create, 2400.0, 1900.0),
-        (Workload::List, 1500.0, 1300.0),
-    ] {
-        let (Some(mcp), Some(floor)) = (find(workload, false), find(workload, true)) else {
+    (
+        peer_runs().max_by(|a, b| a.ops_per_sec().total_cmp(&b.ops_per_sec())),
+        peer_runs().min_by(|a, b| a.percentile(50).total_cmp(&b.percentile(50))),
+    )
+}
+
+fn yes(ok: bool) -> &'static str {
+    if ok { "met" } else { "NOT met" }
+}
+
+/// What ran as each peer, or why it did not.
+type PeerStatus = (peers::Kind, Result<String, String>);
+
+/// Ours next to the peers on the workloads all three serve, from this run,
+/// with issue 25's targets judged row by row.
+fn side_by_side(runs: &[Run], status: &[PeerStatus]) -> String {
+    let mut out = String::from(
+        "\nSide by side (same load generator and run; latencies of successful requests; sasha = MCP `tools/call` through the roles, synchronous=FULL):\n\n",
+    );
+    for (kind, status) in status {
+        match status {
+            Ok(version) => out.push_str(&format!("- {}: {version}\n", kind.name())),
+            Err(why) => out.push_str(&format!("- {}: NOT MEASURED: {why}\n", kind.name())),
+        }
+    }
+    let systems: Vec<System> = std::iter::once(System::Mcp)
+        .chain(peers::KINDS.into_iter().map(System::Peer))
+        .collect();
+    out.push_str("\n| workload | clients |");
+    for system in &systems {
+        let name = if *system == System::Mcp {
+            "sasha MCP"
+        } else {
+            system.name()
+        };
+        out.push_str(&format!(" {name} ops/s | p50 ms | p99 ms |"));
+    }
+    out.push_str(" sasha / best peer (ops/s) | target |\n|---|---|");
+    out.push_str(&"---|---|---|".repeat(systems.len()));
+    out.push_str("---|---|\n");
+    for workload in [Workload::Create, Workload::List] {
+        for clients in [1, 8] {
+            let Some(ours) = find(runs, workload, clients, System::Mcp) else {
+                continue;
+            };
+            out.push_str(&format!("| {} | {clients} |", workload.name()));
+            for system in &systems {
+                match find(runs, workload, clients, *system) {
+                    Some(run) => out.push_str(&format!(
+                        " {:.0}{} | {:.2} | {:.2} |",
+                        run.ops_per_sec(),
+                        if run.errors > 0 {
+                            format!(" ({} errors)", run.errors)
+                        } else {
+                            String::new()
+                        },
+                        run.percentile(50),
+                        run.percentile(99)
+                    )),
+                    None => out.push_str(" – | – | – |"),
+                }
+            }
+            let (fastest, quickest) = best_peers(runs, workload, clients);
+            let ratio = fastest.map_or(String::from("–"), |best| {
+                format!(
+                    "{:.2}× ({})",
+                    ours.ops_per_sec() / best.ops_per_sec(),
+                    best.system.name()
+                )
+            });
+            let target = if clients == 1 {
+                quickest.map_or(String::from("no peer measured"), |best| {
+                    format!(
+                        "p50 ≤ best peer's ({:.2} ms): {}",
+                        best.percentile(50),
+                        yes(ours.percentile(50) <= best.percentile(50))
+                    )
+                })
+            } else {
+                let peer =
+                    fastest.map_or(String::from("≥ 2× best peer: no peer measured"), |best| {
+                        format!(
+                            "≥ 2× best peer: {}",
+                            yes(ours.ops_per_sec() >= 2.0 * best.ops_per_sec())
+                        )
+                    });
+                format!("{peer}; p99 < 20 ms: {}", yes(ours.percentile(99) < 20.0))
+            };
+            out.push_str(&format!(" {ratio} | {target} |\n"));
+        }
+    }
+    out
+}
+
+/// The targets of issues 12 and 25, judged on this run's numbers (the peers'
+/// too: nothing here is a remembered measurement).
+fn targets(runs: &[Run]) -> String {
+    let mut out = String::from("\nTargets (MCP):\n\n");
+    for workload in [Workload::Create, Workload::List] {
+        let Some(mcp) = find(runs, workload, 8, System::Mcp) else {
             continue;
         };
         let ops = mcp.ops_per_sec();
-        let yes = |ok: bool| if ok { "met" } else { "NOT met" };
+        let peer = match best_peers(runs, workload, 8).0 {
+            Some(best) => format!(
+                "≥ 2× best peer ({} {:.0}/s → {:.0}/s): {} ({:.2}×)",
+                best.system.name(),
+                best.ops_per_sec(),
+                2.0 * best.ops_per_sec(),
+                yes(ops >= 2.0 * best.ops_per_sec()),
+                ops / best.ops_per_sec()
+            ),
+            None => String::from("≥ 2× best peer: not judged, no peer measured"),
+        };
+        let floor = find(runs, workload, 8, System::Floor).map_or(String::new(), |floor| {
+            format!(
+                "; ≥ 25 % of floor ({:.0}): {} ({:.1} %)",
+                0.25 * floor.ops_per_sec(),
+                yes(ops >= 0.25 * floor.ops_per_sec()),
+                100.0 * ops / floor.ops_per_sec()
+            )
+        });
         out.push_str(&format!(
-            "- {}: {:.0} ops/s; ≥ 2× PocketBase ({:.0}): {}; ≥ 2× TypeScript-SDK MCP server ({:.0}): {}; ≥ 25 % of floor ({:.0}): {} ({:.1} %); p99 {:.2} ms < 20 ms: {}\n",
+            "- {} at 8 clients: {ops:.0} ops/s; {peer}{floor}; p99 {:.2} ms < 20 ms: {}\n",
             workload.name(),
-            ops,
-            2.0 * pocketbase,
-            yes(ops >= 2.0 * pocketbase),
-            2.0 * ts_sdk,
-            yes(ops >= 2.0 * ts_sdk),
-            0.25 * floor.ops_per_sec(),
-            yes(ops >= 0.25 * floor.ops_per_sec()),
-            100.0 * ops / floor.ops_per_sec(),
             mcp.percentile(99),
             yes(mcp.percentile(99) < 20.0),
         ));
+        if let Some(single) = find(runs, workload, 1, System::Mcp) {
+            let p50 = single.percentile(50);
+            out.push_str(&match best_peers(runs, workload, 1).1 {
+                Some(best) => format!(
+                    "- {} at 1 client: p50 {p50:.2} ms ≤ best peer's ({} {:.2} ms): {}\n",
+                    workload.name(),
+                    best.system.name(),
+                    best.percentile(50),
+                    yes(p50 <= best.percentile(50))
+                ),
+                None => format!(
+                    "- {} at 1 client: p50 {p50:.2} ms; not judged, no peer measured\n",
+                    workload.name()
+                ),
+            });
+        }
     }
     let slow: Vec<_> = runs
         .iter()
-        .filter(|r| !r.floor && r.clients == 8 && r.percentile(99) >= 20.0)
+        .filter(|r| r.system == System::Mcp && r.clients == 8 && r.percentile(99) >= 20.0)
         .map(|r| r.workload.name())
         .collect();
     out.push_str(&format!(
@@ -634,11 +880,10 @@ fn chart(runs: &[Run], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .map(|workload| BarGroup {
             label: workload.name().to_owned(),
-            bars: [false, true]
+            bars: [System::Mcp, System::Floor]
                 .into_iter()
-                .map(|floor| {
-                    runs.iter()
-                        .find(|r| r.workload == *workload && r.clients == 8 && r.floor == floor)
+                .map(|system| {
+                    find(runs, *workload, 8, system)
                         .map(|run| (run.ops_per_sec(), format!("{:.0}", run.ops_per_sec())))
                 })
                 .collect(),
@@ -781,13 +1026,28 @@ fn main() {
         }
     }
 
-    // Order: per workload, per clients, MCP then floor.
+    // The peers, one at a time with nothing else running, as ours ran: the
+    // same seed, then create and list at 1 and 8 clients.
+    let mut status: Vec<PeerStatus> = Vec::new();
+    for kind in peers::KINDS {
+        let measured = runtime.block_on(measure_peer(kind, &limits, &mut runs));
+        if let Err(why) = &measured {
+            eprintln!("bench: {} NOT MEASURED: {why}", kind.name());
+        }
+        status.push((kind, measured));
+    }
+
+    // Order: per workload, per clients, MCP, floor, then the peers.
+    let systems: Vec<System> = [System::Mcp, System::Floor]
+        .into_iter()
+        .chain(peers::KINDS.into_iter().map(System::Peer))
+        .collect();
     let mut ordered = Vec::new();
     for workload in WORKLOADS {
         for clients in [1, 8] {
-            for floor in [false, true] {
+            for system in &systems {
                 if let Some(i) = runs.iter().position(|r| {
-                    r.workload == workload && r.clients == clients && r.floor == floor
+                    r.workload == workload && r.clients == clients && r.system == *system
                 }) {
                     ordered.push(runs.swap_remove(i));
                 }
@@ -795,8 +1055,9 @@ fn main() {
         }
     }
     let report = format!(
-        "{}{}",
+        "{}{}{}",
         table(&ordered, mode, limits.seed_entries),
+        side_by_side(&ordered, &status),
         targets(&ordered)
     );
     println!("{report}");
@@ -807,6 +1068,46 @@ fn main() {
         eprintln!("bench: could not draw ops.png: {error}");
     }
     println!("results: {}", dir.display());
+}
+
+/// Starts peer `kind`, seeds it as ours was seeded, checks that an owner's
+/// list sees the seeded rows, and measures create and list at 1 and 8
+/// clients into `runs`. Returns what ran, or why it could not.
+async fn measure_peer(
+    kind: peers::Kind,
+    limits: &Limits,
+    runs: &mut Vec<Run>,
+) -> Result<String, String> {
+    let peer = Arc::new(Peer::start(kind).await?);
+    let failed = seed_peer(&peer, limits.seed_entries).await;
+    if failed > 0 {
+        return Err(format!(
+            "{failed} of {} seed creates failed",
+            limits.seed_entries
+        ));
+    }
+    let (from, to) = (day(DAY_0, 0), day(DAY_0, WEEKS * 7 - 1));
+    let seen = peer.list(&from, &to).await;
+    if seen != Some(50.min(limits.seed_entries)) {
+        return Err(format!(
+            "a list of the whole seeded range returned {seen:?} rows, not 50"
+        ));
+    }
+    let next_key = Arc::new(AtomicUsize::new(0));
+    for workload in [Workload::Create, Workload::List] {
+        for clients in [1, 8] {
+            let run = drive_peer(&peer, &next_key, workload, clients, limits).await;
+            eprintln!(
+                "bench: {:<10} {:<11} {clients} clients: {:>6.0} ops/s ({} errors)",
+                kind.name(),
+                workload.name(),
+                run.ops_per_sec(),
+                run.errors
+            );
+            runs.push(run);
+        }
+    }
+    Ok(peer.version.clone())
 }
 
 /// Seeds `count` entries through MCP (8 concurrent creates) and returns their ids.

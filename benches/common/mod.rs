@@ -1,8 +1,8 @@
 //! What the benchmarks share: starting one role of the `sasha` binary on
 //! loopback ([`start_role`]), what they set up alike: seeded dates, the staff
 //! user, the roles and the whole MCP stack ([`fixture`]), the MCP client
-//! ([`mcp`]) and the pieces of a report: results folder, percentiles, charts
-//! ([`report`]).
+//! ([`mcp`]), the pieces of a report: results folder, percentiles, charts
+//! ([`report`]), and the load benchmark's peers ([`peers`]).
 
 use std::io::BufRead as _;
 use std::path::Path;
@@ -62,6 +62,11 @@ pub(crate) mod fixture;
     reason = "each benchmark compiles this module and uses only part of it"
 )]
 pub(crate) mod mcp;
+#[allow(
+    dead_code,
+    reason = "each benchmark compiles this module and uses only part of it"
+)]
+pub(crate) mod peers;
 #[allow(
     dead_code,
     reason = "each benchmark compiles this module and uses only part of it"

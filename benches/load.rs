@@ -610,9 +610,10 @@ fn drive_floor(
     clients: usize,
     limits: &Limits,
 ) -> Run {
-    // SQLite has one writer per file. Writers queue on an in-process lock (as
-    // data-worker's one connection per app does) rather than on SQLite's busy
-    // handler, whose sleeps would make the floor slower than it need be.
+    // SQLite has one writer per file. Writers queue on an in-process lock
+    // rather than on SQLite's busy handler, whose sleeps would make the floor
+    // slower than it need be; each write is its own transaction (the floor
+    // does not group-commit, data-worker does).
     let writes = Arc::new(std::sync::Mutex::new(()));
     let connections: Vec<_> = (0..clients).map(|_| floor_open(path)).collect();
     let budget = Budget::new(limits);

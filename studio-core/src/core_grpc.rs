@@ -206,6 +206,69 @@ impl CoreGrpc {
             .filter(|(id, _)| matches!(snapshot.apps.get(id), Some(AppEntry::Valid(_))))
             .collect())
     }
+
+    /// The catalogue entry of app `id` as a caller with `access` sees it;
+    /// `None` when the app is not valid in `snapshot`. With
+    /// `Some(known_contract_hash)` (one app asked for by id: a call about to
+    /// run) it also carries the data contract, which the caller hands to
+    /// data-worker when the worker has not seen this hash yet, unless the
+    /// caller says it already holds this hash.
+    fn app_entry(
+        &self,
+        snapshot: &crate::catalogue::Snapshot,
+        id: &str,
+        access: AppAccess,
+        known_contract_hash: Option<&str>,
+    ) -> Option<pb::CatalogueApp> {
+        let Some(AppEntry::Valid(package)) = snapshot.apps.get(id) else {
+            return None;
+        };
+        let entry = self.entries.get(id, package);
+        let mut app = entry.app.clone();
+        app.access = access.as_str().to_owned();
+        if let Some(known) = known_contract_hash
+            && let Some(contract) = &entry.contract
+            && contract.hash != known
+        {
+            app.contract = Some(contract.clone());
+        }
+        Some(app)
+    }
+}
+
+/// The principal a credential names, read fresh: a bearer token or a
+/// browser session, unexpired; an OAuth access token only at the resource
+/// it was issued for (never passed through to, or accepted by, another
+/// audience). `None` when the credential is not valid.
+fn principal_of(
+    store: &crate::store::Store,
+    request: &pb::AuthenticateRequest,
+) -> Result<Option<Principal>, crate::store::StoreError> {
+    let principal = match request.kind.as_str() {
+        "bearer" => store.token(&request.credential)?,
+        "session" => store.session(&request.credential)?,
+        // Refused before the hop by `check_kind`.
+        _ => None,
+    };
+    Ok(principal.filter(|principal| {
+        principal
+            .audience
+            .as_deref()
+            .is_none_or(|audience| audience == request.resource)
+    }))
+}
+
+fn check_kind(request: &pb::AuthenticateRequest) -> Result<(), Status> {
+    match request.kind.as_str() {
+        "bearer" | "session" => Ok(()),
+        _ => Err(
+            AppError::new(ErrorCode::InputInvalid, "kind must be bearer or session").to_status(),
+        ),
+    }
+}
+
+fn not_valid() -> Status {
+    AppError::new(ErrorCode::Unauthenticated, "the credential is not valid").to_status()
 }
 
 #[tonic::async_trait]
@@ -223,59 +286,63 @@ impl CoreService for CoreGrpc {
         request: Request<pb::AuthenticateRequest>,
     ) -> GrpcResult<pb::Principal> {
         let request = request.into_inner();
+        check_kind(&request)?;
         let store = self.core.store.clone();
-        let credential = request.credential;
-        let principal = match request.kind.as_str() {
-            "bearer" => blocking(move || store.token(&credential)).await,
-            "session" => blocking(move || store.session(&credential)).await,
-            _ => {
-                return Err(AppError::new(
-                    ErrorCode::InputInvalid,
-                    "kind must be bearer or session",
-                )
-                .to_status());
-            }
-        }
-        .map_err(|error| error.to_status())?;
-        // An OAuth access token works only at the resource it was issued
-        // for: never passed through to, or accepted by, another audience.
-        let principal = principal.filter(|principal| {
-            principal
-                .audience
-                .as_deref()
-                .is_none_or(|audience| audience == request.resource)
-        });
-        match principal {
-            Some(principal) => Ok(Response::new(to_wire(&principal))),
-            None => Err(
-                AppError::new(ErrorCode::Unauthenticated, "the credential is not valid")
-                    .to_status(),
-            ),
-        }
+        let principal = blocking(move || principal_of(&store, &request))
+            .await
+            .map_err(|error| error.to_status())?;
+        principal
+            .map(|principal| Response::new(to_wire(&principal)))
+            .ok_or_else(not_valid)
     }
 
+    /// `Authenticate` and the one app's `GetCatalogue` entry in one blocking
+    /// hop on one lock of the core database: the credential, and the
+    /// caller's grant on that app alone, both read fresh.
     #[tracing::instrument(skip_all, name = "core.authorize_call")]
     async fn authorize_call(
         &self,
         request: Request<pb::AuthorizeCallRequest>,
     ) -> GrpcResult<pb::AuthorizedCall> {
         let request = request.into_inner();
-        let principal = self
-            .authenticate(Request::new(request.credential.unwrap_or_default()))
-            .await?
-            .into_inner();
-        let catalogue = self
-            .get_catalogue(Request::new(pb::CatalogueRequest {
-                principal: Some(principal.clone()),
-                app_id: request.app_id,
-                known_contract_hash: request.known_contract_hash,
-                preview: String::new(),
-            }))
-            .await?
-            .into_inner();
+        let store = self.core.store.clone();
+        let credential = request.credential.unwrap_or_default();
+        check_kind(&credential)?;
+        let app_id = request.app_id.clone();
+        let (principal, access) = blocking(move || {
+            let Some(principal) = principal_of(&store, &credential)? else {
+                return Ok((None, None));
+            };
+            let wire = to_wire(&principal);
+            let invokes = caller(Some(&wire)).is_ok_and(|(_, invokes)| invokes);
+            let access = if invokes {
+                store.access(&app_id, &principal.user.id)?
+            } else {
+                None
+            };
+            Ok((Some(wire), access))
+        })
+        .await
+        .map_err(|error| error.to_status())?;
+        let principal = principal.ok_or_else(not_valid)?;
+        let snapshot = self.core.catalogue.current();
+        let apps = access
+            .and_then(|access| {
+                self.app_entry(
+                    &snapshot,
+                    &request.app_id,
+                    access,
+                    Some(&request.known_contract_hash),
+                )
+            })
+            .into_iter()
+            .collect();
         Ok(Response::new(pb::AuthorizedCall {
             principal: Some(principal),
-            catalogue: Some(catalogue),
+            catalogue: Some(pb::Catalogue {
+                fingerprint: snapshot.fingerprint.clone(),
+                apps,
+            }),
         }))
     }
 
@@ -409,26 +476,18 @@ impl CoreService for CoreGrpc {
         }
         if invokes {
             for (id, access) in self.granted(user_id).await? {
-                if !request.app_id.is_empty() && request.app_id != id {
-                    continue;
+                if request.app_id.is_empty() {
+                    if let Some(app) = self.app_entry(&snapshot, &id, access, None) {
+                        apps.push(app);
+                    }
+                } else if request.app_id == id {
+                    apps.extend(self.app_entry(
+                        &snapshot,
+                        &id,
+                        access,
+                        Some(&request.known_contract_hash),
+                    ));
                 }
-                let Some(AppEntry::Valid(package)) = snapshot.apps.get(&id) else {
-                    continue;
-                };
-                let entry = self.entries.get(&id, package);
-                let mut app = entry.app.clone();
-                app.access = access.as_str().to_owned();
-                // One app asked for by id (a call about to run): also the data
-                // contract, which the caller hands to data-worker when the worker
-                // has not seen this contract hash yet; left out when the caller
-                // says it already holds this hash.
-                if !request.app_id.is_empty()
-                    && let Some(contract) = &entry.contract
-                    && contract.hash != request.known_contract_hash
-                {
-                    app.contract = Some(contract.clone());
-                }
-                apps.push(app);
             }
         }
         Ok(Response::new(pb::Catalogue {

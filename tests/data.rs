@@ -58,6 +58,7 @@ impl Client {
                 actor: Some(Actor {
                     user_id: actor.into(),
                     via: "ui".into(),
+                    access: String::new(),
                 }),
                 operation: operation.into(),
                 table: table.into(),
@@ -93,6 +94,7 @@ async fn governed_operations_owner_scoping_versions_and_idempotency() {
             actor: Some(Actor {
                 user_id: "alice".into(),
                 via: "ui".into(),
+                access: String::new(),
             }),
             operation: "list".into(),
             table: "expenses".into(),
@@ -332,6 +334,7 @@ async fn governed_operations_owner_scoping_versions_and_idempotency() {
             actor: Some(Actor {
                 user_id: "alice".into(),
                 via: "ui".into(),
+                access: String::new(),
             }),
             operation: "create".into(),
             table: "categories".into(),

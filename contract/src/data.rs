@@ -29,6 +29,31 @@ pub enum Access {
     Shared,
 }
 
+/// Who may write a declared table's rows (`write:` in the manifest).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WritePolicy {
+    /// Every grant holder (the default).
+    #[default]
+    Use,
+    /// Only holders of `manage` (reference tables such as a project list).
+    Manage,
+}
+
+impl WritePolicy {
+    fn is_default(&self) -> bool {
+        *self == WritePolicy::default()
+    }
+
+    /// The manifest's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WritePolicy::Use => "use",
+            WritePolicy::Manage => "manage",
+        }
+    }
+}
+
 /// One declared table.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -37,6 +62,29 @@ pub struct TableDeclaration {
     /// Required for `access: owner`, refused for `access: shared`.
     #[serde(default)]
     pub owner_field: Option<String>,
+    /// Who may create, update and delete rows. Left out of the canonical
+    /// form when it is the default, so a contract without policies keeps
+    /// its hash.
+    #[serde(default, skip_serializing_if = "WritePolicy::is_default")]
+    pub write: WritePolicy,
+    /// For `access: owner` only: `manage` holders read every owner's rows
+    /// (a manager's roll-up); their writes stay bound to their own rows.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub managers_read_all: bool,
+}
+
+impl TableDeclaration {
+    /// Whether a caller (holding `manage` on the app, or not) may write rows.
+    /// The one rule data-worker enforces and the gateway lists tools by.
+    pub fn may_write(&self, manages: bool) -> bool {
+        self.write == WritePolicy::Use || manages
+    }
+
+    /// Whether a caller's reads see every owner's rows: a `manage` holder on
+    /// an owner-scoped table that declares `managersReadAll`.
+    pub fn reads_every_owner(&self, manages: bool) -> bool {
+        manages && self.managers_read_all && self.access == Access::Owner
+    }
 }
 
 /// The JSON value kinds a column of `declared_type` holds, from SQLite's

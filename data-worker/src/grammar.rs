@@ -92,6 +92,16 @@ impl TableSpec {
         }
     }
 
+    /// The same table read without its owner scope: a manager's reads of a
+    /// `managersReadAll` table. Never used to build a write.
+    pub fn every_owner(&self) -> TableSpec {
+        TableSpec {
+            owner_field: None,
+            access: Access::Shared,
+            ..self.clone()
+        }
+    }
+
     fn column(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|column| column.name == name)
     }
@@ -277,6 +287,16 @@ pub enum Request {
         expected_version: i64,
         idempotency_key: String,
     },
+}
+
+impl Request {
+    /// Create, update and delete: the operations a table's write policy governs.
+    pub fn is_mutating(&self) -> bool {
+        matches!(
+            self,
+            Request::Create { .. } | Request::Update { .. } | Request::Delete { .. }
+        )
+    }
 }
 
 /// A statement ready to run: SQL text built only from server strings, and its

@@ -188,6 +188,11 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
         .as_ref()
         .map(|actor| actor.user_id.clone())
         .unwrap_or_default();
+    // Anything but "manage" is use: a caller that names no access gets the least.
+    let manages = request
+        .actor
+        .as_ref()
+        .is_some_and(|actor| actor.access == "manage");
     if actor.is_empty() {
         return Err(AppError::new(
             ErrorCode::InputInvalid,
@@ -201,6 +206,23 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
     let spec = TableSpec::new(table, declaration);
     let app = Target::of(&request.app_id, &request.preview);
     let parsed = grammar::parse(&request.operation, &spec, &request.request_json)?;
+    if parsed.is_mutating() && !declaration.may_write(manages) {
+        return Err(AppError::new(
+            ErrorCode::AccessDenied,
+            format!(
+                "only the app's managers may change the {} table",
+                request.table
+            ),
+        )
+        .with_details(serde_json::json!({"table": request.table, "write": "manage"})));
+    }
+    // A manager's reads of a `managersReadAll` table see every owner's rows;
+    // their writes (below, with `spec`) stay bound to their own.
+    let read_spec = if declaration.reads_every_owner(manages) {
+        spec.every_owner()
+    } else {
+        spec.clone()
+    };
     let engine = &worker.engine;
     let meta = || -> Result<AuditMeta, AppError> {
         Ok(AuditMeta {
@@ -218,8 +240,12 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
     };
     match parsed {
         grammar::Request::List(query) => {
-            let (statement, plan) =
-                grammar::list_statement(&spec, &query, &actor, worker.cursor_secret.as_slice())?;
+            let (statement, plan) = grammar::list_statement(
+                &read_spec,
+                &query,
+                &actor,
+                worker.cursor_secret.as_slice(),
+            )?;
             let rows = engine.query_named(
                 app,
                 &contract,
@@ -231,7 +257,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
             Ok(serde_json::json!({"rows": rows, "nextCursor": next}))
         }
         grammar::Request::Get { id } => {
-            let statement = grammar::get_statement(&spec, &id, &actor)?;
+            let statement = grammar::get_statement(&read_spec, &id, &actor)?;
             let rows = engine.query_named(
                 app,
                 &contract,
@@ -245,7 +271,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
                 .ok_or_else(not_found)
         }
         grammar::Request::Aggregate(query) => {
-            let statement = grammar::aggregate_statement(&spec, &query, &actor)?;
+            let statement = grammar::aggregate_statement(&read_spec, &query, &actor)?;
             let rows = engine.query_named(
                 app,
                 &contract,

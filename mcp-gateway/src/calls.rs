@@ -121,6 +121,8 @@ pub async fn execute(
                 Source::Ui => "ui".to_owned(),
                 Source::Mcp => "model".to_owned(),
             },
+            // As studio-core read it for this call; table policies follow it.
+            access: call.app.access.clone(),
         }),
         operation: call.operation.to_owned(),
         table: call.table.to_owned(),

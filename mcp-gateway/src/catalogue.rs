@@ -70,6 +70,11 @@ pub struct DeclaredTable {
 }
 
 impl App {
+    /// Whether the caller holds `manage` on this app.
+    pub fn manages(&self) -> bool {
+        self.access == "manage"
+    }
+
     /// The action with id `action_id`.
     pub fn action(&self, action_id: &str) -> Option<&CompiledAction> {
         self.actions.iter().find(|action| action.id == action_id)
@@ -230,6 +235,7 @@ mod tests {
                     declaration: Some(pb::TableDeclaration {
                         access: pb::Access::Shared as i32,
                         owner_field: None,
+                        ..Default::default()
                     }),
                     columns: vec![
                         column("id", "INTEGER", false, true),

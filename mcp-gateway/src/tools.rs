@@ -146,11 +146,14 @@ fn app_tools(app: &App, caller: &Caller, only: Option<&str>, tools: &mut Vec<Val
     if wanted(&opener_name(&app.id)) {
         tools.push(open_app_tool(app));
     }
-    // An app that declared `data: read` gets no mutating table tools.
+    // An app that declared `data: read` gets no mutating table tools, and a
+    // caller without `manage` none for a table only managers write.
     let writes = app.data == DataCapability::ReadWrite;
+    let manages = app.manages();
     for (table, declared) in &app.tables {
+        let may_write = writes && declared.declaration.may_write(manages);
         for operation in OPERATIONS {
-            if is_mutating(operation) && !writes
+            if is_mutating(operation) && !may_write
                 || !wanted(&tool_name(&[&app.id, table, operation]))
             {
                 continue;
@@ -162,7 +165,12 @@ fn app_tools(app: &App, caller: &Caller, only: Option<&str>, tools: &mut Vec<Val
     }
     for action in &app.actions {
         let model_visible = action.model_visible();
-        if (model_visible || bound) && wanted(&action.mcp_name) {
+        let permitted = !action.operation.is_mutating()
+            || app
+                .tables
+                .get(action.operation.table())
+                .is_some_and(|declared| declared.declaration.may_write(manages));
+        if (model_visible || bound) && permitted && wanted(&action.mcp_name) {
             tools.push(action_tool(action, model_visible));
         }
     }
@@ -354,6 +362,7 @@ mod tests {
                     declaration: Some(pb::TableDeclaration {
                         access: pb::Access::Owner as i32,
                         owner_field: Some("created_by".into()),
+                        ..Default::default()
                     }),
                     columns: vec![
                         column("id", "INTEGER", false, None, true),
@@ -431,6 +440,60 @@ mod tests {
                 json!(["model", "app"]),
                 "{}",
                 tool["name"]
+            );
+        }
+    }
+
+    #[test]
+    fn a_table_only_managers_write_lists_its_writes_to_managers_only() {
+        let mut catalogue = catalogue();
+        notes(&mut catalogue)
+            .tables
+            .get_mut("note_items")
+            .unwrap()
+            .declaration
+            .write = sasha_contract::data::WritePolicy::Manage;
+        // Bound to the app, so the app-only mutating action would be listed too.
+        let caller = Caller {
+            invokes: true,
+            bound_app: Some("notes".to_owned()),
+        };
+        let writes = [
+            "app__notes__note_items__create",
+            "app__notes__note_items__update",
+            "app__notes__note_items__delete",
+            "app__notes__add_note",
+        ];
+        let listed: Vec<String> = names(&tools_for(&catalogue, &caller))
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        for name in writes {
+            assert!(
+                !listed.iter().any(|listed| listed == name),
+                "{name} listed to a use holder"
+            );
+            assert!(
+                tool_for(&catalogue.apps["notes"], &caller, name).is_none(),
+                "{name}"
+            );
+        }
+        for name in ["app__notes__note_items__list", "app__notes__count_notes"] {
+            assert!(listed.iter().any(|listed| listed == name), "{name} missing");
+        }
+        notes(&mut catalogue).access = "manage".into();
+        let listed: Vec<String> = names(&tools_for(&catalogue, &caller))
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        for name in writes {
+            assert!(
+                listed.iter().any(|listed| listed == name),
+                "{name} missing for a manager"
+            );
+            assert!(
+                tool_for(&catalogue.apps["notes"], &caller, name).is_some(),
+                "{name}"
             );
         }
     }

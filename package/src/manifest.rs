@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use sasha_contract::data::{Access, TableDeclaration};
+pub use sasha_contract::data::{Access, TableDeclaration, WritePolicy};
 pub use sasha_contract::tools::tool_name;
 
 /// The manifest: the front matter of `APP.md`.
@@ -277,6 +277,31 @@ mod tests {
         );
         assert_eq!(manifest.theme, Theme::SashaTimesheetV1);
         assert!(!manifest.actions[0].expose_to_model);
+    }
+
+    #[test]
+    fn table_policies_parse_and_unknown_ones_are_refused() {
+        let with = GOOD
+            .replace(
+                "  projects:\n    access: shared\n",
+                "  projects:\n    access: shared\n    write: manage\n",
+            )
+            .replace(
+                "    ownerField: created_by\n",
+                "    ownerField: created_by\n    managersReadAll: true\n",
+            );
+        let (manifest, found) = parse(&with);
+        assert!(found.is_empty(), "{found:?}");
+        let manifest = manifest.unwrap();
+        assert_eq!(manifest.tables["projects"].write, WritePolicy::Manage);
+        assert!(manifest.tables["entries"].managers_read_all);
+        assert_eq!(manifest.tables["entries"].write, WritePolicy::Use);
+        let (manifest, found) = parse(&GOOD.replace(
+            "  projects:\n    access: shared\n",
+            "  projects:\n    access: shared\n    write: admins\n",
+        ));
+        assert!(manifest.is_none());
+        assert!(!found.is_empty());
     }
 
     #[test]

@@ -183,6 +183,9 @@ fn check_declarations(manifest: &Manifest, diagnostics: &mut Diagnostics) {
             }
             _ => {}
         }
+        if declaration.managers_read_all && declaration.access == Access::Shared {
+            diagnostics.push(MANIFEST_FILE, None, "SQL_TABLE_POLICY", format!("table {name} has access: shared, where every user already reads every row; managersReadAll applies to access: owner tables only, so remove it"));
+        }
     }
 }
 

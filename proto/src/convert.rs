@@ -16,6 +16,7 @@ use sasha_contract::actions::{
 };
 use sasha_contract::data::{
     Access, Column, DataContract, ForeignKey, Index, Migration, Schema, Table, TableDeclaration,
+    WritePolicy,
 };
 use sasha_contract::grammar::MetricFunction;
 use serde_json::{Number, Value, json};
@@ -111,6 +112,11 @@ impl From<&TableDeclaration> for pb::TableDeclaration {
                 Access::Shared => pb::Access::Shared,
             } as i32,
             owner_field: declaration.owner_field.clone(),
+            write: match declaration.write {
+                WritePolicy::Use => pb::WritePolicy::Use,
+                WritePolicy::Manage => pb::WritePolicy::Manage,
+            } as i32,
+            managers_read_all: declaration.managers_read_all,
         }
     }
 }
@@ -123,9 +129,16 @@ impl TryFrom<&pb::TableDeclaration> for TableDeclaration {
             Ok(pb::Access::Shared) => Access::Shared,
             _ => return Err(invalid("table declaration")),
         };
+        let write = match pb::WritePolicy::try_from(declaration.write) {
+            Ok(pb::WritePolicy::Use) => WritePolicy::Use,
+            Ok(pb::WritePolicy::Manage) => WritePolicy::Manage,
+            Err(_) => return Err(invalid("table declaration")),
+        };
         Ok(TableDeclaration {
             access,
             owner_field: declaration.owner_field.clone(),
+            write,
+            managers_read_all: declaration.managers_read_all,
         })
     }
 }

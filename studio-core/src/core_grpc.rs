@@ -816,6 +816,7 @@ mod tests {
             Some(pb::TableDeclaration {
                 access: pb::Access::Owner as i32,
                 owner_field: Some("created_by".into()),
+                ..Default::default()
             })
         );
         assert_eq!(
@@ -823,6 +824,7 @@ mod tests {
             Some(pb::TableDeclaration {
                 access: pb::Access::Shared as i32,
                 owner_field: None,
+                ..Default::default()
             })
         );
         let columns: Vec<_> = expenses

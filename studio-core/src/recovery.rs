@@ -45,6 +45,11 @@ pub(crate) struct RecoveryTable {
     pub owner_field: Option<String>,
     /// Whether the app may change rows (`capabilities.data: read-write`).
     pub writable: bool,
+    /// Who may change rows: `use` (every grant holder) or `manage` (the
+    /// app's managers only).
+    pub write: &'static str,
+    /// For `owner` tables: whether managers read every owner's rows.
+    pub managers_read_all: bool,
     /// The MCP tools that reach this table: `list`, `get`, `create`, `update`,
     /// `delete` (the last three only when writable).
     pub tools: RecoveryTools,
@@ -123,6 +128,8 @@ pub(crate) fn descriptor(
             },
             owner_field,
             writable,
+            write: declaration.write.as_str(),
+            managers_read_all: declaration.managers_read_all,
             tools: RecoveryTools {
                 list: tool("list"),
                 get: tool("get"),

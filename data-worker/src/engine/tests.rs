@@ -46,6 +46,8 @@ pub(super) fn contract() -> DataContract {
             TableDeclaration {
                 access: Access::Owner,
                 owner_field: Some("created_by".to_owned()),
+                write: Default::default(),
+                managers_read_all: false,
             },
         ),
         (
@@ -53,6 +55,8 @@ pub(super) fn contract() -> DataContract {
             TableDeclaration {
                 access: Access::Shared,
                 owner_field: None,
+                write: Default::default(),
+                managers_read_all: false,
             },
         ),
     ]);

@@ -1280,6 +1280,8 @@ fn table_spec_follows_the_declaration() {
     let owner = TableDeclaration {
         access: Access::Owner,
         owner_field: Some("created_by".to_owned()),
+        write: Default::default(),
+        managers_read_all: false,
     };
     let spec = TableSpec::new(&table, &owner);
     assert_eq!(spec.owner_field.as_deref(), Some("created_by"));
@@ -1287,6 +1289,8 @@ fn table_spec_follows_the_declaration() {
     let shared = TableDeclaration {
         access: Access::Shared,
         owner_field: None,
+        write: Default::default(),
+        managers_read_all: false,
     };
     assert_eq!(TableSpec::new(&table, &shared).owner_field, None);
 }

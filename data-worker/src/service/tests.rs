@@ -31,6 +31,8 @@ fn contract_with(migrations: &[&str]) -> DataContract {
         TableDeclaration {
             access: Access::Shared,
             owner_field: None,
+            write: Default::default(),
+            managers_read_all: false,
         },
     )]);
     DataContract {
@@ -51,6 +53,7 @@ fn request(contract: &DataContract, operation: &str, json: Value, preview: &str)
         actor: Some(pb::Actor {
             user_id: "alice".into(),
             via: "ui".into(),
+            access: String::new(),
         }),
         operation: operation.into(),
         table: "notes".into(),
@@ -211,4 +214,133 @@ async fn apply_contract_verifies_and_publishes_a_draft() {
         .unwrap()
         .into_inner();
     assert!(removed.removed_files >= 1);
+}
+
+/// A Time Sheet-like contract: `projects` shared and written by managers
+/// only, `entries` owned through `created_by` and read in full by managers.
+fn policy_contract() -> DataContract {
+    let sql = "CREATE TABLE projects (id INTEGER PRIMARY KEY, name TEXT NOT NULL);\
+               CREATE TABLE entries (id INTEGER PRIMARY KEY, hours REAL NOT NULL, created_by TEXT NOT NULL);";
+    let replay = rusqlite::Connection::open_in_memory().unwrap();
+    replay.execute_batch(sql).unwrap();
+    let migrations = vec![Migration {
+        file: "migrations/001-step.sql".into(),
+        number: 1,
+        checksum: sha256_hex(sql.as_bytes()),
+        sql: sql.to_owned(),
+    }];
+    let tables = std::collections::BTreeMap::from([
+        (
+            "projects".to_owned(),
+            TableDeclaration {
+                access: Access::Shared,
+                owner_field: None,
+                write: sasha_contract::data::WritePolicy::Manage,
+                managers_read_all: false,
+            },
+        ),
+        (
+            "entries".to_owned(),
+            TableDeclaration {
+                access: Access::Owner,
+                owner_field: Some("created_by".into()),
+                write: Default::default(),
+                managers_read_all: true,
+            },
+        ),
+    ]);
+    DataContract {
+        schema: read_schema(&replay).unwrap(),
+        hash: contract_hash(&tables, &migrations),
+        migrations,
+        tables,
+    }
+}
+
+#[test]
+fn write_policies_and_manager_reads_follow_the_callers_grant() {
+    let dir = tempfile::tempdir().unwrap();
+    let worker = Worker::new(dir.path()).unwrap();
+    let contract = policy_contract();
+    let call = |user: &str, access: &str, operation: &str, table: &str, json: Value| {
+        let mut request = request(&contract, operation, json, "");
+        request.table = table.into();
+        request.actor = Some(pb::Actor {
+            user_id: user.into(),
+            via: "ui".into(),
+            access: access.into(),
+        });
+        execute(&worker, request)
+    };
+    let project =
+        |name: &str| serde_json::json!({"values": {"name": name}, "idempotencyKey": name});
+
+    // Only a manager writes `projects`; every other access (or none) is use.
+    let made = call("boss", "manage", "create", "projects", project("Ops")).unwrap();
+    for access in ["use", "", "admin"] {
+        let refused = call("alice", access, "create", "projects", project("Mine")).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::AccessDenied, "{access:?}");
+        assert!(refused.message.contains("projects"), "{}", refused.message);
+        assert_eq!(refused.details.as_ref().unwrap()["write"], "manage");
+    }
+    let rename = serde_json::json!({"id": made["id"], "changes": {"name": "Mine"}, "expectedVersion": 1, "idempotencyKey": "r"});
+    assert_eq!(
+        call("alice", "use", "update", "projects", rename.clone())
+            .unwrap_err()
+            .code,
+        ErrorCode::AccessDenied
+    );
+    let delete = serde_json::json!({"id": made["id"], "expectedVersion": 1, "idempotencyKey": "d"});
+    assert_eq!(
+        call("alice", "use", "delete", "projects", delete)
+            .unwrap_err()
+            .code,
+        ErrorCode::AccessDenied
+    );
+    // Everyone reads it.
+    let listed = call("alice", "use", "list", "projects", serde_json::json!({})).unwrap();
+    assert_eq!(listed["rows"][0]["name"], "Ops");
+    call("boss", "manage", "update", "projects", rename).unwrap();
+
+    // `entries`: each writes their own; a manager reads everyone's.
+    let hours = |hours: f64, key: &str| serde_json::json!({"values": {"hours": hours}, "idempotencyKey": key});
+    let alices = call("alice", "use", "create", "entries", hours(2.0, "a")).unwrap();
+    call("bob", "use", "create", "entries", hours(3.0, "b")).unwrap();
+    call("boss", "manage", "create", "entries", hours(1.0, "c")).unwrap();
+    let total = |user: &str, access: &str| {
+        call(
+            user,
+            access,
+            "aggregate",
+            "entries",
+            serde_json::json!({"metrics": [{"as": "total", "sum": "hours"}]}),
+        )
+        .unwrap()["groups"][0]["total"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(total("alice", "use"), 2.0);
+    assert_eq!(total("boss", "manage"), 6.0);
+    let listed = call("boss", "manage", "list", "entries", serde_json::json!({})).unwrap();
+    assert_eq!(listed["rows"].as_array().unwrap().len(), 3);
+    let seen = call(
+        "boss",
+        "manage",
+        "get",
+        "entries",
+        serde_json::json!({"id": alices["id"]}),
+    )
+    .unwrap();
+    assert_eq!(seen["created_by"], "alice");
+    // A member still sees only their own.
+    let listed = call("bob", "use", "list", "entries", serde_json::json!({})).unwrap();
+    assert_eq!(listed["rows"].as_array().unwrap().len(), 1);
+    // A manager's writes stay bound to their own rows.
+    let edit = serde_json::json!({"id": alices["id"], "changes": {"hours": 9.0}, "expectedVersion": 1, "idempotencyKey": "e"});
+    assert_eq!(
+        call("boss", "manage", "update", "entries", edit)
+            .unwrap_err()
+            .code,
+        ErrorCode::RecordNotFound
+    );
 }

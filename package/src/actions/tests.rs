@@ -87,6 +87,8 @@ fn manifest(data: DataCapability, actions: &[(&str, bool)]) -> Manifest {
         TableDeclaration {
             access: Access::Owner,
             owner_field: Some("created_by".to_owned()),
+            write: Default::default(),
+            managers_read_all: false,
         },
     );
     tables.insert(
@@ -94,6 +96,8 @@ fn manifest(data: DataCapability, actions: &[(&str, bool)]) -> Manifest {
         TableDeclaration {
             access: Access::Shared,
             owner_field: None,
+            write: Default::default(),
+            managers_read_all: false,
         },
     );
     Manifest {

@@ -65,6 +65,8 @@ fn manifest(data: DataCapability, tables: &[(&str, Access, Option<&str>)]) -> Ma
                 let declaration = TableDeclaration {
                     access: *access,
                     owner_field: owner.map(str::to_owned),
+                    write: Default::default(),
+                    managers_read_all: false,
                 };
                 ((*name).to_owned(), declaration)
             })
@@ -723,6 +725,38 @@ fn declared_tables_are_checked_against_the_schema() {
     let (contract, found) = check(&only_projects, &time_sheet_files());
     assert!(found.is_empty(), "{found:#?}");
     assert_eq!(contract.unwrap().tables.len(), 1);
+}
+
+#[test]
+fn table_policies_are_checked_and_keep_a_policy_free_hash() {
+    let plain = check(&time_sheet(), &time_sheet_files()).0.unwrap();
+    let mut policies = time_sheet();
+    let entries = policies.tables.get_mut("entries").unwrap();
+    entries.managers_read_all = true;
+    policies.tables.get_mut("projects").unwrap().write = crate::manifest::WritePolicy::Manage;
+    let (contract, found) = check(&policies, &time_sheet_files());
+    assert!(found.is_empty(), "{found:#?}");
+    let contract = contract.unwrap();
+    assert!(contract.tables["entries"].managers_read_all);
+    assert_ne!(
+        contract.hash, plain.hash,
+        "policies are part of the contract"
+    );
+    // Without policies the canonical form, and so the hash, is what it was.
+    assert_eq!(
+        plain.hash,
+        contract_hash(&time_sheet().tables, &plain.migrations),
+    );
+    let before_policies = serde_json::to_string(&time_sheet().tables["projects"]).unwrap();
+    assert_eq!(before_policies, r#"{"access":"shared","ownerField":null}"#);
+
+    // managersReadAll means nothing on a shared table: refused, named.
+    let mut shared = time_sheet();
+    shared.tables.get_mut("projects").unwrap().managers_read_all = true;
+    let (contract, found) = check(&shared, &time_sheet_files());
+    assert!(contract.is_none());
+    assert_eq!(codes(&found), ["SQL_TABLE_POLICY"]);
+    assert!(found[0].3.contains("projects"), "{}", found[0].3);
 }
 
 #[test]

@@ -24,6 +24,8 @@ fn contract() -> DataContract {
         TableDeclaration {
             access: Access::Owner,
             owner_field: Some("created_by".to_owned()),
+            write: Default::default(),
+            managers_read_all: false,
         },
     );
     tables.insert(
@@ -31,6 +33,8 @@ fn contract() -> DataContract {
         TableDeclaration {
             access: Access::Shared,
             owner_field: None,
+            write: Default::default(),
+            managers_read_all: false,
         },
     );
     let table = Table {

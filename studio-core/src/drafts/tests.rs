@@ -601,6 +601,8 @@ fn table_changes_name_tables_and_columns() {
                 let shared = TableDeclaration {
                     access: Access::Shared,
                     owner_field: None,
+                    write: Default::default(),
+                    managers_read_all: false,
                 };
                 (t.name.clone(), shared)
             })

@@ -1,0 +1,164 @@
+//! Table write policies and manager reads across the real processes (issue
+//! 26): Time Sheet Entry's `projects` is written by the app's managers only
+//! (`write: manage`) and its `entries` are read in full by managers
+//! (`managersReadAll`). Members and the manager log hours through the MCP
+//! tools; then the official MCP TypeScript SDK client
+//! (`tests/mcp-client/policies.mjs`) checks, as a member and as the manager,
+//! which tools each is listed, that a member's rename of a project is
+//! refused, and what each one's aggregate over `entries` adds up. The refusal
+//! matrix itself is in data-worker's and the gateway's unit tests.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::mcp::{Mcp, confirmed_create, structured, token, tool_error};
+use common::{Harness, copy_dir, node_program, root};
+use serde_json::json;
+use studio_core::store::{AppAccess, Scope, Store, UserRole};
+use tokio::process::Command;
+
+const APP: &str = "time-sheet-entry";
+const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
+
+#[tokio::test]
+async fn members_cannot_write_projects_and_managers_read_every_members_hours() {
+    let harness = Harness::new();
+    copy_dir(
+        &root().join("apps").join(APP),
+        &harness.path().join("docs/apps").join(APP),
+    );
+    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+    // Staff existing when the app is first discovered get `manage`.
+    let manager = store
+        .create_user("sam", UserRole::Staff, "correct horse battery")
+        .unwrap();
+    let mia = store
+        .create_user("mia", UserRole::Member, "correct horse battery")
+        .unwrap();
+    let max = store
+        .create_user("max", UserRole::Member, "correct horse battery")
+        .unwrap();
+    let backends = harness.start_backends().await;
+    for member in [&mia, &max] {
+        store
+            .grant(APP, &member.id, AppAccess::Use, Some(&manager.id))
+            .unwrap();
+    }
+    let url = format!("http://{}/mcp", backends.gateway.listener("http"));
+    let scopes = [Scope::ChatUse, Scope::AppsInvoke];
+    let manager_token = token(&store, &manager, &scopes);
+    let mia_token = token(&store, &mia, &scopes);
+    let max_token = token(&store, &max, &scopes);
+
+    // Model writes are confirmed by the person: these clients accept.
+    let client = |token: &str| {
+        Mcp::sessionless(&url, token)
+            .eliciting(|_| json!({"action": "accept", "content": {"confirm": true}}))
+    };
+    let mut as_manager = client(&manager_token);
+    let project = confirmed_create(
+        &mut as_manager,
+        "app__time_sheet_entry__projects__create",
+        json!({"values": {"name": "Ops"}, "idempotencyKey": "ops"}),
+    )
+    .await;
+    // A member's create of a project is refused too (the tool is not theirs).
+    let mut as_mia = client(&mia_token);
+    let refused = as_mia
+        .call(
+            "app__time_sheet_entry__projects__create",
+            json!({"values": {"name": "Mine"}, "idempotencyKey": "mine"}),
+        )
+        .await;
+    assert!(
+        refused.body.get("error").is_some() || refused.result()["isError"] == true,
+        "{:?}",
+        refused.body
+    );
+    let mut as_max = client(&max_token);
+    for (client, hours) in [
+        (&mut as_mia, 2.0),
+        (&mut as_max, 3.5),
+        (&mut as_manager, 1.0),
+    ] {
+        confirmed_create(
+            client,
+            "app__time_sheet_entry__entries__create",
+            json!({"values": {"date": "2026-11-30", "project": project["id"], "hours": hours}, "idempotencyKey": format!("h{hours}")}),
+        )
+        .await;
+    }
+    // The manager's own writes stay their own: an update of a member's row
+    // is not found for them.
+    let mias_row = structured(
+        &as_mia
+            .call("app__time_sheet_entry__entries__list", json!({}))
+            .await,
+    )["rows"][0]
+        .clone();
+    let first = as_manager
+        .call(
+            "app__time_sheet_entry__entries__update",
+            json!({"id": mias_row["id"], "changes": {"hours": 9.0}, "expectedVersion": 1, "idempotencyKey": "steal"}),
+        )
+        .await;
+    let state = first.result()["requestState"].as_str().unwrap().to_owned();
+    let confirmed = as_manager
+        .request(
+            "tools/call",
+            json!({"name": "app__time_sheet_entry__entries__update", "arguments": {"id": mias_row["id"], "changes": {"hours": 9.0}, "expectedVersion": 1, "idempotencyKey": "steal"}, "requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}}),
+        )
+        .await;
+    assert_eq!(tool_error(&confirmed)["code"], "APP_RECORD_NOT_FOUND");
+
+    let node = node_program(
+        "the table policies acceptance test",
+        Some("tests/mcp-client/node_modules/@modelcontextprotocol/sdk"),
+    );
+    let output = tokio::time::timeout(
+        SCENARIO_TIMEOUT,
+        Command::new(node)
+            .arg(root().join("tests/mcp-client/policies.mjs"))
+            .current_dir(root().join("tests/mcp-client"))
+            .env("MCP_URL", &url)
+            .env("MEMBER_TOKEN", &mia_token)
+            .env("MANAGER_TOKEN", &manager_token)
+            .env("PROJECT_ID", project["id"].to_string())
+            .env("MEMBER_HOURS", "2")
+            .env("TEAM_HOURS", "6.5")
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the SDK scenario finishes")
+    .expect("run node");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("checks passed"),
+        "--- stdout\n{stdout}\n--- stderr\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    // Nothing a member tried reached the file.
+    let db =
+        rusqlite::Connection::open(harness.path().join("apps/time-sheet-entry.sqlite")).unwrap();
+    let names: Vec<String> = db
+        .prepare("SELECT name FROM projects ORDER BY id")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(names, ["Ops"]);
+    let hours: f64 = db
+        .query_row(
+            "SELECT hours FROM entries WHERE id = ?1",
+            [mias_row["id"].as_i64().unwrap()],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(hours, 2.0);
+}

@@ -5,15 +5,18 @@
 //! tools; then the official MCP TypeScript SDK client
 //! (`tests/mcp-client/policies.mjs`) checks, as a member and as the manager,
 //! which tools each is listed, that a member's rename of a project is
-//! refused, and what each one's aggregate over `entries` adds up. The refusal
-//! matrix itself is in data-worker's and the gateway's unit tests.
+//! refused, and what each one's aggregate over `entries` adds up. Then a
+//! row's record history (`__history`): its owner reads a create, two updates
+//! and a delete with before and after, another member cannot, the manager
+//! can. The refusal matrices are in data-worker's and the gateway's unit
+//! tests.
 
 mod common;
 
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::mcp::{Mcp, confirmed_create, structured, token, tool_error};
+use common::mcp::{Mcp, confirmed_call, confirmed_create, structured, token, tool_error};
 use common::{Harness, copy_dir, node_program, root};
 use serde_json::json;
 use studio_core::store::{AppAccess, Scope, Store, UserRole};
@@ -98,19 +101,12 @@ async fn members_cannot_write_projects_and_managers_read_every_members_hours() {
             .await,
     )["rows"][0]
         .clone();
-    let first = as_manager
-        .call(
-            "app__time_sheet_entry__entries__update",
-            json!({"id": mias_row["id"], "changes": {"hours": 9.0}, "expectedVersion": 1, "idempotencyKey": "steal"}),
-        )
-        .await;
-    let state = first.result()["requestState"].as_str().unwrap().to_owned();
-    let confirmed = as_manager
-        .request(
-            "tools/call",
-            json!({"name": "app__time_sheet_entry__entries__update", "arguments": {"id": mias_row["id"], "changes": {"hours": 9.0}, "expectedVersion": 1, "idempotencyKey": "steal"}, "requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}}),
-        )
-        .await;
+    let confirmed = confirmed_call(
+        &mut as_manager,
+        "app__time_sheet_entry__entries__update",
+        json!({"id": mias_row["id"], "changes": {"hours": 9.0}, "expectedVersion": 1, "idempotencyKey": "steal"}),
+    )
+    .await;
     assert_eq!(tool_error(&confirmed)["code"], "APP_RECORD_NOT_FOUND");
 
     let node = node_program(
@@ -142,6 +138,70 @@ async fn members_cannot_write_projects_and_managers_read_every_members_hours() {
         String::from_utf8_lossy(&output.stderr)
     );
 
+    // Record history: Mia edits her row twice and deletes it; she reads its
+    // four entries with before and after, Max cannot read them at all, the
+    // manager can.
+    let row = |hours: f64, version: i64| json!({"id": mias_row["id"], "changes": {"hours": hours}, "expectedVersion": version, "idempotencyKey": format!("edit-{version}")});
+    for (hours, version) in [(2.5, 1), (3.0, 2)] {
+        confirmed_create(
+            &mut as_mia,
+            "app__time_sheet_entry__entries__update",
+            row(hours, version),
+        )
+        .await;
+    }
+    confirmed_create(
+        &mut as_mia,
+        "app__time_sheet_entry__entries__delete",
+        json!({"id": mias_row["id"], "expectedVersion": 3, "idempotencyKey": "gone"}),
+    )
+    .await;
+    let history = |id: &serde_json::Value| json!({"id": id});
+    let seen = structured(
+        &as_mia
+            .call(
+                "app__time_sheet_entry__entries__history",
+                history(&mias_row["id"]),
+            )
+            .await,
+    )
+    .clone();
+    let entries = seen["entries"].as_array().unwrap();
+    let operations: Vec<&str> = entries
+        .iter()
+        .map(|e| e["operation"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        operations,
+        ["create", "update", "update", "delete"],
+        "{seen}"
+    );
+    assert_eq!(entries[1]["before"]["hours"], 2.0);
+    assert_eq!(entries[1]["after"]["hours"], 2.5);
+    assert_eq!(entries[3]["after"], serde_json::Value::Null);
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["actor"] == mia.id.as_str() && e["source"] == "mcp")
+    );
+    let refused = as_max
+        .call(
+            "app__time_sheet_entry__entries__history",
+            history(&mias_row["id"]),
+        )
+        .await;
+    assert_eq!(tool_error(&refused)["code"], "APP_RECORD_NOT_FOUND");
+    let managed = structured(
+        &as_manager
+            .call(
+                "app__time_sheet_entry__entries__history",
+                history(&mias_row["id"]),
+            )
+            .await,
+    )
+    .clone();
+    assert_eq!(managed["entries"].as_array().unwrap().len(), 4);
+
     // Nothing a member tried reached the file.
     let db =
         rusqlite::Connection::open(harness.path().join("apps/time-sheet-entry.sqlite")).unwrap();
@@ -153,12 +213,12 @@ async fn members_cannot_write_projects_and_managers_read_every_members_hours() {
         .map(Result::unwrap)
         .collect();
     assert_eq!(names, ["Ops"]);
-    let hours: f64 = db
+    let left: i64 = db
         .query_row(
-            "SELECT hours FROM entries WHERE id = ?1",
+            "SELECT count(*) FROM entries WHERE id = ?1",
             [mias_row["id"].as_i64().unwrap()],
             |row| row.get(0),
         )
         .unwrap();
-    assert_eq!(hours, 2.0);
+    assert_eq!(left, 0, "Mia deleted her own row");
 }

@@ -10,7 +10,19 @@
 use serde::{Deserialize, Serialize};
 
 /// The data operations every declared table offers, in listing order.
-pub const OPERATIONS: [&str; 6] = ["list", "get", "aggregate", "create", "update", "delete"];
+/// `history` reads one row's entries in the audit ledger.
+pub const OPERATIONS: [&str; 7] = [
+    "list",
+    "get",
+    "aggregate",
+    "history",
+    "create",
+    "update",
+    "delete",
+];
+
+/// Most audit entries one `history` page returns (and its default).
+pub const MAX_HISTORY: u32 = 50;
 
 /// Most `where` clauses.
 pub const MAX_WHERE: usize = 20;

@@ -9,8 +9,8 @@ use serde_json::{Map, Value, json};
 
 use crate::data::{ID_COLUMN, Table, TableDeclaration, value_kinds};
 use crate::grammar::{
-    MAX_GROUP_BY, MAX_IDEMPOTENCY_KEY_CHARS, MAX_LIMIT, MAX_METRICS, MAX_ORDER_BY, MAX_SELECT,
-    MAX_WHERE, MetricFunction, Operator,
+    MAX_GROUP_BY, MAX_HISTORY, MAX_IDEMPOTENCY_KEY_CHARS, MAX_LIMIT, MAX_METRICS, MAX_ORDER_BY,
+    MAX_SELECT, MAX_WHERE, MetricFunction, Operator,
 };
 
 /// The open app's chat tool.
@@ -180,6 +180,11 @@ pub fn table_tool_input(
             json!({"type": "object", "properties": {"id": id_schema}, "required": ["id"], "additionalProperties": false}),
             true,
             "Get one row by id",
+        ),
+        "history" => (
+            json!({"type": "object", "properties": {"id": id_schema, "limit": {"type": "integer", "minimum": 1, "maximum": MAX_HISTORY}, "cursor": {"type": "string"}}, "required": ["id"], "additionalProperties": false}),
+            true,
+            "The change history of one row (who, when, through which surface, the row before and after; oldest first)",
         ),
         "aggregate" => {
             let metric_properties: Map<String, Value> =

@@ -136,6 +136,7 @@ CREATE TABLE IF NOT EXISTS _sasha_audit (
     after_json TEXT,
     created_at TEXT NOT NULL
 ) STRICT;
+CREATE INDEX IF NOT EXISTS _sasha_audit_by_record ON _sasha_audit (table_name, record_id, id);
 CREATE TRIGGER IF NOT EXISTS _sasha_audit_no_update
     BEFORE UPDATE ON _sasha_audit
 BEGIN
@@ -1353,6 +1354,7 @@ fn read_rows(
 }
 
 pub mod commit;
+pub mod history;
 pub mod preview;
 pub mod readers;
 

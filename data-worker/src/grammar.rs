@@ -59,7 +59,7 @@ use sha2::{Digest, Sha256};
 
 pub use sasha_contract::data::{ID_COLUMN, VERSION_COLUMN};
 pub use sasha_contract::grammar::{
-    DEFAULT_LIMIT, MAX_ALIAS_CHARS, MAX_CURSOR_BYTES, MAX_GROUP_BY, MAX_GROUPS,
+    DEFAULT_LIMIT, MAX_ALIAS_CHARS, MAX_CURSOR_BYTES, MAX_GROUP_BY, MAX_GROUPS, MAX_HISTORY,
     MAX_IDEMPOTENCY_KEY_CHARS, MAX_IN, MAX_LIMIT, MAX_METRICS, MAX_ORDER_BY, MAX_PATTERN_CHARS,
     MAX_SELECT, MAX_TEXT_ID_CHARS, MAX_VALUES, MAX_WHERE, MetricFunction, Operator,
 };
@@ -272,6 +272,13 @@ pub enum Request {
         id: Value,
     },
     Aggregate(AggregateQuery),
+    /// One row's audit entries, oldest first, after the entry `after` (a
+    /// page's cursor).
+    History {
+        id: Value,
+        limit: u32,
+        after: Option<i64>,
+    },
     Create {
         values: Map<String, Value>,
         idempotency_key: String,
@@ -542,6 +549,36 @@ pub fn parse(operation: &str, table: &TableSpec, request_json: &str) -> Result<R
             Ok(Request::Get { id })
         }
         "aggregate" => parse_aggregate(table, value).map(Request::Aggregate),
+        "history" => {
+            let mut fields = Fields::new(value, "a history request")?;
+            let id = fields.require("id")?;
+            let limit = match fields.take("limit") {
+                None => MAX_HISTORY,
+                Some(value) => match value.as_u64() {
+                    Some(limit) if (1..=u64::from(MAX_HISTORY)).contains(&limit) => limit as u32,
+                    _ => {
+                        return Err(invalid(format!(
+                            "limit must be an integer from 1 to {MAX_HISTORY}"
+                        )));
+                    }
+                },
+            };
+            // The cursor is the last entry's number: entries are filtered by
+            // table and row first, so another number reaches nothing else.
+            let after = match fields.take("cursor") {
+                None => None,
+                Some(value) => Some(
+                    string(value, "cursor")?
+                        .parse::<i64>()
+                        .ok()
+                        .filter(|after| *after >= 0)
+                        .ok_or_else(|| invalid("cursor is not one this table's history gave"))?,
+                ),
+            };
+            fields.finish()?;
+            check_id(&id)?;
+            Ok(Request::History { id, limit, after })
+        }
         "create" => {
             let mut fields = Fields::new(value, "a create request")?;
             let values = object(fields.require("values")?, "values")?;
@@ -583,7 +620,7 @@ pub fn parse(operation: &str, table: &TableSpec, request_json: &str) -> Result<R
             })
         }
         _ => Err(invalid(format!(
-            "unknown operation {}; use list, get, aggregate, create, update or delete",
+            "unknown operation {}; use list, get, aggregate, history, create, update or delete",
             shown(operation)
         ))),
     }

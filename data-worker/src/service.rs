@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use sasha_contract::data::{DataContract, contract_hash};
+use sasha_contract::data::{Access, DataContract, contract_hash};
 use sasha_proto::pb::data_service_server::DataService;
 use sasha_proto::pb::{
     self, DescribeSchemaRequest, ExecuteReply, ExecuteRequest, HealthReply, HealthRequest,
@@ -281,6 +281,36 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
             )?;
             grammar::check_group_count(rows.len())?;
             Ok(serde_json::json!({"groups": rows}))
+        }
+        grammar::Request::History { id, limit, after } => {
+            // Like a get: a row a caller cannot read has no history for them,
+            // and one that never existed is the same answer.
+            let owner_scoped =
+                spec.access == Access::Owner && !declaration.reads_every_owner(manages);
+            let record = match &id {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            let history = engine.history(
+                app,
+                &contract,
+                &request.table,
+                &record,
+                spec.owner_field.as_deref().filter(|_| owner_scoped),
+                after,
+                limit + 1,
+            )?;
+            if history.entries.is_empty()
+                || owner_scoped && history.owner.as_deref() != Some(actor.as_str())
+            {
+                return Err(not_found());
+            }
+            let mut entries = history.entries;
+            let next = (entries.len() > limit as usize).then(|| {
+                entries.truncate(limit as usize);
+                entries.last().map(|entry| entry.entry.to_string())
+            });
+            Ok(serde_json::json!({"entries": entries, "nextCursor": next.flatten()}))
         }
         grammar::Request::Create {
             values,

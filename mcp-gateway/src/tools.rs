@@ -419,6 +419,7 @@ mod tests {
                 "app__notes__note_items__list",
                 "app__notes__note_items__get",
                 "app__notes__note_items__aggregate",
+                "app__notes__note_items__history",
                 "app__notes__note_items__create",
                 "app__notes__note_items__update",
                 "app__notes__note_items__delete",

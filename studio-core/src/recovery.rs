@@ -61,6 +61,8 @@ pub(crate) struct RecoveryTable {
 pub(crate) struct RecoveryTools {
     pub list: String,
     pub get: String,
+    /// One row's audit entries.
+    pub history: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub create: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -133,6 +135,7 @@ pub(crate) fn descriptor(
             tools: RecoveryTools {
                 list: tool("list"),
                 get: tool("get"),
+                history: tool("history"),
                 create: write_tool("create"),
                 update: write_tool("update"),
                 delete: write_tool("delete"),

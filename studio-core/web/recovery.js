@@ -15,6 +15,9 @@ import { errorText, h, panelMessages, replaceChildren } from "./dom.js";
 const MCP_PROTOCOL_VERSION = "2026-07-28";
 const CLIENT_INFO = { name: "sasha-studio-recovery", version: "1" };
 const PAGE_SIZE = 50;
+// Most audit entries the panel loads for one row (four pages of the history
+// tool); a row edited more often than that shows its first ones.
+const HISTORY_SHOWN = 200;
 const CONFLICT_TEXT =
   "This row changed since it was loaded, so nothing was overwritten. The table now shows the latest values; apply your change again.";
 
@@ -206,6 +209,7 @@ export function recoveryPanel(options) {
     const grid = h("div", { class: "recovery-grid" });
     const more = h("button", { type: "button", class: "button button-quiet", text: "Show more rows", hidden: true });
     const state = { rows: [], cursor: null, editing: null };
+    const history = h("div", { class: "recovery-history-panel" });
     const shown = table.fields.map((field) => field.name);
 
     // `message` is announced once the grid shows the change it describes.
@@ -248,7 +252,7 @@ export function recoveryPanel(options) {
               {},
               shown.map((name) => h("th", { scope: "col", text: name })),
               h("th", { scope: "col", text: "version" }),
-              table.writable ? h("th", { scope: "col" }, h("span", { class: "visually-hidden", text: "Actions" })) : null,
+              h("th", { scope: "col" }, h("span", { class: "visually-hidden", text: "Actions" })),
             ),
           ),
           h("tbody", {}, state.rows.map((row) => (state.editing === row ? editRow(row) : viewRow(row)))),
@@ -263,10 +267,18 @@ export function recoveryPanel(options) {
         {},
         table.fields.map((field) => h("td", {}, showValue(row[field.name]))),
         h("td", { class: "recovery-version", text: String(row[versionField]) }),
-        table.writable
-          ? h(
-              "td",
-              { class: "recovery-actions" },
+        h(
+          "td",
+          { class: "recovery-actions" },
+          h("button", {
+            type: "button",
+            class: "button button-quiet",
+            text: "History",
+            "aria-label": `History of ${label}`,
+            onclick: () => showHistory(row),
+          }),
+          table.writable
+            ? [
               table.tools.update
                 ? h("button", {
                     type: "button",
@@ -292,9 +304,69 @@ export function recoveryPanel(options) {
                     onclick: (event) => remove(row, event.currentTarget),
                   })
                 : null,
-            )
-          : null,
+            ]
+            : null,
+        ),
       );
+    }
+
+    // One row's audit entries (the `history` tool: who, when, through which
+    // surface, before and after), oldest first, a page at a time.
+    async function showHistory(row) {
+      const label = `${table.name} row ${row.id}`;
+      clearAlert();
+      say(`Loading the history of ${label}…`);
+      const entries = [];
+      let cursor = null;
+      try {
+        do {
+          const args = { id: row.id };
+          if (cursor) {
+            args.cursor = cursor;
+          }
+          const page = await callTool(app.id, table.tools.history, args);
+          entries.push(...page.entries);
+          cursor = page.nextCursor || null;
+        } while (cursor && entries.length < HISTORY_SHOWN);
+      } catch (error) {
+        fail(error);
+        return;
+      }
+      const changed = (entry) => {
+        const fields = new Set([...Object.keys(entry.before || {}), ...Object.keys(entry.after || {})]);
+        return [...fields]
+          .filter((name) => name !== versionField)
+          .filter((name) => JSON.stringify((entry.before || {})[name]) !== JSON.stringify((entry.after || {})[name]))
+          .map((name) =>
+            h(
+              "li",
+              {},
+              `${name}: `,
+              entry.before ? showValue(entry.before[name]) : "—",
+              " → ",
+              entry.after ? showValue(entry.after[name]) : "—",
+            ),
+          );
+      };
+      replaceChildren(
+        history,
+        h("h4", { class: "form-title", text: `History of ${label}` }),
+        h(
+          "ol",
+          { class: "recovery-history", "aria-label": `History of ${label}` },
+          entries.map((entry) =>
+            h(
+              "li",
+              {},
+              h("strong", { text: entry.operation }),
+              ` ${entry.at} by ${entry.actor} via ${entry.source}`,
+              h("ul", {}, changed(entry)),
+            ),
+          ),
+        ),
+        h("button", { type: "button", class: "button button-quiet", text: "Close history", onclick: () => replaceChildren(history) }),
+      );
+      say(`History of ${label}: ${entries.length} ${entries.length === 1 ? "entry" : "entries"}.`);
     }
 
     function editRow(row) {
@@ -460,12 +532,20 @@ export function recoveryPanel(options) {
         h("h3", { id: headingId, text: table.name }),
         h("span", {
           class: "badge badge-small",
-          text: table.access === "owner" ? `own rows (${table.ownerField})` : "shared",
+          // The panel is for the app's managers, who read every owner's rows
+          // of a `managersReadAll` table.
+          text:
+            table.access !== "owner"
+              ? "shared"
+              : table.managersReadAll
+                ? `every owner's rows (${table.ownerField})`
+                : `own rows (${table.ownerField})`,
         }),
         h("button", { type: "button", class: "button button-quiet", text: "Reload", "aria-label": `Reload ${table.name}`, onclick: () => load() }),
       ),
       grid,
       more,
+      history,
       table.writable && table.tools.create ? createForm() : null,
     );
     load();

@@ -5,7 +5,8 @@
 //  1. sign in as the dev admin; open the app's recovery panel and add the
 //     shared projects there (a duplicate name is refused; an edit made
 //     elsewhere first makes the panel's stale save a conflict it shows, never
-//     an overwrite; a delete asks first);
+//     an overwrite; a delete asks first; a row's History shows its create
+//     and its edit with the value before and after);
 //  2. back in the app's own view, log hours on three days of the shown week
 //     through the form (the app-only log-hours action); per-day and
 //     per-project totals follow;
@@ -16,7 +17,8 @@
 //  5. delete one entry after confirming in the app's own dialog;
 //  6. a member sees no apps (and no recovery, and no data tools) until the
 //     admin grants `use` in the access panel; then sees none of the admin's
-//     entries, logs their own, and still has no recovery;
+//     entries, logs their own, and still has no recovery; the admin, who
+//     manages the app (entries: managersReadAll), then sees the team's week;
 //  7. print the UI's totals (`UI_TOTALS {json}` for the admin, `MEMBER_TOTALS`
 //     for the member) for the Rust test to compare with
 //     app__time_sheet_entry__weekly_project_totals read by the MCP SDK client;
@@ -131,7 +133,7 @@ async function run() {
   const projectsGrid = recovery.getByRole("region", { name: "projects", exact: true });
   const entriesGrid = recovery.getByRole("region", { name: "entries", exact: true });
   await projectsGrid.getByText("No rows in projects that you can see.").waitFor();
-  checks.ok(await entriesGrid.getByText("own rows (created_by)").isVisible(), "the entries grid says it shows the caller's own rows");
+  checks.ok(await entriesGrid.getByText("every owner's rows (created_by)").isVisible(), "the entries grid says a manager sees every owner's rows (managersReadAll)");
   checks.equal(
     await entriesGrid.locator("form label").allTextContents(),
     ["date (required)", "project (required)", "hours (required)", "note"],
@@ -168,6 +170,16 @@ async function run() {
   await recoveryStatus.filter({ hasText: `Saved ${cygnus}.` }).waitFor();
   const cygnusRow = projectRows.filter({ hasText: "Cygnus" });
   checks.equal(await cygnusRow.locator(".recovery-version").textContent(), "2", "an edit in the panel moves the row to version 2");
+
+  // The row's history: its create and the edit, with the value before and after.
+  await projectsGrid.getByRole("button", { name: `History of ${cygnus}` }).click();
+  const cygnusHistory = projectsGrid.getByRole("list", { name: `History of ${cygnus}` });
+  await cygnusHistory.waitFor();
+  const historyItems = cygnusHistory.locator(":scope > li");
+  checks.equal(await historyItems.count(), 2, "the history lists the create and the edit");
+  checks.ok(/^create .* via ui/.test(await historyItems.nth(0).textContent()), "the first entry is the create, from the Studio page", await historyItems.nth(0).textContent());
+  checks.ok((await historyItems.nth(1).textContent()).includes("name: Cygnus → Cygnus I"), "the edit shows the name before and after", await historyItems.nth(1).textContent());
+  await projectsGrid.getByRole("button", { name: "Close history" }).click();
 
   // Someone else changes the row first (the same governed tool, from this page).
   const elsewhere = await callTool(page, "time-sheet-entry", "app__time_sheet_entry__projects__update", {
@@ -340,12 +352,16 @@ async function run() {
   checks.equal(memberTotals, { Apollo: 2 }, "the member's per-project totals count only their hours");
   await member.page.context().close();
 
+  // The admin manages the app and `entries` declares managersReadAll: their
+  // week is the team's.
   const adminRows = await memberAwareCount(app);
-  checks.equal(adminRows, 3, "the admin's view, reloaded, still lists only the admin's three entries");
+  checks.equal(adminRows, 4, "the admin's view, reloaded, lists the team's four entries (managersReadAll)");
+  const teamByProject = await totals(app, "Hours per project");
+  checks.equal(teamByProject, { Apollo: 14.25, Borealis: 5 }, "the admin's per-project totals are the team's");
   timings.member = Date.now() - at;
 
   // --- 7. Hand the UI's totals to the Rust test ----------------------------
-  const uiTotals = Object.fromEntries(Object.entries(byProject).map(([name, hours]) => [String(projects[name]), hours]));
+  const uiTotals = Object.fromEntries(Object.entries(teamByProject).map(([name, hours]) => [String(projects[name]), hours]));
   console.log(`UI_TOTALS ${JSON.stringify({ weekStart, projects: uiTotals })}`);
   const memberIds = Object.fromEntries(Object.entries(memberTotals).map(([name, hours]) => [String(projects[name]), hours]));
   console.log(`MEMBER_TOTALS ${JSON.stringify({ weekStart, projects: memberIds })}`);

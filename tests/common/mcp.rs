@@ -287,17 +287,22 @@ pub fn structured(exchange: &Exchange) -> &Value {
 /// The error envelope of a failed tool result.
 /// Creates through the sessionless input-request round trip, accepting.
 pub async fn confirmed_create(client: &mut Mcp, tool: &str, arguments: Value) -> Value {
+    structured(&confirmed_call(client, tool, arguments).await).clone()
+}
+
+/// Calls a writing tool through the sessionless input-request round trip,
+/// accepting; the second exchange, whatever its outcome.
+pub async fn confirmed_call(client: &mut Mcp, tool: &str, arguments: Value) -> Exchange {
     let first = client.call(tool, arguments.clone()).await;
     let result = first.result().clone();
     assert_eq!(result["resultType"], "input_required", "{result}");
     let state = result["requestState"].as_str().unwrap().to_owned();
-    let second = client
+    client
         .request(
             "tools/call",
             json!({"name": tool, "arguments": arguments, "requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}}),
         )
-        .await;
-    structured(&second).clone()
+        .await
 }
 
 pub fn tool_error(exchange: &Exchange) -> &Value {

@@ -344,3 +344,99 @@ fn write_policies_and_manager_reads_follow_the_callers_grant() {
         ErrorCode::RecordNotFound
     );
 }
+
+#[test]
+fn a_rows_history_is_read_like_the_row_and_paged() {
+    let dir = tempfile::tempdir().unwrap();
+    let worker = Worker::new(dir.path()).unwrap();
+    let contract = policy_contract();
+    let call = |user: &str, access: &str, operation: &str, json: Value| {
+        let mut request = request(&contract, operation, json, "");
+        request.table = "entries".into();
+        request.actor = Some(pb::Actor {
+            user_id: user.into(),
+            via: "ui".into(),
+            access: access.into(),
+        });
+        execute(&worker, request)
+    };
+    let row = call(
+        "alice",
+        "use",
+        "create",
+        serde_json::json!({"values": {"hours": 1.0}, "idempotencyKey": "c"}),
+    )
+    .unwrap();
+    let id = row["id"].clone();
+    for (version, hours) in [(1, 2.0), (2, 3.0)] {
+        call("alice", "use", "update", serde_json::json!({"id": id, "changes": {"hours": hours}, "expectedVersion": version, "idempotencyKey": format!("u{version}")})).unwrap();
+    }
+    call(
+        "alice",
+        "use",
+        "delete",
+        serde_json::json!({"id": id, "expectedVersion": 3, "idempotencyKey": "d"}),
+    )
+    .unwrap();
+
+    let history = call("alice", "use", "history", serde_json::json!({"id": id})).unwrap();
+    let entries = history["entries"].as_array().unwrap();
+    let operations: Vec<&str> = entries
+        .iter()
+        .map(|e| e["operation"].as_str().unwrap())
+        .collect();
+    assert_eq!(operations, ["create", "update", "update", "delete"]);
+    assert_eq!(entries[0]["before"], Value::Null);
+    assert_eq!(entries[0]["after"]["hours"], 1.0);
+    assert_eq!(entries[1]["before"]["hours"], 1.0);
+    assert_eq!(entries[1]["after"]["hours"], 2.0);
+    assert_eq!(entries[3]["before"]["hours"], 3.0);
+    assert_eq!(entries[3]["after"], Value::Null);
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["actor"] == "alice" && e["source"] == "ui")
+    );
+    assert!(entries[0]["at"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(history["nextCursor"], Value::Null);
+
+    // Another member cannot read it, the same answer as for no row at all.
+    for (user, access, id) in [
+        ("bob", "use", id.clone()),
+        ("alice", "use", serde_json::json!(999)),
+    ] {
+        let refused = call(user, access, "history", serde_json::json!({"id": id})).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::RecordNotFound, "{user}");
+    }
+    // A manager of a `managersReadAll` table reads it, a page at a time.
+    let first = call(
+        "boss",
+        "manage",
+        "history",
+        serde_json::json!({"id": id, "limit": 3}),
+    )
+    .unwrap();
+    assert_eq!(first["entries"].as_array().unwrap().len(), 3);
+    let cursor = first["nextCursor"].as_str().unwrap().to_owned();
+    let rest = call(
+        "boss",
+        "manage",
+        "history",
+        serde_json::json!({"id": id, "limit": 3, "cursor": cursor}),
+    )
+    .unwrap();
+    assert_eq!(rest["entries"][0]["operation"], "delete");
+    assert_eq!(rest["nextCursor"], Value::Null);
+    // Bounds and a forged cursor are refused with the field named.
+    for bad in [
+        serde_json::json!({"id": id, "limit": 51}),
+        serde_json::json!({"id": id, "limit": 0}),
+        serde_json::json!({"id": id, "cursor": "x"}),
+        serde_json::json!({"id": id, "cursor": "-1"}),
+        serde_json::json!({"id": id, "extra": 1}),
+        serde_json::json!({}),
+    ] {
+        let refused = call("alice", "use", "history", bad.clone()).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::InputInvalid, "{bad}");
+    }
+}

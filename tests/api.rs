@@ -373,11 +373,14 @@ async fn the_recovery_descriptor_needs_apps_invoke_and_manage() {
     assert_eq!(expenses["access"], "owner");
     assert_eq!(expenses["ownerField"], "created_by");
     assert_eq!(expenses["writable"], true);
+    assert_eq!(expenses["write"], "use");
+    assert_eq!(expenses["managersReadAll"], false);
     assert_eq!(
         expenses["tools"],
         serde_json::json!({
             "list": "app__expense_log__expenses__list",
             "get": "app__expense_log__expenses__get",
+            "history": "app__expense_log__expenses__history",
             "create": "app__expense_log__expenses__create",
             "update": "app__expense_log__expenses__update",
             "delete": "app__expense_log__expenses__delete",

@@ -35,6 +35,7 @@ use crate::engine::{
     Source, Target, sql_error,
 };
 use crate::grammar::{self, Statement, TableSpec};
+use constraints::Write;
 
 /// The `DataService` implementation.
 #[derive(Clone)]
@@ -167,6 +168,32 @@ fn returning(
         )),
         None => Ok(None),
     }
+}
+
+/// [`returning`] for a write: a constraint it breaks is explained in the
+/// caller's terms ([`constraints::explain`]).
+fn writing(
+    transaction: &rusqlite::Connection,
+    statement: &Statement,
+    contract: &DataContract,
+    table: &str,
+    write: &Write<'_>,
+) -> Result<Option<Map<String, Value>>, AppError> {
+    let stepped = {
+        let mut prepared = crate::engine::prepare_governed(transaction, &statement.sql)?;
+        let mut rows = prepared
+            .query(rusqlite::params_from_iter(statement.params.iter()))
+            .map_err(sql_error)?;
+        match rows.next() {
+            Ok(Some(row)) => Ok(Some(
+                grammar::row_to_json(&statement.columns, row).map_err(sql_error)?,
+            )),
+            Ok(None) => Ok(None),
+            Err(error) => Err(error),
+        }
+    };
+    // The failed statement is done with before its cause is asked about.
+    stepped.map_err(|error| constraints::explain(transaction, contract, table, write, error))
 }
 
 fn record_id(row: &Map<String, Value>) -> String {
@@ -318,13 +345,15 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
         } => {
             let statement = grammar::create_statement(&spec, &values, &actor)?;
             let table = request.table.clone();
+            let declared = Arc::clone(&contract);
             engine.mutate(
                 app,
                 &contract,
                 receipt(&idempotency_key),
                 meta()?,
                 move |transaction| {
-                    let row = returning(transaction, &statement)?
+                    let write = Write::Values(&values);
+                    let row = writing(transaction, &statement, &declared, &table, &write)?
                         .ok_or_else(|| AppError::from_code(ErrorCode::Internal))?;
                     Ok(MutationOutcome {
                         result: Value::Object(row.clone()),
@@ -349,6 +378,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
             let statement =
                 grammar::update_statement(&spec, &id, &changes, expected_version, &actor)?;
             let table = request.table.clone();
+            let declared = Arc::clone(&contract);
             engine.mutate(
                 app,
                 &contract,
@@ -356,8 +386,9 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
                 meta()?,
                 move |transaction| {
                     let previous = returning(transaction, &before)?.ok_or_else(not_found)?;
-                    let row =
-                        returning(transaction, &statement)?.ok_or_else(|| conflict(&previous))?;
+                    let write = Write::Values(&changes);
+                    let row = writing(transaction, &statement, &declared, &table, &write)?
+                        .ok_or_else(|| conflict(&previous))?;
                     Ok(MutationOutcome {
                         result: Value::Object(row.clone()),
                         audit: AuditRecord {
@@ -379,9 +410,12 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
             let before = grammar::get_statement(&spec, &id, &actor)?;
             let statement = grammar::delete_statement(&spec, &id, expected_version, &actor)?;
             let table = request.table.clone();
+            let declared = Arc::clone(&contract);
             engine.mutate(app, &contract, receipt(&idempotency_key), meta()?, move |transaction| {
                 let previous = returning(transaction, &before)?.ok_or_else(not_found)?;
-                let row = returning(transaction, &statement)?.ok_or_else(|| conflict(&previous))?;
+                let write = Write::Delete(&id);
+                let row = writing(transaction, &statement, &declared, &table, &write)?
+                    .ok_or_else(|| conflict(&previous))?;
                 Ok(MutationOutcome {
                     result: serde_json::json!({"id": row.get(grammar::ID_COLUMN), "deleted": true}),
                     audit: AuditRecord {
@@ -588,6 +622,8 @@ impl DataService for Worker {
         }))
     }
 }
+
+mod constraints;
 
 #[cfg(test)]
 mod tests;

@@ -155,7 +155,7 @@ async function run() {
   await projectsGrid.getByLabel("name (required)").fill("Apollo");
   await projectsGrid.getByRole("button", { name: "Add to projects" }).click();
   await recoveryAlert.filter({ hasText: "APP_CONFLICT" }).waitFor();
-  checks.ok(/conflicts with the stored records/i.test(await recoveryAlert.textContent()), "a duplicate project name is refused with the platform's message", await recoveryAlert.textContent());
+  checks.ok(/name must be unique/i.test(await recoveryAlert.textContent()), "a duplicate project name is refused, naming the field and the rule", await recoveryAlert.textContent());
   checks.equal(await projectRows.count(), 3, "the refused duplicate adds nothing");
 
   await projectsGrid.getByLabel("name (required)").fill("");

@@ -440,3 +440,145 @@ fn a_rows_history_is_read_like_the_row_and_paged() {
         assert_eq!(refused.code, ErrorCode::InputInvalid, "{bad}");
     }
 }
+
+/// `projects` with a unique name; `entries` referring to a project, with a
+/// named and an unnamed CHECK rule.
+fn constraint_contract() -> DataContract {
+    let sql = "CREATE TABLE projects (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);\
+               CREATE TABLE entries (id INTEGER PRIMARY KEY, \
+                 project INTEGER NOT NULL REFERENCES projects(id), \
+                 hours REAL NOT NULL CONSTRAINT hours_between_0_and_24 CHECK (hours >= 0 AND hours <= 24), \
+                 note TEXT CHECK (length(note) < 5));";
+    let replay = rusqlite::Connection::open_in_memory().unwrap();
+    replay.execute_batch(sql).unwrap();
+    let migrations = vec![Migration {
+        file: "migrations/001-step.sql".into(),
+        number: 1,
+        checksum: sha256_hex(sql.as_bytes()),
+        sql: sql.to_owned(),
+    }];
+    let shared = || TableDeclaration {
+        access: Access::Shared,
+        owner_field: None,
+        write: Default::default(),
+        managers_read_all: false,
+    };
+    let tables = std::collections::BTreeMap::from([
+        ("projects".to_owned(), shared()),
+        ("entries".to_owned(), shared()),
+    ]);
+    DataContract {
+        schema: read_schema(&replay).unwrap(),
+        hash: contract_hash(&tables, &migrations),
+        migrations,
+        tables,
+    }
+}
+
+#[test]
+fn a_broken_constraint_names_its_field_and_rule_never_sql() {
+    let dir = tempfile::tempdir().unwrap();
+    let worker = Worker::new(dir.path()).unwrap();
+    let contract = constraint_contract();
+    let call = |operation: &str, table: &str, json: Value| {
+        let mut request = request(&contract, operation, json, "");
+        request.table = table.into();
+        execute(&worker, request)
+    };
+    let ops = call(
+        "create",
+        "projects",
+        serde_json::json!({"values": {"name": "Ops"}, "idempotencyKey": "p1"}),
+    )
+    .unwrap();
+    let entry = call(
+        "create",
+        "entries",
+        serde_json::json!({"values": {"project": ops["id"], "hours": 2.0}, "idempotencyKey": "e1"}),
+    )
+    .unwrap();
+
+    let refusals = [
+        (
+            call(
+                "create",
+                "projects",
+                serde_json::json!({"values": {"name": "Ops"}, "idempotencyKey": "p2"}),
+            ),
+            ErrorCode::Conflict,
+            "name must be unique",
+            serde_json::json!({"table": "projects", "fields": ["name"], "rule": "unique"}),
+        ),
+        (
+            call(
+                "create",
+                "entries",
+                serde_json::json!({"values": {"project": 7, "hours": 1.0}, "idempotencyKey": "e2"}),
+            ),
+            ErrorCode::InputInvalid,
+            "project: projects 7 does not exist",
+            serde_json::json!({"table": "entries", "field": "project", "value": 7, "references": "projects", "rule": "reference"}),
+        ),
+        (
+            call(
+                "update",
+                "entries",
+                serde_json::json!({"id": entry["id"], "changes": {"project": 99}, "expectedVersion": 1, "idempotencyKey": "e3"}),
+            ),
+            ErrorCode::InputInvalid,
+            "project: projects 99 does not exist",
+            serde_json::json!({"table": "entries", "field": "project", "value": 99, "references": "projects", "rule": "reference"}),
+        ),
+        (
+            call(
+                "delete",
+                "projects",
+                serde_json::json!({"id": ops["id"], "expectedVersion": 1, "idempotencyKey": "p3"}),
+            ),
+            ErrorCode::Conflict,
+            "a projects row that entries rows refer to cannot be deleted",
+            serde_json::json!({"table": "projects", "referencedBy": ["entries"], "rule": "referenced"}),
+        ),
+        (
+            call(
+                "create",
+                "entries",
+                serde_json::json!({"values": {"project": ops["id"], "hours": 30.0}, "idempotencyKey": "e4"}),
+            ),
+            ErrorCode::InputInvalid,
+            "breaks its rule hours_between_0_and_24",
+            serde_json::json!({"table": "entries", "rule": "check", "constraint": "hours_between_0_and_24"}),
+        ),
+        (
+            call(
+                "create",
+                "entries",
+                serde_json::json!({"values": {"project": ops["id"], "hours": 1.0, "note": "far too long"}, "idempotencyKey": "e5"}),
+            ),
+            ErrorCode::InputInvalid,
+            "breaks one of its CHECK rules",
+            serde_json::json!({"table": "entries", "rule": "check"}),
+        ),
+    ];
+    for (result, code, says, details) in refusals {
+        let error = result.unwrap_err();
+        assert_eq!(error.code, code, "{}", error.message);
+        assert!(error.message.contains(says), "{}", error.message);
+        assert_eq!(error.details, Some(details), "{}", error.message);
+        for sql in [
+            "constraint failed",
+            "length(",
+            "hours >=",
+            "FOREIGN KEY",
+            "UNIQUE",
+        ] {
+            assert!(!error.message.contains(sql), "{sql} in {}", error.message);
+        }
+    }
+    // Nothing of the refused writes is stored; the row that was is unchanged.
+    let listed = call("list", "entries", serde_json::json!({})).unwrap();
+    assert_eq!(listed["rows"].as_array().unwrap().len(), 1);
+    assert_eq!(listed["rows"][0]["project"], ops["id"]);
+    let projects = call("list", "projects", serde_json::json!({})).unwrap();
+    assert_eq!(projects["rows"].as_array().unwrap().len(), 1);
+}

@@ -190,6 +190,19 @@ impl<'a> From<&'a str> for Target<'a> {
 }
 
 impl<'a> Target<'a> {
+    /// The app id (checked) and, for a preview, its id (checked where it is
+    /// used); an id no app can have is `APP_NOT_FOUND`.
+    fn split(self) -> Result<(&'a str, Option<&'a str>), AppError> {
+        let (app_id, preview) = match self {
+            Target::Live(app_id) => (app_id, None),
+            Target::Preview { app_id, preview } => (app_id, Some(preview)),
+        };
+        if !valid_app_id(app_id) {
+            return Err(AppError::from_code(ErrorCode::NotFound));
+        }
+        Ok((app_id, preview))
+    }
+
     /// The live file for an empty `preview`, else that preview's scratch copy.
     pub fn of(app_id: &'a str, preview: &'a str) -> Target<'a> {
         if preview.is_empty() {
@@ -633,13 +646,7 @@ impl Engine {
         contract: &DataContract,
         f: impl FnOnce(&mut Handle) -> Result<R, AppError>,
     ) -> Result<R, AppError> {
-        let (app_id, preview) = match target.into() {
-            Target::Live(app_id) => (app_id, None),
-            Target::Preview { app_id, preview } => (app_id, Some(preview)),
-        };
-        if !valid_app_id(app_id) {
-            return Err(AppError::from_code(ErrorCode::NotFound));
-        }
+        let (app_id, preview) = target.into().split()?;
         if let Some(preview) = preview {
             return self.with_preview_handle(app_id, preview, contract, f);
         }
@@ -950,10 +957,7 @@ impl Engine {
         columns: Option<&[String]>,
     ) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, AppError> {
         let target = target.into();
-        if let Target::Live(app_id) = target {
-            if !valid_app_id(app_id) {
-                return Err(AppError::from_code(ErrorCode::NotFound));
-            }
+        if let (app_id, None) = target.split()? {
             return self.read_live(app_id, contract, sql, params, columns);
         }
         // A preview is one person's scratch copy: its writer connection reads too.
@@ -982,13 +986,7 @@ fn open_applying(path: &Path, contract: &DataContract) -> Result<(Handle, Vec<St
     harden(&mut conn, &guard).map_err(sql_error)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     let applied = setup(&mut conn, contract)?;
-    set_declared(&guard, contract);
-    let authorizer_guard = Arc::clone(&guard);
-    conn.authorizer(Some(move |context: AuthContext<'_>| {
-        authorizer_guard.authorize(&context)
-    }))
-    .map_err(sql_error)?;
-    guard.trusted.store(false, Ordering::SeqCst);
+    govern(&mut conn, &guard, contract)?;
     let handle = Handle {
         conn,
         guard,
@@ -1147,6 +1145,24 @@ fn harden(conn: &mut Connection, guard: &Arc<Guard>) -> rusqlite::Result<()> {
     )?;
     let progress_guard = Arc::clone(guard);
     conn.progress_handler(PROGRESS_OPS, Some(move || progress_guard.expired()))?;
+    Ok(())
+}
+
+/// Confines what runs on `conn` from now on to `contract`'s reach: the
+/// declared tables set, the authorizer installed, trust turned off. Last in
+/// every open, so setup's own PRAGMAs and DDL are not refused.
+fn govern(
+    conn: &mut Connection,
+    guard: &Arc<Guard>,
+    contract: &DataContract,
+) -> Result<(), AppError> {
+    set_declared(guard, contract);
+    let authorizer_guard = Arc::clone(guard);
+    conn.authorizer(Some(move |context: AuthContext<'_>| {
+        authorizer_guard.authorize(&context)
+    }))
+    .map_err(sql_error)?;
+    guard.trusted.store(false, Ordering::SeqCst);
     Ok(())
 }
 

@@ -465,13 +465,16 @@ mod tests {
             "app__notes__note_items__delete",
             "app__notes__add_note",
         ];
-        let listed: Vec<String> = names(&tools_for(&catalogue, &caller))
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
+        let listed = |catalogue: &Catalogue| -> Vec<String> {
+            names(&tools_for(catalogue, &caller))
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        };
+        let use_holder = listed(&catalogue);
         for name in writes {
             assert!(
-                !listed.iter().any(|listed| listed == name),
+                !use_holder.iter().any(|listed| listed == name),
                 "{name} listed to a use holder"
             );
             assert!(
@@ -480,16 +483,16 @@ mod tests {
             );
         }
         for name in ["app__notes__note_items__list", "app__notes__count_notes"] {
-            assert!(listed.iter().any(|listed| listed == name), "{name} missing");
+            assert!(
+                use_holder.iter().any(|listed| listed == name),
+                "{name} missing"
+            );
         }
         notes(&mut catalogue).access = "manage".into();
-        let listed: Vec<String> = names(&tools_for(&catalogue, &caller))
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
+        let manager = listed(&catalogue);
         for name in writes {
             assert!(
-                listed.iter().any(|listed| listed == name),
+                manager.iter().any(|listed| listed == name),
                 "{name} missing for a manager"
             );
             assert!(

@@ -37,7 +37,7 @@ use sasha_proto::{AppError, ErrorCode};
 
 use super::{
     AuditMeta, DeadlineScope, Engine, Guard, Handle, MutationOutcome, NOW_SQL, ReceiptKey, Target,
-    TrustScope, internal, ready, sql_error, valid_app_id,
+    TrustScope, internal, ready, sql_error,
 };
 
 /// Most mutations one transaction commits. Large enough that 8 to 32
@@ -103,13 +103,7 @@ impl Engine {
         F: Fn(&Connection) -> Result<MutationOutcome, AppError> + Send + 'static,
     {
         let work: Work = Box::new(work);
-        let (app_id, preview) = match target.into() {
-            Target::Live(app_id) => (app_id, None),
-            Target::Preview { app_id, preview } => (app_id, Some(preview)),
-        };
-        if !valid_app_id(app_id) {
-            return Err(AppError::from_code(ErrorCode::NotFound));
-        }
+        let (app_id, preview) = target.into().split()?;
         if let Some(preview) = preview {
             // A preview is one person trying a draft: a batch of one.
             let (reply, answer) = mpsc::sync_channel(1);

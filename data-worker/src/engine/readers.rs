@@ -16,18 +16,16 @@
 //! [`READERS`] connections per file, or hand out a reader whose reach is not
 //! the contract the caller named.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use rusqlite::OpenFlags;
-use rusqlite::hooks::AuthContext;
 use sasha_contract::data::DataContract;
 use sasha_proto::{AppError, ErrorCode};
 
 use super::{
-    DeadlineScope, Engine, Guard, STATEMENT_CACHE, Slot, harden, open_file, read_rows, ready,
-    set_declared, sql_error, trusted_guard,
+    DeadlineScope, Engine, Guard, STATEMENT_CACHE, Slot, govern, harden, open_file, read_rows,
+    ready, sql_error, trusted_guard,
 };
 
 /// Most read-only connections one live file keeps. Reads beyond it wait for
@@ -167,14 +165,8 @@ impl Engine {
         let mut conn = open_file(&self.live_path(app_id), flags)?;
         harden(&mut conn, &guard).map_err(sql_error)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        set_declared(&guard, contract);
-        let authorizer_guard = Arc::clone(&guard);
-        conn.authorizer(Some(move |context: AuthContext<'_>| {
-            authorizer_guard.authorize(&context)
-        }))
-        .map_err(sql_error)?;
         // A reader never turns trust on again.
-        guard.trusted.store(false, Ordering::SeqCst);
+        govern(&mut conn, &guard, contract)?;
         Ok(Reader {
             conn,
             guard,

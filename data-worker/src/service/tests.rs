@@ -216,11 +216,8 @@ async fn apply_contract_verifies_and_publishes_a_draft() {
     assert!(removed.removed_files >= 1);
 }
 
-/// A Time Sheet-like contract: `projects` shared and written by managers
-/// only, `entries` owned through `created_by` and read in full by managers.
-fn policy_contract() -> DataContract {
-    let sql = "CREATE TABLE projects (id INTEGER PRIMARY KEY, name TEXT NOT NULL);\
-               CREATE TABLE entries (id INTEGER PRIMARY KEY, hours REAL NOT NULL, created_by TEXT NOT NULL);";
+/// The contract of one migration, `sql`, declaring `tables`.
+fn contract_of(sql: &str, tables: Vec<(&str, TableDeclaration)>) -> DataContract {
     let replay = rusqlite::Connection::open_in_memory().unwrap();
     replay.execute_batch(sql).unwrap();
     let migrations = vec![Migration {
@@ -229,32 +226,52 @@ fn policy_contract() -> DataContract {
         checksum: sha256_hex(sql.as_bytes()),
         sql: sql.to_owned(),
     }];
-    let tables = std::collections::BTreeMap::from([
-        (
-            "projects".to_owned(),
-            TableDeclaration {
-                access: Access::Shared,
-                owner_field: None,
-                write: sasha_contract::data::WritePolicy::Manage,
-                managers_read_all: false,
-            },
-        ),
-        (
-            "entries".to_owned(),
-            TableDeclaration {
-                access: Access::Owner,
-                owner_field: Some("created_by".into()),
-                write: Default::default(),
-                managers_read_all: true,
-            },
-        ),
-    ]);
+    let tables: std::collections::BTreeMap<String, TableDeclaration> = tables
+        .into_iter()
+        .map(|(name, declaration)| (name.to_owned(), declaration))
+        .collect();
     DataContract {
         schema: read_schema(&replay).unwrap(),
         hash: contract_hash(&tables, &migrations),
         migrations,
         tables,
     }
+}
+
+fn shared() -> TableDeclaration {
+    TableDeclaration {
+        access: Access::Shared,
+        owner_field: None,
+        write: Default::default(),
+        managers_read_all: false,
+    }
+}
+
+/// A Time Sheet-like contract: `projects` shared and written by managers
+/// only, `entries` owned through `created_by` and read in full by managers.
+fn policy_contract() -> DataContract {
+    contract_of(
+        "CREATE TABLE projects (id INTEGER PRIMARY KEY, name TEXT NOT NULL);\
+         CREATE TABLE entries (id INTEGER PRIMARY KEY, hours REAL NOT NULL, created_by TEXT NOT NULL);",
+        vec![
+            (
+                "projects",
+                TableDeclaration {
+                    write: sasha_contract::data::WritePolicy::Manage,
+                    ..shared()
+                },
+            ),
+            (
+                "entries",
+                TableDeclaration {
+                    access: Access::Owner,
+                    owner_field: Some("created_by".into()),
+                    managers_read_all: true,
+                    ..shared()
+                },
+            ),
+        ],
+    )
 }
 
 #[test]
@@ -444,35 +461,14 @@ fn a_rows_history_is_read_like_the_row_and_paged() {
 /// `projects` with a unique name; `entries` referring to a project, with a
 /// named and an unnamed CHECK rule.
 fn constraint_contract() -> DataContract {
-    let sql = "CREATE TABLE projects (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);\
-               CREATE TABLE entries (id INTEGER PRIMARY KEY, \
-                 project INTEGER NOT NULL REFERENCES projects(id), \
-                 hours REAL NOT NULL CONSTRAINT hours_between_0_and_24 CHECK (hours >= 0 AND hours <= 24), \
-                 note TEXT CHECK (length(note) < 5));";
-    let replay = rusqlite::Connection::open_in_memory().unwrap();
-    replay.execute_batch(sql).unwrap();
-    let migrations = vec![Migration {
-        file: "migrations/001-step.sql".into(),
-        number: 1,
-        checksum: sha256_hex(sql.as_bytes()),
-        sql: sql.to_owned(),
-    }];
-    let shared = || TableDeclaration {
-        access: Access::Shared,
-        owner_field: None,
-        write: Default::default(),
-        managers_read_all: false,
-    };
-    let tables = std::collections::BTreeMap::from([
-        ("projects".to_owned(), shared()),
-        ("entries".to_owned(), shared()),
-    ]);
-    DataContract {
-        schema: read_schema(&replay).unwrap(),
-        hash: contract_hash(&tables, &migrations),
-        migrations,
-        tables,
-    }
+    contract_of(
+        "CREATE TABLE projects (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);\
+         CREATE TABLE entries (id INTEGER PRIMARY KEY, \
+           project INTEGER NOT NULL REFERENCES projects(id), \
+           hours REAL NOT NULL CONSTRAINT hours_between_0_and_24 CHECK (hours >= 0 AND hours <= 24), \
+           note TEXT CHECK (length(note) < 5));",
+        vec![("projects", shared()), ("entries", shared())],
+    )
 }
 
 #[test]

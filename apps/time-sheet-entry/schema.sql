@@ -13,3 +13,5 @@ CREATE TABLE entries (
 );
 
 CREATE INDEX entries_by_owner_date ON entries (created_by, date);
+
+CREATE INDEX entries_by_date ON entries (date);

@@ -184,6 +184,20 @@ async fn members_cannot_write_projects_and_managers_read_every_members_hours() {
             .iter()
             .all(|e| e["actor"] == mia.id.as_str() && e["source"] == "mcp")
     );
+    // The same entries as a resource.
+    let uri = format!(
+        "sasha://apps/{APP}/tables/entries/rows/{}/history",
+        mias_row["id"]
+    );
+    let read = as_mia.request("resources/read", json!({"uri": uri})).await;
+    let text = read.result()["contents"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let resource: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(resource["entries"], seen["entries"]);
+    let refused = as_max.request("resources/read", json!({"uri": uri})).await;
+    assert!(refused.body.get("error").is_some(), "{:?}", refused.body);
     let refused = as_max
         .call(
             "app__time_sheet_entry__entries__history",

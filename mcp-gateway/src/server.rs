@@ -816,6 +816,7 @@ fn templates() -> Vec<Value> {
         ("sasha://apps/{appId}/tables", "tables", "The declared tables of an app, with their columns and access"),
         ("sasha://apps/{appId}/tables/{table}/rows{?q}", "rows", "Rows of a table; q is a list query in the data grammar, as JSON"),
         ("sasha://apps/{appId}/tables/{table}/rows/{id}", "row", "One row of a table by id"),
+        ("sasha://apps/{appId}/tables/{table}/rows/{id}/history", "history", "One row's change history (who, when, through which surface, before and after; the first 50 entries, oldest first)"),
         ("sasha://apps/{appId}/tables/{table}/aggregate{?q}", "aggregate", "An aggregate of a table; q is the aggregation in the data grammar, as JSON"),
         ("sasha://apps/{appId}/actions", "actions", "The declared actions of an app"),
     ]
@@ -836,6 +837,11 @@ enum DataResource {
         query: Option<String>,
     },
     Row {
+        table: String,
+        id: String,
+    },
+    /// The row's audit entries (`history`, its first page).
+    History {
         table: String,
         id: String,
     },
@@ -886,6 +892,13 @@ fn parse_data_uri(uri: &str) -> Option<(String, DataResource)> {
                 id: (*id).to_owned(),
             },
         ),
+        [app, "tables", table, "rows", id, "history"] if query.is_none() => (
+            app,
+            DataResource::History {
+                table: (*table).to_owned(),
+                id: (*id).to_owned(),
+            },
+        ),
         [app, "tables", table, "aggregate"] => (
             app,
             DataResource::Aggregate {
@@ -896,6 +909,19 @@ fn parse_data_uri(uri: &str) -> Option<(String, DataResource)> {
         _ => return None,
     };
     crate::auth::valid_app_id(app).then(|| ((*app).to_owned(), resource))
+}
+
+/// A row id from a URI segment: an integer for a table whose id is one.
+fn id_argument(app: &App, table: &str, id: &str) -> Value {
+    let integer_id = app
+        .tables
+        .get(table)
+        .and_then(|declared| declared.table.column(ID_COLUMN))
+        .is_some_and(|column| column.declared_type.to_ascii_uppercase().contains("INT"));
+    match id.parse::<i64>() {
+        Ok(number) if integer_id => json!(number),
+        _ => json!(id),
+    }
 }
 
 fn percent_decode(segment: &str) -> Option<String> {
@@ -1010,18 +1036,12 @@ impl SashaMcp {
             DataResource::Rows { table, query: q } => ("list", table, query(q, false)?),
             DataResource::Aggregate { table, query: q } => ("aggregate", table, query(q, true)?),
             DataResource::Row { table, id } => {
-                let integer_id = app
-                    .tables
-                    .get(&table)
-                    .and_then(|declared| declared.table.column(ID_COLUMN))
-                    .is_some_and(|column| {
-                        column.declared_type.to_ascii_uppercase().contains("INT")
-                    });
-                let id = match id.parse::<i64>() {
-                    Ok(number) if integer_id => json!(number),
-                    _ => json!(id),
-                };
+                let id = id_argument(app, &table, &id);
                 ("get", table, json!({"id": id}))
+            }
+            DataResource::History { table, id } => {
+                let id = id_argument(app, &table, &id);
+                ("history", table, json!({"id": id}))
             }
         };
         if !app.tables.contains_key(&table) {

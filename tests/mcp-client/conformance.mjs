@@ -430,7 +430,7 @@ await check('resources/read of the UI resource: MCP Apps HTML with _meta.ui.csp'
 
 let templates;
 
-await check('resources/templates/list: the five sasha:// templates', async () => {
+await check('resources/templates/list: the six sasha:// templates', async () => {
   const { resourceTemplates } = await staff.listResourceTemplates();
   templates = new Map(resourceTemplates.map((template) => [template.name, template.uriTemplate]));
   assert.deepEqual([...templates.values()].sort(), [
@@ -438,6 +438,7 @@ await check('resources/templates/list: the five sasha:// templates', async () =>
     'sasha://apps/{appId}/tables',
     'sasha://apps/{appId}/tables/{table}/aggregate{?q}',
     'sasha://apps/{appId}/tables/{table}/rows/{id}',
+    'sasha://apps/{appId}/tables/{table}/rows/{id}/history',
     'sasha://apps/{appId}/tables/{table}/rows{?q}',
   ]);
   for (const template of resourceTemplates) {

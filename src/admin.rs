@@ -164,6 +164,11 @@ pub(crate) enum TokenCommand {
         /// Lifetime: a number and s, m, h or d, e.g. 90m, 12h, 30d (default 30d, at most 365d)
         #[arg(long, value_name = "DURATION")]
         ttl: Option<String>,
+        /// An app this token may write as a script, without a model
+        /// confirmation; its writes there are audited as automation (the
+        /// user's grant still decides what it may do). Repeat for more apps.
+        #[arg(long = "write-app", value_name = "APP")]
+        write_apps: Vec<String>,
         #[command(flatten)]
         state: StateArgs,
     },
@@ -300,6 +305,7 @@ fn run(
                     username,
                     scopes,
                     ttl,
+                    write_apps,
                     state,
                 },
         } => {
@@ -310,6 +316,15 @@ fn run(
             let token = store
                 .mint_token(&user.id, TokenKind::Access, &scopes, ttl)
                 .with_context(|| format!("cannot mint a token for {username}"))?;
+            for app_id in &write_apps {
+                // A refused consent revokes the token: it is printed whole or not at all.
+                if let Err(error) = store.consent_writes(&token, app_id, ACTOR_OPERATOR) {
+                    let _ = store.revoke_token(&token);
+                    return Err(unknown_app(error, app_id)).with_context(|| {
+                        format!("cannot let the token write {app_id}; no token was minted")
+                    });
+                }
+            }
             writeln!(output, "{token}")?;
         }
         AdminCommand::Grant {

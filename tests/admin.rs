@@ -213,6 +213,57 @@ fn user_add_and_passwd_take_passwords_from_the_flag_or_stdin() {
 }
 
 #[test]
+fn a_minted_token_may_be_consented_to_write_an_app_as_a_script() {
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path();
+    let store = store(state);
+    store.create_user("sam", UserRole::Staff, PASSWORD).unwrap();
+    store
+        .register_app(
+            "expense-log",
+            "r1",
+            None,
+            r#"{"actions":[]}"#,
+            &Default::default(),
+        )
+        .unwrap();
+    let mint = |apps: &[&str]| {
+        let mut args = vec!["token", "mint", "sam", "--scopes", "apps:invoke"];
+        for app in apps {
+            args.extend(["--write-app", app]);
+        }
+        admin(state, &args, None)
+    };
+    let run = mint(&["expense-log"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let token = run.stdout.trim_end();
+    assert!(store.write_consent(token, "expense-log").unwrap());
+    // An app never discovered: refused, and no usable token is left behind.
+    let tokens_before: i64 = rusqlite::Connection::open(state.join("core.sqlite"))
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM tokens WHERE revoked_at IS NULL",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_refused(
+        &mint(&["expense-log", "never-seen"]),
+        1,
+        "no such app never-seen",
+    );
+    let tokens_after: i64 = rusqlite::Connection::open(state.join("core.sqlite"))
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM tokens WHERE revoked_at IS NULL",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(tokens_after, tokens_before);
+}
+
+#[test]
 fn token_mint_prints_only_a_token_with_exactly_its_scopes() {
     let state = tempfile::tempdir().unwrap();
     let state = state.path();

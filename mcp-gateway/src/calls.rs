@@ -32,6 +32,8 @@ enum Source {
     Ui,
     /// An MCP client (a model).
     Mcp,
+    /// A script whose token an operator consented to write this app.
+    Automation,
 }
 
 impl Source {
@@ -39,6 +41,7 @@ impl Source {
         match self {
             Source::Ui => "ui",
             Source::Mcp => "mcp",
+            Source::Automation => "automation",
         }
     }
 }
@@ -109,6 +112,8 @@ pub async fn execute(
     let contract = call.app.contract.clone();
     let source = if call.caller.is_app_ui(call.app_id) {
         Source::Ui
+    } else if call.app.automation {
+        Source::Automation
     } else {
         Source::Mcp
     };
@@ -120,6 +125,7 @@ pub async fn execute(
             via: match source {
                 Source::Ui => "ui".to_owned(),
                 Source::Mcp => "model".to_owned(),
+                Source::Automation => "automation".to_owned(),
             },
             // As studio-core read it for this call; table policies follow it.
             access: call.app.access.clone(),

@@ -60,6 +60,10 @@ pub struct App {
     /// The data contract, when studio-core sent it (one app asked for by id,
     /// and the caller did not already hold its hash).
     pub contract: Option<pb::DataContract>,
+    /// The caller's credential writes this app as a script (operator
+    /// consent at mint time, read fresh by `AuthorizeCall`): no model
+    /// confirmation, audited as `automation`.
+    pub automation: bool,
 }
 
 /// One declared table: its declaration and its structure (name and columns).
@@ -172,6 +176,7 @@ impl TryFrom<&pb::CatalogueApp> for App {
                 .map(CompiledAction::try_from)
                 .collect::<Result<_, AppError>>()?,
             contract: app.contract.clone(),
+            automation: app.automation,
         })
     }
 }
@@ -246,6 +251,7 @@ mod tests {
             .into(),
             actions: Vec::new(),
             contract: None,
+            automation: false,
         }
     }
 

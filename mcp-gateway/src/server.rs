@@ -346,6 +346,12 @@ impl SashaMcp {
                 "a change a chat model asks for is confirmed by the person in Studio's assistant; nothing was written",
             )));
         }
+        // A script's token: an operator consented at mint time to its writes
+        // to this app (read fresh by AuthorizeCall); they are audited as
+        // automation.
+        if call.app.automation {
+            return Gate::Run(key);
+        }
         let question = format!("{summary}\n\n{}", shorten(canonical_json(&arguments), 1000));
         let elicits = ctx
             .client_capabilities()

@@ -384,6 +384,7 @@ mod tests {
                 action("add-note", "app__notes__add_note", &["app"], "Add", true),
             ],
             contract: None,
+            automation: false,
         };
         Catalogue::try_from(&pb::Catalogue {
             fingerprint: "f".into(),

@@ -111,6 +111,7 @@ impl Entry {
                 .map(pb::CompiledAction::from)
                 .collect(),
             contract: None,
+            automation: false,
         };
         Entry {
             package: Arc::clone(package),
@@ -320,20 +321,27 @@ impl CoreService for CoreGrpc {
             } else {
                 None
             };
-            Ok((Some(wire), access))
+            // Only an operator-minted access token can hold write consent.
+            let automation = access.is_some()
+                && principal.kind == PrincipalKind::Access
+                && principal.audience.is_none()
+                && store.write_consent(&credential.credential, &app_id)?;
+            Ok((Some(wire), access.map(|access| (access, automation))))
         })
         .await
         .map_err(|error| error.to_status())?;
         let principal = principal.ok_or_else(not_valid)?;
         let snapshot = self.core.catalogue.current();
         let apps = access
-            .and_then(|access| {
-                self.app_entry(
+            .and_then(|(access, automation)| {
+                let mut app = self.app_entry(
                     &snapshot,
                     &request.app_id,
                     access,
                     Some(&request.known_contract_hash),
-                )
+                )?;
+                app.automation = automation;
+                Some(app)
             })
             .into_iter()
             .collect();

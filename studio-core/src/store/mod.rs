@@ -402,6 +402,9 @@ pub enum StoreError {
     /// Grants exist only for registered (once discovered and valid) apps.
     #[error("no such app: it has never been discovered as a valid package")]
     UnknownApp,
+    /// Write consent goes only to a live access token.
+    #[error("no such token, or not an access token (only those may write as a script)")]
+    UnknownToken,
     #[error("a {role} user cannot hold the {scope} scope")]
     ScopeNotAllowed { scope: Scope, role: UserRole },
     #[error("a token needs at least one scope")]
@@ -1250,6 +1253,75 @@ impl Store {
             )
             .optional()?;
         Ok(access)
+    }
+
+    /// Records that the access token `secret` may write `app_id` as a script
+    /// (an operator's explicit consent at mint time): its writes there need no
+    /// model confirmation and are audited with source `automation`. The
+    /// token's grants still decide what it may do. Audited as
+    /// `token.write-consent`. An app never discovered is `UnknownApp`.
+    pub fn consent_writes(
+        &self,
+        secret: &str,
+        app_id: &str,
+        actor: &str,
+    ) -> Result<(), StoreError> {
+        let now = self.now();
+        let mut connection = self.connection();
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let known: bool = transaction.query_row(
+            "SELECT EXISTS (SELECT 1 FROM app_registry WHERE app_id = ?1)",
+            [app_id],
+            |row| row.get(0),
+        )?;
+        if !known {
+            return Err(StoreError::UnknownApp);
+        }
+        let hash = secrets::secret_sha256(secret);
+        let (token_id, kind): (i64, TokenKind) = transaction
+            .query_row(
+                "SELECT id, kind FROM tokens WHERE secret_sha256 = ?1 AND revoked_at IS NULL",
+                [&hash],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?
+            .ok_or(StoreError::UnknownToken)?;
+        // Chat-session tokens and API keys are driven by models or read
+        // only: neither may write unconfirmed.
+        if kind != TokenKind::Access {
+            return Err(StoreError::UnknownToken);
+        }
+        transaction.execute(
+            "INSERT OR IGNORE INTO token_write_consents (token_sha256, app_id, granted_by, granted_at)
+             VALUES (?1, ?2, ?3, ?4)",
+            (&hash, app_id, actor, now),
+        )?;
+        audit(
+            &transaction,
+            now,
+            actor,
+            "token.write-consent",
+            Some(app_id),
+            Some(&token_id.to_string()),
+            None,
+            None,
+        )?;
+        transaction.commit()?;
+        Ok(())
+    }
+
+    /// Whether the token `secret` was consented to write `app_id` as a
+    /// script; read on every call, so revoking the token ends it.
+    pub fn write_consent(&self, secret: &str, app_id: &str) -> Result<bool, StoreError> {
+        let connection = self.connection();
+        let consented = connection
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM token_write_consents c JOIN tokens t
+                   ON t.secret_sha256 = c.token_sha256
+                 WHERE c.token_sha256 = ?1 AND c.app_id = ?2 AND t.revoked_at IS NULL)",
+            )?
+            .query_row((secrets::secret_sha256(secret), app_id), |row| row.get(0))?;
+        Ok(consented)
     }
 
     /// Every app `user_id` has a grant on, with the access (one query, for

@@ -351,6 +351,23 @@ CREATE TABLE assistant_messages (
 ) STRICT;
 "#,
     },
+    Migration {
+        version: 10,
+        name: "automation write consent",
+        sql: r#"
+-- The apps an operator-minted token may write as a script, recorded at mint
+-- time (see Store::consent_writes): its writes there need no model
+-- confirmation and are audited with source automation. Keyed by the token's
+-- hash, so the credential alone finds its consent; gone with the token.
+CREATE TABLE token_write_consents (
+    token_sha256 TEXT NOT NULL REFERENCES tokens(secret_sha256) ON DELETE CASCADE,
+    app_id       TEXT NOT NULL REFERENCES app_registry(app_id),
+    granted_by   TEXT NOT NULL,
+    granted_at   INTEGER NOT NULL,
+    PRIMARY KEY (token_sha256, app_id)
+) STRICT;
+"#,
+    },
 ];
 
 /// The newest schema version this build knows.
@@ -450,7 +467,8 @@ mod tests {
                 (6, 2),
                 (7, 2),
                 (8, 2),
-                (9, 2)
+                (9, 2),
+                (10, 2)
             ]
         );
         let users: i64 = connection
@@ -466,7 +484,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 9);
+        assert_eq!(latest_version(), 10);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -502,6 +520,7 @@ mod tests {
                 (7, "app lifecycle".to_owned(), 3),
                 (8, "drafts".to_owned(), 3),
                 (9, "assistant conversations".to_owned(), 3),
+                (10, "automation write consent".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

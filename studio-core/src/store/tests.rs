@@ -421,6 +421,69 @@ fn sessions_are_stored_hashed_and_end_on_sign_out() {
 // --- tokens ------------------------------------------------------------------
 
 #[test]
+fn write_consent_goes_to_live_access_tokens_for_known_apps_only() {
+    let fixture = Fixture::new();
+    let store = &fixture.store;
+    let sam = fixture.user("sam", UserRole::Staff);
+    register(store, "expense-log", "r1");
+    register(store, "hello", "r1");
+    let invoke = scopes(&[Scope::AppsInvoke]);
+    let script = store
+        .mint_token(&sam.id, TokenKind::Access, &invoke, None)
+        .unwrap();
+    assert!(!store.write_consent(&script, "expense-log").unwrap());
+    store
+        .consent_writes(&script, "expense-log", "operator")
+        .unwrap();
+    // Twice is once.
+    store
+        .consent_writes(&script, "expense-log", "operator")
+        .unwrap();
+    assert!(store.write_consent(&script, "expense-log").unwrap());
+    assert!(!store.write_consent(&script, "hello").unwrap(), "per app");
+    let other = store
+        .mint_token(&sam.id, TokenKind::Access, &invoke, None)
+        .unwrap();
+    assert!(
+        !store.write_consent(&other, "expense-log").unwrap(),
+        "per token"
+    );
+
+    assert!(matches!(
+        store.consent_writes(&script, "never-seen", "operator"),
+        Err(StoreError::UnknownApp)
+    ));
+    let chat = store
+        .mint_token(
+            &sam.id,
+            TokenKind::ChatSession,
+            &scopes(&[Scope::ChatUse, Scope::AppsInvoke]),
+            None,
+        )
+        .unwrap();
+    assert!(matches!(
+        store.consent_writes(&chat, "expense-log", "operator"),
+        Err(StoreError::UnknownToken)
+    ));
+    assert!(matches!(
+        store.consent_writes("sasha_at_forged", "expense-log", "operator"),
+        Err(StoreError::UnknownToken)
+    ));
+    let audited: i64 = fixture
+        .raw()
+        .query_row(
+            "SELECT count(*) FROM authorization_audit_log WHERE action = 'token.write-consent'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(audited, 2, "each consent is audited");
+    // A revoked token's consent ends with it.
+    assert!(store.revoke_token(&script).unwrap());
+    assert!(!store.write_consent(&script, "expense-log").unwrap());
+}
+
+#[test]
 fn tokens_carry_exactly_the_minted_scopes() {
     let fixture = Fixture::new();
     let store = &fixture.store;

@@ -104,6 +104,10 @@ pub(super) fn meta() -> AuditMeta {
     }
 }
 
+/// A write that runs far past any deadline (a recursive CTE of 10^12 rows).
+pub(super) const RUNAWAY_INSERT: &str = "INSERT INTO categories (name) WITH RECURSIVE c(x) AS \
+     (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000000) SELECT 'n' || x FROM c";
+
 /// A hand-built create of one category, as the grammar would run it.
 pub(super) fn create_category(
     name: &str,
@@ -824,12 +828,7 @@ fn a_runaway_query_is_interrupted_and_the_connection_stays_usable() {
             receipt("alice", "slow", &json!({})),
             meta(),
             |tx| {
-                tx.execute(
-                    "INSERT INTO categories (name) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL \
-                     SELECT x + 1 FROM c WHERE x < 1000000000000) SELECT 'n' || x FROM c",
-                    [],
-                )
-                .map_err(sql_error)?;
+                tx.execute(RUNAWAY_INSERT, []).map_err(sql_error)?;
                 create_category("never")(tx)
             },
         )

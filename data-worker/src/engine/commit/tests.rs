@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::super::tests::{
-    APP, add_category, contract, count, create_category, meta, raw, receipt,
+    APP, RUNAWAY_INSERT, add_category, contract, count, create_category, meta, raw, receipt,
 };
 use super::*;
 
@@ -154,12 +154,7 @@ fn an_aborted_transaction_fails_only_the_mutation_that_aborted_it() {
             receipt("alice", "slow", &json!({})),
             meta(),
             |tx| {
-                tx.execute(
-                    "INSERT INTO categories (name) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL \
-                     SELECT x + 1 FROM c WHERE x < 1000000000000) SELECT 'n' || x FROM c",
-                    [],
-                )
-                .map_err(sql_error)?;
+                tx.execute(RUNAWAY_INSERT, []).map_err(sql_error)?;
                 create_category("never")(tx)
             },
         )

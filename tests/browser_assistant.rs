@@ -238,14 +238,7 @@ async fn the_assistant_builds_an_app_and_uses_it_with_every_change_approved() {
     )
     .finish(SCENARIO_TIMEOUT, up_stderr_tail(&up))
     .await;
-    let screenshots: Vec<&str> = output
-        .lines()
-        .filter_map(|line| line.strip_prefix("screenshot "))
-        .collect();
-    assert!(screenshots.len() >= 24, "{output}");
-    for file in &screenshots {
-        assert!(std::path::Path::new(file).is_file(), "{file}");
-    }
+    common::browser::screenshots(&output, 24);
     let confirmations: Vec<&str> = output
         .lines()
         .filter_map(|line| line.strip_prefix("confirmation "))

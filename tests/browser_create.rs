@@ -51,14 +51,7 @@ async fn the_new_app_form_creates_an_app_that_opens_and_stores_rows() {
     )
     .finish(SCENARIO_TIMEOUT, up_stderr_tail(&up))
     .await;
-    let screenshots: Vec<&str> = output
-        .lines()
-        .filter_map(|line| line.strip_prefix("screenshot "))
-        .collect();
-    assert!(screenshots.len() >= 8, "{output}");
-    for file in &screenshots {
-        assert!(std::path::Path::new(file).is_file(), "{file}");
-    }
+    common::browser::screenshots(&output, 8);
 
     // The package the form wrote validates, and nothing else was created.
     let apps = state.path().join("docs/apps");

@@ -180,14 +180,7 @@ async fn the_draft_page_reviews_previews_and_publishes() {
     )
     .finish(SCENARIO_TIMEOUT, up_stderr_tail(&up))
     .await;
-    let screenshots: Vec<&str> = output
-        .lines()
-        .filter_map(|line| line.strip_prefix("screenshot "))
-        .collect();
-    assert!(screenshots.len() >= 10, "{output}");
-    for file in &screenshots {
-        assert!(std::path::Path::new(file).is_file(), "{file}");
-    }
+    common::browser::screenshots(&output, 10);
     let published = output
         .lines()
         .find_map(|line| line.strip_prefix("published "))

@@ -97,14 +97,7 @@ async fn the_history_panel_lists_diffs_and_reverts() {
     )
     .finish(SCENARIO_TIMEOUT, up_stderr_tail(&up))
     .await;
-    let screenshots: Vec<&str> = output
-        .lines()
-        .filter_map(|line| line.strip_prefix("screenshot "))
-        .collect();
-    assert!(screenshots.len() >= 4, "{output}");
-    for file in &screenshots {
-        assert!(std::path::Path::new(file).is_file(), "{file}");
-    }
+    common::browser::screenshots(&output, 4);
 
     // The package is the first revision's files again, and the revert is audited.
     assert!(!package.join("notes.txt").exists());

@@ -82,14 +82,7 @@ async fn an_admin_withdraws_restores_and_deletes_an_app() {
     )
     .finish(SCENARIO_TIMEOUT, up_stderr_tail(&up))
     .await;
-    let screenshots: Vec<&str> = output
-        .lines()
-        .filter_map(|line| line.strip_prefix("screenshot "))
-        .collect();
-    assert!(screenshots.len() >= 8, "{output}");
-    for file in &screenshots {
-        assert!(std::path::Path::new(file).is_file(), "{file}");
-    }
+    common::browser::screenshots(&output, 8);
 
     // The package folder is gone; a data backup the page named is on disk.
     assert!(!package.exists(), "{}", package.display());

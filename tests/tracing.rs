@@ -243,6 +243,7 @@ async fn one_request_is_one_trace_across_three_processes() {
         if tokio::time::Instant::now() > deadline {
             panic!("no single trace across the three processes; collected: {spans:#?}");
         }
+        // As above: the spans come from other processes' exporters.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

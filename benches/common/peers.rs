@@ -191,6 +191,8 @@ impl Peer {
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Err(format!("PocketBase exited: {status}"));
             }
+            // Polled: PocketBase is another process and says it is ready only
+            // by answering its health route.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let superuser = self

@@ -626,6 +626,19 @@ pub(crate) async fn session_user(core: &Core, headers: &HeaderMap) -> Result<Pri
     }
 }
 
+/// A state-changing `/api` request from a signed-in Studio page: the
+/// same-origin JSON checks ([`same_origin_json`]), then the browser session
+/// ([`session_user`]), in that order.
+pub(crate) async fn session_write(
+    core: &Core,
+    method: &Method,
+    headers: &HeaderMap,
+    has_body: bool,
+) -> Result<Principal, Response> {
+    same_origin_json(core, method, headers, has_body)?;
+    session_user(core, headers).await
+}
+
 /// Refuses a state-changing request that is not a same-origin JSON request
 /// (security catalogue F5): the `Origin` must be the Studio origin, or, without
 /// an `Origin`, `Sec-Fetch-Site` must say `same-origin`; the body must be JSON.

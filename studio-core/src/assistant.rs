@@ -40,8 +40,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::Core;
-use crate::api::{blocking, no_store, parse_body, same_origin_json, session_user};
-use crate::store::Principal;
+use crate::api::{blocking, no_store, parse_body, session_user, session_write};
 
 /// How long a confirmation waits for the person before it counts as
 /// declined.
@@ -177,11 +176,9 @@ pub(crate) fn routes() -> axum::Router<Arc<Core>> {
         .route("/api/assistant/confirmations/{id}", post(confirm))
 }
 
-/// The assistant is the signed-in person's, in their browser: a bearer
-/// token (which a model may hold) gets the hidden 404 on every route.
-async fn person(core: &Arc<Core>, headers: &HeaderMap) -> Result<Principal, Response> {
-    session_user(core, headers).await
-}
+// The assistant is the signed-in person's, in their browser: every route asks
+// for the browser session (`session_user`, `session_write`), so a bearer
+// token (which a model may hold) gets the hidden 404.
 
 fn conversation_json(conversation: &crate::store::Conversation) -> Value {
     json!({
@@ -199,7 +196,7 @@ fn not_found() -> Response {
 /// `GET /api/assistant`: whether the assistant can answer, and if not how
 /// to configure it.
 async fn status(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
-    if let Err(response) = person(&core, &headers).await {
+    if let Err(response) = session_user(&core, &headers).await {
         return response;
     }
     let model = core.chat.model();
@@ -211,7 +208,7 @@ async fn status(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
 }
 
 async fn list(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
-    let principal = match person(&core, &headers).await {
+    let principal = match session_user(&core, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -237,10 +234,7 @@ async fn create(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Err(response) = same_origin_json(&core, &method, &headers, !body.is_empty()) {
-        return response;
-    }
-    let principal = match person(&core, &headers).await {
+    let principal = match session_write(&core, &method, &headers, !body.is_empty()).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -270,7 +264,7 @@ async fn read(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let principal = match person(&core, &headers).await {
+    let principal = match session_user(&core, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -300,10 +294,7 @@ async fn remove(
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(response) = same_origin_json(&core, &method, &headers, false) {
-        return response;
-    }
-    let principal = match person(&core, &headers).await {
+    let principal = match session_write(&core, &method, &headers, false).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -331,10 +322,7 @@ async fn turn(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Err(response) = same_origin_json(&core, &method, &headers, true) {
-        return response;
-    }
-    let principal = match person(&core, &headers).await {
+    let principal = match session_write(&core, &method, &headers, true).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -415,10 +403,7 @@ async fn confirm(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Err(response) = same_origin_json(&core, &method, &headers, true) {
-        return response;
-    }
-    let principal = match person(&core, &headers).await {
+    let principal = match session_write(&core, &method, &headers, true).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };

@@ -213,10 +213,7 @@ pub(crate) async fn publish(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Err(response) = same_origin_json(&core, &method, &headers, true) {
-        return response;
-    }
-    let principal = match crate::api::session_user(&core, &headers).await {
+    let principal = match crate::api::session_write(&core, &method, &headers, true).await {
         Ok(principal) => crate::core_grpc::to_wire(&principal),
         Err(response) => return response,
     };

@@ -36,7 +36,7 @@
 import fs from "node:fs";
 
 import { Checks, env, launchChromium, runAndClose } from "./harness.mjs";
-import { NARROW, WIDE, appLink, innerFrame, newStudioPage, screenshots, signIn } from "./studio-page.mjs";
+import { NARROW, WIDE, appLink, fitsNarrow, innerFrame, newStudioPage, screenshots, signIn } from "./studio-page.mjs";
 
 const started = Date.now();
 const STUDIO = env("STUDIO_URL");
@@ -58,16 +58,6 @@ console.log(`${checks.passed} checks passed in ${((Date.now() - started) / 1000)
 
 function screenshot(page, name, subject = null) {
   return screenshots(page, ARTIFACTS, name, taken, subject);
-}
-
-/** At 375 px the page scrolls vertically only. */
-async function fitsNarrow(page, what) {
-  await page.setViewportSize(NARROW);
-  await page.waitForTimeout(250);
-  const widths = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
-  checks.ok(widths.scroll <= widths.client, `${what}: no horizontal overflow at 375 px`, widths);
-  await page.setViewportSize(WIDE);
-  await page.waitForTimeout(100);
 }
 
 /** Types `text` into the prompt and sends it with Enter. */
@@ -133,7 +123,7 @@ async function scenario(page) {
   checks.ok(!(await main.isVisible()), "over the main area");
   checks.ok(await pane.getByRole("button", { name: "Close the assistant" }).isVisible(), "with a close button");
   await page.setViewportSize(WIDE);
-  await fitsNarrow(page, "the empty pane");
+  await fitsNarrow(page, checks, "the empty pane");
 
   // --- 2. createApp, approved -------------------------------------------------
   await ask(pane, "Build me an expense log");
@@ -148,7 +138,7 @@ async function scenario(page) {
   const createCall = pane.locator('.assistant-call[data-tool="createApp"]');
   checks.equal(await createCall.getAttribute("data-state"), "waiting", "the call waits for the decision");
   await screenshot(page, "assistant-card-create", createCard);
-  await fitsNarrow(page, "a confirmation card");
+  await fitsNarrow(page, checks, "a confirmation card");
   await createCard.getByRole("button", { name: "Approve" }).click();
   await createCard.getByText("Approved", { exact: true }).waitFor();
   checks.ok(await createCard.getByRole("button", { name: "Approve" }).isDisabled(), "Approve is disabled after the click");
@@ -223,7 +213,7 @@ async function scenario(page) {
   checks.ok(fixDiffText.includes('-import x from "y";'), "the fix removes the import", fixDiffText);
   checks.ok(fixDiffText.includes('+document.querySelector("h1").textContent = "Expense log, revised";'), "and adds the heading line", fixDiffText);
   await screenshot(page, "assistant-card-fix", fixCard);
-  await fitsNarrow(page, "a file card with a diff");
+  await fitsNarrow(page, checks, "a file card with a diff");
   await fixCard.getByRole("button", { name: "Approve" }).click();
   await fixCard.getByText("Approved", { exact: true }).waitFor();
   await pane.getByText("The draft validates. Preview it on the Draft page, then tell me to publish.").waitFor({ timeout: 30_000 });
@@ -259,7 +249,7 @@ async function scenario(page) {
   await previewView.getByRole("heading", { name: "Expense log, revised" }).waitFor({ timeout: 20_000 });
   checks.ok(true, "the preview shows the draft's heading under the banner");
   await screenshot(page, "assistant-draft-preview", preview);
-  await fitsNarrow(page, "the draft preview");
+  await fitsNarrow(page, checks, "the draft preview");
   await preview.getByRole("button", { name: "Close preview" }).click();
   await panel.getByText("The preview is closed.").waitFor();
   await page.getByRole("button", { name: "Assistant", exact: true }).click();
@@ -277,7 +267,7 @@ async function scenario(page) {
   checks.ok(!changed.includes("notes.md"), "not the declined one", changed);
   checks.equal(await publishCard.getByRole("link", { name: "Open the draft" }).getAttribute("href"), "#/apps/expense-log/draft", "publishing links to the Draft page");
   await screenshot(page, "assistant-card-publish", publishCard);
-  await fitsNarrow(page, "the publish card");
+  await fitsNarrow(page, checks, "the publish card");
   await publishCard.getByRole("button", { name: "Approve" }).click();
   await publishCard.getByText("Approved", { exact: true }).waitFor();
   const publishCall = pane.locator('.assistant-call[data-tool="publishAppDraft"]');
@@ -306,7 +296,7 @@ async function scenario(page) {
   checks.equal(cells, ["title", "—", "Coffee"], "the card shows the new row's values");
   checks.equal(await rowCard.getByRole("link", { name: "Open the draft" }).count(), 0, "a live row has no draft link");
   await screenshot(page, "assistant-card-row", rowCard);
-  await fitsNarrow(page, "a row card");
+  await fitsNarrow(page, checks, "a row card");
   await rowCard.getByRole("button", { name: "Approve" }).click();
   await rowCard.getByText("Approved", { exact: true }).waitFor();
   await pane.locator(`.assistant-call[data-tool="${ROW_TOOL}"][data-state="ok"]`).waitFor({ timeout: 30_000 });
@@ -314,7 +304,7 @@ async function scenario(page) {
   checks.ok(true, "the row was created and read back");
   await turnEnded(pane);
   await screenshot(page, "assistant-conversation", pane.getByText(LOGGED, { exact: true }));
-  await fitsNarrow(page, "the conversation");
+  await fitsNarrow(page, checks, "the conversation");
 
   // --- 7. The transcript is kept ---------------------------------------------
   await page.reload();
@@ -344,5 +334,5 @@ async function scenario(page) {
   await page.getByRole("button", { name: "Assistant", exact: true }).click();
   await pane.getByText(LOGGED, { exact: true }).waitFor();
   await screenshot(page, "assistant-beside-app", pane.getByText(LOGGED, { exact: true }));
-  await fitsNarrow(page, "the pane over an open app");
+  await fitsNarrow(page, checks, "the pane over an open app");
 }

@@ -26,7 +26,7 @@
 import fs from "node:fs";
 
 import { Checks, env, launchChromium, runAndClose } from "./harness.mjs";
-import { NARROW, WIDE, innerFrame, newStudioPage, outerFrame, screenshots, signIn } from "./studio-page.mjs";
+import { fitsNarrow, innerFrame, newStudioPage, outerFrame, screenshots, signIn } from "./studio-page.mjs";
 
 const started = Date.now();
 const STUDIO = env("STUDIO_URL");
@@ -49,16 +49,6 @@ console.log(`${checks.passed} checks passed in ${((Date.now() - started) / 1000)
 
 function screenshot(page, name, subject = null) {
   return screenshots(page, ARTIFACTS, name, taken, subject);
-}
-
-/** At 375 px the page scrolls vertically only. */
-async function fitsNarrow(page, what) {
-  await page.setViewportSize(NARROW);
-  await page.waitForTimeout(250);
-  const widths = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
-  checks.ok(widths.scroll <= widths.client, `${what}: no horizontal overflow at 375 px`, widths);
-  await page.setViewportSize(WIDE);
-  await page.waitForTimeout(100);
 }
 
 async function run() {
@@ -105,7 +95,7 @@ async function run() {
   checks.ok(/Table items/.test(reviewText) && /note: added/.test(reviewText), "the new column is in the review", reviewText);
   checks.equal(await review.locator(".draft-drift").count(), 0, "no drift");
   await screenshot(page, "draft-schema", review);
-  await fitsNarrow(page, "the review");
+  await fitsNarrow(page, checks, "the review");
 
   // --- 3. The preview -------------------------------------------------------
   await panel.getByRole("button", { name: "Preview", exact: true }).click();
@@ -121,7 +111,7 @@ async function run() {
   await view.getByRole("listitem").filter({ hasText: `${PREVIEW_ROW} — noted in the draft` }).waitFor({ timeout: 20_000 });
   checks.ok(true, "a row added in the preview carries the draft's new column");
   await screenshot(page, "draft-preview", preview);
-  await fitsNarrow(page, "the preview");
+  await fitsNarrow(page, checks, "the preview");
   await preview.getByRole("button", { name: "Close preview" }).click();
   await panel.getByText("The preview is closed.").waitFor();
   checks.equal(await outerFrame(page, NAME).count(), 0, "Close preview removes its frame");
@@ -150,7 +140,7 @@ async function run() {
   console.log(`published ${match[1]}`);
   checks.ok((await panel.locator(".draft-body").textContent()).includes("migrations/002-add-note.sql"), "the applied migration is listed");
   await screenshot(page, "draft-published", panel);
-  await fitsNarrow(page, "the published page");
+  await fitsNarrow(page, checks, "the published page");
 
   // --- 5. The live app is the draft, without the preview's row --------------
   await panel.getByRole("button", { name: "Open the app" }).click();

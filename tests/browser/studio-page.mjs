@@ -118,6 +118,21 @@ export function callTool(page, appId, name, args) {
 export const WIDE = { width: 1440, height: 900 };
 export const NARROW = { width: 375, height: 812 };
 
+/** Two animation frames: the page has laid itself out at its new size. */
+function laidOut(page) {
+  return page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
+}
+
+/** At 375 px the page scrolls vertically only; then back to the wide view. */
+export async function fitsNarrow(page, checks, what) {
+  await page.setViewportSize(NARROW);
+  await laidOut(page);
+  const widths = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
+  checks.ok(widths.scroll <= widths.client, `${what}: no horizontal overflow at 375 px`, widths);
+  await page.setViewportSize(WIDE);
+  await laidOut(page);
+}
+
 /**
  * Screenshots the page at both widths into `folder` as
  * `<name>-<width>x<height>.png` (scrolled so `subject` is in view, if given),

@@ -137,6 +137,20 @@ impl BrowserScript {
 }
 
 /// The last `lines` lines of `text`.
+/// The screenshots a scenario printed (`screenshot <path>` lines): at least
+/// `at_least` of them, each a file that exists.
+pub fn screenshots(output: &str, at_least: usize) -> Vec<&str> {
+    let taken: Vec<&str> = output
+        .lines()
+        .filter_map(|line| line.strip_prefix("screenshot "))
+        .collect();
+    assert!(taken.len() >= at_least, "{output}");
+    for file in &taken {
+        assert!(std::path::Path::new(file).is_file(), "{file}");
+    }
+    taken
+}
+
 pub fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")

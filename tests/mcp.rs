@@ -103,9 +103,12 @@ async fn tools_follow_the_caller_and_their_grants() {
         !staff.contains(&"app__expense_log__add_expense".to_owned()),
         "an app-only action is not a model tool"
     );
-    // Openers, table tools (7 per table), exposed actions, getDocs and
-    // suggestImprovement.
-    assert_eq!(staff.len(), 2 + 14 + 2 + 2);
+    // Openers, table tools (every operation of both tables), exposed
+    // actions, getDocs and suggestImprovement.
+    assert_eq!(
+        staff.len(),
+        2 + 2 * sasha_contract::grammar::OPERATIONS.len() + 2 + 2
+    );
 
     // A member without a grant sees nothing; with `use` on one app, that app.
     let mut member = world.client(&member_token);

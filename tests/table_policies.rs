@@ -5,8 +5,10 @@
 //! tools; then the official MCP TypeScript SDK client
 //! (`tests/mcp-client/policies.mjs`) checks, as a member and as the manager,
 //! which tools each is listed, that a member's rename of a project is
-//! refused, and what each one's aggregate over `entries` adds up. Then a
-//! row's record history (`__history`): its owner reads a create, two updates
+//! refused, what each one's aggregate over `entries` adds up, and
+//! the declared rules, refused in the caller's words through the same SDK
+//! (a date that is no day, -5 hours, a duplicate name, a referenced
+//! delete). Then a row's record history (`__history`): its owner reads a create, two updates
 //! and a delete with before and after, another member cannot, the manager
 //! can. The refusal matrices are in data-worker's and the gateway's unit
 //! tests.
@@ -122,6 +124,7 @@ async fn members_cannot_write_projects_and_managers_read_every_members_hours() {
             .env("MEMBER_TOKEN", &mia_token)
             .env("MANAGER_TOKEN", &manager_token)
             .env("PROJECT_ID", project["id"].to_string())
+            .env("PROJECT_NAME", "Ops")
             .env("MEMBER_HOURS", "2")
             .env("TEAM_HOURS", "6.5")
             .stdin(Stdio::null())

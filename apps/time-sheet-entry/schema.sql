@@ -5,9 +5,11 @@ CREATE TABLE projects (
 
 CREATE TABLE entries (
   id INTEGER PRIMARY KEY,
-  date TEXT NOT NULL,
+  date DATE NOT NULL
+    CONSTRAINT "date must be a calendar date written YYYY-MM-DD" CHECK (date IS date(date)),
   project INTEGER NOT NULL REFERENCES projects(id),
-  hours REAL NOT NULL,
+  hours REAL NOT NULL
+    CONSTRAINT "hours must be between 0 and 24" CHECK (hours >= 0 AND hours <= 24),
   note TEXT,
   created_by TEXT NOT NULL
 );

@@ -89,10 +89,13 @@ impl TableDeclaration {
 
 /// The JSON value kinds a column of `declared_type` holds, from SQLite's
 /// affinity rules: INT → integer; CHAR/CLOB/TEXT → string; REAL/FLOA/DOUB →
-/// number; anything else numeric or text. `null` is not included.
+/// number; anything else numeric or text. A `DATE` column holds text in
+/// [`DATE_FORMAT`]. `null` is not included.
 pub fn value_kinds(declared_type: &str) -> &'static [&'static str] {
     let declared = declared_type.to_ascii_uppercase();
-    if declared.contains("INT") {
+    if value_format(&declared).is_some() {
+        &["string"]
+    } else if declared.contains("INT") {
         &["integer"]
     } else if ["CHAR", "CLOB", "TEXT"]
         .iter()
@@ -107,6 +110,49 @@ pub fn value_kinds(declared_type: &str) -> &'static [&'static str] {
     } else {
         &["string", "number"]
     }
+}
+
+/// The JSON Schema `format` of a `DATE` column's values: `YYYY-MM-DD`, a day
+/// that exists in the calendar.
+pub const DATE_FORMAT: &str = "date";
+
+/// The typed kind a column's declared type gives its values beyond their JSON
+/// type: [`DATE_FORMAT`] for exactly `DATE`, nothing otherwise.
+pub fn value_format(declared_type: &str) -> Option<&'static str> {
+    declared_type
+        .eq_ignore_ascii_case("DATE")
+        .then_some(DATE_FORMAT)
+}
+
+/// What a value of `format` must be, in words ("hours … must be …").
+pub fn format_rule(format: &str) -> &'static str {
+    match format {
+        DATE_FORMAT => "must be a calendar date written YYYY-MM-DD",
+        _ => "must be a text value",
+    }
+}
+
+/// Whether `text` is a value of `format` (see [`value_format`]); the rule it
+/// breaks ([`format_rule`]) when not. The calendar is the `time` crate's.
+pub fn check_format(format: &str, text: &str) -> Result<(), &'static str> {
+    if format != DATE_FORMAT {
+        return Ok(());
+    }
+    let bytes = text.as_bytes();
+    let shaped = bytes.len() == 10
+        && bytes.iter().enumerate().all(|(at, byte)| match at {
+            4 | 7 => *byte == b'-',
+            _ => byte.is_ascii_digit(),
+        });
+    let number = |range: std::ops::Range<usize>| text[range].parse::<u16>().ok();
+    let day = shaped
+        .then(|| {
+            let month = time::Month::try_from(u8::try_from(number(5..7)?).ok()?).ok()?;
+            let day = u8::try_from(number(8..10)?).ok()?;
+            time::Date::from_calendar_date(i32::from(number(0..4)?), month, day).ok()
+        })
+        .flatten();
+    day.map(|_| ()).ok_or(format_rule(format))
 }
 
 /// One column, as SQLite reports it.
@@ -154,8 +200,23 @@ pub struct ForeignKey {
     pub on_delete: String,
 }
 
-/// One table.
+/// One `CHECK` constraint. Its name is the app's own wording of the rule
+/// (`CONSTRAINT "hours must be between 0 and 24" CHECK (…)`), which is what a
+/// violation tells the caller; the expression never leaves the server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Check {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The table's columns the expression reads, in table order.
+    pub columns: Vec<String>,
+    /// The expression as the SQL parser prints it, so schema.sql and the
+    /// migrations' replay compare equal however each was spaced.
+    pub expression: String,
+}
+
+/// One table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Table {
     pub name: String,
@@ -167,6 +228,14 @@ pub struct Table {
     /// Sorted.
     #[serde(default)]
     pub foreign_keys: Vec<ForeignKey>,
+    /// `CHECK` constraints, in definition order (column constraints first).
+    /// Left out when there are none, so a table without rules reads as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
+    /// The definition holds `CHECK` text the SQL parser could not read, so
+    /// [`Table::checks`] may be incomplete; the validator refuses it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub checks_unreadable: bool,
     #[serde(default)]
     pub strict: bool,
     #[serde(default)]
@@ -176,6 +245,13 @@ pub struct Table {
 impl Table {
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|column| column.name == name)
+    }
+
+    /// The named `CHECK` constraint a violation message names.
+    pub fn check_named(&self, name: &str) -> Option<&Check> {
+        self.checks
+            .iter()
+            .find(|check| check.name.as_deref() == Some(name))
     }
 }
 
@@ -394,5 +470,31 @@ mod tests {
         // (and not a panic).
         assert!(!is_sqlite_internal("sqlitéxyz"));
         assert!(!is_platform_name("_sasé"));
+    }
+
+    #[test]
+    fn a_date_column_takes_only_calendar_days_written_yyyy_mm_dd() {
+        assert_eq!(value_format("date"), Some(DATE_FORMAT));
+        assert_eq!(value_kinds("DATE"), ["string"]);
+        assert_eq!(value_format("DATETIME"), None);
+        for good in ["2026-12-02", "2024-02-29", "0001-01-01"] {
+            assert_eq!(check_format(DATE_FORMAT, good), Ok(()), "{good}");
+        }
+        for bad in [
+            "next tuesday",
+            "12/02/2026",
+            "2026-2-02",
+            "2026-02-30",
+            "2025-02-29",
+            "2026-13-01",
+            "2026-00-10",
+            "+2026-12-02",
+            "2026-12-02T00:00",
+            "２０２６-12-02",
+        ] {
+            assert!(check_format(DATE_FORMAT, bad).is_err(), "{bad}");
+        }
+        // Other formats are not this function's to judge.
+        assert_eq!(check_format("email", "x"), Ok(()));
     }
 }

@@ -10,16 +10,35 @@
 use serde::{Deserialize, Serialize};
 
 /// The data operations every declared table offers, in listing order.
-/// `history` reads one row's entries in the audit ledger.
-pub const OPERATIONS: [&str; 7] = [
+/// `history` reads one row's entries in the audit ledger; `export` writes the
+/// rows a list would read as CSV, `import` creates one row per CSV record.
+pub const OPERATIONS: [&str; 9] = [
     "list",
     "get",
     "aggregate",
     "history",
+    "export",
     "create",
     "update",
     "delete",
+    "import",
 ];
+
+/// The operations that change rows: a table's write policy governs them and,
+/// model-invoked, they need the person's confirmation.
+pub const MUTATING_OPERATIONS: [&str; 4] = ["create", "update", "delete", "import"];
+
+/// Whether `operation` changes rows (see [`MUTATING_OPERATIONS`]).
+pub fn is_mutating(operation: &str) -> bool {
+    MUTATING_OPERATIONS.contains(&operation)
+}
+
+/// Most rows one CSV import creates and one export page holds: an import
+/// is one all-or-nothing transaction, so its size is bounded here.
+pub const MAX_CSV_ROWS: usize = 10_000;
+/// Most bytes of one import file (well inside the gateway's and the data
+/// service's message sizes).
+pub const MAX_CSV_BYTES: usize = 2 * 1024 * 1024;
 
 /// Most audit entries one `history` page returns (and its default).
 pub const MAX_HISTORY: u32 = 50;

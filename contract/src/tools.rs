@@ -7,10 +7,10 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::data::{ID_COLUMN, Table, TableDeclaration, value_kinds};
+use crate::data::{ID_COLUMN, Table, TableDeclaration, value_format, value_kinds};
 use crate::grammar::{
-    MAX_GROUP_BY, MAX_HISTORY, MAX_IDEMPOTENCY_KEY_CHARS, MAX_LIMIT, MAX_METRICS, MAX_ORDER_BY,
-    MAX_SELECT, MAX_WHERE, MetricFunction, Operator,
+    MAX_CSV_BYTES, MAX_GROUP_BY, MAX_HISTORY, MAX_IDEMPOTENCY_KEY_CHARS, MAX_LIMIT, MAX_METRICS,
+    MAX_ORDER_BY, MAX_SELECT, MAX_WHERE, MetricFunction, Operator,
 };
 
 /// The open app's chat tool.
@@ -101,6 +101,46 @@ fn column_schema(column: &crate::data::Column) -> Value {
     }
 }
 
+/// A writable column's schema with the table's declared rules on it: a
+/// typed kind's `format`, and a description naming UNIQUE, the table a
+/// reference points into and every CHECK rule's wording that reads it, so a
+/// model writes a valid row the first time. NOT NULL is `required`.
+fn field_schema(table: &Table, column: &crate::data::Column) -> Value {
+    let mut schema = column_schema(column);
+    if let Some(format) = value_format(&column.declared_type) {
+        schema["format"] = json!(format);
+    }
+    let name = &column.name;
+    let mut rules = Vec::new();
+    if table
+        .unique
+        .iter()
+        .any(|key| key.as_slice() == [name.clone()])
+    {
+        rules.push("must be unique".to_owned());
+    }
+    for key in &table.foreign_keys {
+        if key.columns.as_slice() == [name.clone()] {
+            let parent = key.parent_columns.first().map_or(ID_COLUMN, String::as_str);
+            rules.push(format!(
+                "the {parent} of an existing {} row",
+                key.parent_table
+            ));
+        }
+    }
+    for check in &table.checks {
+        if let Some(rule) = &check.name
+            && check.columns.contains(name)
+        {
+            rules.push(rule.clone());
+        }
+    }
+    if !rules.is_empty() {
+        schema["description"] = json!(rules.join("; "));
+    }
+    schema
+}
+
 /// What one table operation's tool takes: its input schema, whether it only
 /// reads, and a one-line summary. `None` for an operation the grammar lacks.
 pub struct TableToolInput {
@@ -134,7 +174,7 @@ pub fn table_tool_input(
         .iter()
         .filter(|c| Some(c.name.as_str()) != owner)
         .filter(|c| !(c.name == ID_COLUMN && integer_id))
-        .map(|c| (c.name.clone(), column_schema(c)))
+        .map(|c| (c.name.clone(), field_schema(table, c)))
         .collect();
     let required: Vec<&str> = table
         .columns
@@ -244,6 +284,35 @@ pub fn table_tool_input(
                 "Change a row at the version you read",
             )
         }
+        "export" => (
+            json!({
+                "type": "object",
+                "properties": {
+                    "where": conditions,
+                    "orderBy": {"type": "array", "maxItems": MAX_ORDER_BY, "items": {"type": "object", "properties": {"field": {"type": "string", "enum": selectable}, "direction": {"type": "string", "enum": ["asc", "desc"]}}, "required": ["field"], "additionalProperties": false}},
+                    "cursor": {"type": "string", "description": "the nextCursor of the previous export, to read on"},
+                },
+                "additionalProperties": false,
+            }),
+            true,
+            "Export rows as CSV (the rows a list reads, a header naming the fields; a long table goes on with nextCursor)",
+        ),
+        "import" => {
+            let fields: Vec<&str> = writable.keys().map(String::as_str).collect();
+            (
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "csv": {"type": "string", "maxLength": MAX_CSV_BYTES, "description": format!("CSV text: a header naming fields ({}), then one row per record; an empty cell is no value. All rows are created or none.", fields.join(", "))},
+                        "idempotencyKey": key,
+                    },
+                    "required": ["csv"],
+                    "additionalProperties": false,
+                }),
+                false,
+                "Import rows from CSV (every row checked; all are created or none)",
+            )
+        }
         "delete" => (
             json!({
                 "type": "object",
@@ -277,5 +346,66 @@ mod tests {
         assert_eq!(app_of_tool(&name).as_deref(), Some("expense-log"));
         assert_eq!(app_of_tool("getDocs"), None);
         assert_eq!(app_of_tool("app__"), None);
+    }
+
+    #[test]
+    fn write_schemas_carry_the_declared_rules() {
+        use crate::data::{Check, Column, ForeignKey};
+        let column = |name: &str, declared_type: &str| Column {
+            name: name.to_owned(),
+            declared_type: declared_type.to_owned(),
+            not_null: true,
+            default_value: None,
+            primary_key: name == ID_COLUMN,
+            generated: false,
+        };
+        let table = Table {
+            name: "entries".to_owned(),
+            columns: vec![
+                column("id", "INTEGER"),
+                column("date", "DATE"),
+                column("project", "INTEGER"),
+                column("hours", "REAL"),
+                column("code", "TEXT"),
+            ],
+            unique: vec![vec!["code".to_owned()]],
+            foreign_keys: vec![ForeignKey {
+                columns: vec!["project".to_owned()],
+                parent_table: "projects".to_owned(),
+                parent_columns: Vec::new(),
+                on_update: "NO ACTION".to_owned(),
+                on_delete: "NO ACTION".to_owned(),
+            }],
+            checks: vec![Check {
+                name: Some("hours must be between 0 and 24".to_owned()),
+                columns: vec!["hours".to_owned()],
+                expression: "hours >= 0 AND hours <= 24".to_owned(),
+            }],
+            ..Table::default()
+        };
+        let declaration = TableDeclaration {
+            access: crate::data::Access::Shared,
+            owner_field: None,
+            write: Default::default(),
+            managers_read_all: false,
+        };
+        let create = table_tool_input(&table, &declaration, "create")
+            .unwrap()
+            .schema;
+        let values = &create["properties"]["values"]["properties"];
+        assert_eq!(values["date"], json!({"type": "string", "format": "date"}));
+        assert_eq!(
+            values["hours"]["description"],
+            "hours must be between 0 and 24"
+        );
+        assert_eq!(
+            values["project"]["description"],
+            "the id of an existing projects row"
+        );
+        assert_eq!(values["code"]["description"], "must be unique");
+        assert_eq!(
+            create["properties"]["values"]["required"],
+            json!(["date", "project", "hours", "code"])
+        );
     }
 }

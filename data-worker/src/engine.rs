@@ -27,7 +27,7 @@
 //! It must never put SQL text, SQLite's own messages or file paths into an
 //! [`AppError`] message: those go to the log next to the error's diagnostic id.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -499,11 +499,12 @@ pub struct AuditRecord {
 }
 
 /// What a mutation's work returns: the published result (stored in the receipt
-/// and replayed verbatim) and its audit record.
+/// and replayed verbatim) and an audit record per row it changed (one, or an
+/// import's every row).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MutationOutcome {
     pub result: serde_json::Value,
-    pub audit: AuditRecord,
+    pub audit: Vec<AuditRecord>,
 }
 
 /// The input hash a receipt records: sha256 hex of the input's canonical JSON
@@ -1230,6 +1231,7 @@ fn setup(conn: &mut Connection, contract: &DataContract) -> Result<Vec<String>, 
         .map_err(sql_error)?;
     tx.execute_batch(PLATFORM_SQL).map_err(sql_error)?;
     let applied = applied_migrations(&tx).map_err(sql_error)?;
+    let versions = highest_versions(&tx, contract)?;
     let mut newly = Vec::new();
     for migration in &contract.migrations {
         if applied
@@ -1268,8 +1270,12 @@ fn setup(conn: &mut Connection, contract: &DataContract) -> Result<Vec<String>, 
             continue; // reported by the compatibility check below
         };
         if table.column(VERSION_COLUMN).is_none() {
+            // A table a migration rebuilt lost the column with its old copy:
+            // its rows start above every version a caller may still hold, so
+            // a stale expectedVersion stays stale.
+            let start = versions.get(name).map_or(1, |highest| highest + 1);
             tx.execute_batch(&format!(
-                "ALTER TABLE {} ADD COLUMN {VERSION_COLUMN} INTEGER NOT NULL DEFAULT 1",
+                "ALTER TABLE {} ADD COLUMN {VERSION_COLUMN} INTEGER NOT NULL DEFAULT {start}",
                 quote_identifier(name)
             ))
             .map_err(sql_error)?;
@@ -1279,6 +1285,38 @@ fn setup(conn: &mut Connection, contract: &DataContract) -> Result<Vec<String>, 
     check_compatible(&live, contract)?;
     tx.commit().map_err(sql_error)?;
     Ok(newly)
+}
+
+/// The highest row version of each declared table that has rows and the
+/// version column, before any pending migration runs.
+fn highest_versions(
+    tx: &rusqlite::Transaction<'_>,
+    contract: &DataContract,
+) -> Result<BTreeMap<String, i64>, AppError> {
+    let live = read_schema(tx).map_err(sql_error)?;
+    let mut highest = BTreeMap::new();
+    for name in contract.tables.keys() {
+        if live
+            .tables
+            .get(name)
+            .is_some_and(|table| table.column(VERSION_COLUMN).is_some())
+        {
+            let version: Option<i64> = tx
+                .query_row(
+                    &format!(
+                        "SELECT max({VERSION_COLUMN}) FROM {}",
+                        quote_identifier(name)
+                    ),
+                    [],
+                    |row| row.get(0),
+                )
+                .map_err(sql_error)?;
+            if let Some(version) = version {
+                highest.insert(name.clone(), version);
+            }
+        }
+    }
+    Ok(highest)
 }
 
 /// Every declared table exists with every declared column at its declared

@@ -294,16 +294,14 @@ pub enum Request {
         expected_version: i64,
         idempotency_key: String,
     },
-}
-
-impl Request {
-    /// Create, update and delete: the operations a table's write policy governs.
-    pub fn is_mutating(&self) -> bool {
-        matches!(
-            self,
-            Request::Create { .. } | Request::Update { .. } | Request::Delete { .. }
-        )
-    }
+    /// The rows a list with these filters and order reads, as CSV: pages of
+    /// `query` (its limit is the page) until [`MAX_CSV_ROWS`] rows.
+    Export(ListQuery),
+    /// One create per row of a CSV file, all or none.
+    Import {
+        file: csv::ImportFile,
+        idempotency_key: String,
+    },
 }
 
 /// A statement ready to run: SQL text built only from server strings, and its
@@ -619,9 +617,32 @@ pub fn parse(operation: &str, table: &TableSpec, request_json: &str) -> Result<R
                 idempotency_key,
             })
         }
+        "export" => {
+            let mut fields = Fields::new(value, "an export request")?;
+            let mut list = Map::new();
+            for key in ["where", "orderBy", "cursor"] {
+                if let Some(value) = fields.take(key) {
+                    list.insert(key.to_owned(), value);
+                }
+            }
+            fields.finish()?;
+            list.insert("limit".to_owned(), Value::from(MAX_LIMIT));
+            parse_list(table, Value::Object(list)).map(Request::Export)
+        }
+        "import" => {
+            let mut fields = Fields::new(value, "an import request")?;
+            let text = string(fields.require("csv")?, "csv")?;
+            let idempotency_key = idempotency_key(fields.require("idempotencyKey")?)?;
+            fields.finish()?;
+            Ok(Request::Import {
+                file: csv::read_import(table, &text)?,
+                idempotency_key,
+            })
+        }
         _ => Err(invalid(format!(
-            "unknown operation {}; use list, get, aggregate, history, create, update or delete",
-            shown(operation)
+            "unknown operation {}; use {}",
+            shown(operation),
+            sasha_contract::grammar::OPERATIONS.join(", ")
         ))),
     }
 }
@@ -1095,6 +1116,39 @@ fn check_property_count(map: &Map<String, Value>, what: &str) -> Result<(), AppE
     Ok(())
 }
 
+/// The value a create or update writes to `column`, checked against the
+/// column's kind: its affinity, and for a typed column (`DATE`) its format.
+fn write_value(table: &TableSpec, column: &str, value: &Value) -> Result<SqlValue, AppError> {
+    let checked = scalar(
+        value,
+        &format!("the value of {column}"),
+        table.is_real(column),
+    )?;
+    let format = table
+        .column(column)
+        .and_then(|c| sasha_contract::data::value_format(&c.declared_type));
+    if let Some(format) = format {
+        let refused = match value {
+            Value::Null => None,
+            Value::String(text) => sasha_contract::data::check_format(format, text)
+                .err()
+                .map(|rule| format!("{column} {rule}, not {}", shown(text))),
+            _ => Some(format!(
+                "{column} {}, as a string",
+                sasha_contract::data::format_rule(format)
+            )),
+        };
+        if let Some(message) = refused {
+            return Err(invalid(message).with_details(serde_json::json!({
+                "table": table.name,
+                "field": column,
+                "rule": format,
+            })));
+        }
+    }
+    Ok(checked.to_sql())
+}
+
 /// The (column, value) pairs a create writes, checked.
 fn create_assignments<'t>(
     table: &'t TableSpec,
@@ -1118,12 +1172,7 @@ fn create_assignments<'t>(
             }
             check_id(value)?;
         }
-        let scalar = scalar(
-            value,
-            &format!("the value of {column}"),
-            table.is_real(column),
-        )?;
-        assignments.push((column, scalar.to_sql()));
+        assignments.push((column, write_value(table, column, value)?));
     }
     for column in &table.columns {
         let stamped = table.owner_field.as_deref() == Some(column.name.as_str());
@@ -1157,15 +1206,7 @@ fn update_assignments<'t>(
                     "field {ID_COLUMN} identifies the record and cannot be changed"
                 )));
             }
-            Ok((
-                column,
-                scalar(
-                    value,
-                    &format!("the value of {column}"),
-                    table.is_real(column),
-                )?
-                .to_sql(),
-            ))
+            Ok((column, write_value(table, column, value)?))
         })
         .collect()
 }
@@ -1189,6 +1230,7 @@ pub fn request_hash(operation: &str, table: &str, request_json_canonical: &Value
     hex::encode(hasher.finalize())
 }
 
+pub mod csv;
 mod sql;
 pub use sql::*;
 

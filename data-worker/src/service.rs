@@ -34,8 +34,9 @@ use crate::engine::{
     AuditMeta, AuditOperation, AuditRecord, Drift, DriftKind, Engine, MutationOutcome, ReceiptKey,
     Source, Target, sql_error,
 };
-use crate::grammar::{self, Statement, TableSpec};
+use crate::grammar::{self, Statement, TableSpec, csv::at_row};
 use constraints::Write;
+use sasha_contract::grammar::MAX_CSV_ROWS;
 
 /// The `DataService` implementation.
 #[derive(Clone)]
@@ -233,7 +234,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
     let spec = TableSpec::new(table, declaration);
     let app = Target::of(&request.app_id, &request.preview);
     let parsed = grammar::parse(&request.operation, &spec, &request.request_json)?;
-    if parsed.is_mutating() && !declaration.may_write(manages) {
+    if sasha_contract::grammar::is_mutating(&request.operation) && !declaration.may_write(manages) {
         return Err(AppError::new(
             ErrorCode::AccessDenied,
             format!(
@@ -282,6 +283,79 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
             )?;
             let (rows, next) = plan.finish_page(rows, worker.cursor_secret.as_slice());
             Ok(serde_json::json!({"rows": rows, "nextCursor": next}))
+        }
+        grammar::Request::Export(mut query) => {
+            // Page after page of the governed list, so an export reads exactly
+            // the rows (and owner scope) a list would.
+            let secret = worker.cursor_secret.as_slice();
+            let mut rows = Vec::new();
+            let next = loop {
+                let (statement, plan) =
+                    grammar::list_statement(&read_spec, &query, &actor, secret)?;
+                let page = engine.query_named(
+                    app,
+                    &contract,
+                    &statement.sql,
+                    &statement.params,
+                    Some(&statement.columns),
+                )?;
+                let (page, next) = plan.finish_page(page, secret);
+                rows.extend(page);
+                match next {
+                    Some(cursor) if rows.len() < MAX_CSV_ROWS => query.cursor = Some(cursor),
+                    next => break next,
+                }
+            };
+            let csv = grammar::csv::write_export(&read_spec, &rows)?;
+            Ok(serde_json::json!({"csv": csv, "rows": rows.len(), "nextCursor": next}))
+        }
+        grammar::Request::Import {
+            file,
+            idempotency_key,
+        } => {
+            let rows = file
+                .rows
+                .into_iter()
+                .map(|row| {
+                    let statement = grammar::create_statement(&spec, &row.values, &actor)
+                        .map_err(|error| at_row(row.row, error))?;
+                    Ok((row.row, statement, row.values))
+                })
+                .collect::<Result<Vec<_>, AppError>>()?;
+            let result = serde_json::json!({"imported": rows.len(), "skipped": file.skipped});
+            let table = request.table.clone();
+            let declared = Arc::clone(&contract);
+            // Every row of the file is an import in the ledger, whoever sent it.
+            let meta = AuditMeta {
+                source: Source::Import,
+                ..meta()?
+            };
+            engine.mutate(
+                app,
+                &contract,
+                receipt(&idempotency_key),
+                meta,
+                move |transaction| {
+                    let mut audit = Vec::with_capacity(rows.len());
+                    for (row, statement, values) in &rows {
+                        let write = Write::Values(values);
+                        let created = writing(transaction, statement, &declared, &table, &write)
+                            .map_err(|error| at_row(*row, error))?
+                            .ok_or_else(|| AppError::from_code(ErrorCode::Internal))?;
+                        audit.push(AuditRecord {
+                            table: table.clone(),
+                            record_id: record_id(&created),
+                            operation: AuditOperation::Create,
+                            before: None,
+                            after: Some(Value::Object(created)),
+                        });
+                    }
+                    Ok(MutationOutcome {
+                        result: result.clone(),
+                        audit,
+                    })
+                },
+            )
         }
         grammar::Request::Get { id } => {
             let statement = grammar::get_statement(&read_spec, &id, &actor)?;
@@ -357,13 +431,13 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
                         .ok_or_else(|| AppError::from_code(ErrorCode::Internal))?;
                     Ok(MutationOutcome {
                         result: Value::Object(row.clone()),
-                        audit: AuditRecord {
+                        audit: vec![AuditRecord {
                             table: table.clone(),
                             record_id: record_id(&row),
                             operation: AuditOperation::Create,
                             before: None,
                             after: Some(Value::Object(row)),
-                        },
+                        }],
                     })
                 },
             )
@@ -391,13 +465,13 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
                         .ok_or_else(|| conflict(&previous))?;
                     Ok(MutationOutcome {
                         result: Value::Object(row.clone()),
-                        audit: AuditRecord {
+                        audit: vec![AuditRecord {
                             table: table.clone(),
                             record_id: record_id(&row),
                             operation: AuditOperation::Update,
                             before: Some(Value::Object(previous)),
                             after: Some(Value::Object(row)),
-                        },
+                        }],
                     })
                 },
             )
@@ -418,13 +492,13 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
                     .ok_or_else(|| conflict(&previous))?;
                 Ok(MutationOutcome {
                     result: serde_json::json!({"id": row.get(grammar::ID_COLUMN), "deleted": true}),
-                    audit: AuditRecord {
+                    audit: vec![AuditRecord {
                         table: table.clone(),
                         record_id: record_id(&row),
                         operation: AuditOperation::Delete,
                         before: Some(Value::Object(previous)),
                         after: None,
-                    },
+                    }],
                 })
             })
         }

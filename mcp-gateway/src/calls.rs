@@ -230,6 +230,12 @@ fn compile(schema: &Value, what: &str) -> Result<jsonschema::Validator, AppError
 }
 
 fn check(validator: &jsonschema::Validator, instance: &Value, what: &str) -> Result<(), AppError> {
+    // The first problem's place, for a caller that fixes one field at a time
+    // (`/values/date` names the field `date`).
+    let first = validator
+        .iter_errors(instance)
+        .next()
+        .map(|error| error.instance_path().to_string());
     let problems: Vec<String> = validator
         .iter_errors(instance)
         .take(3)
@@ -254,10 +260,26 @@ fn check(validator: &jsonschema::Validator, instance: &Value, what: &str) -> Res
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(AppError::new(
+        let mut details = serde_json::Map::new();
+        if let Some(path) = first.filter(|path| !path.is_empty()) {
+            let field = path
+                .rsplit('/')
+                .next()
+                .filter(|last| !last.is_empty() && !last.bytes().all(|b| b.is_ascii_digit()));
+            if let Some(field) = field {
+                details.insert("field".to_owned(), Value::from(field));
+            }
+            details.insert("path".to_owned(), Value::from(path));
+        }
+        let error = AppError::new(
             ErrorCode::InputInvalid,
             format!("the {what} is not valid: {}", problems.join("; ")),
-        ))
+        );
+        Err(if details.is_empty() {
+            error
+        } else {
+            error.with_details(Value::Object(details))
+        })
     }
 }
 

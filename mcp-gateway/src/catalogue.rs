@@ -146,14 +146,14 @@ impl TryFrom<&pb::CatalogueApp> for App {
                     name.clone(),
                     DeclaredTable {
                         declaration,
-                        table: Table {
+                        table: Table::from(&pb::TableStructure {
                             name: name.clone(),
-                            columns: table.columns.iter().map(Into::into).collect(),
-                            unique: Vec::new(),
-                            foreign_keys: Vec::new(),
-                            strict: false,
-                            without_rowid: false,
-                        },
+                            columns: table.columns.clone(),
+                            unique: table.unique.clone(),
+                            foreign_keys: table.foreign_keys.clone(),
+                            checks: table.checks.clone(),
+                            ..Default::default()
+                        }),
                     },
                 ))
             })
@@ -246,6 +246,7 @@ mod tests {
                         column("id", "INTEGER", false, true),
                         column("title", "TEXT", true, false),
                     ],
+                    ..Default::default()
                 },
             )]
             .into(),

@@ -108,10 +108,7 @@ fn opener_name(app_id: &str) -> String {
     format!("open_app__{}", app_id.replace('-', "_"))
 }
 
-/// The mutating per-table operations: model-invoked, they need confirmation.
-pub fn is_mutating(operation: &str) -> bool {
-    matches!(operation, "create" | "update" | "delete")
-}
+pub use sasha_contract::grammar::is_mutating;
 
 /// The tools `caller` may list, from the caller's catalogue.
 pub fn tools_for(catalogue: &Catalogue, caller: &Caller) -> Vec<Value> {
@@ -370,6 +367,7 @@ mod tests {
                         column("stars", "INTEGER", false, Some("0"), false),
                         column("created_by", "TEXT", true, None, false),
                     ],
+                    ..Default::default()
                 },
             )]
             .into(),

@@ -4,8 +4,10 @@
 //! SQLite judges the SQL itself. Every statement is prepared on a scratch
 //! in-memory database (defensive mode, untrusted schema) under an authorizer that
 //! admits structure only: `CREATE TABLE` and `CREATE INDEX` in `schema.sql`, and in
-//! migrations additionally `ALTER TABLE … ADD COLUMN | RENAME COLUMN`, `DROP TABLE`
-//! and `DROP INDEX`. So a package can declare structure but never seed, read or
+//! migrations additionally `ALTER TABLE … ADD COLUMN | RENAME COLUMN`, `DROP TABLE`,
+//! `DROP INDEX` and the table rebuild [`rebuild`] proves (a fresh table, a bare
+//! copy of every row and column into it, the old table dropped, the copy renamed
+//! to its name). So a package can declare structure but never seed, read or
 //! attach anything, and what passes here is exactly what SQLite will do with it.
 //! The migrations are then replayed on a second scratch database and the
 //! resulting structure must equal the one `schema.sql` describes.
@@ -26,12 +28,15 @@ use rusqlite::{Connection, Error as SqlError};
 pub use sasha_contract::data::{
     Access, Column, DataContract, EXPRESSION_KEY, ForeignKey, ID_COLUMN, Index, Migration,
     ReadPolicy, Schema, Table, TableDeclaration, VERSION_COLUMN, Widening, contract_hash,
-    is_identifier, is_platform_name, is_sqlite_internal, read_schema, sha256_hex, value_kinds,
-    widened_reads,
+    is_identifier, is_platform_name, is_sqlite_internal, read_schema, sha256_hex, value_format,
+    value_kinds, widened_reads,
 };
 
 use crate::diagnostics::{Diagnostics, line_of};
+
+mod rebuild;
 use crate::manifest::{self, DataCapability, Manifest};
+use rebuild::Rebuilds;
 
 /// The one file that states the app's current structure.
 pub const SCHEMA_FILE: &str = "schema.sql";
@@ -41,6 +46,9 @@ pub const MIGRATIONS_DIR: &str = "migrations/";
 pub const MAX_SQL_FILE_BYTES: usize = 256 * 1024;
 /// Most statements of one SQL file.
 pub const MAX_STATEMENTS: usize = 200;
+/// Most characters of a CHECK constraint's name: the rule's wording a
+/// violation shows the caller.
+pub const MAX_RULE_NAME_CHARS: usize = 120;
 const MANIFEST_FILE: &str = "APP.md";
 /// Most SQLite virtual-machine steps one scratch database may spend, in units of
 /// [`PROGRESS_STEP`]; structure on empty tables costs a tiny fraction of this.
@@ -259,6 +267,8 @@ enum Verb {
     AlterTable,
     DropTable,
     DropIndex,
+    /// A rebuild's copy of rows into its new table (see [`rebuild`]).
+    Copy,
 }
 
 /// Why the authorizer refused a statement.
@@ -284,6 +294,11 @@ struct AuthState {
     mode: Mode,
     verb: Option<(Verb, String)>,
     refusal: Option<Refusal>,
+    /// The (target, source) of the rebuild copy being prepared, already
+    /// proven to be one by [`rebuild::parse_copy`] and [`rebuild::Rebuilds`].
+    copy: Option<(String, String)>,
+    /// The checker's own structure reads between statements.
+    trusted: bool,
 }
 
 /// Pure built-in functions a CHECK, DEFAULT or index expression may use.
@@ -355,6 +370,9 @@ fn is_schema_table(name: &str) -> bool {
 
 impl AuthState {
     fn decide(&mut self, context: AuthContext<'_>) -> Authorization {
+        if self.trusted {
+            return Authorization::Allow;
+        }
         match self.judge(context.action) {
             Ok(()) => Authorization::Allow,
             Err(refusal) => {
@@ -381,6 +399,18 @@ impl AuthState {
 
     fn verb(&self) -> Option<Verb> {
         self.verb.as_ref().map(|(verb, _)| *verb)
+    }
+
+    fn is_copy_target(&self, table: &str) -> bool {
+        self.copy
+            .as_ref()
+            .is_some_and(|(target, _)| target.eq_ignore_ascii_case(table))
+    }
+
+    fn is_copy_source(&self, table: &str) -> bool {
+        self.copy
+            .as_ref()
+            .is_some_and(|(_, source)| source.eq_ignore_ascii_case(table))
     }
 
     fn judge(&mut self, action: AuthAction<'_>) -> Result<(), Refusal> {
@@ -428,6 +458,11 @@ impl AuthState {
             AuthAction::Delete { table_name } if matches!(&self.verb, Some((Verb::DropTable, dropped)) if dropped.eq_ignore_ascii_case(table_name)) => {
                 Ok(())
             }
+            AuthAction::Insert { table_name } if self.is_copy_target(table_name) => {
+                self.begin(Verb::Copy, table_name)
+            }
+            AuthAction::Read { table_name, .. } if self.is_copy_source(table_name) => Ok(()),
+            AuthAction::Select if self.copy.is_some() => Ok(()),
             AuthAction::Insert { table_name } => Err(Refusal::Seed {
                 operation: "INSERT",
                 table: table_name.to_owned(),
@@ -501,6 +536,8 @@ struct Scratch {
     /// Set once a statement in the run failed: later "no such table" errors are
     /// usually its echo, so only refusals and syntax errors are still reported.
     failed: bool,
+    /// The current migration file's table rebuilds.
+    rebuilds: Rebuilds,
 }
 
 /// Where each table or index was (last) created: file and line.
@@ -527,6 +564,8 @@ impl Scratch {
             mode,
             verb: None,
             refusal: None,
+            copy: None,
+            trusted: false,
         }));
         let hook_state = Arc::clone(&state);
         conn.authorizer(Some(move |context: AuthContext<'_>| {
@@ -544,7 +583,28 @@ impl Scratch {
             conn,
             state,
             failed: false,
+            rebuilds: Rebuilds::default(),
         })
+    }
+
+    /// Runs one of the checker's own reads past the authorizer.
+    fn trusted<T>(
+        &self,
+        read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        lock(&self.state).trusted = true;
+        let result = read(&self.conn);
+        lock(&self.state).trusted = false;
+        result
+    }
+
+    fn columns_of(&self, table: &str) -> Vec<String> {
+        self.trusted(|conn| {
+            let mut statement = conn.prepare("SELECT name FROM pragma_table_info(?1, 'main')")?;
+            let names = statement.query_map([table], |row| row.get(0))?;
+            names.collect()
+        })
+        .unwrap_or_default()
     }
 
     /// Runs every statement of `text`, recording each problem against `file`.
@@ -573,12 +633,21 @@ impl Scratch {
                 return;
             }
         };
+        self.rebuilds = Rebuilds::default();
         for statement in &statements {
             if let Err(problem) = self.run_statement(statement, origins, file, text) {
                 let suppressed = problem.code == "SQL_STATEMENT_FAILED" && self.failed;
                 if !suppressed {
                     diagnostics.push(file, Some(problem.line), problem.code, problem.reason);
                 }
+                self.failed = true;
+            }
+        }
+        let rebuilds = std::mem::take(&mut self.rebuilds);
+        if !rebuilds.is_empty() && !self.failed {
+            let schema = self.trusted(read_schema).unwrap_or_default();
+            for (line, reason) in rebuilds.finish(&schema) {
+                diagnostics.push(file, line, "SQL_REBUILD_REFUSED", reason);
                 self.failed = true;
             }
         }
@@ -602,14 +671,27 @@ impl Scratch {
                 ),
             ));
         }
+        let copy = (mode == Mode::Migration && statement.leading_keyword() == "INSERT")
+            .then(|| rebuild::parse_copy(statement.text))
+            .flatten();
+        if let Some(copy) = &copy {
+            let columns = self.columns_of(&copy.source);
+            if let Some(reason) = self.rebuilds.refuse_copy(copy, &columns) {
+                return Err(refused("SQL_REBUILD_REFUSED", reason));
+            }
+        }
         {
             let mut state = lock(&self.state);
             state.verb = None;
             state.refusal = None;
+            state.copy = copy
+                .as_ref()
+                .map(|copy| (copy.target.clone(), copy.source.clone()));
         }
         let prepared = self.conn.prepare(statement.text);
         let (verb, refusal) = {
             let mut state = lock(&self.state);
+            state.copy = None;
             (state.verb.take(), state.refusal.take())
         };
         let mut prepared = match (prepared, refusal) {
@@ -641,6 +723,14 @@ impl Scratch {
         {
             return Err(refused("SQL_ALTER_REFUSED", reason.to_owned()));
         }
+        let renamed = (verb == Verb::AlterTable)
+            .then(|| statement.renamed_table_to())
+            .flatten();
+        if let Some(new_name) = &renamed
+            && let Some(reason) = self.rebuilds.refuse_rename(&object, new_name, line)
+        {
+            return Err(refused("SQL_ALTER_REFUSED", reason));
+        }
         if let Err(error) = prepared.execute([]) {
             return Err(Problem {
                 line,
@@ -652,13 +742,32 @@ impl Scratch {
             });
         }
         match verb {
-            Verb::CreateTable | Verb::CreateIndex => {
+            Verb::CreateTable => {
+                self.rebuilds.created(&object);
                 origins.insert(object, (file.to_owned(), line));
             }
-            Verb::DropTable | Verb::DropIndex => {
+            Verb::CreateIndex => {
+                origins.insert(object, (file.to_owned(), line));
+            }
+            Verb::DropTable => {
+                self.rebuilds.dropped(&object);
                 origins.remove(&object);
             }
-            Verb::AlterTable => {}
+            Verb::DropIndex => {
+                origins.remove(&object);
+            }
+            Verb::Copy => {
+                if let Some(copy) = &copy {
+                    self.rebuilds.copied(copy);
+                }
+            }
+            Verb::AlterTable => {
+                if let Some(new_name) = renamed
+                    && let Some(origin) = origins.remove(&object)
+                {
+                    origins.insert(new_name, origin);
+                }
+            }
         }
         Ok(())
     }
@@ -687,7 +796,7 @@ fn refusal_problem(line: u32, mode: Mode, refusal: Refusal) -> Problem {
         Refusal::Seed { operation, table } => (
             "SQL_SEED_REFUSED",
             format!(
-                "packages declare structure only and never seed rows: {operation} on {table} is refused; rows come only through the data service"
+                "packages declare structure only and never seed rows: {operation} on {table} is refused; rows come only through the data service (a migration that rebuilds a table copies its rows with exactly INSERT INTO new_table (id, …) SELECT id, … FROM old_table)"
             ),
         ),
         Refusal::MigrationOnly(what) => (
@@ -914,8 +1023,24 @@ impl Lexed<'_> {
             && t[3].is_word("EXISTS")
     }
 
-    /// Why this ALTER TABLE form is refused, or `None` for ADD [COLUMN] and
-    /// RENAME [COLUMN] a TO b.
+    /// The new name of `ALTER TABLE [schema .] name RENAME TO new_name`.
+    fn renamed_table_to(&self) -> Option<String> {
+        let t = &self.tokens;
+        let at = if t.get(3).is_some_and(|token| token.text == ".") {
+            5
+        } else {
+            3
+        };
+        match t.get(at..) {
+            Some([rename, to, name, ..]) if rename.is_word("RENAME") && to.is_word("TO") => {
+                name.name()
+            }
+            _ => None,
+        }
+    }
+
+    /// Why this ALTER TABLE form is refused, or `None` for ADD [COLUMN],
+    /// RENAME [COLUMN] a TO b and RENAME TO (judged by [`rebuild::Rebuilds`]).
     fn alter_refusal(&self) -> Option<&'static str> {
         let t = &self.tokens;
         // ALTER TABLE [schema .] name <action>
@@ -926,12 +1051,9 @@ impl Lexed<'_> {
             at = 5;
         }
         let action = t.get(at)?;
-        if action.is_word("ADD") {
+        if action.is_word("ADD") || action.is_word("RENAME") {
+            // RENAME TO (a table) is judged as the end of a rebuild.
             None
-        } else if action.is_word("RENAME") {
-            t.get(at + 1)
-                .filter(|next| next.is_word("TO"))
-                .map(|_| "renaming a table is refused: declared tables are addressed by name; create the new table in a migration instead")
         } else if action.is_word("DROP") {
             Some(
                 "ALTER TABLE … DROP COLUMN is refused: migrations may add or rename columns, never drop them",
@@ -1123,6 +1245,15 @@ fn check_structure(schema: &Schema, origins: &Origins, diagnostics: &mut Diagnos
             }
             if column.generated {
                 diagnostics.push(file, line, "SQL_COLUMN_UNSUPPORTED", format!("column {name}.{} is generated; generated columns are not supported: store the value or compute it in the app", column.name));
+            }
+        }
+        if table.checks_unreadable {
+            diagnostics.push(file, line, "SQL_CHECK_UNREADABLE", format!("the CHECK constraints of table {name} use syntax the platform cannot read, so it could not explain their violations; write each as CHECK (expression) over the table's columns"));
+        }
+        for check in &table.checks {
+            let Some(rule) = &check.name else { continue };
+            if rule.chars().count() > MAX_RULE_NAME_CHARS || rule.chars().any(char::is_control) {
+                diagnostics.push(file, line, "SQL_CONSTRAINT_NAME", format!("a CHECK constraint's name is the message a violation shows: the one on table {name} must be one line of at most {MAX_RULE_NAME_CHARS} characters"));
             }
         }
     }
@@ -1321,6 +1452,9 @@ fn compare_tables(
     }
     if stated.unique != built.unique {
         diagnostics.push(file, line, CODE, format!("UNIQUE constraints of {name} differ: schema.sql has {:?}, the migrations give {:?}", stated.unique, built.unique));
+    }
+    if stated.checks != built.checks {
+        diagnostics.push(file, line, CODE, format!("CHECK constraints of {name} differ between schema.sql and the migrations (a migration that adds one rebuilds the table); make them match"));
     }
     if stated.foreign_keys != built.foreign_keys {
         diagnostics.push(file, line, CODE, format!("REFERENCES constraints of {name} differ between schema.sql and the migrations; make them match"));

@@ -15,8 +15,8 @@ use sasha_contract::actions::{
     Metric, Operation, OrderBy, WhereClause, WhereOperator,
 };
 use sasha_contract::data::{
-    Access, Column, DataContract, ForeignKey, Index, Migration, Schema, Table, TableDeclaration,
-    WritePolicy,
+    Access, Check, Column, DataContract, ForeignKey, Index, Migration, Schema, Table,
+    TableDeclaration, WritePolicy,
 };
 use sasha_contract::grammar::MetricFunction;
 use serde_json::{Number, Value, json};
@@ -192,8 +192,30 @@ impl From<&Table> for pb::TableStructure {
                     on_delete: key.on_delete.clone(),
                 })
                 .collect(),
+            checks: table.checks.iter().map(pb::Check::from).collect(),
+            checks_unreadable: table.checks_unreadable,
             strict: table.strict,
             without_rowid: table.without_rowid,
+        }
+    }
+}
+
+impl From<&Check> for pb::Check {
+    fn from(check: &Check) -> pb::Check {
+        pb::Check {
+            name: check.name.clone(),
+            columns: check.columns.clone(),
+            expression: check.expression.clone(),
+        }
+    }
+}
+
+impl From<&pb::Check> for Check {
+    fn from(check: &pb::Check) -> Check {
+        Check {
+            name: check.name.clone(),
+            columns: check.columns.clone(),
+            expression: check.expression.clone(),
         }
     }
 }
@@ -219,6 +241,8 @@ impl From<&pb::TableStructure> for Table {
                     on_delete: key.on_delete.clone(),
                 })
                 .collect(),
+            checks: table.checks.iter().map(Check::from).collect(),
+            checks_unreadable: table.checks_unreadable,
             strict: table.strict,
             without_rowid: table.without_rowid,
         }

@@ -79,12 +79,15 @@ impl Entry {
                 data.tables
                     .iter()
                     .filter_map(|(name, declaration)| {
-                        let table = data.schema.tables.get(name)?;
+                        let table = pb::TableStructure::from(data.schema.tables.get(name)?);
                         Some((
                             name.clone(),
                             pb::CatalogueTable {
                                 declaration: Some(pb::TableDeclaration::from(declaration)),
-                                columns: table.columns.iter().map(pb::Column::from).collect(),
+                                columns: table.columns,
+                                unique: table.unique,
+                                foreign_keys: table.foreign_keys,
+                                checks: table.checks,
                             },
                         ))
                     })

@@ -8,7 +8,7 @@
 //! data tools every other caller uses.
 
 use sasha_package::manifest::{Access, tool_name};
-use sasha_package::sql::{DataContract, VERSION_COLUMN, value_kinds};
+use sasha_package::sql::{DataContract, VERSION_COLUMN, value_format, value_kinds};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -63,8 +63,13 @@ pub(crate) struct RecoveryTools {
     pub get: String,
     /// One row's audit entries.
     pub history: String,
+    /// The rows as CSV, read like `list`.
+    pub export: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub create: Option<String>,
+    /// A CSV file's rows created all or none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub import: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub update: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -78,6 +83,9 @@ pub(crate) struct RecoveryField {
     pub name: String,
     /// The JSON kinds its values take: `integer`, `number`, `string`.
     pub kinds: Vec<&'static str>,
+    /// A typed kind's format (`date`), checked again by the data service.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<&'static str>,
     /// Whether null is allowed.
     pub nullable: bool,
     /// NOT NULL without a default: a create must give it.
@@ -115,6 +123,7 @@ pub(crate) fn descriptor(
             fields.push(RecoveryField {
                 name: column.name.clone(),
                 kinds: value_kinds(&column.declared_type).to_vec(),
+                format: value_format(&column.declared_type),
                 nullable: !column.not_null && !column.primary_key,
                 required: column.not_null && column.default_value.is_none() && !read_only,
                 read_only,
@@ -136,7 +145,9 @@ pub(crate) fn descriptor(
                 list: tool("list"),
                 get: tool("get"),
                 history: tool("history"),
+                export: tool("export"),
                 create: write_tool("create"),
+                import: write_tool("import"),
                 update: write_tool("update"),
                 delete: write_tool("delete"),
             },

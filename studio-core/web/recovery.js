@@ -124,6 +124,9 @@ function lastEventData(text) {
 }
 
 function describeKinds(field) {
+  if (field.format === "date") {
+    return "date (YYYY-MM-DD)";
+  }
   if (field.kinds.length === 1 && field.kinds[0] === "integer") {
     return "whole number";
   }
@@ -142,7 +145,7 @@ function fieldInput(field, id, value, label) {
   return h("input", {
     id,
     name: field.name,
-    type: numeric ? "number" : "text",
+    type: numeric ? "number" : field.format === "date" ? "date" : "text",
     step: numeric ? (field.kinds[0] === "integer" ? "1" : "any") : null,
     inputmode: numeric ? (field.kinds[0] === "integer" ? "numeric" : "decimal") : null,
     value: value === null || value === undefined ? "" : String(value),
@@ -523,6 +526,53 @@ export function recoveryPanel(options) {
       );
     }
 
+    // Export: every page of the `export` tool, one header, saved as a file.
+    async function exportCsv() {
+      clearAlert();
+      say(`Exporting ${table.name}…`);
+      try {
+        let text = "";
+        let cursor = null;
+        let rows = 0;
+        do {
+          const page = await callTool(app.id, table.tools.export, cursor ? { cursor } : {});
+          text += text === "" ? page.csv : page.csv.slice(page.csv.indexOf("\n") + 1);
+          rows += page.rows;
+          cursor = page.nextCursor || null;
+        } while (cursor);
+        const link = h("a", { href: URL.createObjectURL(new Blob([text], { type: "text/csv" })), download: `${app.id}-${table.name}.csv`, hidden: true });
+        document.body.append(link);
+        link.click();
+        link.remove();
+        say(`Exported ${rows} ${table.name} ${rows === 1 ? "row" : "rows"}.`);
+      } catch (error) {
+        fail(error);
+      }
+    }
+
+    // Import: one CSV file through the `import` tool, all rows or none.
+    const importInput = h("input", {
+      type: "file",
+      accept: ".csv,text/csv",
+      hidden: true,
+      "aria-label": `CSV file to import into ${table.name}`,
+      onchange: async () => {
+        const file = importInput.files && importInput.files[0];
+        importInput.value = "";
+        if (!file) {
+          return;
+        }
+        clearAlert();
+        say(`Importing ${file.name} into ${table.name}…`);
+        try {
+          const result = await callTool(app.id, table.tools.import, { csv: await file.text(), idempotencyKey: crypto.randomUUID() });
+          await load(`Imported ${result.imported} ${result.imported === 1 ? "row" : "rows"} into ${table.name}.`);
+        } catch (error) {
+          fail(error);
+        }
+      },
+    });
+
     const section = h(
       "section",
       { class: "recovery-table-section", "aria-labelledby": headingId, dataset: { table: table.name } },
@@ -542,6 +592,11 @@ export function recoveryPanel(options) {
                 : `own rows (${table.ownerField})`,
         }),
         h("button", { type: "button", class: "button button-quiet", text: "Reload", "aria-label": `Reload ${table.name}`, onclick: () => load() }),
+        h("button", { type: "button", class: "button button-quiet", text: "Export CSV", "aria-label": `Export ${table.name} as CSV`, onclick: exportCsv }),
+        table.tools.import
+          ? h("button", { type: "button", class: "button button-quiet", text: "Import CSV", "aria-label": `Import CSV into ${table.name}`, onclick: () => importInput.click() })
+          : null,
+        importInput,
       ),
       grid,
       more,

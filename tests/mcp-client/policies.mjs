@@ -2,12 +2,18 @@
 // Time Sheet Entry's `projects` is written by the app's managers only and its
 // `entries` are read in full by managers. A member does not see the project
 // tools that write, and calling one is refused; the member's aggregate over
-// `entries` holds their own hours; the manager's holds everyone's.
+// `entries` holds their own hours; the manager's holds everyone's. Then the
+// declared rules: a date that is not a calendar day and negative hours are
+// refused naming the field, a duplicate project name says it must be unique,
+// and deleting a project that entries refer to says exactly that. Both
+// clients confirm their writes (elicitation), so each refusal is the data
+// service's own.
 
 import assert from 'node:assert/strict';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import { check, done, input } from './harness.mjs';
 
@@ -19,7 +25,8 @@ const PREFIX = 'app__time_sheet_entry__';
 const WRITES = ['projects__create', 'projects__update', 'projects__delete'].map((tool) => PREFIX + tool);
 
 async function connect(token) {
-  const client = new Client({ name: 'sasha-policies', version: '1.0.0' }, { capabilities: {} });
+  const client = new Client({ name: 'sasha-policies', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { confirm: true } }));
   await client.connect(
     new StreamableHTTPClientTransport(MCP_URL, { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
   );
@@ -75,6 +82,68 @@ await check('the manager is listed the project tools that write', async () => {
   for (const write of WRITES) {
     assert.ok(names.includes(write), `${write} missing for the manager: ${JSON.stringify(names)}`);
   }
+});
+
+/** The error envelope of a refused call, checked to be one. */
+async function refusal(client, tool, args) {
+  const result = await client.callTool({ name: PREFIX + tool, arguments: args });
+  assert.equal(result.isError, true, JSON.stringify(result));
+  const error = result.structuredContent.error;
+  for (const key of ['code', 'message', 'retryable', 'diagnosticId']) {
+    assert.ok(key in error, `${key} missing: ${JSON.stringify(error)}`);
+  }
+  assert.doesNotMatch(error.message, /SQLITE|constraint failed|CHECK \(|SELECT|INSERT/, error.message);
+  return error;
+}
+
+await check('"next tuesday" is refused as a date, naming the field', async () => {
+  const error = await refusal(member, 'entries__create', {
+    values: { date: 'next tuesday', project: PROJECT_ID, hours: 1 },
+    idempotencyKey: 'vague-date',
+  });
+  assert.equal(error.code, 'APP_INPUT_INVALID');
+  assert.equal(error.details?.field, 'date', JSON.stringify(error));
+  assert.match(error.message, /date/);
+});
+
+await check('-5 hours is refused by the rule the schema words', async () => {
+  const error = await refusal(member, 'entries__create', {
+    values: { date: '2026-12-01', project: PROJECT_ID, hours: -5 },
+    idempotencyKey: 'negative-hours',
+  });
+  assert.equal(error.code, 'APP_INPUT_INVALID');
+  assert.equal(error.details?.field, 'hours', JSON.stringify(error));
+  assert.equal(error.message, 'hours must be between 0 and 24');
+});
+
+await check('a duplicate project name says the name must be unique', async () => {
+  const error = await refusal(manager, 'projects__create', {
+    values: { name: input('PROJECT_NAME') },
+    idempotencyKey: 'duplicate-name',
+  });
+  assert.equal(error.code, 'APP_CONFLICT');
+  assert.deepEqual(error.details.fields, ['name']);
+  assert.match(error.message, /name must be unique/);
+});
+
+await check('deleting a project that entries refer to says so', async () => {
+  const error = await refusal(manager, 'projects__delete', {
+    id: PROJECT_ID,
+    expectedVersion: 1,
+    idempotencyKey: 'referenced-delete',
+  });
+  assert.equal(error.code, 'APP_CONFLICT');
+  assert.deepEqual(error.details.referencedBy, ['entries']);
+  assert.match(error.message, /entries rows refer to/);
+});
+
+await check("the tools' schemas show the rules", async () => {
+  const tools = (await member.listTools()).tools;
+  const create = tools.find((tool) => tool.name === `${PREFIX}entries__create`);
+  const values = create.inputSchema.properties.values.properties;
+  assert.equal(values.date.format, 'date');
+  assert.match(values.hours.description, /hours must be between 0 and 24/);
+  assert.match(values.project.description, /existing projects row/);
 });
 
 await member.close();

@@ -5,7 +5,15 @@ use std::collections::BTreeMap;
 
 use rusqlite::Connection;
 
-use super::{Column, EXPRESSION_KEY, ForeignKey, Index, Schema, Table, is_sqlite_internal};
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{
+    ColumnOption, CreateTable, Expr, Statement, TableConstraint, visit_expressions,
+};
+use sqlparser::dialect::SQLiteDialect;
+use sqlparser::parser::Parser;
+
+use super::{Check, Column, EXPRESSION_KEY, ForeignKey, Index, Schema, Table, is_sqlite_internal};
 
 /// Reads the structure of the `main` database of `conn`, leaving out SQLite's
 /// own `sqlite_*` objects. The data-worker can use it on a live database so a
@@ -81,6 +89,17 @@ pub fn read_schema(conn: &Connection) -> rusqlite::Result<Schema> {
         }
         unique.sort();
         let foreign_keys = foreign_keys(conn, &name)?;
+        let definition: Option<String> = conn.query_row(
+            "SELECT sql FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
+            [&name],
+            |row| row.get(0),
+        )?;
+        let (checks, checks_unreadable) =
+            match definition.as_deref().map(|sql| checks(sql, &columns)) {
+                Some(Some(checks)) => (checks, false),
+                Some(None) => (Vec::new(), true),
+                None => (Vec::new(), false),
+            };
         schema.tables.insert(
             name.clone(),
             Table {
@@ -88,6 +107,8 @@ pub fn read_schema(conn: &Connection) -> rusqlite::Result<Schema> {
                 columns,
                 unique,
                 foreign_keys,
+                checks,
+                checks_unreadable,
                 strict,
                 without_rowid,
             },
@@ -138,4 +159,108 @@ fn foreign_keys(conn: &Connection, table: &str) -> rusqlite::Result<Vec<ForeignK
     let mut keys: Vec<ForeignKey> = by_id.into_values().collect();
     keys.sort();
     Ok(keys)
+}
+
+/// The `CHECK` constraints of a `CREATE TABLE` text SQLite stored, with the
+/// columns each reads; `None` when the text does not parse (SQLite keeps
+/// these constraints only as text: no pragma lists them).
+fn checks(definition: &str, columns: &[Column]) -> Option<Vec<Check>> {
+    let mentions_check = definition.to_ascii_uppercase().contains("CHECK");
+    let parsed = Parser::parse_sql(&SQLiteDialect {}, definition).ok();
+    let Some(Statement::CreateTable(CreateTable {
+        columns: defined,
+        constraints,
+        ..
+    })) = parsed.as_ref().and_then(|statements| statements.first())
+    else {
+        // A table without the word has no rule to lose.
+        return (!mentions_check).then(Vec::new);
+    };
+    let read = |expr: &Expr| {
+        let mut named = Vec::new();
+        let _ = visit_expressions(expr, |expr| {
+            let ident = match expr {
+                Expr::Identifier(ident) => Some(ident),
+                Expr::CompoundIdentifier(parts) => parts.last(),
+                _ => None,
+            };
+            if let Some(ident) = ident {
+                named.push(ident.value.to_ascii_lowercase());
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        columns
+            .iter()
+            .filter(|column| named.contains(&column.name.to_ascii_lowercase()))
+            .map(|column| column.name.clone())
+            .collect()
+    };
+    let mut checks = Vec::new();
+    for column in defined {
+        for option in &column.options {
+            if let ColumnOption::Check(check) = &option.option {
+                let name = option.name.as_ref().or(check.name.as_ref());
+                checks.push(Check {
+                    name: name.map(|name| name.value.clone()),
+                    columns: read(&check.expr),
+                    expression: check.expr.to_string(),
+                });
+            }
+        }
+    }
+    for constraint in constraints {
+        if let TableConstraint::Check(check) = constraint {
+            checks.push(Check {
+                name: check.name.as_ref().map(|name| name.value.clone()),
+                columns: read(&check.expr),
+                expression: check.expr.to_string(),
+            });
+        }
+    }
+    Some(checks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_are_read_with_their_names_and_the_columns_they_read() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            r#"CREATE TABLE entries (
+                 id INTEGER PRIMARY KEY,
+                 date DATE NOT NULL CONSTRAINT "date must be a calendar date" CHECK (date IS date(date)),
+                 hours REAL CHECK (hours >= 0),
+                 note TEXT,
+                 CONSTRAINT short_note CHECK (length("note") < 200 OR Hours > 1)
+               );
+               CREATE TABLE plain (id INTEGER PRIMARY KEY, checked TEXT);"#,
+        )
+        .unwrap();
+        let schema = read_schema(&conn).unwrap();
+        let entries = &schema.tables["entries"];
+        let summary: Vec<(Option<&str>, Vec<&str>)> = entries
+            .checks
+            .iter()
+            .map(|check| {
+                (
+                    check.name.as_deref(),
+                    check.columns.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (Some("date must be a calendar date"), vec!["date"]),
+                (None, vec!["hours"]),
+                (Some("short_note"), vec!["hours", "note"]),
+            ]
+        );
+        assert_eq!(entries.checks[1].expression, "hours >= 0");
+        assert!(!entries.checks_unreadable);
+        assert!(schema.tables["plain"].checks.is_empty());
+        assert!(!schema.tables["plain"].checks_unreadable);
+    }
 }

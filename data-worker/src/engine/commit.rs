@@ -306,32 +306,33 @@ fn run_one(
         let _untrusted = TrustScope::new(guard, false);
         (job.work)(&savepoint)?
     };
-    let audit = &outcome.audit;
-    if !guard.may_touch(&audit.table, false) {
-        return Err(internal("audit record names an undeclared table"));
+    for audit in &outcome.audit {
+        if !guard.may_touch(&audit.table, false) {
+            return Err(internal("audit record names an undeclared table"));
+        }
+        let before = audit.before.as_ref().map(serde_json::Value::to_string);
+        let after = audit.after.as_ref().map(serde_json::Value::to_string);
+        savepoint
+            .prepare_cached(&format!(
+                "/* engine */ INSERT INTO _sasha_audit (table_name, record_id, operation, \
+                 actor_id, source, app_revision, action_id, before_json, after_json, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, {NOW_SQL})"
+            ))
+            .and_then(|mut statement| {
+                statement.execute(rusqlite::params![
+                    audit.table,
+                    audit.record_id,
+                    audit.operation.as_str(),
+                    receipt.actor,
+                    job.meta.source.as_str(),
+                    job.meta.app_revision,
+                    job.meta.action_id,
+                    before,
+                    after,
+                ])
+            })
+            .map_err(sql_error)?;
     }
-    let before = audit.before.as_ref().map(serde_json::Value::to_string);
-    let after = audit.after.as_ref().map(serde_json::Value::to_string);
-    savepoint
-        .prepare_cached(&format!(
-            "/* engine */ INSERT INTO _sasha_audit (table_name, record_id, operation, \
-             actor_id, source, app_revision, action_id, before_json, after_json, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, {NOW_SQL})"
-        ))
-        .and_then(|mut statement| {
-            statement.execute(rusqlite::params![
-                audit.table,
-                audit.record_id,
-                audit.operation.as_str(),
-                receipt.actor,
-                job.meta.source.as_str(),
-                job.meta.app_revision,
-                job.meta.action_id,
-                before,
-                after,
-            ])
-        })
-        .map_err(sql_error)?;
     savepoint
         .prepare_cached(&format!(
             "/* engine */ INSERT INTO _sasha_idempotency (actor, operation, key, input_hash, \

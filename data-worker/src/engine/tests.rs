@@ -120,13 +120,13 @@ pub(super) fn create_category(
         let row = json!({"id": id, "name": name, "_sasha_version": 1});
         Ok(MutationOutcome {
             result: row.clone(),
-            audit: AuditRecord {
+            audit: vec![AuditRecord {
                 table: "categories".into(),
                 record_id: id.to_string(),
                 operation: AuditOperation::Create,
                 before: None,
                 after: Some(row),
-            },
+            }],
         })
     }
 }
@@ -551,13 +551,13 @@ fn query_maps_sqlite_values_to_json() {
                 .map_err(sql_error)?;
                 Ok(MutationOutcome {
                     result: json!({"id": 1}),
-                    audit: AuditRecord {
+                    audit: vec![AuditRecord {
                         table: "expenses".into(),
                         record_id: "1".into(),
                         operation: AuditOperation::Create,
                         before: None,
                         after: Some(json!({"id": 1})),
-                    },
+                    }],
                 })
             },
         )
@@ -738,7 +738,7 @@ fn failed_work_writes_nothing_and_leaves_the_key_free() {
             meta(),
             |tx| {
                 let mut outcome = create_category("Travel")(tx)?;
-                outcome.audit.table = "_sasha_audit".into();
+                outcome.audit[0].table = "_sasha_audit".into();
                 Ok(outcome)
             },
         )
@@ -993,13 +993,13 @@ fn foreign_keys_to_an_undeclared_table_still_check() {
                 let id = tx.last_insert_rowid();
                 Ok(MutationOutcome {
                     result: json!({ "id": id }),
-                    audit: AuditRecord {
+                    audit: vec![AuditRecord {
                         table: "expenses".into(),
                         record_id: id.to_string(),
                         operation: AuditOperation::Create,
                         before: None,
                         after: None,
-                    },
+                    }],
                 })
             },
         )
@@ -1315,4 +1315,62 @@ fn apply_contract_with_drift_applies_nothing_and_reports_it() {
     assert_eq!(refused.drift.len(), 1);
     assert_eq!(refused.drift[0].kind, DriftKind::NotInContract);
     assert_eq!(migration_rows(&dir), before);
+}
+
+#[test]
+fn a_rebuilt_table_keeps_its_rows_and_versions_only_rise() {
+    let dir = tempfile::tempdir().unwrap();
+    Engine::new(dir.path()).open(APP, &contract()).unwrap();
+    {
+        let conn = raw(&dir);
+        conn.execute_batch(
+            "INSERT INTO categories (id, name) VALUES (1, 'travel');
+             INSERT INTO expenses (id, spent_on, amount, category_id, created_by)
+               VALUES (7, '2026-12-01', 12.5, 1, 'alice'), (8, '2026-12-02', 3, 1, 'bob');
+             UPDATE expenses SET _sasha_version = 4 WHERE id = 7;",
+        )
+        .unwrap();
+    }
+    let mut rebuilt = contract();
+    let sql = "CREATE TABLE expenses_new (id INTEGER PRIMARY KEY, spent_on DATE NOT NULL, \
+               amount REAL NOT NULL CONSTRAINT \"amount must be positive\" CHECK (amount > 0), \
+               category_id INTEGER NOT NULL REFERENCES categories(id), created_by TEXT NOT NULL, note TEXT);
+               INSERT INTO expenses_new (id, spent_on, amount, category_id, created_by, note)
+                 SELECT id, spent_on, amount, category_id, created_by, note FROM expenses;
+               DROP TABLE expenses;
+               ALTER TABLE expenses_new RENAME TO expenses;
+               CREATE INDEX expenses_by_day ON expenses (created_by, spent_on);";
+    rebuilt.migrations.push(Migration {
+        file: "migrations/003-rebuild.sql".into(),
+        number: 3,
+        sql: sql.into(),
+        checksum: "3".repeat(64),
+    });
+    let replay = Connection::open_in_memory().unwrap();
+    for migration in &rebuilt.migrations {
+        replay.execute_batch(&migration.sql).unwrap();
+    }
+    rebuilt.schema = read_schema(&replay).unwrap();
+    rebuilt.hash = "rebuilt".into();
+
+    Engine::new(dir.path()).open(APP, &rebuilt).unwrap();
+    let conn = raw(&dir);
+    let rows: Vec<(i64, String, i64)> = conn
+        .prepare("SELECT id, created_by, _sasha_version FROM expenses ORDER BY id")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    // Every row kept its id and owner, and is above version 4, which a
+    // caller may still hold for row 7.
+    assert_eq!(rows, [(7, "alice".to_owned(), 5), (8, "bob".to_owned(), 5)]);
+    let declared: String = conn
+        .query_row(
+            "SELECT type FROM pragma_table_info('expenses') WHERE name = 'spent_on'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(declared, "DATE");
 }

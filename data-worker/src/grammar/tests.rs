@@ -1272,10 +1272,7 @@ fn table_spec_follows_the_declaration() {
     let table = Table {
         name: "entries".to_owned(),
         columns: items().columns,
-        unique: Vec::new(),
-        foreign_keys: Vec::new(),
-        strict: false,
-        without_rowid: false,
+        ..Default::default()
     };
     let owner = TableDeclaration {
         access: Access::Owner,

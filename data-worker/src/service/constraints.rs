@@ -10,7 +10,7 @@
 //! writes.
 
 use rusqlite::ffi;
-use sasha_contract::data::{DataContract, ID_COLUMN};
+use sasha_contract::data::{DataContract, ID_COLUMN, is_identifier};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Map, Value, json};
 
@@ -62,19 +62,27 @@ pub(crate) fn explain(
         )
         .with_details(json!({"table": table, "fields": named, "rule": "required"})),
         ffi::SQLITE_CONSTRAINT_CHECK => {
-            // A named constraint (`CONSTRAINT hours_between_0_and_24 CHECK
-            // (...)`) is the app's own wording; an unnamed one's message is
+            // A named constraint (`CONSTRAINT "hours must be between 0 and
+            // 24" CHECK (...)`) is the app's own wording, taken from the
+            // contract rather than the message; an unnamed one's message is
             // its expression, which stays in the log.
-            let name = message
-                .rsplit_once(": ")
-                .map(|(_, name)| name)
-                .filter(|name| is_identifier(name));
-            match name {
-                Some(name) => AppError::new(
-                    ErrorCode::InputInvalid,
-                    format!("the {table} row breaks its rule {name}"),
-                )
-                .with_details(json!({"table": table, "rule": "check", "constraint": name})),
+            let check = message
+                .split_once("constraint failed: ")
+                .and_then(|(_, name)| contract.schema.tables.get(table)?.check_named(name));
+            match check.and_then(|check| Some((check.name.as_deref()?, &check.columns))) {
+                Some((name, fields)) => {
+                    let mut details = json!({"table": table, "fields": fields, "rule": "check", "constraint": name});
+                    if let [field] = fields.as_slice() {
+                        details["field"] = json!(field);
+                    }
+                    // Worded names are the message; an identifier is named.
+                    let message = if is_identifier(name) {
+                        format!("the {table} row breaks its rule {name}")
+                    } else {
+                        name.to_owned()
+                    };
+                    AppError::new(ErrorCode::InputInvalid, message).with_details(details)
+                }
                 None => AppError::new(
                     ErrorCode::InputInvalid,
                     format!("the {table} row breaks one of its CHECK rules"),
@@ -108,15 +116,6 @@ fn failed_columns(message: &str, table: &str) -> Vec<String> {
         .filter(|(owner, column)| owner.eq_ignore_ascii_case(table) && is_identifier(column))
         .map(|(_, column)| column.to_owned())
         .collect()
-}
-
-fn is_identifier(text: &str) -> bool {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && text.len() <= 63
 }
 
 /// Which declared reference the write broke, asked of the rows themselves.

@@ -466,7 +466,7 @@ fn constraint_contract() -> DataContract {
          CREATE TABLE entries (id INTEGER PRIMARY KEY, \
            project INTEGER NOT NULL REFERENCES projects(id), \
            hours REAL NOT NULL CONSTRAINT hours_between_0_and_24 CHECK (hours >= 0 AND hours <= 24), \
-           note TEXT CHECK (length(note) < 5));",
+           note TEXT CHECK (length(note) < 5),            day DATE CONSTRAINT \"day must be in 2026\" CHECK (day IS NULL OR day LIKE '2026-%'));",
         vec![("projects", shared()), ("entries", shared())],
     )
 }
@@ -543,7 +543,48 @@ fn a_broken_constraint_names_its_field_and_rule_never_sql() {
             ),
             ErrorCode::InputInvalid,
             "breaks its rule hours_between_0_and_24",
-            serde_json::json!({"table": "entries", "rule": "check", "constraint": "hours_between_0_and_24"}),
+            serde_json::json!({"table": "entries", "fields": ["hours"], "field": "hours", "rule": "check", "constraint": "hours_between_0_and_24"}),
+        ),
+        (
+            call(
+                "create",
+                "entries",
+                serde_json::json!({"values": {"project": ops["id"], "hours": 1.0, "day": "2025-12-31"}, "idempotencyKey": "e6"}),
+            ),
+            ErrorCode::InputInvalid,
+            "day must be in 2026",
+            serde_json::json!({"table": "entries", "fields": ["day"], "field": "day", "rule": "check", "constraint": "day must be in 2026"}),
+        ),
+        // A typed kind is checked before SQL: a date that is no day.
+        (
+            call(
+                "create",
+                "entries",
+                serde_json::json!({"values": {"project": ops["id"], "hours": 1.0, "day": "next tuesday"}, "idempotencyKey": "e7"}),
+            ),
+            ErrorCode::InputInvalid,
+            "day must be a calendar date written YYYY-MM-DD",
+            serde_json::json!({"table": "entries", "field": "day", "rule": "date"}),
+        ),
+        (
+            call(
+                "update",
+                "entries",
+                serde_json::json!({"id": entry["id"], "changes": {"day": "12/02/2026"}, "expectedVersion": 1, "idempotencyKey": "e8"}),
+            ),
+            ErrorCode::InputInvalid,
+            "day must be a calendar date written YYYY-MM-DD",
+            serde_json::json!({"table": "entries", "field": "day", "rule": "date"}),
+        ),
+        (
+            call(
+                "create",
+                "entries",
+                serde_json::json!({"values": {"project": ops["id"], "hours": 1.0, "day": 20261202}, "idempotencyKey": "e9"}),
+            ),
+            ErrorCode::InputInvalid,
+            "day must be a calendar date written YYYY-MM-DD, as a string",
+            serde_json::json!({"table": "entries", "field": "day", "rule": "date"}),
         ),
         (
             call(
@@ -577,4 +618,226 @@ fn a_broken_constraint_names_its_field_and_rule_never_sql() {
     assert_eq!(listed["rows"][0]["project"], ops["id"]);
     let projects = call("list", "projects", serde_json::json!({})).unwrap();
     assert_eq!(projects["rows"].as_array().unwrap().len(), 1);
+}
+
+/// Time Sheet's `entries` with a typed date and a worded rule.
+fn import_contract() -> DataContract {
+    contract_of(
+        "CREATE TABLE entries (id INTEGER PRIMARY KEY, date DATE NOT NULL, \
+           hours REAL NOT NULL CONSTRAINT \"hours must be between 0 and 24\" CHECK (hours >= 0 AND hours <= 24), \
+           note TEXT, created_by TEXT NOT NULL);",
+        vec![(
+            "entries",
+            TableDeclaration {
+                access: Access::Owner,
+                owner_field: Some("created_by".into()),
+                managers_read_all: true,
+                ..shared()
+            },
+        )],
+    )
+}
+
+fn timesheet_csv(rows: usize) -> String {
+    let mut text = String::from("date,hours,note\n");
+    for row in 0..rows {
+        let note = if row % 3 == 0 {
+            String::new()
+        } else {
+            format!("\"task, part {row}\"")
+        };
+        text.push_str(&format!(
+            "2026-{:02}-{:02},{},{note}\n",
+            row % 12 + 1,
+            row % 28 + 1,
+            (row % 9) as f64 + 0.5
+        ));
+    }
+    text
+}
+
+#[test]
+fn a_csv_imports_all_or_nothing_and_exports_like_a_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let worker = Worker::new(dir.path()).unwrap();
+    let contract = import_contract();
+    let call = |user: &str, access: &str, operation: &str, json: Value| {
+        let mut request = request(&contract, operation, json, "");
+        request.table = "entries".into();
+        request.source = "mcp".into();
+        request.actor = Some(pb::Actor {
+            user_id: user.into(),
+            via: "model".into(),
+            access: access.into(),
+        });
+        execute(&worker, request)
+    };
+    let file = timesheet_csv(MAX_CSV_ROWS);
+    let import = |user: &str, text: &str, key: &str| {
+        call(
+            user,
+            "",
+            "import",
+            serde_json::json!({"csv": text, "idempotencyKey": key}),
+        )
+    };
+    let started = std::time::Instant::now();
+    let imported = import("alice", &file, "week-1").unwrap();
+    eprintln!("imported {MAX_CSV_ROWS} rows in {:?}", started.elapsed());
+    assert_eq!(
+        imported,
+        serde_json::json!({"imported": MAX_CSV_ROWS, "skipped": []})
+    );
+    // A retry with the key replays; nothing is imported twice.
+    assert_eq!(import("alice", &file, "week-1").unwrap(), imported);
+
+    // One bad row anywhere: nothing of the file, and the row and field named.
+    let bad = |line: &str, replacement: &str| {
+        let mut lines: Vec<String> = timesheet_csv(100).lines().map(str::to_owned).collect();
+        lines[50] = line.replace("{}", replacement);
+        lines.join("\n")
+    };
+    let cases = [
+        (
+            bad("2026-01-05,{},", "-5"),
+            "hours",
+            "row 50: hours must be between 0 and 24",
+        ),
+        (
+            bad("{},1,", "next tuesday"),
+            "date",
+            "row 50: date must be a calendar date written YYYY-MM-DD",
+        ),
+        (
+            bad("2026-01-05,{},", "lots"),
+            "hours",
+            "row 50: hours must be a number",
+        ),
+        (
+            bad("2026-01-05,{},", ""),
+            "",
+            "row 50: values needs field hours",
+        ),
+    ];
+    for (text, field, says) in cases {
+        let error = import("alice", &text, "bad").unwrap_err();
+        assert_eq!(error.code, ErrorCode::InputInvalid, "{}", error.message);
+        assert!(error.message.starts_with(says), "{}", error.message);
+        let details = error.details.unwrap();
+        assert_eq!(details["row"], 50, "{details}");
+        if !field.is_empty() {
+            assert_eq!(details["field"], field, "{details}");
+        }
+    }
+    for (text, says) in [
+        (
+            "date,hours,owner\n2026-01-01,1,x\n",
+            "the header names \"owner\"",
+        ),
+        ("date,hours,date\n2026-01-01,1,2026-01-01\n", "named twice"),
+        (
+            "date,hours\n2026-01-01,1,extra\n",
+            "row 1: the file cannot be read: it has 3 cells where the header has 2",
+        ),
+        ("date,hours\n", "no rows"),
+    ] {
+        let error = import("alice", text, "bad").unwrap_err();
+        assert_eq!(error.code, ErrorCode::InputInvalid, "{text}");
+        assert!(error.message.contains(says), "{}", error.message);
+    }
+    let too_many = timesheet_csv(MAX_CSV_ROWS + 1);
+    assert_eq!(
+        import("alice", &too_many, "big").unwrap_err().code,
+        ErrorCode::ResourceLimit
+    );
+    let listed = call(
+        "alice",
+        "",
+        "aggregate",
+        serde_json::json!({"metrics": [{"as": "n", "count": "id"}]}),
+    )
+    .unwrap();
+    assert_eq!(listed["groups"][0]["n"], MAX_CSV_ROWS);
+
+    // The export holds what was imported, stamped with its owner; another
+    // member's export is empty; the manager's (managersReadAll) has every row.
+    let exported = call(
+        "alice",
+        "",
+        "export",
+        serde_json::json!({"orderBy": [{"field": "id"}]}),
+    )
+    .unwrap();
+    assert_eq!(exported["rows"], MAX_CSV_ROWS);
+    assert_eq!(exported["nextCursor"], Value::Null);
+    let csv = exported["csv"].as_str().unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("id,date,hours,note,created_by"));
+    let first = lines.next().unwrap();
+    assert!(first.ends_with(",2026-01-01,0.5,,alice"), "{first}");
+    let mut reader = ::csv::Reader::from_reader(csv.as_bytes());
+    let mut original = ::csv::Reader::from_reader(file.as_bytes());
+    for (out, input) in reader.records().zip(original.records()) {
+        let (out, input) = (out.unwrap(), input.unwrap());
+        assert_eq!(&out[1], &input[0]);
+        assert_eq!(
+            out[2].parse::<f64>().unwrap(),
+            input[1].parse::<f64>().unwrap()
+        );
+        assert_eq!(&out[3], &input[2]);
+    }
+    // An export imports back as new rows of the importer's (id and owner are
+    // the platform's and are said to be skipped).
+    let again = import("bob", csv, "from-alice").unwrap();
+    assert_eq!(again["skipped"], serde_json::json!(["id", "created_by"]));
+    let bobs = call("bob", "", "export", serde_json::json!({})).unwrap();
+    assert_eq!(bobs["rows"], MAX_CSV_ROWS);
+    assert!(
+        bobs["csv"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .nth(1)
+            .unwrap()
+            .ends_with(",bob")
+    );
+    let carol = call("carol", "", "export", serde_json::json!({})).unwrap();
+    assert_eq!(carol["csv"], "id,date,hours,note,created_by\n");
+    let everyone = call("boss", "manage", "export", serde_json::json!({})).unwrap();
+    assert_eq!(everyone["rows"], MAX_CSV_ROWS);
+    assert!(
+        everyone["nextCursor"].is_string(),
+        "20,000 rows: a second page"
+    );
+
+    // Every imported row is an import in the ledger.
+    let conn = rusqlite::Connection::open(dir.path().join("notes.sqlite")).unwrap();
+    let sources: Vec<(String, i64)> = conn
+        .prepare("SELECT source, count(*) FROM _sasha_audit GROUP BY source")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(sources, [("import".to_owned(), 2 * MAX_CSV_ROWS as i64)]);
+}
+
+#[test]
+fn import_follows_the_write_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let worker = Worker::new(dir.path()).unwrap();
+    let contract = policy_contract();
+    let mut request = request(
+        &contract,
+        "import",
+        serde_json::json!({"csv": "name\nOps\n", "idempotencyKey": "p"}),
+        "",
+    );
+    request.table = "projects".into();
+    assert_eq!(
+        execute(&worker, request.clone()).unwrap_err().code,
+        ErrorCode::AccessDenied
+    );
+    request.actor.as_mut().unwrap().access = "manage".into();
+    assert_eq!(execute(&worker, request).unwrap()["imported"], 1);
 }

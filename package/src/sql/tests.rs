@@ -911,3 +911,141 @@ fn read_schema_ignores_sqlite_internals() {
     assert!(schema.indexes.is_empty());
     assert_eq!(schema.tables["t"].unique, vec![vec!["a".to_owned()]]);
 }
+
+/// Migration 003 rebuilding `entries` with a DATE column and worded rules,
+/// and the schema.sql that states its result.
+const REBUILD: &str = "\
+CREATE TABLE entries_new (
+  id INTEGER PRIMARY KEY,
+  date DATE NOT NULL CONSTRAINT \"date must be a calendar date\" CHECK (date IS date(date)),
+  project INTEGER NOT NULL REFERENCES projects(id),
+  hours REAL NOT NULL CONSTRAINT \"hours must be between 0 and 24\" CHECK (hours >= 0 AND hours <= 24),
+  created_by TEXT NOT NULL,
+  note TEXT NOT NULL DEFAULT ''
+);
+INSERT INTO entries_new (id, date, project, hours, created_by, note)
+  SELECT id, date, project, hours, created_by, note FROM entries;
+DROP TABLE entries;
+ALTER TABLE entries_new RENAME TO entries;
+CREATE INDEX entries_by_owner_date ON entries(created_by, date);
+";
+
+fn rebuilt_files(migration: &'static str) -> (String, Vec<(&'static str, &'static str)>) {
+    let entries_start = SCHEMA.find("CREATE TABLE entries").unwrap();
+    let new_entries = &REBUILD[..REBUILD.find(");\n").unwrap() + 3];
+    let schema = format!(
+        "{}{}\nCREATE INDEX entries_by_owner_date ON entries(created_by, date);\n",
+        &SCHEMA[..entries_start],
+        new_entries.replace("entries_new", "entries")
+    );
+    let mut files = time_sheet_files();
+    files.push(("migrations/003-rebuild-entries.sql", migration));
+    (schema, files)
+}
+
+#[test]
+fn a_migration_rebuilds_a_table_to_give_it_a_type_and_worded_rules() {
+    let (schema, mut files) = rebuilt_files(REBUILD);
+    files[0] = ("schema.sql", &schema);
+    let (contract, found) = check(&time_sheet(), &files);
+    assert!(found.is_empty(), "{found:#?}");
+    let contract = contract.unwrap();
+    let entries = &contract.schema.tables["entries"];
+    assert_eq!(entries.column("date").unwrap().declared_type, "DATE");
+    let rules: Vec<(Option<&str>, &[String])> = entries
+        .checks
+        .iter()
+        .map(|check| (check.name.as_deref(), check.columns.as_slice()))
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            (
+                Some("date must be a calendar date"),
+                &["date".to_owned()][..]
+            ),
+            (
+                Some("hours must be between 0 and 24"),
+                &["hours".to_owned()][..]
+            ),
+        ]
+    );
+
+    // schema.sql must state the rules the migrations give, and the reverse.
+    let mut stale = files.clone();
+    stale[0] = ("schema.sql", SCHEMA);
+    let (_, found) = check(&time_sheet(), &stale);
+    assert!(
+        found
+            .iter()
+            .any(|(_, _, _, reason)| reason.contains("CHECK constraints of entries differ")),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_rebuild_never_moves_changes_or_seeds_rows() {
+    let copy = "INSERT INTO entries_new (id, date, project, hours, created_by, note)\n  SELECT id, date, project, hours, created_by, note FROM entries;";
+    let cases: Vec<(String, &str, &str)> = vec![
+        // The owner field re-pointed at another column's values.
+        (REBUILD.replace(copy, "INSERT INTO entries_new (id, date, project, hours, created_by, note) SELECT id, date, project, hours, note, note FROM entries;"), "SQL_SEED_REFUSED", "rebuilds a table copies"),
+        // A constant or an expression on the way.
+        (REBUILD.replace(copy, "INSERT INTO entries_new (id, date, project, hours, created_by, note) SELECT id, date, project, hours, 'mallory', note FROM entries;"), "SQL_SEED_REFUSED", "never seed"),
+        (REBUILD.replace(copy, "INSERT INTO entries_new (id, date, project, hours, created_by, note) SELECT id, date, project, hours, lower(created_by), note FROM entries;"), "SQL_SEED_REFUSED", "never seed"),
+        // Some rows only.
+        (REBUILD.replace(copy, &copy.replace(";", " WHERE hours > 1;")), "SQL_SEED_REFUSED", "never seed"),
+        // A column left behind, or the ids renumbered.
+        (REBUILD.replace(copy, "INSERT INTO entries_new (id, date, project, hours, created_by) SELECT id, date, project, hours, created_by FROM entries;"), "SQL_REBUILD_REFUSED", "every column of entries"),
+        (REBUILD.replace(copy, "INSERT INTO entries_new (date, project, hours, created_by, note) SELECT date, project, hours, created_by, note FROM entries;"), "SQL_REBUILD_REFUSED", "every column"),
+        // Into a table this file did not create.
+        (format!("{copy}\n"), "SQL_REBUILD_REFUSED", "created for a rebuild"),
+        // The copy renamed to some other name: a private table's rows in a new one.
+        (REBUILD.replace("ALTER TABLE entries_new RENAME TO entries;", "ALTER TABLE entries_new RENAME TO everyone;"), "SQL_ALTER_REFUSED", "finish a rebuild"),
+        // The copy left under its own name.
+        (REBUILD.replace("ALTER TABLE entries_new RENAME TO entries;\n", "").replace("DROP TABLE entries;\n", "").replace("CREATE INDEX entries_by_owner_date ON entries(created_by, date);\n", ""), "SQL_REBUILD_REFUSED", "was not renamed"),
+    ];
+    for (migration, code, says) in cases {
+        let migration: &'static str = Box::leak(migration.into_boxed_str());
+        let (schema, mut files) = rebuilt_files(migration);
+        files[0] = ("schema.sql", Box::leak(schema.into_boxed_str()));
+        let (contract, found) = check(&time_sheet(), &files);
+        assert!(contract.is_none(), "{migration}");
+        let mine: Vec<_> = found
+            .iter()
+            .filter(|(file, ..)| file == "migrations/003-rebuild-entries.sql")
+            .collect();
+        assert!(
+            mine.iter()
+                .any(|(_, _, found_code, reason)| found_code == code && reason.contains(says)),
+            "{migration}\n{found:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_table_others_refer_to_is_not_rebuilt() {
+    let migration = "\
+CREATE TABLE projects_new (id INTEGER PRIMARY KEY, name TEXT NOT NULL, code TEXT NOT NULL UNIQUE CHECK (length(code) < 9));
+INSERT INTO projects_new (id, name, code) SELECT id, name, code FROM projects;
+DROP TABLE projects;
+ALTER TABLE projects_new RENAME TO projects;
+";
+    let found = check_migration_statement(migration);
+    assert!(
+        found
+            .iter()
+            .any(|(_, line, code, reason)| code == "SQL_REBUILD_REFUSED"
+                && *line == Some(4)
+                && reason.contains("while entries refer to it")),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn rule_names_are_one_short_line() {
+    let long = "x".repeat(MAX_RULE_NAME_CHARS + 1);
+    let found = check_schema_statement(&format!(
+        "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT CONSTRAINT \"{long}\" CHECK (length(body) < 10));"
+    ));
+    assert!(codes(&found).contains(&"SQL_CONSTRAINT_NAME"), "{found:#?}");
+}

@@ -55,6 +55,12 @@ fn contract() -> DataContract {
             on_update: "NO ACTION".to_owned(),
             on_delete: "RESTRICT".to_owned(),
         }],
+        checks: vec![Check {
+            name: Some("hours must be between 0 and 24".to_owned()),
+            columns: vec!["hours".to_owned()],
+            expression: "hours >= 0 AND hours <= 24".to_owned(),
+        }],
+        checks_unreadable: false,
         strict: true,
         without_rowid: false,
     };

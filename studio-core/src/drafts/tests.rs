@@ -584,10 +584,7 @@ fn table_changes_name_tables_and_columns() {
     let table = |name: &str, columns: Vec<Column>| Table {
         name: name.into(),
         columns,
-        unique: Vec::new(),
-        foreign_keys: Vec::new(),
-        strict: false,
-        without_rowid: false,
+        ..Table::default()
     };
     let contract = |tables: Vec<Table>| DataContract {
         schema: Schema {

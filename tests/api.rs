@@ -381,9 +381,11 @@ async fn the_recovery_descriptor_needs_apps_invoke_and_manage() {
             "list": "app__expense_log__expenses__list",
             "get": "app__expense_log__expenses__get",
             "history": "app__expense_log__expenses__history",
+            "export": "app__expense_log__expenses__export",
             "create": "app__expense_log__expenses__create",
             "update": "app__expense_log__expenses__update",
             "delete": "app__expense_log__expenses__delete",
+            "import": "app__expense_log__expenses__import",
         })
     );
     let fields: Vec<(String, bool, bool)> = expenses["fields"]

@@ -266,40 +266,30 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
         key: key.to_owned(),
         input_hash: grammar::request_hash(&request.operation, &request.table, &input),
     };
+    // One page of the governed list, as `list` answers it and `export` reads.
+    let list_page = |query: &grammar::ListQuery| {
+        let secret = worker.cursor_secret.as_slice();
+        let (statement, plan) = grammar::list_statement(&read_spec, query, &actor, secret)?;
+        let rows = engine.query_named(
+            app,
+            &contract,
+            &statement.sql,
+            &statement.params,
+            Some(&statement.columns),
+        )?;
+        Ok::<_, AppError>(plan.finish_page(rows, secret))
+    };
     match parsed {
         grammar::Request::List(query) => {
-            let (statement, plan) = grammar::list_statement(
-                &read_spec,
-                &query,
-                &actor,
-                worker.cursor_secret.as_slice(),
-            )?;
-            let rows = engine.query_named(
-                app,
-                &contract,
-                &statement.sql,
-                &statement.params,
-                Some(&statement.columns),
-            )?;
-            let (rows, next) = plan.finish_page(rows, worker.cursor_secret.as_slice());
+            let (rows, next) = list_page(&query)?;
             Ok(serde_json::json!({"rows": rows, "nextCursor": next}))
         }
         grammar::Request::Export(mut query) => {
             // Page after page of the governed list, so an export reads exactly
             // the rows (and owner scope) a list would.
-            let secret = worker.cursor_secret.as_slice();
             let mut rows = Vec::new();
             let next = loop {
-                let (statement, plan) =
-                    grammar::list_statement(&read_spec, &query, &actor, secret)?;
-                let page = engine.query_named(
-                    app,
-                    &contract,
-                    &statement.sql,
-                    &statement.params,
-                    Some(&statement.columns),
-                )?;
-                let (page, next) = plan.finish_page(page, secret);
+                let (page, next) = list_page(&query)?;
                 rows.extend(page);
                 match next {
                     Some(cursor) if rows.len() < MAX_CSV_ROWS => query.cursor = Some(cursor),

@@ -419,9 +419,11 @@ mod tests {
                 "app__notes__note_items__get",
                 "app__notes__note_items__aggregate",
                 "app__notes__note_items__history",
+                "app__notes__note_items__export",
                 "app__notes__note_items__create",
                 "app__notes__note_items__update",
                 "app__notes__note_items__delete",
+                "app__notes__note_items__import",
                 "app__notes__count_notes",
             ]
         );

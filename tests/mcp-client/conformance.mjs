@@ -131,7 +131,7 @@ function expand(template, values) {
 const APP = 'expense-log';
 const PREFIX = 'app__expense_log__';
 const TABLE_TOOLS = ['expenses', 'categories'].flatMap((table) =>
-  ['list', 'get', 'aggregate', 'history', 'create', 'update', 'delete'].map((op) => `${PREFIX}${table}__${op}`),
+  ['list', 'get', 'aggregate', 'history', 'export', 'create', 'update', 'delete', 'import'].map((op) => `${PREFIX}${table}__${op}`),
 );
 // Every caller gets getDocs; a caller with apps:invoke also suggestImprovement.
 // (The source tools need apps:write, which none of these tokens holds.)

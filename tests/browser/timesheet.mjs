@@ -6,7 +6,9 @@
 //     shared projects there (a duplicate name is refused; an edit made
 //     elsewhere first makes the panel's stale save a conflict it shows, never
 //     an overwrite; a delete asks first; a row's History shows its create
-//     and its edit with the value before and after);
+//     and its edit with the value before and after; a CSV with a duplicate
+//     name imports nothing and names its row, a good one adds its rows, and
+//     Export CSV downloads them all);
 //  2. back in the app's own view, log hours on three days of the shown week
 //     through the form (the app-only log-hours action); per-day and
 //     per-project totals follow;
@@ -205,6 +207,26 @@ async function run() {
   admin.dialogs.length = 0;
   checks.equal(await projectRows.count(), 2, "two projects are left after the delete");
   delete projects.Cygnus;
+
+  // A CSV with one bad row imports nothing and names the row; a good one
+  // adds every row; the export holds them all.
+  const csvFile = (name, text) => ({ name, mimeType: "text/csv", buffer: Buffer.from(text) });
+  const importInput = projectsGrid.locator('input[type="file"]');
+  await importInput.setInputFiles(csvFile("bad.csv", "name\nOrion\nApollo\n"));
+  await recoveryAlert.filter({ hasText: "row 2" }).waitFor();
+  checks.ok(/row 2: name must be unique/i.test(await recoveryAlert.textContent()), "an import with a duplicate name names its row and field", await recoveryAlert.textContent());
+  checks.equal(await projectRows.filter({ hasText: "Orion" }).count(), 0, "nothing of the refused file was imported");
+  await importInput.setInputFiles(csvFile("more.csv", "name\nOrion\nVega\n"));
+  await recoveryStatus.filter({ hasText: "Imported 2 rows into projects." }).waitFor();
+  checks.equal(await projectRows.count(), 4, "both imported rows show in the grid");
+  const downloading = page.waitForEvent("download");
+  await projectsGrid.getByRole("button", { name: "Export projects as CSV" }).click();
+  const exported = fs.readFileSync(await (await downloading).path(), "utf8");
+  checks.ok(
+    exported.startsWith("id,name\n") && ["Apollo", "Borealis", "Orion", "Vega"].every((name) => exported.includes(`,${name}\n`)),
+    "the export holds every project, a header first",
+    exported,
+  );
   timings.recovery = Date.now() - at;
 
   // --- 2. Log hours on three days ------------------------------------------

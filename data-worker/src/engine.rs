@@ -39,7 +39,8 @@ use rusqlite::limits::Limit;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use sasha_contract::data::{
-    DataContract, Schema, VERSION_COLUMN, is_platform_name, is_sqlite_internal, read_schema,
+    DataContract, Migration, Schema, VERSION_COLUMN, is_platform_name, is_sqlite_internal,
+    read_schema,
 };
 use sasha_proto::{AppError, ErrorCode};
 use serde::Serialize;
@@ -1231,13 +1232,20 @@ fn setup(conn: &mut Connection, contract: &DataContract) -> Result<Vec<String>, 
         .map_err(sql_error)?;
     tx.execute_batch(PLATFORM_SQL).map_err(sql_error)?;
     let applied = applied_migrations(&tx).map_err(sql_error)?;
-    let versions = highest_versions(&tx, contract)?;
-    let mut newly = Vec::new();
-    for migration in &contract.migrations {
-        if applied
+    let is_applied = |migration: &Migration| {
+        applied
             .iter()
             .any(|(number, ..)| *number == migration.number)
-        {
+    };
+    // Only a pending migration can rebuild a table (and cost this scan).
+    let versions = if contract.migrations.iter().all(is_applied) {
+        BTreeMap::new()
+    } else {
+        highest_versions(&tx, contract)?
+    };
+    let mut newly = Vec::new();
+    for migration in &contract.migrations {
+        if is_applied(migration) {
             continue;
         }
         if let Err(error) = tx.execute_batch(&migration.sql) {

@@ -295,7 +295,8 @@ pub enum Request {
         idempotency_key: String,
     },
     /// The rows a list with these filters and order reads, as CSV: pages of
-    /// `query` (its limit is the page) until [`MAX_CSV_ROWS`] rows.
+    /// `query` (its limit is the page) until
+    /// [`sasha_contract::grammar::MAX_CSV_ROWS`] rows.
     Export(ListQuery),
     /// One create per row of a CSV file, all or none.
     Import {

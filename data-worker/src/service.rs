@@ -266,18 +266,21 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
         key: key.to_owned(),
         input_hash: grammar::request_hash(&request.operation, &request.table, &input),
     };
-    // One page of the governed list, as `list` answers it and `export` reads.
-    let list_page = |query: &grammar::ListQuery| {
-        let secret = worker.cursor_secret.as_slice();
-        let (statement, plan) = grammar::list_statement(&read_spec, query, &actor, secret)?;
-        let rows = engine.query_named(
+    // The rows of one governed read statement, keyed by its columns.
+    let read = |statement: &Statement| {
+        engine.query_named(
             app,
             &contract,
             &statement.sql,
             &statement.params,
             Some(&statement.columns),
-        )?;
-        Ok::<_, AppError>(plan.finish_page(rows, secret))
+        )
+    };
+    // One page of the governed list, as `list` answers it and `export` reads.
+    let list_page = |query: &grammar::ListQuery| {
+        let secret = worker.cursor_secret.as_slice();
+        let (statement, plan) = grammar::list_statement(&read_spec, query, &actor, secret)?;
+        Ok::<_, AppError>(plan.finish_page(read(&statement)?, secret))
     };
     match parsed {
         grammar::Request::List(query) => {
@@ -349,27 +352,15 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
         }
         grammar::Request::Get { id } => {
             let statement = grammar::get_statement(&read_spec, &id, &actor)?;
-            let rows = engine.query_named(
-                app,
-                &contract,
-                &statement.sql,
-                &statement.params,
-                Some(&statement.columns),
-            )?;
-            rows.into_iter()
+            read(&statement)?
+                .into_iter()
                 .next()
                 .map(Value::Object)
                 .ok_or_else(not_found)
         }
         grammar::Request::Aggregate(query) => {
             let statement = grammar::aggregate_statement(&read_spec, &query, &actor)?;
-            let rows = engine.query_named(
-                app,
-                &contract,
-                &statement.sql,
-                &statement.params,
-                Some(&statement.columns),
-            )?;
+            let rows = read(&statement)?;
             grammar::check_group_count(rows.len())?;
             Ok(serde_json::json!({"groups": rows}))
         }

@@ -16,7 +16,7 @@ use sasha_contract::grammar::{MAX_CSV_BYTES, MAX_CSV_ROWS};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Map, Number, Value, json};
 
-use super::{ID_COLUMN, TableSpec, VERSION_COLUMN, create_assignments, invalid, shown};
+use super::{ID_COLUMN, TableSpec, VERSION_COLUMN, invalid, shown};
 
 /// One row of an import: its number (1 is the first after the header) and
 /// the values a create of it writes, with the columns they bind.
@@ -49,8 +49,9 @@ pub fn at_row(row: u64, error: AppError) -> AppError {
     .with_details(Value::Object(details))
 }
 
-/// Reads `text` as rows of `table`, every row checked as a create, or the
-/// first problem (with its row and field).
+/// Reads `text` as rows of `table`, each cell typed by its column, or the
+/// first problem (with its row and field). Each row is then checked by the
+/// create it becomes (the service wraps that error with [`at_row`]).
 pub fn read_import(table: &TableSpec, text: &str) -> Result<ImportFile, AppError> {
     if text.len() > MAX_CSV_BYTES {
         return Err(AppError::new(
@@ -141,7 +142,6 @@ pub fn read_import(table: &TableSpec, text: &str) -> Result<ImportFile, AppError
             })?;
             values.insert(column.name.clone(), value);
         }
-        create_assignments(table, &values).map_err(|error| at_row(row, error))?;
         rows.push(ImportRow { row, values });
     }
     if rows.is_empty() {
@@ -157,7 +157,6 @@ fn unreadable(row: u64, error: &::csv::Error) -> AppError {
         } => {
             format!("it has {len} cells where the header has {expected_len}")
         }
-        ::csv::ErrorKind::Utf8 { .. } => "it is not UTF-8 text".to_owned(),
         _ => "it is not valid CSV".to_owned(),
     };
     let error = invalid(format!("the file cannot be read: {reason}"));
@@ -190,19 +189,17 @@ fn kind_words(kinds: &[&str]) -> &'static str {
 pub fn write_export(table: &TableSpec, rows: &[Map<String, Value>]) -> Result<String, AppError> {
     let mut writer = ::csv::Writer::from_writer(Vec::new());
     let names: Vec<&str> = table.columns.iter().map(|c| c.name.as_str()).collect();
-    let failed = |_| AppError::new(ErrorCode::Internal, "the export could not be written");
-    writer.write_record(&names).map_err(failed)?;
+    let failed = || AppError::new(ErrorCode::Internal, "the export could not be written");
+    writer.write_record(&names).map_err(|_| failed())?;
     for row in rows {
         let cells = names.iter().map(|name| match row.get(*name) {
             None | Some(Value::Null) => String::new(),
             Some(Value::String(text)) => text.clone(),
             Some(other) => other.to_string(),
         });
-        writer.write_record(cells).map_err(failed)?;
+        writer.write_record(cells).map_err(|_| failed())?;
     }
-    let bytes = writer
-        .into_inner()
-        .map_err(|_| AppError::new(ErrorCode::Internal, "the export could not be written"))?;
-    String::from_utf8(bytes)
-        .map_err(|_| AppError::new(ErrorCode::Internal, "the export is not UTF-8"))
+    let bytes = writer.into_inner().map_err(|_| failed())?;
+    // Every cell is a Rust string, so the file is UTF-8.
+    String::from_utf8(bytes).map_err(|_| failed())
 }

@@ -66,6 +66,24 @@ fn request(contract: &DataContract, operation: &str, json: Value, preview: &str)
     }
 }
 
+/// `request` on `table` by `user` holding `access` on the app.
+fn acting(
+    contract: &DataContract,
+    (user, access): (&str, &str),
+    operation: &str,
+    table: &str,
+    json: Value,
+) -> ExecuteRequest {
+    let mut request = request(contract, operation, json, "");
+    request.table = table.into();
+    request.actor = Some(pb::Actor {
+        user_id: user.into(),
+        via: "ui".into(),
+        access: access.into(),
+    });
+    request
+}
+
 fn bodies(worker: &Worker, contract: &DataContract, preview: &str) -> Vec<Value> {
     let listed = execute(
         worker,
@@ -280,14 +298,10 @@ fn write_policies_and_manager_reads_follow_the_callers_grant() {
     let worker = Worker::new(dir.path()).unwrap();
     let contract = policy_contract();
     let call = |user: &str, access: &str, operation: &str, table: &str, json: Value| {
-        let mut request = request(&contract, operation, json, "");
-        request.table = table.into();
-        request.actor = Some(pb::Actor {
-            user_id: user.into(),
-            via: "ui".into(),
-            access: access.into(),
-        });
-        execute(&worker, request)
+        execute(
+            &worker,
+            acting(&contract, (user, access), operation, table, json),
+        )
     };
     let project =
         |name: &str| serde_json::json!({"values": {"name": name}, "idempotencyKey": name});
@@ -368,14 +382,10 @@ fn a_rows_history_is_read_like_the_row_and_paged() {
     let worker = Worker::new(dir.path()).unwrap();
     let contract = policy_contract();
     let call = |user: &str, access: &str, operation: &str, json: Value| {
-        let mut request = request(&contract, operation, json, "");
-        request.table = "entries".into();
-        request.actor = Some(pb::Actor {
-            user_id: user.into(),
-            via: "ui".into(),
-            access: access.into(),
-        });
-        execute(&worker, request)
+        execute(
+            &worker,
+            acting(&contract, (user, access), operation, "entries", json),
+        )
     };
     let row = call(
         "alice",
@@ -662,14 +672,8 @@ fn a_csv_imports_all_or_nothing_and_exports_like_a_list() {
     let worker = Worker::new(dir.path()).unwrap();
     let contract = import_contract();
     let call = |user: &str, access: &str, operation: &str, json: Value| {
-        let mut request = request(&contract, operation, json, "");
-        request.table = "entries".into();
+        let mut request = acting(&contract, (user, access), operation, "entries", json);
         request.source = "mcp".into();
-        request.actor = Some(pb::Actor {
-            user_id: user.into(),
-            via: "model".into(),
-            access: access.into(),
-        });
         execute(&worker, request)
     };
     let file = timesheet_csv(MAX_CSV_ROWS);
@@ -744,6 +748,23 @@ fn a_csv_imports_all_or_nothing_and_exports_like_a_list() {
         let error = import("alice", text, "bad").unwrap_err();
         assert_eq!(error.code, ErrorCode::InputInvalid, "{text}");
         assert!(error.message.contains(says), "{}", error.message);
+    }
+    for (operation, json) in [
+        ("import", serde_json::json!({"idempotencyKey": "k"})),
+        (
+            "import",
+            serde_json::json!({"csv": 5, "idempotencyKey": "k"}),
+        ),
+        (
+            "import",
+            serde_json::json!({"csv": "date,hours\n2026-01-01,1\n"}),
+        ),
+        ("export", serde_json::json!({"limit": 5})),
+        ("export", serde_json::json!({"select": ["date"]})),
+        ("export", serde_json::json!({"cursor": "not ours"})),
+    ] {
+        let error = call("alice", "", operation, json.clone()).unwrap_err();
+        assert_eq!(error.code, ErrorCode::InputInvalid, "{operation} {json}");
     }
     let too_many = timesheet_csv(MAX_CSV_ROWS + 1);
     assert_eq!(

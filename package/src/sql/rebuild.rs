@@ -281,6 +281,12 @@ mod tests {
                 .refuse_copy(&copy("n", "entries", &["id", "id"]), &old)
                 .is_some()
         );
+        assert!(
+            rebuilds
+                .refuse_copy(&whole, &[])
+                .unwrap()
+                .contains("does not exist")
+        );
         let no_id = ["owner".to_owned()];
         assert!(
             rebuilds

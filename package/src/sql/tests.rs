@@ -1049,3 +1049,16 @@ fn rule_names_are_one_short_line() {
     ));
     assert!(codes(&found).contains(&"SQL_CONSTRAINT_NAME"), "{found:#?}");
 }
+
+#[test]
+fn a_check_the_platform_cannot_read_is_refused() {
+    // SQLite takes the postfix `ISNULL`; the SQL parser that reads CHECK
+    // rules for their wording and columns does not.
+    let found = check_schema_statement(
+        "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT CHECK (body ISNULL OR length(body) < 10));",
+    );
+    assert!(
+        codes(&found).contains(&"SQL_CHECK_UNREADABLE"),
+        "{found:#?}"
+    );
+}

@@ -5,7 +5,9 @@
 // `entries` holds their own hours; the manager's holds everyone's. Then the
 // declared rules: a date that is not a calendar day and negative hours are
 // refused naming the field, a duplicate project name says it must be unique,
-// and deleting a project that entries refer to says exactly that. Both
+// and deleting a project that entries refer to says exactly that. A CSV of
+// 10,000 entries imports in one call, one with a bad row imports nothing and
+// names the row and field, and the export reads what a list would. Both
 // clients confirm their writes (elicitation), so each refusal is the data
 // service's own.
 
@@ -144,6 +146,34 @@ await check("the tools' schemas show the rules", async () => {
   assert.equal(values.date.format, 'date');
   assert.match(values.hours.description, /hours must be between 0 and 24/);
   assert.match(values.project.description, /existing projects row/);
+});
+
+await check('10,000 entries import from one CSV in one call; a file with one bad row imports nothing and names it', async () => {
+  const rows = Array.from(
+    { length: 10000 },
+    (_, i) => `2025-${String((i % 12) + 1).padStart(2, '0')}-${String((i % 28) + 1).padStart(2, '0')},${PROJECT_ID},${(i % 8) + 0.5}`,
+  );
+  const file = (lines) => `date,project,hours\n${lines.join('\n')}\n`;
+  const badRows = [...rows];
+  badRows[4999] = `2025-05-05,${PROJECT_ID},25`;
+  const error = await refusal(manager, 'entries__import', { csv: file(badRows), idempotencyKey: 'bad-import' });
+  assert.equal(error.details?.row, 5000, JSON.stringify(error));
+  assert.equal(error.details?.field, 'hours', JSON.stringify(error));
+  const before = await totalHours(manager);
+  assert.equal(before, TEAM_HOURS, 'the refused file imported nothing');
+  const result = await manager.callTool({ name: `${PREFIX}entries__import`, arguments: { csv: file(rows), idempotencyKey: 'big-import' } });
+  assert.notEqual(result.isError, true, JSON.stringify(result).slice(0, 500));
+  assert.equal(result.structuredContent.imported, 10000);
+  // The manager reads every member's rows: 10,003, so the export goes on.
+  const first = await manager.callTool({ name: `${PREFIX}entries__export`, arguments: {} });
+  assert.equal(first.structuredContent.rows, 10000);
+  const rest = await manager.callTool({ name: `${PREFIX}entries__export`, arguments: { cursor: first.structuredContent.nextCursor } });
+  assert.equal(rest.structuredContent.rows, 3);
+  assert.equal(rest.structuredContent.nextCursor, null);
+  assert.match(first.structuredContent.csv, /^id,date,project,hours,note,created_by\n/);
+  // A member's export is their own row only.
+  const own = await member.callTool({ name: `${PREFIX}entries__export`, arguments: {} });
+  assert.equal(own.structuredContent.rows, 1);
 });
 
 await member.close();

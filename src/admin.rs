@@ -95,6 +95,17 @@ pub(crate) enum AdminCommand {
         #[command(flatten)]
         state: StateArgs,
     },
+    /// Let members make their own apps (`on`, the default), stop new
+    /// deploys and edits of member apps (`off`: deployed apps keep running
+    /// and can still be deleted), or print the setting and every member app
+    /// (`status`).
+    MemberApps {
+        /// on, off or status
+        #[arg(value_enum)]
+        switch: MemberAppsSwitch,
+        #[command(flatten)]
+        state: StateArgs,
+    },
     /// Print the improvement suggestions models sent (suggestImprovement),
     /// newest first, one JSON object per line.
     ///
@@ -112,6 +123,14 @@ pub(crate) enum AdminCommand {
         #[command(flatten)]
         state: StateArgs,
     },
+}
+
+/// `sasha admin member-apps on|off|status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum MemberAppsSwitch {
+    On,
+    Off,
+    Status,
 }
 
 /// `sasha admin user …`.
@@ -441,6 +460,36 @@ fn run(
                 )));
             }
             writeln!(output, "connection {connection_id} of {username} ended")?;
+        }
+        AdminCommand::MemberApps { switch, state } => {
+            let store = open_existing(&state)?;
+            match switch {
+                MemberAppsSwitch::On | MemberAppsSwitch::Off => {
+                    let on = switch == MemberAppsSwitch::On;
+                    let changed = store.set_member_apps_enabled(on, ACTOR_OPERATOR)?;
+                    let now = if on { "on" } else { "off" };
+                    if changed {
+                        writeln!(output, "member apps are now {now}")?;
+                    } else {
+                        writeln!(output, "member apps were already {now}")?;
+                    }
+                }
+                MemberAppsSwitch::Status => {
+                    let on = store.member_apps_enabled()?;
+                    writeln!(output, "member apps: {}", if on { "on" } else { "off" })?;
+                    for app in store.member_apps(None)? {
+                        writeln!(
+                            output,
+                            "{}\t{}\t{} bytes\tchanged {}\t{}",
+                            app.id,
+                            app.author_name.as_deref().unwrap_or("(no author)"),
+                            app.size,
+                            app.updated_at,
+                            if app.disabled { "disabled" } else { "active" }
+                        )?;
+                    }
+                }
+            }
         }
         AdminCommand::Suggestions { limit, state } => {
             let store = open_existing(&state)?;

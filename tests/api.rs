@@ -645,7 +645,7 @@ async fn browser_sessions_and_csrf() {
     assert_eq!(me["role"], "admin");
     assert_eq!(
         me["scopes"],
-        serde_json::json!(["chat:use", "apps:invoke", "apps:write"])
+        serde_json::json!(["chat:use", "apps:invoke", "apps:write", "apps:author"])
     );
 
     // A state change from the sandbox origin with the session cookie is refused.
@@ -883,6 +883,23 @@ async fn the_openapi_document_describes_every_route() {
         "POST /api/apps/{appId}/restore",
         "POST /api/apps/{appId}/delete",
         "GET /api/withdrawn-apps",
+        "GET /api/member-apps",
+        "POST /api/member-apps",
+        "POST /api/member-apps/check",
+        "GET /api/member-apps/{appId}",
+        "PUT /api/member-apps/{appId}",
+        "DELETE /api/member-apps/{appId}",
+        "POST /api/member-apps/{appId}/revert",
+        "GET /api/member-apps/{appId}/revisions",
+        "POST /api/member-apps/{appId}/draft",
+        "POST /api/member-apps/{appId}/shares",
+        "DELETE /api/member-apps/{appId}/shares/{username}",
+        "POST /api/member-apps/{appId}/disable",
+        "POST /api/member-apps/{appId}/enable",
+        "POST /api/member-apps/{appId}/promote",
+        "GET /api/settings",
+        "PUT /api/settings/member-apps",
+        "GET /api/member-app-guide",
         "GET /api/oauth/requests/{requestId}",
         "POST /api/oauth/requests/{requestId}/approve",
         "POST /api/oauth/requests/{requestId}/deny",

@@ -9,6 +9,11 @@
 //! origin rules demand. `scripts/test.sh` installs Chromium and the npm
 //! packages; without them this test fails rather than skipping.
 //!
+//! The same suite also runs against the hostile package deployed as a member
+//! app, as App Studio posts pasted files: the resource a member's app is
+//! served as is the catalogue's assembly byte for byte, and every attack fails
+//! the same way.
+//!
 //! The second scenario (`tests/browser/realms.mjs`) runs the `realms` fixture
 //! app's routes to a peer connection or a speculative connection against a
 //! TCP and UDP sink, once as assembled and once with the realm lockdown cut
@@ -20,7 +25,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::browser::{self, BrowserScript};
-use common::{Harness, browser_artifacts, root};
+use common::{Harness, UpProcess, browser_artifacts, free_port, http_client, root};
 use sasha_service::Role;
 use tokio::net::{TcpListener, TcpStream};
 
@@ -128,6 +133,78 @@ async fn no_route_reaches_a_peer_or_speculative_connection_in_chromium() {
             ("APP_HTML", &resource.html),
             ("APP_HTML_UNLOCKED", &unlocked),
         ],
+        SCENARIO_TIMEOUT,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_hostile_app_pasted_into_app_studio_is_caged_the_same_in_chromium() {
+    browser::require();
+    let state = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let _up = UpProcess::start(state.path(), port).await;
+    let studio = format!("http://localhost:{port}");
+    let store = studio_core::store::Store::open(&state.path().join("core.sqlite")).unwrap();
+    let password = "member correct horse battery";
+    store
+        .create_user("mallory", studio_core::store::UserRole::Member, password)
+        .unwrap();
+    let client = http_client();
+    let login = client
+        .post(format!("{studio}/api/auth/login"))
+        .json(&serde_json::json!({"username": "mallory", "password": password}))
+        .send()
+        .await
+        .unwrap();
+    assert!(login.status().is_success(), "{}", login.status());
+    let cookie = login
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok()?.split(';').next().map(str::to_owned))
+        .find(|pair| pair.starts_with("sasha_session"))
+        .expect("the sign-in sets the session cookie");
+    // The package's files as App Studio posts what a member pasted.
+    let mut files = serde_json::Map::new();
+    for entry in std::fs::read_dir(root().join("tests/browser/apps/hostile")).unwrap() {
+        let entry = entry.unwrap();
+        files.insert(
+            entry.file_name().to_string_lossy().into_owned(),
+            std::fs::read_to_string(entry.path()).unwrap().into(),
+        );
+    }
+    let deployed = client
+        .post(format!("{studio}/api/member-apps"))
+        .header("cookie", &cookie)
+        .header("origin", &studio)
+        .json(&serde_json::json!({"id": "hostile", "name": "Hostile", "files": files}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deployed.status(), 201);
+    let deployed: serde_json::Value = deployed.json().await.unwrap();
+    let revision = deployed["app"]["revision"].as_str().unwrap().to_owned();
+    let served: serde_json::Value = client
+        .get(format!(
+            "{studio}/api/apps/hostile/resource?revision={revision}"
+        ))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    // The revision hashes the MIME type, CSP, `_meta.ui` and HTML: equal
+    // revisions are the same resource, CSP included.
+    let catalogue = assembled("hostile");
+    assert_eq!(revision, catalogue.revision);
+    let html = served["text"].as_str().unwrap();
+    assert_eq!(html, catalogue.html);
+    run_against_the_edge(
+        "sandbox",
+        &[("APP_HTML", html), ("APP_CSP", &catalogue.csp)],
         SCENARIO_TIMEOUT,
     )
     .await;

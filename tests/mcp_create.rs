@@ -258,3 +258,152 @@ async fn an_app_created_through_mcp_is_live_at_once() {
         .await;
     assert_eq!(tool_error(&again)["code"], "APP_CONFLICT");
 }
+
+/// The habit log package as the member app tools take it.
+fn habit_log() -> Value {
+    let dir = common::root().join("tests/browser/apps/habit-log");
+    let files: Vec<Value> = [
+        "APP.md",
+        "index.html",
+        "styles.css",
+        "app.js",
+        "schema.sql",
+        "migrations/001-initial.sql",
+    ]
+    .iter()
+    .map(|path| json!({"path": path, "content": std::fs::read_to_string(dir.join(path)).unwrap()}))
+    .collect();
+    Value::Array(files)
+}
+
+#[tokio::test]
+async fn a_member_deploys_their_own_app_through_mcp_after_saying_yes() {
+    const AUTHOR: [Scope; 2] = [Scope::AppsInvoke, Scope::AppsAuthor];
+    let world = McpWorld::start().await;
+    let author = token(&world.store, &world.member, &AUTHOR);
+    let mut client = world.client(&author).eliciting(|_| json!({}));
+
+    // The member app tools, never the catalogue's source tools.
+    let names = tool_names(&client.request("tools/list", json!({})).await);
+    for tool in ["listMyApps", "checkMyApp", "deployMyApp", "deleteMyApp"] {
+        assert!(names.iter().any(|name| name == tool), "{tool}: {names:?}");
+    }
+    for tool in [
+        "listAppFiles",
+        "writeAppFile",
+        "createApp",
+        "publishAppDraft",
+    ] {
+        assert!(!names.iter().any(|name| name == tool), "{tool}: {names:?}");
+    }
+
+    // A check with a shared table names the member tier's rule.
+    let mut shared = habit_log();
+    let manifest = shared[0]["content"].as_str().unwrap().replace(
+        "    access: owner\n    ownerField: created_by\n",
+        "    access: shared\n",
+    );
+    shared[0]["content"] = json!(manifest);
+    let checked = client
+        .call("checkMyApp", json!({"app": "habit-log", "files": shared}))
+        .await;
+    let checked = structured(&checked);
+    assert_eq!(checked["ok"], false);
+    assert_eq!(checked["diagnostics"][0]["code"], "MEMBER_TABLE_SHARED");
+
+    // The deploy asks the person; a no stores nothing.
+    let arguments = json!({"app": "habit-log", "name": "Habit Log", "files": habit_log()});
+    let asked = client.call("deployMyApp", arguments.clone()).await;
+    let asked = asked.result().clone();
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let question = asked["inputRequests"]["confirm"]["params"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        question.contains("Deploy the new member app \"Habit Log\" (habit-log)"),
+        "{question}"
+    );
+    let declined = client
+        .request(
+            "tools/call",
+            json!({"name": "deployMyApp", "arguments": arguments, "requestState": asked["requestState"], "inputResponses": {"confirm": {"action": "decline"}}}),
+        )
+        .await;
+    assert_eq!(tool_error(&declined)["code"], "APP_CONFIRMATION_REQUIRED");
+    assert!(world.store.member_app("habit-log").unwrap().is_none());
+
+    // Yes: it is live at once for its author, with its own table tools.
+    let deployed = common::mcp::confirmed_call(&mut client, "deployMyApp", arguments).await;
+    let deployed = structured(&deployed).clone();
+    assert_eq!(deployed["app"]["id"], "habit-log");
+    let revision = deployed["app"]["revision"].as_str().unwrap().to_owned();
+    let names = tool_names(&client.request("tools/list", json!({})).await);
+    assert!(
+        names.iter().any(|name| name == "open_app__habit_log"),
+        "{names:?}"
+    );
+    let row = confirmed_create(
+        &mut client,
+        "app__habit_log__habits__create",
+        json!({"values": {"title": "Read"}}),
+    )
+    .await;
+    assert_eq!(row["title"], "Read", "{row}");
+
+    // Another member cannot change it, read it, or learn that it exists.
+    let other = world
+        .store
+        .create_user(
+            "ola",
+            studio_core::store::UserRole::Member,
+            "correct horse battery",
+        )
+        .unwrap();
+    let other_token = token(&world.store, &other, &AUTHOR);
+    let mut intruder = world.client(&other_token).eliciting(|_| json!({}));
+    let mut refusals = Vec::new();
+    for app in ["habit-log", "no-such-app"] {
+        let update = intruder
+            .call(
+                "deployMyApp",
+                json!({"app": app, "name": "Mine", "files": habit_log(), "expectedRevision": revision}),
+            )
+            .await;
+        let refused = tool_error(&update).clone();
+        assert_eq!(refused["code"], "APP_ACCESS_DENIED", "{refused}");
+        let read = intruder.call("readMyApp", json!({"app": app})).await;
+        assert_eq!(tool_error(&read)["message"], refused["message"]);
+        refusals.push(refused["message"].clone());
+    }
+    assert_eq!(refusals[0], refusals[1]);
+    let names = tool_names(&intruder.request("tools/list", json!({})).await);
+    assert!(
+        !names.iter().any(|name| name.contains("habit_log")),
+        "{names:?}"
+    );
+
+    // Turned off: the building tools go, the app keeps working, deleting stays.
+    world
+        .store
+        .set_member_apps_enabled(false, "operator")
+        .unwrap();
+    let names = tool_names(&client.request("tools/list", json!({})).await);
+    for tool in ["checkMyApp", "deployMyApp", "revertMyApp"] {
+        assert!(!names.iter().any(|name| name == tool), "{tool}: {names:?}");
+    }
+    let docs = client
+        .call("getDocs", json!({"section": "member-apps"}))
+        .await;
+    assert_eq!(tool_error(&docs)["code"], "APP_NOT_FOUND");
+    let rows = client.call("app__habit_log__habits__list", json!({})).await;
+    assert_eq!(structured(&rows)["rows"][0]["title"], "Read");
+    let deleted = client
+        .call("deleteMyApp", json!({"app": "habit-log"}))
+        .await;
+    assert_eq!(structured(&deleted)["deleted"], "habit-log");
+    let names = tool_names(&client.request("tools/list", json!({})).await);
+    assert!(
+        !names.iter().any(|name| name.contains("habit_log")),
+        "{names:?}"
+    );
+}

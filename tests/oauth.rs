@@ -403,7 +403,7 @@ async fn discovery_leads_from_the_401_to_the_authorization_server() {
     assert_eq!(metadata["authorization_servers"], json!([world.origin()]));
     assert_eq!(
         metadata["scopes_supported"],
-        json!(["apps:invoke", "apps:write"])
+        json!(["apps:invoke", "apps:write", "apps:author"])
     );
     let root_form: Value = world
         .get_json("/.well-known/oauth-protected-resource", &[])
@@ -523,7 +523,7 @@ async fn a_consented_connection_lists_tools_by_scope_refreshes_and_is_revoked() 
         .iter()
         .map(|s| s["scope"].as_str().unwrap())
         .collect();
-    assert_eq!(offered, ["apps:invoke", "apps:write"]);
+    assert_eq!(offered, ["apps:invoke", "apps:write", "apps:author"]);
     // Anonymous is 401; a bearer token cannot consent.
     let anonymous = world
         .http
@@ -1094,8 +1094,10 @@ async fn a_member_cannot_consent_to_apps_write() {
         .get_json(&format!("/api/oauth/requests/{id}"), &[("cookie", &cookie)])
         .await;
     assert_eq!(details["unavailableScopes"], json!(["apps:write"]));
-    assert_eq!(details["offeredScopes"].as_array().unwrap().len(), 1);
+    // A member may give a client apps:invoke and apps:author, never apps:write.
+    assert_eq!(details["offeredScopes"].as_array().unwrap().len(), 2);
     assert_eq!(details["offeredScopes"][0]["scope"], "apps:invoke");
+    assert_eq!(details["offeredScopes"][1]["scope"], "apps:author");
     // Consent is a same-origin JSON request from a signed-in browser session.
     let approve_url = world.url(&format!("/api/oauth/requests/{id}/approve"));
     let body = json!({"scopes": ["apps:invoke"]}).to_string();

@@ -13,6 +13,38 @@ use crate::grammar::{
     MAX_ORDER_BY, MAX_SELECT, MAX_WHERE, MetricFunction, Operator,
 };
 
+/// The scopes an MCP client may be given (OAuth consent, the protected
+/// resource and authorization server metadata), in the order offered.
+pub const MCP_CLIENT_SCOPES: [&str; 3] = ["apps:invoke", "apps:write", "apps:author"];
+
+/// The member app tools (any role with `apps:author`; studio-core's
+/// `CoreService.MemberApps` decides every call). [`MEMBER_BUILD_TOOLS`] are
+/// not listed while an admin has turned member apps off.
+pub const CHECK_MY_APP: &str = "checkMyApp";
+pub const DEPLOY_MY_APP: &str = "deployMyApp";
+pub const REVERT_MY_APP: &str = "revertMyApp";
+pub const LIST_MY_APPS: &str = "listMyApps";
+pub const READ_MY_APP: &str = "readMyApp";
+pub const LIST_MY_APP_REVISIONS: &str = "listMyAppRevisions";
+pub const SHARE_MY_APP: &str = "shareMyApp";
+pub const DELETE_MY_APP: &str = "deleteMyApp";
+/// The member app tools that build or change an app.
+pub const MEMBER_BUILD_TOOLS: [&str; 3] = [CHECK_MY_APP, DEPLOY_MY_APP, REVERT_MY_APP];
+/// Every member app tool, in listing order.
+pub const MEMBER_TOOLS: [&str; 8] = [
+    LIST_MY_APPS,
+    READ_MY_APP,
+    CHECK_MY_APP,
+    DEPLOY_MY_APP,
+    LIST_MY_APP_REVISIONS,
+    REVERT_MY_APP,
+    SHARE_MY_APP,
+    DELETE_MY_APP,
+];
+/// The member app authoring guide: `getDocs` section `member-apps` and
+/// Studio's `GET /api/member-app-guide`, one text for both.
+pub const MEMBER_APPS_GUIDE: &str = include_str!("../docs/member-apps.md");
+
 /// The open app's chat tool.
 pub const CHAT_TOOL: &str = "sasha__chat_execute";
 /// The open app's upload tool.

@@ -21,6 +21,7 @@ pub mod assist;
 pub mod auth;
 pub mod calls;
 pub mod catalogue;
+pub mod member;
 pub mod platform;
 pub mod server;
 pub mod tools;
@@ -144,7 +145,7 @@ impl ProtectedResource {
             metadata: serde_json::json!({
                 "resource": resource,
                 "authorization_servers": [studio_origin.as_str()],
-                "scopes_supported": ["apps:invoke", "apps:write"],
+                "scopes_supported": sasha_contract::tools::MCP_CLIENT_SCOPES,
                 "bearer_methods_supported": ["header"],
                 "resource_name": "Sasha Apps",
                 "resource_documentation": format!("{}/", studio_origin.as_str()),

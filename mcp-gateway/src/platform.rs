@@ -36,7 +36,7 @@ pub const SOURCE_TOOLS: [&str; 6] = [
 
 /// The documentation sections `getDocs` serves: `(name, Markdown)`. The first is
 /// the table of contents.
-pub const DOCS: [(&str, &str); 9] = [
+pub const DOCS: [(&str, &str); 10] = [
     ("contents", include_str!("../docs/README.md")),
     ("apps-authoring", include_str!("../docs/apps-authoring.md")),
     ("manifest", include_str!("../docs/manifest.md")),
@@ -46,6 +46,7 @@ pub const DOCS: [(&str, &str); 9] = [
     ("facade", include_str!("../docs/facade.md")),
     ("permissions", include_str!("../docs/permissions.md")),
     ("improvements", include_str!("../docs/improvements.md")),
+    ("member-apps", sasha_contract::tools::MEMBER_APPS_GUIDE),
 ];
 
 /// Whether `name` is one of the platform tools (listed or not for this caller).
@@ -786,6 +787,7 @@ mod tests {
     fn caller(role: &str, scopes: &[&str]) -> Caller {
         Caller {
             principal: pb::Principal {
+                member_apps_off: false,
                 user_id: "u".into(),
                 role: role.into(),
                 scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),

@@ -34,8 +34,8 @@ use crate::Gateway;
 use crate::auth::Caller;
 use crate::calls::{self, DataCall};
 use crate::catalogue::{self, App, Catalogue};
-use crate::platform;
 use crate::tools::{self, Target};
+use crate::{member, platform};
 
 /// The MIME type of an MCP Apps UI resource.
 pub const UI_MIME_TYPE: &str = "text/html;profile=mcp-app";
@@ -558,6 +558,12 @@ impl SashaMcp {
         let mut core = self.gateway.core.clone();
         match name {
             platform::GET_DOCS => {
+                if caller.principal.member_apps_off && args["section"] == "member-apps" {
+                    return tool_error(AppError::new(
+                        ErrorCode::NotFound,
+                        "member apps are turned off on this instance",
+                    ));
+                }
                 let Some(answer) = platform::docs(args["section"].as_str()) else {
                     return tool_error(AppError::from_code(ErrorCode::InputInvalid));
                 };
@@ -662,16 +668,8 @@ impl SashaMcp {
 }
 
 impl SashaMcp {
-    /// `publishAppDraft` and `discardAppDraft`. A publication is first asked
-    /// of studio-core without approval: it checks everything else and, when
-    /// only the approval is missing, answers `APP_CONFIRMATION_REQUIRED` with
-    /// the summary the person is then asked about; only their explicit yes
-    /// sends it again as approved. A session client is asked by
-    /// `elicitation/create`; a sessionless (2026-07-28) client gets the
-    /// question as an `input_required` result whose `requestState` is a
-    /// confirmation token bound to the call, redeemed once when it answers
-    /// yes. A chat session's model cannot approve its own publication, so it
-    /// is refused there (Studio's Draft page can).
+    /// `publishAppDraft` and `discardAppDraft`. A publication goes through
+    /// [`SashaMcp::approved`]; a discard is sent as it is.
     async fn call_draft(
         &self,
         caller: &Caller,
@@ -680,7 +678,6 @@ impl SashaMcp {
         request: &CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let mut core = self.gateway.core.clone();
         let draft = |approval| platform::draft_request(name, &caller.principal, args, approval);
         let (Some(unapproved), Some(approved)) = (
             draft(pb::DraftApproval::Unspecified),
@@ -688,15 +685,128 @@ impl SashaMcp {
         ) else {
             return tool_error(AppError::from_code(ErrorCode::InputInvalid));
         };
-        let publishing = name == platform::PUBLISH_APP_DRAFT;
+        if name != platform::PUBLISH_APP_DRAFT {
+            return draft_answer(self.gateway.core.clone().draft(unapproved).await);
+        }
+        let send = |yes: bool| {
+            let mut core = self.gateway.core.clone();
+            let request = if yes {
+                approved.clone()
+            } else {
+                unapproved.clone()
+            };
+            async move {
+                let reply = core
+                    .draft(request)
+                    .await
+                    .map_err(|status| AppError::from_status(&status))?;
+                platform::draft_result(&reply.into_inner()).ok_or_else(|| {
+                    tracing::error!("studio-core sent a draft reply without a result");
+                    AppError::from_code(ErrorCode::Internal)
+                })
+            }
+        };
+        self.approved(
+            caller,
+            name,
+            args,
+            request,
+            ctx,
+            "Studio's Draft page",
+            send,
+        )
+        .await
+    }
+
+    /// The member app tools; a deploy or revert goes through
+    /// [`SashaMcp::approved`].
+    async fn call_member(
+        &self,
+        caller: &Caller,
+        name: &str,
+        args: Map<String, Value>,
+        request: &CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let listed = member::tools_for(caller);
+        let Some(tool) = listed.iter().find(|tool| tool["name"] == name) else {
+            return Err(McpError::invalid_params(
+                format!("Tool {name} not found"),
+                None,
+            ));
+        };
+        let args = Value::Object(args);
+        if let Err(error) = self
+            .gateway
+            .validators
+            .validate(&tool["inputSchema"], &args, "input")
+        {
+            return tool_error(error);
+        }
+        let (Some(unapproved), Some(approved)) = (
+            member::request(name, &caller.principal, &args, false),
+            member::request(name, &caller.principal, &args, true),
+        ) else {
+            return tool_error(AppError::new(
+                ErrorCode::InputInvalid,
+                "a file marked encoding: base64 is not valid base64",
+            ));
+        };
+        let send = |yes: bool| {
+            let mut core = self.gateway.core.clone();
+            let request = if yes {
+                approved.clone()
+            } else {
+                unapproved.clone()
+            };
+            async move {
+                let reply = core
+                    .member_apps(request)
+                    .await
+                    .map_err(|status| AppError::from_status(&status))?;
+                member::result(name, &reply.into_inner()).ok_or_else(|| {
+                    tracing::error!("studio-core sent a member apps reply without a result");
+                    AppError::from_code(ErrorCode::Internal)
+                })
+            }
+        };
+        if !member::needs_approval(name) {
+            return answered(send(false).await);
+        }
+        self.approved(caller, name, &args, request, ctx, "App Studio", send)
+            .await
+    }
+
+    /// A change that needs the person's yes. It is first sent without
+    /// approval: studio-core checks everything else and, when only the
+    /// approval is missing, answers `APP_CONFIRMATION_REQUIRED` with the
+    /// summary the person is then asked about; only their explicit yes sends
+    /// it again as approved. A session client is asked by
+    /// `elicitation/create`; a sessionless (2026-07-28) client gets the
+    /// question as an `input_required` result whose `requestState` is a
+    /// confirmation token bound to the call, redeemed once when it answers
+    /// yes. A chat session's model cannot approve its own change, so it is
+    /// refused there and sent to `place` in Studio.
+    #[allow(clippy::too_many_arguments)]
+    async fn approved<F, Fut>(
+        &self,
+        caller: &Caller,
+        name: &str,
+        args: &Value,
+        request: &CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+        place: &str,
+        send: F,
+    ) -> Result<CallToolResponse, McpError>
+    where
+        F: Fn(bool) -> Fut,
+        Fut: std::future::Future<Output = Result<(String, Value), AppError>>,
+    {
         let sessionless = ctx
             .protocol_version()
             .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
         // The answer to a question asked earlier in this call's exchange.
-        if publishing
-            && sessionless
-            && let Some(state) = &request.request_state
-        {
+        if sessionless && let Some(state) = &request.request_state {
             let answer = request
                 .input_responses
                 .as_ref()
@@ -710,12 +820,11 @@ impl SashaMcp {
             if let Err(error) = self.confirm(caller, name, args, state, "").await {
                 return tool_error(error);
             }
-            return draft_answer(core.draft(approved).await);
+            return answered(send(true).await);
         }
-        let reply = core.draft(unapproved).await;
-        let refused = match &reply {
-            Err(status) if publishing => AppError::from_status(status),
-            _ => return draft_answer(reply),
+        let refused = match send(false).await {
+            Err(error) => error,
+            done => return answered(done),
         };
         let summary = refused
             .details
@@ -725,11 +834,11 @@ impl SashaMcp {
         let (ErrorCode::ConfirmationRequired, Some(summary)) = (refused.code, summary) else {
             return tool_error(refused);
         };
-        let from_studio = |error: AppError| {
+        let elsewhere = |error: AppError| {
             AppError::new(
                 ErrorCode::ConfirmationRequired,
                 format!(
-                    "{} Nothing was published; the person can publish the draft from Studio's Draft page.",
+                    "{} Nothing was changed; the person can do it from {place}.",
                     error.message
                 ),
             )
@@ -737,7 +846,7 @@ impl SashaMcp {
         if caller.is_chat_session() {
             return tool_error(AppError::new(
                 ErrorCode::ConfirmationRequired,
-                "publishing needs the person's own approval: ask them to publish the draft from Studio's Draft page",
+                format!("this needs the person's own approval: ask them to do it from {place}"),
             ));
         }
         if sessionless {
@@ -745,7 +854,7 @@ impl SashaMcp {
                 .client_capabilities()
                 .is_some_and(|capabilities| capabilities.elicitation.is_some());
             if !elicits {
-                return tool_error(from_studio(AppError::from_code(
+                return tool_error(elsewhere(AppError::from_code(
                     ErrorCode::ConfirmationRequired,
                 )));
             }
@@ -762,12 +871,20 @@ impl SashaMcp {
         }
         if let Err(error) = ask_person(ctx, &summary).await {
             return tool_error(if error.code == ErrorCode::ConfirmationRequired {
-                from_studio(error)
+                elsewhere(error)
             } else {
                 error
             });
         }
-        draft_answer(core.draft(approved).await)
+        answered(send(true).await)
+    }
+}
+
+/// A tool's result, or its refusal.
+fn answered(outcome: Result<(String, Value), AppError>) -> Result<CallToolResponse, McpError> {
+    match outcome {
+        Ok((text, value)) => text_result(text, value),
+        Err(error) => tool_error(error),
     }
 }
 
@@ -1092,6 +1209,7 @@ impl ServerHandler for SashaMcp {
     ) -> Result<ListToolsResult, McpError> {
         let caller = caller_of(&ctx)?;
         let mut listed = platform::tools_for(&caller);
+        listed.extend(member::tools_for(&caller));
         if let Some((caller, catalogue)) = self.listing(&ctx).await? {
             listed.extend(tools::tools_for(&catalogue, &caller.tools_caller()));
         }
@@ -1109,6 +1227,17 @@ impl ServerHandler for SashaMcp {
     ) -> Result<CallToolResponse, McpError> {
         let caller = caller_of(&ctx)?;
         let name = request.name.to_string();
+        if member::is_member_tool(&name) {
+            return self
+                .call_member(
+                    &caller,
+                    &name,
+                    request.arguments.clone().unwrap_or_default(),
+                    &request,
+                    &ctx,
+                )
+                .await;
+        }
         if platform::is_platform_tool(&name) {
             return self
                 .call_platform(

@@ -87,6 +87,18 @@ pub const MCP_UPLOAD: JsonLimits = JsonLimits {
 /// data-worker checks again because it parses them into a tree itself.
 pub const DATA_REQUEST: JsonLimits = MCP_REQUEST;
 
+/// App Studio's source bodies (`/api/member-apps*`): one package as JSON.
+///
+/// - 3 MiB: a package is at most 1 MiB of files; as JSON strings they grow
+///   by their escapes (a binary asset as base64 by a third).
+/// - 2,000 values: a package holds at most a few hundred files.
+/// - depth 8: `{files: {path: text | {base64}}}` is depth 3.
+pub const MEMBER_APP_SOURCE: JsonLimits = JsonLimits {
+    max_bytes: 3 * MIB,
+    max_values: 2_000,
+    max_depth: 8,
+};
+
 /// studio-core's JSON request bodies: `/api` (sign-in, a grant, an OAuth
 /// consent) and OAuth client registration.
 ///

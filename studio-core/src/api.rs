@@ -693,7 +693,15 @@ pub(crate) fn same_origin_json(
 /// What the body may expand into is bounded first
 /// ([`sasha_proto::json_limits::STUDIO_API`]; `APP_RESOURCE_LIMIT`, 413).
 pub(crate) fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
-    sasha_proto::json_limits::check(body, &sasha_proto::json_limits::STUDIO_API)
+    parse_body_within(body, &sasha_proto::json_limits::STUDIO_API)
+}
+
+/// [`parse_body`] within other `limits` (App Studio's package bodies).
+pub(crate) fn parse_body_within<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    limits: &sasha_proto::json_limits::JsonLimits,
+) -> Result<T, Response> {
+    sasha_proto::json_limits::check(body, limits)
         .map_err(|broken| broken.to_app_error().into_response())?;
     serde_json::from_slice(body).map_err(|error| {
         AppError::new(
@@ -840,6 +848,23 @@ pub(crate) struct ErrorEnvelope {
         crate::lifecycle_http::restore,
         crate::lifecycle_http::delete,
         crate::lifecycle_http::withdrawn_apps,
+        crate::member_apps_http::list,
+        crate::member_apps_http::check,
+        crate::member_apps_http::create,
+        crate::member_apps_http::read,
+        crate::member_apps_http::update,
+        crate::member_apps_http::delete,
+        crate::member_apps_http::revert,
+        crate::member_apps_http::revisions,
+        crate::member_apps_http::draft,
+        crate::member_apps_http::share,
+        crate::member_apps_http::unshare,
+        crate::member_apps_http::disable,
+        crate::member_apps_http::enable,
+        crate::member_apps_http::promote,
+        crate::member_apps_http::settings,
+        crate::member_apps_http::set_switch,
+        crate::member_apps_http::guide,
         list_access,
         grant_access,
         revoke_access,
@@ -867,6 +892,10 @@ pub(crate) struct ErrorEnvelope {
         crate::history_http::RevertBody,
         crate::drafts_http::PublishBody,
         crate::lifecycle_http::DeleteBody,
+        crate::member_apps_http::SourceBody,
+        crate::member_apps_http::MemberRevertBody,
+        crate::member_apps_http::ShareBody,
+        crate::member_apps_http::SwitchBody,
         GrantEntry,
         GrantsResponse,
         GrantResponse,

@@ -15,6 +15,12 @@
 //! (`CoreService.GetResource` then asks the revision ledger in the core
 //! database, see `store::ledger`).
 //!
+//! Member apps (`crate::member_apps`) join the same snapshot from the core
+//! database: their files are handed over with [`Catalogue::set_member`] and
+//! validated by the same validator into the same kind of resource, keyed by
+//! a digest of their bytes instead of a folder walk. A folder under
+//! `DOCS_ROOT/apps` with a member app's id is never served in its place.
+//!
 //! A valid package's files are kept beside it in the snapshot
 //! ([`Snapshot::source`]), exactly the bytes it was assembled from, so the
 //! revision ledger records what was validated, not what is on disk a moment
@@ -22,7 +28,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use sasha_package::assemble::{Resource, source_digest};
 use sasha_package::source::{PackageSource, read_package};
@@ -79,6 +85,13 @@ struct Known {
     source: Option<Arc<PackageSource>>,
 }
 
+/// What one refresh validates under an id: a package folder, or a member
+/// app's files (with their digest) from the core database.
+enum Candidate {
+    Folder(PathBuf),
+    Member(String, Arc<PackageSource>),
+}
+
 /// A bounded, least-recently-inserted history of superseded resources.
 #[derive(Debug)]
 struct History {
@@ -111,6 +124,8 @@ impl History {
 pub struct Catalogue {
     apps_dir: PathBuf,
     known: Mutex<BTreeMap<String, Known>>,
+    /// The member apps' current files with their digests, by id.
+    members: Mutex<BTreeMap<String, (String, Arc<PackageSource>)>>,
     snapshot: RwLock<Arc<Snapshot>>,
     history: Mutex<History>,
 }
@@ -121,6 +136,7 @@ impl Catalogue {
         Catalogue {
             apps_dir: docs_root.join("apps"),
             known: Mutex::new(BTreeMap::new()),
+            members: Mutex::new(BTreeMap::new()),
             snapshot: RwLock::new(Arc::new(Snapshot::default())),
             history: Mutex::new(History {
                 capacity: history,
@@ -133,6 +149,29 @@ impl Catalogue {
     /// The folder the catalogue discovers packages in.
     pub fn apps_dir(&self) -> &Path {
         &self.apps_dir
+    }
+
+    /// Sets (or with `None` removes) the member app `id`'s current files;
+    /// the next [`Catalogue::refresh`] validates and serves them.
+    pub fn set_member(&self, id: &str, source: Option<PackageSource>) {
+        let mut members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+        match source {
+            Some(source) => {
+                let digest = source_digest(&source);
+                members.insert(id.to_owned(), (digest, Arc::new(source)));
+            }
+            None => {
+                members.remove(id);
+            }
+        }
+    }
+
+    /// Whether `id` is a member app's.
+    pub fn is_member(&self, id: &str) -> bool {
+        self.members
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(id)
     }
 
     /// The last snapshot, without touching the file system.
@@ -148,11 +187,37 @@ impl Catalogue {
             Ok(known) => known,
             Err(poisoned) => poisoned.into_inner(),
         };
+        let members = self
+            .members
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let folders = discover(&self.apps_dir);
         let mut next: BTreeMap<String, Known> = BTreeMap::new();
         let mut superseded = Vec::new();
-        for (id, dir) in folders {
-            let fingerprint = fingerprint(&dir);
+        let folders: Vec<(String, PathBuf)> = folders
+            .into_iter()
+            .filter(|(id, _)| {
+                let shadowed = members.contains_key(id);
+                if shadowed {
+                    tracing::warn!(app_id = %id, "a folder under DOCS_ROOT/apps has a member app's id and is not served");
+                }
+                !shadowed
+            })
+            .collect();
+        let candidates = folders
+            .into_iter()
+            .map(|(id, dir)| (id, Candidate::Folder(dir)))
+            .chain(
+                members
+                    .into_iter()
+                    .map(|(id, (digest, source))| (id, Candidate::Member(digest, source))),
+            );
+        for (id, candidate) in candidates {
+            let fingerprint = match &candidate {
+                Candidate::Folder(dir) => fingerprint(dir),
+                Candidate::Member(digest, _) => format!("member:{digest}"),
+            };
             match known.remove(&id) {
                 Some(previous) if previous.fingerprint == fingerprint => {
                     next.insert(id, previous);
@@ -165,7 +230,14 @@ impl Catalogue {
                     {
                         superseded.push(Arc::new(package.resource.clone()));
                     }
-                    let (validation, source) = validate_with_source(&dir);
+                    let (validation, source) = match candidate {
+                        Candidate::Folder(dir) => validate_with_source(&dir),
+                        Candidate::Member(_, source) => {
+                            let validation = validate_source(&id, (*source).clone());
+                            let kept = validation.package.is_some().then(|| (*source).clone());
+                            (validation, kept)
+                        }
+                    };
                     let entry = match validation.package {
                         Some(package) => AppEntry::Valid(Arc::new(package)),
                         None => {

@@ -158,6 +158,7 @@ pub(crate) fn to_wire(principal: &Principal) -> pb::Principal {
             .collect(),
         kind: kind_name(principal.kind).to_owned(),
         username: principal.user.username.clone(),
+        member_apps_off: false,
     }
 }
 
@@ -292,12 +293,17 @@ impl CoreService for CoreGrpc {
         let request = request.into_inner();
         check_kind(&request)?;
         let store = self.core.store.clone();
-        let principal = blocking(move || principal_of(&store, &request))
-            .await
-            .map_err(|error| error.to_status())?;
-        principal
-            .map(|principal| Response::new(to_wire(&principal)))
-            .ok_or_else(not_valid)
+        let principal = blocking(move || {
+            let Some(principal) = principal_of(&store, &request)? else {
+                return Ok(None);
+            };
+            let mut wire = to_wire(&principal);
+            wire.member_apps_off = !store.member_apps_enabled()?;
+            Ok(Some(wire))
+        })
+        .await
+        .map_err(|error| error.to_status())?;
+        principal.map(Response::new).ok_or_else(not_valid)
     }
 
     /// `Authenticate` and the one app's `GetCatalogue` entry in one blocking
@@ -630,6 +636,16 @@ impl CoreService for CoreGrpc {
     /// `checkApp` with draft, `publishAppDraft`, `discardAppDraft`); see
     /// `crate::drafts`.
     #[tracing::instrument(skip_all, name = "core.draft")]
+    async fn member_apps(
+        &self,
+        request: Request<pb::MemberAppsRequest>,
+    ) -> GrpcResult<pb::MemberAppsReply> {
+        crate::member_apps::rpc(&self.core, request.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(|error| error.to_status())
+    }
+
     async fn draft(&self, request: Request<pb::DraftRequest>) -> GrpcResult<pb::DraftReply> {
         crate::drafts::rpc(&self.core, request.into_inner())
             .await

@@ -79,7 +79,7 @@ fn invalid(field: &str, message: String) -> AppError {
 
 /// A name or description: trimmed, 1 to `max` characters, one line, no
 /// control or invisible characters (the manifest's own character rules).
-fn text_field(field: &str, value: &str, max: usize) -> Result<String, AppError> {
+pub(crate) fn text_field(field: &str, value: &str, max: usize) -> Result<String, AppError> {
     let value = value.trim();
     let chars = value.chars().count();
     if chars == 0 || chars > max {
@@ -501,6 +501,21 @@ pub(crate) fn write_package(
     id: &str,
     files: &BTreeMap<String, String>,
 ) -> Result<(), AppError> {
+    let bytes: BTreeMap<String, Vec<u8>> = files
+        .iter()
+        .map(|(path, text)| (path.clone(), text.as_bytes().to_vec()))
+        .collect();
+    write_package_bytes(apps_dir, staging, id, &bytes)
+}
+
+/// [`write_package`] for files given as bytes (a promoted member app's
+/// binary assets included).
+pub(crate) fn write_package_bytes(
+    apps_dir: &Path,
+    staging: &Path,
+    id: &str,
+    bytes: &BTreeMap<String, Vec<u8>>,
+) -> Result<(), AppError> {
     let _serial = STAGING.lock().unwrap_or_else(PoisonError::into_inner);
     let dest = apps_dir.join(id);
     match std::fs::symlink_metadata(&dest) {
@@ -512,13 +527,7 @@ pub(crate) fn write_package(
     let slot = staging.join(format!("{id}-{:016x}", rand::random::<u64>()));
     let staged = slot.join(id);
     let written = std::fs::create_dir(&slot)
-        .and_then(|()| {
-            let bytes: BTreeMap<String, Vec<u8>> = files
-                .iter()
-                .map(|(path, text)| (path.clone(), text.as_bytes().to_vec()))
-                .collect();
-            write_tree(&staged, &bytes)
-        })
+        .and_then(|()| write_tree(&staged, bytes))
         .and_then(|()| rename_no_replace(&staged, &dest));
     let outcome = match written {
         Ok(()) => {

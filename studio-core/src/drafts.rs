@@ -1120,6 +1120,59 @@ pub(crate) async fn rpc(
     })
 }
 
+/// Who may preview a draft: the source tools' callers (admin or staff with
+/// `manage`), and a member app's author (App Studio's Preview).
+pub(crate) async fn authorize_previewer(
+    core: &Arc<Core>,
+    principal: &pb::Principal,
+    app_id: &str,
+) -> Result<(), AppError> {
+    match crate::source_tools::authorize_manager(core, principal, app_id).await {
+        Ok(()) => Ok(()),
+        Err(error) => {
+            if crate::member_apps::authored_by(core, principal, app_id).await {
+                Ok(())
+            } else {
+                Err(error)
+            }
+        }
+    }
+}
+
+/// Replaces a member app's draft with `files`, begun from `base` (App
+/// Studio's Preview; `crate::member_apps` checked the author): its preview
+/// id and validation.
+pub(crate) async fn replace_member_draft(
+    core: &Arc<Core>,
+    principal: &pb::Principal,
+    app_id: &str,
+    base: &str,
+    files: Vec<(String, Vec<u8>)>,
+) -> Result<(String, Arc<Validated>), AppError> {
+    let _ending = ENDING.lock().await;
+    if let Some(draft) = draft_of(core, app_id).await? {
+        end(
+            core,
+            principal,
+            &draft,
+            draft_action::DRAFT_DISCARDED,
+            None,
+            Some(draft.base_revision.as_str()).filter(|base| !base.is_empty()),
+            None,
+        )
+        .await?;
+    }
+    let (store, app, user, base) = (
+        core.store.clone(),
+        app_id.to_owned(),
+        principal.user_id.clone(),
+        base.to_owned(),
+    );
+    let (draft, _) = blocking(move || store.start_draft(&app, &user, &base, &files)).await?;
+    let (_, validated) = validated(core, app_id).await?;
+    Ok((draft.preview_id, validated))
+}
+
 /// The draft's validated package for a preview `preview_id` of `app_id`,
 /// if the principal manages the app, the draft is that preview's and it
 /// validates. Anything else is `None` (the caller answers as for an app it
@@ -1133,9 +1186,7 @@ pub(crate) async fn preview_package(
     if !is_preview_id(preview_id) || !sasha_package::manifest::is_kebab_id(app_id) {
         return None;
     }
-    crate::source_tools::authorize_manager(core, principal, app_id)
-        .await
-        .ok()?;
+    authorize_previewer(core, principal, app_id).await.ok()?;
     let draft = draft_of(core, app_id).await.ok()??;
     if draft.preview_id != preview_id {
         return None;

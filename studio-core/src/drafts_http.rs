@@ -162,8 +162,11 @@ pub(crate) async fn resource(
         Ok(principal) => principal,
         Err(response) => return response,
     };
-    if let Err(response) = manages(&core, &principal, &app_id).await {
-        return response;
+    if !sasha_package::manifest::is_kebab_id(&app_id) {
+        return crate::api::hidden_not_found().into_response();
+    }
+    if let Err(error) = crate::drafts::authorize_previewer(&core, &principal, &app_id).await {
+        return error.into_response();
     }
     let validated = match crate::drafts::validated(&core, &app_id).await {
         Ok((files, _)) if files.is_empty() => {

@@ -161,7 +161,7 @@ pub(crate) async fn answer(
     })
 }
 
-async fn list(core: &Arc<Core>, app_id: &str) -> Result<pb::HistoryRevisions, AppError> {
+pub(crate) async fn list(core: &Arc<Core>, app_id: &str) -> Result<pb::HistoryRevisions, AppError> {
     let (store, app) = (core.store.clone(), app_id.to_owned());
     let revisions = blocking(move || {
         let entries = match store.revisions(&app) {
@@ -222,7 +222,7 @@ async fn missing_revision(core: &Arc<Core>, app_id: &str, revision: &str) -> App
 }
 
 /// The files of `revision` with their bytes, by path.
-async fn revision_contents(
+pub(crate) async fn revision_contents(
     core: &Arc<Core>,
     app_id: &str,
     revision: &str,
@@ -459,7 +459,12 @@ fn live_migrations(core: &Core, app_id: &str) -> Vec<String> {
 /// live database applied: data-worker's drift against the old revision's
 /// contract. An old revision without data keeps no migration at all, so it
 /// is refused while the live package has any.
-async fn check_migrations(core: &Arc<Core>, app_id: &str, old: &Package) -> Result<(), AppError> {
+pub(crate) async fn check_migrations(
+    core: &Arc<Core>,
+    app_id: &str,
+    old: &Package,
+    doing: &str,
+) -> Result<(), AppError> {
     let drifted: Vec<(String, &'static str)> = match &old.data {
         Some(data) => {
             let mut client = core.data.clone();
@@ -515,9 +520,8 @@ async fn check_migrations(core: &Arc<Core>, app_id: &str, old: &Package) -> Resu
     Err(AppError::new(
         ErrorCode::SchemaIncompatible,
         format!(
-            "reverting would drop the applied migration {first}; a revert never rewinds data, so \
-             choose a revision that keeps every applied migration, or revert only the files you need \
-             with writeAppFile"
+            "{doing} would drop the applied migration {first}; data is never rewound, so keep every \
+             applied migration as it is (add a new migration for a change)"
         ),
     )
     .with_details(json!({"migrations": migrations, "diagnostics": diagnostics})))
@@ -525,7 +529,12 @@ async fn check_migrations(core: &Arc<Core>, app_id: &str, old: &Package) -> Resu
 
 /// Refuses a revert that would widen who reads a table holding rows (the
 /// source tools' read guard, against the registered read policy).
-async fn check_reads(core: &Arc<Core>, app_id: &str, old: &Package) -> Result<(), AppError> {
+pub(crate) async fn check_reads(
+    core: &Arc<Core>,
+    app_id: &str,
+    old: &Package,
+    doing: &str,
+) -> Result<(), AppError> {
     let (store, app) = (core.store.clone(), app_id.to_owned());
     let stored = blocking(move || store.read_policy(&app)).await?;
     let registered: ReadPolicy = stored
@@ -575,7 +584,7 @@ async fn check_reads(core: &Arc<Core>, app_id: &str, old: &Package) -> Result<()
         ErrorCode::AccessDenied,
         format!(
             "{}; a change that widens who can read existing rows needs a publication approved by an admin, \
-             so revertApp refuses it",
+             so {doing} is refused",
             first.reason()
         ),
     )
@@ -607,8 +616,8 @@ async fn revert(
     }
     let files = revision_contents(core, app_id, revision).await?;
     let package = package_of(app_id, &files)?;
-    check_migrations(core, app_id, &package).await?;
-    check_reads(core, app_id, &package).await?;
+    check_migrations(core, app_id, &package, "reverting").await?;
+    check_reads(core, app_id, &package, "reverting").await?;
 
     let changed_at = core.store.timestamp();
     let apps_dir = core.catalogue.apps_dir().to_owned();

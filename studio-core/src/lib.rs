@@ -36,6 +36,8 @@ mod history;
 mod history_http;
 mod lifecycle;
 mod lifecycle_http;
+mod member_apps;
+mod member_apps_http;
 #[allow(
     clippy::result_large_err,
     reason = "guards return the finished refusal, as axum handlers do"
@@ -331,6 +333,7 @@ pub async fn run(
         &config.storage.docs_root,
         config.revision_history,
     ));
+    member_apps::load_into_catalogue(&store, &catalogue);
     let discovered = {
         let catalogue = catalogue.clone();
         tokio::task::spawn_blocking(move || catalogue.refresh())
@@ -553,6 +556,7 @@ fn router(core: Arc<Core>) -> axum::Router {
     let studio = axum::Router::new()
         .merge(web::routes(&core.origins.sandbox))
         .merge(api::routes())
+        .merge(member_apps_http::routes())
         .merge(assistant::routes())
         .merge(oauth::routes())
         .fallback(not_found)

@@ -80,9 +80,15 @@ const MAX_REDIRECT_URI_CHARS: usize = 2_000;
 const MAX_CLIENT_NAME_CHARS: usize = 100;
 const MAX_STATE_CHARS: usize = 1_024;
 
-/// The scopes an MCP client may be granted. `chat:use` is the Studio's own
-/// and is never offered to an OAuth client.
-const OFFERED: [Scope; 2] = [Scope::AppsInvoke, Scope::AppsWrite];
+/// The scopes an MCP client may be granted
+/// (`sasha_contract::tools::MCP_CLIENT_SCOPES`, which the gateway's metadata
+/// also lists). `chat:use` is the Studio's own and is never offered to an
+/// OAuth client.
+fn offered() -> impl Iterator<Item = Scope> {
+    sasha_contract::tools::MCP_CLIENT_SCOPES
+        .iter()
+        .filter_map(|name| name.parse().ok())
+}
 
 fn scope_description(scope: Scope) -> &'static str {
     match scope {
@@ -91,6 +97,9 @@ fn scope_description(scope: Scope) -> &'static str {
         }
         Scope::AppsWrite => {
             "Create apps and change the source files of the apps you manage (admin and staff only). Needs the first scope."
+        }
+        Scope::AppsAuthor => {
+            "Build, change and share your own member apps (App Studio's tools). Needs the first scope."
         }
         Scope::ChatUse => "Use Studio chat.",
     }
@@ -446,7 +455,7 @@ fn requested_scopes(text: Option<&str>) -> BTreeSet<Scope> {
         .unwrap_or_default()
         .split_ascii_whitespace()
         .filter_map(|name| name.parse().ok())
-        .filter(|scope| OFFERED.contains(scope))
+        .filter(|scope| offered().any(|offered| offered == *scope))
         .collect();
     if scopes.is_empty() {
         scopes.insert(Scope::AppsInvoke);
@@ -489,7 +498,7 @@ async fn metadata(State(core): State<Arc<Core>>) -> Response {
         "token_endpoint": format!("{issuer}/oauth/token"),
         "registration_endpoint": format!("{issuer}/oauth/register"),
         "revocation_endpoint": format!("{issuer}/oauth/revoke"),
-        "scopes_supported": OFFERED.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        "scopes_supported": sasha_contract::tools::MCP_CLIENT_SCOPES,
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
@@ -941,13 +950,12 @@ pub(crate) async fn request_details(
         redirect_uri: pending.redirect_uri,
         resource: core.oauth.resource.clone(),
         requested_scopes: names(&mut pending.requested.iter()),
-        offered_scopes: OFFERED
-            .iter()
-            .filter(|scope| role.allows(**scope))
+        offered_scopes: offered()
+            .filter(|scope| role.allows(*scope))
             .map(|scope| OfferedScope {
                 scope: scope.as_str().to_owned(),
-                description: scope_description(*scope).to_owned(),
-                requested: pending.requested.contains(scope),
+                description: scope_description(scope).to_owned(),
+                requested: pending.requested.contains(&scope),
             })
             .collect(),
         unavailable_scopes: names(&mut pending.requested.iter().filter(|s| !role.allows(**s))),
@@ -962,8 +970,8 @@ pub(crate) async fn request_details(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ApproveBody {
-    /// The scopes the person chose: `apps:invoke`, and `apps:write` (admin
-    /// and staff only, with `apps:invoke`).
+    /// The scopes the person chose: `apps:invoke`, `apps:write` (admin and
+    /// staff only) and `apps:author`, the last two with `apps:invoke`.
     scopes: Vec<String>,
 }
 
@@ -975,11 +983,11 @@ fn chosen_scopes(names: &[String], role: UserRole) -> Result<BTreeSet<Scope>, Ap
         let scope: Scope = name
             .parse()
             .ok()
-            .filter(|scope| OFFERED.contains(scope))
+            .filter(|scope| offered().any(|offered| offered == *scope))
             .ok_or_else(|| {
                 AppError::new(
                     ErrorCode::InputInvalid,
-                    format!("{name:?} is not a scope MCP clients can be given; choose apps:invoke or apps:write"),
+                    format!("{name:?} is not a scope MCP clients can be given; choose apps:invoke, apps:write or apps:author"),
                 )
             })?;
         if !role.allows(scope) {
@@ -996,11 +1004,13 @@ fn chosen_scopes(names: &[String], role: UserRole) -> Result<BTreeSet<Scope>, Ap
             "choose at least one scope to allow",
         ));
     }
-    if chosen.contains(&Scope::AppsWrite) && !chosen.contains(&Scope::AppsInvoke) {
-        return Err(AppError::new(
-            ErrorCode::InputInvalid,
-            "apps:write works only together with apps:invoke",
-        ));
+    for needs_invoke in [Scope::AppsWrite, Scope::AppsAuthor] {
+        if chosen.contains(&needs_invoke) && !chosen.contains(&Scope::AppsInvoke) {
+            return Err(AppError::new(
+                ErrorCode::InputInvalid,
+                format!("{needs_invoke} works only together with apps:invoke"),
+            ));
+        }
     }
     Ok(chosen)
 }
@@ -1454,6 +1464,17 @@ mod tests {
         let member =
             chosen_scopes(&names(&["apps:invoke", "apps:write"]), UserRole::Member).unwrap_err();
         assert_eq!(member.code, ErrorCode::AccessDenied);
+        // Every offered name is a scope, and a member may author apps.
+        assert_eq!(
+            offered().count(),
+            sasha_contract::tools::MCP_CLIENT_SCOPES.len()
+        );
+        assert_eq!(
+            chosen_scopes(&names(&["apps:invoke", "apps:author"]), UserRole::Member).unwrap(),
+            BTreeSet::from([Scope::AppsInvoke, Scope::AppsAuthor])
+        );
+        let alone = chosen_scopes(&names(&["apps:author"]), UserRole::Member).unwrap_err();
+        assert_eq!(alone.code, ErrorCode::InputInvalid);
         assert_eq!(
             chosen_scopes(&names(&[]), UserRole::Admin)
                 .unwrap_err()

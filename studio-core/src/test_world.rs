@@ -89,6 +89,7 @@ impl World {
     /// A principal of `user` holding `scopes`, as the gateway passes it.
     pub(crate) fn principal(user: &User, scopes: &[&str]) -> pb::Principal {
         pb::Principal {
+            member_apps_off: false,
             user_id: user.id.clone(),
             role: user.role.as_str().to_owned(),
             scopes: scopes.iter().map(|scope| (*scope).to_owned()).collect(),

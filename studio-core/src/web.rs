@@ -92,6 +92,11 @@ const ASSETS: &[Asset] = &[
         bytes: include_str!("../web/withdrawn.js"),
     },
     Asset {
+        name: "appstudio.js",
+        content_type: JAVASCRIPT,
+        bytes: include_str!("../web/appstudio.js"),
+    },
+    Asset {
         name: "assistant.js",
         content_type: JAVASCRIPT,
         bytes: include_str!("../web/assistant.js"),
@@ -278,6 +283,7 @@ mod tests {
             ("history.js", JAVASCRIPT),
             ("drafts.js", JAVASCRIPT),
             ("withdrawn.js", JAVASCRIPT),
+            ("appstudio.js", JAVASCRIPT),
             ("assistant.js", JAVASCRIPT),
         ] {
             let (status, headers, body) = get(&format!("/studio/{name}"), &[]).await;

@@ -284,6 +284,113 @@ export function listWithdrawnApps() {
 }
 
 // ---------------------------------------------------------------------------
+// Member apps (`/api/member-apps`, App Studio) and the settings behind them
+
+/**
+ * `GET /api/member-apps` (`?all=true` for admin and staff: every member app,
+ * else 403 APP_ACCESS_DENIED): `{enabled, canModerate, isAdmin, apps: [{id,
+ * name, author: {id, username}|null, revision, size, createdAt, updatedAt,
+ * status: "active"|"disabled", shares: [username], mine}]}`.
+ */
+export function listMemberApps({ all = false } = {}) {
+  return request("GET", all ? "/api/member-apps?all=true" : "/api/member-apps");
+}
+
+/**
+ * `POST /api/member-apps/check` with `{id, files: {path: text | {base64}}}`
+ * (`id` the app id the package is validated under, APP.md's): `{ok,
+ * diagnostics: [{file, line, code, reason}]}` (`line` a number or null).
+ */
+export function checkMemberApp(id, files) {
+  return request("POST", "/api/member-apps/check", { id, files });
+}
+
+/**
+ * `POST /api/member-apps` with `{id, name, files}`: 201 `{app}`. Refusals:
+ * `APP_INPUT_INVALID` (`details.diagnostics`), a cap reached (the message
+ * names it), `APP_CONFLICT` (`details.reason` "id-taken"),
+ * `APP_OPERATION_UNAVAILABLE` (`details.reason` "member-apps-off").
+ */
+export function createMemberApp(id, name, files) {
+  return request("POST", "/api/member-apps", { id, name, files });
+}
+
+/** `GET /api/member-apps/:id` (its author): `{app, files: {path: text | {base64}}}`. */
+export function getMemberApp(appId) {
+  return request("GET", `/api/member-apps/${segment(appId)}`);
+}
+
+/**
+ * `PUT /api/member-apps/:id` with `{files, expectedRevision}`: `{app}`;
+ * `APP_CONFLICT` with `details.reason` "stale-revision" when it changed meanwhile.
+ */
+export function updateMemberApp(appId, files, expectedRevision) {
+  return request("PUT", `/api/member-apps/${segment(appId)}`, { files, expectedRevision });
+}
+
+/** `DELETE /api/member-apps/:id` (its author, or admin and staff moderating): `{deleted: true}`. */
+export function deleteMemberApp(appId) {
+  return request("DELETE", `/api/member-apps/${segment(appId)}`);
+}
+
+/** `POST /api/member-apps/:id/disable` (admin and staff): `{app}`. */
+export function disableMemberApp(appId) {
+  return request("POST", `/api/member-apps/${segment(appId)}/disable`);
+}
+
+/** `POST /api/member-apps/:id/enable` (admin and staff): `{app}`. */
+export function enableMemberApp(appId) {
+  return request("POST", `/api/member-apps/${segment(appId)}/enable`);
+}
+
+/** `POST /api/member-apps/:id/promote` (admins): the app joins the catalogue; `{promoted: id}`. */
+export function promoteMemberApp(appId) {
+  return request("POST", `/api/member-apps/${segment(appId)}/promote`);
+}
+
+/**
+ * `GET /api/member-apps/:id/revisions`: `{revisions: [{revision, recordedAt,
+ * summary, current, bytes, files}]}`, newest first.
+ */
+export function memberAppRevisions(appId) {
+  return request("GET", `/api/member-apps/${segment(appId)}/revisions`);
+}
+
+/** `POST /api/member-apps/:id/revert` with `{revision, expectedRevision}`: `{app}`. */
+export function revertMemberApp(appId, revision, expectedRevision) {
+  return request("POST", `/api/member-apps/${segment(appId)}/revert`, { revision, expectedRevision });
+}
+
+/** `POST /api/member-apps/:id/shares` with `{username}`: `{app}`. */
+export function shareMemberApp(appId, username) {
+  return request("POST", `/api/member-apps/${segment(appId)}/shares`, { username });
+}
+
+/** `DELETE /api/member-apps/:id/shares/:username`: `{app}`. */
+export function unshareMemberApp(appId, username) {
+  return request("DELETE", `/api/member-apps/${segment(appId)}/shares/${segment(username)}`);
+}
+
+/**
+ * `POST /api/member-apps/:id/draft` with `{files}`: stores them as the app's
+ * draft; `{previewId, ok, diagnostics}`. When `ok`, `draftResource(id)` and
+ * `createHost({preview: previewId})` preview it as the Draft page does.
+ */
+export function draftMemberApp(appId, files) {
+  return request("POST", `/api/member-apps/${segment(appId)}/draft`, { files });
+}
+
+/** `GET /api/settings`: `{memberAppsEnabled}`. */
+export function settings() {
+  return request("GET", "/api/settings");
+}
+
+/** `PUT /api/settings/member-apps` with `{enabled}` (admins): `{memberAppsEnabled}`. */
+export function setMemberAppsEnabled(enabled) {
+  return request("PUT", "/api/settings/member-apps", { enabled: Boolean(enabled) });
+}
+
+// ---------------------------------------------------------------------------
 // The Studio assistant (`/api/assistant`)
 
 /**

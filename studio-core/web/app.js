@@ -1,10 +1,15 @@
 // Sasha Studio: sign-in, the Apps sidebar, one open app at a time, the
 // access panel for admin and staff, the recovery panel for managers, the
-// New app form for admin and staff, and the assistant pane (`assistant.js`)
-// for everyone, toggled by the header's Assistant button.
+// New app form for admin and staff, App Studio (`appstudio.js`: every
+// signed-in person's own member apps, and their moderation for admin and
+// staff), and the assistant pane (`assistant.js`) for everyone, toggled by
+// the header's Assistant button.
 //
 // Routes live in the location hash so the server serves one page:
-// `#/` (no app open), `#/new` (the New app form), `#/apps/<id>` (the app open), `#/apps/<id>/access`
+// `#/` (no app open), `#/new` (the New app form), `#/studio` (App Studio:
+// the caller's member apps, their editor, history and shares, and moderation),
+// `#/studio/<id>` (App Studio with that member app's files in the editor),
+// `#/apps/<id>` (the app open), `#/apps/<id>/access`
 // (the app open with its access panel), `#/apps/<id>/history` (the app's
 // revisions, diffs and revert, its own view closed), `#/apps/<id>/draft` (the app's
 // draft: review, preview, publish or discard, its own view closed), `#/apps/<id>/recovery` (the app's
@@ -23,6 +28,7 @@ import { historyPanel } from "./history.js";
 import { draftPanel } from "./drafts.js";
 import { connectionsPanel, consentCard } from "./connect.js";
 import { newAppPanel } from "./newapp.js";
+import { appStudioPanel } from "./appstudio.js";
 import { withdrawConfirm, withdrawnPanel } from "./withdrawn.js";
 import { assistantPane } from "./assistant.js";
 import { errorText, h, replaceChildren } from "./dom.js";
@@ -53,6 +59,8 @@ const studio = {
   view: "loading",
   /** Said first by the next Withdrawn apps page (what led there), then cleared. */
   withdrawnNotice: "",
+  /** Said first by the next App Studio page (such as a deployment), then cleared. */
+  studioNotice: "",
   /** The assistant pane of the shell (`assistant.js`), once signed in. */
   assistant: null,
 };
@@ -84,12 +92,13 @@ function appById(id) {
 }
 
 /**
- * The current route from the hash: `page` is "home", "new", "withdrawn", "app",
+ * The current route from the hash: `page` is "home", "new", "withdrawn",
+ * "studio" (with `studioAppId` for one app's editor, or null), "app",
  * "connections" or "connect" (with `requestId`, which the server checks).
  */
 function route() {
   const hash = window.location.hash;
-  const none = { page: "home", appId: null, access: false, recovery: false, history: false, draft: false, requestId: null };
+  const none = { page: "home", appId: null, access: false, recovery: false, history: false, draft: false, requestId: null, studioAppId: null };
   const connect = /^#\/connect\/([^/]*)$/.exec(hash);
   if (connect) {
     return { ...none, page: "connect", requestId: connect[1] };
@@ -102,6 +111,10 @@ function route() {
   }
   if (hash === "#/withdrawn") {
     return { ...none, page: "withdrawn" };
+  }
+  const studioRoute = /^#\/studio(?:\/([a-z0-9-]{1,60}))?$/.exec(hash);
+  if (studioRoute) {
+    return { ...none, page: "studio", studioAppId: studioRoute[1] || null };
   }
   const match = /^#\/apps\/([a-z0-9-]{1,60})(\/access|\/recovery|\/history|\/draft)?$/.exec(hash);
   if (!match) {
@@ -375,6 +388,8 @@ function buildShell() {
     ? h("button", { type: "button", class: "button button-quiet button-block sidebar-withdrawn", text: "Withdrawn apps", onclick: () => go("#/withdrawn") })
     : null;
   const appList = h("ul", { class: "app-list", role: "list" });
+  // Everyone's way to their own apps (on phones, where the sidebar is hidden, the home page has one too).
+  const studioLink = h("button", { type: "button", class: "button button-quiet button-block sidebar-studio", text: "App Studio", onclick: () => go("#/studio") });
   const newAppButton = canCreateApps()
     ? h("button", { type: "button", class: "button button-block sidebar-new", text: "New app", onclick: () => go("#/new") })
     : null;
@@ -446,11 +461,11 @@ function buildShell() {
   );
   replaceChildren(
     layout,
-    h("nav", { class: "sidebar", "aria-labelledby": "apps-heading" }, h("h2", { class: "sidebar-title", id: "apps-heading", text: "Apps" }), appList, newAppButton, withdrawnLink),
+    h("nav", { class: "sidebar", "aria-labelledby": "apps-heading" }, h("h2", { class: "sidebar-title", id: "apps-heading", text: "Apps" }), appList, newAppButton, studioLink, withdrawnLink),
     h("div", { class: "pane-wrap" }, status, alert, main),
     assistant.element,
   );
-  studio.shell = { picker, appList, main, status, alert, signOut: signOutButton, connectionsLink, withdrawnLink, newAppButton, pane: null };
+  studio.shell = { picker, appList, main, status, alert, signOut: signOutButton, connectionsLink, withdrawnLink, studioLink, newAppButton, pane: null };
   studio.view = "shell";
 }
 
@@ -527,6 +542,11 @@ function newAppAction() {
   return canCreateApps() ? h("button", { type: "button", class: "button button-primary empty-action", text: "New app", onclick: () => go("#/new") }) : null;
 }
 
+/** The App Studio button of the empty states, for everyone (the sidebar is hidden on phones). */
+function studioAction() {
+  return h("button", { type: "button", class: "button button-quiet empty-action empty-studio", text: "App Studio", onclick: () => go("#/studio") });
+}
+
 /** The Withdrawn apps link of the empty states, for admins (the sidebar is hidden on phones). */
 function withdrawnAction() {
   return isAdmin() ? h("button", { type: "button", class: "button button-quiet empty-action empty-withdrawn", text: "Withdrawn apps", onclick: () => go("#/withdrawn") }) : null;
@@ -547,6 +567,7 @@ function emptyState() {
             : "No apps yet — ask an admin or staff member for access.",
       }),
       newAppAction(),
+      studioAction(),
       withdrawnAction(),
     );
   }
@@ -556,6 +577,7 @@ function emptyState() {
     h("h1", { class: "empty-title", id: "empty-title", text: "Choose an app" }),
     h("p", { text: canCreateApps() ? "Pick an app from the list to open it here, or create a new one. One app is open at a time." : "Pick an app from the list to open it here. One app is open at a time." }),
     newAppAction(),
+    studioAction(),
     withdrawnAction(),
   );
 }
@@ -599,6 +621,49 @@ async function showNewApp() {
   if (name) {
     name.focus();
   }
+}
+
+/**
+ * App Studio (everyone): the caller's member apps, with `studioAppId`'s files
+ * in its editor. A preview it opens is the open host while it lasts, so
+ * leaving the page (closeApp) closes it.
+ */
+async function showStudio(studioAppId) {
+  await closeApp();
+  renderSidebar(null);
+  studio.shell.pane = null;
+  const generation = studio.generation;
+  const notice = studio.studioNotice;
+  studio.studioNotice = "";
+  const panel = appStudioPanel({
+    editId: studioAppId,
+    notice,
+    sandboxOrigin: studio.sandboxOrigin,
+    hostVersion: VERSION,
+    onOpenApp: (appId) => go(`#/apps/${appId}`),
+    onNavigate: (hash, text) => {
+      studio.studioNotice = text || "";
+      go(hash);
+    },
+    onAppsChanged: async () => {
+      // A member app was made, changed, shared, disabled or deleted: the sidebar follows.
+      if (studio.shell && (await loadApps())) {
+        renderSidebar(null);
+      }
+    },
+    onPreviewHost: (host) => {
+      if (host && generation !== studio.generation) {
+        host.close();
+        return;
+      }
+      studio.host = host;
+    },
+    onUnauthenticated: () => {
+      sessionEnded();
+    },
+  });
+  replaceChildren(studio.shell.main, panel);
+  panel.querySelector("h1").focus();
 }
 
 /** The Withdrawn apps page (admins): restore or delete; the sidebar follows. */
@@ -670,6 +735,11 @@ async function renderNow() {
   if (!studio.shell) {
     return;
   }
+  if (current.page === "studio") {
+    studio.shell.studioLink.setAttribute("aria-current", "page");
+  } else {
+    studio.shell.studioLink.removeAttribute("aria-current");
+  }
   if (studio.shell.withdrawnLink) {
     if (current.page === "withdrawn") {
       studio.shell.withdrawnLink.setAttribute("aria-current", "page");
@@ -685,6 +755,11 @@ async function renderNow() {
   if (current.page === "withdrawn") {
     studio.shell.connectionsLink.removeAttribute("aria-current");
     await showWithdrawn();
+    return;
+  }
+  if (current.page === "studio") {
+    studio.shell.connectionsLink.removeAttribute("aria-current");
+    await showStudio(current.studioAppId);
     return;
   }
   const onConnections = current.page === "connections";

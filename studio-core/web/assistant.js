@@ -201,6 +201,37 @@ function fileSummary(summary) {
   );
 }
 
+/** A member app deploy: new app or new version, each changed file's diff, and whether it validates. */
+function deploySummary(summary) {
+  const files = Array.isArray(summary.files) ? summary.files : [];
+  const problems = Array.isArray(summary.diagnostics) ? summary.diagnostics : [];
+  return h(
+    "div",
+    { class: "assistant-summary assistant-summary-deploy" },
+    h(
+      "p",
+      { class: "assistant-summary-line" },
+      h("span", { class: "assistant-summary-what", text: summary.change === "update" ? "New version of your member app " : "New member app " }),
+      h("strong", { text: String(summary.name || summary.app || "") }),
+      " ",
+      h("code", { text: String(summary.app || "") }),
+    ),
+    summary.ok === false
+      ? h("ul", { class: "assistant-list", "aria-label": "Problems" }, problems.map((p) => h("li", { text: `${p.file}${p.line ? `:${p.line}` : ""}: ${p.reason}` })))
+      : null,
+    files.length === 0
+      ? h("p", { class: "hint", text: "No file changes." })
+      : files.map((file) =>
+          h(
+            "div",
+            { class: "assistant-deploy-file" },
+            h("p", { class: "assistant-summary-line" }, h("span", { class: "assistant-summary-what", text: `${FILE_CHANGE[file.change] || "File"} ` }), h("code", { text: String(file.path || "") })),
+            typeof file.diff === "string" && file.diff !== "" ? renderDiff(file.diff, `Changes to ${file.path}`) : null,
+          ),
+        ),
+  );
+}
+
 function rowSummary(summary) {
   const fields = rowFields(summary.before, summary.after);
   const head = h("tr", {}, h("th", { scope: "col", text: "Field" }), h("th", { scope: "col", text: "Before" }), h("th", { scope: "col", text: "After" }));
@@ -302,6 +333,8 @@ export function renderSummary(summary) {
       return rowSummary(value);
     case "publish":
       return publishSummary(value);
+    case "deploy":
+      return deploySummary(value);
     default:
       return h(
         "div",

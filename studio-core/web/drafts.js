@@ -21,6 +21,59 @@ import { createHost } from "./host.js";
 const CHANGE_TEXT = { added: "added", removed: "removed", changed: "changed" };
 
 export const PREVIEW_BANNER = "Preview — a scratch copy of the data with the draft's migrations; nothing here changes live records.";
+
+/**
+ * Draws a draft's preview into `slot` (a heading, the banner with Close
+ * preview, the frame) and starts its host with `preview: previewId`, so every
+ * /mcp call carries `Sasha-Preview` and works on scratch data. The Draft page
+ * and App Studio both preview through this. `isCurrent(host)` says whether
+ * the caller still shows that host (a later open replaces it); `onClose` runs
+ * on Close preview. Answers the host.
+ */
+export function openPreviewSection({ slot, heading, sandboxOrigin, app, resource, hostVersion, previewId, isCurrent, say, fail, onUnauthenticated, onClose }) {
+  const frameSlot = h("div", { class: "frame-slot draft-preview-frame" });
+  const closeButton = h("button", { type: "button", class: "button", text: "Close preview" });
+  closeButton.addEventListener("click", async () => {
+    closeButton.disabled = true;
+    await onClose();
+  });
+  const headingId = `preview-heading-${app.id}`;
+  replaceChildren(
+    slot,
+    h(
+      "section",
+      { class: "draft-preview", "aria-labelledby": headingId },
+      h("h3", { id: headingId, text: heading }),
+      h("div", { class: "draft-preview-banner", role: "note" }, h("p", { class: "draft-strong", text: PREVIEW_BANNER }), closeButton),
+      frameSlot,
+    ),
+  );
+  // createHost reports its first state before it returns: `host` is set after.
+  let host = null;
+  const current = () => host === null || isCurrent(host);
+  host = createHost({
+    iframeParent: frameSlot,
+    sandboxOrigin,
+    app,
+    resource,
+    hostVersion,
+    preview: previewId,
+    onStateChange: (state) => {
+      const text = { loading: "Starting the preview…", initializing: "Starting the preview…", ready: "The preview is open." }[state];
+      if (current() && text) {
+        say(text);
+      }
+    },
+    onError: (envelope) => {
+      if (current()) {
+        fail(envelope);
+      }
+    },
+    onUnauthenticated: () => onUnauthenticated(),
+  });
+  closeButton.focus();
+  return host;
+}
 export const STALE_WARNING = "The live app changed since this draft began; publishing is refused — discard it and start again.";
 
 function short(revision) {
@@ -380,64 +433,30 @@ export function draftPanel({
       return;
     }
     await closePreview();
-    const frameSlot = h("div", { class: "frame-slot draft-preview-frame" });
-    const closeButton = h("button", { type: "button", class: "button", text: "Close preview" });
-    closeButton.addEventListener("click", async () => {
-      closeButton.disabled = true;
-      await closePreview();
-      replaceChildren(previewSlot);
-      previewButton.hidden = false;
-      previewButton.disabled = false;
-      say("The preview is closed.");
-      previewButton.focus();
-    });
-    const banner = h(
-      "div",
-      { class: "draft-preview-banner", role: "note" },
-      h("p", { class: "draft-strong", text: PREVIEW_BANNER }),
-      closeButton,
-    );
-    replaceChildren(
-      previewSlot,
-      h(
-        "section",
-        { class: "draft-preview", "aria-labelledby": "draft-preview-heading" },
-        h("h3", { id: "draft-preview-heading", text: `Preview of the draft (revision ${short(shown.status.revision)})` }),
-        banner,
-        frameSlot,
-      ),
-    );
     previewButton.hidden = true;
-    // createHost reports its first state before it returns: `host` is set after.
-    let host = null;
-    const current = () => host === null || previewHost === host;
-    host = createHost({
-      iframeParent: frameSlot,
+    const host = openPreviewSection({
+      slot: previewSlot,
+      heading: `Preview of the draft (revision ${short(shown.status.revision)})`,
       sandboxOrigin,
       app: { id: app.id, revision: shown.status.revision, name: app.name },
       resource,
       hostVersion,
-      preview: shown.previewId,
-      onStateChange: (state) => {
-        if (!current()) {
-          return;
-        }
-        if (state === "loading" || state === "initializing") {
-          say("Starting the preview…");
-        } else if (state === "ready") {
-          say("The preview is open.");
-        }
+      previewId: shown.previewId,
+      isCurrent: (opened) => previewHost === opened,
+      say,
+      fail,
+      onUnauthenticated,
+      onClose: async () => {
+        await closePreview();
+        replaceChildren(previewSlot);
+        previewButton.hidden = false;
+        previewButton.disabled = false;
+        say("The preview is closed.");
+        previewButton.focus();
       },
-      onError: (envelope) => {
-        if (current()) {
-          fail(envelope);
-        }
-      },
-      onUnauthenticated: () => onUnauthenticated(),
     });
     previewHost = host;
     onPreviewHost(host);
-    closeButton.focus();
   }
 
   function confirmPublish(publishButton, discardButton, confirmSlot) {

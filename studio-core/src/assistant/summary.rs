@@ -123,6 +123,7 @@ pub(crate) async fn of(client: &SelfMcp, tool: &str, arguments: &Map<String, Val
                 "readWidened": draft["review"]["readWidened"],
             })
         }
+        sasha_contract::tools::DEPLOY_MY_APP => deploy_summary(client, arguments).await,
         table
             if table.starts_with("app__")
                 && (table.ends_with("__update") || table.ends_with("__delete")) =>
@@ -157,6 +158,79 @@ pub(crate) async fn of(client: &SelfMcp, tool: &str, arguments: &Map<String, Val
         }),
         _ => json!({"kind": "arguments", "arguments": arguments}),
     }
+}
+
+/// What a member app deploy changes: each file against the app's current
+/// files (`readMyApp`; every file is new for a new app), and whether the
+/// package validates (`checkMyApp`), so the person sees the code they
+/// approve.
+async fn deploy_summary(client: &SelfMcp, arguments: &Map<String, Value>) -> Value {
+    let app = arguments.get("app").cloned().unwrap_or(Value::Null);
+    let mut read = Map::new();
+    read.insert("app".into(), app.clone());
+    let current: Map<String, Value> = match arguments.get("expectedRevision") {
+        Some(_) => client
+            .call(sasha_contract::tools::READ_MY_APP, read)
+            .await
+            .ok()
+            .as_ref()
+            .and_then(structured)
+            .and_then(|answer| answer["files"].as_array().cloned())
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|file| Some((file["path"].as_str()?.to_owned(), file["content"].clone())))
+            .collect(),
+        None => Map::new(),
+    };
+    let given: Vec<(String, Value)> = arguments
+        .get("files")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|file| Some((file["path"].as_str()?.to_owned(), file["content"].clone())))
+        .collect();
+    let mut files: Vec<Value> = given
+        .iter()
+        .filter(|(path, content)| current.get(path) != Some(content))
+        .map(|(path, content)| {
+            let before = current.get(path).and_then(Value::as_str).unwrap_or("");
+            let after = content.as_str().unwrap_or("");
+            json!({
+                "path": path,
+                "change": if current.contains_key(path) { "change" } else { "create" },
+                "diff": unified(path, before, after),
+            })
+        })
+        .collect();
+    files.extend(
+        current
+            .keys()
+            .filter(|path| !given.iter().any(|(given, _)| given == *path))
+            .map(|path| json!({"path": path, "change": "delete"})),
+    );
+    let mut check = Map::new();
+    check.insert("app".into(), app.clone());
+    check.insert(
+        "files".into(),
+        arguments.get("files").cloned().unwrap_or(Value::Null),
+    );
+    let status = client
+        .call(sasha_contract::tools::CHECK_MY_APP, check)
+        .await
+        .ok()
+        .as_ref()
+        .and_then(structured)
+        .cloned()
+        .unwrap_or(Value::Null);
+    json!({
+        "kind": "deploy",
+        "app": app,
+        "name": arguments.get("name"),
+        "change": if arguments.contains_key("expectedRevision") { "update" } else { "create" },
+        "files": files,
+        "ok": status["ok"],
+        "diagnostics": status["diagnostics"],
+    })
 }
 
 #[cfg(test)]

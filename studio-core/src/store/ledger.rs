@@ -304,88 +304,14 @@ impl Store {
                 return Ok(Recorded::Unchanged);
             }
         }
-        let meta_json = resource.meta.to_string();
-        if revision_of(
-            &resource.mime_type,
-            &resource.csp,
-            &resource.meta,
-            &resource.html,
-        ) != revision
-        {
-            return Err(StoreError::Database(format!(
-                "the resource of {app_id} does not hash to its revision {revision}"
-            )));
-        }
-        let files: Vec<(&str, &[u8], String)> = content
-            .files
-            .iter()
-            .map(|(path, bytes)| (*path, *bytes, sha256_hex(bytes)))
-            .collect();
-        let summary = one_line(&origin.summary);
-        let now = self.now();
-
         let mut connection = self.connection();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         if !registered(&transaction, app_id)? {
             return Err(StoreError::UnknownApp);
         }
-        if let Some(row) = existing(&transaction, app_id, revision)? {
-            if !claims(origin, &row) {
-                return Ok(Recorded::Unchanged);
-            }
-            transaction.execute(
-                "UPDATE app_revisions SET user_id = ?3, surface = ?4, summary = ?5
-                 WHERE app_id = ?1 AND revision = ?2",
-                (app_id, revision, &origin.user_id, origin.surface, &summary),
-            )?;
-            transaction.commit()?;
-            return Ok(Recorded::Attributed);
-        }
-        transaction.execute(
-            "INSERT INTO revision_resources (revision, mime_type, csp, meta_json, html)
-             VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (revision) DO NOTHING",
-            (
-                revision,
-                &resource.mime_type,
-                &resource.csp,
-                &meta_json,
-                &resource.html,
-            ),
-        )?;
-        transaction.execute(
-            "INSERT INTO app_revisions (app_id, revision, recorded_at, user_id, surface, summary)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            (
-                app_id,
-                revision,
-                now,
-                &origin.user_id,
-                origin.surface,
-                &summary,
-            ),
-        )?;
-        let revision_id = transaction.last_insert_rowid();
-        for (path, bytes, sha256) in &files {
-            transaction.execute(
-                "INSERT INTO revision_blobs (sha256, content) VALUES (?1, ?2)
-                 ON CONFLICT (sha256) DO NOTHING",
-                (sha256, bytes),
-            )?;
-            transaction.execute(
-                "INSERT INTO app_revision_files (revision_id, path, sha256, size)
-                 VALUES (?1, ?2, ?3, ?4)",
-                (
-                    revision_id,
-                    path,
-                    sha256,
-                    i64::try_from(bytes.len()).unwrap_or(i64::MAX),
-                ),
-            )?;
-        }
-        let pruned = prune_app(&transaction, app_id, retention, Some(revision))?;
+        let recorded = insert_revision(&transaction, self.now(), content, origin, retention)?;
         transaction.commit()?;
-        Ok(Recorded::New { pruned })
+        Ok(recorded)
     }
 
     /// Applies `retention` to every app in the ledger (at boot, so a lowered
@@ -557,8 +483,97 @@ impl Store {
 
 /// A resource of `app_id` with `html` whose revision is its hash, as the
 /// ledger's and the drafts' store tests record it.
+/// Records one revision of a registered app inside `transaction` (the
+/// caller's, so a member app's deploy records its revision in the same
+/// transaction as its caps), then applies `retention` to the app. The
+/// resource's bytes are hashed here, under the write lock: at most 1 MiB of
+/// package, hashed in well under a millisecond.
+pub(super) fn insert_revision(
+    transaction: &Transaction<'_>,
+    now: i64,
+    content: &RevisionContent<'_>,
+    origin: &RevisionOrigin,
+    retention: usize,
+) -> Result<Recorded, StoreError> {
+    let resource = content.resource;
+    let (app_id, revision) = (resource.app_id.as_str(), resource.revision.as_str());
+    let meta_json = resource.meta.to_string();
+    if revision_of(
+        &resource.mime_type,
+        &resource.csp,
+        &resource.meta,
+        &resource.html,
+    ) != revision
+    {
+        return Err(StoreError::Database(format!(
+            "the resource of {app_id} does not hash to its revision {revision}"
+        )));
+    }
+    let files: Vec<(&str, &[u8], String)> = content
+        .files
+        .iter()
+        .map(|(path, bytes)| (*path, *bytes, sha256_hex(bytes)))
+        .collect();
+    let summary = one_line(&origin.summary);
+    if let Some(row) = existing(transaction, app_id, revision)? {
+        if !claims(origin, &row) {
+            return Ok(Recorded::Unchanged);
+        }
+        transaction.execute(
+            "UPDATE app_revisions SET user_id = ?3, surface = ?4, summary = ?5
+             WHERE app_id = ?1 AND revision = ?2",
+            (app_id, revision, &origin.user_id, origin.surface, &summary),
+        )?;
+        return Ok(Recorded::Attributed);
+    }
+    transaction.execute(
+        "INSERT INTO revision_resources (revision, mime_type, csp, meta_json, html)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (revision) DO NOTHING",
+        (
+            revision,
+            &resource.mime_type,
+            &resource.csp,
+            &meta_json,
+            &resource.html,
+        ),
+    )?;
+    transaction.execute(
+        "INSERT INTO app_revisions (app_id, revision, recorded_at, user_id, surface, summary)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        (
+            app_id,
+            revision,
+            now,
+            &origin.user_id,
+            origin.surface,
+            &summary,
+        ),
+    )?;
+    let revision_id = transaction.last_insert_rowid();
+    for (path, bytes, sha256) in &files {
+        transaction.execute(
+            "INSERT INTO revision_blobs (sha256, content) VALUES (?1, ?2)
+             ON CONFLICT (sha256) DO NOTHING",
+            (sha256, bytes),
+        )?;
+        transaction.execute(
+            "INSERT INTO app_revision_files (revision_id, path, sha256, size)
+             VALUES (?1, ?2, ?3, ?4)",
+            (
+                revision_id,
+                path,
+                sha256,
+                i64::try_from(bytes.len()).unwrap_or(i64::MAX),
+            ),
+        )?;
+    }
+    let pruned = prune_app(transaction, app_id, retention, Some(revision))?;
+    Ok(Recorded::New { pruned })
+}
+
 #[cfg(test)]
-pub(super) fn test_resource(app_id: &str, html: &str) -> Resource {
+pub(crate) fn test_resource(app_id: &str, html: &str) -> Resource {
     const MIME: &str = "text/html;profile=mcp-app";
     let meta = serde_json::json!({
         "csp": {"connectDomains": []},

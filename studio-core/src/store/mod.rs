@@ -22,6 +22,7 @@ mod confirmations;
 mod drafts;
 mod history;
 mod lifecycle;
+mod member_apps;
 mod oauth;
 mod schema;
 mod secrets;
@@ -53,6 +54,9 @@ pub use self::drafts::{
 };
 pub use self::history::history_action;
 pub use self::lifecycle::{Lifecycle, LifecycleRefusal, LifecycleResult, lifecycle_action};
+pub use self::member_apps::{
+    Files, MEMBER_APPS_ENABLED, MemberApp, MemberCaps, MemberDeploy, MemberRefusal, member_action,
+};
 pub use self::oauth::{
     CLIENT_SECRET_PREFIX, ClientAuthMethod, CodeExchange, Connection as OAuthConnection, Consent,
     IssuedTokens, MAX_CLIENTS, MAX_UNCONSENTED_CLIENTS, OAUTH_ACCESS_TTL_SECONDS,
@@ -173,13 +177,16 @@ wire_enum! {
 
 wire_enum! {
     /// What a credential may be used for.
-    Scope, "scope", "chat:use, apps:invoke or apps:write" {
+    Scope, "scope", "chat:use, apps:invoke, apps:write or apps:author" {
         /// The Studio chat and the app list.
         ChatUse => "chat:use",
         /// App data and action tools (MCP) and opening apps.
         AppsInvoke => "apps:invoke",
         /// App source tools; admin and staff only, and useless without `apps:invoke`.
         AppsWrite => "apps:write",
+        /// Member app authoring (App Studio, the member app tools): any
+        /// role; never the catalogue's source tools.
+        AppsAuthor => "apps:author",
     }
 }
 
@@ -221,6 +228,8 @@ wire_enum! {
 mod ledger;
 mod suggestions;
 
+#[cfg(test)]
+pub(crate) use self::ledger::test_resource;
 pub use self::ledger::{
     DEFAULT_REVISION_RETENTION, MAX_REVISION_SUMMARY_CHARS, Recorded, RevisionContent,
     RevisionEntry, RevisionFile, RevisionOrigin, RevisionSurface, SUMMARY_FOUND_ON_DISK,
@@ -231,13 +240,13 @@ impl UserRole {
     /// Whether a user with this role may hold `scope` at all.
     pub fn allows(self, scope: Scope) -> bool {
         match scope {
-            Scope::ChatUse | Scope::AppsInvoke => true,
+            Scope::ChatUse | Scope::AppsInvoke | Scope::AppsAuthor => true,
             Scope::AppsWrite => matches!(self, UserRole::Admin | UserRole::Staff),
         }
     }
 
-    /// The scopes a browser session of this role carries: `chat:use` and
-    /// `apps:invoke`, plus `apps:write` for admin and staff.
+    /// The scopes a browser session of this role carries: `chat:use`,
+    /// `apps:invoke` and `apps:author`, plus `apps:write` for admin and staff.
     pub fn session_scopes(self) -> BTreeSet<Scope> {
         Scope::ALL
             .iter()
@@ -405,6 +414,9 @@ pub enum StoreError {
     /// Write consent goes only to a live access token.
     #[error("no such token, or not an access token (only those may write as a script)")]
     UnknownToken,
+    /// A grant change a member app's one grant rule refuses.
+    #[error("{0}")]
+    MemberAppGrant(&'static str),
     #[error("a {role} user cannot hold the {scope} scope")]
     ScopeNotAllowed { scope: Scope, role: UserRole },
     #[error("a token needs at least one scope")]
@@ -1166,6 +1178,7 @@ impl Store {
         if !user_known {
             return Err(StoreError::UnknownUser);
         }
+        member_apps::check_member_grant(&transaction, app_id, user_id, Some(access))??;
         let before: Option<AppAccess> = transaction
             .query_row(
                 "SELECT access FROM grants WHERE app_id = ?1 AND user_id = ?2",
@@ -1221,6 +1234,7 @@ impl Store {
         let Some(before) = before else {
             return Ok(false);
         };
+        member_apps::check_member_grant(&transaction, app_id, user_id, None)??;
         transaction.execute(
             "DELETE FROM grants WHERE app_id = ?1 AND user_id = ?2",
             [app_id, user_id],

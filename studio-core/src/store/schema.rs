@@ -368,6 +368,38 @@ CREATE TABLE token_write_consents (
 ) STRICT;
 "#,
     },
+    Migration {
+        version: 11,
+        name: "member apps",
+        sql: r#"
+-- Member apps (see store/member_apps.rs): apps any member deploys. Their
+-- files are the revision ledger's (never under DOCS_ROOT); this row names the
+-- author and the current revision. author_id NULL: no recorded author, so
+-- nobody may change the app. A deleted or promoted row stays, so the id is
+-- never reused and the caps count only live member apps.
+CREATE TABLE member_apps (
+    app_id      TEXT PRIMARY KEY REFERENCES app_registry(app_id),
+    author_id   TEXT REFERENCES users(id),
+    name        TEXT NOT NULL,
+    revision    TEXT NOT NULL,
+    size        INTEGER NOT NULL,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL,
+    deleted_at  INTEGER,
+    promoted_at INTEGER
+) STRICT;
+CREATE INDEX member_apps_by_author ON member_apps(author_id);
+
+-- Instance settings an admin changes at run time (Studio's admin controls,
+-- sasha admin), each change audited.
+CREATE TABLE settings (
+    name       TEXT PRIMARY KEY,
+    value      TEXT NOT NULL,
+    changed_at INTEGER NOT NULL,
+    changed_by TEXT NOT NULL
+) STRICT;
+"#,
+    },
 ];
 
 /// The newest schema version this build knows.
@@ -468,7 +500,8 @@ mod tests {
                 (7, 2),
                 (8, 2),
                 (9, 2),
-                (10, 2)
+                (10, 2),
+                (11, 2)
             ]
         );
         let users: i64 = connection
@@ -484,7 +517,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 10);
+        assert_eq!(latest_version(), 11);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -521,6 +554,7 @@ mod tests {
                 (8, "drafts".to_owned(), 3),
                 (9, "assistant conversations".to_owned(), 3),
                 (10, "automation write consent".to_owned(), 3),
+                (11, "member apps".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

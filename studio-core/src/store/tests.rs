@@ -86,10 +86,11 @@ fn wire_spellings_round_trip() {
     assert_eq!("chat:use".parse::<Scope>().unwrap(), Scope::ChatUse);
     assert_eq!("apps:invoke".parse::<Scope>().unwrap(), Scope::AppsInvoke);
     assert_eq!("apps:write".parse::<Scope>().unwrap(), Scope::AppsWrite);
+    assert_eq!("apps:author".parse::<Scope>().unwrap(), Scope::AppsAuthor);
     let error = "apps:admin".parse::<Scope>().unwrap_err();
     assert_eq!(
         error.to_string(),
-        r#"unknown scope "apps:admin"; expected chat:use, apps:invoke or apps:write"#
+        r#"unknown scope "apps:admin"; expected chat:use, apps:invoke, apps:write or apps:author"#
     );
     assert!("Admin".parse::<UserRole>().is_err());
     assert_eq!("manage".parse::<AppAccess>().unwrap(), AppAccess::Manage);
@@ -109,12 +110,18 @@ fn wire_spellings_round_trip() {
 
 #[test]
 fn session_scopes_follow_the_role() {
-    let all = scopes(&[Scope::ChatUse, Scope::AppsInvoke, Scope::AppsWrite]);
+    let all = scopes(&[
+        Scope::ChatUse,
+        Scope::AppsInvoke,
+        Scope::AppsWrite,
+        Scope::AppsAuthor,
+    ]);
     assert_eq!(UserRole::Admin.session_scopes(), all);
     assert_eq!(UserRole::Staff.session_scopes(), all);
+    // Every role authors member apps; only admin and staff write the catalogue.
     assert_eq!(
         UserRole::Member.session_scopes(),
-        scopes(&[Scope::ChatUse, Scope::AppsInvoke])
+        scopes(&[Scope::ChatUse, Scope::AppsInvoke, Scope::AppsAuthor])
     );
 }
 
@@ -358,7 +365,7 @@ fn sessions_carry_role_scopes_and_expire_after_twelve_hours() {
     assert_eq!(principal.kind, PrincipalKind::Session);
     assert_eq!(
         principal.scopes,
-        scopes(&[Scope::ChatUse, Scope::AppsInvoke])
+        scopes(&[Scope::ChatUse, Scope::AppsInvoke, Scope::AppsAuthor])
     );
     assert_eq!(principal.expires_at, START + SESSION_TTL_SECONDS);
     assert!(!principal.has(Scope::AppsWrite));

@@ -1,0 +1,482 @@
+//! The member app tools (`listMyApps`, `readMyApp`, `checkMyApp`,
+//! `deployMyApp`, `listMyAppRevisions`, `revertMyApp`, `shareMyApp`,
+//! `deleteMyApp`): listed to a connection holding `apps:invoke` +
+//! `apps:author`, whatever the role; the three that build or change an app
+//! are left out while an admin has turned member apps off. Every call is
+//! decided again by studio-core (`CoreService.MemberApps`), which owns the
+//! member tier's rules; a deploy or revert is sent approved only after the
+//! person said yes (`crate::server`'s approval path, as for a draft's
+//! publication).
+//!
+//! What it must never do: list a catalogue source tool to anyone here (the
+//! member tier's tools are separate, and `apps:write` is not needed), or send
+//! a deploy as approved without the person's answer.
+
+use base64::Engine as _;
+use sasha_contract::tools::{
+    CHECK_MY_APP, DELETE_MY_APP, DEPLOY_MY_APP, LIST_MY_APP_REVISIONS, LIST_MY_APPS,
+    MEMBER_BUILD_TOOLS, MEMBER_TOOLS, READ_MY_APP, REVERT_MY_APP, SHARE_MY_APP,
+};
+use sasha_proto::pb::{self, member_apps_reply, member_apps_request};
+use serde_json::{Value, json};
+
+use crate::auth::Caller;
+
+/// Whether `name` is a member app tool (listed or not for this caller).
+pub fn is_member_tool(name: &str) -> bool {
+    MEMBER_TOOLS.contains(&name)
+}
+
+/// Whether the tool needs the person's approval before it changes anything.
+pub fn needs_approval(name: &str) -> bool {
+    matches!(name, DEPLOY_MY_APP | REVERT_MY_APP)
+}
+
+/// Whether the caller authors member apps at all.
+pub fn authors(caller: &Caller) -> bool {
+    caller.invokes() && caller.principal.scopes.iter().any(|s| s == "apps:author")
+}
+
+fn app_property() -> Value {
+    json!({"type": "string", "pattern": "^[a-z][a-z0-9]*(-[a-z0-9]+)*$", "maxLength": 60, "description": "The member app's id (lowercase kebab-case), the same as the id: in its APP.md."})
+}
+
+fn revision_property(what: &str) -> Value {
+    json!({"type": "string", "pattern": "^[0-9a-f]{64}$", "description": what})
+}
+
+fn files_property() -> Value {
+    json!({
+        "type": "array",
+        "minItems": 1,
+        "maxItems": 200,
+        "description": "Every file of the package (the whole package each time, changed or not).",
+        "items": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "minLength": 1, "maxLength": 1024, "description": "A package-relative path such as APP.md, index.html or migrations/001-initial.sql."},
+                "content": {"type": "string", "maxLength": 1_398_104, "description": "The text, or for a binary asset its bytes in base64."},
+                "encoding": {"type": "string", "enum": ["base64"], "description": "Only for binary assets."},
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false,
+        },
+    })
+}
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+}
+
+fn tool(
+    name: &str,
+    title: &str,
+    description: &str,
+    input: Value,
+    read_only: bool,
+    destructive: bool,
+) -> Value {
+    json!({
+        "name": name,
+        "title": title,
+        "description": description,
+        "inputSchema": input,
+        "annotations": {"readOnlyHint": read_only, "destructiveHint": destructive, "openWorldHint": false},
+        "_meta": {"ui": {"visibility": ["model"]}},
+    })
+}
+
+/// The member app tools `caller` may list.
+pub fn tools_for(caller: &Caller) -> Vec<Value> {
+    if !authors(caller) {
+        return Vec::new();
+    }
+    let all = [
+        tool(
+            LIST_MY_APPS,
+            "List your member apps",
+            "The member apps you made (you are their author): id, name, current revision, size, who you share each with, and whether a moderator disabled it. Call it first when someone asks to fix or change \"my app\".",
+            object(json!({}), &[]),
+            true,
+            false,
+        ),
+        tool(
+            READ_MY_APP,
+            "Read one of your member apps",
+            "Every file of one of your member apps with its current revision; pass that revision as expectedRevision when you deploy a change.",
+            object(json!({"app": app_property()}), &["app"]),
+            true,
+            false,
+        ),
+        tool(
+            CHECK_MY_APP,
+            "Check a member app package",
+            "Validate files as a member app without storing anything (read getDocs section member-apps first). Each diagnostic names the file, the line when known, a code and a reason: fix them all, then deploy.",
+            object(
+                json!({"app": app_property(), "files": files_property()}),
+                &["app", "files"],
+            ),
+            true,
+            false,
+        ),
+        tool(
+            DEPLOY_MY_APP,
+            "Deploy a member app",
+            "Deploy a new member app (omit expectedRevision) or a new version of one of yours (expectedRevision: the revision you read). The person is asked to approve it first; it then appears in their Apps list, and the previous version stays in its history.",
+            object(
+                json!({"app": app_property(), "name": {"type": "string", "minLength": 1, "maxLength": sasha_contract::tools::CREATE_APP_MAX_NAME_CHARS, "description": "The name shown in the Apps list."}, "files": files_property(), "expectedRevision": revision_property("The current revision of the app you change, as readMyApp or listMyApps shows it.")}),
+                &["app", "name", "files"],
+            ),
+            false,
+            false,
+        ),
+        tool(
+            LIST_MY_APP_REVISIONS,
+            "List the history of one of your member apps",
+            "Every revision of one of your member apps, newest first.",
+            object(json!({"app": app_property()}), &["app"]),
+            true,
+            false,
+        ),
+        tool(
+            REVERT_MY_APP,
+            "Revert one of your member apps",
+            "Deploy an earlier revision of one of your member apps again (the person approves first). Data is never rewound.",
+            object(
+                json!({"app": app_property(), "revision": revision_property("The revision to go back to."), "expectedRevision": revision_property("The app's current revision.")}),
+                &["app", "revision", "expectedRevision"],
+            ),
+            false,
+            false,
+        ),
+        tool(
+            SHARE_MY_APP,
+            "Share one of your member apps",
+            "Let a person use one of your member apps, by their user name (remove: true stops sharing). Each person sees only their own rows.",
+            object(
+                json!({"app": app_property(), "username": {"type": "string", "minLength": 1, "maxLength": 64}, "remove": {"type": "boolean"}}),
+                &["app", "username"],
+            ),
+            false,
+            false,
+        ),
+        tool(
+            DELETE_MY_APP,
+            "Delete one of your member apps",
+            "Delete one of your member apps and its data (a backup is kept for the operator). It leaves everyone's Apps list at once.",
+            object(json!({"app": app_property()}), &["app"]),
+            false,
+            true,
+        ),
+    ];
+    all.into_iter()
+        .filter(|tool| {
+            !caller.principal.member_apps_off
+                || !MEMBER_BUILD_TOOLS.iter().any(|name| tool["name"] == *name)
+        })
+        .collect()
+}
+
+fn files(args: &Value) -> Option<Vec<pb::MemberFile>> {
+    args["files"]
+        .as_array()?
+        .iter()
+        .map(|file| {
+            let path = file["path"].as_str()?.to_owned();
+            let content = file["content"].as_str()?;
+            let content = match file["encoding"].as_str() {
+                Some("base64") => base64::engine::general_purpose::STANDARD
+                    .decode(content)
+                    .ok()?,
+                _ => content.as_bytes().to_vec(),
+            };
+            Some(pb::MemberFile { path, content })
+        })
+        .collect()
+}
+
+/// The request of tool `name`; `None` when an argument is unusable (bad
+/// base64).
+pub fn request(
+    name: &str,
+    principal: &pb::Principal,
+    args: &Value,
+    approved: bool,
+) -> Option<pb::MemberAppsRequest> {
+    use member_apps_request::Operation;
+    let app = || args["app"].as_str().unwrap_or_default().to_owned();
+    let approval = if approved {
+        pb::DraftApproval::Elicitation
+    } else {
+        pb::DraftApproval::Unspecified
+    } as i32;
+    let operation = match name {
+        LIST_MY_APPS => Operation::List(pb::MemberListRequest {}),
+        READ_MY_APP => Operation::Read(pb::MemberReadRequest { app_id: app() }),
+        CHECK_MY_APP => Operation::Check(pb::MemberCheckRequest {
+            app_id: app(),
+            files: files(args)?,
+        }),
+        DEPLOY_MY_APP => Operation::Deploy(pb::MemberDeployRequest {
+            app_id: app(),
+            name: args["name"].as_str().unwrap_or_default().to_owned(),
+            files: files(args)?,
+            expected_revision: args["expectedRevision"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            approval,
+            from_revision: String::new(),
+        }),
+        REVERT_MY_APP => Operation::Deploy(pb::MemberDeployRequest {
+            app_id: app(),
+            name: String::new(),
+            files: Vec::new(),
+            expected_revision: args["expectedRevision"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            approval,
+            from_revision: args["revision"].as_str().unwrap_or_default().to_owned(),
+        }),
+        LIST_MY_APP_REVISIONS => Operation::Revisions(pb::MemberRevisionsRequest { app_id: app() }),
+        SHARE_MY_APP => Operation::Share(pb::MemberShareRequest {
+            app_id: app(),
+            username: args["username"].as_str().unwrap_or_default().to_owned(),
+            remove: args["remove"].as_bool().unwrap_or(false),
+        }),
+        DELETE_MY_APP => Operation::Delete(pb::MemberDeleteRequest { app_id: app() }),
+        _ => return None,
+    };
+    Some(pb::MemberAppsRequest {
+        principal: Some(principal.clone()),
+        operation: Some(operation),
+    })
+}
+
+fn app_json(app: &pb::MemberAppInfo) -> Value {
+    json!({
+        "id": app.id,
+        "name": app.name,
+        "author": app.author_name,
+        "revision": app.revision,
+        "size": app.size,
+        "createdAt": app.created_at,
+        "updatedAt": app.updated_at,
+        "status": if app.disabled { "disabled" } else { "active" },
+        "shares": app.shares,
+        "resourceUri": app.resource_uri,
+    })
+}
+
+/// A file as text when its bytes are UTF-8 (so writing the text back gives
+/// the same bytes), otherwise base64: lossless either way, without a second
+/// copy of the package's list of binary extensions.
+fn file_json(file: &pb::MemberFile) -> Value {
+    match std::str::from_utf8(&file.content) {
+        Ok(text) => json!({"path": file.path, "content": text}),
+        Err(_) => json!({
+            "path": file.path,
+            "content": base64::engine::general_purpose::STANDARD.encode(&file.content),
+            "encoding": "base64",
+        }),
+    }
+}
+
+/// The text part and `structuredContent` of a member tool's result.
+pub fn result(name: &str, reply: &pb::MemberAppsReply) -> Option<(String, Value)> {
+    use member_apps_reply::Result as R;
+    Some(match reply.result.as_ref()? {
+        R::Apps(list) => {
+            let lines: Vec<String> = list
+                .apps
+                .iter()
+                .map(|app| {
+                    format!(
+                        "{} \"{}\" at {} ({} bytes){}{}",
+                        app.id,
+                        app.name,
+                        app.revision,
+                        app.size,
+                        if app.shares.is_empty() {
+                            String::new()
+                        } else {
+                            format!(", shared with {}", app.shares.join(", "))
+                        },
+                        if app.disabled {
+                            ", disabled by a moderator"
+                        } else {
+                            ""
+                        }
+                    )
+                })
+                .collect();
+            let text = if lines.is_empty() {
+                "You have no member apps yet.".to_owned()
+            } else {
+                lines.join("\n")
+            };
+            (
+                text,
+                json!({"enabled": reply.enabled, "apps": list.apps.iter().map(app_json).collect::<Vec<_>>()}),
+            )
+        }
+        R::Source(source) => {
+            let app = source.app.as_ref()?;
+            let files: Vec<Value> = source.files.iter().map(file_json).collect();
+            (
+                format!(
+                    "{} files of {} at revision {}.",
+                    files.len(),
+                    app.id,
+                    app.revision
+                ),
+                json!({"app": app_json(app), "files": files}),
+            )
+        }
+        R::Status(status) => {
+            let diagnostics: Vec<Value> = status
+                .diagnostics
+                .iter()
+                .map(
+                    |d| json!({"file": d.file, "line": d.line, "code": d.code, "reason": d.reason}),
+                )
+                .collect();
+            let text = if status.ok {
+                "The package validates as a member app: deploy it with deployMyApp.".to_owned()
+            } else {
+                let lines: Vec<String> = status
+                    .diagnostics
+                    .iter()
+                    .map(|d| match d.line {
+                        Some(line) => format!("{}:{line} {} {}", d.file, d.code, d.reason),
+                        None => format!("{} {} {}", d.file, d.code, d.reason),
+                    })
+                    .collect();
+                format!("The package does not validate:\n{}", lines.join("\n"))
+            };
+            (
+                text,
+                json!({"ok": status.ok, "revision": status.revision, "diagnostics": diagnostics}),
+            )
+        }
+        R::App(app) => {
+            let text = match name {
+                SHARE_MY_APP if app.shares.is_empty() => {
+                    format!("{} is shared with nobody.", app.id)
+                }
+                SHARE_MY_APP => format!("{} is shared with {}.", app.id, app.shares.join(", ")),
+                _ => format!(
+                    "Deployed {} (\"{}\") at revision {}: it is in the person's Apps list now.",
+                    app.id, app.name, app.revision
+                ),
+            };
+            (text, json!({"app": app_json(app)}))
+        }
+        R::Deleted(deleted) => (
+            format!("Deleted {} and its data.", deleted.app_id),
+            json!({"deleted": deleted.app_id}),
+        ),
+        R::Revisions(revisions) => {
+            let history = pb::HistoryReply {
+                app: String::new(),
+                result: Some(pb::history_reply::Result::Revisions(revisions.clone())),
+            };
+            let value = sasha_proto::client_json::history(&history)?;
+            (
+                format!("{} revisions, newest first.", revisions.revisions.len()),
+                value,
+            )
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caller(role: &str, scopes: &[&str], off: bool) -> Caller {
+        Caller {
+            principal: pb::Principal {
+                user_id: "u".into(),
+                role: role.into(),
+                scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+                kind: "access".into(),
+                username: "u".into(),
+                member_apps_off: off,
+            },
+            bound_app: None,
+            preview: None,
+            prefetched: None,
+        }
+    }
+
+    fn names(caller: &Caller) -> Vec<String> {
+        tools_for(caller)
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn every_role_with_apps_author_gets_the_member_tools_and_nothing_more() {
+        for role in ["member", "staff", "admin"] {
+            let author = caller(role, &["apps:invoke", "apps:author"], false);
+            assert_eq!(names(&author), MEMBER_TOOLS, "{role}");
+            // A member's connection never sees the catalogue's source tools.
+            let platform: Vec<String> = crate::platform::tools_for(&author)
+                .iter()
+                .map(|tool| tool["name"].as_str().unwrap().to_owned())
+                .collect();
+            assert!(
+                crate::platform::SOURCE_TOOLS
+                    .iter()
+                    .all(|tool| !platform.iter().any(|listed| listed == tool)),
+                "{role}: {platform:?}"
+            );
+        }
+        for scopes in [
+            &["apps:author"][..],
+            &["apps:invoke"],
+            &["apps:invoke", "apps:write"],
+        ] {
+            assert!(
+                names(&caller("member", scopes, false)).is_empty(),
+                "{scopes:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn turned_off_the_building_tools_go_and_the_rest_stay() {
+        let listed = names(&caller("member", &["apps:invoke", "apps:author"], true));
+        let expected: Vec<&str> = MEMBER_TOOLS
+            .into_iter()
+            .filter(|tool| !MEMBER_BUILD_TOOLS.contains(tool))
+            .collect();
+        assert_eq!(listed, expected);
+        assert!(listed.iter().any(|tool| tool == DELETE_MY_APP));
+    }
+
+    #[test]
+    fn only_deploys_and_reverts_ask_the_person() {
+        let asking: Vec<&str> = MEMBER_TOOLS
+            .into_iter()
+            .filter(|tool| needs_approval(tool))
+            .collect();
+        assert_eq!(asking, [DEPLOY_MY_APP, REVERT_MY_APP]);
+        let args = json!({"app": "habits", "name": "Habits", "files": [{"path": "a.png", "content": "not base64!", "encoding": "base64"}]});
+        let principal = caller("member", &[], false).principal;
+        assert!(request(DEPLOY_MY_APP, &principal, &args, true).is_none());
+        let args = json!({"app": "habits", "name": "Habits", "files": [{"path": "APP.md", "content": "---"}]});
+        let Some(pb::MemberAppsRequest {
+            operation: Some(member_apps_request::Operation::Deploy(deploy)),
+            ..
+        }) = request(DEPLOY_MY_APP, &principal, &args, false)
+        else {
+            panic!("no deploy");
+        };
+        assert_eq!(deploy.approval, pb::DraftApproval::Unspecified as i32);
+        assert_eq!(deploy.files[0].content, b"---");
+    }
+}

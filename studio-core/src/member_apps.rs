@@ -1,0 +1,824 @@
+//! Member apps: the second trust tier. Any user whose credential holds
+//! `apps:invoke` + `apps:author` deploys their own app; it is user content,
+//! stored in the core database (its files are revision-ledger blobs, never a
+//! folder under `DOCS_ROOT`), validated by the one validator into the same
+//! hashed resource and served in the same two-layer sandbox by the same
+//! catalogue (`Catalogue::set_member`). `CoreService.MemberApps` (the
+//! gateway's member app tools) and App Studio (`member_apps_http`) call the
+//! same functions here.
+//!
+//! The tier's rules: every declared table is owner-scoped, so each user of a
+//! shared app sees only their own rows; the author alone manages the app and
+//! may share `use` by user name; only the recorded author deploys over it
+//! (an assistant acts with its person's own credential, so "the assistant
+//! acting for that author" is that author); the caps (200 in the instance,
+//! 40 per author) and the switch hold in the deploy's one transaction
+//! (`Store::deploy_member_app`); a deploy needs a person's approval (App
+//! Studio's Deploy button, or their yes to the gateway's question).
+//! Moderators (admin and staff, the role read fresh) list, disable and
+//! delete any member app without being able to read or change it; an admin
+//! promotes one into the catalogue tier.
+//!
+//! What it must never do: tell a caller whether an app they may not change
+//! exists (every such refusal is the same `APP_ACCESS_DENIED`), write under
+//! `DOCS_ROOT` except a promotion's package, or deploy while member apps are
+//! turned off (deleting stays open).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use base64::Engine as _;
+use sasha_contract::data::Access;
+use sasha_package::assemble::resource_uri;
+use sasha_package::source::PackageSource;
+use sasha_package::validate::{Package, validate_source};
+use sasha_proto::pb::{self, member_apps_reply, member_apps_request};
+use sasha_proto::{AppError, ErrorCode};
+use serde_json::{Value, json};
+
+use crate::Core;
+use crate::api::blocking;
+use crate::store::{
+    MemberApp, MemberCaps, MemberDeploy, MemberRefusal, RevisionContent, RevisionOrigin,
+    RevisionSurface, UserRole,
+};
+
+/// Live member apps the instance holds at most.
+pub(crate) const MAX_MEMBER_APPS: usize = 200;
+/// Live member apps one author holds at most, so nobody starves the
+/// instance's cap.
+pub(crate) const MAX_MEMBER_APPS_PER_AUTHOR: usize = 40;
+/// The diagnostic of a shared table in a member app.
+pub(crate) const MEMBER_TABLE_SHARED: &str = "MEMBER_TABLE_SHARED";
+
+fn denied() -> AppError {
+    AppError::new(
+        ErrorCode::AccessDenied,
+        "that is not a member app you may change",
+    )
+}
+
+fn invalid(message: impl Into<String>) -> AppError {
+    AppError::new(ErrorCode::InputInvalid, message)
+}
+
+/// The refusal of a build or change while an admin turned member apps off.
+pub(crate) fn turned_off() -> AppError {
+    AppError::new(
+        ErrorCode::OperationUnavailable,
+        "an administrator has turned off member apps: nothing was deployed. Apps already \
+         deployed keep running and can still be deleted",
+    )
+    .with_details(json!({"reason": "member-apps-off"}))
+}
+
+fn refused(app_id: &str, refusal: MemberRefusal) -> AppError {
+    match refusal {
+        MemberRefusal::Off => turned_off(),
+        MemberRefusal::InstanceCap(limit) => AppError::new(
+            ErrorCode::ResourceLimit,
+            format!(
+                "this instance already holds {limit} member apps, the most it allows; \
+                 nothing was deployed: delete an app first"
+            ),
+        )
+        .with_details(json!({"cap": "instance", "limit": limit})),
+        MemberRefusal::AuthorCap(limit) => AppError::new(
+            ErrorCode::ResourceLimit,
+            format!(
+                "you already have {limit} member apps, the most one person may have; \
+                 nothing was deployed: delete one of yours first"
+            ),
+        )
+        .with_details(json!({"cap": "per-author", "limit": limit})),
+        MemberRefusal::IdTaken => AppError::new(
+            ErrorCode::Conflict,
+            format!(
+                "the app id {app_id} is not available: ids are never reused. Choose another id \
+                 and change the id in APP.md to match"
+            ),
+        )
+        .with_details(json!({"reason": "id-taken"})),
+        MemberRefusal::Denied => denied(),
+        MemberRefusal::Disabled => AppError::new(
+            ErrorCode::OperationUnavailable,
+            format!(
+                "a moderator disabled {app_id}: it cannot be changed until it is enabled again"
+            ),
+        )
+        .with_details(json!({"reason": "disabled"})),
+        MemberRefusal::Stale { current } => AppError::new(
+            ErrorCode::Conflict,
+            format!(
+                "{app_id} changed since you read it (it is now at revision {}); read it again, \
+                 then deploy with that revision",
+                &current[..current.len().min(12)]
+            ),
+        )
+        .with_details(json!({"reason": "stale-revision", "currentRevision": current})),
+    }
+}
+
+/// The user id of a principal that may author member apps: a user's
+/// credential (never an API key) holding `apps:invoke` + `apps:author`, the
+/// user read again.
+pub(crate) async fn author(
+    core: &Arc<Core>,
+    principal: Option<&pb::Principal>,
+) -> Result<String, AppError> {
+    let principal = principal
+        .filter(|principal| !principal.user_id.is_empty())
+        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal"))?;
+    let scoped = principal.kind != "api-key"
+        && ["apps:invoke", "apps:author"]
+            .iter()
+            .all(|needed| principal.scopes.iter().any(|scope| scope == needed));
+    if !scoped {
+        return Err(AppError::new(
+            ErrorCode::AccessDenied,
+            "member apps need a user's credential with the apps:invoke and apps:author scopes",
+        ));
+    }
+    let (store, user) = (core.store.clone(), principal.user_id.clone());
+    match blocking(move || store.user(&user)).await? {
+        Some(user) => Ok(user.id),
+        None => Err(AppError::new(
+            ErrorCode::Unauthenticated,
+            "the account no longer exists",
+        )),
+    }
+}
+
+/// The role of `user_id`, read fresh: `Some` for admin and staff.
+async fn moderator(core: &Arc<Core>, user_id: &str) -> Result<Option<UserRole>, AppError> {
+    let (store, user) = (core.store.clone(), user_id.to_owned());
+    let role = blocking(move || store.user(&user)).await?.map(|u| u.role);
+    Ok(role.filter(|role| role.is_privileged()))
+}
+
+/// `user_id`'s own live member app `app_id`; anything else is the one
+/// refusal that does not say whether the app exists.
+pub(crate) async fn owned(
+    core: &Arc<Core>,
+    user_id: &str,
+    app_id: &str,
+) -> Result<MemberApp, AppError> {
+    if !sasha_package::manifest::is_kebab_id(app_id) {
+        return Err(invalid("app must be an app id in lowercase kebab-case"));
+    }
+    let (store, app) = (core.store.clone(), app_id.to_owned());
+    match blocking(move || store.member_app(&app)).await? {
+        Some(app) if app.author_id.as_deref() == Some(user_id) => Ok(app),
+        _ => Err(denied()),
+    }
+}
+
+/// Whether `principal` may author member apps and is the author of the live
+/// member app `app_id`.
+pub(crate) async fn authored_by(core: &Arc<Core>, principal: &pb::Principal, app_id: &str) -> bool {
+    match author(core, Some(principal)).await {
+        Ok(user_id) => owned(core, &user_id, app_id).await.is_ok(),
+        Err(_) => false,
+    }
+}
+
+pub(crate) fn info(app: &MemberApp) -> pb::MemberAppInfo {
+    pb::MemberAppInfo {
+        id: app.id.clone(),
+        name: app.name.clone(),
+        author_id: app.author_id.clone(),
+        author_name: app.author_name.clone(),
+        revision: app.revision.clone(),
+        size: app.size,
+        created_at: app.created_at,
+        updated_at: app.updated_at,
+        disabled: app.disabled,
+        shares: app.shares.clone(),
+        resource_uri: resource_uri(&app.id, &app.revision),
+    }
+}
+
+fn diagnostic(file: &str, line: Option<u32>, code: &str, reason: &str) -> pb::Diagnostic {
+    pb::Diagnostic {
+        file: file.to_owned(),
+        line,
+        code: code.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// The member tier's own rule beyond the validator: every declared table is
+/// owner-scoped, so a shared app never shows one user's rows to another.
+fn tier_diagnostics(package: &Package) -> Vec<pb::Diagnostic> {
+    let Some(data) = &package.data else {
+        return Vec::new();
+    };
+    data.tables
+        .iter()
+        .filter(|(_, table)| table.access != Access::Owner)
+        .map(|(name, _)| {
+            diagnostic(
+                "APP.md",
+                None,
+                MEMBER_TABLE_SHARED,
+                &format!(
+                    "member apps keep each person's rows to themselves: declare {name} with \
+                     access: owner and an ownerField"
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Validates `files` as the member app `app_id`: the package (if valid and
+/// within the tier's rules) or every diagnostic with its file and line.
+pub(crate) async fn validate(
+    app_id: &str,
+    files: Vec<(String, Vec<u8>)>,
+) -> Result<(Result<Package, Vec<pb::Diagnostic>>, PackageSource), AppError> {
+    let mut source = PackageSource::default();
+    for (path, bytes) in &files {
+        source.set(path, Some(bytes));
+    }
+    let (app, checked) = (app_id.to_owned(), source.clone());
+    let validation = tokio::task::spawn_blocking(move || validate_source(&app, checked))
+        .await
+        .map_err(|_| AppError::from_code(ErrorCode::Internal))?;
+    let mut diagnostics: Vec<pb::Diagnostic> = validation
+        .diagnostics
+        .iter()
+        .map(|problem| diagnostic(&problem.file, problem.line, &problem.code, &problem.reason))
+        .collect();
+    let outcome = match validation.package {
+        Some(package) => {
+            diagnostics.extend(tier_diagnostics(&package));
+            if diagnostics.is_empty() {
+                Ok(package)
+            } else {
+                Err(diagnostics)
+            }
+        }
+        None => Err(diagnostics),
+    };
+    Ok((outcome, source))
+}
+
+pub(crate) fn status(outcome: &Result<Package, Vec<pb::Diagnostic>>) -> pb::PackageStatus {
+    match outcome {
+        Ok(package) => pb::PackageStatus {
+            ok: true,
+            revision: Some(package.resource.revision.clone()),
+            diagnostics: Vec::new(),
+        },
+        Err(diagnostics) => pb::PackageStatus {
+            ok: false,
+            revision: None,
+            diagnostics: diagnostics.clone(),
+        },
+    }
+}
+
+fn files_of(files: Vec<pb::MemberFile>) -> Result<Vec<(String, Vec<u8>)>, AppError> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::with_capacity(files.len());
+    for file in files {
+        if !seen.insert(file.path.clone()) {
+            return Err(invalid(format!("the file {} is given twice", file.path))
+                .with_details(json!({"field": "files", "path": file.path})));
+        }
+        out.push((file.path, file.content));
+    }
+    if out.is_empty() {
+        return Err(invalid(
+            "files must hold the package: APP.md, index.html and the rest",
+        ));
+    }
+    Ok(out)
+}
+
+/// The one-line question a person approves: what the deploy does.
+fn summary(
+    app_id: &str,
+    name: &str,
+    package: &Package,
+    before: Option<&BTreeMap<String, Vec<u8>>>,
+    after: &[(String, Vec<u8>)],
+) -> String {
+    let bytes: usize = after.iter().map(|(_, content)| content.len()).sum();
+    let tables: Vec<&str> = package
+        .data
+        .as_ref()
+        .map(|data| data.tables.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let tables = if tables.is_empty() {
+        "no tables".to_owned()
+    } else {
+        format!(
+            "tables {} (each person sees only their own rows)",
+            tables.join(", ")
+        )
+    };
+    match before {
+        None => format!(
+            "Deploy the new member app \"{name}\" ({app_id}): {} files, {bytes} bytes, {tables}. \
+             It appears in your Apps list; only you can use it until you share it.",
+            after.len()
+        ),
+        Some(before) => {
+            let after_paths: BTreeMap<&str, &[u8]> = after
+                .iter()
+                .map(|(path, bytes)| (path.as_str(), bytes.as_slice()))
+                .collect();
+            let mut changed: Vec<String> = after_paths
+                .iter()
+                .filter(|(path, bytes)| before.get(**path).map(Vec::as_slice) != Some(**bytes))
+                .map(|(path, _)| (*path).to_owned())
+                .collect();
+            changed.extend(
+                before
+                    .keys()
+                    .filter(|path| !after_paths.contains_key(path.as_str()))
+                    .map(|path| format!("{path} (removed)")),
+            );
+            format!(
+                "Deploy a new version of your member app \"{name}\" ({app_id}): changes {}; {tables}. \
+                 The old version stays in its history.",
+                if changed.is_empty() {
+                    "no file".to_owned()
+                } else {
+                    changed.join(", ")
+                }
+            )
+        }
+    }
+}
+
+/// The current files of a member app as the catalogue serves them.
+pub(crate) fn current_files(core: &Core, app_id: &str) -> BTreeMap<String, Vec<u8>> {
+    core.catalogue
+        .current()
+        .source(app_id)
+        .map(|source| {
+            source
+                .entries()
+                .into_iter()
+                .map(|(path, bytes)| (path.to_owned(), bytes.to_vec()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Hands the stored member apps to the catalogue (at boot; afterwards each
+/// change hands over its own app).
+pub(crate) fn load_into_catalogue(
+    core_store: &crate::store::Store,
+    catalogue: &crate::catalogue::Catalogue,
+) {
+    match core_store.member_sources() {
+        Ok(sources) => {
+            for (id, files) in sources {
+                let mut source = PackageSource::default();
+                for (path, bytes) in &files {
+                    source.set(path, Some(bytes));
+                }
+                catalogue.set_member(&id, Some(source));
+            }
+        }
+        Err(error) => tracing::error!(%error, "cannot load the member apps; none are served"),
+    }
+}
+
+/// What a deploy asks for.
+pub(crate) struct Deploy {
+    pub(crate) app_id: String,
+    pub(crate) name: String,
+    pub(crate) files: Vec<(String, Vec<u8>)>,
+    /// Empty for a new app.
+    pub(crate) expected_revision: String,
+    /// A person approved it (Studio's button, or their yes to the gateway).
+    pub(crate) approved: bool,
+    pub(crate) surface: RevisionSurface,
+    /// The one-line summary recorded in the ledger.
+    pub(crate) summary: &'static str,
+}
+
+/// Deploys a member app (new, or a new revision of the caller's own).
+pub(crate) async fn deploy(
+    core: &Arc<Core>,
+    user_id: &str,
+    deploy: Deploy,
+) -> Result<MemberApp, AppError> {
+    let since = core.store.timestamp();
+    let store = core.store.clone();
+    if !blocking(move || store.member_apps_enabled()).await? {
+        return Err(turned_off());
+    }
+    let app_id = deploy.app_id.as_str();
+    if !sasha_package::manifest::is_kebab_id(app_id) {
+        return Err(invalid("app must be an app id in lowercase kebab-case")
+            .with_details(json!({"field": "app"})));
+    }
+    let name = crate::create::text_field(
+        "name",
+        &deploy.name,
+        sasha_contract::tools::CREATE_APP_MAX_NAME_CHARS,
+    )?;
+    let before = if deploy.expected_revision.is_empty() {
+        if core.catalogue.apps_dir().join(app_id).exists() {
+            return Err(refused(app_id, MemberRefusal::IdTaken));
+        }
+        None
+    } else {
+        owned(core, user_id, app_id).await?;
+        Some(current_files(core, app_id))
+    };
+    let (outcome, source) = validate(app_id, deploy.files.clone()).await?;
+    let package = match outcome {
+        Ok(package) => package,
+        Err(diagnostics) => {
+            let first = diagnostics
+                .first()
+                .map(|d| match d.line {
+                    Some(line) => format!("{}:{line}: {}", d.file, d.reason),
+                    None => format!("{}: {}", d.file, d.reason),
+                })
+                .unwrap_or_default();
+            let listed: Vec<Value> = diagnostics
+                .iter()
+                .map(
+                    |d| json!({"file": d.file, "line": d.line, "code": d.code, "reason": d.reason}),
+                )
+                .collect();
+            return Err(invalid(format!(
+                "the app does not validate, so nothing was deployed ({} problem{}; first: {first})",
+                diagnostics.len(),
+                if diagnostics.len() == 1 { "" } else { "s" }
+            ))
+            .with_details(json!({"diagnostics": listed})));
+        }
+    };
+    if before.is_some() {
+        crate::history::check_migrations(core, app_id, &package, "deploying").await?;
+        crate::history::check_reads(core, app_id, &package, "deploying").await?;
+    }
+    if !deploy.approved {
+        let question = summary(app_id, &name, &package, before.as_ref(), &deploy.files);
+        return Err(AppError::new(
+            ErrorCode::ConfirmationRequired,
+            "deploying needs the person's approval; nothing was deployed",
+        )
+        .with_details(json!({"summary": question})));
+    }
+    let actions_json = serde_json::to_string(&package.actions).unwrap_or_else(|_| "[]".into());
+    let read_policy = package
+        .data
+        .as_ref()
+        .map(|data| data.read_policy())
+        .unwrap_or_default();
+    let read_policy_json = serde_json::to_string(&read_policy).unwrap_or_else(|_| "{}".into());
+    let schema_hash = package.data.as_ref().map(|data| data.hash.clone());
+    let retention = core.revision_retention;
+    let (store, app, user, expected) = (
+        core.store.clone(),
+        app_id.to_owned(),
+        user_id.to_owned(),
+        deploy.expected_revision.clone(),
+    );
+    let (recorded_package, recorded_source, surface, summary) = (
+        package.clone(),
+        source.clone(),
+        deploy.surface,
+        deploy.summary,
+    );
+    let outcome = blocking(move || {
+        store.deploy_member_app(
+            &app,
+            &MemberDeploy {
+                name: &name,
+                author_id: &user,
+                expected_revision: (!expected.is_empty()).then_some(expected.as_str()),
+                content: RevisionContent {
+                    resource: &recorded_package.resource,
+                    files: recorded_source.entries(),
+                },
+                origin: RevisionOrigin::authored(surface, &user, summary, since),
+                schema_hash: schema_hash.as_deref(),
+                actions_json: &actions_json,
+                read_policy_json: &read_policy_json,
+                caps: MemberCaps {
+                    instance: MAX_MEMBER_APPS,
+                    per_author: MAX_MEMBER_APPS_PER_AUTHOR,
+                },
+                retention,
+            },
+        )
+    })
+    .await?;
+    if let Err(refusal) = outcome {
+        return Err(refused(app_id, refusal));
+    }
+    tracing::info!(app_id, revision = %package.resource.revision, "member app deployed");
+    core.catalogue.set_member(app_id, Some(source));
+    crate::refresh_catalogue(core).await;
+    let (store, app) = (core.store.clone(), app_id.to_owned());
+    blocking(move || store.member_app(&app))
+        .await?
+        .ok_or_else(|| AppError::from_code(ErrorCode::Internal))
+}
+
+/// Deletes a member app: its author, or a moderator. Its data file goes
+/// too, backed up by data-worker first.
+pub(crate) async fn delete(
+    core: &Arc<Core>,
+    user_id: &str,
+    app_id: &str,
+) -> Result<pb::MemberDeleted, AppError> {
+    let may = match owned(core, user_id, app_id).await {
+        Ok(_) => true,
+        Err(error) if error.code == ErrorCode::AccessDenied => {
+            moderator(core, user_id).await?.is_some()
+        }
+        Err(error) => return Err(error),
+    };
+    let (store, app, actor) = (core.store.clone(), app_id.to_owned(), user_id.to_owned());
+    if !may || !blocking(move || store.delete_member_app(&app, &actor)).await? {
+        return Err(denied());
+    }
+    core.catalogue.set_member(app_id, None);
+    crate::refresh_catalogue(core).await;
+    let mut data = core.data.clone();
+    if let Err(status) = data
+        .remove_app_data(pb::RemoveAppDataRequest {
+            app_id: app_id.to_owned(),
+        })
+        .await
+    {
+        // The app is gone from every catalogue; its file stays for an operator.
+        tracing::warn!(app_id, error = %AppError::from_status(&status).message, "a deleted member app's data file was kept");
+    }
+    tracing::info!(app_id, "member app deleted");
+    Ok(pb::MemberDeleted {
+        app_id: app_id.to_owned(),
+    })
+}
+
+/// Shares the caller's app with `username` (`use`), or stops sharing.
+pub(crate) async fn share(
+    core: &Arc<Core>,
+    user_id: &str,
+    app_id: &str,
+    username: &str,
+    remove: bool,
+) -> Result<MemberApp, AppError> {
+    owned(core, user_id, app_id).await?;
+    let (store, name) = (core.store.clone(), username.trim().to_owned());
+    let Some(target) = blocking(move || store.user_by_name(&name)).await? else {
+        return Err(invalid(format!("there is no user named {username:?}"))
+            .with_details(json!({"field": "username"})));
+    };
+    if target.id == user_id {
+        return Err(invalid("you are the author: you always have this app")
+            .with_details(json!({"field": "username"})));
+    }
+    let (store, app, actor) = (core.store.clone(), app_id.to_owned(), user_id.to_owned());
+    blocking(move || {
+        if remove {
+            store.revoke(&app, &target.id, Some(&actor)).map(|_| ())
+        } else {
+            store.grant(&app, &target.id, crate::store::AppAccess::Use, Some(&actor))
+        }
+    })
+    .await?;
+    let (store, app) = (core.store.clone(), app_id.to_owned());
+    blocking(move || store.member_app(&app))
+        .await?
+        .ok_or_else(denied)
+}
+
+/// `CoreService.MemberApps`.
+pub(crate) async fn rpc(
+    core: &Arc<Core>,
+    request: pb::MemberAppsRequest,
+) -> Result<pb::MemberAppsReply, AppError> {
+    let user_id = author(core, request.principal.as_ref()).await?;
+    let store = core.store.clone();
+    let enabled = blocking(move || store.member_apps_enabled()).await?;
+    let result = match request.operation {
+        Some(member_apps_request::Operation::List(_)) => {
+            let (store, user) = (core.store.clone(), user_id.clone());
+            let apps = blocking(move || store.member_apps(Some(&user))).await?;
+            member_apps_reply::Result::Apps(pb::MemberAppList {
+                apps: apps.iter().map(info).collect(),
+            })
+        }
+        Some(member_apps_request::Operation::Read(read)) => {
+            let app = owned(core, &user_id, &read.app_id).await?;
+            let files = current_files(core, &app.id)
+                .into_iter()
+                .map(|(path, content)| pb::MemberFile { path, content })
+                .collect();
+            member_apps_reply::Result::Source(pb::MemberSource {
+                app: Some(info(&app)),
+                files,
+            })
+        }
+        Some(member_apps_request::Operation::Check(check)) => {
+            if !enabled {
+                return Err(turned_off());
+            }
+            if !sasha_package::manifest::is_kebab_id(&check.app_id) {
+                return Err(invalid("app must be an app id in lowercase kebab-case"));
+            }
+            let (outcome, _) = validate(&check.app_id, files_of(check.files)?).await?;
+            member_apps_reply::Result::Status(status(&outcome))
+        }
+        Some(member_apps_request::Operation::Deploy(request)) => {
+            let approved = request.approval == pb::DraftApproval::Elicitation as i32;
+            let files = if request.from_revision.is_empty() {
+                files_of(request.files)?
+            } else {
+                revision_files(core, &user_id, &request.app_id, &request.from_revision).await?
+            };
+            let summary = if request.from_revision.is_empty() {
+                "deployMyApp"
+            } else {
+                "revertMyApp"
+            };
+            let app = self::deploy(
+                core,
+                &user_id,
+                Deploy {
+                    app_id: request.app_id,
+                    name: request.name,
+                    files,
+                    expected_revision: request.expected_revision,
+                    approved,
+                    surface: RevisionSurface::Mcp,
+                    summary,
+                },
+            )
+            .await?;
+            member_apps_reply::Result::App(info(&app))
+        }
+        Some(member_apps_request::Operation::Delete(request)) => {
+            member_apps_reply::Result::Deleted(delete(core, &user_id, &request.app_id).await?)
+        }
+        Some(member_apps_request::Operation::Share(request)) => {
+            let app = share(
+                core,
+                &user_id,
+                &request.app_id,
+                &request.username,
+                request.remove,
+            )
+            .await?;
+            member_apps_reply::Result::App(info(&app))
+        }
+        Some(member_apps_request::Operation::Revisions(request)) => {
+            let app = owned(core, &user_id, &request.app_id).await?;
+            member_apps_reply::Result::Revisions(crate::history::list(core, &app.id).await?)
+        }
+        None => return Err(invalid("no member app operation was given")),
+    };
+    Ok(pb::MemberAppsReply {
+        enabled,
+        result: Some(result),
+    })
+}
+
+/// The files of the caller's app at an earlier `revision` (a revert).
+pub(crate) async fn revision_files(
+    core: &Arc<Core>,
+    user_id: &str,
+    app_id: &str,
+    revision: &str,
+) -> Result<Vec<(String, Vec<u8>)>, AppError> {
+    owned(core, user_id, app_id).await?;
+    if revision.len() != 64 || !revision.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(invalid("revision must be a revision id (64 hex digits)")
+            .with_details(json!({"field": "revision"})));
+    }
+    Ok(crate::history::revision_contents(core, app_id, revision)
+        .await?
+        .into_iter()
+        .map(|(file, bytes)| (file.path, bytes))
+        .collect())
+}
+
+/// Text files as they are; a binary asset as base64 with its encoding.
+pub(crate) fn file_json(path: &str, content: &[u8]) -> Value {
+    match std::str::from_utf8(content) {
+        Ok(text) if sasha_package::source::is_text_path(path) => {
+            json!({"path": path, "content": text})
+        }
+        _ => json!({
+            "path": path,
+            "content": base64::engine::general_purpose::STANDARD.encode(content),
+            "encoding": "base64",
+        }),
+    }
+}
+
+// --- moderation and the switch (Studio's admin controls, `sasha admin`) -----
+
+/// Every live member app, for a moderator (admin or staff, read fresh).
+pub(crate) async fn moderated(core: &Arc<Core>, user_id: &str) -> Result<Vec<MemberApp>, AppError> {
+    if moderator(core, user_id).await?.is_none() {
+        return Err(AppError::new(
+            ErrorCode::AccessDenied,
+            "only admin and staff moderate member apps",
+        ));
+    }
+    let store = core.store.clone();
+    blocking(move || store.member_apps(None)).await
+}
+
+/// Disables (`true`) or enables a member app: a moderator's step.
+pub(crate) async fn set_disabled(
+    core: &Arc<Core>,
+    user_id: &str,
+    app_id: &str,
+    disabled: bool,
+) -> Result<MemberApp, AppError> {
+    moderated(core, user_id).await?;
+    let (store, app, actor) = (core.store.clone(), app_id.to_owned(), user_id.to_owned());
+    let found = blocking(move || {
+        if store.member_app(&app)?.is_none() {
+            return Ok(None);
+        }
+        // A live member app is registered and its package never deleted, so
+        // neither step's refusal applies; "already so" changes nothing.
+        let _already_so = if disabled {
+            store.withdraw_app(&app, &actor)?
+        } else {
+            store.restore_app(&app, &actor)?
+        };
+        store.member_app(&app)
+    })
+    .await?;
+    let app = found.ok_or_else(|| {
+        AppError::new(
+            ErrorCode::NotFound,
+            format!("there is no member app {app_id}"),
+        )
+    })?;
+    crate::refresh_catalogue(core).await;
+    Ok(app)
+}
+
+/// Promotes a member app into the catalogue tier: its current files are
+/// written to `DOCS_ROOT/apps/<id>` and it then follows the catalogue's
+/// rules (admin and staff manage it). Admins only.
+pub(crate) async fn promote(core: &Arc<Core>, user_id: &str, app_id: &str) -> Result<(), AppError> {
+    if moderator(core, user_id).await? != Some(UserRole::Admin) {
+        return Err(AppError::new(
+            ErrorCode::AccessDenied,
+            "only an admin promotes a member app into the catalogue",
+        ));
+    }
+    let (store, app) = (core.store.clone(), app_id.to_owned());
+    if blocking(move || store.member_app(&app)).await?.is_none() {
+        return Err(AppError::new(
+            ErrorCode::NotFound,
+            format!("there is no member app {app_id}"),
+        ));
+    }
+    let files = current_files(core, app_id);
+    let apps_dir = core.catalogue.apps_dir().to_owned();
+    let staging = apps_dir
+        .parent()
+        .map(|docs| docs.join(crate::create::STAGING_DIR))
+        .unwrap_or_else(|| apps_dir.join(crate::create::STAGING_DIR));
+    let id = app_id.to_owned();
+    tokio::task::spawn_blocking(move || {
+        crate::create::write_package_bytes(&apps_dir, &staging, &id, &files)
+    })
+    .await
+    .map_err(|_| AppError::from_code(ErrorCode::Internal))??;
+    let (store, app, actor) = (core.store.clone(), app_id.to_owned(), user_id.to_owned());
+    blocking(move || store.promote_member_app(&app, &actor)).await?;
+    core.catalogue.set_member(app_id, None);
+    crate::refresh_catalogue(core).await;
+    tracing::info!(app_id, "member app promoted into the catalogue");
+    Ok(())
+}
+
+/// Turns member apps on or off: admins only.
+pub(crate) async fn set_enabled(
+    core: &Arc<Core>,
+    user_id: &str,
+    on: bool,
+) -> Result<bool, AppError> {
+    if moderator(core, user_id).await? != Some(UserRole::Admin) {
+        return Err(AppError::new(
+            ErrorCode::AccessDenied,
+            "only an admin turns member apps on or off",
+        ));
+    }
+    let (store, actor) = (core.store.clone(), user_id.to_owned());
+    blocking(move || store.set_member_apps_enabled(on, &actor)).await?;
+    Ok(on)
+}
+
+#[cfg(test)]
+mod tests;

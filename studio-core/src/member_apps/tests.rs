@@ -1,0 +1,712 @@
+//! Member apps through Studio's router and `CoreService.MemberApps`, in
+//! process: deploys, the refusal matrix (non-author, unknown, stale, invalid,
+//! shared tables, caps, the switch), sharing by name, moderation and
+//! promotion, and concurrent deploys that must not race past a cap.
+
+use http::StatusCode;
+use sasha_proto::pb;
+use serde_json::{Value, json};
+
+use crate::store::{AppAccess, User, UserRole};
+use crate::test_world::{PASSWORD, STUDIO, World};
+
+/// The scopes of a member's browser session.
+const AUTHOR: [&str; 3] = ["chat:use", "apps:invoke", "apps:author"];
+
+/// A minimal valid member app; with `table`, one owner-scoped (or, with
+/// `shared`, shared) table.
+fn package(id: &str, table: bool, shared: bool) -> Value {
+    let mut manifest = format!(
+        "---\nid: {id}\nname: Habits\ndescription: Habits kept each day\nversion: 0.1.0\ntheme: none\n"
+    );
+    if table {
+        manifest.push_str("capabilities:\n  data: read-write\ntables:\n  habits:\n");
+        manifest.push_str(if shared {
+            "    access: shared\n"
+        } else {
+            "    access: owner\n    ownerField: created_by\n"
+        });
+    }
+    manifest.push_str("---\n# Habits\n\nEach person's habits.\n");
+    let mut files = json!({
+        "APP.md": manifest,
+        "index.html": "<!doctype html>\n<html lang=\"en\">\n<head>\n  <meta charset=\"utf-8\">\n  <title>Habits</title>\n  <link rel=\"stylesheet\" href=\"styles.css\">\n</head>\n<body>\n  <main><h1>Habits</h1></main>\n  <script src=\"app.js\"></script>\n</body>\n</html>\n",
+        "styles.css": "main { padding: 1rem; }\n",
+        "app.js": "document.querySelector('h1').textContent = 'Habits';\n",
+    });
+    if table {
+        let schema = "CREATE TABLE habits (\n  id INTEGER PRIMARY KEY,\n  title TEXT NOT NULL,\n  created_by TEXT NOT NULL\n);\n";
+        files["schema.sql"] = json!(schema);
+        files["migrations/001-initial.sql"] = json!(schema);
+    }
+    files
+}
+
+struct Page<'a> {
+    world: &'a World,
+    cookie: String,
+}
+
+impl World {
+    fn page(&self, user: &User) -> Page<'_> {
+        Page {
+            world: self,
+            cookie: self.session(user),
+        }
+    }
+
+    fn user(&self, name: &str, role: UserRole) -> User {
+        self.store().create_user(name, role, PASSWORD).unwrap()
+    }
+}
+
+impl Page<'_> {
+    async fn get(&self, uri: &str) -> (StatusCode, Value) {
+        self.world
+            .send("GET", uri, &[("cookie", &self.cookie)], "")
+            .await
+    }
+
+    async fn call(&self, method: &str, uri: &str, body: Value) -> (StatusCode, Value) {
+        let body = if body.is_null() {
+            String::new()
+        } else {
+            body.to_string()
+        };
+        self.world
+            .send(
+                method,
+                uri,
+                &[
+                    ("cookie", &self.cookie),
+                    ("origin", STUDIO),
+                    ("content-type", "application/json"),
+                ],
+                &body,
+            )
+            .await
+    }
+
+    async fn deploy(&self, id: &str, table: bool) -> (StatusCode, Value) {
+        self.call(
+            "POST",
+            "/api/member-apps",
+            json!({"id": id, "name": "Habits", "files": package(id, table, false)}),
+        )
+        .await
+    }
+
+    async fn app_ids(&self) -> Vec<String> {
+        let (status, apps) = self.get("/api/apps").await;
+        assert_eq!(status, StatusCode::OK, "{apps}");
+        apps["apps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|app| app["id"].as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn a_member_deploys_an_app_only_they_manage() {
+    let world = World::new();
+    let mia = world.page(&world.member);
+    let (status, created) = mia.deploy("habits", true).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(created["app"]["id"], "habits");
+    assert_eq!(created["app"]["mine"], true);
+    assert_eq!(created["app"]["author"]["username"], "mia");
+    let revision = created["app"]["revision"].as_str().unwrap().to_owned();
+
+    // It is in her Apps list at once, from the same catalogue as any app,
+    // and not on disk.
+    assert_eq!(mia.app_ids().await, ["habits"]);
+    assert!(!world.apps().join("habits").exists());
+    // The author alone manages it: no first-discovery grant to admin or staff.
+    let grants = world.store().grants("habits").unwrap();
+    assert_eq!(grants.len(), 1, "{grants:?}");
+    assert_eq!(
+        (grants[0].user_id.as_str(), grants[0].access),
+        (world.member.id.as_str(), AppAccess::Manage)
+    );
+    assert!(world.page(&world.admin).app_ids().await.is_empty());
+    // Its revision is in the ledger as hers, and the catalogue's source tools
+    // stay closed to the admin, who holds no `manage` on it.
+    let revisions = world.store().revisions("habits").unwrap();
+    assert_eq!(revisions[0].revision, revision);
+    assert_eq!(
+        revisions[0].user_id.as_deref(),
+        Some(world.member.id.as_str())
+    );
+    let admin = World::principal(&world.admin, &crate::test_world::WRITER);
+    let refused = crate::source_tools::authorize_manager(&world.core, &admin, "habits")
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code.as_str(), "APP_ACCESS_DENIED");
+    // Its resource is served like any app's.
+    let (status, resource) = mia
+        .get(&format!("/api/apps/habits/resource?revision={revision}"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{resource}");
+    assert!(resource["uri"].as_str().unwrap().ends_with(&revision));
+
+    // After a restart the app is loaded back from the core database.
+    let catalogue = crate::catalogue::Catalogue::new(&world.dir.path().join("docs"), 4);
+    super::load_into_catalogue(world.store(), &catalogue);
+    let snapshot = catalogue.refresh();
+    assert!(
+        snapshot
+            .valid()
+            .any(|(id, package)| id == "habits" && package.resource.revision == revision)
+    );
+}
+
+#[tokio::test]
+async fn invalid_packages_and_shared_tables_are_refused_with_file_and_line() {
+    let world = World::new();
+    let mia = world.page(&world.member);
+    let mut files = package("habits", false, false);
+    files["APP.md"] = json!("---\nid: habits\nname: Habits\n---\n");
+    let (status, checked) = mia
+        .call(
+            "POST",
+            "/api/member-apps/check",
+            json!({"id": "habits", "files": files}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{checked}");
+    assert_eq!(checked["ok"], false);
+    let first = &checked["diagnostics"][0];
+    assert_eq!(first["file"], "APP.md", "{checked}");
+    assert!(first["line"].is_u64(), "{checked}");
+    let (status, refused) = mia
+        .call(
+            "POST",
+            "/api/member-apps",
+            json!({"id": "habits", "name": "Habits", "files": files}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    assert_eq!(refused["code"], "APP_INPUT_INVALID");
+    assert!(
+        refused["message"].as_str().unwrap().contains("APP.md:"),
+        "{refused}"
+    );
+    assert_eq!(refused["details"]["diagnostics"][0]["file"], "APP.md");
+
+    let shared = package("habits", true, true);
+    let (status, refused) = mia
+        .call(
+            "POST",
+            "/api/member-apps",
+            json!({"id": "habits", "name": "Habits", "files": shared}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    assert_eq!(
+        refused["details"]["diagnostics"][0]["code"],
+        super::MEMBER_TABLE_SHARED
+    );
+    // Nothing was stored by either refusal, and the id is still free.
+    assert!(world.store().member_apps(None).unwrap().is_empty());
+    assert!(world.store().registered_app("habits").unwrap().is_none());
+    let (status, created) = mia.deploy("habits", false).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+}
+
+#[tokio::test]
+async fn only_the_author_changes_an_app_and_nobody_learns_whether_one_exists() {
+    let world = World::new();
+    let mia = world.page(&world.member);
+    let (_, created) = mia.deploy("habits", false).await;
+    let revision = created["app"]["revision"].as_str().unwrap().to_owned();
+    let ola = world.user("ola", UserRole::Member);
+    let ola_page = world.page(&ola);
+    let staff = world.page(&world.staff);
+    let admin = world.page(&world.admin);
+
+    let update = |id: &str| json!({"files": package(id, false, false), "expectedRevision": revision, "name": "Mine now"});
+    let mut answers = Vec::new();
+    for (page, id) in [
+        (&ola_page, "habits"),
+        (&staff, "habits"),
+        (&admin, "habits"),
+        (&ola_page, "no-such-app"),
+    ] {
+        let (status, refused) = page
+            .call("PUT", &format!("/api/member-apps/{id}"), update(id))
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+        assert_eq!(refused["code"], "APP_ACCESS_DENIED");
+        answers.push(refused["message"].clone());
+        let (status, read) = page.get(&format!("/api/member-apps/{id}")).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{read}");
+        assert_eq!(read["message"], refused["message"]);
+    }
+    // Every refusal reads the same, existing app or not.
+    assert!(
+        answers.windows(2).all(|pair| pair[0] == pair[1]),
+        "{answers:?}"
+    );
+    // Ownership never moved: the name and the author are as deployed.
+    let app = world.store().member_app("habits").unwrap().unwrap();
+    assert_eq!(app.author_id.as_deref(), Some(world.member.id.as_str()));
+    assert_eq!(app.name, "Habits");
+
+    // The author updates; a stale expectedRevision is a conflict.
+    let mut files = package("habits", false, false);
+    files["app.js"] = json!("document.title = 'Habits 2';\n");
+    let (status, updated) = mia
+        .call(
+            "PUT",
+            "/api/member-apps/habits",
+            json!({"files": files, "expectedRevision": revision}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{updated}");
+    assert_ne!(updated["app"]["revision"], revision.as_str());
+    let (status, stale) = mia
+        .call(
+            "PUT",
+            "/api/member-apps/habits",
+            json!({"files": package("habits", false, false), "expectedRevision": revision}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{stale}");
+    assert_eq!(stale["details"]["reason"], "stale-revision");
+
+    // A new deploy may not take an existing id, any tier's.
+    let (status, taken) = ola_page.deploy("habits", false).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{taken}");
+    assert_eq!(taken["details"]["reason"], "id-taken");
+
+    // History and revert to the first revision.
+    let (status, history) = mia.get("/api/member-apps/habits/revisions").await;
+    assert_eq!(status, StatusCode::OK, "{history}");
+    assert_eq!(history["revisions"].as_array().unwrap().len(), 2);
+    let current = updated["app"]["revision"].as_str().unwrap();
+    let (status, reverted) = mia
+        .call(
+            "POST",
+            "/api/member-apps/habits/revert",
+            json!({"revision": revision, "expectedRevision": current}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{reverted}");
+    assert_eq!(reverted["app"]["revision"], revision.as_str());
+    let (status, _) = ola_page
+        .call(
+            "POST",
+            "/api/member-apps/habits/revert",
+            json!({"revision": current, "expectedRevision": revision}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn sharing_is_by_user_name_and_gives_use_never_manage() {
+    let world = World::new();
+    let mia = world.page(&world.member);
+    mia.deploy("habits", true).await;
+    let ola = world.user("ola", UserRole::Member);
+    let (status, shared) = mia
+        .call(
+            "POST",
+            "/api/member-apps/habits/shares",
+            json!({"username": "ola"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{shared}");
+    assert_eq!(shared["app"]["shares"], json!(["ola"]));
+    assert_eq!(world.page(&ola).app_ids().await, ["habits"]);
+    assert_eq!(
+        world.store().access("habits", &ola.id).unwrap(),
+        Some(AppAccess::Use)
+    );
+    let (status, unknown) = mia
+        .call(
+            "POST",
+            "/api/member-apps/habits/shares",
+            json!({"username": "nobody"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{unknown}");
+    assert_eq!(unknown["details"]["field"], "username");
+    // Only the author shares.
+    let (status, _) = world
+        .page(&ola)
+        .call(
+            "POST",
+            "/api/member-apps/habits/shares",
+            json!({"username": "sam"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // Nobody else gains manage, by any path (the access panel's grant
+    // included), and the author's own grant cannot change.
+    for (user, access) in [
+        (&ola.id, Some(AppAccess::Manage)),
+        (&world.admin.id, Some(AppAccess::Manage)),
+        (&world.member.id, Some(AppAccess::Use)),
+        (&world.member.id, None),
+    ] {
+        let outcome = match access {
+            Some(access) => world
+                .store()
+                .grant("habits", user, access, Some(&world.admin.id)),
+            None => world
+                .store()
+                .revoke("habits", user, Some(&world.admin.id))
+                .map(|_| ()),
+        };
+        assert!(
+            matches!(outcome, Err(crate::store::StoreError::MemberAppGrant(_))),
+            "{user} {access:?}: {outcome:?}"
+        );
+    }
+    let (status, unshared) = mia
+        .call("DELETE", "/api/member-apps/habits/shares/ola", Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{unshared}");
+    assert!(world.page(&ola).app_ids().await.is_empty());
+}
+
+#[tokio::test]
+async fn concurrent_deploys_never_pass_the_per_author_cap() {
+    let world = World::new();
+    let mia = world.page(&world.member);
+    let attempts = super::MAX_MEMBER_APPS_PER_AUTHOR + 5;
+    let deploys = (0..attempts).map(|n| {
+        let id = format!("habits-{n}");
+        let mia = &mia;
+        async move { mia.deploy(&id, false).await }
+    });
+    let answers = futures::future::join_all(deploys).await;
+    let created = answers
+        .iter()
+        .filter(|(status, _)| *status == StatusCode::CREATED)
+        .count();
+    assert_eq!(created, super::MAX_MEMBER_APPS_PER_AUTHOR);
+    for (status, refused) in answers
+        .iter()
+        .filter(|(status, _)| *status != StatusCode::CREATED)
+    {
+        assert_eq!(*status, StatusCode::PAYLOAD_TOO_LARGE, "{refused}");
+        assert_eq!(refused["code"], "APP_RESOURCE_LIMIT");
+        assert_eq!(refused["details"]["cap"], "per-author");
+        assert!(
+            refused["message"].as_str().unwrap().contains("40"),
+            "{refused}"
+        );
+    }
+    assert_eq!(
+        world
+            .store()
+            .member_apps(Some(&world.member.id))
+            .unwrap()
+            .len(),
+        super::MAX_MEMBER_APPS_PER_AUTHOR
+    );
+    // Deleting one frees a place.
+    let first = answers
+        .iter()
+        .find(|(status, _)| *status == StatusCode::CREATED)
+        .map(|(_, created)| created["app"]["id"].as_str().unwrap().to_owned())
+        .unwrap();
+    let (status, _) = mia
+        .call("DELETE", &format!("/api/member-apps/{first}"), Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, again) = mia.deploy("habits-again", false).await;
+    assert_eq!(status, StatusCode::CREATED, "{again}");
+}
+
+#[tokio::test]
+async fn the_instance_cap_holds_across_concurrent_authors() {
+    // The store's one transaction, raced by threads: several authors deploy
+    // at once against small caps.
+    let world = World::new();
+    let store = world.store().clone();
+    let authors: Vec<User> = (0..4)
+        .map(|n| world.user(&format!("author{n}"), UserRole::Member))
+        .collect();
+    let caps = crate::store::MemberCaps {
+        instance: 5,
+        per_author: 3,
+    };
+    let threads: Vec<_> = authors
+        .iter()
+        .flat_map(|author| (0..3).map(move |n| (author.id.clone(), n)))
+        .map(|(author, n)| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let id = format!("app-{}-{n}", &author[author.len() - 6..]);
+                let resource = crate::store::test_resource(&id, "<p>hi</p>");
+                let deploy = crate::store::MemberDeploy {
+                    name: "App",
+                    author_id: &author,
+                    expected_revision: None,
+                    content: crate::store::RevisionContent {
+                        resource: &resource,
+                        files: vec![("APP.md", b"---\n".as_slice())],
+                    },
+                    origin: crate::store::RevisionOrigin::authored(
+                        crate::store::RevisionSurface::Studio,
+                        &author,
+                        "deploy",
+                        0,
+                    ),
+                    schema_hash: None,
+                    actions_json: "[]",
+                    read_policy_json: "{}",
+                    caps,
+                    retention: 8,
+                };
+                store.deploy_member_app(&id, &deploy).unwrap()
+            })
+        })
+        .collect();
+    let outcomes: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert_eq!(outcomes.iter().filter(|o| o.is_ok()).count(), 5);
+    for refusal in outcomes.iter().filter_map(|o| o.as_ref().err()) {
+        assert!(
+            matches!(
+                refusal,
+                crate::store::MemberRefusal::InstanceCap(5)
+                    | crate::store::MemberRefusal::AuthorCap(3)
+            ),
+            "{refusal:?}"
+        );
+    }
+    let apps = store.member_apps(None).unwrap();
+    assert_eq!(apps.len(), 5);
+    for author in &authors {
+        assert!(
+            apps.iter()
+                .filter(|a| a.author_id.as_deref() == Some(author.id.as_str()))
+                .count()
+                <= 3
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_switch_stops_building_but_not_running_or_deleting() {
+    let world = World::new();
+    let mia = world.page(&world.member);
+    mia.deploy("habits", false).await;
+    let (status, guide) = world.send("GET", "/api/member-app-guide", &[], "").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(guide.is_null(), "the guide is Markdown, not JSON");
+    // Only an admin turns it off.
+    for page in [&mia, &world.page(&world.staff)] {
+        let (status, refused) = page
+            .call(
+                "PUT",
+                "/api/settings/member-apps",
+                json!({"enabled": false}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    }
+    let admin = world.page(&world.admin);
+    let (status, off) = admin
+        .call(
+            "PUT",
+            "/api/settings/member-apps",
+            json!({"enabled": false}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{off}");
+    assert_eq!(off["memberAppsEnabled"], false);
+
+    let (status, refused) = mia.deploy("habits-two", false).await;
+    assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{refused}");
+    assert_eq!(refused["code"], "APP_OPERATION_UNAVAILABLE");
+    assert_eq!(refused["details"]["reason"], "member-apps-off");
+    let revision = world
+        .store()
+        .member_app("habits")
+        .unwrap()
+        .unwrap()
+        .revision;
+    let (status, edit) = mia
+        .call(
+            "PUT",
+            "/api/member-apps/habits",
+            json!({"files": package("habits", false, false), "expectedRevision": revision}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{edit}");
+    let (status, check) = mia
+        .call(
+            "POST",
+            "/api/member-apps/check",
+            json!({"id": "habits", "files": package("habits", false, false)}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{check}");
+    let (status, _) = world.send("GET", "/api/member-app-guide", &[], "").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, listed) = mia.get("/api/member-apps").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(listed["enabled"], false);
+    // The deployed app keeps running, and deleting stays open.
+    assert_eq!(mia.app_ids().await, ["habits"]);
+    let (status, _) = mia
+        .get(&format!("/api/apps/habits/resource?revision={revision}"))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, deleted) = mia
+        .call("DELETE", "/api/member-apps/habits", Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{deleted}");
+    assert!(mia.app_ids().await.is_empty());
+    // The audit names who switched it.
+    let entries = world.store().audit_entries(None).unwrap();
+    assert!(
+        entries
+            .iter()
+            .any(|e| e.action == "setting.changed" && e.actor == world.admin.id)
+    );
+}
+
+#[tokio::test]
+async fn moderators_disable_and_delete_and_an_admin_promotes() {
+    let world = World::new();
+    let mia = world.page(&world.member);
+    mia.deploy("habits", false).await;
+    mia.deploy("journal", false).await;
+    let (status, refused) = mia.get("/api/member-apps?all=true").await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    let staff = world.page(&world.staff);
+    let (status, all) = staff.get("/api/member-apps?all=true").await;
+    assert_eq!(status, StatusCode::OK, "{all}");
+    assert_eq!(all["canModerate"], true);
+    let listed = all["apps"].as_array().unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0]["author"]["username"], "mia");
+    assert!(listed[0]["size"].as_i64().unwrap() > 0);
+
+    // Disable: gone from the author's Apps at once; enable brings it back.
+    let (status, disabled) = staff
+        .call("POST", "/api/member-apps/habits/disable", Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{disabled}");
+    assert_eq!(disabled["app"]["status"], "disabled");
+    assert_eq!(mia.app_ids().await, ["journal"]);
+    let (status, _) = mia
+        .call("POST", "/api/member-apps/habits/enable", Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = staff
+        .call("POST", "/api/member-apps/habits/enable", Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(mia.app_ids().await, ["habits", "journal"]);
+
+    // Staff delete one (moderation without reading it)…
+    let (status, _) = staff.get("/api/member-apps/journal").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = staff
+        .call("DELETE", "/api/member-apps/journal", Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(mia.app_ids().await, ["habits"]);
+
+    // …and only an admin promotes: the package lands under DOCS_ROOT/apps and
+    // follows the catalogue's rules from then on.
+    let (status, _) = staff
+        .call("POST", "/api/member-apps/habits/promote", Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let admin = world.page(&world.admin);
+    let (status, promoted) = admin
+        .call("POST", "/api/member-apps/habits/promote", Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{promoted}");
+    assert!(world.apps().join("habits/APP.md").is_file());
+    assert!(world.store().member_app("habits").unwrap().is_none());
+    assert_eq!(
+        world.store().access("habits", &world.admin.id).unwrap(),
+        Some(AppAccess::Manage)
+    );
+    assert_eq!(admin.app_ids().await, ["habits"]);
+    assert_eq!(mia.app_ids().await, ["habits"]);
+}
+
+#[tokio::test]
+async fn the_rpc_needs_apps_author_and_a_persons_approval_to_deploy() {
+    let world = World::new();
+    let rpc = |principal: pb::Principal, operation| {
+        let core = world.core.clone();
+        async move {
+            super::rpc(
+                &core,
+                pb::MemberAppsRequest {
+                    principal: Some(principal),
+                    operation: Some(operation),
+                },
+            )
+            .await
+        }
+    };
+    let files: Vec<pb::MemberFile> = package("habits", false, false)
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(path, content)| pb::MemberFile {
+            path: path.clone(),
+            content: content.as_str().unwrap().as_bytes().to_vec(),
+        })
+        .collect();
+    let deploy = |approval: pb::DraftApproval| {
+        pb::member_apps_request::Operation::Deploy(pb::MemberDeployRequest {
+            app_id: "habits".into(),
+            name: "Habits".into(),
+            files: files.clone(),
+            expected_revision: String::new(),
+            approval: approval as i32,
+            from_revision: String::new(),
+        })
+    };
+    // Without apps:author (a catalogue writer's connection), nothing.
+    let writer = World::principal(&world.member, &["apps:invoke", "apps:write"]);
+    let refused = rpc(writer, deploy(pb::DraftApproval::Elicitation))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code.as_str(), "APP_ACCESS_DENIED");
+    let author = World::principal(&world.member, &AUTHOR);
+    // Unapproved: everything is checked, the question comes back, nothing is stored.
+    let asked = rpc(author.clone(), deploy(pb::DraftApproval::Unspecified))
+        .await
+        .unwrap_err();
+    assert_eq!(asked.code.as_str(), "APP_CONFIRMATION_REQUIRED");
+    let summary = asked.details.unwrap()["summary"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        summary.contains("Habits") && summary.contains("habits"),
+        "{summary}"
+    );
+    assert!(world.store().member_app("habits").unwrap().is_none());
+    let reply = rpc(author.clone(), deploy(pb::DraftApproval::Elicitation))
+        .await
+        .unwrap();
+    let Some(pb::member_apps_reply::Result::App(app)) = reply.result else {
+        panic!("{reply:?}");
+    };
+    assert_eq!(app.author_name.as_deref(), Some("mia"));
+    let listed = rpc(
+        author,
+        pb::member_apps_request::Operation::List(pb::MemberListRequest {}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(listed.result, Some(pb::member_apps_reply::Result::Apps(list)) if list.apps.len() == 1)
+    );
+}

@@ -1,0 +1,5 @@
+CREATE TABLE habits (
+  id INTEGER PRIMARY KEY,
+  title TEXT NOT NULL,
+  created_by TEXT NOT NULL
+);

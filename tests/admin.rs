@@ -582,6 +582,7 @@ fn help_shows_every_form() {
         "grants",
         "connections",
         "disconnect",
+        "member-apps",
     ] {
         assert!(top.contains(form), "{top}");
     }
@@ -690,4 +691,52 @@ fn connections_are_listed_and_ended_by_the_operator() {
         .find(|entry| entry.action == "oauth.revoked")
         .unwrap();
     assert_eq!(revoked.actor, "operator");
+}
+
+#[test]
+fn the_member_apps_switch_is_turned_and_audited_by_the_operator() {
+    let state = tempfile::tempdir().unwrap();
+    let store = store(state.path());
+    let status = admin(state.path(), &["member-apps", "status"], None);
+    assert_eq!(status.code, 0, "{status:?}");
+    assert_eq!(status.stdout, "member apps: on\n", "on by default");
+    let off = admin(state.path(), &["member-apps", "off"], None);
+    assert_eq!(
+        (off.code, off.stdout.as_str()),
+        (0, "member apps are now off\n"),
+        "{off:?}"
+    );
+    assert!(!store.member_apps_enabled().unwrap());
+    let again = admin(state.path(), &["member-apps", "off"], None);
+    assert_eq!(again.stdout, "member apps were already off\n", "{again:?}");
+    let on = admin(state.path(), &["member-apps", "on"], None);
+    assert_eq!(on.stdout, "member apps are now on\n", "{on:?}");
+    let changes: Vec<_> = store
+        .audit_entries(None)
+        .unwrap()
+        .into_iter()
+        .filter(|entry| entry.action == "setting.changed")
+        .map(|entry| (entry.actor, entry.before, entry.after))
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            (
+                "operator".to_owned(),
+                Some("true".to_owned()),
+                Some("false".to_owned())
+            ),
+            (
+                "operator".to_owned(),
+                Some("false".to_owned()),
+                Some("true".to_owned())
+            ),
+        ]
+    );
+    let refused = admin(state.path(), &["member-apps", "maybe"], None);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(
+        refused.stderr.contains("on, off, status") || refused.stderr.contains("possible values"),
+        "{refused:?}"
+    );
 }

@@ -139,6 +139,18 @@ pub(crate) async fn rpc(
         )
         .with_details(json!({ "field": "app" })));
     }
+    // A member app is moderated in App Studio: its package is not a folder
+    // this module could move, and its author must keep seeing it listed.
+    let (store, app) = (core.store.clone(), app_id.to_owned());
+    if blocking(move || store.member_app(&app)).await?.is_some() {
+        return Err(AppError::new(
+            ErrorCode::OperationUnavailable,
+            format!(
+                "{app_id} is a member app: disable or delete it under Member apps in App Studio"
+            ),
+        )
+        .with_details(json!({"reason": "member-app"})));
+    }
     let actor = principal.user_id.clone();
     match request.operation() {
         AppLifecycleOperation::Withdraw => {

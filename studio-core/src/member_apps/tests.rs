@@ -597,6 +597,22 @@ async fn moderators_disable_and_delete_and_an_admin_promotes() {
     assert_eq!(status, StatusCode::OK, "{disabled}");
     assert_eq!(disabled["app"]["status"], "disabled");
     assert_eq!(mia.app_ids().await, ["journal"]);
+    // A disabled member app is not a withdrawn catalogue app: the admins'
+    // Withdrawn apps page and the lifecycle tools leave it to moderation.
+    assert!(world.store().withdrawn_apps().unwrap().is_empty());
+    let lifecycle = crate::lifecycle::rpc(
+        &world.core,
+        pb::AppLifecycleRequest {
+            principal: Some(World::principal(&world.admin, &crate::test_world::WRITER)),
+            app_id: "habits".into(),
+            operation: pb::AppLifecycleOperation::Delete as i32,
+            delete_data: false,
+            confirm_app_id: String::new(),
+        },
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(lifecycle.code.as_str(), "APP_OPERATION_UNAVAILABLE");
     let (status, _) = mia
         .call("POST", "/api/member-apps/habits/enable", Value::Null)
         .await;

@@ -93,7 +93,9 @@ impl Store {
         let connection = self.connection();
         let mut statement = connection.prepare(
             "SELECT app_id, current_revision, withdrawn_at, withdrawn_by, package_deleted_at, data_deleted_at
-             FROM app_registry WHERE withdrawn_at IS NOT NULL ORDER BY app_id",
+             FROM app_registry WHERE withdrawn_at IS NOT NULL
+             AND app_id NOT IN (SELECT app_id FROM member_apps WHERE promoted_at IS NULL)
+             ORDER BY app_id",
         )?;
         let rows = statement
             .query_map([], |row| {

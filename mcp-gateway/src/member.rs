@@ -21,6 +21,7 @@ use sasha_proto::pb::{self, member_apps_reply, member_apps_request};
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
+use crate::platform::{object, tool};
 
 /// Whether `name` is a member app tool (listed or not for this caller).
 pub fn is_member_tool(name: &str) -> bool {
@@ -61,28 +62,6 @@ fn files_property() -> Value {
             "required": ["path", "content"],
             "additionalProperties": false,
         },
-    })
-}
-
-fn object(properties: Value, required: &[&str]) -> Value {
-    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
-}
-
-fn tool(
-    name: &str,
-    title: &str,
-    description: &str,
-    input: Value,
-    read_only: bool,
-    destructive: bool,
-) -> Value {
-    json!({
-        "name": name,
-        "title": title,
-        "description": description,
-        "inputSchema": input,
-        "annotations": {"readOnlyHint": read_only, "destructiveHint": destructive, "openWorldHint": false},
-        "_meta": {"ui": {"visibility": ["model"]}},
     })
 }
 

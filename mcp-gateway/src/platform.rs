@@ -88,11 +88,11 @@ fn version_property(what: &str) -> Value {
 /// binary asset (core refuses a file over 1 MiB either way).
 const MAX_CONTENT_CHARS: u64 = 1024 * 1024 / 3 * 4 + 4;
 
-fn object(properties: Value, required: &[&str]) -> Value {
+pub(crate) fn object(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
 }
 
-fn tool(
+pub(crate) fn tool(
     name: &str,
     title: &str,
     description: &str,

@@ -530,6 +530,30 @@ impl SashaMcp {
 }
 
 impl SashaMcp {
+    /// The arguments of a call to `name`, checked against the input schema
+    /// of that tool in `listed` (what this caller is offered). A tool not
+    /// listed is the protocol's "not found"; arguments the schema refuses
+    /// are the tool's `APP_INPUT_INVALID`.
+    fn listed_arguments(
+        &self,
+        listed: &[Value],
+        name: &str,
+        args: Map<String, Value>,
+    ) -> Result<Result<Value, AppError>, McpError> {
+        let Some(tool) = listed.iter().find(|tool| tool["name"] == name) else {
+            return Err(McpError::invalid_params(
+                format!("Tool {name} not found"),
+                None,
+            ));
+        };
+        let args = Value::Object(args);
+        Ok(self
+            .gateway
+            .validators
+            .validate(&tool["inputSchema"], &args, "input")
+            .map(|()| args))
+    }
+
     /// `getDocs`, `suggestImprovement`, the six source tools, `createApp`,
     /// the four history tools and the three lifecycle tools.
     async fn call_platform(
@@ -540,21 +564,10 @@ impl SashaMcp {
         request: &CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let listed = platform::tools_for(caller);
-        let Some(tool) = listed.iter().find(|tool| tool["name"] == name) else {
-            return Err(McpError::invalid_params(
-                format!("Tool {name} not found"),
-                None,
-            ));
+        let args = match self.listed_arguments(&platform::tools_for(caller), name, args)? {
+            Ok(args) => args,
+            Err(error) => return tool_error(error),
         };
-        let args = Value::Object(args);
-        if let Err(error) = self
-            .gateway
-            .validators
-            .validate(&tool["inputSchema"], &args, "input")
-        {
-            return tool_error(error);
-        }
         let mut core = self.gateway.core.clone();
         match name {
             platform::GET_DOCS => {
@@ -728,21 +741,10 @@ impl SashaMcp {
         request: &CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let listed = member::tools_for(caller);
-        let Some(tool) = listed.iter().find(|tool| tool["name"] == name) else {
-            return Err(McpError::invalid_params(
-                format!("Tool {name} not found"),
-                None,
-            ));
+        let args = match self.listed_arguments(&member::tools_for(caller), name, args)? {
+            Ok(args) => args,
+            Err(error) => return tool_error(error),
         };
-        let args = Value::Object(args);
-        if let Err(error) = self
-            .gateway
-            .validators
-            .validate(&tool["inputSchema"], &args, "input")
-        {
-            return tool_error(error);
-        }
         let (Some(unapproved), Some(approved)) = (
             member::request(name, &caller.principal, &args, false),
             member::request(name, &caller.principal, &args, true),

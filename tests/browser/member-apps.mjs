@@ -56,125 +56,17 @@ const LOG = "Habit Log";
 const BOB_LOG_ROW = "Read ten pages";
 const ALICE_LOG_ROW = "Walk to work";
 
-// The Habit Tracker: studio-core/src/create.rs's with-table package, its
-// table called `habits`.
-const SCHEMA = `CREATE TABLE habits (
-  id INTEGER PRIMARY KEY,
-  title TEXT NOT NULL,
-  created_by TEXT NOT NULL
+// The Habit Tracker is the fixture tests/browser/apps/habit-log/ (the package
+// the assistant deploys as bob's Habit Log) under its own id and name: what
+// alice pastes file by file.
+const FIXTURE = new URL("./apps/habit-log/", import.meta.url);
+const PATHS = ["APP.md", "index.html", "styles.css", "app.js", "schema.sql", "migrations/001-initial.sql"];
+const FILES = Object.fromEntries(
+  PATHS.map((path) => {
+    const text = fs.readFileSync(new URL(path, FIXTURE), "utf8");
+    return [path, path === "APP.md" || path === "index.html" ? text.replace("id: habit-log", "id: habit-tracker").replaceAll("Habit Log", NAME) : text];
+  }),
 );
-`;
-const FILES = {
-  "APP.md": `---
-id: habit-tracker
-name: "Habit Tracker"
-description: "The habits I keep, one row each"
-version: 0.1.0
-theme: sasha-timesheet-v1
-capabilities:
-  data: read-write
-tables:
-  habits:
-    access: owner
-    ownerField: created_by
----
-# Habit Tracker
-
-The habits I keep, one row each
-
-Each user keeps their own \`habits\` (an owner-scoped table: \`created_by\` is stamped with the user and every read is filtered by it); \`app.js\` lists the newest 50 with \`Sasha.data.list\` and adds one with \`Sasha.data.create\`.
-
-Change the schema only with a new migration (\`migrations/002-….sql\`) and the same change in \`schema.sql\`; never edit an applied migration.
-`,
-  "index.html": `<!doctype html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <meta name="viewport" content="width=device-width, initial-scale=1">
-  <title>Habit Tracker</title>
-  <link rel="stylesheet" href="styles.css">
-</head>
-<body>
-  <main>
-    <h1>Habit Tracker</h1>
-    <p class="description">The habits I keep, one row each</p>
-    <form id="add" class="add">
-      <label for="title">New habit</label>
-      <input id="title" name="title" required maxlength="200" autocomplete="off">
-      <button type="submit">Add</button>
-    </form>
-    <p id="problem" class="problem" role="alert" hidden></p>
-    <p id="empty" class="empty" hidden>${EMPTY}</p>
-    <ul id="habits" class="items"></ul>
-  </main>
-  <script src="app.js"></script>
-</body>
-</html>
-`,
-  "styles.css": `main { max-width: 40rem; margin: 0 auto; padding: 1rem; }
-h1 { font-size: 1.5rem; margin: 0 0 0.25rem; }
-.description, .status, .empty { color: var(--sasha-color-muted, #6b6b6b); }
-.add { display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: center; margin: 1rem 0; }
-.add input { flex: 1 1 12rem; padding: 0.375rem 0.5rem; }
-.problem { color: var(--sasha-color-danger, #b52020); }
-.items { list-style: none; margin: 0; padding: 0; }
-.items li { padding: 0.5rem 0; border-bottom: 1px solid var(--sasha-color-border, #d4d0c8); }
-@media (max-width: 30rem) { .add { flex-direction: column; align-items: stretch; } .add input { flex: none; } }
-`,
-  "app.js": `"use strict";
-// Lists the current user's habits (newest first) and adds new ones, through
-// Sasha.data on the owner-scoped table \`habits\`.
-const form = document.getElementById("add");
-const input = document.getElementById("title");
-const button = form.querySelector("button");
-const list = document.getElementById("habits");
-const empty = document.getElementById("empty");
-const problem = document.getElementById("problem");
-
-function complain(error) {
-  const text = error && typeof error.message === "string" ? error.message : "Something went wrong.";
-  problem.textContent = error && error.diagnosticId ? \`\${text} (reference \${error.diagnosticId})\` : text;
-  problem.hidden = false;
-}
-
-async function load() {
-  const { rows } = await Sasha.data.list("habits", { orderBy: [{ field: "id", direction: "desc" }], limit: 50 });
-  list.replaceChildren(
-    ...rows.map((row) => {
-      const item = document.createElement("li");
-      item.textContent = row.title;
-      return item;
-    }),
-  );
-  empty.hidden = rows.length > 0;
-}
-
-form.addEventListener("submit", async (event) => {
-  event.preventDefault();
-  const title = input.value.trim();
-  if (!title) {
-    input.focus();
-    return;
-  }
-  problem.hidden = true;
-  button.disabled = true;
-  try {
-    await Sasha.data.create("habits", { title });
-    form.reset();
-    await load();
-  } catch (error) {
-    complain(error);
-  } finally {
-    button.disabled = false;
-    input.focus();
-  }
-});
-
-load().catch(complain);
-`,
-  "schema.sql": SCHEMA,
-  "migrations/001-initial.sql": SCHEMA,
-};
 /** app.js with module syntax on its line 2: the validator refuses it there. */
 const BROKEN_SCRIPT = FILES["app.js"].replace('"use strict";\n', '"use strict";\nimport { streak } from "./streak.js";\n');
 

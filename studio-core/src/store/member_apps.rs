@@ -19,7 +19,7 @@ use sha2::{Digest as _, Sha256};
 use super::ledger::insert_revision;
 use super::{
     ACTOR_SYSTEM, AppAccess, Recorded, RevisionContent, RevisionOrigin, Store, StoreError, action,
-    audit,
+    audit, set_grant,
 };
 
 /// Audit actions of member apps and settings.
@@ -281,26 +281,13 @@ impl Store {
                 )?;
                 // The author alone manages it: the catalogue's first-discovery
                 // grant to admin and staff never runs for a member app.
-                transaction.execute(
-                    "INSERT INTO grants (app_id, user_id, access, granted_at, granted_by)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                    (
-                        app_id,
-                        deploy.author_id,
-                        AppAccess::Manage,
-                        now,
-                        ACTOR_SYSTEM,
-                    ),
-                )?;
-                audit(
+                set_grant(
                     &transaction,
                     now,
                     ACTOR_SYSTEM,
-                    action::GRANT_CHANGED,
-                    Some(app_id),
-                    Some(deploy.author_id),
-                    None,
-                    Some(AppAccess::Manage.as_str()),
+                    app_id,
+                    deploy.author_id,
+                    AppAccess::Manage,
                 )?;
                 None
             }
@@ -501,23 +488,7 @@ impl Store {
                 .collect::<Result<_, _>>()?
         };
         for user_id in &privileged {
-            transaction.execute(
-                "INSERT INTO grants (app_id, user_id, access, granted_at, granted_by)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (app_id, user_id) DO UPDATE SET access = excluded.access,
-                    granted_at = excluded.granted_at, granted_by = excluded.granted_by",
-                (app_id, user_id, AppAccess::Manage, now, actor),
-            )?;
-            audit(
-                &transaction,
-                now,
-                actor,
-                action::GRANT_CHANGED,
-                Some(app_id),
-                Some(user_id),
-                None,
-                Some(AppAccess::Manage.as_str()),
-            )?;
+            set_grant(&transaction, now, actor, app_id, user_id, AppAccess::Manage)?;
         }
         audit(
             &transaction,

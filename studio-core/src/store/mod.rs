@@ -580,6 +580,49 @@ fn audit(
     Ok(())
 }
 
+/// Gives `user_id` exactly `access` on `app_id` inside `transaction`,
+/// audited as a grant change from what they held; `false` (nothing written)
+/// when they held it already. Every grant goes through here.
+fn set_grant(
+    transaction: &Transaction<'_>,
+    now: i64,
+    actor: &str,
+    app_id: &str,
+    user_id: &str,
+    access: AppAccess,
+) -> Result<bool, StoreError> {
+    let before: Option<AppAccess> = transaction
+        .query_row(
+            "SELECT access FROM grants WHERE app_id = ?1 AND user_id = ?2",
+            [app_id, user_id],
+            |row| row.get(0),
+        )
+        .optional()?;
+    if before == Some(access) {
+        return Ok(false);
+    }
+    transaction.execute(
+        "INSERT INTO grants (app_id, user_id, access, granted_at, granted_by)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (app_id, user_id) DO UPDATE SET
+            access = excluded.access,
+            granted_at = excluded.granted_at,
+            granted_by = excluded.granted_by",
+        (app_id, user_id, access, now, actor),
+    )?;
+    audit(
+        transaction,
+        now,
+        actor,
+        action::GRANT_CHANGED,
+        Some(app_id),
+        Some(user_id),
+        before.map(AppAccess::as_str),
+        Some(access.as_str()),
+    )?;
+    Ok(true)
+}
+
 fn seconds_i64(ttl: u64) -> i64 {
     // Callers bound `ttl` by TOKEN_MAX_TTL_SECONDS first; saturate regardless.
     i64::try_from(ttl).unwrap_or(i64::MAX)
@@ -1080,20 +1123,13 @@ impl Store {
                         .collect::<Result<_, _>>()?
                 };
                 for user_id in &privileged {
-                    transaction.execute(
-                        "INSERT INTO grants (app_id, user_id, access, granted_at, granted_by)
-                         VALUES (?1, ?2, ?3, ?4, ?5)",
-                        (app_id, user_id, AppAccess::Manage, now, ACTOR_SYSTEM),
-                    )?;
-                    audit(
+                    set_grant(
                         &transaction,
                         now,
                         ACTOR_SYSTEM,
-                        action::GRANT_CHANGED,
-                        Some(app_id),
-                        Some(user_id),
-                        None,
-                        Some(AppAccess::Manage.as_str()),
+                        app_id,
+                        user_id,
+                        AppAccess::Manage,
                     )?;
                 }
             }
@@ -1179,35 +1215,7 @@ impl Store {
             return Err(StoreError::UnknownUser);
         }
         member_apps::check_member_grant(&transaction, app_id, user_id, Some(access))??;
-        let before: Option<AppAccess> = transaction
-            .query_row(
-                "SELECT access FROM grants WHERE app_id = ?1 AND user_id = ?2",
-                [app_id, user_id],
-                |row| row.get(0),
-            )
-            .optional()?;
-        if before == Some(access) {
-            return Ok(());
-        }
-        transaction.execute(
-            "INSERT INTO grants (app_id, user_id, access, granted_at, granted_by)
-             VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (app_id, user_id) DO UPDATE SET
-                access = excluded.access,
-                granted_at = excluded.granted_at,
-                granted_by = excluded.granted_by",
-            (app_id, user_id, access, now, actor),
-        )?;
-        audit(
-            &transaction,
-            now,
-            actor,
-            action::GRANT_CHANGED,
-            Some(app_id),
-            Some(user_id),
-            before.map(AppAccess::as_str),
-            Some(access.as_str()),
-        )?;
+        set_grant(&transaction, now, actor, app_id, user_id, access)?;
         transaction.commit()?;
         Ok(())
     }

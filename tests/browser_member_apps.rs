@@ -4,8 +4,9 @@
 //! an admin (ada), and runs `tests/browser/member-apps.mjs` (the admin makes
 //! sure members may make apps; bob asks the assistant for a habit log, which
 //! lists his apps, checks the package `tests/browser/apps/habit-log/` and
-//! deploys it once he approves the card, and shares it with alice once he
-//! approves again; alice pastes a Habit Tracker data app in App
+//! deploys it once he approves the card, shares it with alice once he
+//! approves again, then reads the source, drafts a new heading that bob
+//! previews in App Studio, and deploys it on his third yes; alice pastes a Habit Tracker data app in App
 //! Studio, checks it, sees a broken file's diagnostic with its file and line,
 //! fixes it, deploys it, previews it, opens it from her sidebar and adds a row;
 //! she shares it with bob, who sees none of her rows and adds his own; carol
@@ -60,6 +61,36 @@ fn offered(request: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The habit log with bob's own heading: the change the assistant drafts.
+fn with_heading(files: &Value) -> Value {
+    let mut files = files.clone();
+    for file in files.as_array_mut().unwrap() {
+        if file["path"] == "index.html" {
+            let html = file["content"]
+                .as_str()
+                .unwrap()
+                .replace("<h1>Habit Log</h1>", "<h1>Bob's habits</h1>");
+            file["content"] = json!(html);
+        }
+    }
+    files
+}
+
+/// The revision a `readMyApp` answer named, from any tool result so far.
+fn read_revision(request: &Value) -> Option<String> {
+    let marker = "at revision ";
+    request["messages"]
+        .as_array()?
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .filter_map(|message| message["content"].as_str())
+        .find_map(|text| {
+            let rest = &text[text.find(marker)? + marker.len()..];
+            let hex: String = rest.chars().take(64).collect();
+            (hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hex)
+        })
+}
+
 fn call(name: &str, arguments: Value) -> Step {
     Step::Calls(vec![(name.to_owned(), arguments)])
 }
@@ -68,6 +99,8 @@ fn call(name: &str, arguments: Value) -> Step {
 async fn members_make_share_and_delete_their_own_apps_in_app_studio() {
     browser::require();
     let files = habit_log();
+    let headed = with_heading(&files);
+    let deploy_headed = headed.clone();
     let script = vec![
         // Bob: "Build me a habit log". Read-only looks first, then the deploy.
         call("listMyApps", json!({})),
@@ -95,6 +128,36 @@ async fn members_make_share_and_delete_their_own_apps_in_app_studio() {
                 "Shared with alice.".to_owned()
             } else {
                 format!("The share failed: {shared}")
+            })
+        })),
+        // "Make the heading say Bob's habits": read it, draft the change.
+        call("readMyApp", json!({"app": "habit-log"})),
+        call("draftMyApp", json!({"app": "habit-log", "files": headed})),
+        Step::Made(std::sync::Arc::new(|request: &Value| {
+            let drafted = fake_llm::last_tool_result(request);
+            Step::Text(if drafted.contains("it validates") {
+                "The draft is saved: preview it in App Studio, then tell me to deploy it."
+                    .to_owned()
+            } else {
+                format!("The draft failed: {drafted}")
+            })
+        })),
+        // "Deploy it": the drafted files, at the revision read.
+        Step::Made(std::sync::Arc::new(
+            move |request: &Value| match read_revision(request) {
+                Some(revision) => call(
+                    "deployMyApp",
+                    json!({"app": "habit-log", "name": "Habit Log", "files": deploy_headed, "expectedRevision": revision}),
+                ),
+                None => Step::Text("I could not find the revision.".to_owned()),
+            },
+        )),
+        Step::Made(std::sync::Arc::new(|request: &Value| {
+            let deployed = fake_llm::last_tool_result(request);
+            Step::Text(if deployed.starts_with("Deployed habit-log") {
+                "Deployed: the new heading is live.".to_owned()
+            } else {
+                format!("The deploy failed: {deployed}")
             })
         })),
     ];
@@ -170,7 +233,10 @@ async fn members_make_share_and_delete_their_own_apps_in_app_studio() {
     // What the provider was sent for a member: the member app tools, never
     // the catalogue's source tools, and nothing that approves.
     let requests = fake.requests();
-    assert_eq!(requests.len(), 6, "{requests:#?}");
+    assert_eq!(requests.len(), 11, "{requests:#?}");
+    // The model read the source itself: every file is in the text it got.
+    let read = fake_llm::last_tool_result(&requests[7]);
+    assert!(read.contains("=== app.js\n\"use strict\";"), "{read}");
     let tools = offered(&requests[0]);
     for tool in [
         "listMyApps",
@@ -206,4 +272,13 @@ async fn members_make_share_and_delete_their_own_apps_in_app_studio() {
     let log = store.member_app("habit-log").unwrap().unwrap();
     assert_eq!(log.author_name.as_deref(), Some("bob"));
     assert_eq!(log.shares, ["alice"]);
+    // Two revisions, both bob's; the drafted one is live and no draft is left.
+    let revisions = store.revisions("habit-log").unwrap();
+    assert_eq!(revisions.len(), 2, "{revisions:?}");
+    assert!(revisions.iter().all(|r| r.user_id == log.author_id));
+    assert_eq!(
+        log.revision,
+        revisions.iter().find(|r| r.current).unwrap().revision
+    );
+    assert!(store.draft("habit-log").unwrap().is_none());
 }

@@ -25,16 +25,19 @@ pub const DEPLOY_MY_APP: &str = "deployMyApp";
 pub const REVERT_MY_APP: &str = "revertMyApp";
 pub const LIST_MY_APPS: &str = "listMyApps";
 pub const READ_MY_APP: &str = "readMyApp";
+pub const DRAFT_MY_APP: &str = "draftMyApp";
 pub const LIST_MY_APP_REVISIONS: &str = "listMyAppRevisions";
 pub const SHARE_MY_APP: &str = "shareMyApp";
 pub const DELETE_MY_APP: &str = "deleteMyApp";
 /// The member app tools that build or change an app.
-pub const MEMBER_BUILD_TOOLS: [&str; 3] = [CHECK_MY_APP, DEPLOY_MY_APP, REVERT_MY_APP];
+pub const MEMBER_BUILD_TOOLS: [&str; 4] =
+    [CHECK_MY_APP, DRAFT_MY_APP, DEPLOY_MY_APP, REVERT_MY_APP];
 /// Every member app tool, in listing order.
-pub const MEMBER_TOOLS: [&str; 8] = [
+pub const MEMBER_TOOLS: [&str; 9] = [
     LIST_MY_APPS,
     READ_MY_APP,
     CHECK_MY_APP,
+    DRAFT_MY_APP,
     DEPLOY_MY_APP,
     LIST_MY_APP_REVISIONS,
     REVERT_MY_APP,

@@ -14,7 +14,7 @@
 
 use base64::Engine as _;
 use sasha_contract::tools::{
-    CHECK_MY_APP, DELETE_MY_APP, DEPLOY_MY_APP, LIST_MY_APP_REVISIONS, LIST_MY_APPS,
+    CHECK_MY_APP, DELETE_MY_APP, DEPLOY_MY_APP, DRAFT_MY_APP, LIST_MY_APP_REVISIONS, LIST_MY_APPS,
     MEMBER_BUILD_TOOLS, MEMBER_TOOLS, READ_MY_APP, REVERT_MY_APP, SHARE_MY_APP,
 };
 use sasha_proto::pb::{self, member_apps_reply, member_apps_request};
@@ -96,6 +96,17 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
                 &["app", "files"],
             ),
             true,
+            false,
+        ),
+        tool(
+            DRAFT_MY_APP,
+            "Save a draft of one of your member apps",
+            "Save changed files as the draft of one of your member apps, without changing the live app: the person opens it in App Studio (Edit loads the draft), previews it in the sandbox on scratch data, and then you deploy the same files with deployMyApp. The answer says whether the draft validates.",
+            object(
+                json!({"app": app_property(), "files": files_property()}),
+                &["app", "files"],
+            ),
+            false,
             false,
         ),
         tool(
@@ -196,6 +207,10 @@ pub fn request(
             app_id: app(),
             files: files(args)?,
         }),
+        DRAFT_MY_APP => Operation::Draft(pb::MemberDraftRequest {
+            app_id: app(),
+            files: files(args)?,
+        }),
         DEPLOY_MY_APP => Operation::Deploy(pb::MemberDeployRequest {
             app_id: app(),
             name: args["name"].as_str().unwrap_or_default().to_owned(),
@@ -262,6 +277,28 @@ fn file_json(file: &pb::MemberFile) -> Value {
     }
 }
 
+/// One line per diagnostic: `file:line CODE reason`.
+fn problems(status: &pb::PackageStatus) -> String {
+    status
+        .diagnostics
+        .iter()
+        .map(|d| match d.line {
+            Some(line) => format!("{}:{line} {} {}", d.file, d.code, d.reason),
+            None => format!("{} {} {}", d.file, d.code, d.reason),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn status_json(status: &pb::PackageStatus) -> Value {
+    let diagnostics: Vec<Value> = status
+        .diagnostics
+        .iter()
+        .map(|d| json!({"file": d.file, "line": d.line, "code": d.code, "reason": d.reason}))
+        .collect();
+    json!({"ok": status.ok, "revision": status.revision, "diagnostics": diagnostics})
+}
+
 /// The text part and `structuredContent` of a member tool's result.
 pub fn result(name: &str, reply: &pb::MemberAppsReply) -> Option<(String, Value)> {
     use member_apps_reply::Result as R;
@@ -303,41 +340,62 @@ pub fn result(name: &str, reply: &pb::MemberAppsReply) -> Option<(String, Value)
         R::Source(source) => {
             let app = source.app.as_ref()?;
             let files: Vec<Value> = source.files.iter().map(file_json).collect();
+            // The model reads the text part: every file goes in it, each
+            // under a `=== path` line (a binary asset as base64).
+            let listing: Vec<String> = files
+                .iter()
+                .map(|file| {
+                    let binary = if file.get("encoding").is_some() {
+                        " (binary asset, base64)"
+                    } else {
+                        ""
+                    };
+                    format!(
+                        "=== {}{binary}\n{}",
+                        file["path"].as_str().unwrap_or_default(),
+                        file["content"].as_str().unwrap_or_default()
+                    )
+                })
+                .collect();
             (
                 format!(
-                    "{} files of {} at revision {}.",
+                    "{} files of {} at revision {} (pass it as expectedRevision to deploy a change):\n\n{}",
                     files.len(),
                     app.id,
-                    app.revision
+                    app.revision,
+                    listing.join("\n")
                 ),
                 json!({"app": app_json(app), "files": files}),
             )
         }
         R::Status(status) => {
-            let diagnostics: Vec<Value> = status
-                .diagnostics
-                .iter()
-                .map(
-                    |d| json!({"file": d.file, "line": d.line, "code": d.code, "reason": d.reason}),
-                )
-                .collect();
             let text = if status.ok {
                 "The package validates as a member app: deploy it with deployMyApp.".to_owned()
             } else {
-                let lines: Vec<String> = status
-                    .diagnostics
-                    .iter()
-                    .map(|d| match d.line {
-                        Some(line) => format!("{}:{line} {} {}", d.file, d.code, d.reason),
-                        None => format!("{} {} {}", d.file, d.code, d.reason),
-                    })
-                    .collect();
-                format!("The package does not validate:\n{}", lines.join("\n"))
+                format!("The package does not validate:\n{}", problems(status))
             };
-            (
-                text,
-                json!({"ok": status.ok, "revision": status.revision, "diagnostics": diagnostics}),
-            )
+            (text, status_json(status))
+        }
+        R::Drafted(drafted) => {
+            let status = drafted.status.clone().unwrap_or_default();
+            let text = if status.ok {
+                format!(
+                    "Saved the draft of {}; it validates. Ask the person to preview it in App Studio \
+                     (Edit loads the draft, then Preview); deploy the same files with deployMyApp when \
+                     they are happy.",
+                    drafted.app_id
+                )
+            } else {
+                format!(
+                    "Saved the draft of {}, but it does not validate, so it cannot be previewed yet:\n{}",
+                    drafted.app_id,
+                    problems(&status)
+                )
+            };
+            let mut value = status_json(&status);
+            value["app"] = json!(drafted.app_id);
+            value["previewId"] = json!(drafted.preview_id);
+            (text, value)
         }
         R::App(app) => {
             let text = match name {

@@ -1139,6 +1139,33 @@ pub(crate) async fn authorize_previewer(
     }
 }
 
+/// Ends a member app's draft, if it has one, once its author deployed (the
+/// draft began from a revision that is no longer current).
+pub(crate) async fn end_member_draft(
+    core: &Arc<Core>,
+    user_id: &str,
+    app_id: &str,
+) -> Result<(), AppError> {
+    let _ending = ENDING.lock().await;
+    let Some(draft) = draft_of(core, app_id).await? else {
+        return Ok(());
+    };
+    let principal = pb::Principal {
+        user_id: user_id.to_owned(),
+        ..pb::Principal::default()
+    };
+    end(
+        core,
+        &principal,
+        &draft,
+        draft_action::DRAFT_DISCARDED,
+        None,
+        Some(draft.base_revision.as_str()).filter(|base| !base.is_empty()),
+        None,
+    )
+    .await
+}
+
 /// Replaces a member app's draft with `files`, begun from `base` (App
 /// Studio's Preview; `crate::member_apps` checked the author): its preview
 /// id and validation.

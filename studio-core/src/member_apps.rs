@@ -402,6 +402,16 @@ pub(crate) struct Deploy {
     pub(crate) summary: &'static str,
 }
 
+/// Refuses with [`turned_off`] while an admin has turned member apps off.
+pub(crate) async fn require_enabled(core: &Arc<Core>) -> Result<(), AppError> {
+    let store = core.store.clone();
+    if blocking(move || store.member_apps_enabled()).await? {
+        Ok(())
+    } else {
+        Err(turned_off())
+    }
+}
+
 /// Deploys a member app (new, or a new revision of the caller's own).
 pub(crate) async fn deploy(
     core: &Arc<Core>,
@@ -409,10 +419,7 @@ pub(crate) async fn deploy(
     deploy: Deploy,
 ) -> Result<MemberApp, AppError> {
     let since = core.store.timestamp();
-    let store = core.store.clone();
-    if !blocking(move || store.member_apps_enabled()).await? {
-        return Err(turned_off());
-    }
+    require_enabled(core).await?;
     let app_id = deploy.app_id.as_str();
     if !sasha_package::manifest::is_kebab_id(app_id) {
         return Err(invalid("app must be an app id in lowercase kebab-case")
@@ -518,6 +525,10 @@ pub(crate) async fn deploy(
         return Err(refused(app_id, refusal));
     }
     tracing::info!(app_id, revision = %package.resource.revision, "member app deployed");
+    if let Err(error) = crate::drafts::end_member_draft(core, user_id, app_id).await {
+        // A stale draft is refused at its next use; the deploy stands.
+        tracing::warn!(app_id, error = %error.message, "a deployed member app's draft was kept");
+    }
     core.catalogue.set_member(app_id, Some(source));
     crate::refresh_catalogue(core).await;
     let (store, app) = (core.store.clone(), app_id.to_owned());
@@ -601,6 +612,7 @@ pub(crate) async fn rpc(
     request: pb::MemberAppsRequest,
 ) -> Result<pb::MemberAppsReply, AppError> {
     let user_id = author(core, request.principal.as_ref()).await?;
+    let request_principal = request.principal.clone();
     let store = core.store.clone();
     let enabled = blocking(move || store.member_apps_enabled()).await?;
     let result = match request.operation {
@@ -659,6 +671,32 @@ pub(crate) async fn rpc(
             )
             .await?;
             member_apps_reply::Result::App(info(&app))
+        }
+        Some(member_apps_request::Operation::Draft(request)) => {
+            require_enabled(core).await?;
+            let app = owned(core, &user_id, &request.app_id).await?;
+            let files = files_of(request.files)?;
+            let principal = request_principal.clone().unwrap_or_default();
+            let (preview_id, validated) = crate::drafts::replace_member_draft(
+                core,
+                &principal,
+                &app.id,
+                &app.revision,
+                files,
+            )
+            .await?;
+            member_apps_reply::Result::Drafted(pb::MemberDrafted {
+                app_id: app.id,
+                preview_id,
+                status: Some(pb::PackageStatus {
+                    ok: validated.package.is_some(),
+                    revision: validated
+                        .package
+                        .as_ref()
+                        .map(|package| package.resource.revision.clone()),
+                    diagnostics: validated.diagnostics.clone(),
+                }),
+            })
         }
         Some(member_apps_request::Operation::Delete(request)) => {
             member_apps_reply::Result::Deleted(delete(core, &user_id, &request.app_id).await?)

@@ -88,6 +88,16 @@ fn files_of(files: BTreeMap<String, Value>) -> Result<Vec<(String, Vec<u8>)>, Ap
         .collect()
 }
 
+/// A file as App Studio edits it: its text, or `{"base64": ...}` for a
+/// binary asset.
+fn studio_content(path: &str, bytes: &[u8]) -> Value {
+    let entry = member::file_json(path, bytes);
+    match entry.get("encoding") {
+        Some(_) => json!({"base64": entry["content"]}),
+        None => entry["content"].clone(),
+    }
+}
+
 /// The signed-in session's user id, if it may author member apps.
 async fn reader(core: &Arc<Core>, headers: &HeaderMap) -> Result<(Principal, String), Response> {
     let principal = crate::api::session_user(core, headers).await?;
@@ -107,6 +117,19 @@ async fn writer(
 ) -> Result<(Principal, String), Response> {
     crate::api::same_origin_json(core, method, headers, has_body)?;
     reader(core, headers).await
+}
+
+/// A state change with a JSON body: [`writer`], then the body within App
+/// Studio's limits.
+async fn written<T: serde::de::DeserializeOwned>(
+    core: &Arc<Core>,
+    method: &Method,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<(Principal, String, T), Response> {
+    let (principal, user) = writer(core, method, headers, !body.is_empty()).await?;
+    let body = parse_body_within(body, &MEMBER_APP_SOURCE)?;
+    Ok((principal, user, body))
 }
 
 fn ok(value: Value) -> Response {
@@ -184,18 +207,12 @@ pub(crate) async fn check(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(response) = writer(&core, &method, &headers, !body.is_empty()).await {
-        return response;
-    }
-    let body: SourceBody = match parse_body_within(&body, &MEMBER_APP_SOURCE) {
-        Ok(body) => body,
+    let (_, _, body): (_, _, SourceBody) = match written(&core, &method, &headers, &body).await {
+        Ok(found) => found,
         Err(response) => return response,
     };
     let checked = async {
-        let store = core.store.clone();
-        if !blocking(move || store.member_apps_enabled()).await? {
-            return Err(member::turned_off());
-        }
+        member::require_enabled(&core).await?;
         let id = body.id.unwrap_or_default();
         if !sasha_package::manifest::is_kebab_id(&id) {
             return Err(AppError::new(
@@ -247,12 +264,8 @@ pub(crate) async fn create(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let (_, user) = match writer(&core, &method, &headers, !body.is_empty()).await {
+    let (_, user, body): (_, _, SourceBody) = match written(&core, &method, &headers, &body).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let body: SourceBody = match parse_body_within(&body, &MEMBER_APP_SOURCE) {
-        Ok(body) => body,
         Err(response) => return response,
     };
     let files = match files_of(body.files) {
@@ -291,15 +304,34 @@ pub(crate) async fn read(
     let files: serde_json::Map<String, Value> = member::current_files(&core, &app.id)
         .into_iter()
         .map(|(path, bytes)| {
-            let entry = member::file_json(&path, &bytes);
-            let content = match entry.get("encoding") {
-                Some(_) => json!({"base64": entry["content"]}),
-                None => entry["content"].clone(),
-            };
+            let content = studio_content(&path, &bytes);
             (path, content)
         })
         .collect();
-    ok(json!({"app": app_json(&app, &user), "files": files}))
+    // A draft the assistant saved (or an earlier Preview) is offered to the
+    // editor, so the person previews and deploys what was drafted.
+    let (store, id) = (core.store.clone(), app.id.clone());
+    let draft = match blocking(move || {
+        Ok(match store.draft(&id)? {
+            Some(draft) => Some((draft, store.draft_contents(&id)?)),
+            None => None,
+        })
+    })
+    .await
+    {
+        Ok(draft) => draft.map(|(draft, contents)| {
+            let files: serde_json::Map<String, Value> = contents
+                .into_iter()
+                .map(|(file, bytes)| {
+                    let content = studio_content(&file.path, &bytes);
+                    (file.path, content)
+                })
+                .collect();
+            json!({"previewId": draft.preview_id, "updatedAt": draft.updated_at, "files": files})
+        }),
+        Err(error) => return error.into_response(),
+    };
+    ok(json!({"app": app_json(&app, &user), "files": files, "draft": draft}))
 }
 
 /// `PUT /api/member-apps/:appId`: deploys a new version of the author's app.
@@ -316,12 +348,8 @@ pub(crate) async fn update(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let (_, user) = match writer(&core, &method, &headers, !body.is_empty()).await {
+    let (_, user, body): (_, _, SourceBody) = match written(&core, &method, &headers, &body).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let body: SourceBody = match parse_body_within(&body, &MEMBER_APP_SOURCE) {
-        Ok(body) => body,
         Err(response) => return response,
     };
     let files = match files_of(body.files) {
@@ -395,14 +423,11 @@ pub(crate) async fn revert(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let (_, user) = match writer(&core, &method, &headers, !body.is_empty()).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let body: MemberRevertBody = match parse_body_within(&body, &MEMBER_APP_SOURCE) {
-        Ok(body) => body,
-        Err(response) => return response,
-    };
+    let (_, user, body): (_, _, MemberRevertBody) =
+        match written(&core, &method, &headers, &body).await {
+            Ok(found) => found,
+            Err(response) => return response,
+        };
     let prepared = async {
         let app = member::owned(&core, &user, &app_id).await?;
         let files = member::revision_files(&core, &user, &app_id, &body.revision).await?;
@@ -469,19 +494,13 @@ pub(crate) async fn draft(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let (principal, user) = match writer(&core, &method, &headers, !body.is_empty()).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let body: SourceBody = match parse_body_within(&body, &MEMBER_APP_SOURCE) {
-        Ok(body) => body,
-        Err(response) => return response,
-    };
+    let (principal, user, body): (_, _, SourceBody) =
+        match written(&core, &method, &headers, &body).await {
+            Ok(found) => found,
+            Err(response) => return response,
+        };
     let drafted = async {
-        let store = core.store.clone();
-        if !blocking(move || store.member_apps_enabled()).await? {
-            return Err(member::turned_off());
-        }
+        member::require_enabled(&core).await?;
         let app = member::owned(&core, &user, &app_id).await?;
         let files = files_of(body.files)?;
         let wire = crate::core_grpc::to_wire(&principal);
@@ -516,12 +535,8 @@ pub(crate) async fn share(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let (_, user) = match writer(&core, &method, &headers, !body.is_empty()).await {
+    let (_, user, body): (_, _, ShareBody) = match written(&core, &method, &headers, &body).await {
         Ok(found) => found,
-        Err(response) => return response,
-    };
-    let body: ShareBody = match crate::api::parse_body(&body) {
-        Ok(body) => body,
         Err(response) => return response,
     };
     match member::share(&core, &user, &app_id, &body.username, false).await {

@@ -850,8 +850,16 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
       fail(error);
       return;
     }
-    openEditor(answer.app, answer.files || {});
-    say(notice || `Editing ${answer.app.name || id}: ${plural(editor.rows.length, "file")}.`);
+    // A saved draft (the assistant's, or an earlier Preview) opens instead of
+    // the live files: preview it, then deploy it.
+    const draft = answer.draft && typeof answer.draft === "object" ? answer.draft : null;
+    openEditor(answer.app, draft ? draft.files || {} : answer.files || {});
+    say(
+      notice ||
+        (draft
+          ? `Editing the saved draft of ${answer.app.name || id} (the live app is unchanged): Preview it, then Deploy.`
+          : `Editing ${answer.app.name || id}: ${plural(editor.rows.length, "file")}.`),
+    );
   }
 
   newButton.addEventListener("click", () => {

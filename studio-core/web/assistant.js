@@ -211,7 +211,7 @@ function deploySummary(summary) {
     h(
       "p",
       { class: "assistant-summary-line" },
-      h("span", { class: "assistant-summary-what", text: summary.change === "update" ? "New version of your member app " : "New member app " }),
+      h("span", { class: "assistant-summary-what", text: { update: "New version of your member app ", draft: "A draft (not live) of your member app " }[summary.change] || "New member app " }),
       h("strong", { text: String(summary.name || summary.app || "") }),
       " ",
       h("code", { text: String(summary.app || "") }),

@@ -8,6 +8,10 @@
 //     deployMyApp shows a card naming the new member app with each file's
 //     diff; he approves, the app appears in his sidebar, he adds a row in it,
 //     and asks the assistant to share it with alice (a second card, approved);
+//     then "Make the heading say Bob's habits": it reads the source and saves
+//     a draft (a card); Edit in App Studio opens that draft, Preview shows the
+//     new heading in the sandbox, and "deploy it" shows a card with only the
+//     changed file's diff; approved, the live app has the heading and his row;
 //  2. alice opens App Studio from the sidebar, starts a New app (the template
 //     follows the name), pastes a small "Habit Tracker" data app (read-write
 //     data, an owner-scoped `habits` table, migrations/001-initial.sql and
@@ -159,6 +163,41 @@ async function run() {
   await shareCard.getByRole("button", { name: "Approve" }).click();
   await pane.getByText("Shared with alice.", { exact: true }).waitFor({ timeout: 30_000 });
   checks.ok(true, "the assistant shares it once bob approves");
+
+  // A change: the assistant reads the source and drafts it; bob previews the
+  // draft in App Studio, then has the assistant deploy it.
+  await pane.getByLabel("Message").fill("Make the heading say Bob's habits");
+  await pane.getByLabel("Message").press("Enter");
+  await pane.locator('.assistant-call[data-tool="readMyApp"][data-state="ok"]').waitFor({ timeout: 30_000 });
+  const draftCard = pane.locator('.assistant-card[data-tool="draftMyApp"]');
+  await draftCard.waitFor({ timeout: 30_000 });
+  await draftCard.getByText("A draft (not live) of your member app").waitFor();
+  checks.ok((await draftCard.getByLabel("Changes to index.html").textContent()).includes("+    <h1>Bob's habits</h1>"), "the draft card shows the change to be previewed");
+  await draftCard.getByRole("button", { name: "Approve" }).click();
+  await pane.getByText("The draft is saved: preview it in App Studio, then tell me to deploy it.", { exact: true }).waitFor({ timeout: 30_000 });
+  await openStudio(bob);
+  await mine(bob, LOG).getByRole("button", { name: `Edit ${LOG}` }).click();
+  await said(bob, `Editing the saved draft of ${LOG} (the live app is unchanged): Preview it, then Deploy.`);
+  const bobEditor = studioPanel(bob).locator(".studio-editor");
+  checks.ok((await bobEditor.getByLabel("Contents of index.html", { exact: true }).inputValue()).includes("<h1>Bob's habits</h1>"), "Edit opens the assistant's draft");
+  await bobEditor.getByRole("button", { name: "Preview", exact: true }).click();
+  await said(bob, "The preview is open.");
+  await innerFrame(bob, LOG).getByRole("heading", { name: "Bob's habits" }).waitFor({ timeout: 20_000 });
+  checks.ok(true, "the draft previews in the sandbox with the new heading");
+  await screenshot(bob, "studio-draft-preview");
+  await bobEditor.getByRole("button", { name: "Close preview" }).click();
+  await pane.getByLabel("Message").fill("Looks good, deploy it");
+  await pane.getByLabel("Message").press("Enter");
+  const updateCard = pane.locator('.assistant-card[data-tool="deployMyApp"]').last();
+  await updateCard.getByText("New version of your member app").waitFor({ timeout: 30_000 });
+  checks.ok((await updateCard.getByLabel("Changes to index.html").textContent()).includes("+    <h1>Bob's habits</h1>"), "the update card shows only the changed file's diff");
+  checks.equal(await updateCard.getByLabel("Changes to app.js").count(), 0, "and not the unchanged ones");
+  await updateCard.getByRole("button", { name: "Approve" }).click();
+  await pane.getByText("Deployed: the new heading is live.", { exact: true }).waitFor({ timeout: 30_000 });
+  await openApp(bob, LOG);
+  await innerFrame(bob, LOG).getByRole("heading", { name: "Bob's habits" }).waitFor({ timeout: 20_000 });
+  await innerFrame(bob, LOG).getByRole("listitem").filter({ hasText: BOB_LOG_ROW }).waitFor({ timeout: 20_000 });
+  checks.ok(true, "the deployed change is live and bob's row is kept");
 
   // --- 2. Alice pastes a Habit Tracker ----------------------------------------
   const alice = (await newStudioPage(browser, "alice")).page;

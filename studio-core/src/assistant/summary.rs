@@ -123,7 +123,8 @@ pub(crate) async fn of(client: &SelfMcp, tool: &str, arguments: &Map<String, Val
                 "readWidened": draft["review"]["readWidened"],
             })
         }
-        sasha_contract::tools::DEPLOY_MY_APP => deploy_summary(client, arguments).await,
+        sasha_contract::tools::DEPLOY_MY_APP => deploy_summary(client, arguments, false).await,
+        sasha_contract::tools::DRAFT_MY_APP => deploy_summary(client, arguments, true).await,
         table
             if table.starts_with("app__")
                 && (table.ends_with("__update") || table.ends_with("__delete")) =>
@@ -160,16 +161,17 @@ pub(crate) async fn of(client: &SelfMcp, tool: &str, arguments: &Map<String, Val
     }
 }
 
-/// What a member app deploy changes: each file against the app's current
-/// files (`readMyApp`; every file is new for a new app), and whether the
-/// package validates (`checkMyApp`), so the person sees the code they
-/// approve.
-async fn deploy_summary(client: &SelfMcp, arguments: &Map<String, Value>) -> Value {
+/// What a member app deploy (or, with `draft`, a saved draft) changes: each
+/// file against the app's current files (`readMyApp`; every file is new for
+/// a new app), and whether the package validates (`checkMyApp`), so the
+/// person sees the code they approve.
+async fn deploy_summary(client: &SelfMcp, arguments: &Map<String, Value>, draft: bool) -> Value {
     let app = arguments.get("app").cloned().unwrap_or(Value::Null);
     let mut read = Map::new();
     read.insert("app".into(), app.clone());
-    let current: Map<String, Value> = match arguments.get("expectedRevision") {
-        Some(_) => client
+    let existing = draft || arguments.contains_key("expectedRevision");
+    let current: Map<String, Value> = match existing {
+        true => client
             .call(sasha_contract::tools::READ_MY_APP, read)
             .await
             .ok()
@@ -180,7 +182,7 @@ async fn deploy_summary(client: &SelfMcp, arguments: &Map<String, Value>) -> Val
             .into_iter()
             .filter_map(|file| Some((file["path"].as_str()?.to_owned(), file["content"].clone())))
             .collect(),
-        None => Map::new(),
+        false => Map::new(),
     };
     let given: Vec<(String, Value)> = arguments
         .get("files")
@@ -226,7 +228,7 @@ async fn deploy_summary(client: &SelfMcp, arguments: &Map<String, Value>) -> Val
         "kind": "deploy",
         "app": app,
         "name": arguments.get("name"),
-        "change": if arguments.contains_key("expectedRevision") { "update" } else { "create" },
+        "change": if draft { "draft" } else if existing { "update" } else { "create" },
         "files": files,
         "ok": status["ok"],
         "diagnostics": status["diagnostics"],

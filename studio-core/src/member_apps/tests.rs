@@ -726,3 +726,99 @@ async fn the_rpc_needs_apps_author_and_a_persons_approval_to_deploy() {
         matches!(listed.result, Some(pb::member_apps_reply::Result::Apps(list)) if list.apps.len() == 1)
     );
 }
+
+#[tokio::test]
+async fn a_draft_is_offered_to_the_editor_and_ends_with_the_next_deploy() {
+    let world = World::new();
+    let mia = world.page(&world.member);
+    let (_, created) = mia.deploy("habits", false).await;
+    let revision = created["app"]["revision"].as_str().unwrap().to_owned();
+    let author = World::principal(&world.member, &AUTHOR);
+    let mut files = package("habits", false, false);
+    files["app.js"] = json!("document.title = 'Drafted';\n");
+    let draft = |files: &Value| {
+        pb::member_apps_request::Operation::Draft(pb::MemberDraftRequest {
+            app_id: "habits".into(),
+            files: files
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(path, content)| pb::MemberFile {
+                    path: path.clone(),
+                    content: content.as_str().unwrap().as_bytes().to_vec(),
+                })
+                .collect(),
+        })
+    };
+    // Only the author drafts.
+    let other = world.user("ola", UserRole::Member);
+    let refused = super::rpc(
+        &world.core,
+        pb::MemberAppsRequest {
+            principal: Some(World::principal(&other, &AUTHOR)),
+            operation: Some(draft(&files)),
+        },
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(refused.code.as_str(), "APP_ACCESS_DENIED");
+    let reply = super::rpc(
+        &world.core,
+        pb::MemberAppsRequest {
+            principal: Some(author.clone()),
+            operation: Some(draft(&files)),
+        },
+    )
+    .await
+    .unwrap();
+    let Some(pb::member_apps_reply::Result::Drafted(drafted)) = reply.result else {
+        panic!("{reply:?}");
+    };
+    assert!(drafted.status.unwrap().ok);
+    // The live app is unchanged; the editor is offered the draft, which the
+    // author (a member, not a catalogue manager) may preview.
+    assert_eq!(
+        world
+            .store()
+            .member_app("habits")
+            .unwrap()
+            .unwrap()
+            .revision,
+        revision
+    );
+    let (status, read) = mia.get("/api/member-apps/habits").await;
+    assert_eq!(status, StatusCode::OK, "{read}");
+    assert_eq!(read["draft"]["previewId"], drafted.preview_id.as_str());
+    assert_eq!(
+        read["draft"]["files"]["app.js"],
+        "document.title = 'Drafted';\n"
+    );
+    assert_eq!(
+        read["files"]["app.js"],
+        "document.querySelector('h1').textContent = 'Habits';\n"
+    );
+    let (status, resource) = mia.get("/api/apps/habits/draft/resource").await;
+    assert_eq!(status, StatusCode::OK, "{resource}");
+    assert!(
+        crate::drafts::preview_package(&world.core, &author, "habits", &drafted.preview_id)
+            .await
+            .is_some()
+    );
+    let stranger = World::principal(&other, &AUTHOR);
+    assert!(
+        crate::drafts::preview_package(&world.core, &stranger, "habits", &drafted.preview_id)
+            .await
+            .is_none()
+    );
+    // Deploying ends the draft.
+    let (status, _) = mia
+        .call(
+            "PUT",
+            "/api/member-apps/habits",
+            json!({"files": files, "expectedRevision": revision}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, read) = mia.get("/api/member-apps/habits").await;
+    assert!(read["draft"].is_null(), "{read}");
+}

@@ -5,9 +5,11 @@ mod common;
 
 use std::time::Duration;
 
-use common::{UpProcess, free_port, get, raw_http, wait_gone};
+use common::mcp::{Mcp, SESSIONLESS};
+use common::{UpProcess, free_port, get, raw_http, sign_in_dev_admin, wait_gone};
 use nix::sys::signal::Signal;
 use sasha_service::Role;
+use serde_json::json;
 
 #[tokio::test]
 async fn routes_by_host_and_path_like_the_production_proxy() {
@@ -249,4 +251,94 @@ async fn a_taken_port_is_refused_before_anything_starts() {
         "{stderr}"
     );
     assert!(!String::from_utf8_lossy(&output.stdout).contains("Started"));
+}
+
+#[tokio::test]
+async fn a_fresh_start_a_sign_in_and_an_app_open_stay_under_twenty_log_lines() {
+    let state = tempfile::tempdir().unwrap();
+    let port = free_port();
+    // The default filter (an empty RUST_LOG is unset), as a developer runs it.
+    let up = UpProcess::start_with(state.path(), port, &[("RUST_LOG", "")]).await;
+    let studio = format!("http://localhost:{port}");
+    let (_, cookie) = sign_in_dev_admin(state.path(), &studio).await;
+    let http = common::http_client();
+    let page = |path: &str| {
+        http.get(format!("{studio}{path}"))
+            .header("cookie", &cookie)
+            .send()
+    };
+    // What the page loads: itself, its modules, who is signed in, the apps.
+    for path in [
+        "/",
+        "/studio/app.js",
+        "/studio/api.js",
+        "/studio/host.js",
+        "/api/me",
+    ] {
+        assert!(page(path).await.unwrap().status().is_success(), "{path}");
+    }
+    let apps: serde_json::Value = page("/api/apps").await.unwrap().json().await.unwrap();
+    let app = &apps["apps"][0];
+    let (id, revision) = (
+        app["id"].as_str().unwrap(),
+        app["revision"].as_str().unwrap(),
+    );
+    assert!(
+        page(&format!("/api/apps/{id}/resource?revision={revision}"))
+            .await
+            .unwrap()
+            .status()
+            .is_success()
+    );
+    // The open app's host lists its tools and the app reads its rows.
+    let mut host = Mcp::new(
+        &format!("{studio}/mcp"),
+        vec![
+            ("cookie".into(), cookie.clone()),
+            ("origin".into(), studio.clone()),
+            ("sasha-app".into(), id.to_owned()),
+        ],
+        SESSIONLESS,
+    );
+    let tools = host.request("tools/list", json!({})).await;
+    let list = tools.result()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .find(|name| name.ends_with("__list"))
+        .expect("the app has a list tool");
+    let rows = host.call(&list, json!({})).await;
+    assert_ne!(rows.result()["isError"], true, "{:?}", rows.result());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let stderr = up.stderr_text();
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines.len() < 20, "{} log lines:\n{stderr}", lines.len());
+    // Start-up is one line per role; the libraries' chatter is not there.
+    assert_eq!(
+        lines.iter().filter(|line| line.contains(" ready ")).count(),
+        Role::ALL.len(),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("foster parenting"), "{stderr}");
+    assert!(
+        !stderr.contains("/studio/app.js"),
+        "static files stay below info: {stderr}"
+    );
+    // Every request line names its method, route, status, latency and trace.
+    let requests: Vec<&&str> = lines
+        .iter()
+        .filter(|line| line.contains(" request "))
+        .collect();
+    assert!(requests.len() >= 5, "{stderr}");
+    for line in requests {
+        for field in ["method=", "route=", "status=", "ms=", "trace_id="] {
+            assert!(line.contains(field), "{field} in {line}");
+        }
+        assert!(
+            !line.contains("trace_id=00000000000000000000000000000000"),
+            "{line}"
+        );
+    }
 }

@@ -64,6 +64,12 @@ pub enum RoleError {
 /// Prints the readiness line a supervisor or test harness waits for:
 /// `{"event":"ready","role":"…","listeners":{"http":"127.0.0.1:…"}}`.
 pub fn announce_ready(role: Role, listeners: &[(&str, SocketAddr)]) {
+    announce_ready_with(role, listeners, "");
+}
+
+/// [`announce_ready`], with the role's one start-up `summary` (what it found
+/// and did) on the same log line: start-up is one line per role.
+pub fn announce_ready_with(role: Role, listeners: &[(&str, SocketAddr)], summary: &str) {
     use std::io::Write;
     let listeners: serde_json::Map<String, serde_json::Value> = listeners
         .iter()
@@ -73,7 +79,11 @@ pub fn announce_ready(role: Role, listeners: &[(&str, SocketAddr)]) {
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{line}");
     let _ = stdout.flush();
-    tracing::info!(role = role.as_str(), %line, "ready");
+    if summary.is_empty() {
+        tracing::info!(role = role.as_str(), %line, "ready");
+    } else {
+        tracing::info!(role = role.as_str(), %line, summary, "ready");
+    }
 }
 
 /// Binds a TCP listener, naming the variable when the address cannot be used.

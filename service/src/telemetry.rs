@@ -1,15 +1,18 @@
 //! Logging, tracing export, and W3C trace context across process boundaries.
 //!
 //! Every process logs through `tracing` to stderr, filtered by `RUST_LOG`
-//! (default `info`). When `OTEL_EXPORTER_OTLP_ENDPOINT` is set, spans are also
-//! exported over OTLP/gRPC with `service.name` = the role. Trace context travels
+//! (default [`DEFAULT_FILTER`]: `info`, with the libraries' per-request and
+//! parser chatter below it). Every span gets an OpenTelemetry trace id, so
+//! each request's access line names its trace and the trace id travels to
+//! the next process; when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, spans are
+//! also exported over OTLP/gRPC with `service.name` = the role. Trace context travels
 //! as `traceparent`/`tracestate` headers: injected into every outgoing gRPC call
 //! ([`crate::grpc::TraceContextInterceptor`]) and extracted from every incoming
 //! gRPC call and HTTP request ([`span_for_request`]), so one user request is one
 //! trace across processes.
 
 use opentelemetry::propagation::{Extractor, Injector};
-use opentelemetry::trace::TracerProvider as _;
+use opentelemetry::trace::{TraceContextExt as _, TracerProvider as _};
 use opentelemetry_otlp::WithExportConfig as _;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
@@ -57,6 +60,13 @@ pub enum TelemetryError {
     Exporter(String),
 }
 
+/// The log filter when `RUST_LOG` is unset: `info`, except html5ever's tree
+/// builder (a warning per HTML construct it does not model, such as foster
+/// parenting, which the package validator's own checks already judge) and
+/// rmcp's per-request lines, which repeat what the access line says.
+/// `RUST_LOG=info,rmcp=debug` (any `EnvFilter` directive) shows them again.
+pub const DEFAULT_FILTER: &str = "info,html5ever=error,markup5ever=error,rmcp=warn";
+
 /// Installs the global subscriber for `role`. Must run inside a Tokio runtime
 /// when `otlp_endpoint` is set (the exporter's batch task runs on it).
 pub fn init(
@@ -65,36 +75,37 @@ pub fn init(
     otlp_endpoint: Option<&str>,
 ) -> Result<TelemetryGuard, TelemetryError> {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-    let filter = EnvFilter::try_new(rust_log.unwrap_or("info"))
+    let directives = rust_log
+        .filter(|text| !text.trim().is_empty())
+        .unwrap_or(DEFAULT_FILTER);
+    let filter = EnvFilter::try_new(directives)
         .map_err(|error| TelemetryError::Filter(error.to_string()))?;
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false);
-    let mut provider = None;
-    let otel = match otlp_endpoint {
-        Some(endpoint) => {
-            let exporter = opentelemetry_otlp::SpanExporter::builder()
-                .with_tonic()
-                .with_endpoint(endpoint.to_owned())
-                .build()
-                .map_err(|error| TelemetryError::Exporter(error.to_string()))?;
-            let processor =
-                BatchSpanProcessor::builder(exporter, opentelemetry_sdk::runtime::Tokio).build();
-            let sdk = SdkTracerProvider::builder()
-                .with_span_processor(processor)
-                .with_resource(
-                    opentelemetry_sdk::Resource::builder()
-                        .with_service_name(role.as_str())
-                        .build(),
-                )
-                .build();
-            let tracer = sdk.tracer(role.as_str());
-            provider = Some(sdk);
-            Some(tracing_opentelemetry::layer().with_tracer(tracer))
-        }
-        None => None,
-    };
+    // Spans always get trace ids (an access line names its trace, and the id
+    // is propagated to the next process); they leave the process only when
+    // an OTLP endpoint is configured.
+    let mut builder = SdkTracerProvider::builder().with_resource(
+        opentelemetry_sdk::Resource::builder()
+            .with_service_name(role.as_str())
+            .build(),
+    );
+    if let Some(endpoint) = otlp_endpoint {
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_tonic()
+            .with_endpoint(endpoint.to_owned())
+            .build()
+            .map_err(|error| TelemetryError::Exporter(error.to_string()))?;
+        builder = builder.with_span_processor(
+            BatchSpanProcessor::builder(exporter, opentelemetry_sdk::runtime::Tokio).build(),
+        );
+    }
+    let sdk = builder.build();
+    let tracer = sdk.tracer(role.as_str());
+    let provider = Some(sdk);
+    let otel = Some(tracing_opentelemetry::layer().with_tracer(tracer));
     let registry = tracing_subscriber::registry()
         .with(fmt.with_filter(filter))
         .with(otel.map(|layer| {
@@ -157,7 +168,8 @@ pub fn span_for_request<B>(kind: &'static str, request: &http::Request<B>) -> tr
 
 /// axum middleware that runs each HTTP request inside [`span_for_request`]
 /// and writes one access line when it is answered (target `sasha::access`:
-/// method, path, status, client, scheme, milliseconds).
+/// method, route, path, status, milliseconds, trace id, client, scheme; at
+/// `debug` for a static file answered well, else at `info`).
 pub async fn http_trace_layer(
     request: axum::extract::Request,
     next: axum::middleware::Next,
@@ -167,18 +179,44 @@ pub async fn http_trace_layer(
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let (client, scheme) = forwarded_client(request.headers());
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map(|matched| matched.as_str().to_owned());
+    let trace_id = span.context().span().span_context().trace_id();
     let started = std::time::Instant::now();
     let response = next.run(request).instrument(span).await;
-    tracing::info!(
-        target: "sasha::access",
-        %method,
-        path = %path,
-        status = response.status().as_u16(),
-        client = %client,
-        scheme = %scheme,
-        ms = started.elapsed().as_millis() as u64,
-        "request"
-    );
+    let status = response.status();
+    let ms = started.elapsed().as_millis() as u64;
+    // Static files (Studio's page and modules, the sandbox documents, probes)
+    // answered well are routine: below `info`. Everything else, and every
+    // failure, is one `info` line.
+    let routine = matches!(method, http::Method::GET | http::Method::HEAD)
+        && (status.is_success() || status == http::StatusCode::NOT_MODIFIED)
+        && !["/api/", "/mcp", "/oauth/"]
+            .iter()
+            .any(|prefix| path.starts_with(prefix));
+    macro_rules! access {
+        ($level:ident) => {
+            tracing::$level!(
+                target: "sasha::access",
+                %method,
+                route = route.as_deref().unwrap_or(&path),
+                path = %path,
+                status = status.as_u16(),
+                ms,
+                trace_id = %trace_id,
+                client = %client,
+                scheme = %scheme,
+                "request"
+            )
+        };
+    }
+    if routine {
+        access!(debug);
+    } else {
+        access!(info);
+    }
     response
 }
 

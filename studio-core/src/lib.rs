@@ -74,7 +74,7 @@ use sasha_service::config::{self, ConfigError, Env, Origins, StoragePaths};
 use sasha_service::grpc::{self, DataClient};
 use sasha_service::health;
 use sasha_service::identity::Identity;
-use sasha_service::process::{RoleError, announce_ready, bind};
+use sasha_service::process::{RoleError, announce_ready_with, bind};
 
 use crate::catalogue::{Catalogue, Snapshot};
 use crate::core_grpc::CoreGrpc;
@@ -340,10 +340,19 @@ pub async fn run(
             .await
             .map_err(|error| RoleError::Startup(format!("app discovery failed: {error}")))?
     };
-    tracing::info!(
-        valid = discovered.valid().count(),
-        invalid = discovered.apps.len() - discovered.valid().count(),
-        "apps discovered"
+    let summary = format!(
+        "{} apps valid, {} invalid ({} member apps); bundled apps installed or refreshed: {}",
+        discovered.valid().count(),
+        discovered.apps.len() - discovered.valid().count(),
+        discovered
+            .valid()
+            .filter(|(id, _)| catalogue.is_member(id))
+            .count(),
+        if seeded.is_empty() {
+            "none".to_owned()
+        } else {
+            seeded.iter().cloned().collect::<Vec<_>>().join(", ")
+        }
     );
     let retention = config.revision_retention;
     register_apps(&store, &discovered, retention, &seeded).await;
@@ -412,9 +421,10 @@ pub async fn run(
         let core = core.clone();
         async move { core.readiness().await }
     });
-    announce_ready(
+    announce_ready_with(
         Role::StudioCore,
         &probes.with_listener(&[("http", http_addr), ("grpc", grpc_addr)]),
+        &summary,
     );
     let (grpc_result, http_result) = tokio::join!(
         async {
@@ -465,7 +475,7 @@ async fn seed_bundled_apps(docs_root: std::path::PathBuf) -> BTreeSet<String> {
             (_, Some(warning)) => {
                 tracing::warn!(app_id = %app.id, outcome, tree_hash, %warning, "bundled app")
             }
-            (_, None) => tracing::info!(app_id = %app.id, outcome, tree_hash, "bundled app"),
+            (_, None) => tracing::debug!(app_id = %app.id, outcome, tree_hash, "bundled app"),
         }
     }
     report
@@ -524,7 +534,7 @@ async fn register_apps(
                 &serde_json::to_string(&package.actions).unwrap_or_else(|_| "[]".to_owned()),
                 &read_policy,
             ) {
-                Ok(true) => tracing::info!(app_id = %id, "app registered for the first time"),
+                Ok(true) => tracing::debug!(app_id = %id, "app registered for the first time"),
                 Ok(false) => {}
                 Err(error) => tracing::error!(app_id = %id, %error, "cannot register app"),
             }

@@ -48,14 +48,14 @@ fn record(
     let app_id = &package.resource.app_id;
     let revision = &package.resource.revision;
     match store.record_revision(&content(package, source), origin, retention) {
-        Ok(Recorded::New { pruned }) => tracing::info!(
+        Ok(Recorded::New { pruned }) => tracing::debug!(
             app_id = %app_id,
             revision = %revision,
             surface = %origin.surface,
             pruned,
             "revision recorded in the ledger"
         ),
-        Ok(Recorded::Attributed) => tracing::info!(
+        Ok(Recorded::Attributed) => tracing::debug!(
             app_id = %app_id,
             revision = %revision,
             surface = %origin.surface,

@@ -320,6 +320,17 @@ async fn data_tools_actions_and_refusals() {
         tool_error(&unknown_action)["code"],
         "APP_ACTION_UNAVAILABLE"
     );
+    // A person may read the message: it names no internal tool, the
+    // details do.
+    let refusal = tool_error(&unknown_action);
+    assert!(
+        !refusal["message"].as_str().unwrap().contains("app__"),
+        "{refusal}"
+    );
+    assert_eq!(
+        refusal["details"]["tool"],
+        "app__expense_log__no_such_action"
+    );
     let unknown = model.call("delete_everything", json!({})).await;
     assert_eq!(unknown.error()["code"], -32602);
     let extra = model

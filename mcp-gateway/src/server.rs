@@ -1254,10 +1254,15 @@ impl ServerHandler for SashaMcp {
         let action_shaped = tools::is_action_shaped(&name);
         let absent = |name: &str| -> Result<CallToolResponse, McpError> {
             if action_shaped {
-                tool_error(AppError::new(
-                    ErrorCode::ActionUnavailable,
-                    format!("{name} is not an action you can call here"),
-                ))
+                // The tool's name stays out of the message, which a person
+                // may read; a client finds it in `details.tool`.
+                tool_error(
+                    AppError::new(
+                        ErrorCode::ActionUnavailable,
+                        "this action is not available to you: it may have been removed, or your access changed",
+                    )
+                    .with_details(json!({"tool": name})),
+                )
             } else {
                 Err(McpError::invalid_params(
                     format!("Tool {name} not found"),

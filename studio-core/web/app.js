@@ -1106,11 +1106,31 @@ async function openApp(app, retried = false, mode = "view") {
       }
     },
     onError: (envelope) => paneFail(pane, envelope, () => reopen(app.id)),
+    onAccessLost: () => accessLost(app, host, generation, pane),
     onUnauthenticated: () => {
       sessionEnded();
     },
   });
   studio.host = host;
+}
+
+/**
+ * After a refusal that can mean the person lost `app` (a revoked grant, a
+ * withdrawn or deleted app): reads the apps again and, when it is gone,
+ * closes it with a plain sentence and refreshes the sidebar. A refusal of
+ * one action of an app the person still has leaves the app open.
+ */
+async function accessLost(app, host, generation, pane) {
+  if (!(await loadApps()) || generation !== studio.generation || studio.host !== host) {
+    return;
+  }
+  if (appById(app.id)) {
+    return;
+  }
+  studio.host = null;
+  await host.close();
+  renderSidebar(null);
+  paneFail(pane, { message: `Your access to ${app.name} was removed.` });
 }
 
 /** Opens `appId` afresh (after a failure), if it is still the route's app. */

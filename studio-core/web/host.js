@@ -54,6 +54,10 @@ const MAX_ID_LENGTH = 200;
 /** The outer frame's sandbox flags (the spec's, for native form events). */
 export const SANDBOX_FLAGS = "allow-scripts allow-same-origin allow-forms";
 export const RESOURCE_MIME_TYPE = "text/html;profile=mcp-app";
+/** The refusals of a call that can mean the person lost access to the app
+ * (a revoked grant, a withdrawn or deleted app): the host asks `onAccessLost`
+ * to look again. */
+const ACCESS_LOST_CODES = new Set(["APP_ACTION_UNAVAILABLE", "APP_ACCESS_DENIED", "APP_NOT_FOUND"]);
 /** Platform tools an app reaches only one at a time (the spec's single flight). */
 const SINGLE_FLIGHT_TOOLS = new Set(["sasha__chat_execute", "sasha__files_upload"]);
 /** The keys of the view's own `_meta` a tool call carries to the gateway. */
@@ -361,6 +365,9 @@ function scanEvents(buffer, id, onNotification) {
  * - `resource` ({mimeType, text}): its exact resource (`GET /api/apps/:id/resource`).
  * - `fetch`: used for `/mcp` (default: the global fetch).
  * - `onError(envelope)`: a failure the user must see (initialization).
+ * - `onAccessLost(envelope)`: a call was refused in a way that can mean the
+ *   person no longer has this app (see ACCESS_LOST_CODES, or a protocol
+ *   error for a tool this host had listed).
  * - `onStateChange(state)`: "loading" → "initializing" → "ready" → "closing"
  *   → "closed", or "failed".
  * - `onUnauthenticated()`: the gateway answered 401 (the session ended).
@@ -380,6 +387,7 @@ export function createHost(options) {
   const win = options.window || globalThis;
   const fetchImpl = options.fetch || ((...args) => globalThis.fetch(...args));
   const onError = options.onError || (() => {});
+  const onAccessLost = options.onAccessLost || (() => {});
   const onStateChange = options.onStateChange || (() => {});
   const onUnauthenticated = options.onUnauthenticated || (() => {});
   const now = options.now || (() => Date.now());
@@ -844,7 +852,7 @@ export function createHost(options) {
       }
     }
     if (!toolBelongsToApp(name, app.id)) {
-      refuse(id, new HostFailure("APP_CAPABILITY_DENIED", `${name} is not a tool of this app`));
+      refuse(id, new HostFailure("APP_CAPABILITY_DENIED", "That is not something this app can do.", { details: { tool: name } }));
       return;
     }
     let callable;
@@ -858,7 +866,7 @@ export function createHost(options) {
       return;
     }
     if (!callable.has(name)) {
-      refuse(id, new HostFailure("APP_CAPABILITY_DENIED", `${name} is not a tool this app may call`));
+      refuse(id, new HostFailure("APP_CAPABILITY_DENIED", "That is not something this app may do here.", { details: { tool: name } }));
       return;
     }
     if (SINGLE_FLIGHT_TOOLS.has(name) && runningSingleFlight.size > 0) {
@@ -892,8 +900,18 @@ export function createHost(options) {
         const code = Number.isSafeInteger(reply.error.code) ? reply.error.code : -32603;
         const message = typeof reply.error.message === "string" ? reply.error.message.slice(0, 500) : "the call failed";
         respondError(id, code, message, reply.error.data);
+        // A tool this host listed that the gateway no longer knows: the app
+        // may be gone for this person.
+        queueMicrotask(() => onAccessLost({ code: "APP_NOT_FOUND", message }));
       } else {
-        respond(id, isPlainObject(reply.result) ? reply.result : {});
+        const result = isPlainObject(reply.result) ? reply.result : {};
+        const refusal = result.isError === true && isPlainObject(result.structuredContent) && isPlainObject(result.structuredContent.error) ? result.structuredContent.error : null;
+        respond(id, result);
+        if (refusal && ACCESS_LOST_CODES.has(refusal.code)) {
+          // The page checks whether the app is still the person's; if not it
+          // closes the app and says so in a plain sentence.
+          queueMicrotask(() => onAccessLost(refusal));
+        }
       }
     } catch (error) {
       refuse(id, error instanceof HostFailure ? error : new HostFailure("APP_INTERNAL", "the call failed"));

@@ -23,7 +23,10 @@
 //     banner; Close preview removes it;
 //  5. she opens it and adds a row through its own UI;
 //  6. she shares it with bob by typing "bob"; bob opens it, sees none of
-//     alice's rows and adds his own; alice opens bob's Habit Log and sees
+//     alice's rows and adds his own; alice stops sharing it while it is
+//     open, and bob's next action closes it with "Your access to Habit
+//     Tracker was removed." and drops it from his sidebar, no internal name
+//     shown; alice opens bob's Habit Log and sees
 //     none of his rows; carol has neither app;
 //  7. the admin sees it under "Member apps (moderation)" and turns the switch
 //     off; alice's App Studio drops the editor, New app and Edit and says why;
@@ -314,6 +317,18 @@ async function run() {
   await bobView.getByRole("button", { name: "Add" }).click();
   await bobView.getByRole("listitem").filter({ hasText: BOB_ROW }).waitFor({ timeout: 20_000 });
   checks.equal(await bobView.getByRole("listitem").count(), 1, "bob adds his own row and sees only it");
+
+  // Alice stops sharing while bob has it open: his next action closes it
+  // with a plain sentence, and it leaves his sidebar.
+  await mine(alice, NAME).getByRole("button", { name: `Remove ${BOB.username}` }).click();
+  await said(alice, `${NAME} is no longer shared with ${BOB.username}.`);
+  await bobView.getByLabel("New habit").fill("One more");
+  await bobView.getByRole("button", { name: "Add" }).click();
+  await bob.getByText(`Your access to ${NAME} was removed.`, { exact: true }).waitFor({ timeout: 20_000 });
+  checks.equal(await outerFrame(bob, NAME).count(), 0, "the app is closed");
+  await waitFor("bob's sidebar to drop the app", async () => (await appLink(bob, NAME).count()) === 0);
+  checks.equal(await bob.getByText(/app__/).count(), 0, "no internal tool name reaches him");
+  await screenshot(bob, "access-removed");
 
   await openApp(alice, LOG);
   const aliceLog = innerFrame(alice, LOG);

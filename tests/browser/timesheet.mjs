@@ -34,7 +34,7 @@
 import fs from "node:fs";
 
 import { Checks, env, launchChromium, runAndClose, waitFor } from "./harness.mjs";
-import { appLink, callTool, innerFrame, openApp, screenshots, sidebar, signIn, WIDE } from "./studio-page.mjs";
+import { appLink, callTool, fitsNarrow, innerFrame, openApp, screenshots, sidebar, signIn, WIDE } from "./studio-page.mjs";
 
 const started = Date.now();
 const STUDIO = env("STUDIO_URL");
@@ -152,6 +152,7 @@ async function run() {
     await projectRows.filter({ hasText: name }).waitFor();
   }
   checks.equal(await projectRows.count(), 3, "three projects are added in the recovery panel");
+  await fitsNarrow(page, checks, "the recovery grid with rows");
   checks.ok(Object.values(projects).every(Number.isInteger), "each added project's id is announced", projects);
 
   await projectsGrid.getByLabel("name (required)").fill("Apollo");

@@ -153,6 +153,22 @@ fn a_broken_field_fails_each_check() {
             "    restart: \"no\"\n    restart_policy: never\n",
             "'restart_policy' was unexpected",
         ),
+        // Compose: the roles' spans sent somewhere other than the collector.
+        (
+            "compose",
+            "deploy/compose.yaml",
+            "${OTEL_EXPORTER_OTLP_ENDPOINT:-http://otel-collector:4317}",
+            "${OTEL_EXPORTER_OTLP_ENDPOINT:-http://elsewhere:4317}",
+            "must export its spans to the otel-collector service",
+        ),
+        // Kubernetes: sasha-config naming no collector Service.
+        (
+            "kubernetes",
+            "deploy/k8s/10-config.yaml",
+            "OTEL_EXPORTER_OTLP_ENDPOINT: http://otel-collector:4317",
+            "OTEL_EXPORTER_OTLP_ENDPOINT: http://otel-collector:4318",
+            "must name the collector's Service and port",
+        ),
         // Compose: app data inside the docs volume.
         (
             "compose",

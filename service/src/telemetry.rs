@@ -75,10 +75,8 @@ pub fn init(
     otlp_endpoint: Option<&str>,
 ) -> Result<TelemetryGuard, TelemetryError> {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-    let directives = rust_log
-        .filter(|text| !text.trim().is_empty())
-        .unwrap_or(DEFAULT_FILTER);
-    let filter = EnvFilter::try_new(directives)
+    // An empty RUST_LOG is unset (`config::Env` drops empty values).
+    let filter = EnvFilter::try_new(rust_log.unwrap_or(DEFAULT_FILTER))
         .map_err(|error| TelemetryError::Filter(error.to_string()))?;
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)

@@ -417,15 +417,28 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
             "security_opt must include no-new-privileges:true",
         )
         p.check("privileged" not in service, w, "must not be privileged")
-        # Only the proxy publishes a port on the host.
+        # Only the proxy publishes a port on the host (a port on the host's
+        # loopback, such as the trace viewer's, is not reachable from outside).
         for port in service.get("ports") or []:
             published = (
                 ":" in str(port) if not isinstance(port, dict) else bool(port.get("published"))
             )
-            if name != "proxy":
+            loopback = str(port).startswith("127.0.0.1:") if not isinstance(port, dict) else port.get("host_ip") == "127.0.0.1"
+            if name != "proxy" and not loopback:
                 p.check(not published, w, f"publishes {port}; only the proxy is reachable from outside")
     for name, role in roles.items():
         p.check(role in ROLE_FOLDERS or role in ("certs", "backup"), where, f"service {name} runs an unknown role {role}")
+    # Traces: every serving role exports to the collector, which exists.
+    if p.check("otel-collector" in services, where, "there is no otel-collector service"):
+        for name, role in roles.items():
+            if role in ("certs", "backup"):
+                continue
+            endpoint = service_env(services[name]).get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+            p.check(
+                endpoint.startswith("http://otel-collector:"),
+                f"{where}: service {name}",
+                "must export its spans to the otel-collector service (OTEL_EXPORTER_OTLP_ENDPOINT)",
+            )
 
     by_role = {role: name for name, role in roles.items()}
     # The scalable gateway.
@@ -710,6 +723,26 @@ def check_kubernetes(root: Path, p: Problems, image_env: dict[str, str]) -> None
     applied = [(f, d) for f, d in documents if "/secrets/" not in f]
     examples = [d for f, d in documents if "/secrets/" in f]
     objects = {(d.get("kind"), (d.get("metadata") or {}).get("name")): d for _, d in applied}
+    # The telemetry objects (the collector) are not Sasha roles: they are
+    # checked for hardening and wiring here and left out of the role rules.
+    telemetry = {
+        key: obj
+        for key, obj in objects.items()
+        if ((obj.get("metadata") or {}).get("labels") or {}).get("app.kubernetes.io/component") == "telemetry"
+    }
+    objects = {key: obj for key, obj in objects.items() if key not in telemetry}
+    collector = telemetry.get(("Deployment", "otel-collector")) or {}
+    collector_spec = pod_spec(collector) if collector else None
+    if p.check(collector_spec is not None, "deploy/k8s", "there is no Deployment otel-collector"):
+        w = "Deployment/otel-collector"
+        pod_security = collector_spec.get("securityContext") or {}
+        p.check(pod_security.get("runAsNonRoot") is True, w, "pod securityContext.runAsNonRoot must be true")
+        p.check(collector_spec.get("automountServiceAccountToken") is False, w, "must not mount a service account token")
+        for container in collector_spec.get("containers") or []:
+            security = container.get("securityContext") or {}
+            p.check(security.get("readOnlyRootFilesystem") is True, w, "readOnlyRootFilesystem must be true")
+            p.check(security.get("allowPrivilegeEscalation") is False, w, "allowPrivilegeEscalation must be false")
+            p.check("ALL" in ((security.get("capabilities") or {}).get("drop") or []), w, "capabilities must drop ALL")
 
     def get(kind: str, name: str) -> dict:
         return objects.get((kind, name)) or {}
@@ -736,6 +769,11 @@ def check_kubernetes(root: Path, p: Problems, image_env: dict[str, str]) -> None
     if studio_host and sandbox_host:
         p.check(site_of(studio_host) != site_of(sandbox_host), "ConfigMap sasha-config", "the two origins must be on different registrable domains")
     folders = storage_folders(config)
+    endpoint = re.fullmatch(r"http://([^:/]+):(\d+)", config.get("OTEL_EXPORTER_OTLP_ENDPOINT", ""))
+    if p.check(endpoint is not None, "ConfigMap sasha-config", "OTEL_EXPORTER_OTLP_ENDPOINT must be http://service:port"):
+        service = telemetry.get(("Service", endpoint.group(1))) or {}
+        ports = [port.get("port") for port in (service.get("spec") or {}).get("ports") or []]
+        p.check(int(endpoint.group(2)) in ports, "ConfigMap sasha-config", "OTEL_EXPORTER_OTLP_ENDPOINT must name the collector's Service and port")
 
     workloads = {}
     for (kind, name), obj in objects.items():

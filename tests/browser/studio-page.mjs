@@ -125,10 +125,19 @@ function laidOut(page) {
 
 /** At 375 px the page scrolls vertically only; then back to the wide view. */
 export async function fitsNarrow(page, checks, what) {
-  await page.setViewportSize(NARROW);
-  await laidOut(page);
-  const widths = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
-  checks.ok(widths.scroll <= widths.client, `${what}: no horizontal overflow at 375 px`, widths);
+  // The phone widths people use most, from the narrowest.
+  for (const width of [NARROW.width, 390]) {
+    await page.setViewportSize({ width, height: NARROW.height });
+    await laidOut(page);
+    // On overflow, the outermost elements that stick out say where to look.
+    const widths = await page.evaluate(() => {
+      const client = document.documentElement.clientWidth;
+      const out = [...document.querySelectorAll("body *")].filter((element) => element.getBoundingClientRect().right > client + 1 && !(element.parentElement && element.parentElement.getBoundingClientRect().right > client + 1));
+      const name = (element) => `${element.tagName.toLowerCase()}${element.id ? `#${element.id}` : ""}${element.classList.length ? `.${[...element.classList].join(".")}` : ""} in ${element.parentElement ? element.parentElement.className + ":" + getComputedStyle(element.parentElement).overflowX + ":" + Math.round(element.parentElement.getBoundingClientRect().right) : "?"}`;
+      return { scroll: document.documentElement.scrollWidth, client, outermost: out.slice(0, 5).map(name) };
+    });
+    checks.ok(widths.scroll <= widths.client, `${what}: no horizontal overflow at ${width} px`, widths);
+  }
   await page.setViewportSize(WIDE);
   await laidOut(page);
 }

@@ -20,7 +20,7 @@
 import fs from "node:fs";
 
 import { Checks, env, launchChromium, runAndClose, waitFor } from "./harness.mjs";
-import { appLink, callTool, innerFrame, newStudioPage, openApp, outerFrame, screenshots, sidebar, signIn } from "./studio-page.mjs";
+import { appLink, callTool, fitsNarrow, innerFrame, newStudioPage, openApp, outerFrame, screenshots, sidebar, signIn } from "./studio-page.mjs";
 
 const started = Date.now();
 const STUDIO = env("STUDIO_URL");
@@ -285,6 +285,7 @@ async function run() {
   const memberRow = panel.getByRole("row", { name: new RegExp(MEMBER.username) });
   await memberRow.waitFor();
   checks.equal(await panel.getByLabel(`Access for ${MEMBER.username}`).inputValue(), "use", "the member is listed with use access");
+  await fitsNarrow(page, checks, "the access panel");
   await screenshot(page, "access-panel");
 
   await page.getByRole("button", { name: "Sign out" }).click();

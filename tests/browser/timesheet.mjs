@@ -383,6 +383,14 @@ async function run() {
   checks.equal(teamByProject, { Apollo: 14.25, Borealis: 5 }, "the admin's per-project totals are the team's");
   timings.member = Date.now() - at;
 
+  // The team's entries in the recovery grid fit a phone: the grid scrolls in
+  // its own box, the page never does.
+  await page.getByRole("button", { name: "Recovery" }).click();
+  const teamGrid = page.getByRole("region", { name: `Recovery: ${APP}` }).getByRole("region", { name: "entries", exact: true });
+  await teamGrid.getByRole("table", { name: "Rows of entries" }).locator("tbody tr").nth(3).waitFor();
+  await fitsNarrow(page, checks, "the recovery grid with the team's entries");
+  await screenshot(page, "recovery-entries", teamGrid);
+
   // --- 7. Hand the UI's totals to the Rust test ----------------------------
   const uiTotals = Object.fromEntries(Object.entries(teamByProject).map(([name, hours]) => [String(projects[name]), hours]));
   console.log(`UI_TOTALS ${JSON.stringify({ weekStart, projects: uiTotals })}`);

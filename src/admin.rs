@@ -155,6 +155,40 @@ pub(crate) enum UserCommand {
         #[command(flatten)]
         state: StateArgs,
     },
+    /// List every user: name, role, last sign-in (unix seconds, `-` for
+    /// never) and status.
+    List {
+        /// Print one JSON object per user and line instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Change a user's role (audited); their tokens keep only the scopes the
+    /// new role allows.
+    Role {
+        /// The user's name
+        username: String,
+        /// The new role
+        role: RoleArg,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Disable a user: sign-in is refused, and their sessions, tokens and MCP
+    /// connections end at once; their grants stay for `enable`.
+    Disable {
+        /// The user's name
+        username: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Let a disabled user sign in again.
+    Enable {
+        /// The user's name
+        username: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
     /// Set a user's password from one line of stdin and end their Studio
     /// sessions.
     ///
@@ -317,6 +351,79 @@ fn run(
                 output,
                 "password of {username} changed; their Studio sessions have ended"
             )?;
+        }
+        AdminCommand::User {
+            command: UserCommand::List { json, state },
+        } => {
+            let store = open_existing(&state)?;
+            for person in store.people()? {
+                if json {
+                    writeln!(output, "{}", serde_json::to_string(&person)?)?;
+                } else {
+                    writeln!(
+                        output,
+                        "{}\t{}\t{}\t{}",
+                        person.user.username,
+                        person.user.role,
+                        person
+                            .last_sign_in_at
+                            .map_or_else(|| "-".to_owned(), |at| at.to_string()),
+                        if person.disabled {
+                            "disabled"
+                        } else {
+                            "active"
+                        }
+                    )?;
+                }
+            }
+        }
+        AdminCommand::User {
+            command:
+                UserCommand::Role {
+                    username,
+                    role,
+                    state,
+                },
+        } => {
+            let store = open_existing(&state)?;
+            let role = UserRole::from(role);
+            let changed = store
+                .set_role(&username, role, ACTOR_OPERATOR)
+                .map_err(|error| unknown_user(error, &username))?;
+            if changed {
+                writeln!(output, "{username} is now {role}")?;
+            } else {
+                writeln!(output, "{username} already was {role}")?;
+            }
+        }
+        AdminCommand::User {
+            command: UserCommand::Disable { username, state },
+        } => {
+            let store = open_existing(&state)?;
+            let changed = store
+                .set_disabled(&username, true, ACTOR_OPERATOR)
+                .map_err(|error| unknown_user(error, &username))?;
+            if changed {
+                writeln!(
+                    output,
+                    "{username} is disabled; their sessions, tokens and MCP connections have ended"
+                )?;
+            } else {
+                writeln!(output, "{username} already was disabled")?;
+            }
+        }
+        AdminCommand::User {
+            command: UserCommand::Enable { username, state },
+        } => {
+            let store = open_existing(&state)?;
+            let changed = store
+                .set_disabled(&username, false, ACTOR_OPERATOR)
+                .map_err(|error| unknown_user(error, &username))?;
+            if changed {
+                writeln!(output, "{username} may sign in again")?;
+            } else {
+                writeln!(output, "{username} was not disabled")?;
+            }
         }
         AdminCommand::Token {
             command:

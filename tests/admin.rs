@@ -740,3 +740,92 @@ fn the_member_apps_switch_is_turned_and_audited_by_the_operator() {
         "{refused:?}"
     );
 }
+
+#[test]
+fn users_are_listed_given_roles_and_disabled_by_the_operator() {
+    let state = tempfile::tempdir().unwrap();
+    let store = store(state.path());
+    let maria = store
+        .create_user("maria", UserRole::Member, PASSWORD)
+        .unwrap();
+    store.create_user("sam", UserRole::Staff, PASSWORD).unwrap();
+    store.create_session(&maria.id).unwrap();
+    let scopes = [Scope::AppsInvoke].into_iter().collect();
+    let token = store
+        .mint_token(
+            &maria.id,
+            studio_core::store::TokenKind::Access,
+            &scopes,
+            None,
+        )
+        .unwrap();
+
+    let listed = admin(state.path(), &["user", "list"], None);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    let lines: Vec<&str> = listed.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{listed:?}");
+    assert!(lines[0].starts_with("maria\tmember\t"), "{listed:?}");
+    assert!(lines[0].ends_with("\tactive"), "{listed:?}");
+    assert!(
+        lines[1].starts_with("sam\tstaff\t-\tactive"),
+        "never signed in: {listed:?}"
+    );
+    let json = admin(state.path(), &["user", "list", "--json"], None);
+    let first: serde_json::Value =
+        serde_json::from_str(json.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(first["username"], "maria");
+    assert!(first["lastSignInAt"].is_i64(), "{first}");
+    assert_eq!(first["disabled"], false);
+
+    let promoted = admin(state.path(), &["user", "role", "maria", "staff"], None);
+    assert_eq!(promoted.stdout, "maria is now staff\n", "{promoted:?}");
+    assert_eq!(
+        store.user_by_name("maria").unwrap().unwrap().role,
+        UserRole::Staff
+    );
+    let again = admin(state.path(), &["user", "role", "maria", "staff"], None);
+    assert_eq!(again.stdout, "maria already was staff\n", "{again:?}");
+
+    // Disabled: no sign-in with the right password, the token is dead.
+    let disabled = admin(state.path(), &["user", "disable", "maria"], None);
+    assert_eq!(disabled.code, 0, "{disabled:?}");
+    assert!(store.verify_login("maria", PASSWORD).unwrap().is_none());
+    assert!(store.token(&token).unwrap().is_none());
+    let json = admin(state.path(), &["user", "list", "--json"], None);
+    assert!(
+        json.stdout
+            .lines()
+            .next()
+            .unwrap()
+            .contains("\"disabled\":true"),
+        "{json:?}"
+    );
+    let enabled = admin(state.path(), &["user", "enable", "maria"], None);
+    assert_eq!(enabled.stdout, "maria may sign in again\n", "{enabled:?}");
+    assert!(store.verify_login("maria", PASSWORD).unwrap().is_some());
+    assert!(
+        store.token(&token).unwrap().is_none(),
+        "enabling does not revive a revoked token"
+    );
+
+    let actions: Vec<String> = store
+        .audit_entries(None)
+        .unwrap()
+        .into_iter()
+        .map(|entry| entry.action)
+        .filter(|action| action.starts_with("user."))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "user.role-changed",
+            "user.status-changed",
+            "user.status-changed"
+        ]
+    );
+    assert_refused(
+        &admin(state.path(), &["user", "disable", "nobody"], None),
+        1,
+        "no such user nobody",
+    );
+}

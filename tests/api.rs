@@ -863,6 +863,7 @@ async fn the_openapi_document_describes_every_route() {
         "POST /api/auth/login",
         "POST /api/auth/logout",
         "GET /api/me",
+        "GET /api/users",
         "GET /api/apps",
         "POST /api/apps",
         "GET /api/apps/{appId}/resource",

@@ -96,7 +96,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SASHA_TLS_CA", roles: "studio-core, data-worker, mcp-gateway", default: "$SASHA_STATE_DIR/certs/ca.pem", meaning: "PEM CA certificate every role trusts" },
     Variable { name: "SASHA_TLS_CERT", roles: "studio-core, data-worker, mcp-gateway", default: "$SASHA_STATE_DIR/certs/<role>.pem", meaning: "PEM certificate of this role (SAN <role>.sasha.internal)" },
     Variable { name: "SASHA_TLS_KEY", roles: "studio-core, data-worker, mcp-gateway", default: "$SASHA_STATE_DIR/certs/<role>-key.pem", meaning: "PEM private key of this role" },
-    Variable { name: "RUST_LOG", roles: "all", default: "info", meaning: "log filter (tracing EnvFilter syntax); logs go to stderr" },
+    Variable { name: "RUST_LOG", roles: "all", default: crate::telemetry::DEFAULT_FILTER, meaning: "log filter (tracing EnvFilter syntax); logs go to stderr" },
     Variable { name: "OTEL_EXPORTER_OTLP_ENDPOINT", roles: "all", default: "(unset: no export)", meaning: "OTLP/gRPC collector for spans, e.g. http://127.0.0.1:4317" },
     Variable { name: "OTEL_BSP_SCHEDULE_DELAY", roles: "all", default: "5000", meaning: "milliseconds between span export batches" },
     Variable { name: "SASHA_HEALTH_ADDR", roles: "all", default: "(unset: no probe listener)", meaning: "listen address of GET /livez and GET /readyz for orchestrators, e.g. 0.0.0.0:9090; readiness turns 503 as soon as shutdown begins" },
@@ -227,7 +227,7 @@ pub fn identity(env: &dyn Env, role: Role) -> Result<crate::identity::Identity, 
 /// Telemetry settings shared by every role.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TelemetryConfig {
-    /// `RUST_LOG`: the log filter (default `info`).
+    /// `RUST_LOG`: the log filter (default `telemetry::DEFAULT_FILTER`).
     pub rust_log: Option<String>,
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`: OTLP/gRPC collector; unset means no export.
     pub otlp_endpoint: Option<String>,

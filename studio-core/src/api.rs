@@ -442,6 +442,7 @@ pub(crate) fn routes() -> axum::Router<Arc<Core>> {
         .route("/api/auth/login", post(login))
         .route("/api/auth/logout", post(logout))
         .route("/api/me", get(me))
+        .route("/api/users", get(list_users))
         .route(
             "/api/apps",
             get(list_apps).post(crate::create::create_app_http),
@@ -831,6 +832,7 @@ pub(crate) struct ErrorEnvelope {
         login,
         logout,
         me,
+        list_users,
         list_apps,
         crate::create::create_app_http,
         resource,
@@ -1211,6 +1213,28 @@ fn not_yourself(actor: &Principal, target: &str) -> Result<(), Response> {
     Ok(())
 }
 
+/// `GET /api/users`: every user with role, last sign-in and status, for the
+/// people who give access (admin and staff): the access panel names people
+/// by user name from this list.
+#[utoipa::path(get, path = "/api/users", responses(
+    (status = 200, description = "`{users: [{id, username, role, createdAt, lastSignInAt, disabled}]}` by name", body = Object),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 404, description = "hidden: not admin or staff, or a bad credential", body = ErrorEnvelope)))]
+async fn list_users(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
+    let principal = match user(&core, &headers).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
+    if !principal.user.role.is_privileged() {
+        return hidden_not_found().into_response();
+    }
+    let store = core.store.clone();
+    match blocking(move || store.people()).await {
+        Ok(people) => no_store(Json(serde_json::json!({ "users": people }))),
+        Err(error) => error.into_response(),
+    }
+}
+
 /// `GET /api/apps/:appId/access`: current grants (admin/staff only).
 #[utoipa::path(get, path = "/api/apps/{appId}/access", params(("appId" = String, Path)), responses(
     (status = 200, description = "current grants (admin and staff)", body = GrantsResponse),
@@ -1340,3 +1364,6 @@ async fn revoke_access(
         Err(error) => error.into_response(),
     }
 }
+
+#[cfg(test)]
+mod people_tests;

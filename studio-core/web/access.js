@@ -1,10 +1,9 @@
 // The access panel: who may use or manage one app (admin and staff only).
 //
 // It lists the app's grants (`GET /api/apps/:id/access`), changes a grant
-// (`PUT …/access/:userId` with `{access}`) and revokes one (`DELETE …`). The
-// API has no list of users, so a new person is named by their user id (printed
-// by `sasha admin user add`); ids already seen in the grants of the caller's
-// other apps are offered as suggestions.
+// (`PUT …/access/:userId` with `{access}`) and revokes one (`DELETE …`). A
+// new person is named by their user name, completed from `GET /api/users`;
+// the page resolves the name to the id the API takes, and never shows ids.
 
 import * as api from "./api.js";
 import { h, panelMessages, replaceChildren } from "./dom.js";
@@ -18,7 +17,7 @@ let panelCount = 0;
  *
  * `options`: `{app, otherApps, currentUserId, onChanged(userId), onClose(),
  * onUnauthenticated()}`. `otherApps` are the caller's other apps, whose
- * grants suggest user ids.
+ * grants' names are known before the user list answers.
  */
 export function accessPanel(options) {
   const { app, otherApps = [], currentUserId, onChanged = () => {}, onClose = () => {} } = options;
@@ -39,14 +38,30 @@ export function accessPanel(options) {
 
   const { say, fail, clearAlert } = panelMessages(status, alert, { onUnauthenticated });
 
+  /** User name → id of everyone the panel can name, for the picker. */
+  const byName = new Map();
+
   function remember(grants) {
     for (const grant of grants) {
-      if (!known.has(grant.userId)) {
-        known.set(grant.userId, grant.username);
-        suggestions.appendChild(h("option", { value: grant.userId, label: grant.username }));
-      }
+      known.set(grant.userId, grant.username);
+      byName.set(grant.username, grant.userId);
     }
   }
+
+  // Everyone, by name: the picker completes user names, never ids.
+  api
+    .listUsers()
+    .then(({ users }) => {
+      for (const person of users || []) {
+        if (person.disabled) {
+          continue;
+        }
+        known.set(person.id, person.username);
+        byName.set(person.username, person.id);
+        suggestions.appendChild(h("option", { value: person.username, label: person.role }));
+      }
+    })
+    .catch(() => {});
 
   // `message` (a string, or a function of the fresh grants) is announced only
   // once the list shows the change it describes.
@@ -117,7 +132,6 @@ export function accessPanel(options) {
         "td",
         {},
         h("span", { class: "grant-name", text: you ? `${grant.username} (you)` : grant.username }),
-        h("code", { class: "grant-id", text: grant.userId }),
       ),
       h("td", {}, select),
       h("td", {}, h("time", { datetime: granted.toISOString(), text: granted.toLocaleDateString() })),
@@ -165,7 +179,7 @@ export function accessPanel(options) {
 
   const userInput = h("input", {
     id: ids.user,
-    name: "userId",
+    name: "username",
     type: "text",
     required: true,
     autocomplete: "off",
@@ -187,14 +201,20 @@ export function accessPanel(options) {
       onsubmit: async (event) => {
         event.preventDefault();
         clearAlert();
-        const userId = userInput.value.trim();
-        if (userId === "") {
-          fail({ message: "Enter the user id of the person to add." });
+        const typed = userInput.value.trim();
+        if (typed === "") {
+          fail({ message: "Enter the user name of the person to add." });
+          userInput.focus();
+          return;
+        }
+        const userId = byName.get(typed);
+        if (!userId) {
+          fail({ message: `There is no user called ${typed}. Choose one of the names suggested as you type.` });
           userInput.focus();
           return;
         }
         const access = levelSelect.value;
-        const name = known.get(userId) || userId;
+        const name = typed;
         submit.disabled = true;
         say(`Giving ${name} ${access} access…`);
         try {
@@ -204,7 +224,7 @@ export function accessPanel(options) {
           onChanged(userId);
         } catch (error) {
           if (error && error.status === 404) {
-            fail({ ...error, message: "No user has that id (or the app is no longer available)." });
+            fail({ ...error, message: "That person or this app is no longer available." });
           } else {
             fail(error);
           }
@@ -217,14 +237,14 @@ export function accessPanel(options) {
     h(
       "div",
       { class: "form-row" },
-      h("div", { class: "field field-grow" }, h("label", { for: ids.user, text: "User id" }), userInput),
+      h("div", { class: "field field-grow" }, h("label", { for: ids.user, text: "User name" }), userInput),
       h("div", { class: "field" }, h("label", { for: ids.level, text: "Access" }), levelSelect),
       h("div", { class: "field field-action" }, submit),
     ),
     h("p", {
       class: "hint",
       id: ids.hint,
-      text: "A user's id is printed by “sasha admin user add”; people who already have access to one of your apps are suggested as you type.",
+      text: "Type a user name: everyone on this Studio is suggested as you type.",
     }),
     suggestions,
   );

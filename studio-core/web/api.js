@@ -103,6 +103,11 @@ export function appResource(appId, revision) {
 }
 
 /** `GET /api/apps/:id/access`: `{grants: [{userId, username, access, grantedAt}]}`. */
+/** `GET /api/users` (admin and staff): every user, by name. */
+export function listUsers() {
+  return request("GET", "/api/users");
+}
+
 export function listAccess(appId) {
   return request("GET", `/api/apps/${segment(appId)}/access`);
 }

@@ -278,7 +278,14 @@ async function run() {
   await panel.waitFor();
   await panel.getByRole("row", { name: new RegExp(`${ADMIN.username} \\(you\\)`) }).waitFor();
   checks.ok(true, "the access panel lists the admin's own manage grant");
-  await panel.getByLabel("User id").fill(MEMBER.id);
+  await panel.getByLabel("User name").fill("nobody-here");
+  await panel.getByRole("button", { name: "Grant access" }).click();
+  await panel.getByText("There is no user called nobody-here.", { exact: false }).waitFor();
+  checks.ok(true, "an unknown user name is refused in the panel, naming it");
+  const suggested = await panel.locator("datalist option").evaluateAll((options) => options.map((option) => option.value));
+  checks.ok(suggested.includes(MEMBER.username), "the picker suggests people by user name", suggested);
+  checks.ok(!suggested.some((value) => /^[0-9a-f-]{36}$/.test(value)), "and never by id", suggested);
+  await panel.getByLabel("User name").fill(MEMBER.username);
   await panel.getByLabel("Access", { exact: true }).selectOption("use");
   await panel.getByRole("button", { name: "Grant access" }).click();
   await panel.getByText(`${MEMBER.id} now has use access.`).or(panel.getByText(`${MEMBER.username} now has use access.`)).waitFor();

@@ -24,6 +24,7 @@ mod history;
 mod lifecycle;
 mod member_apps;
 mod oauth;
+mod people;
 mod schema;
 mod secrets;
 #[cfg(test)]
@@ -64,6 +65,7 @@ pub use self::oauth::{
     REFRESH_TOKEN_PREFIX, RegisteredClient, UNCONSENTED_CLIENT_TTL_SECONDS, oauth_action,
     pkce_matches, valid_code_challenge,
 };
+pub use self::people::{Person, people_action};
 pub use self::suggestions::{
     MAX_SUGGESTIONS_PER_DAY, SUGGESTION_WINDOW_SECONDS, StoredSuggestion, Suggestion,
     SuggestionKind, SuggestionMetadata, SuggestionRefusal, SuggestionResult, SuggestionSeverity,
@@ -836,15 +838,27 @@ impl Store {
             connection
                 .query_row(
                     &format!(
-                        "SELECT {USER_COLUMNS}, u.password_hash FROM users u WHERE u.username = ?1"
+                        "SELECT {USER_COLUMNS}, u.password_hash, u.disabled_at IS NOT NULL
+                         FROM users u WHERE u.username = ?1"
                     ),
                     [username],
-                    |row| Ok((user_from_row(row)?, row.get::<_, String>(4)?)),
+                    |row| {
+                        Ok((
+                            user_from_row(row)?,
+                            row.get::<_, String>(4)?,
+                            row.get::<_, bool>(5)?,
+                        ))
+                    },
                 )
                 .optional()?
         };
+        // A disabled user's right password is refused like a wrong one.
         Ok(match found {
-            Some((user, hash)) if secrets::verify_password(password, &hash) => Some(user),
+            Some((user, hash, disabled))
+                if secrets::verify_password(password, &hash) && !disabled =>
+            {
+                Some(user)
+            }
             Some(_) => None,
             None => {
                 secrets::verify_dummy(password);
@@ -863,12 +877,21 @@ impl Store {
         let mut connection = self.connection();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let exists = transaction
-            .query_row("SELECT 1 FROM users WHERE id = ?1", [user_id], |_| Ok(()))
+            .query_row(
+                "SELECT 1 FROM users WHERE id = ?1 AND disabled_at IS NULL",
+                [user_id],
+                |_| Ok(()),
+            )
             .optional()?
             .is_some();
         if !exists {
             return Err(StoreError::UnknownUser);
         }
+        // A session is a sign-in: the Users page shows the last one.
+        transaction.execute(
+            "UPDATE users SET last_sign_in_at = ?2 WHERE id = ?1",
+            (user_id, now),
+        )?;
         // Housekeeping: expired sessions can never be used again.
         transaction.execute("DELETE FROM sessions WHERE expires_at <= ?1", [now])?;
         transaction.execute(

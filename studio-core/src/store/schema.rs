@@ -400,6 +400,16 @@ CREATE TABLE settings (
 ) STRICT;
 "#,
     },
+    Migration {
+        version: 12,
+        name: "people",
+        sql: r#"
+-- When each user last signed in (a browser session began), and whether an
+-- admin disabled them (see store/people.rs).
+ALTER TABLE users ADD COLUMN last_sign_in_at INTEGER;
+ALTER TABLE users ADD COLUMN disabled_at INTEGER;
+"#,
+    },
 ];
 
 /// The newest schema version this build knows.
@@ -501,7 +511,8 @@ mod tests {
                 (8, 2),
                 (9, 2),
                 (10, 2),
-                (11, 2)
+                (11, 2),
+                (12, 2)
             ]
         );
         let users: i64 = connection
@@ -517,7 +528,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 11);
+        assert_eq!(latest_version(), 12);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -555,6 +566,7 @@ mod tests {
                 (9, "assistant conversations".to_owned(), 3),
                 (10, "automation write consent".to_owned(), 3),
                 (11, "member apps".to_owned(), 3),
+                (12, "people".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

@@ -607,7 +607,7 @@ async fn nginx_in_front_of_two_gateways_routes_protects_and_loses_no_write() {
         process
             .stderr()
             .lines()
-            .filter(|line| line.contains("method=POST path=/mcp "))
+            .filter(|line| line.contains("method=POST ") && line.contains(" path=/mcp "))
             .count()
     };
     assert!(

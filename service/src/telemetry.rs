@@ -187,11 +187,11 @@ pub async fn http_trace_layer(
     let status = response.status();
     let ms = started.elapsed().as_millis() as u64;
     // Static files (Studio's page and modules, the sandbox documents, probes)
-    // answered well are routine: below `info`. Everything else, and every
-    // failure, is one `info` line.
+    // answered well are routine: below `info`. Everything else (the API, MCP,
+    // OAuth and its metadata), and every failure, is one `info` line.
     let routine = matches!(method, http::Method::GET | http::Method::HEAD)
         && (status.is_success() || status == http::StatusCode::NOT_MODIFIED)
-        && !["/api/", "/mcp", "/oauth/"]
+        && !["/api/", "/mcp", "/oauth/", "/.well-known/"]
             .iter()
             .any(|prefix| path.starts_with(prefix));
     macro_rules! access {

@@ -348,7 +348,7 @@ async function run() {
 
   await page.getByRole("button", { name: "Manage access" }).click();
   const accessPanel = page.getByRole("region", { name: `Access to ${APP}` });
-  await accessPanel.getByLabel("User id").fill(MEMBER.id);
+  await accessPanel.getByLabel("User name").fill(MEMBER.username);
   await accessPanel.getByLabel("Access", { exact: true }).selectOption("use");
   await accessPanel.getByRole("button", { name: "Grant access" }).click();
   await accessPanel.getByRole("status").filter({ hasText: `${MEMBER.username} now has use access.` }).waitFor();

@@ -225,6 +225,28 @@ pub(crate) enum TokenCommand {
         #[command(flatten)]
         state: StateArgs,
     },
+    /// List a user's tokens, newest first: number, kind, scopes, created,
+    /// expires, whether an MCP client's connection holds it, status. Never a
+    /// secret: only hashes are stored.
+    List {
+        /// The user's name
+        username: String,
+        /// Print one JSON object per token and line instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Revoke one of a user's tokens by its number (from `token list`); it
+    /// stops working on its next request.
+    Revoke {
+        /// The user's name
+        username: String,
+        /// The token's number
+        id: i64,
+        #[command(flatten)]
+        state: StateArgs,
+    },
 }
 
 /// Where the core database is.
@@ -423,6 +445,56 @@ fn run(
                 writeln!(output, "{username} may sign in again")?;
             } else {
                 writeln!(output, "{username} was not disabled")?;
+            }
+        }
+        AdminCommand::Token {
+            command:
+                TokenCommand::List {
+                    username,
+                    json,
+                    state,
+                },
+        } => {
+            let store = open_existing(&state)?;
+            let tokens = store
+                .tokens_of(&username)
+                .map_err(|error| unknown_user(error, &username))?;
+            for token in tokens {
+                if json {
+                    writeln!(output, "{}", serde_json::to_string(&token)?)?;
+                } else {
+                    writeln!(
+                        output,
+                        "{}\t{}\t{}\tcreated {}\texpires {}\t{}\t{}",
+                        token.id,
+                        token.kind,
+                        token.scopes,
+                        token.created_at,
+                        token
+                            .expires_at
+                            .map_or_else(|| "never".to_owned(), |at| at.to_string()),
+                        if token.oauth { "oauth" } else { "operator" },
+                        if token.revoked { "revoked" } else { "active" }
+                    )?;
+                }
+            }
+        }
+        AdminCommand::Token {
+            command:
+                TokenCommand::Revoke {
+                    username,
+                    id,
+                    state,
+                },
+        } => {
+            let store = open_existing(&state)?;
+            match store.revoke_token_of(&username, id, ACTOR_OPERATOR) {
+                Ok(true) => writeln!(output, "token {id} of {username} is revoked")?,
+                Ok(false) => writeln!(output, "token {id} of {username} already was revoked")?,
+                Err(StoreError::UnknownToken) => {
+                    anyhow::bail!("{username} has no token number {id}")
+                }
+                Err(error) => return Err(error.into()),
             }
         }
         AdminCommand::Token {

@@ -829,3 +829,104 @@ fn users_are_listed_given_roles_and_disabled_by_the_operator() {
         "no such user nobody",
     );
 }
+
+#[test]
+fn tokens_are_listed_without_secrets_and_revoked_by_number() {
+    let state = tempfile::tempdir().unwrap();
+    let store = store(state.path());
+    let maria = store
+        .create_user("maria", UserRole::Member, PASSWORD)
+        .unwrap();
+    let other = store
+        .create_user("olga", UserRole::Member, PASSWORD)
+        .unwrap();
+    let scopes = [Scope::AppsInvoke].into_iter().collect();
+    let kind = studio_core::store::TokenKind::Access;
+    let first = store.mint_token(&maria.id, kind, &scopes, None).unwrap();
+    let second = store.mint_token(&maria.id, kind, &scopes, None).unwrap();
+    let olgas = store.mint_token(&other.id, kind, &scopes, None).unwrap();
+
+    let listed = admin(state.path(), &["token", "list", "maria"], None);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    let lines: Vec<&str> = listed.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{listed:?}");
+    assert!(
+        lines
+            .iter()
+            .all(|line| line.contains("\taccess\tapps:invoke\t")
+                && line.ends_with("\toperator\tactive")),
+        "{listed:?}"
+    );
+    for secret in [&first, &second] {
+        assert!(
+            !listed.stdout.contains(secret.as_str()),
+            "a secret was printed"
+        );
+    }
+    let newest: serde_json::Value = serde_json::from_str(
+        admin(state.path(), &["token", "list", "maria", "--json"], None)
+            .stdout
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let newest_id = newest["id"].as_i64().unwrap().to_string();
+
+    // Olga's token is not maria's to name.
+    let olga_id = serde_json::from_str::<serde_json::Value>(
+        admin(state.path(), &["token", "list", "olga", "--json"], None)
+            .stdout
+            .trim(),
+    )
+    .unwrap()["id"]
+        .as_i64()
+        .unwrap()
+        .to_string();
+    assert_refused(
+        &admin(state.path(), &["token", "revoke", "maria", &olga_id], None),
+        1,
+        "maria has no token number",
+    );
+    assert!(store.token(&olgas).unwrap().is_some());
+
+    let revoked = admin(
+        state.path(),
+        &["token", "revoke", "maria", &newest_id],
+        None,
+    );
+    assert_eq!(
+        revoked.stdout,
+        format!("token {newest_id} of maria is revoked\n"),
+        "{revoked:?}"
+    );
+    assert!(
+        store.token(&second).unwrap().is_none(),
+        "the newest token stops working"
+    );
+    assert!(
+        store.token(&first).unwrap().is_some(),
+        "the other one still works"
+    );
+    let again = admin(
+        state.path(),
+        &["token", "revoke", "maria", &newest_id],
+        None,
+    );
+    assert!(again.stdout.contains("already was revoked"), "{again:?}");
+    assert!(
+        admin(state.path(), &["token", "list", "maria"], None)
+            .stdout
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("\trevoked")
+    );
+    let audited = store
+        .audit_entries(None)
+        .unwrap()
+        .into_iter()
+        .filter(|entry| entry.action == "token.revoked")
+        .count();
+    assert_eq!(audited, 1);
+}

@@ -65,7 +65,7 @@ pub use self::oauth::{
     REFRESH_TOKEN_PREFIX, RegisteredClient, UNCONSENTED_CLIENT_TTL_SECONDS, oauth_action,
     pkce_matches, valid_code_challenge,
 };
-pub use self::people::{Person, people_action};
+pub use self::people::{Person, TokenEntry, people_action};
 pub use self::suggestions::{
     MAX_SUGGESTIONS_PER_DAY, SUGGESTION_WINDOW_SECONDS, StoredSuggestion, Suggestion,
     SuggestionKind, SuggestionMetadata, SuggestionRefusal, SuggestionResult, SuggestionSeverity,

@@ -20,6 +20,23 @@ pub mod people_action {
     pub const USER_ROLE_CHANGED: &str = "user.role-changed";
     /// An admin disabled (`after` = `disabled`) or enabled a user.
     pub const USER_STATUS_CHANGED: &str = "user.status-changed";
+    /// An operator revoked a token: `subject` its user, `before` its number.
+    pub const TOKEN_REVOKED: &str = "token.revoked";
+}
+
+/// One of a person's tokens as listed: never its secret (only its hash is
+/// stored), so a token is named by its number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenEntry {
+    pub id: i64,
+    pub kind: String,
+    pub scopes: String,
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub revoked: bool,
+    /// Minted for an MCP client's connection (OAuth) rather than by an operator.
+    pub oauth: bool,
 }
 
 /// One person as the Users list shows them.
@@ -142,6 +159,76 @@ impl Store {
             Some(&user_id),
             Some(state(was)),
             Some(state(disabled)),
+        )?;
+        transaction.commit()?;
+        Ok(true)
+    }
+
+    /// Every token of `username` (newest first), revoked ones included.
+    pub fn tokens_of(&self, username: &str) -> Result<Vec<TokenEntry>, StoreError> {
+        let connection = self.connection();
+        let user: Option<String> = connection
+            .query_row(
+                "SELECT id FROM users WHERE username = ?1",
+                [username],
+                |row| row.get(0),
+            )
+            .optional()?;
+        let user = user.ok_or(StoreError::UnknownUser)?;
+        let mut statement = connection.prepare(
+            "SELECT id, kind, scopes, created_at, expires_at, revoked_at IS NOT NULL, grant_id IS NOT NULL
+             FROM tokens WHERE user_id = ?1 ORDER BY id DESC",
+        )?;
+        let tokens = statement
+            .query_map([user], |row| {
+                Ok(TokenEntry {
+                    id: row.get(0)?,
+                    kind: row.get(1)?,
+                    scopes: row.get(2)?,
+                    created_at: row.get(3)?,
+                    expires_at: row.get(4)?,
+                    revoked: row.get(5)?,
+                    oauth: row.get(6)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(tokens)
+    }
+
+    /// Revokes token number `id` of `username`, audited as `token.revoked`;
+    /// `false` when it already was revoked. Another person's token is
+    /// `UnknownToken`, as is a number that does not exist.
+    pub fn revoke_token_of(
+        &self,
+        username: &str,
+        id: i64,
+        actor: &str,
+    ) -> Result<bool, StoreError> {
+        let now = self.now();
+        let mut connection = self.connection();
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let found: Option<(String, bool)> = transaction
+            .query_row(
+                "SELECT t.user_id, t.revoked_at IS NOT NULL FROM tokens t JOIN users u ON u.id = t.user_id
+                 WHERE t.id = ?1 AND u.username = ?2",
+                (id, username),
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?;
+        let (user_id, revoked) = found.ok_or(StoreError::UnknownToken)?;
+        if revoked {
+            return Ok(false);
+        }
+        transaction.execute("UPDATE tokens SET revoked_at = ?2 WHERE id = ?1", (id, now))?;
+        audit(
+            &transaction,
+            now,
+            actor,
+            people_action::TOKEN_REVOKED,
+            None,
+            Some(&user_id),
+            Some(&id.to_string()),
+            None,
         )?;
         transaction.commit()?;
         Ok(true)

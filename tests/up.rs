@@ -310,7 +310,24 @@ async fn a_fresh_start_a_sign_in_and_an_app_open_stay_under_twenty_log_lines() {
         .expect("the app has a list tool");
     let rows = host.call(&list, json!({})).await;
     assert_ne!(rows.result()["isError"], true, "{:?}", rows.result());
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The gateway writes a call's access line before it answers, but the
+    // children's stderr reaches this test through `sasha up` and a pipe
+    // reader: wait for the last call's line, not for a fixed time.
+    let calls_logged = || {
+        up.stderr_text()
+            .lines()
+            .filter(|line| line.contains(r#"route="/mcp""#))
+            .count()
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while calls_logged() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the MCP calls were not logged:\n{}",
+            up.stderr_text()
+        );
+        tokio::task::yield_now().await;
+    }
 
     let stderr = up.stderr_text();
     let lines: Vec<&str> = stderr.lines().collect();

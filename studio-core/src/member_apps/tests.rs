@@ -597,6 +597,22 @@ async fn moderators_disable_and_delete_and_an_admin_promotes() {
     assert_eq!(status, StatusCode::OK, "{disabled}");
     assert_eq!(disabled["app"]["status"], "disabled");
     assert_eq!(mia.app_ids().await, ["journal"]);
+    // Its author cannot deploy around the moderator.
+    let revision = world
+        .store()
+        .member_app("habits")
+        .unwrap()
+        .unwrap()
+        .revision;
+    let (status, refused) = mia
+        .call(
+            "PUT",
+            "/api/member-apps/habits",
+            json!({"files": package("habits", false, false), "expectedRevision": revision}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{refused}");
+    assert_eq!(refused["details"]["reason"], "disabled");
     // A disabled member app is not a withdrawn catalogue app: the admins'
     // Withdrawn apps page and the lifecycle tools leave it to moderation.
     assert!(world.store().withdrawn_apps().unwrap().is_empty());

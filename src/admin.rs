@@ -182,6 +182,15 @@ pub(crate) enum UserCommand {
         #[command(flatten)]
         state: StateArgs,
     },
+    /// Remove a user (audited): every grant they hold ends, and their
+    /// sessions, tokens and MCP connections go; member apps they wrote keep
+    /// running with no author, so nobody can change them.
+    Remove {
+        /// The user's name
+        username: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
     /// Let a disabled user sign in again.
     Enable {
         /// The user's name
@@ -392,6 +401,8 @@ fn run(
                             .map_or_else(|| "-".to_owned(), |at| at.to_string()),
                         if person.disabled {
                             "disabled"
+                        } else if person.invited {
+                            "invited"
                         } else {
                             "active"
                         }
@@ -435,6 +446,19 @@ fn run(
             }
         }
         AdminCommand::User {
+            command: UserCommand::Remove { username, state },
+        } => {
+            let store = open_existing(&state)?;
+            let removed = store
+                .remove_user(&username, ACTOR_OPERATOR)
+                .map_err(|error| unknown_user(error, &username))?;
+            writeln!(
+                output,
+                "{username} is removed; {} grants ended, {} member apps now have no author",
+                removed.grants_revoked, removed.member_apps_orphaned
+            )?;
+        }
+        AdminCommand::User {
             command: UserCommand::Enable { username, state },
         } => {
             let store = open_existing(&state)?;
@@ -465,13 +489,16 @@ fn run(
                 } else {
                     writeln!(
                         output,
-                        "{}\t{}\t{}\tcreated {}\texpires {}\t{}\t{}",
+                        "{}\t{}\t{}\tcreated {}\texpires {}\tlast used {}\t{}\t{}",
                         token.id,
                         token.kind,
                         token.scopes,
                         token.created_at,
                         token
                             .expires_at
+                            .map_or_else(|| "never".to_owned(), |at| at.to_string()),
+                        token
+                            .last_used_at
                             .map_or_else(|| "never".to_owned(), |at| at.to_string()),
                         if token.oauth { "oauth" } else { "operator" },
                         if token.revoked { "revoked" } else { "active" }

@@ -586,7 +586,10 @@ fn help_shows_every_form() {
     ] {
         assert!(top.contains(form), "{top}");
     }
-    assert!(help(&["admin", "user"]).contains("passwd"));
+    let user = help(&["admin", "user"]);
+    for form in ["passwd", "list", "role", "disable", "enable", "remove"] {
+        assert!(user.contains(form), "{user}");
+    }
     let add = help(&["admin", "user", "add"]);
     for needle in ["--role", "--password", "--state-dir", "printf"] {
         assert!(add.contains(needle), "{add}");
@@ -827,6 +830,55 @@ fn users_are_listed_given_roles_and_disabled_by_the_operator() {
         &admin(state.path(), &["user", "disable", "nobody"], None),
         1,
         "no such user nobody",
+    );
+}
+
+#[test]
+fn a_removed_user_loses_grants_and_credentials_and_an_invited_one_is_listed_so() {
+    let state = tempfile::tempdir().unwrap();
+    let store = store(state.path());
+    let maria = store
+        .create_user("maria", UserRole::Member, PASSWORD)
+        .unwrap();
+    store
+        .invite_user("nadia", UserRole::Staff, "operator")
+        .unwrap();
+    let scopes = [Scope::AppsInvoke].into_iter().collect();
+    let token = store
+        .mint_token(
+            &maria.id,
+            studio_core::store::TokenKind::Access,
+            &scopes,
+            None,
+        )
+        .unwrap();
+    let session = store.create_session(&maria.id).unwrap();
+
+    let listed = admin(state.path(), &["user", "list"], None);
+    assert!(
+        listed.stdout.lines().nth(1).unwrap().ends_with("\tinvited"),
+        "{listed:?}"
+    );
+
+    let removed = admin(state.path(), &["user", "remove", "maria"], None);
+    assert_eq!(
+        removed.stdout, "maria is removed; 0 grants ended, 0 member apps now have no author\n",
+        "{removed:?}"
+    );
+    assert!(store.user_by_name("maria").unwrap().is_none());
+    assert!(store.token(&token).unwrap().is_none());
+    assert!(store.session(&session).unwrap().is_none());
+    assert!(
+        store
+            .audit_entries(None)
+            .unwrap()
+            .iter()
+            .any(|entry| entry.action == "user.removed" && entry.actor == "operator")
+    );
+    assert_refused(
+        &admin(state.path(), &["user", "remove", "maria"], None),
+        1,
+        "no such user maria",
     );
 }
 

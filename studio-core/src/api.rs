@@ -442,7 +442,6 @@ pub(crate) fn routes() -> axum::Router<Arc<Core>> {
         .route("/api/auth/login", post(login))
         .route("/api/auth/logout", post(logout))
         .route("/api/me", get(me))
-        .route("/api/users", get(list_users))
         .route(
             "/api/apps",
             get(list_apps).post(crate::create::create_app_http),
@@ -832,7 +831,16 @@ pub(crate) struct ErrorEnvelope {
         login,
         logout,
         me,
-        list_users,
+        crate::people_http::list_users,
+        crate::people_http::invite,
+        crate::people_http::change,
+        crate::people_http::remove,
+        crate::people_http::renew_invitation,
+        crate::people_http::invitation,
+        crate::people_http::accept_invitation,
+        crate::people_http::list_tokens,
+        crate::people_http::create_token,
+        crate::people_http::revoke_token,
         list_apps,
         crate::create::create_app_http,
         resource,
@@ -972,22 +980,7 @@ async fn login(
     })
     .await;
     match outcome {
-        Ok(Some((secret, principal))) => {
-            let cookie = format!(
-                "{}={secret}; Path=/; HttpOnly; SameSite=Lax{}",
-                session_cookie_name(core.secure_cookies()),
-                if core.secure_cookies() {
-                    "; Secure"
-                } else {
-                    ""
-                }
-            );
-            let mut response = Json(me_json(&principal)).into_response();
-            if let Ok(value) = HeaderValue::from_str(&cookie) {
-                response.headers_mut().insert(header::SET_COOKIE, value);
-            }
-            response
-        }
+        Ok(Some((secret, principal))) => signed_in(&core, &secret, &principal),
         Ok(None) => {
             let mut error = AppError::new(
                 ErrorCode::Unauthenticated,
@@ -998,6 +991,25 @@ async fn login(
         }
         Err(error) => error.into_response(),
     }
+}
+
+/// The answer that starts a browser session: the caller, with the session
+/// cookie for `secret`.
+pub(crate) fn signed_in(core: &Core, secret: &str, principal: &Principal) -> Response {
+    let cookie = format!(
+        "{}={secret}; Path=/; HttpOnly; SameSite=Lax{}",
+        session_cookie_name(core.secure_cookies()),
+        if core.secure_cookies() {
+            "; Secure"
+        } else {
+            ""
+        }
+    );
+    let mut response = no_store(Json(me_json(principal)));
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
 }
 
 /// `POST /api/auth/logout`: ends the browser session.
@@ -1038,7 +1050,7 @@ async fn logout(State(core): State<Arc<Core>>, method: Method, headers: HeaderMa
     (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
 async fn me(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
     match user(&core, &headers).await {
-        Ok(principal) => Json(me_json(&principal)).into_response(),
+        Ok(principal) => no_store(Json(me_json(&principal))),
         Err(response) => response,
     }
 }
@@ -1213,28 +1225,6 @@ fn not_yourself(actor: &Principal, target: &str) -> Result<(), Response> {
     Ok(())
 }
 
-/// `GET /api/users`: every user with role, last sign-in and status, for the
-/// people who give access (admin and staff): the access panel names people
-/// by user name from this list.
-#[utoipa::path(get, path = "/api/users", responses(
-    (status = 200, description = "`{users: [{id, username, role, createdAt, lastSignInAt, disabled}]}` by name", body = Object),
-    (status = 401, description = "anonymous", body = ErrorEnvelope),
-    (status = 404, description = "hidden: not admin or staff, or a bad credential", body = ErrorEnvelope)))]
-async fn list_users(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
-    let principal = match user(&core, &headers).await {
-        Ok(principal) => principal,
-        Err(response) => return response,
-    };
-    if !principal.user.role.is_privileged() {
-        return hidden_not_found().into_response();
-    }
-    let store = core.store.clone();
-    match blocking(move || store.people()).await {
-        Ok(people) => no_store(Json(serde_json::json!({ "users": people }))),
-        Err(error) => error.into_response(),
-    }
-}
-
 /// `GET /api/apps/:appId/access`: current grants (admin/staff only).
 #[utoipa::path(get, path = "/api/apps/{appId}/access", params(("appId" = String, Path)), responses(
     (status = 200, description = "current grants (admin and staff)", body = GrantsResponse),
@@ -1364,6 +1354,3 @@ async fn revoke_access(
         Err(error) => error.into_response(),
     }
 }
-
-#[cfg(test)]
-mod people_tests;

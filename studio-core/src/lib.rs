@@ -17,7 +17,8 @@
 //! [`uploads`] (documents converted to Markdown in each user's upload area),
 //! `assist` (`CoreService.Chat` and `Upload`: the checks and the streaming),
 //! `recovery` (the recovery descriptor), `oauth` (the OAuth 2.1
-//! authorization server for MCP clients) and [`seed`] (the bundled apps).
+//! authorization server for MCP clients), `people_http` (people, invitations
+//! and personal tokens) and [`seed`] (the bundled apps).
 
 #[allow(
     clippy::result_large_err,
@@ -44,6 +45,11 @@ mod member_apps_http;
 )]
 mod oauth;
 mod package_dir;
+#[allow(
+    clippy::result_large_err,
+    reason = "guards return the finished refusal, as axum handlers do"
+)]
+mod people_http;
 mod recovery;
 mod revisions;
 pub mod seed;
@@ -567,6 +573,7 @@ fn router(core: Arc<Core>) -> axum::Router {
         .merge(web::routes(&core.origins.sandbox))
         .merge(api::routes())
         .merge(member_apps_http::routes())
+        .merge(people_http::routes())
         .merge(assistant::routes())
         .merge(oauth::routes())
         .fallback(not_found)

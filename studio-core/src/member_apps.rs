@@ -859,4 +859,4 @@ pub(crate) async fn set_enabled(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

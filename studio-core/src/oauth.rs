@@ -145,6 +145,11 @@ impl OAuthState {
         }
     }
 
+    /// The MCP endpoint clients connect to: the resource its tokens are for.
+    pub(crate) fn resource(&self) -> &str {
+        &self.resource
+    }
+
     /// Counts one registration from `client`, or says how long it must wait.
     fn admit_registration(&self, client: ClientAddress) -> Result<(), Duration> {
         self.registrations.check(&client)

@@ -137,6 +137,15 @@ impl World {
         format!("Bearer {token}")
     }
 
+    /// A signed-in Studio page of `user`: its requests carry the session
+    /// cookie, and its changes the Studio origin and a JSON body.
+    pub(crate) fn page(&self, user: &User) -> Page<'_> {
+        Page {
+            world: self,
+            cookie: self.session(user),
+        }
+    }
+
     /// One request through Studio's router; the status and the JSON body
     /// (`null` when there is none). A success must be `no-store`.
     pub(crate) async fn send(
@@ -146,6 +155,18 @@ impl World {
         headers: &[(&str, &str)],
         body: &str,
     ) -> (http::StatusCode, serde_json::Value) {
+        let (status, _, json) = self.exchange(method, uri, headers, body).await;
+        (status, json)
+    }
+
+    /// [`World::send`], with the response's headers.
+    pub(crate) async fn exchange(
+        &self,
+        method: &str,
+        uri: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (http::StatusCode, http::HeaderMap, serde_json::Value) {
         use http_body_util::BodyExt as _;
         use tower::ServiceExt as _;
         let mut request = http::Request::builder()
@@ -171,10 +192,52 @@ impl World {
                 "{method} {uri}"
             );
         }
+        let headers = response.headers().clone();
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
         (
             status,
+            headers,
             serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
         )
+    }
+}
+
+/// A signed-in Studio page: see [`World::page`].
+pub(crate) struct Page<'a> {
+    pub(crate) world: &'a World,
+    pub(crate) cookie: String,
+}
+
+impl Page<'_> {
+    pub(crate) async fn get(&self, uri: &str) -> (http::StatusCode, serde_json::Value) {
+        self.world
+            .send("GET", uri, &[("cookie", &self.cookie)], "")
+            .await
+    }
+
+    /// A change: `body` is sent as JSON unless it is `null`.
+    pub(crate) async fn call(
+        &self,
+        method: &str,
+        uri: &str,
+        body: serde_json::Value,
+    ) -> (http::StatusCode, serde_json::Value) {
+        let body = if body.is_null() {
+            String::new()
+        } else {
+            body.to_string()
+        };
+        self.world
+            .send(
+                method,
+                uri,
+                &[
+                    ("cookie", &self.cookie),
+                    ("origin", STUDIO),
+                    ("content-type", "application/json"),
+                ],
+                &body,
+            )
+            .await
     }
 }

@@ -101,6 +101,16 @@ const ASSETS: &[Asset] = &[
         content_type: JAVASCRIPT,
         bytes: include_str!("../web/assistant.js"),
     },
+    Asset {
+        name: "users.js",
+        content_type: JAVASCRIPT,
+        bytes: include_str!("../web/users.js"),
+    },
+    Asset {
+        name: "tokens.js",
+        content_type: JAVASCRIPT,
+        bytes: include_str!("../web/tokens.js"),
+    },
 ];
 
 /// The page, with this build's version filled in (`hostInfo.version`) and
@@ -270,22 +280,21 @@ mod tests {
 
     #[tokio::test]
     async fn every_asset_has_its_content_type_and_revalidates() {
-        for (name, content_type) in [
-            ("studio.css", "text/css; charset=utf-8"),
-            ("app.js", JAVASCRIPT),
-            ("api.js", JAVASCRIPT),
-            ("host.js", JAVASCRIPT),
-            ("access.js", JAVASCRIPT),
-            ("recovery.js", JAVASCRIPT),
-            ("connect.js", JAVASCRIPT),
-            ("dom.js", JAVASCRIPT),
-            ("newapp.js", JAVASCRIPT),
-            ("history.js", JAVASCRIPT),
-            ("drafts.js", JAVASCRIPT),
-            ("withdrawn.js", JAVASCRIPT),
-            ("appstudio.js", JAVASCRIPT),
-            ("assistant.js", JAVASCRIPT),
-        ] {
+        // Every page file is served, each with its kind's type.
+        let served: Vec<&str> = ASSETS.iter().map(|asset| asset.name).collect();
+        for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/web")).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            if name.ends_with(".js") || name.ends_with(".css") {
+                assert!(served.contains(&name.as_str()), "web/{name} is not served");
+            }
+        }
+        for (name, content_type) in ASSETS.iter().map(|asset| (asset.name, asset.content_type)) {
+            let expected = if name.ends_with(".js") {
+                JAVASCRIPT
+            } else {
+                "text/css; charset=utf-8"
+            };
+            assert_eq!(content_type, expected, "{name}");
             let (status, headers, body) = get(&format!("/studio/{name}"), &[]).await;
             assert_eq!(status, StatusCode::OK, "{name}");
             assert_eq!(header(&headers, "content-type"), content_type, "{name}");

@@ -102,12 +102,61 @@ export function appResource(appId, revision) {
   );
 }
 
-/** `GET /api/apps/:id/access`: `{grants: [{userId, username, access, grantedAt}]}`. */
-/** `GET /api/users` (admin and staff): every user, by name. */
+/**
+ * `GET /api/users` (admin and staff): every user, by name, with `role`,
+ * `status` (active, invited or disabled), `lastSignInAt` and
+ * `invitationExpiresAt`.
+ */
 export function listUsers() {
   return request("GET", "/api/users");
 }
 
+/** `POST /api/users` (admins): `{user, invitation: {url, expiresAt}}`. */
+export function inviteUser(username, role) {
+  return request("POST", "/api/users", { username, role });
+}
+
+/** `PATCH /api/users/:username` with `{role}` or `{status}` (admins): `{user, changed}`. */
+export function changeUser(username, change) {
+  return request("PATCH", `/api/users/${segment(username)}`, change);
+}
+
+/** `DELETE /api/users/:username` (admins): `{removed: {grantsRevoked, memberAppsOrphaned}}`. */
+export function removeUser(username) {
+  return request("DELETE", `/api/users/${segment(username)}`);
+}
+
+/** `POST /api/users/:username/invitation` (admins): a new link, `{invitation}`. */
+export function renewInvitation(username) {
+  return request("POST", `/api/users/${segment(username)}/invitation`);
+}
+
+/** `POST /api/invitation`: who an invitation link is for, `{username, role, expiresAt}`. */
+export function invitation(token) {
+  return request("POST", "/api/invitation", { token });
+}
+
+/** `POST /api/invitation/accept`: sets the password and signs in; answers the user. */
+export function acceptInvitation(token, password) {
+  return request("POST", "/api/invitation/accept", { token, password });
+}
+
+/** `GET /api/tokens`: `{mcpUrl, scopes, defaultDays, maxDays, tokens}`, the caller's own. */
+export function listTokens() {
+  return request("GET", "/api/tokens");
+}
+
+/** `POST /api/tokens` with `{label, scopes, expiresInDays}`: `{secret, token}`, the secret once. */
+export function createToken(label, scopes, expiresInDays) {
+  return request("POST", "/api/tokens", { label, scopes, expiresInDays });
+}
+
+/** `DELETE /api/tokens/:id`. */
+export function revokeToken(id) {
+  return request("DELETE", `/api/tokens/${segment(String(id))}`);
+}
+
+/** `GET /api/apps/:id/access`: `{grants: [{userId, username, access, grantedAt}]}`. */
 export function listAccess(appId) {
   return request("GET", `/api/apps/${segment(appId)}/access`);
 }

@@ -14,7 +14,8 @@
 // revisions, diffs and revert, its own view closed), `#/apps/<id>/draft` (the app's
 // draft: review, preview, publish or discard, its own view closed), `#/apps/<id>/recovery` (the app's
 // rows in the generic recovery grid, its own view closed), `#/withdrawn` (admins:
-// the withdrawn apps, to restore or delete), `#/connections`
+// the withdrawn apps, to restore or delete), `#/users` (admins: people),
+// `#/invite/<secret>` (an invitation link's card), `#/connections`
 // (the MCP clients connected as the user), and `#/connect/<requestId>` (an MCP
 // client's authorization request: the consent card on its own, after sign-in,
 // without the shell). Every change of state is said in
@@ -30,6 +31,7 @@ import { connectionsPanel, consentCard } from "./connect.js";
 import { newAppPanel } from "./newapp.js";
 import { appStudioPanel } from "./appstudio.js";
 import { withdrawConfirm, withdrawnPanel } from "./withdrawn.js";
+import { invitationCard, usersPanel } from "./users.js";
 import { assistantPane } from "./assistant.js";
 import { errorText, h, replaceChildren } from "./dom.js";
 import { createHost, styleVariables } from "./host.js";
@@ -53,8 +55,10 @@ const studio = {
   /** The shell's parts, once signed in. */
   shell: null,
   /**
-   * What the page shows: "loading", "fatal", "login", "shell" or "consent"
-   * (the consent card on its own). Only "shell" and "consent" follow the hash.
+   * What the page shows: "loading", "fatal", "login", "invite" (an
+   * invitation link's card), "shell" or "consent" (the consent card on its
+   * own). Only "shell" and "consent" follow the hash; any view opens an
+   * invitation link.
    */
   view: "loading",
   /** Said first by the next Withdrawn apps page (what led there), then cleared. */
@@ -98,7 +102,11 @@ function appById(id) {
  */
 function route() {
   const hash = window.location.hash;
-  const none = { page: "home", appId: null, access: false, recovery: false, history: false, draft: false, requestId: null, studioAppId: null };
+  const none = { page: "home", appId: null, access: false, recovery: false, history: false, draft: false, requestId: null, studioAppId: null, inviteToken: null };
+  const invite = /^#\/invite\/([A-Za-z0-9_-]{1,256})$/.exec(hash);
+  if (invite) {
+    return { ...none, page: "invite", inviteToken: invite[1] };
+  }
   const connect = /^#\/connect\/([^/]*)$/.exec(hash);
   if (connect) {
     return { ...none, page: "connect", requestId: connect[1] };
@@ -111,6 +119,9 @@ function route() {
   }
   if (hash === "#/withdrawn") {
     return { ...none, page: "withdrawn" };
+  }
+  if (hash === "#/users") {
+    return { ...none, page: "users" };
   }
   const studioRoute = /^#\/studio(?:\/([a-z0-9-]{1,60}))?$/.exec(hash);
   if (studioRoute) {
@@ -135,6 +146,10 @@ function go(hash) {
 // Signing in and out
 
 async function boot() {
+  if (route().page === "invite") {
+    await showInvitation(route().inviteToken);
+    return;
+  }
   try {
     studio.user = await api.me();
   } catch (error) {
@@ -284,6 +299,35 @@ async function switchUser() {
 }
 
 // ---------------------------------------------------------------------------
+// An invitation link
+
+/**
+ * The card of an invitation link, on its own: whoever is signed in, the
+ * link is for the person it names, and accepting signs them in.
+ */
+async function showInvitation(token) {
+  await closeApp();
+  disposeAssistant();
+  studio.shell = null;
+  studio.view = "invite";
+  const card = invitationCard({
+    token,
+    onSignedIn: async (user) => {
+      studio.user = user;
+      history.replaceState(null, "", "#/");
+      await enterStudio();
+    },
+    onLeave: () => {
+      history.replaceState(null, "", "#/");
+      showLogin();
+    },
+  });
+  const main = h("main", { class: "center", id: "main", tabindex: "-1" }, card);
+  replaceChildren(root, main);
+  main.focus();
+}
+
+// ---------------------------------------------------------------------------
 // The consent card (an MCP client's authorization request)
 
 /** Shows the consent card for `requestId` on its own, closing any open app. */
@@ -387,6 +431,10 @@ function buildShell() {
   const withdrawnLink = isAdmin()
     ? h("button", { type: "button", class: "button button-quiet button-block sidebar-withdrawn", text: "Withdrawn apps", onclick: () => go("#/withdrawn") })
     : null;
+  // Admins' way to the Users page (the home page has one too, for phones).
+  const usersLink = isAdmin()
+    ? h("button", { type: "button", class: "button button-quiet button-block sidebar-users", text: "Users", onclick: () => go("#/users") })
+    : null;
   const appList = h("ul", { class: "app-list", role: "list" });
   // Everyone's way to their own apps (on phones, where the sidebar is hidden, the home page has one too).
   const studioLink = h("button", { type: "button", class: "button button-quiet button-block sidebar-studio", text: "App Studio", onclick: () => go("#/studio") });
@@ -461,11 +509,11 @@ function buildShell() {
   );
   replaceChildren(
     layout,
-    h("nav", { class: "sidebar", "aria-labelledby": "apps-heading" }, h("h2", { class: "sidebar-title", id: "apps-heading", text: "Apps" }), appList, newAppButton, studioLink, withdrawnLink),
+    h("nav", { class: "sidebar", "aria-labelledby": "apps-heading" }, h("h2", { class: "sidebar-title", id: "apps-heading", text: "Apps" }), appList, newAppButton, studioLink, usersLink, withdrawnLink),
     h("div", { class: "pane-wrap" }, status, alert, main),
     assistant.element,
   );
-  studio.shell = { picker, appList, main, status, alert, signOut: signOutButton, connectionsLink, withdrawnLink, studioLink, newAppButton, pane: null };
+  studio.shell = { picker, appList, main, status, alert, signOut: signOutButton, connectionsLink, withdrawnLink, usersLink, studioLink, newAppButton, pane: null };
   studio.view = "shell";
 }
 
@@ -552,6 +600,11 @@ function withdrawnAction() {
   return isAdmin() ? h("button", { type: "button", class: "button button-quiet empty-action empty-withdrawn", text: "Withdrawn apps", onclick: () => go("#/withdrawn") }) : null;
 }
 
+/** The Users link of the empty states, for admins (the sidebar is hidden on phones). */
+function usersAction() {
+  return isAdmin() ? h("button", { type: "button", class: "button button-quiet empty-action empty-users", text: "Users", onclick: () => go("#/users") }) : null;
+}
+
 function emptyState() {
   if (studio.apps.length === 0) {
     const manager = canManageAccess();
@@ -568,6 +621,7 @@ function emptyState() {
       }),
       newAppAction(),
       studioAction(),
+      usersAction(),
       withdrawnAction(),
     );
   }
@@ -578,6 +632,7 @@ function emptyState() {
     h("p", { text: canCreateApps() ? "Pick an app from the list to open it here, or create a new one. One app is open at a time." : "Pick an app from the list to open it here. One app is open at a time." }),
     newAppAction(),
     studioAction(),
+    usersAction(),
     withdrawnAction(),
   );
 }
@@ -697,6 +752,27 @@ async function showWithdrawn() {
   panel.querySelector("h1").focus();
 }
 
+/** The Users page (admins): invite, change, disable and remove people. */
+async function showUsers() {
+  await closeApp();
+  renderSidebar(null);
+  studio.shell.pane = null;
+  if (!isAdmin()) {
+    showAlert({ message: "Only admins can manage users.", code: "APP_ACCESS_DENIED" });
+    history.replaceState(null, "", "#/");
+    replaceChildren(studio.shell.main, emptyState());
+    return;
+  }
+  const panel = usersPanel({
+    me: studio.user,
+    onUnauthenticated: () => {
+      sessionEnded();
+    },
+  });
+  replaceChildren(studio.shell.main, panel);
+  panel.querySelector("h1").focus();
+}
+
 /** The renders in order: each waits for the one before (which may be closing an app). */
 let rendering = Promise.resolve();
 
@@ -715,10 +791,14 @@ function render() {
  * sidebar and pane (empty state, connected clients, or an open app).
  */
 async function renderNow() {
+  const current = route();
+  if (current.page === "invite") {
+    await showInvitation(current.inviteToken);
+    return;
+  }
   if (studio.view !== "shell" && studio.view !== "consent") {
     return;
   }
-  const current = route();
   if (current.page === "connect") {
     await showConsent(current.requestId);
     return;
@@ -740,6 +820,13 @@ async function renderNow() {
   } else {
     studio.shell.studioLink.removeAttribute("aria-current");
   }
+  if (studio.shell.usersLink) {
+    if (current.page === "users") {
+      studio.shell.usersLink.setAttribute("aria-current", "page");
+    } else {
+      studio.shell.usersLink.removeAttribute("aria-current");
+    }
+  }
   if (studio.shell.withdrawnLink) {
     if (current.page === "withdrawn") {
       studio.shell.withdrawnLink.setAttribute("aria-current", "page");
@@ -755,6 +842,11 @@ async function renderNow() {
   if (current.page === "withdrawn") {
     studio.shell.connectionsLink.removeAttribute("aria-current");
     await showWithdrawn();
+    return;
+  }
+  if (current.page === "users") {
+    studio.shell.connectionsLink.removeAttribute("aria-current");
+    await showUsers();
     return;
   }
   if (current.page === "studio") {

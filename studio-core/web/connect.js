@@ -1,6 +1,8 @@
 // MCP clients connecting as the signed-in user (OAuth 2.1): the consent card
 // an authorization request lands on (`#/connect/<requestId>`), and the
-// "Connected clients" page (`#/connections`) where a user revokes one.
+// "Connected clients" page (`#/connections`): how to connect a client
+// (tokens.js), the connected ones, each with Revoke, and the person's own
+// personal access tokens.
 //
 // The consent card says who is asking (the client's own, self-chosen name),
 // where the browser goes afterwards (the redirect host, prominently: a
@@ -11,6 +13,7 @@
 
 import * as api from "./api.js";
 import { h, panelMessages, replaceChildren } from "./dom.js";
+import { connectSections } from "./tokens.js";
 
 /** Plain-language words for the scopes Sasha knows. */
 const SCOPES = {
@@ -23,6 +26,10 @@ const SCOPES = {
     title: "Change how apps are built",
     description:
       "Read, change and delete the source files of the apps you manage, and check them for errors. Needs “Use your apps” too.",
+  },
+  "apps:author": {
+    title: "Build your own apps",
+    description: "Make, change, share and delete apps of your own, each change with your approval.",
   },
 };
 
@@ -520,6 +527,7 @@ export function connectionsPanel(options = {}) {
     status,
     alert,
     list,
+    connectSections({ scopeTitle, onUnauthenticated, confirm }),
   );
   load();
   return panel;

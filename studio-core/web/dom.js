@@ -96,3 +96,47 @@ export function panelMessages(status, alert, { onUnauthenticated = null, describ
   };
   return { say, fail, clearAlert };
 }
+
+/**
+ * The error line under one form field: `show(text)` writes it and marks the
+ * field `aria-invalid`, described by the line; `clear()` hides it. The line
+ * is the element to put right after the field.
+ */
+export function fieldError(field, id) {
+  const element = h("p", { class: "field-error", id, hidden: true });
+  const described = (field.getAttribute("aria-describedby") || "").split(" ").filter(Boolean);
+  field.setAttribute("aria-describedby", [...described, id].join(" "));
+  const clear = () => {
+    element.hidden = true;
+    element.textContent = "";
+    field.removeAttribute("aria-invalid");
+  };
+  const show = (text) => {
+    element.hidden = false;
+    element.textContent = text;
+    field.setAttribute("aria-invalid", "true");
+  };
+  field.addEventListener("input", () => {
+    if (!element.hidden) {
+      clear();
+    }
+  });
+  return { element, show, clear };
+}
+
+/** A Copy button for the text `value()` returns; says "Copied" for a moment. */
+export function copyButton(value, label = "Copy") {
+  const button = h("button", { type: "button", class: "button button-quiet button-inline", text: label });
+  button.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(value());
+      button.textContent = "Copied";
+    } catch {
+      button.textContent = "Select and copy it";
+    }
+    setTimeout(() => {
+      button.textContent = label;
+    }, 2000);
+  });
+  return button;
+}

@@ -8,14 +8,14 @@ use sasha_proto::pb;
 use serde_json::{Value, json};
 
 use crate::store::{AppAccess, User, UserRole};
-use crate::test_world::{PASSWORD, STUDIO, World};
+use crate::test_world::{PASSWORD, Page, World};
 
 /// The scopes of a member's browser session.
 const AUTHOR: [&str; 3] = ["chat:use", "apps:invoke", "apps:author"];
 
 /// A minimal valid member app; with `table`, one owner-scoped (or, with
 /// `shared`, shared) table.
-fn package(id: &str, table: bool, shared: bool) -> Value {
+pub(crate) fn package(id: &str, table: bool, shared: bool) -> Value {
     let mut manifest = format!(
         "---\nid: {id}\nname: Habits\ndescription: Habits kept each day\nversion: 0.1.0\ntheme: none\n"
     );
@@ -42,51 +42,13 @@ fn package(id: &str, table: bool, shared: bool) -> Value {
     files
 }
 
-struct Page<'a> {
-    world: &'a World,
-    cookie: String,
-}
-
 impl World {
-    fn page(&self, user: &User) -> Page<'_> {
-        Page {
-            world: self,
-            cookie: self.session(user),
-        }
-    }
-
     fn user(&self, name: &str, role: UserRole) -> User {
         self.store().create_user(name, role, PASSWORD).unwrap()
     }
 }
 
 impl Page<'_> {
-    async fn get(&self, uri: &str) -> (StatusCode, Value) {
-        self.world
-            .send("GET", uri, &[("cookie", &self.cookie)], "")
-            .await
-    }
-
-    async fn call(&self, method: &str, uri: &str, body: Value) -> (StatusCode, Value) {
-        let body = if body.is_null() {
-            String::new()
-        } else {
-            body.to_string()
-        };
-        self.world
-            .send(
-                method,
-                uri,
-                &[
-                    ("cookie", &self.cookie),
-                    ("origin", STUDIO),
-                    ("content-type", "application/json"),
-                ],
-                &body,
-            )
-            .await
-    }
-
     async fn deploy(&self, id: &str, table: bool) -> (StatusCode, Value) {
         self.call(
             "POST",

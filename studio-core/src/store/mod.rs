@@ -65,7 +65,10 @@ pub use self::oauth::{
     REFRESH_TOKEN_PREFIX, RegisteredClient, UNCONSENTED_CLIENT_TTL_SECONDS, oauth_action,
     pkce_matches, valid_code_challenge,
 };
-pub use self::people::{Person, TokenEntry, people_action};
+pub use self::people::{
+    INVITATION_TTL_SECONDS, Invitation, InvitationView, MAX_TOKEN_LABEL_CHARS, Person, Removed,
+    TOKEN_USE_PRECISION_SECONDS, TokenEntry, people_action,
+};
 pub use self::suggestions::{
     MAX_SUGGESTIONS_PER_DAY, SUGGESTION_WINDOW_SECONDS, StoredSuggestion, Suggestion,
     SuggestionKind, SuggestionMetadata, SuggestionRefusal, SuggestionResult, SuggestionSeverity,
@@ -421,6 +424,14 @@ pub enum StoreError {
     MemberAppGrant(&'static str),
     #[error("a {role} user cannot hold the {scope} scope")]
     ScopeNotAllowed { scope: Scope, role: UserRole },
+    /// A new invitation link for someone who already set their password.
+    #[error("that user has already accepted their invitation")]
+    NotInvited,
+    /// A renewed invitation for a disabled person.
+    #[error("that user is disabled; enable them first")]
+    UserDisabled,
+    #[error("invalid token name: {0}")]
+    InvalidTokenLabel(String),
     #[error("a token needs at least one scope")]
     NoScopes,
     #[error("invalid token lifetime: {0}")]
@@ -449,6 +460,7 @@ impl StoreError {
                 | StoreError::ScopeNotAllowed { .. }
                 | StoreError::NoScopes
                 | StoreError::InvalidTtl(_)
+                | StoreError::InvalidTokenLabel(_)
         )
     }
 }
@@ -625,6 +637,28 @@ fn set_grant(
     Ok(true)
 }
 
+/// Adds `user` with password hash `hash` inside `transaction`; a taken
+/// name is `UsernameTaken`. Every new user goes through here.
+fn insert_user(transaction: &Transaction<'_>, user: &User, hash: &str) -> Result<(), StoreError> {
+    let taken = transaction
+        .query_row(
+            "SELECT 1 FROM users WHERE username = ?1",
+            [&user.username],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some();
+    if taken {
+        return Err(StoreError::UsernameTaken);
+    }
+    transaction.execute(
+        "INSERT INTO users (id, username, role, password_hash, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        (&user.id, &user.username, user.role, hash, user.created_at),
+    )?;
+    Ok(())
+}
+
 fn seconds_i64(ttl: u64) -> i64 {
     // Callers bound `ttl` by TOKEN_MAX_TTL_SECONDS first; saturate regardless.
     i64::try_from(ttl).unwrap_or(i64::MAX)
@@ -747,22 +781,7 @@ impl Store {
         };
         let mut connection = self.connection();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let taken = transaction
-            .query_row(
-                "SELECT 1 FROM users WHERE username = ?1",
-                [username],
-                |_| Ok(()),
-            )
-            .optional()?
-            .is_some();
-        if taken {
-            return Err(StoreError::UsernameTaken);
-        }
-        transaction.execute(
-            "INSERT INTO users (id, username, role, password_hash, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            (&user.id, &user.username, user.role, &hash, user.created_at),
-        )?;
+        insert_user(&transaction, &user, &hash)?;
         transaction.commit()?;
         Ok(user)
     }
@@ -787,6 +806,8 @@ impl Store {
             (&hash, &user_id),
         )?;
         transaction.execute("DELETE FROM sessions WHERE user_id = ?1", [&user_id])?;
+        // A password set by the operator answers an open invitation too.
+        transaction.execute("DELETE FROM invitations WHERE user_id = ?1", [&user_id])?;
         transaction.commit()?;
         Ok(())
     }
@@ -855,9 +876,15 @@ impl Store {
         // A disabled user's right password is refused like a wrong one.
         Ok(match found {
             Some((user, hash, disabled))
-                if secrets::verify_password(password, &hash) && !disabled =>
+                if !hash.is_empty() && secrets::verify_password(password, &hash) && !disabled =>
             {
                 Some(user)
+            }
+            // An invited user has no password yet ('' verifies nothing):
+            // the same work as a wrong one.
+            Some((_, hash, _)) if hash.is_empty() => {
+                secrets::verify_dummy(password);
+                None
             }
             Some(_) => None,
             None => {
@@ -962,6 +989,20 @@ impl Store {
         scopes: &BTreeSet<Scope>,
         ttl_seconds: Option<u64>,
     ) -> Result<String, StoreError> {
+        self.mint_token_as(user_id, kind, scopes, ttl_seconds, None)
+            .map(|(secret, _)| secret)
+    }
+
+    /// [`Store::mint_token`] with the person's own `label` for it; also
+    /// returns the token's number.
+    fn mint_token_as(
+        &self,
+        user_id: &str,
+        kind: TokenKind,
+        scopes: &BTreeSet<Scope>,
+        ttl_seconds: Option<u64>,
+        label: Option<&str>,
+    ) -> Result<(String, i64), StoreError> {
         if scopes.is_empty() {
             return Err(StoreError::NoScopes);
         }
@@ -992,8 +1033,8 @@ impl Store {
         let secret = format!("{}{}", kind.prefix(), secrets::random_secret());
         let connection = self.connection();
         connection.execute(
-            "INSERT INTO tokens (kind, user_id, scopes, secret_sha256, created_at, expires_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO tokens (kind, user_id, scopes, secret_sha256, created_at, expires_at, label)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             (
                 kind,
                 user_id,
@@ -1001,9 +1042,10 @@ impl Store {
                 secrets::secret_sha256(&secret),
                 now,
                 expires_at,
+                label,
             ),
         )?;
-        Ok(secret)
+        Ok((secret, connection.last_insert_rowid()))
     }
 
     /// The principal of a bearer token, or `None` when it is unknown, expired
@@ -1023,7 +1065,8 @@ impl Store {
             let connection = self.connection();
             connection
                 .prepare_cached(&format!(
-                    "SELECT {USER_COLUMNS}, t.kind, t.scopes, t.expires_at, t.audience FROM tokens t
+                    "SELECT {USER_COLUMNS}, t.kind, t.scopes, t.expires_at, t.audience,
+                            t.id, t.last_used_at, t.grant_id FROM tokens t
                      JOIN users u ON u.id = t.user_id
                      LEFT JOIN oauth_grants g ON g.id = t.grant_id
                      WHERE t.secret_sha256 = ?1 AND t.revoked_at IS NULL
@@ -1037,16 +1080,21 @@ impl Store {
                         row.get::<_, String>(5)?,
                         row.get::<_, Option<i64>>(6)?,
                         row.get::<_, Option<String>>(7)?,
+                        row.get::<_, i64>(8)?,
+                        row.get::<_, Option<i64>>(9)?,
+                        row.get::<_, Option<String>>(10)?,
                     ))
                 })
                 .optional()?
         };
-        let Some((user, kind, scopes, expires_at, audience)) = found else {
+        let Some((user, kind, scopes, expires_at, audience, id, last_used_at, grant_id)) = found
+        else {
             return Ok(None);
         };
         if kind != claimed {
             return Ok(None);
         }
+        self.note_token_use(now, id, last_used_at, grant_id.as_deref());
         let mut scopes = scopes_from_text(&scopes)?;
         scopes.retain(|scope| user.role.allows(*scope));
         Ok(Some(Principal {

@@ -1,17 +1,32 @@
-//! The people of an instance for its admins (migration 12): who exists, with
-//! their role, last sign-in and whether they are disabled, and the two
-//! changes an admin makes to a person: their role, and disabling (or
-//! enabling) them. Who may is the caller's decision (`sasha admin`, Studio's
-//! API); this module records, each change audited.
+//! The people of an instance for its admins (migrations 12 and 13): who
+//! exists, with their role, last sign-in and status; inviting a person with a
+//! one-time link, changing their role, disabling (or enabling) and removing
+//! them; and each person's own tokens (made, listed with their last use, and
+//! revoked). Who may is the caller's decision (`sasha admin`, Studio's API);
+//! this module records, each change audited.
 //!
-//! What it must never do: leave a disabled person a way in (their sessions
-//! and tokens go in the same transaction, and sign-in refuses them), or
-//! change anyone silently.
+//! What it must never do: leave a disabled or removed person a way in (their
+//! sessions and tokens go in the same transaction, and sign-in refuses
+//! them), keep an invitation usable twice or after it expires, store a
+//! secret rather than its hash, or change anyone silently.
 
 use rusqlite::{OptionalExtension as _, TransactionBehavior};
 use serde::Serialize;
 
-use super::{Store, StoreError, USER_COLUMNS, User, UserRole, audit, user_from_row};
+use std::collections::BTreeSet;
+
+use super::{
+    AppAccess, Scope, Store, StoreError, TokenKind, USER_COLUMNS, User, UserRole, action, audit,
+    insert_user, secrets, user_from_row, validate_password, validate_username,
+};
+
+/// An invitation link works for this long, once.
+pub const INVITATION_TTL_SECONDS: i64 = 7 * 24 * 60 * 60;
+/// A token's last use is written at most this often, so authenticating a
+/// busy client is not a database write per request.
+pub const TOKEN_USE_PRECISION_SECONDS: i64 = 60;
+/// The longest name a person gives one of their tokens.
+pub const MAX_TOKEN_LABEL_CHARS: usize = 80;
 
 /// Audit actions of people.
 pub mod people_action {
@@ -22,6 +37,15 @@ pub mod people_action {
     pub const USER_STATUS_CHANGED: &str = "user.status-changed";
     /// An operator revoked a token: `subject` its user, `before` its number.
     pub const TOKEN_REVOKED: &str = "token.revoked";
+    /// An admin invited a user (`after` = their role), or made them a new
+    /// link (`before` = `renewed`).
+    pub const USER_INVITED: &str = "user.invited";
+    /// An invited user set their password through their link.
+    pub const INVITATION_ACCEPTED: &str = "user.invitation-accepted";
+    /// An admin removed a user: `subject` their id, `before` their name.
+    pub const USER_REMOVED: &str = "user.removed";
+    /// A person made a token for themselves: `after` its number.
+    pub const TOKEN_CREATED: &str = "token.created";
 }
 
 /// One of a person's tokens as listed: never its secret (only its hash is
@@ -37,6 +61,71 @@ pub struct TokenEntry {
     pub revoked: bool,
     /// Minted for an MCP client's connection (OAuth) rather than by an operator.
     pub oauth: bool,
+    /// The name its person gave it, if they made it themselves.
+    pub label: Option<String>,
+    /// Unix seconds of its last use, to [`TOKEN_USE_PRECISION_SECONDS`].
+    pub last_used_at: Option<i64>,
+}
+
+/// A made invitation: the secret for the link (shown once, never stored).
+#[derive(Debug, Clone)]
+pub struct Invitation {
+    pub user: User,
+    pub secret: String,
+    pub expires_at: i64,
+}
+
+/// What an invitation link shows before it is accepted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InvitationView {
+    pub username: String,
+    pub role: UserRole,
+    pub expires_at: i64,
+}
+
+/// What removing a person took with them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Removed {
+    pub user_id: String,
+    /// Apps they had access to; each grant's end is audited.
+    pub grants_revoked: usize,
+    /// Member apps they wrote, which nobody can change from now on.
+    pub member_apps_orphaned: usize,
+}
+
+const TOKEN_COLUMNS: &str = "t.id, t.kind, t.scopes, t.created_at, t.expires_at,
+    t.revoked_at IS NOT NULL, t.grant_id IS NOT NULL, t.label, t.last_used_at";
+
+fn token_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<TokenEntry> {
+    Ok(TokenEntry {
+        id: row.get(0)?,
+        kind: row.get(1)?,
+        scopes: row.get(2)?,
+        created_at: row.get(3)?,
+        expires_at: row.get(4)?,
+        revoked: row.get(5)?,
+        oauth: row.get(6)?,
+        label: row.get(7)?,
+        last_used_at: row.get(8)?,
+    })
+}
+
+/// Refuses a token name that is empty, too long or has control characters.
+fn validate_token_label(label: &str) -> Result<(), StoreError> {
+    let chars = label.chars().count();
+    if label.trim().is_empty() || chars > MAX_TOKEN_LABEL_CHARS {
+        return Err(StoreError::InvalidTokenLabel(format!(
+            "give it a name of 1 to {MAX_TOKEN_LABEL_CHARS} characters"
+        )));
+    }
+    if label.chars().any(char::is_control) {
+        return Err(StoreError::InvalidTokenLabel(
+            "a token's name is one line of text".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// One person as the Users list shows them.
@@ -48,6 +137,10 @@ pub struct Person {
     /// Unix seconds of their last sign-in (a browser session began).
     pub last_sign_in_at: Option<i64>,
     pub disabled: bool,
+    /// Invited and not yet signed up: they have no password.
+    pub invited: bool,
+    /// When their open invitation link stops working, if they have one.
+    pub invitation_expires_at: Option<i64>,
 }
 
 impl Store {
@@ -55,8 +148,10 @@ impl Store {
     pub fn people(&self) -> Result<Vec<Person>, StoreError> {
         let connection = self.connection();
         let mut statement = connection.prepare(&format!(
-            "SELECT {USER_COLUMNS}, u.last_sign_in_at, u.disabled_at IS NOT NULL
-             FROM users u ORDER BY u.username"
+            "SELECT {USER_COLUMNS}, u.last_sign_in_at, u.disabled_at IS NOT NULL,
+                    u.password_hash = '', i.expires_at
+             FROM users u LEFT JOIN invitations i ON i.user_id = u.id
+             ORDER BY u.username"
         ))?;
         let people = statement
             .query_map([], |row| {
@@ -64,6 +159,8 @@ impl Store {
                     user: user_from_row(row)?,
                     last_sign_in_at: row.get(4)?,
                     disabled: row.get(5)?,
+                    invited: row.get(6)?,
+                    invitation_expires_at: row.get(7)?,
                 })
             })?
             .collect::<Result<_, _>>()?;
@@ -137,6 +234,7 @@ impl Store {
         )?;
         if disabled {
             transaction.execute("DELETE FROM sessions WHERE user_id = ?1", [&user_id])?;
+            transaction.execute("DELETE FROM invitations WHERE user_id = ?1", [&user_id])?;
             transaction.execute(
                 "UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?2) WHERE user_id = ?1",
                 (&user_id, now),
@@ -175,22 +273,11 @@ impl Store {
             )
             .optional()?;
         let user = user.ok_or(StoreError::UnknownUser)?;
-        let mut statement = connection.prepare(
-            "SELECT id, kind, scopes, created_at, expires_at, revoked_at IS NOT NULL, grant_id IS NOT NULL
-             FROM tokens WHERE user_id = ?1 ORDER BY id DESC",
-        )?;
+        let mut statement = connection.prepare(&format!(
+            "SELECT {TOKEN_COLUMNS} FROM tokens t WHERE t.user_id = ?1 ORDER BY t.id DESC"
+        ))?;
         let tokens = statement
-            .query_map([user], |row| {
-                Ok(TokenEntry {
-                    id: row.get(0)?,
-                    kind: row.get(1)?,
-                    scopes: row.get(2)?,
-                    created_at: row.get(3)?,
-                    expires_at: row.get(4)?,
-                    revoked: row.get(5)?,
-                    oauth: row.get(6)?,
-                })
-            })?
+            .query_map([user], token_from_row)?
             .collect::<Result<_, _>>()?;
         Ok(tokens)
     }
@@ -233,4 +320,322 @@ impl Store {
         transaction.commit()?;
         Ok(true)
     }
+
+    /// Adds `username` with `role` and no password, and makes their one-time
+    /// invitation link, audited as `user.invited`. They sign in for the
+    /// first time by setting a password through it.
+    pub fn invite_user(
+        &self,
+        username: &str,
+        role: UserRole,
+        actor: &str,
+    ) -> Result<Invitation, StoreError> {
+        validate_username(username)?;
+        let now = self.now();
+        let user = User {
+            id: uuid::Uuid::now_v7().to_string(),
+            username: username.to_owned(),
+            role,
+            created_at: now,
+        };
+        let mut connection = self.connection();
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        insert_user(&transaction, &user, "")?;
+        let (secret, expires_at) = insert_invitation(&transaction, now, &user.id, actor)?;
+        audit(
+            &transaction,
+            now,
+            actor,
+            people_action::USER_INVITED,
+            None,
+            Some(&user.id),
+            None,
+            Some(role.as_str()),
+        )?;
+        transaction.commit()?;
+        Ok(Invitation {
+            user,
+            secret,
+            expires_at,
+        })
+    }
+
+    /// A new link for `username`, who has not accepted yet; the old link
+    /// stops working. `NotInvited` once they have a password.
+    pub fn renew_invitation(&self, username: &str, actor: &str) -> Result<Invitation, StoreError> {
+        let now = self.now();
+        let mut connection = self.connection();
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let found: Option<(User, bool, bool)> = transaction
+            .query_row(
+                &format!(
+                    "SELECT {USER_COLUMNS}, u.password_hash = '', u.disabled_at IS NOT NULL
+                     FROM users u WHERE u.username = ?1"
+                ),
+                [username],
+                |row| Ok((user_from_row(row)?, row.get(4)?, row.get(5)?)),
+            )
+            .optional()?;
+        let (user, invited, disabled) = found.ok_or(StoreError::UnknownUser)?;
+        if !invited {
+            return Err(StoreError::NotInvited);
+        }
+        if disabled {
+            return Err(StoreError::UserDisabled);
+        }
+        transaction.execute("DELETE FROM invitations WHERE user_id = ?1", [&user.id])?;
+        let (secret, expires_at) = insert_invitation(&transaction, now, &user.id, actor)?;
+        audit(
+            &transaction,
+            now,
+            actor,
+            people_action::USER_INVITED,
+            None,
+            Some(&user.id),
+            Some("renewed"),
+            Some(user.role.as_str()),
+        )?;
+        transaction.commit()?;
+        Ok(Invitation {
+            user,
+            secret,
+            expires_at,
+        })
+    }
+
+    /// Who a live invitation link is for; `None` when it is unknown,
+    /// expired or used.
+    pub fn invitation(&self, secret: &str) -> Result<Option<InvitationView>, StoreError> {
+        if secret.is_empty() || secret.len() > super::MAX_SECRET_LEN {
+            return Ok(None);
+        }
+        let connection = self.connection();
+        let found = connection
+            .query_row(
+                "SELECT u.username, u.role, i.expires_at FROM invitations i
+                 JOIN users u ON u.id = i.user_id
+                 WHERE i.secret_sha256 = ?1 AND i.expires_at > ?2 AND u.disabled_at IS NULL",
+                (secrets::secret_sha256(secret), self.now()),
+                |row| {
+                    Ok(InvitationView {
+                        username: row.get(0)?,
+                        role: row.get(1)?,
+                        expires_at: row.get(2)?,
+                    })
+                },
+            )
+            .optional()?;
+        Ok(found)
+    }
+
+    /// Sets the password of the person a live invitation link is for and
+    /// spends the link, audited; `None` when the link is unknown, expired or
+    /// used (a weak password is refused before the link is looked at).
+    pub fn accept_invitation(
+        &self,
+        secret: &str,
+        password: &str,
+    ) -> Result<Option<User>, StoreError> {
+        validate_password(password)?;
+        if secret.is_empty() || secret.len() > super::MAX_SECRET_LEN {
+            return Ok(None);
+        }
+        let hash = secrets::hash_password(password).map_err(StoreError::Database)?;
+        let now = self.now();
+        let mut connection = self.connection();
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let user: Option<User> = transaction
+            .query_row(
+                &format!(
+                    "SELECT {USER_COLUMNS} FROM invitations i JOIN users u ON u.id = i.user_id
+                     WHERE i.secret_sha256 = ?1 AND i.expires_at > ?2 AND u.disabled_at IS NULL"
+                ),
+                (secrets::secret_sha256(secret), now),
+                user_from_row,
+            )
+            .optional()?;
+        let Some(user) = user else {
+            return Ok(None);
+        };
+        transaction.execute(
+            "UPDATE users SET password_hash = ?2 WHERE id = ?1",
+            (&user.id, &hash),
+        )?;
+        transaction.execute("DELETE FROM invitations WHERE user_id = ?1", [&user.id])?;
+        audit(
+            &transaction,
+            now,
+            &user.id,
+            people_action::INVITATION_ACCEPTED,
+            None,
+            Some(&user.id),
+            None,
+            None,
+        )?;
+        transaction.commit()?;
+        Ok(Some(user))
+    }
+
+    /// Removes `username`, audited: every grant they held ends (one
+    /// `grant.changed` row each), their sessions, tokens, MCP connections,
+    /// invitation and conversations go with them, and the member apps they
+    /// wrote keep running with no author, so nobody can change them.
+    pub fn remove_user(&self, username: &str, actor: &str) -> Result<Removed, StoreError> {
+        let now = self.now();
+        let mut connection = self.connection();
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let user_id: String = transaction
+            .query_row(
+                "SELECT id FROM users WHERE username = ?1",
+                [username],
+                |row| row.get(0),
+            )
+            .optional()?
+            .ok_or(StoreError::UnknownUser)?;
+        let grants: Vec<(String, AppAccess)> = transaction
+            .prepare("SELECT app_id, access FROM grants WHERE user_id = ?1 ORDER BY app_id")?
+            .query_map([&user_id], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        for (app_id, access) in &grants {
+            audit(
+                &transaction,
+                now,
+                actor,
+                action::GRANT_CHANGED,
+                Some(app_id),
+                Some(&user_id),
+                Some(access.as_str()),
+                None,
+            )?;
+        }
+        let orphaned = transaction.execute(
+            "UPDATE member_apps SET author_id = NULL WHERE author_id = ?1",
+            [&user_id],
+        )?;
+        // Everything else of theirs cascades from the row.
+        transaction.execute("DELETE FROM users WHERE id = ?1", [&user_id])?;
+        audit(
+            &transaction,
+            now,
+            actor,
+            people_action::USER_REMOVED,
+            None,
+            Some(&user_id),
+            Some(username),
+            None,
+        )?;
+        transaction.commit()?;
+        Ok(Removed {
+            user_id,
+            grants_revoked: grants.len(),
+            member_apps_orphaned: orphaned,
+        })
+    }
+
+    /// The live tokens `user_id` made for themselves or an operator minted
+    /// for them (not an MCP client's OAuth tokens, not the assistant's),
+    /// newest first.
+    pub fn personal_tokens(&self, user_id: &str) -> Result<Vec<TokenEntry>, StoreError> {
+        let connection = self.connection();
+        let mut statement = connection.prepare(&format!(
+            "SELECT {TOKEN_COLUMNS} FROM tokens t
+             WHERE t.user_id = ?1 AND t.kind = ?2 AND t.grant_id IS NULL AND t.revoked_at IS NULL
+               AND (t.expires_at IS NULL OR t.expires_at > ?3)
+             ORDER BY t.id DESC"
+        ))?;
+        let tokens = statement
+            .query_map((user_id, TokenKind::Access, self.now()), token_from_row)?
+            .collect::<Result<_, _>>()?;
+        Ok(tokens)
+    }
+
+    /// Makes an access token `user_id` names `label`, audited as
+    /// `token.created`: the secret (shown once) and its entry.
+    pub fn create_personal_token(
+        &self,
+        user_id: &str,
+        label: &str,
+        scopes: &BTreeSet<Scope>,
+        ttl_seconds: Option<u64>,
+    ) -> Result<(String, TokenEntry), StoreError> {
+        validate_token_label(label)?;
+        let (secret, id) =
+            self.mint_token_as(user_id, TokenKind::Access, scopes, ttl_seconds, Some(label))?;
+        let now = self.now();
+        let mut connection = self.connection();
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        audit(
+            &transaction,
+            now,
+            user_id,
+            people_action::TOKEN_CREATED,
+            None,
+            Some(user_id),
+            None,
+            Some(&id.to_string()),
+        )?;
+        let entry = transaction.query_row(
+            &format!("SELECT {TOKEN_COLUMNS} FROM tokens t WHERE t.id = ?1"),
+            [id],
+            token_from_row,
+        )?;
+        transaction.commit()?;
+        Ok((secret, entry))
+    }
+
+    /// Records that token `id` (of OAuth connection `grant_id`, if any) was
+    /// used at `now`, when its last record is older than
+    /// [`TOKEN_USE_PRECISION_SECONDS`]. A failure here never refuses the
+    /// request: it is logged and the next use tries again.
+    pub(super) fn note_token_use(
+        &self,
+        now: i64,
+        id: i64,
+        last_used_at: Option<i64>,
+        grant_id: Option<&str>,
+    ) {
+        if last_used_at.is_some_and(|at| now - at < TOKEN_USE_PRECISION_SECONDS) {
+            return;
+        }
+        let connection = self.connection();
+        let noted = connection
+            .execute(
+                "UPDATE tokens SET last_used_at = ?2 WHERE id = ?1",
+                (id, now),
+            )
+            .and_then(|_| match grant_id {
+                Some(grant) => connection.execute(
+                    "UPDATE oauth_grants SET last_used_at = ?2 WHERE id = ?1",
+                    (grant, now),
+                ),
+                None => Ok(0),
+            });
+        if let Err(error) = noted {
+            tracing::debug!(%error, token = id, "a token's last use was not recorded");
+        }
+    }
+}
+
+/// Stores a new invitation for `user_id` inside `transaction`: the secret
+/// for the link and when it expires.
+fn insert_invitation(
+    transaction: &rusqlite::Transaction<'_>,
+    now: i64,
+    user_id: &str,
+    actor: &str,
+) -> Result<(String, i64), StoreError> {
+    let secret = secrets::random_secret();
+    let expires_at = now.saturating_add(INVITATION_TTL_SECONDS);
+    transaction.execute(
+        "INSERT INTO invitations (secret_sha256, user_id, created_by, created_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        (
+            secrets::secret_sha256(&secret),
+            user_id,
+            actor,
+            now,
+            expires_at,
+        ),
+    )?;
+    Ok((secret, expires_at))
 }

@@ -410,6 +410,27 @@ ALTER TABLE users ADD COLUMN last_sign_in_at INTEGER;
 ALTER TABLE users ADD COLUMN disabled_at INTEGER;
 "#,
     },
+    Migration {
+        version: 13,
+        name: "invitations and personal tokens",
+        sql: r#"
+-- One-time invitation links (see store/people.rs): only sha256(secret) is
+-- stored, one live link per invited user. An invited user's password_hash
+-- is '' until they accept, which no password verifies.
+CREATE TABLE invitations (
+    secret_sha256 TEXT PRIMARY KEY,
+    user_id       TEXT NOT NULL UNIQUE REFERENCES users(id) ON DELETE CASCADE,
+    created_by    TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    expires_at    INTEGER NOT NULL
+) STRICT;
+
+-- A person's own name for a token they made, and when it was last used (to
+-- the minute: see Store::token).
+ALTER TABLE tokens ADD COLUMN label TEXT;
+ALTER TABLE tokens ADD COLUMN last_used_at INTEGER;
+"#,
+    },
 ];
 
 /// The newest schema version this build knows.
@@ -512,7 +533,8 @@ mod tests {
                 (9, 2),
                 (10, 2),
                 (11, 2),
-                (12, 2)
+                (12, 2),
+                (13, 2)
             ]
         );
         let users: i64 = connection
@@ -528,7 +550,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 12);
+        assert_eq!(latest_version(), 13);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -567,6 +589,7 @@ mod tests {
                 (10, "automation write consent".to_owned(), 3),
                 (11, "member apps".to_owned(), 3),
                 (12, "people".to_owned(), 3),
+                (13, "invitations and personal tokens".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

@@ -712,6 +712,29 @@ fn forged_revoked_and_relabelled_tokens_are_refused() {
     assert!(!store.revoke_token("sasha_at_unknown").unwrap());
 }
 
+/// A token's last use is recorded to the minute: the first use writes it,
+/// uses within [`TOKEN_USE_PRECISION_SECONDS`] do not, the next one does.
+#[test]
+fn a_tokens_last_use_is_recorded_to_the_minute() {
+    let fixture = Fixture::new();
+    let alice = fixture.user("alice", UserRole::Member);
+    let scopes = scopes(&[Scope::AppsInvoke]);
+    let (secret, made) = fixture
+        .store
+        .create_personal_token(&alice.id, "laptop", &scopes, None)
+        .unwrap();
+    assert_eq!(made.last_used_at, None);
+    let last_use = || fixture.store.personal_tokens(&alice.id).unwrap()[0].last_used_at;
+    fixture.store.token(&secret).unwrap().unwrap();
+    assert_eq!(last_use(), Some(START));
+    fixture.advance(TOKEN_USE_PRECISION_SECONDS - 1);
+    fixture.store.token(&secret).unwrap().unwrap();
+    assert_eq!(last_use(), Some(START), "not a write per request");
+    fixture.advance(1);
+    fixture.store.token(&secret).unwrap().unwrap();
+    assert_eq!(last_use(), Some(START + TOKEN_USE_PRECISION_SECONDS));
+}
+
 #[test]
 fn a_token_loses_a_scope_its_users_role_no_longer_allows() {
     let fixture = Fixture::new();

@@ -1,6 +1,7 @@
 CREATE TABLE projects (
   id INTEGER PRIMARY KEY,
-  name TEXT NOT NULL UNIQUE
+  name TEXT NOT NULL UNIQUE,
+  retired_at DATE
 );
 
 CREATE TABLE entries (

@@ -335,6 +335,19 @@
     delete: table("delete", true, function (id, options) {
       return { id: rowId(id), expectedVersion: version(options), idempotencyKey: key(options) };
     }),
+    // Whether this person may run `operation` on `tableName` here: the host
+    // lists only the tools it lets this view call (a `write: manage` table
+    // has no write tools for someone who does not manage the app).
+    allows: function (tableName, operation) {
+      return attempt(function () {
+        if (["list", "get", "aggregate", "create", "update", "delete"].indexOf(operation) < 0) throw fail("APP_INPUT_INVALID", "operation must be list, get, aggregate, create, update or delete");
+        var tool = "app__" + mcpName(String(APP.id)) + "__" + idOf("table", tableName) + "__" + operation;
+        return pooled(function () { return request("tools/list", {}, CALL_MS); }).then(function (result) {
+          var tools = isObject(result) && Array.isArray(result.tools) ? result.tools : [];
+          return tools.some(function (t) { return isObject(t) && t.name === tool; });
+        });
+      });
+    },
   };
   var actions = {
     call: function (actionId, input, options) {

@@ -20,7 +20,8 @@
 //   `Sasha-App: <app id>` (and, for a draft's preview, `Sasha-Preview:
 //   <previewId>` on every request, tools/list included), and only for a tool the gateway listed for this app
 //   with "app" in its visibility and a name of this app; anything else is
-//   refused here (-32000) and never sent.
+//   refused here (-32000) and never sent. The view's own `tools/list` is
+//   answered from that same list: what it may call, for this person.
 // - A ready view is pinged every WATCHDOG_INTERVAL_MS; one that does not answer
 //   within WATCHDOG_TIMEOUT_MS is hung (a busy loop): it fails visibly
 //   (`onError`, APP_TIMEOUT) and the frame is removed.
@@ -620,6 +621,9 @@ export function createHost(options) {
       case "tools/call":
         callTool(id, params);
         return;
+      case "tools/list":
+        listTools(id);
+        return;
       case "ui/open-link":
         openLink(id, params);
         return;
@@ -792,7 +796,7 @@ export function createHost(options) {
     return reply;
   }
 
-  /** The names this view may call, from the gateway's list for this app. */
+  /** The tools this view may call (by name), from the gateway's list for this app. */
   function callableTools() {
     if (toolsPromise === null) {
       toolsPromise = loadTools().catch((error) => {
@@ -804,7 +808,7 @@ export function createHost(options) {
   }
 
   async function loadTools() {
-    const names = new Set();
+    const names = new Map();
     let cursor;
     for (let page = 0; page < 20; page += 1) {
       const controller = new AbortController();
@@ -820,7 +824,7 @@ export function createHost(options) {
       }
       for (const tool of reply.result.tools) {
         if (toolCallableByApp(tool, app.id)) {
-          names.add(tool.name);
+          names.set(tool.name, tool);
         }
       }
       cursor = reply.result.nextCursor;
@@ -829,6 +833,20 @@ export function createHost(options) {
       }
     }
     return names;
+  }
+
+  /** The view's `tools/list`: every tool it may call, in one page. */
+  async function listTools(id) {
+    let callable;
+    try {
+      callable = await callableTools();
+    } catch (error) {
+      refuse(id, error instanceof HostFailure ? error : new HostFailure("APP_NOT_READY", "the app's tools could not be listed", { retryable: true }));
+      return;
+    }
+    if (state === "ready") {
+      respond(id, { tools: [...callable.values()] });
+    }
   }
 
   async function callTool(id, params) {

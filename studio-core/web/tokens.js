@@ -248,7 +248,8 @@ export function connectSections(options = {}) {
   }
 
   async function load(message) {
-    say(message ? `${message} Updating your tokens…` : "Loading your tokens…");
+    // `message` is announced once the list shows the change it describes.
+    say(message ? "Updating your tokens…" : "Loading your tokens…");
     let answer;
     try {
       answer = await api.listTokens();

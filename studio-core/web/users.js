@@ -140,7 +140,8 @@ export function usersPanel(options) {
   }
 
   async function load(message) {
-    say(message ? `${message} Updating the list…` : "Loading the users…");
+    // `message` is announced once the list shows the change it describes.
+    say(message ? "Updating the list…" : "Loading the users…");
     let users;
     try {
       ({ users } = await api.listUsers());

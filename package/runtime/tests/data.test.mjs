@@ -189,3 +189,23 @@ test("a success without structuredContent is a sanitised APP_INTERNAL", async ()
   assert.equal(outcome.error.code, "APP_INTERNAL");
   assert.doesNotMatch(outcome.error.message, /raw/);
 });
+
+test("allows asks the host's tools/list whether this person has the table's tool", async () => {
+  const t = await connected();
+  const may = settle(t.Sasha.data.allows("expense-items", "update"));
+  const mayNot = settle(t.Sasha.data.allows("expenses", "delete"));
+  await flush();
+  const lists = t.requests("tools/list");
+  assert.equal(lists.length, 2, "one tools/list per question");
+  assert.equal(t.calls().length, 0, "nothing is called");
+  for (const list of lists) {
+    t.respond(list.id, { tools: [{ name: "app__expense_log__expense_items__update" }, { name: "app__expense_log__expenses__list" }] });
+  }
+  await flush();
+  assert.deepEqual([may.value, mayNot.value], [true, false]);
+
+  const bad = [settle(t.Sasha.data.allows("expenses", "drop")), settle(t.Sasha.data.allows("no such table!", "list"))];
+  await flush();
+  assert.deepEqual(bad.map((outcome) => outcome.error && outcome.error.code), ["APP_INPUT_INVALID", "APP_INPUT_INVALID"]);
+  assert.equal(t.requests("tools/list").length, 2, "a bad question sends nothing");
+});

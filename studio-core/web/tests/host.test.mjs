@@ -195,6 +195,24 @@ test("visibility is enforced before forwarding", async () => {
   assert.equal(w.posted.at(-2).message.error.data.code, "APP_CAPABILITY_DENIED");
 });
 
+test("the view's tools/list answers only what it may call here", async () => {
+  const w = world({ fetchImpl: gateway() });
+  await initialized(w);
+  w.send({ jsonrpc: "2.0", id: "l1", method: "tools/list", params: {} });
+  await w.flush();
+  const answer = w.posted.at(-1).message;
+  assert.equal(answer.id, "l1");
+  const names = answer.result.tools.map((tool) => tool.name).sort();
+  const callable = TOOLS.tools
+    .filter((tool) => tool.name.startsWith("app__expense_log__") && (tool._meta?.ui?.visibility || []).includes("app"))
+    .map((tool) => tool.name);
+  assert.ok(names.length > 0 && callable.every((name) => names.includes(name)), JSON.stringify(names));
+  for (const hidden of ["app__expense_log__secret", "app__expense_log__empty", "app__other__entries__list", "getDocs"]) {
+    assert.ok(!names.includes(hidden), `${hidden} is not listed to the view`);
+  }
+  assert.equal(w.fetches.filter((f) => f.body.method === "tools/list").length, 1, "the gateway's list is fetched once");
+});
+
 test("SSE with progress", async () => {
   const w = world({ fetchImpl: gateway({ sasha__chat_execute: (body) => {
     const events = [

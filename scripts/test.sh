@@ -2,7 +2,7 @@
 # Every check and test of Sasha Apps, as CI runs it.
 #
 # On a fresh machine it first installs what is missing (rustfmt, clippy,
-# cargo-nextest; Node.js and the MCP TypeScript SDK the conformance test drives
+# cargo-nextest, cargo-machete; Node.js and the MCP TypeScript SDK the conformance test drives
 # the gateway with; Debian's Chromium and playwright-core for the browser
 # tests), then runs: cargo fmt --check, cargo clippy -D warnings, and the whole
 # test suite (unit, process, conformance and browser tests) with cargo-nextest.
@@ -26,6 +26,10 @@ if ! cargo clippy --version >/dev/null 2>&1; then
 fi
 if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install cargo-nextest --locked
+fi
+# The tidy test's unused-dependency check (tests/process/tidy.rs).
+if ! cargo machete --version >/dev/null 2>&1; then
+  cargo install cargo-machete --locked
 fi
 
 step "cargo fmt --check"
@@ -60,7 +64,7 @@ if ! command -v chromium >/dev/null 2>&1 && [ -z "${CHROMIUM:-}" ]; then
 fi
 npm_install tests/browser
 
-step "nginx (tests/deploy_nginx.rs runs deploy/nginx in front of the roles)"
+step "nginx (tests/process/deploy_nginx.rs runs deploy/nginx in front of the roles)"
 # Debian's nginx, started by the test itself on loopback; the package's own
 # service is not needed.
 if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ] && [ -z "${SASHA_NGINX:-}" ]; then
@@ -68,7 +72,7 @@ if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ] && [ -z "${SAS
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y nginx-light
 fi
 
-step "deployment validators (tests/deploy_files.rs)"
+step "deployment validators (tests/process/deploy_files.rs)"
 # Debian's caddy for `caddy validate` (its service is never started), and a venv
 # with the pinned schema validators, rebuilt when tests/deploy/requirements.txt
 # changes (a stamp copy records what it holds).

@@ -16,8 +16,9 @@
 //! A small, linear pre-scan of the source (module `prescan`) runs first: it
 //! gives the line numbers (scraper's tree sink does not keep html5ever's, and
 //! html5ever is not a direct dependency of this crate), and it refuses input
-//! on which html5ever's tree builder would take quadratic time (deep nesting,
-//! tags with huge attribute lists) before the parser sees it.
+//! on which html5ever would take quadratic time (deep nesting in its tree
+//! builder, tags with huge attribute lists in its tokenizer) before the
+//! parser sees it.
 
 use std::collections::BTreeSet;
 

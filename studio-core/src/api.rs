@@ -291,6 +291,9 @@ fn throttled(wait: Duration, what: &str) -> Response {
 }
 
 #[cfg(test)]
+mod tests;
+
+#[cfg(test)]
 mod throttle_tests {
     use std::net::IpAddr;
 
@@ -1251,7 +1254,7 @@ async fn list_access(
                     granted_at: grant.granted_at,
                 })
                 .collect();
-            Json(GrantsResponse { grants }).into_response()
+            no_store(Json(GrantsResponse { grants }))
         }
         Err(error) => error.into_response(),
     }
@@ -1316,10 +1319,9 @@ async fn grant_access(
     })
     .await;
     match outcome {
-        Ok(true) => Json(GrantResponse {
+        Ok(true) => no_store(Json(GrantResponse {
             access: access.as_str().to_owned(),
-        })
-        .into_response(),
+        })),
         Ok(false) => hidden_not_found().into_response(),
         Err(error) => error.into_response(),
     }

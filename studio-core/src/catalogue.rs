@@ -461,28 +461,10 @@ pub fn watch(
 mod tests {
     use super::*;
 
-    fn fixture(id: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/packages/valid")
-            .join(id)
-    }
-
-    fn copy_dir(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for entry in std::fs::read_dir(from).unwrap().flatten() {
-            let target = to.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                copy_dir(&entry.path(), &target);
-            } else {
-                std::fs::copy(entry.path(), target).unwrap();
-            }
-        }
-    }
-
     fn docs_with(ids: &[&str]) -> tempfile::TempDir {
         let docs = tempfile::tempdir().unwrap();
         for id in ids {
-            copy_dir(&fixture(id), &docs.path().join("apps").join(id));
+            crate::test_world::copy_fixture(id, &docs.path().join("apps").join(id));
         }
         docs
     }

@@ -138,23 +138,9 @@ pub(crate) async fn resource(
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
     use crate::catalogue::Catalogue;
     use crate::store::RevisionSurface;
-
-    fn copy_dir(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for entry in std::fs::read_dir(from).unwrap().flatten() {
-            let target = to.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                copy_dir(&entry.path(), &target);
-            } else {
-                std::fs::copy(entry.path(), target).unwrap();
-            }
-        }
-    }
 
     fn register(store: &Store, snapshot: &Snapshot) {
         for (id, package) in snapshot.valid() {
@@ -176,9 +162,8 @@ mod tests {
     #[test]
     fn snapshots_are_recorded_with_their_files() {
         let docs = tempfile::tempdir().unwrap();
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/packages/valid");
         for id in ["hello", "expense-log"] {
-            copy_dir(&fixtures.join(id), &docs.path().join("apps").join(id));
+            crate::test_world::copy_fixture(id, &docs.path().join("apps").join(id));
         }
         let store = Store::open(&docs.path().join("core.sqlite")).unwrap();
         let catalogue = Catalogue::new(docs.path(), 4);

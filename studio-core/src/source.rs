@@ -470,6 +470,17 @@ impl SourceTree {
     }
 
     /// Opens `name` (one segment, no `/`) in `dir`, never following a link.
+    ///
+    /// The walk is rustix's `openat`/`openat2`, not `cap-std` (4.0.3, checked
+    /// on a scratch tree): its `Dir` is a sandbox that keeps a path beneath
+    /// the folder but follows symlinks inside it (`Dir::open("link/sub/f")`
+    /// with `link` a symlink to a sibling folder opens the file), and its
+    /// no-follow opens (`cap-fs-ext`'s `open_dir_nofollow`, `FollowSymlinks::No`)
+    /// cover only the last segment (`open_dir_nofollow("link/sub")` succeeds).
+    /// Refusing every link would still take this segment-by-segment walk,
+    /// only through another layer; and the renames beside it (`uploads::area`,
+    /// `package_dir`, `history`, `seed`) need `renameat2` with
+    /// `RENAME_NOREPLACE` or `RENAME_EXCHANGE`, which cap-std does not offer.
     fn open_in(
         &self,
         dir: BorrowedFd<'_>,

@@ -20,7 +20,14 @@
 //!
 //! Everything here is a pure function of its input and runs in microseconds
 //! (the input is at most [`MAX_SUGGESTION_JSON_BYTES`], every scan linear).
+//! The shapes that are patterns (token prefixes, paths, keywords, email
+//! addresses) are `regex` expressions, which match in time linear in the
+//! text; what counts lines or judges a run as a whole (table rows, lines
+//! ending in `;`, whether a long run is a name) stays plain code.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
 use sasha_package::manifest::is_kebab_id;
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Map, Value};
@@ -342,25 +349,28 @@ fn refused_content(text: &str) -> Option<Refused> {
     }
 }
 
+/// A content pattern, compiled once. The patterns are constants, so a
+/// failure to compile is a bug that every test run would show.
+fn pattern(source: &str) -> Regex {
+    Regex::new(source).unwrap_or_else(|error| panic!("content pattern {source:?}: {error}"))
+}
+
 /// Token prefixes, `Bearer `, PEM armour, `password=`/`password:`,
 /// `api_key`/`apikey`, or a long run of base64/hex-like characters.
 fn has_credential(text: &str) -> bool {
-    const TOKEN_PREFIXES: &[&str] = &["sasha_at_", "sasha_ak_", "sasha_ct_", "sasha_cf_"];
-    let lower = text.to_ascii_lowercase();
-    TOKEN_PREFIXES.iter().any(|prefix| lower.contains(prefix))
-        || ["api_key", "apikey"]
-            .iter()
-            .any(|name| lower.contains(name))
-        || text.contains("-----BEGIN")
-        || followed_by(text, "Bearer", |rest| {
-            rest.starts_with(|c: char| c.is_ascii_whitespace())
-        })
-        || followed_by(&lower, "password", |rest| {
-            rest.trim_start_matches([' ', '\t']).starts_with(['=', ':'])
-        })
-        || text
-            .split(|c: char| !is_opaque_char(c))
-            .any(|run| run.len() >= MIN_OPAQUE_RUN && !is_name(run))
+    // ASCII case-insensitive (`(?i-u)`): Unicode folding would also read the
+    // Kelvin sign as `k` and the long s as `s`. `Bearer` is followed by ASCII
+    // whitespace, `password` by spaces or tabs and then `=` or `:`.
+    static CREDENTIAL: LazyLock<Regex> = LazyLock::new(|| {
+        pattern(
+            r"(?i-u:sasha_(?:at|ak|ct|cf)_|api_?key|password[ \t]*[=:])|-----BEGIN|Bearer[ \t\n\x0C\r]",
+        )
+    });
+    static OPAQUE_RUN: LazyLock<Regex> = LazyLock::new(|| {
+        // Leftmost-first and greedy: each match is a whole run.
+        pattern(&format!("[A-Za-z0-9+/=_-]{{{MIN_OPAQUE_RUN},}}"))
+    });
+    CREDENTIAL.is_match(text) || OPAQUE_RUN.find_iter(text).any(|run| !is_name(run.as_str()))
 }
 
 /// A long run that is a readable name rather than a secret: lowercase words
@@ -378,84 +388,42 @@ fn is_name(run: &str) -> bool {
         && run.split(['_', '-']).all(|word| word.len() <= 20)
 }
 
-fn is_opaque_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=' | '_' | '-')
-}
-
-/// Whether some occurrence of `needle` in `text` is followed by text that
-/// satisfies `after`.
-fn followed_by(text: &str, needle: &str, after: impl Fn(&str) -> bool) -> bool {
-    text.match_indices(needle)
-        .any(|(at, _)| after(&text[at + needle.len()..]))
-}
-
-/// `/a/…` at the start or after whitespace, a quote or an opening bracket;
-/// `~/`; a drive path `C:\` or `C:/`; a UNC path `\\server`; `file://`.
+/// `/a/…` at the start or after whitespace, a quote, an opening bracket or
+/// `=`; `~/`; a drive path `C:\` or `C:/` whose letter starts a word (so
+/// `https://` is no drive); a UNC path `\\server`; `file://`.
 fn has_absolute_path(text: &str) -> bool {
-    if text.contains("~/") || text.to_ascii_lowercase().contains("file://") {
-        return true;
-    }
-    let chars: Vec<char> = text.chars().collect();
-    let at = |index: usize| chars.get(index).copied();
-    for (index, &c) in chars.iter().enumerate() {
-        let before = index.checked_sub(1).and_then(at);
-        match c {
-            '/' => {
-                let starts_path = before.is_none_or(|b| {
-                    b.is_whitespace() || matches!(b, '"' | '\'' | '`' | '(' | '[' | '{' | '<' | '=')
-                });
-                if starts_path {
-                    // A segment (at least one character, no whitespace or
-                    // slash), then another slash.
-                    let segment = chars[index + 1..]
-                        .iter()
-                        .take_while(|c| !c.is_whitespace() && **c != '/')
-                        .count();
-                    if segment > 0 && at(index + 1 + segment) == Some('/') {
-                        return true;
-                    }
-                }
-            }
-            ':' => {
-                // A lone drive letter: `C:` not preceded by a word character
-                // (so `https://` is no drive), then a separator.
-                let letter = before.is_some_and(|b| b.is_ascii_alphabetic());
-                let alone = index < 2 || at(index - 2).is_none_or(|b| !is_word_char(b));
-                if letter && alone && matches!(at(index + 1), Some('\\' | '/')) {
-                    return true;
-                }
-            }
-            '\\' => {
-                let unc = before != Some('\\')
-                    && at(index + 1) == Some('\\')
-                    && at(index + 2).is_some_and(char::is_alphanumeric);
-                if unc {
-                    return true;
-                }
-            }
-            _ => {}
-        }
-    }
-    false
-}
-
-fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
+    // `\s` is Unicode White_Space, as `char::is_whitespace`; a word
+    // character is `char::is_alphanumeric` (Alphabetic or a number) or `_`.
+    static ABSOLUTE_PATH: LazyLock<Regex> = LazyLock::new(|| {
+        pattern(concat!(
+            r"~/|(?i-u:file://)",
+            r#"|(?:^|[\s"'`(\[{<=])/[^\s/]+/"#,
+            r"|(?:^|[^\p{Alphabetic}\p{N}_])[A-Za-z]:[\\/]",
+            r"|(?:^|[^\\])\\\\[\p{Alphabetic}\p{N}]",
+        ))
+    });
+    ABSOLUTE_PATH.is_match(text)
 }
 
 /// Code fences, HTML tags, JavaScript functions and arrows, SQL statements,
 /// or three or more lines ending in `;`, `{` or `}`.
 fn has_source_code(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    text.contains("```")
-        || ["<script", "<style", "<html"]
-            .iter()
-            .any(|tag| lower.contains(tag))
-        || text.contains("=>")
-        || text.contains("CREATE TABLE")
-        || text.contains("INSERT INTO")
-        || has_select_from(text)
-        || has_function_syntax(text)
+    // - `<script`, `<style`, `<html` in any ASCII case;
+    // - `SELECT` and later `FROM`, each followed by whitespace and `FROM`
+    //   preceded by it (uppercase, as SQL is written; "select … from" is
+    //   ordinary English);
+    // - the keyword `function` (a whole word: no word character or `$` on
+    //   either side), then optionally whitespace and a name, then `(`:
+    //   `function add(`, `function (`, `function(`. "the function I need
+    //   (…)" is prose: after its "name" comes another word, not `(`.
+    static SOURCE_CODE: LazyLock<Regex> = LazyLock::new(|| {
+        pattern(concat!(
+            r"```|(?i-u:<script|<style|<html)|=>|CREATE TABLE|INSERT INTO",
+            r"|(?s:SELECT\s(?:.*\s)?FROM\s)",
+            r"|(?:^|[^\p{Alphabetic}\p{N}_$])function(?:\s+[\p{Alphabetic}\p{N}_$]*)?\s*\(",
+        ))
+    });
+    SOURCE_CODE.is_match(text)
         || text
             .lines()
             .filter(|line| line.trim_end().ends_with([';', '{', '}']))
@@ -463,70 +431,20 @@ fn has_source_code(text: &str) -> bool {
             >= 3
 }
 
-/// `SELECT` and later `FROM`, each as a word between whitespace (uppercase,
-/// as SQL is written; "select … from" is ordinary English).
-fn has_select_from(text: &str) -> bool {
-    let Some((at, _)) = text
-        .match_indices("SELECT")
-        .find(|(at, _)| text[at + "SELECT".len()..].starts_with(|c: char| c.is_whitespace()))
-    else {
-        return false;
-    };
-    let rest = &text[at + "SELECT".len()..];
-    rest.match_indices("FROM").any(|(from, _)| {
-        rest[..from].ends_with(|c: char| c.is_whitespace())
-            && rest[from + "FROM".len()..].starts_with(|c: char| c.is_whitespace())
-    })
-}
-
-/// The keyword `function` (a whole word), then optionally a name, then `(`:
-/// `function add(`, `function (`, `function(`. "the function I need (…)" is
-/// prose: after its "name" comes another word, not `(`.
-fn has_function_syntax(text: &str) -> bool {
-    text.match_indices("function").any(|(at, _)| {
-        let starts_word = !text[..at].ends_with(|c: char| is_word_char(c) || c == '$');
-        let rest = &text[at + "function".len()..];
-        if !starts_word || rest.starts_with(|c: char| is_word_char(c) || c == '$') {
-            return false;
-        }
-        let rest = rest.trim_start();
-        let rest = rest.trim_start_matches(|c: char| is_word_char(c) || c == '$');
-        rest.trim_start().starts_with('(')
-    })
-}
-
 /// JSON text, an email address, or CSV/TSV rows.
 fn has_records(text: &str) -> bool {
-    text.contains("{\"")
-        || text.contains("[{")
-        || text.contains("\": ")
-        || has_email(text)
-        || has_table_rows(text)
-}
-
-/// `local@domain.tld`: a local part of `[A-Za-z0-9._%+-]`, and a domain of
-/// two or more dot-separated labels ending in letters.
-fn has_email(text: &str) -> bool {
-    let is_local = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '%' | '+' | '-');
-    text.match_indices('@').any(|(at, _)| {
-        let local = text[..at]
-            .chars()
-            .rev()
-            .take_while(|c| is_local(*c))
-            .count();
-        let domain: String = text[at + 1..]
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
-            .collect();
-        let domain = domain.trim_end_matches(['.', '-']);
-        let labels: Vec<&str> = domain.split('.').collect();
-        local > 0
-            && labels.len() >= 2
-            && labels.iter().all(|label| !label.is_empty())
-            && labels
-                .last()
-                .is_some_and(|tld| tld.len() >= 2 && tld.chars().all(|c| c.is_ascii_alphabetic()))
-    })
+    // An email address is `local@domain.tld`: a local part of
+    // `[A-Za-z0-9._%+-]`, and a domain of two or more dot-separated labels
+    // whose last is two or more letters. The domain is the whole run of
+    // `[A-Za-z0-9.-]` after the `@`, trailing dots and dashes aside, so
+    // `a@b.cd-x` is no address.
+    static RECORDS: LazyLock<Regex> = LazyLock::new(|| {
+        pattern(concat!(
+            r#"\{"|\[\{|": "#,
+            r"|[A-Za-z0-9._%+-]@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}[.-]*(?:[^A-Za-z0-9.-]|$)",
+        ))
+    });
+    RECORDS.is_match(text) || has_table_rows(text)
 }
 
 /// Three or more consecutive lines that look like rows of one table: each

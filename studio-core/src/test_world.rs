@@ -23,6 +23,9 @@ pub(crate) const WRITER: [&str; 3] = ["chat:use", "apps:invoke", "apps:write"];
 pub(crate) struct World {
     pub(crate) dir: tempfile::TempDir,
     pub(crate) core: Arc<Core>,
+    /// The store's clock (unix seconds): it starts at the real time and moves
+    /// only by [`World::advance`], so expiry is tested without waiting.
+    pub(crate) clock: Arc<std::sync::atomic::AtomicI64>,
     pub(crate) admin: User,
     pub(crate) staff: User,
     pub(crate) member: User,
@@ -41,7 +44,15 @@ impl World {
         let (pki, _) = DevPki::ensure(&dir.path().join("pki")).unwrap();
         let identity = Identity::load(&pki.files(Role::StudioCore)).unwrap();
         let data = sasha_service::grpc::data_client("https://127.0.0.1:9", &identity).unwrap();
-        let store = Store::open(&dir.path().join("core.sqlite")).unwrap();
+        let clock = Arc::new(std::sync::atomic::AtomicI64::new(
+            crate::store::system_clock(),
+        ));
+        let reading = clock.clone();
+        let store = Store::open_with_clock(
+            &dir.path().join("core.sqlite"),
+            Arc::new(move || reading.load(std::sync::atomic::Ordering::SeqCst)),
+        )
+        .unwrap();
         let admin = store.create_user("ada", UserRole::Admin, PASSWORD).unwrap();
         let staff = store.create_user("sam", UserRole::Staff, PASSWORD).unwrap();
         let member = store
@@ -71,10 +82,21 @@ impl World {
         World {
             dir,
             core,
+            clock,
             admin,
             staff,
             member,
         }
+    }
+
+    /// Copies the valid fixture packages `ids` (`tests/packages/valid`) into
+    /// `DOCS_ROOT/apps` and registers them, as the file watcher would: their
+    /// first discovery grants `manage` to the admin and staff users.
+    pub(crate) async fn install(&self, ids: &[&str]) {
+        for id in ids {
+            copy_fixture(id, &self.apps().join(id));
+        }
+        crate::refresh_catalogue(&self.core).await;
     }
 
     /// `DOCS_ROOT/apps`.
@@ -137,6 +159,12 @@ impl World {
         format!("Bearer {token}")
     }
 
+    /// Moves the store's clock `seconds` ahead.
+    pub(crate) fn advance(&self, seconds: i64) {
+        self.clock
+            .fetch_add(seconds, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// A signed-in Studio page of `user`: its requests carry the session
     /// cookie, and its changes the Studio origin and a JSON body.
     pub(crate) fn page(&self, user: &User) -> Page<'_> {
@@ -167,12 +195,39 @@ impl World {
         headers: &[(&str, &str)],
         body: &str,
     ) -> (http::StatusCode, http::HeaderMap, serde_json::Value) {
+        let (status, headers, bytes) = self.raw(method, uri, headers, body).await;
+        if status.is_success() {
+            assert_eq!(
+                headers.get("cache-control").unwrap(),
+                "no-store",
+                "{method} {uri}"
+            );
+        }
+        (
+            status,
+            headers,
+            serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+        )
+    }
+
+    /// One request through Studio's router as it arrives (Host: the Studio
+    /// origin unless `headers` name another), answered byte for byte.
+    pub(crate) async fn raw(
+        &self,
+        method: &str,
+        uri: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (http::StatusCode, http::HeaderMap, Vec<u8>) {
         use http_body_util::BodyExt as _;
         use tower::ServiceExt as _;
-        let mut request = http::Request::builder()
-            .method(method)
-            .uri(uri)
-            .header("host", "localhost:3007");
+        let mut request = http::Request::builder().method(method).uri(uri);
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+        {
+            request = request.header("host", "localhost:3007");
+        }
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
@@ -185,20 +240,9 @@ impl World {
             .await
             .unwrap();
         let status = response.status();
-        if status.is_success() {
-            assert_eq!(
-                response.headers().get("cache-control").unwrap(),
-                "no-store",
-                "{method} {uri}"
-            );
-        }
         let headers = response.headers().clone();
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        (
-            status,
-            headers,
-            serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
-        )
+        (status, headers, bytes.to_vec())
     }
 }
 
@@ -239,5 +283,24 @@ impl Page<'_> {
                 &body,
             )
             .await
+    }
+}
+
+/// Copies the valid fixture package `id` (`tests/packages/valid/<id>`) to `to`.
+pub(crate) fn copy_fixture(id: &str, to: &std::path::Path) {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/packages/valid");
+    copy_dir(&fixtures.join(id), to);
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
     }
 }

@@ -1,5 +1,5 @@
 // Studio's assistant pane end to end in real Chromium: the real `sasha up`
-// with a scripted model (tests/browser_assistant.rs), driven by role and label.
+// with a scripted model (tests/chromium/assistant.rs), driven by role and label.
 //
 //  1. the header's Assistant button opens the pane beside the app pane (a
 //     right column at 1440 px; over the main area with Close at 375 px, no
@@ -30,7 +30,7 @@
 // Prints `confirmation <id>` for each decision posted (the Rust side checks
 // that no id ever reached the model) and the screenshots at 1440 and 375 px.
 //
-// Environment (set by tests/browser_assistant.rs): CHROMIUM, STUDIO_URL,
+// Environment (set by tests/chromium/assistant.rs): CHROMIUM, STUDIO_URL,
 // ADMIN_USER, ADMIN_PASSWORD, ARTIFACTS.
 
 import fs from "node:fs";

@@ -1,6 +1,6 @@
 // The Studio's MCP Apps bridge in real Chromium against the real stack
 // (security catalogue C1, C2, C4, C7, C8, C9, C11, C12 and an adapted B13):
-// `sasha up` (started by tests/browser_bridge.rs) serves Studio on
+// `sasha up` (started by tests/chromium/bridge.rs) serves Studio on
 // http://localhost:<port> and the sandbox on http://127.0.0.1:<port>; this
 // script signs in as the dev admin through the Studio form, opens the fixture
 // app `bridge-probe` (tests/browser/apps/bridge-probe/) from the sidebar and
@@ -11,7 +11,7 @@
 // loopback sink server that must count nothing. C2 uses a page on a third
 // loopback origin (this script's attacker server).
 //
-// Environment (set by tests/browser_bridge.rs): CHROMIUM, STUDIO_URL,
+// Environment (set by tests/chromium/bridge.rs): CHROMIUM, STUDIO_URL,
 // SANDBOX_ORIGIN, ADMIN_USER, ADMIN_PASSWORD, ARTIFACTS.
 
 import fs from "node:fs";

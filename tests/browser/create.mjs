@@ -12,7 +12,7 @@
 //  6. screenshots of the empty state, the form, the refusal and the created
 //     app at 1440 and 375 px.
 //
-// Environment (set by tests/browser_create.rs): CHROMIUM, STUDIO_URL,
+// Environment (set by tests/chromium/create.rs): CHROMIUM, STUDIO_URL,
 // ADMIN_USER, ADMIN_PASSWORD, MEMBER_USER, MEMBER_PASSWORD, ARTIFACTS.
 // BROWSER_CONSOLE=1 echoes the pages' console.
 

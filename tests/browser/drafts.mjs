@@ -20,7 +20,7 @@
 //  6. no horizontal overflow at 375 px; screenshots of each step at 1440 and
 //     375 px.
 //
-// Environment (set by tests/browser_drafts.rs): CHROMIUM, STUDIO_URL,
+// Environment (set by tests/chromium/drafts.rs): CHROMIUM, STUDIO_URL,
 // ADMIN_USER, ADMIN_PASSWORD, BASE, PREVIEW_ROW, ARTIFACTS.
 
 import fs from "node:fs";

@@ -13,7 +13,7 @@
 //     remove its frame.
 //
 // Handshake: this script binds the sinks and prints `HARNESS {tcpPort,
-// udpPort}`; tests/browser_exhaust.rs writes the ports into the fixture, starts
+// udpPort}`; tests/chromium/exhaust.rs writes the ports into the fixture, starts
 // `sasha up` and answers on stdin with {studio, sandbox, adminUser,
 // adminPassword}. Environment: CHROMIUM. BROWSER_CONSOLE=1 echoes the console.
 

@@ -12,7 +12,7 @@
 //  5. screenshots of the list, the diff, the confirmation and the result at
 //     1440 and 375 px.
 //
-// Environment (set by tests/browser_history.rs): CHROMIUM, STUDIO_URL,
+// Environment (set by tests/chromium/history.rs): CHROMIUM, STUDIO_URL,
 // ADMIN_USER, ADMIN_PASSWORD, FIRST, SECOND, STYLES_FIRST, ARTIFACTS.
 
 import fs from "node:fs";

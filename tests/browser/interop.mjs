@@ -16,7 +16,7 @@
 //
 // Pages are bundled at test time into a temporary folder, never the repo.
 //
-// Environment (set by tests/browser_interop.rs): CHROMIUM, SDK, HELLO_HTML,
+// Environment (set by tests/chromium/interop.rs): CHROMIUM, SDK, HELLO_HTML,
 // EXPENSE_HTML (assembled resources), SANDBOX_ORIGIN. Handshake: prints
 // `HARNESS {"studioPort": n}` and waits for one stdin line once edge-sandbox
 // runs with that Studio origin.

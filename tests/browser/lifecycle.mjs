@@ -14,7 +14,7 @@
 //  5. screenshots of each step at 1440 and 375 px, with no horizontal
 //     overflow at 375 px.
 //
-// Environment (set by tests/browser_lifecycle.rs): CHROMIUM, STUDIO_URL,
+// Environment (set by tests/chromium/lifecycle.rs): CHROMIUM, STUDIO_URL,
 // ADMIN_USER, ADMIN_PASSWORD, ARTIFACTS.
 
 import fs from "node:fs";

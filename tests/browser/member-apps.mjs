@@ -34,7 +34,7 @@
 //     page) and it leaves her sidebar;
 //  8. no horizontal overflow at 375 px; screenshots at 1440 and 375 px.
 //
-// Environment (set by tests/browser_member_apps.rs): CHROMIUM, STUDIO_URL,
+// Environment (set by tests/chromium/member_apps.rs): CHROMIUM, STUDIO_URL,
 // ADMIN_USER, ADMIN_PASSWORD, ALICE_USER, ALICE_PASSWORD, BOB_USER,
 // BOB_PASSWORD, CAROL_USER, CAROL_PASSWORD, ARTIFACTS. BROWSER_CONSOLE=1
 // echoes the pages' console. It prints `member-app <id>` once deployed.

@@ -21,7 +21,7 @@
 //     other client keeps working;
 //  6. Deny ends at the callback with error=access_denied and the SDK's state.
 //
-// Environment (set by tests/browser_oauth.rs): CHROMIUM, STUDIO_URL,
+// Environment (set by tests/chromium/oauth.rs): CHROMIUM, STUDIO_URL,
 // ADMIN_USER, ADMIN_PASSWORD, MEMBER_USER, MEMBER_PASSWORD, ARTIFACTS (the
 // screenshot folder). BROWSER_CONSOLE=1 echoes the pages' console.
 

@@ -20,7 +20,7 @@
 //  7. no horizontal overflow at 375 and 390 px on the Users page, the
 //     invitation card and Connected clients; screenshots at 1440 and 375 px.
 //
-// Environment (set by tests/browser_timesheet.rs): CHROMIUM, STUDIO_URL,
+// Environment (set by tests/chromium/timesheet.rs): CHROMIUM, STUDIO_URL,
 // ADMIN_USER, ADMIN_PASSWORD, ARTIFACTS. Prints `SETUP {json}` (the Laptop
 // token's setup as pasted), `REVOKED {secret}` and `WEEK_START {date}`.
 

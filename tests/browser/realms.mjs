@@ -4,10 +4,10 @@
 // listens on TCP and UDP on one port. With the lockdown, every route is
 // refused and the sink records nothing: no datagram, no connection, no
 // request. Then the same app runs once more with the lockdown script cut out
-// of the document (APP_HTML_UNLOCKED, made by tests/browser_sandbox.rs), and
+// of the document (APP_HTML_UNLOCKED, made by tests/chromium/sandbox.rs), and
 // the sink must record the datagrams: proof that this test can fail.
 //
-// Environment (set by tests/browser_sandbox.rs): CHROMIUM, SANDBOX_ORIGIN,
+// Environment (set by tests/chromium/sandbox.rs): CHROMIUM, SANDBOX_ORIGIN,
 // APP_HTML, APP_HTML_UNLOCKED, ARTIFACTS.
 
 import fs from "node:fs";

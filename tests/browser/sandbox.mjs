@@ -4,7 +4,7 @@
 // hostile harness app as assembled by the real validator, and records every
 // message that reaches it. A loopback sink server must see no connection.
 //
-// Environment (set by tests/browser_sandbox.rs): CHROMIUM, SANDBOX_ORIGIN,
+// Environment (set by tests/chromium/sandbox.rs): CHROMIUM, SANDBOX_ORIGIN,
 // APP_HTML and APP_CSP (files: the assembled resource and its policy), ARTIFACTS
 // (a folder for screenshots).
 

@@ -12,7 +12,7 @@
 //     tiny), the two-second teardown limit (stubborn);
 //  6. screenshots of the main screens at 1440×900 and 375×812.
 //
-// Environment (set by tests/browser_studio.rs): CHROMIUM, STUDIO_URL,
+// Environment (set by tests/chromium/studio.rs): CHROMIUM, STUDIO_URL,
 // SANDBOX_ORIGIN, ADMIN_USER, ADMIN_PASSWORD, MEMBER_ID, MEMBER_USER,
 // MEMBER_PASSWORD, ARTIFACTS (the screenshot folder). BROWSER_CONSOLE=1 echoes
 // the pages' console.

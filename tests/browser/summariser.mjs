@@ -15,7 +15,7 @@
 //     ping still answers;
 //  5. screenshots of the streamed answer and the refusal at 1440 and 375 px.
 //
-// Environment (set by tests/browser_summariser.rs): CHROMIUM, STUDIO_URL,
+// Environment (set by tests/chromium/summariser.rs): CHROMIUM, STUDIO_URL,
 // ADMIN_USER, ADMIN_PASSWORD, DOCUMENTS (a folder with brief.docx, report.pdf,
 // notes.txt (an ELF binary), locked.pdf), ARTIFACTS.
 

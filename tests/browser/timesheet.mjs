@@ -41,7 +41,7 @@
 //     for the member) for the Rust test to compare with
 //     app__time_sheet_entry__weekly_project_totals read by the MCP SDK client.
 //
-// Environment (set by tests/browser_timesheet.rs): CHROMIUM, STUDIO_URL,
+// Environment (set by tests/chromium/timesheet.rs): CHROMIUM, STUDIO_URL,
 // ADMIN_USER, ADMIN_PASSWORD, MEMBER_USER, MEMBER_PASSWORD, MEMBER_ID,
 // ARTIFACTS. BROWSER_CONSOLE=1 echoes the console.
 

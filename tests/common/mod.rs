@@ -71,7 +71,7 @@ impl Harness {
             ("SASHA_GATEWAY_HTTP_ADDR", "127.0.0.1:0".into()),
             ("SASHA_EXIT_ON_STDIN_EOF", "1".into()),
             ("RUST_LOG", "info".into()),
-            // Tests start from an empty catalogue; tests/seed.rs turns seeding on.
+            // Tests start from an empty catalogue; tests/process/seed.rs turns seeding on.
             ("SASHA_BUNDLED_APPS", "off".into()),
         ]
         .into_iter()
@@ -634,4 +634,28 @@ pub fn chromium() -> PathBuf {
 pub fn browser_artifacts() -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     tmp.parent().unwrap_or(tmp).join("browser-artifacts")
+}
+
+/// Compares `actual` with the golden file at `path` byte for byte, through
+/// `expect-test`: `UPDATE_EXPECT=1` rewrites every golden file a run reaches
+/// from the current output instead.
+pub fn golden(path: &Path, actual: &str) {
+    expect_test::expect_file![path].assert_eq(actual);
+}
+
+/// Polls until `check` holds, failing after `limit` with `what`: a process
+/// test waits for a condition, never for a fixed time.
+pub async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} did not happen in time"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
 }

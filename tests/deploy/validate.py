@@ -21,7 +21,7 @@ line per check group and every problem found; exits 1 if there was any.
   caddy) with every placeholder set, then the adapted routes and headers.
   Needs --tls-cert/--tls-key: a certificate for the two example hostnames.
 
-tests/deploy_files.rs runs it with the venv scripts/test.sh installs from
+tests/process/deploy_files.rs runs it with the venv scripts/test.sh installs from
 tests/deploy/requirements.txt.
 """
 

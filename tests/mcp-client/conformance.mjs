@@ -3,7 +3,7 @@
 // HTTP: initialization and sessions, per-caller tool lists, governed data tools
 // confirmed through elicitation, actions, refusals and resources.
 //
-// Run by tests/mcp_sdk.rs against real processes. Inputs (environment):
+// Run by tests/process/mcp_sdk.rs against real processes. Inputs (environment):
 //   MCP_URL          the gateway's /mcp endpoint
 //   STAFF_TOKEN      staff (manage on every app), chat:use + apps:invoke
 //   STAFF_USER_ID    the staff user's id (rows they create are stamped with it)

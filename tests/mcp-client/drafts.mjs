@@ -1,6 +1,6 @@
 // Drafts and publication with the official MCP TypeScript SDK client and its
 // elicitation handler (issue 23's acceptance), in three phases that
-// tests/drafts.rs runs around a preview through the Studio page's session
+// tests/process/drafts.rs runs around a preview through the Studio page's session
 // and a restart of every role:
 //
 //   PHASE=draft    create an app with a table; write a draft with a new

@@ -3,7 +3,7 @@
 // was broken after it had validated: list (status not ok, diagnostics) → read →
 // edit → check (ok) → the opener is back in tools/list.
 //
-// Run by tests/mcp_sdk.rs against real processes. Inputs (environment):
+// Run by tests/process/mcp_sdk.rs against real processes. Inputs (environment):
 //   MCP_URL        the gateway's /mcp endpoint
 //   WRITER_TOKEN   staff, chat:use + apps:invoke + apps:write
 //   APP            the broken app's id

@@ -4,6 +4,8 @@
 //! must never put a caller's text into SQL other than as a bound parameter or
 //! a column name the grammar resolved against the declared table.
 
+use hmac::{Hmac, KeyInit, Mac as _};
+
 use super::*;
 /// Escapes `%`, `_` and the escape character itself for `LIKE … ESCAPE '\'`.
 pub(super) fn escape_like(text: &str) -> String {
@@ -185,24 +187,19 @@ pub(super) fn canonical_list(query: &ListQuery) -> String {
     ]))
 }
 
-/// HMAC-SHA256 (RFC 2104) built on `sha2`: H((K ^ opad) || H((K ^ ipad) || m)).
+/// HMAC-SHA256 (RFC 2104, the `hmac` crate over `sha2`) keyed with the
+/// cursor secret.
+fn cursor_mac(key: &[u8]) -> Hmac<Sha256> {
+    // HMAC takes a key of any length (a long one is hashed first), so
+    // `new_from_slice` cannot fail.
+    <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC accepts keys of any length")
+}
+
+/// The HMAC-SHA256 of `message` under `key`.
 pub(super) fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    let mut block = [0u8; 64];
-    if key.len() > 64 {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let mut inner = Sha256::new();
-    inner.update(block.map(|b| b ^ 0x36));
-    inner.update(message);
-    let inner_hash = inner.finalize();
-    let mut outer = Sha256::new();
-    outer.update(block.map(|b| b ^ 0x5c));
-    outer.update(inner_hash);
-    let mut mac = [0u8; 32];
-    mac.copy_from_slice(&outer.finalize());
-    mac
+    let mut mac = cursor_mac(key);
+    mac.update(message);
+    mac.finalize().into_bytes().into()
 }
 
 /// The message a cursor's MAC covers; each part length-prefixed so that no two
@@ -254,17 +251,11 @@ pub(super) fn open_cursor(
     let (payload, mac) = cursor.split_once('.').ok_or_else(bad_cursor)?;
     let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| bad_cursor())?;
     let mac = URL_SAFE_NO_PAD.decode(mac).map_err(|_| bad_cursor())?;
-    let expected = hmac_sha256(secret, &cursor_message(plan, &payload));
-    // Constant time: no early exit on the first differing byte.
-    if mac.len() != expected.len()
-        || mac
-            .iter()
-            .zip(expected.iter())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            != 0
-    {
-        return Err(bad_cursor());
-    }
+    let mut expected = cursor_mac(secret);
+    expected.update(&cursor_message(plan, &payload));
+    // Constant time (`subtle` inside `hmac`): no early exit on the first
+    // differing byte; a MAC of another length is refused.
+    expected.verify_slice(&mac).map_err(|_| bad_cursor())?;
     let values: Value = serde_json::from_slice(&payload).map_err(|_| bad_cursor())?;
     let values: Vec<Scalar> = values
         .as_array()

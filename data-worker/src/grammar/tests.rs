@@ -1,3 +1,6 @@
+//! The data grammar's unit tests: parsing, planning, the SQL each plan
+//! compiles to, cursors and their MAC, and every refusal with its message.
+
 use super::*;
 use proptest::prelude::*;
 use rusqlite::Connection;

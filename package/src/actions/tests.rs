@@ -2,7 +2,9 @@
 //! every refusal with its code and line.
 
 use super::*;
-use crate::manifest::{Access, Capabilities, DataCapability, TableDeclaration, Theme};
+use crate::manifest::{
+    Access, ActionDeclaration, Capabilities, DataCapability, TableDeclaration, Theme,
+};
 
 type Found = Vec<(String, Option<u32>, String, String)>;
 

@@ -5,6 +5,16 @@
 //!
 //! It must stay one forward pass over the bytes, with no recursion: it runs on
 //! markup before any bound on it has been checked.
+//!
+//! Hand-written rather than html5ever's own tokenizer (0.40.1, the version
+//! scraper parses with), which was measured against [`scan`] and does not do
+//! this job: it is itself quadratic in a tag's attributes (each is compared
+//! with every one before it, the very cost [`MAX_ATTRIBUTES`] keeps from the
+//! parser): one tag with 100,000 attributes (690 KB) took it 2.6 s, against
+//! 9 ms here, and one with 50,000 took 0.67 s against 4 ms. And it reports
+//! only the line a token ends on, while the diagnostics need the `<` of a
+//! tag and each attribute's own offset. (On an ordinary 1 MB document the two
+//! are alike: 21 ms against 15 ms.)
 
 /// One start tag in the source.
 #[derive(Debug, Clone)]

@@ -1,3 +1,6 @@
+//! The HTML validator's unit tests: what a package's index.html may hold,
+//! and every refusal with its file and line.
+
 use super::*;
 use crate::diagnostics::Diagnostic;
 

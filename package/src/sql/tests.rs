@@ -1,3 +1,6 @@
+//! The SQL validator's unit tests: the schema and migration grammar, the
+//! authorizer, replay, and every refusal with its line.
+
 use super::*;
 use crate::manifest::{Capabilities, Theme};
 

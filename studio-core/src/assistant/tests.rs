@@ -250,11 +250,17 @@ async fn a_turn_streams_its_events_and_ends_with_a_clear_error() {
         use http_body_util::BodyExt as _;
         response.into_body().collect().await.unwrap().to_bytes()
     };
-    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&body)
-        .lines()
-        .filter_map(|line| line.strip_prefix("data: "))
-        .map(|data| serde_json::from_str(data).unwrap())
-        .collect();
+    // Read by an event stream parser of its own (`eventsource-stream`), the
+    // way a browser's would, rather than by a filter over lines.
+    let events: Vec<serde_json::Value> = {
+        use eventsource_stream::Eventsource as _;
+        use futures::StreamExt as _;
+        futures::stream::iter([Ok::<_, std::convert::Infallible>(body)])
+            .eventsource()
+            .map(|event| serde_json::from_str(&event.unwrap().data).unwrap())
+            .collect()
+            .await
+    };
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0]["type"], "error");
     assert_eq!(events[0]["error"]["code"], "APP_NOT_READY");

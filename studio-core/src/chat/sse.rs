@@ -5,6 +5,23 @@
 //! keep-alive lines, `event:`/`id:`/`retry:` fields, chunks with only a `role`,
 //! empty or null content, chunks without choices (usage), and `finish_reason`.
 //! Bounded: a line longer than [`MAX_LINE_BYTES`] is an error.
+//!
+//! Hand-written rather than `eventsource-stream` (0.2.3), which was measured
+//! against this parser (release build, the same bytes fed in the same
+//! chunks) and does not do the job here:
+//!
+//! - it cannot bound memory: its line buffer grows until a line ends, and
+//!   after one invalid UTF-8 byte it holds every later byte until the body
+//!   ends (it waits for the sequence to complete), so a bound would need a
+//!   line splitter in front of it anyway;
+//! - it copies the rest of its buffer for every line it takes off and
+//!   parses the buffer again from the start for every chunk: 1 MiB of blank
+//!   lines in 16 KiB chunks took it 5 to 6 s of CPU on the async thread
+//!   (this parser 2 to 4 ms), one 1 MiB line in 1 KiB chunks 0.55 s (3 ms),
+//!   and even a plain 20,000-event answer in 256 KiB chunks 130 ms (12 ms);
+//! - it drops an event the body ends without a blank line after, which some
+//!   servers do after `data: [DONE]` (see [`SseParser::finish`]), and fails
+//!   where this parser reads lossily (invalid UTF-8 in a comment).
 
 /// The longest accepted line of the event stream.
 pub(crate) const MAX_LINE_BYTES: usize = 1024 * 1024;

@@ -3,7 +3,7 @@
 //! docs tree in a temporary folder, and every refusal. The apps here have no
 //! data (data-worker is absent: its client points at a closed port), so the
 //! data path (preview scratch data, migrations at publication) is proved end
-//! to end in `tests/drafts.rs`.
+//! to end in `tests/process/drafts.rs`.
 
 use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode};

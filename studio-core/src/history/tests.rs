@@ -3,7 +3,7 @@
 //! folder, the refusal matrix, the atomic swap and the diff's bound.
 //! data-worker is absent (its client points at a closed port): a data app's
 //! revert then fails closed; the migration refusal itself is tested end to
-//! end in `tests/mcp_history.rs`.
+//! end in `tests/process/mcp_history.rs`.
 
 use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode};

@@ -3,7 +3,7 @@
 //! grants, deleting the package (not the data) and the audit entries, on a
 //! real core database and docs tree in a temporary folder. data-worker is
 //! absent (its client points at a closed port); deleting data with the
-//! second confirmation is tested end to end in `tests/mcp_lifecycle.rs`.
+//! second confirmation is tested end to end in `tests/process/mcp_lifecycle.rs`.
 
 use std::sync::Arc;
 

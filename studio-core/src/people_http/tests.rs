@@ -663,3 +663,89 @@ async fn tokens_are_made_only_from_a_session_with_what_the_role_allows() {
         .collect();
     assert_eq!(labels, [None], "only the operator's token in this test");
 }
+
+#[tokio::test]
+async fn links_sessions_and_tokens_end_when_their_time_is_up() {
+    use crate::store::{INVITATION_TTL_SECONDS, SESSION_TTL_SECONDS, TOKEN_USE_PRECISION_SECONDS};
+    let world = World::new();
+    let ada = world.page(&world.admin);
+    let (_, invited) = ada
+        .call(
+            "POST",
+            "/api/users",
+            json!({"username": "nora", "role": "member"}),
+        )
+        .await;
+    let secret = secret_of(&invited["invitation"]);
+    let mia = world.page(&world.member);
+    let (_, made) = mia
+        .call(
+            "POST",
+            "/api/tokens",
+            json!({"label": "laptop", "scopes": ["apps:invoke"], "expiresInDays": 8}),
+        )
+        .await;
+    let token = made["secret"].as_str().unwrap().to_owned();
+    let last_use =
+        |world: &World| world.store().personal_tokens(&world.member.id).unwrap()[0].last_used_at;
+    world.store().token(&token).unwrap().unwrap();
+    let first_use = last_use(&world);
+    assert!(first_use.is_some());
+
+    // A moment before each end, everything still works.
+    world.advance(TOKEN_USE_PRECISION_SECONDS - 1);
+    world.store().token(&token).unwrap().unwrap();
+    assert_eq!(
+        last_use(&world),
+        first_use,
+        "uses within the minute write nothing"
+    );
+    world.advance(SESSION_TTL_SECONDS - TOKEN_USE_PRECISION_SECONDS);
+    let (status, _) = mia.get("/api/me").await;
+    assert_eq!(status, StatusCode::OK, "a session lasts its 12 hours");
+    world.store().token(&token).unwrap().unwrap();
+    assert!(last_use(&world) > first_use, "a later use is recorded");
+
+    // The session ends after 12 hours; the link after 7 days; the token after 8.
+    world.advance(1);
+    let (status, _) = mia.get("/api/me").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "the session has ended");
+    world.advance(INVITATION_TTL_SECONDS - SESSION_TTL_SECONDS - 1);
+    let (status, _, _) = anonymous(&world, "/api/invitation", json!({"token": secret})).await;
+    assert_eq!(status, StatusCode::OK, "the link works to its last second");
+    world.advance(1);
+    for (uri, body) in [
+        ("/api/invitation", json!({"token": secret})),
+        (
+            "/api/invitation/accept",
+            json!({"token": secret, "password": STRONG}),
+        ),
+    ] {
+        let (status, _, _) = anonymous(&world, uri, body).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "an expired link: {uri}");
+    }
+    // ada's own session ended with the 12 hours too: she signs in again.
+    let ada = world.page(&world.admin);
+    let (_, listed) = ada.get("/api/users").await;
+    let nora = listed["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|person| person["username"] == "nora")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        nora["status"], "invited",
+        "still invited: an admin can make a new link"
+    );
+    let (status, _) = ada
+        .call("POST", "/api/users/nora/invitation", Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(world.store().token(&token).unwrap().is_some());
+    world.advance(24 * 60 * 60);
+    assert!(
+        world.store().token(&token).unwrap().is_none(),
+        "the token lasted its 8 days"
+    );
+}

@@ -150,6 +150,11 @@ impl Store {
         if !user_known {
             return Ok(Err(SuggestionRefusal::UnknownUser));
         }
+        // A count of stored rows, not a `governor` limiter like the sign-in
+        // and registration throttles (`api::KeyedThrottle`): this cap is a
+        // durable quota over a rolling day, decided in the transaction that
+        // inserts, so it survives a restart; a GCRA limiter in process memory
+        // would start empty after every one.
         let recent: i64 = transaction.query_row(
             "SELECT count(*) FROM suggestions WHERE user_id = ?1 AND created_at > ?2",
             (user_id, now.saturating_sub(SUGGESTION_WINDOW_SECONDS)),

@@ -1,7 +1,7 @@
 //! The store against real database files in temporary folders, with a clock
 //! the tests move by hand.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};

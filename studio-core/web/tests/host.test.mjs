@@ -1,6 +1,6 @@
 // Behaviour tests of the MCP Apps host (`../host.js`) under Node's built-in
 // runner, with a fake window, frame, clock and fetch. Run by
-// `cargo nextest run -p studio-core` (studio-core/tests/web_host.rs).
+// `cargo nextest run -p studio-core` (studio-core/tests/process/web_host.rs).
 // Real Chromium against the real proxy is the browser suite's job.
 
 import assert from "node:assert/strict";

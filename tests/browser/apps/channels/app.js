@@ -1,5 +1,5 @@
 "use strict";
-// The sink's ports: tests/browser_exhaust.rs replaces the next line.
+// The sink's ports: tests/chromium/exhaust.rs replaces the next line.
 const SINK = { tcp: 0, udp: 0 };
 
 const say = (id, text) => {

@@ -1,0 +1,284 @@
+//! Calls to the platform tools (`getDocs`, `suggestImprovement`, the source
+//! tools, `createApp`, the history, draft and lifecycle tools) and the
+//! member app tools: the arguments are checked against the tool as listed
+//! for this caller, then sent as one `CoreService` call.
+//!
+//! What it must never do: decide access itself (studio-core decides again on
+//! every call), or send a publication, deploy or revert as approved without
+//! the person's yes ([`SashaMcp::approved`]).
+
+use rmcp::model::{CallToolRequestParams, CallToolResponse};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+use sasha_proto::pb::{self, CreateAppRequest, SourceFilesRequest, SuggestRequest};
+use sasha_proto::{AppError, ErrorCode};
+use serde_json::{Map, Value, json};
+
+use super::{SashaMcp, answered, text_result, tool_error};
+use crate::auth::Caller;
+use crate::{member, platform};
+
+impl SashaMcp {
+    /// The arguments of a call to `name`, checked against the input schema
+    /// of that tool in `listed` (what this caller is offered). A tool not
+    /// listed is the protocol's "not found"; arguments the schema refuses
+    /// are the tool's `APP_INPUT_INVALID`.
+    fn listed_arguments(
+        &self,
+        listed: &[Value],
+        name: &str,
+        args: Map<String, Value>,
+    ) -> Result<Result<Value, AppError>, McpError> {
+        let Some(tool) = listed.iter().find(|tool| tool["name"] == name) else {
+            return Err(McpError::invalid_params(
+                format!("Tool {name} not found"),
+                None,
+            ));
+        };
+        let args = Value::Object(args);
+        Ok(self
+            .gateway
+            .validators
+            .validate(&tool["inputSchema"], &args, "input")
+            .map(|()| args))
+    }
+
+    /// `getDocs`, `suggestImprovement`, the six source tools, `createApp`,
+    /// the four history tools and the three lifecycle tools.
+    pub(super) async fn call_platform(
+        &self,
+        caller: &Caller,
+        name: &str,
+        args: Map<String, Value>,
+        request: &CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = match self.listed_arguments(&platform::tools_for(caller), name, args)? {
+            Ok(args) => args,
+            Err(error) => return tool_error(error),
+        };
+        let mut core = self.gateway.core.clone();
+        match name {
+            platform::GET_DOCS => {
+                if caller.principal.member_apps_off && args["section"] == "member-apps" {
+                    return tool_error(AppError::new(
+                        ErrorCode::NotFound,
+                        "member apps are turned off on this instance",
+                    ));
+                }
+                let Some(answer) = platform::docs(args["section"].as_str()) else {
+                    return tool_error(AppError::from_code(ErrorCode::InputInvalid));
+                };
+                text_result(
+                    answer["markdown"].as_str().unwrap_or_default().to_owned(),
+                    answer,
+                )
+            }
+            platform::SUGGEST => {
+                let reply = core
+                    .suggest(SuggestRequest {
+                        principal: Some(caller.principal.clone()),
+                        suggestion_json: args.to_string(),
+                    })
+                    .await;
+                match reply {
+                    Ok(reply) => text_result(
+                        "Thank you: the suggestion is recorded for the administrators. Carry on with the task.".to_owned(),
+                        json!({"id": reply.into_inner().id, "recorded": true}),
+                    ),
+                    Err(status) => tool_error(AppError::from_status(&status)),
+                }
+            }
+            platform::CREATE_APP => {
+                let reply = core
+                    .create_app(CreateAppRequest {
+                        principal: Some(caller.principal.clone()),
+                        app_id: args["app"].as_str().unwrap_or_default().to_owned(),
+                        name: args["name"].as_str().unwrap_or_default().to_owned(),
+                        description: args["description"].as_str().unwrap_or_default().to_owned(),
+                        with_table: args["withTable"].as_bool().unwrap_or(false),
+                    })
+                    .await;
+                match reply {
+                    Ok(reply) => {
+                        let reply = reply.into_inner();
+                        text_result(platform::create_text(&reply), platform::create_json(&reply))
+                    }
+                    Err(status) => tool_error(AppError::from_status(&status)),
+                }
+            }
+            history if platform::HISTORY_TOOLS.contains(&history) => {
+                let Some(request) = platform::history_request(history, &caller.principal, &args)
+                else {
+                    return tool_error(AppError::from_code(ErrorCode::InputInvalid));
+                };
+                match core.history(request).await {
+                    Ok(reply) => {
+                        let (text, result) = platform::history_result(&reply.into_inner())
+                            .ok_or_else(|| {
+                                tracing::error!(
+                                    "studio-core sent a history reply without a result"
+                                );
+                                McpError::internal_error("an internal error occurred", None)
+                            })?;
+                        text_result(text, result)
+                    }
+                    Err(status) => tool_error(AppError::from_status(&status)),
+                }
+            }
+            draft if platform::DRAFT_TOOLS.contains(&draft) => {
+                self.call_draft(caller, draft, &args, request, ctx).await
+            }
+            lifecycle if platform::LIFECYCLE_TOOLS.contains(&lifecycle) => {
+                let Some(request) =
+                    platform::lifecycle_request(lifecycle, &caller.principal, &args)
+                else {
+                    return tool_error(AppError::from_code(ErrorCode::InputInvalid));
+                };
+                match core.app_lifecycle(request).await {
+                    Ok(reply) => {
+                        let (text, result) =
+                            platform::lifecycle_result(lifecycle, &reply.into_inner());
+                        text_result(text, result)
+                    }
+                    Err(status) => tool_error(AppError::from_status(&status)),
+                }
+            }
+            operation => {
+                let reply = core
+                    .source_files(SourceFilesRequest {
+                        principal: Some(caller.principal.clone()),
+                        operation: operation.to_owned(),
+                        app_id: args["app"].as_str().unwrap_or_default().to_owned(),
+                        arguments_json: args.to_string(),
+                    })
+                    .await;
+                match reply {
+                    Ok(reply) => {
+                        let reply = reply.into_inner();
+                        let result = platform::source_json(&reply).ok_or_else(|| {
+                            tracing::error!("studio-core sent a source reply of no kind");
+                            McpError::internal_error("an internal error occurred", None)
+                        })?;
+                        text_result(platform::source_text(operation, &reply), result)
+                    }
+                    Err(status) => tool_error(AppError::from_status(&status)),
+                }
+            }
+        }
+    }
+
+    /// `publishAppDraft` and `discardAppDraft`. A publication goes through
+    /// [`SashaMcp::approved`]; a discard is sent as it is.
+    async fn call_draft(
+        &self,
+        caller: &Caller,
+        name: &str,
+        args: &Value,
+        request: &CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let draft = |approval| platform::draft_request(name, &caller.principal, args, approval);
+        let (Some(unapproved), Some(approved)) = (
+            draft(pb::DraftApproval::Unspecified),
+            draft(pb::DraftApproval::Elicitation),
+        ) else {
+            return tool_error(AppError::from_code(ErrorCode::InputInvalid));
+        };
+        if name != platform::PUBLISH_APP_DRAFT {
+            return draft_answer(self.gateway.core.clone().draft(unapproved).await);
+        }
+        let send = |yes: bool| {
+            let mut core = self.gateway.core.clone();
+            let request = if yes {
+                approved.clone()
+            } else {
+                unapproved.clone()
+            };
+            async move {
+                let reply = core
+                    .draft(request)
+                    .await
+                    .map_err(|status| AppError::from_status(&status))?;
+                platform::draft_result(&reply.into_inner()).ok_or_else(|| {
+                    tracing::error!("studio-core sent a draft reply without a result");
+                    AppError::from_code(ErrorCode::Internal)
+                })
+            }
+        };
+        self.approved(
+            caller,
+            name,
+            args,
+            request,
+            ctx,
+            "Studio's Draft page",
+            send,
+        )
+        .await
+    }
+
+    /// The member app tools; a deploy or revert goes through
+    /// [`SashaMcp::approved`].
+    pub(super) async fn call_member(
+        &self,
+        caller: &Caller,
+        name: &str,
+        args: Map<String, Value>,
+        request: &CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = match self.listed_arguments(&member::tools_for(caller), name, args)? {
+            Ok(args) => args,
+            Err(error) => return tool_error(error),
+        };
+        let (Some(unapproved), Some(approved)) = (
+            member::request(name, &caller.principal, &args, false),
+            member::request(name, &caller.principal, &args, true),
+        ) else {
+            return tool_error(AppError::new(
+                ErrorCode::InputInvalid,
+                "a file marked encoding: base64 is not valid base64",
+            ));
+        };
+        let send = |yes: bool| {
+            let mut core = self.gateway.core.clone();
+            let request = if yes {
+                approved.clone()
+            } else {
+                unapproved.clone()
+            };
+            async move {
+                let reply = core
+                    .member_apps(request)
+                    .await
+                    .map_err(|status| AppError::from_status(&status))?;
+                member::result(name, &reply.into_inner()).ok_or_else(|| {
+                    tracing::error!("studio-core sent a member apps reply without a result");
+                    AppError::from_code(ErrorCode::Internal)
+                })
+            }
+        };
+        if !member::needs_approval(name) {
+            return answered(send(false).await);
+        }
+        self.approved(caller, name, &args, request, ctx, "App Studio", send)
+            .await
+    }
+}
+
+/// A draft tool's result from studio-core's answer.
+fn draft_answer(
+    reply: Result<tonic::Response<pb::DraftReply>, tonic::Status>,
+) -> Result<CallToolResponse, McpError> {
+    match reply {
+        Ok(reply) => match platform::draft_result(&reply.into_inner()) {
+            Some((text, value)) => text_result(text, value),
+            None => {
+                tracing::error!("studio-core sent a draft reply without a result");
+                Err(McpError::internal_error("an internal error occurred", None))
+            }
+        },
+        Err(status) => tool_error(AppError::from_status(&status)),
+    }
+}

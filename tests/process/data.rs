@@ -1,0 +1,592 @@
+//! data-worker through its gRPC interface: the governed grammar on the
+//! expense-log package's tables, owner scoping between two actors, versions,
+//! idempotent retries that survive a restart, 50 racing updates of which
+//! exactly one wins, and 8 writers' keyed creates through SIGKILLs landing in
+//! the middle of group commits.
+
+use crate::common;
+
+use std::path::Path;
+
+use common::Harness;
+use sasha_package::sql::DataContract;
+use sasha_proto::pb::{self, Actor, ExecuteRequest};
+use sasha_proto::{AppError, ErrorCode};
+use sasha_service::identity::Identity;
+use sasha_service::{Role, grpc};
+use serde_json::{Value, json};
+
+fn contract() -> DataContract {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/packages/valid/expense-log");
+    sasha_package::validate::validate_dir(&dir)
+        .package
+        .unwrap()
+        .data
+        .unwrap()
+}
+
+struct Client {
+    data: grpc::DataClient,
+    contract: DataContract,
+    /// The contract as it travels with each request.
+    wire: pb::DataContract,
+}
+
+impl Client {
+    fn new(harness: &Harness, addr: std::net::SocketAddr) -> Client {
+        let identity = Identity::load(&harness.tls(Role::McpGateway)).unwrap();
+        let contract = contract();
+        Client {
+            data: grpc::data_client(&format!("https://{addr}"), &identity).unwrap(),
+            wire: pb::DataContract::from(&contract),
+            contract,
+        }
+    }
+
+    async fn call(
+        &self,
+        actor: &str,
+        operation: &str,
+        table: &str,
+        request: Value,
+    ) -> Result<Value, AppError> {
+        let mut data = self.data.clone();
+        let reply = data
+            .execute(ExecuteRequest {
+                app_id: "expense-log".into(),
+                contract_hash: self.contract.hash.clone(),
+                actor: Some(Actor {
+                    user_id: actor.into(),
+                    via: "ui".into(),
+                    access: String::new(),
+                }),
+                operation: operation.into(),
+                table: table.into(),
+                request_json: request.to_string(),
+                contract: Some(self.wire.clone()),
+                source: "ui".into(),
+                app_revision: "r1".into(),
+                action_id: String::new(),
+                preview: String::new(),
+            })
+            .await
+            .map_err(|status| AppError::from_status(&status))?;
+        Ok(serde_json::from_str(&reply.into_inner().result_json).unwrap())
+    }
+}
+
+fn code(result: Result<Value, AppError>) -> ErrorCode {
+    result.expect_err("must be refused").code
+}
+
+#[tokio::test]
+async fn governed_operations_owner_scoping_versions_and_idempotency() {
+    let harness = Harness::new();
+    let worker = harness.start(Role::DataWorker, &[]).await;
+    let client = Client::new(&harness, worker.listener("grpc"));
+
+    // A worker that has never seen the contract asks for it.
+    let mut bare = client.data.clone();
+    let status = bare
+        .execute(ExecuteRequest {
+            app_id: "expense-log".into(),
+            contract_hash: client.contract.hash.clone(),
+            actor: Some(Actor {
+                user_id: "alice".into(),
+                via: "ui".into(),
+                access: String::new(),
+            }),
+            operation: "list".into(),
+            table: "expenses".into(),
+            request_json: "{}".into(),
+            ..ExecuteRequest::default()
+        })
+        .await
+        .unwrap_err();
+    let error = AppError::from_status(&status);
+    assert_eq!(error.code, ErrorCode::NotReady);
+    assert_eq!(error.details.unwrap()["contractRequired"], true);
+
+    let category = client
+        .call(
+            "alice",
+            "create",
+            "categories",
+            json!({"values": {"name": "Travel"}, "idempotencyKey": "c1"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(category["_sasha_version"], 1);
+    let category_id = category["id"].clone();
+    let expense = client
+        .call("alice", "create", "expenses", json!({"values": {"spent_on": "2026-11-02", "amount": 12.5, "category_id": category_id}, "idempotencyKey": "e1"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        expense["created_by"], "alice",
+        "the owner is stamped by the platform"
+    );
+    let id = expense["id"].clone();
+
+    // Bob sees shared categories but none of Alice's expenses.
+    let bob_categories = client
+        .call("bob", "list", "categories", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(bob_categories["rows"].as_array().unwrap().len(), 1);
+    let bob_expenses = client
+        .call("bob", "list", "expenses", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(bob_expenses["rows"], json!([]));
+    assert_eq!(
+        code(
+            client
+                .call("bob", "get", "expenses", json!({"id": id}))
+                .await
+        ),
+        ErrorCode::RecordNotFound
+    );
+    assert_eq!(
+        code(client.call("bob", "update", "expenses", json!({"id": id, "changes": {"amount": 1}, "expectedVersion": 1, "idempotencyKey": "b1"})).await),
+        ErrorCode::RecordNotFound
+    );
+    assert_eq!(
+        code(
+            client
+                .call("bob", "get", "expenses", json!({"id": 999}))
+                .await
+        ),
+        ErrorCode::RecordNotFound
+    );
+
+    // The owner field cannot be set or used to filter.
+    assert!(client
+        .call("bob", "create", "expenses", json!({"values": {"spent_on": "2026-11-02", "amount": 1, "category_id": category_id, "created_by": "alice"}, "idempotencyKey": "b2"}))
+        .await
+        .is_err());
+    assert!(
+        client
+            .call(
+                "bob",
+                "list",
+                "expenses",
+                json!({"where": [{"field": "created_by", "operator": "eq", "value": "alice"}]})
+            )
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        code(
+            client
+                .call(
+                    "alice",
+                    "list",
+                    "expenses",
+                    json!({"where": [{"field": "rowid", "operator": "eq", "value": 1}]})
+                )
+                .await
+        ),
+        ErrorCode::FieldUndeclared
+    );
+    assert_eq!(
+        code(
+            client
+                .call("alice", "list", "sqlite_master", json!({}))
+                .await
+        ),
+        ErrorCode::NotFound
+    );
+
+    // Versions: the first update wins, a stale one conflicts.
+    let updated = client
+        .call("alice", "update", "expenses", json!({"id": id, "changes": {"amount": 20}, "expectedVersion": 1, "idempotencyKey": "u1"}))
+        .await
+        .unwrap();
+    assert_eq!(updated["_sasha_version"], 2);
+    let stale = client
+        .call("alice", "update", "expenses", json!({"id": id, "changes": {"amount": 30}, "expectedVersion": 1, "idempotencyKey": "u2"}))
+        .await
+        .unwrap_err();
+    assert_eq!(stale.code, ErrorCode::Conflict);
+    assert_eq!(stale.details.unwrap()["currentVersion"], 2);
+
+    // Idempotency: a retry replays, a reused key with other input is refused.
+    let replay = client
+        .call("alice", "update", "expenses", json!({"id": id, "changes": {"amount": 20}, "expectedVersion": 1, "idempotencyKey": "u1"}))
+        .await
+        .unwrap();
+    assert_eq!(replay, updated);
+    assert_eq!(
+        code(client.call("alice", "update", "expenses", json!({"id": id, "changes": {"amount": 21}, "expectedVersion": 2, "idempotencyKey": "u1"})).await),
+        ErrorCode::IdempotencyMismatch
+    );
+
+    // Aggregates are owner-scoped too.
+    let totals = client
+        .call("alice", "aggregate", "expenses", json!({"groupBy": ["category_id"], "metrics": [{"as": "total", "sum": "amount"}, {"as": "n", "count": "id"}]}))
+        .await
+        .unwrap();
+    assert_eq!(
+        totals["groups"],
+        json!([{"category_id": category_id, "total": 20.0, "n": 1}])
+    );
+    let bob_totals = client
+        .call(
+            "bob",
+            "aggregate",
+            "expenses",
+            json!({"metrics": [{"as": "n", "count": "id"}]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(bob_totals["groups"], json!([{"n": 0}]));
+
+    // A restart keeps every receipt: the retry still replays the original.
+    worker.stop().await;
+    let worker = harness.start(Role::DataWorker, &[]).await;
+    let client = Client::new(&harness, worker.listener("grpc"));
+    let after_restart = client
+        .call("alice", "update", "expenses", json!({"id": id, "changes": {"amount": 20}, "expectedVersion": 1, "idempotencyKey": "u1"}))
+        .await
+        .unwrap();
+    assert_eq!(after_restart, updated);
+
+    // Delete needs the current version; a stale one conflicts.
+    assert_eq!(
+        code(
+            client
+                .call(
+                    "alice",
+                    "delete",
+                    "expenses",
+                    json!({"id": id, "expectedVersion": 1, "idempotencyKey": "d0"})
+                )
+                .await
+        ),
+        ErrorCode::Conflict
+    );
+    client
+        .call(
+            "alice",
+            "delete",
+            "expenses",
+            json!({"id": id, "expectedVersion": 2, "idempotencyKey": "d1"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        code(
+            client
+                .call("alice", "get", "expenses", json!({"id": id}))
+                .await
+        ),
+        ErrorCode::RecordNotFound
+    );
+
+    // The live schema and migration drift, over the same interface.
+    let mut data = client.data.clone();
+    let schema = data
+        .describe_schema(sasha_proto::pb::DescribeSchemaRequest {
+            app_id: "expense-log".into(),
+            contract_hash: client.contract.hash.clone(),
+            contract: Some(client.wire.clone()),
+            preview: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let schema = schema.schema.expect("the live schema");
+    let columns: Vec<&str> = schema.tables["expenses"]
+        .columns
+        .iter()
+        .map(|column| column.name.as_str())
+        .collect();
+    // The declared structure; the platform's own columns are not described.
+    assert_eq!(
+        columns,
+        [
+            "id",
+            "spent_on",
+            "amount",
+            "category_id",
+            "created_by",
+            "note"
+        ]
+    );
+    let drift = data
+        .migration_drift(sasha_proto::pb::MigrationDriftRequest {
+            app_id: "expense-log".into(),
+            contract_hash: client.contract.hash.clone(),
+            contract: Some(client.wire.clone()),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(drift.drift, Vec::<pb::Drift>::new());
+
+    // A write must say where it came from, for the audit ledger.
+    let mut unsourced = client.data.clone();
+    let status = unsourced
+        .execute(ExecuteRequest {
+            app_id: "expense-log".into(),
+            contract_hash: client.contract.hash.clone(),
+            actor: Some(Actor {
+                user_id: "alice".into(),
+                via: "ui".into(),
+                access: String::new(),
+            }),
+            operation: "create".into(),
+            table: "categories".into(),
+            request_json: json!({"values": {"name": "Other"}, "idempotencyKey": "s1"}).to_string(),
+            source: "browser".into(),
+            ..ExecuteRequest::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(AppError::from_status(&status).code, ErrorCode::InputInvalid);
+
+    // Tampered contracts are refused.
+    let mut forged = client.contract.clone();
+    forged.hash = "0".repeat(64);
+    let forged_client = Client {
+        data: client.data.clone(),
+        wire: pb::DataContract::from(&forged),
+        contract: forged,
+    };
+    let refused = forged_client
+        .call("alice", "list", "expenses", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::InputInvalid);
+    assert_eq!(refused.message, "the data contract does not match its hash");
+
+    // So is one that does not decode (here: no schema).
+    let mut undecodable = pb::DataContract::from(&client.contract);
+    undecodable.schema = None;
+    undecodable.hash = "1".repeat(64);
+    let mut contract = client.contract.clone();
+    contract.hash = undecodable.hash.clone();
+    let undecodable_client = Client {
+        data: client.data.clone(),
+        wire: undecodable,
+        contract,
+    };
+    let refused = undecodable_client
+        .call("alice", "list", "expenses", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::InputInvalid);
+    assert_eq!(refused.message, "the data contract is not valid");
+}
+
+/// Security catalogue D11: 50 parallel updates with one expected version.
+#[tokio::test]
+async fn exactly_one_of_fifty_racing_updates_wins() {
+    let harness = Harness::new();
+    let worker = harness.start(Role::DataWorker, &[]).await;
+    let client = std::sync::Arc::new(Client::new(&harness, worker.listener("grpc")));
+    let category = client
+        .call(
+            "alice",
+            "create",
+            "categories",
+            json!({"values": {"name": "Food"}, "idempotencyKey": "c"}),
+        )
+        .await
+        .unwrap();
+    let id = category["id"].clone();
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let client = client.clone();
+        let id = id.clone();
+        tasks.push(tokio::spawn(async move {
+            client
+                .call("alice", "update", "categories", json!({"id": id, "changes": {"name": format!("Food {i}")}, "expectedVersion": 1, "idempotencyKey": format!("race-{i}")}))
+                .await
+        }));
+    }
+    let mut wins = 0;
+    let mut conflicts = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(row) => {
+                assert_eq!(row["_sasha_version"], 2);
+                wins += 1;
+            }
+            Err(error) if error.code == ErrorCode::Conflict => conflicts += 1,
+            Err(error) => panic!("unexpected {error:?}"),
+        }
+    }
+    assert_eq!((wins, conflicts), (1, 49));
+}
+
+/// Crash safety under group commit: 8 writers send keyed creates to one app
+/// as fast as they are answered, so its writer always has a batch committing
+/// and more queued, and data-worker is SIGKILLed at a varying moment of each
+/// round. After each kill, before any retry: every acknowledged write exists
+/// exactly once as acknowledged, and the write each writer had in flight
+/// exists once or not at all. Its retry with the same key then replays (when
+/// it had committed) or writes it once. At the end the audit has one row per
+/// write and its triggers still refuse tampering.
+#[tokio::test]
+async fn writes_survive_sigkill_mid_batch_exactly_once() {
+    const WRITERS: usize = 8;
+    const ROUNDS: usize = 6;
+    let harness = Harness::new();
+    let mut worker = harness.start(Role::DataWorker, &[]).await;
+    let mut client = std::sync::Arc::new(Client::new(&harness, worker.listener("grpc")));
+    let category = client
+        .call(
+            "alice",
+            "create",
+            "categories",
+            json!({"values": {"name": "Ops"}, "idempotencyKey": "cat"}),
+        )
+        .await
+        .unwrap();
+    let category_id = category["id"].clone();
+    let request = move |key: &str| {
+        json!({
+            "values": {"spent_on": "2026-11-03", "amount": 1.5, "category_id": category_id, "note": key},
+            "idempotencyKey": key,
+        })
+    };
+    let file = harness.path().join("apps/expense-log.sqlite");
+    let mut seed: u64 = 0x5eed;
+    let (mut acknowledged, mut in_flight_committed, mut in_flight_retried) = (0, 0, 0);
+    let mut writers_acknowledged_in_a_round = 0;
+    for round in 0..ROUNDS {
+        let mut writers = Vec::new();
+        for writer in 0..WRITERS {
+            let (client, request) = (client.clone(), request.clone());
+            writers.push(tokio::spawn(async move {
+                let mut acked = Vec::new();
+                // Bounded so a kill that never lands cannot hang the test.
+                for n in 0..100_000 {
+                    let key = format!("w{round}-{writer}-{n}");
+                    match client
+                        .call("alice", "create", "expenses", request(&key))
+                        .await
+                    {
+                        Ok(row) => acked.push((key, row)),
+                        Err(_) => return (acked, Some(key)),
+                    }
+                }
+                (acked, None)
+            }));
+        }
+        // A real wait: the kill has to land while the worker is committing,
+        // at a different moment of its batches each round.
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        tokio::time::sleep(std::time::Duration::from_millis(40 + (seed >> 57))).await;
+        worker.child.start_kill().unwrap();
+        worker.child.wait().await.unwrap();
+        let mut answered = Vec::new();
+        for writer in writers {
+            answered.push(writer.await.unwrap());
+        }
+        writers_acknowledged_in_a_round = writers_acknowledged_in_a_round.max(
+            answered
+                .iter()
+                .filter(|(acked, _)| !acked.is_empty())
+                .count(),
+        );
+
+        // What the file holds after the kill, read before any retry.
+        let db = rusqlite::Connection::open(&file).unwrap();
+        let rows_of = |key: &str| -> Vec<i64> {
+            db.prepare("SELECT id FROM expenses WHERE note = ?1")
+                .unwrap()
+                .query_map([key], |row| row.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        let mut retries = Vec::new();
+        for (acked, in_flight) in &answered {
+            for (key, row) in acked {
+                assert_eq!(
+                    rows_of(key),
+                    [row["id"].as_i64().unwrap()],
+                    "acknowledged {key}"
+                );
+                acknowledged += 1;
+            }
+            let Some(key) = in_flight else {
+                panic!("a writer was never cut off by the kill");
+            };
+            let found = rows_of(key);
+            assert!(found.len() <= 1, "unacknowledged {key} exists at most once");
+            retries.push((key.clone(), found.first().copied()));
+        }
+        drop(db);
+
+        worker = harness.start(Role::DataWorker, &[]).await;
+        client = std::sync::Arc::new(Client::new(&harness, worker.listener("grpc")));
+        for (key, committed) in retries {
+            let row = client
+                .call("alice", "create", "expenses", request(&key))
+                .await
+                .unwrap();
+            match committed {
+                Some(id) => {
+                    assert_eq!(row["id"].as_i64(), Some(id), "{key} replays");
+                    in_flight_committed += 1;
+                }
+                None => in_flight_retried += 1,
+            }
+        }
+        for (acked, _) in &answered {
+            for (key, row) in acked {
+                let replayed = client
+                    .call("alice", "create", "expenses", request(key))
+                    .await
+                    .unwrap();
+                assert_eq!(&replayed, row, "{key} replays its original result");
+            }
+        }
+    }
+    eprintln!(
+        "{acknowledged} acknowledged writes; of the writes cut off by a kill, \
+         {in_flight_committed} had committed and replayed, {in_flight_retried} were written by their retry"
+    );
+    assert!(
+        writers_acknowledged_in_a_round > 1,
+        "writers ran concurrently between kills"
+    );
+    let total = acknowledged + in_flight_committed + in_flight_retried;
+
+    worker.stop().await;
+    let db = rusqlite::Connection::open(&file).unwrap();
+    let (rows, distinct): (i64, i64) = db
+        .query_row(
+            "SELECT count(*), count(DISTINCT note) FROM expenses",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (rows, distinct),
+        (total as i64, total as i64),
+        "every write exists exactly once"
+    );
+    let audited: i64 = db
+        .query_row("SELECT count(*) FROM _sasha_audit WHERE table_name = 'expenses' AND operation = 'create'", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(audited, total as i64, "one audit row per write");
+    assert!(
+        db.execute("UPDATE _sasha_audit SET actor_id = 'mallory'", [])
+            .is_err()
+    );
+    assert!(db.execute("DELETE FROM _sasha_audit", []).is_err());
+    assert!(db
+        .execute(
+            "INSERT OR REPLACE INTO _sasha_audit (id, table_name, record_id, operation, actor_id, source, app_revision, created_at) \
+             SELECT id, table_name, record_id, operation, 'mallory', source, app_revision, created_at FROM _sasha_audit LIMIT 1",
+            [],
+        )
+        .is_err());
+}

@@ -885,7 +885,14 @@ pub(crate) struct ErrorEnvelope {
         crate::oauth::approve,
         crate::oauth::deny,
         crate::oauth::connections,
-        crate::oauth::revoke_connection
+        crate::oauth::revoke_connection,
+        crate::assistant::status,
+        crate::assistant::list,
+        crate::assistant::create,
+        crate::assistant::read,
+        crate::assistant::remove,
+        crate::assistant::turn,
+        crate::assistant::confirm
     ),
     components(schemas(
         LoginRequest,
@@ -919,7 +926,10 @@ pub(crate) struct ErrorEnvelope {
         crate::oauth::ApproveBody,
         crate::oauth::Decision,
         crate::oauth::ConnectionEntry,
-        crate::oauth::ConnectionsResponse
+        crate::oauth::ConnectionsResponse,
+        crate::assistant::CreateBody,
+        crate::assistant::TurnBody,
+        crate::assistant::ConfirmBody
     ))
 )]
 pub(crate) struct ApiDoc;

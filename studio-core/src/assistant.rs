@@ -38,9 +38,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+use utoipa::ToSchema;
 
 use crate::Core;
-use crate::api::{blocking, no_store, parse_body, session_user, session_write};
+use crate::api::{ErrorEnvelope, blocking, no_store, parse_body, session_user, session_write};
 
 /// How long a confirmation waits for the person before it counts as
 /// declined.
@@ -195,7 +196,11 @@ fn not_found() -> Response {
 
 /// `GET /api/assistant`: whether the assistant can answer, and if not how
 /// to configure it.
-async fn status(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
+#[utoipa::path(get, path = "/api/assistant", responses(
+    (status = 200, description = "`{available, model, configure}`", body = Object),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session", body = ErrorEnvelope)))]
+pub(crate) async fn status(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
     if let Err(response) = session_user(&core, &headers).await {
         return response;
     }
@@ -207,7 +212,12 @@ async fn status(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
     })))
 }
 
-async fn list(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
+/// `GET /api/assistant/conversations`: the caller's conversations.
+#[utoipa::path(get, path = "/api/assistant/conversations", responses(
+    (status = 200, description = "`{conversations: [{id, title, createdAt, updatedAt}]}`", body = Object),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session", body = ErrorEnvelope)))]
+pub(crate) async fn list(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
     let principal = match session_user(&core, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
@@ -221,14 +231,22 @@ async fn list(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
     }
 }
 
-#[derive(Deserialize, Default)]
+/// A new conversation; the body may be empty.
+#[derive(Deserialize, Default, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct CreateBody {
+pub(crate) struct CreateBody {
     #[serde(default)]
     title: Option<String>,
 }
 
-async fn create(
+/// `POST /api/assistant/conversations`: starts a conversation.
+#[utoipa::path(post, path = "/api/assistant/conversations", request_body = CreateBody, responses(
+    (status = 201, description = "`{id, title, createdAt, updatedAt}`", body = Object),
+    (status = 400, description = "the body is invalid", body = ErrorEnvelope),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session", body = ErrorEnvelope)))]
+pub(crate) async fn create(
     State(core): State<Arc<Core>>,
     method: Method,
     headers: HeaderMap,
@@ -259,7 +277,11 @@ async fn create(
 }
 
 /// `GET /api/assistant/conversations/:id`: its transcript.
-async fn read(
+#[utoipa::path(get, path = "/api/assistant/conversations/{id}", params(("id" = String, Path)), responses(
+    (status = 200, description = "`{id, title, createdAt, updatedAt, messages}`", body = Object),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 404, description = "no such conversation of the caller's, or not a browser session", body = ErrorEnvelope)))]
+pub(crate) async fn read(
     State(core): State<Arc<Core>>,
     Path(id): Path<String>,
     headers: HeaderMap,
@@ -288,7 +310,13 @@ async fn read(
     }
 }
 
-async fn remove(
+/// `DELETE /api/assistant/conversations/:id`: deletes it with its transcript.
+#[utoipa::path(delete, path = "/api/assistant/conversations/{id}", params(("id" = String, Path)), responses(
+    (status = 200, description = "`{deleted: true}`", body = Object),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
+    (status = 404, description = "no such conversation of the caller's, or not a browser session", body = ErrorEnvelope)))]
+pub(crate) async fn remove(
     State(core): State<Arc<Core>>,
     Path(id): Path<String>,
     method: Method,
@@ -306,16 +334,25 @@ async fn remove(
     }
 }
 
-#[derive(Deserialize)]
+/// One turn: what the person asks.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct TurnBody {
+pub(crate) struct TurnBody {
     prompt: String,
 }
 
 /// `POST /api/assistant/conversations/:id/turn` with `{prompt}`: the turn's
 /// events as `text/event-stream`, each `data:` one JSON object with a
 /// `type` (see `turn::Event`). Closing the stream cancels the turn.
-async fn turn(
+#[utoipa::path(post, path = "/api/assistant/conversations/{id}/turn", params(("id" = String, Path)), request_body = TurnBody, responses(
+    (status = 200, description = "the turn's events (`text/event-stream`)"),
+    (status = 400, description = "the prompt is empty or too long", body = ErrorEnvelope),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
+    (status = 404, description = "no such conversation of the caller's, or not a browser session", body = ErrorEnvelope),
+    (status = 429, description = "a turn of this conversation is already running (APP_BUSY)", body = ErrorEnvelope),
+    (status = 503, description = "no chat provider is configured", body = ErrorEnvelope)))]
+pub(crate) async fn turn(
     State(core): State<Arc<Core>>,
     Path(id): Path<String>,
     method: Method,
@@ -388,15 +425,22 @@ async fn turn(
     response
 }
 
-#[derive(Deserialize)]
+/// The person's decision on a confirmation.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ConfirmBody {
+pub(crate) struct ConfirmBody {
     approve: bool,
 }
 
 /// `POST /api/assistant/confirmations/:id` with `{approve}`: the person's
 /// decision on one waiting confirmation of their own turn.
-async fn confirm(
+#[utoipa::path(post, path = "/api/assistant/confirmations/{id}", params(("id" = String, Path)), request_body = ConfirmBody, responses(
+    (status = 200, description = "`{decided: true, approved}`", body = Object),
+    (status = 400, description = "the body is invalid", body = ErrorEnvelope),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
+    (status = 404, description = "no such confirmation waiting for the caller", body = ErrorEnvelope)))]
+pub(crate) async fn confirm(
     State(core): State<Arc<Core>>,
     Path(id): Path<String>,
     method: Method,

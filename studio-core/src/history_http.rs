@@ -32,10 +32,19 @@ async fn ask(
     app_id: String,
     operation: history_request::Operation,
 ) -> Response {
-    let principal = match crate::api::wire_user(core, headers).await {
-        Ok(principal) => principal,
-        Err(response) => return response,
-    };
+    match crate::api::wire_user(core, headers).await {
+        Ok(principal) => ask_as(core, principal, app_id, operation).await,
+        Err(response) => response,
+    }
+}
+
+/// [`ask`] for a caller already authenticated.
+async fn ask_as(
+    core: &Arc<Core>,
+    principal: pb::Principal,
+    app_id: String,
+    operation: history_request::Operation,
+) -> Response {
     let request = pb::HistoryRequest {
         principal: Some(principal),
         app_id,
@@ -161,6 +170,12 @@ pub(crate) async fn revert(
     if let Err(response) = same_origin_json(&core, &method, &headers, true) {
         return response;
     }
+    // Who asks comes before what they ask: an anonymous caller learns
+    // nothing about the body.
+    let principal = match crate::api::wire_user(&core, &headers).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
     let body: RevertBody = match parse_body(&body) {
         Ok(body) => body,
         Err(response) => return response,
@@ -169,7 +184,7 @@ pub(crate) async fn revert(
         revision: body.revision,
         expected_revision: body.expected_revision,
     });
-    ask(&core, &headers, app_id, operation).await
+    ask_as(&core, principal, app_id, operation).await
 }
 
 #[cfg(test)]

@@ -521,17 +521,23 @@ pub(crate) async fn create_token(
 /// `DELETE /api/tokens/:id`: revokes one of the caller's own tokens.
 #[utoipa::path(delete, path = "/api/tokens/{id}", params(("id" = i64, Path)), responses(
     (status = 204, description = "revoked"),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
-    (status = 404, description = "hidden: not yours, unknown or already revoked", body = ErrorEnvelope)))]
+    (status = 404, description = "hidden: not yours, unknown, not a token number or already revoked", body = ErrorEnvelope)))]
 pub(crate) async fn revoke_token(
     State(core): State<Arc<Core>>,
-    Path(id): Path<i64>,
+    Path(id): Path<String>,
     method: Method,
     headers: HeaderMap,
 ) -> Response {
     let principal = match crate::api::session_write(&core, &method, &headers, false).await {
         Ok(principal) => principal,
         Err(response) => return response,
+    };
+    // Parsed after the caller is known: a number that names no token of
+    // theirs and text that names none answer alike.
+    let Ok(id) = id.parse::<i64>() else {
+        return hidden_not_found().into_response();
     };
     let store = core.store.clone();
     match tokio::task::spawn_blocking(move || {

@@ -14,11 +14,16 @@ use crate::store::{AppAccess, Scope, TokenKind, UserRole};
 use crate::test_world::{PASSWORD, STUDIO, World};
 
 /// One answer, byte for byte.
-#[derive(Debug)]
 struct Reply {
     status: u16,
     headers: HeaderMap,
     body: Vec<u8>,
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.status, String::from_utf8_lossy(&self.body))
+    }
 }
 
 impl Reply {
@@ -702,6 +707,13 @@ async fn the_openapi_document_describes_every_route() {
         "POST /api/oauth/requests/{requestId}/deny",
         "GET /api/oauth/connections",
         "DELETE /api/oauth/connections/{connectionId}",
+        "GET /api/assistant",
+        "GET /api/assistant/conversations",
+        "POST /api/assistant/conversations",
+        "GET /api/assistant/conversations/{id}",
+        "DELETE /api/assistant/conversations/{id}",
+        "POST /api/assistant/conversations/{id}/turn",
+        "POST /api/assistant/confirmations/{id}",
     ]
     .into_iter()
     .map(String::from)
@@ -939,4 +951,137 @@ async fn studio_answers_only_its_own_host() {
         .raw("GET", "/api/me", &[("cookie", &session)], "")
         .await;
     assert_eq!(status, StatusCode::OK);
+}
+
+/// Every operation the OpenAPI document lists, against each kind of caller
+/// that must be refused: an anonymous caller is 401 with `WWW-Authenticate`,
+/// a bearer token that names nobody and a session that ended are the one
+/// hidden 404, and a state change carrying the session cookie from the
+/// sandbox origin, from another site or with neither `Origin` nor
+/// `Sec-Fetch-Site` is 403. Every refusal is the envelope, and no refused
+/// request changes anything. The document is the route list, so a new route
+/// is in this matrix the moment it is documented (and
+/// `the_openapi_document_describes_every_route` fails until it is).
+#[tokio::test]
+async fn every_documented_route_refuses_every_caller_without_a_right() {
+    let world = World::new();
+    world.install(&["hello", "expense-log"]).await;
+    let document = call(&world, "GET", "/api/openapi.json", None, &[], None)
+        .await
+        .json();
+    let member_id = world.member.id.clone();
+    let fill = |path: &str| {
+        path.replace("{appId}", "hello")
+            .replace("{userId}", &member_id)
+            .replace("{username}", "mia")
+            .replace("{revision}", &"0".repeat(64))
+            .replace("{requestId}", "x")
+            .replace("{connectionId}", "x")
+            .replace("{id}", "x")
+    };
+    // Open to anyone by design: signing in and out, an invitation link (its
+    // 256-bit secret is the credential), and the member app authoring guide
+    // (public in the spec: builders fetch it as it is).
+    let public = [
+        "POST /api/auth/login",
+        "POST /api/auth/logout",
+        "POST /api/invitation",
+        "POST /api/invitation/accept",
+        "GET /api/member-app-guide",
+    ];
+    let ended = world.session(&world.admin);
+    world
+        .store()
+        .delete_session(ended.strip_prefix("sasha_session=").unwrap())
+        .unwrap();
+    let before = world.store().audit_entries(None).unwrap().len();
+    let mut operations = 0;
+    let mut hidden = BTreeSet::new();
+    // Every answer that is not the expected refusal, to show them all at once.
+    let mut wrong = Vec::new();
+    for (template, item) in document["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            let method = method.to_uppercase();
+            let operation = format!("{method} {template}");
+            operations += 1;
+            let path = fill(template);
+            let changes = method != "GET";
+            let body = changes.then_some("{}");
+            let refused = |reply: &Reply, status: u16, code: Option<&str>, who: &str| {
+                let envelope = reply.json();
+                let whole = ["code", "message", "retryable", "diagnosticId"]
+                    .iter()
+                    .all(|field| envelope.get(field).is_some());
+                (reply.status != status
+                    || !whole
+                    || code.is_some_and(|code| envelope["code"] != code))
+                .then(|| format!("{who}: {operation}: {reply:?}"))
+            };
+            let same_origin: &[(&str, &str)] = &[("origin", STUDIO)];
+            // A public route has only the CSRF refusals below.
+            if !public.contains(&operation.as_str()) {
+                let anonymous = call(&world, &method, &path, None, same_origin, body).await;
+                wrong.extend(refused(&anonymous, 401, None, "anonymous"));
+                if anonymous.status == 401 && anonymous.header("www-authenticate").is_none() {
+                    wrong.push(format!("anonymous: {operation}: no WWW-Authenticate"));
+                }
+                let garbage = call(
+                    &world,
+                    &method,
+                    &path,
+                    Some("sasha_at_garbage"),
+                    same_origin,
+                    body,
+                )
+                .await;
+                wrong.extend(refused(&garbage, 404, None, "a token that names nobody"));
+                hidden.insert(garbage.body);
+                let gone = call(
+                    &world,
+                    &method,
+                    &path,
+                    None,
+                    &[("origin", STUDIO), ("cookie", &ended)],
+                    body,
+                )
+                .await;
+                wrong.extend(refused(&gone, 404, None, "an ended session"));
+                hidden.insert(gone.body);
+            }
+            if changes {
+                let session = world.session(&world.admin);
+                for (who, headers) in [
+                    (
+                        "the sandbox origin",
+                        vec![
+                            ("cookie", session.as_str()),
+                            ("origin", "http://127.0.0.1:3007"),
+                        ],
+                    ),
+                    (
+                        "another site",
+                        vec![
+                            ("cookie", session.as_str()),
+                            ("sec-fetch-site", "cross-site"),
+                        ],
+                    ),
+                    (
+                        "no Origin nor Sec-Fetch-Site",
+                        vec![("cookie", session.as_str())],
+                    ),
+                ] {
+                    let csrf = call(&world, &method, &path, None, &headers, body).await;
+                    wrong.extend(refused(&csrf, 403, Some("APP_ACCESS_DENIED"), who));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(operations > 50, "only {operations} operations were tried");
+    assert_eq!(hidden.len(), 1, "hidden answers differ: {hidden:?}");
+    assert_eq!(
+        world.store().audit_entries(None).unwrap().len(),
+        before,
+        "a refused request changed something"
+    );
 }

@@ -5,6 +5,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protos = [
         "proto/sasha/v1/common.proto",
         "proto/sasha/v1/contract.proto",
+        "proto/sasha/v1/convert.proto",
         "proto/sasha/v1/core.proto",
         "proto/sasha/v1/data.proto",
     ];

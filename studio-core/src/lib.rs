@@ -391,6 +391,11 @@ pub async fn run(
         chat: chat::ChatService::new(config.chat.clone()),
         uploads: Arc::new(uploads::UploadArea::new(
             config.storage.uploads_root.clone(),
+            uploads::isolate::Converter::this_executable().map_err(|error| {
+                RoleError::Startup(format!(
+                    "cannot find this executable to convert documents with: {error}"
+                ))
+            })?,
         )),
         oauth: oauth::OAuthState::new(config.origins.studio.as_str(), config.mcp_origin.as_str()),
         drafts: drafts::DraftCache::default(),

@@ -72,7 +72,16 @@ impl World {
             catalogue,
             revision_retention: 64,
             chat,
-            uploads: Arc::new(crate::uploads::UploadArea::new(dir.path().join("uploads"))),
+            // Router tests upload nothing: conversions are process tests
+            // (`tests/process/assist.rs`), whose child is the real binary.
+            uploads: Arc::new(crate::uploads::UploadArea::new(
+                dir.path().join("uploads"),
+                crate::uploads::isolate::Converter::command(
+                    "/bin/false",
+                    std::iter::empty::<&str>(),
+                    crate::uploads::isolate::WALL_LIMIT,
+                ),
+            )),
             oauth: crate::oauth::OAuthState::new(STUDIO, STUDIO),
             drafts: crate::drafts::DraftCache::default(),
             assistant: Arc::new(crate::assistant::Assistant::new(

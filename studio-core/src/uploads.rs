@@ -32,6 +32,7 @@
 mod area;
 pub mod convert;
 pub mod docx;
+pub mod isolate;
 pub mod names;
 pub mod pdf;
 
@@ -42,6 +43,7 @@ use serde::Serialize;
 
 use crate::uploads::area::Area;
 use crate::uploads::convert::Refusal;
+use crate::uploads::isolate::Converter;
 
 /// Most files in one upload.
 pub const MAX_FILES: usize = 10;
@@ -50,9 +52,6 @@ pub const MAX_TOTAL_BYTES: usize = 25 * 1024 * 1024;
 /// Most bytes of one stored Markdown document; a longer conversion is cut at a
 /// line boundary and ends with a note saying so (see [`convert::truncate`]).
 pub const MAX_MARKDOWN_BYTES: usize = 5 * 1024 * 1024;
-/// Stack of the thread that runs the converters: third-party parsers recurse,
-/// and their nesting is bounded, but not tightly (HTML depth, PDF forms).
-const CONVERT_STACK_BYTES: usize = 64 * 1024 * 1024;
 
 /// One uploaded file as it arrives.
 #[derive(Debug, Clone)]
@@ -78,14 +77,16 @@ pub struct Descriptor {
 #[derive(Debug)]
 pub struct UploadArea {
     area: Area,
+    converter: Converter,
 }
 
 impl UploadArea {
-    /// The areas below `root` (`UPLOADS_ROOT`). Nothing is created until the
-    /// first [`UploadArea::store`].
-    pub fn new(root: PathBuf) -> UploadArea {
+    /// The areas below `root` (`UPLOADS_ROOT`), converting with `converter`.
+    /// Nothing is created until the first [`UploadArea::store`].
+    pub fn new(root: PathBuf, converter: Converter) -> UploadArea {
         UploadArea {
             area: Area::new(root),
+            converter,
         }
     }
 
@@ -99,7 +100,7 @@ impl UploadArea {
     ) -> Result<Vec<Descriptor>, AppError> {
         check_user_id(user_id)?;
         check_limits(&files)?;
-        let converted = convert_all(files)?;
+        let converted = convert_all(&self.converter, files)?;
         let stored = self.area.store(user_id, &converted)?;
         Ok(converted
             .into_iter()
@@ -192,29 +193,14 @@ fn check_limits(files: &[IncomingFile]) -> Result<(), AppError> {
     Ok(())
 }
 
-/// Converts every file on one thread with a large stack (see
-/// [`CONVERT_STACK_BYTES`]); any refusal makes the whole upload fail.
-fn convert_all(files: Vec<IncomingFile>) -> Result<Vec<Converted>, AppError> {
+/// Converts every file, each in a conversion child of its own (see
+/// [`isolate`]); any refusal makes the whole upload fail.
+fn convert_all(
+    converter: &Converter,
+    files: Vec<IncomingFile>,
+) -> Result<Vec<Converted>, AppError> {
     let total = files.len();
-    let span = tracing::Span::current();
-    let results = std::thread::scope(|scope| {
-        let worker = std::thread::Builder::new()
-            .name("sasha-upload-convert".to_owned())
-            .stack_size(CONVERT_STACK_BYTES)
-            .spawn_scoped(scope, move || {
-                let _entered = span.enter();
-                files.into_iter().map(convert_one).collect::<Vec<_>>()
-            });
-        match worker {
-            Ok(worker) => worker.join().map_err(|_| "the conversion thread panicked"),
-            Err(_) => Err("cannot start the conversion thread"),
-        }
-    });
-    let results = results.map_err(|error| {
-        let refused = AppError::from_code(ErrorCode::Internal);
-        tracing::error!(diagnostic_id = %refused.diagnostic_id, error, "upload conversion failed");
-        refused
-    })?;
+    let results = files.into_iter().map(|file| convert_one(converter, file));
     let mut converted = Vec::with_capacity(total);
     let mut refused = Vec::new();
     for result in results {
@@ -244,7 +230,7 @@ fn convert_all(files: Vec<IncomingFile>) -> Result<Vec<Converted>, AppError> {
     Err(error)
 }
 
-fn convert_one(file: IncomingFile) -> Result<Converted, (String, Refusal)> {
+fn convert_one(converter: &Converter, file: IncomingFile) -> Result<Converted, (String, Refusal)> {
     let original = names::display_name(&file.name);
     let (stem, extension) = names::split_extension(&original);
     tracing::debug!(
@@ -253,7 +239,7 @@ fn convert_one(file: IncomingFile) -> Result<Converted, (String, Refusal)> {
         bytes = file.data.len(),
         "converting an uploaded file"
     );
-    match convert::convert(extension, &file.data) {
+    match converter.convert(extension, &file.data) {
         Ok(markdown) => Ok(Converted {
             stem: names::safe_stem(stem),
             original,

@@ -47,4 +47,5 @@ mod table_policies;
 mod tidy;
 mod tracing;
 mod up;
+mod uploads;
 mod web_host;

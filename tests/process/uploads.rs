@@ -1,9 +1,9 @@
-//! `studio_core::uploads` end to end on a temporary folder: every fixture is
-//! generated here (DOCX with the `zip` crate or by hand, PDF with lopdf,
-//! deflate bombs bit by bit), so no binary file is checked in.
+//! `studio_core::uploads` end to end on a temporary folder, each file
+//! converted by the real conversion child (`sasha convert-document`): every
+//! fixture is generated here (DOCX with the `zip` crate or by hand, PDF with
+//! lopdf, deflate bombs bit by bit), so no binary file is checked in.
 
-#[path = "../../tests/common/documents.rs"]
-mod documents;
+use crate::common::documents;
 
 use documents::{docx_with_body as docx, paragraph, pdf_with, text_pdf, zip};
 use std::path::Path;
@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use lopdf::content::{Content, Operation};
 use lopdf::{Object, Stream, dictionary};
 use sasha_proto::ErrorCode;
+use studio_core::uploads::isolate::{Converter, WALL_LIMIT};
 use studio_core::uploads::{Descriptor, IncomingFile, MAX_FILES, MAX_TOTAL_BYTES, UploadArea};
 
 const USER: &str = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
@@ -26,7 +27,14 @@ fn file(name: &str, data: impl Into<Vec<u8>>) -> IncomingFile {
 
 fn area() -> (tempfile::TempDir, UploadArea) {
     let dir = tempfile::tempdir().unwrap();
-    let area = UploadArea::new(dir.path().join("uploads"));
+    let area = UploadArea::new(
+        dir.path().join("uploads"),
+        Converter::command(
+            env!("CARGO_BIN_EXE_sasha"),
+            ["convert-document"],
+            WALL_LIMIT,
+        ),
+    );
     (dir, area)
 }
 
@@ -703,4 +711,78 @@ fn read_refuses_traversal_and_links() {
     assert!(!elsewhere.join("x.md").exists());
     // Invalid user ids are an internal error.
     assert_eq!(area.list("../x").unwrap_err().code, ErrorCode::Internal);
+}
+
+/// The real conversion child confines itself before it reads a byte of the
+/// file: its limits and its syscall filter, read from `/proc` while it waits
+/// for its input (an empty input is a file with no name and no bytes).
+#[test]
+fn the_conversion_child_is_confined_before_it_reads_the_file() {
+    use studio_core::uploads::isolate::{CPU_SECONDS, MEMORY_BYTES, OPEN_FILES};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sasha"))
+        .arg("convert-document")
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let proc = Path::new("/proc").join(child.id().to_string());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        let status = std::fs::read_to_string(proc.join("status")).unwrap();
+        if status.lines().any(|line| line == "Seccomp:\t2") {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "never confined: {status}");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(
+        status.lines().any(|line| line == "NoNewPrivs:\t1"),
+        "{status}"
+    );
+    let limits = std::fs::read_to_string(proc.join("limits")).unwrap();
+    let limit = |name: &str| -> Vec<String> {
+        let line = limits
+            .lines()
+            .find(|line| line.starts_with(name))
+            .unwrap_or_else(|| panic!("{name}: {limits}"));
+        line[name.len()..]
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(
+        limit("Max address space"),
+        [
+            MEMORY_BYTES.to_string(),
+            MEMORY_BYTES.to_string(),
+            "bytes".to_owned()
+        ]
+    );
+    assert_eq!(
+        limit("Max cpu time"),
+        [
+            CPU_SECONDS.to_string(),
+            (CPU_SECONDS + 1).to_string(),
+            "seconds".to_owned()
+        ]
+    );
+    assert_eq!(limit("Max file size"), ["0", "0", "bytes"]);
+    assert_eq!(limit("Max core file size"), ["0", "0", "bytes"]);
+    assert_eq!(
+        limit("Max open files"),
+        [
+            OPEN_FILES.to_string(),
+            OPEN_FILES.to_string(),
+            "files".to_owned()
+        ]
+    );
+    drop(child.stdin.take());
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("a file without an extension"),
+        "{output:?}"
+    );
 }

@@ -112,6 +112,11 @@ pub enum Refusal {
     CsvMalformed,
     /// A reader failed in a way it should not have (a panic was caught).
     Failed,
+    /// The conversion child was stopped by its limits: it ran out of memory,
+    /// stack or time (`isolate`).
+    Exhausted,
+    /// A refusal the conversion child reported, bounded (`isolate`).
+    Reported(String),
 }
 
 impl Refusal {
@@ -194,6 +199,10 @@ impl fmt::Display for Refusal {
             ),
             Refusal::CsvMalformed => f.write_str("the CSV could not be read"),
             Refusal::Failed => f.write_str("the document could not be converted"),
+            Refusal::Exhausted => f.write_str(
+                "converting the document needed more memory or time than a conversion may use",
+            ),
+            Refusal::Reported(reason) => f.write_str(reason),
         }
     }
 }

@@ -1235,5 +1235,7 @@ pub mod csv;
 mod sql;
 pub use sql::*;
 
+#[cfg(any(test, feature = "oracle"))]
+pub mod oracle;
 #[cfg(test)]
 mod tests;

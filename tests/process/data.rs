@@ -1,8 +1,9 @@
 //! data-worker through its gRPC interface: the governed grammar on the
 //! expense-log package's tables, owner scoping between two actors, versions,
 //! idempotent retries that survive a restart, 50 racing updates of which
-//! exactly one wins, and 8 writers' keyed creates through SIGKILLs landing in
-//! the middle of group commits.
+//! exactly one wins, 8 writers' keyed creates through SIGKILLs landing in
+//! the middle of group commits, and APP_DATA_ROOT full or read-only on a
+//! tmpfs the test mounts.
 
 use crate::common;
 
@@ -589,4 +590,216 @@ async fn writes_survive_sigkill_mid_batch_exactly_once() {
             [],
         )
         .is_err());
+}
+
+/// A small file system for APP_DATA_ROOT (a tmpfs this test mounts), unmounted
+/// when dropped.
+struct SmallDisk {
+    path: std::path::PathBuf,
+}
+
+impl SmallDisk {
+    /// Mounts a `size` tmpfs at `path`, or says why it cannot.
+    fn mount(path: &Path, size: &str) -> Result<SmallDisk, String> {
+        std::fs::create_dir_all(path).map_err(|error| error.to_string())?;
+        let disk = SmallDisk {
+            path: path.to_owned(),
+        };
+        disk.mount_with(&format!("size={size}"), false)?;
+        Ok(disk)
+    }
+
+    fn mount_with(&self, options: &str, remount: bool) -> Result<(), String> {
+        let options = if remount {
+            format!("remount,{options}")
+        } else {
+            options.to_owned()
+        };
+        let output = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &options, "tmpfs"])
+            .arg(&self.path)
+            .output()
+            .map_err(|error| format!("mount: {error}"))?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+        }
+    }
+
+    fn remount(&self, options: &str) {
+        self.mount_with(options, true)
+            .unwrap_or_else(|error| panic!("remount {options}: {error}"));
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.path)
+            .status();
+    }
+}
+
+/// Fault injection on APP_DATA_ROOT: a full file system. Each refused write
+/// is the retryable `APP_DATABASE_UNAVAILABLE`, no acknowledged write is lost
+/// or doubled, and once there is room the very next write succeeds, with no
+/// restart. Where this machine cannot mount a file system the test says so
+/// and checks nothing.
+#[tokio::test]
+async fn a_full_data_root_refuses_writes_and_recovers_without_a_restart() {
+    let harness = Harness::new();
+    let root = harness.path().join("small-disk");
+    let disk = match SmallDisk::mount(&root, "1m") {
+        Ok(disk) => disk,
+        Err(reason) => {
+            println!("skipped: cannot mount a tmpfs for APP_DATA_ROOT here: {reason}");
+            return;
+        }
+    };
+    let worker = harness
+        .start(
+            Role::DataWorker,
+            &[("APP_DATA_ROOT", root.display().to_string())],
+        )
+        .await;
+    let client = Client::new(&harness, worker.listener("grpc"));
+    let category = client
+        .call(
+            "alice",
+            "create",
+            "categories",
+            json!({"values": {"name": "Travel"}, "idempotencyKey": "c1"}),
+        )
+        .await
+        .unwrap()["id"]
+        .clone();
+    let note = "n".repeat(1000);
+    let create = |key: String| {
+        let (client, note, category) = (&client, note.clone(), category.clone());
+        async move {
+            client
+                .call(
+                    "alice",
+                    "create",
+                    "expenses",
+                    json!({"values": {"spent_on": "2026-11-02", "amount": 1, "category_id": category, "note": note}, "idempotencyKey": key}),
+                )
+                .await
+        }
+    };
+    // Fill the disk: every acknowledged write is kept.
+    let mut acknowledged = Vec::new();
+    let refused = loop {
+        let key = format!("full-{}", acknowledged.len());
+        match create(key).await {
+            Ok(row) => acknowledged.push(row["id"].clone()),
+            Err(error) => break error,
+        }
+        assert!(acknowledged.len() < 5_000, "a 1 MiB disk never filled");
+    };
+    assert!(!acknowledged.is_empty());
+    assert_eq!(refused.code, ErrorCode::DatabaseUnavailable, "{refused:?}");
+    assert!(refused.retryable, "{refused:?}");
+    assert!(refused.message.contains("no space left"), "{refused:?}");
+    client
+        .call("alice", "list", "expenses", json!({"limit": 1}))
+        .await
+        .expect("reads answer while the disk is full");
+    // Still full: the same write is refused the same way.
+    let failed_key = format!("full-{}", acknowledged.len());
+    assert_eq!(
+        create(failed_key.clone()).await.unwrap_err().code,
+        ErrorCode::DatabaseUnavailable
+    );
+
+    // Room again: the retried write lands once, with no restart.
+    disk.remount("size=64m");
+    let retried = create(failed_key.clone())
+        .await
+        .expect("the retry succeeds");
+    let again = create(failed_key).await.expect("an idempotent replay");
+    assert_eq!(retried["id"], again["id"], "the retry is not doubled");
+    acknowledged.push(retried["id"].clone());
+
+    // Every acknowledged write is there exactly once, and nothing else.
+    let mut stored = Vec::new();
+    let mut cursor = Value::Null;
+    loop {
+        let mut request = json!({"limit": 200, "select": ["id"]});
+        if !cursor.is_null() {
+            request["cursor"] = cursor.clone();
+        }
+        let page = client
+            .call("alice", "list", "expenses", request)
+            .await
+            .unwrap();
+        stored.extend(
+            page["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|row| row["id"].clone()),
+        );
+        cursor = page["nextCursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    let key = |ids: &[Value]| {
+        let mut ids: Vec<i64> = ids.iter().map(|id| id.as_i64().unwrap()).collect();
+        ids.sort_unstable();
+        ids
+    };
+    assert_eq!(key(&stored), key(&acknowledged));
+    drop(worker);
+}
+
+/// Fault injection on APP_DATA_ROOT: a file system made read-only while
+/// data-worker runs (before it opens the app's database: one with files open
+/// for writing cannot be made read-only). A write is the retryable
+/// `APP_DATABASE_UNAVAILABLE`; made writable, the next write succeeds with no
+/// restart, and only it is stored. (Read-only at boot stops data-worker with
+/// a line naming APP_DATA_ROOT.)
+#[tokio::test]
+async fn a_read_only_data_root_refuses_writes_and_recovers_without_a_restart() {
+    let harness = Harness::new();
+    let root = harness.path().join("read-only-disk");
+    let disk = match SmallDisk::mount(&root, "16m") {
+        Ok(disk) => disk,
+        Err(reason) => {
+            println!("skipped: cannot mount a tmpfs for APP_DATA_ROOT here: {reason}");
+            return;
+        }
+    };
+    let worker = harness
+        .start(
+            Role::DataWorker,
+            &[("APP_DATA_ROOT", root.display().to_string())],
+        )
+        .await;
+    disk.remount("ro");
+    let client = Client::new(&harness, worker.listener("grpc"));
+    let create = || {
+        client.call(
+            "alice",
+            "create",
+            "categories",
+            json!({"values": {"name": "Travel"}, "idempotencyKey": "c1"}),
+        )
+    };
+    let refused = create().await.unwrap_err();
+    assert_eq!(refused.code, ErrorCode::DatabaseUnavailable, "{refused:?}");
+    assert!(refused.retryable, "{refused:?}");
+    disk.remount("rw");
+    let created = create().await.expect("writable again, no restart");
+    let replayed = create().await.expect("an idempotent replay");
+    assert_eq!(created["id"], replayed["id"]);
+    let listed = client
+        .call("alice", "list", "categories", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(listed["rows"].as_array().unwrap().len(), 1, "{listed}");
+    drop(worker);
 }

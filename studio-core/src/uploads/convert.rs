@@ -513,6 +513,28 @@ fn depth(root: &std::rc::Rc<htmd::Node>) -> usize {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+
+        /// Any bytes under any supported extension are refused with a reason
+        /// or converted within the stored bound, never a panic (the
+        /// `documents` fuzz target runs the same property at length).
+        #[test]
+        fn any_bytes_convert_or_are_refused(
+            kind in 0usize..6,
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2048),
+            prefix in 0usize..3,
+        ) {
+            let extension = ["txt", "md", "csv", "html", "pdf", "docx"][kind];
+            // Some inputs start like the real thing, to get past the magic.
+            let mut file = [&b""[..], b"%PDF-1.7\n", b"PK\x03\x04"][prefix].to_vec();
+            file.extend(data);
+            if let Ok(markdown) = convert(Some(extension), &file) {
+                proptest::prop_assert!(markdown.len() <= MAX_MARKDOWN_BYTES + 200);
+            }
+        }
+    }
+
     #[test]
     fn truncation_keeps_whole_lines_and_says_so() {
         let text = "line one\nline two\nline three\n".repeat(10);

@@ -156,6 +156,21 @@ mod tests {
         candidate(&safe_stem(stem), 1)
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+        /// Whatever a browser calls a file, the stored name is one the
+        /// safe-name rule reads back, with no separator (the `paths` fuzz
+        /// target runs the same property at length).
+        #[test]
+        fn any_given_name_stores_under_a_safe_name(given in "\\PC{0,120}") {
+            let shown = display_name(&given);
+            proptest::prop_assert!(!shown.contains('/') && !shown.contains('\\'));
+            let name = stored(&given);
+            proptest::prop_assert!(is_document_name(&name), "{given:?} became {name:?}");
+        }
+    }
+
     #[test]
     fn names_become_safe() {
         let check = |given: &str, expected: &str| {

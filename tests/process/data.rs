@@ -633,6 +633,30 @@ impl SmallDisk {
     }
 }
 
+/// data-worker with APP_DATA_ROOT on a `size` tmpfs, and a client; `None`,
+/// saying why, where this machine cannot mount one.
+async fn on_small_disk(
+    harness: &Harness,
+    size: &str,
+) -> Option<(SmallDisk, common::RoleProcess, Client)> {
+    let root = harness.path().join("small-disk");
+    let disk = match SmallDisk::mount(&root, size) {
+        Ok(disk) => disk,
+        Err(reason) => {
+            println!("skipped: cannot mount a tmpfs for APP_DATA_ROOT here: {reason}");
+            return None;
+        }
+    };
+    let worker = harness
+        .start(
+            Role::DataWorker,
+            &[("APP_DATA_ROOT", root.display().to_string())],
+        )
+        .await;
+    let client = Client::new(harness, worker.listener("grpc"));
+    Some((disk, worker, client))
+}
+
 impl Drop for SmallDisk {
     fn drop(&mut self) {
         let _ = std::process::Command::new("umount")
@@ -650,21 +674,9 @@ impl Drop for SmallDisk {
 #[tokio::test]
 async fn a_full_data_root_refuses_writes_and_recovers_without_a_restart() {
     let harness = Harness::new();
-    let root = harness.path().join("small-disk");
-    let disk = match SmallDisk::mount(&root, "1m") {
-        Ok(disk) => disk,
-        Err(reason) => {
-            println!("skipped: cannot mount a tmpfs for APP_DATA_ROOT here: {reason}");
-            return;
-        }
+    let Some((disk, worker, client)) = on_small_disk(&harness, "1m").await else {
+        return;
     };
-    let worker = harness
-        .start(
-            Role::DataWorker,
-            &[("APP_DATA_ROOT", root.display().to_string())],
-        )
-        .await;
-    let client = Client::new(&harness, worker.listener("grpc"));
     let category = client
         .call(
             "alice",
@@ -765,22 +777,10 @@ async fn a_full_data_root_refuses_writes_and_recovers_without_a_restart() {
 #[tokio::test]
 async fn a_read_only_data_root_refuses_writes_and_recovers_without_a_restart() {
     let harness = Harness::new();
-    let root = harness.path().join("read-only-disk");
-    let disk = match SmallDisk::mount(&root, "16m") {
-        Ok(disk) => disk,
-        Err(reason) => {
-            println!("skipped: cannot mount a tmpfs for APP_DATA_ROOT here: {reason}");
-            return;
-        }
+    let Some((disk, worker, client)) = on_small_disk(&harness, "16m").await else {
+        return;
     };
-    let worker = harness
-        .start(
-            Role::DataWorker,
-            &[("APP_DATA_ROOT", root.display().to_string())],
-        )
-        .await;
     disk.remount("ro");
-    let client = Client::new(&harness, worker.listener("grpc"));
     let create = || {
         client.call(
             "alice",

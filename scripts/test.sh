@@ -4,8 +4,9 @@
 # On a fresh machine it first installs what is missing (rustfmt, clippy,
 # cargo-nextest, cargo-machete; Node.js and the MCP TypeScript SDK the conformance test drives
 # the gateway with; Debian's Chromium and playwright-core for the browser
-# tests), then runs: cargo fmt --check, cargo clippy -D warnings, and the whole
-# test suite (unit, process, conformance and browser tests) with cargo-nextest.
+# tests), then runs: cargo fmt --check, cargo clippy -D warnings, a check that
+# the fuzz targets still build, and the whole test suite (unit, process,
+# conformance and browser tests) with cargo-nextest.
 #
 # Builds go to CARGO_TARGET_DIR, by default a folder outside the clone shared by
 # every checkout on this machine, so a fresh clone reuses compiled dependencies.
@@ -37,6 +38,12 @@ cargo fmt --all --check
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "fuzz targets (fuzz/, run by bench/fuzz.sh on nightly) still build"
+# Outside the workspace, so neither fmt --all nor clippy sees them; a check on
+# stable keeps them compiling as the APIs they call change.
+rustfmt --edition 2024 --check fuzz/fuzz_targets/*.rs
+cargo check --manifest-path fuzz/Cargo.toml --locked --bins
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 

@@ -21,6 +21,10 @@ fuzz_target!(|input: &[u8]| {
     let extension = TYPES[usize::from(*selector) % TYPES.len()];
     if let Ok(markdown) = convert(Some(extension), data) {
         // The cut keeps whole lines and adds a one-line note.
-        assert!(markdown.len() <= MAX_MARKDOWN_BYTES + 200, "{}", markdown.len());
+        assert!(
+            markdown.len() <= MAX_MARKDOWN_BYTES + 200,
+            "{}",
+            markdown.len()
+        );
     }
 });

@@ -14,7 +14,14 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
 
 const OPERATIONS: [&str; 8] = [
-    "list", "get", "aggregate", "history", "export", "create", "update", "delete",
+    "list",
+    "get",
+    "aggregate",
+    "history",
+    "export",
+    "create",
+    "update",
+    "delete",
 ];
 
 fn seed(bits: u8) -> Vec<Seed> {
@@ -25,7 +32,11 @@ fn seed(bits: u8) -> Vec<Seed> {
                 owner.to_owned(),
                 json!(["a", "b%", "_c", "ab"][row % 4]),
                 json!(row as i64 - 2),
-                if row % 3 == 0 { Value::Null } else { json!("n") },
+                if row % 3 == 0 {
+                    Value::Null
+                } else {
+                    json!("n")
+                },
             )
         })
         .collect()

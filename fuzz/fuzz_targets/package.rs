@@ -29,8 +29,15 @@ fn base() -> &'static PackageSource {
                 if path.is_dir() {
                     stack.push(path);
                 } else {
-                    let relative = path.strip_prefix(&dir).unwrap().to_string_lossy().into_owned();
-                    files.insert(relative, std::fs::read_to_string(&path).expect("a text file"));
+                    let relative = path
+                        .strip_prefix(&dir)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned();
+                    files.insert(
+                        relative,
+                        std::fs::read_to_string(&path).expect("a text file"),
+                    );
                 }
             }
         }
@@ -49,7 +56,10 @@ fuzz_target!(|input: &[u8]| {
     let paths: Vec<String> = source.files.keys().cloned().collect();
     // One more slot: an extra SVG asset, which the base package lacks.
     let slot = usize::from(*selector) % (paths.len() + 1);
-    let path = paths.get(slot).cloned().unwrap_or_else(|| "assets/extra.svg".to_owned());
+    let path = paths
+        .get(slot)
+        .cloned()
+        .unwrap_or_else(|| "assets/extra.svg".to_owned());
     let Ok(text) = std::str::from_utf8(content) else {
         return;
     };

@@ -19,11 +19,17 @@ fuzz_target!(|input: &[u8]| {
     if let Ok(segments) = check_path(text) {
         assert!(!text.starts_with('/') && !text.starts_with('~') && !text.contains('\\'));
         for segment in segments {
-            assert!(!segment.is_empty() && segment != "." && segment != "..", "{text:?}");
+            assert!(
+                !segment.is_empty() && segment != "." && segment != "..",
+                "{text:?}"
+            );
         }
     }
     if is_kebab_id(text) {
-        assert!(text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
+        assert!(
+            text.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        );
         assert!(!text.starts_with('-') && !text.ends_with('-') && !text.contains("--"));
     }
     let shown = display_name(text);

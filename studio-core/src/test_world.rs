@@ -204,19 +204,16 @@ impl World {
         headers: &[(&str, &str)],
         body: &str,
     ) -> (http::StatusCode, http::HeaderMap, serde_json::Value) {
-        let (status, headers, bytes) = self.raw(method, uri, headers, body).await;
-        if status.is_success() {
+        let reply = self.raw(method, uri, headers, body).await;
+        if reply.status.is_success() {
             assert_eq!(
-                headers.get("cache-control").unwrap(),
-                "no-store",
+                reply.header("cache-control"),
+                Some("no-store"),
                 "{method} {uri}"
             );
         }
-        (
-            status,
-            headers,
-            serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
-        )
+        let json = reply.json();
+        (reply.status, reply.headers, json)
     }
 
     /// One request through Studio's router as it arrives (Host: the Studio
@@ -227,7 +224,7 @@ impl World {
         uri: &str,
         headers: &[(&str, &str)],
         body: &str,
-    ) -> (http::StatusCode, http::HeaderMap, Vec<u8>) {
+    ) -> Reply {
         use http_body_util::BodyExt as _;
         use tower::ServiceExt as _;
         let mut request = http::Request::builder().method(method).uri(uri);
@@ -251,7 +248,39 @@ impl World {
         let status = response.status();
         let headers = response.headers().clone();
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        (status, headers, bytes.to_vec())
+        Reply {
+            status,
+            headers,
+            body: bytes.to_vec(),
+        }
+    }
+}
+
+/// One answer of Studio's router, byte for byte (see [`World::raw`]).
+pub(crate) struct Reply {
+    pub(crate) status: http::StatusCode,
+    pub(crate) headers: http::HeaderMap,
+    pub(crate) body: Vec<u8>,
+}
+
+impl Reply {
+    /// The body as JSON, or `null` when it is not JSON.
+    pub(crate) fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|value| value.to_str().ok())
+    }
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.status, self.text())
     }
 }
 

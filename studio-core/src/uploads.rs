@@ -2,8 +2,9 @@
 //! `sasha__files_upload` → `CoreService.Upload`): each file is converted to
 //! Markdown and stored in its user's upload area, `<UPLOADS_ROOT>/<user-id>/`.
 //!
-//! Pure and blocking: no gRPC, no audit (the caller does those, on a blocking
-//! thread). What it promises:
+//! Blocking, with no gRPC and no audit (the caller does those, on a blocking
+//! thread); each file is converted in a confined child process of its own
+//! ([`isolate`]), never in studio-core. What it promises:
 //!
 //! - **Limits first.** At most [`MAX_FILES`] files and [`MAX_TOTAL_BYTES`]
 //!   bytes per upload (`APP_RESOURCE_LIMIT`); none at all is `APP_INPUT_INVALID`.

@@ -656,6 +656,8 @@ where
             tokio::time::Instant::now() < deadline,
             "{what} did not happen in time"
         );
+        // What is awaited happens in another process, whose clock a test
+        // cannot pause: look again shortly.
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }

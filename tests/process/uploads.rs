@@ -7,7 +7,7 @@ use crate::common::documents;
 
 use documents::{docx_with_body as docx, paragraph, pdf_with, text_pdf, zip};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lopdf::content::{Content, Operation};
 use lopdf::{Object, Stream, dictionary};
@@ -368,6 +368,62 @@ fn an_encrypted_pdf_is_refused() {
     assert!(area.list(USER).unwrap().is_empty());
 }
 
+/// A one-page PDF whose page resources hold `depth` nested arrays, written
+/// byte by byte (a lopdf object that deep would overflow this test's own
+/// stack when dropped).
+fn deeply_nested_pdf(depth: usize) -> Vec<u8> {
+    let content = b"BT /F1 12 Tf 20 20 Td (Deep) Tj ET";
+    let mut nested = vec![b'['; depth];
+    nested.extend(std::iter::repeat_n(b']', depth));
+    let mut stream = format!("<< /Length {} >>\nstream\n", content.len()).into_bytes();
+    stream.extend_from_slice(content);
+    stream.extend_from_slice(b"\nendstream");
+    let objects: Vec<Vec<u8>> = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 50] /Contents 5 0 R /Resources << /Font << /F1 6 0 R >> /Deep 4 0 R >> >>".to_vec(),
+        nested,
+        stream,
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_vec(),
+    ];
+    let mut pdf = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (index, object) in objects.iter().enumerate() {
+        offsets.push(pdf.len());
+        pdf.extend(format!("{} 0 obj\n", index + 1).into_bytes());
+        pdf.extend_from_slice(object);
+        pdf.extend_from_slice(b"\nendobj\n");
+    }
+    let xref = pdf.len();
+    pdf.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).into_bytes());
+    for offset in offsets {
+        pdf.extend(format!("{offset:010} 00000 n \n").into_bytes());
+    }
+    pdf.extend(
+        format!(
+            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+            objects.len() + 1
+        )
+        .into_bytes(),
+    );
+    pdf
+}
+
+/// A million nested arrays in a page's resources: converted or refused by
+/// the child, and this process (the parent) goes on to the next upload.
+#[test]
+fn deeply_nested_objects_cost_at_most_the_conversion_child() {
+    let (_dir, area) = area();
+    match area.store(USER, vec![file("deep.pdf", deeply_nested_pdf(1_000_000))]) {
+        Ok(stored) => assert_eq!(converted(&stored), ["deep.md"]),
+        Err(error) => assert_eq!(error.code, ErrorCode::UploadFailed, "{error:?}"),
+    }
+    let next = area
+        .store(USER, vec![file("next.txt", "still here")])
+        .unwrap();
+    assert_eq!(converted(&next), ["next.md"]);
+}
+
 #[test]
 fn damaged_and_hostile_pdfs_are_refused() {
     let (_dir, area) = area();
@@ -705,8 +761,8 @@ fn read_refuses_traversal_and_links() {
 /// The real conversion child confines itself before it reads a byte of the
 /// file: its limits and its syscall filter, read from `/proc` while it waits
 /// for its input (an empty input is a file with no name and no bytes).
-#[test]
-fn the_conversion_child_is_confined_before_it_reads_the_file() {
+#[tokio::test]
+async fn the_conversion_child_is_confined_before_it_reads_the_file() {
     use studio_core::uploads::isolate::{CPU_SECONDS, MEMORY_BYTES, OPEN_FILES};
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sasha"))
         .arg("convert-document")
@@ -717,15 +773,15 @@ fn the_conversion_child_is_confined_before_it_reads_the_file() {
         .spawn()
         .unwrap();
     let proc = Path::new("/proc").join(child.id().to_string());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        let status = std::fs::read_to_string(proc.join("status")).unwrap();
-        if status.lines().any(|line| line == "Seccomp:\t2") {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "never confined: {status}");
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let read_status = || std::fs::read_to_string(proc.join("status")).unwrap();
+    // The child is another process: its confinement is polled for.
+    crate::common::eventually(
+        Duration::from_secs(10),
+        "the child's seccomp filter",
+        || async { read_status().lines().any(|line| line == "Seccomp:\t2") },
+    )
+    .await;
+    let status = read_status();
     assert!(
         status.lines().any(|line| line == "NoNewPrivs:\t1"),
         "{status}"

@@ -8,12 +8,12 @@
 use std::collections::BTreeSet;
 
 use base64::Engine as _;
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
 use crate::store::{ClientAuthMethod, CodeExchange, Consent, Scope};
-use crate::test_world::{PASSWORD, STUDIO, World};
+use crate::test_world::{PASSWORD, Reply, STUDIO, World};
 
 const MEMBER: &str = "mia";
 const REDIRECT: &str = "http://127.0.0.1:4567/callback";
@@ -21,31 +21,6 @@ const VERIFIER: &str = "a-verifier-long-enough-to-satisfy-rfc-7636-rules-0123456
 
 fn challenge(verifier: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier))
-}
-
-/// One answer of the router.
-struct Response {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Vec<u8>,
-}
-
-impl Response {
-    fn status(&self) -> StatusCode {
-        self.status
-    }
-
-    fn headers(&self) -> &HeaderMap {
-        &self.headers
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8(self.body.clone()).unwrap()
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap()
-    }
 }
 
 /// A [`World`] seen as an OAuth client and a signed-in browser see Studio.
@@ -72,19 +47,8 @@ impl OAuth {
         self.world.core.oauth.resource().to_owned()
     }
 
-    async fn send(
-        &self,
-        method: &str,
-        uri: &str,
-        headers: &[(&str, &str)],
-        body: &str,
-    ) -> Response {
-        let (status, headers, body) = self.world.raw(method, uri, headers, body).await;
-        Response {
-            status,
-            headers,
-            body,
-        }
+    async fn send(&self, method: &str, uri: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        self.world.raw(method, uri, headers, body).await
     }
 
     /// Signs in through the Studio API; returns the `Cookie` header value.
@@ -98,8 +62,8 @@ impl OAuth {
                 &body,
             )
             .await;
-        assert_eq!(response.status(), StatusCode::OK, "sign-in of {username}");
-        let cookie = response.headers()["set-cookie"].to_str().unwrap();
+        assert_eq!(response.status, StatusCode::OK, "sign-in of {username}");
+        let cookie = response.headers["set-cookie"].to_str().unwrap();
         cookie.split(';').next().unwrap().to_owned()
     }
 
@@ -107,7 +71,7 @@ impl OAuth {
         self.sign_in("ada", PASSWORD).await
     }
 
-    async fn register(&self, body: Value) -> Response {
+    async fn register(&self, body: Value) -> Reply {
         self.send(
             "POST",
             "/oauth/register",
@@ -127,20 +91,20 @@ impl OAuth {
                 "grant_types": ["authorization_code", "refresh_token"],
             }))
             .await;
-        assert_eq!(response.status(), StatusCode::CREATED);
+        assert_eq!(response.status, StatusCode::CREATED);
         let body = response.json();
         assert!(body.get("client_secret").is_none());
         body["client_id"].as_str().unwrap().to_owned()
     }
 
     /// `GET /oauth/authorize` with the given parameters.
-    async fn authorize(&self, params: &[(&str, &str)]) -> Response {
+    async fn authorize(&self, params: &[(&str, &str)]) -> Reply {
         self.authorize_with(None, params).await
     }
 
     /// `GET /oauth/authorize` as a browser with the session `cookie` (if any)
     /// would send it on a top-level navigation.
-    async fn authorize_with(&self, cookie: Option<&str>, params: &[(&str, &str)]) -> Response {
+    async fn authorize_with(&self, cookie: Option<&str>, params: &[(&str, &str)]) -> Reply {
         let query = url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(params)
             .finish();
@@ -174,15 +138,15 @@ impl OAuth {
                 ("resource", &resource),
             ])
             .await;
-        assert_eq!(response.status(), StatusCode::SEE_OTHER);
-        let location = response.headers()["location"].to_str().unwrap();
+        assert_eq!(response.status, StatusCode::SEE_OTHER);
+        let location = response.headers["location"].to_str().unwrap();
         location
             .strip_prefix("/#/connect/")
             .unwrap_or_else(|| panic!("redirect to the consent page, got {location}"))
             .to_owned()
     }
 
-    async fn consent_call(&self, cookie: &str, id: &str, action: &str, body: Value) -> Response {
+    async fn consent_call(&self, cookie: &str, id: &str, action: &str, body: Value) -> Reply {
         self.send(
             "POST",
             &format!("/api/oauth/requests/{id}/{action}"),
@@ -206,7 +170,7 @@ impl OAuth {
         let response = self
             .consent_call(cookie, id, "approve", json!({"scopes": scopes}))
             .await;
-        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.status, StatusCode::OK);
         let body = response.json();
         let redirect = url::Url::parse(body["redirectTo"].as_str().unwrap()).unwrap();
         assert!(redirect.as_str().starts_with(expected));
@@ -230,7 +194,7 @@ impl OAuth {
             "",
         )
         .await
-        .status()
+        .status
     }
 
     /// A POST to `path` with `headers` and a form body.
@@ -239,7 +203,7 @@ impl OAuth {
         path: &str,
         form: &[(&str, &str)],
         headers: &[(&str, &str)],
-    ) -> Response {
+    ) -> Reply {
         let body = url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(form)
             .finish();
@@ -251,7 +215,7 @@ impl OAuth {
     }
 
     /// A form POST to `path`.
-    async fn post_form(&self, path: &str, form: &[(&str, &str)]) -> Response {
+    async fn post_form(&self, path: &str, form: &[(&str, &str)]) -> Reply {
         self.post_form_with(path, form, &[]).await
     }
 
@@ -263,8 +227,8 @@ impl OAuth {
     ) -> (StatusCode, Value) {
         let response = self.post_form_with("/oauth/token", form, headers).await;
         // RFC 6749 §5.1: token responses, and refusals, are never cached.
-        assert_eq!(response.headers()["cache-control"], "no-store");
-        (response.status(), response.json())
+        assert_eq!(response.headers["cache-control"], "no-store");
+        (response.status, response.json())
     }
 
     async fn token(&self, form: &[(&str, &str)]) -> (StatusCode, Value) {
@@ -352,14 +316,14 @@ type Query<'a> = Vec<(&'a str, &'a str)>;
 
 /// An authorization error shown on the Studio page and redirected nowhere:
 /// 400, no `Location`, never cached, the page saying `says`.
-fn assert_shown_not_redirected(response: Response, says: &str) -> String {
-    assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{says}");
+fn assert_shown_not_redirected(response: Reply, says: &str) -> String {
+    assert_eq!(response.status, StatusCode::BAD_REQUEST, "{says}");
     assert!(
-        response.headers().get("location").is_none(),
+        response.headers.get("location").is_none(),
         "{says}: redirected to {:?}",
-        response.headers().get("location")
+        response.headers.get("location")
     );
-    assert_eq!(response.headers()["cache-control"], "no-store");
+    assert_eq!(response.headers["cache-control"], "no-store");
     let page = response.text();
     assert!(page.contains(says), "{says}: {page}");
     page
@@ -368,14 +332,14 @@ fn assert_shown_not_redirected(response: Response, says: &str) -> String {
 /// An authorization error sent back to `redirect`: 303 to it with `error`,
 /// `state` and `iss`.
 fn assert_redirected_back(
-    response: &Response,
+    response: &Reply,
     redirect: &str,
     error: &str,
     state: &str,
     issuer: &str,
 ) {
-    assert_eq!(response.status(), StatusCode::SEE_OTHER, "{error}");
-    let location = url::Url::parse(response.headers()["location"].to_str().unwrap()).unwrap();
+    assert_eq!(response.status, StatusCode::SEE_OTHER, "{error}");
+    let location = url::Url::parse(response.headers["location"].to_str().unwrap()).unwrap();
     assert!(
         location.as_str().starts_with(redirect),
         "{error}: {location}"
@@ -468,8 +432,8 @@ async fn codes_verifiers_redirects_and_resources_are_checked() {
                 ("code_challenge_method", "S256"),
             ])
             .await;
-        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{bad}");
-        assert!(response.headers().get("location").is_none());
+        assert_eq!(response.status, StatusCode::BAD_REQUEST, "{bad}");
+        assert!(response.headers.get("location").is_none());
         let page = response.text();
         assert!(
             page.contains("redirect URI is not one the client registered"),
@@ -489,8 +453,8 @@ async fn codes_verifiers_redirects_and_resources_are_checked() {
             ("state", "st-123"),
         ])
         .await;
-    assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let id = response.headers()["location"].to_str().unwrap()["/#/connect/".len()..].to_owned();
+    assert_eq!(response.status, StatusCode::SEE_OTHER);
+    let id = response.headers["location"].to_str().unwrap()["/#/connect/".len()..].to_owned();
     let response = world
         .consent_call(&cookie, &id, "approve", json!({"scopes": ["apps:invoke"]}))
         .await;
@@ -634,9 +598,9 @@ async fn codes_verifiers_redirects_and_resources_are_checked() {
         ("an unknown client", unknown, "not registered"),
         ("no client", missing, "client_id is missing"),
     ] {
-        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{case}");
-        assert!(response.headers().get("location").is_none(), "{case}");
-        assert_eq!(response.headers()["cache-control"], "no-store", "{case}");
+        assert_eq!(response.status, StatusCode::BAD_REQUEST, "{case}");
+        assert!(response.headers.get("location").is_none(), "{case}");
+        assert_eq!(response.headers["cache-control"], "no-store", "{case}");
         let page = response.text();
         assert!(page.contains(says), "{case}: {page}");
         assert!(!page.contains("evil.example"), "{case}");
@@ -713,7 +677,7 @@ async fn errors_redirect_only_to_a_redirect_uri_the_person_connected() {
             "token_endpoint_auth_method": "none",
         }))
         .await;
-    assert_eq!(response.status(), StatusCode::CREATED);
+    assert_eq!(response.status, StatusCode::CREATED);
     let registered: Value = response.json();
     let client = registered["client_id"].as_str().unwrap().to_owned();
     let erroneous = [
@@ -867,7 +831,7 @@ async fn registration_and_client_authentication_are_checked() {
         ),
     ] {
         let response = world.register(body.clone()).await;
-        let status = response.status();
+        let status = response.status;
         let body_text: Value = response.json();
         assert_oauth_error(&(status, body_text), StatusCode::BAD_REQUEST, error);
         let _ = body;
@@ -883,11 +847,11 @@ async fn registration_and_client_authentication_are_checked() {
             ),
         )
         .await;
-    assert_eq!(oversized.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(oversized.status, StatusCode::BAD_REQUEST);
     let form_body = world
         .post_form("/oauth/register", &[("redirect_uris", REDIRECT)])
         .await;
-    let status = form_body.status();
+    let status = form_body.status;
     assert_oauth_error(
         &(status, form_body.json()),
         StatusCode::BAD_REQUEST,
@@ -898,7 +862,7 @@ async fn registration_and_client_authentication_are_checked() {
     let response = world
         .register(json!({"client_name": "Server", "redirect_uris": [REDIRECT]}))
         .await;
-    assert_eq!(response.status(), StatusCode::CREATED);
+    assert_eq!(response.status, StatusCode::CREATED);
     let registered: Value = response.json();
     assert_eq!(
         registered["token_endpoint_auth_method"],
@@ -1076,7 +1040,7 @@ async fn registration_and_client_authentication_are_checked() {
         )
         .await;
     assert!(
-        refused.headers()["www-authenticate"]
+        refused.headers["www-authenticate"]
             .to_str()
             .unwrap()
             .starts_with("Basic")
@@ -1085,7 +1049,7 @@ async fn registration_and_client_authentication_are_checked() {
     let revoke = world
         .post_form_with("/oauth/revoke", &[], &[("authorization", &right)])
         .await;
-    assert_eq!(revoke.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(revoke.status, StatusCode::BAD_REQUEST);
     let revoke = world
         .post_form_with(
             "/oauth/revoke",
@@ -1093,7 +1057,7 @@ async fn registration_and_client_authentication_are_checked() {
             &[("authorization", &wrong)],
         )
         .await;
-    assert_eq!(revoke.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(revoke.status, StatusCode::UNAUTHORIZED);
     let revoke = world
         .post_form_with(
             "/oauth/revoke",
@@ -1101,7 +1065,7 @@ async fn registration_and_client_authentication_are_checked() {
             &[("authorization", &right)],
         )
         .await;
-    assert_eq!(revoke.status(), StatusCode::OK);
+    assert_eq!(revoke.status, StatusCode::OK);
 }
 
 #[tokio::test]
@@ -1162,7 +1126,7 @@ async fn a_member_cannot_consent_to_apps_write() {
         ),
     ] {
         let response = world.send("POST", &approve_url, &headers, &body).await;
-        assert_eq!(response.status(), status, "{case}");
+        assert_eq!(response.status, status, "{case}");
     }
     let bearer = world
         .send(
@@ -1177,7 +1141,7 @@ async fn a_member_cannot_consent_to_apps_write() {
         )
         .await;
     assert_eq!(
-        bearer.status(),
+        bearer.status,
         StatusCode::NOT_FOUND,
         "a bearer token cannot consent"
     );
@@ -1190,7 +1154,7 @@ async fn a_member_cannot_consent_to_apps_write() {
             json!({"scopes": ["apps:invoke", "apps:write"]}),
         )
         .await;
-    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
     let envelope: Value = refused.json();
     assert_eq!(envelope["code"], "APP_ACCESS_DENIED");
     assert!(envelope["message"].as_str().unwrap().contains("apps:write"));
@@ -1202,7 +1166,7 @@ async fn a_member_cannot_consent_to_apps_write() {
         let response = world
             .consent_call(&cookie, &id, "approve", json!({ "scopes": scopes }))
             .await;
-        assert_eq!(response.status(), status, "{scopes}");
+        assert_eq!(response.status, status, "{scopes}");
         let envelope: Value = response.json();
         assert_eq!(envelope["code"], "APP_INPUT_INVALID");
     }

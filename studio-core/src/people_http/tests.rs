@@ -559,12 +559,22 @@ async fn a_person_makes_lists_and_revokes_their_own_tokens() {
         "never the secret again"
     );
 
-    // Someone else's token number is the hidden 404, and stays working.
+    // Someone else's token number is the hidden 404, and stays working; so
+    // is a number no token has and text that is no number, answered alike.
     let sam = world.page(&world.staff);
-    let (status, _) = sam
+    let (status, hidden) = sam
         .call("DELETE", &format!("/api/tokens/{id}"), Value::Null)
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(world.store().token(&secret).unwrap().is_some());
+    for other in ["999999", "abc", "1e3", "-1"] {
+        let (status, refused) = mia
+            .call("DELETE", &format!("/api/tokens/{other}"), Value::Null)
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{other}");
+        assert_eq!(refused["code"], hidden["code"], "{other}");
+        assert_eq!(refused["message"], hidden["message"], "{other}");
+    }
     assert!(world.store().token(&secret).unwrap().is_some());
 
     let (status, _) = mia

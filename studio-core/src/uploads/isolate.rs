@@ -138,7 +138,7 @@ impl Converter {
         let reply = match (read, status) {
             (Err(_), _) => {
                 tracing::warn!(
-                    limit_secs = self.wall.as_secs(),
+                    limit_ms = self.wall.as_millis(),
                     "a document conversion ran out of time and was stopped"
                 );
                 return Err(Refusal::Exhausted);

@@ -546,6 +546,9 @@ pub fn sql_error(error: rusqlite::Error) -> AppError {
                 ErrorCode::DatabaseUnavailable,
                 "the app's database has no space left",
             ),
+            E::DatabaseCorrupt | E::NotADatabase => {
+                AppError::new(ErrorCode::DatabaseUnavailable, DAMAGED)
+            }
             E::SystemIoFailure | E::CannotOpen | E::ReadOnly | E::FileLockingProtocolFailed => {
                 AppError::new(
                     ErrorCode::DatabaseUnavailable,
@@ -566,6 +569,32 @@ pub fn sql_error(error: rusqlite::Error) -> AppError {
     };
     tracing::warn!(diagnostic_id = %app.diagnostic_id, code = %app.code, %error, "data engine: sqlite failure");
     app
+}
+
+/// What a call on a damaged file (SQLite found a page or header it cannot
+/// read) is told. The code is the retryable `APP_DATABASE_UNAVAILABLE`: a
+/// retry succeeds once an administrator has put a backup in the file's place,
+/// with no restart, because [`forget_if_damaged`] closed the file's
+/// connections.
+const DAMAGED: &str =
+    "the app's database file is damaged; an administrator must restore it from a backup";
+
+/// Closes every connection of `slot` when `result` says its file is damaged,
+/// so the next call opens the file afresh: a restored file (copied or renamed
+/// into place) is then read, not the damaged pages or inode the old
+/// connections still hold. Must be called without the slot's handle lock.
+fn forget_if_damaged<R>(slot: &Slot, result: Result<R, AppError>) -> Result<R, AppError> {
+    if let Err(error) = &result
+        && error.code == ErrorCode::DatabaseUnavailable
+        && error.message == DAMAGED
+    {
+        let mut handle = slot.handle.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.readers.reset("");
+        if handle.take().is_some() {
+            tracing::error!(diagnostic_id = %error.diagnostic_id, "data engine: a damaged database file; its connections are closed");
+        }
+    }
+    result
 }
 
 /// SQLite reports most `sqlite3_limit` refusals as plain `SQLITE_ERROR`; only
@@ -653,9 +682,11 @@ impl Engine {
             return self.with_preview_handle(app_id, preview, contract, f);
         }
         let slot = self.slot(app_id);
-        let mut handle = slot.handle.lock().unwrap_or_else(PoisonError::into_inner);
-        let (handle, _) = ready(&mut handle, &self.live_path(app_id), contract)?;
-        f(handle)
+        let result = {
+            let mut handle = slot.handle.lock().unwrap_or_else(PoisonError::into_inner);
+            ready(&mut handle, &self.live_path(app_id), contract).and_then(|(handle, _)| f(handle))
+        };
+        forget_if_damaged(&slot, result)
     }
 
     /// Opens the database of `target` for `contract` now (it is otherwise
@@ -1166,6 +1197,27 @@ fn govern(
     .map_err(sql_error)?;
     guard.trusted.store(false, Ordering::SeqCst);
     Ok(())
+}
+
+/// Installs the engine's authorizer on `conn`, trust off, with `tables` as
+/// the whole declared reach: the grammar's oracle runs every statement the
+/// grammar accepts under exactly the refusals a live connection applies.
+#[cfg(any(test, feature = "oracle"))]
+pub fn govern_for_oracle(conn: &mut Connection, tables: &[&str]) {
+    let guard = trusted_guard();
+    *guard.reach.lock().unwrap_or_else(PoisonError::into_inner) = Reach {
+        declared: tables
+            .iter()
+            .map(|name| name.to_ascii_lowercase())
+            .collect(),
+        linked: BTreeSet::new(),
+    };
+    let authorizer_guard = Arc::clone(&guard);
+    conn.authorizer(Some(move |context: AuthContext<'_>| {
+        authorizer_guard.authorize(&context)
+    }))
+    .expect("the oracle's authorizer");
+    guard.trusted.store(false, Ordering::SeqCst);
 }
 
 fn set_declared(guard: &Guard, contract: &DataContract) {

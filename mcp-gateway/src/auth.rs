@@ -30,8 +30,9 @@ use axum::response::{IntoResponse, Response};
 use sasha_proto::pb::{self, AuthenticateRequest};
 use sasha_proto::{AppError, ErrorCode};
 use sasha_service::web::{bearer, cookie};
+use sasha_service::{Role, grpc};
 
-use crate::Gateway;
+use crate::{Gateway, TRY_AGAIN};
 
 /// The header naming the app a Studio browser session has open.
 pub const BOUND_APP_HEADER: &str = "sasha-app";
@@ -234,14 +235,18 @@ pub async fn authenticate(
     let answer = match &call_app {
         Some(app) => {
             let known = gateway.contracts.hint(app);
-            core.authorize_call(pb::AuthorizeCallRequest {
-                credential: Some(authenticate),
-                app_id: app.clone(),
-                known_contract_hash: known.clone(),
-            })
+            grpc::within(
+                Role::StudioCore,
+                gateway.call_deadline,
+                TRY_AGAIN,
+                core.authorize_call(pb::AuthorizeCallRequest {
+                    credential: Some(authenticate),
+                    app_id: app.clone(),
+                    known_contract_hash: known.clone(),
+                }),
+            )
             .await
             .map(|reply| {
-                let reply = reply.into_inner();
                 let prefetched = reply.catalogue.as_ref().and_then(|catalogue| {
                     crate::catalogue::Catalogue::try_from(catalogue)
                         .ok()
@@ -256,15 +261,18 @@ pub async fn authenticate(
                 (reply.principal.unwrap_or_default(), prefetched)
             })
         }
-        None => core
-            .authenticate(authenticate)
-            .await
-            .map(|reply| (reply.into_inner(), None)),
+        None => grpc::within(
+            Role::StudioCore,
+            gateway.call_deadline,
+            TRY_AGAIN,
+            core.authenticate(authenticate),
+        )
+        .await
+        .map(|principal| (principal, None)),
     };
     let (principal, prefetched) = match answer {
         Ok(answer) => answer,
-        Err(status) => {
-            let error = AppError::from_status(&status);
+        Err(error) => {
             return if error.code == ErrorCode::Unauthenticated {
                 unauthenticated(&gateway, "the credential is not valid", true)
             } else {

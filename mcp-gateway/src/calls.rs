@@ -19,7 +19,8 @@ use sasha_contract::actions::{CompiledAction, Direction, Operation, WhereClause}
 use sasha_contract::grammar::Operator;
 use sasha_proto::pb::{self, Actor, ExecuteRequest};
 use sasha_proto::{AppError, ErrorCode};
-use sasha_service::grpc::DataClient;
+use sasha_service::Role;
+use sasha_service::grpc::{self, DataClient};
 use serde_json::{Map, Value, json};
 
 use crate::auth::Caller;
@@ -93,6 +94,12 @@ impl KnownContracts {
     }
 }
 
+/// What a caller is told when data-worker did not answer in time: the
+/// operation may still be applied, and a retry with the same idempotency key
+/// is what makes that safe.
+const WRITE_MAY_LAND: &str =
+    "a change may still be applied: retry it with the same idempotency key";
+
 /// Runs `call` through data-worker and returns its result, parsed and as the
 /// JSON text data-worker sent (a tool result's text content). The catalogue entry
 /// carries the contract unless this replica had already handed that hash to
@@ -101,6 +108,7 @@ impl KnownContracts {
 /// checked again) and the call is repeated once with it.
 pub async fn execute(
     data: &DataClient,
+    deadline: std::time::Duration,
     known: &KnownContracts,
     call: DataCall<'_>,
     fetch_contract: impl AsyncFnOnce() -> Result<pb::DataContract, AppError>,
@@ -145,10 +153,16 @@ pub async fn execute(
         preview: call.caller.preview.clone().unwrap_or_default(),
     };
     let mut client = data.clone();
-    let reply = match client.execute(request.clone()).await {
+    let reply = match grpc::within(
+        Role::DataWorker,
+        deadline,
+        WRITE_MAY_LAND,
+        client.execute(request.clone()),
+    )
+    .await
+    {
         Ok(reply) => reply,
-        Err(status) => {
-            let error = AppError::from_status(&status);
+        Err(error) => {
             let wants_contract = error.code == ErrorCode::NotReady
                 && error.details.as_ref().is_some_and(|details| {
                     details.get("contractRequired") == Some(&Value::Bool(true))
@@ -160,14 +174,17 @@ pub async fn execute(
                 Some(contract) => contract,
                 None => fetch_contract().await?,
             });
-            client
-                .execute(request)
-                .await
-                .map_err(|status| AppError::from_status(&status))?
+            grpc::within(
+                Role::DataWorker,
+                deadline,
+                WRITE_MAY_LAND,
+                client.execute(request),
+            )
+            .await?
         }
     };
     known.learn(call.app_id, hash);
-    let text = reply.into_inner().result_json;
+    let text = reply.result_json;
     let value =
         serde_json::from_str(&text).map_err(|_| AppError::from_code(ErrorCode::Internal))?;
     Ok((value, text))

@@ -14,7 +14,8 @@ use sasha_contract::actions::CompiledAction;
 use sasha_contract::data::{Table, TableDeclaration};
 use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode};
-use sasha_service::grpc::CoreClient;
+use sasha_service::Role;
+use sasha_service::grpc::{self, CoreClient};
 use serde_json::{Value, json};
 
 /// The apps a caller may use, by id.
@@ -186,22 +187,25 @@ impl TryFrom<&pb::CatalogueApp> for App {
 /// current one; with `preview`, that app as its draft. Converted here, once.
 pub async fn fetch(
     core: &CoreClient,
+    deadline: std::time::Duration,
     principal: &pb::Principal,
     app_id: Option<&str>,
     known_contract_hash: String,
     preview: Option<&str>,
 ) -> Result<Catalogue, AppError> {
     let mut core = core.clone();
-    let reply = core
-        .get_catalogue(pb::CatalogueRequest {
+    let reply = grpc::within(
+        Role::StudioCore,
+        deadline,
+        crate::TRY_AGAIN,
+        core.get_catalogue(pb::CatalogueRequest {
             principal: Some(principal.clone()),
             app_id: app_id.unwrap_or_default().to_owned(),
             known_contract_hash,
             preview: preview.unwrap_or_default().to_owned(),
-        })
-        .await
-        .map_err(|status| AppError::from_status(&status))?
-        .into_inner();
+        }),
+    )
+    .await?;
     Catalogue::try_from(&reply).map_err(|error| unreadable(&error))
 }
 

@@ -67,7 +67,18 @@ pub struct Config {
     /// `SASHA_HEALTH_ADDR`: the probe listener (`/livez`, `/readyz`); `None`
     /// when unset.
     pub health_addr: Option<SocketAddr>,
+    /// `SASHA_GATEWAY_CALL_DEADLINE_SECS` (1 to 300, default 10).
+    pub call_deadline: std::time::Duration,
 }
+
+/// The default of `SASHA_GATEWAY_CALL_DEADLINE_SECS`: well past the slowest
+/// answer a healthy data-worker gives (a statement's 2 s deadline after a
+/// 2 s busy wait), well short of a person giving up.
+const DEFAULT_CALL_DEADLINE_SECS: usize = 10;
+const MAX_CALL_DEADLINE_SECS: usize = 300;
+
+/// What a caller is told after a call that changes nothing timed out.
+const TRY_AGAIN: &str = "try again";
 
 impl Config {
     pub fn from_env(env: &dyn Env) -> Result<Config, ConfigError> {
@@ -80,7 +91,19 @@ impl Config {
             studio_origin: studio,
             identity: config::identity(env, Role::McpGateway)?,
             health_addr: health::health_addr(env)?,
+            call_deadline: call_deadline(env)?,
         })
+    }
+}
+
+fn call_deadline(env: &dyn Env) -> Result<std::time::Duration, ConfigError> {
+    const VAR: &str = "SASHA_GATEWAY_CALL_DEADLINE_SECS";
+    match config::count(env, VAR, DEFAULT_CALL_DEADLINE_SECS, MAX_CALL_DEADLINE_SECS)? {
+        0 => Err(ConfigError::new(
+            VAR,
+            format!("0 is not a whole number from 1 to {MAX_CALL_DEADLINE_SECS}"),
+        )),
+        secs => Ok(std::time::Duration::from_secs(secs as u64)),
     }
 }
 
@@ -107,6 +130,10 @@ pub async fn serve_from_env(env: impl Env, shutdown: CancellationToken) -> Resul
 pub struct Gateway {
     core: CoreClient,
     data: DataClient,
+    /// `SASHA_GATEWAY_CALL_DEADLINE_SECS`: how long a caller waits on
+    /// studio-core or data-worker for authentication, the catalogue or a
+    /// data operation (see [`grpc::within`]).
+    call_deadline: std::time::Duration,
     studio_origin: config::Origin,
     cookie_name: &'static str,
     sessions: auth::SessionOwners,
@@ -215,6 +242,7 @@ pub async fn run(
     let gateway = Arc::new(Gateway {
         core,
         data,
+        call_deadline: config.call_deadline,
         cookie_name: sasha_service::web::session_cookie_name(
             config.studio_origin.as_str().starts_with("https://"),
         ),
@@ -460,6 +488,7 @@ async fn may_upload(gateway: &Gateway, caller: &auth::Caller) -> Result<bool, Ap
     }
     let catalogue = catalogue::fetch(
         &gateway.core,
+        gateway.call_deadline,
         &caller.principal,
         Some(app_id),
         gateway.contracts.hint(app_id),

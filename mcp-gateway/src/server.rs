@@ -184,6 +184,7 @@ impl SashaMcp {
         };
         catalogue::fetch(
             &self.gateway.core,
+            self.gateway.call_deadline,
             &caller.principal,
             app_id,
             known_contract_hash,
@@ -211,6 +212,7 @@ impl SashaMcp {
         };
         calls::execute(
             &self.gateway.data,
+            self.gateway.call_deadline,
             &self.gateway.contracts,
             call,
             fetch_contract,

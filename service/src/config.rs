@@ -91,6 +91,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SASHA_CORE_GRPC_ADDR", roles: "studio-core", default: "127.0.0.1:3012", meaning: "mTLS gRPC listen address of CoreService" },
     Variable { name: "SASHA_DATA_GRPC_ADDR", roles: "data-worker", default: "127.0.0.1:3013", meaning: "mTLS gRPC listen address of DataService" },
     Variable { name: "SASHA_GATEWAY_HTTP_ADDR", roles: "mcp-gateway", default: "127.0.0.1:3014", meaning: "HTTP listen address of /mcp" },
+    Variable { name: "SASHA_GATEWAY_CALL_DEADLINE_SECS", roles: "mcp-gateway", default: "10", meaning: "seconds a request waits on studio-core or data-worker for authentication, the catalogue or a data operation (1 to 300); then APP_TIMEOUT (retryable)" },
     Variable { name: "SASHA_CORE_GRPC_URL", roles: "mcp-gateway", default: "https://127.0.0.1:3012", meaning: "where the gateway reaches studio-core (https only)" },
     Variable { name: "SASHA_DATA_GRPC_URL", roles: "studio-core, mcp-gateway", default: "https://127.0.0.1:3013", meaning: "where core and the gateway reach data-worker (https only)" },
     Variable { name: "SASHA_TLS_CA", roles: "studio-core, data-worker, mcp-gateway", default: "$SASHA_STATE_DIR/certs/ca.pem", meaning: "PEM CA certificate every role trusts" },

@@ -163,6 +163,33 @@ pub fn data_client(url: &str, identity: &Identity) -> Result<DataClient, Connect
     Ok(DataClient::new(channel(url, identity, Role::DataWorker)?))
 }
 
+/// Runs `call` to `role` and gives its answer, or `APP_TIMEOUT` (retryable)
+/// naming `role` once `deadline` has passed: for calls a person is waiting
+/// on (authentication, the catalogue, a data operation), where the channel's
+/// own bound ([`CALL_TIMEOUT`], for every call) is far too long. A role that
+/// is stopped or stalled then costs the caller `deadline`, not half a minute.
+/// `after` is what the caller should know about the call it gave up on (a
+/// write may still be applied).
+pub async fn within<T>(
+    role: Role,
+    deadline: Duration,
+    after: &str,
+    call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+) -> Result<T, sasha_proto::AppError> {
+    match tokio::time::timeout(deadline, call).await {
+        Ok(Ok(reply)) => Ok(reply.into_inner()),
+        Ok(Err(status)) => Err(sasha_proto::AppError::from_status(&status)),
+        Err(_) => Err(sasha_proto::AppError::new(
+            sasha_proto::ErrorCode::Timeout,
+            format!(
+                "{} did not answer within {} s; {after}",
+                role.as_str(),
+                deadline.as_secs()
+            ),
+        )),
+    }
+}
+
 /// Asks `role`'s health through `call`, turning any failure into a dependency
 /// entry with a safe detail.
 pub async fn dependency_health<F>(role: Role, call: F) -> sasha_proto::pb::DependencyHealth

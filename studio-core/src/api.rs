@@ -536,11 +536,20 @@ fn uuid_nil() -> String {
     "00000000-0000-0000-0000-000000000000".to_owned()
 }
 
-/// A store failure as the user sees it: busy is retryable, the rest internal.
+/// A store failure as the user sees it: busy or unreadable is retryable
+/// (`APP_NOT_READY`), the rest internal.
 pub(crate) fn store_error(error: StoreError) -> AppError {
     match error {
         StoreError::Busy => {
             AppError::new(ErrorCode::NotReady, "the account store is busy; try again")
+        }
+        StoreError::Unreadable(detail) => {
+            let app_error = AppError::new(
+                ErrorCode::NotReady,
+                "the core database cannot be read (damaged?); an administrator must restore it from a backup",
+            );
+            tracing::error!(diagnostic_id = %app_error.diagnostic_id, %detail, "core store: the database cannot be read");
+            app_error
         }
         other => {
             let app_error = AppError::from_code(ErrorCode::Internal);

@@ -17,6 +17,9 @@ pub const LEGACY: &str = "2025-11-25";
 /// How a client answers an `elicitation/create` the server sends.
 pub type Elicit = fn(&Value) -> Value;
 
+/// The Studio origin the roles run with by default (`SASHA_PUBLIC_ORIGIN`).
+pub const STUDIO_ORIGIN: &str = "http://localhost:3007";
+
 pub struct Mcp {
     http: reqwest::Client,
     pub url: String,
@@ -69,6 +72,27 @@ impl Mcp {
             vec![("authorization".into(), format!("Bearer {token}"))],
             SESSIONLESS,
         )
+    }
+
+    /// The Studio page (the harness's default origin) with `app` open: a
+    /// sessionless client with the session cookie, `Origin` and `Sasha-App`,
+    /// whose writes are the person's own (source `ui`, no confirmation).
+    pub fn studio_page(url: &str, session: &str, app: &str) -> Mcp {
+        Mcp::new(
+            url,
+            vec![
+                ("cookie".to_owned(), format!("sasha_session={session}")),
+                ("origin".to_owned(), STUDIO_ORIGIN.to_owned()),
+                ("sasha-app".to_owned(), app.to_owned()),
+            ],
+            SESSIONLESS,
+        )
+    }
+
+    /// The same client sending one more header on every request.
+    pub fn with_header(mut self, name: &str, value: &str) -> Mcp {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
     }
 
     pub fn new(url: &str, headers: Vec<(String, String)>, version: &'static str) -> Mcp {

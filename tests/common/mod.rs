@@ -21,6 +21,7 @@ pub mod documents;
 pub mod fake_llm;
 pub mod lockdown;
 pub mod mcp;
+pub mod nginx;
 pub mod stack;
 pub mod tree_identity;
 
@@ -258,6 +259,12 @@ impl RoleProcess {
             listeners,
             stderr,
         }
+    }
+
+    /// Sends `signal` to the role (SIGSTOP and SIGCONT stall and resume it).
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        let pid = self.child.id().expect("running") as i32;
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).expect("signal");
     }
 
     pub fn listener(&self, name: &str) -> SocketAddr {

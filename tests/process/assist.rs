@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use studio_core::store::{Scope, Store, UserRole};
 
 const APP: &str = "document-summariser";
-const STUDIO: &str = "http://localhost:3007";
+const STUDIO: &str = mcp::STUDIO_ORIGIN;
 
 struct World {
     harness: Harness,
@@ -64,18 +64,7 @@ impl World {
 
     /// The Studio page with `app` open.
     fn studio(&self, app: &str) -> Mcp {
-        Mcp::new(
-            &self.url(),
-            vec![
-                (
-                    "cookie".to_owned(),
-                    format!("sasha_session={}", self.session),
-                ),
-                ("origin".to_owned(), STUDIO.to_owned()),
-                ("sasha-app".to_owned(), app.to_owned()),
-            ],
-            mcp::SESSIONLESS,
-        )
+        Mcp::studio_page(&self.url(), &self.session, app)
     }
 
     fn fake(&self) -> &FakeLlm {

@@ -282,4 +282,26 @@ async fn an_unusable_core_database_is_one_clear_line() {
             .starts_with("sasha studio-core: cannot start: DB_PATH: cannot open the core database"),
         "{stderr}"
     );
+
+    // A file that is no SQLite database (damaged past its header).
+    let garbage = harness.path().join("garbage.sqlite");
+    std::fs::write(&garbage, vec![0x5A; 8192]).unwrap();
+    let garbage_text = garbage.display().to_string();
+    let (status, stderr) = harness
+        .boot_failure(
+            Role::StudioCore,
+            &[
+                ("DB_PATH", &garbage_text),
+                ("SASHA_DATA_GRPC_URL", "https://127.0.0.1:9"),
+            ],
+        )
+        .await;
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr
+            .starts_with("sasha studio-core: cannot start: DB_PATH: cannot open the core database")
+            && stderr.contains("cannot be read"),
+        "{stderr}"
+    );
 }

@@ -3,7 +3,8 @@
 //! idempotent retries that survive a restart, 50 racing updates of which
 //! exactly one wins, 8 writers' keyed creates through SIGKILLs landing in
 //! the middle of group commits, and APP_DATA_ROOT full or read-only on a
-//! tmpfs the test mounts.
+//! tmpfs the test mounts, and an app file damaged under the running worker
+//! and restored from its backup.
 
 use crate::common;
 
@@ -28,6 +29,8 @@ fn contract() -> DataContract {
 
 struct Client {
     data: grpc::DataClient,
+    /// The app id the calls name (each app has its own file).
+    app: &'static str,
     contract: DataContract,
     /// The contract as it travels with each request.
     wire: pb::DataContract,
@@ -35,10 +38,16 @@ struct Client {
 
 impl Client {
     fn new(harness: &Harness, addr: std::net::SocketAddr) -> Client {
+        Client::for_app(harness, addr, "expense-log")
+    }
+
+    /// A client whose calls name `app` (with the expense-log contract).
+    fn for_app(harness: &Harness, addr: std::net::SocketAddr, app: &'static str) -> Client {
         let identity = Identity::load(&harness.tls(Role::McpGateway)).unwrap();
         let contract = contract();
         Client {
             data: grpc::data_client(&format!("https://{addr}"), &identity).unwrap(),
+            app,
             wire: pb::DataContract::from(&contract),
             contract,
         }
@@ -54,7 +63,7 @@ impl Client {
         let mut data = self.data.clone();
         let reply = data
             .execute(ExecuteRequest {
-                app_id: "expense-log".into(),
+                app_id: self.app.into(),
                 contract_hash: self.contract.hash.clone(),
                 actor: Some(Actor {
                     user_id: actor.into(),
@@ -352,6 +361,7 @@ async fn governed_operations_owner_scoping_versions_and_idempotency() {
     forged.hash = "0".repeat(64);
     let forged_client = Client {
         data: client.data.clone(),
+        app: client.app,
         wire: pb::DataContract::from(&forged),
         contract: forged,
     };
@@ -370,6 +380,7 @@ async fn governed_operations_owner_scoping_versions_and_idempotency() {
     contract.hash = undecodable.hash.clone();
     let undecodable_client = Client {
         data: client.data.clone(),
+        app: client.app,
         wire: undecodable,
         contract,
     };
@@ -801,5 +812,121 @@ async fn a_read_only_data_root_refuses_writes_and_recovers_without_a_restart() {
         .await
         .unwrap();
     assert_eq!(listed["rows"].as_array().unwrap().len(), 1, "{listed}");
+    drop(worker);
+}
+
+/// Fault injection on APP_DATA_ROOT: an app's database file damaged under a
+/// running data-worker (its pages past the header overwritten on disk, as a
+/// bad disk or a stray write would, while the worker holds it open). Reads
+/// and writes of that app are the retryable `APP_DATABASE_UNAVAILABLE` saying
+/// the file is damaged, never a raw SQLite error; another app's file goes on
+/// serving; and once an administrator renames the backup into place, the
+/// very next call reads it (every write the backup holds, exactly once) and
+/// writes go on, with no restart of data-worker.
+#[tokio::test]
+async fn a_damaged_app_database_is_refused_and_a_restored_backup_serves_without_a_restart() {
+    use std::io::{Seek as _, SeekFrom, Write as _};
+
+    let harness = Harness::new();
+    let worker = harness.start(Role::DataWorker, &[]).await;
+    let damaged = Client::new(&harness, worker.listener("grpc"));
+    let other = Client::for_app(&harness, worker.listener("grpc"), "other-log");
+    let category = |client: &'static str, key: &str| json!({"values": {"name": format!("{client} {key}")}, "idempotencyKey": key});
+    let mut stored = Vec::new();
+    for key in ["c1", "c2", "c3"] {
+        let row = damaged
+            .call("alice", "create", "categories", category("damaged", key))
+            .await
+            .unwrap();
+        stored.push(row["id"].clone());
+    }
+    other
+        .call("alice", "create", "categories", category("other", "o1"))
+        .await
+        .unwrap();
+
+    // The administrator's backup (one consistent copy, as `sasha backup`
+    // takes), then a write the backup does not hold.
+    let file = harness.path().join("apps/expense-log.sqlite");
+    let backup = harness.path().join("expense-log.backup.sqlite");
+    let reader = rusqlite::Connection::open(&file).unwrap();
+    reader
+        .execute("VACUUM INTO ?1", [backup.display().to_string()])
+        .unwrap();
+    damaged
+        .call("alice", "create", "categories", category("damaged", "c4"))
+        .await
+        .unwrap();
+
+    // Everything into the main file, then every page after the first
+    // overwritten on disk. The test's own connection commits one header
+    // change, so the worker's connections see the file has changed and read
+    // its pages again rather than trusting their caches.
+    reader
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    let page_size: i64 = reader
+        .query_row("PRAGMA page_size", [], |row| row.get(0))
+        .unwrap();
+    let length = std::fs::metadata(&file).unwrap().len();
+    let mut raw = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+    raw.seek(SeekFrom::Start(page_size as u64)).unwrap();
+    raw.write_all(&vec![0xA5; (length - page_size as u64) as usize])
+        .unwrap();
+    raw.sync_all().unwrap();
+    drop(raw);
+    reader.pragma_update(None, "user_version", 7).unwrap();
+    reader.close().unwrap();
+
+    let read = damaged
+        .call("alice", "list", "categories", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(read.code, ErrorCode::DatabaseUnavailable, "{read:?}");
+    assert!(read.retryable, "{read:?}");
+    assert!(read.message.contains("damaged"), "{read:?}");
+    assert!(
+        read.message.contains("restore it from a backup"),
+        "{read:?}"
+    );
+    let write = damaged
+        .call("alice", "create", "categories", category("damaged", "c5"))
+        .await
+        .unwrap_err();
+    assert_eq!(write.code, ErrorCode::DatabaseUnavailable, "{write:?}");
+    assert!(write.message.contains("damaged"), "{write:?}");
+    let others = other
+        .call("alice", "list", "categories", json!({}))
+        .await
+        .expect("another app's file is unaffected");
+    assert_eq!(others["rows"].as_array().unwrap().len(), 1);
+
+    // The administrator renames the backup into place (a new inode: a
+    // connection still open on the damaged file would never see it).
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+    }
+    std::fs::rename(&backup, &file).unwrap();
+    let listed = damaged
+        .call("alice", "list", "categories", json!({}))
+        .await
+        .expect("the restored file is served without a restart");
+    let ids: Vec<Value> = listed["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["id"].clone())
+        .collect();
+    assert_eq!(ids, stored, "exactly the backup's rows");
+    // A key the backup holds replays its receipt; one it does not writes.
+    let replayed = damaged
+        .call("alice", "create", "categories", category("damaged", "c1"))
+        .await
+        .unwrap();
+    assert_eq!(replayed["id"], stored[0]);
+    damaged
+        .call("alice", "create", "categories", category("damaged", "c5"))
+        .await
+        .expect("writes go on");
     drop(worker);
 }

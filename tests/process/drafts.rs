@@ -22,7 +22,6 @@ use studio_core::store::Scope;
 use tokio::process::Command;
 
 const APP: &str = "field-log";
-const STUDIO: &str = "http://localhost:3007";
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Runs one phase of `drafts.mjs`; the `value NAME=...` lines it printed.
@@ -101,15 +100,11 @@ fn live_titles(state: &std::path::Path) -> Vec<String> {
 
 /// The Studio page's MCP client for `APP`, previewing `preview` if given.
 fn studio_page(url: &str, session: &str, preview: Option<&str>) -> Mcp {
-    let mut headers = vec![
-        ("cookie".to_owned(), format!("sasha_session={session}")),
-        ("origin".to_owned(), STUDIO.to_owned()),
-        ("sasha-app".to_owned(), APP.to_owned()),
-    ];
-    if let Some(preview) = preview {
-        headers.push(("sasha-preview".to_owned(), preview.to_owned()));
+    let page = Mcp::studio_page(url, session, APP);
+    match preview {
+        Some(preview) => page.with_header("sasha-preview", preview),
+        None => page,
     }
-    Mcp::new(url, headers, mcp::SESSIONLESS)
 }
 
 #[tokio::test]

@@ -857,6 +857,86 @@ async fn a_restarted_data_worker_is_given_the_contract_again() {
     );
 }
 
+/// Fault injection: data-worker, then studio-core, stalled (SIGSTOP) behind
+/// a gateway whose `SASHA_GATEWAY_CALL_DEADLINE_SECS` is 1. A call waits the
+/// deadline, not the channel's half minute, and is the retryable
+/// `APP_TIMEOUT` naming the role that did not answer. The write given up on
+/// lands once the worker resumes, and its retry with the same idempotency
+/// key is the same row, stored once. As soon as a role resumes (SIGCONT)
+/// every call succeeds again, with no restart.
+#[tokio::test]
+async fn a_stalled_data_worker_or_studio_core_is_a_retryable_timeout_and_recovers() {
+    use nix::sys::signal::Signal;
+
+    let world = World::start().await;
+    let backends = &world.backends;
+    let gateway = world
+        .harness
+        .start(
+            sasha_service::Role::McpGateway,
+            &[
+                (
+                    "SASHA_DATA_GRPC_URL",
+                    format!("https://{}", backends.data.listener("grpc")),
+                ),
+                (
+                    "SASHA_CORE_GRPC_URL",
+                    format!("https://{}", backends.core.listener("grpc")),
+                ),
+                ("SASHA_GATEWAY_CALL_DEADLINE_SECS", "1".to_owned()),
+            ],
+        )
+        .await;
+    let url = format!("http://{}/mcp", gateway.listener("http"));
+    let session = world.store.create_session(&world.staff.id).unwrap();
+    let mut page = Mcp::studio_page(&url, &session, "expense-log");
+    let create = "app__expense_log__categories__create";
+    let list = "app__expense_log__categories__list";
+    let travel = json!({"values": {"name": "Travel"}, "idempotencyKey": "stalled-1"});
+    // Well past the deadline, well short of the channel's own 30 s bound.
+    let bound = std::time::Duration::from_secs(20);
+
+    backends.data.signal(Signal::SIGSTOP);
+    let started = std::time::Instant::now();
+    let stalled = page.call(create, travel.clone()).await;
+    let waited = started.elapsed();
+    backends.data.signal(Signal::SIGCONT);
+    let error = tool_error(&stalled);
+    assert_eq!(error["code"], "APP_TIMEOUT", "{error}");
+    assert_eq!(error["retryable"], true, "{error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("data-worker did not answer within 1 s"),
+        "{message}"
+    );
+    assert!(message.contains("same idempotency key"), "{message}");
+    assert!(waited < bound, "the deadline was not kept: {waited:?}");
+
+    let retried = structured(&page.call(create, travel.clone()).await).clone();
+    let again = structured(&page.call(create, travel).await).clone();
+    assert_eq!(retried["id"], again["id"], "the retry is not doubled");
+    let rows = structured(&page.call(list, json!({})).await)["rows"].clone();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    assert_eq!(rows[0]["id"], retried["id"]);
+
+    backends.core.signal(Signal::SIGSTOP);
+    let started = std::time::Instant::now();
+    let stalled = page.call(list, json!({})).await;
+    let waited = started.elapsed();
+    backends.core.signal(Signal::SIGCONT);
+    assert_eq!(stalled.status, 504, "{:?}", stalled.body);
+    assert_eq!(stalled.body["code"], "APP_TIMEOUT", "{:?}", stalled.body);
+    assert_eq!(stalled.body["retryable"], true, "{:?}", stalled.body);
+    let message = stalled.body["message"].as_str().unwrap();
+    assert!(
+        message.contains("studio-core did not answer within 1 s"),
+        "{message}"
+    );
+    assert!(waited < bound, "the deadline was not kept: {waited:?}");
+    let rows = structured(&page.call(list, json!({})).await)["rows"].clone();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "resumed: {rows}");
+}
+
 /// One HTTP/1.1 `POST /mcp` written by hand, so a test controls the framing
 /// (declared length or chunked) and still reads the answer when the gateway
 /// refuses before reading the body (the body is written by a separate task

@@ -37,7 +37,7 @@ use sasha_proto::{AppError, ErrorCode};
 
 use super::{
     AuditMeta, DeadlineScope, Engine, Guard, Handle, MutationOutcome, NOW_SQL, ReceiptKey, Target,
-    TrustScope, internal, ready, sql_error,
+    TrustScope, forget_if_damaged, internal, ready, sql_error,
 };
 
 /// Most mutations one transaction commits. Large enough that 8 to 32
@@ -144,7 +144,8 @@ impl Engine {
             // A leader answers before it lets go of the connection, so with the
             // connection in hand either the answer is here or the job is queued.
             if let Ok(result) = answer.try_recv() {
-                return result;
+                drop(handle);
+                return forget_if_damaged(&slot, result);
             }
             let jobs = {
                 let mut queue = slot.queue.lock().unwrap_or_else(PoisonError::into_inner);
@@ -174,7 +175,7 @@ impl Engine {
             }
             drop(handle);
             if let Ok(result) = answer.try_recv() {
-                return result;
+                return forget_if_damaged(&slot, result);
             }
         }
     }

@@ -24,8 +24,8 @@ use sasha_contract::data::DataContract;
 use sasha_proto::{AppError, ErrorCode};
 
 use super::{
-    DeadlineScope, Engine, Guard, STATEMENT_CACHE, Slot, govern, harden, open_file, read_rows,
-    ready, sql_error, trusted_guard,
+    DeadlineScope, Engine, Guard, STATEMENT_CACHE, Slot, forget_if_damaged, govern, harden,
+    open_file, read_rows, ready, sql_error, trusted_guard,
 };
 
 /// Most read-only connections one live file keeps. Reads beyond it wait for
@@ -103,6 +103,19 @@ impl Engine {
         columns: Option<&[String]>,
     ) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, AppError> {
         let slot = self.slot(app_id);
+        let result = self.read_on(&slot, app_id, contract, sql, params, columns);
+        forget_if_damaged(&slot, result)
+    }
+
+    fn read_on(
+        &self,
+        slot: &Slot,
+        app_id: &str,
+        contract: &DataContract,
+        sql: &str,
+        params: &[rusqlite::types::Value],
+        columns: Option<&[String]>,
+    ) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, AppError> {
         let reader = loop {
             match take_reader(&slot.readers, &contract.hash)? {
                 Taken::Reader(reader) => break reader,
@@ -120,7 +133,7 @@ impl Engine {
                         return Err(error);
                     }
                 },
-                Taken::OtherContract => self.set_up_for(&slot, app_id, contract)?,
+                Taken::OtherContract => self.set_up_for(slot, app_id, contract)?,
             }
         };
         let result = {

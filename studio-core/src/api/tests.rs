@@ -749,6 +749,74 @@ async fn a_locked_session_store_is_a_retryable_503() {
     assert_eq!(retried.status, 200);
 }
 
+/// Fault injection (issue 30): the core database damaged under the running
+/// store (every page after the first overwritten on disk; a header change
+/// committed beside it makes the store read its pages again). A sign-in is the
+/// retryable 503 `APP_NOT_READY` saying the database cannot be read and sets
+/// no cookie, never a raw SQLite error; once an administrator renames the
+/// backup into place, the next sign-in succeeds with no restart.
+#[tokio::test]
+async fn a_damaged_core_database_is_a_retryable_503_until_a_backup_is_restored() {
+    use std::io::{Seek as _, SeekFrom, Write as _};
+
+    let world = World::new();
+    let login_body = login_body("ada", PASSWORD);
+    let file = world.dir.path().join("core.sqlite");
+    let backup = world.dir.path().join("core.backup.sqlite");
+    let beside = rusqlite::Connection::open(&file).unwrap();
+    beside
+        .execute("VACUUM INTO ?1", [backup.display().to_string()])
+        .unwrap();
+    beside
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    let page_size: i64 = beside
+        .query_row("PRAGMA page_size", [], |row| row.get(0))
+        .unwrap();
+    let length = std::fs::metadata(&file).unwrap().len();
+    let mut raw = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+    raw.seek(SeekFrom::Start(page_size as u64)).unwrap();
+    raw.write_all(&vec![0x5A; (length - page_size as u64) as usize])
+        .unwrap();
+    drop(raw);
+    beside.pragma_update(None, "user_version", 99).unwrap();
+    drop(beside);
+
+    let refused = call(
+        &world,
+        "POST",
+        "/api/auth/login",
+        None,
+        &[],
+        Some(&login_body),
+    )
+    .await;
+    assert_eq!(refused.status, 503, "{refused:?}");
+    let envelope = refused.json();
+    assert_eq!(envelope["code"], "APP_NOT_READY", "{envelope}");
+    assert_eq!(envelope["retryable"], true);
+    let message = envelope["message"].as_str().unwrap();
+    assert!(message.contains("cannot be read"), "{message}");
+    assert!(message.contains("restore it from a backup"), "{message}");
+    assert!(refused.header("set-cookie").is_none());
+
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+    }
+    std::fs::rename(&backup, &file).unwrap();
+    let restored = call(
+        &world,
+        "POST",
+        "/api/auth/login",
+        None,
+        &[],
+        Some(&login_body),
+    )
+    .await;
+    assert_eq!(restored.status, 200, "{restored:?}");
+    assert!(restored.header("set-cookie").is_some());
+}
+
 /// Issue 21, "throttles that attackers cannot turn against users": sign-in
 /// attempts count per (user name, client address) with growing delays. Ten
 /// bad passwords from one address leave that pair waiting, even with the

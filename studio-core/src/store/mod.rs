@@ -445,6 +445,12 @@ pub enum StoreError {
     /// SQLITE_BUSY or SQLITE_LOCKED after the busy timeout: retryable.
     #[error("the core database is busy; try again")]
     Busy,
+    /// SQLite cannot read the file (damaged pages, not a database, an I/O
+    /// failure): retryable, since an administrator renaming a backup into
+    /// place clears it without a restart ([`Store::connection`] reopens a
+    /// replaced file).
+    #[error("the core database cannot be read: {0}")]
+    Unreadable(String),
     /// Anything else from SQLite or the file system. Never shown to users.
     #[error("core database error: {0}")]
     Database(String),
@@ -453,7 +459,7 @@ pub enum StoreError {
 impl StoreError {
     /// Whether the same call may succeed if simply retried.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, StoreError::Busy)
+        matches!(self, StoreError::Busy | StoreError::Unreadable(_))
     }
 
     /// Whether the caller's input was refused (as opposed to a state conflict,
@@ -477,6 +483,11 @@ impl From<rusqlite::Error> for StoreError {
             Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
                 StoreError::Busy
             }
+            Some(
+                rusqlite::ErrorCode::DatabaseCorrupt
+                | rusqlite::ErrorCode::NotADatabase
+                | rusqlite::ErrorCode::SystemIoFailure,
+            ) => StoreError::Unreadable(error.to_string()),
             _ => StoreError::Database(error.to_string()),
         }
     }
@@ -504,8 +515,19 @@ pub struct Store {
 
 struct Inner {
     connection: Mutex<Connection>,
+    /// The device and inode `connection` has open: another file renamed to
+    /// `path` (a restored backup) is noticed and opened.
+    file: Mutex<Option<(u64, u64)>>,
     clock: Clock,
     path: PathBuf,
+}
+
+/// The device and inode at `path`, if there is a file.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata(path)
+        .ok()
+        .map(|metadata| (metadata.dev(), metadata.ino()))
 }
 
 impl fmt::Debug for Store {
@@ -718,10 +740,19 @@ impl Store {
         Ok(Store {
             inner: Arc::new(Inner {
                 connection: Mutex::new(connection),
+                file: Mutex::new(file_id(db_path)),
                 clock,
                 path: db_path.to_path_buf(),
             }),
         })
+    }
+
+    /// A new connection on `db_path`, set up as [`Store::open`] sets one up.
+    fn reopen(db_path: &Path, now: i64) -> Result<Connection, StoreError> {
+        let mut connection = Connection::open(db_path)?;
+        connection.busy_timeout(Duration::from_secs(5))?;
+        Store::prepare(&mut connection, db_path, now)?;
+        Ok(connection)
     }
 
     /// WAL, the connection's pragmas, and every pending migration.
@@ -758,12 +789,46 @@ impl Store {
         Ok(())
     }
 
+    /// The connection, reopened first when another file now sits at the
+    /// database's path (an administrator renamed a restored backup into
+    /// place after this one was found damaged): one `stat` per call, so
+    /// recovering needs no restart. A file that cannot be set up is tried
+    /// again on the next call.
     fn connection(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock rolls back any open transaction when
         // it unwinds, so the connection is still usable.
-        self.inner
+        let mut connection = self
+            .inner
             .connection
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut file = self
+            .inner
+            .file
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let now_at_path = file_id(&self.inner.path);
+        if now_at_path.is_some() && now_at_path != *file {
+            // The old connection is closed first: closing the last connection
+            // of a WAL database deletes `<path>-wal` by name, which must not
+            // be the new file's.
+            if let Ok(placeholder) = Connection::open_in_memory() {
+                drop(std::mem::replace(&mut *connection, placeholder));
+            }
+            match Store::reopen(&self.inner.path, self.now()) {
+                Ok(fresh) => {
+                    tracing::warn!(path = %self.inner.path.display(), "core store: the database file was replaced; reopened it");
+                    *connection = fresh;
+                    *file = now_at_path;
+                }
+                Err(error) => {
+                    // Tried again on the next call.
+                    *file = None;
+                    tracing::error!(path = %self.inner.path.display(), %error, "core store: the replaced database file cannot be opened");
+                }
+            }
+        }
+        drop(file);
+        connection
     }
 }

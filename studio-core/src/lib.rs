@@ -44,6 +44,14 @@ mod member_apps_http;
     reason = "guards return the finished refusal, as axum handlers do"
 )]
 mod oauth;
+/// The OAuth endpoints' request rules, pure functions of a request's bytes
+/// (form parameters, redirect URIs, a client registration), as the endpoints
+/// apply them; public for the fuzz targets in `fuzz/`.
+pub mod oauth_rules {
+    pub use crate::oauth::OAuthError;
+    pub use crate::oauth::params::{parse_params, redirect_matches, redirect_uri_problem};
+    pub use crate::oauth::register::{Registration, registration};
+}
 mod package_dir;
 #[allow(
     clippy::result_large_err,

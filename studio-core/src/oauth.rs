@@ -66,8 +66,8 @@ mod authorize;
 mod connections;
 mod consent;
 mod metadata;
-mod params;
-mod register;
+pub(crate) mod params;
+pub(crate) mod register;
 mod token;
 
 // The consent and connections API where `api::ApiDoc` names it: its schemas,
@@ -271,7 +271,7 @@ async fn preflight() -> Response {
 
 /// An OAuth error: `error`/`error_description` with the platform envelope.
 #[derive(Debug)]
-struct OAuthError {
+pub struct OAuthError {
     error: &'static str,
     description: String,
     status: StatusCode,
@@ -281,6 +281,11 @@ struct OAuthError {
 }
 
 impl OAuthError {
+    /// The RFC 6749 `error` code.
+    pub fn error(&self) -> &'static str {
+        self.error
+    }
+
     fn new(error: &'static str, description: impl Into<String>) -> OAuthError {
         let (status, code) = match error {
             "invalid_client" => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthenticated),

@@ -2,7 +2,9 @@
 //! shared by the unit tests' property test and the `grammar` fuzz target:
 //! the same governed statements run over a database holding alice's and
 //! bob's rows and over one holding alice's alone must answer alike, page by
-//! page, and no row of bob's may ever come back to alice.
+//! page, and no row of bob's may ever come back to alice. Both databases
+//! carry the engine's own authorizer (`engine::govern_for_oracle`), so every
+//! statement the grammar accepts, reads and writes alike, must also pass it.
 //!
 //! Must never be part of a service build: only tests and the fuzz crate
 //! (feature `oracle`) compile it, and it panics on anything it cannot set up.
@@ -12,7 +14,8 @@ use serde_json::{Map, Value, json};
 
 use super::{
     Access, Column, ID_COLUMN, Request, Statement, TableSpec, VERSION_COLUMN, aggregate_statement,
-    create_statement, get_statement, list_statement, parse, quote, row_to_json,
+    create_statement, delete_statement, get_statement, list_statement, parse, quote, row_to_json,
+    update_statement,
 };
 
 /// The cursor secret of the model.
@@ -55,7 +58,7 @@ pub fn items() -> TableSpec {
 
 /// An in-memory database with `tables` created as the engine would.
 pub fn database(tables: &[&TableSpec]) -> Connection {
-    let connection = Connection::open_in_memory().expect("an in-memory database");
+    let mut connection = Connection::open_in_memory().expect("an in-memory database");
     for table in tables {
         let columns: Vec<String> = table
             .columns
@@ -79,6 +82,8 @@ pub fn database(tables: &[&TableSpec]) -> Connection {
             ))
             .expect("the model's table");
     }
+    let names: Vec<&str> = tables.iter().map(|table| table.name.as_str()).collect();
+    crate::engine::govern_for_oracle(&mut connection, &names);
     connection
 }
 
@@ -204,9 +209,49 @@ impl Model {
                 }
                 Ok(())
             }
-            // Writes bind their owner from the actor, and history is the
-            // ledger's: the model checks reads.
-            _ => Ok(()),
+            // Writes bind their owner from the actor; the model checks that
+            // the engine's authorizer lets each accepted one prepare.
+            Request::Create { values, .. } => {
+                self.authorized(create_statement(&self.table, &values, ALICE))
+            }
+            Request::Update {
+                id,
+                changes,
+                expected_version,
+                ..
+            } => self.authorized(update_statement(
+                &self.table,
+                &id,
+                &changes,
+                expected_version,
+                ALICE,
+            )),
+            Request::Delete {
+                id,
+                expected_version,
+                ..
+            } => self.authorized(delete_statement(&self.table, &id, expected_version, ALICE)),
+            // History reads the platform's ledger, which the engine reads
+            // as itself, not as a governed statement; an import's rows are
+            // creates, checked as creates above.
+            Request::History { .. } | Request::Import { .. } => Ok(()),
+        }
+    }
+
+    /// A statement the grammar built must prepare under the authorizer; one
+    /// it refused to build is fine.
+    fn authorized(
+        &self,
+        statement: Result<Statement, sasha_proto::AppError>,
+    ) -> Result<(), String> {
+        let Ok(statement) = statement else {
+            return Ok(());
+        };
+        match self.both.prepare(&statement.sql) {
+            Ok(_) => Ok(()),
+            Err(error) => Err(format!(
+                "an accepted statement does not pass the authorizer: {error}: {statement:?}"
+            )),
         }
     }
 

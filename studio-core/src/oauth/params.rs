@@ -15,7 +15,7 @@ use crate::store::Scope;
 
 /// Parses `application/x-www-form-urlencoded` text; a repeated parameter is
 /// refused (RFC 6749 §3.1) and empty values count as absent.
-pub(super) fn parse_params(raw: &[u8]) -> Result<HashMap<String, String>, OAuthError> {
+pub fn parse_params(raw: &[u8]) -> Result<HashMap<String, String>, OAuthError> {
     let mut params = HashMap::new();
     for (name, value) in url::form_urlencoded::parse(raw) {
         if value.is_empty() {
@@ -35,7 +35,7 @@ pub(super) fn parse_params(raw: &[u8]) -> Result<HashMap<String, String>, OAuthE
 }
 
 /// Why a redirect URI cannot be registered, or `None` when it can.
-pub(crate) fn redirect_uri_problem(text: &str) -> Option<&'static str> {
+pub fn redirect_uri_problem(text: &str) -> Option<&'static str> {
     if text.len() > MAX_REDIRECT_URI_CHARS {
         return Some("a redirect URI has at most 2000 characters");
     }
@@ -75,7 +75,7 @@ fn is_loopback(url: &url::Url) -> bool {
 
 /// Whether the requested redirect URI is one of the registered ones: exactly,
 /// or, for an `http` loopback IP literal, exactly but for the port.
-pub(crate) fn redirect_matches(registered: &[String], requested: &str) -> bool {
+pub fn redirect_matches(registered: &[String], requested: &str) -> bool {
     if registered.iter().any(|uri| uri == requested) {
         return true;
     }

@@ -34,33 +34,20 @@ fn metadata_error(description: impl Into<String>) -> OAuthError {
     OAuthError::new("invalid_client_metadata", description)
 }
 
-pub(super) async fn register(
-    State(core): State<Arc<Core>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    match register_client(&core, &headers, &body).await {
-        Ok(response) => cors(response),
-        Err(error) => error.into_response(),
-    }
+/// The client a registration request's JSON body asks for, by the rules
+/// RFC 7591 leaves to the server: 1 to 10 redirect URIs [`redirect_uri_problem`]
+/// accepts, a printable name of at most 100 characters, a supported
+/// authentication method, grant and response types. Before any budget or
+/// store, so it is a pure function of the bytes (the fuzz targets call it).
+#[derive(Debug)]
+pub struct Registration {
+    pub name: String,
+    pub redirect_uris: Vec<String>,
+    pub method: ClientAuthMethod,
 }
 
-async fn register_client(
-    core: &Core,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<Response, OAuthError> {
-    if body.len() > MAX_FORM_BYTES {
-        return Err(metadata_error(
-            "the registration request is larger than 16 KiB",
-        ));
-    }
-    if !content_type_is(headers, "application/json") {
-        return Err(OAuthError::new(
-            "invalid_request",
-            "the registration request must be application/json",
-        ));
-    }
+/// Reads a registration request (see [`Registration`]).
+pub fn registration(body: &[u8]) -> Result<Registration, OAuthError> {
     sasha_proto::json_limits::check(body, &sasha_proto::json_limits::STUDIO_API)
         .map_err(|broken| metadata_error(broken.to_string()))?;
     let request: RegistrationRequest = serde_json::from_slice(body)
@@ -105,6 +92,45 @@ async fn register_client(
     if request.response_types.iter().flatten().any(|r| r != "code") {
         return Err(metadata_error("only the response type code is supported"));
     }
+    Ok(Registration {
+        name,
+        redirect_uris: uris,
+        method,
+    })
+}
+
+pub(super) async fn register(
+    State(core): State<Arc<Core>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    match register_client(&core, &headers, &body).await {
+        Ok(response) => cors(response),
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn register_client(
+    core: &Core,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, OAuthError> {
+    if body.len() > MAX_FORM_BYTES {
+        return Err(metadata_error(
+            "the registration request is larger than 16 KiB",
+        ));
+    }
+    if !content_type_is(headers, "application/json") {
+        return Err(OAuthError::new(
+            "invalid_request",
+            "the registration request must be application/json",
+        ));
+    }
+    let Registration {
+        name,
+        redirect_uris: uris,
+        method,
+    } = registration(body)?;
     if let Err(wait) = core.oauth.admit_registration(ClientAddress::of(headers)) {
         let mut error = OAuthError::new(
             "temporarily_unavailable",

@@ -49,6 +49,7 @@ fn through_gateway(
             session,
             token,
             app: "expense-log".to_owned(),
+            origin: common::mcp::DEFAULT_ORIGIN.to_owned(),
             client: "bench",
         };
         let call = |ui: bool, name: &'static str, arguments: serde_json::Value| {

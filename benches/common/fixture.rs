@@ -72,9 +72,19 @@ pub(crate) struct Staff {
 
 impl Staff {
     pub(crate) fn create(state: &Path) -> Staff {
+        Staff::named(state, "bench")
+    }
+
+    /// The staff user `name`, created the same way.
+    pub(crate) fn named(state: &Path, name: &str) -> Staff {
+        Staff::with_role(state, name, UserRole::Staff)
+    }
+
+    /// The user `name` with `role` (a member holds no grant until given one).
+    pub(crate) fn with_role(state: &Path, name: &str, role: UserRole) -> Staff {
         let store = Store::open(&state.join("core.sqlite")).unwrap();
         let user = store
-            .create_user("bench", UserRole::Staff, "correct horse battery")
+            .create_user(name, role, "correct horse battery")
             .unwrap();
         Staff { store, id: user.id }
     }
@@ -207,6 +217,7 @@ impl Stack {
             session: self.session.clone(),
             token: self.token.clone(),
             app: app.to_owned(),
+            origin: super::mcp::DEFAULT_ORIGIN.to_owned(),
             client: "bench-load",
         }
     }

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 /// The Studio origin the roles run with by default; writes from "the page"
 /// carry it.
-pub(crate) const OWNER_HEADER_ORIGIN: &str = "http://localhost:3007";
+pub(crate) const DEFAULT_ORIGIN: &str = "http://localhost:3007";
 
 /// The MCP client: writes come from the Studio page with the app open
 /// (session cookie, `Sasha-App`, `Origin`; source `ui`, no confirmation), reads
@@ -19,6 +19,10 @@ pub(crate) struct Mcp {
     pub(crate) token: String,
     /// The app the page has open (`Sasha-App` of `ui` calls).
     pub(crate) app: String,
+    /// The Studio origin `ui` calls come from ([`DEFAULT_ORIGIN`] unless the
+    /// roles run with another `SASHA_PUBLIC_ORIGIN`); an `https` origin's
+    /// session cookie is `__Host-sasha_session`.
+    pub(crate) origin: String,
     /// The `clientInfo` name the calls carry.
     pub(crate) client: &'static str,
 }
@@ -50,9 +54,14 @@ impl Mcp {
             .header("mcp-name", name)
             .body(body.to_string());
         if ui {
+            let cookie = if self.origin.starts_with("https://") {
+                "__Host-sasha_session"
+            } else {
+                "sasha_session"
+            };
             request
-                .header("cookie", format!("sasha_session={}", self.session))
-                .header("origin", OWNER_HEADER_ORIGIN)
+                .header("cookie", format!("{cookie}={}", self.session))
+                .header("origin", &self.origin)
                 .header("sasha-app", &self.app)
         } else {
             request.header("authorization", format!("Bearer {}", self.token))

@@ -64,6 +64,13 @@ pub(crate) mod fixture;
 pub(crate) mod mcp;
 #[allow(
     dead_code,
+    unreachable_pub,
+    reason = "shared with the process tests, which use all of it"
+)]
+#[path = "../../tests/common/nginx.rs"]
+pub(crate) mod nginx;
+#[allow(
+    dead_code,
     reason = "each benchmark compiles this module and uses only part of it"
 )]
 pub(crate) mod peers;

@@ -84,7 +84,7 @@ fn target_dir() -> PathBuf {
 
 /// A loopback port nothing listens on now (PocketBase cannot report one it
 /// picked itself).
-fn free_port() -> Result<u16, String> {
+pub(crate) fn free_port() -> Result<u16, String> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     Ok(listener.local_addr().map_err(|e| e.to_string())?.port())
 }

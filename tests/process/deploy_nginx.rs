@@ -19,13 +19,12 @@
 use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::fake_llm::{Behaviour, FakeLlm};
-use common::{Harness, RoleProcess, copy_dir, free_port, root};
+use common::{Harness, RoleProcess, copy_dir, free_port, nginx, root};
 use sasha_service::Role;
 use serde_json::{Value, json};
 use studio_core::store::{Store, UserRole};
@@ -34,130 +33,6 @@ const STUDIO_HOST: &str = "studio.sasha.test";
 const SANDBOX_HOST: &str = "views.sasha-sandbox.test";
 const WRITERS: usize = 4;
 const WRITES: usize = 100;
-
-/// Debian's nginx (`SASHA_NGINX`, else `nginx` on PATH or /usr/sbin/nginx).
-fn nginx() -> PathBuf {
-    if let Ok(path) = std::env::var("SASHA_NGINX") {
-        return PathBuf::from(path);
-    }
-    for candidate in ["/usr/sbin/nginx", "/usr/bin/nginx"] {
-        if Path::new(candidate).exists() {
-            return PathBuf::from(candidate);
-        }
-    }
-    panic!(
-        "nginx is not installed: ./scripts/test.sh installs Debian's nginx-light \
-         (or point SASHA_NGINX at an nginx binary)"
-    );
-}
-
-/// nginx running the rendered template; killed when dropped.
-struct Nginx {
-    child: std::process::Child,
-    dir: PathBuf,
-}
-
-impl Drop for Nginx {
-    /// SIGTERM, so the master stops its workers too (SIGKILL would orphan
-    /// them), then SIGKILL if it has not exited within five seconds.
-    fn drop(&mut self) {
-        use nix::sys::signal::{Signal, kill};
-        use nix::unistd::Pid;
-        let pid = Pid::from_raw(self.child.id() as i32);
-        let _ = kill(pid, Signal::SIGTERM);
-        for _ in 0..100 {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Nginx {
-    fn error_log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
-    }
-}
-
-/// Renders `${NAME}` placeholders as envsubst does (only the given names).
-fn render(template: &str, values: &BTreeMap<&str, String>) -> String {
-    let mut text = template.to_owned();
-    for (name, value) in values {
-        text = text.replace(&format!("${{{name}}}"), value);
-    }
-    assert!(
-        !values
-            .keys()
-            .any(|name| text.contains(&format!("${{{name}}}"))),
-        "every placeholder is rendered"
-    );
-    text
-}
-
-/// Starts nginx with the deploy template rendered from `values` in `dir`.
-fn start_nginx(dir: &Path, values: BTreeMap<&str, String>) -> Nginx {
-    let template =
-        std::fs::read_to_string(root().join("deploy/nginx/sasha.conf.template")).unwrap();
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("sasha.conf"), render(&template, &values)).unwrap();
-    let mut temp_paths = String::new();
-    for name in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"] {
-        let path = dir.join(format!("tmp-{name}"));
-        std::fs::create_dir_all(&path).unwrap();
-        // Workers may run as another user when nginx starts as root.
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
-        temp_paths.push_str(&format!("    {name}_temp_path {};\n", path.display()));
-    }
-    let conf = format!(
-        "worker_processes 1;\npid {dir}/nginx.pid;\nerror_log {dir}/error.log info;\ndaemon off;\n\
-         events {{ worker_connections 1024; }}\n\
-         http {{\n    access_log {dir}/access.log;\n{temp_paths}    include {dir}/sasha.conf;\n}}\n",
-        dir = dir.display()
-    );
-    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-    let test = std::process::Command::new(nginx())
-        .args(["-t", "-q", "-p"])
-        .arg(dir)
-        .arg("-c")
-        .arg(dir.join("nginx.conf"))
-        .output()
-        .unwrap();
-    assert!(
-        test.status.success(),
-        "nginx -t refuses the rendered deploy config:\n{}",
-        String::from_utf8_lossy(&test.stderr)
-    );
-    let child = std::process::Command::new(nginx())
-        .arg("-p")
-        .arg(dir)
-        .arg("-c")
-        .arg(dir.join("nginx.conf"))
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    Nginx {
-        child,
-        dir: dir.to_owned(),
-    }
-}
-
-/// A client that resolves both hostnames to nginx and trusts its certificate.
-fn client(port: u16, ca: &str) -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let nginx = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    reqwest::Client::builder()
-        .resolve(STUDIO_HOST, nginx)
-        .resolve(SANDBOX_HOST, nginx)
-        .resolve("unknown.sasha.test", nginx)
-        .add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes()).unwrap())
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
 
 /// One MCP request of the Studio page (session cookie, `Sasha-App`, its
 /// Origin) through nginx; the JSON-RPC message, or `Err` for a transport
@@ -253,50 +128,43 @@ async fn nginx_in_front_of_two_gateways_routes_protects_and_loses_no_write() {
     let edge = harness.start(Role::EdgeSandbox, &[]).await;
 
     // The public certificate for both hostnames.
-    let certified =
-        rcgen::generate_simple_self_signed(vec![STUDIO_HOST.to_owned(), SANDBOX_HOST.to_owned()])
-            .unwrap();
     let tls = harness.path().join("public-tls");
-    std::fs::create_dir_all(&tls).unwrap();
-    let cert_pem = certified.cert.pem();
-    std::fs::write(tls.join("cert.pem"), &cert_pem).unwrap();
-    std::fs::write(tls.join("key.pem"), certified.signing_key.serialize_pem()).unwrap();
+    let cert_pem = nginx::public_tls(&tls, &[STUDIO_HOST, SANDBOX_HOST]);
     let gateway_line = |process: &RoleProcess| {
         format!(
             "server {} max_fails=1 fail_timeout=30s;",
             process.listener("http")
         )
     };
-    let proxy = start_nginx(
+    let mut values = BTreeMap::from([
+        ("SASHA_STUDIO_HOST", STUDIO_HOST.to_owned()),
+        ("SASHA_SANDBOX_HOST", SANDBOX_HOST.to_owned()),
+        ("SASHA_LISTEN", format!("127.0.0.1:{nginx_port} ssl")),
+        (
+            "STUDIO_CORE_HTTP",
+            backends.core.listener("http").to_string(),
+        ),
+        ("EDGE_SANDBOX_HTTP", edge.listener("http").to_string()),
+        (
+            "MCP_GATEWAY_SERVERS",
+            format!(
+                "{}\n    {}",
+                gateway_line(&backends.gateway),
+                gateway_line(&second_gateway)
+            ),
+        ),
+    ]);
+    values.extend(nginx::tls_values(&tls));
+    let proxy = nginx::start(
         &harness.path().join("nginx"),
-        BTreeMap::from([
-            ("SASHA_STUDIO_HOST", STUDIO_HOST.to_owned()),
-            ("SASHA_SANDBOX_HOST", SANDBOX_HOST.to_owned()),
-            ("SASHA_LISTEN", format!("127.0.0.1:{nginx_port} ssl")),
-            (
-                "SASHA_TLS_CERT_FILE",
-                tls.join("cert.pem").display().to_string(),
-            ),
-            (
-                "SASHA_TLS_KEY_FILE",
-                tls.join("key.pem").display().to_string(),
-            ),
-            (
-                "STUDIO_CORE_HTTP",
-                backends.core.listener("http").to_string(),
-            ),
-            ("EDGE_SANDBOX_HTTP", edge.listener("http").to_string()),
-            (
-                "MCP_GATEWAY_SERVERS",
-                format!(
-                    "{}\n    {}",
-                    gateway_line(&backends.gateway),
-                    gateway_line(&second_gateway)
-                ),
-            ),
-        ]),
+        &root().join("deploy/nginx/sasha.conf.template"),
+        values,
     );
-    let http = client(nginx_port, &cert_pem);
+    let http = nginx::client(
+        nginx_port,
+        &cert_pem,
+        &[STUDIO_HOST, SANDBOX_HOST, "unknown.sasha.test"],
+    );
     let mut up = false;
     for _ in 0..100 {
         if http.get(format!("{studio}/healthz")).send().await.is_ok() {

@@ -52,7 +52,8 @@ fuzz_target!(|input: &[u8]| {
     let Ok(arguments) = serde_json::from_slice::<Value>(input) else {
         return;
     };
-    let validators = Validators::default();
+    static VALIDATORS: OnceLock<Validators> = OnceLock::new();
+    let validators = VALIDATORS.get_or_init(Validators::default);
     for action in actions() {
         if let Value::Object(map) = &arguments
             && validators

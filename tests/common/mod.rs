@@ -668,3 +668,52 @@ where
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
+
+/// A consistent copy of the SQLite database `file` at `backup` (`VACUUM
+/// INTO`, one committed state), taken while its processes run.
+pub fn back_up_sqlite_file(file: &Path, backup: &Path) {
+    let conn = rusqlite::Connection::open(file).unwrap();
+    conn.execute("VACUUM INTO ?1", [backup.display().to_string()])
+        .unwrap();
+}
+
+/// Damages the SQLite database `file` under the processes that hold it open,
+/// as a bad disk or a stray write would: everything is checkpointed into the
+/// main file, every page after the first is overwritten on disk, and then
+/// one header change is committed beside it, so the holders see the file
+/// has changed and read its pages again instead of trusting their caches.
+pub fn damage_sqlite_file(file: &Path) {
+    use std::io::{Seek as _, SeekFrom, Write as _};
+    let beside = rusqlite::Connection::open(file).unwrap();
+    beside
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    let page_size: i64 = beside
+        .query_row("PRAGMA page_size", [], |row| row.get(0))
+        .unwrap();
+    let page_size = page_size as u64;
+    let length = std::fs::metadata(file).unwrap().len();
+    let mut raw = std::fs::OpenOptions::new().write(true).open(file).unwrap();
+    raw.seek(SeekFrom::Start(page_size)).unwrap();
+    raw.write_all(&vec![0xA5; (length - page_size) as usize])
+        .unwrap();
+    raw.sync_all().unwrap();
+    drop(raw);
+    let version: i64 = beside
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    beside
+        .pragma_update(None, "user_version", version + 1)
+        .unwrap();
+    beside.close().unwrap();
+}
+
+/// Puts `backup` in `file`'s place as an administrator restoring it would:
+/// the old file's `-wal` and `-shm` removed, the backup renamed over it (a
+/// new inode).
+pub fn restore_sqlite_file(backup: &Path, file: &Path) {
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+    }
+    std::fs::rename(backup, file).unwrap();
+}

@@ -1,6 +1,7 @@
 //! The Studio HTTP API where only a running studio-core shows it: a revoked
-//! grant survives a restart and rediscovery, and behind https the session
-//! cookie is `__Host-` prefixed. Every route against every kind of caller,
+//! grant survives a restart and rediscovery, behind https the session
+//! cookie is `__Host-` prefixed, and a core database damaged on disk is a
+//! retryable refusal until a backup is renamed into place. Every route against every kind of caller,
 //! CSRF and Origin refusals, throttles and body bounds are router tests
 //! (`studio-core/src/api/tests.rs`).
 
@@ -278,4 +279,54 @@ async fn https_studio_sets_a_host_prefixed_secure_cookie() {
     )
     .await;
     assert_eq!(other_host.status, 404);
+}
+
+/// Fault injection: the core database damaged under the running studio-core
+/// (every page after the first overwritten on disk). A sign-in is the
+/// retryable 503 `APP_NOT_READY` saying the database cannot be read and
+/// sets no cookie, never a raw SQLite error; once an administrator renames
+/// the backup into place, the next sign-in succeeds with no restart (the
+/// store notices the new file at its path and opens it).
+#[tokio::test]
+async fn a_damaged_core_database_is_a_retryable_503_until_a_backup_is_restored() {
+    let harness = Harness::new();
+    let file = harness.path().join("core.sqlite");
+    let backup = harness.path().join("core.backup.sqlite");
+    Store::open(&file)
+        .unwrap()
+        .create_user("ada", UserRole::Staff, PASSWORD)
+        .unwrap();
+    let stack = Stack::start(harness).await;
+    let body = serde_json::json!({"username": "ada", "password": PASSWORD}).to_string();
+    let origin = format!("Origin: http://{STUDIO}\r\n");
+    let sign_in = || {
+        call(
+            stack.http(),
+            "POST",
+            "/api/auth/login",
+            None,
+            &origin,
+            Some(&body),
+        )
+    };
+    assert_eq!(sign_in().await.status, 200, "signs in before the damage");
+
+    common::back_up_sqlite_file(&file, &backup);
+    common::damage_sqlite_file(&file);
+    let refused = sign_in().await;
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    let envelope = refused.json();
+    assert_eq!(envelope["code"], "APP_NOT_READY", "{envelope}");
+    assert_eq!(envelope["retryable"], true, "{envelope}");
+    let message = envelope["message"].as_str().unwrap();
+    assert!(message.contains("cannot be read"), "{message}");
+    assert!(message.contains("restore it from a backup"), "{message}");
+    assert!(
+        refused.header("set-cookie").is_none(),
+        "no cookie when refused"
+    );
+
+    common::restore_sqlite_file(&backup, &file);
+    let restored = sign_in().await;
+    assert_eq!(restored.status, 200, "{}", restored.body);
 }

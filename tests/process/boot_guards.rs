@@ -262,46 +262,30 @@ async fn a_taken_port_is_one_clear_line() {
 #[tokio::test]
 async fn an_unusable_core_database_is_one_clear_line() {
     let harness = Harness::new();
-    // A directory where the database file should be.
-    let db = harness.path().join("not-a-file.sqlite");
-    std::fs::create_dir_all(&db).unwrap();
-    let db_text = db.display().to_string();
-    let (status, stderr) = harness
-        .boot_failure(
-            Role::StudioCore,
-            &[
-                ("DB_PATH", &db_text),
-                ("SASHA_DATA_GRPC_URL", "https://127.0.0.1:9"),
-            ],
-        )
-        .await;
-    assert_eq!(status.code(), Some(1), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(
-        stderr
-            .starts_with("sasha studio-core: cannot start: DB_PATH: cannot open the core database"),
-        "{stderr}"
-    );
-
-    // A file that is no SQLite database (damaged past its header).
+    // A directory where the database file should be, and a file that is no
+    // SQLite database (damaged past its header).
+    let directory = harness.path().join("not-a-file.sqlite");
+    std::fs::create_dir_all(&directory).unwrap();
     let garbage = harness.path().join("garbage.sqlite");
     std::fs::write(&garbage, vec![0x5A; 8192]).unwrap();
-    let garbage_text = garbage.display().to_string();
-    let (status, stderr) = harness
-        .boot_failure(
-            Role::StudioCore,
-            &[
-                ("DB_PATH", &garbage_text),
-                ("SASHA_DATA_GRPC_URL", "https://127.0.0.1:9"),
-            ],
-        )
-        .await;
-    assert_eq!(status.code(), Some(1), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(
-        stderr
-            .starts_with("sasha studio-core: cannot start: DB_PATH: cannot open the core database")
-            && stderr.contains("cannot be read"),
-        "{stderr}"
-    );
+    for (db, fragment) in [(directory, "cannot open"), (garbage, "cannot be read")] {
+        let db_text = db.display().to_string();
+        let (status, stderr) = harness
+            .boot_failure(
+                Role::StudioCore,
+                &[
+                    ("DB_PATH", &db_text),
+                    ("SASHA_DATA_GRPC_URL", "https://127.0.0.1:9"),
+                ],
+            )
+            .await;
+        assert_eq!(status.code(), Some(1), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.starts_with(
+                "sasha studio-core: cannot start: DB_PATH: cannot open the core database"
+            ) && stderr.contains(fragment),
+            "{stderr}"
+        );
+    }
 }

@@ -825,8 +825,6 @@ async fn a_read_only_data_root_refuses_writes_and_recovers_without_a_restart() {
 /// writes go on, with no restart of data-worker.
 #[tokio::test]
 async fn a_damaged_app_database_is_refused_and_a_restored_backup_serves_without_a_restart() {
-    use std::io::{Seek as _, SeekFrom, Write as _};
-
     let harness = Harness::new();
     let worker = harness.start(Role::DataWorker, &[]).await;
     let damaged = Client::new(&harness, worker.listener("grpc"));
@@ -846,38 +844,15 @@ async fn a_damaged_app_database_is_refused_and_a_restored_backup_serves_without_
         .unwrap();
 
     // The administrator's backup (one consistent copy, as `sasha backup`
-    // takes), then a write the backup does not hold.
+    // takes), then a write the backup does not hold, then the damage.
     let file = harness.path().join("apps/expense-log.sqlite");
     let backup = harness.path().join("expense-log.backup.sqlite");
-    let reader = rusqlite::Connection::open(&file).unwrap();
-    reader
-        .execute("VACUUM INTO ?1", [backup.display().to_string()])
-        .unwrap();
+    common::back_up_sqlite_file(&file, &backup);
     damaged
         .call("alice", "create", "categories", category("damaged", "c4"))
         .await
         .unwrap();
-
-    // Everything into the main file, then every page after the first
-    // overwritten on disk. The test's own connection commits one header
-    // change, so the worker's connections see the file has changed and read
-    // its pages again rather than trusting their caches.
-    reader
-        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-        .unwrap();
-    let page_size: i64 = reader
-        .query_row("PRAGMA page_size", [], |row| row.get(0))
-        .unwrap();
-    let length = std::fs::metadata(&file).unwrap().len();
-    let mut raw = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
-    raw.seek(SeekFrom::Start(page_size as u64)).unwrap();
-    raw.write_all(&vec![0xA5; (length - page_size as u64) as usize])
-        .unwrap();
-    raw.sync_all().unwrap();
-    drop(raw);
-    reader.pragma_update(None, "user_version", 7).unwrap();
-    reader.close().unwrap();
-
+    common::damage_sqlite_file(&file);
     let read = damaged
         .call("alice", "list", "categories", json!({}))
         .await
@@ -903,10 +878,7 @@ async fn a_damaged_app_database_is_refused_and_a_restored_backup_serves_without_
 
     // The administrator renames the backup into place (a new inode: a
     // connection still open on the damaged file would never see it).
-    for suffix in ["-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
-    }
-    std::fs::rename(&backup, &file).unwrap();
+    common::restore_sqlite_file(&backup, &file);
     let listed = damaged
         .call("alice", "list", "categories", json!({}))
         .await

@@ -103,19 +103,22 @@ impl Engine {
         columns: Option<&[String]>,
     ) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, AppError> {
         let slot = self.slot(app_id);
-        let result = self.read_on(&slot, app_id, contract, sql, params, columns);
+        let result = self.read_on(&slot, app_id, contract, |reader| {
+            let _deadline = DeadlineScope::new(&reader.guard, self.inner.deadline);
+            read_rows(&reader.conn, sql, params, columns)
+        });
         forget_if_damaged(&slot, result)
     }
 
-    fn read_on(
+    /// Runs `read` on one of `slot`'s readers (opening one, or having the
+    /// writer set the file up for `contract`, when needed).
+    fn read_on<R>(
         &self,
         slot: &Slot,
         app_id: &str,
         contract: &DataContract,
-        sql: &str,
-        params: &[rusqlite::types::Value],
-        columns: Option<&[String]>,
-    ) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, AppError> {
+        read: impl FnOnce(&Reader) -> Result<R, AppError>,
+    ) -> Result<R, AppError> {
         let reader = loop {
             match take_reader(&slot.readers, &contract.hash)? {
                 Taken::Reader(reader) => break reader,
@@ -136,10 +139,7 @@ impl Engine {
                 Taken::OtherContract => self.set_up_for(slot, app_id, contract)?,
             }
         };
-        let result = {
-            let _deadline = DeadlineScope::new(&reader.guard, self.inner.deadline);
-            read_rows(&reader.conn, sql, params, columns)
-        };
+        let result = read(&reader);
         slot.readers.give_back(reader);
         result
     }

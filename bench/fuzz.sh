@@ -4,7 +4,7 @@
 #
 #   bench/fuzz.sh [SECONDS] [TARGET...]     (default 600 s; every target)
 #
-# Targets: package, documents, grammar, paths, oauth, actions (see
+# Targets: package, formats, documents, grammar, paths, oauth, actions (see
 # fuzz/fuzz_targets/). The committed seeds in fuzz/corpus/<target> are read,
 # never written: the growing corpus, crash artifacts and logs live under
 # $CARGO_TARGET_DIR/fuzz/. A unit slower than 1 s counts as a timeout.
@@ -16,7 +16,7 @@ seconds="${1:-600}"
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-  targets=(package documents grammar paths oauth actions)
+  targets=(package formats documents grammar paths oauth actions)
 fi
 sanitizer="${SANITIZER:-address}"
 base="${CARGO_TARGET_DIR:-${HOME}/.cache/sasha-apps/target}/fuzz"

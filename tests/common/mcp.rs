@@ -308,7 +308,6 @@ pub fn structured(exchange: &Exchange) -> &Value {
     &result["structuredContent"]
 }
 
-/// The error envelope of a failed tool result.
 /// Creates through the sessionless input-request round trip, accepting.
 pub async fn confirmed_create(client: &mut Mcp, tool: &str, arguments: Value) -> Value {
     structured(&confirmed_call(client, tool, arguments).await).clone()
@@ -329,6 +328,7 @@ pub async fn confirmed_call(client: &mut Mcp, tool: &str, arguments: Value) -> E
         .await
 }
 
+/// The error envelope of a failed tool result.
 pub fn tool_error(exchange: &Exchange) -> &Value {
     let result = exchange.result();
     assert_eq!(result["isError"], true, "expected a tool error: {result}");

@@ -937,6 +937,95 @@ async fn a_stalled_data_worker_or_studio_core_is_a_retryable_timeout_and_recover
     assert_eq!(rows.as_array().unwrap().len(), 1, "resumed: {rows}");
 }
 
+/// Fault injection: data-worker, then studio-core, down (killed, nothing
+/// listening on its port) behind a running gateway. A write is the
+/// retryable `APP_NOT_READY` and stores nothing; a read while studio-core is
+/// down is the same 503. Each role started again on its port is used by the
+/// same gateway process on the next call, with no restart of the gateway:
+/// the write retried with its idempotency key lands once.
+#[tokio::test]
+async fn an_unreachable_data_worker_or_studio_core_is_retryable_and_recovers() {
+    let World {
+        harness,
+        backends,
+        store,
+        staff,
+        ..
+    } = World::start().await;
+    let common::Backends {
+        data,
+        core,
+        gateway,
+    } = backends;
+    let url = format!("http://{}/mcp", gateway.listener("http"));
+    let session = store.create_session(&staff.id).unwrap();
+    let mut page = Mcp::studio_page(&url, &session, "expense-log");
+    let create = "app__expense_log__categories__create";
+    let list = "app__expense_log__categories__list";
+    let travel = json!({"values": {"name": "Travel"}, "idempotencyKey": "unreachable-1"});
+    assert!(
+        structured(&page.call(list, json!({})).await)["rows"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    let data_address = data.listener("grpc");
+    data.stop().await;
+    let refused = page.call(create, travel.clone()).await;
+    let error = tool_error(&refused);
+    assert_eq!(error["code"], "APP_NOT_READY", "{error}");
+    assert_eq!(error["retryable"], true, "{error}");
+    let data = harness
+        .start(
+            sasha_service::Role::DataWorker,
+            &[("SASHA_DATA_GRPC_ADDR", data_address.to_string())],
+        )
+        .await;
+    let created = structured(&page.call(create, travel.clone()).await).clone();
+    let again = structured(&page.call(create, travel).await).clone();
+    assert_eq!(created["id"], again["id"], "the retry is not doubled");
+
+    let core_address = core.listener("grpc");
+    core.stop().await;
+    for name in [list, create] {
+        let refused = page
+            .call(
+                name,
+                json!({"values": {"name": "Rail"}, "idempotencyKey": "unreachable-2"}),
+            )
+            .await;
+        assert_eq!(refused.status, 503, "{name}: {:?}", refused.body);
+        assert_eq!(refused.body["code"], "APP_NOT_READY", "{:?}", refused.body);
+        assert_eq!(refused.body["retryable"], true, "{:?}", refused.body);
+    }
+    let _core = harness
+        .start(
+            sasha_service::Role::StudioCore,
+            &[
+                ("SASHA_CORE_GRPC_ADDR", core_address.to_string()),
+                (
+                    "SASHA_DATA_GRPC_URL",
+                    format!("https://{}", data.listener("grpc")),
+                ),
+            ],
+        )
+        .await;
+    let rows = structured(&page.call(list, json!({})).await)["rows"].clone();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    assert_eq!(rows[0]["id"], created["id"]);
+    let path = harness.path().join("apps/expense-log.sqlite");
+    let audited: i64 = rusqlite::Connection::open(path)
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM _sasha_audit WHERE operation = 'create'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(audited, 1, "one write, one audit row");
+}
+
 /// One HTTP/1.1 `POST /mcp` written by hand, so a test controls the framing
 /// (declared length or chunked) and still reads the answer when the gateway
 /// refuses before reading the body (the body is written by a separate task

@@ -22,6 +22,10 @@ pub mod auth;
 pub mod calls;
 pub mod catalogue;
 pub mod member;
+/// The model action arguments are checked against by the fuzz targets and a
+/// property test; never in a service build.
+#[cfg(any(test, feature = "oracle"))]
+pub mod oracle;
 pub mod platform;
 pub mod server;
 pub mod tools;

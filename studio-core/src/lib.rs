@@ -52,6 +52,10 @@ pub mod oauth_rules {
     pub use crate::oauth::params::{parse_params, redirect_matches, redirect_uri_problem};
     pub use crate::oauth::register::{Registration, registration};
 }
+/// Models the fuzz targets and property tests check the OAuth, path, id and
+/// upload-name rules against; never in a service build.
+#[cfg(any(test, feature = "oracle"))]
+pub mod oracle;
 mod package_dir;
 #[allow(
     clippy::result_large_err,

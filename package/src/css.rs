@@ -153,6 +153,7 @@ fn walk_tokens(text: &str, package: Option<Package<'_>>) -> (Vec<Finding>, Vec<C
         references: Vec::new(),
         package,
         too_deep: false,
+        lines: LineIndex::new(text),
     };
     walk.block(&mut parser, 0, false);
     (walk.findings, walk.references)
@@ -164,6 +165,10 @@ struct Walk<'a> {
     /// `None`: CSS inside an SVG file, where only `#fragment` URLs may stay.
     package: Option<Package<'a>>,
     too_deep: bool,
+    /// Lines as an editor and every other diagnostic count them (at `\n`):
+    /// cssparser also ends a line at a form feed or a lone `\r`, as CSS's
+    /// syntax does, which would point past the line a person sees.
+    lines: LineIndex,
 }
 
 impl Walk<'_> {
@@ -181,8 +186,7 @@ impl Walk<'_> {
         // An `@font-face` was seen and its block has not started yet.
         let mut pending_font_face = false;
         loop {
-            // cssparser counts lines from 0.
-            let line = parser.current_source_location().line.saturating_add(1);
+            let line = self.lines.line(parser.position().byte_index());
             let start = parser.position().byte_index();
             let token = match parser.next_including_whitespace_and_comments() {
                 Ok(token) => token.clone(),
@@ -350,7 +354,7 @@ impl Walk<'_> {
         if depth + 1 > MAX_CSS_DEPTH {
             if !self.too_deep {
                 self.too_deep = true;
-                let line = parser.current_source_location().line.saturating_add(1);
+                let line = self.lines.line(parser.position().byte_index());
                 self.push(
                     line,
                     "CSS_TOO_DEEP",
@@ -563,6 +567,22 @@ mod tests {
             .collect();
         assert_eq!(lines, [("CSS_URL", Some(3)), ("CSS_IMPORT", Some(4))]);
         assert!(diagnostics.iter().all(|d| d.file == "a.css"));
+    }
+
+    /// CSS ends a line at a form feed or a lone `\r` too; a diagnostic counts
+    /// lines at `\n` only, as an editor and every other check do (found by
+    /// the `formats` fuzz target: a two-line file was told of line 8).
+    #[test]
+    fn lines_count_only_line_feeds() {
+        let mut diagnostics = Diagnostics::new();
+        check_css(
+            "a.css",
+            "a {\x0c\x0c\r\r}\r\nb { background: url(//x) }\x0c@import 'y';",
+            &files(),
+            &mut diagnostics,
+        );
+        let lines: Vec<_> = diagnostics.iter().map(|d| d.line).collect();
+        assert_eq!(lines, [Some(2), Some(2)], "{diagnostics:?}");
     }
 
     #[test]

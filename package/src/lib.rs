@@ -19,5 +19,6 @@ pub mod source;
 pub mod sql;
 pub mod svg;
 pub mod validate;
+mod yaml;
 
 pub use diagnostics::{Diagnostic, Diagnostics};

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::yaml::YamlLines;
+
 pub use sasha_contract::data::{Access, TableDeclaration, WritePolicy};
 pub use sasha_contract::tools::tool_name;
 
@@ -155,16 +157,15 @@ pub fn parse_app_md(
     let manifest: Manifest = match parse_strict_yaml(yaml) {
         Ok(manifest) => manifest,
         Err(error) => {
-            let line = error.location().map(|location| {
-                u32::try_from(location.line())
-                    .unwrap_or(u32::MAX)
-                    .saturating_add(1)
-            });
+            // The front matter starts on the file's second line.
+            let line = YamlLines::new(yaml)
+                .error_line(&error)
+                .map(|line| line.saturating_add(1));
             diagnostics.push(
                 FILE,
                 line,
                 "MANIFEST_INVALID",
-                yaml_reason(&error.to_string()),
+                format!("the manifest is invalid: {}", crate::yaml::reason(&error)),
             );
             return None;
         }
@@ -233,16 +234,6 @@ pub fn parse_strict_yaml<T: serde::de::DeserializeOwned>(
         with_snippet: false,
     };
     serde_saphyr::from_str_with_options(text, options)
-}
-
-/// The first line of a YAML error, without the snippet the parser appends.
-pub fn yaml_reason(message: &str) -> String {
-    let first = message
-        .lines()
-        .next()
-        .unwrap_or("the manifest is not valid YAML");
-    let first = first.trim().trim_end_matches('.');
-    format!("the manifest is invalid: {first}")
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::MAX_DESCRIPTOR_BYTES;
+use crate::yaml::YamlLines;
 
 /// A YAML value with the 1-based line it starts on (0 when unknown).
 #[derive(Debug, Clone, PartialEq)]
@@ -177,18 +178,26 @@ fn yaml_options() -> serde_saphyr::Options {
 }
 
 pub(super) fn parse_yaml(text: &str) -> Result<Node, (Option<u32>, String)> {
-    serde_saphyr::from_str_with_options::<Node>(text, yaml_options()).map_err(|error| {
-        let line = error
-            .location()
-            .and_then(|location| u32::try_from(location.line()).ok())
-            .filter(|line| *line > 0);
-        let message = error.without_snippet().to_string();
-        let first = message
-            .lines()
-            .next()
-            .unwrap_or("invalid YAML")
-            .trim()
-            .trim_end_matches('.');
-        (line, first.to_owned())
-    })
+    let lines = YamlLines::new(text);
+    match serde_saphyr::from_str_with_options::<Node>(text, yaml_options()) {
+        Ok(mut root) => {
+            root.renumber(&lines);
+            Ok(root)
+        }
+        Err(error) => Err((lines.error_line(&error), crate::yaml::reason(&error))),
+    }
+}
+
+impl Node {
+    /// Gives every node the line a diagnostic names rather than YAML's.
+    fn renumber(&mut self, lines: &YamlLines) {
+        self.line = lines.line(self.line);
+        match &mut self.value {
+            Yaml::Sequence(items) => items.iter_mut().for_each(|item| item.renumber(lines)),
+            Yaml::Mapping(entries) => entries
+                .iter_mut()
+                .for_each(|(_, value)| value.renumber(lines)),
+            _ => {}
+        }
+    }
 }

@@ -31,8 +31,8 @@ impl YamlLines {
         }
         let mut line = 1u32;
         let mut lines = vec![line];
-        for at in 0..bytes.len() {
-            if bytes[at] == b'\n' {
+        for (at, &byte) in bytes.iter().enumerate() {
+            if byte == b'\n' {
                 line = line.saturating_add(1);
                 lines.push(line);
             } else if lone_cr(at) {

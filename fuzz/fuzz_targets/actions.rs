@@ -7,26 +7,11 @@
 
 #![no_main]
 
-use std::path::Path;
-use std::sync::OnceLock;
-
 use libfuzzer_sys::fuzz_target;
-use sasha_contract::actions::CompiledAction;
-
-/// The Time Sheet app's compiled actions, validated once.
-fn actions() -> &'static [CompiledAction] {
-    static ACTIONS: OnceLock<Vec<CompiledAction>> = OnceLock::new();
-    ACTIONS.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../apps/time-sheet-entry");
-        let validation = sasha_package::validate::validate_dir(&dir);
-        let package = validation.package.expect("the Time Sheet app is valid");
-        assert!(!package.actions.is_empty());
-        package.actions
-    })
-}
+use mcp_gateway::oracle::{check_action_arguments, time_sheet_actions};
 
 fuzz_target!(|input: &[u8]| {
     if let Ok(arguments) = serde_json::from_slice(input) {
-        mcp_gateway::oracle::check_action_arguments(actions(), &arguments);
+        check_action_arguments(time_sheet_actions(), &arguments);
     }
 });

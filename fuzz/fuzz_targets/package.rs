@@ -8,43 +8,23 @@
 
 #![no_main]
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use sasha_package::source::PackageSource;
+use sasha_package::Diagnostics;
+use sasha_package::source::{PackageSource, read_package};
 use sasha_package::validate::validate_source;
 
-/// The expense-log fixture, read once.
+/// The expense-log fixture, read once by the validator's own reader.
 fn base() -> &'static PackageSource {
     static BASE: OnceLock<PackageSource> = OnceLock::new();
     BASE.get_or_init(|| {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/packages/valid/expense-log");
-        let mut files = BTreeMap::new();
-        let mut stack = vec![dir.clone()];
-        while let Some(folder) = stack.pop() {
-            for entry in std::fs::read_dir(&folder).expect("the fixture") {
-                let path = entry.expect("a fixture entry").path();
-                if path.is_dir() {
-                    stack.push(path);
-                } else {
-                    let relative = path
-                        .strip_prefix(&dir)
-                        .unwrap()
-                        .to_string_lossy()
-                        .into_owned();
-                    files.insert(
-                        relative,
-                        std::fs::read_to_string(&path).expect("a text file"),
-                    );
-                }
-            }
-        }
-        PackageSource {
-            files,
-            binary: BTreeMap::new(),
-        }
+        let mut diagnostics = Diagnostics::new();
+        let source = read_package(&dir, &mut diagnostics);
+        assert!(diagnostics.is_empty(), "the fixture reads cleanly");
+        source
     })
 }
 

@@ -35,6 +35,20 @@ fn closed_keys_kept(schema: &Value, value: &Value) {
     }
 }
 
+/// The Time Sheet app's compiled actions (a create and a week-of
+/// aggregate), validated once: the actions both drivers use.
+pub fn time_sheet_actions() -> &'static [CompiledAction] {
+    static ACTIONS: OnceLock<Vec<CompiledAction>> = OnceLock::new();
+    ACTIONS.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../apps/time-sheet-entry");
+        let package = sasha_package::validate::validate_dir(&dir)
+            .package
+            .expect("the Time Sheet app is valid");
+        assert_eq!(package.actions.len(), 2);
+        package.actions
+    })
+}
+
 /// Runs `arguments` through every action of `actions` as an action call.
 pub fn check_action_arguments(actions: &[CompiledAction], arguments: &Value) {
     // Compiled once per process, as a gateway replica caches them.
@@ -69,21 +83,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
-
-    /// The Time Sheet app's compiled actions (a create and a week-of
-    /// aggregate), validated once.
-    fn actions() -> &'static [CompiledAction] {
-        static ACTIONS: OnceLock<Vec<CompiledAction>> = OnceLock::new();
-        ACTIONS.get_or_init(|| {
-            let dir =
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../apps/time-sheet-entry");
-            let package = sasha_package::validate::validate_dir(&dir)
-                .package
-                .expect("the Time Sheet app is valid");
-            assert_eq!(package.actions.len(), 2);
-            package.actions
-        })
-    }
 
     fn leaf() -> impl Strategy<Value = Value> {
         prop_oneof![
@@ -136,7 +135,7 @@ mod tests {
 
         #[test]
         fn action_arguments_are_refused_or_become_the_declared_request(arguments in arguments()) {
-            check_action_arguments(actions(), &arguments);
+            check_action_arguments(time_sheet_actions(), &arguments);
         }
     }
 
@@ -144,7 +143,7 @@ mod tests {
     /// requests, and a result with extra keys is cut to the declared ones.
     #[test]
     fn the_models_inputs_reach_both_actions() {
-        let [log, totals] = actions() else {
+        let [log, totals] = time_sheet_actions() else {
             unreachable!()
         };
         let validators = Validators::default();
@@ -160,6 +159,6 @@ mod tests {
         assert!(action_request(totals, input.as_object().unwrap(), "k").is_ok());
         let shaped = project(&totals.result_schema, json!({"groups": [], "extra": 1}));
         assert_eq!(shaped, json!({"groups": []}));
-        check_action_arguments(actions(), &input);
+        check_action_arguments(time_sheet_actions(), &input);
     }
 }

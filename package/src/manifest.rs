@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::yaml::YamlLines;
+use crate::yaml::YamlText;
 
 pub use sasha_contract::data::{Access, TableDeclaration, WritePolicy};
 pub use sasha_contract::tools::tool_name;
@@ -158,7 +158,7 @@ pub fn parse_app_md(
         Ok(manifest) => manifest,
         Err(error) => {
             // The front matter starts on the file's second line.
-            let line = YamlLines::new(yaml)
+            let line = YamlText::new(yaml)
                 .error_line(&error)
                 .map(|line| line.saturating_add(1));
             diagnostics.push(

@@ -1,10 +1,10 @@
 //! How a YAML parser's errors and lines read in a diagnostic, for the
 //! manifest's front matter and the action descriptors alike: the reason is
 //! the parser's own message without its position (the diagnostic carries
-//! the line, counted from the file's start) and without advice about the
-//! parser's options, and every line is counted as the rest of the package's
-//! diagnostics count them ([`crate::diagnostics::line_of`]: at `\n` only),
-//! where YAML also ends a line at a lone `\r`.
+//! the line) and without advice about the parser's options, and a line is
+//! found from the offset the parser reports by the package's one line rule
+//! ([`LineIndex`]: at `\n` only), not taken from the parser, which also
+//! ends a line at a lone `\r`.
 //!
 //! This module must never parse YAML itself: serde-saphyr does.
 
@@ -15,53 +15,45 @@ use serde_saphyr::{
     DefaultMessageFormatter, Error, Localizer, Location, MessageFormatter, SnippetMode,
 };
 
-/// YAML's line numbers of one text mapped to the lines a diagnostic names.
-pub(crate) struct YamlLines {
-    /// The diagnostic line of each YAML line, from YAML line 1; `None` when
-    /// the two agree (no lone `\r`), which is every ordinary file.
-    lines: Option<Vec<u32>>,
+use crate::html::LineIndex;
+
+/// One YAML text's places as the lines a diagnostic names.
+pub(crate) struct YamlText<'a> {
+    text: &'a str,
+    lines: LineIndex,
 }
 
-impl YamlLines {
-    pub(crate) fn new(text: &str) -> YamlLines {
-        let bytes = text.as_bytes();
-        let lone_cr = |at: usize| bytes[at] == b'\r' && bytes.get(at + 1) != Some(&b'\n');
-        if !(0..bytes.len()).any(lone_cr) {
-            return YamlLines { lines: None };
-        }
-        let mut line = 1u32;
-        let mut lines = vec![line];
-        for (at, &byte) in bytes.iter().enumerate() {
-            if byte == b'\n' {
-                line = line.saturating_add(1);
-                lines.push(line);
-            } else if lone_cr(at) {
-                lines.push(line);
-            }
-        }
-        YamlLines { lines: Some(lines) }
-    }
-
-    /// The diagnostic line of 1-based YAML line `yaml_line` (0 stays 0:
-    /// unknown); a line past the end is the last one.
-    pub(crate) fn line(&self, yaml_line: u32) -> u32 {
-        match (&self.lines, yaml_line) {
-            (None, _) | (_, 0) => yaml_line,
-            (Some(lines), n) => lines
-                .get(n as usize - 1)
-                .or(lines.last())
-                .copied()
-                .unwrap_or(n),
+impl<'a> YamlText<'a> {
+    pub(crate) fn new(text: &'a str) -> YamlText<'a> {
+        YamlText {
+            text,
+            lines: LineIndex::new(text),
         }
     }
 
-    /// The diagnostic line of a parse error, when the parser placed it.
+    /// The line of a place the parser reports (0: unknown). Values carry a
+    /// byte offset; the scanner's errors only a character offset.
+    pub(crate) fn line_at(&self, location: Location) -> u32 {
+        let span = location.span();
+        let byte = match span.byte_offset() {
+            Some(byte) => usize::try_from(byte).ok(),
+            None => usize::try_from(span.offset()).ok().and_then(|chars| {
+                self.text
+                    .char_indices()
+                    .map(|(byte, _)| byte)
+                    .chain([self.text.len()])
+                    .nth(chars)
+            }),
+        };
+        match byte {
+            Some(byte) => self.lines.line(byte),
+            None => u32::try_from(location.line()).unwrap_or(0),
+        }
+    }
+
+    /// The line of a parse error, when the parser placed it.
     pub(crate) fn error_line(&self, error: &Error) -> Option<u32> {
-        let location = error.location()?;
-        let line = u32::try_from(location.line())
-            .ok()
-            .filter(|line| *line > 0)?;
-        Some(self.line(line))
+        Some(self.line_at(error.location()?)).filter(|line| *line > 0)
     }
 }
 
@@ -120,21 +112,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lines_agree_without_a_lone_carriage_return() {
-        let lines = YamlLines::new("a: 1\r\nb: 2\n");
-        assert!(lines.lines.is_none());
-        assert_eq!(lines.line(2), 2);
-    }
-
-    #[test]
     fn a_lone_carriage_return_ends_a_yaml_line_but_not_a_diagnostic_line() {
-        let lines = YamlLines::new("a: 1\rb: 2\r\nc: 3\nd: [\r\r");
-        // YAML lines: "a: 1", "b: 2", "c: 3", "d: [", "", "".
-        assert_eq!(
-            (1..=7).map(|n| lines.line(n)).collect::<Vec<_>>(),
-            [1, 1, 2, 3, 3, 3, 3]
-        );
-        assert_eq!(lines.line(0), 0);
+        // A scanner error (a character offset) and a value (a byte offset),
+        // after a lone `\r` and a character of several bytes.
+        let text = "a: é\rb: {c\r\r\r";
+        let error = serde_saphyr::from_str::<serde_json::Value>(text).unwrap_err();
+        assert!(error.location().unwrap().line() > 1, "{error}");
+        assert_eq!(YamlText::new(text).error_line(&error), Some(1));
+        let text = "a: é\r\nb: 2\rc: [d\n";
+        let error = serde_saphyr::from_str::<serde_json::Value>(text).unwrap_err();
+        assert_eq!(YamlText::new(text).error_line(&error), Some(2), "{error}");
+        let text = "a: é\r\nb: 2\rc: 1\nc: 2\n";
+        let error = serde_saphyr::from_str_with_options::<serde_json::Value>(
+            text,
+            serde_saphyr::options! {duplicate_keys: serde_saphyr::DuplicateKeyPolicy::Error},
+        )
+        .unwrap_err();
+        assert!(error.location().unwrap().span().byte_offset().is_some());
+        assert_eq!(YamlText::new(text).error_line(&error), Some(3), "{error}");
     }
 
     #[test]
@@ -148,8 +143,5 @@ mod tests {
         let error = serde_saphyr::from_str::<serde_json::Value>("a: {b: 1\n").unwrap_err();
         let reason = reason(&error);
         assert!(!reason.contains("line") && !reason.is_empty(), "{reason}");
-        let lines = YamlLines::new("a: 1\rb: {c\r\r\r");
-        let error = serde_saphyr::from_str::<serde_json::Value>("a: 1\rb: {c\r\r\r").unwrap_err();
-        assert_eq!(lines.error_line(&error), Some(1), "{error}");
     }
 }

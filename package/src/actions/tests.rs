@@ -512,6 +512,49 @@ fn descriptor_shape_is_checked() {
     assert!(found[0].1.is_some(), "{found:#?}");
 }
 
+/// Each YAML limit is refused in words a package author can act on, never
+/// as the parser's option names or debug types, and at the line an editor
+/// shows (a lone `\r` ends a YAML line but not an editor's).
+#[test]
+fn yaml_limits_are_refused_plainly_at_the_editors_line() {
+    let valid = descriptor(INPUT, OPERATION, RESULT);
+    let deep = format!(
+        "{}description: {}x{}\n",
+        valid.replace("description: Probe\n", ""),
+        "[".repeat(41),
+        "]".repeat(41)
+    );
+    let cases = [
+        (
+            format!("{valid}---\n{valid}"),
+            "the descriptor is not valid YAML: only one YAML document is allowed",
+        ),
+        (
+            deep,
+            "the descriptor is not valid YAML: the YAML nests too deeply",
+        ),
+        (
+            format!("x: &a [1]\n{valid}"),
+            "the descriptor is not valid YAML: anchors and aliases (&name, *name) are not allowed; write each value out",
+        ),
+        (
+            format!("{valid}description: again\n"),
+            "the descriptor is not valid YAML: the key description appears twice in one mapping",
+        ),
+    ];
+    for (text, reason) in cases {
+        let found = check(&text);
+        assert_codes(&found, &["ACTION_YAML"], &text);
+        assert_eq!(found[0].3, reason, "{text}");
+    }
+    let found = check(&format!("# a\r# b\r{}handler: app.js\n", valid));
+    assert_codes(&found, &["ACTION_UNKNOWN_KEY"], "lone carriage returns");
+    assert_eq!(found[0].1, Some(5), "{found:#?}");
+    let found = check("# a\r# b\rdescription: [unclosed\n");
+    assert_codes(&found, &["ACTION_YAML"], "lone carriage returns");
+    assert_eq!(found[0].1, Some(1), "{found:#?}");
+}
+
 #[test]
 fn operations_are_exactly_one_supported_kind() {
     let cases = [

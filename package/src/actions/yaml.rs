@@ -8,13 +8,15 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::MAX_DESCRIPTOR_BYTES;
-use crate::yaml::YamlLines;
+use crate::yaml::YamlText;
 
 /// A YAML value with the 1-based line it starts on (0 when unknown).
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Node {
     pub(super) line: u32,
     pub(super) value: Yaml,
+    /// Where the parser saw it; `parse_yaml` turns this into `line`.
+    at: serde_saphyr::Location,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -31,10 +33,10 @@ pub(super) enum Yaml {
 impl<'de> Deserialize<'de> for Node {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Node, D::Error> {
         let spanned = serde_saphyr::Spanned::<Yaml>::deserialize(deserializer)?;
-        let line = u32::try_from(spanned.referenced.line()).unwrap_or(0);
         Ok(Node {
-            line,
+            line: 0,
             value: spanned.value,
+            at: spanned.referenced,
         })
     }
 }
@@ -178,10 +180,10 @@ fn yaml_options() -> serde_saphyr::Options {
 }
 
 pub(super) fn parse_yaml(text: &str) -> Result<Node, (Option<u32>, String)> {
-    let lines = YamlLines::new(text);
+    let lines = YamlText::new(text);
     match serde_saphyr::from_str_with_options::<Node>(text, yaml_options()) {
         Ok(mut root) => {
-            root.renumber(&lines);
+            root.number(&lines);
             Ok(root)
         }
         Err(error) => Err((lines.error_line(&error), crate::yaml::reason(&error))),
@@ -189,14 +191,14 @@ pub(super) fn parse_yaml(text: &str) -> Result<Node, (Option<u32>, String)> {
 }
 
 impl Node {
-    /// Gives every node the line a diagnostic names rather than YAML's.
-    fn renumber(&mut self, lines: &YamlLines) {
-        self.line = lines.line(self.line);
+    /// Gives every node the line a diagnostic names.
+    fn number(&mut self, lines: &YamlText) {
+        self.line = lines.line_at(self.at);
         match &mut self.value {
-            Yaml::Sequence(items) => items.iter_mut().for_each(|item| item.renumber(lines)),
+            Yaml::Sequence(items) => items.iter_mut().for_each(|item| item.number(lines)),
             Yaml::Mapping(entries) => entries
                 .iter_mut()
-                .for_each(|(_, value)| value.renumber(lines)),
+                .for_each(|(_, value)| value.number(lines)),
             _ => {}
         }
     }

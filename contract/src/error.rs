@@ -12,7 +12,8 @@ use http::StatusCode;
 use serde::Serialize;
 
 /// One code of the closed registry. The spec's Milestone 1 and 2 codes, plus
-/// `APP_UNAUTHENTICATED` and `APP_INTERNAL` (see ARCHITECTURE.md, "Errors").
+/// `APP_UNAUTHENTICATED` and `APP_INTERNAL` (see
+/// `docs/decisions/0007-errors-beyond-the-spec.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub enum ErrorCode {
     #[serde(rename = "APP_NOT_READY")]

@@ -666,7 +666,7 @@ fn main() {
     );
 
     // The drill: the backup restored into a fresh state folder, as the
-    // README's restore steps say, and the roles started on it.
+    // restore steps of docs/operating.md say, and the roles started on it.
     let Backup {
         folder,
         before,

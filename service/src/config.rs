@@ -55,7 +55,7 @@ impl ConfigError {
 }
 
 /// One documented environment variable. [`VARIABLES`] is the single list that
-/// `sasha serve --help` prints and the README's table is checked against.
+/// `sasha serve --help` prints and `docs/operating.md`'s table is checked against.
 #[derive(Debug, Clone, Copy)]
 pub struct Variable {
     pub name: &'static str,

@@ -56,7 +56,7 @@ const THROTTLE_HOUSEKEEPING_EVERY: u64 = 4_096;
 /// `X-Forwarded-For`, replacing whatever the client sent there
 /// ([`sasha_service::telemetry::forwarded_client`], the `client=` of the access
 /// log). studio-core's listener must be reachable only through that hop
-/// (README, "the one trusted hop"); a request without the header (a listener
+/// (`docs/operating.md`, "the one trusted hop"); a request without the header (a listener
 /// reached directly, as in tests) counts as the one address `-`. An IPv6
 /// address counts by its /64 network, which one host usually owns whole; an
 /// IPv4-mapped IPv6 address counts as the IPv4 address.

@@ -53,7 +53,7 @@ pub(crate) const MAX_TURNS_PER_USER: usize = 4;
 pub(crate) const MAX_TURNS: usize = 64;
 
 /// What the page is told when no provider is configured.
-const HOW_TO_CONFIGURE: &str = "The assistant needs a model: an administrator sets SASHA_CHAT_BASE_URL (an OpenAI-compatible API such as https://api.openai.com/v1 or a local Ollama at http://127.0.0.1:11434/v1) and SASHA_CHAT_MODEL, and SASHA_CHAT_API_KEY when the provider needs one; see the README.";
+const HOW_TO_CONFIGURE: &str = "The assistant needs a model: an administrator sets SASHA_CHAT_BASE_URL (an OpenAI-compatible API such as https://api.openai.com/v1 or a local Ollama at http://127.0.0.1:11434/v1) and SASHA_CHAT_MODEL, and SASHA_CHAT_API_KEY when the provider needs one; see docs/assistant.md.";
 
 /// The turns running and the confirmations waiting, in this process.
 #[derive(Debug)]

@@ -1,14 +1,15 @@
-//! The README's configuration and error tables must match the code: every
-//! variable with its default, every registry code with its status and
-//! retryability, and nothing the code does not have.
+//! The configuration and error tables of the operator's guide
+//! (`docs/operating.md`) must match the code: every variable with its
+//! default, every registry code with its status and retryability, and nothing
+//! the code does not have.
 
 use sasha_proto::ErrorCode;
 use sasha_service::config::VARIABLES;
 
 /// The table rows whose first cell is a code span of upper-case letters and
 /// underscores, split into trimmed cells.
-fn rows(readme: &str) -> Vec<Vec<String>> {
-    readme
+fn rows(guide: &str) -> Vec<Vec<String>> {
+    guide
         .lines()
         .filter(|line| line.starts_with("| `"))
         .map(|line| {
@@ -26,34 +27,37 @@ fn rows(readme: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn readme() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap()
+fn operating_guide() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/operating.md")).unwrap()
 }
 
 #[test]
 fn every_variable_is_documented_with_its_default() {
-    let readme = readme();
+    let guide = operating_guide();
     for variable in VARIABLES {
         let row = format!(
             "| `{}` | {} | `{}` |",
             variable.name, variable.roles, variable.default
         );
-        assert!(readme.contains(&row), "README lacks the row {row}");
+        assert!(
+            guide.contains(&row),
+            "docs/operating.md lacks the row {row}"
+        );
     }
-    let documented = rows(&readme)
+    let documented = rows(&guide)
         .iter()
         .filter(|cells| cells[2].parse::<u16>().is_err())
         .count();
     assert_eq!(
         documented,
         VARIABLES.len(),
-        "README documents variables the code does not read"
+        "docs/operating.md documents variables the code does not read"
     );
 }
 
 #[test]
 fn every_error_code_is_documented_with_its_status() {
-    let readme = readme();
+    let guide = operating_guide();
     for code in ErrorCode::ALL {
         let row = format!(
             "| `{}` | {} | {} |",
@@ -61,9 +65,12 @@ fn every_error_code_is_documented_with_its_status() {
             code.http_status().as_u16(),
             if code.retryable() { "yes" } else { "no" }
         );
-        assert!(readme.contains(&row), "README lacks the row {row}");
+        assert!(
+            guide.contains(&row),
+            "docs/operating.md lacks the row {row}"
+        );
     }
-    let documented = rows(&readme)
+    let documented = rows(&guide)
         .iter()
         .filter(|cells| cells[2].parse::<u16>().is_ok())
         .count();

@@ -9,7 +9,10 @@
 //! - no crate declares a dependency it does not use (`cargo machete`, which
 //!   `scripts/test.sh` installs);
 //! - a proto field carries JSON text only where the caller's own data is the
-//!   payload (the list below, each with its reason).
+//!   payload (the list below, each with its reason);
+//! - README.md and ARCHITECTURE.md stay within the size a newcomer reads in
+//!   one sitting, and every relative link in the project's documentation
+//!   resolves, to a file and, for `#fragment`, to a heading of it.
 //!
 //! What it must never do: pass by skipping a check it could not run.
 
@@ -238,4 +241,199 @@ fn proto_fields_carry_json_text_only_for_the_callers_own_data() {
         seen, listed,
         "JSON_FIELDS names exactly the fields that exist"
     );
+}
+
+/// Most lines README.md may have: what Sasha Apps is, the two commands that
+/// run and test it, and where everything else is (`docs/`).
+const README_MAX_LINES: usize = 400;
+
+/// Most bytes ARCHITECTURE.md may have (as `wc -c` counts): a map read in one
+/// sitting; decisions live in `docs/decisions/`, manuals in `docs/`.
+const ARCHITECTURE_MAX_BYTES: usize = 40_000;
+
+/// The Markdown whose relative links must resolve: the two root files and
+/// every tracked `.md` under these folders (app packages' `APP.md` files and
+/// test fixtures are app content, not documentation).
+const DOCUMENTATION: [&str; 5] = [
+    "docs/",
+    "deploy/",
+    "bench/",
+    "mcp-gateway/docs/",
+    "contract/docs/",
+];
+
+#[test]
+fn readme_and_architecture_stay_short() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines <= README_MAX_LINES,
+        "README.md has {lines} lines, more than {README_MAX_LINES}: move the detail into docs/ and link it"
+    );
+    let architecture = std::fs::read(root().join("ARCHITECTURE.md")).unwrap();
+    assert!(
+        architecture.len() <= ARCHITECTURE_MAX_BYTES,
+        "ARCHITECTURE.md has {} bytes, more than {ARCHITECTURE_MAX_BYTES}: move decisions into docs/decisions/ and detail into docs/ or the modules' headers",
+        architecture.len()
+    );
+}
+
+/// The lines of `markdown` outside fenced code blocks, with inline code spans
+/// blanked, so a link or heading shown as code is not read as one.
+fn prose_lines(markdown: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut lines = Vec::new();
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let mut prose = String::with_capacity(line.len());
+        let mut in_code = false;
+        for c in line.chars() {
+            if c == '`' {
+                in_code = !in_code;
+            } else if !in_code {
+                prose.push(c);
+            }
+        }
+        lines.push(prose);
+    }
+    lines
+}
+
+/// The fragment GitHub gives a heading: lower case, letters, digits, `-`
+/// and `_` kept, spaces turned into `-`, everything else dropped.
+fn heading_anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every heading fragment of `markdown` (its code spans count as text here,
+/// as they do for GitHub).
+fn anchors(markdown: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut found = Vec::new();
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced || !line.starts_with('#') {
+            continue;
+        }
+        let text = line.trim_start_matches('#');
+        if text.starts_with(' ') {
+            found.push(heading_anchor(text));
+        }
+    }
+    found
+}
+
+/// The targets of the inline links `[text](target)` in `markdown`'s prose.
+fn link_targets(markdown: &str) -> Vec<String> {
+    let mut targets = Vec::new();
+    for line in prose_lines(markdown) {
+        let mut rest = line.as_str();
+        while let Some(start) = rest.find("](") {
+            let after = &rest[start + 2..];
+            let Some(end) = after.find(')') else { break };
+            targets.push(after[..end].trim().to_owned());
+            rest = &after[end..];
+        }
+    }
+    targets
+}
+
+#[test]
+fn every_relative_link_in_the_documentation_resolves() {
+    let mut files: Vec<PathBuf> =
+        vec![PathBuf::from("README.md"), PathBuf::from("ARCHITECTURE.md")];
+    files.extend(tracked(".md").into_iter().filter(|path| {
+        DOCUMENTATION
+            .iter()
+            .any(|folder| path.to_string_lossy().starts_with(folder))
+    }));
+    assert!(
+        files.len() > 20,
+        "the documentation was read: {} files",
+        files.len()
+    );
+    let mut checked = 0;
+    let mut broken = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(root().join(file)).unwrap();
+        let folder = file.parent().unwrap_or(Path::new(""));
+        for target in link_targets(&text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            checked += 1;
+            let (path, fragment) = match target.split_once('#') {
+                Some((path, fragment)) => (path, Some(fragment)),
+                None => (target.as_str(), None),
+            };
+            let resolved = if path.is_empty() {
+                file.clone()
+            } else {
+                folder.join(path)
+            };
+            let on_disk = root().join(&resolved);
+            if !on_disk.exists() {
+                broken.push(format!(
+                    "{}: {target} (no {})",
+                    file.display(),
+                    resolved.display()
+                ));
+                continue;
+            }
+            let Some(fragment) = fragment else { continue };
+            let linked = std::fs::read_to_string(&on_disk).unwrap_or_default();
+            if !on_disk.is_file() || !anchors(&linked).iter().any(|anchor| anchor == fragment) {
+                broken.push(format!(
+                    "{}: {target} (no heading #{fragment})",
+                    file.display()
+                ));
+            }
+        }
+    }
+    assert!(checked > 50, "links were found: {checked}");
+    assert!(
+        broken.is_empty(),
+        "relative links that lead nowhere:\n{}",
+        broken.join("\n")
+    );
+}
+
+#[test]
+fn headings_become_the_fragments_github_links_to() {
+    for (heading, anchor) in [
+        (" What `sasha up` gives you", "what-sasha-up-gives-you"),
+        (
+            " TLS, cookies and the one trusted hop",
+            "tls-cookies-and-the-one-trusted-hop",
+        ),
+        (" Stopping: SIGTERM drains", "stopping-sigterm-drains"),
+        (" A script's token", "a-scripts-token"),
+        (
+            " Realm lockdown (catalogue B9)",
+            "realm-lockdown-catalogue-b9",
+        ),
+    ] {
+        assert_eq!(heading_anchor(heading), anchor, "{heading}");
+    }
+    let text = "# Title\n\n```sh\n# not a heading\n```\nSee [one](a.md#x) and `[code](b.md)`.\n";
+    assert_eq!(anchors(text), ["title"]);
+    assert_eq!(link_targets(text), ["a.md#x"]);
 }

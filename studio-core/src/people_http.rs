@@ -8,6 +8,11 @@
 //! session, never a bearer token: a model may hold a token, and neither
 //! people nor new credentials are a model's to make.
 //!
+//! The caller's admin role is checked here for a quick answer and again by
+//! the store inside the change's own transaction, which also refuses a
+//! change that would leave no admin who can sign in (409, `field:
+//! username`): two admins demoting each other at once leave one.
+//!
 //! What it must never do: let anyone change their own role, status or
 //! existence (another admin or the operator does), answer an invitation
 //! secret or a token number of someone else with anything but the hidden
@@ -78,7 +83,12 @@ fn refusal(error: StoreError) -> Response {
             (ErrorCode::InputInvalid, "scopes")
         }
         StoreError::InvalidTtl(_) => (ErrorCode::InputInvalid, "expiresInDays"),
-        StoreError::NotInvited | StoreError::UserDisabled => (ErrorCode::Conflict, "username"),
+        StoreError::NotInvited | StoreError::UserDisabled | StoreError::LastAdmin => {
+            (ErrorCode::Conflict, "username")
+        }
+        StoreError::NotAdmin => {
+            return AppError::new(ErrorCode::AccessDenied, error.to_string()).into_response();
+        }
         StoreError::UnknownUser | StoreError::UnknownToken => {
             return hidden_not_found().into_response();
         }
@@ -216,8 +226,9 @@ pub(crate) struct ChangeBody {
 #[utoipa::path(patch, path = "/api/users/{username}", params(("username" = String, Path)), request_body = ChangeBody, responses(
     (status = 200, description = "`{user, changed}`", body = Object),
     (status = 400, description = "neither or both of role and status, or an unknown status", body = ErrorEnvelope),
-    (status = 403, description = "not an admin, your own account, or not from the Studio origin", body = ErrorEnvelope),
-    (status = 404, description = "hidden: no such user", body = ErrorEnvelope)))]
+    (status = 403, description = "not an admin (read again in the change's transaction), your own account, or not from the Studio origin", body = ErrorEnvelope),
+    (status = 404, description = "hidden: no such user", body = ErrorEnvelope),
+    (status = 409, description = "it would leave no admin who can sign in (APP_CONFLICT, details.field = username)", body = ErrorEnvelope)))]
 pub(crate) async fn change(
     State(core): State<Arc<Core>>,
     Path(username): Path<String>,
@@ -283,8 +294,9 @@ pub(crate) async fn change(
 /// `DELETE /api/users/:username`: removes a person and ends their grants.
 #[utoipa::path(delete, path = "/api/users/{username}", params(("username" = String, Path)), responses(
     (status = 200, description = "`{removed: {userId, grantsRevoked, memberAppsOrphaned}}`", body = Object),
-    (status = 403, description = "not an admin, your own account, or not from the Studio origin", body = ErrorEnvelope),
-    (status = 404, description = "hidden: no such user", body = ErrorEnvelope)))]
+    (status = 403, description = "not an admin (read again in the change's transaction), your own account, or not from the Studio origin", body = ErrorEnvelope),
+    (status = 404, description = "hidden: no such user", body = ErrorEnvelope),
+    (status = 409, description = "it would leave no admin who can sign in (APP_CONFLICT, details.field = username)", body = ErrorEnvelope)))]
 pub(crate) async fn remove(
     State(core): State<Arc<Core>>,
     Path(username): Path<String>,

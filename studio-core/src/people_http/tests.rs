@@ -759,3 +759,85 @@ async fn links_sessions_and_tokens_end_when_their_time_is_up() {
         "the token lasted its 8 days"
     );
 }
+
+/// Many admins change each other at the same instant, each the next in a
+/// ring: demoting, disabling or removing. Each change is authorised by its
+/// request and decided again in its own transaction, so however they
+/// interleave at least one admin who can sign in remains, and every refused
+/// change is a refusal (403 no longer an admin, 409 the last admin, or the
+/// hidden 404 of a session that a disabling or removal just ended), never a
+/// fault.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn admins_changing_each_other_at_once_always_leave_an_admin() {
+    const ADMINS: usize = 12;
+    let changes: [(&str, Value); 3] = [
+        ("PATCH", json!({"role": "member"})),
+        ("PATCH", json!({"status": "disabled"})),
+        ("DELETE", Value::Null),
+    ];
+    for (method, body) in changes {
+        for round in 0..3 {
+            let world = World::new();
+            let mut admins = vec![world.admin.clone()];
+            for n in 1..ADMINS {
+                admins.push(
+                    world
+                        .store()
+                        .create_user(
+                            &format!("admin{n}"),
+                            crate::store::UserRole::Admin,
+                            PASSWORD,
+                        )
+                        .unwrap(),
+                );
+            }
+            let pages: Vec<_> = admins.iter().map(|admin| world.page(admin)).collect();
+            let requests = pages.iter().enumerate().map(|(n, page)| {
+                let target = &admins[(n + 1) % ADMINS].username;
+                let body = body.clone();
+                async move {
+                    page.call(method, &format!("/api/users/{target}"), body)
+                        .await
+                }
+            });
+            let answers = futures::future::join_all(requests).await;
+            let what = format!("{method} {body} round {round}");
+            for (status, answer) in &answers {
+                assert!(
+                    [
+                        StatusCode::OK,
+                        StatusCode::FORBIDDEN,
+                        StatusCode::CONFLICT,
+                        StatusCode::NOT_FOUND
+                    ]
+                    .contains(status),
+                    "{what}: {status} {answer}"
+                );
+                if *status == StatusCode::NOT_FOUND {
+                    assert_ne!(
+                        body,
+                        json!({"role": "member"}),
+                        "{what}: a demotion ends no session"
+                    );
+                }
+            }
+            let left: Vec<String> = world
+                .store()
+                .people()
+                .unwrap()
+                .into_iter()
+                .filter(|person| {
+                    person.user.role == crate::store::UserRole::Admin
+                        && !person.disabled
+                        && !person.invited
+                })
+                .map(|person| person.user.username)
+                .collect();
+            assert!(!left.is_empty(), "{what}: no admin is left; {answers:?}");
+            assert!(
+                answers.iter().any(|(status, _)| *status == StatusCode::OK),
+                "{what}: something was changed"
+            );
+        }
+    }
+}

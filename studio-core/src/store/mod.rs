@@ -436,6 +436,14 @@ pub enum StoreError {
     /// A renewed invitation for a disabled person.
     #[error("that user is disabled; enable them first")]
     UserDisabled,
+    /// A change of people by a user who, read in the change's own
+    /// transaction, is no longer an enabled admin.
+    #[error("only an admin changes who has an account, and you are no longer one")]
+    NotAdmin,
+    /// A role change, disabling or removal that would leave no enabled,
+    /// signed-up admin.
+    #[error("that would leave no admin who can sign in; make another person an admin first")]
+    LastAdmin,
     #[error("invalid token name: {0}")]
     InvalidTokenLabel(String),
     #[error("a token needs at least one scope")]

@@ -5,10 +5,19 @@
 //! revoked). Who may is the caller's decision (`sasha admin`, Studio's API);
 //! this module records, each change audited.
 //!
+//! Every change of people is one IMMEDIATE transaction that reads, inside
+//! it, what it decides on: the acting admin's own role (a user demoted a
+//! moment ago acts no more) and, for a role change, disabling or removal,
+//! how many admins who can sign in remain. So two admins demoting (or
+//! disabling, or removing) each other at the same instant leave one admin,
+//! never none: the second change sees the first.
+//!
 //! What it must never do: leave a disabled or removed person a way in (their
 //! sessions and tokens go in the same transaction, and sign-in refuses
-//! them), keep an invitation usable twice or after it expires, store a
-//! secret rather than its hash, or change anyone silently.
+//! them), leave the instance without an admin who can sign in, let a user
+//! who is no longer an admin change people, keep an invitation usable twice
+//! or after it expires, store a secret rather than its hash, or change
+//! anyone silently.
 
 use rusqlite::{OptionalExtension as _, TransactionBehavior};
 use serde::Serialize;
@@ -16,8 +25,8 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 
 use super::{
-    AppAccess, Scope, Store, StoreError, TokenKind, USER_COLUMNS, User, UserRole, action, audit,
-    insert_user, secrets, user_from_row, validate_password, validate_username,
+    ACTOR_OPERATOR, AppAccess, Scope, Store, StoreError, TokenKind, USER_COLUMNS, User, UserRole,
+    action, audit, insert_user, secrets, user_from_row, validate_password, validate_username,
 };
 
 /// An invitation link works for this long, once.
@@ -93,6 +102,53 @@ pub struct Removed {
     pub grants_revoked: usize,
     /// Member apps they wrote, which nobody can change from now on.
     pub member_apps_orphaned: usize,
+}
+
+/// Refuses unless `actor` may change people now, read inside `transaction`:
+/// the operator (`sasha admin`, with the state folder in hand), or a user
+/// who is still an enabled admin.
+fn require_acting_admin(
+    transaction: &rusqlite::Transaction<'_>,
+    actor: &str,
+) -> Result<(), StoreError> {
+    if actor == ACTOR_OPERATOR {
+        return Ok(());
+    }
+    let admin: Option<bool> = transaction
+        .query_row(
+            "SELECT role = ?2 AND disabled_at IS NULL FROM users WHERE id = ?1",
+            (actor, UserRole::Admin),
+            |row| row.get(0),
+        )
+        .optional()?;
+    match admin {
+        Some(true) => Ok(()),
+        _ => Err(StoreError::NotAdmin),
+    }
+}
+
+/// The admins who can act: enabled, and signed up (an invited admin without a
+/// password cannot sign in).
+fn acting_admins(transaction: &rusqlite::Transaction<'_>) -> Result<i64, StoreError> {
+    Ok(transaction.query_row(
+        "SELECT count(*) FROM users WHERE role = ?1 AND disabled_at IS NULL AND password_hash <> ''",
+        [UserRole::Admin],
+        |row| row.get(0),
+    )?)
+}
+
+/// Runs `change` in `transaction` and refuses it (the transaction is then
+/// dropped, so rolled back) when it took away the last admin who can act.
+fn keeping_an_admin<T>(
+    transaction: &rusqlite::Transaction<'_>,
+    change: impl FnOnce() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let before = acting_admins(transaction)?;
+    let changed = change()?;
+    if before > 0 && acting_admins(transaction)? == 0 {
+        return Err(StoreError::LastAdmin);
+    }
+    Ok(changed)
 }
 
 const TOKEN_COLUMNS: &str = "t.id, t.kind, t.scopes, t.created_at, t.expires_at,
@@ -179,6 +235,7 @@ impl Store {
         let now = self.now();
         let mut connection = self.connection();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        require_acting_admin(&transaction, actor)?;
         let user: User = transaction
             .query_row(
                 &format!("SELECT {USER_COLUMNS} FROM users u WHERE u.username = ?1"),
@@ -190,7 +247,10 @@ impl Store {
         if user.role == role {
             return Ok(false);
         }
-        transaction.execute("UPDATE users SET role = ?2 WHERE id = ?1", (&user.id, role))?;
+        keeping_an_admin(&transaction, || {
+            transaction.execute("UPDATE users SET role = ?2 WHERE id = ?1", (&user.id, role))?;
+            Ok(())
+        })?;
         audit(
             &transaction,
             now,
@@ -217,6 +277,7 @@ impl Store {
         let now = self.now();
         let mut connection = self.connection();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        require_acting_admin(&transaction, actor)?;
         let found: Option<(String, bool)> = transaction
             .query_row(
                 "SELECT id, disabled_at IS NOT NULL FROM users WHERE username = ?1",
@@ -228,10 +289,13 @@ impl Store {
         if was == disabled {
             return Ok(false);
         }
-        transaction.execute(
-            "UPDATE users SET disabled_at = ?2 WHERE id = ?1",
-            (&user_id, disabled.then_some(now)),
-        )?;
+        keeping_an_admin(&transaction, || {
+            transaction.execute(
+                "UPDATE users SET disabled_at = ?2 WHERE id = ?1",
+                (&user_id, disabled.then_some(now)),
+            )?;
+            Ok(())
+        })?;
         if disabled {
             transaction.execute("DELETE FROM sessions WHERE user_id = ?1", [&user_id])?;
             transaction.execute("DELETE FROM invitations WHERE user_id = ?1", [&user_id])?;
@@ -340,6 +404,7 @@ impl Store {
         };
         let mut connection = self.connection();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        require_acting_admin(&transaction, actor)?;
         insert_user(&transaction, &user, "")?;
         let (secret, expires_at) = insert_invitation(&transaction, now, &user.id, actor)?;
         audit(
@@ -366,6 +431,7 @@ impl Store {
         let now = self.now();
         let mut connection = self.connection();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        require_acting_admin(&transaction, actor)?;
         let found: Option<(User, bool, bool)> = transaction
             .query_row(
                 &format!(
@@ -484,6 +550,7 @@ impl Store {
         let now = self.now();
         let mut connection = self.connection();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        require_acting_admin(&transaction, actor)?;
         let user_id: String = transaction
             .query_row(
                 "SELECT id FROM users WHERE username = ?1",
@@ -513,7 +580,10 @@ impl Store {
             [&user_id],
         )?;
         // Everything else of theirs cascades from the row.
-        transaction.execute("DELETE FROM users WHERE id = ?1", [&user_id])?;
+        keeping_an_admin(&transaction, || {
+            transaction.execute("DELETE FROM users WHERE id = ?1", [&user_id])?;
+            Ok(())
+        })?;
         audit(
             &transaction,
             now,

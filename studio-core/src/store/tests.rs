@@ -1115,4 +1115,5 @@ fn a_held_write_lock_is_reported_as_busy_not_as_a_fault() {
 
 mod confirmations;
 mod oauth;
+mod people;
 mod suggestions;

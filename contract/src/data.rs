@@ -454,9 +454,32 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// Whether `text` is a sha256 as [`sha256_hex`] writes it: 64 lowercase hex
+/// digits (a revision, a tree hash, a draft's content hash).
+pub fn is_sha256_hex(text: &str) -> bool {
+    text.len() == 64
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sha256_is_64_lowercase_hex_digits() {
+        assert!(is_sha256_hex(&sha256_hex(b"x")));
+        for not in [
+            "",
+            "A".repeat(64).as_str(),
+            "g".repeat(64).as_str(),
+            "a".repeat(63).as_str(),
+            "a".repeat(65).as_str(),
+        ] {
+            assert!(!is_sha256_hex(not), "{not}");
+        }
+    }
 
     #[test]
     fn reserved_prefixes_match_in_any_case_and_never_split_a_character() {

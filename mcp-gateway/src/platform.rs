@@ -271,10 +271,10 @@ fn draft_tools() -> Vec<Value> {
         tool(
             PUBLISH_APP_DRAFT,
             "Publish your draft of a Sasha App",
-            "Make your draft of the app its live revision for every user: the draft's new migrations are applied to the live data in one transaction, then its files replace the live ones. The person is asked to approve first, shown the schema changes; without their approval nothing is published. expectedRevision is the draft's baseRevision (checkApp with draft: true shows it); publishing is refused when the live app changed since the draft began, when the draft does not validate, or when it would drop or edit an applied migration.",
+            "Make your draft of the app its live revision for every user: the draft's new migrations are applied to the live data in one transaction, then its files replace the live ones. The person is asked to approve first, shown the schema changes; without their approval nothing is published. expectedRevision is the draft's baseRevision and contentHash its contentHash, both as checkApp with draft: true shows them; publishing is refused when the live app changed since the draft began, when the draft changed since that check (check it again, and show the person what changed), when the draft does not validate, or when it would drop or edit an applied migration.",
             object(
-                json!({"app": app_property(), "expectedRevision": {"type": "string", "pattern": "^([0-9a-f]{64})?$", "description": "The draft's baseRevision: the live revision it began from."}}),
-                &["app", "expectedRevision"],
+                json!({"app": app_property(), "expectedRevision": {"type": "string", "pattern": "^([0-9a-f]{64})?$", "description": "The draft's baseRevision: the live revision it began from."}, "contentHash": {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "The draft's contentHash from the review you and the person looked at: only that exact draft is published."}}),
+                &["app", "expectedRevision", "contentHash"],
             ),
             false,
             true,
@@ -303,6 +303,7 @@ pub fn draft_request(
         PUBLISH_APP_DRAFT => Operation::Publish(pb::DraftPublishRequest {
             expected_revision: args["expectedRevision"].as_str()?.to_owned(),
             approval: approval as i32,
+            content_hash: args["contentHash"].as_str()?.to_owned(),
         }),
         DISCARD_APP_DRAFT => Operation::Discard(pb::DraftDiscardRequest {}),
         _ => return None,
@@ -767,9 +768,10 @@ fn draft_lines(draft: &pb::DraftInfo, status: &pb::PackageStatus, lines: &mut Ve
         lines.push("The live app changed since this draft began: it cannot be published; discard it and start again.".to_owned());
     } else if status.ok {
         lines.push(format!(
-            "The draft validates (revision {}). It is not live: the person can preview it in Studio; publishAppDraft with expectedRevision {:?} makes it live after they approve.",
+            "The draft validates (revision {}). It is not live: the person can preview it in Studio; publishAppDraft with expectedRevision {:?} and contentHash {:?} makes it live after they approve.",
             status.revision.as_deref().unwrap_or(""),
-            draft.base_revision
+            draft.base_revision,
+            draft.content_hash
         ));
     } else {
         lines.push(format!(
@@ -918,7 +920,7 @@ mod tests {
                 "{role} {scopes:?}"
             );
         }
-        let args = json!({"app": "notes", "expectedRevision": "a".repeat(64)});
+        let args = json!({"app": "notes", "expectedRevision": "a".repeat(64), "contentHash": "c".repeat(64)});
         let request = draft_request(
             PUBLISH_APP_DRAFT,
             &writer.principal,
@@ -933,6 +935,7 @@ mod tests {
                 pb::DraftPublishRequest {
                     expected_revision: "a".repeat(64),
                     approval: pb::DraftApproval::Unspecified as i32,
+                    content_hash: "c".repeat(64),
                 }
             ))
         );
@@ -976,6 +979,7 @@ mod tests {
             preview_id: "p".into(),
             base_revision: "r1".into(),
             live_revision: "r1".into(),
+            content_hash: "d".repeat(64),
             changes: vec![pb::HistoryFileChange {
                 path: "app.js".into(),
                 change: "changed".into(),
@@ -998,8 +1002,16 @@ mod tests {
         let text = source_text("checkApp", &reply);
         assert!(text.contains("Draft changed app.js."), "{text}");
         assert!(text.contains("It is not live"), "{text}");
+        assert!(
+            text.contains(&format!("contentHash {:?}", "d".repeat(64))),
+            "the model is told what to publish: {text}"
+        );
         assert!(!text.contains("its live revision is"), "{text}");
         assert_eq!(source_json(&reply).unwrap()["draft"]["baseRevision"], "r1");
+        assert_eq!(
+            source_json(&reply).unwrap()["draft"]["contentHash"],
+            "d".repeat(64)
+        );
         let stale = pb::SourceFilesReply {
             draft: Some(pb::DraftInfo {
                 live_revision: "r9".into(),

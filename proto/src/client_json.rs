@@ -115,8 +115,9 @@ fn diagnostics(list: &[pb::Diagnostic]) -> Value {
 }
 
 /// One app's draft: where it began, whether it validates, which files differ
-/// from the live app (with unified diffs when asked for), and what publishing
-/// would change besides files.
+/// from the live app (with unified diffs when asked for), what publishing
+/// would change besides files, and the content hash that names this exact
+/// state (publishing carries it back).
 pub fn draft(info: &pb::DraftInfo) -> Value {
     let changes: Vec<Value> = info
         .changes
@@ -160,6 +161,7 @@ pub fn draft(info: &pb::DraftInfo) -> Value {
         "previewId": info.preview_id,
         "baseRevision": info.base_revision,
         "liveRevision": info.live_revision,
+        "contentHash": info.content_hash,
         "stale": info.base_revision != info.live_revision,
         "status": status(&info.status.clone().unwrap_or_default()),
         "createdBy": info.created_by,

@@ -15,7 +15,11 @@
 //! approved it (Studio's Draft page, or an elicitation the MCP host answered;
 //! `APP_CONFIRMATION_REQUIRED` otherwise), unless the live revision is still
 //! the one the draft began from and the caller expected (`APP_CONFLICT`,
-//! diagnostic `DRAFT_BASE_MOVED`), unless the draft validates, and unless it
+//! diagnostic `DRAFT_BASE_MOVED`), unless the draft's files are still the
+//! ones reviewed (the review's [`content_hash`], carried back by every
+//! publication; `APP_CONFLICT`, `details.cause = "DRAFT_CHANGED"`, so a
+//! change made after the review is never published unseen), unless the
+//! draft validates, and unless it
 //! keeps every applied migration (`APP_SCHEMA_INCOMPATIBLE`). A draft that
 //! widens who reads rows that exist needs an admin. The draft's pending
 //! migrations are applied to the live data in one transaction first
@@ -114,19 +118,47 @@ async fn contents(core: &Arc<Core>, app_id: &str) -> Result<Vec<(DraftFile, Vec<
     blocking(move || store.draft_contents(&app)).await
 }
 
-/// The draft's files validated (cached by their content addresses).
+/// The content hash of a draft's files: sha256 hex over each file's path and
+/// the sha256 of its bytes (`path NUL sha256 LF`, no path holds either), in
+/// path order. It names one exact state of the draft: the review carries it
+/// (`DraftInfo.content_hash`), publication must carry it back, and the
+/// validation cache is keyed by it.
+pub(crate) fn content_hash(files: &[(DraftFile, Vec<u8>)]) -> String {
+    let mut listed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(file, _)| (file.path.as_str(), file.sha256.as_str()))
+        .collect();
+    listed.sort_unstable();
+    sasha_contract::data::sha256_hex(
+        listed
+            .into_iter()
+            .map(|(path, sha256)| format!("{path}\0{sha256}\n"))
+            .collect::<String>()
+            .as_bytes(),
+    )
+}
+
+/// The refusal of a publication whose draft is not the one reviewed.
+fn draft_changed(reviewed: &str, now: &str) -> AppError {
+    AppError::new(
+        ErrorCode::Conflict,
+        "the draft changed since you reviewed it; nothing was published. Review it again \
+         (its changes are shown as they are now) and publish what you reviewed",
+    )
+    .with_details(json!({
+        "cause": "DRAFT_CHANGED",
+        "contentHash": now,
+        "reviewedContentHash": reviewed,
+    }))
+}
+
+/// The draft's files validated (cached by their content hash).
 pub(crate) async fn validated(
     core: &Arc<Core>,
     app_id: &str,
 ) -> Result<(Vec<(DraftFile, Vec<u8>)>, Arc<Validated>), AppError> {
     let files = contents(core, app_id).await?;
-    let fingerprint = sasha_contract::data::sha256_hex(
-        files
-            .iter()
-            .map(|(file, _)| format!("{}\0{}\n", file.path, file.sha256))
-            .collect::<String>()
-            .as_bytes(),
-    );
+    let fingerprint = content_hash(&files);
     if let Some((known, validated)) = core
         .drafts
         .0
@@ -446,6 +478,7 @@ pub(crate) async fn info(
 ) -> Result<pb::DraftInfo, AppError> {
     let app_id = draft.app_id.as_str();
     let (files, validated) = validated(core, app_id).await?;
+    let content_hash = content_hash(&files);
     let (live_package, live_revision) = live(core, app_id);
     let draft_revision = validated
         .package
@@ -489,6 +522,7 @@ pub(crate) async fn info(
         updated_at: draft.updated_at,
         changes,
         review,
+        content_hash,
     })
 }
 
@@ -827,14 +861,29 @@ pub(crate) fn table_changes(
 /// Serialises publications and discards in this process: a draft ends once.
 static ENDING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// What a publication names: the live revision the draft began from and the
+/// content hash of the draft the person reviewed.
+pub(crate) struct Reviewed<'a> {
+    pub(crate) expected_revision: &'a str,
+    pub(crate) content_hash: &'a str,
+}
+
 /// Publishes the app's draft; see the module comment for every refusal.
 pub(crate) async fn publish(
     core: &Arc<Core>,
     principal: &pb::Principal,
     app_id: &str,
-    expected: &str,
+    reviewed: Reviewed<'_>,
     approval: Option<Approval>,
 ) -> Result<pb::DraftPublished, AppError> {
+    let expected = reviewed.expected_revision;
+    if !sasha_contract::data::is_sha256_hex(reviewed.content_hash) {
+        return Err(invalid(
+            "contentHash is required: the contentHash of the draft you reviewed \
+             (checkApp with draft: true, or the Draft page, shows it)",
+        )
+        .with_details(json!({"field": "contentHash"})));
+    }
     let _ending = ENDING.lock().await;
     let draft = draft_of(core, app_id)
         .await?
@@ -864,7 +913,14 @@ pub(crate) async fn publish(
             })),
         );
     }
+    // The files read here are the ones published: the hash is checked on
+    // exactly these bytes, so an edit after the review never goes live
+    // unseen (and one landing after this read stays out of the swap).
     let (files, validated) = validated(core, app_id).await?;
+    let now = content_hash(&files);
+    if now != reviewed.content_hash {
+        return Err(draft_changed(reviewed.content_hash, &now));
+    }
     let Some(package) = validated.package.clone() else {
         return Err(invalid(
             "the draft does not validate; fix its diagnostics (checkApp with draft: true) before publishing",
@@ -1102,7 +1158,10 @@ pub(crate) async fn rpc(
                     core,
                     principal,
                     app_id,
-                    &publish_request.expected_revision,
+                    Reviewed {
+                        expected_revision: &publish_request.expected_revision,
+                        content_hash: &publish_request.content_hash,
+                    },
                     approval,
                 )
                 .await?,

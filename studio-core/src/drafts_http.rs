@@ -24,7 +24,7 @@ use utoipa::ToSchema;
 
 use crate::Core;
 use crate::api::{ResourceResponse, no_store, parse_body, same_origin_json};
-use crate::drafts::Approval;
+use crate::drafts::{Approval, Reviewed};
 
 /// The source tools' access rule for `app_id` (an id that is not one is the
 /// hidden 404).
@@ -57,7 +57,7 @@ fn answer(reply: Result<pb::DraftReply, AppError>, status: StatusCode) -> Respon
 
 /// `GET /api/apps/:appId/draft`: the app's draft with its review.
 #[utoipa::path(get, path = "/api/apps/{appId}/draft", params(("appId" = String, Path)), responses(
-    (status = 200, description = "`{app, draft: {previewId, baseRevision, liveRevision, stale, status, createdBy, createdAt, updatedAt, changes, review}}`, as checkApp with draft: true answers; Cache-Control: no-store", body = Object),
+    (status = 200, description = "`{app, draft: {previewId, baseRevision, liveRevision, contentHash, stale, status, createdBy, createdAt, updatedAt, changes, review}}`, as checkApp with draft: true answers (contentHash names this exact state; publishing sends it back); Cache-Control: no-store", body = Object),
     (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
     (status = 403, description = "not admin or staff with manage on the app, no apps:write, or an unknown app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
     (status = 404, description = "no draft (APP_RECORD_NOT_FOUND, details.cause = DRAFT_NOT_FOUND), or a credential that does not resolve", body = crate::api::ErrorEnvelope)))]
@@ -197,17 +197,21 @@ pub(crate) async fn resource(
 pub(crate) struct PublishBody {
     /// The live revision the draft began from (the draft's `baseRevision`).
     expected_revision: String,
+    /// The `contentHash` of the draft as the person reviewed it: a draft
+    /// changed since is refused (409, `details.cause = "DRAFT_CHANGED"`).
+    content_hash: String,
 }
 
-/// `POST /api/apps/:appId/draft/publish` with `{expectedRevision}`: the
-/// signed-in person approves and publishes the draft.
+/// `POST /api/apps/:appId/draft/publish` with `{expectedRevision,
+/// contentHash}`: the signed-in person approves and publishes the draft they
+/// reviewed.
 #[utoipa::path(post, path = "/api/apps/{appId}/draft/publish", params(("appId" = String, Path)), request_body = PublishBody, responses(
     (status = 200, description = "`{app, published: {revision, previousRevision, migrationsApplied, status}}`", body = Object),
-    (status = 400, description = "the draft does not validate (APP_INPUT_INVALID, details.diagnostics), or an unknown field", body = crate::api::ErrorEnvelope),
+    (status = 400, description = "the draft does not validate (APP_INPUT_INVALID, details.diagnostics), a contentHash that is not a sha256, or an unknown or missing field", body = crate::api::ErrorEnvelope),
     (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
     (status = 403, description = "not from the Studio origin, not admin or staff with manage, or a widening of reads that only an admin may publish (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
     (status = 404, description = "no draft, or a credential that is not a browser session", body = crate::api::ErrorEnvelope),
-    (status = 409, description = "the live app moved since the draft began (APP_CONFLICT, diagnostic DRAFT_BASE_MOVED)", body = crate::api::ErrorEnvelope),
+    (status = 409, description = "the live app moved since the draft began (APP_CONFLICT, diagnostic DRAFT_BASE_MOVED), or the draft changed since it was reviewed (APP_CONFLICT, details.cause = DRAFT_CHANGED)", body = crate::api::ErrorEnvelope),
     (status = 503, description = "the draft drops or edits an applied migration (APP_SCHEMA_INCOMPATIBLE), or data-worker is unreachable", body = crate::api::ErrorEnvelope)))]
 pub(crate) async fn publish(
     State(core): State<Arc<Core>>,
@@ -231,7 +235,10 @@ pub(crate) async fn publish(
         &core,
         &principal,
         &app_id,
-        &body.expected_revision,
+        Reviewed {
+            expected_revision: &body.expected_revision,
+            content_hash: &body.content_hash,
+        },
         Some(Approval::Studio),
     )
     .await;

@@ -87,11 +87,7 @@ fn internal<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> AppEr
 
 /// A revision as the tools take it: 64 lowercase hex digits.
 fn revision_argument(value: &str, name: &str) -> Result<String, AppError> {
-    if value.len() == 64
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    {
+    if sasha_contract::data::is_sha256_hex(value) {
         Ok(value.to_owned())
     } else {
         Err(invalid(format!(

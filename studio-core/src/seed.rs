@@ -421,10 +421,7 @@ fn is_app_id(id: &str) -> bool {
 }
 
 fn is_tree_hash(hash: &str) -> bool {
-    hash.len() == 64
-        && hash
-            .chars()
-            .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+    sasha_contract::data::is_sha256_hex(hash)
 }
 
 /// What is on disk at one place.

@@ -280,14 +280,16 @@ export function draftResource(appId) {
 }
 
 /**
- * `POST /api/apps/:id/draft/publish` with `{expectedRevision}` (the draft's
- * `baseRevision`): `{app, published: {revision, previousRevision,
- * migrationsApplied, status}}`. Refusals: `APP_CONFLICT` (the live app moved;
- * `details.diagnostics`), `APP_ACCESS_DENIED`, `APP_INPUT_INVALID`,
- * `APP_MIGRATION_FAILED`.
+ * `POST /api/apps/:id/draft/publish` with `{expectedRevision, contentHash}`
+ * (the draft's `baseRevision` and the `contentHash` of the draft as the
+ * person reviewed it): `{app, published: {revision, previousRevision,
+ * migrationsApplied, status}}`. Refusals: `APP_CONFLICT` (the live app moved,
+ * `details.diagnostics`; or the draft changed since that review,
+ * `details.cause = "DRAFT_CHANGED"`), `APP_ACCESS_DENIED`,
+ * `APP_INPUT_INVALID`, `APP_MIGRATION_FAILED`.
  */
-export function publishDraft(appId, expectedRevision) {
-  return request("POST", `/api/apps/${segment(appId)}/draft/publish`, { expectedRevision });
+export function publishDraft(appId, expectedRevision, contentHash) {
+  return request("POST", `/api/apps/${segment(appId)}/draft/publish`, { expectedRevision, contentHash });
 }
 
 /** `DELETE /api/apps/:id/draft`: `{app, discarded: true}`. */

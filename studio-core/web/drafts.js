@@ -12,7 +12,10 @@
 // every /mcp call carries `Sasha-Preview` and works on a scratch copy of the
 // data. "Publish…" and "Discard draft…" ask again in the panel; publishing
 // posts the draft's `baseRevision` as `expectedRevision`, so a change made to
-// the live app meanwhile is refused, not overwritten.
+// the live app meanwhile is refused, not overwritten, and the `contentHash` of
+// the draft shown, so a change made to the draft after this page drew it (by
+// an assistant or another person) is refused, not published unseen: the page
+// then shows the draft as it is now to review again.
 
 import * as api from "./api.js";
 import { errorText, h, replaceChildren } from "./dom.js";
@@ -486,10 +489,11 @@ export function draftPanel({
       await closePreview();
       let answer;
       try {
-        answer = await api.publishDraft(app.id, shown.baseRevision);
+        answer = await api.publishDraft(app.id, shown.baseRevision, shown.contentHash);
       } catch (error) {
         fail(error);
-        // The draft may have gone stale meanwhile: show it as it is now.
+        // The draft may have gone stale or changed meanwhile: show it as it
+        // is now, to review again.
         await load(true);
         return;
       }
@@ -514,7 +518,7 @@ export function draftPanel({
       tables.length > 0 ? h("p", { text: "The schema changes:" }) : null,
       tables.length > 0 ? h("ul", { class: "draft-tables" }, tableItems(tables)) : null,
       readWideningWarning(review),
-      h("p", { class: "hint", text: "Rows made in the preview are not published. If the live app changed since the draft began, publishing is refused." }),
+      h("p", { class: "hint", text: "Rows made in the preview are not published. If the live app changed since the draft began, or the draft changed since this page showed it, publishing is refused." }),
       h("div", { class: "form-actions" }, yes, no),
     );
     yes.focus();

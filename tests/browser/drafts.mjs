@@ -12,9 +12,13 @@
 //     draft's "Now with notes" and a row added there carries the draft's new
 //     column; Close preview removes it;
 //  4. "Publish…" asks in the panel (the migration repeated, live for every
-//     user); Cancel leaves everything; confirming publishes and names the
-//     revision; the live app then shows the draft's UI without the preview's
-//     row;
+//     user); Cancel leaves everything; while the question is open another
+//     session changes the draft (the Rust side, after the `reviewed`
+//     handshake), and confirming is refused ("the draft changed since you
+//     reviewed it"), nothing published, the late change drawn for review
+//     (the `refused` handshake lets the Rust side check the live app);
+//     confirming again publishes and names the revision; the live app then
+//     shows the draft's UI without the preview's row;
 //  5. the draft is gone after publishing ("No draft", "Start a draft"); a new
 //     one is started and discarded after the in-panel confirmation;
 //  6. no horizontal overflow at 375 px; screenshots of each step at 1440 and
@@ -25,7 +29,7 @@
 
 import fs from "node:fs";
 
-import { Checks, env, launchChromium, runAndClose } from "./harness.mjs";
+import { Checks, env, handshake, launchChromium, runAndClose } from "./harness.mjs";
 import { fitsNarrow, innerFrame, newStudioPage, outerFrame, screenshots, signIn } from "./studio-page.mjs";
 
 const started = Date.now();
@@ -129,6 +133,30 @@ async function run() {
   await confirm.getByRole("button", { name: "Cancel" }).click();
   checks.equal(await confirm.getByRole("button").count(), 0, "Cancel closes the confirmation");
   checks.ok(await panel.getByRole("button", { name: "Publish…" }).isEnabled(), "and nothing changed");
+
+  // --- 4a. The draft changes after the review: Publish is refused -----------
+  await panel.getByRole("button", { name: "Publish…" }).click();
+  await confirm.getByRole("button", { name: "Yes, publish" }).waitFor();
+  // Another session changes the draft while the person reads the question.
+  const edited = await handshake({ step: "reviewed" });
+  checks.ok(edited && typeof edited.lateLine === "string", "the Rust side changed the draft", JSON.stringify(edited));
+  await confirm.getByRole("button", { name: "Yes, publish" }).click();
+  const alert = panel.locator(".draft-alert");
+  await alert.getByText(/The draft changed since you reviewed it/).waitFor({ timeout: 30_000 });
+  checks.ok((await alert.textContent()).includes("APP_CONFLICT"), "the refusal is a conflict, named", await alert.textContent());
+  checks.equal(await panel.locator(".draft-done").count(), 0, "nothing was published");
+  // The page shows the draft as it is now, with the change nobody reviewed.
+  const lateScript = files.locator('.draft-file[data-path="app.js"]');
+  const lateDiff = lateScript.getByLabel("Changes to app.js");
+  if (!(await lateDiff.isVisible())) {
+    await lateScript.locator("summary").click();
+  }
+  await lateDiff.getByText(edited.lateLine, { exact: false }).waitFor({ timeout: 20_000 });
+  checks.ok(true, "the review is drawn again with the late change to read");
+  await screenshot(page, "draft-changed", alert);
+  await handshake({ step: "refused" });
+
+  // Reviewed again, the draft as it is now is published.
   await panel.getByRole("button", { name: "Publish…" }).click();
   await confirm.getByRole("button", { name: "Yes, publish" }).click();
   const done = panel.locator(".draft-done");

@@ -16,7 +16,8 @@
 //!     check validates. The page opens the Draft page from the card's link
 //!     and previews the draft;
 //!  f. "Looks good, publish it": `publishAppDraft` with the expectedRevision
-//!     the fixed write's answer named → a card listing the files changed →
+//!     and contentHash the fixed write's answer named → a card listing the
+//!     files changed with their diffs →
 //!     Approve → published; the live app shows the new heading;
 //!  d. "Log a coffee": the new app's table tool creates a row → a card with
 //!     the row → Approve → the row exists (the model reads it back and
@@ -175,14 +176,15 @@ async fn the_assistant_builds_an_app_and_uses_it_with_every_change_approved() {
         // f. Publication, after the person previewed the draft and approves.
         Step::Made(Arc::new(|request: &Value| {
             let results = tool_results(request);
-            match results
-                .iter()
-                .rev()
-                .find_map(|text| hex_after(text, "publishAppDraft with expectedRevision \""))
-            {
-                Some(revision) => calls(vec![(
+            match results.iter().rev().find_map(|text| {
+                Some((
+                    hex_after(text, "publishAppDraft with expectedRevision \"")?,
+                    hex_after(text, "and contentHash \"")?,
+                ))
+            }) {
+                Some((revision, content_hash)) => calls(vec![(
                     "publishAppDraft",
-                    json!({"app": APP, "expectedRevision": revision}),
+                    json!({"app": APP, "expectedRevision": revision, "contentHash": content_hash}),
                 )]),
                 None => confused("find the draft's revision", &results.join("\n")),
             }

@@ -7,10 +7,13 @@
 //! "Now with notes" and stores a note with each item. Then runs
 //! `tests/browser/drafts.mjs` (the admin opens Draft, reviews the changes and
 //! the schema review, previews the draft and adds a row there, closes the
-//! preview, publishes after the in-panel confirmation, and opens the live app).
-//! Then checks that the package on disk is the draft's (the migration
-//! included), the live data has the new column but not the row made in the
-//! preview, and the app's current revision moved.
+//! preview, and is asked to publish; then this test, another session, adds a
+//! line to the draft's app.js, the admin's Publish is refused as "the draft
+//! changed since you reviewed it" and this test checks nothing went live;
+//! the admin publishes the draft as drawn again, and opens the live app).
+//! Then checks that the package on disk is the draft's (the migration and the
+//! late line included), the live data has the new column but not the row
+//! made in the preview, and the app's current revision moved.
 //! Screenshots go to `$CARGO_TARGET_DIR/browser-artifacts/drafts/`.
 //!
 //! `scripts/test.sh` installs Chromium and the npm packages; without them this
@@ -32,6 +35,11 @@ const APP: &str = "field-notes";
 const PREVIEW_ROW: &str = "Preview-only fence post";
 
 const MIGRATION: &str = "ALTER TABLE items ADD COLUMN note TEXT;\n";
+/// The line another session adds to the draft's app.js after the person
+/// reviewed it.
+const LATE_LINE: &str = "// changed after the review";
+/// Lines the script may print (screenshots) before each handshake.
+const HANDSHAKE_PREAMBLE: usize = 200;
 
 /// The draft's version of a file (`readAppFile` with `draft: true`): its
 /// content and version, or `None` when the draft has no such file.
@@ -167,7 +175,7 @@ async fn the_draft_page_reviews_previews_and_publishes() {
     );
 
     let artifacts = browser_artifacts().join("drafts");
-    let output = BrowserScript::start(
+    let mut script = BrowserScript::start(
         "drafts",
         &[
             ("STUDIO_URL", &studio),
@@ -177,9 +185,32 @@ async fn the_draft_page_reviews_previews_and_publishes() {
             ("PREVIEW_ROW", &PREVIEW_ROW),
             ("ARTIFACTS", &artifacts),
         ],
-    )
-    .finish(SCENARIO_TIMEOUT, up_stderr_tail(&up))
-    .await;
+    );
+    // The person has reviewed the draft and is asked to publish it: another
+    // session (this MCP client) changes the draft now.
+    let reviewed = script.handshake(SCENARIO_TIMEOUT, HANDSHAKE_PREAMBLE).await;
+    assert_eq!(reviewed["step"], "reviewed", "{reviewed}");
+    let (script_now, _) = read_draft(&mut client, "app.js").await.unwrap();
+    let late = write_draft(&mut client, "app.js", &format!("{script_now}{LATE_LINE}\n")).await;
+    assert_eq!(late["status"]["ok"], true, "{late}");
+    script.answer(json!({"lateLine": LATE_LINE})).await;
+    // Publish was refused: nothing of the draft is live.
+    let refused = script.handshake(SCENARIO_TIMEOUT, HANDSHAKE_PREAMBLE).await;
+    assert_eq!(refused["step"], "refused", "{refused}");
+    assert!(!package.join("migrations/002-add-note.sql").exists());
+    assert!(
+        !std::fs::read_to_string(package.join("app.js"))
+            .unwrap()
+            .contains("Now with notes"),
+        "a draft changed after its review went live"
+    );
+    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+    assert_eq!(
+        store.registered_app(APP).unwrap().unwrap().current_revision,
+        first
+    );
+    script.answer(json!({})).await;
+    let output = script.finish(SCENARIO_TIMEOUT, up_stderr_tail(&up)).await;
     common::browser::screenshots(&output, 10);
     let published = output
         .lines()
@@ -203,16 +234,16 @@ async fn the_draft_page_reviews_previews_and_publishes() {
         std::fs::read_to_string(package.join("migrations/002-add-note.sql")).unwrap(),
         MIGRATION
     );
+    let published_script = std::fs::read_to_string(package.join("app.js")).unwrap();
+    assert!(published_script.contains("Now with notes"));
     assert!(
-        std::fs::read_to_string(package.join("app.js"))
-            .unwrap()
-            .contains("Now with notes")
+        published_script.contains(LATE_LINE),
+        "what was published is the draft reviewed again, late change included"
     );
     let validation = sasha_package::validate::validate_dir(&package);
     assert!(validation.package.is_some(), "{:?}", validation.diagnostics);
 
     // The current revision moved to the published one.
-    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
     let registered = store.registered_app(APP).unwrap().unwrap();
     assert_ne!(registered.current_revision, first);
     assert!(

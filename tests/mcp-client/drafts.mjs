@@ -90,6 +90,7 @@ if (PHASE === 'draft') {
   });
 
   let base;
+  let contentHash;
   await check('writing a migration with draft: true starts a draft and leaves the live app', async () => {
     const written = await call('writeAppFile', {
       app: APP,
@@ -136,11 +137,14 @@ if (PHASE === 'draft') {
     assert.deepEqual(paths, ['added migrations/002-add-note.sql', 'changed index.html', 'changed schema.sql']);
     assert.ok(draft.changes.find((c) => c.path === 'index.html').unified.includes('+'), 'a unified diff');
     value('DRAFT_REVISION', draft.status.revision);
+    assert.match(draft.contentHash, /^[0-9a-f]{64}$/);
+    contentHash = draft.contentHash;
+    value('CONTENT_HASH', contentHash);
   });
 
   await check('a declined publication publishes nothing', async () => {
     person.answer = 'decline';
-    const error = await refused('publishAppDraft', { app: APP, expectedRevision: base });
+    const error = await refused('publishAppDraft', { app: APP, expectedRevision: base, contentHash });
     assert.equal(error.code, 'APP_CONFIRMATION_REQUIRED');
     assert.equal(person.asked.length, 1);
     assert.match(person.asked[0], /migrations\/002-add-note\.sql/);
@@ -152,16 +156,17 @@ if (PHASE === 'draft') {
 if (PHASE === 'publish') {
   const FIRST = input('FIRST');
   const BASE = input('BASE');
+  const CONTENT_HASH = input('CONTENT_HASH');
   let published;
   await check('a stale expectedRevision is refused before the person is asked', async () => {
-    const error = await refused('publishAppDraft', { app: APP, expectedRevision: '0'.repeat(64) });
+    const error = await refused('publishAppDraft', { app: APP, expectedRevision: '0'.repeat(64), contentHash: CONTENT_HASH });
     assert.equal(error.code, 'APP_CONFLICT');
     assert.equal(error.details.diagnostics[0].code, 'DRAFT_BASE_MOVED');
     assert.equal(person.asked.length, 0);
   });
 
   await check('publishAppDraft asks the person, then applies the migration and goes live', async () => {
-    const answer = await call('publishAppDraft', { app: APP, expectedRevision: BASE });
+    const answer = await call('publishAppDraft', { app: APP, expectedRevision: BASE, contentHash: CONTENT_HASH });
     assert.equal(person.asked.length, 1);
     assert.match(person.asked[0], /every user/);
     assert.deepEqual(answer.published.migrationsApplied, ['migrations/002-add-note.sql']);

@@ -200,7 +200,11 @@ async fn a_draft_is_previewed_on_scratch_data_published_reverted_and_kept() {
         &url,
         &writer,
         "publish",
-        &[("FIRST", &first), ("BASE", &drafted["BASE"])],
+        &[
+            ("FIRST", &first),
+            ("BASE", &drafted["BASE"]),
+            ("CONTENT_HASH", &drafted["CONTENT_HASH"]),
+        ],
         &world.backends,
     )
     .await;
@@ -236,8 +240,9 @@ async fn a_draft_is_previewed_on_scratch_data_published_reverted_and_kept() {
 
 /// A sessionless (2026-07-28) client is asked within the call: the first
 /// `publishAppDraft` answers `input_required` with the question; a declined
-/// answer voids it and publishes nothing, a replayed state is refused, an
-/// accepted one publishes. A client that cannot be asked is told to use
+/// answer voids it and publishes nothing, a replayed state is refused, a yes
+/// to a draft someone changed after its review is refused (`DRAFT_CHANGED`),
+/// an accepted one publishes. A client that cannot be asked is told to use
 /// Studio.
 #[tokio::test]
 async fn a_sessionless_client_publishes_after_the_person_answers() {
@@ -273,7 +278,8 @@ async fn a_sessionless_client_publishes_after_the_person_answers() {
         .await;
     let base = structured(&written)["draft"]["baseRevision"].clone();
     assert_eq!(base, live);
-    let arguments = json!({"app": "hello", "expectedRevision": base});
+    let reviewed = structured(&written)["draft"]["contentHash"].clone();
+    let arguments = json!({"app": "hello", "expectedRevision": base, "contentHash": reviewed});
 
     let question = client
         .call("publishAppDraft", arguments.clone())
@@ -311,6 +317,51 @@ async fn a_sessionless_client_publishes_after_the_person_answers() {
     let check = client.call("checkApp", json!({"app": "hello"})).await;
     assert_eq!(structured(&check)["status"]["revision"], live);
 
+    // Asked about the draft it reviewed, the person says yes after someone
+    // else changed the draft: the publication carries the reviewed content
+    // hash across the question, so it is refused and nothing goes live.
+    let question = client
+        .call("publishAppDraft", arguments.clone())
+        .await
+        .result()
+        .clone();
+    let state = question["requestState"].as_str().unwrap().to_owned();
+    let mut other = world.client(&writer);
+    let drafted = other
+        .call(
+            "readAppFile",
+            json!({"app": "hello", "path": "styles.css", "draft": true}),
+        )
+        .await;
+    other
+        .call(
+            "writeAppFile",
+            json!({"app": "hello", "path": "styles.css", "draft": true,
+                   "content": "main { color: teal; }\n",
+                   "expectedVersion": structured(&drafted)["version"]}),
+        )
+        .await;
+    let changed = client
+        .request(
+            "tools/call",
+            answer(
+                &state,
+                json!({"action": "accept", "content": {"confirm": true}}),
+            ),
+        )
+        .await;
+    let envelope = mcp::tool_error(&changed);
+    assert_eq!(envelope["code"], "APP_CONFLICT", "{envelope}");
+    assert_eq!(envelope["details"]["cause"], "DRAFT_CHANGED");
+    let check = client.call("checkApp", json!({"app": "hello"})).await;
+    assert_eq!(structured(&check)["status"]["revision"], live);
+
+    // Reviewed again, the draft as it is now is published.
+    let review = client
+        .call("checkApp", json!({"app": "hello", "draft": true}))
+        .await;
+    let arguments = json!({"app": "hello", "expectedRevision": base, "contentHash": structured(&review)["draft"]["contentHash"]});
+    let answer = |state: &str, action: Value| json!({"name": "publishAppDraft", "arguments": arguments, "requestState": state, "inputResponses": {"confirm": action}});
     let question = client
         .call("publishAppDraft", arguments.clone())
         .await
@@ -350,7 +401,7 @@ async fn a_sessionless_client_publishes_after_the_person_answers() {
     let refused = blind
         .call(
             "publishAppDraft",
-            json!({"app": "hello", "expectedRevision": base}),
+            json!({"app": "hello", "expectedRevision": base, "contentHash": structured(&written)["draft"]["contentHash"]}),
         )
         .await;
     let envelope = mcp::tool_error(&refused);

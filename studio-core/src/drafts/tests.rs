@@ -78,10 +78,34 @@ impl World {
         .map(|reply| reply.result.unwrap())
     }
 
+    /// Publishes the draft as it is now (its content hash as a review shows
+    /// it; a made-up one when there is no draft).
     async fn publish_as(
         &self,
         principal: &pb::Principal,
         expected: &str,
+        approval: pb::DraftApproval,
+    ) -> Result<draft_reply::Result, AppError> {
+        let reviewed = match self
+            .draft_rpc(
+                principal,
+                draft_request::Operation::Review(pb::DraftReviewRequest {}),
+            )
+            .await
+        {
+            Ok(draft_reply::Result::Draft(info)) => info.content_hash,
+            _ => "0".repeat(64),
+        };
+        self.publish_reviewed(principal, expected, &reviewed, approval)
+            .await
+    }
+
+    /// Publishes the draft whose review showed `content_hash`.
+    async fn publish_reviewed(
+        &self,
+        principal: &pb::Principal,
+        expected: &str,
+        content_hash: &str,
         approval: pb::DraftApproval,
     ) -> Result<draft_reply::Result, AppError> {
         self.draft_rpc(
@@ -89,6 +113,7 @@ impl World {
             draft_request::Operation::Publish(pb::DraftPublishRequest {
                 expected_revision: expected.to_owned(),
                 approval: approval as i32,
+                content_hash: content_hash.to_owned(),
             }),
         )
         .await
@@ -447,6 +472,120 @@ async fn publishing_needs_approval_then_makes_the_draft_live() {
         .await
         .unwrap_err();
     assert_eq!(again.code, ErrorCode::RecordNotFound);
+}
+
+#[tokio::test]
+async fn a_draft_changed_after_its_review_is_not_published() {
+    let world = World::new();
+    let first = world.create_as_admin(APP, false).await;
+    world
+        .draft_write("index.html", &index_html("Reviewed notes"))
+        .await;
+    let admin = World::principal(&world.admin, &WRITER);
+    let review = |principal: pb::Principal| {
+        let world = &world;
+        async move {
+            match world
+                .draft_rpc(
+                    &principal,
+                    draft_request::Operation::Review(pb::DraftReviewRequest {}),
+                )
+                .await
+                .unwrap()
+            {
+                draft_reply::Result::Draft(info) => info,
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    let reviewed = review(admin.clone()).await;
+    assert!(sasha_contract::data::is_sha256_hex(&reviewed.content_hash));
+    // Every way of reading the draft names the same state.
+    let checked = world
+        .source(
+            &world.writer(),
+            "checkApp",
+            json!({"app": APP, "draft": true}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(checked.draft.unwrap().content_hash, reviewed.content_hash);
+
+    // After the admin's review, the staff member changes the draft.
+    world
+        .draft_write("app.js", "document.title = \"after the review\";\n")
+        .await;
+    let changed = review(admin.clone()).await;
+    assert_ne!(changed.content_hash, reviewed.content_hash);
+
+    // Publishing what was reviewed is refused, before and after the
+    // person's yes, and nothing goes live.
+    for approval in [
+        pb::DraftApproval::Unspecified,
+        pb::DraftApproval::Elicitation,
+    ] {
+        let refused = world
+            .publish_reviewed(&admin, &first, &reviewed.content_hash, approval)
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code, ErrorCode::Conflict, "{approval:?}");
+        assert!(
+            refused.message.contains("changed since you reviewed it"),
+            "{}",
+            refused.message
+        );
+        let details = refused.details.unwrap();
+        assert_eq!(details["cause"], "DRAFT_CHANGED");
+        assert_eq!(details["contentHash"], changed.content_hash.as_str());
+        assert_eq!(
+            details["reviewedContentHash"],
+            reviewed.content_hash.as_str()
+        );
+    }
+    assert!(
+        !world
+            .live_file("index.html")
+            .unwrap()
+            .contains("Reviewed notes")
+    );
+    assert!(
+        !world
+            .live_file("app.js")
+            .unwrap()
+            .contains("after the review")
+    );
+    assert_eq!(world.audited(draft_action::DRAFT_PUBLISHED), 0);
+    assert!(
+        world.store().draft(APP).unwrap().is_some(),
+        "the draft stays"
+    );
+
+    // A publication that names no reviewed draft is refused as input.
+    for missing in ["", "not a hash", &"A".repeat(64)] {
+        let refused = world
+            .publish_reviewed(&admin, &first, missing, pb::DraftApproval::Elicitation)
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code, ErrorCode::InputInvalid, "{missing:?}");
+        assert_eq!(refused.details.unwrap()["field"], "contentHash");
+    }
+
+    // Reviewed again, the draft as it is now is published.
+    world
+        .publish_reviewed(
+            &admin,
+            &first,
+            &changed.content_hash,
+            pb::DraftApproval::Elicitation,
+        )
+        .await
+        .unwrap();
+    assert!(
+        world
+            .live_file("app.js")
+            .unwrap()
+            .contains("after the review")
+    );
 }
 
 #[tokio::test]

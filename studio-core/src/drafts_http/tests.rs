@@ -88,7 +88,8 @@ async fn the_draft_routes_start_review_preview_and_publish() {
         &world.admin,
         &[Scope::ChatUse, Scope::AppsInvoke, Scope::AppsWrite],
     );
-    let body = json!({"expectedRevision": first}).to_string();
+    let reviewed = review["draft"]["contentHash"].as_str().unwrap().to_owned();
+    let body = json!({"expectedRevision": first, "contentHash": reviewed}).to_string();
     let (status, _) = world
         .send(
             "POST",
@@ -107,7 +108,7 @@ async fn the_draft_routes_start_review_preview_and_publish() {
             "POST",
             PUBLISH,
             &[cookie, origin, json_type],
-            &json!({"expectedRevision": "0".repeat(64)}).to_string(),
+            &json!({"expectedRevision": "0".repeat(64), "contentHash": reviewed}).to_string(),
         )
         .await;
     assert_eq!(status, StatusCode::CONFLICT);
@@ -152,7 +153,7 @@ async fn the_draft_routes_refuse_who_does_not_manage_the_app() {
     let admin = world.session(&world.admin);
     let origin = ("origin", STUDIO);
     let json_type = ("content-type", "application/json");
-    let body = json!({"expectedRevision": ""}).to_string();
+    let body = json!({"expectedRevision": "", "contentHash": "0".repeat(64)}).to_string();
     for (method, uri, body) in [
         ("GET", DRAFT, ""),
         ("POST", DRAFT, ""),
@@ -188,4 +189,100 @@ async fn the_draft_routes_refuse_who_does_not_manage_the_app() {
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(discarded["discarded"], true);
+}
+
+/// The Draft page's Publish carries the content hash of the draft it showed:
+/// a change another session makes to the draft after that review is refused
+/// (409, `DRAFT_CHANGED`), nothing is published, and the draft as it is now
+/// is what the page reviews and publishes next.
+#[tokio::test]
+async fn publish_refuses_a_draft_changed_since_the_page_reviewed_it() {
+    let world = World::new();
+    let first = world.create_as_admin("notes", false).await;
+    let page = world.page(&world.admin);
+    let (status, _) = page.call("POST", DRAFT, serde_json::Value::Null).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, review) = page.get(DRAFT).await;
+    assert_eq!(status, StatusCode::OK);
+    let reviewed = review["draft"]["contentHash"].as_str().unwrap().to_owned();
+    assert!(sasha_contract::data::is_sha256_hex(&reviewed), "{review}");
+
+    // Another session (the staff member's assistant) edits the draft.
+    let writer = World::principal(&world.staff, &crate::test_world::WRITER);
+    let script = crate::source_tools::run(
+        &world.core,
+        Some(&writer),
+        "readAppFile",
+        "notes",
+        &json!({"app": "notes", "path": "app.js", "draft": true}).to_string(),
+    )
+    .await
+    .unwrap();
+    crate::source_tools::run(
+        &world.core,
+        Some(&writer),
+        "writeAppFile",
+        "notes",
+        &json!({"app": "notes", "path": "app.js", "content": "fetch(\"/everyone\");\n", "expectedVersion": script.version, "draft": true}).to_string(),
+    )
+    .await
+    .unwrap();
+
+    let (status, refused) = page
+        .call(
+            "POST",
+            PUBLISH,
+            json!({"expectedRevision": first, "contentHash": reviewed}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert_eq!(refused["code"], "APP_CONFLICT");
+    assert_eq!(refused["details"]["cause"], "DRAFT_CHANGED");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("the draft changed since you reviewed it"),
+        "{refused}"
+    );
+    assert!(
+        !std::fs::read_to_string(world.apps().join("notes/app.js"))
+            .unwrap()
+            .contains("/everyone"),
+        "nothing unreviewed went live"
+    );
+    assert_eq!(
+        world
+            .store()
+            .registered_app("notes")
+            .unwrap()
+            .unwrap()
+            .current_revision,
+        first
+    );
+
+    // Without the hash there is nothing to publish against.
+    let (status, missing) = page
+        .call("POST", PUBLISH, json!({"expectedRevision": first}))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{missing}");
+
+    // The page reviews again and publishes what it now shows.
+    let (_, again) = page.get(DRAFT).await;
+    let now = again["draft"]["contentHash"].as_str().unwrap();
+    assert_ne!(now, reviewed);
+    assert_eq!(refused["details"]["contentHash"], now);
+    let (status, published) = page
+        .call(
+            "POST",
+            PUBLISH,
+            json!({"expectedRevision": first, "contentHash": now}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{published}");
+    assert!(
+        std::fs::read_to_string(world.apps().join("notes/app.js"))
+            .unwrap()
+            .contains("/everyone")
+    );
 }

@@ -287,7 +287,22 @@ function publishSummary(summary) {
     h("h4", { text: "Files changed" }),
     changes.length === 0
       ? h("p", { class: "hint", text: "No file differs from the live app." })
-      : h("ul", { class: "assistant-list", "aria-label": "Files changed" }, changes.map((change) => h("li", {}, h("code", { text: String(change.path) }), ` — ${change.change}`))),
+      : h(
+          "ul",
+          { class: "assistant-list", "aria-label": "Files changed" },
+          changes.map((change) =>
+            h(
+              "li",
+              {},
+              h("code", { text: String(change.path) }),
+              ` — ${change.change}`,
+              // What goes live is shown, not only named: each text file's diff.
+              typeof change.unified === "string" && change.unified !== ""
+                ? h("details", { class: "assistant-publish-diff", open: changes.length <= 4 }, h("summary", { text: "Show the changes" }), renderDiff(change.unified, `Changes to ${change.path}`))
+                : null,
+            ),
+          ),
+        ),
     migrations.length > 0 ? h("h4", { text: "Migrations" }) : null,
     migrations.map((migration) =>
       h(

@@ -20,7 +20,7 @@
 //     with the change, and Preview shows the draft's heading under the
 //     banner;
 //  5. "Looks good, publish it": the publishAppDraft card lists the files
-//     changed; Approve; the call says "Published the draft …"; the app,
+//     changed with the diff of the code that goes live; Approve; the call says "Published the draft …"; the app,
 //     opened from the sidebar, shows the new heading;
 //  6. "Log a coffee": the row card shows the values in a table; Approve; the
 //     model reads the row back and quotes it;
@@ -265,6 +265,8 @@ async function scenario(page) {
   const changed = await publishCard.getByRole("list", { name: "Files changed" }).textContent();
   checks.ok(changed.includes("app.js"), "and lists the files changed", changed);
   checks.ok(!changed.includes("notes.md"), "not the declined one", changed);
+  const goingLive = await publishCard.getByLabel("Changes to app.js").textContent();
+  checks.ok(goingLive.includes("Expense log, revised"), "and shows the code that goes live, not only its name", goingLive);
   checks.equal(await publishCard.getByRole("link", { name: "Open the draft" }).getAttribute("href"), "#/apps/expense-log/draft", "publishing links to the Draft page");
   await screenshot(page, "assistant-card-publish", publishCard);
   await fitsNarrow(page, checks, "the publish card");

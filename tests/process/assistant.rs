@@ -1,7 +1,8 @@
 //! The Studio assistant across the real processes (`sasha up` and a scripted
 //! OpenAI-compatible provider on loopback): its tools are the user's own MCP
 //! listing, every mutation waits for the person's decision in Studio, and
-//! the refusal suite: a denied mutation writes nothing; a forged, replayed,
+//! the refusal suite: a denied mutation writes nothing; a publish card
+//! publishes only the draft it showed; a forged, replayed,
 //! foreign, cross-origin or bearer-token approval is refused; a member's
 //! assistant is offered no source tool and cannot call one by name; a
 //! tool result telling the model to call another tool still needs approval;
@@ -239,13 +240,15 @@ async fn mutations_wait_for_the_person_and_a_denial_writes_nothing() {
                 json!({"app": "field-log", "path": "notes.md", "content": "# Notes\n", "draft": true}),
             ),
             Step::Made(std::sync::Arc::new(|request: &Value| {
-                // The draft's base revision, as the write's answer names it.
+                // The draft's base revision, as the write's answer names it;
+                // a content hash of a draft the person never saw: the card
+                // publishes the draft it shows, whatever the model sends.
                 let text = fake_llm::last_tool_result(request);
                 let marker = "expectedRevision \"";
                 let start = text.find(marker).expect("the write names the base revision") + marker.len();
                 call(
                     "publishAppDraft",
-                    json!({"app": "field-log", "expectedRevision": &text[start..start + 64]}),
+                    json!({"app": "field-log", "expectedRevision": &text[start..start + 64], "contentHash": "f".repeat(64)}),
                 )
             })),
             Step::Text("Published.".into()),
@@ -460,6 +463,97 @@ async fn mutations_wait_for_the_person_and_a_denial_writes_nothing() {
         .await;
     assert_eq!(status, 404, "{answer}");
     assert_eq!(answer["code"], "APP_RECORD_NOT_FOUND");
+}
+
+/// A publication card binds the draft it shows: someone changes the draft
+/// while the card waits, the person approves what they saw, and the
+/// publication is refused (`DRAFT_CHANGED`) with nothing published.
+#[tokio::test]
+async fn a_publish_card_publishes_only_the_draft_it_showed() {
+    let base_of = |request: &Value| {
+        let text = fake_llm::last_tool_result(request);
+        let marker = "expectedRevision \"";
+        let start = text
+            .find(marker)
+            .expect("the write names the base revision")
+            + marker.len();
+        text[start..start + 64].to_owned()
+    };
+    let world = World::start(
+        vec![
+            call(
+                "createApp",
+                json!({"app": "field-log", "name": "Field log", "description": "What we saw", "withTable": false}),
+            ),
+            call(
+                "writeAppFile",
+                json!({"app": "field-log", "path": "notes.md", "content": "# Notes\n", "draft": true}),
+            ),
+            Step::Made(std::sync::Arc::new(move |request: &Value| {
+                call(
+                    "publishAppDraft",
+                    json!({"app": "field-log", "expectedRevision": base_of(request), "contentHash": "0".repeat(64)}),
+                )
+            })),
+            Step::Text("Done.".into()),
+        ],
+        &[],
+    )
+    .await;
+    let (admin, admin_id) = world.person("ada", UserRole::Admin);
+    let conversation = world.conversation(&admin).await;
+    let mut turn = world
+        .turn(&admin, &conversation, "add notes and publish")
+        .await;
+    for _ in 0..2 {
+        let card = turn.until("confirmation").await;
+        assert_eq!(
+            world
+                .decide(&admin, card["id"].as_str().unwrap(), true)
+                .await,
+            200
+        );
+        assert_eq!(turn.until("toolResult").await["ok"], true);
+    }
+    let card = turn.until("confirmation").await;
+    assert_eq!(card["tool"], "publishAppDraft");
+    let shown = card["summary"]["contentHash"].as_str().unwrap();
+    assert!(
+        shown.len() == 64 && shown.bytes().all(|b| b.is_ascii_hexdigit()),
+        "the card names the draft it shows: {card}"
+    );
+    // While the card waits, someone else's change lands in the draft.
+    let changed = world
+        .store
+        .change_draft_file("field-log", "app.js", &admin_id, |_, _| {
+            Ok::<_, std::convert::Infallible>(Some(b"fetch('/everyone');\n".to_vec()))
+        })
+        .unwrap();
+    assert!(matches!(changed, Some(Ok(_))), "{changed:?}");
+    assert_eq!(
+        world
+            .decide(&admin, card["id"].as_str().unwrap(), true)
+            .await,
+        200
+    );
+    let refused = turn.until("toolResult").await;
+    assert_eq!(refused["ok"], false, "{refused}");
+    let text = refused["text"].as_str().unwrap();
+    assert!(
+        text.contains("APP_CONFLICT") && text.contains("changed since you reviewed it"),
+        "{text}"
+    );
+    turn.finish().await;
+    let package = world.up_state().join("docs/apps/field-log");
+    assert!(!package.join("notes.md").exists(), "nothing was published");
+    assert!(
+        !std::fs::read_to_string(package.join("app.js"))
+            .unwrap()
+            .contains("/everyone")
+    );
+    // The draft stays, with both changes, for the person to review again.
+    let now = world.store.draft_contents("field-log").unwrap();
+    assert!(now.iter().any(|(file, _)| file.path == "notes.md"));
 }
 
 fn hex_id() -> String {

@@ -117,10 +117,13 @@ pub(crate) async fn of(client: &SelfMcp, tool: &str, arguments: &Map<String, Val
                 .unwrap_or(Value::Null);
             json!({
                 "kind": "publish",
-                "changes": draft["changes"].as_array().map(|changes| changes.iter().map(|c| json!({"path": c["path"], "change": c["change"]})).collect::<Vec<_>>()),
+                "changes": draft["changes"].as_array().map(|changes| changes.iter().map(|c| json!({"path": c["path"], "change": c["change"], "unified": c["unified"]})).collect::<Vec<_>>()),
                 "migrations": draft["review"]["migrations"],
                 "tables": draft["review"]["tables"],
                 "readWidened": draft["review"]["readWidened"],
+                // The exact draft this card shows: the approved call
+                // publishes this one or nothing (see [`bind`]).
+                "contentHash": draft["contentHash"],
             })
         }
         sasha_contract::tools::DEPLOY_MY_APP => deploy_summary(client, arguments, false).await,
@@ -159,6 +162,26 @@ pub(crate) async fn of(client: &SelfMcp, tool: &str, arguments: &Map<String, Val
         }),
         _ => json!({"kind": "arguments", "arguments": arguments}),
     }
+}
+
+/// The arguments an approved call runs with: the model's, except what the
+/// card itself reviewed. A publication carries the content hash of the draft
+/// the card showed, whatever hash the model sent, so a draft changed after
+/// the card was drawn (or one the model never showed) is refused by
+/// studio-core instead of published unseen; a card that could not read the
+/// draft carries none, and the call is refused.
+pub(crate) fn bind(
+    tool: &str,
+    mut arguments: Map<String, Value>,
+    summary: &Value,
+) -> Map<String, Value> {
+    if tool == sasha_contract::tools::PUBLISH_APP_DRAFT {
+        match summary["contentHash"].as_str() {
+            Some(hash) => arguments.insert("contentHash".into(), json!(hash)),
+            None => arguments.remove("contentHash"),
+        };
+    }
+    arguments
 }
 
 /// What a member app deploy (or, with `draft`, a saved draft) changes: each

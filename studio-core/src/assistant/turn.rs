@@ -371,6 +371,7 @@ impl Turn<'_> {
             client.call(&tool.name, arguments).await?
         } else {
             let summary = super::summary::of(client, &tool.name, &arguments).await;
+            let approved_arguments = super::summary::bind(&tool.name, arguments.clone(), &summary);
             let (id, decision) = core.assistant.expect(&principal.user.id);
             let _ = events
                 .send(Event::Confirmation {
@@ -408,7 +409,7 @@ impl Turn<'_> {
                 text: "The person declined this change in Studio; nothing was done. Do not try it again unless they ask.".to_owned(),
             });
             }
-            client.call_approved(&tool.name, arguments).await?
+            client.call_approved(&tool.name, approved_arguments).await?
         };
         let ok = result["isError"] != true;
         Ok(Outcome {

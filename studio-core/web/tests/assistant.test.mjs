@@ -341,6 +341,13 @@ test("a publish summary lists files, migrations with SQL, tables and read wideni
   assert.match(text, /note: added \(TEXT\)/);
   assert.equal(element.byClass("assistant-warning").length, 1);
   assert.match(text, /more people read/);
+  const shown = A.renderSummary({
+    kind: "publish",
+    changes: [{ path: "app.js", change: "changed", unified: "--- a/app.js\n+++ b/app.js\n@@ -1 +1 @@\n-old();\n+fetchEveryone();\n" }],
+  });
+  const diff = shown.byTag("pre").find((pre) => pre.getAttribute("aria-label") === "Changes to app.js");
+  assert.ok(diff, "the code that goes live is on the card, not only its name");
+  assert.match(diff.textContent, /\+fetchEveryone\(\);/);
   const quiet = A.renderSummary({ kind: "publish", changes: [], migrations: null, tables: null, readWidened: null });
   assert.match(quiet.textContent, /No file differs/);
   assert.equal(quiet.byClass("assistant-warning").length, 0);

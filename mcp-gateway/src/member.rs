@@ -4,13 +4,16 @@
 //! `apps:author`, whatever the role; the three that build or change an app
 //! are left out while an admin has turned member apps off. Every call is
 //! decided again by studio-core (`CoreService.MemberApps`), which owns the
-//! member tier's rules; a deploy or revert is sent approved only after the
-//! person said yes (`crate::server`'s approval path, as for a draft's
-//! publication).
+//! member tier's rules; a deploy, revert, share or delete is sent approved
+//! only after the person said yes (`crate::server`'s approval path, as for a
+//! draft's publication). Files travel as the caller sent them: a base64
+//! file's text goes to studio-core undecoded with its encoding, and core
+//! decodes it by the source tools' one rule (base64 only for binary assets).
 //!
 //! What it must never do: list a catalogue source tool to anyone here (the
-//! member tier's tools are separate, and `apps:write` is not needed), or send
-//! a deploy as approved without the person's answer.
+//! member tier's tools are separate, and `apps:write` is not needed), send a
+//! deploy, share or delete as approved without the person's answer, or
+//! decode a file itself (the person approves what core reads).
 
 use base64::Engine as _;
 use sasha_contract::tools::{
@@ -28,9 +31,13 @@ pub fn is_member_tool(name: &str) -> bool {
     MEMBER_TOOLS.contains(&name)
 }
 
-/// Whether the tool needs the person's approval before it changes anything.
+/// Whether the tool needs the person's approval before it changes anything:
+/// what goes live, who may use it, and deleting it with everyone's rows.
 pub fn needs_approval(name: &str) -> bool {
-    matches!(name, DEPLOY_MY_APP | REVERT_MY_APP)
+    matches!(
+        name,
+        DEPLOY_MY_APP | REVERT_MY_APP | SHARE_MY_APP | DELETE_MY_APP
+    )
 }
 
 /// Whether the caller authors member apps at all.
@@ -57,7 +64,7 @@ fn files_property() -> Value {
             "properties": {
                 "path": {"type": "string", "minLength": 1, "maxLength": 1024, "description": "A package-relative path such as APP.md, index.html or migrations/001-initial.sql."},
                 "content": {"type": "string", "maxLength": 1_398_104, "description": "The text, or for a binary asset its bytes in base64."},
-                "encoding": {"type": "string", "enum": ["base64"], "description": "Only for binary assets."},
+                "encoding": {"type": "string", "enum": ["base64"], "description": "Only for binary assets (images and fonts); a text file given as base64 is refused: send its text."},
             },
             "required": ["path", "content"],
             "additionalProperties": false,
@@ -142,7 +149,7 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
         tool(
             SHARE_MY_APP,
             "Share one of your member apps",
-            "Let a person use one of your member apps, by their user name (remove: true stops sharing). Each person sees only their own rows.",
+            "Let a person use one of your member apps, by their user name (remove: true stops sharing). The person you act for is asked to approve it first. Each person sees only their own rows.",
             object(
                 json!({"app": app_property(), "username": {"type": "string", "minLength": 1, "maxLength": 64}, "remove": {"type": "boolean"}}),
                 &["app", "username"],
@@ -153,7 +160,7 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
         tool(
             DELETE_MY_APP,
             "Delete one of your member apps",
-            "Delete one of your member apps and its data (a backup is kept for the operator). It leaves everyone's Apps list at once.",
+            "Delete one of your member apps and its data, every sharee's rows included (a backup is kept for the operator). The person is asked to approve it first. It leaves everyone's Apps list at once.",
             object(json!({"app": app_property()}), &["app"]),
             false,
             true,
@@ -167,26 +174,24 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
         .collect()
 }
 
+/// The files as sent: a base64 file's text stays base64, named by its
+/// encoding, for studio-core to decode (or refuse).
 fn files(args: &Value) -> Option<Vec<pb::MemberFile>> {
     args["files"]
         .as_array()?
         .iter()
         .map(|file| {
-            let path = file["path"].as_str()?.to_owned();
-            let content = file["content"].as_str()?;
-            let content = match file["encoding"].as_str() {
-                Some("base64") => base64::engine::general_purpose::STANDARD
-                    .decode(content)
-                    .ok()?,
-                _ => content.as_bytes().to_vec(),
-            };
-            Some(pb::MemberFile { path, content })
+            Some(pb::MemberFile {
+                path: file["path"].as_str()?.to_owned(),
+                content: file["content"].as_str()?.as_bytes().to_vec(),
+                encoding: file["encoding"].as_str().unwrap_or_default().to_owned(),
+            })
         })
         .collect()
 }
 
-/// The request of tool `name`; `None` when an argument is unusable (bad
-/// base64).
+/// The request of tool `name`; `None` when an argument is unusable (a file
+/// without its path or content).
 pub fn request(
     name: &str,
     principal: &pb::Principal,
@@ -238,8 +243,12 @@ pub fn request(
             app_id: app(),
             username: args["username"].as_str().unwrap_or_default().to_owned(),
             remove: args["remove"].as_bool().unwrap_or(false),
+            approval,
         }),
-        DELETE_MY_APP => Operation::Delete(pb::MemberDeleteRequest { app_id: app() }),
+        DELETE_MY_APP => Operation::Delete(pb::MemberDeleteRequest {
+            app_id: app(),
+            approval,
+        }),
         _ => return None,
     };
     Some(pb::MemberAppsRequest {
@@ -496,15 +505,42 @@ mod tests {
     }
 
     #[test]
-    fn only_deploys_and_reverts_ask_the_person() {
+    fn every_change_of_an_app_or_its_audience_asks_the_person() {
         let asking: Vec<&str> = MEMBER_TOOLS
             .into_iter()
             .filter(|tool| needs_approval(tool))
             .collect();
-        assert_eq!(asking, [DEPLOY_MY_APP, REVERT_MY_APP]);
-        let args = json!({"app": "habits", "name": "Habits", "files": [{"path": "a.png", "content": "not base64!", "encoding": "base64"}]});
+        assert_eq!(
+            asking,
+            [DEPLOY_MY_APP, REVERT_MY_APP, SHARE_MY_APP, DELETE_MY_APP]
+        );
         let principal = caller("member", &[], false).principal;
-        assert!(request(DEPLOY_MY_APP, &principal, &args, true).is_none());
+        for (name, args) in [
+            (SHARE_MY_APP, json!({"app": "habits", "username": "bea"})),
+            (DELETE_MY_APP, json!({"app": "habits"})),
+        ] {
+            let approval = |yes| match request(name, &principal, &args, yes)
+                .and_then(|request| request.operation)
+            {
+                Some(member_apps_request::Operation::Share(share)) => share.approval,
+                Some(member_apps_request::Operation::Delete(delete)) => delete.approval,
+                other => panic!("{name}: {other:?}"),
+            };
+            assert_eq!(approval(false), pb::DraftApproval::Unspecified as i32);
+            assert_eq!(approval(true), pb::DraftApproval::Elicitation as i32);
+        }
+        // A base64 file goes to studio-core as it was sent, for core's one
+        // rule to decode or refuse: the gateway decodes nothing.
+        let args = json!({"app": "habits", "name": "Habits", "files": [{"path": "app.js", "content": "YWxlcnQoMSk=", "encoding": "base64"}]});
+        let Some(pb::MemberAppsRequest {
+            operation: Some(member_apps_request::Operation::Deploy(deploy)),
+            ..
+        }) = request(DEPLOY_MY_APP, &principal, &args, true)
+        else {
+            panic!("no deploy");
+        };
+        assert_eq!(deploy.files[0].content, b"YWxlcnQoMSk=");
+        assert_eq!(deploy.files[0].encoding, "base64");
         let args = json!({"app": "habits", "name": "Habits", "files": [{"path": "APP.md", "content": "---"}]});
         let Some(pb::MemberAppsRequest {
             operation: Some(member_apps_request::Operation::Deploy(deploy)),
@@ -515,5 +551,6 @@ mod tests {
         };
         assert_eq!(deploy.approval, pb::DraftApproval::Unspecified as i32);
         assert_eq!(deploy.files[0].content, b"---");
+        assert_eq!(deploy.files[0].encoding, "");
     }
 }

@@ -13,8 +13,10 @@
 //! (an assistant acts with its person's own credential, so "the assistant
 //! acting for that author" is that author); the caps (200 in the instance,
 //! 40 per author) and the switch hold in the deploy's one transaction
-//! (`Store::deploy_member_app`); a deploy needs a person's approval (App
-//! Studio's Deploy button, or their yes to the gateway's question).
+//! (`Store::deploy_member_app`); a deploy, a share and a delete each need a
+//! person's approval (App Studio's button, or their yes to the gateway's
+//! question), so a model acting with the person's credential cannot hand
+//! the app (or everyone's rows in it) to anyone, or destroy them, alone.
 //! Moderators (admin and staff, the role read fresh) list, disable and
 //! delete any member app without being able to read or change it; an admin
 //! promotes one into the catalogue tier.
@@ -278,6 +280,10 @@ pub(crate) fn status(outcome: &Result<Package, Vec<pb::Diagnostic>>) -> pb::Pack
     }
 }
 
+/// The files of a member tool call as bytes. A file sent with an encoding
+/// is decoded by the source tools' one rule (`source::content_bytes`): base64
+/// only for binary assets, so a text file (app.js) always arrives, is shown
+/// to the person approving and is deployed as the same readable text.
 fn files_of(files: Vec<pb::MemberFile>) -> Result<Vec<(String, Vec<u8>)>, AppError> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::with_capacity(files.len());
@@ -286,7 +292,16 @@ fn files_of(files: Vec<pb::MemberFile>) -> Result<Vec<(String, Vec<u8>)>, AppErr
             return Err(invalid(format!("the file {} is given twice", file.path))
                 .with_details(json!({"field": "files", "path": file.path})));
         }
-        out.push((file.path, file.content));
+        let content = if file.encoding.is_empty() {
+            file.content
+        } else {
+            let encoded = String::from_utf8(file.content).map_err(|_| {
+                invalid(format!("{}: base64 content is plain ASCII text", file.path))
+                    .with_details(json!({"field": "files", "path": file.path}))
+            })?;
+            crate::source::content_bytes(&file.path, &encoded, Some(&file.encoding))?
+        };
+        out.push((file.path, content));
     }
     if out.is_empty() {
         return Err(invalid(
@@ -537,12 +552,25 @@ pub(crate) async fn deploy(
         .ok_or_else(|| AppError::from_code(ErrorCode::Internal))
 }
 
-/// Deletes a member app: its author, or a moderator. Its data file goes
-/// too, backed up by data-worker first.
+/// The refusal of a change the person has not approved yet, with the
+/// question to ask them (`details.summary`), as for a deploy.
+fn needs_approval(what: &str, question: String) -> AppError {
+    AppError::new(
+        ErrorCode::ConfirmationRequired,
+        format!("{what} needs the person's approval; nothing was changed"),
+    )
+    .with_details(json!({"summary": question}))
+}
+
+/// Deletes a member app: its author, or a moderator, once the person
+/// approved (App Studio's click, or their yes to the gateway's question):
+/// it takes every row in it, the sharees' too. Its data file goes too,
+/// backed up by data-worker first.
 pub(crate) async fn delete(
     core: &Arc<Core>,
     user_id: &str,
     app_id: &str,
+    approved: bool,
 ) -> Result<pb::MemberDeleted, AppError> {
     let may = match owned(core, user_id, app_id).await {
         Ok(_) => true,
@@ -551,8 +579,34 @@ pub(crate) async fn delete(
         }
         Err(error) => return Err(error),
     };
+    if !may {
+        return Err(denied());
+    }
+    if !approved {
+        let (store, app) = (core.store.clone(), app_id.to_owned());
+        let Some(app) = blocking(move || store.member_app(&app)).await? else {
+            return Err(denied());
+        };
+        let whose = if app.shares.is_empty() {
+            "every row in it".to_owned()
+        } else {
+            format!(
+                "every row in it, also those of the {} people it is shared with ({})",
+                app.shares.len(),
+                app.shares.join(", ")
+            )
+        };
+        return Err(needs_approval(
+            "deleting a member app",
+            format!(
+                "Delete the member app \"{}\" ({})? It leaves everyone's Apps list at once and takes {whose}; \
+                 only the operator keeps a backup.",
+                app.name, app.id
+            ),
+        ));
+    }
     let (store, app, actor) = (core.store.clone(), app_id.to_owned(), user_id.to_owned());
-    if !may || !blocking(move || store.delete_member_app(&app, &actor)).await? {
+    if !blocking(move || store.delete_member_app(&app, &actor)).await? {
         return Err(denied());
     }
     core.catalogue.set_member(app_id, None);
@@ -573,15 +627,36 @@ pub(crate) async fn delete(
     })
 }
 
-/// Shares the caller's app with `username` (`use`), or stops sharing.
+/// Shares the caller's app with `username` (`use`), or stops sharing, once
+/// the person approved (App Studio's click, or their yes to the gateway's
+/// question): who uses an app is the person's choice, never a model's.
 pub(crate) async fn share(
     core: &Arc<Core>,
     user_id: &str,
     app_id: &str,
     username: &str,
     remove: bool,
+    approved: bool,
 ) -> Result<MemberApp, AppError> {
-    owned(core, user_id, app_id).await?;
+    let app = owned(core, user_id, app_id).await?;
+    if !approved {
+        // Asked before the name is looked up: the question says nothing of
+        // whether such a person exists.
+        let who: String = username.trim().chars().take(64).collect();
+        let question = if remove {
+            format!(
+                "Stop sharing your member app \"{}\" ({}) with {who:?}? They can no longer open it.",
+                app.name, app.id
+            )
+        } else {
+            format!(
+                "Share your member app \"{}\" ({}) with {who:?}? They can open it and keep their own rows in it \
+                 (never yours), and run its code as themselves.",
+                app.name, app.id
+            )
+        };
+        return Err(needs_approval("sharing a member app", question));
+    }
     let (store, name) = (core.store.clone(), username.trim().to_owned());
     let Some(target) = blocking(move || store.user_by_name(&name)).await? else {
         return Err(invalid(format!("there is no user named {username:?}"))
@@ -627,7 +702,11 @@ pub(crate) async fn rpc(
             let app = owned(core, &user_id, &read.app_id).await?;
             let files = current_files(core, &app.id)
                 .into_iter()
-                .map(|(path, content)| pb::MemberFile { path, content })
+                .map(|(path, content)| pb::MemberFile {
+                    path,
+                    content,
+                    encoding: String::new(),
+                })
                 .collect();
             member_apps_reply::Result::Source(pb::MemberSource {
                 app: Some(info(&app)),
@@ -699,15 +778,20 @@ pub(crate) async fn rpc(
             })
         }
         Some(member_apps_request::Operation::Delete(request)) => {
-            member_apps_reply::Result::Deleted(delete(core, &user_id, &request.app_id).await?)
+            let approved = request.approval == pb::DraftApproval::Elicitation as i32;
+            member_apps_reply::Result::Deleted(
+                delete(core, &user_id, &request.app_id, approved).await?,
+            )
         }
         Some(member_apps_request::Operation::Share(request)) => {
+            let approved = request.approval == pb::DraftApproval::Elicitation as i32;
             let app = share(
                 core,
                 &user_id,
                 &request.app_id,
                 &request.username,
                 request.remove,
+                approved,
             )
             .await?;
             member_apps_reply::Result::App(info(&app))

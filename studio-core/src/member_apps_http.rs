@@ -6,9 +6,10 @@
 //! `CoreService.MemberApps`, so who may and every refusal are the member app
 //! tools' own.
 //!
-//! A deploy or revert here is approved by the person's click: it is taken
-//! from a signed-in browser session on the Studio origin only (same-origin
-//! JSON), never from a bearer token, which a model may hold.
+//! A deploy, revert, share or delete here is approved by the person's
+//! click: it is taken from a signed-in browser session on the Studio origin
+//! only (same-origin JSON), never from a bearer token, which a model may
+//! hold.
 //!
 //! What it must never do: accept a deploy without the session's same-origin
 //! checks, or answer the authoring guide while member apps are off.
@@ -21,7 +22,6 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use base64::Engine as _;
 use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode};
 use serde::Deserialize;
@@ -61,24 +61,26 @@ fn diagnostics_json(diagnostics: &[pb::Diagnostic]) -> Vec<Value> {
 }
 
 /// Files as App Studio sends them: `{path: text}`, or for a binary asset
-/// `{path: {"base64": "..."}}`.
+/// `{path: {"base64": "..."}}`, decoded by the source tools' one rule (a
+/// text file is never base64).
 fn files_of(files: BTreeMap<String, Value>) -> Result<Vec<(String, Vec<u8>)>, AppError> {
     files
         .into_iter()
         .map(|(path, content)| match content {
             Value::String(text) => Ok((path, text.into_bytes())),
-            Value::Object(object) => object
-                .get("base64")
-                .and_then(Value::as_str)
-                .and_then(|text| base64::engine::general_purpose::STANDARD.decode(text).ok())
-                .map(|bytes| (path.clone(), bytes))
-                .ok_or_else(|| {
-                    AppError::new(
-                        ErrorCode::InputInvalid,
-                        format!("{path}: give the file's text, or {{\"base64\": ...}} for a binary asset"),
-                    )
-                    .with_details(json!({"field": "files", "path": path}))
-                }),
+            Value::Object(object) => match object.get("base64").and_then(Value::as_str) {
+                Some(text) => {
+                    crate::source::content_bytes(&path, text, Some(crate::source::BASE64))
+                        .map(|bytes| (path.clone(), bytes))
+                }
+                None => Err(AppError::new(
+                    ErrorCode::InputInvalid,
+                    format!(
+                        "{path}: give the file's text, or {{\"base64\": ...}} for a binary asset"
+                    ),
+                )
+                .with_details(json!({"field": "files", "path": path}))),
+            },
             _ => Err(AppError::new(
                 ErrorCode::InputInvalid,
                 format!("{path}: a file's content must be its text"),
@@ -397,7 +399,8 @@ pub(crate) async fn delete(
         Ok(found) => found,
         Err(response) => return response,
     };
-    match member::delete(&core, &user, &app_id).await {
+    // The person's click in App Studio is the approval.
+    match member::delete(&core, &user, &app_id, true).await {
         Ok(deleted) => ok(json!({"deleted": true, "app": deleted.app_id})),
         Err(error) => error.into_response(),
     }
@@ -539,7 +542,7 @@ pub(crate) async fn share(
         Ok(found) => found,
         Err(response) => return response,
     };
-    match member::share(&core, &user, &app_id, &body.username, false).await {
+    match member::share(&core, &user, &app_id, &body.username, false, true).await {
         Ok(app) => ok(json!({"app": app_json(&app, &user)})),
         Err(error) => error.into_response(),
     }
@@ -559,7 +562,7 @@ pub(crate) async fn unshare(
         Ok(found) => found,
         Err(response) => return response,
     };
-    match member::share(&core, &user, &app_id, &username, true).await {
+    match member::share(&core, &user, &app_id, &username, true, true).await {
         Ok(app) => ok(json!({"app": app_json(&app, &user)})),
         Err(error) => error.into_response(),
     }

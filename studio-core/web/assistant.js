@@ -217,7 +217,7 @@ function deploySummary(summary) {
       h("code", { text: String(summary.app || "") }),
     ),
     summary.ok === false
-      ? h("ul", { class: "assistant-list", "aria-label": "Problems" }, problems.map((p) => h("li", { text: `${p.file}${p.line ? `:${p.line}` : ""}: ${p.reason}` })))
+      ? h("ul", { class: "assistant-list", "aria-label": "Problems" }, problems.map((p) => h("li", { text: `${p.file ? `${p.file}${p.line ? `:${p.line}` : ""}: ` : ""}${p.reason}` })))
       : null,
     files.length === 0
       ? h("p", { class: "hint", text: "No file changes." })

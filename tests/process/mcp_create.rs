@@ -397,9 +397,22 @@ async fn a_member_deploys_their_own_app_through_mcp_after_saying_yes() {
     assert_eq!(tool_error(&docs)["code"], "APP_NOT_FOUND");
     let rows = client.call("app__habit_log__habits__list", json!({})).await;
     assert_eq!(structured(&rows)["rows"][0]["title"], "Read");
-    let deleted = client
+    // Deleting takes every sharee's rows: the person is asked first, and
+    // nothing goes until they say yes.
+    let asked = client
         .call("deleteMyApp", json!({"app": "habit-log"}))
-        .await;
+        .await
+        .result()
+        .clone();
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let question = asked["inputRequests"]["confirm"]["params"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(question.contains("Delete the member app"), "{question}");
+    let rows = client.call("app__habit_log__habits__list", json!({})).await;
+    assert_eq!(structured(&rows)["rows"][0]["title"], "Read", "still there");
+    let deleted =
+        common::mcp::confirmed_call(&mut client, "deleteMyApp", json!({"app": "habit-log"})).await;
     assert_eq!(structured(&deleted)["deleted"], "habit-log");
     let names = tool_names(&client.request("tools/list", json!({})).await);
     assert!(

@@ -218,7 +218,7 @@ impl SashaMcp {
         .await
     }
 
-    /// The member app tools; a deploy or revert goes through
+    /// The member app tools; a deploy, revert, share or delete goes through
     /// [`SashaMcp::approved`].
     pub(super) async fn call_member(
         &self,
@@ -238,7 +238,7 @@ impl SashaMcp {
         ) else {
             return tool_error(AppError::new(
                 ErrorCode::InputInvalid,
-                "a file marked encoding: base64 is not valid base64",
+                "every file needs its path and content",
             ));
         };
         let send = |yes: bool| {

@@ -8,6 +8,8 @@
 //! (`readAppFile`, a table's `get`, `checkApp`), through [`SelfMcp::call`],
 //! which declines any confirmation.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value, json};
 
 use super::mcp::SelfMcp;
@@ -184,46 +186,76 @@ pub(crate) fn bind(
     arguments
 }
 
+/// A package file's text as it would be stored, for the card: its content,
+/// or a base64 content decoded, so an encoding never hides code from the
+/// person (studio-core refuses a text file sent as base64 anyway, and the
+/// card shows that refusal with it); `None` for a binary asset.
+fn stored_text(path: &str, file: &Value) -> Option<String> {
+    let content = file["content"].as_str().unwrap_or_default();
+    if file.get("encoding").is_none_or(Value::is_null) {
+        return Some(content.to_owned());
+    }
+    if crate::source::is_binary(path) {
+        return None;
+    }
+    Some(match crate::source::base64_bytes(content) {
+        Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        None => content.to_owned(),
+    })
+}
+
 /// What a member app deploy (or, with `draft`, a saved draft) changes: each
 /// file against the app's current files (`readMyApp`; every file is new for
-/// a new app), and whether the package validates (`checkMyApp`), so the
-/// person sees the code they approve.
+/// a new app), shown as the text that would be stored, and whether the
+/// package validates (`checkMyApp`, whose refusal is shown as a problem), so
+/// the person sees the code they approve.
 async fn deploy_summary(client: &SelfMcp, arguments: &Map<String, Value>, draft: bool) -> Value {
     let app = arguments.get("app").cloned().unwrap_or(Value::Null);
     let mut read = Map::new();
     read.insert("app".into(), app.clone());
     let existing = draft || arguments.contains_key("expectedRevision");
-    let current: Map<String, Value> = match existing {
-        true => client
-            .call(sasha_contract::tools::READ_MY_APP, read)
-            .await
-            .ok()
-            .as_ref()
-            .and_then(structured)
-            .and_then(|answer| answer["files"].as_array().cloned())
-            .unwrap_or_default()
+    let by_path = |files: Vec<Value>| -> Vec<(String, Value)> {
+        files
             .into_iter()
-            .filter_map(|file| Some((file["path"].as_str()?.to_owned(), file["content"].clone())))
-            .collect(),
-        false => Map::new(),
+            .filter_map(|file| Some((file["path"].as_str()?.to_owned(), file)))
+            .collect()
     };
-    let given: Vec<(String, Value)> = arguments
-        .get("files")
-        .and_then(Value::as_array)
+    let current: BTreeMap<String, Value> = match existing {
+        true => by_path(
+            client
+                .call(sasha_contract::tools::READ_MY_APP, read)
+                .await
+                .ok()
+                .as_ref()
+                .and_then(structured)
+                .and_then(|answer| answer["files"].as_array().cloned())
+                .unwrap_or_default(),
+        )
         .into_iter()
-        .flatten()
-        .filter_map(|file| Some((file["path"].as_str()?.to_owned(), file["content"].clone())))
-        .collect();
+        .collect(),
+        false => BTreeMap::new(),
+    };
+    let given = by_path(
+        arguments
+            .get("files")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+    );
+    let same =
+        |a: &Value, b: &Value| a["content"] == b["content"] && a["encoding"] == b["encoding"];
     let mut files: Vec<Value> = given
         .iter()
-        .filter(|(path, content)| current.get(path) != Some(content))
-        .map(|(path, content)| {
-            let before = current.get(path).and_then(Value::as_str).unwrap_or("");
-            let after = content.as_str().unwrap_or("");
+        .filter(|(path, file)| !current.get(path).is_some_and(|now| same(now, file)))
+        .map(|(path, file)| {
+            let before = current
+                .get(path)
+                .and_then(|now| stored_text(path, now))
+                .unwrap_or_default();
             json!({
                 "path": path,
                 "change": if current.contains_key(path) { "change" } else { "create" },
-                "diff": unified(path, before, after),
+                "diff": stored_text(path, file).map(|after| unified(path, &before, &after)),
             })
         })
         .collect();
@@ -239,14 +271,18 @@ async fn deploy_summary(client: &SelfMcp, arguments: &Map<String, Value>, draft:
         "files".into(),
         arguments.get("files").cloned().unwrap_or(Value::Null),
     );
-    let status = client
+    let checked = client
         .call(sasha_contract::tools::CHECK_MY_APP, check)
         .await
-        .ok()
-        .as_ref()
-        .and_then(structured)
-        .cloned()
-        .unwrap_or(Value::Null);
+        .ok();
+    let status = match &checked {
+        Some(result) if result["isError"] == true => {
+            let error = &result["structuredContent"]["error"];
+            json!({"ok": false, "diagnostics": [{"file": error["details"]["path"], "reason": error["message"]}]})
+        }
+        Some(result) => structured(result).cloned().unwrap_or(Value::Null),
+        None => Value::Null,
+    };
     json!({
         "kind": "deploy",
         "app": app,
@@ -276,5 +312,19 @@ mod tests {
         assert_eq!(app_of("getDocs", &args(json!({}))), None);
         let diff = unified("a.txt", "one\ntwo\n", "one\nthree\n");
         assert!(diff.contains("-two") && diff.contains("+three"), "{diff}");
+    }
+
+    #[test]
+    fn a_card_shows_a_text_file_as_text_whatever_its_encoding() {
+        // `fetch("/steal")` in base64: the card shows the script, not the code.
+        let hidden = json!({"content": "ZmV0Y2goIi9zdGVhbCIp", "encoding": "base64"});
+        assert_eq!(
+            stored_text("app.js", &hidden).as_deref(),
+            Some("fetch(\"/steal\")")
+        );
+        let plain = json!({"content": "x = 1;\n"});
+        assert_eq!(stored_text("app.js", &plain).as_deref(), Some("x = 1;\n"));
+        // A binary asset has no text to show.
+        assert_eq!(stored_text("logo.png", &hidden), None);
     }
 }

@@ -654,6 +654,7 @@ async fn the_rpc_needs_apps_author_and_a_persons_approval_to_deploy() {
         .map(|(path, content)| pb::MemberFile {
             path: path.clone(),
             content: content.as_str().unwrap().as_bytes().to_vec(),
+            encoding: String::new(),
         })
         .collect();
     let deploy = |approval: pb::DraftApproval| {
@@ -724,6 +725,7 @@ async fn a_draft_is_offered_to_the_editor_and_ends_with_the_next_deploy() {
                 .map(|(path, content)| pb::MemberFile {
                     path: path.clone(),
                     content: content.as_str().unwrap().as_bytes().to_vec(),
+                    encoding: String::new(),
                 })
                 .collect(),
         })
@@ -799,4 +801,272 @@ async fn a_draft_is_offered_to_the_editor_and_ends_with_the_next_deploy() {
     assert_eq!(status, StatusCode::OK);
     let (_, read) = mia.get("/api/member-apps/habits").await;
     assert!(read["draft"].is_null(), "{read}");
+}
+
+/// `CoreService.MemberApps` as the gateway calls it for a model-driven
+/// client.
+async fn member_rpc(
+    world: &World,
+    user: &User,
+    operation: pb::member_apps_request::Operation,
+) -> Result<pb::MemberAppsReply, sasha_proto::AppError> {
+    super::rpc(
+        &world.core,
+        pb::MemberAppsRequest {
+            principal: Some(World::principal(user, &AUTHOR)),
+            operation: Some(operation),
+        },
+    )
+    .await
+}
+
+/// Sharing and deleting take someone else's data or reach: from a
+/// model-driven client (the member app tools through the gateway) each needs
+/// the person's yes, like a deploy. Unapproved, nothing changes and the
+/// question comes back (naming the sharees whose rows a delete takes, and
+/// saying nothing of whether a user name exists); App Studio's click is the
+/// approval.
+#[tokio::test]
+async fn sharing_and_deleting_from_a_model_need_the_persons_yes() {
+    use pb::member_apps_request::Operation;
+    let world = World::new();
+    let mia = world.page(&world.member);
+    let (status, _) = mia.deploy("habits", false).await;
+    assert_eq!(status, StatusCode::CREATED);
+    world.user("ola", UserRole::Member);
+    let share = |username: &str, approval: pb::DraftApproval| {
+        Operation::Share(pb::MemberShareRequest {
+            app_id: "habits".into(),
+            username: username.into(),
+            remove: false,
+            approval: approval as i32,
+        })
+    };
+    let delete = |approval: pb::DraftApproval| {
+        Operation::Delete(pb::MemberDeleteRequest {
+            app_id: "habits".into(),
+            approval: approval as i32,
+        })
+    };
+
+    let asked = member_rpc(
+        &world,
+        &world.member,
+        share("ola", pb::DraftApproval::Unspecified),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(asked.code.as_str(), "APP_CONFIRMATION_REQUIRED");
+    let question = asked.details.unwrap()["summary"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        question.contains("Habits") && question.contains("\"ola\""),
+        "{question}"
+    );
+    assert!(
+        world
+            .store()
+            .member_app("habits")
+            .unwrap()
+            .unwrap()
+            .shares
+            .is_empty()
+    );
+    // A name nobody has is asked about the same way: the question is no
+    // oracle of who exists.
+    let unknown = member_rpc(
+        &world,
+        &world.member,
+        share("nobody", pb::DraftApproval::Unspecified),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(unknown.code.as_str(), "APP_CONFIRMATION_REQUIRED");
+    // Someone else's app is the one refusal, approved or not.
+    for approval in [
+        pb::DraftApproval::Unspecified,
+        pb::DraftApproval::Elicitation,
+    ] {
+        let refused = member_rpc(&world, &world.staff, share("ola", approval))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code.as_str(), "APP_ACCESS_DENIED");
+    }
+    member_rpc(
+        &world,
+        &world.member,
+        share("ola", pb::DraftApproval::Elicitation),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        world.store().member_app("habits").unwrap().unwrap().shares,
+        ["ola"]
+    );
+
+    let asked = member_rpc(
+        &world,
+        &world.member,
+        delete(pb::DraftApproval::Unspecified),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(asked.code.as_str(), "APP_CONFIRMATION_REQUIRED");
+    let question = asked.details.unwrap()["summary"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        question.contains("Delete") && question.contains("ola"),
+        "{question}"
+    );
+    assert!(
+        world.store().member_app("habits").unwrap().is_some(),
+        "nothing was deleted"
+    );
+    member_rpc(
+        &world,
+        &world.member,
+        delete(pb::DraftApproval::Elicitation),
+    )
+    .await
+    .unwrap();
+    assert!(world.store().member_app("habits").unwrap().is_none());
+
+    // App Studio's buttons are the person's own click.
+    let (status, _) = mia.deploy("journal", false).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, shared) = mia
+        .call(
+            "POST",
+            "/api/member-apps/journal/shares",
+            json!({"username": "ola"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{shared}");
+    let (status, deleted) = mia
+        .call("DELETE", "/api/member-apps/journal", Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{deleted}");
+}
+
+/// What the person approves is what deploys: a text file sent as base64
+/// (script the approval card would show as an opaque blob) is refused by the
+/// source tools' one rule, from the tools and from App Studio alike, and
+/// nothing is stored; a binary asset still travels as base64.
+#[tokio::test]
+async fn a_text_file_hidden_in_base64_is_refused() {
+    use base64::Engine as _;
+    use pb::member_apps_request::Operation;
+    let world = World::new();
+    let encode = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let files = |script: pb::MemberFile| -> Vec<pb::MemberFile> {
+        let mut files: Vec<pb::MemberFile> = package("habits", false, false)
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(path, _)| *path != "app.js")
+            .map(|(path, content)| pb::MemberFile {
+                path: path.clone(),
+                content: content.as_str().unwrap().as_bytes().to_vec(),
+                encoding: String::new(),
+            })
+            .collect();
+        files.push(script);
+        files
+    };
+    let hidden = pb::MemberFile {
+        path: "app.js".into(),
+        content: encode(b"fetch('/steal');\n").into_bytes(),
+        encoding: "base64".into(),
+    };
+    let deploy = |approval: pb::DraftApproval, files: Vec<pb::MemberFile>| {
+        Operation::Deploy(pb::MemberDeployRequest {
+            app_id: "habits".into(),
+            name: "Habits".into(),
+            files,
+            expected_revision: String::new(),
+            approval: approval as i32,
+            from_revision: String::new(),
+        })
+    };
+    for approval in [
+        pb::DraftApproval::Unspecified,
+        pb::DraftApproval::Elicitation,
+    ] {
+        let refused = member_rpc(
+            &world,
+            &world.member,
+            deploy(approval, files(hidden.clone())),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(refused.code.as_str(), "APP_INPUT_INVALID", "{approval:?}");
+        assert_eq!(refused.details.unwrap()["cause"], "ENCODING_NOT_FOR_TEXT");
+        assert!(
+            refused.message.contains("app.js is a text file"),
+            "{}",
+            refused.message
+        );
+    }
+    let checked = member_rpc(
+        &world,
+        &world.member,
+        Operation::Check(pb::MemberCheckRequest {
+            app_id: "habits".into(),
+            files: files(hidden.clone()),
+        }),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(checked.details.unwrap()["cause"], "ENCODING_NOT_FOR_TEXT");
+    assert!(
+        world.store().member_app("habits").unwrap().is_none(),
+        "nothing was stored"
+    );
+    let (status, refused) = world
+        .page(&world.member)
+        .call(
+            "POST",
+            "/api/member-apps",
+            json!({"id": "habits", "name": "Habits", "files": {
+                "APP.md": package("habits", false, false)["APP.md"],
+                "index.html": package("habits", false, false)["index.html"],
+                "styles.css": "main { padding: 1rem; }\n",
+                "app.js": {"base64": encode(b"fetch('/steal');\n")},
+            }}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    assert_eq!(refused["details"]["cause"], "ENCODING_NOT_FOR_TEXT");
+
+    // A binary asset is base64 as ever, and arrives as its bytes.
+    let logo = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/packages/valid/brand-card/assets/logo.png"),
+    )
+    .unwrap();
+    let mut with_logo = files(pb::MemberFile {
+        path: "app.js".into(),
+        content: b"document.title = 'Habits';\n".to_vec(),
+        encoding: String::new(),
+    });
+    with_logo.push(pb::MemberFile {
+        path: "logo.png".into(),
+        content: encode(&logo).into_bytes(),
+        encoding: "base64".into(),
+    });
+    member_rpc(
+        &world,
+        &world.member,
+        deploy(pb::DraftApproval::Elicitation, with_logo),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        super::current_files(&world.core, "habits").get("logo.png"),
+        Some(&logo)
+    );
 }

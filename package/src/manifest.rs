@@ -113,6 +113,115 @@ pub fn is_kebab_id(id: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
+/// Where `APP.md`'s front matter lies, as byte offsets into the text after an
+/// optional byte order mark.
+struct FrontMatter {
+    /// The YAML between the opening and closing `---` lines.
+    yaml: std::ops::Range<usize>,
+    /// The closing `---` line (with its line ending).
+    closing: std::ops::Range<usize>,
+}
+
+/// Why `APP.md` has no front matter.
+enum NoFrontMatter {
+    /// The first line is not `---`.
+    Opening,
+    /// No line `---` closes the YAML.
+    Closing,
+}
+
+/// The one reading of `APP.md`'s shape: a first line `---`, the YAML, a line
+/// `---`, the brief. Offsets are into `text` with its byte order mark removed.
+fn front_matter(text: &str) -> Result<FrontMatter, NoFrontMatter> {
+    let opening = if text.starts_with("---\n") {
+        4
+    } else if text.starts_with("---\r\n") {
+        5
+    } else {
+        return Err(NoFrontMatter::Opening);
+    };
+    let mut offset = opening;
+    for line in text[opening..].split_inclusive('\n') {
+        if line.trim_end_matches(['\r', '\n']) == "---" {
+            return Ok(FrontMatter {
+                yaml: opening..offset,
+                closing: offset..offset + line.len(),
+            });
+        }
+        offset += line.len();
+    }
+    Err(NoFrontMatter::Closing)
+}
+
+/// `APP.md` with its manifest's `id` set to `id`: the first top-level `id:`
+/// line of the front matter is replaced (without one, `id: <id>` becomes the
+/// front matter's last line), so no line before it moves and the validator's
+/// lines still point where the author wrote. `None` when the text has no
+/// front matter, which the validator then reports. The platform names a
+/// member app (see [`member_app_id`]) and writes that name here; whatever
+/// else the YAML says about `id` is left for the validator to refuse.
+pub fn with_manifest_id(text: &str, id: &str) -> Option<String> {
+    let (bom, body) = match text.strip_prefix('\u{FEFF}') {
+        Some(body) => ("\u{FEFF}", body),
+        None => ("", text),
+    };
+    let found = front_matter(body).ok()?;
+    let yaml = &body[found.yaml.clone()];
+    let mut offset = found.yaml.start;
+    let mut out = String::with_capacity(text.len() + id.len() + 8);
+    out.push_str(bom);
+    for line in yaml.split_inclusive('\n') {
+        let is_id = line
+            .strip_prefix("id")
+            .and_then(|rest| rest.trim_start_matches([' ', '\t']).strip_prefix(':'))
+            .is_some_and(|value| value.is_empty() || value.starts_with([' ', '\t', '\r', '\n']));
+        if is_id {
+            let ending = &line[line.trim_end_matches(['\r', '\n']).len()..];
+            out.push_str(&body[..offset]);
+            out.push_str(&format!("id: {id}{ending}"));
+            out.push_str(&body[offset + line.len()..]);
+            return Some(out);
+        }
+        offset += line.len();
+    }
+    let ending = if body.starts_with("---\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
+    out.push_str(&body[..found.closing.start]);
+    out.push_str(&format!("id: {id}{ending}"));
+    out.push_str(&body[found.closing.start..]);
+    Some(out)
+}
+
+/// The prefix of every member app id, so a person reading one (in a tool
+/// name, a URL, the moderators' list) sees which tier it belongs to.
+pub const MEMBER_ID_PREFIX: &str = "member-";
+/// Bytes of randomness in a member app id: 80 bits, 16 characters of
+/// base32, so no id can be guessed before it exists and two never meet.
+pub const MEMBER_ID_ENTROPY_BYTES: usize = 10;
+
+/// A member app's id, made from `entropy` (fresh random bytes): the platform
+/// names every member app, so nobody learns from a refused name that another
+/// app holds it, and nobody takes a name a catalogue app will want. The id is
+/// [`MEMBER_ID_PREFIX`] and the bytes in lowercase base32 (RFC 4648's
+/// alphabet `a-z2-7`), which [`is_kebab_id`] accepts.
+pub fn member_app_id(entropy: [u8; MEMBER_ID_ENTROPY_BYTES]) -> String {
+    const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+    let mut id = String::from(MEMBER_ID_PREFIX);
+    let (mut buffer, mut bits) = (0u32, 0u32);
+    for byte in entropy {
+        buffer = (buffer << 8) | u32::from(byte);
+        bits += 8;
+        while bits >= 5 {
+            bits -= 5;
+            id.push(char::from(ALPHABET[((buffer >> bits) & 31) as usize]));
+        }
+    }
+    id
+}
+
 /// Splits `APP.md` into its manifest and brief and checks the manifest's own
 /// fields. `folder` is the package folder's name, which the id must equal.
 pub fn parse_app_md(
@@ -122,38 +231,29 @@ pub fn parse_app_md(
 ) -> Option<(Manifest, String)> {
     const FILE: &str = "APP.md";
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
-    let Some(rest) = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-    else {
-        diagnostics.push(
-            FILE,
-            Some(1),
-            "MANIFEST_FRONT_MATTER",
-            "APP.md must start with a line `---`, the YAML manifest, and a closing line `---`",
-        );
-        return None;
-    };
-    let mut offset = 0;
-    let mut closing = None;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end_matches(['\r', '\n']) == "---" {
-            closing = Some((offset, offset + line.len()));
-            break;
+    let found = match front_matter(text) {
+        Ok(found) => found,
+        Err(NoFrontMatter::Opening) => {
+            diagnostics.push(
+                FILE,
+                Some(1),
+                "MANIFEST_FRONT_MATTER",
+                "APP.md must start with a line `---`, the YAML manifest, and a closing line `---`",
+            );
+            return None;
         }
-        offset += line.len();
-    }
-    let Some((yaml_end, brief_start)) = closing else {
-        diagnostics.push(
-            FILE,
-            None,
-            "MANIFEST_FRONT_MATTER",
-            "the YAML manifest has no closing line `---`",
-        );
-        return None;
+        Err(NoFrontMatter::Closing) => {
+            diagnostics.push(
+                FILE,
+                None,
+                "MANIFEST_FRONT_MATTER",
+                "the YAML manifest has no closing line `---`",
+            );
+            return None;
+        }
     };
-    let yaml = &rest[..yaml_end];
-    let brief = rest[brief_start..].to_owned();
+    let yaml = &text[found.yaml];
+    let brief = text[found.closing.end..].to_owned();
     let manifest: Manifest = match parse_strict_yaml(yaml) {
         Ok(manifest) => manifest,
         Err(error) => {
@@ -364,6 +464,49 @@ mod tests {
         assert_eq!(found[0].0, "MANIFEST_FRONT_MATTER");
         let (_, found) = parse("---\nid: time-sheet\n");
         assert_eq!(found[0].0, "MANIFEST_FRONT_MATTER");
+    }
+
+    #[test]
+    fn the_platform_sets_a_member_apps_id_where_it_stands() {
+        // The id line is replaced in place: no other line moves.
+        let set = with_manifest_id(GOOD, "member-abc").unwrap();
+        assert_eq!(set, GOOD.replace("id: time-sheet\n", "id: member-abc\n"));
+        let mut diagnostics = crate::Diagnostics::new();
+        assert!(parse_app_md(&set, "member-abc", &mut diagnostics).is_some());
+        assert!(diagnostics.is_empty());
+        for (text, expected) in [
+            // Line endings, quotes and comments: the whole line is the platform's.
+            (
+                "---\r\nname: T\r\nid : 'x' # mine\r\n---\r\n# B\r\n",
+                Some("---\r\nname: T\r\nid: m\r\n---\r\n# B\r\n"),
+            ),
+            ("---\nid:\n---\n", Some("---\nid: m\n---\n")),
+            // Without an id line it becomes the front matter's last line; an
+            // action's id, a longer key and the brief are not the manifest's id.
+            (
+                "\u{FEFF}---\nactions:\n  - id: a\n    file: f\nidentity: x\n---\nid: brief\n",
+                Some(
+                    "\u{FEFF}---\nactions:\n  - id: a\n    file: f\nidentity: x\nid: m\n---\nid: brief\n",
+                ),
+            ),
+            ("---\r\n---\r\n", Some("---\r\nid: m\r\n---\r\n")),
+            // No front matter: left for the validator to refuse.
+            ("# only Markdown\n", None),
+            ("---\nid: x\n", None),
+        ] {
+            assert_eq!(with_manifest_id(text, "m").as_deref(), expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn member_app_ids_are_kebab_ids_of_the_member_tier() {
+        assert_eq!(member_app_id([0; 10]), "member-aaaaaaaaaaaaaaaa");
+        assert_eq!(member_app_id([0xFF; 10]), "member-7777777777777777");
+        let counted = member_app_id([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        assert_eq!(counted, "member-aebagbafaydqqcik");
+        for id in [member_app_id([0; 10]), member_app_id([0xFF; 10]), counted] {
+            assert!(is_kebab_id(&id), "{id}");
+        }
     }
 
     #[test]

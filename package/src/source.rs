@@ -351,12 +351,19 @@ fn read_bytes(full: &Path, path: &str, diagnostics: &mut Diagnostics) -> Option<
 
 fn read_text(full: &Path, path: &str, diagnostics: &mut Diagnostics) -> Option<String> {
     let bytes = read_bytes(full, path, diagnostics)?;
-    match String::from_utf8(bytes) {
+    text_of(path, &bytes, diagnostics).map(str::to_owned)
+}
+
+/// The text of the text file `path` from its bytes: UTF-8 without NUL, or a
+/// diagnostic at the line where it stops being so. The one rule for text,
+/// whether the bytes come from a package folder or from a person's upload.
+pub fn text_of<'a>(path: &str, bytes: &'a [u8], diagnostics: &mut Diagnostics) -> Option<&'a str> {
+    match std::str::from_utf8(bytes) {
         Ok(text) => {
             if let Some(offset) = text.find('\0') {
                 diagnostics.push(
                     path,
-                    Some(line_of(&text, offset)),
+                    Some(line_of(text, offset)),
                     "SOURCE_NUL",
                     "text files must not contain NUL characters",
                 );
@@ -365,8 +372,8 @@ fn read_text(full: &Path, path: &str, diagnostics: &mut Diagnostics) -> Option<S
             Some(text)
         }
         Err(error) => {
-            let valid = error.utf8_error().valid_up_to();
-            let prefix = String::from_utf8_lossy(&error.as_bytes()[..valid]).into_owned();
+            let valid = error.valid_up_to();
+            let prefix = String::from_utf8_lossy(&bytes[..valid]);
             diagnostics.push(
                 path,
                 Some(line_of(&prefix, valid)),

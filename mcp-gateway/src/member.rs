@@ -46,7 +46,7 @@ pub fn authors(caller: &Caller) -> bool {
 }
 
 fn app_property() -> Value {
-    json!({"type": "string", "pattern": "^[a-z][a-z0-9]*(-[a-z0-9]+)*$", "maxLength": 60, "description": "The member app's id (lowercase kebab-case), the same as the id: in its APP.md."})
+    json!({"type": "string", "pattern": "^[a-z][a-z0-9]*(-[a-z0-9]+)*$", "maxLength": 60, "description": "The id of one of your member apps, as listMyApps shows it (the platform names every member app and writes the id into its APP.md)."})
 }
 
 fn revision_property(what: &str) -> Value {
@@ -97,10 +97,10 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
         tool(
             CHECK_MY_APP,
             "Check a member app package",
-            "Validate files as a member app without storing anything (read getDocs section member-apps first). Each diagnostic names the file, the line when known, a code and a reason: fix them all, then deploy.",
+            "Validate files as a member app without storing anything (read getDocs section member-apps first): as one of your apps (app), or without app as a new one. Each diagnostic names the file, the line when known, a code and a reason: fix them all, then deploy.",
             object(
                 json!({"app": app_property(), "files": files_property()}),
-                &["app", "files"],
+                &["files"],
             ),
             true,
             false,
@@ -119,10 +119,10 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
         tool(
             DEPLOY_MY_APP,
             "Deploy a member app",
-            "Deploy a new member app (omit expectedRevision) or a new version of one of yours (expectedRevision: the revision you read). The person is asked to approve it first; it then appears in their Apps list, and the previous version stays in its history.",
+            "Deploy a new member app (omit app and expectedRevision: the platform names it, writes that id into its APP.md and answers it) or a new version of one of yours (app, and expectedRevision: the revision you read). The person is asked to approve it first; it then appears in their Apps list, and the previous version stays in its history.",
             object(
                 json!({"app": app_property(), "name": {"type": "string", "minLength": 1, "maxLength": sasha_contract::tools::CREATE_APP_MAX_NAME_CHARS, "description": "The name shown in the Apps list."}, "files": files_property(), "expectedRevision": revision_property("The current revision of the app you change, as readMyApp or listMyApps shows it.")}),
-                &["app", "name", "files"],
+                &["name", "files"],
             ),
             false,
             false,
@@ -149,7 +149,7 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
         tool(
             SHARE_MY_APP,
             "Share one of your member apps",
-            "Let a person use one of your member apps, by their user name (remove: true stops sharing). The person you act for is asked to approve it first. Each person sees only their own rows.",
+            "Let a person use one of your member apps, by their user name (remove: true stops sharing). The person you act for is asked to approve it first. The answer is the same whether or not someone here uses that name, so say the name back to the person to check it. Each person sees only their own rows.",
             object(
                 json!({"app": app_property(), "username": {"type": "string", "minLength": 1, "maxLength": 64}, "remove": {"type": "boolean"}}),
                 &["app", "username"],
@@ -411,7 +411,13 @@ pub fn result(name: &str, reply: &pb::MemberAppsReply) -> Option<(String, Value)
                 SHARE_MY_APP if app.shares.is_empty() => {
                     format!("{} is shared with nobody.", app.id)
                 }
-                SHARE_MY_APP => format!("{} is shared with {}.", app.id, app.shares.join(", ")),
+                SHARE_MY_APP => format!(
+                    "{} is shared with {}. Whoever uses one of these names here has it in their \
+                     Apps list and sees only their own rows; sharing never says whether someone \
+                     uses a name.",
+                    app.id,
+                    app.shares.join(", ")
+                ),
                 _ => format!(
                     "Deployed {} (\"{}\") at revision {}: it is in the person's Apps list now.",
                     app.id, app.name, app.revision

@@ -537,9 +537,11 @@ fn uuid_nil() -> String {
 }
 
 /// A store failure as the user sees it: busy or unreadable is retryable
-/// (`APP_NOT_READY`), the rest internal.
+/// (`APP_NOT_READY`), a grant change a member app's grant rule refuses is
+/// `APP_ACCESS_DENIED` with that rule, the rest internal.
 pub(crate) fn store_error(error: StoreError) -> AppError {
     match error {
+        StoreError::MemberAppGrant(rule) => AppError::new(ErrorCode::AccessDenied, rule),
         StoreError::Busy => {
             AppError::new(ErrorCode::NotReady, "the account store is busy; try again")
         }

@@ -1180,7 +1180,8 @@ pub(crate) async fn rpc(
 }
 
 /// Who may preview a draft: the source tools' callers (admin or staff with
-/// `manage`), and a member app's author (App Studio's Preview).
+/// `manage`), and a member app's author (App Studio's Preview) unless a
+/// moderator disabled the app, which is refused saying so.
 pub(crate) async fn authorize_previewer(
     core: &Arc<Core>,
     principal: &pb::Principal,
@@ -1188,13 +1189,10 @@ pub(crate) async fn authorize_previewer(
 ) -> Result<(), AppError> {
     match crate::source_tools::authorize_manager(core, principal, app_id).await {
         Ok(()) => Ok(()),
-        Err(error) => {
-            if crate::member_apps::authored_by(core, principal, app_id).await {
-                Ok(())
-            } else {
-                Err(error)
-            }
-        }
+        Err(error) => match crate::member_apps::authored_by(core, principal, app_id).await? {
+            true => Ok(()),
+            false => Err(error),
+        },
     }
 }
 

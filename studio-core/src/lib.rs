@@ -224,6 +224,10 @@ struct Core {
     store: Store,
     /// Failed sign-ins per user name, to slow password guessing.
     login_throttle: api::LoginThrottle,
+    /// The member tier's caps (`member_apps::MEMBER_CAPS`).
+    member_caps: store::MemberCaps,
+    /// Each author's member app deploys.
+    member_deploys: member_apps::DeployThrottle,
     /// The package folders, for the source tools.
     source: Arc<source::SourceTree>,
     /// Chat turns for apps (`CoreService.Chat`).
@@ -392,12 +396,15 @@ pub async fn run(
             catalogue.apps_dir().display()
         ))
     })?;
+    let member_deploys = member_apps::DeployThrottle::new(&store);
     let core = Arc::new(Core {
         origins: config.origins.clone(),
         data,
         store,
         revision_retention: config.revision_retention,
         login_throttle: api::LoginThrottle::default(),
+        member_caps: member_apps::MEMBER_CAPS,
+        member_deploys,
         source: Arc::new(source::SourceTree::new(catalogue.apps_dir())),
         catalogue,
         chat: chat::ChatService::new(config.chat.clone()),
@@ -573,14 +580,23 @@ async fn register_apps(
 }
 
 /// Applies the revision retention to every app once at boot, so a lowered
-/// `SASHA_REVISION_RETENTION` takes effect before the next change.
+/// `SASHA_REVISION_RETENTION` takes effect before the next change, and
+/// reclaims what the ledger still keeps of deleted member apps.
 async fn prune_revisions(store: &Store, retention: usize) {
     let store = store.clone();
-    match tokio::task::spawn_blocking(move || store.prune_revisions(retention)).await {
+    let pruning = store.clone();
+    match tokio::task::spawn_blocking(move || pruning.prune_revisions(retention)).await {
         Ok(Ok(0)) => {}
         Ok(Ok(pruned)) => tracing::info!(pruned, retention, "old revisions pruned from the ledger"),
         Ok(Err(error)) => tracing::error!(%error, "cannot prune the revision ledger"),
         Err(error) => tracing::error!(%error, "revision pruning failed"),
+    }
+    // Member apps deleted before deletion reclaimed their ledger.
+    match tokio::task::spawn_blocking(move || store.reclaim_deleted_member_apps()).await {
+        Ok(Ok(0)) => {}
+        Ok(Ok(apps)) => tracing::info!(apps, "deleted member apps' revisions reclaimed"),
+        Ok(Err(error)) => tracing::error!(%error, "cannot reclaim deleted member apps' revisions"),
+        Err(error) => tracing::error!(%error, "reclaiming deleted member apps failed"),
     }
 }
 

@@ -7,31 +7,43 @@
 //! gateway's member app tools) and App Studio (`member_apps_http`) call the
 //! same functions here.
 //!
-//! The tier's rules: every declared table is owner-scoped, so each user of a
-//! shared app sees only their own rows; the author alone manages the app and
-//! may share `use` by user name; only the recorded author deploys over it
-//! (an assistant acts with its person's own credential, so "the assistant
-//! acting for that author" is that author); the caps (200 in the instance,
-//! 40 per author) and the switch hold in the deploy's one transaction
-//! (`Store::deploy_member_app`); a deploy, a share and a delete each need a
-//! person's approval (App Studio's button, or their yes to the gateway's
-//! question), so a model acting with the person's credential cannot hand
-//! the app (or everyone's rows in it) to anyone, or destroy them, alone.
+//! The tier's rules: the platform names every member app
+//! (`sasha_package::manifest::member_app_id`, random, and written into
+//! `APP.md`'s `id:`), so a new app names no id and nobody learns that another
+//! app holds one or takes one a catalogue app will want; its files obey the
+//! package file rules every source-tool write obeys
+//! (`crate::source::check_package_files`); every declared table is
+//! owner-scoped, so each user of a shared app sees only their own rows; the
+//! author alone manages the app and may share `use` by user name, answered
+//! alike whether or not an account holds that name; only the recorded author
+//! deploys over it (an assistant acts with its person's own credential, so
+//! "the assistant acting for that author" is that author); the caps (200 in
+//! the instance, 40 per author), the bytes one author's apps keep in the
+//! ledger and the switch hold in the deploy's one transaction
+//! (`Store::deploy_member_app`), and each author's deploys are throttled; a
+//! deploy, a share and a delete each need a person's approval (App Studio's
+//! button, or their yes to the gateway's question), so a model acting with
+//! the person's credential cannot hand the app (or everyone's rows in it) to
+//! anyone, or destroy them, alone. While a moderator has an app disabled,
+//! its author can neither deploy, draft, preview nor share it.
 //! Moderators (admin and staff, the role read fresh) list, disable and
 //! delete any member app without being able to read or change it; an admin
-//! promotes one into the catalogue tier.
+//! promotes one into the catalogue.
 //!
 //! What it must never do: tell a caller whether an app they may not change
-//! exists (every such refusal is the same `APP_ACCESS_DENIED`), write under
-//! `DOCS_ROOT` except a promotion's package, or deploy while member apps are
-//! turned off (deleting stays open).
+//! exists (every such refusal is the same `APP_ACCESS_DENIED`) or whether a
+//! user name has an account, write under `DOCS_ROOT` except a promotion's
+//! package, or deploy while member apps are turned off (deleting stays
+//! open).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use base64::Engine as _;
 use sasha_contract::data::Access;
 use sasha_package::assemble::resource_uri;
+use sasha_package::manifest::{MEMBER_ID_ENTROPY_BYTES, member_app_id, with_manifest_id};
 use sasha_package::source::PackageSource;
 use sasha_package::validate::{Package, validate_source};
 use sasha_proto::pb::{self, member_apps_reply, member_apps_request};
@@ -39,10 +51,10 @@ use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 
 use crate::Core;
-use crate::api::blocking;
+use crate::api::{KeyedThrottle, blocking, retry_after_seconds, try_again_in};
 use crate::store::{
     MemberApp, MemberCaps, MemberDeploy, MemberRefusal, RevisionContent, RevisionOrigin,
-    RevisionSurface, UserRole,
+    RevisionSurface, Store, UserRole,
 };
 
 /// Live member apps the instance holds at most.
@@ -50,8 +62,81 @@ pub(crate) const MAX_MEMBER_APPS: usize = 200;
 /// Live member apps one author holds at most, so nobody starves the
 /// instance's cap.
 pub(crate) const MAX_MEMBER_APPS_PER_AUTHOR: usize = 40;
+/// Bytes the ledger keeps for one author's member apps at most (every kept
+/// revision's resource and each distinct file of their revisions and
+/// drafts). Room for one full-size app's whole kept history (at the default
+/// retention of 50 revisions, a 1 MiB package with its resource of up to
+/// about 1.4 MiB is some 120 MiB), so no single app is ever stuck by its own
+/// history; and a bound on what one person can make the core database hold.
+pub(crate) const MAX_MEMBER_LEDGER_BYTES_PER_AUTHOR: u64 = 128 * 1024 * 1024;
+/// User names one member app may be shared with.
+pub(crate) const MAX_MEMBER_APP_SHARES: usize = 100;
+/// Deploys (and reverts) one author may make at once: enough to fill their
+/// cap of apps in one go and change a few.
+pub(crate) const MEMBER_DEPLOY_BURST: u32 = 50;
+/// After the burst, one more deploy per this period.
+pub(crate) const MEMBER_DEPLOY_PERIOD: Duration = Duration::from_secs(60);
 /// The diagnostic of a shared table in a member app.
 pub(crate) const MEMBER_TABLE_SHARED: &str = "MEMBER_TABLE_SHARED";
+
+/// The caps a deploy is checked against, as `Core` holds them.
+pub(crate) const MEMBER_CAPS: MemberCaps = MemberCaps {
+    instance: MAX_MEMBER_APPS,
+    per_author: MAX_MEMBER_APPS_PER_AUTHOR,
+    author_bytes: MAX_MEMBER_LEDGER_BYTES_PER_AUTHOR,
+};
+
+/// The store's clock as governor reads one, so the deploy throttle counts in
+/// the time the store keeps (which tests move with the store's).
+#[derive(Debug, Clone)]
+pub(crate) struct StoreClock(Store);
+
+impl governor::clock::Clock for StoreClock {
+    type Instant = governor::nanos::Nanos;
+
+    fn now(&self) -> Self::Instant {
+        let seconds = u64::try_from(self.0.timestamp()).unwrap_or(0);
+        seconds.saturating_mul(1_000_000_000).into()
+    }
+}
+
+/// Each author's deploys: [`MEMBER_DEPLOY_BURST`] at once, then one per
+/// [`MEMBER_DEPLOY_PERIOD`], in the sign-in throttles' keyed GCRA limiter.
+/// Only the author can spend their own budget, so it cannot be turned
+/// against anyone else. Process memory: each studio-core counts its own and
+/// a restart forgets; what bounds the core database is the byte budget and
+/// the caps in the store, and this bounds how fast anyone churns it.
+#[derive(Debug)]
+pub(crate) struct DeployThrottle(KeyedThrottle<String, StoreClock>);
+
+impl DeployThrottle {
+    pub(crate) fn new(store: &Store) -> DeployThrottle {
+        DeployThrottle(KeyedThrottle::new(
+            MEMBER_DEPLOY_BURST,
+            MEMBER_DEPLOY_PERIOD,
+            StoreClock(store.clone()),
+        ))
+    }
+
+    /// Takes one of `author`'s deploys, or refuses with how long to wait
+    /// (`APP_BUSY`, retryable, `details.retryAfterSeconds`).
+    fn admit(&self, author: &str) -> Result<(), AppError> {
+        self.0.check(&author.to_owned()).map_err(|wait| {
+            AppError::new(
+                ErrorCode::Busy,
+                format!(
+                    "you deployed {MEMBER_DEPLOY_BURST} times in a short while, the most one person \
+                     may: nothing was deployed; {}",
+                    try_again_in(wait)
+                ),
+            )
+            .with_details(json!({
+                "reason": "deploy-rate",
+                "retryAfterSeconds": retry_after_seconds(wait),
+            }))
+        })
+    }
+}
 
 fn denied() -> AppError {
     AppError::new(
@@ -74,6 +159,20 @@ pub(crate) fn turned_off() -> AppError {
     .with_details(json!({"reason": "member-apps-off"}))
 }
 
+/// The refusal of a change to an app a moderator disabled.
+fn disabled(app_id: &str) -> AppError {
+    AppError::new(
+        ErrorCode::OperationUnavailable,
+        format!(
+            "a moderator disabled {app_id}: it cannot be changed, previewed or shared until an \
+             admin or staff member enables it again"
+        ),
+    )
+    .with_details(json!({"reason": "disabled"}))
+}
+
+const MIB: u64 = 1024 * 1024;
+
 fn refused(app_id: &str, refusal: MemberRefusal) -> AppError {
     match refusal {
         MemberRefusal::Off => turned_off(),
@@ -93,22 +192,33 @@ fn refused(app_id: &str, refusal: MemberRefusal) -> AppError {
             ),
         )
         .with_details(json!({"cap": "per-author", "limit": limit})),
+        MemberRefusal::AuthorBytes { limit, used } => AppError::new(
+            ErrorCode::ResourceLimit,
+            format!(
+                "with this deploy your member apps and their kept history would hold {} MiB, \
+                 more than the {} MiB one person may keep; nothing was deployed: delete an app \
+                 you no longer need (its history goes with it)",
+                used.div_ceil(MIB),
+                limit / MIB
+            ),
+        )
+        .with_details(json!({"cap": "author-bytes", "limit": limit, "used": used})),
+        MemberRefusal::SharesCap(limit) => AppError::new(
+            ErrorCode::ResourceLimit,
+            format!(
+                "{app_id} is already shared with {limit} names, the most an app may be; \
+                 stop sharing it with someone first"
+            ),
+        )
+        .with_details(json!({"cap": "shares", "limit": limit})),
+        // A fresh random id an app took between the look and the deploy.
         MemberRefusal::IdTaken => AppError::new(
             ErrorCode::Conflict,
-            format!(
-                "the app id {app_id} is not available: ids are never reused. Choose another id \
-                 and change the id in APP.md to match"
-            ),
+            "the new app's id was taken in the meantime; nothing was deployed: deploy again",
         )
         .with_details(json!({"reason": "id-taken"})),
         MemberRefusal::Denied => denied(),
-        MemberRefusal::Disabled => AppError::new(
-            ErrorCode::OperationUnavailable,
-            format!(
-                "a moderator disabled {app_id}: it cannot be changed until it is enabled again"
-            ),
-        )
-        .with_details(json!({"reason": "disabled"})),
+        MemberRefusal::Disabled => disabled(app_id),
         MemberRefusal::Stale { current } => AppError::new(
             ErrorCode::Conflict,
             format!(
@@ -175,12 +285,35 @@ pub(crate) async fn owned(
     }
 }
 
+/// [`owned`], and not disabled by a moderator: what its author may change,
+/// draft, preview or share.
+pub(crate) async fn changeable(
+    core: &Arc<Core>,
+    user_id: &str,
+    app_id: &str,
+) -> Result<MemberApp, AppError> {
+    let app = owned(core, user_id, app_id).await?;
+    if app.disabled {
+        return Err(disabled(app_id));
+    }
+    Ok(app)
+}
+
 /// Whether `principal` may author member apps and is the author of the live
-/// member app `app_id`.
-pub(crate) async fn authored_by(core: &Arc<Core>, principal: &pb::Principal, app_id: &str) -> bool {
-    match author(core, Some(principal)).await {
-        Ok(user_id) => owned(core, &user_id, app_id).await.is_ok(),
-        Err(_) => false,
+/// member app `app_id` (`Ok(false)`: they are not); the author of one a
+/// moderator disabled is refused with why.
+pub(crate) async fn authored_by(
+    core: &Arc<Core>,
+    principal: &pb::Principal,
+    app_id: &str,
+) -> Result<bool, AppError> {
+    let Ok(user_id) = author(core, Some(principal)).await else {
+        return Ok(false);
+    };
+    match changeable(core, &user_id, app_id).await {
+        Ok(_) => Ok(true),
+        Err(error) if error.code == ErrorCode::OperationUnavailable => Err(error),
+        Err(_) => Ok(false),
     }
 }
 
@@ -232,14 +365,62 @@ fn tier_diagnostics(package: &Package) -> Vec<pb::Diagnostic> {
         .collect()
 }
 
-/// Validates `files` as the member app `app_id`: the package (if valid and
-/// within the tier's rules) or every diagnostic with its file and line.
-pub(crate) async fn validate(
+/// A fresh id for a new member app, held by no app and no package folder.
+/// Eighty random bits leave a repeat to chance alone; the deploy's
+/// transaction checks again.
+async fn mint_id(core: &Arc<Core>) -> Result<String, AppError> {
+    for _ in 0..4 {
+        let id = member_app_id(rand::random::<[u8; MEMBER_ID_ENTROPY_BYTES]>());
+        let (store, candidate) = (core.store.clone(), id.clone());
+        let registered = blocking(move || store.registered_app(&candidate)).await?;
+        if registered.is_none() && !core.catalogue.apps_dir().join(&id).exists() {
+            return Ok(id);
+        }
+    }
+    let failure = AppError::from_code(ErrorCode::Internal);
+    tracing::error!(diagnostic_id = %failure.diagnostic_id, "four random member app ids were all taken");
+    Err(failure)
+}
+
+/// `files` as the member app `app_id` keeps them, or why not: every file
+/// within the package file rules (`crate::source::check_package_files`), and
+/// `APP.md`'s `id:` set to `app_id` (the platform names member apps; see
+/// `sasha_package::manifest::with_manifest_id`).
+pub(crate) fn member_files(
     app_id: &str,
     files: Vec<(String, Vec<u8>)>,
+) -> Result<Vec<(String, Vec<u8>)>, Vec<pb::Diagnostic>> {
+    let refused = crate::source::check_package_files(&files);
+    if !refused.is_empty() {
+        return Err(refused
+            .iter()
+            .map(|d| diagnostic(&d.file, d.line, &d.code, &d.reason))
+            .collect());
+    }
+    Ok(files
+        .into_iter()
+        .map(|(path, bytes)| {
+            let named = (path == "APP.md")
+                .then(|| std::str::from_utf8(&bytes).ok())
+                .flatten()
+                .and_then(|text| with_manifest_id(text, app_id));
+            match named {
+                Some(text) => (path, text.into_bytes()),
+                None => (path, bytes),
+            }
+        })
+        .collect())
+}
+
+/// Validates `files` (already [`member_files`]) as the member app `app_id`:
+/// the package (if valid and within the tier's rules) or every diagnostic
+/// with its file and line.
+pub(crate) async fn validate(
+    app_id: &str,
+    files: &[(String, Vec<u8>)],
 ) -> Result<(Result<Package, Vec<pb::Diagnostic>>, PackageSource), AppError> {
     let mut source = PackageSource::default();
-    for (path, bytes) in &files {
+    for (path, bytes) in files {
         source.set(path, Some(bytes));
     }
     let (app, checked) = (app_id.to_owned(), source.clone());
@@ -265,6 +446,48 @@ pub(crate) async fn validate(
     Ok((outcome, source))
 }
 
+/// Checks `files` as the caller's app `app_id`, or as a new app when it is
+/// empty: nothing is stored.
+pub(crate) async fn check(
+    core: &Arc<Core>,
+    user_id: &str,
+    app_id: &str,
+    files: Vec<(String, Vec<u8>)>,
+) -> Result<pb::PackageStatus, AppError> {
+    require_enabled(core).await?;
+    let app_id = if app_id.is_empty() {
+        mint_id(core).await?
+    } else {
+        owned(core, user_id, app_id).await?.id
+    };
+    match member_files(&app_id, files) {
+        Ok(files) => Ok(status(&validate(&app_id, &files).await?.0)),
+        Err(diagnostics) => Ok(status(&Err(diagnostics))),
+    }
+}
+
+/// Saves `files` as the draft of the caller's app `app_id` (App Studio's
+/// Preview, the assistant's `draftMyApp`): its preview id and validation.
+/// Files that break the package file rules are refused and nothing is
+/// stored.
+pub(crate) async fn draft(
+    core: &Arc<Core>,
+    principal: &pb::Principal,
+    user_id: &str,
+    app_id: &str,
+    files: Vec<(String, Vec<u8>)>,
+) -> Result<(String, Arc<crate::drafts::Validated>), AppError> {
+    require_enabled(core).await?;
+    let app = changeable(core, user_id, app_id).await?;
+    let files = member_files(&app.id, files).map_err(|diagnostics| {
+        not_valid(
+            "the draft breaks the package file rules, so it was not saved",
+            &diagnostics,
+        )
+    })?;
+    crate::drafts::replace_member_draft(core, principal, &app.id, &app.revision, files).await
+}
+
 pub(crate) fn status(outcome: &Result<Package, Vec<pb::Diagnostic>>) -> pb::PackageStatus {
     match outcome {
         Ok(package) => pb::PackageStatus {
@@ -278,6 +501,28 @@ pub(crate) fn status(outcome: &Result<Package, Vec<pb::Diagnostic>>) -> pb::Pack
             diagnostics: diagnostics.clone(),
         },
     }
+}
+
+/// `APP_INPUT_INVALID` saying `what`, with how many problems, the first with
+/// its file and line, and every one in `details.diagnostics`.
+fn not_valid(what: &str, diagnostics: &[pb::Diagnostic]) -> AppError {
+    let first = diagnostics
+        .first()
+        .map(|d| match d.line {
+            Some(line) => format!("{}:{line}: {}", d.file, d.reason),
+            None => format!("{}: {}", d.file, d.reason),
+        })
+        .unwrap_or_default();
+    let listed: Vec<Value> = diagnostics
+        .iter()
+        .map(|d| json!({"file": d.file, "line": d.line, "code": d.code, "reason": d.reason}))
+        .collect();
+    invalid(format!(
+        "{what} ({} problem{}; first: {first})",
+        diagnostics.len(),
+        if diagnostics.len() == 1 { "" } else { "s" }
+    ))
+    .with_details(json!({"diagnostics": listed}))
 }
 
 /// The files of a member tool call as bytes. A file sent with an encoding
@@ -335,7 +580,7 @@ fn summary(
     };
     match before {
         None => format!(
-            "Deploy the new member app \"{name}\" ({app_id}): {} files, {bytes} bytes, {tables}. \
+            "Deploy the new member app \"{name}\": {} files, {bytes} bytes, {tables}. \
              It appears in your Apps list; only you can use it until you share it.",
             after.len()
         ),
@@ -403,13 +648,20 @@ pub(crate) fn load_into_catalogue(
     }
 }
 
+/// A new revision of one of the caller's apps.
+pub(crate) struct Update {
+    pub(crate) app_id: String,
+    /// The app's current revision as the caller read it.
+    pub(crate) expected_revision: String,
+}
+
 /// What a deploy asks for.
 pub(crate) struct Deploy {
-    pub(crate) app_id: String,
+    /// `None` deploys a new app, which the platform names.
+    pub(crate) update: Option<Update>,
+    /// The name shown in the Apps list; empty keeps an app's name.
     pub(crate) name: String,
     pub(crate) files: Vec<(String, Vec<u8>)>,
-    /// Empty for a new app.
-    pub(crate) expected_revision: String,
     /// A person approved it (Studio's button, or their yes to the gateway).
     pub(crate) approved: bool,
     pub(crate) surface: RevisionSurface,
@@ -435,62 +687,62 @@ pub(crate) async fn deploy(
 ) -> Result<MemberApp, AppError> {
     let since = core.store.timestamp();
     require_enabled(core).await?;
-    let app_id = deploy.app_id.as_str();
-    if !sasha_package::manifest::is_kebab_id(app_id) {
-        return Err(invalid("app must be an app id in lowercase kebab-case")
-            .with_details(json!({"field": "app"})));
-    }
-    let name = crate::create::text_field(
-        "name",
-        &deploy.name,
-        sasha_contract::tools::CREATE_APP_MAX_NAME_CHARS,
-    )?;
-    let before = if deploy.expected_revision.is_empty() {
-        if core.catalogue.apps_dir().join(app_id).exists() {
-            return Err(refused(app_id, MemberRefusal::IdTaken));
+    let (app_id, expected, name, before) = match &deploy.update {
+        None => {
+            let name = crate::create::text_field(
+                "name",
+                &deploy.name,
+                sasha_contract::tools::CREATE_APP_MAX_NAME_CHARS,
+            )?;
+            (mint_id(core).await?, None, name, None)
         }
-        None
-    } else {
-        owned(core, user_id, app_id).await?;
-        Some(current_files(core, app_id))
-    };
-    let (outcome, source) = validate(app_id, deploy.files.clone()).await?;
-    let package = match outcome {
-        Ok(package) => package,
-        Err(diagnostics) => {
-            let first = diagnostics
-                .first()
-                .map(|d| match d.line {
-                    Some(line) => format!("{}:{line}: {}", d.file, d.reason),
-                    None => format!("{}: {}", d.file, d.reason),
-                })
-                .unwrap_or_default();
-            let listed: Vec<Value> = diagnostics
-                .iter()
-                .map(
-                    |d| json!({"file": d.file, "line": d.line, "code": d.code, "reason": d.reason}),
-                )
-                .collect();
-            return Err(invalid(format!(
-                "the app does not validate, so nothing was deployed ({} problem{}; first: {first})",
-                diagnostics.len(),
-                if diagnostics.len() == 1 { "" } else { "s" }
-            ))
-            .with_details(json!({"diagnostics": listed})));
+        Some(update) => {
+            let app = changeable(core, user_id, &update.app_id).await?;
+            let name = if deploy.name.trim().is_empty() {
+                app.name.clone()
+            } else {
+                crate::create::text_field(
+                    "name",
+                    &deploy.name,
+                    sasha_contract::tools::CREATE_APP_MAX_NAME_CHARS,
+                )?
+            };
+            let before = current_files(core, &app.id);
+            (
+                app.id,
+                Some(update.expected_revision.clone()),
+                name,
+                Some(before),
+            )
         }
     };
+    let app_id = app_id.as_str();
+    let files = member_files(app_id, deploy.files).map_err(|diagnostics| {
+        not_valid(
+            "the app breaks the package file rules, so nothing was deployed",
+            &diagnostics,
+        )
+    })?;
+    let (outcome, source) = validate(app_id, &files).await?;
+    let package = outcome.map_err(|diagnostics| {
+        not_valid(
+            "the app does not validate, so nothing was deployed",
+            &diagnostics,
+        )
+    })?;
     if before.is_some() {
         crate::history::check_migrations(core, app_id, &package, "deploying").await?;
         crate::history::check_reads(core, app_id, &package, "deploying").await?;
     }
     if !deploy.approved {
-        let question = summary(app_id, &name, &package, before.as_ref(), &deploy.files);
+        let question = summary(app_id, &name, &package, before.as_ref(), &files);
         return Err(AppError::new(
             ErrorCode::ConfirmationRequired,
             "deploying needs the person's approval; nothing was deployed",
         )
         .with_details(json!({"summary": question})));
     }
+    core.member_deploys.admit(user_id)?;
     let actions_json = serde_json::to_string(&package.actions).unwrap_or_else(|_| "[]".into());
     let read_policy = package
         .data
@@ -500,12 +752,8 @@ pub(crate) async fn deploy(
     let read_policy_json = serde_json::to_string(&read_policy).unwrap_or_else(|_| "{}".into());
     let schema_hash = package.data.as_ref().map(|data| data.hash.clone());
     let retention = core.revision_retention;
-    let (store, app, user, expected) = (
-        core.store.clone(),
-        app_id.to_owned(),
-        user_id.to_owned(),
-        deploy.expected_revision.clone(),
-    );
+    let caps = core.member_caps;
+    let (store, app, user) = (core.store.clone(), app_id.to_owned(), user_id.to_owned());
     let (recorded_package, recorded_source, surface, summary) = (
         package.clone(),
         source.clone(),
@@ -518,7 +766,7 @@ pub(crate) async fn deploy(
             &MemberDeploy {
                 name: &name,
                 author_id: &user,
-                expected_revision: (!expected.is_empty()).then_some(expected.as_str()),
+                expected_revision: expected.as_deref(),
                 content: RevisionContent {
                     resource: &recorded_package.resource,
                     files: recorded_source.entries(),
@@ -527,10 +775,7 @@ pub(crate) async fn deploy(
                 schema_hash: schema_hash.as_deref(),
                 actions_json: &actions_json,
                 read_policy_json: &read_policy_json,
-                caps: MemberCaps {
-                    instance: MAX_MEMBER_APPS,
-                    per_author: MAX_MEMBER_APPS_PER_AUTHOR,
-                },
+                caps,
                 retention,
             },
         )
@@ -564,8 +809,9 @@ fn needs_approval(what: &str, question: String) -> AppError {
 
 /// Deletes a member app: its author, or a moderator, once the person
 /// approved (App Studio's click, or their yes to the gateway's question):
-/// it takes every row in it, the sharees' too. Its data file goes too,
-/// backed up by data-worker first.
+/// it takes every row in it, the sharees' too. Its draft and what the
+/// ledger kept of it go at once; its data file goes too, backed up by
+/// data-worker first.
 pub(crate) async fn delete(
     core: &Arc<Core>,
     user_id: &str,
@@ -605,6 +851,9 @@ pub(crate) async fn delete(
             ),
         ));
     }
+    // The draft's preview data and cached validation go with it; the store's
+    // delete removes a draft begun since in its own transaction.
+    crate::drafts::end_member_draft(core, user_id, app_id).await?;
     let (store, app, actor) = (core.store.clone(), app_id.to_owned(), user_id.to_owned());
     if !blocking(move || store.delete_member_app(&app, &actor)).await? {
         return Err(denied());
@@ -627,9 +876,31 @@ pub(crate) async fn delete(
     })
 }
 
-/// Shares the caller's app with `username` (`use`), or stops sharing, once
-/// the person approved (App Studio's click, or their yes to the gateway's
-/// question): who uses an app is the person's choice, never a model's.
+/// What a share says, the same whether or not an account holds the name:
+/// the person it names, if they have an account here, now uses the app (or,
+/// with `remove`, no longer does).
+pub(crate) fn share_outcome(app: &MemberApp, username: &str, remove: bool) -> String {
+    let username = username.trim().to_lowercase();
+    if remove {
+        format!(
+            "{} is no longer shared with {username}: if someone uses this name here, they no \
+             longer have the app.",
+            app.name
+        )
+    } else {
+        format!(
+            "{} is shared with {username}: if someone uses this name here, it is in their Apps \
+             list now (they see only their own rows).",
+            app.name
+        )
+    }
+}
+
+/// Shares the caller's app with the user name `username` (`use`), or stops
+/// sharing it, once the person approved (App Studio's click, or their yes to
+/// the gateway's question): who uses an app is the person's choice, never a
+/// model's. The answer does not depend on whether an account holds the name
+/// (see `store::member_apps`); only the name's spelling is checked.
 pub(crate) async fn share(
     core: &Arc<Core>,
     user_id: &str,
@@ -657,28 +928,52 @@ pub(crate) async fn share(
         };
         return Err(needs_approval("sharing a member app", question));
     }
-    let (store, name) = (core.store.clone(), username.trim().to_owned());
-    let Some(target) = blocking(move || store.user_by_name(&name)).await? else {
-        return Err(invalid(format!("there is no user named {username:?}"))
+    let name = username.trim().to_lowercase();
+    if let Err(error) = crate::store::validate_username(&name) {
+        return Err(invalid(format!("that is not a user name: {error}"))
             .with_details(json!({"field": "username"})));
-    };
-    if target.id == user_id {
+    }
+    let (store, author) = (core.store.clone(), user_id.to_owned());
+    let own = blocking(move || store.user(&author))
+        .await?
+        .is_some_and(|me| me.username == name);
+    if own {
         return Err(invalid("you are the author: you always have this app")
             .with_details(json!({"field": "username"})));
     }
-    let (store, app, actor) = (core.store.clone(), app_id.to_owned(), user_id.to_owned());
-    blocking(move || {
-        if remove {
-            store.revoke(&app, &target.id, Some(&actor)).map(|_| ())
-        } else {
-            store.grant(&app, &target.id, crate::store::AppAccess::Use, Some(&actor))
-        }
+    let (store, app_key, actor) = (core.store.clone(), app.id.clone(), user_id.to_owned());
+    let outcome = blocking(move || {
+        store.share_member_app(&app_key, &actor, &name, remove, MAX_MEMBER_APP_SHARES)
     })
     .await?;
+    if let Err(refusal) = outcome {
+        return Err(refused(app_id, refusal));
+    }
     let (store, app) = (core.store.clone(), app_id.to_owned());
     blocking(move || store.member_app(&app))
         .await?
         .ok_or_else(denied)
+}
+
+/// A deploy request's target: a new app (no `app`, no `expectedRevision`) or
+/// a new revision of one of the caller's (both).
+fn update_of(app_id: String, expected_revision: String) -> Result<Option<Update>, AppError> {
+    match (app_id.is_empty(), expected_revision.is_empty()) {
+        (true, true) => Ok(None),
+        (false, false) => Ok(Some(Update {
+            app_id,
+            expected_revision,
+        })),
+        (false, true) => Err(invalid(
+            "a new member app gets its id from the platform: leave app out to deploy a new \
+             app, or give expectedRevision (as readMyApp shows it) to change one of yours",
+        )
+        .with_details(json!({"field": "expectedRevision"}))),
+        (true, false) => Err(
+            invalid("app is required with expectedRevision: the app you change")
+                .with_details(json!({"field": "app"})),
+        ),
+    }
 }
 
 /// `CoreService.MemberApps`.
@@ -713,59 +1008,44 @@ pub(crate) async fn rpc(
                 files,
             })
         }
-        Some(member_apps_request::Operation::Check(check)) => {
-            if !enabled {
-                return Err(turned_off());
-            }
-            if !sasha_package::manifest::is_kebab_id(&check.app_id) {
-                return Err(invalid("app must be an app id in lowercase kebab-case"));
-            }
-            let (outcome, _) = validate(&check.app_id, files_of(check.files)?).await?;
-            member_apps_reply::Result::Status(status(&outcome))
+        Some(member_apps_request::Operation::Check(request)) => {
+            let files = files_of(request.files)?;
+            member_apps_reply::Result::Status(check(core, &user_id, &request.app_id, files).await?)
         }
         Some(member_apps_request::Operation::Deploy(request)) => {
             let approved = request.approval == pb::DraftApproval::Elicitation as i32;
-            let files = if request.from_revision.is_empty() {
-                files_of(request.files)?
-            } else {
+            let reverting = !request.from_revision.is_empty();
+            let files = if reverting {
                 revision_files(core, &user_id, &request.app_id, &request.from_revision).await?
-            };
-            let summary = if request.from_revision.is_empty() {
-                "deployMyApp"
             } else {
-                "revertMyApp"
+                files_of(request.files)?
             };
             let app = self::deploy(
                 core,
                 &user_id,
                 Deploy {
-                    app_id: request.app_id,
+                    update: update_of(request.app_id, request.expected_revision)?,
                     name: request.name,
                     files,
-                    expected_revision: request.expected_revision,
                     approved,
                     surface: RevisionSurface::Mcp,
-                    summary,
+                    summary: if reverting {
+                        "revertMyApp"
+                    } else {
+                        "deployMyApp"
+                    },
                 },
             )
             .await?;
             member_apps_reply::Result::App(info(&app))
         }
         Some(member_apps_request::Operation::Draft(request)) => {
-            require_enabled(core).await?;
-            let app = owned(core, &user_id, &request.app_id).await?;
-            let files = files_of(request.files)?;
             let principal = request_principal.clone().unwrap_or_default();
-            let (preview_id, validated) = crate::drafts::replace_member_draft(
-                core,
-                &principal,
-                &app.id,
-                &app.revision,
-                files,
-            )
-            .await?;
+            let files = files_of(request.files)?;
+            let (preview_id, validated) =
+                draft(core, &principal, &user_id, &request.app_id, files).await?;
             member_apps_reply::Result::Drafted(pb::MemberDrafted {
-                app_id: app.id,
+                app_id: request.app_id,
                 preview_id,
                 status: Some(pb::PackageStatus {
                     ok: validated.package.is_some(),

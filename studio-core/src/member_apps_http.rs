@@ -184,7 +184,8 @@ pub(crate) async fn list(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct SourceBody {
-    /// The app id; on create and check (the URL names it otherwise).
+    /// On check, the id of the app the files are for (absent: a new app).
+    /// A new app has none: the platform names it.
     #[serde(default)]
     id: Option<String>,
     /// The display name; on create and update.
@@ -198,10 +199,12 @@ pub(crate) struct SourceBody {
     expected_revision: Option<String>,
 }
 
-/// `POST /api/member-apps/check`: validates without storing anything.
+/// `POST /api/member-apps/check`: validates without storing anything, as
+/// the caller's app `id` or, without one, as a new app.
 #[utoipa::path(post, path = "/api/member-apps/check", request_body = SourceBody, responses(
     (status = 200, description = "`{ok, revision?, diagnostics: [{file, line, code, reason}]}`", body = Object),
     (status = 400, description = "not a package body (APP_INPUT_INVALID)", body = crate::api::ErrorEnvelope),
+    (status = 403, description = "id names no member app of yours (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
     (status = 501, description = "member apps are turned off (APP_OPERATION_UNAVAILABLE)", body = crate::api::ErrorEnvelope)))]
 pub(crate) async fn check(
     State(core): State<Arc<Core>>,
@@ -209,22 +212,13 @@ pub(crate) async fn check(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let (_, _, body): (_, _, SourceBody) = match written(&core, &method, &headers, &body).await {
+    let (_, user, body): (_, _, SourceBody) = match written(&core, &method, &headers, &body).await {
         Ok(found) => found,
         Err(response) => return response,
     };
     let checked = async {
-        member::require_enabled(&core).await?;
-        let id = body.id.unwrap_or_default();
-        if !sasha_package::manifest::is_kebab_id(&id) {
-            return Err(AppError::new(
-                ErrorCode::InputInvalid,
-                "id must be the app id in lowercase kebab-case, as in APP.md",
-            )
-            .with_details(json!({"field": "id"})));
-        }
-        let (outcome, _) = member::validate(&id, files_of(body.files)?).await?;
-        Ok(member::status(&outcome))
+        let files = files_of(body.files)?;
+        member::check(&core, &user, body.id.as_deref().unwrap_or_default(), files).await
     };
     match checked.await {
         Ok(status) => ok(json!({
@@ -234,6 +228,22 @@ pub(crate) async fn check(
         })),
         Err(error) => error.into_response(),
     }
+}
+
+/// An error as App Studio gets it; a throttled deploy says when to retry in
+/// `Retry-After` too.
+fn refusal(error: AppError) -> Response {
+    let wait = error
+        .details
+        .as_ref()
+        .and_then(|details| details["retryAfterSeconds"].as_u64());
+    let mut response = error.into_response();
+    if let Some(wait) = wait {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, axum::http::HeaderValue::from(wait));
+    }
+    response
 }
 
 async fn deploy_response(
@@ -248,17 +258,18 @@ async fn deploy_response(
             *response.status_mut() = status;
             response
         }
-        Err(error) => error.into_response(),
+        Err(error) => refusal(error),
     }
 }
 
 /// `POST /api/member-apps`: deploys a new member app (the person's click is
-/// the approval).
+/// the approval). The platform names it: the answer's `app.id`, also written
+/// into `APP.md`'s `id:`.
 #[utoipa::path(post, path = "/api/member-apps", request_body = SourceBody, responses(
     (status = 201, description = "`{app}`", body = Object),
-    (status = 400, description = "the package does not validate (`details.diagnostics`) or a bad field (APP_INPUT_INVALID)", body = crate::api::ErrorEnvelope),
-    (status = 409, description = "the id is not available (APP_CONFLICT, `details.reason = id-taken`)", body = crate::api::ErrorEnvelope),
-    (status = 413, description = "a cap is reached (APP_RESOURCE_LIMIT, `details.cap`)", body = crate::api::ErrorEnvelope),
+    (status = 400, description = "the package does not validate (`details.diagnostics`), an `id` was given, or a bad field (APP_INPUT_INVALID)", body = crate::api::ErrorEnvelope),
+    (status = 413, description = "a cap is reached (APP_RESOURCE_LIMIT, `details.cap`: instance, per-author or author-bytes)", body = crate::api::ErrorEnvelope),
+    (status = 429, description = "too many deploys in a short while (APP_BUSY, `Retry-After`)", body = crate::api::ErrorEnvelope),
     (status = 501, description = "member apps are turned off (APP_OPERATION_UNAVAILABLE)", body = crate::api::ErrorEnvelope)))]
 pub(crate) async fn create(
     State(core): State<Arc<Core>>,
@@ -270,15 +281,23 @@ pub(crate) async fn create(
         Ok(found) => found,
         Err(response) => return response,
     };
+    if body.id.is_some() || body.expected_revision.is_some() {
+        return AppError::new(
+            ErrorCode::InputInvalid,
+            "a new member app gets its id from the platform: leave id out (APP.md's id: is set \
+             to it); to change one of your apps, PUT /api/member-apps/{id}",
+        )
+        .with_details(json!({"field": "id"}))
+        .into_response();
+    }
     let files = match files_of(body.files) {
         Ok(files) => files,
         Err(error) => return error.into_response(),
     };
     let deploy = Deploy {
-        app_id: body.id.unwrap_or_default(),
+        update: None,
         name: body.name.unwrap_or_default(),
         files,
-        expected_revision: String::new(),
         approved: true,
         surface: RevisionSurface::Studio,
         summary: "App Studio: deployed",
@@ -342,6 +361,8 @@ pub(crate) async fn read(
     (status = 400, description = "the package does not validate (`details.diagnostics`) (APP_INPUT_INVALID)", body = crate::api::ErrorEnvelope),
     (status = 403, description = "not your member app, or no such app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
     (status = 409, description = "changed since read (APP_CONFLICT, `stale-revision`), or an applied migration dropped (APP_SCHEMA_INCOMPATIBLE)", body = crate::api::ErrorEnvelope),
+    (status = 413, description = "a cap is reached (APP_RESOURCE_LIMIT, `details.cap = author-bytes`)", body = crate::api::ErrorEnvelope),
+    (status = 429, description = "too many deploys in a short while (APP_BUSY, `Retry-After`)", body = crate::api::ErrorEnvelope),
     (status = 501, description = "member apps are turned off, or the app is disabled (APP_OPERATION_UNAVAILABLE)", body = crate::api::ErrorEnvelope)))]
 pub(crate) async fn update(
     State(core): State<Arc<Core>>,
@@ -366,18 +387,13 @@ pub(crate) async fn update(
         .with_details(json!({"field": "expectedRevision"}))
         .into_response();
     };
-    let name = match body.name {
-        Some(name) => name,
-        None => match member::owned(&core, &user, &app_id).await {
-            Ok(app) => app.name,
-            Err(error) => return error.into_response(),
-        },
-    };
     let deploy = Deploy {
-        app_id,
-        name,
+        update: Some(member::Update {
+            app_id,
+            expected_revision: expected,
+        }),
+        name: body.name.unwrap_or_default(),
         files,
-        expected_revision: expected,
         approved: true,
         surface: RevisionSurface::Studio,
         summary: "App Studio: deployed",
@@ -431,20 +447,17 @@ pub(crate) async fn revert(
             Ok(found) => found,
             Err(response) => return response,
         };
-    let prepared = async {
-        let app = member::owned(&core, &user, &app_id).await?;
-        let files = member::revision_files(&core, &user, &app_id, &body.revision).await?;
-        Ok::<_, AppError>((app, files))
-    };
-    let (app, files) = match prepared.await {
-        Ok(found) => found,
+    let files = match member::revision_files(&core, &user, &app_id, &body.revision).await {
+        Ok(files) => files,
         Err(error) => return error.into_response(),
     };
     let deploy = Deploy {
-        app_id,
-        name: app.name,
+        update: Some(member::Update {
+            app_id,
+            expected_revision: body.expected_revision,
+        }),
+        name: String::new(),
         files,
-        expected_revision: body.expected_revision,
         approved: true,
         surface: RevisionSurface::Studio,
         summary: "App Studio: reverted",
@@ -488,8 +501,9 @@ pub(crate) async fn revisions(
 /// draft, for a preview in the sandbox.
 #[utoipa::path(post, path = "/api/member-apps/{appId}/draft", params(("appId" = String, Path)), request_body = SourceBody, responses(
     (status = 200, description = "`{previewId, ok, diagnostics}`; preview with `GET /api/apps/{appId}/draft/resource` and `Sasha-Preview`", body = Object),
+    (status = 400, description = "the files break the package file rules (APP_INPUT_INVALID, `details.diagnostics`): nothing is saved", body = crate::api::ErrorEnvelope),
     (status = 403, description = "not your member app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 501, description = "member apps are turned off (APP_OPERATION_UNAVAILABLE)", body = crate::api::ErrorEnvelope)))]
+    (status = 501, description = "member apps are turned off, or a moderator disabled the app (APP_OPERATION_UNAVAILABLE)", body = crate::api::ErrorEnvelope)))]
 pub(crate) async fn draft(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -503,11 +517,9 @@ pub(crate) async fn draft(
             Err(response) => return response,
         };
     let drafted = async {
-        member::require_enabled(&core).await?;
-        let app = member::owned(&core, &user, &app_id).await?;
         let files = files_of(body.files)?;
         let wire = crate::core_grpc::to_wire(&principal);
-        crate::drafts::replace_member_draft(&core, &wire, &app.id, &app.revision, files).await
+        member::draft(&core, &wire, &user, &app_id, files).await
     };
     match drafted.await {
         Ok((preview_id, validated)) => ok(json!({
@@ -527,10 +539,14 @@ pub(crate) struct ShareBody {
 }
 
 /// `POST /api/member-apps/:appId/shares`: shares `use` with a user by name.
+/// The answer is the same whether or not an account holds the name
+/// (`store::member_apps`): `shared` says so in words.
 #[utoipa::path(post, path = "/api/member-apps/{appId}/shares", params(("appId" = String, Path)), request_body = ShareBody, responses(
-    (status = 200, description = "`{app}`", body = Object),
-    (status = 400, description = "no user of that name (APP_INPUT_INVALID)", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not your member app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope)))]
+    (status = 200, description = "`{app, shared}`: the app with the name among its shares, and what that means", body = Object),
+    (status = 400, description = "not a user name's spelling, or the author's own (APP_INPUT_INVALID)", body = crate::api::ErrorEnvelope),
+    (status = 403, description = "not your member app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
+    (status = 413, description = "shared with as many names as an app may be (APP_RESOURCE_LIMIT)", body = crate::api::ErrorEnvelope),
+    (status = 501, description = "a moderator disabled the app (APP_OPERATION_UNAVAILABLE)", body = crate::api::ErrorEnvelope)))]
 pub(crate) async fn share(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -543,14 +559,18 @@ pub(crate) async fn share(
         Err(response) => return response,
     };
     match member::share(&core, &user, &app_id, &body.username, false, true).await {
-        Ok(app) => ok(json!({"app": app_json(&app, &user)})),
+        Ok(app) => ok(json!({
+            "app": app_json(&app, &user),
+            "shared": member::share_outcome(&app, &body.username, false),
+        })),
         Err(error) => error.into_response(),
     }
 }
 
-/// `DELETE /api/member-apps/:appId/shares/:username`: stops sharing.
+/// `DELETE /api/member-apps/:appId/shares/:username`: stops sharing (also
+/// while the app is disabled), answered alike for any name.
 #[utoipa::path(delete, path = "/api/member-apps/{appId}/shares/{username}", params(("appId" = String, Path), ("username" = String, Path)), responses(
-    (status = 200, description = "`{app}`", body = Object),
+    (status = 200, description = "`{app, shared}`", body = Object),
     (status = 403, description = "not your member app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope)))]
 pub(crate) async fn unshare(
     State(core): State<Arc<Core>>,
@@ -563,7 +583,10 @@ pub(crate) async fn unshare(
         Err(response) => return response,
     };
     match member::share(&core, &user, &app_id, &username, true, true).await {
-        Ok(app) => ok(json!({"app": app_json(&app, &user)})),
+        Ok(app) => ok(json!({
+            "app": app_json(&app, &user),
+            "shared": member::share_outcome(&app, &username, true),
+        })),
         Err(error) => error.into_response(),
     }
 }

@@ -971,6 +971,18 @@ impl fmt::Display for PathRule {
     }
 }
 
+impl PathRule {
+    /// The package validator's diagnostic code for a path that breaks this
+    /// rule, so a refusal here reads like one of a package folder's.
+    pub fn code(self) -> &'static str {
+        match self {
+            PathRule::Extension => "PATH_EXTENSION",
+            PathRule::TooDeep => "PATH_TOO_DEEP",
+            _ => "PATH_INVALID_NAME",
+        }
+    }
+}
+
 /// Checks a package-relative source path against every rule and returns its
 /// segments. Character rules come first, then the shape, then each segment,
 /// then normalisation, then the extension; the first broken rule is reported.
@@ -1318,6 +1330,72 @@ pub(crate) fn check_limits(
         ));
     }
     Ok(())
+}
+
+/// Checks a whole package given in memory (a member app's files, for a check,
+/// a draft or a deploy) against the rules every file the source tools write
+/// obeys, so such a package is one the validator reads whole and a promotion
+/// can write under `DOCS_ROOT`: each path passes [`check_path`], no two paths
+/// name one file on a disk that ignores case or normalisation
+/// ([`collision_key`]), each file holds at most [`MAX_FILE_BYTES`], a text
+/// file is UTF-8 without NUL (`sasha_package::source::text_of`), and the
+/// package holds at most [`MAX_FILES`] files and [`MAX_PACKAGE_BYTES`] in all.
+/// Every broken rule is one diagnostic with the package validator's code; a
+/// path that breaks a path rule is shown escaped, since it may hold anything.
+pub fn check_package_files(files: &[(String, Vec<u8>)]) -> Vec<sasha_package::Diagnostic> {
+    let mut diagnostics = sasha_package::Diagnostics::new();
+    let mut keys: HashMap<String, &str> = HashMap::new();
+    let mut total: u64 = 0;
+    for (path, bytes) in files {
+        let size = bytes.len() as u64;
+        total = total.saturating_add(size);
+        if let Err(rule) = check_path(path) {
+            let shown: String = path.escape_debug().take(200).collect();
+            diagnostics.push(&shown, None, rule.code(), rule.to_string());
+            continue;
+        }
+        if let Some(first) = keys.insert(collision_key(path), path) {
+            diagnostics.push(
+                path,
+                None,
+                "PATH_INVALID_NAME",
+                format!(
+                    "{path} and {first} would be one file on a disk that ignores case; rename one"
+                ),
+            );
+        }
+        if size > MAX_FILE_BYTES {
+            diagnostics.push(
+                path,
+                None,
+                "FILE_TOO_LARGE",
+                format!("a file may hold at most {MAX_FILE_BYTES} bytes; this one has {size}"),
+            );
+        } else if !is_binary(path) {
+            // Only whether it is text matters here; the validator reads it again.
+            let _text = sasha_package::source::text_of(path, bytes, &mut diagnostics);
+        }
+    }
+    if files.len() > MAX_FILES {
+        diagnostics.push(
+            ".",
+            None,
+            "PACKAGE_TOO_MANY_FILES",
+            format!(
+                "a package may hold at most {MAX_FILES} files; this one has {}",
+                files.len()
+            ),
+        );
+    }
+    if total > MAX_PACKAGE_BYTES {
+        diagnostics.push(
+            ".",
+            None,
+            "PACKAGE_TOO_LARGE",
+            format!("a package may hold at most {MAX_PACKAGE_BYTES} bytes in total; this one has {total}"),
+        );
+    }
+    diagnostics.into_sorted()
 }
 
 fn check_file_size(bytes: usize) -> Result<(), AppError> {

@@ -38,6 +38,16 @@ impl World {
 
     /// A world whose chat (and assistant) provider is `chat`.
     pub(crate) fn with_chat(chat: crate::chat::ChatService) -> World {
+        World::build(chat, crate::member_apps::MEMBER_CAPS)
+    }
+
+    /// A world whose member tier has the caps `caps` (a test of a bound too
+    /// large to reach in process).
+    pub(crate) fn with_member_caps(caps: crate::store::MemberCaps) -> World {
+        World::build(crate::chat::ChatService::new(None), caps)
+    }
+
+    fn build(chat: crate::chat::ChatService, member_caps: crate::store::MemberCaps) -> World {
         let dir = tempfile::tempdir().unwrap();
         let docs = dir.path().join("docs");
         std::fs::create_dir_all(docs.join("apps")).unwrap();
@@ -60,6 +70,7 @@ impl World {
             .unwrap();
         let catalogue = Arc::new(Catalogue::new(&docs, 8));
         catalogue.refresh();
+        let member_deploys = crate::member_apps::DeployThrottle::new(&store);
         let core = Arc::new(Core {
             origins: Origins {
                 studio: Origin::parse(STUDIO).unwrap(),
@@ -68,6 +79,8 @@ impl World {
             data,
             store,
             login_throttle: crate::api::LoginThrottle::default(),
+            member_caps,
+            member_deploys,
             source: Arc::new(crate::source::SourceTree::new(catalogue.apps_dir())),
             catalogue,
             revision_retention: 64,

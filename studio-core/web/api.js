@@ -353,22 +353,23 @@ export function listMemberApps({ all = false } = {}) {
 }
 
 /**
- * `POST /api/member-apps/check` with `{id, files: {path: text | {base64}}}`
- * (`id` the app id the package is validated under, APP.md's): `{ok,
+ * `POST /api/member-apps/check` with `{id?, files: {path: text | {base64}}}`
+ * (`id` one of the caller's apps; null checks a new app): `{ok,
  * diagnostics: [{file, line, code, reason}]}` (`line` a number or null).
  */
 export function checkMemberApp(id, files) {
-  return request("POST", "/api/member-apps/check", { id, files });
+  return request("POST", "/api/member-apps/check", id ? { id, files } : { files });
 }
 
 /**
- * `POST /api/member-apps` with `{id, name, files}`: 201 `{app}`. Refusals:
+ * `POST /api/member-apps` with `{name, files}`: 201 `{app}`, whose `id` the
+ * platform chose (and wrote into APP.md's `id:`). Refusals:
  * `APP_INPUT_INVALID` (`details.diagnostics`), a cap reached (the message
- * names it), `APP_CONFLICT` (`details.reason` "id-taken"),
+ * names it), `APP_BUSY` (too many deploys; `details.retryAfterSeconds`),
  * `APP_OPERATION_UNAVAILABLE` (`details.reason` "member-apps-off").
  */
-export function createMemberApp(id, name, files) {
-  return request("POST", "/api/member-apps", { id, name, files });
+export function createMemberApp(name, files) {
+  return request("POST", "/api/member-apps", { name, files });
 }
 
 /** `GET /api/member-apps/:id` (its author): `{app, files: {path: text | {base64}}}`. */
@@ -417,12 +418,15 @@ export function revertMemberApp(appId, revision, expectedRevision) {
   return request("POST", `/api/member-apps/${segment(appId)}/revert`, { revision, expectedRevision });
 }
 
-/** `POST /api/member-apps/:id/shares` with `{username}`: `{app}`. */
+/**
+ * `POST /api/member-apps/:id/shares` with `{username}`: `{app, shared}`, the
+ * same for any name (`shared` says what it means in a sentence).
+ */
 export function shareMemberApp(appId, username) {
   return request("POST", `/api/member-apps/${segment(appId)}/shares`, { username });
 }
 
-/** `DELETE /api/member-apps/:id/shares/:username`: `{app}`. */
+/** `DELETE /api/member-apps/:id/shares/:username`: `{app, shared}`, the same for any name. */
 export function unshareMemberApp(appId, username) {
   return request("DELETE", `/api/member-apps/${segment(appId)}/shares/${segment(username)}`);
 }

@@ -7,7 +7,10 @@
 // (the validator's diagnostics, each focusing its file's line), Preview (an
 // existing app: the files become its draft, previewed as drafts.js previews a
 // catalogue draft: `GET /api/apps/:id/draft/resource`, drafts.js's `openPreviewSection`)
-// and Deploy (create, or update with `expectedRevision`). With member apps
+// and Deploy (create, or update with `expectedRevision`; a new app's id is the
+// platform's, written into its APP.md, so the editor asks only for a name).
+// Sharing answers alike for every name, so the page says the server's
+// sentence. A disabled app has no Edit and no Share form. With member apps
 // switched off, the editor, New app, Check, Preview, Deploy and Revert are
 // hidden and one sentence says why; Open and Delete stay. Admin and staff also
 // get "Member apps (moderation)" (Disable/Enable, Delete…; admins: Promote to
@@ -25,7 +28,6 @@ import * as api from "./api.js";
 import { errorText, h, replaceChildren } from "./dom.js";
 import { diagnosticText, openPreviewSection } from "./drafts.js";
 import { byteText } from "./history.js";
-import { suggestId } from "./newapp.js";
 import { whenText } from "./withdrawn.js";
 
 export const OFF_SENTENCE = "Your administrator has turned off member apps: you can still open and delete the apps you have.";
@@ -72,16 +74,16 @@ Sasha.ready().then(
 `;
 
 /**
- * The files of a new app called `name`: the manifest's id suggested from the
- * name (as the New app form does), name and description quoted for YAML (a
- * JSON string is a YAML 1.2 double-quoted scalar) and escaped for HTML.
+ * The files of a new app called `name`: name and description quoted for YAML
+ * (a JSON string is a YAML 1.2 double-quoted scalar) and escaped for HTML.
+ * The manifest has no `id:`: the platform names the app when it is deployed
+ * and writes its id there.
  */
 export function templateFiles(name) {
   const title = String(name || "").trim() || "My app";
-  const id = suggestId(title) || "my-app";
   const description = "A small app made in App Studio";
   const manifest =
-    `---\nid: ${id}\nname: ${JSON.stringify(title)}\ndescription: ${JSON.stringify(description)}\n` +
+    `---\nname: ${JSON.stringify(title)}\ndescription: ${JSON.stringify(description)}\n` +
     `version: 0.1.0\ntheme: sasha-timesheet-v1\n---\n# ${title}\n\n${description}\n\n${BRIEF}`;
   const index =
     `<!doctype html>\n<html lang="en">\n<head>\n  <meta charset="utf-8">\n` +
@@ -91,13 +93,6 @@ export function templateFiles(name) {
     `    <p id="status" class="status" role="status" aria-live="polite">Starting…</p>\n  </main>\n` +
     `  <script src="app.js"></script>\n</body>\n</html>\n`;
   return { "APP.md": manifest, "index.html": index, "styles.css": STYLES, "app.js": SCRIPT };
-}
-
-/** The `id:` of APP.md's front matter (the app id the server validates the package under), or "". */
-export function manifestId(text) {
-  const front = /^\uFEFF?---\r?\n([\s\S]*?)\r?\n---\r?$/m.exec(String(text || ""));
-  const id = front && /^id:[ \t]*["']?([A-Za-z0-9_-]+)["']?[ \t]*(?:#.*)?$/m.exec(front[1]);
-  return id ? id[1] : "";
 }
 
 /** File paths in editing order: APP.md, index.html, then the rest by name. */
@@ -324,7 +319,7 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
     const buttons = mine
       ? [
           disabled ? null : h("button", { type: "button", class: "button button-primary", text: "Open", "aria-label": `Open ${name}`, onclick: () => onOpenApp(app.id) }),
-          listing.enabled ? h("button", { type: "button", class: "button", text: "Edit", "aria-label": `Edit ${name}`, onclick: () => onNavigate(`#/studio/${app.id}`, "") }) : null,
+          listing.enabled && !disabled ? h("button", { type: "button", class: "button", text: "Edit", "aria-label": `Edit ${name}`, onclick: () => onNavigate(`#/studio/${app.id}`, "") }) : null,
           toggleButton(where, app, "history", "History", "History of"),
           toggleButton(where, app, "share", "Share", "Share"),
           toggleButton(where, app, "delete", "Delete…", "Delete", true),
@@ -340,7 +335,7 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
       h("div", { class: "studio-app-heading" }, h("h3", { class: "studio-app-name", text: name }), statusBadge(app)),
       h("p", { class: "studio-meta", text: mine ? appMeta(app) : `${app.id} · by ${author} · ${byteText(app.size)} · changed ${whenText(app.updatedAt)}` }),
       mine ? h("p", { class: "studio-meta studio-shares-line", text: sharesText(app) }) : null,
-      mine && disabled ? h("p", { class: "hint", text: "An admin or staff member disabled this app: nobody can open it until it is enabled again." }) : null,
+      mine && disabled ? h("p", { class: "hint", text: "An admin or staff member disabled this app: nobody can open it, and you cannot change, preview or share it, until it is enabled again." }) : null,
       h("div", { class: "form-actions" }, buttons),
       slot,
     );
@@ -384,7 +379,7 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
         return;
       }
       add.disabled = true;
-      const answer = await act(`Sharing ${name} with ${username}…`, () => api.shareMemberApp(app.id, username), () => `Shared ${name} with ${username}: it is in their Apps list now.`, { keepInline: true });
+      const answer = await act(`Sharing ${name} with ${username}…`, () => api.shareMemberApp(app.id, username), (done) => done.shared || `${name} is shared with ${username}.`, { keepInline: true });
       if (answer === null) {
         add.disabled = false;
         input.focus();
@@ -393,7 +388,7 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
       focusInline();
     };
     const unshare = async (username) => {
-      const answer = await act(`Removing ${username} from ${name}…`, () => api.unshareMemberApp(app.id, username), () => `${name} is no longer shared with ${username}.`, { keepInline: true });
+      const answer = await act(`Removing ${username} from ${name}…`, () => api.unshareMemberApp(app.id, username), (done) => done.shared || `${name} is no longer shared with ${username}.`, { keepInline: true });
       if (answer !== null) {
         focusInline();
       }
@@ -404,8 +399,8 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
     replaceChildren(
       slot,
       h("h4", { text: `Share ${name}` }),
-      h("p", { class: "hint", text: "People you share with can open and use the app, but not change it." }),
-      h("form", { class: "studio-share-form", novalidate: true, onsubmit: share }, h("div", { class: "field" }, h("label", { for: id, text: "Share with (user name)" }), input), add),
+      h("p", { class: "hint", text: "People you share with can open and use the app, but not change it. Check the spelling: sharing never says whether someone uses a name here." }),
+      app.status === "disabled" ? null : h("form", { class: "studio-share-form", novalidate: true, onsubmit: share }, h("div", { class: "field" }, h("label", { for: id, text: "Share with (user name)" }), input), add),
       shares.length === 0 ? h("p", { class: "hint", text: "Not shared with anyone yet." }) : h("ul", { class: "studio-shares", "aria-label": `People ${name} is shared with` }, shares.map(person)),
     );
   }
@@ -673,14 +668,6 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
     return null;
   }
 
-  /** The app id: an existing app's own, or the one APP.md declares (suggested from the name without one). */
-  function idOf(state, files) {
-    if (state.app) {
-      return state.app.id;
-    }
-    return manifestId(typeof files["APP.md"] === "string" ? files["APP.md"] : "") || suggestId(state.nameInput.value);
-  }
-
   function busy(state, on) {
     for (const button of state.buttons) {
       button.disabled = on;
@@ -730,7 +717,7 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
 
   async function checkFiles(state) {
     const files = filesOf(state);
-    const answer = files && (await attempt(state, "Checking the package…", () => api.checkMemberApp(idOf(state, files), files)));
+    const answer = files && (await attempt(state, "Checking the package…", () => api.checkMemberApp(state.app ? state.app.id : null, files)));
     if (!answer) {
       return;
     }
@@ -770,7 +757,7 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
     tell("");
     // The preview's scratch data is not deployed; its frame goes first.
     await closePreview();
-    const call = () => (fresh ? api.createMemberApp(idOf(state, files), name, files) : api.updateMemberApp(state.app.id, files, state.revision));
+    const call = () => (fresh ? api.createMemberApp(name, files) : api.updateMemberApp(state.app.id, files, state.revision));
     const answer = await attempt(state, `Deploying ${name}…`, call, (error) => deployFailed(state, error));
     if (!answer) {
       return;

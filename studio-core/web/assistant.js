@@ -213,8 +213,8 @@ function deploySummary(summary) {
       { class: "assistant-summary-line" },
       h("span", { class: "assistant-summary-what", text: { update: "New version of your member app ", draft: "A draft (not live) of your member app " }[summary.change] || "New member app " }),
       h("strong", { text: String(summary.name || summary.app || "") }),
-      " ",
-      h("code", { text: String(summary.app || "") }),
+      summary.app ? " " : null,
+      summary.app ? h("code", { text: String(summary.app) }) : null,
     ),
     summary.ok === false
       ? h("ul", { class: "assistant-list", "aria-label": "Problems" }, problems.map((p) => h("li", { text: `${p.file ? `${p.file}${p.line ? `:${p.line}` : ""}: ` : ""}${p.reason}` })))

@@ -95,6 +95,34 @@ fn call(name: &str, arguments: Value) -> Step {
     Step::Calls(vec![(name.to_owned(), arguments)])
 }
 
+/// The id the platform gave the habit log, from `deployMyApp`'s answer
+/// ("Deployed <id> (…").
+fn deployed_id(request: &Value) -> Option<String> {
+    request["messages"]
+        .as_array()?
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .filter_map(|message| message["content"].as_str())
+        .find_map(|text| {
+            let id = text.strip_prefix("Deployed ")?.split(' ').next()?;
+            id.starts_with("member-").then(|| id.to_owned())
+        })
+}
+
+/// A call on the deployed habit log: `arguments` with its `app`.
+fn on_log(name: &'static str, arguments: Value) -> Step {
+    Step::Made(std::sync::Arc::new(
+        move |request: &Value| match deployed_id(request) {
+            Some(id) => {
+                let mut arguments = arguments.clone();
+                arguments["app"] = json!(id);
+                call(name, arguments)
+            }
+            None => Step::Text("I could not find the app's id.".to_owned()),
+        },
+    ))
+}
+
 #[tokio::test]
 async fn members_make_share_and_delete_their_own_apps_in_app_studio() {
     browser::require();
@@ -104,24 +132,19 @@ async fn members_make_share_and_delete_their_own_apps_in_app_studio() {
     let script = vec![
         // Bob: "Build me a habit log". Read-only looks first, then the deploy.
         call("listMyApps", json!({})),
-        call("checkMyApp", json!({"app": "habit-log", "files": files})),
-        call(
-            "deployMyApp",
-            json!({"app": "habit-log", "name": "Habit Log", "files": files}),
-        ),
+        call("checkMyApp", json!({"files": files})),
+        // A new app: the platform names it.
+        call("deployMyApp", json!({"name": "Habit Log", "files": files})),
         Step::Made(std::sync::Arc::new(|request: &Value| {
             let deployed = fake_llm::last_tool_result(request);
-            Step::Text(if deployed.starts_with("Deployed habit-log") {
+            Step::Text(if deployed.starts_with("Deployed member-") {
                 "Your Habit Log is in your Apps list.".to_owned()
             } else {
                 format!("The deploy failed: {deployed}")
             })
         })),
         // "Share it with alice".
-        call(
-            "shareMyApp",
-            json!({"app": "habit-log", "username": "alice"}),
-        ),
+        on_log("shareMyApp", json!({"username": "alice"})),
         Step::Made(std::sync::Arc::new(|request: &Value| {
             let shared = fake_llm::last_tool_result(request);
             Step::Text(if shared.contains("shared with alice") {
@@ -131,8 +154,8 @@ async fn members_make_share_and_delete_their_own_apps_in_app_studio() {
             })
         })),
         // "Make the heading say Bob's habits": read it, draft the change.
-        call("readMyApp", json!({"app": "habit-log"})),
-        call("draftMyApp", json!({"app": "habit-log", "files": headed})),
+        on_log("readMyApp", json!({})),
+        on_log("draftMyApp", json!({"files": headed})),
         Step::Made(std::sync::Arc::new(|request: &Value| {
             let drafted = fake_llm::last_tool_result(request);
             Step::Text(if drafted.contains("it validates") {
@@ -143,18 +166,18 @@ async fn members_make_share_and_delete_their_own_apps_in_app_studio() {
             })
         })),
         // "Deploy it": the drafted files, at the revision read.
-        Step::Made(std::sync::Arc::new(
-            move |request: &Value| match read_revision(request) {
-                Some(revision) => call(
+        Step::Made(std::sync::Arc::new(move |request: &Value| {
+            match (deployed_id(request), read_revision(request)) {
+                (Some(id), Some(revision)) => call(
                     "deployMyApp",
-                    json!({"app": "habit-log", "name": "Habit Log", "files": deploy_headed, "expectedRevision": revision}),
+                    json!({"app": id, "name": "Habit Log", "files": deploy_headed, "expectedRevision": revision}),
                 ),
-                None => Step::Text("I could not find the revision.".to_owned()),
-            },
-        )),
+                _ => Step::Text("I could not find the app or its revision.".to_owned()),
+            }
+        })),
         Step::Made(std::sync::Arc::new(|request: &Value| {
             let deployed = fake_llm::last_tool_result(request);
-            Step::Text(if deployed.starts_with("Deployed habit-log") {
+            Step::Text(if deployed.starts_with("Deployed member-") {
                 "Deployed: the new heading is live.".to_owned()
             } else {
                 format!("The deploy failed: {deployed}")
@@ -212,7 +235,10 @@ async fn members_make_share_and_delete_their_own_apps_in_app_studio() {
         .find_map(|line| line.strip_prefix("member-app "))
         .expect("the script names the deployed member app")
         .to_owned();
-    assert_eq!(id, "habit-tracker", "the id is APP.md's");
+    assert!(
+        id.starts_with("member-"),
+        "the platform names it, whatever APP.md said: {id}"
+    );
 
     // A member app is user content in the core database: nothing of it is
     // ever written under the docs root's apps folder.
@@ -269,16 +295,21 @@ async fn members_make_share_and_delete_their_own_apps_in_app_studio() {
         requests[2]
     );
     let store = Store::open(&state.path().join("core.sqlite")).unwrap();
-    let log = store.member_app("habit-log").unwrap().unwrap();
+    let log = store
+        .member_apps(Some(&bob.id))
+        .unwrap()
+        .into_iter()
+        .find(|app| app.name == "Habit Log")
+        .unwrap();
     assert_eq!(log.author_name.as_deref(), Some("bob"));
     assert_eq!(log.shares, ["alice"]);
     // Two revisions, both bob's; the drafted one is live and no draft is left.
-    let revisions = store.revisions("habit-log").unwrap();
+    let revisions = store.revisions(&log.id).unwrap();
     assert_eq!(revisions.len(), 2, "{revisions:?}");
     assert!(revisions.iter().all(|r| r.user_id == log.author_id));
     assert_eq!(
         log.revision,
         revisions.iter().find(|r| r.current).unwrap().revision
     );
-    assert!(store.draft("habit-log").unwrap().is_none());
+    assert!(store.draft(&log.id).unwrap().is_none());
 }

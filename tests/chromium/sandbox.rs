@@ -60,6 +60,30 @@ fn assembled(id: &str) -> sasha_package::assemble::Resource {
     }
 }
 
+/// The fixture app `fixture` assembled by the catalogue as the app `id`
+/// (its `APP.md` naming `id`, as the platform names a member app).
+fn assembled_as(fixture: &str, id: &str) -> sasha_package::assemble::Resource {
+    let folder = tempfile::tempdir().unwrap();
+    let package = folder.path().join(id);
+    std::fs::create_dir(&package).unwrap();
+    for entry in std::fs::read_dir(root().join("tests/browser/apps").join(fixture)).unwrap() {
+        let entry = entry.unwrap();
+        let mut text = std::fs::read_to_string(entry.path()).unwrap();
+        if entry.file_name() == "APP.md" {
+            text = sasha_package::manifest::with_manifest_id(&text, id).unwrap();
+        }
+        std::fs::write(package.join(entry.file_name()), text).unwrap();
+    }
+    let validation = sasha_package::validate::validate_dir(&package);
+    match validation.package {
+        Some(package) => package.resource,
+        None => panic!(
+            "the fixture app {fixture} must validate as {id}: {:?}",
+            validation.diagnostics
+        ),
+    }
+}
+
 /// Runs one browser script against a real edge-sandbox framed by the script's
 /// test Studio: the script binds the Studio and says where, then the edge
 /// starts with that Studio origin. `files` are written to the harness folder
@@ -178,16 +202,17 @@ async fn a_hostile_app_pasted_into_app_studio_is_caged_the_same_in_chromium() {
         .post(format!("{studio}/api/member-apps"))
         .header("cookie", &cookie)
         .header("origin", &studio)
-        .json(&serde_json::json!({"id": "hostile", "name": "Hostile", "files": files}))
+        .json(&serde_json::json!({"name": "Hostile", "files": files}))
         .send()
         .await
         .unwrap();
     assert_eq!(deployed.status(), 201);
     let deployed: serde_json::Value = deployed.json().await.unwrap();
+    let id = deployed["app"]["id"].as_str().unwrap().to_owned();
     let revision = deployed["app"]["revision"].as_str().unwrap().to_owned();
     let served: serde_json::Value = client
         .get(format!(
-            "{studio}/api/apps/hostile/resource?revision={revision}"
+            "{studio}/api/apps/{id}/resource?revision={revision}"
         ))
         .header("cookie", &cookie)
         .send()
@@ -198,7 +223,7 @@ async fn a_hostile_app_pasted_into_app_studio_is_caged_the_same_in_chromium() {
         .unwrap();
     // The revision hashes the MIME type, CSP, `_meta.ui` and HTML: equal
     // revisions are the same resource, CSP included.
-    let catalogue = assembled("hostile");
+    let catalogue = assembled_as("hostile", &id);
     assert_eq!(revision, catalogue.revision);
     let html = served["text"].as_str().unwrap();
     assert_eq!(html, catalogue.html);

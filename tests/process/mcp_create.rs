@@ -304,15 +304,14 @@ async fn a_member_deploys_their_own_app_through_mcp_after_saying_yes() {
         "    access: shared\n",
     );
     shared[0]["content"] = json!(manifest);
-    let checked = client
-        .call("checkMyApp", json!({"app": "habit-log", "files": shared}))
-        .await;
+    let checked = client.call("checkMyApp", json!({"files": shared})).await;
     let checked = structured(&checked);
     assert_eq!(checked["ok"], false);
     assert_eq!(checked["diagnostics"][0]["code"], "MEMBER_TABLE_SHARED");
 
-    // The deploy asks the person; a no stores nothing.
-    let arguments = json!({"app": "habit-log", "name": "Habit Log", "files": habit_log()});
+    // The deploy asks the person; a no stores nothing. A new app names no
+    // id: the platform gives it one.
+    let arguments = json!({"name": "Habit Log", "files": habit_log()});
     let asked = client.call("deployMyApp", arguments.clone()).await;
     let asked = asked.result().clone();
     assert_eq!(asked["resultType"], "input_required", "{asked}");
@@ -320,7 +319,7 @@ async fn a_member_deploys_their_own_app_through_mcp_after_saying_yes() {
         .as_str()
         .unwrap();
     assert!(
-        question.contains("Deploy the new member app \"Habit Log\" (habit-log)"),
+        question.contains("Deploy the new member app \"Habit Log\":"),
         "{question}"
     );
     let declined = client
@@ -330,21 +329,25 @@ async fn a_member_deploys_their_own_app_through_mcp_after_saying_yes() {
         )
         .await;
     assert_eq!(tool_error(&declined)["code"], "APP_CONFIRMATION_REQUIRED");
-    assert!(world.store.member_app("habit-log").unwrap().is_none());
+    assert!(world.store.member_apps(None).unwrap().is_empty());
 
     // Yes: it is live at once for its author, with its own table tools.
     let deployed = common::mcp::confirmed_call(&mut client, "deployMyApp", arguments).await;
     let deployed = structured(&deployed).clone();
-    assert_eq!(deployed["app"]["id"], "habit-log");
+    let id = deployed["app"]["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("member-"), "{id}");
+    let tool_id = id.replace('-', "_");
     let revision = deployed["app"]["revision"].as_str().unwrap().to_owned();
     let names = tool_names(&client.request("tools/list", json!({})).await);
     assert!(
-        names.iter().any(|name| name == "open_app__habit_log"),
+        names
+            .iter()
+            .any(|name| *name == format!("open_app__{tool_id}")),
         "{names:?}"
     );
     let row = confirmed_create(
         &mut client,
-        "app__habit_log__habits__create",
+        &format!("app__{tool_id}__habits__create"),
         json!({"values": {"title": "Read"}}),
     )
     .await;
@@ -362,7 +365,7 @@ async fn a_member_deploys_their_own_app_through_mcp_after_saying_yes() {
     let other_token = token(&world.store, &other, &AUTHOR);
     let mut intruder = world.client(&other_token).eliciting(|_| json!({}));
     let mut refusals = Vec::new();
-    for app in ["habit-log", "no-such-app"] {
+    for app in [id.as_str(), "no-such-app"] {
         let update = intruder
             .call(
                 "deployMyApp",
@@ -378,7 +381,7 @@ async fn a_member_deploys_their_own_app_through_mcp_after_saying_yes() {
     assert_eq!(refusals[0], refusals[1]);
     let names = tool_names(&intruder.request("tools/list", json!({})).await);
     assert!(
-        !names.iter().any(|name| name.contains("habit_log")),
+        !names.iter().any(|name| name.contains(&tool_id)),
         "{names:?}"
     );
 
@@ -395,12 +398,14 @@ async fn a_member_deploys_their_own_app_through_mcp_after_saying_yes() {
         .call("getDocs", json!({"section": "member-apps"}))
         .await;
     assert_eq!(tool_error(&docs)["code"], "APP_NOT_FOUND");
-    let rows = client.call("app__habit_log__habits__list", json!({})).await;
+    let rows = client
+        .call(&format!("app__{tool_id}__habits__list"), json!({}))
+        .await;
     assert_eq!(structured(&rows)["rows"][0]["title"], "Read");
     // Deleting takes every sharee's rows: the person is asked first, and
     // nothing goes until they say yes.
     let asked = client
-        .call("deleteMyApp", json!({"app": "habit-log"}))
+        .call("deleteMyApp", json!({"app": id}))
         .await
         .result()
         .clone();
@@ -409,14 +414,16 @@ async fn a_member_deploys_their_own_app_through_mcp_after_saying_yes() {
         .as_str()
         .unwrap();
     assert!(question.contains("Delete the member app"), "{question}");
-    let rows = client.call("app__habit_log__habits__list", json!({})).await;
+    let rows = client
+        .call(&format!("app__{tool_id}__habits__list"), json!({}))
+        .await;
     assert_eq!(structured(&rows)["rows"][0]["title"], "Read", "still there");
     let deleted =
-        common::mcp::confirmed_call(&mut client, "deleteMyApp", json!({"app": "habit-log"})).await;
-    assert_eq!(structured(&deleted)["deleted"], "habit-log");
+        common::mcp::confirmed_call(&mut client, "deleteMyApp", json!({"app": id})).await;
+    assert_eq!(structured(&deleted)["deleted"], id.as_str());
     let names = tool_names(&client.request("tools/list", json!({})).await);
     assert!(
-        !names.iter().any(|name| name.contains("habit_log")),
+        !names.iter().any(|name| name.contains(&tool_id)),
         "{names:?}"
     );
 }

@@ -266,7 +266,10 @@ async fn deploy_summary(client: &SelfMcp, arguments: &Map<String, Value>, draft:
             .map(|path| json!({"path": path, "change": "delete"})),
     );
     let mut check = Map::new();
-    check.insert("app".into(), app.clone());
+    // A new member app has no id yet (the platform names it when it lands).
+    if !app.is_null() {
+        check.insert("app".into(), app.clone());
+    }
     check.insert(
         "files".into(),
         arguments.get("files").cloned().unwrap_or(Value::Null),

@@ -1,24 +1,27 @@
 //! Member apps through Studio's router and `CoreService.MemberApps`, in
-//! process: deploys, the refusal matrix (non-author, unknown, stale, invalid,
-//! shared tables, caps, the switch), sharing by name, moderation and
-//! promotion, and concurrent deploys that must not race past a cap.
+//! process: deploys (the platform names every app), the refusal matrix
+//! (non-author, unknown, stale, invalid, the package file rules, shared
+//! tables, the caps, an author's bytes, the deploy throttle, the switch, a
+//! disabled app), sharing by name (answered alike for every name), the grant
+//! rule against admin and staff, moderation and promotion, what a delete
+//! reclaims, and concurrent deploys that must not race past a cap.
 
 use http::StatusCode;
+use sasha_package::manifest::{MEMBER_ID_PREFIX, is_kebab_id};
 use sasha_proto::pb;
 use serde_json::{Value, json};
 
-use crate::store::{AppAccess, User, UserRole};
-use crate::test_world::{PASSWORD, Page, World};
+use crate::store::{AppAccess, MemberCaps, User, UserRole};
+use crate::test_world::{PASSWORD, Page, STUDIO, World};
 
 /// The scopes of a member's browser session.
 const AUTHOR: [&str; 3] = ["chat:use", "apps:invoke", "apps:author"];
 
 /// A minimal valid member app; with `table`, one owner-scoped (or, with
-/// `shared`, shared) table.
-pub(crate) fn package(id: &str, table: bool, shared: bool) -> Value {
-    let mut manifest = format!(
-        "---\nid: {id}\nname: Habits\ndescription: Habits kept each day\nversion: 0.1.0\ntheme: none\n"
-    );
+/// `shared`, shared) table. Its `APP.md` says `id: habits`, which the
+/// platform replaces with the app's own id.
+pub(crate) fn package(table: bool, shared: bool) -> Value {
+    let mut manifest = "---\nid: habits\nname: Habits\ndescription: Habits kept each day\nversion: 0.1.0\ntheme: none\n".to_owned();
     if table {
         manifest.push_str("capabilities:\n  data: read-write\ntables:\n  habits:\n");
         manifest.push_str(if shared {
@@ -42,18 +45,89 @@ pub(crate) fn package(id: &str, table: bool, shared: bool) -> Value {
     files
 }
 
+/// [`package`] whose `app.js` is `script`.
+fn with_script(script: &str) -> Value {
+    let mut files = package(false, false);
+    files["app.js"] = json!(script);
+    files
+}
+
+/// `files` as `CoreService.MemberApps` takes them.
+fn member_files(files: &Value) -> Vec<pb::MemberFile> {
+    files
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(path, content)| pb::MemberFile {
+            path: path.clone(),
+            content: content.as_str().unwrap().as_bytes().to_vec(),
+            encoding: String::new(),
+        })
+        .collect()
+}
+
 impl World {
     fn user(&self, name: &str, role: UserRole) -> User {
         self.store().create_user(name, role, PASSWORD).unwrap()
     }
+
+    /// The live member app `id`'s current revision.
+    fn revision(&self, id: &str) -> String {
+        self.store().member_app(id).unwrap().unwrap().revision
+    }
+
+    /// `CoreService.MemberApps` for `user` (a member app author's scopes).
+    async fn rpc(
+        &self,
+        user: &User,
+        operation: pb::member_apps_request::Operation,
+    ) -> Result<pb::MemberAppsReply, sasha_proto::AppError> {
+        super::rpc(
+            &self.core,
+            pb::MemberAppsRequest {
+                principal: Some(World::principal(user, &AUTHOR)),
+                operation: Some(operation),
+            },
+        )
+        .await
+    }
+
+    /// Rows of `table` in the core database.
+    fn rows(&self, table: &str) -> i64 {
+        let connection = rusqlite::Connection::open(self.dir.path().join("core.sqlite")).unwrap();
+        connection
+            .query_row(&format!("SELECT count(*) FROM {table}"), [], |row| {
+                row.get(0)
+            })
+            .unwrap()
+    }
 }
 
 impl Page<'_> {
-    async fn deploy(&self, id: &str, table: bool) -> (StatusCode, Value) {
+    /// Deploys a new app of `files` (named "Habits").
+    async fn create(&self, files: Value) -> (StatusCode, Value) {
         self.call(
             "POST",
             "/api/member-apps",
-            json!({"id": id, "name": "Habits", "files": package(id, table, false)}),
+            json!({"name": "Habits", "files": files}),
+        )
+        .await
+    }
+
+    /// Deploys the minimal app (with a table when `table`): its id.
+    async fn deploy(&self, table: bool) -> String {
+        let (status, created) = self.create(package(table, false)).await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        created["app"]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Deploys `files` over the app `id` at its current revision.
+    async fn update(&self, id: &str, files: Value) -> (StatusCode, Value) {
+        let revision = self.world.revision(id);
+        self.call(
+            "PUT",
+            &format!("/api/member-apps/{id}"),
+            json!({"files": files, "expectedRevision": revision}),
         )
         .await
     }
@@ -70,23 +144,41 @@ impl Page<'_> {
     }
 }
 
+/// The messages of `answers`, which must all be the same.
+fn alike(answers: &[Value]) {
+    assert!(
+        answers.windows(2).all(|pair| pair[0] == pair[1]),
+        "{answers:#?}"
+    );
+}
+
 #[tokio::test]
 async fn a_member_deploys_an_app_only_they_manage() {
     let world = World::new();
     let mia = world.page(&world.member);
-    let (status, created) = mia.deploy("habits", true).await;
+    let (status, created) = mia.create(package(true, false)).await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
-    assert_eq!(created["app"]["id"], "habits");
+    let id = created["app"]["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with(MEMBER_ID_PREFIX) && is_kebab_id(&id), "{id}");
     assert_eq!(created["app"]["mine"], true);
     assert_eq!(created["app"]["author"]["username"], "mia");
     let revision = created["app"]["revision"].as_str().unwrap().to_owned();
+    // The platform's name for it is the one in its APP.md.
+    let app_md = super::current_files(&world.core, &id)
+        .remove("APP.md")
+        .unwrap();
+    assert!(
+        String::from_utf8(app_md)
+            .unwrap()
+            .starts_with(&format!("---\nid: {id}\nname: Habits\n")),
+    );
 
     // It is in her Apps list at once, from the same catalogue as any app,
     // and not on disk.
-    assert_eq!(mia.app_ids().await, ["habits"]);
-    assert!(!world.apps().join("habits").exists());
+    assert_eq!(mia.app_ids().await, std::slice::from_ref(&id));
+    assert!(!world.apps().join(&id).exists());
     // The author alone manages it: no first-discovery grant to admin or staff.
-    let grants = world.store().grants("habits").unwrap();
+    let grants = world.store().grants(&id).unwrap();
     assert_eq!(grants.len(), 1, "{grants:?}");
     assert_eq!(
         (grants[0].user_id.as_str(), grants[0].access),
@@ -95,20 +187,20 @@ async fn a_member_deploys_an_app_only_they_manage() {
     assert!(world.page(&world.admin).app_ids().await.is_empty());
     // Its revision is in the ledger as hers, and the catalogue's source tools
     // stay closed to the admin, who holds no `manage` on it.
-    let revisions = world.store().revisions("habits").unwrap();
+    let revisions = world.store().revisions(&id).unwrap();
     assert_eq!(revisions[0].revision, revision);
     assert_eq!(
         revisions[0].user_id.as_deref(),
         Some(world.member.id.as_str())
     );
     let admin = World::principal(&world.admin, &crate::test_world::WRITER);
-    let refused = crate::source_tools::authorize_manager(&world.core, &admin, "habits")
+    let refused = crate::source_tools::authorize_manager(&world.core, &admin, &id)
         .await
         .unwrap_err();
     assert_eq!(refused.code.as_str(), "APP_ACCESS_DENIED");
     // Its resource is served like any app's.
     let (status, resource) = mia
-        .get(&format!("/api/apps/habits/resource?revision={revision}"))
+        .get(&format!("/api/apps/{id}/resource?revision={revision}"))
         .await;
     assert_eq!(status, StatusCode::OK, "{resource}");
     assert!(resource["uri"].as_str().unwrap().ends_with(&revision));
@@ -120,7 +212,7 @@ async fn a_member_deploys_an_app_only_they_manage() {
     assert!(
         snapshot
             .valid()
-            .any(|(id, package)| id == "habits" && package.resource.revision == revision)
+            .any(|(listed, package)| *listed == id && package.resource.revision == revision)
     );
 }
 
@@ -128,27 +220,17 @@ async fn a_member_deploys_an_app_only_they_manage() {
 async fn invalid_packages_and_shared_tables_are_refused_with_file_and_line() {
     let world = World::new();
     let mia = world.page(&world.member);
-    let mut files = package("habits", false, false);
+    let mut files = package(false, false);
     files["APP.md"] = json!("---\nid: habits\nname: Habits\n---\n");
     let (status, checked) = mia
-        .call(
-            "POST",
-            "/api/member-apps/check",
-            json!({"id": "habits", "files": files}),
-        )
+        .call("POST", "/api/member-apps/check", json!({"files": files}))
         .await;
     assert_eq!(status, StatusCode::OK, "{checked}");
     assert_eq!(checked["ok"], false);
     let first = &checked["diagnostics"][0];
     assert_eq!(first["file"], "APP.md", "{checked}");
     assert!(first["line"].is_u64(), "{checked}");
-    let (status, refused) = mia
-        .call(
-            "POST",
-            "/api/member-apps",
-            json!({"id": "habits", "name": "Habits", "files": files}),
-        )
-        .await;
+    let (status, refused) = mia.create(files).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
     assert_eq!(refused["code"], "APP_INPUT_INVALID");
     assert!(
@@ -157,101 +239,292 @@ async fn invalid_packages_and_shared_tables_are_refused_with_file_and_line() {
     );
     assert_eq!(refused["details"]["diagnostics"][0]["file"], "APP.md");
 
-    let shared = package("habits", true, true);
-    let (status, refused) = mia
-        .call(
-            "POST",
-            "/api/member-apps",
-            json!({"id": "habits", "name": "Habits", "files": shared}),
-        )
-        .await;
+    let (status, refused) = mia.create(package(true, true)).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
     assert_eq!(
         refused["details"]["diagnostics"][0]["code"],
         super::MEMBER_TABLE_SHARED
     );
-    // Nothing was stored by either refusal, and the id is still free.
+    // Nothing was stored by either refusal.
     assert!(world.store().member_apps(None).unwrap().is_empty());
-    assert!(world.store().registered_app("habits").unwrap().is_none());
-    let (status, created) = mia.deploy("habits", false).await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(world.rows("app_registry"), 0);
+    mia.deploy(false).await;
+}
+
+#[tokio::test]
+async fn member_packages_obey_the_package_file_rules() {
+    let world = World::new();
+    let mia = world.page(&world.member);
+    let id = mia.deploy(false).await;
+    let revision = world.revision(&id);
+    let blobs = world.rows("revision_blobs");
+    let with = |path: &str, content: Value| {
+        let mut files = package(false, false);
+        files[path] = content;
+        files
+    };
+    let mut many = package(false, false);
+    for n in 0..61 {
+        many[format!("notes/n{n}.txt")] = json!("x");
+    }
+    let mut heavy = package(false, false);
+    for n in 0..4 {
+        heavy[format!("part{n}.txt")] = json!("y".repeat(600 * 1024));
+    }
+    // (files, the refused file as the diagnostic names it, its code)
+    let cases = [
+        (
+            with("../../../x.js", json!("1;")),
+            "../../../x.js",
+            "PATH_INVALID_NAME",
+        ),
+        (
+            with("/etc/passwd.txt", json!("x")),
+            "/etc/passwd.txt",
+            "PATH_INVALID_NAME",
+        ),
+        (
+            with("a\u{202E}txt.js", json!("x")),
+            "a\\u{202e}txt.js",
+            "PATH_INVALID_NAME",
+        ),
+        (with("tool.exe", json!("MZ")), "tool.exe", "PATH_EXTENSION"),
+        (
+            with("a/b/c/d/e.txt", json!("x")),
+            "a/b/c/d/e.txt",
+            "PATH_TOO_DEEP",
+        ),
+        (with("App.js", json!("x")), "app.js", "PATH_INVALID_NAME"),
+        (many, ".", "PACKAGE_TOO_MANY_FILES"),
+        (heavy, ".", "PACKAGE_TOO_LARGE"),
+        (
+            with("huge.txt", json!("z".repeat(1024 * 1024 + 1))),
+            "huge.txt",
+            "FILE_TOO_LARGE",
+        ),
+        (with("zero.txt", json!("a\u{0}b")), "zero.txt", "SOURCE_NUL"),
+        (
+            with("latin1.txt", json!({"base64": "Zuk="})),
+            "latin1.txt",
+            "SOURCE_NOT_UTF8",
+        ),
+    ];
+    let named = |answer: &Value, file: &str, code: &str| {
+        answer["diagnostics"]
+            .as_array()
+            .or_else(|| answer["details"]["diagnostics"].as_array())
+            .is_some_and(|found| found.iter().any(|d| d["file"] == file && d["code"] == code))
+    };
+    for (files, file, code) in cases {
+        let (status, checked) = mia
+            .call("POST", "/api/member-apps/check", json!({"files": files}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{checked}");
+        assert!(
+            checked["ok"] == false && named(&checked, file, code),
+            "{code}: {checked}"
+        );
+        let (status, refused) = mia.create(files.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{code}: {refused}");
+        assert!(named(&refused, file, code), "{code}: {refused}");
+        let (status, refused) = mia.update(&id, files.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{code}: {refused}");
+        assert!(named(&refused, file, code), "{code}: {refused}");
+        let (status, refused) = mia
+            .call(
+                "POST",
+                &format!("/api/member-apps/{id}/draft"),
+                json!({"files": files}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{code}: {refused}");
+        assert!(named(&refused, file, code), "{code}: {refused}");
+    }
+    // The gateway's deployMyApp is held to the same rules.
+    let mut files = member_files(&package(false, false));
+    files.push(pb::MemberFile {
+        path: "../escape.js".into(),
+        content: b"1;".to_vec(),
+    });
+    let refused = world
+        .rpc(
+            &world.member,
+            pb::member_apps_request::Operation::Deploy(pb::MemberDeployRequest {
+                name: "Escape".into(),
+                files,
+                approval: pb::DraftApproval::Elicitation as i32,
+                ..pb::MemberDeployRequest::default()
+            }),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code.as_str(), "APP_INPUT_INVALID", "{refused:?}");
+    // Nothing of any of it was stored: one app, at its first revision, no
+    // draft, no new blob.
+    assert_eq!(world.store().member_apps(None).unwrap().len(), 1);
+    assert_eq!(world.revision(&id), revision);
+    assert!(world.store().draft(&id).unwrap().is_none());
+    assert_eq!(world.rows("revision_blobs"), blobs);
+    // And what was deployed can be promoted: its files are ones the catalogue
+    // writes to disk.
+    let (status, promoted) = world
+        .page(&world.admin)
+        .call(
+            "POST",
+            &format!("/api/member-apps/{id}/promote"),
+            Value::Null,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{promoted}");
+}
+
+#[tokio::test]
+async fn new_member_apps_are_named_by_the_platform_and_tell_of_no_other_app() {
+    let world = World::new();
+    // A catalogue app the member cannot see, and another member's app.
+    world.install(&["hello"]).await;
+    let hello = world.store().registered_app("hello").unwrap().unwrap();
+    let ola = world.user("ola", UserRole::Member);
+    let olas = world.page(&ola).deploy(false).await;
+    let mia = world.page(&world.member);
+    assert!(mia.app_ids().await.is_empty());
+
+    // Naming an id is refused the same way whoever holds it, or nobody.
+    let (mut created, mut checked, mut deployed) = (Vec::new(), Vec::new(), Vec::new());
+    for id in ["hello", olas.as_str(), "no-such-app"] {
+        let (status, refused) = mia
+            .call(
+                "POST",
+                "/api/member-apps",
+                json!({"id": id, "name": "Mine", "files": package(false, false)}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{id}: {refused}");
+        assert_eq!(refused["details"]["field"], "id");
+        created.push(json!([
+            status.as_u16(),
+            refused["code"],
+            refused["message"]
+        ]));
+        let (status, refused) = mia
+            .call(
+                "POST",
+                "/api/member-apps/check",
+                json!({"id": id, "files": package(false, false)}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{id}: {refused}");
+        checked.push(json!([
+            status.as_u16(),
+            refused["code"],
+            refused["message"]
+        ]));
+        let refused = world
+            .rpc(
+                &world.member,
+                pb::member_apps_request::Operation::Deploy(pb::MemberDeployRequest {
+                    app_id: id.to_owned(),
+                    name: "Mine".into(),
+                    files: member_files(&package(false, false)),
+                    approval: pb::DraftApproval::Elicitation as i32,
+                    ..pb::MemberDeployRequest::default()
+                }),
+            )
+            .await
+            .unwrap_err();
+        deployed.push(json!([refused.code.as_str(), refused.message]));
+    }
+    alike(&created);
+    alike(&checked);
+    alike(&deployed);
+
+    // A package that calls itself hello gets a name of its own; hello is
+    // untouched and still not hers.
+    let mut files = package(false, false);
+    files["APP.md"] = json!(
+        package(false, false)["APP.md"]
+            .as_str()
+            .unwrap()
+            .replace("id: habits", "id: hello")
+    );
+    let (status, made) = mia.create(files).await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let id = made["app"]["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with(MEMBER_ID_PREFIX), "{id}");
+    assert_eq!(
+        world.store().registered_app("hello").unwrap().unwrap(),
+        hello
+    );
+    assert!(world.store().member_app("hello").unwrap().is_none());
+    assert_eq!(mia.app_ids().await, std::slice::from_ref(&id));
+    // Every new app has a name of its own.
+    let again = mia.deploy(false).await;
+    assert_ne!(again, id);
+    assert_ne!(again, olas);
 }
 
 #[tokio::test]
 async fn only_the_author_changes_an_app_and_nobody_learns_whether_one_exists() {
     let world = World::new();
     let mia = world.page(&world.member);
-    let (_, created) = mia.deploy("habits", false).await;
-    let revision = created["app"]["revision"].as_str().unwrap().to_owned();
+    let id = mia.deploy(false).await;
+    let revision = world.revision(&id);
     let ola = world.user("ola", UserRole::Member);
     let ola_page = world.page(&ola);
     let staff = world.page(&world.staff);
     let admin = world.page(&world.admin);
 
-    let update = |id: &str| json!({"files": package(id, false, false), "expectedRevision": revision, "name": "Mine now"});
+    let update =
+        json!({"files": package(false, false), "expectedRevision": revision, "name": "Mine now"});
     let mut answers = Vec::new();
-    for (page, id) in [
-        (&ola_page, "habits"),
-        (&staff, "habits"),
-        (&admin, "habits"),
+    for (page, target) in [
+        (&ola_page, id.as_str()),
+        (&staff, id.as_str()),
+        (&admin, id.as_str()),
         (&ola_page, "no-such-app"),
     ] {
         let (status, refused) = page
-            .call("PUT", &format!("/api/member-apps/{id}"), update(id))
+            .call("PUT", &format!("/api/member-apps/{target}"), update.clone())
             .await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
         assert_eq!(refused["code"], "APP_ACCESS_DENIED");
         answers.push(refused["message"].clone());
-        let (status, read) = page.get(&format!("/api/member-apps/{id}")).await;
+        let (status, read) = page.get(&format!("/api/member-apps/{target}")).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{read}");
         assert_eq!(read["message"], refused["message"]);
     }
     // Every refusal reads the same, existing app or not.
-    assert!(
-        answers.windows(2).all(|pair| pair[0] == pair[1]),
-        "{answers:?}"
-    );
+    alike(&answers);
     // Ownership never moved: the name and the author are as deployed.
-    let app = world.store().member_app("habits").unwrap().unwrap();
+    let app = world.store().member_app(&id).unwrap().unwrap();
     assert_eq!(app.author_id.as_deref(), Some(world.member.id.as_str()));
     assert_eq!(app.name, "Habits");
 
     // The author updates; a stale expectedRevision is a conflict.
-    let mut files = package("habits", false, false);
-    files["app.js"] = json!("document.title = 'Habits 2';\n");
     let (status, updated) = mia
-        .call(
-            "PUT",
-            "/api/member-apps/habits",
-            json!({"files": files, "expectedRevision": revision}),
-        )
+        .update(&id, with_script("document.title = 'Habits 2';\n"))
         .await;
     assert_eq!(status, StatusCode::OK, "{updated}");
     assert_ne!(updated["app"]["revision"], revision.as_str());
     let (status, stale) = mia
         .call(
             "PUT",
-            "/api/member-apps/habits",
-            json!({"files": package("habits", false, false), "expectedRevision": revision}),
+            &format!("/api/member-apps/{id}"),
+            json!({"files": package(false, false), "expectedRevision": revision}),
         )
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{stale}");
     assert_eq!(stale["details"]["reason"], "stale-revision");
 
-    // A new deploy may not take an existing id, any tier's.
-    let (status, taken) = ola_page.deploy("habits", false).await;
-    assert_eq!(status, StatusCode::CONFLICT, "{taken}");
-    assert_eq!(taken["details"]["reason"], "id-taken");
-
     // History and revert to the first revision.
-    let (status, history) = mia.get("/api/member-apps/habits/revisions").await;
+    let (status, history) = mia.get(&format!("/api/member-apps/{id}/revisions")).await;
     assert_eq!(status, StatusCode::OK, "{history}");
     assert_eq!(history["revisions"].as_array().unwrap().len(), 2);
     let current = updated["app"]["revision"].as_str().unwrap();
     let (status, reverted) = mia
         .call(
             "POST",
-            "/api/member-apps/habits/revert",
+            &format!("/api/member-apps/{id}/revert"),
             json!({"revision": revision, "expectedRevision": current}),
         )
         .await;
@@ -260,7 +533,7 @@ async fn only_the_author_changes_an_app_and_nobody_learns_whether_one_exists() {
     let (status, _) = ola_page
         .call(
             "POST",
-            "/api/member-apps/habits/revert",
+            &format!("/api/member-apps/{id}/revert"),
             json!({"revision": current, "expectedRevision": revision}),
         )
         .await;
@@ -271,43 +544,34 @@ async fn only_the_author_changes_an_app_and_nobody_learns_whether_one_exists() {
 async fn sharing_is_by_user_name_and_gives_use_never_manage() {
     let world = World::new();
     let mia = world.page(&world.member);
-    mia.deploy("habits", true).await;
+    let id = mia.deploy(true).await;
     let ola = world.user("ola", UserRole::Member);
     let (status, shared) = mia
         .call(
             "POST",
-            "/api/member-apps/habits/shares",
+            &format!("/api/member-apps/{id}/shares"),
             json!({"username": "ola"}),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{shared}");
     assert_eq!(shared["app"]["shares"], json!(["ola"]));
-    assert_eq!(world.page(&ola).app_ids().await, ["habits"]);
+    assert_eq!(world.page(&ola).app_ids().await, std::slice::from_ref(&id));
     assert_eq!(
-        world.store().access("habits", &ola.id).unwrap(),
+        world.store().access(&id, &ola.id).unwrap(),
         Some(AppAccess::Use)
     );
-    let (status, unknown) = mia
-        .call(
-            "POST",
-            "/api/member-apps/habits/shares",
-            json!({"username": "nobody"}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{unknown}");
-    assert_eq!(unknown["details"]["field"], "username");
     // Only the author shares.
     let (status, _) = world
         .page(&ola)
         .call(
             "POST",
-            "/api/member-apps/habits/shares",
+            &format!("/api/member-apps/{id}/shares"),
             json!({"username": "sam"}),
         )
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    // Nobody else gains manage, by any path (the access panel's grant
-    // included), and the author's own grant cannot change.
+    // Nobody else gains manage, by any path, and the author's own grant
+    // cannot change.
     for (user, access) in [
         (&ola.id, Some(AppAccess::Manage)),
         (&world.admin.id, Some(AppAccess::Manage)),
@@ -317,10 +581,10 @@ async fn sharing_is_by_user_name_and_gives_use_never_manage() {
         let outcome = match access {
             Some(access) => world
                 .store()
-                .grant("habits", user, access, Some(&world.admin.id)),
+                .grant(&id, user, access, Some(&world.admin.id)),
             None => world
                 .store()
-                .revoke("habits", user, Some(&world.admin.id))
+                .revoke(&id, user, Some(&world.admin.id))
                 .map(|_| ()),
         };
         assert!(
@@ -329,10 +593,232 @@ async fn sharing_is_by_user_name_and_gives_use_never_manage() {
         );
     }
     let (status, unshared) = mia
-        .call("DELETE", "/api/member-apps/habits/shares/ola", Value::Null)
+        .call(
+            "DELETE",
+            &format!("/api/member-apps/{id}/shares/ola"),
+            Value::Null,
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{unshared}");
     assert!(world.page(&ola).app_ids().await.is_empty());
+}
+
+#[tokio::test]
+async fn a_share_answers_alike_whether_or_not_an_account_holds_the_name() {
+    let world = World::new();
+    let mia = world.page(&world.member);
+    let id = mia.deploy(true).await;
+    let ola = world.user("ola", UserRole::Member);
+    let dan = world.user("dan", UserRole::Member);
+    world
+        .store()
+        .set_disabled("dan", true, &world.admin.id)
+        .unwrap();
+    let share = |name: &'static str, remove: bool| {
+        let (mia, id) = (&mia, id.clone());
+        async move {
+            let (status, answer) = if remove {
+                mia.call(
+                    "DELETE",
+                    &format!("/api/member-apps/{id}/shares/{name}"),
+                    Value::Null,
+                )
+                .await
+            } else {
+                mia.call(
+                    "POST",
+                    &format!("/api/member-apps/{id}/shares"),
+                    json!({"username": name}),
+                )
+                .await
+            };
+            assert_eq!(status, StatusCode::OK, "{name}: {answer}");
+            let said = answer["shared"].as_str().unwrap().replace(name, "NAME");
+            (said, answer["app"]["shares"].clone())
+        }
+    };
+    // An account, no account, a disabled account: the same answer, and the
+    // name among the shares each time.
+    let mut said = Vec::new();
+    for name in ["ola", "nobody", "dan"] {
+        let (text, shares) = share(name, false).await;
+        assert!(
+            shares.as_array().unwrap().contains(&json!(name)),
+            "{shares}"
+        );
+        said.push(json!(text));
+    }
+    alike(&said);
+    let (_, listed) = mia.get("/api/member-apps").await;
+    assert_eq!(listed["apps"][0]["shares"], json!(["dan", "nobody", "ola"]));
+    let listed = world
+        .rpc(
+            &world.member,
+            pb::member_apps_request::Operation::List(pb::MemberListRequest {}),
+        )
+        .await
+        .unwrap();
+    let Some(pb::member_apps_reply::Result::Apps(list)) = listed.result else {
+        panic!("{listed:?}");
+    };
+    assert_eq!(list.apps[0].shares, ["dan", "nobody", "ola"]);
+    // Only a name with an account became a grant.
+    assert_eq!(world.page(&ola).app_ids().await, std::slice::from_ref(&id));
+    let mut granted: Vec<String> = world
+        .store()
+        .grants(&id)
+        .unwrap()
+        .into_iter()
+        .map(|grant| grant.user_id)
+        .collect();
+    granted.sort();
+    let mut expected = vec![world.member.id.clone(), ola.id.clone(), dan.id.clone()];
+    expected.sort();
+    assert_eq!(granted, expected);
+
+    // Stopping answers alike too, for a name shared or never shared.
+    let mut said = Vec::new();
+    for name in ["ola", "nobody", "zed"] {
+        said.push(json!(share(name, true).await.0));
+    }
+    alike(&said);
+    assert!(world.page(&ola).app_ids().await.is_empty());
+    let (_, listed) = mia.get("/api/member-apps").await;
+    assert_eq!(listed["apps"][0]["shares"], json!(["dan"]));
+
+    // Only the spelling is judged, and one's own name.
+    for (name, field) in [("Not a name!", "username"), ("mia", "username")] {
+        let (status, refused) = mia
+            .call(
+                "POST",
+                &format!("/api/member-apps/{id}/shares"),
+                json!({"username": name}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+        assert_eq!(refused["details"]["field"], field);
+    }
+    // An app is shared with at most MAX_MEMBER_APP_SHARES names.
+    for n in 1..super::MAX_MEMBER_APP_SHARES {
+        world
+            .store()
+            .share_member_app(
+                &id,
+                &world.member.id,
+                &format!("name{n}"),
+                false,
+                super::MAX_MEMBER_APP_SHARES,
+            )
+            .unwrap()
+            .unwrap();
+    }
+    let (status, refused) = mia
+        .call(
+            "POST",
+            &format!("/api/member-apps/{id}/shares"),
+            json!({"username": "one-too-many"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{refused}");
+    assert_eq!(refused["details"]["cap"], "shares");
+}
+
+#[tokio::test]
+async fn admins_and_staff_never_change_who_uses_a_member_app() {
+    let world = World::new();
+    let mia = world.page(&world.member);
+    let id = mia.deploy(true).await;
+    let ola = world.user("ola", UserRole::Member);
+    let eve = world.user("eve", UserRole::Member);
+    mia.call(
+        "POST",
+        &format!("/api/member-apps/{id}/shares"),
+        json!({"username": "ola"}),
+    )
+    .await;
+    let audit = world.store().audit_entries(None).unwrap().len();
+    // The access panel's grant and revoke: every change is a refusal saying
+    // why, never an internal error, and nothing changes.
+    for (page, method, user, body) in [
+        (
+            world.page(&world.staff),
+            "PUT",
+            &eve.id,
+            json!({"access": "use"}),
+        ),
+        (
+            world.page(&world.admin),
+            "PUT",
+            &eve.id,
+            json!({"access": "use"}),
+        ),
+        (
+            world.page(&world.admin),
+            "PUT",
+            &ola.id,
+            json!({"access": "manage"}),
+        ),
+        (
+            world.page(&world.staff),
+            "PUT",
+            &world.member.id,
+            json!({"access": "use"}),
+        ),
+        (
+            world.page(&world.admin),
+            "DELETE",
+            &world.member.id,
+            Value::Null,
+        ),
+        (world.page(&world.staff), "DELETE", &ola.id, Value::Null),
+    ] {
+        let (status, refused) = page
+            .call(
+                method,
+                &format!("/api/apps/{id}/access/{user}"),
+                body.clone(),
+            )
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::FORBIDDEN,
+            "{method} {user} {body}: {refused}"
+        );
+        assert_eq!(refused["code"], "APP_ACCESS_DENIED");
+    }
+    assert_eq!(world.store().access(&id, &eve.id).unwrap(), None);
+    assert_eq!(world.page(&eve).app_ids().await, Vec::<String>::new());
+    let (status, _) = world
+        .page(&eve)
+        .get(&format!(
+            "/api/apps/{id}/resource?revision={}",
+            world.revision(&id)
+        ))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "eve cannot read its source");
+    assert_eq!(
+        world.store().access(&id, &ola.id).unwrap(),
+        Some(AppAccess::Use)
+    );
+    assert_eq!(
+        world.store().access(&id, &world.member.id).unwrap(),
+        Some(AppAccess::Manage)
+    );
+    assert_eq!(world.store().audit_entries(None).unwrap().len(), audit);
+    // The operator's CLI still may.
+    world
+        .store()
+        .grant(
+            &id,
+            &eve.id,
+            AppAccess::Use,
+            Some(crate::store::ACTOR_OPERATOR),
+        )
+        .unwrap();
+    assert_eq!(
+        world.store().access(&id, &eve.id).unwrap(),
+        Some(AppAccess::Use)
+    );
 }
 
 #[tokio::test]
@@ -340,10 +826,9 @@ async fn concurrent_deploys_never_pass_the_per_author_cap() {
     let world = World::new();
     let mia = world.page(&world.member);
     let attempts = super::MAX_MEMBER_APPS_PER_AUTHOR + 5;
-    let deploys = (0..attempts).map(|n| {
-        let id = format!("habits-{n}");
+    let deploys = (0..attempts).map(|_| {
         let mia = &mia;
-        async move { mia.deploy(&id, false).await }
+        async move { mia.create(package(false, false)).await }
     });
     let answers = futures::future::join_all(deploys).await;
     let created = answers
@@ -381,8 +866,7 @@ async fn concurrent_deploys_never_pass_the_per_author_cap() {
         .call("DELETE", &format!("/api/member-apps/{first}"), Value::Null)
         .await;
     assert_eq!(status, StatusCode::OK);
-    let (status, again) = mia.deploy("habits-again", false).await;
-    assert_eq!(status, StatusCode::CREATED, "{again}");
+    mia.deploy(false).await;
 }
 
 #[tokio::test]
@@ -397,6 +881,7 @@ async fn the_instance_cap_holds_across_concurrent_authors() {
     let caps = crate::store::MemberCaps {
         instance: 5,
         per_author: 3,
+        author_bytes: u64::MAX,
     };
     let threads: Vec<_> = authors
         .iter()
@@ -458,7 +943,7 @@ async fn the_instance_cap_holds_across_concurrent_authors() {
 async fn the_switch_stops_building_but_not_running_or_deleting() {
     let world = World::new();
     let mia = world.page(&world.member);
-    mia.deploy("habits", false).await;
+    let id = mia.deploy(false).await;
     let (status, guide) = world.send("GET", "/api/member-app-guide", &[], "").await;
     assert_eq!(status, StatusCode::OK);
     assert!(guide.is_null(), "the guide is Markdown, not JSON");
@@ -484,29 +969,18 @@ async fn the_switch_stops_building_but_not_running_or_deleting() {
     assert_eq!(status, StatusCode::OK, "{off}");
     assert_eq!(off["memberAppsEnabled"], false);
 
-    let (status, refused) = mia.deploy("habits-two", false).await;
+    let (status, refused) = mia.create(package(false, false)).await;
     assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{refused}");
     assert_eq!(refused["code"], "APP_OPERATION_UNAVAILABLE");
     assert_eq!(refused["details"]["reason"], "member-apps-off");
-    let revision = world
-        .store()
-        .member_app("habits")
-        .unwrap()
-        .unwrap()
-        .revision;
-    let (status, edit) = mia
-        .call(
-            "PUT",
-            "/api/member-apps/habits",
-            json!({"files": package("habits", false, false), "expectedRevision": revision}),
-        )
-        .await;
+    let revision = world.revision(&id);
+    let (status, edit) = mia.update(&id, package(false, false)).await;
     assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{edit}");
     let (status, check) = mia
         .call(
             "POST",
             "/api/member-apps/check",
-            json!({"id": "habits", "files": package("habits", false, false)}),
+            json!({"id": id, "files": package(false, false)}),
         )
         .await;
     assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{check}");
@@ -516,13 +990,13 @@ async fn the_switch_stops_building_but_not_running_or_deleting() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(listed["enabled"], false);
     // The deployed app keeps running, and deleting stays open.
-    assert_eq!(mia.app_ids().await, ["habits"]);
+    assert_eq!(mia.app_ids().await, std::slice::from_ref(&id));
     let (status, _) = mia
-        .get(&format!("/api/apps/habits/resource?revision={revision}"))
+        .get(&format!("/api/apps/{id}/resource?revision={revision}"))
         .await;
     assert_eq!(status, StatusCode::OK);
     let (status, deleted) = mia
-        .call("DELETE", "/api/member-apps/habits", Value::Null)
+        .call("DELETE", &format!("/api/member-apps/{id}"), Value::Null)
         .await;
     assert_eq!(status, StatusCode::OK, "{deleted}");
     assert!(mia.app_ids().await.is_empty());
@@ -539,8 +1013,10 @@ async fn the_switch_stops_building_but_not_running_or_deleting() {
 async fn moderators_disable_and_delete_and_an_admin_promotes() {
     let world = World::new();
     let mia = world.page(&world.member);
-    mia.deploy("habits", false).await;
-    mia.deploy("journal", false).await;
+    let habits = mia.deploy(false).await;
+    let journal = mia.deploy(false).await;
+    let mut both = vec![habits.clone(), journal.clone()];
+    both.sort();
     let (status, refused) = mia.get("/api/member-apps?all=true").await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
     let staff = world.page(&world.staff);
@@ -554,25 +1030,17 @@ async fn moderators_disable_and_delete_and_an_admin_promotes() {
 
     // Disable: gone from the author's Apps at once; enable brings it back.
     let (status, disabled) = staff
-        .call("POST", "/api/member-apps/habits/disable", Value::Null)
+        .call(
+            "POST",
+            &format!("/api/member-apps/{habits}/disable"),
+            Value::Null,
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{disabled}");
     assert_eq!(disabled["app"]["status"], "disabled");
-    assert_eq!(mia.app_ids().await, ["journal"]);
+    assert_eq!(mia.app_ids().await, std::slice::from_ref(&journal));
     // Its author cannot deploy around the moderator.
-    let revision = world
-        .store()
-        .member_app("habits")
-        .unwrap()
-        .unwrap()
-        .revision;
-    let (status, refused) = mia
-        .call(
-            "PUT",
-            "/api/member-apps/habits",
-            json!({"files": package("habits", false, false), "expectedRevision": revision}),
-        )
-        .await;
+    let (status, refused) = mia.update(&habits, package(false, false)).await;
     assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{refused}");
     assert_eq!(refused["details"]["reason"], "disabled");
     // A disabled member app is not a withdrawn catalogue app: the admins'
@@ -582,7 +1050,7 @@ async fn moderators_disable_and_delete_and_an_admin_promotes() {
         &world.core,
         pb::AppLifecycleRequest {
             principal: Some(World::principal(&world.admin, &crate::test_world::WRITER)),
-            app_id: "habits".into(),
+            app_id: habits.clone(),
             operation: pb::AppLifecycleOperation::Delete as i32,
             delete_data: false,
             confirm_app_id: String::new(),
@@ -592,43 +1060,166 @@ async fn moderators_disable_and_delete_and_an_admin_promotes() {
     .unwrap_err();
     assert_eq!(lifecycle.code.as_str(), "APP_OPERATION_UNAVAILABLE");
     let (status, _) = mia
-        .call("POST", "/api/member-apps/habits/enable", Value::Null)
+        .call(
+            "POST",
+            &format!("/api/member-apps/{habits}/enable"),
+            Value::Null,
+        )
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let (status, _) = staff
-        .call("POST", "/api/member-apps/habits/enable", Value::Null)
+        .call(
+            "POST",
+            &format!("/api/member-apps/{habits}/enable"),
+            Value::Null,
+        )
         .await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(mia.app_ids().await, ["habits", "journal"]);
+    assert_eq!(mia.app_ids().await, both);
 
     // Staff delete one (moderation without reading it)…
-    let (status, _) = staff.get("/api/member-apps/journal").await;
+    let (status, _) = staff.get(&format!("/api/member-apps/{journal}")).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let (status, _) = staff
-        .call("DELETE", "/api/member-apps/journal", Value::Null)
+        .call(
+            "DELETE",
+            &format!("/api/member-apps/{journal}"),
+            Value::Null,
+        )
         .await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(mia.app_ids().await, ["habits"]);
+    assert_eq!(mia.app_ids().await, std::slice::from_ref(&habits));
 
     // …and only an admin promotes: the package lands under DOCS_ROOT/apps and
     // follows the catalogue's rules from then on.
     let (status, _) = staff
-        .call("POST", "/api/member-apps/habits/promote", Value::Null)
+        .call(
+            "POST",
+            &format!("/api/member-apps/{habits}/promote"),
+            Value::Null,
+        )
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let admin = world.page(&world.admin);
     let (status, promoted) = admin
-        .call("POST", "/api/member-apps/habits/promote", Value::Null)
+        .call(
+            "POST",
+            &format!("/api/member-apps/{habits}/promote"),
+            Value::Null,
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{promoted}");
-    assert!(world.apps().join("habits/APP.md").is_file());
-    assert!(world.store().member_app("habits").unwrap().is_none());
+    assert!(world.apps().join(&habits).join("APP.md").is_file());
+    assert!(world.store().member_app(&habits).unwrap().is_none());
     assert_eq!(
-        world.store().access("habits", &world.admin.id).unwrap(),
+        world.store().access(&habits, &world.admin.id).unwrap(),
         Some(AppAccess::Manage)
     );
-    assert_eq!(admin.app_ids().await, ["habits"]);
-    assert_eq!(mia.app_ids().await, ["habits"]);
+    assert_eq!(admin.app_ids().await, std::slice::from_ref(&habits));
+    assert_eq!(mia.app_ids().await, [habits]);
+}
+
+#[tokio::test]
+async fn a_disabled_app_is_not_drafted_previewed_or_shared() {
+    let world = World::new();
+    let mia = world.page(&world.member);
+    let id = mia.deploy(false).await;
+    let draft = |files: &Value| {
+        pb::member_apps_request::Operation::Draft(pb::MemberDraftRequest {
+            app_id: id.clone(),
+            files: member_files(files),
+        })
+    };
+    // Before: drafted and previewed.
+    let drafted = world
+        .rpc(
+            &world.member,
+            draft(&with_script("document.title = 'Draft';\n")),
+        )
+        .await
+        .unwrap();
+    let Some(pb::member_apps_reply::Result::Drafted(drafted)) = drafted.result else {
+        panic!("{drafted:?}");
+    };
+    let (status, _) = mia.get(&format!("/api/apps/{id}/draft/resource")).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, disabled) = world
+        .page(&world.staff)
+        .call(
+            "POST",
+            &format!("/api/member-apps/{id}/disable"),
+            Value::Null,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{disabled}");
+
+    // After: every way of changing, previewing or sharing it says why.
+    let refusals = [
+        mia.call(
+            "POST",
+            &format!("/api/member-apps/{id}/draft"),
+            json!({"files": with_script("document.title = 'Again';\n")}),
+        )
+        .await,
+        mia.get(&format!("/api/apps/{id}/draft/resource")).await,
+        mia.call(
+            "POST",
+            &format!("/api/member-apps/{id}/shares"),
+            json!({"username": "sam"}),
+        )
+        .await,
+        mia.update(&id, package(false, false)).await,
+    ];
+    for (status, refused) in &refusals {
+        assert_eq!(*status, StatusCode::NOT_IMPLEMENTED, "{refused}");
+        assert_eq!(refused["code"], "APP_OPERATION_UNAVAILABLE");
+        assert_eq!(refused["details"]["reason"], "disabled");
+        assert!(
+            refused["message"]
+                .as_str()
+                .unwrap()
+                .contains("a moderator disabled"),
+            "{refused}"
+        );
+    }
+    let refused = world
+        .rpc(&world.member, draft(&package(false, false)))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.details.unwrap()["reason"], "disabled");
+    let refused = world
+        .rpc(
+            &world.member,
+            pb::member_apps_request::Operation::Share(pb::MemberShareRequest {
+                app_id: id.clone(),
+                username: "sam".into(),
+                remove: false,
+            }),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.details.unwrap()["reason"], "disabled");
+    // The preview's catalogue and data route answer nothing.
+    let author = World::principal(&world.member, &AUTHOR);
+    assert!(
+        crate::drafts::preview_package(&world.core, &author, &id, &drafted.preview_id)
+            .await
+            .is_none()
+    );
+    // Nothing changed, and nobody was given it; taking a share away stays open.
+    assert_eq!(world.store().access(&id, &world.staff.id).unwrap(), None);
+    assert_eq!(
+        world.store().draft(&id).unwrap().unwrap().preview_id,
+        drafted.preview_id
+    );
+    let (status, _) = mia
+        .call(
+            "DELETE",
+            &format!("/api/member-apps/{id}/shares/sam"),
+            Value::Null,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
 }
 
 #[tokio::test]
@@ -647,19 +1238,10 @@ async fn the_rpc_needs_apps_author_and_a_persons_approval_to_deploy() {
             .await
         }
     };
-    let files: Vec<pb::MemberFile> = package("habits", false, false)
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(path, content)| pb::MemberFile {
-            path: path.clone(),
-            content: content.as_str().unwrap().as_bytes().to_vec(),
-            encoding: String::new(),
-        })
-        .collect();
+    let files = member_files(&package(false, false));
     let deploy = |approval: pb::DraftApproval| {
         pb::member_apps_request::Operation::Deploy(pb::MemberDeployRequest {
-            app_id: "habits".into(),
+            app_id: String::new(),
             name: "Habits".into(),
             files: files.clone(),
             expected_revision: String::new(),
@@ -683,11 +1265,8 @@ async fn the_rpc_needs_apps_author_and_a_persons_approval_to_deploy() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert!(
-        summary.contains("Habits") && summary.contains("habits"),
-        "{summary}"
-    );
-    assert!(world.store().member_app("habits").unwrap().is_none());
+    assert!(summary.contains("new member app \"Habits\""), "{summary}");
+    assert!(world.store().member_apps(None).unwrap().is_empty());
     let reply = rpc(author.clone(), deploy(pb::DraftApproval::Elicitation))
         .await
         .unwrap();
@@ -695,8 +1274,9 @@ async fn the_rpc_needs_apps_author_and_a_persons_approval_to_deploy() {
         panic!("{reply:?}");
     };
     assert_eq!(app.author_name.as_deref(), Some("mia"));
+    assert!(app.id.starts_with(MEMBER_ID_PREFIX), "{}", app.id);
     let listed = rpc(
-        author,
+        author.clone(),
         pb::member_apps_request::Operation::List(pb::MemberListRequest {}),
     )
     .await
@@ -704,69 +1284,73 @@ async fn the_rpc_needs_apps_author_and_a_persons_approval_to_deploy() {
     assert!(
         matches!(listed.result, Some(pb::member_apps_reply::Result::Apps(list)) if list.apps.len() == 1)
     );
+    // A change, then revertMyApp back to the first revision, keeping its name.
+    let first = app.revision.clone();
+    let changed = rpc(
+        author.clone(),
+        pb::member_apps_request::Operation::Deploy(pb::MemberDeployRequest {
+            app_id: app.id.clone(),
+            name: String::new(),
+            files: member_files(&with_script("document.title = 'Two';\n")),
+            expected_revision: first.clone(),
+            approval: pb::DraftApproval::Elicitation as i32,
+            from_revision: String::new(),
+        }),
+    )
+    .await
+    .unwrap();
+    let Some(pb::member_apps_reply::Result::App(changed)) = changed.result else {
+        panic!("{changed:?}");
+    };
+    let reverted = rpc(
+        author,
+        pb::member_apps_request::Operation::Deploy(pb::MemberDeployRequest {
+            app_id: app.id.clone(),
+            name: String::new(),
+            files: Vec::new(),
+            expected_revision: changed.revision.clone(),
+            approval: pb::DraftApproval::Elicitation as i32,
+            from_revision: first.clone(),
+        }),
+    )
+    .await
+    .unwrap();
+    let Some(pb::member_apps_reply::Result::App(reverted)) = reverted.result else {
+        panic!("{reverted:?}");
+    };
+    assert_eq!(
+        (reverted.revision, reverted.name),
+        (first, "Habits".to_owned())
+    );
 }
 
 #[tokio::test]
 async fn a_draft_is_offered_to_the_editor_and_ends_with_the_next_deploy() {
     let world = World::new();
     let mia = world.page(&world.member);
-    let (_, created) = mia.deploy("habits", false).await;
-    let revision = created["app"]["revision"].as_str().unwrap().to_owned();
+    let id = mia.deploy(false).await;
+    let revision = world.revision(&id);
     let author = World::principal(&world.member, &AUTHOR);
-    let mut files = package("habits", false, false);
-    files["app.js"] = json!("document.title = 'Drafted';\n");
+    let files = with_script("document.title = 'Drafted';\n");
     let draft = |files: &Value| {
         pb::member_apps_request::Operation::Draft(pb::MemberDraftRequest {
-            app_id: "habits".into(),
-            files: files
-                .as_object()
-                .unwrap()
-                .iter()
-                .map(|(path, content)| pb::MemberFile {
-                    path: path.clone(),
-                    content: content.as_str().unwrap().as_bytes().to_vec(),
-                    encoding: String::new(),
-                })
-                .collect(),
+            app_id: id.clone(),
+            files: member_files(files),
         })
     };
     // Only the author drafts.
     let other = world.user("ola", UserRole::Member);
-    let refused = super::rpc(
-        &world.core,
-        pb::MemberAppsRequest {
-            principal: Some(World::principal(&other, &AUTHOR)),
-            operation: Some(draft(&files)),
-        },
-    )
-    .await
-    .unwrap_err();
+    let refused = world.rpc(&other, draft(&files)).await.unwrap_err();
     assert_eq!(refused.code.as_str(), "APP_ACCESS_DENIED");
-    let reply = super::rpc(
-        &world.core,
-        pb::MemberAppsRequest {
-            principal: Some(author.clone()),
-            operation: Some(draft(&files)),
-        },
-    )
-    .await
-    .unwrap();
+    let reply = world.rpc(&world.member, draft(&files)).await.unwrap();
     let Some(pb::member_apps_reply::Result::Drafted(drafted)) = reply.result else {
         panic!("{reply:?}");
     };
     assert!(drafted.status.unwrap().ok);
     // The live app is unchanged; the editor is offered the draft, which the
     // author (a member, not a catalogue manager) may preview.
-    assert_eq!(
-        world
-            .store()
-            .member_app("habits")
-            .unwrap()
-            .unwrap()
-            .revision,
-        revision
-    );
-    let (status, read) = mia.get("/api/member-apps/habits").await;
+    assert_eq!(world.revision(&id), revision);
+    let (status, read) = mia.get(&format!("/api/member-apps/{id}")).await;
     assert_eq!(status, StatusCode::OK, "{read}");
     assert_eq!(read["draft"]["previewId"], drafted.preview_id.as_str());
     assert_eq!(
@@ -777,47 +1361,24 @@ async fn a_draft_is_offered_to_the_editor_and_ends_with_the_next_deploy() {
         read["files"]["app.js"],
         "document.querySelector('h1').textContent = 'Habits';\n"
     );
-    let (status, resource) = mia.get("/api/apps/habits/draft/resource").await;
+    let (status, resource) = mia.get(&format!("/api/apps/{id}/draft/resource")).await;
     assert_eq!(status, StatusCode::OK, "{resource}");
     assert!(
-        crate::drafts::preview_package(&world.core, &author, "habits", &drafted.preview_id)
+        crate::drafts::preview_package(&world.core, &author, &id, &drafted.preview_id)
             .await
             .is_some()
     );
     let stranger = World::principal(&other, &AUTHOR);
     assert!(
-        crate::drafts::preview_package(&world.core, &stranger, "habits", &drafted.preview_id)
+        crate::drafts::preview_package(&world.core, &stranger, &id, &drafted.preview_id)
             .await
             .is_none()
     );
     // Deploying ends the draft.
-    let (status, _) = mia
-        .call(
-            "PUT",
-            "/api/member-apps/habits",
-            json!({"files": files, "expectedRevision": revision}),
-        )
-        .await;
+    let (status, _) = mia.update(&id, files).await;
     assert_eq!(status, StatusCode::OK);
-    let (_, read) = mia.get("/api/member-apps/habits").await;
+    let (_, read) = mia.get(&format!("/api/member-apps/{id}")).await;
     assert!(read["draft"].is_null(), "{read}");
-}
-
-/// `CoreService.MemberApps` as the gateway calls it for a model-driven
-/// client.
-async fn member_rpc(
-    world: &World,
-    user: &User,
-    operation: pb::member_apps_request::Operation,
-) -> Result<pb::MemberAppsReply, sasha_proto::AppError> {
-    super::rpc(
-        &world.core,
-        pb::MemberAppsRequest {
-            principal: Some(World::principal(user, &AUTHOR)),
-            operation: Some(operation),
-        },
-    )
-    .await
 }
 
 /// Sharing and deleting take someone else's data or reach: from a
@@ -831,12 +1392,11 @@ async fn sharing_and_deleting_from_a_model_need_the_persons_yes() {
     use pb::member_apps_request::Operation;
     let world = World::new();
     let mia = world.page(&world.member);
-    let (status, _) = mia.deploy("habits", false).await;
-    assert_eq!(status, StatusCode::CREATED);
+    let id = mia.deploy(false).await;
     world.user("ola", UserRole::Member);
     let share = |username: &str, approval: pb::DraftApproval| {
         Operation::Share(pb::MemberShareRequest {
-            app_id: "habits".into(),
+            app_id: id.clone(),
             username: username.into(),
             remove: false,
             approval: approval as i32,
@@ -844,14 +1404,12 @@ async fn sharing_and_deleting_from_a_model_need_the_persons_yes() {
     };
     let delete = |approval: pb::DraftApproval| {
         Operation::Delete(pb::MemberDeleteRequest {
-            app_id: "habits".into(),
+            app_id: id.clone(),
             approval: approval as i32,
         })
     };
 
-    let asked = member_rpc(
-        &world,
-        &world.member,
+    let asked = world.rpc(&world.member,
         share("ola", pb::DraftApproval::Unspecified),
     )
     .await
@@ -868,7 +1426,7 @@ async fn sharing_and_deleting_from_a_model_need_the_persons_yes() {
     assert!(
         world
             .store()
-            .member_app("habits")
+            .member_app(&id)
             .unwrap()
             .unwrap()
             .shares
@@ -876,9 +1434,7 @@ async fn sharing_and_deleting_from_a_model_need_the_persons_yes() {
     );
     // A name nobody has is asked about the same way: the question is no
     // oracle of who exists.
-    let unknown = member_rpc(
-        &world,
-        &world.member,
+    let unknown = world.rpc(&world.member,
         share("nobody", pb::DraftApproval::Unspecified),
     )
     .await
@@ -889,26 +1445,22 @@ async fn sharing_and_deleting_from_a_model_need_the_persons_yes() {
         pb::DraftApproval::Unspecified,
         pb::DraftApproval::Elicitation,
     ] {
-        let refused = member_rpc(&world, &world.staff, share("ola", approval))
+        let refused = world.rpc(&world.staff, share("ola", approval))
             .await
             .unwrap_err();
         assert_eq!(refused.code.as_str(), "APP_ACCESS_DENIED");
     }
-    member_rpc(
-        &world,
-        &world.member,
+    world.rpc(&world.member,
         share("ola", pb::DraftApproval::Elicitation),
     )
     .await
     .unwrap();
     assert_eq!(
-        world.store().member_app("habits").unwrap().unwrap().shares,
+        world.store().member_app(&id).unwrap().unwrap().shares,
         ["ola"]
     );
 
-    let asked = member_rpc(
-        &world,
-        &world.member,
+    let asked = world.rpc(&world.member,
         delete(pb::DraftApproval::Unspecified),
     )
     .await
@@ -923,31 +1475,28 @@ async fn sharing_and_deleting_from_a_model_need_the_persons_yes() {
         "{question}"
     );
     assert!(
-        world.store().member_app("habits").unwrap().is_some(),
+        world.store().member_app(&id).unwrap().is_some(),
         "nothing was deleted"
     );
-    member_rpc(
-        &world,
-        &world.member,
+    world.rpc(&world.member,
         delete(pb::DraftApproval::Elicitation),
     )
     .await
     .unwrap();
-    assert!(world.store().member_app("habits").unwrap().is_none());
+    assert!(world.store().member_app(&id).unwrap().is_none());
 
     // App Studio's buttons are the person's own click.
-    let (status, _) = mia.deploy("journal", false).await;
-    assert_eq!(status, StatusCode::CREATED);
+    let journal = mia.deploy(false).await;
     let (status, shared) = mia
         .call(
             "POST",
-            "/api/member-apps/journal/shares",
+            &format!("/api/member-apps/{journal}/shares"),
             json!({"username": "ola"}),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{shared}");
     let (status, deleted) = mia
-        .call("DELETE", "/api/member-apps/journal", Value::Null)
+        .call("DELETE", &format!("/api/member-apps/{journal}"), Value::Null)
         .await;
     assert_eq!(status, StatusCode::OK, "{deleted}");
 }
@@ -963,7 +1512,7 @@ async fn a_text_file_hidden_in_base64_is_refused() {
     let world = World::new();
     let encode = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
     let files = |script: pb::MemberFile| -> Vec<pb::MemberFile> {
-        let mut files: Vec<pb::MemberFile> = package("habits", false, false)
+        let mut files: Vec<pb::MemberFile> = package(false, false)
             .as_object()
             .unwrap()
             .iter()
@@ -984,7 +1533,7 @@ async fn a_text_file_hidden_in_base64_is_refused() {
     };
     let deploy = |approval: pb::DraftApproval, files: Vec<pb::MemberFile>| {
         Operation::Deploy(pb::MemberDeployRequest {
-            app_id: "habits".into(),
+            app_id: String::new(),
             name: "Habits".into(),
             files,
             expected_revision: String::new(),
@@ -996,9 +1545,7 @@ async fn a_text_file_hidden_in_base64_is_refused() {
         pb::DraftApproval::Unspecified,
         pb::DraftApproval::Elicitation,
     ] {
-        let refused = member_rpc(
-            &world,
-            &world.member,
+        let refused = world.rpc(&world.member,
             deploy(approval, files(hidden.clone())),
         )
         .await
@@ -1011,11 +1558,9 @@ async fn a_text_file_hidden_in_base64_is_refused() {
             refused.message
         );
     }
-    let checked = member_rpc(
-        &world,
-        &world.member,
+    let checked = world.rpc(&world.member,
         Operation::Check(pb::MemberCheckRequest {
-            app_id: "habits".into(),
+            app_id: String::new(),
             files: files(hidden.clone()),
         }),
     )
@@ -1023,7 +1568,7 @@ async fn a_text_file_hidden_in_base64_is_refused() {
     .unwrap_err();
     assert_eq!(checked.details.unwrap()["cause"], "ENCODING_NOT_FOR_TEXT");
     assert!(
-        world.store().member_app("habits").unwrap().is_none(),
+        world.store().member_apps(None).unwrap().is_empty(),
         "nothing was stored"
     );
     let (status, refused) = world
@@ -1031,9 +1576,9 @@ async fn a_text_file_hidden_in_base64_is_refused() {
         .call(
             "POST",
             "/api/member-apps",
-            json!({"id": "habits", "name": "Habits", "files": {
-                "APP.md": package("habits", false, false)["APP.md"],
-                "index.html": package("habits", false, false)["index.html"],
+            json!({"name": "Habits", "files": {
+                "APP.md": package(false, false)["APP.md"],
+                "index.html": package(false, false)["index.html"],
                 "styles.css": "main { padding: 1rem; }\n",
                 "app.js": {"base64": encode(b"fetch('/steal');\n")},
             }}),
@@ -1058,15 +1603,206 @@ async fn a_text_file_hidden_in_base64_is_refused() {
         content: encode(&logo).into_bytes(),
         encoding: "base64".into(),
     });
-    member_rpc(
-        &world,
-        &world.member,
+    let reply = world.rpc(&world.member,
         deploy(pb::DraftApproval::Elicitation, with_logo),
     )
     .await
     .unwrap();
+    let Some(pb::member_apps_reply::Result::App(app)) = reply.result else {
+        panic!("{reply:?}");
+    };
     assert_eq!(
-        super::current_files(&world.core, "habits").get("logo.png"),
+        super::current_files(&world.core, &app.id).get("logo.png"),
         Some(&logo)
     );
+}
+
+/// The bytes the core database's pages hold, free pages left out.
+fn used_bytes(world: &World) -> i64 {
+    let connection = rusqlite::Connection::open(world.dir.path().join("core.sqlite")).unwrap();
+    let pages: i64 = connection
+        .query_row("PRAGMA page_count", [], |row| row.get(0))
+        .unwrap();
+    let free: i64 = connection
+        .query_row("PRAGMA freelist_count", [], |row| row.get(0))
+        .unwrap();
+    let size: i64 = connection
+        .query_row("PRAGMA page_size", [], |row| row.get(0))
+        .unwrap();
+    (pages - free) * size
+}
+
+#[tokio::test]
+async fn deploying_and_deleting_in_a_loop_leaves_the_core_database_as_it_was() {
+    let world = World::new();
+    let mia = world.page(&world.member);
+    // Nearly a full package: a script of 900 KB.
+    let heavy = with_script(&format!(
+        "/* {} */\ndocument.title = 'Heavy';\n",
+        "x".repeat(900 * 1024)
+    ));
+    let id = mia.deploy(false).await;
+    let (status, deleted) = mia
+        .call("DELETE", &format!("/api/member-apps/{id}"), Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{deleted}");
+    let baseline = used_bytes(&world);
+    let rows = [
+        "app_revisions",
+        "revision_blobs",
+        "revision_resources",
+        "app_drafts",
+    ]
+    .map(|table| world.rows(table));
+    for round in 0..4 {
+        let (status, created) = mia.create(heavy.clone()).await;
+        assert_eq!(status, StatusCode::CREATED, "{round}: {created}");
+        let id = created["app"]["id"].as_str().unwrap().to_owned();
+        // A draft of it too, which goes with it.
+        let (status, drafted) = mia
+            .call(
+                "POST",
+                &format!("/api/member-apps/{id}/draft"),
+                json!({"files": with_script(&format!("/* {round} {} */", "y".repeat(500 * 1024)))}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{drafted}");
+        let (status, deleted) = mia
+            .call("DELETE", &format!("/api/member-apps/{id}"), Value::Null)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{deleted}");
+        assert!(world.store().revisions(&id).unwrap().is_empty());
+    }
+    // Each round stored some 2.3 MB and took all of it back: what stays is
+    // the rows that keep each id taken and the audit, a few KB a round.
+    assert_eq!(
+        [
+            "app_revisions",
+            "revision_blobs",
+            "revision_resources",
+            "app_drafts"
+        ]
+        .map(|table| world.rows(table)),
+        rows
+    );
+    let grown = used_bytes(&world) - baseline;
+    assert!(
+        grown < 256 * 1024,
+        "the core database grew by {grown} bytes"
+    );
+    assert_eq!(
+        world.store().member_ledger_bytes(&world.member.id).unwrap(),
+        0
+    );
+}
+
+#[tokio::test]
+async fn an_authors_apps_keep_at_most_their_bytes_in_the_ledger() {
+    let limit = 1024 * 1024;
+    let world = World::with_member_caps(MemberCaps {
+        author_bytes: limit,
+        ..super::MEMBER_CAPS
+    });
+    let mia = world.page(&world.member);
+    let script = |n: usize| with_script(&format!("/* {n} {} */\n", "z".repeat(150 * 1024)));
+    let (status, created) = mia.create(script(0)).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id = created["app"]["id"].as_str().unwrap().to_owned();
+    // Revisions until the bytes her apps keep would pass the limit.
+    let mut refused = None;
+    for n in 1..20 {
+        let revision = world.revision(&id);
+        let kept = world.store().member_ledger_bytes(&world.member.id).unwrap();
+        let (status, answer) = mia.update(&id, script(n)).await;
+        if status == StatusCode::OK {
+            continue;
+        }
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{answer}");
+        // Refused, nothing was kept of it.
+        assert_eq!(world.revision(&id), revision);
+        assert_eq!(
+            world.store().member_ledger_bytes(&world.member.id).unwrap(),
+            kept
+        );
+        refused = Some(answer);
+        break;
+    }
+    let refused = refused.expect("the bytes were never refused");
+    assert_eq!(refused["code"], "APP_RESOURCE_LIMIT");
+    assert_eq!(refused["details"]["cap"], "author-bytes");
+    assert_eq!(refused["details"]["limit"], limit);
+    assert!(refused["details"]["used"].as_u64().unwrap() > limit);
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("delete an app"),
+        "{refused}"
+    );
+    assert!(world.store().member_ledger_bytes(&world.member.id).unwrap() <= limit);
+    let (status, _) = mia.create(script(99)).await;
+    assert_eq!(
+        status,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "a new app counts too"
+    );
+    // It is one person's budget: another author deploys.
+    let ola = world.user("ola", UserRole::Member);
+    world.page(&ola).deploy(false).await;
+    // Deleting an app gives its bytes back.
+    let (status, _) = mia
+        .call("DELETE", &format!("/api/member-apps/{id}"), Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, again) = mia.create(script(100)).await;
+    assert_eq!(status, StatusCode::CREATED, "{again}");
+}
+
+#[tokio::test]
+async fn each_authors_deploys_are_throttled() {
+    let world = World::new();
+    let mia = world.page(&world.member);
+    let id = mia.deploy(false).await;
+    for n in 1..super::MEMBER_DEPLOY_BURST {
+        let (status, answer) = mia
+            .update(&id, with_script(&format!("document.title = '{n}';\n")))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{n}: {answer}");
+    }
+    let revision = world.revision(&id);
+    let body = json!({"files": with_script("document.title = 'one more';\n"), "expectedRevision": revision}).to_string();
+    let cookie = world.session(&world.member);
+    let (status, headers, refused) = world
+        .exchange(
+            "PUT",
+            &format!("/api/member-apps/{id}"),
+            &[
+                ("cookie", &cookie),
+                ("origin", STUDIO),
+                ("content-type", "application/json"),
+            ],
+            &body,
+        )
+        .await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{refused}");
+    assert_eq!(refused["code"], "APP_BUSY");
+    assert_eq!(refused["retryable"], true);
+    assert_eq!(refused["details"]["reason"], "deploy-rate");
+    assert_eq!(refused["details"]["retryAfterSeconds"], 60);
+    assert_eq!(headers.get("retry-after").unwrap(), "60");
+    assert_eq!(world.revision(&id), revision, "nothing was deployed");
+    let (status, _) = mia.create(package(false, false)).await;
+    assert_eq!(
+        status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "a new app counts too"
+    );
+    // Another author is not slowed, and a minute later she deploys again.
+    let ola = world.user("ola", UserRole::Member);
+    world.page(&ola).deploy(false).await;
+    world.advance(60);
+    let (status, answer) = mia
+        .update(&id, with_script("document.title = 'a minute on';\n"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
 }

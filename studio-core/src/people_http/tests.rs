@@ -469,7 +469,7 @@ async fn removing_a_person_ends_their_grants_and_leaves_their_apps_authorless() 
         .call(
             "POST",
             "/api/member-apps",
-            json!({"id": "habits", "name": "Habits", "files": crate::member_apps::tests::package("habits", true, false)}),
+            json!({"name": "Habits", "files": crate::member_apps::tests::package(true, false)}),
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{deployed}");
@@ -507,7 +507,7 @@ async fn removing_a_person_ends_their_grants_and_leaves_their_apps_authorless() 
     assert_eq!(status, StatusCode::NOT_FOUND, "her token is gone");
     let (_, apps) = ada.get("/api/member-apps?all=true").await;
     let habits = &apps["apps"][0];
-    assert_eq!(habits["id"], "habits", "{apps}");
+    assert_eq!(habits["id"], deployed["app"]["id"], "{apps}");
     assert!(
         habits["author"].is_null(),
         "nobody can change it now: {habits}"

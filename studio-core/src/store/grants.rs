@@ -186,7 +186,7 @@ impl Store {
         if !user_known {
             return Err(StoreError::UnknownUser);
         }
-        member_apps::check_member_grant(&transaction, app_id, user_id, Some(access))??;
+        member_apps::check_member_grant(&transaction, app_id, user_id, Some(access), actor)??;
         set_grant(&transaction, now, actor, app_id, user_id, access)?;
         transaction.commit()?;
         Ok(())
@@ -214,7 +214,7 @@ impl Store {
         let Some(before) = before else {
             return Ok(false);
         };
-        member_apps::check_member_grant(&transaction, app_id, user_id, None)??;
+        member_apps::check_member_grant(&transaction, app_id, user_id, None, actor)??;
         transaction.execute(
             "DELETE FROM grants WHERE app_id = ?1 AND user_id = ?2",
             [app_id, user_id],

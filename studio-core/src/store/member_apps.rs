@@ -1,14 +1,27 @@
 //! Member apps in the core database (migration 11): who wrote each, its
-//! current revision (whose files are the revision ledger's), and the
-//! instance setting that lets members make apps at all. Who may ask is
-//! `crate::member_apps`'s decision; this module keeps the rules that must
-//! hold in one transaction: the instance and per-author caps, author-only
-//! overwrite, and the switch.
+//! current revision (whose files are the revision ledger's), the names its
+//! author shared it with (migration 14), and the instance setting that lets
+//! members make apps at all. Who may ask is `crate::member_apps`'s decision;
+//! this module keeps the rules that must hold in one transaction: the
+//! instance and per-author caps, the bytes one author's apps may keep in the
+//! ledger, author-only overwrite and sharing, and the switch.
 //!
-//! What it must never do: let a deploy count the caps outside the
-//! transaction that inserts the app (two concurrent deploys would both see
-//! room), transfer an app's author, or let an app with no recorded author be
-//! changed by anyone.
+//! A share names a person by the user name the author typed. The name is
+//! kept as the author typed it (`member_app_shares`) and listed back as one
+//! of the app's shares whether or not an account holds it; only when one
+//! does is it also a `use` grant. So nothing a member sees of their shares
+//! says which user names exist, or which accounts are disabled or removed.
+//!
+//! Deleting a member app reclaims what the ledger kept of it (every revision,
+//! its draft, and each blob and resource nothing else references): a deleted
+//! member app can never be opened, reverted or promoted again, so nothing of
+//! it is needed, and a loop of deploys and deletes leaves nothing behind.
+//!
+//! What it must never do: let a deploy count the caps or the author's bytes
+//! outside the transaction that inserts the revision (two concurrent deploys
+//! would both see room), transfer an app's author, let an app with no
+//! recorded author be changed by anyone, or answer a share differently for a
+//! name no account holds.
 
 use std::collections::BTreeMap;
 
@@ -18,8 +31,8 @@ use sha2::{Digest as _, Sha256};
 
 use super::ledger::insert_revision;
 use super::{
-    ACTOR_SYSTEM, AppAccess, Recorded, RevisionContent, RevisionOrigin, Store, StoreError, action,
-    audit, set_grant,
+    ACTOR_OPERATOR, ACTOR_SYSTEM, AppAccess, Recorded, RevisionContent, RevisionOrigin, Store,
+    StoreError, action, audit, set_grant,
 };
 
 /// Audit actions of member apps and settings.
@@ -48,6 +61,10 @@ pub struct MemberCaps {
     pub instance: usize,
     /// Live member apps one author holds, so nobody starves the shared cap.
     pub per_author: usize,
+    /// Bytes the ledger may keep for one author's member apps: every kept
+    /// revision's resource and each distinct file of their revisions and
+    /// drafts ([`Store::member_ledger_bytes`]).
+    pub author_bytes: u64,
 }
 
 /// A member app as listed.
@@ -109,6 +126,13 @@ pub enum MemberRefusal {
     /// The app's current revision is not the one the caller expected.
     #[error("the app changed since it was read")]
     Stale { current: String },
+    /// The author's apps would keep more bytes in the ledger than
+    /// [`MemberCaps::author_bytes`]: `used` is what they would keep.
+    #[error("the author's member apps would keep {used} bytes, more than {limit}")]
+    AuthorBytes { limit: u64, used: u64 },
+    /// The app is shared with as many names as it may be.
+    #[error("the app is shared with the most names it may be ({0})")]
+    SharesCap(usize),
 }
 
 fn enabled(transaction: &Transaction<'_>) -> Result<bool, StoreError> {
@@ -130,6 +154,67 @@ fn count(transaction: &Transaction<'_>, author: Option<&str>) -> Result<usize, S
         |row| row.get(0),
     )?;
     Ok(usize::try_from(count).unwrap_or(usize::MAX))
+}
+
+/// The bytes the ledger keeps for `author`'s member apps (live or deleted,
+/// not promoted): each kept revision's resource, and each distinct blob their
+/// revisions and drafts name. `octet_length` reads a value's size without
+/// reading the value.
+fn ledger_bytes(transaction: &Transaction<'_>, author: &str) -> Result<u64, StoreError> {
+    let bytes: i64 = transaction.query_row(
+        "WITH apps AS (
+             SELECT app_id FROM member_apps WHERE author_id = ?1 AND promoted_at IS NULL
+         ),
+         revisions AS (
+             SELECT id, revision FROM app_revisions WHERE app_id IN (SELECT app_id FROM apps)
+         )
+         SELECT
+             (SELECT COALESCE(SUM(octet_length(html) + octet_length(meta_json)), 0)
+              FROM revision_resources WHERE revision IN (SELECT revision FROM revisions))
+           + (SELECT COALESCE(SUM(size), 0) FROM (
+                  SELECT sha256, size FROM app_revision_files
+                  WHERE revision_id IN (SELECT id FROM revisions)
+                  UNION
+                  SELECT sha256, size FROM app_draft_files
+                  WHERE app_id IN (SELECT app_id FROM apps)))",
+        [author],
+        |row| row.get(0),
+    )?;
+    Ok(u64::try_from(bytes).unwrap_or(0))
+}
+
+/// Removes everything the ledger keeps of `app_id`: its revisions (their
+/// file rows go with them), its draft, and every blob and resource no other
+/// revision or draft references.
+fn reclaim(transaction: &Transaction<'_>, app_id: &str) -> Result<(), StoreError> {
+    let blobs: Vec<String> = {
+        let mut statement = transaction.prepare_cached(
+            "SELECT f.sha256 FROM app_revision_files f
+             JOIN app_revisions r ON r.id = f.revision_id WHERE r.app_id = ?1
+             UNION SELECT sha256 FROM app_draft_files WHERE app_id = ?1",
+        )?;
+        statement
+            .query_map([app_id], |row| row.get(0))?
+            .collect::<Result<_, _>>()?
+    };
+    let resources: Vec<String> = {
+        let mut statement =
+            transaction.prepare_cached("SELECT revision FROM app_revisions WHERE app_id = ?1")?;
+        statement
+            .query_map([app_id], |row| row.get(0))?
+            .collect::<Result<_, _>>()?
+    };
+    transaction.execute("DELETE FROM app_revisions WHERE app_id = ?1", [app_id])?;
+    transaction.execute("DELETE FROM app_drafts WHERE app_id = ?1", [app_id])?;
+    super::drafts::drop_unreferenced_blobs(transaction, &blobs)?;
+    for revision in &resources {
+        transaction.execute(
+            "DELETE FROM revision_resources WHERE revision = ?1
+             AND NOT EXISTS (SELECT 1 FROM app_revisions WHERE revision = ?1)",
+            [revision],
+        )?;
+    }
+    Ok(())
 }
 
 /// `(author, revision, withdrawn)` of a live member app.
@@ -230,6 +315,7 @@ impl Store {
         if !enabled(&transaction)? {
             return Ok(Err(MemberRefusal::Off));
         }
+        let bytes_before = ledger_bytes(&transaction, deploy.author_id)?;
         let before = match deploy.expected_revision {
             None => {
                 let taken = transaction
@@ -354,8 +440,105 @@ impl Store {
             &deploy.origin,
             deploy.retention,
         )?;
+        // Measured after retention pruned what this revision pushed out; a
+        // deploy that keeps the author's bytes where they were (a budget
+        // lowered since) is not refused. Refused, the transaction rolls back.
+        let bytes_after = ledger_bytes(&transaction, deploy.author_id)?;
+        if bytes_after > deploy.caps.author_bytes && bytes_after > bytes_before {
+            return Ok(Err(MemberRefusal::AuthorBytes {
+                limit: deploy.caps.author_bytes,
+                used: bytes_after,
+            }));
+        }
         transaction.commit()?;
         Ok(Ok(recorded))
+    }
+
+    /// The bytes the ledger keeps for `author`'s member apps, as a deploy
+    /// counts them against [`MemberCaps::author_bytes`].
+    pub fn member_ledger_bytes(&self, author: &str) -> Result<u64, StoreError> {
+        let mut connection = self.connection();
+        let transaction = connection.transaction()?;
+        ledger_bytes(&transaction, author)
+    }
+
+    /// Shares (or, with `remove`, stops sharing) the live member app `app_id`
+    /// with the user name `username` (already checked as a user name), for
+    /// its author `actor`: the name is kept as one of the app's shares, and
+    /// when an account other than the author's holds it, that account gains
+    /// (or loses) `use`, audited. The answer is the same whether or not an
+    /// account holds the name. Adding is refused while a moderator has the
+    /// app disabled, and past `max_shares` names; removing never is.
+    pub fn share_member_app(
+        &self,
+        app_id: &str,
+        actor: &str,
+        username: &str,
+        remove: bool,
+        max_shares: usize,
+    ) -> Result<Result<(), MemberRefusal>, StoreError> {
+        let now = self.now();
+        let mut connection = self.connection();
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let Some((author, _, withdrawn)) = live(&transaction, app_id)? else {
+            return Ok(Err(MemberRefusal::Denied));
+        };
+        if author.as_deref() != Some(actor) {
+            return Ok(Err(MemberRefusal::Denied));
+        }
+        let holder: Option<String> = transaction
+            .query_row(
+                "SELECT id FROM users WHERE username = ?1 AND id IS NOT ?2",
+                (username, actor),
+                |row| row.get(0),
+            )
+            .optional()?;
+        if remove {
+            transaction.execute(
+                "DELETE FROM member_app_shares WHERE app_id = ?1 AND username = ?2",
+                (app_id, username),
+            )?;
+            if let Some(user_id) = &holder {
+                let removed = transaction.execute(
+                    "DELETE FROM grants WHERE app_id = ?1 AND user_id = ?2 AND access = 'use'",
+                    (app_id, user_id),
+                )?;
+                if removed > 0 {
+                    audit(
+                        &transaction,
+                        now,
+                        actor,
+                        action::GRANT_CHANGED,
+                        Some(app_id),
+                        Some(user_id),
+                        Some(AppAccess::Use.as_str()),
+                        None,
+                    )?;
+                }
+            }
+        } else {
+            if withdrawn {
+                return Ok(Err(MemberRefusal::Disabled));
+            }
+            let added = transaction.execute(
+                "INSERT INTO member_app_shares (app_id, username, shared_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (app_id, username) DO NOTHING",
+                (app_id, username, now),
+            )?;
+            let count: i64 = transaction.query_row(
+                "SELECT COUNT(*) FROM member_app_shares WHERE app_id = ?1",
+                [app_id],
+                |row| row.get(0),
+            )?;
+            if added > 0 && usize::try_from(count).unwrap_or(usize::MAX) > max_shares {
+                return Ok(Err(MemberRefusal::SharesCap(max_shares)));
+            }
+            if let Some(user_id) = &holder {
+                set_grant(&transaction, now, actor, app_id, user_id, AppAccess::Use)?;
+            }
+        }
+        transaction.commit()?;
+        Ok(Ok(()))
     }
 
     /// The live member app `app_id` (not deleted, not promoted), with its
@@ -380,9 +563,14 @@ impl Store {
         let mut apps: Vec<MemberApp> = statement
             .query_map([value], listed)?
             .collect::<Result<_, _>>()?;
+        // The names the author shared it with, and anyone else holding `use`
+        // (the operator's CLI): never a sign of which names have accounts.
         let mut shares = connection.prepare_cached(
-            "SELECT u.username FROM grants g JOIN users u ON u.id = g.user_id
-             WHERE g.app_id = ?1 AND g.access = 'use' ORDER BY u.username",
+            "SELECT username FROM member_app_shares WHERE app_id = ?1
+             UNION
+             SELECT u.username FROM grants g JOIN users u ON u.id = g.user_id
+             WHERE g.app_id = ?1 AND g.access = 'use'
+             ORDER BY 1",
         )?;
         for app in &mut apps {
             app.shares = shares
@@ -427,9 +615,9 @@ impl Store {
     }
 
     /// Deletes the live member app `app_id`: it leaves every list and
-    /// catalogue at once (withdrawn, package deleted), its grants, ledger and
-    /// audit stay and its id is never reused. `false` when there is no such
-    /// live app.
+    /// catalogue at once (withdrawn, package deleted), what the ledger kept of
+    /// it is reclaimed (see the module), its grants and audit stay and its id
+    /// is never reused. `false` when there is no such live app.
     pub fn delete_member_app(&self, app_id: &str, actor: &str) -> Result<bool, StoreError> {
         let now = self.now();
         let mut connection = self.connection();
@@ -441,6 +629,8 @@ impl Store {
             "UPDATE member_apps SET deleted_at = ?2 WHERE app_id = ?1",
             (app_id, now),
         )?;
+        transaction.execute("DELETE FROM member_app_shares WHERE app_id = ?1", [app_id])?;
+        reclaim(&transaction, app_id)?;
         transaction.execute(
             "UPDATE app_registry SET withdrawn_at = COALESCE(withdrawn_at, ?2),
                 withdrawn_by = COALESCE(withdrawn_by, ?3), package_deleted_at = ?2
@@ -459,6 +649,28 @@ impl Store {
         )?;
         transaction.commit()?;
         Ok(true)
+    }
+
+    /// Reclaims what the ledger still keeps of deleted member apps (deleted
+    /// before deletion reclaimed it): at boot. Returns how many apps had some.
+    pub fn reclaim_deleted_member_apps(&self) -> Result<usize, StoreError> {
+        let mut connection = self.connection();
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let apps: Vec<String> = {
+            let mut statement = transaction.prepare(
+                "SELECT m.app_id FROM member_apps m WHERE m.deleted_at IS NOT NULL
+                 AND (EXISTS (SELECT 1 FROM app_revisions r WHERE r.app_id = m.app_id)
+                      OR EXISTS (SELECT 1 FROM app_drafts d WHERE d.app_id = m.app_id))",
+            )?;
+            statement
+                .query_map([], |row| row.get(0))?
+                .collect::<Result<_, _>>()?
+        };
+        for app_id in &apps {
+            reclaim(&transaction, app_id)?;
+        }
+        transaction.commit()?;
+        Ok(apps.len())
     }
 
     /// Moves the live member app `app_id` into the catalogue tier: it stops
@@ -505,25 +717,36 @@ impl Store {
     }
 }
 /// The one grant rule of a live member app: its author always manages it and
-/// nobody else ever does. `Err` names the refusal for a change of `user_id`'s
-/// grant to `access` (`None`: revoked); `Ok` for any other app.
+/// nobody else ever does, and only the author (or the operator's CLI, or the
+/// platform itself) shares it: a `use` grant is someone reading the app's
+/// source and owning rows in it, which an admin or staff member does not
+/// decide for the author. `Err` names the refusal for `actor`'s change of
+/// `user_id`'s grant to `access` (`None`: revoked); `Ok` for any other app.
 pub(super) fn check_member_grant(
     transaction: &Transaction<'_>,
     app_id: &str,
     user_id: &str,
     access: Option<AppAccess>,
+    actor: &str,
 ) -> Result<Result<(), StoreError>, StoreError> {
     let Some((author, _, _)) = live(transaction, app_id)? else {
         return Ok(Ok(()));
     };
     let is_author = author.as_deref() == Some(user_id);
+    let by_author_or_operator =
+        author.as_deref() == Some(actor) || actor == ACTOR_OPERATOR || actor == ACTOR_SYSTEM;
     Ok(match (is_author, access) {
-        (true, Some(AppAccess::Manage)) | (false, Some(AppAccess::Use) | None) => Ok(()),
+        (true, Some(AppAccess::Manage)) => Ok(()),
+        (false, Some(AppAccess::Use) | None) if by_author_or_operator => Ok(()),
         (true, _) => Err(StoreError::MemberAppGrant(
             "the author of a member app always manages it",
         )),
         (false, Some(AppAccess::Manage)) => Err(StoreError::MemberAppGrant(
             "only the author manages a member app; share it with use",
+        )),
+        (false, _) => Err(StoreError::MemberAppGrant(
+            "only its author shares a member app (App Studio's Share); a moderator can \
+             disable or delete it",
         )),
     })
 }

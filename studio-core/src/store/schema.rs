@@ -431,6 +431,29 @@ ALTER TABLE tokens ADD COLUMN label TEXT;
 ALTER TABLE tokens ADD COLUMN last_used_at INTEGER;
 "#,
     },
+    Migration {
+        version: 14,
+        name: "member app shares",
+        sql: r#"
+-- The user names each member app's author shared it with, as typed (see
+-- store/member_apps.rs): what the author sees as the app's shares whether or
+-- not an account holds the name, so sharing never tells a member which names
+-- exist. A name an account holds is also that account's `use` grant. The
+-- shares made so far are the member apps' `use` grants.
+CREATE TABLE member_app_shares (
+    app_id    TEXT NOT NULL REFERENCES member_apps(app_id),
+    username  TEXT NOT NULL,
+    shared_at INTEGER NOT NULL,
+    PRIMARY KEY (app_id, username)
+) STRICT;
+INSERT INTO member_app_shares (app_id, username, shared_at)
+SELECT g.app_id, u.username, g.granted_at
+FROM grants g
+JOIN users u ON u.id = g.user_id
+JOIN member_apps m ON m.app_id = g.app_id
+WHERE g.access = 'use';
+"#,
+    },
 ];
 
 /// The newest schema version this build knows.
@@ -534,7 +557,8 @@ mod tests {
                 (10, 2),
                 (11, 2),
                 (12, 2),
-                (13, 2)
+                (13, 2),
+                (14, 2)
             ]
         );
         let users: i64 = connection
@@ -550,7 +574,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 13);
+        assert_eq!(latest_version(), 14);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -590,6 +614,7 @@ mod tests {
                 (11, "member apps".to_owned(), 3),
                 (12, "people".to_owned(), 3),
                 (13, "invitations and personal tokens".to_owned(), 3),
+                (14, "member app shares".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection
@@ -766,6 +791,37 @@ mod tests {
             )
             .unwrap();
         assert_eq!(state, (None, None, None, None));
+    }
+
+    /// A database at version 13 keeps every member app share as the name it
+    /// was shared with; a catalogue app's `use` grant is no share.
+    #[test]
+    fn a_version_thirteen_database_names_its_member_app_shares() {
+        let mut connection = database_at(13);
+        connection
+            .execute_batch(
+                "INSERT INTO users (id, username, role, password_hash, created_at)
+                 VALUES ('u1', 'mia', 'member', 'h', 1), ('u2', 'ola', 'member', 'h', 1);
+                 INSERT INTO app_registry
+                 (app_id, current_revision, schema_hash, actions_json, first_discovered_at, last_seen_at)
+                 VALUES ('habits', 'r1', NULL, '[]', 1, 1), ('notes', 'r2', NULL, '[]', 1, 1);
+                 INSERT INTO member_apps (app_id, author_id, name, revision, size, created_at, updated_at)
+                 VALUES ('habits', 'u1', 'Habits', 'r1', 1, 1, 1);
+                 INSERT INTO grants VALUES
+                     ('habits', 'u1', 'manage', 1, 'system'),
+                     ('habits', 'u2', 'use', 7, 'u1'),
+                     ('notes', 'u2', 'use', 8, 'system');",
+            )
+            .unwrap();
+        migrate(&mut connection, 14).unwrap();
+        let shares: Vec<(String, String, i64)> = connection
+            .prepare("SELECT app_id, username, shared_at FROM member_app_shares")
+            .unwrap()
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(shares, [("habits".to_owned(), "ola".to_owned(), 7)]);
     }
 
     #[test]

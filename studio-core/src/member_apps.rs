@@ -909,7 +909,13 @@ pub(crate) async fn share(
     remove: bool,
     approved: bool,
 ) -> Result<MemberApp, AppError> {
-    let app = owned(core, user_id, app_id).await?;
+    // A disabled app is refused before the person is asked; taking a share
+    // away stays open.
+    let app = if remove {
+        owned(core, user_id, app_id).await?
+    } else {
+        changeable(core, user_id, app_id).await?
+    };
     if !approved {
         // Asked before the name is looked up: the question says nothing of
         // whether such a person exists.

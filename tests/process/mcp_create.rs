@@ -418,8 +418,7 @@ async fn a_member_deploys_their_own_app_through_mcp_after_saying_yes() {
         .call(&format!("app__{tool_id}__habits__list"), json!({}))
         .await;
     assert_eq!(structured(&rows)["rows"][0]["title"], "Read", "still there");
-    let deleted =
-        common::mcp::confirmed_call(&mut client, "deleteMyApp", json!({"app": id})).await;
+    let deleted = common::mcp::confirmed_call(&mut client, "deleteMyApp", json!({"app": id})).await;
     assert_eq!(structured(&deleted)["deleted"], id.as_str());
     let names = tool_names(&client.request("tools/list", json!({})).await);
     assert!(

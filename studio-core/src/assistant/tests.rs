@@ -323,14 +323,15 @@ async fn the_system_message_holds_no_other_persons_words() {
         .call(
             "POST",
             "/api/member-apps",
-            json!({"id": "trap", "name": INJECTION, "files": files}),
+            json!({"name": INJECTION, "files": files}),
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{deployed}");
+    let trap = deployed["app"]["id"].as_str().unwrap().to_owned();
     let (status, shared) = bea_page
         .call(
             "POST",
-            "/api/member-apps/trap/shares",
+            &format!("/api/member-apps/{trap}/shares"),
             json!({"username": "ada"}),
         )
         .await;
@@ -354,5 +355,5 @@ async fn the_system_message_holds_no_other_persons_words() {
     );
     // The author's own app is theirs to see by name.
     let own = super::turn::system_message(&world.core, &principal_of(&bea)).await;
-    assert!(own.contains(&format!("- trap \"{INJECTION}\"")), "{own}");
+    assert!(own.contains(&format!("- {trap} \"{INJECTION}\"")), "{own}");
 }

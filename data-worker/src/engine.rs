@@ -868,14 +868,8 @@ impl Engine {
             failure
         };
         let dir = self.inner.root.join(BACKUP_DIR);
-        {
-            use std::os::unix::fs::DirBuilderExt as _;
-            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-                Ok(()) => {}
-                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(error) => return Err(io("cannot create the backup folder", error)),
-            }
-        }
+        files::private_folder(&dir)
+            .map_err(|error| io("cannot create the backup folder", error))?;
         let seconds = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.as_secs());
@@ -888,7 +882,7 @@ impl Engine {
             tracing::error!(app_id, %error, "data engine: the backup copy failed");
             match error {
                 CopyError::Sqlite(error) => sql_error(error),
-                CopyError::NotIntact(_) | CopyError::Path => AppError::new(
+                CopyError::NotIntact(_) | CopyError::Path | CopyError::File(_) => AppError::new(
                     ErrorCode::DatabaseUnavailable,
                     "the app's data could not be backed up; nothing was removed",
                 ),
@@ -1012,6 +1006,16 @@ fn open(path: &Path, contract: &DataContract) -> Result<Handle, AppError> {
 /// [`open`], also giving back the migration files setup applied.
 fn open_applying(path: &Path, contract: &DataContract) -> Result<(Handle, Vec<String>), AppError> {
     let guard = trusted_guard();
+    // Made (or narrowed) 0600 before SQLite opens it: SQLite would create
+    // it 0644, and its -wal and -shm take its mode.
+    files::private_database(path).map_err(|error| {
+        let app = AppError::new(
+            ErrorCode::DatabaseUnavailable,
+            "the app's database is unavailable",
+        );
+        tracing::warn!(diagnostic_id = %app.diagnostic_id, path = %path.display(), %error, "data engine: cannot make the file private");
+        app
+    })?;
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -1037,6 +1041,8 @@ enum CopyError {
     NotIntact(String),
     #[error("the copy's path is not UTF-8")]
     Path,
+    #[error("the copy's file: {0}")]
+    File(#[from] std::io::Error),
 }
 
 /// Copies one committed state of the SQLite file at `source` (opened with
@@ -1047,6 +1053,8 @@ enum CopyError {
 fn copy_committed_state(source: &Path, flags: OpenFlags, target: &Path) -> Result<(), CopyError> {
     let target_text = target.to_str().ok_or(CopyError::Path)?;
     let copied = (|| -> Result<(), CopyError> {
+        // VACUUM INTO fills an empty file as it is; SQLite would make a new one 0644.
+        files::private_database(target)?;
         let conn = Connection::open_with_flags(source, flags)?;
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false)?;
@@ -1468,6 +1476,7 @@ fn read_rows(
 }
 
 pub mod commit;
+pub mod files;
 pub mod history;
 pub mod preview;
 pub mod readers;

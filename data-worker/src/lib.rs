@@ -82,9 +82,9 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), RoleError> {
     let probes = health::Probes::start(listeners.health, Role::DataWorker, shutdown.clone());
-    std::fs::create_dir_all(&config.storage.app_data_root).map_err(|error| {
+    engine::files::private_root(&config.storage.app_data_root).map_err(|error| {
         RoleError::Startup(format!(
-            "APP_DATA_ROOT: cannot create {}: {error}",
+            "APP_DATA_ROOT: cannot create {} or make it private: {error}",
             config.storage.app_data_root.display()
         ))
     })?;

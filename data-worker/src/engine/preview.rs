@@ -93,15 +93,6 @@ fn unavailable(what: &str, app_id: &str, error: &dyn std::fmt::Display) -> AppEr
     failure
 }
 
-/// Creates `dir` with mode 0700 if it is missing.
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-        Err(error) if error.kind() != std::io::ErrorKind::AlreadyExists => Err(error),
-        _ => Ok(()),
-    }
-}
-
 /// Removes the files in `dir` that belong to `preview` (its scratch files and
 /// their `-wal`/`-shm`), except those of the scratch file named `keep`.
 /// Returns how many it removed; a missing folder is 0.
@@ -184,8 +175,8 @@ impl Engine {
         contract: &DataContract,
     ) -> Result<Handle, AppError> {
         let dir = self.preview_dir(app_id);
-        create_private_dir(&self.inner.root.join(PREVIEW_DIR))
-            .and_then(|()| create_private_dir(&dir))
+        super::files::private_folder(&self.inner.root.join(PREVIEW_DIR))
+            .and_then(|()| super::files::private_folder(&dir))
             .map_err(|error| unavailable("cannot create the preview folder", app_id, &error))?;
         let name = scratch_name(preview, &contract.hash);
         let path = dir.join(&name);

@@ -1374,3 +1374,95 @@ fn a_rebuilt_table_keeps_its_rows_and_versions_only_rise() {
         .unwrap();
     assert_eq!(declared, "DATE");
 }
+
+/// The process umask for a scope, restored on drop.
+struct Umask(rustix::fs::Mode);
+
+impl Umask {
+    fn set(mask: u32) -> Umask {
+        Umask(rustix::process::umask(rustix::fs::Mode::from_raw_mode(
+            mask,
+        )))
+    }
+}
+
+impl Drop for Umask {
+    fn drop(&mut self) {
+        rustix::process::umask(self.0);
+    }
+}
+
+#[test]
+fn app_data_files_and_folders_are_private_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = |path: &std::path::Path| {
+        std::fs::metadata(path)
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    let with_suffix =
+        |path: &std::path::Path, suffix: &str| PathBuf::from(format!("{}{suffix}", path.display()));
+    // The widest umask: what SQLite's 0644 and a plain mkdir's 0777 keep.
+    let _umask = Umask::set(0);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("apps");
+    files::private_root(&root).unwrap();
+    assert_eq!(mode(&root), 0o700);
+    let contract = contract();
+    let engine = Engine::new(&root);
+
+    // The live file and the WAL and shared-memory files beside it.
+    add_category(&engine, &contract, "alice", "k1", "Travel");
+    let live = root.join(format!("{APP}.sqlite"));
+    for suffix in ["", "-wal", "-shm"] {
+        assert_eq!(mode(&with_suffix(&live, suffix)), 0o600, "live{suffix}");
+    }
+    // A preview's folders and scratch copy.
+    let preview = "0123456789abcdef0123456789abcdef";
+    engine
+        .open(
+            Target::Preview {
+                app_id: APP,
+                preview,
+            },
+            &contract,
+        )
+        .unwrap();
+    let previews = root.join(preview::PREVIEW_DIR);
+    assert_eq!(mode(&previews), 0o700);
+    assert_eq!(mode(&previews.join(APP)), 0o700);
+    let scratch: Vec<PathBuf> = std::fs::read_dir(previews.join(APP))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert!(scratch.len() >= 2, "{scratch:?}");
+    for file in &scratch {
+        assert_eq!(mode(file), 0o600, "{}", file.display());
+    }
+    // A deleted app's backup and its folder.
+    let removed = engine.back_up_and_remove(APP).unwrap().unwrap();
+    assert_eq!(mode(&root.join(BACKUP_DIR)), 0o700);
+    assert_eq!(mode(&root.join(&removed.backup)), 0o600);
+
+    // A file an older version left 0644 is narrowed, with its WAL, on open.
+    let old = tempfile::tempdir().unwrap();
+    let engine = Engine::new(old.path());
+    add_category(&engine, &contract, "alice", "k1", "Travel");
+    drop(engine);
+    let live = old.path().join(format!("{APP}.sqlite"));
+    std::fs::write(with_suffix(&live, "-wal"), b"").unwrap();
+    for suffix in ["", "-wal"] {
+        std::fs::set_permissions(
+            with_suffix(&live, suffix),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+    }
+    let engine = Engine::new(old.path());
+    add_category(&engine, &contract, "alice", "k2", "Food");
+    for suffix in ["", "-wal", "-shm"] {
+        assert_eq!(mode(&with_suffix(&live, suffix)), 0o600, "old{suffix}");
+    }
+}

@@ -34,6 +34,7 @@ pub use sasha_contract::data::{
 
 use crate::diagnostics::{Diagnostics, line_of};
 
+mod owner_constraints;
 mod rebuild;
 mod split;
 use crate::manifest::{self, DataCapability, Manifest};
@@ -125,6 +126,12 @@ pub fn check_data(
     if let Some(stated) = &stated {
         check_structure(&stated.schema, &stated.origins, diagnostics);
         check_declared_tables(manifest, &stated.schema, &stated.origins, diagnostics);
+        owner_constraints::check_owner_constraints(
+            manifest,
+            &stated.schema,
+            &stated.origins,
+            diagnostics,
+        );
         if let Some(replayed) = &replayed {
             compare_replay(
                 &stated.schema,

@@ -171,14 +171,17 @@ fn returning(
     }
 }
 
-/// [`returning`] for a write: a constraint it breaks is explained in the
-/// caller's terms ([`constraints::explain`]).
+/// [`returning`] for a write by `actor`: a constraint it breaks is explained
+/// in the caller's terms ([`constraints::explain`]), and a reference it sets
+/// to a row of an owner table that is not the actor's is refused as one to a
+/// missing row ([`constraints::unowned_reference`]).
 fn writing(
     transaction: &rusqlite::Connection,
     statement: &Statement,
     contract: &DataContract,
     table: &str,
     write: &Write<'_>,
+    actor: &str,
 ) -> Result<Option<Map<String, Value>>, AppError> {
     let stepped = {
         let mut prepared = crate::engine::prepare_governed(transaction, &statement.sql)?;
@@ -194,7 +197,15 @@ fn writing(
         }
     };
     // The failed statement is done with before its cause is asked about.
-    stepped.map_err(|error| constraints::explain(transaction, contract, table, write, error))
+    let row = stepped
+        .map_err(|error| constraints::explain(transaction, contract, table, write, actor, error))?;
+    if let (Some(row), Write::Values(values)) = (&row, write)
+        && let Some(refused) =
+            constraints::unowned_reference(transaction, contract, table, values, row, actor)
+    {
+        return Err(refused);
+    }
+    Ok(row)
 }
 
 fn record_id(row: &Map<String, Value>) -> String {
@@ -318,6 +329,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
             let result = serde_json::json!({"imported": rows.len(), "skipped": file.skipped});
             let table = request.table.clone();
             let declared = Arc::clone(&contract);
+            let writer = actor.clone();
             // Every row of the file is an import in the ledger, whoever sent it.
             let meta = AuditMeta {
                 source: Source::Import,
@@ -332,9 +344,10 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
                     let mut audit = Vec::with_capacity(rows.len());
                     for (row, statement, values) in &rows {
                         let write = Write::Values(values);
-                        let created = writing(transaction, statement, &declared, &table, &write)
-                            .map_err(|error| at_row(*row, error))?
-                            .ok_or_else(|| AppError::from_code(ErrorCode::Internal))?;
+                        let created =
+                            writing(transaction, statement, &declared, &table, &write, &writer)
+                                .map_err(|error| at_row(*row, error))?
+                                .ok_or_else(|| AppError::from_code(ErrorCode::Internal))?;
                         audit.push(AuditRecord {
                             table: table.clone(),
                             record_id: record_id(&created),
@@ -401,6 +414,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
             let statement = grammar::create_statement(&spec, &values, &actor)?;
             let table = request.table.clone();
             let declared = Arc::clone(&contract);
+            let writer = actor.clone();
             engine.mutate(
                 app,
                 &contract,
@@ -408,7 +422,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
                 meta()?,
                 move |transaction| {
                     let write = Write::Values(&values);
-                    let row = writing(transaction, &statement, &declared, &table, &write)?
+                    let row = writing(transaction, &statement, &declared, &table, &write, &writer)?
                         .ok_or_else(|| AppError::from_code(ErrorCode::Internal))?;
                     Ok(MutationOutcome {
                         result: Value::Object(row.clone()),
@@ -434,6 +448,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
                 grammar::update_statement(&spec, &id, &changes, expected_version, &actor)?;
             let table = request.table.clone();
             let declared = Arc::clone(&contract);
+            let writer = actor.clone();
             engine.mutate(
                 app,
                 &contract,
@@ -442,7 +457,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
                 move |transaction| {
                     let previous = returning(transaction, &before)?.ok_or_else(not_found)?;
                     let write = Write::Values(&changes);
-                    let row = writing(transaction, &statement, &declared, &table, &write)?
+                    let row = writing(transaction, &statement, &declared, &table, &write, &writer)?
                         .ok_or_else(|| conflict(&previous))?;
                     Ok(MutationOutcome {
                         result: Value::Object(row.clone()),
@@ -466,10 +481,11 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
             let statement = grammar::delete_statement(&spec, &id, expected_version, &actor)?;
             let table = request.table.clone();
             let declared = Arc::clone(&contract);
+            let writer = actor.clone();
             engine.mutate(app, &contract, receipt(&idempotency_key), meta()?, move |transaction| {
                 let previous = returning(transaction, &before)?.ok_or_else(not_found)?;
                 let write = Write::Delete(&id);
-                let row = writing(transaction, &statement, &declared, &table, &write)?
+                let row = writing(transaction, &statement, &declared, &table, &write, &writer)?
                     .ok_or_else(|| conflict(&previous))?;
                 Ok(MutationOutcome {
                     result: serde_json::json!({"id": row.get(grammar::ID_COLUMN), "deleted": true}),

@@ -5,12 +5,21 @@
 //! keys are asked, in the write's own transaction, which reference is missing
 //! (a create or update) or which rows still refer to the row (a delete).
 //!
+//! A reference into an `access: owner` table may point only at a row the
+//! writer owns: another owner's row answers exactly like a missing one (the
+//! same code, message and details, whichever of the write's references is
+//! named first), so a reference is never an oracle for someone else's row
+//! id, nor a way to pin their row so they cannot delete it. SQLite only
+//! knows that the row exists, so [`unowned_reference`] asks after a write
+//! succeeded, in its transaction, and the explanation of a failed write
+//! counts an unowned row as missing too.
+//!
 //! It must never put SQLite's message, an expression or a value it did not
 //! receive from the caller into an error, and never runs a statement that
 //! writes.
 
 use rusqlite::ffi;
-use sasha_contract::data::{DataContract, ID_COLUMN, is_identifier};
+use sasha_contract::data::{Access, DataContract, ForeignKey, ID_COLUMN, is_identifier};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Map, Value, json};
 
@@ -32,6 +41,7 @@ pub(crate) fn explain(
     contract: &DataContract,
     table: &str,
     write: &Write<'_>,
+    actor: &str,
     error: rusqlite::Error,
 ) -> AppError {
     let (extended, message) = match &error {
@@ -90,14 +100,8 @@ pub(crate) fn explain(
                 .with_details(json!({"table": table, "rule": "check"})),
             }
         }
-        ffi::SQLITE_CONSTRAINT_FOREIGNKEY => foreign_key(conn, contract, table, write)
-            .unwrap_or_else(|| {
-                AppError::new(
-                    ErrorCode::Conflict,
-                    format!("the change to {table} would break a reference between rows"),
-                )
-                .with_details(json!({"table": table, "rule": "reference"}))
-            }),
+        ffi::SQLITE_CONSTRAINT_FOREIGNKEY => foreign_key(conn, contract, table, write, actor)
+            .unwrap_or_else(|| broken_reference(table)),
         _ => return logged,
     };
     AppError {
@@ -118,12 +122,33 @@ fn failed_columns(message: &str, table: &str) -> Vec<String> {
         .collect()
 }
 
-/// Which declared reference the write broke, asked of the rows themselves.
+/// The answer to a write that broke a reference the explanation cannot
+/// name (a reference of several columns).
+fn broken_reference(table: &str) -> AppError {
+    AppError::new(
+        ErrorCode::Conflict,
+        format!("the change to {table} would break a reference between rows"),
+    )
+    .with_details(json!({"table": table, "rule": "reference"}))
+}
+
+/// The owner field of `table` when the contract declares it `access: owner`.
+fn owner_field<'c>(contract: &'c DataContract, table: &str) -> Option<&'c str> {
+    let declaration = contract.tables.get(table)?;
+    match declaration.access {
+        Access::Owner => declaration.owner_field.as_deref(),
+        Access::Shared => None,
+    }
+}
+
+/// Which declared reference the write broke, asked of the rows themselves;
+/// a row of an owner table that `actor` does not own counts as missing.
 fn foreign_key(
     conn: &rusqlite::Connection,
     contract: &DataContract,
     table: &str,
     write: &Write<'_>,
+    actor: &str,
 ) -> Option<AppError> {
     let schema = &contract.schema.tables;
     match write {
@@ -136,7 +161,8 @@ fn foreign_key(
                     continue;
                 };
                 let parent_column = key.parent_columns.first().map_or(ID_COLUMN, String::as_str);
-                if !exists(conn, &key.parent_table, parent_column, value)? {
+                let owner = owner_field(contract, &key.parent_table).map(|field| (field, actor));
+                if !exists(conn, &key.parent_table, &[(parent_column, value)], owner)? {
                     return Some(
                         AppError::new(
                             ErrorCode::InputInvalid,
@@ -165,7 +191,7 @@ fn foreign_key(
                                 .parent_columns
                                 .first()
                                 .is_none_or(|parent| parent == ID_COLUMN)
-                            && exists(conn, child, &key.columns[0], id).unwrap_or(false)
+                            && exists(conn, child, &[(&key.columns[0], id)], None).unwrap_or(false)
                     })
                 })
                 .map(|(child, _)| child.as_str())
@@ -184,21 +210,110 @@ fn foreign_key(
     }
 }
 
-/// Whether a row of `table` holds `value` in `column`; `None` when it cannot
-/// be asked (the table is out of the governed reach).
-fn exists(conn: &rusqlite::Connection, table: &str, column: &str, value: &Value) -> Option<bool> {
-    if !is_identifier(table) || !is_identifier(column) {
+/// After a write to `table` by `actor` succeeded (in its transaction): the
+/// answer a reference to a missing row gets, when one of the references the
+/// write set (a field of `values`; `row` is the row as written) points at a
+/// row of an `access: owner` table that `actor` does not own. `None` when
+/// every reference it set is to the writer's own rows or to a table without
+/// owners. A reference that cannot be asked is refused.
+pub(crate) fn unowned_reference(
+    conn: &rusqlite::Connection,
+    contract: &DataContract,
+    table: &str,
+    values: &Map<String, Value>,
+    row: &Map<String, Value>,
+    actor: &str,
+) -> Option<AppError> {
+    let keys = &contract.schema.tables.get(table)?.foreign_keys;
+    let into_owner_tables = |key: &&ForeignKey| {
+        owner_field(contract, &key.parent_table).is_some()
+            && key.columns.iter().any(|column| values.contains_key(column))
+    };
+    if !keys.iter().any(|key| into_owner_tables(&key)) {
         return None;
     }
-    let bound = match value {
-        Value::Number(number) => number
-            .as_i64()
-            .map(rusqlite::types::Value::Integer)
-            .or_else(|| number.as_f64().map(rusqlite::types::Value::Real))?,
-        Value::String(text) => rusqlite::types::Value::Text(text.clone()),
-        _ => return None,
-    };
-    let sql = format!("SELECT 1 FROM main.\"{table}\" WHERE \"{column}\" = ?1 LIMIT 1");
+    // The same walk that explains a missing row, so the same reference is
+    // named whether the row is missing or someone else's.
+    if let Some(missing) = foreign_key(conn, contract, table, &Write::Values(values), actor) {
+        return Some(missing);
+    }
+    for key in keys.iter().filter(into_owner_tables) {
+        if let [column] = key.columns.as_slice() {
+            // Asked above; one that could not be asked is refused the way
+            // the explanation of a missing row answers then.
+            let Some(value) = values.get(column).filter(|value| !value.is_null()) else {
+                continue;
+            };
+            let parent_column = key.parent_columns.first().map_or(ID_COLUMN, String::as_str);
+            let owner = owner_field(contract, &key.parent_table).map(|field| (field, actor));
+            if exists(conn, &key.parent_table, &[(parent_column, value)], owner) != Some(true) {
+                return Some(broken_reference(table));
+            }
+            continue;
+        }
+        let (Some(owner), true) = (
+            owner_field(contract, &key.parent_table),
+            key.parent_columns.len() == key.columns.len(),
+        ) else {
+            continue;
+        };
+        let mut pairs = Vec::with_capacity(key.columns.len());
+        for (column, parent) in key.columns.iter().zip(&key.parent_columns) {
+            match row.get(column) {
+                Some(value) if !value.is_null() => pairs.push((parent.as_str(), value)),
+                // A reference with a NULL part refers to nothing.
+                _ => break,
+            }
+        }
+        if pairs.len() == key.columns.len()
+            && exists(conn, &key.parent_table, &pairs, Some((owner, actor))) != Some(true)
+        {
+            return Some(broken_reference(table));
+        }
+    }
+    None
+}
+
+/// Whether a row of `table` holds each `(column, value)` of `columns` and,
+/// with `owner`, names that user in that owner field; `None` when it cannot
+/// be asked (the table is out of the governed reach).
+fn exists(
+    conn: &rusqlite::Connection,
+    table: &str,
+    columns: &[(&str, &Value)],
+    owner: Option<(&str, &str)>,
+) -> Option<bool> {
+    if !is_identifier(table) || columns.iter().any(|(column, _)| !is_identifier(column)) {
+        return None;
+    }
+    let mut terms = Vec::with_capacity(columns.len() + 1);
+    let mut bound = Vec::with_capacity(columns.len() + 1);
+    for (column, value) in columns {
+        bound.push(match value {
+            Value::Number(number) => number
+                .as_i64()
+                .map(rusqlite::types::Value::Integer)
+                .or_else(|| number.as_f64().map(rusqlite::types::Value::Real))?,
+            Value::String(text) => rusqlite::types::Value::Text(text.clone()),
+            // Stored as the grammar binds them.
+            Value::Bool(flag) => rusqlite::types::Value::Integer(i64::from(*flag)),
+            _ => return None,
+        });
+        terms.push(format!("\"{column}\" = ?{}", bound.len()));
+    }
+    if let Some((field, user)) = owner {
+        if !is_identifier(field) {
+            return None;
+        }
+        bound.push(rusqlite::types::Value::Text(user.to_owned()));
+        terms.push(format!("\"{field}\" = ?{}", bound.len()));
+    }
+    let sql = format!(
+        "SELECT 1 FROM main.\"{table}\" WHERE {} LIMIT 1",
+        terms.join(" AND ")
+    );
     let mut statement = prepare_governed(conn, &sql).ok()?;
-    statement.exists([bound]).ok()
+    statement
+        .exists(rusqlite::params_from_iter(bound.iter()))
+        .ok()
 }

@@ -944,3 +944,162 @@ fn an_export_never_hands_a_spreadsheet_a_formula_and_imports_back_unchanged() {
         .collect();
     assert_eq!(back, notes);
 }
+
+/// `notes` owned through `author`; `comments` (shared) and `replies` (owned)
+/// refer to a note; `pairs` (shared) refers to a note and to a shared tag.
+fn reference_contract() -> DataContract {
+    let owned = || TableDeclaration {
+        access: Access::Owner,
+        owner_field: Some("author".into()),
+        ..shared()
+    };
+    contract_of(
+        "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT, author TEXT NOT NULL);\
+         CREATE TABLE tags (id INTEGER PRIMARY KEY, label TEXT);\
+         CREATE TABLE comments (id INTEGER PRIMARY KEY, note INTEGER REFERENCES notes(id), body TEXT);\
+         CREATE TABLE replies (id INTEGER PRIMARY KEY, note INTEGER NOT NULL REFERENCES notes(id), author TEXT NOT NULL);\
+         CREATE TABLE pairs (id INTEGER PRIMARY KEY, first INTEGER REFERENCES notes(id), tag INTEGER REFERENCES tags(id));",
+        vec![
+            ("notes", owned()),
+            ("tags", shared()),
+            ("comments", shared()),
+            ("replies", owned()),
+            ("pairs", shared()),
+        ],
+    )
+}
+
+#[test]
+fn a_reference_to_another_owners_row_answers_like_a_missing_one_and_cannot_pin_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let worker = Worker::new(dir.path()).unwrap();
+    let contract = reference_contract();
+    let key = std::sync::atomic::AtomicUsize::new(0);
+    let call = |user: &str, operation: &str, table: &str, mut json: Value| {
+        let key = key.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if sasha_contract::grammar::is_mutating(operation) {
+            json["idempotencyKey"] = serde_json::json!(format!("k{key}"));
+        }
+        execute(
+            &worker,
+            acting(&contract, (user, ""), operation, table, json),
+        )
+    };
+    let bobs = call(
+        "bob",
+        "create",
+        "notes",
+        serde_json::json!({"values": {"body": "bob's"}}),
+    )
+    .unwrap()["id"]
+        .clone();
+    let alices = call(
+        "alice",
+        "create",
+        "notes",
+        serde_json::json!({"values": {"body": "alice's"}}),
+    )
+    .unwrap()["id"]
+        .clone();
+    call(
+        "alice",
+        "create",
+        "tags",
+        serde_json::json!({"values": {"label": "t"}}),
+    )
+    .unwrap();
+    let comment = call(
+        "alice",
+        "create",
+        "comments",
+        serde_json::json!({"values": {"note": alices, "body": "mine"}}),
+    )
+    .unwrap();
+
+    // Every way alice can point at bob's note, as (table, operation, request).
+    let attempts = [
+        (
+            "comments",
+            "create",
+            serde_json::json!({"values": {"note": bobs, "body": "x"}}),
+        ),
+        (
+            "comments",
+            "update",
+            serde_json::json!({"id": comment["id"], "changes": {"note": bobs}, "expectedVersion": 1}),
+        ),
+        (
+            "replies",
+            "create",
+            serde_json::json!({"values": {"note": bobs}}),
+        ),
+        (
+            "comments",
+            "import",
+            serde_json::json!({"csv": format!("note,body\n{alices},ok\n{bobs},x\n")}),
+        ),
+        // With a second, truly missing reference: the first is still the one named.
+        (
+            "pairs",
+            "create",
+            serde_json::json!({"values": {"first": bobs, "tag": 99}}),
+        ),
+    ];
+    let answers = |user: &str| -> Vec<(ErrorCode, String, Option<Value>)> {
+        attempts
+            .iter()
+            .map(|(table, operation, json)| {
+                let error = call(user, operation, table, json.clone()).unwrap_err();
+                (error.code, error.message, error.details)
+            })
+            .collect()
+    };
+    let while_bobs_exists = answers("alice");
+    assert_eq!(
+        while_bobs_exists[0],
+        (
+            ErrorCode::InputInvalid,
+            format!("note: notes {bobs} does not exist"),
+            Some(
+                serde_json::json!({"table": "comments", "field": "note", "value": bobs, "references": "notes", "rule": "reference"})
+            ),
+        )
+    );
+    assert!(
+        while_bobs_exists[3].1.starts_with("row 2: "),
+        "{:?}",
+        while_bobs_exists[3]
+    );
+    assert_eq!(while_bobs_exists[4].2.as_ref().unwrap()["field"], "first");
+    // Nothing was written: alice's comment still points at her own note.
+    let kept = call("alice", "list", "comments", serde_json::json!({})).unwrap();
+    assert_eq!(kept["rows"].as_array().unwrap().len(), 1, "{kept}");
+    assert_eq!(kept["rows"][0]["note"], alices);
+
+    // Nothing of alice's pins bob's note: he deletes it.
+    call(
+        "bob",
+        "delete",
+        "notes",
+        serde_json::json!({"id": bobs, "expectedVersion": 1}),
+    )
+    .unwrap();
+    // Now that it is missing, alice gets exactly the answers she got before.
+    assert_eq!(answers("alice"), while_bobs_exists);
+
+    // Her own note she may refer to from every table.
+    call(
+        "alice",
+        "create",
+        "replies",
+        serde_json::json!({"values": {"note": alices}}),
+    )
+    .unwrap();
+    call(
+        "alice",
+        "create",
+        "pairs",
+        serde_json::json!({"values": {"first": alices, "tag": 1}}),
+    )
+    .unwrap();
+}

@@ -121,6 +121,7 @@ fn main() {
                 app_revision: "bench".into(),
                 action_id: String::new(),
                 preview: String::new(),
+                preview_scope: None,
             };
             let mut client = client.clone();
             async move { client.execute(request).await.expect("governed call").into_inner() }

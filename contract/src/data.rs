@@ -440,6 +440,9 @@ pub fn is_sqlite_internal(name: &str) -> bool {
     name.len() >= 7 && name.as_bytes()[..7].eq_ignore_ascii_case(b"sqlite_")
 }
 
+mod preview;
+pub use preview::{PreviewScope, RowScope};
+
 #[cfg(feature = "sqlite")]
 mod read;
 #[cfg(feature = "sqlite")]

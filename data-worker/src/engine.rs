@@ -12,10 +12,11 @@
 //! table), a progress handler stops a statement that runs past its deadline, and
 //! SQLite's limits follow sqlite.org's high-security table.
 //!
-//! Every operation names a [`Target`]: the app's live file, or one draft
-//! preview's scratch copy of it ([`preview`]: a `VACUUM INTO` snapshot of
-//! live under `.previews/`, migrated for the draft's contract, kept in its own
-//! slot; the live file is never opened for writing on a preview's behalf).
+//! Every operation names a [`Target`]: the app's live file, or one
+//! previewer's scratch copy of it for a draft preview ([`preview`]: a `VACUUM
+//! INTO` snapshot of live under `.previews/` keeping only the rows the
+//! previewer may read live, migrated for the draft's contract, kept in its
+//! own slot; the live file is never opened for writing on a preview's behalf).
 //! [`Engine::apply_contract`] publishes a contract: its pending migrations go
 //! into the live file in the same one-transaction setup every open runs,
 //! unless an applied migration drifted (then nothing is applied), or with a dry
@@ -179,9 +180,11 @@ pub struct RemovedData {
 pub enum Target<'a> {
     /// The app's live file, `APP_DATA_ROOT/<app_id>.sqlite`.
     Live(&'a str),
-    /// One draft preview's scratch copy (see [`preview`]); `preview` must be
-    /// 32 lowercase hex characters.
-    Preview { app_id: &'a str, preview: &'a str },
+    /// One previewer's scratch copy for one draft preview (see [`preview`]).
+    Preview {
+        app_id: &'a str,
+        preview: preview::Preview<'a>,
+    },
 }
 
 impl<'a> From<&'a str> for Target<'a> {
@@ -191,9 +194,9 @@ impl<'a> From<&'a str> for Target<'a> {
 }
 
 impl<'a> Target<'a> {
-    /// The app id (checked) and, for a preview, its id (checked where it is
-    /// used); an id no app can have is `APP_NOT_FOUND`.
-    fn split(self) -> Result<(&'a str, Option<&'a str>), AppError> {
+    /// The app id (checked) and, for a preview, the preview (checked where
+    /// it is used); an id no app can have is `APP_NOT_FOUND`.
+    fn split(self) -> Result<(&'a str, Option<preview::Preview<'a>>), AppError> {
         let (app_id, preview) = match self {
             Target::Live(app_id) => (app_id, None),
             Target::Preview { app_id, preview } => (app_id, Some(preview)),
@@ -202,15 +205,6 @@ impl<'a> Target<'a> {
             return Err(AppError::from_code(ErrorCode::NotFound));
         }
         Ok((app_id, preview))
-    }
-
-    /// The live file for an empty `preview`, else that preview's scratch copy.
-    pub fn of(app_id: &'a str, preview: &'a str) -> Target<'a> {
-        if preview.is_empty() {
-            Target::Live(app_id)
-        } else {
-            Target::Preview { app_id, preview }
-        }
     }
 }
 
@@ -243,7 +237,7 @@ struct Inner {
     root: PathBuf,
     deadline: Duration,
     /// One slot per app id, and one per open preview under
-    /// `preview:<app>:<preview>` (a key no app id can spell). The map's lock is held only to find or create a slot,
+    /// `preview:<app>:<preview>:<previewer>` (a key no app id can spell). The map's lock is held only to find or create a slot,
     /// so opening (and migrating) one app never stalls the others; the slot's own
     /// lock serialises everything done with that app's connection.
     slots: Mutex<HashMap<String, Arc<Slot>>>,
@@ -269,6 +263,9 @@ struct Handle {
     /// The contract this connection was last set up for; another hash (a new
     /// revision) runs setup again.
     contract_hash: String,
+    /// A preview's connection: the name of the scratch file it has open,
+    /// which says whose copy it is and for which contract and scope.
+    scratch: Option<String>,
 }
 
 /// What the authorizer and the progress handler consult; shared with the
@@ -1028,6 +1025,7 @@ fn open_applying(path: &Path, contract: &DataContract) -> Result<(Handle, Vec<St
         conn,
         guard,
         contract_hash: contract.hash.clone(),
+        scratch: None,
     };
     Ok((handle, applied))
 }

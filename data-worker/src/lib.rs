@@ -10,9 +10,11 @@
 //! grammar into owner-scoped, parameterised statements. Both are tested on their
 //! own and served through `DataService` ([`service`]).
 //!
-//! A draft is previewed against a scratch copy of the app's data
-//! (`APP_DATA_ROOT/.previews/<app>/`, [`engine::preview`]) with the draft's
-//! migrations applied there only, so a preview never touches a live record;
+//! A draft is previewed against each previewer's own scratch copy of the
+//! app's data (`APP_DATA_ROOT/.previews/<app>/`, [`engine::preview`]), which
+//! keeps only the live rows they may read under the live policy, with the
+//! draft's migrations applied there only, so a preview never touches a live
+//! record nor shows anyone a row they cannot read live;
 //! publishing the draft (`ApplyContract`) applies its pending migrations to the
 //! live file in one transaction, refusing when an applied migration drifted.
 

@@ -6,10 +6,11 @@
 //! engine runs them (a mutation with its idempotency receipt and audit row in one
 //! transaction). SQLite work runs on the blocking pool.
 //!
-//! A request with a `preview` id runs against that draft preview's scratch
-//! copy of the app's data (see [`crate::engine::preview`]), never the live
-//! file; `RemovePreview` removes such copies, and `RemoveAppData` removes
-//! them with the live file. `ApplyContract` publishes a
+//! A request with a `preview` id runs against its actor's own scratch copy
+//! of the app's data for that draft preview (see [`crate::engine::preview`]),
+//! never the live file, holding only the live rows its `preview_scope` says
+//! the actor may read; `RemovePreview` removes such copies, and
+//! `RemoveAppData` removes them with the live file. `ApplyContract` publishes a
 //! contract: its pending migrations are applied to the live file in one
 //! transaction, unless an applied migration drifted (then nothing is), or with
 //! `dry_run` only reported from a read-only look at the file.
@@ -18,7 +19,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use sasha_contract::data::{Access, DataContract, contract_hash};
+use sasha_contract::data::{Access, DataContract, PreviewScope, contract_hash};
 use sasha_proto::pb::data_service_server::DataService;
 use sasha_proto::pb::{
     self, DescribeSchemaRequest, ExecuteReply, ExecuteRequest, HealthReply, HealthRequest,
@@ -30,6 +31,7 @@ use sasha_service::{Role, grpc};
 use serde_json::{Map, Value};
 use tonic::{Request, Response, Status};
 
+use crate::engine::preview::Preview;
 use crate::engine::{
     AuditMeta, AuditOperation, AuditRecord, Drift, DriftKind, Engine, MutationOutcome, ReceiptKey,
     Source, Target, sql_error,
@@ -220,6 +222,22 @@ fn not_found() -> AppError {
     AppError::from_code(ErrorCode::RecordNotFound)
 }
 
+/// What the request's actor may read of the live data when it is a
+/// preview's (`None` for the live data); a preview that does not say is
+/// refused, never given more.
+fn preview_scope(request: &ExecuteRequest) -> Result<Option<PreviewScope>, AppError> {
+    if request.preview.is_empty() {
+        return Ok(None);
+    }
+    match &request.preview_scope {
+        Some(scope) => Ok(Some(PreviewScope::from(scope))),
+        None => Err(AppError::new(
+            ErrorCode::InputInvalid,
+            "a preview's request must say what its previewer may read of the live data",
+        )),
+    }
+}
+
 /// One governed operation, run to completion on a blocking thread.
 fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> {
     let actor = request
@@ -243,7 +261,18 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
         return Err(AppError::new(ErrorCode::NotFound, "no such table"));
     };
     let spec = TableSpec::new(table, declaration);
-    let app = Target::of(&request.app_id, &request.preview);
+    let scope = preview_scope(&request)?;
+    let app = match &scope {
+        None => Target::Live(&request.app_id),
+        Some(scope) => Target::Preview {
+            app_id: &request.app_id,
+            preview: Preview {
+                id: &request.preview,
+                previewer: &actor,
+                scope,
+            },
+        },
+    };
     let parsed = grammar::parse(&request.operation, &spec, &request.request_json)?;
     if sasha_contract::grammar::is_mutating(&request.operation) && !declaration.may_write(manages) {
         return Err(AppError::new(
@@ -583,9 +612,7 @@ impl DataService for Worker {
         let worker = self.clone();
         let schema = blocking(move || {
             let contract = worker.contract(&request.contract_hash, request.contract.as_ref())?;
-            worker
-                .engine
-                .describe(Target::of(&request.app_id, &request.preview), &contract)
+            worker.engine.describe(request.app_id.as_str(), &contract)
         })
         .await?;
         Ok(Response::new(SchemaDescription {

@@ -149,8 +149,14 @@ pub async fn execute(
         source: source.as_str().to_owned(),
         app_revision: call.app.revision.clone(),
         action_id: call.action_id.unwrap_or("").to_owned(),
-        // A draft preview's calls reach its scratch data, never the live file.
+        // A draft preview's calls reach the caller's own scratch copy, never
+        // the live file, holding only the live rows they may read.
         preview: call.caller.preview.clone().unwrap_or_default(),
+        preview_scope: call
+            .caller
+            .preview
+            .as_ref()
+            .and(call.app.preview_scope.clone()),
     };
     let mut client = data.clone();
     let reply = match grpc::within(

@@ -65,6 +65,10 @@ pub struct App {
     /// consent at mint time, read fresh by `AuthorizeCall`): no model
     /// confirmation, audited as `automation`.
     pub automation: bool,
+    /// A preview's app (the draft): what the previewer may read of the live
+    /// data, as studio-core worked it out; every data call of the preview
+    /// carries it to data-worker unchanged.
+    pub preview_scope: Option<pb::PreviewScope>,
 }
 
 /// One declared table: its declaration and its structure (name and columns).
@@ -178,6 +182,7 @@ impl TryFrom<&pb::CatalogueApp> for App {
                 .collect::<Result<_, AppError>>()?,
             contract: app.contract.clone(),
             automation: app.automation,
+            preview_scope: app.preview_scope.clone(),
         })
     }
 }
@@ -257,6 +262,7 @@ mod tests {
             actions: Vec::new(),
             contract: None,
             automation: false,
+            preview_scope: None,
         }
     }
 

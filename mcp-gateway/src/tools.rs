@@ -383,6 +383,7 @@ mod tests {
             ],
             contract: None,
             automation: false,
+            preview_scope: None,
         };
         Catalogue::try_from(&pb::Catalogue {
             fingerprint: "f".into(),

@@ -15,8 +15,8 @@ use sasha_contract::actions::{
     Metric, Operation, OrderBy, WhereClause, WhereOperator,
 };
 use sasha_contract::data::{
-    Access, Check, Column, DataContract, ForeignKey, Index, Migration, Schema, Table,
-    TableDeclaration, WritePolicy,
+    Access, Check, Column, DataContract, ForeignKey, Index, Migration, PreviewScope, RowScope,
+    Schema, Table, TableDeclaration, WritePolicy,
 };
 use sasha_contract::grammar::MetricFunction;
 use serde_json::{Number, Value, json};
@@ -356,6 +356,42 @@ impl TryFrom<&pb::DataContract> for DataContract {
             tables,
             hash: contract.hash.clone(),
         })
+    }
+}
+
+impl From<&PreviewScope> for pb::PreviewScope {
+    fn from(scope: &PreviewScope) -> pb::PreviewScope {
+        pb::PreviewScope {
+            tables: scope
+                .tables
+                .iter()
+                .map(|(name, rows)| {
+                    let owner_field = match rows {
+                        RowScope::Every => None,
+                        RowScope::OwnedBy(field) => Some(field.clone()),
+                    };
+                    (name.clone(), pb::PreviewTableScope { owner_field })
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<&pb::PreviewScope> for PreviewScope {
+    fn from(scope: &pb::PreviewScope) -> PreviewScope {
+        PreviewScope {
+            tables: scope
+                .tables
+                .iter()
+                .map(|(name, rows)| {
+                    let rows = match &rows.owner_field {
+                        None => RowScope::Every,
+                        Some(field) => RowScope::OwnedBy(field.clone()),
+                    };
+                    (name.clone(), rows)
+                })
+                .collect(),
+        }
     }
 }
 

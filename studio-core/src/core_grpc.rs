@@ -115,6 +115,7 @@ impl Entry {
                 .collect(),
             contract: None,
             automation: false,
+            preview_scope: None,
         };
         Entry {
             package: Arc::clone(package),
@@ -479,6 +480,13 @@ impl CoreService for CoreGrpc {
                 let entry = Entry::of(&request.app_id, &package);
                 let mut app = entry.app.clone();
                 app.access = AppAccess::Manage.as_str().to_owned();
+                // The draft's code and policy run on a copy of the live data
+                // holding only what the previewer reads of the live app.
+                let scope =
+                    crate::drafts::preview_scope(&self.core, &snapshot, principal, &request.app_id)
+                        .await
+                        .map_err(|error| error.to_status())?;
+                app.preview_scope = Some(pb::PreviewScope::from(&scope));
                 if let Some(contract) = &entry.contract
                     && contract.hash != request.known_contract_hash
                 {

@@ -37,7 +37,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use base64::Engine as _;
-use sasha_contract::data::DataContract;
+use sasha_contract::data::{DataContract, PreviewScope};
 use sasha_package::source::PackageSource;
 use sasha_package::sql::{ReadPolicy, widened_reads};
 use sasha_package::validate::{Package, validate_source};
@@ -1278,5 +1278,35 @@ pub(crate) async fn preview_package(
     validated(core, app_id).await.ok()?.1.package.clone()
 }
 
+/// What `principal` may read of the live data of `app_id`, which their
+/// preview's scratch copy keeps (`sasha_contract::data::PreviewScope`): the
+/// live contract's read rule under their live grant. No live grant, no valid
+/// live package or no data contract keeps nothing: a draft's author, its
+/// reviewer or anyone else previewing sees through the draft only rows they
+/// can already read.
+pub(crate) async fn preview_scope(
+    core: &Arc<Core>,
+    snapshot: &crate::catalogue::Snapshot,
+    principal: &pb::Principal,
+    app_id: &str,
+) -> Result<PreviewScope, AppError> {
+    let live = match snapshot.apps.get(app_id) {
+        Some(AppEntry::Valid(package)) => package.data.as_ref().map(|contract| &contract.tables),
+        _ => None,
+    };
+    let grant = core
+        .granted_apps(&principal.user_id)
+        .await?
+        .get(app_id)
+        .copied();
+    Ok(PreviewScope::of_live(
+        live,
+        grant.map(|access| access == crate::store::AppAccess::Manage),
+    ))
+}
+
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod preview_tests;

@@ -78,6 +78,7 @@ impl Client {
                 app_revision: "r1".into(),
                 action_id: String::new(),
                 preview: String::new(),
+                preview_scope: None,
             })
             .await
             .map_err(|status| AppError::from_status(&status))?;
@@ -301,7 +302,6 @@ async fn governed_operations_owner_scoping_versions_and_idempotency() {
             app_id: "expense-log".into(),
             contract_hash: client.contract.hash.clone(),
             contract: Some(client.wire.clone()),
-            preview: String::new(),
         })
         .await
         .unwrap()

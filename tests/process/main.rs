@@ -38,6 +38,7 @@ mod mcp_source;
 mod mtls;
 mod oauth;
 mod packages;
+mod previews;
 mod runtime;
 mod seed;
 mod shutdown;

@@ -1420,12 +1420,16 @@ fn app_data_files_and_folders_are_private_whatever_the_umask() {
         assert_eq!(mode(&with_suffix(&live, suffix)), 0o600, "live{suffix}");
     }
     // A preview's folders and scratch copy.
-    let preview = "0123456789abcdef0123456789abcdef";
+    let scope = sasha_contract::data::PreviewScope::of_live(Some(&contract.tables), Some(false));
     engine
         .open(
             Target::Preview {
                 app_id: APP,
-                preview,
+                preview: preview::Preview {
+                    id: "0123456789abcdef0123456789abcdef",
+                    previewer: "alice",
+                    scope: &scope,
+                },
             },
             &contract,
         )

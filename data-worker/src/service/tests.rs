@@ -63,6 +63,22 @@ fn request(contract: &DataContract, operation: &str, json: Value, preview: &str)
         app_revision: "rev-1".into(),
         action_id: String::new(),
         preview: preview.into(),
+        // A user of the live app (these tables are its live ones).
+        preview_scope: (!preview.is_empty()).then(|| {
+            pb::PreviewScope::from(&PreviewScope::of_live(Some(&contract.tables), Some(false)))
+        }),
+    }
+}
+
+/// Alice's preview `id` as a user of the live `contract`.
+fn alices<'a>(id: &'a str, scope: &'a PreviewScope) -> Target<'a> {
+    Target::Preview {
+        app_id: APP,
+        preview: Preview {
+            id,
+            previewer: "alice",
+            scope,
+        },
     }
 }
 
@@ -126,10 +142,19 @@ fn execute_runs_a_preview_on_its_scratch_copy_only() {
         assert_eq!(error.code, ErrorCode::InputInvalid, "{bad}");
     }
     // The draft's column is described in the preview only.
-    let described = worker.engine.describe(Target::of(APP, id), &draft).unwrap();
+    let scope = PreviewScope::of_live(Some(&live.tables), Some(false));
+    let described = worker.engine.describe(alices(id, &scope), &draft).unwrap();
     assert!(described.tables["notes"].column("pinned").is_some());
-    let described = worker.engine.describe(Target::of(APP, ""), &live).unwrap();
+    let described = worker.engine.describe(APP, &live).unwrap();
     assert!(described.tables["notes"].column("pinned").is_none());
+
+    // A preview's call that does not say what its previewer may read of
+    // live is refused, never given everything.
+    let mut unscoped = request(&draft, "list", serde_json::json!({}), id);
+    unscoped.preview_scope = None;
+    let error = execute(&worker, unscoped).unwrap_err();
+    assert_eq!(error.code, ErrorCode::InputInvalid);
+    assert!(error.message.contains("may read"), "{}", error.message);
 }
 
 /// A request as studio-core's certificate makes it.
@@ -222,7 +247,8 @@ async fn apply_contract_verifies_and_publishes_a_draft() {
 
     // RemovePreview answers with the count of files removed.
     let id = "0123456789abcdef0123456789abcdef";
-    worker.engine.open(Target::of(APP, id), &draft).unwrap();
+    let scope = PreviewScope::of_live(Some(&live.tables), Some(false));
+    worker.engine.open(alices(id, &scope), &draft).unwrap();
     let removed = worker
         .remove_preview(from_core(pb::RemovePreviewRequest {
             app_id: APP.into(),

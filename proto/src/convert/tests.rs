@@ -97,6 +97,26 @@ fn the_data_contract_round_trips() {
 }
 
 #[test]
+fn a_preview_scope_round_trips() {
+    let scope = PreviewScope {
+        tables: std::collections::BTreeMap::from([
+            (
+                "entries".to_owned(),
+                RowScope::OwnedBy("created_by".to_owned()),
+            ),
+            ("projects".to_owned(), RowScope::Every),
+        ]),
+    };
+    let wire = pb::PreviewScope::from(&scope);
+    assert_eq!(
+        wire.tables["entries"].owner_field.as_deref(),
+        Some("created_by")
+    );
+    assert_eq!(wire.tables["projects"].owner_field, None);
+    assert_eq!(PreviewScope::from(&wire), scope);
+}
+
+#[test]
 fn an_unspecified_access_or_a_missing_schema_is_refused() {
     let mut wire = pb::DataContract::from(&contract());
     wire.tables.get_mut("projects").unwrap().access = pb::Access::Unspecified as i32;

@@ -1,30 +1,53 @@
-//! Previews against real files in temporary folders: scratch copies that the
-//! live file never sees, with the draft's migrations applied to them only.
+//! Previews against real files in temporary folders: each previewer's
+//! scratch copy holds only the live rows they may read, the live file never
+//! sees the copy, and the draft's migrations are applied to the copy only.
+
+use std::sync::LazyLock;
 
 use serde_json::json;
 
 use super::super::tests::{
-    APP, add_category, contract, count, create_category, meta, raw, receipt, table_names,
+    APP, add_category, contract, count, create_category, meta, raw, receipt, rehash, table_names,
     with_migration,
 };
 use super::*;
-use crate::engine::Target;
+use crate::engine::{AuditOperation, AuditRecord, MutationOutcome, Target};
 
 const P1: &str = "0123456789abcdef0123456789abcdef";
 const P2: &str = "fedcba9876543210fedcba9876543210";
 
+/// What a user (no `manage`) reads of the expense-log app live: every
+/// category, their own expenses.
+static USER_SCOPE: LazyLock<PreviewScope> =
+    LazyLock::new(|| PreviewScope::of_live(Some(&contract().tables), Some(false)));
+
+/// Alice's preview `id`, as a user of the live app.
 fn preview(id: &str) -> Target<'_> {
+    as_previewer(id, "alice", &USER_SCOPE)
+}
+
+fn as_previewer<'a>(id: &'a str, previewer: &'a str, scope: &'a PreviewScope) -> Target<'a> {
     Target::Preview {
         app_id: APP,
-        preview: id,
+        preview: Preview {
+            id,
+            previewer,
+            scope,
+        },
     }
 }
 
+/// Alice's scratch file of preview `id` for `contract`.
 fn scratch(dir: &tempfile::TempDir, id: &str, contract: &DataContract) -> PathBuf {
+    let preview = Preview {
+        id,
+        previewer: "alice",
+        scope: &USER_SCOPE,
+    };
     dir.path()
         .join(PREVIEW_DIR)
         .join(APP)
-        .join(format!("{id}-{}.sqlite", &contract.hash[..16]))
+        .join(scratch_name(&preview, &contract.hash))
 }
 
 fn names(engine: &Engine, target: Target<'_>, contract: &DataContract) -> Vec<String> {
@@ -237,15 +260,22 @@ fn an_invalid_preview_id_is_refused() {
         .open(
             Target::Preview {
                 app_id: "../x",
-                preview: P1,
+                preview: Preview {
+                    id: P1,
+                    previewer: "alice",
+                    scope: &USER_SCOPE,
+                },
             },
             &contract,
         )
         .unwrap_err();
     assert_eq!(error.code, ErrorCode::NotFound);
+    // A preview is always someone's.
+    let error = engine
+        .open(as_previewer(P1, "", &USER_SCOPE), &contract)
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::InputInvalid);
     assert!(files_in(dir.path()).is_empty());
-    // An empty preview is the live data.
-    assert_eq!(Target::of(APP, ""), Target::Live(APP));
 }
 
 #[test]
@@ -301,16 +331,228 @@ fn removing_app_data_removes_its_previews() {
 }
 
 #[test]
-fn hash_tags_are_always_file_name_safe() {
-    assert_eq!(hash_tag(&"ab".repeat(32)), "abababababababab");
-    for odd in ["", "short", "../../../../../../x", "ABABABABABABABABAB"] {
-        let tag = hash_tag(odd);
-        assert_eq!(tag.len(), 16);
+fn scratch_names_are_file_name_safe_and_one_per_previewer_contract_and_scope() {
+    // Every expense, as a manager of a managersReadAll table keeps.
+    let manager = PreviewScope {
+        tables: USER_SCOPE
+            .tables
+            .keys()
+            .map(|name| (name.clone(), sasha_contract::data::RowScope::Every))
+            .collect(),
+    };
+    let of = |previewer: &str, scope: &PreviewScope, hash: &str| {
+        scratch_name(
+            &Preview {
+                id: P1,
+                previewer,
+                scope,
+            },
+            hash,
+        )
+    };
+    let hash = "ab".repeat(32);
+    let names = [
+        of("alice", &USER_SCOPE, &hash),
+        of("bob", &USER_SCOPE, &hash),
+        of("alice", &manager, &hash),
+        of("alice", &USER_SCOPE, &"cd".repeat(32)),
+        of("../../x", &USER_SCOPE, "../../../x"),
+    ];
+    for (at, name) in names.iter().enumerate() {
+        let (stem, suffix) = name.split_at(name.len() - ".sqlite".len());
+        assert_eq!(suffix, ".sqlite");
+        let parts: Vec<&str> = stem.split('-').collect();
+        assert_eq!(parts.len(), 3, "{name}");
+        assert_eq!(parts[0], P1);
+        for part in &parts[1..] {
+            assert_eq!(part.len(), 16, "{name}");
+            assert!(
+                part.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            );
+        }
+        assert!(!names[..at].contains(name), "{name} twice");
+    }
+    let key = slot_key("a", P1, "alice");
+    assert_ne!(key, slot_key("a", P1, "bob"));
+    assert!(key.starts_with(&preview_key_prefix("a", P1)));
+    assert!(key.starts_with(&preview_key_prefix("a", "")));
+    assert!(!valid_app_id(&key));
+}
+
+/// A hand-built create of one expense of `owner`, as the grammar would run
+/// it (the live category 1 must exist).
+fn create_expense(
+    owner: &str,
+    note: &str,
+) -> impl Fn(&rusqlite::Connection) -> Result<MutationOutcome, AppError> + Send + use<> {
+    let (owner, note) = (owner.to_owned(), note.to_owned());
+    move |tx| {
+        tx.execute(
+            "INSERT INTO expenses (spent_on, amount, category_id, created_by, note) \
+             VALUES ('2026-01-05', 1.5, 1, ?1, ?2)",
+            [&owner, &note],
+        )
+        .map_err(sql_error)?;
+        let id = tx.last_insert_rowid();
+        let row = json!({"id": id, "spent_on": "2026-01-05", "amount": 1.5, "category_id": 1,
+            "created_by": owner, "note": note, "_sasha_version": 1});
+        Ok(MutationOutcome {
+            result: row.clone(),
+            audit: vec![AuditRecord {
+                table: "expenses".into(),
+                record_id: id.to_string(),
+                operation: AuditOperation::Create,
+                before: None,
+                after: Some(row),
+            }],
+        })
+    }
+}
+
+fn add_expense(engine: &Engine, contract: &DataContract, owner: &str, note: &str) {
+    engine
+        .mutate(
+            APP,
+            contract,
+            receipt(owner, note, &json!({ "note": note })),
+            meta(),
+            create_expense(owner, note),
+        )
+        .unwrap();
+}
+
+/// The expense notes `target` holds, read without an owner term.
+fn notes(engine: &Engine, target: Target<'_>, contract: &DataContract) -> Vec<String> {
+    engine
+        .query(
+            target,
+            contract,
+            "SELECT note FROM expenses ORDER BY id",
+            &[],
+        )
+        .unwrap()
+        .into_iter()
+        .map(|row| row["note"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The expense-log contract with `expenses` made shared: a draft that would
+/// show every owner's rows.
+fn widening_draft() -> DataContract {
+    let mut draft = contract();
+    let expenses = draft.tables.get_mut("expenses").unwrap();
+    expenses.access = sasha_contract::data::Access::Shared;
+    expenses.owner_field = None;
+    rehash(&mut draft);
+    draft
+}
+
+#[test]
+fn a_previewers_copy_holds_only_the_live_rows_they_may_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = contract();
+    let engine = Engine::new(dir.path());
+    add_category(&engine, &live, "carol", "c1", "Travel");
+    add_expense(&engine, &live, "alice", "alice-lunch");
+    add_expense(&engine, &live, "bob", "bob-secret-taxi");
+    add_expense(&engine, &live, "alice", "alice-train");
+
+    // A draft that makes expenses shared, previewed by alice: her rows only.
+    let draft = widening_draft();
+    assert_eq!(
+        notes(&engine, preview(P1), &draft),
+        ["alice-lunch", "alice-train"]
+    );
+    // The shared categories are all there; live is untouched.
+    assert_eq!(names(&engine, preview(P1), &draft), ["Travel"]);
+    assert_eq!(count(&raw(&dir), "SELECT count(*) FROM expenses"), 3);
+
+    // The platform's tables carry nothing of bob's: no receipt (its reply
+    // holds his row), no audit entry (its row image is his row).
+    let path = scratch(&dir, P1, &draft);
+    let copy = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(
+        count(
+            &copy,
+            "SELECT count(*) FROM _sasha_idempotency WHERE actor <> 'alice'"
+        ),
+        0
+    );
+    assert_eq!(count(&copy, "SELECT count(*) FROM _sasha_idempotency"), 2);
+    assert_eq!(
+        count(
+            &copy,
+            "SELECT count(*) FROM _sasha_audit WHERE after_json LIKE '%bob%'"
+        ),
+        0
+    );
+    // Alice's two entries and the category's (a shared table's) stay.
+    assert_eq!(count(&copy, "SELECT count(*) FROM _sasha_audit"), 3);
+    // The ledger is append-only again once the copy is open.
+    assert_eq!(
+        count(
+            &copy,
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = '_sasha_audit'"
+        ),
+        3
+    );
+    drop(copy);
+    // Nor do the file's bytes: deleted content is overwritten.
+    drop(engine);
+    for suffix in ["", "-wal"] {
+        let bytes = std::fs::read(format!("{}{suffix}", path.display())).unwrap_or_default();
         assert!(
-            tag.bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+            !bytes
+                .windows(b"bob-secret".len())
+                .any(|w| w == b"bob-secret"),
+            "bob's row is still in the copy{suffix}'s bytes"
         );
     }
-    assert_ne!(slot_key("a", P1), "a");
-    assert!(!valid_app_id(&slot_key("a", P1)));
+    let engine = Engine::new(dir.path());
+
+    // Bob's preview of the same draft is his own copy, with his row.
+    assert_eq!(
+        notes(&engine, as_previewer(P1, "bob", &USER_SCOPE), &draft),
+        ["bob-secret-taxi"]
+    );
+    assert_eq!(
+        notes(&engine, preview(P1), &draft),
+        ["alice-lunch", "alice-train"]
+    );
+
+    // A manager of a managersReadAll table reads every row live, so keeps
+    // them; without a live grant, or for a table the live contract does not
+    // declare, nothing is kept.
+    let mut roll_up = live.clone();
+    roll_up
+        .tables
+        .get_mut("expenses")
+        .unwrap()
+        .managers_read_all = true;
+    let manager = PreviewScope::of_live(Some(&roll_up.tables), Some(true));
+    assert_eq!(
+        notes(&engine, as_previewer(P2, "boss", &manager), &draft),
+        ["alice-lunch", "bob-secret-taxi", "alice-train"]
+    );
+    let nothing = PreviewScope::of_live(Some(&live.tables), None);
+    assert!(notes(&engine, as_previewer(P2, "eve", &nothing), &draft).is_empty());
+    assert!(names(&engine, as_previewer(P2, "eve", &nothing), &draft).is_empty());
+
+    // Another scope for the same previewer is a fresh copy, and the old one goes.
+    let only_expenses = PreviewScope::of_live(
+        Some(&std::collections::BTreeMap::from([(
+            "expenses".to_owned(),
+            live.tables["expenses"].clone(),
+        )])),
+        Some(false),
+    );
+    assert!(names(&engine, as_previewer(P1, "alice", &only_expenses), &draft).is_empty());
+    assert!(!path.exists());
+
+    // Removing the preview closes and removes every previewer's copy.
+    assert!(engine.remove_previews(APP, P1).unwrap() >= 2);
+    let folder = dir.path().join(PREVIEW_DIR).join(APP);
+    assert!(files_in(&folder).iter().all(|name| !name.starts_with(P1)));
+    assert!(files_in(&folder).iter().any(|name| name.starts_with(P2)));
 }

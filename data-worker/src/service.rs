@@ -415,18 +415,21 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
                 Value::String(text) => text.clone(),
                 other => other.to_string(),
             };
+            let owned_by = spec
+                .owner_field
+                .as_deref()
+                .filter(|_| owner_scoped)
+                .map(|field| (field, actor.as_str()));
             let history = engine.history(
                 app,
                 &contract,
                 &request.table,
                 &record,
-                spec.owner_field.as_deref().filter(|_| owner_scoped),
+                owned_by,
                 after,
                 limit + 1,
             )?;
-            if history.entries.is_empty()
-                || owner_scoped && history.owner.as_deref() != Some(actor.as_str())
-            {
+            if history.entries.is_empty() {
                 return Err(not_found());
             }
             let mut entries = history.entries;

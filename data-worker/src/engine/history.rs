@@ -4,10 +4,15 @@
 //! found by table and row first (`_sasha_audit_by_record`), then paged by
 //! entry number.
 //!
-//! It must never decide who may read a row's history (the service does, from
-//! the owner this reports) and never return more entries than asked for.
+//! In an owner-scoped table a row id can name rows of different owners over
+//! time (SQLite gives a deleted highest id to the next row), so an owner's
+//! history holds only the entries whose row images (before and after) are
+//! of rows they own ([`images_owned_by`]); it never shows one owner another's
+//! row under the same id.
+//!
+//! It must never decide who may read a row's history (the service says whose
+//! entries to read) and never return more entries than asked for.
 
-use rusqlite::OptionalExtension as _;
 use sasha_contract::data::DataContract;
 use sasha_proto::AppError;
 use serde::Serialize;
@@ -37,18 +42,36 @@ pub struct HistoryEntry {
     pub after: Option<serde_json::Value>,
 }
 
-/// A page of a row's history and, for an owner-scoped table, the row's owner
-/// as its first entry recorded it.
+/// A page of a row's history.
 #[derive(Debug, Clone, PartialEq)]
 pub struct History {
-    pub owner: Option<String>,
     pub entries: Vec<HistoryEntry>,
+}
+
+/// The SQL condition that an audit entry's row images (`before_json`,
+/// `after_json`; at least one) all hold the text bound to `user` in the JSON
+/// path bound to `path` (the owner field, as `$."field"`): the entry is of a
+/// row that user owns. A malformed image is never parsed (`json_valid`
+/// first), and counts as someone else's.
+pub(crate) fn images_owned_by(path: &str, user: &str) -> String {
+    format!(
+        "((before_json IS NOT NULL OR after_json IS NOT NULL) \
+         AND (before_json IS NULL OR CASE WHEN json_valid(before_json) \
+              THEN json_extract(before_json, {path}) END IS {user}) \
+         AND (after_json IS NULL OR CASE WHEN json_valid(after_json) \
+              THEN json_extract(after_json, {path}) END IS {user}))"
+    )
+}
+
+/// The JSON path of owner field `field` (an identifier) in a row image.
+pub(crate) fn owner_path(field: &str) -> String {
+    format!("$.\"{field}\"")
 }
 
 impl Engine {
     /// The entries of row `record_id` of `table` after entry `after`, oldest
-    /// first, at most `limit`; with `owner_field`, also the owner the row's
-    /// first entry names (an owner field is never changed by an update).
+    /// first, at most `limit`; with `owned_by` (an owner field and a user id),
+    /// only the entries of rows that user owns (see [`images_owned_by`]).
     #[allow(clippy::too_many_arguments)]
     pub fn history<'t>(
         &self,
@@ -56,7 +79,7 @@ impl Engine {
         contract: &DataContract,
         table: &str,
         record_id: &str,
-        owner_field: Option<&str>,
+        owned_by: Option<(&str, &str)>,
         after: Option<i64>,
         limit: u32,
     ) -> Result<History, AppError> {
@@ -64,35 +87,24 @@ impl Engine {
             let _deadline = DeadlineScope::new(&handle.guard, self.inner.deadline);
             let _trusted = TrustScope::new(&handle.guard, true);
             let conn = &handle.conn;
-            let owner = match owner_field {
-                None => None,
-                Some(field) => conn
-                    .prepare_cached(
-                        "/* engine */ SELECT coalesce(after_json, before_json) FROM _sasha_audit \
-                         WHERE table_name = ?1 AND record_id = ?2 ORDER BY id LIMIT 1",
-                    )
-                    .and_then(|mut statement| {
-                        statement
-                            .query_row((table, record_id), |row| row.get::<_, Option<String>>(0))
-                            .optional()
-                    })
-                    .map_err(sql_error)?
-                    .flatten()
-                    .and_then(|json| serde_json::from_str::<serde_json::Value>(&json).ok())
-                    .and_then(|row| row.get(field)?.as_str().map(str::to_owned)),
-            };
             let parse =
                 |json: Option<String>| json.and_then(|json| serde_json::from_str(&json).ok());
+            let (path, user) = match owned_by {
+                Some((field, user)) => (Some(owner_path(field)), Some(user)),
+                None => (None, None),
+            };
             let mut statement = conn
-                .prepare_cached(
+                .prepare_cached(&format!(
                     "/* engine */ SELECT id, operation, actor_id, source, app_revision, action_id, \
                      created_at, before_json, after_json FROM _sasha_audit \
-                     WHERE table_name = ?1 AND record_id = ?2 AND id > ?3 ORDER BY id LIMIT ?4",
-                )
+                     WHERE table_name = ?1 AND record_id = ?2 AND id > ?3 \
+                     AND (?5 IS NULL OR {}) ORDER BY id LIMIT ?4",
+                    images_owned_by("?5", "?6")
+                ))
                 .map_err(sql_error)?;
             let entries = statement
                 .query_map(
-                    rusqlite::params![table, record_id, after.unwrap_or(0), limit],
+                    rusqlite::params![table, record_id, after.unwrap_or(0), limit, path, user],
                     |row| {
                         Ok(HistoryEntry {
                             entry: row.get(0)?,
@@ -109,7 +121,7 @@ impl Engine {
                 )
                 .and_then(Iterator::collect)
                 .map_err(sql_error)?;
-            Ok(History { owner, entries })
+            Ok(History { entries })
         })
     }
 }

@@ -266,17 +266,19 @@ fn keep_visible(path: &Path, scope: &PreviewScope, previewer: &str) -> rusqlite:
                 _ => None,
             };
             match owner {
-                // Kept when every row image names the previewer; a CASE so a
-                // malformed image is never parsed, only dropped.
+                // Kept when every row image names the previewer, as the
+                // history of an owner's row is read.
                 Some(field) => {
                     tx.execute(
-                        "DELETE FROM main._sasha_audit WHERE table_name = ?1 AND NOT (\
-                           (before_json IS NOT NULL OR after_json IS NOT NULL) \
-                           AND (before_json IS NULL OR CASE WHEN json_valid(before_json) \
-                                THEN json_extract(before_json, ?2) END IS ?3) \
-                           AND (after_json IS NULL OR CASE WHEN json_valid(after_json) \
-                                THEN json_extract(after_json, ?2) END IS ?3))",
-                        [table.as_str(), &format!("$.\"{field}\""), previewer],
+                        &format!(
+                            "DELETE FROM main._sasha_audit WHERE table_name = ?1 AND NOT {}",
+                            super::history::images_owned_by("?2", "?3")
+                        ),
+                        [
+                            table.as_str(),
+                            &super::history::owner_path(field),
+                            previewer,
+                        ],
                     )?;
                 }
                 None => {

@@ -1129,3 +1129,65 @@ fn a_reference_to_another_owners_row_answers_like_a_missing_one_and_cannot_pin_i
     )
     .unwrap();
 }
+
+#[test]
+fn a_reused_row_id_shows_no_one_the_history_of_anothers_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let worker = Worker::new(dir.path()).unwrap();
+    let contract = policy_contract();
+    let call = |user: &str, access: &str, operation: &str, json: Value| {
+        execute(
+            &worker,
+            acting(&contract, (user, access), operation, "entries", json),
+        )
+    };
+    // Alice's row goes; SQLite gives its id (the highest) to bob's next row.
+    let alices = call(
+        "alice",
+        "",
+        "create",
+        serde_json::json!({"values": {"hours": 1.0}, "idempotencyKey": "a1"}),
+    )
+    .unwrap();
+    call(
+        "alice",
+        "",
+        "delete",
+        serde_json::json!({"id": alices["id"], "expectedVersion": 1, "idempotencyKey": "a2"}),
+    )
+    .unwrap();
+    let bobs = call(
+        "bob",
+        "",
+        "create",
+        serde_json::json!({"values": {"hours": 7.5}, "idempotencyKey": "b1"}),
+    )
+    .unwrap();
+    assert_eq!(bobs["id"], alices["id"], "the id is reused");
+
+    // Each reads the history of their own row under that id, and nothing of
+    // the other's.
+    let history = |user: &str| {
+        call(user, "", "history", serde_json::json!({"id": bobs["id"]}))
+            .map(|history| history["entries"].as_array().unwrap().clone())
+    };
+    let alice = history("alice").unwrap();
+    let operations: Vec<&Value> = alice.iter().map(|entry| &entry["operation"]).collect();
+    assert_eq!(operations, ["create", "delete"]);
+    assert!(
+        alice.iter().all(|entry| entry["actor"] == "alice"),
+        "{alice:?}"
+    );
+    let bob = history("bob").unwrap();
+    assert_eq!(bob.len(), 1, "{bob:?}");
+    assert_eq!(bob[0]["after"]["hours"], 7.5);
+    // A manager of the managersReadAll table reads every entry under the id.
+    let everyone = call(
+        "boss",
+        "manage",
+        "history",
+        serde_json::json!({"id": bobs["id"]}),
+    )
+    .unwrap();
+    assert_eq!(everyone["entries"].as_array().unwrap().len(), 3);
+}

@@ -183,10 +183,11 @@ async fn a_preview_shows_its_previewer_only_the_live_rows_they_may_read() {
     let deployed = accepted(
         &mut member_tools,
         "deployMyApp",
-        json!({"app": "habit-log", "name": "Habit Log", "files": habit_log()}),
+        json!({"name": "Habit Log", "files": habit_log()}),
     )
     .await;
-    assert_eq!(deployed["app"]["id"], "habit-log", "{deployed}");
+    let habit_log_id = deployed["app"]["id"].as_str().unwrap().to_owned();
+    let tool_id = habit_log_id.replace('-', "_");
     let colleague = world
         .store
         .create_user(
@@ -198,14 +199,14 @@ async fn a_preview_shows_its_previewer_only_the_live_rows_they_may_read() {
     accepted(
         &mut member_tools,
         "shareMyApp",
-        json!({"app": "habit-log", "username": "ola"}),
+        json!({"app": habit_log_id, "username": "ola"}),
     )
     .await;
     for (user, title) in [(&colleague, "ola's run"), (&world.member, "mia's reading")] {
-        let mut live = page(user, "habit-log", None);
+        let mut live = page(user, &habit_log_id, None);
         let created = live
             .call(
-                "app__habit_log__habits__create",
+                &format!("app__{tool_id}__habits__create"),
                 json!({"values": {"title": title}}),
             )
             .await;
@@ -215,21 +216,26 @@ async fn a_preview_shows_its_previewer_only_the_live_rows_they_may_read() {
     let mut files = habit_log();
     files[3]["content"] = json!("document.title = 'Drafted';\n");
     let drafted = member_tools
-        .call("draftMyApp", json!({"app": "habit-log", "files": files}))
+        .call("draftMyApp", json!({"app": habit_log_id, "files": files}))
         .await;
     let preview_id = structured(&drafted)["previewId"]
         .as_str()
         .unwrap()
         .to_owned();
-    let mut preview = page(&world.member, "habit-log", Some(&preview_id));
+    let mut preview = page(&world.member, &habit_log_id, Some(&preview_id));
     assert_eq!(
-        listed(&mut preview, "app__habit_log__habits__list", "title").await,
+        listed(
+            &mut preview,
+            &format!("app__{tool_id}__habits__list"),
+            "title"
+        )
+        .await,
         [json!("mia's reading")]
     );
 
     // Each previewer's copy is their own file, private to the worker.
     let scratch = world.harness.path().join("apps/.previews");
-    for app in ["expense-log", "habit-log"] {
+    for app in ["expense-log", habit_log_id.as_str()] {
         let folder = scratch.join(app);
         let files: Vec<_> = std::fs::read_dir(&folder)
             .unwrap_or_else(|error| panic!("{}: {error}", folder.display()))

@@ -143,17 +143,18 @@ async fn a_member_draft_previews_only_the_authors_rows_and_a_lost_grant_keeps_no
         .call(
             "POST",
             "/api/member-apps",
-            json!({"id": "habits", "name": "Habits", "files": files}),
+            json!({"name": "Habits", "files": files}),
         )
         .await;
     assert_eq!(status, http::StatusCode::CREATED, "{created}");
+    let id = created["app"]["id"].as_str().unwrap().to_owned();
     // The author drafts a new script; the preview runs it on their rows only,
     // whatever it asks for (a colleague's shared use of the app included).
     files["app.js"] = json!("document.title = 'Drafted';\n");
     let (status, drafted) = author
         .call(
             "POST",
-            "/api/member-apps/habits/draft",
+            &format!("/api/member-apps/{id}/draft"),
             json!({"files": files}),
         )
         .await;
@@ -161,7 +162,7 @@ async fn a_member_draft_previews_only_the_authors_rows_and_a_lost_grant_keeps_no
     assert_eq!(drafted["ok"], true, "{drafted}");
     let preview_id = drafted["previewId"].as_str().unwrap().to_owned();
     let app = world
-        .previewed(author_session(&world.member), "habits", &preview_id)
+        .previewed(author_session(&world.member), &id, &preview_id)
         .await
         .expect("the author previews the draft");
     assert_eq!(kept(&app), [("habits".to_owned(), "created_by".to_owned())]);
@@ -173,13 +174,13 @@ async fn a_member_draft_previews_only_the_authors_rows_and_a_lost_grant_keeps_no
             .store()
             .access_by_app(&world.admin.id)
             .unwrap()
-            .contains_key("habits")
+            .contains_key(&id)
     );
     let scope = super::preview_scope(
         &world.core,
         &world.core.catalogue.current(),
         &session(&world.admin),
-        "habits",
+        &id,
     )
     .await
     .unwrap();

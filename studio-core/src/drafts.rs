@@ -102,7 +102,7 @@ pub(crate) fn no_draft(app_id: &str) -> AppError {
     AppError::new(
         ErrorCode::RecordNotFound,
         format!(
-            "{app_id} has no draft; a source tool call with draft: true (writeAppFile, editAppFile, deleteAppFile) starts one from the live app"
+            "{app_id} has no draft; a change with draft: true (writeAppFile, editAppFile, deleteAppFile) starts one from the live app"
         ),
     )
     .with_details(json!({"cause": "DRAFT_NOT_FOUND"}))
@@ -270,7 +270,9 @@ pub(crate) async fn source_operation(
     arguments: &crate::source_tools::Arguments,
 ) -> Result<pb::SourceFilesReply, AppError> {
     let existing = draft_of(core, app_id).await?;
-    let writes = matches!(operation, "writeAppFile");
+    // Any change starts the draft from the live app, as the refusal below
+    // tells a caller who only reads.
+    let writes = matches!(operation, "writeAppFile" | "editAppFile" | "deleteAppFile");
     let draft = match existing {
         Some(draft) => draft,
         None if writes => start(core, principal, app_id).await?.0,

@@ -9,6 +9,9 @@
 //! copy of every row and column into it, the old table dropped, the copy renamed
 //! to its name). So a package can declare structure but never seed, read or
 //! attach anything, and what passes here is exactly what SQLite will do with it.
+//! A migration also keeps the owner column of every owner-scoped table the
+//! manifest declares: it never renames it away, renames another column onto
+//! it, or adds it with a default ([`owner`]), so no row changes hands.
 //! The migrations are then replayed on a second scratch database and the
 //! resulting structure must equal the one `schema.sql` describes.
 //!
@@ -34,10 +37,12 @@ pub use sasha_contract::data::{
 
 use crate::diagnostics::{Diagnostics, line_of};
 
+mod owner;
 mod owner_constraints;
 mod rebuild;
 mod split;
 use crate::manifest::{self, DataCapability, Manifest};
+use owner::OwnerColumns;
 use rebuild::Rebuilds;
 use split::{Lexed, TooManyStatements, split_statements};
 
@@ -101,6 +106,7 @@ pub fn check_data(
             SCHEMA_FILE,
             Mode::Schema,
             &[(SCHEMA_FILE, text.as_str())],
+            OwnerColumns::default(),
             diagnostics,
         ),
         None => {
@@ -118,7 +124,13 @@ pub fn check_data(
             .iter()
             .map(|m| (m.file.as_str(), m.sql.as_str()))
             .collect();
-        build("migrations", Mode::Migration, &sources, diagnostics)
+        build(
+            "migrations",
+            Mode::Migration,
+            &sources,
+            OwnerColumns::of(manifest),
+            diagnostics,
+        )
     } else {
         None
     };
@@ -547,6 +559,8 @@ struct Scratch {
     failed: bool,
     /// The current migration file's table rebuilds.
     rebuilds: Rebuilds,
+    /// The manifest's owner columns, which migrations keep ([`owner`]).
+    owners: OwnerColumns,
 }
 
 /// Where each table or index was (last) created: file and line.
@@ -563,7 +577,7 @@ fn lock(state: &Mutex<AuthState>) -> std::sync::MutexGuard<'_, AuthState> {
 }
 
 impl Scratch {
-    fn open(mode: Mode) -> rusqlite::Result<Scratch> {
+    fn open(mode: Mode, owners: OwnerColumns) -> rusqlite::Result<Scratch> {
         let mut conn = Connection::open_in_memory()?;
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false)?;
@@ -593,6 +607,7 @@ impl Scratch {
             state,
             failed: false,
             rebuilds: Rebuilds::default(),
+            owners,
         })
     }
 
@@ -740,6 +755,17 @@ impl Scratch {
         {
             return Err(refused("SQL_ALTER_REFUSED", reason));
         }
+        // The owner column of an owner-scoped table, before a change of its
+        // columns; judged against what SQLite did to them.
+        let owner_columns = match (verb, &renamed) {
+            (Verb::AlterTable, None) => self.owners.field(&object).map(|field| {
+                let before = self
+                    .trusted(|conn| owner::read_columns(conn, &object))
+                    .unwrap_or_default();
+                (field.to_owned(), before)
+            }),
+            _ => None,
+        };
         if let Err(error) = prepared.execute([]) {
             return Err(Problem {
                 line,
@@ -749,6 +775,15 @@ impl Scratch {
                     sanitize(&error_message(&error))
                 ),
             });
+        }
+        drop(prepared);
+        if let Some((field, before)) = owner_columns {
+            let after = self
+                .trusted(|conn| owner::read_columns(conn, &object))
+                .unwrap_or_default();
+            if let Some(reason) = owner::refuse_alter(&object, &field, &before, &after) {
+                return Err(refused("SQL_OWNER_COLUMN", reason));
+            }
         }
         match verb {
             Verb::CreateTable => {
@@ -913,9 +948,10 @@ fn build(
     label: &str,
     mode: Mode,
     sources: &[(&str, &str)],
+    owners: OwnerColumns,
     diagnostics: &mut Diagnostics,
 ) -> Option<Built> {
-    let mut scratch = match Scratch::open(mode) {
+    let mut scratch = match Scratch::open(mode, owners) {
         Ok(scratch) => scratch,
         Err(_) => {
             diagnostics.push(

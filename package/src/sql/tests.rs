@@ -1065,3 +1065,77 @@ fn a_check_the_platform_cannot_read_is_refused() {
         "{found:#?}"
     );
 }
+
+#[test]
+fn a_migration_never_hands_rows_to_another_owner() {
+    let lines = |found: &Found| -> Vec<(Option<u32>, String)> {
+        found
+            .iter()
+            .map(|(_, line, code, _)| (*line, code.clone()))
+            .collect()
+    };
+    // The attack pass's three statements: the column added with another
+    // person's id passes, the two renames that make it the owner do not.
+    let grab = check_migration_statement(
+        "ALTER TABLE entries ADD COLUMN grab TEXT NOT NULL DEFAULT 'mallory';\n\
+         ALTER TABLE entries RENAME COLUMN created_by TO orig_owner;\n\
+         ALTER TABLE entries RENAME COLUMN grab TO created_by;\n",
+    );
+    assert_eq!(
+        lines(&grab),
+        [
+            (Some(2), "SQL_OWNER_COLUMN".to_owned()),
+            (Some(3), "SQL_OWNER_COLUMN".to_owned())
+        ],
+        "{grab:#?}"
+    );
+    assert!(
+        grab[0]
+            .3
+            .contains("created_by holds the owner of each row of entries")
+    );
+    assert!(
+        grab[1].3.contains("renaming another column"),
+        "{}",
+        grab[1].3
+    );
+    // In any case SQLite accepts.
+    let shouted =
+        check_migration_statement("ALTER TABLE ENTRIES RENAME COLUMN CREATED_BY TO author;\n");
+    assert_eq!(codes(&shouted), ["SQL_OWNER_COLUMN"]);
+    // Other columns, and a shared table's, rename freely.
+    for fine in [
+        "ALTER TABLE entries RENAME COLUMN note TO remark;\n",
+        "ALTER TABLE projects RENAME COLUMN name TO title;\n",
+        "ALTER TABLE entries ADD COLUMN reviewer TEXT DEFAULT 'mallory';\n",
+    ] {
+        let found = check_migration_statement(fine);
+        assert!(
+            !codes(&found).contains(&"SQL_OWNER_COLUMN"),
+            "{fine}: {found:#?}"
+        );
+    }
+
+    // An owner column added to rows that exist: with a default, that value
+    // would own them all.
+    let mut authored = time_sheet();
+    authored.tables.get_mut("entries").unwrap().owner_field = Some("author".to_owned());
+    let added = |sql: &'static str| {
+        let mut files = time_sheet_files();
+        files.push(("migrations/003-author.sql", sql));
+        let (_, found) = check(&authored, &files);
+        found
+            .into_iter()
+            .filter(|(file, ..)| file == "migrations/003-author.sql")
+            .collect::<Found>()
+    };
+    let defaulted =
+        added("ALTER TABLE entries ADD COLUMN author TEXT NOT NULL DEFAULT 'mallory';\n");
+    assert_eq!(codes(&defaulted), ["SQL_OWNER_COLUMN"], "{defaulted:#?}");
+    assert!(
+        defaulted[0].3.contains("DEFAULT 'mallory'"),
+        "{}",
+        defaulted[0].3
+    );
+    assert!(added("ALTER TABLE entries ADD COLUMN author TEXT;\n").is_empty());
+}

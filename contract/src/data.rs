@@ -300,67 +300,15 @@ impl DataContract {
 
     /// Who may read each declared table's rows (see [`ReadPolicy`]).
     pub fn read_policy(&self) -> ReadPolicy {
-        self.tables
-            .iter()
-            .map(|(name, table)| {
-                let owner = match table.access {
-                    Access::Owner => table.owner_field.clone(),
-                    Access::Shared => None,
-                };
-                (name.clone(), owner)
-            })
-            .collect()
+        read_policy(&self.tables)
     }
 }
 
-/// Who may read each declared table's rows: the owner field of an `access:
-/// owner` table (each user sees only the rows that name them), `None` for an
-/// `access: shared` table (every grant holder sees every row).
-pub type ReadPolicy = BTreeMap<String, Option<String>>;
-
-/// A table whose existing rows a new read policy would show to people who
-/// cannot read them now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Widening {
-    pub table: String,
-    /// The owner field the rows are scoped by today.
-    pub owner_field: String,
-    /// The new policy's owner field, `None` when the table becomes shared.
-    pub now: Option<String>,
-}
-
-impl Widening {
-    /// What the change would expose, for the person who asked for it.
-    pub fn reason(&self) -> String {
-        let change = match &self.now {
-            None => "make it access: shared".to_owned(),
-            Some(field) => format!("scope it by {field} instead"),
-        };
-        format!(
-            "table {} holds rows that each user sees only when {} names them; this change would {change}, \
-             so every user with access to the app could read rows that belong to others",
-            self.table, self.owner_field
-        )
-    }
-}
-
-/// The owner-scoped tables of `before` whose rows `after` would show more
-/// widely: made shared, or scoped by another (renamed or removed) owner field.
-/// A table `after` no longer declares is not widened: nothing reads it.
-pub fn widened_reads(before: &ReadPolicy, after: &ReadPolicy) -> Vec<Widening> {
-    before
-        .iter()
-        .filter_map(|(table, owner)| {
-            let owner = owner.as_ref()?;
-            let now = after.get(table)?;
-            (now.as_ref() != Some(owner)).then(|| Widening {
-                table: table.clone(),
-                owner_field: owner.clone(),
-                now: now.clone(),
-            })
-        })
-        .collect()
-}
+mod policy;
+pub use policy::{
+    DATA_OWNER_CHANGED, DATA_READ_WIDENED, DATA_ROWS_CHANGED, ReadChange, ReadPolicy, Readers,
+    Widening, read_policy, widened_reads,
+};
 
 /// The contract hash: sha256 hex of the canonical JSON
 /// `{"version":1,"tables":{name:{"access":…,"ownerField":…|null}},"migrations":[{"number":…,"file":…,"checksum":…}]}`

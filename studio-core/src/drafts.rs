@@ -37,9 +37,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use base64::Engine as _;
-use sasha_contract::data::{DataContract, PreviewScope};
+use sasha_contract::data::{DATA_OWNER_CHANGED, DATA_READ_WIDENED, DataContract, PreviewScope, Widening};
 use sasha_package::source::PackageSource;
-use sasha_package::sql::{ReadPolicy, widened_reads};
 use sasha_package::validate::{Package, validate_source};
 use sasha_proto::pb::{self, draft_reply, draft_request};
 use sasha_proto::{AppError, ErrorCode};
@@ -48,6 +47,7 @@ use serde_json::{Value, json};
 use crate::Core;
 use crate::api::blocking;
 use crate::catalogue::AppEntry;
+use crate::read_guard::ReadGuard;
 use crate::source::{self as rules, SourcePath};
 use crate::store::{
     Draft, DraftFile, Ending, RevisionFile, RevisionOrigin, RevisionSurface, draft_action,
@@ -653,7 +653,7 @@ async fn review(
         reason: reason.to_owned(),
     };
     match &package.data {
-        Some(data) => match apply_contract(core, app_id, data, true).await {
+        Some(data) => match apply_contract(core, app_id, data, true, "").await {
             Ok(reply) => {
                 review.migrations = reply
                     .applied
@@ -702,10 +702,26 @@ async fn review(
             }
         }
     }
-    match read_widening(core, app_id, package).await {
-        Ok(widened) => {
-            review.needs_admin = !widened.is_empty();
-            review.read_widened = widened;
+    match ReadGuard::load_for(core, app_id, package.data.as_ref()).await {
+        Ok(guard) => {
+            let widened = guard.widenings(package.data.as_ref());
+            review.read_widened = widened.iter().map(Widening::reason).collect();
+            if guard.is_member() {
+                // Nobody may approve it: a refusal, like drift.
+                review
+                    .drift
+                    .extend(widened.iter().map(|widening| pb::Diagnostic {
+                        file: "APP.md".to_owned(),
+                        line: None,
+                        code: widening.code().to_owned(),
+                        reason: format!(
+                            "{}; this is never allowed in a member app",
+                            widening.reason()
+                        ),
+                    }));
+            } else {
+                review.needs_admin = !widened.is_empty();
+            }
         }
         Err(error) => review.drift.push(pb::Diagnostic {
             file: "APP.md".to_owned(),
@@ -717,54 +733,12 @@ async fn review(
     review
 }
 
-/// The owner-scoped tables holding rows whose readers the package widens,
-/// as one sentence each.
-async fn read_widening(
-    core: &Arc<Core>,
-    app_id: &str,
-    package: &Package,
-) -> Result<Vec<String>, AppError> {
-    let (store, app) = (core.store.clone(), app_id.to_owned());
-    let stored = blocking(move || store.read_policy(&app)).await?;
-    let registered: ReadPolicy = stored
-        .or_else(|| match core.catalogue.current().apps.get(app_id) {
-            Some(AppEntry::Valid(live)) => live.data.as_ref().map(|data| data.read_policy()),
-            _ => None,
-        })
-        .unwrap_or_default();
-    let after = package
-        .data
-        .as_ref()
-        .map(|data| data.read_policy())
-        .unwrap_or_default();
-    let widened = widened_reads(&registered, &after);
-    if widened.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut client = core.data.clone();
-    let with_rows: BTreeSet<String> = client
-        .tables_with_rows(pb::TablesWithRowsRequest {
-            app_id: app_id.to_owned(),
-            tables: widened.iter().map(|w| w.table.clone()).collect(),
-        })
-        .await
-        .map_err(|status| AppError::from_status(&status))?
-        .into_inner()
-        .tables
-        .into_iter()
-        .collect();
-    Ok(widened
-        .into_iter()
-        .filter(|widening| with_rows.contains(&widening.table))
-        .map(|widening| widening.reason())
-        .collect())
-}
-
 async fn apply_contract(
     core: &Arc<Core>,
     app_id: &str,
     data: &DataContract,
     dry_run: bool,
+    approved_by_admin: &str,
 ) -> Result<pb::ApplyContractReply, AppError> {
     let mut client = core.data.clone();
     client
@@ -772,6 +746,7 @@ async fn apply_contract(
             app_id: app_id.to_owned(),
             contract: Some(pb::DataContract::from(data)),
             dry_run,
+            approved_by_admin: approved_by_admin.to_owned(),
         })
         .await
         .map(tonic::Response::into_inner)
@@ -931,6 +906,14 @@ pub(crate) async fn publish(
     };
     let (live_package, _) = live(core, app_id);
     let review = review(core, app_id, live_package.as_deref(), &package).await;
+    if let Some(first) = review
+        .drift
+        .iter()
+        .find(|d| [DATA_READ_WIDENED, DATA_OWNER_CHANGED].contains(&d.code.as_str()))
+    {
+        return Err(AppError::new(ErrorCode::AccessDenied, first.reason.clone())
+            .with_details(json!({"diagnostics": diagnostics_json(&review.drift)})));
+    }
     if let Some(first) = review.drift.first() {
         return Err(AppError::new(
             ErrorCode::SchemaIncompatible,
@@ -949,7 +932,7 @@ pub(crate) async fn publish(
                 review.read_widened.first().map_or("", String::as_str)
             ),
         )
-        .with_details(json!({"diagnostics": review.read_widened.iter().map(|reason| json!({"file": "APP.md", "code": "DATA_READ_WIDENED", "reason": reason})).collect::<Vec<_>>()})));
+        .with_details(json!({"diagnostics": review.read_widened.iter().map(|reason| json!({"file": "APP.md", "code": DATA_READ_WIDENED, "reason": reason})).collect::<Vec<_>>()})));
     }
     // Everything a person would be asked about holds: now their approval.
     let Some(approval) = approval else {
@@ -971,9 +954,17 @@ pub(crate) async fn publish(
     };
     // The risky step first, in one transaction: a migration that fails
     // leaves the live data and the live package as they were.
+    // An admin publishing a draft whose review showed a widening approves
+    // it (the check above); data-worker allows such a change only then, and
+    // refuses anything the review did not show.
+    let approved_by_admin = if review.needs_admin && principal.role == "admin" {
+        principal.user_id.as_str()
+    } else {
+        ""
+    };
     let migrations_applied = match &package.data {
         Some(data) => {
-            let reply = apply_contract(core, app_id, data, false).await?;
+            let reply = apply_contract(core, app_id, data, false, approved_by_admin).await?;
             if !reply.drift.is_empty() {
                 return Err(AppError::new(
                     ErrorCode::SchemaIncompatible,

@@ -21,8 +21,7 @@
 //! revision's data contract would drop or change a migration the live
 //! database has applied (data-worker's `MigrationDrift`, asked with the old
 //! revision's contract; `APP_SCHEMA_INCOMPATIBLE` naming the migration), and
-//! when it would widen who reads a table that holds rows (the source tools'
-//! read guard). The new package is written and fsynced into a slot of
+//! when it would widen who reads a table that holds rows (`crate::read_guard`). The new package is written and fsynced into a slot of
 //! `<DOCS_ROOT>/.app-revert-staging/` and swapped with the live folder by
 //! one `renameat2(RENAME_EXCHANGE)`, so a crash leaves the old package or
 //! the new one, never half of either. Operational records (data, audit) are
@@ -35,7 +34,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use base64::Engine as _;
 use sasha_package::source::PackageSource;
-use sasha_package::sql::{ReadPolicy, widened_reads};
 use sasha_package::validate::{Package, validate_source};
 use sasha_proto::pb::{self, history_reply, history_request};
 use sasha_proto::{AppError, ErrorCode};
@@ -46,6 +44,7 @@ use crate::Core;
 use crate::api::blocking;
 use crate::catalogue::AppEntry;
 use crate::package_dir::{prepare_staging, sync_dir, write_tree};
+use crate::read_guard::ReadGuard;
 use crate::store::{RevisionFile, RevisionOrigin, RevisionSurface, StoreError};
 
 /// The folder below `DOCS_ROOT` where a reverted package is assembled
@@ -523,68 +522,17 @@ pub(crate) async fn check_migrations(
     .with_details(json!({"migrations": migrations, "diagnostics": diagnostics})))
 }
 
-/// Refuses a revert that would widen who reads a table holding rows (the
-/// source tools' read guard, against the registered read policy).
+/// Refuses a revert (or a member app's redeploy) that would widen who reads
+/// a table holding rows: the one read guard ([`ReadGuard`]).
 pub(crate) async fn check_reads(
     core: &Arc<Core>,
     app_id: &str,
     old: &Package,
     doing: &str,
 ) -> Result<(), AppError> {
-    let (store, app) = (core.store.clone(), app_id.to_owned());
-    let stored = blocking(move || store.read_policy(&app)).await?;
-    let registered: ReadPolicy = stored
-        .or_else(|| match core.catalogue.current().apps.get(app_id) {
-            Some(AppEntry::Valid(package)) => package.data.as_ref().map(|data| data.read_policy()),
-            _ => None,
-        })
-        .unwrap_or_default();
-    let after = old
-        .data
-        .as_ref()
-        .map(|data| data.read_policy())
-        .unwrap_or_default();
-    let widened = widened_reads(&registered, &after);
-    if widened.is_empty() {
-        return Ok(());
-    }
-    let mut client = core.data.clone();
-    let with_rows: BTreeSet<String> = client
-        .tables_with_rows(pb::TablesWithRowsRequest {
-            app_id: app_id.to_owned(),
-            tables: widened.iter().map(|w| w.table.clone()).collect(),
-        })
-        .await
-        .map_err(|_| {
-            AppError::new(
-                ErrorCode::NotReady,
-                "cannot check which tables hold rows right now; try again",
-            )
-        })?
-        .into_inner()
-        .tables
-        .into_iter()
-        .collect();
-    let widened: Vec<_> = widened
-        .into_iter()
-        .filter(|widening| with_rows.contains(&widening.table))
-        .collect();
-    let Some(first) = widened.first() else {
-        return Ok(());
-    };
-    let diagnostics: Vec<Value> = widened
-        .iter()
-        .map(|w| json!({"file": "APP.md", "code": "DATA_READ_WIDENED", "reason": w.reason()}))
-        .collect();
-    Err(AppError::new(
-        ErrorCode::AccessDenied,
-        format!(
-            "{}; a change that widens who can read existing rows needs a publication approved by an admin, \
-             so {doing} is refused",
-            first.reason()
-        ),
-    )
-    .with_details(json!({"diagnostics": diagnostics})))
+    ReadGuard::load_for(core, app_id, old.data.as_ref())
+        .await?
+        .check(old.data.as_ref(), doing)
 }
 
 async fn revert(

@@ -62,6 +62,7 @@ mod package_dir;
     reason = "guards return the finished refusal, as axum handlers do"
 )]
 mod people_http;
+mod read_guard;
 mod recovery;
 mod revisions;
 pub mod seed;
@@ -69,6 +70,8 @@ pub mod source;
 mod source_tools;
 pub mod store;
 mod suggestions;
+#[cfg(test)]
+mod test_data_worker;
 #[cfg(test)]
 mod test_world;
 pub mod uploads;

@@ -78,6 +78,8 @@ pub(crate) const MEMBER_DEPLOY_BURST: u32 = 50;
 pub(crate) const MEMBER_DEPLOY_PERIOD: Duration = Duration::from_secs(60);
 /// The diagnostic of a shared table in a member app.
 pub(crate) const MEMBER_TABLE_SHARED: &str = "MEMBER_TABLE_SHARED";
+/// The diagnostic of `managersReadAll` in a member app.
+pub(crate) const MEMBER_TABLE_MANAGERS_READ_ALL: &str = "MEMBER_TABLE_MANAGERS_READ_ALL";
 
 /// The caps a deploy is checked against, as `Core` holds them.
 pub(crate) const MEMBER_CAPS: MemberCaps = MemberCaps {
@@ -343,16 +345,17 @@ fn diagnostic(file: &str, line: Option<u32>, code: &str, reason: &str) -> pb::Di
 }
 
 /// The member tier's own rule beyond the validator: every declared table is
-/// owner-scoped, so a shared app never shows one user's rows to another.
+/// owner-scoped and read by its owners alone (no `managersReadAll`: the
+/// author holds `manage`, and would read every sharee's rows), so a shared
+/// app never shows one user's rows to another.
 fn tier_diagnostics(package: &Package) -> Vec<pb::Diagnostic> {
     let Some(data) = &package.data else {
         return Vec::new();
     };
-    data.tables
-        .iter()
-        .filter(|(_, table)| table.access != Access::Owner)
-        .map(|(name, _)| {
-            diagnostic(
+    let mut diagnostics = Vec::new();
+    for (name, table) in &data.tables {
+        if table.access != Access::Owner {
+            diagnostics.push(diagnostic(
                 "APP.md",
                 None,
                 MEMBER_TABLE_SHARED,
@@ -360,9 +363,20 @@ fn tier_diagnostics(package: &Package) -> Vec<pb::Diagnostic> {
                     "member apps keep each person's rows to themselves: declare {name} with \
                      access: owner and an ownerField"
                 ),
-            )
-        })
-        .collect()
+            ));
+        } else if table.managers_read_all {
+            diagnostics.push(diagnostic(
+                "APP.md",
+                None,
+                MEMBER_TABLE_MANAGERS_READ_ALL,
+                &format!(
+                    "member apps keep each person's rows to themselves, from the app's author \
+                     too: remove managersReadAll from {name}"
+                ),
+            ));
+        }
+    }
+    diagnostics
 }
 
 /// A fresh id for a new member app, held by no app and no package folder.

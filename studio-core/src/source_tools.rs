@@ -16,18 +16,16 @@
 //! revision it makes enters the revision ledger as the user's (`mcp`, see
 //! `crate::revisions`). File work itself is [`crate::source::SourceTree`]'s.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use sasha_package::sql::{ReadPolicy, widened_reads};
-use sasha_proto::pb::{self, MigrationDriftRequest, TablesWithRowsRequest};
+use sasha_proto::pb::{self, MigrationDriftRequest};
 use sasha_proto::{AppError, ErrorCode};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use crate::Core;
 use crate::api::blocking;
 use crate::catalogue::AppEntry;
+use crate::read_guard::ReadGuard;
 use crate::store::{AppAccess, RevisionOrigin, RevisionSurface};
 
 /// The arguments of the six tools; unknown keys are refused.
@@ -136,7 +134,7 @@ pub(crate) async fn run(
     };
     let vet_tree = tree.clone();
     let vet_app = app.clone();
-    let vet = move |path: &str, bytes: Option<&[u8]>| guard.vet(&vet_tree, &vet_app, path, bytes);
+    let vet = move |path: &str, bytes: Option<&[u8]>| vet(&guard, &vet_tree, &vet_app, path, bytes);
     let change = match operation {
         "listAppFiles" => {
             let files = tokio::task::spawn_blocking(move || tree.list(&app))
@@ -252,110 +250,28 @@ pub(crate) async fn run(
     })
 }
 
-/// Refuses a change that would widen who can read rows that exist (issue 21):
-/// an owner-scoped table made shared, or scoped by another owner field, while
-/// it holds rows. Compared against the read policy of the last registered
-/// valid revision (kept in the core database), so breaking the package first
-/// hides nothing; which tables hold rows is data-worker's answer, asked before
-/// the change. Such a change needs a publication an admin approves after
-/// being shown the consequence; until there are publications it is refused.
-#[derive(Default)]
-struct ReadGuard {
-    /// The policy rows were written under; empty when there is nothing to
-    /// protect.
-    registered: ReadPolicy,
-    /// The registered owner-scoped tables that hold rows now.
-    with_rows: BTreeSet<String>,
-}
-
-impl ReadGuard {
-    async fn load(core: &Arc<Core>, app_id: &str) -> Result<ReadGuard, AppError> {
-        let (store, app) = (core.store.clone(), app_id.to_owned());
-        let stored = blocking(move || store.read_policy(&app)).await?;
-        // A registry row from before the policy was kept: the live package's.
-        let registered = stored
-            .or_else(|| match core.catalogue.current().apps.get(app_id) {
-                Some(AppEntry::Valid(package)) => {
-                    package.data.as_ref().map(|data| data.read_policy())
-                }
-                _ => None,
-            })
-            .unwrap_or_default();
-        let owned: Vec<String> = registered
-            .iter()
-            .filter(|(_, owner)| owner.is_some())
-            .map(|(table, _)| table.clone())
-            .collect();
-        if owned.is_empty() {
-            return Ok(ReadGuard::default());
-        }
-        let mut client = core.data.clone();
-        let reply = client
-            .tables_with_rows(TablesWithRowsRequest {
-                app_id: app_id.to_owned(),
-                tables: owned,
-            })
-            .await
-            .map_err(|status| {
-                let error = AppError::from_status(&status);
-                AppError::new(
-                    ErrorCode::NotReady,
-                    "cannot check which tables hold rows right now; try again",
-                )
-                .with_details(json!({"cause": error.code.as_str()}))
-            })?;
-        Ok(ReadGuard {
-            registered,
-            with_rows: reply.into_inner().tables.into_iter().collect(),
-        })
+/// Refuses a live change that would widen who can read rows that exist
+/// ([`ReadGuard`]); run by [`crate::source::SourceTree`] under the app's
+/// lock, against the guard loaded before it. Such a change needs a
+/// publication an admin approves, so the source tools never make it.
+fn vet(
+    guard: &ReadGuard,
+    tree: &crate::source::SourceTree,
+    app_id: &str,
+    path: &str,
+    bytes: Option<&[u8]>,
+) -> Result<(), AppError> {
+    if !guard.protects_rows() {
+        return Ok(());
     }
-
-    /// The check [`crate::source::SourceTree`] runs under the app's lock.
-    fn vet(
-        &self,
-        tree: &crate::source::SourceTree,
-        app_id: &str,
-        path: &str,
-        bytes: Option<&[u8]>,
-    ) -> Result<(), AppError> {
-        if self.with_rows.is_empty() {
-            return Ok(());
-        }
-        let mut source = tree.package_source(app_id);
-        source.set(path, bytes);
-        // An invalid package activates nothing: its data tools are gone until
-        // a valid one, which is checked here in turn, replaces it.
-        let Some(package) = sasha_package::validate::validate_source(app_id, source).package else {
-            return Ok(());
-        };
-        let after = package
-            .data
-            .as_ref()
-            .map(|data| data.read_policy())
-            .unwrap_or_default();
-        let widened: Vec<_> = widened_reads(&self.registered, &after)
-            .into_iter()
-            .filter(|widening| self.with_rows.contains(&widening.table))
-            .collect();
-        let Some(first) = widened.first() else {
-            return Ok(());
-        };
-        let diagnostics: Vec<Value> = widened
-            .iter()
-            .map(|widening| {
-                json!({"file": "APP.md", "code": "DATA_READ_WIDENED", "reason": widening.reason()})
-            })
-            .collect();
-        Err(AppError::new(
-            ErrorCode::AccessDenied,
-            format!(
-                "{}; a change that widens who can read existing rows needs a publication approved by an admin, \
-                 so the source tools refuse it",
-                first.reason()
-            ),
-        )
-        .with_details(json!({"diagnostics": diagnostics})))
-    }
+    let mut source = tree.package_source(app_id);
+    source.set(path, bytes);
+    // An invalid package activates nothing: its data tools are gone until
+    // a valid one, which is checked here in turn, replaces it.
+    let Some(package) = sasha_package::validate::validate_source(app_id, source).package else {
+        return Ok(());
+    };
+    guard.check(package.data.as_ref(), "this source change")
 }
 
 /// One problem as the wire carries it.

@@ -1,8 +1,8 @@
 //! The studio-core every in-process test of the app lifecycle builds: a
 //! docs tree, a core database with an admin, a staff user and a member, and
-//! a data-worker client that reaches nothing (its port is closed), all in a
-//! temporary folder. Test modules add the helpers they need in their own
-//! `impl World` blocks.
+//! a data-worker client that reaches nothing (its port is closed) or the
+//! stand-in of `crate::test_data_worker`, all in a temporary folder. Test
+//! modules add the helpers they need in their own `impl World` blocks.
 
 use std::sync::Arc;
 
@@ -38,22 +38,40 @@ impl World {
 
     /// A world whose chat (and assistant) provider is `chat`.
     pub(crate) fn with_chat(chat: crate::chat::ChatService) -> World {
-        World::build(chat, crate::member_apps::MEMBER_CAPS)
+        World::build(chat, crate::member_apps::MEMBER_CAPS, "https://127.0.0.1:9")
     }
 
     /// A world whose member tier has the caps `caps` (a test of a bound too
     /// large to reach in process).
     pub(crate) fn with_member_caps(caps: crate::store::MemberCaps) -> World {
-        World::build(crate::chat::ChatService::new(None), caps)
+        World::build(crate::chat::ChatService::new(None), caps, "https://127.0.0.1:9")
     }
 
-    fn build(chat: crate::chat::ChatService, member_caps: crate::store::MemberCaps) -> World {
+    /// A world whose data-worker is the stand-in `fake`
+    /// ([`crate::test_data_worker`]), served over mTLS on a port of its own.
+    pub(crate) async fn with_data(fake: Arc<crate::test_data_worker::FakeData>) -> World {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("https://{}", listener.local_addr().unwrap());
+        let world = World::build(
+            crate::chat::ChatService::new(None),
+            crate::member_apps::MEMBER_CAPS,
+            &url,
+        );
+        crate::test_data_worker::serve(fake, listener, &world.dir.path().join("pki"));
+        world
+    }
+
+    fn build(
+        chat: crate::chat::ChatService,
+        member_caps: crate::store::MemberCaps,
+        data_url: &str,
+    ) -> World {
         let dir = tempfile::tempdir().unwrap();
         let docs = dir.path().join("docs");
         std::fs::create_dir_all(docs.join("apps")).unwrap();
         let (pki, _) = DevPki::ensure(&dir.path().join("pki")).unwrap();
         let identity = Identity::load(&pki.files(Role::StudioCore)).unwrap();
-        let data = sasha_service::grpc::data_client("https://127.0.0.1:9", &identity).unwrap();
+        let data = sasha_service::grpc::data_client(data_url, &identity).unwrap();
         let clock = Arc::new(std::sync::atomic::AtomicI64::new(
             crate::store::system_clock(),
         ));

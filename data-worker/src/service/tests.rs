@@ -181,6 +181,7 @@ async fn the_data_lifecycle_is_studio_cores_alone() {
             app_id: APP.into(),
             contract: Some(pb::DataContract::from(&live)),
             dry_run: true,
+            approved_by_admin: String::new(),
         });
         let status = worker.apply_contract(apply).await.unwrap_err();
         assert_eq!(status.code(), tonic::Code::PermissionDenied, "{caller:?}");
@@ -210,6 +211,7 @@ async fn apply_contract_verifies_and_publishes_a_draft() {
             app_id: APP.into(),
             contract: Some(contract),
             dry_run,
+            approved_by_admin: String::new(),
         }))
     };
 
@@ -223,6 +225,7 @@ async fn apply_contract_verifies_and_publishes_a_draft() {
             app_id: APP.into(),
             contract: None,
             dry_run: true,
+            approved_by_admin: String::new(),
         }))
         .await
         .unwrap_err();

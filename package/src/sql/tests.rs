@@ -4,49 +4,6 @@
 use super::*;
 use crate::manifest::{Capabilities, Theme};
 
-#[test]
-fn widening_is_owner_to_shared_or_another_owner_field() {
-    let policy = |entries: &[(&str, Option<&str>)]| -> ReadPolicy {
-        entries
-            .iter()
-            .map(|(table, owner)| ((*table).to_owned(), owner.map(str::to_owned)))
-            .collect()
-    };
-    let before = policy(&[("entries", Some("created_by")), ("projects", None)]);
-    assert_eq!(widened_reads(&before, &before), []);
-    // Narrowing a shared table, dropping a table: nothing more is readable.
-    let narrower = policy(&[
-        ("entries", Some("created_by")),
-        ("projects", Some("created_by")),
-    ]);
-    assert_eq!(widened_reads(&before, &narrower), []);
-    assert_eq!(widened_reads(&before, &policy(&[("projects", None)])), []);
-    let shared = widened_reads(&before, &policy(&[("entries", None), ("projects", None)]));
-    assert_eq!(
-        shared,
-        [Widening {
-            table: "entries".to_owned(),
-            owner_field: "created_by".to_owned(),
-            now: None
-        }]
-    );
-    assert!(
-        shared[0].reason().contains("access: shared"),
-        "{}",
-        shared[0].reason()
-    );
-    let renamed = widened_reads(
-        &before,
-        &policy(&[("entries", Some("author")), ("projects", None)]),
-    );
-    assert_eq!(renamed[0].now.as_deref(), Some("author"));
-    assert!(
-        renamed[0].reason().contains("scope it by author"),
-        "{}",
-        renamed[0].reason()
-    );
-}
-
 type Found = Vec<(String, Option<u32>, String, String)>;
 type Declared<'a> = &'a [(&'a str, Access, Option<&'a str>)];
 

@@ -422,7 +422,10 @@ async fn a_data_app_is_created_with_its_owner_table() {
         Some(package.data.as_ref().unwrap().hash.as_str())
     );
     let policy = world.store().read_policy("reading-list").unwrap().unwrap();
-    assert_eq!(policy.get(TABLE), Some(&Some("created_by".to_owned())));
+    assert_eq!(
+        policy.get(TABLE).and_then(|readers| readers.owner_field()),
+        Some("created_by")
+    );
     assert_eq!(
         world
             .store()

@@ -47,6 +47,8 @@ use sasha_proto::{AppError, ErrorCode};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
+pub use guard::Approval;
+
 /// How long one governed statement (or one whole mutation) may run before the
 /// progress handler interrupts it. The caller sees `APP_DATABASE_UNAVAILABLE`,
 /// retryable: a retry may well succeed on a less loaded worker, and the caller
@@ -681,7 +683,13 @@ impl Engine {
         let slot = self.slot(app_id);
         let result = {
             let mut handle = slot.handle.lock().unwrap_or_else(PoisonError::into_inner);
-            ready(&mut handle, &self.live_path(app_id), contract).and_then(|(handle, _)| f(handle))
+            ready(
+                &mut handle,
+                &self.live_path(app_id),
+                contract,
+                Approval::None,
+            )
+            .and_then(|(handle, _)| f(handle))
         };
         forget_if_damaged(&slot, result)
     }
@@ -710,6 +718,7 @@ impl Engine {
         app_id: &str,
         contract: &DataContract,
         dry_run: bool,
+        approval: Approval<'_>,
     ) -> Result<ContractApplication, AppError> {
         if !valid_app_id(app_id) {
             return Err(AppError::from_code(ErrorCode::NotFound));
@@ -747,7 +756,7 @@ impl Engine {
                 drift: found,
             });
         }
-        let (_, applied) = ready(&mut slot, &path, contract)?;
+        let (_, applied) = ready(&mut slot, &path, contract, approval)?;
         tracing::info!(
             app_id,
             applied = applied.len(),
@@ -997,11 +1006,15 @@ impl Engine {
 /// Opens and hardens the file, sets it up for `contract`, then installs the
 /// authorizer (last, so setup's own PRAGMAs and DDL are not refused).
 fn open(path: &Path, contract: &DataContract) -> Result<Handle, AppError> {
-    open_applying(path, contract).map(|(handle, _)| handle)
+    open_applying(path, contract, Approval::None).map(|(handle, _)| handle)
 }
 
 /// [`open`], also giving back the migration files setup applied.
-fn open_applying(path: &Path, contract: &DataContract) -> Result<(Handle, Vec<String>), AppError> {
+fn open_applying(
+    path: &Path,
+    contract: &DataContract,
+    approval: Approval<'_>,
+) -> Result<(Handle, Vec<String>), AppError> {
     let guard = trusted_guard();
     // Made (or narrowed) 0600 before SQLite opens it: SQLite would create
     // it 0644, and its -wal and -shm take its mode.
@@ -1019,7 +1032,7 @@ fn open_applying(path: &Path, contract: &DataContract) -> Result<(Handle, Vec<St
     let mut conn = open_file(path, flags)?;
     harden(&mut conn, &guard).map_err(sql_error)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    let applied = setup(&mut conn, contract)?;
+    let applied = setup(&mut conn, contract, approval)?;
     govern(&mut conn, &guard, contract)?;
     let handle = Handle {
         conn,
@@ -1078,18 +1091,21 @@ fn copy_committed_state(source: &Path, flags: OpenFlags, target: &Path) -> Resul
 
 /// The live slot's handle, set up for `contract`: opened on first use, or set
 /// up again when the slot was last set up for another contract. Gives back
-/// the migration files setup applied.
+/// the migration files setup applied. Only a publication names an
+/// `approval` ([`Engine::apply_contract`]); every other caller passes
+/// [`Approval::None`].
 fn ready<'s>(
     slot: &'s mut Option<Handle>,
     path: &Path,
     contract: &DataContract,
+    approval: Approval<'_>,
 ) -> Result<(&'s mut Handle, Vec<String>), AppError> {
     let applied = match slot.as_mut() {
         Some(handle) if handle.contract_hash == contract.hash => Vec::new(),
         Some(handle) => {
             let guard = Arc::clone(&handle.guard);
             let _trusted = TrustScope::new(&guard, true);
-            let applied = setup(&mut handle.conn, contract)?;
+            let applied = setup(&mut handle.conn, contract, approval)?;
             set_declared(&guard, contract);
             // Cached statements were authorized against the old contract's
             // reach; a new contract authorizes everything again.
@@ -1098,7 +1114,7 @@ fn ready<'s>(
             applied
         }
         None => {
-            let (handle, applied) = open_applying(path, contract)?;
+            let (handle, applied) = open_applying(path, contract, approval)?;
             *slot = Some(handle);
             applied
         }
@@ -1281,10 +1297,16 @@ fn drift(applied: &[Applied], contract: &DataContract) -> Vec<Drift> {
 }
 
 /// In one IMMEDIATE transaction: the platform tables, every pending migration
-/// (recorded with its checksum), `_sasha_version` on every declared table, and
-/// the compatibility check. Anything failing rolls all of it back. Gives back
-/// the files of the migrations it applied, in order.
-fn setup(conn: &mut Connection, contract: &DataContract) -> Result<Vec<String>, AppError> {
+/// (recorded with its checksum), `_sasha_version` on every declared table, the
+/// compatibility check and the read guard ([`guard`]: no row read more widely
+/// or owned by someone else without `approval`; the policy recorded). Anything
+/// failing rolls all of it back. Gives back the files of the migrations it
+/// applied, in order.
+fn setup(
+    conn: &mut Connection,
+    contract: &DataContract,
+    approval: Approval<'_>,
+) -> Result<Vec<String>, AppError> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_error)?;
@@ -1295,6 +1317,14 @@ fn setup(conn: &mut Connection, contract: &DataContract) -> Result<Vec<String>, 
             .iter()
             .any(|(number, ..)| *number == migration.number)
     };
+    let pending: Vec<&str> = contract
+        .migrations
+        .iter()
+        .filter(|migration| !is_applied(migration))
+        .map(|migration| migration.file.as_str())
+        .collect();
+    // What the rows were written under, before anything can change them.
+    let before = guard::before(&tx, contract, !pending.is_empty())?;
     // Only a pending migration can rebuild a table (and cost this scan).
     let versions = if contract.migrations.iter().all(is_applied) {
         BTreeMap::new()
@@ -1349,6 +1379,12 @@ fn setup(conn: &mut Connection, contract: &DataContract) -> Result<Vec<String>, 
     }
     let live = read_schema(&tx).map_err(sql_error)?;
     check_compatible(&live, contract)?;
+    let changed_by = match pending.as_slice() {
+        [] => "APP.md",
+        [file] => *file,
+        _ => "migrations",
+    };
+    guard::after(&tx, contract, before, approval, changed_by)?;
     tx.commit().map_err(sql_error)?;
     Ok(newly)
 }
@@ -1475,6 +1511,7 @@ fn read_rows(
 
 pub mod commit;
 pub mod files;
+pub mod guard;
 pub mod history;
 pub mod preview;
 pub mod readers;

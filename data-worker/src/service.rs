@@ -33,8 +33,8 @@ use tonic::{Request, Response, Status};
 
 use crate::engine::preview::Preview;
 use crate::engine::{
-    AuditMeta, AuditOperation, AuditRecord, Drift, DriftKind, Engine, MutationOutcome, ReceiptKey,
-    Source, Target, sql_error,
+    Approval, AuditMeta, AuditOperation, AuditRecord, Drift, DriftKind, Engine, MutationOutcome,
+    ReceiptKey, Source, Target, sql_error,
 };
 use crate::grammar::{self, Statement, TableSpec, csv::at_row};
 use constraints::Write;
@@ -673,9 +673,16 @@ impl DataService for Worker {
                 ));
             };
             let contract = worker.contract(&supplied.hash, Some(supplied))?;
+            // Only studio-core reaches this (above), and it names an admin
+            // only for a publication whose review showed the widening.
+            let approval = if request.approved_by_admin.is_empty() {
+                Approval::None
+            } else {
+                Approval::Admin(&request.approved_by_admin)
+            };
             worker
                 .engine
-                .apply_contract(&request.app_id, &contract, request.dry_run)
+                .apply_contract(&request.app_id, &contract, request.dry_run, approval)
         })
         .await?;
         Ok(Response::new(pb::ApplyContractReply {

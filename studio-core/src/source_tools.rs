@@ -391,11 +391,31 @@ pub(crate) async fn status(core: &Arc<Core>, app_id: &str) -> pb::PackageStatus 
             }
             Err(status) => {
                 let error = AppError::from_status(&status);
-                diagnostics.push(diagnostic(
-                    "migrations",
-                    error.code.as_str(),
-                    &error.message,
-                ));
+                // data-worker's read guard names each table it refused
+                // (`DATA_READ_WIDENED`, `DATA_OWNER_CHANGED`) and its file.
+                let named: Vec<pb::Diagnostic> = error
+                    .details
+                    .as_ref()
+                    .and_then(|details| details["diagnostics"].as_array())
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|found| {
+                        Some(diagnostic(
+                            found["file"].as_str()?,
+                            found["code"].as_str()?,
+                            found["reason"].as_str()?,
+                        ))
+                    })
+                    .collect();
+                if named.is_empty() {
+                    diagnostics.push(diagnostic(
+                        "migrations",
+                        error.code.as_str(),
+                        &error.message,
+                    ));
+                } else {
+                    diagnostics.extend(named);
+                }
             }
         }
     }

@@ -154,7 +154,12 @@ impl Engine {
             if jobs.is_empty() {
                 return Err(internal("a queued mutation is neither queued nor answered"));
             }
-            match ready(&mut handle, &self.live_path(app_id), contract) {
+            match ready(
+                &mut handle,
+                &self.live_path(app_id),
+                contract,
+                super::Approval::None,
+            ) {
                 Ok((handle, _)) => {
                     let (committed, left) = self.run_batch(handle, jobs);
                     if committed {

@@ -153,7 +153,12 @@ impl Engine {
         contract: &DataContract,
     ) -> Result<(), AppError> {
         let mut handle = slot.handle.lock().unwrap_or_else(PoisonError::into_inner);
-        ready(&mut handle, &self.live_path(app_id), contract)?;
+        ready(
+            &mut handle,
+            &self.live_path(app_id),
+            contract,
+            super::Approval::None,
+        )?;
         let state = slot
             .readers
             .state

@@ -1155,7 +1155,9 @@ fn apply_contract_dry_run_reports_pending_and_writes_nothing() {
     let full = contract();
     let files: Vec<String> = full.migrations.iter().map(|m| m.file.clone()).collect();
     // No file: every migration is pending, nothing drifted, no file made.
-    let dry = engine.apply_contract(APP, &full, true).unwrap();
+    let dry = engine
+        .apply_contract(APP, &full, true, Approval::None)
+        .unwrap();
     assert_eq!(dry.applied, files);
     assert!(dry.drift.is_empty());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
@@ -1172,7 +1174,9 @@ fn apply_contract_dry_run_reports_pending_and_writes_nothing() {
     );
     let before = migration_rows(&dir);
     assert_eq!(before.len(), 1);
-    let dry = engine.apply_contract(APP, &draft, true).unwrap();
+    let dry = engine
+        .apply_contract(APP, &draft, true, Approval::None)
+        .unwrap();
     assert_eq!(
         dry.applied,
         [files[1].clone(), "migrations/003-colour.sql".to_owned()]
@@ -1188,7 +1192,7 @@ fn apply_contract_dry_run_reports_pending_and_writes_nothing() {
     );
     assert_eq!(
         engine
-            .apply_contract("../x", &draft, true)
+            .apply_contract("../x", &draft, true, Approval::None)
             .unwrap_err()
             .code,
         ErrorCode::NotFound
@@ -1210,7 +1214,9 @@ fn apply_contract_applies_pending_migrations_in_one_transaction() {
 
     // A later migration that fails takes the earlier pending one with it.
     let broken = with_migration(&draft, "broken", "CREATE TABLE categories (id INTEGER);");
-    let error = engine.apply_contract(APP, &broken, false).unwrap_err();
+    let error = engine
+        .apply_contract(APP, &broken, false, Approval::None)
+        .unwrap_err();
     assert_eq!(error.code, ErrorCode::MigrationFailed);
     assert_eq!(migration_rows(&dir).len(), 2);
     assert_eq!(
@@ -1221,7 +1227,9 @@ fn apply_contract_applies_pending_migrations_in_one_transaction() {
         0
     );
 
-    let applied = engine.apply_contract(APP, &draft, false).unwrap();
+    let applied = engine
+        .apply_contract(APP, &draft, false, Approval::None)
+        .unwrap();
     assert_eq!(applied.applied, ["migrations/003-colour.sql"]);
     assert!(applied.drift.is_empty());
     let rows = migration_rows(&dir);
@@ -1237,7 +1245,7 @@ fn apply_contract_applies_pending_migrations_in_one_transaction() {
     // Applying again applies nothing, from the open slot or a fresh engine.
     assert!(
         engine
-            .apply_contract(APP, &draft, false)
+            .apply_contract(APP, &draft, false, Approval::None)
             .unwrap()
             .applied
             .is_empty()
@@ -1245,14 +1253,14 @@ fn apply_contract_applies_pending_migrations_in_one_transaction() {
     let engine = Engine::new(dir.path());
     assert!(
         engine
-            .apply_contract(APP, &draft, false)
+            .apply_contract(APP, &draft, false, Approval::None)
             .unwrap()
             .applied
             .is_empty()
     );
     assert!(
         engine
-            .apply_contract(APP, &draft, true)
+            .apply_contract(APP, &draft, true, Approval::None)
             .unwrap()
             .applied
             .is_empty()
@@ -1290,10 +1298,14 @@ fn apply_contract_with_drift_applies_nothing_and_reports_it() {
         engine.open(APP, &full).unwrap();
         engine
     }] {
-        let dry = engine.apply_contract(APP, &edited, true).unwrap();
+        let dry = engine
+            .apply_contract(APP, &edited, true, Approval::None)
+            .unwrap();
         assert_eq!(dry.drift, expected);
         assert_eq!(dry.applied, ["migrations/003-colour.sql"]);
-        let refused = engine.apply_contract(APP, &edited, false).unwrap();
+        let refused = engine
+            .apply_contract(APP, &edited, false, Approval::None)
+            .unwrap();
         assert_eq!(refused.drift, expected);
         assert!(refused.applied.is_empty());
         assert_eq!(migration_rows(&dir), before);
@@ -1310,7 +1322,7 @@ fn apply_contract_with_drift_applies_nothing_and_reports_it() {
     shorter.migrations.truncate(1);
     rehash(&mut shorter);
     let refused = Engine::new(dir.path())
-        .apply_contract(APP, &shorter, false)
+        .apply_contract(APP, &shorter, false, Approval::None)
         .unwrap();
     assert_eq!(refused.drift.len(), 1);
     assert_eq!(refused.drift[0].kind, DriftKind::NotInContract);

@@ -4,9 +4,10 @@
 #
 #   bench/fuzz.sh [SECONDS] [TARGET...]     (default 600 s; every target)
 #
-# Targets: package, formats, documents, grammar, paths, oauth, actions (see
-# fuzz/fuzz_targets/). The committed seeds in fuzz/corpus/<target> are read,
-# never written: the growing corpus, crash artifacts and logs live under
+# Targets: package, formats, documents, grammar, paths, oauth, actions,
+# read_guard (see fuzz/fuzz_targets/). The committed seeds in
+# fuzz/corpus/<target> are read, never written: the growing corpus, crash
+# artifacts and logs live under
 # $CARGO_TARGET_DIR/fuzz/. A unit slower than 1 s counts as a timeout.
 # SANITIZER=none trades AddressSanitizer for speed (default: address); its
 # build has a target folder of its own, so neither build undoes the other.
@@ -18,7 +19,7 @@ seconds="${1:-600}"
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-  targets=(package formats documents grammar paths oauth actions)
+  targets=(package formats documents grammar paths oauth actions read_guard)
 fi
 sanitizer="${SANITIZER:-address}"
 runs=()

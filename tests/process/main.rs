@@ -39,6 +39,7 @@ mod mtls;
 mod oauth;
 mod packages;
 mod previews;
+mod read_guard;
 mod runtime;
 mod seed;
 mod shutdown;

@@ -1003,13 +1003,10 @@ impl Engine {
     }
 }
 
-/// Opens and hardens the file, sets it up for `contract`, then installs the
-/// authorizer (last, so setup's own PRAGMAs and DDL are not refused).
-fn open(path: &Path, contract: &DataContract) -> Result<Handle, AppError> {
-    open_applying(path, contract, Approval::None).map(|(handle, _)| handle)
-}
-
-/// [`open`], also giving back the migration files setup applied.
+/// Opens and hardens the file, sets it up for `contract` under the read
+/// guard's `approval`, then installs the authorizer (last, so setup's own
+/// PRAGMAs and DDL are not refused); gives back the migration files setup
+/// applied.
 fn open_applying(
     path: &Path,
     contract: &DataContract,

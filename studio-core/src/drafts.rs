@@ -37,7 +37,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use base64::Engine as _;
-use sasha_contract::data::{DATA_OWNER_CHANGED, DATA_READ_WIDENED, DataContract, PreviewScope, Widening};
+use sasha_contract::data::{
+    DATA_OWNER_CHANGED, DATA_READ_WIDENED, DataContract, PreviewScope, Widening,
+};
 use sasha_package::source::PackageSource;
 use sasha_package::validate::{Package, validate_source};
 use sasha_proto::pb::{self, draft_reply, draft_request};

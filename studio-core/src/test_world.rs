@@ -44,7 +44,11 @@ impl World {
     /// A world whose member tier has the caps `caps` (a test of a bound too
     /// large to reach in process).
     pub(crate) fn with_member_caps(caps: crate::store::MemberCaps) -> World {
-        World::build(crate::chat::ChatService::new(None), caps, "https://127.0.0.1:9")
+        World::build(
+            crate::chat::ChatService::new(None),
+            caps,
+            "https://127.0.0.1:9",
+        )
     }
 
     /// A world whose data-worker is the stand-in `fake`

@@ -41,9 +41,11 @@
 //! A refusal is `APP_ACCESS_DENIED` naming the table and the change, and
 //! the transaction is never committed. This module must never weaken the
 //! comparison for a caller that names no approval: every contract a data
-//! call, a preview or a drift check brings in is set up with
-//! [`Approval::None`]; only studio-core's `ApplyContract` for a publication
-//! an admin approved carries [`Approval::Admin`].
+//! call or a drift check brings in is set up with [`Approval::None`]; only
+//! studio-core's `ApplyContract` for a publication an admin approved carries
+//! [`Approval::Admin`], and only the engine's own preview path, on a copy
+//! that already holds nothing but its previewer's readable rows,
+//! [`Approval::PreviewCopy`].
 
 use std::collections::BTreeMap;
 
@@ -67,6 +69,12 @@ pub enum Approval<'a> {
     /// The admin (a user id) who approved a publication after its review
     /// showed what it widens.
     Admin(&'a str),
+    /// A preview's scratch copy, which holds only the rows its previewer
+    /// reads live (`preview::keep_visible` ran before any contract): a draft
+    /// that widens or hands rows on there shows them nothing they cannot
+    /// read already, so its change is run and recorded, never refused.
+    /// Only the engine's preview path names it.
+    PreviewCopy,
 }
 
 /// The platform table the guard records the read policy in.
@@ -218,7 +226,10 @@ pub(super) fn after(
             widened.push(widening(ReadChange::Owners));
         }
     }
-    if approval == Approval::None && !widened.is_empty() {
+    if approval != Approval::PreviewCopy
+        && !matches!(approval, Approval::Admin(_))
+        && !widened.is_empty()
+    {
         return Err(refusal(&widened, changed_by));
     }
     record(tx, contract, &before, approval)
@@ -426,7 +437,7 @@ fn record(
                 contract_hash: contract.hash.clone(),
                 approved_by: match approval {
                     Approval::Admin(user_id) => Some(user_id.to_owned()),
-                    Approval::None => None,
+                    Approval::None | Approval::PreviewCopy => None,
                 },
             },
         );

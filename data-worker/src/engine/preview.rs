@@ -56,7 +56,10 @@ use sasha_contract::data::{
 use sasha_proto::{AppError, ErrorCode};
 use sha2::{Digest as _, Sha256};
 
-use super::{CopyError, Engine, Handle, copy_committed_state, open, sql_error, valid_app_id};
+use super::{
+    Approval, CopyError, Engine, Handle, copy_committed_state, open_applying, sql_error,
+    valid_app_id,
+};
 
 /// The folder below `APP_DATA_ROOT` that keeps every app's previews.
 pub const PREVIEW_DIR: &str = ".previews";
@@ -379,7 +382,9 @@ impl Engine {
                 return Err(error);
             }
         }
-        match open(&path, contract) {
+        // The copy holds only what the previewer reads live, so the draft's
+        // contract runs on it whatever it widens (see `Approval::PreviewCopy`).
+        match open_applying(&path, contract, Approval::PreviewCopy).map(|(handle, _)| handle) {
             Ok(handle) => {
                 if fresh {
                     tracing::info!(

@@ -235,7 +235,8 @@ fn only_package_shaped_app_ids_become_files() {
 #[test]
 fn configuration_is_hardened() {
     let dir = tempfile::tempdir().unwrap();
-    let handle = open(&dir.path().join("x.sqlite"), &contract()).unwrap();
+    let (handle, _) =
+        open_applying(&dir.path().join("x.sqlite"), &contract(), Approval::None).unwrap();
     let conn = &handle.conn;
     let _trusted = TrustScope::new(&handle.guard, true);
     assert!(conn.db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE).unwrap());

@@ -124,12 +124,15 @@ impl World {
         app: &str,
         base: &str,
     ) -> Result<draft_reply::Result, AppError> {
+        // What is published is what the review just showed.
+        let content_hash = self.review(app).await.content_hash;
         self.draft(
             principal,
             app,
             draft_request::Operation::Publish(pb::DraftPublishRequest {
                 expected_revision: base.to_owned(),
                 approval: pb::DraftApproval::Elicitation as i32,
+                content_hash,
             }),
         )
         .await
@@ -342,7 +345,7 @@ async fn a_member_app_never_lets_its_author_read_other_peoples_rows() {
         mia.call(
             "POST",
             "/api/member-apps",
-            json!({"id": "habits", "name": "Habits", "files": files}),
+            json!({"name": "Habits", "files": files}),
         )
     };
 
@@ -353,16 +356,18 @@ async fn a_member_app_never_lets_its_author_read_other_peoples_rows() {
         refused["details"]["diagnostics"][0]["code"],
         crate::member_apps::MEMBER_TABLE_MANAGERS_READ_ALL
     );
-    assert!(world.store().registered_app("habits").unwrap().is_none());
+    assert!(world.store().member_apps(None).unwrap().is_empty());
 
     let (status, created) = deploy(member_files(OWNED, &[])).await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     let revision = created["app"]["revision"].as_str().unwrap().to_owned();
-    fake.put_rows("habits", "habits");
+    let id = created["app"]["id"].as_str().unwrap().to_owned();
+    fake.put_rows(&id, "habits");
+    let path = format!("/api/member-apps/{id}");
     let redeploy = |files: Value| {
         mia.call(
             "PUT",
-            "/api/member-apps/habits",
+            &path,
             json!({"files": files, "expectedRevision": revision, "name": "Habits"}),
         )
     };
@@ -414,12 +419,7 @@ async fn a_member_app_never_lets_its_author_read_other_peoples_rows() {
     assert_eq!(codes(refused.get("details")), [DATA_READ_WIDENED]);
     // None of it reached the app.
     assert_eq!(
-        world
-            .store()
-            .member_app("habits")
-            .unwrap()
-            .unwrap()
-            .revision,
+        world.store().member_app(&id).unwrap().unwrap().revision,
         revision
     );
 }

@@ -430,7 +430,8 @@ pub struct ReceiptKey {
     /// `create`, `update`, `delete` (or an action's operation name).
     pub operation: String,
     pub key: String,
-    /// See [`input_hash`].
+    /// The request's hash ([`crate::grammar::request_hash`]): a key used
+    /// again with another input is refused.
     pub input_hash: String,
 }
 
@@ -505,14 +506,6 @@ pub struct AuditRecord {
 pub struct MutationOutcome {
     pub result: serde_json::Value,
     pub audit: Vec<AuditRecord>,
-}
-
-/// The input hash a receipt records: sha256 hex of the input's canonical JSON
-/// (object keys sorted at every depth, no whitespace), so the same request
-/// hashes the same however its producer ordered the keys.
-pub fn input_hash(input: &serde_json::Value) -> String {
-    let text = sasha_contract::canonical::canonical_json(input);
-    hex::encode(Sha256::digest(text.as_bytes()))
 }
 
 /// Maps a SQLite failure to the closed envelope and logs the internals (SQLite's

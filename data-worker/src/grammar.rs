@@ -528,16 +528,26 @@ fn scalar(value: &Value, what: &str, real: bool) -> Result<Scalar, AppError> {
 /// that parses names only declared columns (the builders check again, since the
 /// typed requests are public).
 pub fn parse(operation: &str, table: &TableSpec, request_json: &str) -> Result<Request, AppError> {
+    parse_value(operation, table, read_request(request_json)?)
+}
+
+/// A request's JSON text read within the data request's bounds (checked in
+/// one pass before any parse): the one parse of `request_json` a call makes.
+pub fn read_request(request_json: &str) -> Result<Value, AppError> {
     sasha_proto::json_limits::check(
         request_json.as_bytes(),
         &sasha_proto::json_limits::DATA_REQUEST,
     )
     .map_err(sasha_proto::json_limits::JsonLimitError::to_app_error)?;
-    let value: Value = serde_json::from_str(request_json).map_err(|error| {
+    serde_json::from_str(request_json).map_err(|error| {
         // serde's message names a line and column, and a number out of range
         // (`1e309`) lands here too.
         invalid(format!("the request is not valid JSON: {error}"))
-    })?;
+    })
+}
+
+/// [`parse`] of a request already read by [`read_request`].
+pub fn parse_value(operation: &str, table: &TableSpec, value: Value) -> Result<Request, AppError> {
     match operation {
         "list" => parse_list(table, value).map(Request::List),
         "get" => {

@@ -273,7 +273,15 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
             },
         },
     };
-    let parsed = grammar::parse(&request.operation, &spec, &request.request_json)?;
+    // The request's text is parsed once: the receipt of a mutation hashes
+    // the request as sent, then the grammar takes it apart.
+    let input = grammar::read_request(&request.request_json)?;
+    let input_hash = if sasha_contract::grammar::is_mutating(&request.operation) {
+        grammar::request_hash(&request.operation, &request.table, &input)
+    } else {
+        String::new()
+    };
+    let parsed = grammar::parse_value(&request.operation, &spec, input)?;
     if sasha_contract::grammar::is_mutating(&request.operation) && !declaration.may_write(manages) {
         return Err(AppError::new(
             ErrorCode::AccessDenied,
@@ -299,12 +307,11 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
             action_id: (!request.action_id.is_empty()).then(|| request.action_id.clone()),
         })
     };
-    let input: Value = serde_json::from_str(&request.request_json).unwrap_or(Value::Null);
     let receipt = |key: &str| ReceiptKey {
         actor: actor.clone(),
         operation: format!("{}.{}", request.table, request.operation),
         key: key.to_owned(),
-        input_hash: grammar::request_hash(&request.operation, &request.table, &input),
+        input_hash: input_hash.clone(),
     };
     // The rows of one governed read statement, keyed by its columns.
     let read = |statement: &Statement| {

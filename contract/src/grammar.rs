@@ -9,28 +9,96 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The data operations every declared table offers, in listing order.
-/// `history` reads one row's entries in the audit ledger; `export` writes the
-/// rows a list would read as CSV, `import` creates one row per CSV record.
+/// A data operation every declared table offers. `history` reads one row's
+/// entries in the audit ledger; `export` writes the rows a list would read as
+/// CSV, `import` creates one row per CSV record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TableOperation {
+    List,
+    Get,
+    Aggregate,
+    History,
+    Export,
+    Create,
+    Update,
+    Delete,
+    Import,
+}
+
+impl TableOperation {
+    /// Every operation, in listing order.
+    pub const ALL: [TableOperation; 9] = [
+        TableOperation::List,
+        TableOperation::Get,
+        TableOperation::Aggregate,
+        TableOperation::History,
+        TableOperation::Export,
+        TableOperation::Create,
+        TableOperation::Update,
+        TableOperation::Delete,
+        TableOperation::Import,
+    ];
+
+    /// The operation's wire name (the last part of its tool's name).
+    pub const fn name(self) -> &'static str {
+        match self {
+            TableOperation::List => "list",
+            TableOperation::Get => "get",
+            TableOperation::Aggregate => "aggregate",
+            TableOperation::History => "history",
+            TableOperation::Export => "export",
+            TableOperation::Create => "create",
+            TableOperation::Update => "update",
+            TableOperation::Delete => "delete",
+            TableOperation::Import => "import",
+        }
+    }
+
+    /// The operation named `name`, or `None` for a word the grammar lacks.
+    pub fn parse(name: &str) -> Option<TableOperation> {
+        TableOperation::ALL
+            .into_iter()
+            .find(|operation| operation.name() == name)
+    }
+
+    /// Whether the operation changes rows: a table's write policy governs
+    /// it and, model-invoked, it needs the person's confirmation.
+    pub const fn is_mutating(self) -> bool {
+        matches!(
+            self,
+            TableOperation::Create
+                | TableOperation::Update
+                | TableOperation::Delete
+                | TableOperation::Import
+        )
+    }
+}
+
+/// The data operations' wire names, in listing order ([`TableOperation::ALL`]).
 pub const OPERATIONS: [&str; 9] = [
-    "list",
-    "get",
-    "aggregate",
-    "history",
-    "export",
-    "create",
-    "update",
-    "delete",
-    "import",
+    TableOperation::List.name(),
+    TableOperation::Get.name(),
+    TableOperation::Aggregate.name(),
+    TableOperation::History.name(),
+    TableOperation::Export.name(),
+    TableOperation::Create.name(),
+    TableOperation::Update.name(),
+    TableOperation::Delete.name(),
+    TableOperation::Import.name(),
 ];
 
-/// The operations that change rows: a table's write policy governs them and,
-/// model-invoked, they need the person's confirmation.
-pub const MUTATING_OPERATIONS: [&str; 4] = ["create", "update", "delete", "import"];
+/// The wire names of the operations that change rows
+/// ([`TableOperation::is_mutating`]).
+pub const MUTATING_OPERATIONS: [&str; 4] = [
+    TableOperation::Create.name(),
+    TableOperation::Update.name(),
+    TableOperation::Delete.name(),
+    TableOperation::Import.name(),
+];
 
-/// Whether `operation` changes rows (see [`MUTATING_OPERATIONS`]).
+/// Whether the operation named `operation` changes rows.
 pub fn is_mutating(operation: &str) -> bool {
-    MUTATING_OPERATIONS.contains(&operation)
+    TableOperation::parse(operation).is_some_and(TableOperation::is_mutating)
 }
 
 /// Most rows one CSV import creates and one export page holds: an import
@@ -188,5 +256,18 @@ mod tests {
         }
         assert_eq!(Operator::parse("week-of"), None);
         assert_eq!(MetricFunction::parse("median"), None);
+        for operation in TableOperation::ALL {
+            assert_eq!(TableOperation::parse(operation.name()), Some(operation));
+            assert_eq!(
+                is_mutating(operation.name()),
+                MUTATING_OPERATIONS.contains(&operation.name())
+            );
+        }
+        assert_eq!(
+            OPERATIONS.to_vec(),
+            TableOperation::ALL.map(TableOperation::name).to_vec()
+        );
+        assert_eq!(TableOperation::parse("drop"), None);
+        assert!(!is_mutating("drop"));
     }
 }

@@ -1,16 +1,24 @@
 //! MCP tool names and the table tools' input schemas: what a client sees of an
 //! app's declared tables, built from the data contract and the grammar's
 //! bounds, so a bound changed in [`crate::grammar`] changes the schema too.
+//! The codec that writes and reads every tool name is [`names`].
 //!
 //! This module must never decide who sees a tool: the gateway filters by
 //! caller, capability and visibility, then names and describes tools from here.
+
+mod names;
 
 use serde_json::{Map, Value, json};
 
 use crate::data::{ID_COLUMN, Table, TableDeclaration, value_format, value_kinds};
 use crate::grammar::{
     MAX_CSV_BYTES, MAX_GROUP_BY, MAX_HISTORY, MAX_IDEMPOTENCY_KEY_CHARS, MAX_LIMIT, MAX_METRICS,
-    MAX_ORDER_BY, MAX_SELECT, MAX_WHERE, MetricFunction, Operator,
+    MAX_ORDER_BY, MAX_SELECT, MAX_WHERE, MetricFunction, Operator, TableOperation,
+};
+
+pub use names::{
+    APP_TOOL_PREFIX, AppOnlyTool, MemberTool, OPENER_PREFIX, PlatformFamily, PlatformTool,
+    ToolTarget, action_tool_name, app_of_tool, is_app_id, opener_name, table_tool_name,
 };
 
 /// The scopes an MCP client may be given (OAuth consent, the protected
@@ -18,8 +26,9 @@ use crate::grammar::{
 pub const MCP_CLIENT_SCOPES: [&str; 3] = ["apps:invoke", "apps:write", "apps:author"];
 
 /// The member app tools (any role with `apps:author`; studio-core's
-/// `CoreService.MemberApps` decides every call). [`MEMBER_BUILD_TOOLS`] are
-/// not listed while an admin has turned member apps off.
+/// `CoreService.MemberApps` decides every call), in [`MemberTool`]'s order;
+/// those that build an app ([`MemberTool::builds`]) are not listed while an
+/// admin has turned member apps off.
 pub const CHECK_MY_APP: &str = "checkMyApp";
 pub const DEPLOY_MY_APP: &str = "deployMyApp";
 pub const REVERT_MY_APP: &str = "revertMyApp";
@@ -29,24 +38,24 @@ pub const DRAFT_MY_APP: &str = "draftMyApp";
 pub const LIST_MY_APP_REVISIONS: &str = "listMyAppRevisions";
 pub const SHARE_MY_APP: &str = "shareMyApp";
 pub const DELETE_MY_APP: &str = "deleteMyApp";
-/// The member app tools that build or change an app.
-pub const MEMBER_BUILD_TOOLS: [&str; 4] =
-    [CHECK_MY_APP, DRAFT_MY_APP, DEPLOY_MY_APP, REVERT_MY_APP];
-/// Every member app tool, in listing order.
-pub const MEMBER_TOOLS: [&str; 9] = [
-    LIST_MY_APPS,
-    READ_MY_APP,
-    CHECK_MY_APP,
-    DRAFT_MY_APP,
-    DEPLOY_MY_APP,
-    LIST_MY_APP_REVISIONS,
-    REVERT_MY_APP,
-    SHARE_MY_APP,
-    DELETE_MY_APP,
-];
 /// The member app authoring guide: `getDocs` section `member-apps` and
 /// Studio's `GET /api/member-app-guide`, one text for both.
 pub const MEMBER_APPS_GUIDE: &str = include_str!("../docs/member-apps.md");
+
+/// The six source tools (admin and staff, `apps:write`, `manage` on the
+/// app; `CoreService.SourceFiles`, whose `operation` is the tool's name):
+/// every file of an app's package with its version.
+pub const LIST_APP_FILES: &str = "listAppFiles";
+/// One file of an app's package.
+pub const READ_APP_FILE: &str = "readAppFile";
+/// Creates or replaces one file.
+pub const WRITE_APP_FILE: &str = "writeAppFile";
+/// Replaces one exact piece of text in one file.
+pub const EDIT_APP_FILE: &str = "editAppFile";
+/// Deletes one file.
+pub const DELETE_APP_FILE: &str = "deleteAppFile";
+/// Validates the package again.
+pub const CHECK_APP: &str = "checkApp";
 
 /// The open app's chat tool.
 pub const CHAT_TOOL: &str = "sasha__chat_execute";
@@ -72,13 +81,6 @@ pub const READ_APP_REVISION_FILE: &str = "readAppRevisionFile";
 pub const DIFF_APP_REVISIONS: &str = "diffAppRevisions";
 /// Makes an app's files equal an old revision's.
 pub const REVERT_APP: &str = "revertApp";
-/// The four history tools, in listing order.
-pub const HISTORY_TOOLS: [&str; 4] = [
-    LIST_APP_REVISIONS,
-    READ_APP_REVISION_FILE,
-    DIFF_APP_REVISIONS,
-    REVERT_APP,
-];
 
 /// The lifecycle tools (admin only, decided by studio-core; listed for the
 /// callers who see the source tools): withdraw an app for everyone.
@@ -87,41 +89,12 @@ pub const WITHDRAW_APP: &str = "withdrawApp";
 pub const RESTORE_APP: &str = "restoreApp";
 /// Deletes a withdrawn app's package and, confirmed twice, its data.
 pub const DELETE_APP: &str = "deleteApp";
-/// The three lifecycle tools, in listing order.
-pub const LIFECYCLE_TOOLS: [&str; 3] = [WITHDRAW_APP, RESTORE_APP, DELETE_APP];
 
 /// The draft tools (the source tools' callers; decided by studio-core):
 /// makes an app's draft its live revision, after a person approved.
 pub const PUBLISH_APP_DRAFT: &str = "publishAppDraft";
 /// Throws an app's draft away.
 pub const DISCARD_APP_DRAFT: &str = "discardAppDraft";
-/// The two draft tools, in listing order (the source tools themselves take
-/// `draft: true`).
-pub const DRAFT_TOOLS: [&str; 2] = [PUBLISH_APP_DRAFT, DISCARD_APP_DRAFT];
-
-/// The app a tool name belongs to (`open_app__<app>`, `app__<app>__…`),
-/// read back through [`tool_name`]'s mapping (`_` → `-`, which no app id
-/// contains); `None` for a platform tool.
-pub fn app_of_tool(name: &str) -> Option<String> {
-    let app = name.strip_prefix("open_app__").or_else(|| {
-        name.strip_prefix("app__")
-            .and_then(|rest| rest.split("__").next())
-    })?;
-    (!app.is_empty() && !app.contains("__")).then(|| app.replace('_', "-"))
-}
-
-/// The MCP name of an app's tool: `app__<app>__<part>…`, each part joined by
-/// `__` with `-` → `_` (`app__time_sheet_entry__entries__list`). Injective
-/// because app and action ids are kebab-case without underscores and table
-/// names have no `__`.
-pub fn tool_name(parts: &[&str]) -> String {
-    let mut name = String::from("app");
-    for part in parts {
-        name.push_str("__");
-        name.push_str(&part.replace('-', "_"));
-    }
-    name
-}
 
 /// The JSON Schema of one column's values, from its declared type's affinity
 /// ([`value_kinds`]), nullable unless NOT NULL or the key.
@@ -176,11 +149,10 @@ fn field_schema(table: &Table, column: &crate::data::Column) -> Value {
     schema
 }
 
-/// What one table operation's tool takes: its input schema, whether it only
-/// reads, and a one-line summary. `None` for an operation the grammar lacks.
+/// What one table operation's tool takes: its input schema and a one-line
+/// summary (whether it only reads is [`TableOperation::is_mutating`]).
 pub struct TableToolInput {
     pub schema: Value,
-    pub read_only: bool,
     pub summary: &'static str,
 }
 
@@ -190,8 +162,8 @@ pub struct TableToolInput {
 pub fn table_tool_input(
     table: &Table,
     declaration: &TableDeclaration,
-    operation: &str,
-) -> Option<TableToolInput> {
+    operation: TableOperation,
+) -> TableToolInput {
     let owner = declaration.owner_field.as_deref();
     let names: Vec<&str> = table.columns.iter().map(|c| c.name.as_str()).collect();
     let selectable: Vec<&str> = names
@@ -235,8 +207,8 @@ pub fn table_tool_input(
     });
     let key = json!({"type": "string", "maxLength": MAX_IDEMPOTENCY_KEY_CHARS, "description": "makes a retry safe: the same key and input return the original result"});
     let version = json!({"type": "integer", "minimum": 1});
-    let (schema, read_only, summary) = match operation {
-        "list" => (
+    let (schema, summary) = match operation {
+        TableOperation::List => (
             json!({
                 "type": "object",
                 "properties": {
@@ -248,20 +220,17 @@ pub fn table_tool_input(
                 },
                 "additionalProperties": false,
             }),
-            true,
             "List rows",
         ),
-        "get" => (
+        TableOperation::Get => (
             json!({"type": "object", "properties": {"id": id_schema}, "required": ["id"], "additionalProperties": false}),
-            true,
             "Get one row by id",
         ),
-        "history" => (
+        TableOperation::History => (
             json!({"type": "object", "properties": {"id": id_schema, "limit": {"type": "integer", "minimum": 1, "maximum": MAX_HISTORY}, "cursor": {"type": "string"}}, "required": ["id"], "additionalProperties": false}),
-            true,
             "The change history of one row (who, when, through which surface, the row before and after; oldest first)",
         ),
-        "aggregate" => {
+        TableOperation::Aggregate => {
             let metric_properties: Map<String, Value> =
                 std::iter::once(("as".to_owned(), json!({"type": "string"})))
                     .chain(
@@ -280,11 +249,10 @@ pub fn table_tool_input(
                     "required": ["metrics"],
                     "additionalProperties": false,
                 }),
-                true,
                 "Aggregate rows into groups",
             )
         }
-        "create" => (
+        TableOperation::Create => (
             json!({
                 "type": "object",
                 "properties": {
@@ -294,10 +262,9 @@ pub fn table_tool_input(
                 "required": ["values"],
                 "additionalProperties": false,
             }),
-            false,
             "Create a row",
         ),
-        "update" => {
+        TableOperation::Update => {
             let changes: Map<String, Value> = writable
                 .iter()
                 .filter(|(name, _)| name.as_str() != ID_COLUMN)
@@ -315,11 +282,10 @@ pub fn table_tool_input(
                     "required": ["id", "changes", "expectedVersion"],
                     "additionalProperties": false,
                 }),
-                false,
                 "Change a row at the version you read",
             )
         }
-        "export" => (
+        TableOperation::Export => (
             json!({
                 "type": "object",
                 "properties": {
@@ -329,10 +295,9 @@ pub fn table_tool_input(
                 },
                 "additionalProperties": false,
             }),
-            true,
             "Export rows as CSV (the rows a list reads, a header naming the fields; a long table goes on with nextCursor)",
         ),
-        "import" => {
+        TableOperation::Import => {
             let fields: Vec<&str> = writable.keys().map(String::as_str).collect();
             (
                 json!({
@@ -344,44 +309,25 @@ pub fn table_tool_input(
                     "required": ["csv"],
                     "additionalProperties": false,
                 }),
-                false,
                 "Import rows from CSV (every row checked; all are created or none)",
             )
         }
-        "delete" => (
+        TableOperation::Delete => (
             json!({
                 "type": "object",
                 "properties": {"id": id_schema, "expectedVersion": version, "idempotencyKey": key},
                 "required": ["id", "expectedVersion"],
                 "additionalProperties": false,
             }),
-            false,
             "Delete a row at the version you read",
         ),
-        _ => return None,
     };
-    Some(TableToolInput {
-        schema,
-        read_only,
-        summary,
-    })
+    TableToolInput { schema, summary }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_tool_names_its_app() {
-        assert_eq!(
-            app_of_tool("open_app__time_sheet_entry").as_deref(),
-            Some("time-sheet-entry")
-        );
-        let name = tool_name(&["expense-log", "items", "create"]);
-        assert_eq!(app_of_tool(&name).as_deref(), Some("expense-log"));
-        assert_eq!(app_of_tool("getDocs"), None);
-        assert_eq!(app_of_tool("app__"), None);
-    }
 
     #[test]
     fn write_schemas_carry_the_declared_rules() {
@@ -424,9 +370,7 @@ mod tests {
             write: Default::default(),
             managers_read_all: false,
         };
-        let create = table_tool_input(&table, &declaration, "create")
-            .unwrap()
-            .schema;
+        let create = table_tool_input(&table, &declaration, TableOperation::Create).schema;
         let values = &create["properties"]["values"]["properties"];
         assert_eq!(values["date"], json!({"type": "string", "format": "date"}));
         assert_eq!(

@@ -10,7 +10,7 @@ use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::RequestContext;
 use sasha_proto::pb::{ChatRequest, UploadFile, UploadRequest, chat_event};
 use sasha_proto::{AppError, ErrorCode};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::Gateway;
 use crate::auth::Caller;
@@ -19,22 +19,21 @@ use crate::catalogue::App;
 /// Most bytes of documents one upload carries, decoded.
 pub const MAX_UPLOAD_BYTES: usize = 25 * 1024 * 1024;
 
-/// One chat turn for `app_id`. Each text event becomes a
+/// One chat turn for `app`. Each text event becomes a
 /// `notifications/progress` carrying the full text so far (when the caller
 /// sent a progress token); the answer is `{text}`. The turn stops, and
 /// studio-core stops its upstream request, when the client goes away.
 pub async fn chat(
     gateway: &Gateway,
     caller: &Caller,
-    app_id: &str,
     app: &App,
-    args: &Map<String, Value>,
+    args: &Value,
     progress: Option<ProgressToken>,
     ctx: &RequestContext<RoleServer>,
 ) -> Result<Value, AppError> {
     let request = ChatRequest {
         principal: Some(caller.principal.clone()),
-        app_id: app_id.to_owned(),
+        app_id: app.id.clone(),
         revision: app.revision.clone(),
         prompt: args["prompt"].as_str().unwrap_or_default().to_owned(),
         new_session: args["newSession"] == true,
@@ -85,14 +84,13 @@ pub async fn chat(
     }
 }
 
-/// Converts and stores the call's documents for `app_id`; the answer is
+/// Converts and stores the call's documents for `app`; the answer is
 /// `{files: [{original, converted}]}`.
 pub async fn upload(
     gateway: &Gateway,
     caller: &Caller,
-    app_id: &str,
     app: &App,
-    args: &Map<String, Value>,
+    args: &Value,
     progress: Option<ProgressToken>,
     ctx: &RequestContext<RoleServer>,
 ) -> Result<Value, AppError> {
@@ -146,7 +144,7 @@ pub async fn upload(
     }
     let request = UploadRequest {
         principal: Some(caller.principal.clone()),
-        app_id: app_id.to_owned(),
+        app_id: app.id.clone(),
         revision: app.revision.clone(),
         files,
     };

@@ -27,6 +27,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use sasha_contract::tools::{ToolTarget, is_app_id};
 use sasha_proto::pb::{self, AuthenticateRequest};
 use sasha_proto::{AppError, ErrorCode};
 use sasha_service::web::{bearer, cookie};
@@ -59,6 +60,16 @@ pub struct Caller {
     /// The catalogue of the one app a tool call named in its headers, read
     /// with the credential in the same round trip to core.
     pub prefetched: Option<Arc<Prefetched>>,
+    /// The tool a `tools/call` names in its `Mcp-Name` header, decoded once
+    /// here; the call reuses it when its body names the same tool.
+    pub named: Option<Arc<NamedTool>>,
+}
+
+/// A tool name as a request's header carries it, and what it names.
+#[derive(Debug)]
+pub struct NamedTool {
+    pub name: String,
+    pub target: ToolTarget,
 }
 
 /// One app's catalogue as `AuthorizeCall` answered it for this request.
@@ -90,14 +101,23 @@ impl Caller {
     }
 
     /// The tool-listing view of this caller.
-    pub fn tools_caller(&self) -> crate::tools::Caller {
+    pub fn tools_caller(&self) -> crate::tools::Caller<'_> {
         crate::tools::Caller {
             invokes: self.invokes(),
             bound_app: self
                 .bound_app
-                .clone()
+                .as_deref()
                 .filter(|_| self.principal.kind == "session"),
         }
+    }
+
+    /// What `name` names, when this request's headers named the same tool
+    /// (decoded once, by [`authenticate`]).
+    pub fn named_tool(&self, name: &str) -> Option<&ToolTarget> {
+        self.named
+            .as_deref()
+            .filter(|named| named.name == name)
+            .map(|named| &named.target)
     }
 }
 
@@ -206,7 +226,7 @@ pub async fn authenticate(
     };
     let bound_app = match headers.get(BOUND_APP_HEADER) {
         None => None,
-        Some(value) => match value.to_str().ok().filter(|id| valid_app_id(id)) {
+        Some(value) => match value.to_str().ok().filter(|id| is_app_id(id)) {
             Some(id) => Some(id.to_owned()),
             None => {
                 return AppError::new(ErrorCode::InputInvalid, "Sasha-App is not an app id")
@@ -218,14 +238,22 @@ pub async fn authenticate(
     // A tool call that names its tool in the request's headers (SEP-2243)
     // asks core once: who the caller is, and that tool's app as they may use
     // it now, both read fresh. Anything else authenticates alone.
-    let call_app = (!preview_asked
-        && headers
-            .get("mcp-method")
-            .is_some_and(|method| method.as_bytes() == b"tools/call"))
-    .then(|| headers.get("mcp-name")?.to_str().ok())
-    .flatten()
-    .and_then(sasha_contract::tools::app_of_tool)
-    .filter(|app| valid_app_id(app));
+    let named = headers
+        .get("mcp-method")
+        .is_some_and(|method| method.as_bytes() == b"tools/call")
+        .then(|| headers.get("mcp-name")?.to_str().ok())
+        .flatten()
+        .and_then(|name| {
+            Some(Arc::new(NamedTool {
+                name: name.to_owned(),
+                target: ToolTarget::decode(name)?,
+            }))
+        });
+    let call_app = named
+        .as_ref()
+        .filter(|_| !preview_asked)
+        .and_then(|named| named.target.app())
+        .map(str::to_owned);
     let authenticate = AuthenticateRequest {
         kind: kind.to_owned(),
         credential,
@@ -329,6 +357,7 @@ pub async fn authenticate(
         bound_app,
         preview,
         prefetched,
+        named,
     });
     let response = next.run(request).await;
     match &session {
@@ -347,18 +376,6 @@ pub async fn authenticate(
         }
     }
     response
-}
-
-/// Lowercase kebab-case, at most 60 characters (the package id rule).
-pub fn valid_app_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 60
-        && id.split('-').all(|part| {
-            !part.is_empty()
-                && part
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        })
 }
 
 #[cfg(test)]
@@ -389,15 +406,5 @@ mod tests {
         ] {
             assert!(!is_preview_id(bad), "{bad}");
         }
-    }
-
-    #[test]
-    fn app_ids_follow_the_package_rule() {
-        assert!(valid_app_id("time-sheet-entry"));
-        assert!(!valid_app_id("Time"));
-        assert!(!valid_app_id("a--b"));
-        assert!(!valid_app_id("-a"));
-        assert!(!valid_app_id("a_b"));
-        assert!(!valid_app_id(&"a".repeat(61)));
     }
 }

@@ -13,7 +13,7 @@
 //! the call is repeated once with the contract.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use sasha_contract::actions::{CompiledAction, Direction, Operation, WhereClause};
 use sasha_contract::grammar::Operator;
@@ -52,7 +52,6 @@ impl Source {
 pub struct DataCall<'a> {
     /// Who asks: the actor, and whether this is the app's own UI.
     pub caller: &'a Caller,
-    pub app_id: &'a str,
     /// The app's catalogue entry (with its `contract` unless this replica
     /// named the current hash as known).
     pub app: &'a App,
@@ -117,8 +116,9 @@ pub async fn execute(
         call.app.contract_hash.as_deref().ok_or_else(|| {
             AppError::new(ErrorCode::OperationUnavailable, "this app has no data")
         })?;
+    let app_id = call.app.id.as_str();
     let contract = call.app.contract.clone();
-    let source = if call.caller.is_app_ui(call.app_id) {
+    let source = if call.caller.is_app_ui(app_id) {
         Source::Ui
     } else if call.app.automation {
         Source::Automation
@@ -126,7 +126,7 @@ pub async fn execute(
         Source::Mcp
     };
     let mut request = ExecuteRequest {
-        app_id: call.app_id.to_owned(),
+        app_id: app_id.to_owned(),
         contract_hash: hash.to_owned(),
         actor: Some(Actor {
             user_id: call.caller.principal.user_id.clone(),
@@ -141,7 +141,7 @@ pub async fn execute(
         operation: call.operation.to_owned(),
         table: call.table.to_owned(),
         request_json: call.request.to_string(),
-        contract: if known.knows(call.app_id, hash) {
+        contract: if known.knows(app_id, hash) {
             None
         } else {
             contract.clone()
@@ -189,121 +189,11 @@ pub async fn execute(
             .await?
         }
     };
-    known.learn(call.app_id, hash);
+    known.learn(app_id, hash);
     let text = reply.result_json;
     let value =
         serde_json::from_str(&text).map_err(|_| AppError::from_code(ErrorCode::Internal))?;
     Ok((value, text))
-}
-
-/// Compiled JSON Schema validators, keyed by the schema's JSON text, so a tool's
-/// input schema is compiled once per replica rather than on every call. The
-/// key is the whole schema, so a changed schema is a new entry; the map is
-/// emptied when it reaches [`Validators::CAPACITY`].
-#[derive(Default)]
-pub struct Validators(Mutex<HashMap<String, Arc<jsonschema::Validator>>>);
-
-impl std::fmt::Debug for Validators {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let size = self.0.lock().map_or(0, |cache| cache.len());
-        f.debug_struct("Validators").field("cached", &size).finish()
-    }
-}
-
-impl Validators {
-    pub const CAPACITY: usize = 4096;
-
-    /// Validates `instance` against `schema` (compiled once, then taken from
-    /// the cache); the first few failures become one `APP_INPUT_INVALID`
-    /// message naming where they are.
-    pub fn validate(&self, schema: &Value, instance: &Value, what: &str) -> Result<(), AppError> {
-        let key = schema.to_string();
-        let cached = self
-            .0
-            .lock()
-            .ok()
-            .and_then(|cache| cache.get(&key).cloned());
-        let validator = match cached {
-            Some(validator) => validator,
-            None => {
-                let validator = Arc::new(compile(schema, what)?);
-                if let Ok(mut cache) = self.0.lock() {
-                    if cache.len() >= Self::CAPACITY {
-                        cache.clear();
-                    }
-                    cache.insert(key, Arc::clone(&validator));
-                }
-                validator
-            }
-        };
-        check(&validator, instance, what)
-    }
-}
-
-fn compile(schema: &Value, what: &str) -> Result<jsonschema::Validator, AppError> {
-    jsonschema::options()
-        .should_validate_formats(true)
-        .build(schema)
-        .map_err(|_| {
-            AppError::new(
-                ErrorCode::ActionInvalid,
-                format!("the {what} schema cannot be used"),
-            )
-        })
-}
-
-fn check(validator: &jsonschema::Validator, instance: &Value, what: &str) -> Result<(), AppError> {
-    // The first problem's place, for a caller that fixes one field at a time
-    // (`/values/date` names the field `date`).
-    let first = validator
-        .iter_errors(instance)
-        .next()
-        .map(|error| error.instance_path().to_string());
-    let problems: Vec<String> = validator
-        .iter_errors(instance)
-        .take(3)
-        .map(|error| {
-            let at = error.instance_path().to_string();
-            let mut text = error.to_string();
-            if text.len() > 200 {
-                let mut cut = 200;
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                text.truncate(cut);
-                text.push('…');
-            }
-            if at.is_empty() {
-                text
-            } else {
-                format!("{at}: {text}")
-            }
-        })
-        .collect();
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        let mut details = serde_json::Map::new();
-        if let Some(path) = first.filter(|path| !path.is_empty()) {
-            let field = path
-                .rsplit('/')
-                .next()
-                .filter(|last| !last.is_empty() && !last.bytes().all(|b| b.is_ascii_digit()));
-            if let Some(field) = field {
-                details.insert("field".to_owned(), Value::from(field));
-            }
-            details.insert("path".to_owned(), Value::from(path));
-        }
-        let error = AppError::new(
-            ErrorCode::InputInvalid,
-            format!("the {what} is not valid: {}", problems.join("; ")),
-        );
-        Err(if details.is_empty() {
-            error
-        } else {
-            error.with_details(Value::Object(details))
-        })
-    }
 }
 
 /// Shapes an action's result to its declared `resultSchema`: an object whose
@@ -342,7 +232,7 @@ pub fn project(schema: &Value, value: Value) -> Value {
 /// `idempotency_key` is used by a mutating operation.
 pub fn action_request(
     action: &CompiledAction,
-    input: &Map<String, Value>,
+    input: &Value,
     idempotency_key: &str,
 ) -> Result<(&'static str, String, Value), AppError> {
     let operation = &action.operation;
@@ -414,7 +304,7 @@ pub fn action_request(
 /// The data grammar's `where` clauses for an action's: a clause whose
 /// (optional) input is absent is left out of the call, and `week-of` becomes
 /// a `gte`/`lt` pair.
-fn filters(clauses: &[WhereClause], input: &Map<String, Value>) -> Result<Value, AppError> {
+fn filters(clauses: &[WhereClause], input: &Value) -> Result<Value, AppError> {
     let mut out = Vec::new();
     for clause in clauses {
         let Some(value) = input.get(&clause.input) else {
@@ -523,8 +413,7 @@ mod tests {
     #[test]
     fn week_of_becomes_a_seven_day_half_open_range() {
         let input = json!({"weekStart": "2026-12-28"});
-        let (kind, table, request) =
-            action_request(&weekly_totals(), input.as_object().unwrap(), "k").unwrap();
+        let (kind, table, request) = action_request(&weekly_totals(), &input, "k").unwrap();
         assert_eq!((kind, table.as_str()), ("aggregate", "entries"));
         assert_eq!(
             request,
@@ -543,8 +432,7 @@ mod tests {
     fn week_of_refuses_what_is_not_a_date() {
         for bad in [json!("2026-02-30"), json!("next monday"), json!(20260907)] {
             let input = json!({ "weekStart": bad });
-            let error =
-                action_request(&weekly_totals(), input.as_object().unwrap(), "k").unwrap_err();
+            let error = action_request(&weekly_totals(), &input, "k").unwrap_err();
             assert_eq!(error.code, ErrorCode::InputInvalid, "{bad}");
         }
     }
@@ -562,7 +450,7 @@ mod tests {
             limit: Some(10),
         }));
         let input = json!({"from": "2026-09-01"});
-        let (_, _, request) = action_request(&action, input.as_object().unwrap(), "k").unwrap();
+        let (_, _, request) = action_request(&action, &input, "k").unwrap();
         assert_eq!(
             request,
             json!({"where": [{"field": "date", "operator": "gte", "value": "2026-09-01"}], "limit": 10})
@@ -579,8 +467,7 @@ mod tests {
                 .collect(),
         }));
         let input = json!({"date": "2026-09-08", "hours": 2});
-        let (kind, _, request) =
-            action_request(&action, input.as_object().unwrap(), "key-1").unwrap();
+        let (kind, _, request) = action_request(&action, &input, "key-1").unwrap();
         assert_eq!(kind, "create");
         assert_eq!(
             request,
@@ -608,8 +495,7 @@ mod tests {
             limit: None,
         }));
         let input = json!({"projects": ["a", "b"]});
-        let (kind, table, request) =
-            action_request(&list, input.as_object().unwrap(), "k").unwrap();
+        let (kind, table, request) = action_request(&list, &input, "k").unwrap();
         assert_eq!((kind, table.as_str()), ("list", "entries"));
         assert_eq!(
             request,
@@ -624,9 +510,9 @@ mod tests {
             id_input: "entry".into(),
         }));
         let input = json!({"entry": 7});
-        let (kind, _, request) = action_request(&get, input.as_object().unwrap(), "k").unwrap();
+        let (kind, _, request) = action_request(&get, &input, "k").unwrap();
         assert_eq!((kind, request), ("get", json!({"id": 7})));
-        let error = action_request(&get, &Map::new(), "k").unwrap_err();
+        let error = action_request(&get, &json!({}), "k").unwrap_err();
         assert_eq!(error.code, ErrorCode::InputInvalid);
     }
 
@@ -642,34 +528,6 @@ mod tests {
         assert_eq!(
             project(&open, json!({"id": 1, "x": 2})),
             json!({"id": 1, "x": 2})
-        );
-    }
-
-    #[test]
-    fn schema_failures_name_the_place() {
-        let validators = Validators::default();
-        let validate =
-            |schema: &Value, instance: &Value| validators.validate(schema, instance, "input");
-        let schema = json!({"type": "object", "properties": {"weekStart": {"type": "string", "format": "date"}}, "required": ["weekStart"], "additionalProperties": false});
-        assert!(validate(&schema, &json!({"weekStart": "2026-09-07"})).is_ok());
-        let error = validate(&schema, &json!({"weekStart": "soon"})).unwrap_err();
-        assert_eq!(error.code, ErrorCode::InputInvalid);
-        assert!(error.message.contains("/weekStart"), "{}", error.message);
-        let error = validate(&schema, &json!({"weekStart": "2026-09-07", "x": 1})).unwrap_err();
-        assert!(error.message.contains('x'), "{}", error.message);
-        // The cached validator is the schema's own: another schema is compiled
-        // for itself, and the first still judges by its rules.
-        let open = json!({"type": "object", "properties": {"weekStart": {"type": "string"}}});
-        assert!(validate(&open, &json!({"weekStart": "soon", "x": 1})).is_ok());
-        assert!(validate(&schema, &json!({"weekStart": "soon"})).is_err());
-        assert_eq!(validators.0.lock().unwrap().len(), 2);
-        let broken = json!({"type": "no-such-type"});
-        assert_eq!(
-            validators
-                .validate(&broken, &json!({}), "result")
-                .unwrap_err()
-                .code,
-            ErrorCode::ActionInvalid
         );
     }
 }

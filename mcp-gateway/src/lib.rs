@@ -27,6 +27,7 @@ pub mod member;
 #[cfg(any(test, feature = "oracle"))]
 pub mod oracle;
 pub mod platform;
+pub mod schemas;
 pub mod server;
 pub mod tools;
 
@@ -38,7 +39,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use sasha_contract::tools::UPLOAD_TOOL;
+use sasha_contract::tools::{AppOnlyTool, UPLOAD_TOOL};
 use sasha_proto::json_limits::{self, JsonLimits};
 use sasha_proto::pb::HealthRequest;
 use sasha_proto::{AppError, ErrorCode};
@@ -142,7 +143,7 @@ pub struct Gateway {
     cookie_name: &'static str,
     sessions: auth::SessionOwners,
     contracts: calls::KnownContracts,
-    validators: calls::Validators,
+    validators: schemas::Validators,
     /// Upload bodies being read or handled: [`UPLOADS_AT_ONCE`] permits, each
     /// held until its response is complete.
     uploads: Arc<tokio::sync::Semaphore>,
@@ -253,7 +254,7 @@ pub async fn run(
         studio_origin: config.studio_origin.clone(),
         sessions: auth::SessionOwners::default(),
         contracts: calls::KnownContracts::default(),
-        validators: calls::Validators::default(),
+        validators: schemas::Validators::default(),
         uploads: Arc::new(tokio::sync::Semaphore::new(UPLOADS_AT_ONCE)),
         large_bodies: Arc::new(tokio::sync::Semaphore::new(LARGE_BODIES_AT_ONCE)),
         oauth: ProtectedResource::new(&config.mcp_origin, &config.studio_origin),
@@ -484,7 +485,7 @@ where
 /// more), declares `files: true`.
 async fn may_upload(gateway: &Gateway, caller: &auth::Caller) -> Result<bool, AppError> {
     let tools_caller = caller.tools_caller();
-    let Some(app_id) = tools_caller.bound_app.as_deref() else {
+    let Some(app_id) = tools_caller.bound_app else {
         return Ok(false);
     };
     if !caller.invokes() {
@@ -499,10 +500,9 @@ async fn may_upload(gateway: &Gateway, caller: &auth::Caller) -> Result<bool, Ap
         caller.preview.as_deref(),
     )
     .await?;
-    Ok(catalogue
-        .apps
-        .get(app_id)
-        .is_some_and(|app| tools::tool_for(app, &tools_caller, UPLOAD_TOOL).is_some()))
+    Ok(catalogue.apps.get(app_id).is_some_and(|app| {
+        tools::AppTool::AppOnly(AppOnlyTool::Upload).visible(app, &tools_caller)
+    }))
 }
 
 /// One of the large-body permits, or the `APP_BUSY` answer when none is free.

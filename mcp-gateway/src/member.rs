@@ -15,34 +15,48 @@
 //! deploy, share or delete as approved without the person's answer, or
 //! decode a file itself (the person approves what core reads).
 
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
 use base64::Engine as _;
-use sasha_contract::tools::{
-    CHECK_MY_APP, DELETE_MY_APP, DEPLOY_MY_APP, DRAFT_MY_APP, LIST_MY_APP_REVISIONS, LIST_MY_APPS,
-    MEMBER_BUILD_TOOLS, MEMBER_TOOLS, READ_MY_APP, REVERT_MY_APP, SHARE_MY_APP,
-};
+use rmcp::model::Tool;
+use sasha_contract::tools::MemberTool;
 use sasha_proto::pb::{self, member_apps_reply, member_apps_request};
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
 use crate::platform::{object, tool};
 
-/// Whether `name` is a member app tool (listed or not for this caller).
-pub fn is_member_tool(name: &str) -> bool {
-    MEMBER_TOOLS.contains(&name)
-}
-
-/// Whether the tool needs the person's approval before it changes anything:
-/// what goes live, who may use it, and deleting it with everyone's rows.
-pub fn needs_approval(name: &str) -> bool {
-    matches!(
-        name,
-        DEPLOY_MY_APP | REVERT_MY_APP | SHARE_MY_APP | DELETE_MY_APP
-    )
-}
-
 /// Whether the caller authors member apps at all.
 pub fn authors(caller: &Caller) -> bool {
     caller.invokes() && caller.principal.scopes.iter().any(|s| s == "apps:author")
+}
+
+/// Whether `caller` sees `member_tool`: the one rule a listing and a call
+/// share. An author sees them all, except the tools that build an app while
+/// an admin has turned member apps off.
+pub fn visible(caller: &Caller, member_tool: MemberTool) -> bool {
+    authors(caller) && !(caller.principal.member_apps_off && member_tool.builds())
+}
+
+/// The member app tools `caller` may list, in listing order.
+pub fn tools_for(caller: &Caller) -> Vec<Tool> {
+    MemberTool::ALL
+        .iter()
+        .filter(|member_tool| visible(caller, **member_tool))
+        .map(|member_tool| definition(*member_tool).clone())
+        .collect()
+}
+
+/// The definition of `member_tool`, built once per process.
+pub fn definition(member_tool: MemberTool) -> &'static Tool {
+    static DEFINITIONS: LazyLock<HashMap<MemberTool, Tool>> = LazyLock::new(|| {
+        MemberTool::ALL
+            .iter()
+            .map(|member_tool| (*member_tool, build(*member_tool)))
+            .collect()
+    });
+    &DEFINITIONS[&member_tool]
 }
 
 fn app_property() -> Value {
@@ -72,30 +86,28 @@ fn files_property() -> Value {
     })
 }
 
-/// The member app tools `caller` may list.
-pub fn tools_for(caller: &Caller) -> Vec<Value> {
-    if !authors(caller) {
-        return Vec::new();
-    }
-    let all = [
-        tool(
-            LIST_MY_APPS,
+/// The definition of `member_tool` (see [`definition`]).
+fn build(member_tool: MemberTool) -> Tool {
+    let name = member_tool.name();
+    match member_tool {
+        MemberTool::ListMyApps => tool(
+            name,
             "List your member apps",
             "The member apps you made (you are their author): id, name, current revision, size, who you share each with, and whether a moderator disabled it. Call it first when someone asks to fix or change \"my app\".",
             object(json!({}), &[]),
             true,
             false,
         ),
-        tool(
-            READ_MY_APP,
+        MemberTool::ReadMyApp => tool(
+            name,
             "Read one of your member apps",
             "Every file of one of your member apps with its current revision; pass that revision as expectedRevision when you deploy a change.",
             object(json!({"app": app_property()}), &["app"]),
             true,
             false,
         ),
-        tool(
-            CHECK_MY_APP,
+        MemberTool::CheckMyApp => tool(
+            name,
             "Check a member app package",
             "Validate files as a member app without storing anything (read getDocs section member-apps first): as one of your apps (app), or without app as a new one. Each diagnostic names the file, the line when known, a code and a reason: fix them all, then deploy.",
             object(
@@ -105,8 +117,8 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
             true,
             false,
         ),
-        tool(
-            DRAFT_MY_APP,
+        MemberTool::DraftMyApp => tool(
+            name,
             "Save a draft of one of your member apps",
             "Save changed files as the draft of one of your member apps, without changing the live app: the person opens it in App Studio (Edit loads the draft), previews it in the sandbox on scratch data, and then you deploy the same files with deployMyApp. The answer says whether the draft validates.",
             object(
@@ -116,8 +128,8 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
             false,
             false,
         ),
-        tool(
-            DEPLOY_MY_APP,
+        MemberTool::DeployMyApp => tool(
+            name,
             "Deploy a member app",
             "Deploy a new member app (omit app and expectedRevision: the platform names it, writes that id into its APP.md and answers it) or a new version of one of yours (app, and expectedRevision: the revision you read). The person is asked to approve it first; it then appears in their Apps list, and the previous version stays in its history.",
             object(
@@ -127,16 +139,16 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
             false,
             false,
         ),
-        tool(
-            LIST_MY_APP_REVISIONS,
+        MemberTool::ListMyAppRevisions => tool(
+            name,
             "List the history of one of your member apps",
             "Every revision of one of your member apps, newest first.",
             object(json!({"app": app_property()}), &["app"]),
             true,
             false,
         ),
-        tool(
-            REVERT_MY_APP,
+        MemberTool::RevertMyApp => tool(
+            name,
             "Revert one of your member apps",
             "Deploy an earlier revision of one of your member apps again (the person approves first). Data is never rewound.",
             object(
@@ -146,8 +158,8 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
             false,
             false,
         ),
-        tool(
-            SHARE_MY_APP,
+        MemberTool::ShareMyApp => tool(
+            name,
             "Share one of your member apps",
             "Let a person use one of your member apps, by their user name (remove: true stops sharing). The person you act for is asked to approve it first. The answer is the same whether or not someone here uses that name, so say the name back to the person to check it. Each person sees only their own rows.",
             object(
@@ -157,21 +169,15 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
             false,
             false,
         ),
-        tool(
-            DELETE_MY_APP,
+        MemberTool::DeleteMyApp => tool(
+            name,
             "Delete one of your member apps",
             "Delete one of your member apps and its data, every sharee's rows included (a backup is kept for the operator). The person is asked to approve it first. It leaves everyone's Apps list at once.",
             object(json!({"app": app_property()}), &["app"]),
             false,
             true,
         ),
-    ];
-    all.into_iter()
-        .filter(|tool| {
-            !caller.principal.member_apps_off
-                || !MEMBER_BUILD_TOOLS.iter().any(|name| tool["name"] == *name)
-        })
-        .collect()
+    }
 }
 
 /// The files as sent: a base64 file's text stays base64, named by its
@@ -190,10 +196,10 @@ fn files(args: &Value) -> Option<Vec<pb::MemberFile>> {
         .collect()
 }
 
-/// The request of tool `name`; `None` when an argument is unusable (a file
-/// without its path or content).
+/// The request of `member_tool`; `None` when an argument is unusable (a
+/// file without its path or content).
 pub fn request(
-    name: &str,
+    member_tool: MemberTool,
     principal: &pb::Principal,
     args: &Value,
     approved: bool,
@@ -205,18 +211,19 @@ pub fn request(
     } else {
         pb::DraftApproval::Unspecified
     } as i32;
-    let operation = match name {
-        LIST_MY_APPS => Operation::List(pb::MemberListRequest {}),
-        READ_MY_APP => Operation::Read(pb::MemberReadRequest { app_id: app() }),
-        CHECK_MY_APP => Operation::Check(pb::MemberCheckRequest {
+    use MemberTool as T;
+    let operation = match member_tool {
+        T::ListMyApps => Operation::List(pb::MemberListRequest {}),
+        T::ReadMyApp => Operation::Read(pb::MemberReadRequest { app_id: app() }),
+        T::CheckMyApp => Operation::Check(pb::MemberCheckRequest {
             app_id: app(),
             files: files(args)?,
         }),
-        DRAFT_MY_APP => Operation::Draft(pb::MemberDraftRequest {
+        T::DraftMyApp => Operation::Draft(pb::MemberDraftRequest {
             app_id: app(),
             files: files(args)?,
         }),
-        DEPLOY_MY_APP => Operation::Deploy(pb::MemberDeployRequest {
+        T::DeployMyApp => Operation::Deploy(pb::MemberDeployRequest {
             app_id: app(),
             name: args["name"].as_str().unwrap_or_default().to_owned(),
             files: files(args)?,
@@ -227,7 +234,7 @@ pub fn request(
             approval,
             from_revision: String::new(),
         }),
-        REVERT_MY_APP => Operation::Deploy(pb::MemberDeployRequest {
+        T::RevertMyApp => Operation::Deploy(pb::MemberDeployRequest {
             app_id: app(),
             name: String::new(),
             files: Vec::new(),
@@ -238,18 +245,17 @@ pub fn request(
             approval,
             from_revision: args["revision"].as_str().unwrap_or_default().to_owned(),
         }),
-        LIST_MY_APP_REVISIONS => Operation::Revisions(pb::MemberRevisionsRequest { app_id: app() }),
-        SHARE_MY_APP => Operation::Share(pb::MemberShareRequest {
+        T::ListMyAppRevisions => Operation::Revisions(pb::MemberRevisionsRequest { app_id: app() }),
+        T::ShareMyApp => Operation::Share(pb::MemberShareRequest {
             app_id: app(),
             username: args["username"].as_str().unwrap_or_default().to_owned(),
             remove: args["remove"].as_bool().unwrap_or(false),
             approval,
         }),
-        DELETE_MY_APP => Operation::Delete(pb::MemberDeleteRequest {
+        T::DeleteMyApp => Operation::Delete(pb::MemberDeleteRequest {
             app_id: app(),
             approval,
         }),
-        _ => return None,
     };
     Some(pb::MemberAppsRequest {
         principal: Some(principal.clone()),
@@ -309,7 +315,7 @@ fn status_json(status: &pb::PackageStatus) -> Value {
 }
 
 /// The text part and `structuredContent` of a member tool's result.
-pub fn result(name: &str, reply: &pb::MemberAppsReply) -> Option<(String, Value)> {
+pub fn result(member_tool: MemberTool, reply: &pb::MemberAppsReply) -> Option<(String, Value)> {
     use member_apps_reply::Result as R;
     Some(match reply.result.as_ref()? {
         R::Apps(list) => {
@@ -407,11 +413,11 @@ pub fn result(name: &str, reply: &pb::MemberAppsReply) -> Option<(String, Value)
             (text, value)
         }
         R::App(app) => {
-            let text = match name {
-                SHARE_MY_APP if app.shares.is_empty() => {
+            let text = match member_tool {
+                MemberTool::ShareMyApp if app.shares.is_empty() => {
                     format!("{} is shared with nobody.", app.id)
                 }
-                SHARE_MY_APP => format!(
+                MemberTool::ShareMyApp => format!(
                     "{} is shared with {}. Whoever uses one of these names here has it in their \
                      Apps list and sees only their own rows; sharing never says whether someone \
                      uses a name.",
@@ -460,13 +466,22 @@ mod tests {
             bound_app: None,
             preview: None,
             prefetched: None,
+            named: None,
         }
     }
 
     fn names(caller: &Caller) -> Vec<String> {
         tools_for(caller)
             .iter()
-            .map(|tool| tool["name"].as_str().unwrap().to_owned())
+            .map(|tool| tool.name.to_string())
+            .collect()
+    }
+
+    fn all(filter: impl Fn(MemberTool) -> bool) -> Vec<&'static str> {
+        MemberTool::ALL
+            .iter()
+            .filter(|tool| filter(**tool))
+            .map(|tool| tool.name())
             .collect()
     }
 
@@ -474,16 +489,17 @@ mod tests {
     fn every_role_with_apps_author_gets_the_member_tools_and_nothing_more() {
         for role in ["member", "staff", "admin"] {
             let author = caller(role, &["apps:invoke", "apps:author"], false);
-            assert_eq!(names(&author), MEMBER_TOOLS, "{role}");
+            assert_eq!(names(&author), all(|_| true), "{role}");
             // A member's connection never sees the catalogue's source tools.
             let platform: Vec<String> = crate::platform::tools_for(&author)
                 .iter()
-                .map(|tool| tool["name"].as_str().unwrap().to_owned())
+                .map(|tool| tool.name.to_string())
                 .collect();
             assert!(
-                crate::platform::SOURCE_TOOLS
+                sasha_contract::tools::PlatformTool::ALL
                     .iter()
-                    .all(|tool| !platform.iter().any(|listed| listed == tool)),
+                    .filter(|tool| tool.family() == sasha_contract::tools::PlatformFamily::Source)
+                    .all(|tool| !platform.iter().any(|listed| listed == tool.name())),
                 "{role}: {platform:?}"
             );
         }
@@ -502,35 +518,34 @@ mod tests {
     #[test]
     fn turned_off_the_building_tools_go_and_the_rest_stay() {
         let listed = names(&caller("member", &["apps:invoke", "apps:author"], true));
-        let expected: Vec<&str> = MEMBER_TOOLS
-            .into_iter()
-            .filter(|tool| !MEMBER_BUILD_TOOLS.contains(tool))
-            .collect();
-        assert_eq!(listed, expected);
-        assert!(listed.iter().any(|tool| tool == DELETE_MY_APP));
+        assert_eq!(listed, all(|tool| !tool.builds()));
+        assert!(
+            listed
+                .iter()
+                .any(|tool| tool == MemberTool::DeleteMyApp.name())
+        );
     }
 
     #[test]
     fn every_change_of_an_app_or_its_audience_asks_the_person() {
-        let asking: Vec<&str> = MEMBER_TOOLS
-            .into_iter()
-            .filter(|tool| needs_approval(tool))
-            .collect();
         assert_eq!(
-            asking,
-            [DEPLOY_MY_APP, REVERT_MY_APP, SHARE_MY_APP, DELETE_MY_APP]
+            all(MemberTool::needs_approval),
+            ["deployMyApp", "revertMyApp", "shareMyApp", "deleteMyApp"]
         );
         let principal = caller("member", &[], false).principal;
         for (name, args) in [
-            (SHARE_MY_APP, json!({"app": "habits", "username": "bea"})),
-            (DELETE_MY_APP, json!({"app": "habits"})),
+            (
+                MemberTool::ShareMyApp,
+                json!({"app": "habits", "username": "bea"}),
+            ),
+            (MemberTool::DeleteMyApp, json!({"app": "habits"})),
         ] {
             let approval = |yes| match request(name, &principal, &args, yes)
                 .and_then(|request| request.operation)
             {
                 Some(member_apps_request::Operation::Share(share)) => share.approval,
                 Some(member_apps_request::Operation::Delete(delete)) => delete.approval,
-                other => panic!("{name}: {other:?}"),
+                other => panic!("{name:?}: {other:?}"),
             };
             assert_eq!(approval(false), pb::DraftApproval::Unspecified as i32);
             assert_eq!(approval(true), pb::DraftApproval::Elicitation as i32);
@@ -541,7 +556,7 @@ mod tests {
         let Some(pb::MemberAppsRequest {
             operation: Some(member_apps_request::Operation::Deploy(deploy)),
             ..
-        }) = request(DEPLOY_MY_APP, &principal, &args, true)
+        }) = request(MemberTool::DeployMyApp, &principal, &args, true)
         else {
             panic!("no deploy");
         };
@@ -551,7 +566,7 @@ mod tests {
         let Some(pb::MemberAppsRequest {
             operation: Some(member_apps_request::Operation::Deploy(deploy)),
             ..
-        }) = request(DEPLOY_MY_APP, &principal, &args, false)
+        }) = request(MemberTool::DeployMyApp, &principal, &args, false)
         else {
             panic!("no deploy");
         };

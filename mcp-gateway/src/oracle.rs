@@ -17,7 +17,8 @@ use sasha_contract::actions::CompiledAction;
 use sasha_proto::ErrorCode;
 use serde_json::Value;
 
-use crate::calls::{Validators, action_request, project};
+use crate::calls::{action_request, project};
+use crate::schemas::{Part, SchemaKey, Validators};
 
 fn closed_keys_kept(schema: &Value, value: &Value) {
     let (Value::Object(map), Some(properties)) = (value, schema.get("properties")) else {
@@ -49,18 +50,29 @@ pub fn time_sheet_actions() -> &'static [CompiledAction] {
     })
 }
 
+/// Where a gateway finds an action's compiled input schema (the model's
+/// actions are one revision of one app).
+fn input_key(action: &CompiledAction) -> SchemaKey<'_> {
+    SchemaKey::App {
+        app: "time-sheet-entry",
+        revision: "oracle",
+        tool: &action.mcp_name,
+        part: Part::Input,
+    }
+}
+
 /// Runs `arguments` through every action of `actions` as an action call.
 pub fn check_action_arguments(actions: &[CompiledAction], arguments: &Value) {
     // Compiled once per process, as a gateway replica caches them.
     static VALIDATORS: OnceLock<Validators> = OnceLock::new();
     let validators = VALIDATORS.get_or_init(Validators::default);
     for action in actions {
-        if let Value::Object(map) = arguments
+        if arguments.is_object()
             && validators
-                .validate(&action.input_schema, arguments, "arguments")
+                .validate(input_key(action), || action.input_schema.clone(), arguments)
                 .is_ok()
         {
-            match action_request(action, map, "oracle-key") {
+            match action_request(action, arguments, "oracle-key") {
                 Ok((kind, table, request)) => {
                     assert_eq!(kind, action.operation.kind(), "{arguments}");
                     assert_eq!(table, action.operation.table(), "{arguments}");
@@ -149,14 +161,14 @@ mod tests {
         let validators = Validators::default();
         let input = json!({"date": "2026-12-28", "project": 1, "hours": 2.5});
         validators
-            .validate(&log.input_schema, &input, "arguments")
+            .validate(input_key(log), || log.input_schema.clone(), &input)
             .unwrap();
-        assert!(action_request(log, input.as_object().unwrap(), "k").is_ok());
+        assert!(action_request(log, &input, "k").is_ok());
         let input = json!({"weekStart": "2026-12-28"});
         validators
-            .validate(&totals.input_schema, &input, "arguments")
+            .validate(input_key(totals), || totals.input_schema.clone(), &input)
             .unwrap();
-        assert!(action_request(totals, input.as_object().unwrap(), "k").is_ok());
+        assert!(action_request(totals, &input, "k").is_ok());
         let shaped = project(&totals.result_schema, json!({"groups": [], "extra": 1}));
         assert_eq!(shaped, json!({"groups": []}));
         check_action_arguments(time_sheet_actions(), &input);

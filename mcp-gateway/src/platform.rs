@@ -13,26 +13,19 @@
 //! embedded from `mcp-gateway/docs/`; `suggestImprovement` hands a suggestion to
 //! studio-core, which checks its shape and stores it for admins.
 
-pub use sasha_contract::tools::{
-    CREATE_APP, DELETE_APP, DIFF_APP_REVISIONS, DISCARD_APP_DRAFT, DRAFT_TOOLS, GET_DOCS,
-    HISTORY_TOOLS, LIFECYCLE_TOOLS, LIST_APP_REVISIONS, PUBLISH_APP_DRAFT, READ_APP_REVISION_FILE,
-    RESTORE_APP, REVERT_APP, SUGGEST, WITHDRAW_APP,
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use rmcp::model::{Tool, ToolAnnotations};
+use sasha_contract::tools::{
+    CREATE_APP_MAX_DESCRIPTION_CHARS, CREATE_APP_MAX_NAME_CHARS, DELETE_APP, PlatformFamily,
+    PlatformTool, RESTORE_APP, WITHDRAW_APP, opener_name,
 };
-use sasha_contract::tools::{CREATE_APP_MAX_DESCRIPTION_CHARS, CREATE_APP_MAX_NAME_CHARS};
 use sasha_proto::pb::{self, SourceReplyKind};
 use serde_json::{Map, Value, json};
 
 use crate::auth::Caller;
-
-/// The six source tools, in listing order.
-pub const SOURCE_TOOLS: [&str; 6] = [
-    "listAppFiles",
-    "readAppFile",
-    "writeAppFile",
-    "editAppFile",
-    "deleteAppFile",
-    "checkApp",
-];
+use crate::tools::{meta, object as schema_object};
 
 /// The documentation sections `getDocs` serves: `(name, Markdown)`. The first is
 /// the table of contents.
@@ -49,23 +42,49 @@ pub const DOCS: [(&str, &str); 10] = [
     ("member-apps", sasha_contract::tools::MEMBER_APPS_GUIDE),
 ];
 
-/// Whether `name` is one of the platform tools (listed or not for this caller).
-pub fn is_platform_tool(name: &str) -> bool {
-    SOURCE_TOOLS.contains(&name)
-        || HISTORY_TOOLS.contains(&name)
-        || LIFECYCLE_TOOLS.contains(&name)
-        || DRAFT_TOOLS.contains(&name)
-        || name == CREATE_APP
-        || name == GET_DOCS
-        || name == SUGGEST
-}
-
 /// Whether the caller may edit app source at all (the per-app `manage` check
 /// is core's, on every call).
 pub fn writes_source(caller: &Caller) -> bool {
     caller.invokes()
         && caller.principal.scopes.iter().any(|s| s == "apps:write")
         && matches!(caller.principal.role.as_str(), "admin" | "staff")
+}
+
+/// Whether `caller` sees `tool`: the one rule a listing and a call share.
+/// The source, creation, draft, history and lifecycle tools go to the
+/// callers who write source; `getDocs` to everyone; `suggestImprovement` to
+/// callers with `apps:invoke`.
+pub fn visible(caller: &Caller, tool: PlatformTool) -> bool {
+    match tool.family() {
+        PlatformFamily::Source
+        | PlatformFamily::Create
+        | PlatformFamily::Draft
+        | PlatformFamily::History
+        | PlatformFamily::Lifecycle => writes_source(caller),
+        PlatformFamily::Docs => true,
+        PlatformFamily::Suggest => caller.invokes(),
+    }
+}
+
+/// The platform tools `caller` may list, in listing order.
+pub fn tools_for(caller: &Caller) -> Vec<Tool> {
+    PlatformTool::ALL
+        .iter()
+        .filter(|tool| visible(caller, **tool))
+        .map(|tool| definition(*tool).clone())
+        .collect()
+}
+
+/// The definition of `tool`, built once per process (they are the same for
+/// every caller).
+pub fn definition(tool: PlatformTool) -> &'static Tool {
+    static DEFINITIONS: LazyLock<HashMap<PlatformTool, Tool>> = LazyLock::new(|| {
+        PlatformTool::ALL
+            .iter()
+            .map(|tool| (*tool, build(*tool)))
+            .collect()
+    });
+    &DEFINITIONS[&tool]
 }
 
 fn app_property() -> Value {
@@ -84,6 +103,10 @@ fn version_property(what: &str) -> Value {
     json!({"type": "string", "pattern": "^[0-9a-f]{64}$", "description": format!("The version {what} returned by listAppFiles or readAppFile; a mismatch means the file changed: read it again.")})
 }
 
+fn revision_property(what: &str) -> Value {
+    json!({"type": "string", "pattern": "^[0-9a-f]{64}$", "description": format!("{what}: a revision (64 hex digits) as listAppRevisions shows it.")})
+}
+
 /// Longest `content` of writeAppFile: 1 MiB of text, or the base64 of a 1 MiB
 /// binary asset (core refuses a file over 1 MiB either way).
 const MAX_CONTENT_CHARS: u64 = 1024 * 1024 / 3 * 4 + 4;
@@ -92,95 +115,226 @@ pub(crate) fn object(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
 }
 
+/// A model-only tool of the platform or the member tier.
 pub(crate) fn tool(
-    name: &str,
+    name: &'static str,
     title: &str,
-    description: &str,
+    description: &'static str,
     input: Value,
     read_only: bool,
     destructive: bool,
-) -> Value {
-    json!({
-        "name": name,
-        "title": title,
-        "description": description,
-        "inputSchema": input,
-        "annotations": {"readOnlyHint": read_only, "destructiveHint": destructive, "openWorldHint": false},
-        "_meta": {"ui": {"visibility": ["model"]}},
-    })
+) -> Tool {
+    Tool::new(name, description, schema_object(input))
+        .with_title(title)
+        .with_annotations(
+            ToolAnnotations::new()
+                .read_only(read_only)
+                .destructive(destructive)
+                .open_world(false),
+        )
+        .with_meta(meta(json!({"ui": {"visibility": ["model"]}})))
 }
 
-/// The platform tools `caller` may list.
-pub fn tools_for(caller: &Caller) -> Vec<Value> {
-    let mut tools = Vec::new();
-    if writes_source(caller) {
-        tools.push(tool(
-            "listAppFiles",
+/// The definition of `platform_tool` (see [`definition`]).
+fn build(platform_tool: PlatformTool) -> Tool {
+    use PlatformTool as T;
+    let name = platform_tool.name();
+    match platform_tool {
+        T::ListAppFiles => tool(
+            name,
             "List the source files of a Sasha App you manage",
             "List every source file in the app package with its byte size and version, plus the package status. When status.ok is false the app is NOT usable until the listed diagnostics are fixed; each names the package file, the line when known, the error code and a reason. Call it before you change an app.",
-            object(json!({"app": app_property(), "draft": draft_property()}), &["app"]),
+            object(
+                json!({"app": app_property(), "draft": draft_property()}),
+                &["app"],
+            ),
             true,
             false,
-        ));
-        tools.push(tool(
-            "readAppFile",
+        ),
+        T::ReadAppFile => tool(
+            name,
             "Read one source file of a Sasha App you manage",
             "Read one file of the app package with its version; pass that version as expectedVersion when you change the file. A text file comes as it is; a binary asset (.png .jpg .jpeg .webp .gif .woff2) comes as base64 with encoding: \"base64\".",
-            object(json!({"app": app_property(), "path": path_property(), "draft": draft_property()}), &["app", "path"]),
+            object(
+                json!({"app": app_property(), "path": path_property(), "draft": draft_property()}),
+                &["app", "path"],
+            ),
             true,
             false,
-        ));
-        tools.push(tool(
-            "writeAppFile",
+        ),
+        T::WriteAppFile => tool(
+            name,
             "Create or replace one source file of a Sasha App you manage",
             "Write a whole file (at most 1 MiB). Send a text file as it is; send a binary asset (.png .jpg .jpeg .webp .gif .woff2) as base64 with encoding: \"base64\": it is refused unless it decodes as an asset of its extension. expectedVersion is required when the file exists. The change is live at once and is never refused for breaking validation: the result's status says whether the app validates, with diagnostics to fix.",
-            object(json!({"app": app_property(), "path": path_property(), "content": {"type": "string", "maxLength": MAX_CONTENT_CHARS, "description": "The whole text, or for a binary asset its bytes in base64 (at most 1 MiB either way)."}, "expectedVersion": version_property("of the file you replace"), "encoding": {"type": "string", "enum": ["base64"], "description": "Only for binary assets: content is their bytes in standard base64. Omit it for text."}, "draft": draft_property()}), &["app", "path", "content"]),
+            object(
+                json!({"app": app_property(), "path": path_property(), "content": {"type": "string", "maxLength": MAX_CONTENT_CHARS, "description": "The whole text, or for a binary asset its bytes in base64 (at most 1 MiB either way)."}, "expectedVersion": version_property("of the file you replace"), "encoding": {"type": "string", "enum": ["base64"], "description": "Only for binary assets: content is their bytes in standard base64. Omit it for text."}, "draft": draft_property()}),
+                &["app", "path", "content"],
+            ),
             false,
             true,
-        ));
-        tools.push(tool(
-            "editAppFile",
+        ),
+        T::EditAppFile => tool(
+            name,
             "Replace one exact piece of text in a source file of a Sasha App you manage",
             "Replace oldString with newString in one file; oldString must occur exactly once. The result's status says whether the app validates.",
-            object(json!({"app": app_property(), "path": path_property(), "oldString": {"type": "string", "minLength": 1, "maxLength": 1048576}, "newString": {"type": "string", "maxLength": 1048576}, "expectedVersion": version_property("of the file"), "draft": draft_property()}), &["app", "path", "oldString", "newString", "expectedVersion"]),
+            object(
+                json!({"app": app_property(), "path": path_property(), "oldString": {"type": "string", "minLength": 1, "maxLength": 1048576}, "newString": {"type": "string", "maxLength": 1048576}, "expectedVersion": version_property("of the file"), "draft": draft_property()}),
+                &["app", "path", "oldString", "newString", "expectedVersion"],
+            ),
             false,
             true,
-        ));
-        tools.push(tool(
-            "deleteAppFile",
+        ),
+        T::DeleteAppFile => tool(
+            name,
             "Delete one source file of a Sasha App you manage",
             "Delete one file of the package (APP.md cannot be deleted). The result's status says whether the app still validates.",
-            object(json!({"app": app_property(), "path": path_property(), "expectedVersion": version_property("of the file"), "draft": draft_property()}), &["app", "path", "expectedVersion"]),
+            object(
+                json!({"app": app_property(), "path": path_property(), "expectedVersion": version_property("of the file"), "draft": draft_property()}),
+                &["app", "path", "expectedVersion"],
+            ),
             false,
             true,
-        ));
-        tools.push(tool(
-            "checkApp",
+        ),
+        T::CheckApp => tool(
+            name,
             "Validate a Sasha App you manage",
             "Validate the package again, including its migrations against the live database, and return its status. With draft: true, validate your draft and review what publishing it would do: the files that differ from the live app, the migrations it would apply, table and column changes, and anything that blocks publishing.",
-            object(json!({"app": app_property(), "draft": draft_property()}), &["app"]),
+            object(
+                json!({"app": app_property(), "draft": draft_property()}),
+                &["app"],
+            ),
             true,
             false,
-        ));
-    }
-    if writes_source(caller) {
-        tools.push(create_app_tool());
-        tools.extend(draft_tools());
-        tools.extend(history_tools());
-        tools.extend(lifecycle_tools());
-    }
-    let sections: Vec<&str> = DOCS.iter().map(|(name, _)| *name).collect();
-    tools.push(tool(
-        GET_DOCS,
-        "Read the Sasha Apps documentation",
-        "Documentation for building and repairing Sasha Apps: call it without a section for the contents, then read apps-authoring before you write an app.",
-        object(json!({"section": {"type": "string", "enum": sections}}), &[]),
-        true,
-        false,
-    ));
-    if caller.invokes() {
-        tools.push(tool(
-            SUGGEST,
+        ),
+        // The id carries no pattern here, so studio-core's refusal, which
+        // names the rule, is what a caller reads; the bounds are the
+        // contract's.
+        T::CreateApp => tool(
+            name,
+            "Create a new Sasha App",
+            "Create a new app from an id, a name and a short description: the platform writes a minimal valid package (with withTable, one owner-scoped table items and a page that lists and adds rows) and registers it, so every admin and staff user gets manage on it. Then change it with the source tools. The result's status says whether it validates. An id that exists, or was ever used, is refused with APP_CONFLICT: choose another.",
+            object(
+                json!({
+                    "app": {"type": "string", "minLength": 1, "maxLength": 60, "description": "The new app's id: lowercase kebab-case (a-z and digits in words joined by single hyphens, starting with a letter), at most 60 characters, for example expense-claims. Its opener will be open_app__<id> with _ for -."},
+                    "name": {"type": "string", "minLength": 1, "maxLength": CREATE_APP_MAX_NAME_CHARS, "description": "The app's name as people see it, one line."},
+                    "description": {"type": "string", "minLength": 1, "maxLength": CREATE_APP_MAX_DESCRIPTION_CHARS, "description": "One line saying what the app is for."},
+                    "withTable": {"type": "boolean", "default": false, "description": "true for a data app with one owner-scoped table items (each user sees only their own rows)."},
+                }),
+                &["app", "name", "description"],
+            ),
+            false,
+            false,
+        ),
+        T::PublishAppDraft => tool(
+            name,
+            "Publish your draft of a Sasha App",
+            "Make your draft of the app its live revision for every user: the draft's new migrations are applied to the live data in one transaction, then its files replace the live ones. The person is asked to approve first, shown the schema changes; without their approval nothing is published. expectedRevision is the draft's baseRevision and contentHash its contentHash, both as checkApp with draft: true shows them; publishing is refused when the live app changed since the draft began, when the draft changed since that check (check it again, and show the person what changed), when the draft does not validate, or when it would drop or edit an applied migration.",
+            object(
+                json!({"app": app_property(), "expectedRevision": {"type": "string", "pattern": "^([0-9a-f]{64})?$", "description": "The draft's baseRevision: the live revision it began from."}, "contentHash": {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "The draft's contentHash from the review you and the person looked at: only that exact draft is published."}}),
+                &["app", "expectedRevision", "contentHash"],
+            ),
+            false,
+            true,
+        ),
+        T::DiscardAppDraft => tool(
+            name,
+            "Discard your draft of a Sasha App",
+            "Throw your draft of the app away, with its preview data; the live app is not changed.",
+            object(json!({"app": app_property()}), &["app"]),
+            false,
+            true,
+        ),
+        // Each history call goes to `CoreService.History`, which decides
+        // again.
+        T::ListAppRevisions => tool(
+            name,
+            "List the revisions of a Sasha App you manage",
+            "List the app's recorded revisions, newest first: revision, its ui:// resource URI, when it was recorded (unix seconds), who made it, through which surface (mcp, studio, filesystem, seed), a one-line summary, file count and bytes, and which one is current. Old revisions beyond the retention policy are removed.",
+            object(json!({"app": app_property()}), &["app"]),
+            true,
+            false,
+        ),
+        T::ReadAppRevisionFile => tool(
+            name,
+            "Read one source file of a Sasha App at a revision",
+            "Read one file as it was at a revision, with its version (sha256). A text file comes as it is; a binary asset comes as base64 with encoding: \"base64\". Same path rules as readAppFile.",
+            object(
+                json!({"app": app_property(), "revision": revision_property("The revision"), "path": path_property()}),
+                &["app", "revision", "path"],
+            ),
+            true,
+            false,
+        ),
+        T::DiffAppRevisions => tool(
+            name,
+            "Compare two revisions of a Sasha App",
+            "List the files added, removed or changed from one revision to another, with a unified diff for each changed text file. The answer is bounded: when diffs were left out, truncated is true and those files say so; read them with readAppRevisionFile.",
+            object(
+                json!({"app": app_property(), "from": revision_property("The older revision"), "to": revision_property("The newer revision")}),
+                &["app", "from", "to"],
+            ),
+            true,
+            false,
+        ),
+        T::RevertApp => tool(
+            name,
+            "Revert a Sasha App's files to an old revision",
+            "Make the app's files exactly those of an old revision; the change is live at once. Data and the audit log are never rewound. expectedRevision must be the current revision (from listAppRevisions): otherwise APP_CONFLICT, list again. Refused with APP_SCHEMA_INCOMPATIBLE naming the migration when the old revision lacks (or differs in) a migration the live database has applied.",
+            object(
+                json!({"app": app_property(), "revision": revision_property("The revision to go back to"), "expectedRevision": revision_property("The app's current revision")}),
+                &["app", "revision", "expectedRevision"],
+            ),
+            false,
+            true,
+        ),
+        // studio-core refuses the lifecycle tools to anyone but an admin.
+        T::WithdrawApp => tool(
+            name,
+            "Withdraw a Sasha App for everyone (admins)",
+            "Withdraw an app: its opener, tools and resources disappear for every user at once, and the source and history tools refuse it, while its data, history and grants are kept. restoreApp brings it back exactly as it was. Admins only.",
+            object(json!({"app": app_property()}), &["app"]),
+            false,
+            false,
+        ),
+        T::RestoreApp => tool(
+            name,
+            "Restore a withdrawn Sasha App (admins)",
+            "Bring a withdrawn app back as it was, with its grants, data and history. A deleted app cannot be restored. Admins only.",
+            object(json!({"app": app_property()}), &["app"]),
+            false,
+            false,
+        ),
+        T::DeleteApp => tool(
+            name,
+            "Delete a withdrawn Sasha App (admins)",
+            "Delete a withdrawn app's package (withdraw it first with withdrawApp); its revision history and audit log are kept and its id is never reused. Its data file is deleted too only with deleteData: true and confirmAppId equal to the app id: the file is backed up first and the backup's name is returned. Ask the person before deleting data. Admins only.",
+            object(
+                json!({
+                    "app": app_property(),
+                    "deleteData": {"type": "boolean", "default": false, "description": "Also delete the app's data file (after a backup). Needs confirmAppId."},
+                    "confirmAppId": {"type": "string", "maxLength": 60, "description": "With deleteData: the app id again, as the second confirmation."},
+                }),
+                &["app"],
+            ),
+            false,
+            true,
+        ),
+        T::GetDocs => {
+            let sections: Vec<&str> = DOCS.iter().map(|(name, _)| *name).collect();
+            tool(
+                name,
+                "Read the Sasha Apps documentation",
+                "Documentation for building and repairing Sasha Apps: call it without a section for the contents, then read apps-authoring before you write an app.",
+                object(
+                    json!({"section": {"type": "string", "enum": sections}}),
+                    &[],
+                ),
+                true,
+                false,
+            )
+        }
+        T::Suggest => tool(
+            name,
             "Suggest an improvement to the Sasha platform",
             "File one short, safe suggestion when the platform gets in the way (a missing feature, unclear docs, friction). Describe the problem in words: never include records, source code, credentials or absolute paths. It never blocks your work: file it, then continue.",
             object(
@@ -204,31 +358,8 @@ pub fn tools_for(caller: &Caller) -> Vec<Value> {
             ),
             false,
             false,
-        ));
-    }
-    tools
-}
-
-/// `createApp`: listed beside the source tools, for the same callers. The
-/// id carries no pattern here, so studio-core's refusal, which names the
-/// rule, is what a caller reads; the bounds are the contract's.
-fn create_app_tool() -> Value {
-    tool(
-        CREATE_APP,
-        "Create a new Sasha App",
-        "Create a new app from an id, a name and a short description: the platform writes a minimal valid package (with withTable, one owner-scoped table items and a page that lists and adds rows) and registers it, so every admin and staff user gets manage on it. Then change it with the source tools. The result's status says whether it validates. An id that exists, or was ever used, is refused with APP_CONFLICT: choose another.",
-        object(
-            json!({
-                "app": {"type": "string", "minLength": 1, "maxLength": 60, "description": "The new app's id: lowercase kebab-case (a-z and digits in words joined by single hyphens, starting with a letter), at most 60 characters, for example expense-claims. Its opener will be open_app__<id> with _ for -."},
-                "name": {"type": "string", "minLength": 1, "maxLength": CREATE_APP_MAX_NAME_CHARS, "description": "The app's name as people see it, one line."},
-                "description": {"type": "string", "minLength": 1, "maxLength": CREATE_APP_MAX_DESCRIPTION_CHARS, "description": "One line saying what the app is for."},
-                "withTable": {"type": "boolean", "default": false, "description": "true for a data app with one owner-scoped table items (each user sees only their own rows)."},
-            }),
-            &["app", "name", "description"],
         ),
-        false,
-        false,
-    )
+    }
 }
 
 /// The `structuredContent` of `createApp`: `{app, status}`.
@@ -251,8 +382,8 @@ pub fn create_text(reply: &pb::CreateAppReply) -> String {
     let ok = reply.status.as_ref().is_some_and(|status| status.ok);
     let next = if ok {
         format!(
-            " Open it with open_app__{}; change it with the source tools (listAppFiles, then readAppFile and writeAppFile or editAppFile).",
-            reply.app.replace('-', "_")
+            " Open it with {}; change it with the source tools (listAppFiles, then readAppFile and writeAppFile or editAppFile).",
+            opener_name(&reply.app)
         )
     } else {
         String::new()
@@ -266,46 +397,23 @@ pub fn create_text(reply: &pb::CreateAppReply) -> String {
 
 // --- the draft tools --------------------------------------------------------
 
-fn draft_tools() -> Vec<Value> {
-    vec![
-        tool(
-            PUBLISH_APP_DRAFT,
-            "Publish your draft of a Sasha App",
-            "Make your draft of the app its live revision for every user: the draft's new migrations are applied to the live data in one transaction, then its files replace the live ones. The person is asked to approve first, shown the schema changes; without their approval nothing is published. expectedRevision is the draft's baseRevision and contentHash its contentHash, both as checkApp with draft: true shows them; publishing is refused when the live app changed since the draft began, when the draft changed since that check (check it again, and show the person what changed), when the draft does not validate, or when it would drop or edit an applied migration.",
-            object(
-                json!({"app": app_property(), "expectedRevision": {"type": "string", "pattern": "^([0-9a-f]{64})?$", "description": "The draft's baseRevision: the live revision it began from."}, "contentHash": {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "The draft's contentHash from the review you and the person looked at: only that exact draft is published."}}),
-                &["app", "expectedRevision", "contentHash"],
-            ),
-            false,
-            true,
-        ),
-        tool(
-            DISCARD_APP_DRAFT,
-            "Discard your draft of a Sasha App",
-            "Throw your draft of the app away, with its preview data; the live app is not changed.",
-            object(json!({"app": app_property()}), &["app"]),
-            false,
-            true,
-        ),
-    ]
-}
-
-/// The `CoreService.Draft` request of the draft tool `name`; a publication
-/// carries `approval` (unspecified until the person approved).
+/// The `CoreService.Draft` request of the draft tool `tool`; a publication
+/// carries `approval` (unspecified until the person approved). `None` for
+/// another tool, or arguments without what it needs.
 pub fn draft_request(
-    name: &str,
+    tool: PlatformTool,
     principal: &pb::Principal,
     args: &Value,
     approval: pb::DraftApproval,
 ) -> Option<pb::DraftRequest> {
     use pb::draft_request::Operation;
-    let operation = match name {
-        PUBLISH_APP_DRAFT => Operation::Publish(pb::DraftPublishRequest {
+    let operation = match tool {
+        PlatformTool::PublishAppDraft => Operation::Publish(pb::DraftPublishRequest {
             expected_revision: args["expectedRevision"].as_str()?.to_owned(),
             approval: approval as i32,
             content_hash: args["contentHash"].as_str()?.to_owned(),
         }),
-        DISCARD_APP_DRAFT => Operation::Discard(pb::DraftDiscardRequest {}),
+        PlatformTool::DiscardAppDraft => Operation::Discard(pb::DraftDiscardRequest {}),
         _ => return None,
     };
     Some(pb::DraftRequest {
@@ -342,79 +450,26 @@ pub fn draft_result(reply: &pb::DraftReply) -> Option<(String, Value)> {
 
 // --- the history tools ------------------------------------------------------
 
-fn revision_property(what: &str) -> Value {
-    json!({"type": "string", "pattern": "^[0-9a-f]{64}$", "description": format!("{what}: a revision (64 hex digits) as listAppRevisions shows it.")})
-}
-
-/// `listAppRevisions`, `readAppRevisionFile`, `diffAppRevisions` and
-/// `revertApp`: listed beside the source tools, for the same callers; each
-/// call goes to `CoreService.History`, which decides again.
-fn history_tools() -> Vec<Value> {
-    vec![
-        tool(
-            LIST_APP_REVISIONS,
-            "List the revisions of a Sasha App you manage",
-            "List the app's recorded revisions, newest first: revision, its ui:// resource URI, when it was recorded (unix seconds), who made it, through which surface (mcp, studio, filesystem, seed), a one-line summary, file count and bytes, and which one is current. Old revisions beyond the retention policy are removed.",
-            object(json!({"app": app_property()}), &["app"]),
-            true,
-            false,
-        ),
-        tool(
-            READ_APP_REVISION_FILE,
-            "Read one source file of a Sasha App at a revision",
-            "Read one file as it was at a revision, with its version (sha256). A text file comes as it is; a binary asset comes as base64 with encoding: \"base64\". Same path rules as readAppFile.",
-            object(
-                json!({"app": app_property(), "revision": revision_property("The revision"), "path": path_property()}),
-                &["app", "revision", "path"],
-            ),
-            true,
-            false,
-        ),
-        tool(
-            DIFF_APP_REVISIONS,
-            "Compare two revisions of a Sasha App",
-            "List the files added, removed or changed from one revision to another, with a unified diff for each changed text file. The answer is bounded: when diffs were left out, truncated is true and those files say so; read them with readAppRevisionFile.",
-            object(
-                json!({"app": app_property(), "from": revision_property("The older revision"), "to": revision_property("The newer revision")}),
-                &["app", "from", "to"],
-            ),
-            true,
-            false,
-        ),
-        tool(
-            REVERT_APP,
-            "Revert a Sasha App's files to an old revision",
-            "Make the app's files exactly those of an old revision; the change is live at once. Data and the audit log are never rewound. expectedRevision must be the current revision (from listAppRevisions): otherwise APP_CONFLICT, list again. Refused with APP_SCHEMA_INCOMPATIBLE naming the migration when the old revision lacks (or differs in) a migration the live database has applied.",
-            object(
-                json!({"app": app_property(), "revision": revision_property("The revision to go back to"), "expectedRevision": revision_property("The app's current revision")}),
-                &["app", "revision", "expectedRevision"],
-            ),
-            false,
-            true,
-        ),
-    ]
-}
-
-/// The `CoreService.History` request for the history tool `name` with its
+/// The `CoreService.History` request for the history tool `tool` with its
 /// (schema-checked) arguments; `None` for another tool.
 pub fn history_request(
-    name: &str,
+    tool: PlatformTool,
     principal: &pb::Principal,
     args: &Value,
 ) -> Option<pb::HistoryRequest> {
     use pb::history_request::Operation;
     let text = |key: &str| args[key].as_str().unwrap_or_default().to_owned();
-    let operation = match name {
-        LIST_APP_REVISIONS => Operation::List(pb::HistoryListRequest {}),
-        READ_APP_REVISION_FILE => Operation::Read(pb::HistoryReadRequest {
+    let operation = match tool {
+        PlatformTool::ListAppRevisions => Operation::List(pb::HistoryListRequest {}),
+        PlatformTool::ReadAppRevisionFile => Operation::Read(pb::HistoryReadRequest {
             revision: text("revision"),
             path: text("path"),
         }),
-        DIFF_APP_REVISIONS => Operation::Diff(pb::HistoryDiffRequest {
+        PlatformTool::DiffAppRevisions => Operation::Diff(pb::HistoryDiffRequest {
             from: text("from"),
             to: text("to"),
         }),
-        REVERT_APP => Operation::Revert(pb::HistoryRevertRequest {
+        PlatformTool::RevertApp => Operation::Revert(pb::HistoryRevertRequest {
             revision: text("revision"),
             expected_revision: text("expectedRevision"),
         }),
@@ -523,56 +578,18 @@ pub fn history_result(reply: &pb::HistoryReply) -> Option<(String, Value)> {
 
 // --- the lifecycle tools ----------------------------------------------------
 
-/// `withdrawApp`, `restoreApp` and `deleteApp`: listed beside the source
-/// tools, for the same callers; studio-core refuses anyone but an admin.
-fn lifecycle_tools() -> Vec<Value> {
-    vec![
-        tool(
-            WITHDRAW_APP,
-            "Withdraw a Sasha App for everyone (admins)",
-            "Withdraw an app: its opener, tools and resources disappear for every user at once, and the source and history tools refuse it, while its data, history and grants are kept. restoreApp brings it back exactly as it was. Admins only.",
-            object(json!({"app": app_property()}), &["app"]),
-            false,
-            false,
-        ),
-        tool(
-            RESTORE_APP,
-            "Restore a withdrawn Sasha App (admins)",
-            "Bring a withdrawn app back as it was, with its grants, data and history. A deleted app cannot be restored. Admins only.",
-            object(json!({"app": app_property()}), &["app"]),
-            false,
-            false,
-        ),
-        tool(
-            DELETE_APP,
-            "Delete a withdrawn Sasha App (admins)",
-            "Delete a withdrawn app's package (withdraw it first with withdrawApp); its revision history and audit log are kept and its id is never reused. Its data file is deleted too only with deleteData: true and confirmAppId equal to the app id: the file is backed up first and the backup's name is returned. Ask the person before deleting data. Admins only.",
-            object(
-                json!({
-                    "app": app_property(),
-                    "deleteData": {"type": "boolean", "default": false, "description": "Also delete the app's data file (after a backup). Needs confirmAppId."},
-                    "confirmAppId": {"type": "string", "maxLength": 60, "description": "With deleteData: the app id again, as the second confirmation."},
-                }),
-                &["app"],
-            ),
-            false,
-            true,
-        ),
-    ]
-}
-
-/// The `CoreService.AppLifecycle` request for the lifecycle tool `name`
+/// The `CoreService.AppLifecycle` request for the lifecycle tool `tool`
 /// with its (schema-checked) arguments; `None` for another tool.
 pub fn lifecycle_request(
-    name: &str,
+    tool: PlatformTool,
     principal: &pb::Principal,
     args: &Value,
 ) -> Option<pb::AppLifecycleRequest> {
     use pb::AppLifecycleOperation as Operation;
-    let operation = match name {
-        WITHDRAW_APP => Operation::Withdraw,
-        RESTORE_APP => Operation::Restore,
-        DELETE_APP => Operation::Delete,
+    let operation = match tool {
+        PlatformTool::WithdrawApp => Operation::Withdraw,
+        PlatformTool::RestoreApp => Operation::Restore,
+        PlatformTool::DeleteApp => Operation::Delete,
         _ => return None,
     };
     Some(pb::AppLifecycleRequest {
@@ -585,7 +602,8 @@ pub fn lifecycle_request(
 }
 
 /// The text part and `structuredContent` of a lifecycle tool's result.
-pub fn lifecycle_result(name: &str, reply: &pb::AppLifecycleReply) -> (String, Value) {
+pub fn lifecycle_result(tool: PlatformTool, reply: &pb::AppLifecycleReply) -> (String, Value) {
+    let name = tool.name();
     let app = &reply.app;
     let mut text = match (name, reply.changed) {
         (WITHDRAW_APP, true) => format!(
@@ -784,7 +802,29 @@ fn draft_lines(draft: &pb::DraftInfo, status: &pb::PackageStatus, lines: &mut Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sasha_contract::tools::{CREATE_APP, GET_DOCS, REVERT_APP, SUGGEST};
     use sasha_proto::pb;
+
+    /// The listing as a client reads it.
+    fn tools_for(caller: &Caller) -> Vec<Value> {
+        super::tools_for(caller)
+            .iter()
+            .map(|tool| serde_json::to_value(tool).unwrap())
+            .collect()
+    }
+
+    /// The names of the platform tools of `family`, in listing order.
+    fn family(family: PlatformFamily) -> Vec<&'static str> {
+        PlatformTool::ALL
+            .iter()
+            .filter(|tool| tool.family() == family)
+            .map(|tool| tool.name())
+            .collect()
+    }
+
+    fn is_platform_tool(name: &str) -> bool {
+        PlatformTool::from_name(name).is_some()
+    }
 
     fn caller(role: &str, scopes: &[&str]) -> Caller {
         Caller {
@@ -799,6 +839,7 @@ mod tests {
             bound_app: None,
             preview: None,
             prefetched: None,
+            named: None,
         }
     }
 
@@ -812,7 +853,7 @@ mod tests {
     #[test]
     fn source_tools_need_both_scopes_and_a_privileged_role() {
         let writer = names(&caller("staff", &["apps:invoke", "apps:write"]));
-        for name in SOURCE_TOOLS {
+        for name in family(PlatformFamily::Source) {
             assert!(writer.contains(&name.to_owned()), "{name}");
         }
         for (role, scopes) in [
@@ -824,7 +865,7 @@ mod tests {
             assert!(
                 !listed
                     .iter()
-                    .any(|name| SOURCE_TOOLS.contains(&name.as_str())),
+                    .any(|name| family(PlatformFamily::Source).contains(&name.as_str())),
                 "{role} {scopes:?}"
             );
             assert!(listed.contains(&GET_DOCS.to_owned()));
@@ -896,12 +937,12 @@ mod tests {
     fn draft_tools_are_listed_for_the_source_tools_callers_and_typed() {
         let writer = caller("staff", &["apps:invoke", "apps:write"]);
         let tools = tools_for(&writer);
-        for name in DRAFT_TOOLS {
+        for name in family(PlatformFamily::Draft) {
             let tool = tools.iter().find(|tool| tool["name"] == name).unwrap();
             assert!(is_platform_tool(name));
             assert_eq!(tool["annotations"]["destructiveHint"], true, "{name}");
         }
-        for name in SOURCE_TOOLS {
+        for name in family(PlatformFamily::Source) {
             let tool = tools.iter().find(|tool| tool["name"] == name).unwrap();
             assert_eq!(
                 tool["inputSchema"]["properties"]["draft"]["type"], "boolean",
@@ -916,13 +957,13 @@ mod tests {
             assert!(
                 !listed
                     .iter()
-                    .any(|name| DRAFT_TOOLS.contains(&name.as_str())),
+                    .any(|name| family(PlatformFamily::Draft).contains(&name.as_str())),
                 "{role} {scopes:?}"
             );
         }
         let args = json!({"app": "notes", "expectedRevision": "a".repeat(64), "contentHash": "c".repeat(64)});
         let request = draft_request(
-            PUBLISH_APP_DRAFT,
+            PlatformTool::PublishAppDraft,
             &writer.principal,
             &args,
             pb::DraftApproval::Unspecified,
@@ -940,7 +981,7 @@ mod tests {
             ))
         );
         let discard = draft_request(
-            DISCARD_APP_DRAFT,
+            PlatformTool::DiscardAppDraft,
             &writer.principal,
             &json!({"app": "notes"}),
             pb::DraftApproval::Unspecified,
@@ -952,7 +993,7 @@ mod tests {
         ));
         assert!(
             draft_request(
-                GET_DOCS,
+                PlatformTool::GetDocs,
                 &writer.principal,
                 &args,
                 pb::DraftApproval::Unspecified
@@ -1026,7 +1067,7 @@ mod tests {
     fn history_tools_are_listed_exactly_for_the_source_tools_callers() {
         let writer = caller("staff", &["apps:invoke", "apps:write"]);
         let tools = tools_for(&writer);
-        for name in HISTORY_TOOLS {
+        for name in family(PlatformFamily::History) {
             let tool = tools.iter().find(|tool| tool["name"] == name).unwrap();
             assert!(is_platform_tool(name));
             assert_eq!(tool["inputSchema"]["additionalProperties"], false);
@@ -1051,7 +1092,7 @@ mod tests {
             assert!(
                 !listed
                     .iter()
-                    .any(|name| HISTORY_TOOLS.contains(&name.as_str())),
+                    .any(|name| family(PlatformFamily::History).contains(&name.as_str())),
                 "{role} {scopes:?}"
             );
         }
@@ -1061,7 +1102,7 @@ mod tests {
     fn lifecycle_tools_are_listed_for_the_source_tools_callers_and_typed() {
         let writer = caller("staff", &["apps:invoke", "apps:write"]);
         let tools = tools_for(&writer);
-        for name in LIFECYCLE_TOOLS {
+        for name in family(PlatformFamily::Lifecycle) {
             let tool = tools.iter().find(|tool| tool["name"] == name).unwrap();
             assert!(is_platform_tool(name));
             assert_eq!(tool["inputSchema"]["additionalProperties"], false);
@@ -1080,12 +1121,12 @@ mod tests {
             assert!(
                 !listed
                     .iter()
-                    .any(|name| LIFECYCLE_TOOLS.contains(&name.as_str())),
+                    .any(|name| family(PlatformFamily::Lifecycle).contains(&name.as_str())),
                 "{role} {scopes:?}"
             );
         }
         let request = lifecycle_request(
-            DELETE_APP,
+            PlatformTool::DeleteApp,
             &writer.principal,
             &json!({"app": "notes", "deleteData": true, "confirmAppId": "notes"}),
         )
@@ -1099,13 +1140,17 @@ mod tests {
             ),
             ("notes", true, "notes")
         );
-        let withdraw =
-            lifecycle_request(WITHDRAW_APP, &writer.principal, &json!({"app": "notes"})).unwrap();
+        let withdraw = lifecycle_request(
+            PlatformTool::WithdrawApp,
+            &writer.principal,
+            &json!({"app": "notes"}),
+        )
+        .unwrap();
         assert_eq!(withdraw.operation(), pb::AppLifecycleOperation::Withdraw);
         assert!(!withdraw.delete_data && withdraw.confirm_app_id.is_empty());
-        assert!(lifecycle_request(GET_DOCS, &writer.principal, &json!({})).is_none());
+        assert!(lifecycle_request(PlatformTool::GetDocs, &writer.principal, &json!({})).is_none());
         let (text, result) = lifecycle_result(
-            DELETE_APP,
+            PlatformTool::DeleteApp,
             &pb::AppLifecycleReply {
                 app: "notes".into(),
                 changed: true,
@@ -1130,7 +1175,7 @@ mod tests {
     fn history_requests_and_results_are_typed_both_ways() {
         let principal = caller("staff", &["apps:invoke", "apps:write"]).principal;
         let request = history_request(
-            REVERT_APP,
+            PlatformTool::RevertApp,
             &principal,
             &json!({"app": "notes", "revision": "a", "expectedRevision": "b"}),
         )
@@ -1145,7 +1190,7 @@ mod tests {
                 }
             ))
         );
-        assert!(history_request("listAppFiles", &principal, &json!({})).is_none());
+        assert!(history_request(PlatformTool::ListAppFiles, &principal, &json!({})).is_none());
         let listed = pb::HistoryReply {
             app: "notes".into(),
             result: Some(pb::history_reply::Result::Revisions(pb::HistoryRevisions {

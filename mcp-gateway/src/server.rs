@@ -5,6 +5,12 @@
 //! catalogue, so a grant revoked a moment ago is already gone. The caller was
 //! authenticated by [`crate::auth::authenticate`] for this very HTTP request.
 //!
+//! A call is one pipeline: its tool's name decoded once into what it names
+//! (`ToolTarget`, the contract's codec; the header `Mcp-Name` already decoded
+//! it when it names the same tool), resolved against the caller's catalogue
+//! and checked visible by the listing's own rule, its arguments checked by
+//! the validator compiled once per app revision and tool, then run.
+//!
 //! Failures of a tool are tool results (`isError: true`) whose
 //! `structuredContent.error` is the spec's envelope; an unknown tool is JSON-RPC
 //! `-32602`. An app-only or unreachable action is `APP_ACTION_UNAVAILABLE`.
@@ -20,20 +26,21 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, Resource, ResourceTemplate,
-    ServerCapabilities, ServerConfig, Tool,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use sasha_contract::tools::{CHAT_TOOL, UPLOAD_TOOL};
+use sasha_contract::tools::{AppOnlyTool, ToolTarget};
 use sasha_proto::{AppError, ErrorCode};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use self::resources::templates;
 use crate::Gateway;
 use crate::auth::Caller;
 use crate::calls::{self, DataCall};
 use crate::catalogue::{self, App, Catalogue};
-use crate::tools::{self, Target};
+use crate::schemas::{Part, SchemaKey};
+use crate::tools::{self, AppTool};
 use crate::{member, platform};
 
 mod app_tools;
@@ -63,11 +70,10 @@ fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, McpError
     })
 }
 
-fn caller_of(ctx: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
+fn caller_of(ctx: &RequestContext<RoleServer>) -> Result<&Caller, McpError> {
     ctx.extensions
         .get::<axum::http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<Caller>())
-        .cloned()
         .ok_or_else(|| McpError::internal_error("the request was not authenticated", None))
 }
 
@@ -90,6 +96,14 @@ fn protocol_error(error: &AppError) -> McpError {
         }
         _ => McpError::internal_error(error.message.clone(), data),
     }
+}
+
+/// The protocol's answer to a tool that does not exist for this caller.
+fn unknown_tool(name: &str) -> Result<CallToolResponse, McpError> {
+    Err(McpError::invalid_params(
+        format!("Tool {name} not found"),
+        None,
+    ))
 }
 
 /// A tool's failure: an error result whose `structuredContent.error` is the
@@ -120,34 +134,15 @@ fn complete(text: String, value: Value, is_error: Option<bool>) -> CallToolRespo
     CallToolResponse::Complete(result)
 }
 
-/// One resolved `tools/call`.
+/// One resolved call of an app's tool.
 struct Call<'a> {
     caller: &'a Caller,
-    app_id: &'a str,
+    /// The app's catalogue entry, as studio-core answered it for this call.
     app: &'a App,
+    /// The tool's name, as the caller sent it.
     name: &'a str,
-    args: Map<String, Value>,
-}
-
-impl Call<'_> {
-    /// The governed data call this tool call makes.
-    fn data<'b>(
-        &'b self,
-        operation: &'b str,
-        table: &'b str,
-        request: Value,
-        action_id: Option<&'b str>,
-    ) -> DataCall<'b> {
-        DataCall {
-            caller: self.caller,
-            app_id: self.app_id,
-            app: self.app,
-            operation,
-            table,
-            request,
-            action_id,
-        }
-    }
+    /// The arguments, already checked against the tool's input schema.
+    args: Value,
 }
 
 impl SashaMcp {
@@ -199,7 +194,7 @@ impl SashaMcp {
 
     /// [`SashaMcp::execute`], also giving data-worker's JSON text of the result.
     async fn execute_text(&self, call: DataCall<'_>) -> Result<(Value, String), AppError> {
-        let (caller, app_id) = (call.caller, call.app_id);
+        let (caller, app_id) = (call.caller, call.app.id.as_str());
         let fetch_contract = async || {
             let catalogue = self
                 .fetch_catalogue(caller, Some(app_id), String::new())
@@ -220,21 +215,128 @@ impl SashaMcp {
         .await
     }
 
-    /// The caller and their catalogue for a listing, or `None` for a caller
-    /// without `apps:invoke` (who lists nothing).
-    async fn listing(
-        &self,
-        ctx: &RequestContext<RoleServer>,
-    ) -> Result<Option<(Caller, Catalogue)>, McpError> {
-        let caller = caller_of(ctx)?;
+    /// The caller's catalogue for a listing, or `None` for a caller without
+    /// `apps:invoke` (who lists nothing).
+    async fn listing(&self, caller: &Caller) -> Result<Option<Catalogue>, McpError> {
         if !caller.invokes() {
             return Ok(None);
         }
         let catalogue = self
-            .catalogue(&caller, None)
+            .catalogue(caller, None)
             .await
             .map_err(|error| protocol_error(&error))?;
-        Ok(Some((caller, catalogue)))
+        Ok(Some(catalogue))
+    }
+
+    /// A call of one app's tool (`target` names an app, or is app-only):
+    /// the app's catalogue entry, the tool as this caller would list it, its
+    /// arguments checked, then run.
+    async fn call_app_tool(
+        &self,
+        caller: &Caller,
+        target: &ToolTarget,
+        name: &str,
+        args: Value,
+        request: &CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let absent = || -> Result<CallToolResponse, McpError> {
+            if matches!(target, ToolTarget::Action { .. }) {
+                // The tool's name stays out of the message, which a person
+                // may read; a client finds it in `details.tool`.
+                tool_error(
+                    AppError::new(
+                        ErrorCode::ActionUnavailable,
+                        "this action is not available to you: it may have been removed, or your access changed",
+                    )
+                    .with_details(json!({"tool": name})),
+                )
+            } else {
+                unknown_tool(name)
+            }
+        };
+        let tools_caller = caller.tools_caller();
+        let app_id = match target {
+            ToolTarget::AppOnly(_) => tools_caller.bound_app,
+            named => named.app(),
+        };
+        let Some(app_id) = app_id.filter(|_| caller.invokes()) else {
+            return absent();
+        };
+        let catalogue = match self.catalogue(caller, Some(app_id)).await {
+            Ok(catalogue) => catalogue,
+            Err(error) => return tool_error(error),
+        };
+        let Some(app) = catalogue.apps.get(app_id) else {
+            return absent();
+        };
+        let Some(tool) =
+            AppTool::resolve(app, target).filter(|tool| tool.visible(app, &tools_caller))
+        else {
+            return absent();
+        };
+        let key = SchemaKey::App {
+            app: &app.id,
+            revision: &app.revision,
+            tool: name,
+            part: Part::Input,
+        };
+        if let Err(error) = self
+            .gateway
+            .validators
+            .validate(key, || tool.input_schema(), &args)
+        {
+            return tool_error(error);
+        }
+        let call = Call {
+            caller,
+            app,
+            name,
+            args,
+        };
+        match tool {
+            AppTool::Opener => tool_success(json!({
+                "appId": app.id,
+                "name": app.name,
+                "revision": app.revision,
+                "resourceUri": app.resource_uri,
+            })),
+            AppTool::AppOnly(AppOnlyTool::Chat) => {
+                let progress = progress_token(request, ctx);
+                match crate::assist::chat(&self.gateway, caller, app, &call.args, progress, ctx)
+                    .await
+                {
+                    // The content is the answer itself; structuredContent
+                    // carries it for the app.
+                    Ok(value) => {
+                        text_result(value["text"].as_str().unwrap_or_default().to_owned(), value)
+                    }
+                    Err(error) => tool_error(error),
+                }
+            }
+            AppTool::AppOnly(AppOnlyTool::Upload) => {
+                let progress = progress_token(request, ctx);
+                match crate::assist::upload(&self.gateway, caller, app, &call.args, progress, ctx)
+                    .await
+                {
+                    Ok(value) => {
+                        let count = value["files"].as_array().map_or(0, Vec::len);
+                        text_result(
+                            format!(
+                                "{count} document{} converted to Markdown",
+                                if count == 1 { "" } else { "s" }
+                            ),
+                            value,
+                        )
+                    }
+                    Err(error) => tool_error(error),
+                }
+            }
+            AppTool::Table {
+                table, operation, ..
+            } => self.run_table(call, request, ctx, table, operation).await,
+            AppTool::Action(action) => self.run_action(call, request, ctx, action).await,
+        }
     }
 }
 
@@ -285,159 +387,48 @@ impl ServerHandler for SashaMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let caller = caller_of(&ctx)?;
-        let mut listed = platform::tools_for(&caller);
-        listed.extend(member::tools_for(&caller));
-        if let Some((caller, catalogue)) = self.listing(&ctx).await? {
+        let mut listed = platform::tools_for(caller);
+        listed.extend(member::tools_for(caller));
+        if let Some(catalogue) = self.listing(caller).await? {
             listed.extend(tools::tools_for(&catalogue, &caller.tools_caller()));
         }
-        let tools = listed
-            .into_iter()
-            .map(from_json::<Tool>)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(ListToolsResult::with_all_items(tools))
+        Ok(ListToolsResult::with_all_items(listed))
     }
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let caller = caller_of(&ctx)?;
-        let name = request.name.to_string();
-        if member::is_member_tool(&name) {
-            return self
-                .call_member(
-                    &caller,
-                    &name,
-                    request.arguments.clone().unwrap_or_default(),
-                    &request,
-                    &ctx,
-                )
-                .await;
-        }
-        if platform::is_platform_tool(&name) {
-            return self
-                .call_platform(
-                    &caller,
-                    &name,
-                    request.arguments.clone().unwrap_or_default(),
-                    &request,
-                    &ctx,
-                )
-                .await;
-        }
-        let action_shaped = tools::is_action_shaped(&name);
-        let absent = |name: &str| -> Result<CallToolResponse, McpError> {
-            if action_shaped {
-                // The tool's name stays out of the message, which a person
-                // may read; a client finds it in `details.tool`.
-                tool_error(
-                    AppError::new(
-                        ErrorCode::ActionUnavailable,
-                        "this action is not available to you: it may have been removed, or your access changed",
-                    )
-                    .with_details(json!({"tool": name})),
-                )
-            } else {
-                Err(McpError::invalid_params(
-                    format!("Tool {name} not found"),
-                    None,
-                ))
-            }
-        };
-        let app_id = match name.as_str() {
-            CHAT_TOOL | UPLOAD_TOOL => caller.tools_caller().bound_app,
-            _ => tools::app_of(&name),
-        };
-        let Some(app_id) = app_id.filter(|_| caller.invokes()) else {
-            return absent(&name);
-        };
-        let catalogue = match self.catalogue(&caller, Some(&app_id)).await {
-            Ok(catalogue) => catalogue,
-            Err(error) => return tool_error(error),
-        };
-        let Some(app) = catalogue.apps.get(&app_id) else {
-            return absent(&name);
-        };
-        let Some(tool) = tools::tool_for(app, &caller.tools_caller(), &name) else {
-            return absent(&name);
-        };
-        let Some(target) = tools::classify(app, &name) else {
-            return absent(&name);
-        };
-        let args = request.arguments.clone().unwrap_or_default();
-        if let Err(error) = self.gateway.validators.validate(
-            &tool["inputSchema"],
-            &Value::Object(args.clone()),
-            "input",
-        ) {
-            return tool_error(error);
-        }
-        let call = Call {
-            caller: &caller,
-            app_id: &app_id,
-            app,
-            name: &name,
-            args,
+        let args = Value::Object(request.arguments.take().unwrap_or_default());
+        let name = request.name.as_ref();
+        // Decoded once: by the authentication step when the request's
+        // headers name this very tool, else here.
+        let decoded;
+        let target = match caller.named_tool(name) {
+            Some(target) => target,
+            None => match ToolTarget::decode(name) {
+                Some(target) => {
+                    decoded = target;
+                    &decoded
+                }
+                None => return unknown_tool(name),
+            },
         };
         match target {
-            Target::Open => tool_success(json!({
-                "appId": app_id,
-                "name": app.name,
-                "revision": app.revision,
-                "resourceUri": app.resource_uri,
-            })),
-            Target::ChatExecute => {
-                let progress = progress_token(&request, &ctx);
-                match crate::assist::chat(
-                    &self.gateway,
-                    call.caller,
-                    call.app_id,
-                    call.app,
-                    &call.args,
-                    progress,
-                    &ctx,
-                )
-                .await
-                {
-                    // The content is the answer itself; structuredContent
-                    // carries it for the app.
-                    Ok(value) => {
-                        text_result(value["text"].as_str().unwrap_or_default().to_owned(), value)
-                    }
-                    Err(error) => tool_error(error),
-                }
-            }
-            Target::FilesUpload => {
-                match crate::assist::upload(
-                    &self.gateway,
-                    call.caller,
-                    call.app_id,
-                    call.app,
-                    &call.args,
-                    progress_token(&request, &ctx),
-                    &ctx,
-                )
-                .await
-                {
-                    Ok(value) => {
-                        let count = value["files"].as_array().map_or(0, Vec::len);
-                        text_result(
-                            format!(
-                                "{count} document{} converted to Markdown",
-                                if count == 1 { "" } else { "s" }
-                            ),
-                            value,
-                        )
-                    }
-                    Err(error) => tool_error(error),
-                }
-            }
-            Target::Table { table, operation } => {
-                self.run_table(call, &request, &ctx, &table, &operation)
+            ToolTarget::Platform(tool) => {
+                self.call_platform(caller, *tool, args, &request, &ctx)
                     .await
             }
-            Target::Action { action } => self.run_action(call, &request, &ctx, &action).await,
+            ToolTarget::Member(tool) => self.call_member(caller, *tool, args, &request, &ctx).await,
+            ToolTarget::OpenApp { .. }
+            | ToolTarget::Table { .. }
+            | ToolTarget::Action { .. }
+            | ToolTarget::AppOnly(_) => {
+                self.call_app_tool(caller, target, name, args, &request, &ctx)
+                    .await
+            }
         }
     }
 
@@ -446,7 +437,8 @@ impl ServerHandler for SashaMcp {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let Some((_, catalogue)) = self.listing(&ctx).await? else {
+        let caller = caller_of(&ctx)?;
+        let Some(catalogue) = self.listing(caller).await? else {
             return Ok(ListResourcesResult::with_all_items(Vec::new()));
         };
         let mut resources = Vec::new();
@@ -502,9 +494,9 @@ impl ServerHandler for SashaMcp {
     ) -> Result<ReadResourceResponse, McpError> {
         let caller = caller_of(&ctx)?;
         if request.uri.starts_with("ui://") {
-            self.read_ui_resource(&caller, &request.uri).await
+            self.read_ui_resource(caller, &request.uri).await
         } else {
-            self.read_data_resource(&caller, &request.uri).await
+            self.read_data_resource(caller, &request.uri).await
         }
     }
 }

@@ -1,191 +1,276 @@
-//! The MCP tools a caller sees, computed from studio-core's catalogue for that
-//! caller (`CoreService.GetCatalogue`, which lists only apps the caller holds a
-//! grant on).
+//! The MCP tools a caller sees of the apps in their catalogue
+//! (`CoreService.GetCatalogue`, which lists only apps the caller holds a
+//! grant on), as rmcp's own [`Tool`] values.
 //!
 //! Per app: `open_app__<id>` (always model-visible, linked to the app's UI
-//! resource); per declared table the six data tools
-//! `app__<app>__<table>__list|get|aggregate|create|update|delete` with input
-//! schemas generated from the declared columns by the data contract
-//! ([`table_tool_input`], so the grammar's bounds are the ones data-worker
-//! enforces) (model- and app-visible); every
-//! `exposeToModel` action as `app__<app>__<action>`. App-only tools (the other
-//! actions, `sasha__chat_execute`, `sasha__files_upload`) exist only for the
-//! Studio browser session bound to that app. A caller without `apps:invoke` sees
-//! no app tools at all. Ids map `-` to `_`.
+//! resource); per declared table the data tools
+//! `app__<app>__<table>__<operation>` with input schemas generated from the
+//! declared columns by the data contract ([`table_tool_input`], so the
+//! grammar's bounds are the ones data-worker enforces) (model- and
+//! app-visible); every `exposeToModel` action as `app__<app>__<action>`.
+//! App-only tools (the other actions, `sasha__chat_execute`,
+//! `sasha__files_upload`) exist only for the Studio browser session bound to
+//! that app. A caller without `apps:invoke` sees no app tools at all. Names
+//! are the contract's codec (`sasha_contract::tools::ToolTarget`).
+//!
+//! A listing and a call decide who sees a tool by one rule,
+//! [`AppTool::visible`], which builds nothing; a call builds no definition,
+//! only (once per app revision, in `crate::schemas`) its schema.
 //!
 //! This module only describes tools; it never authorises or executes a call.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
 use sasha_contract::actions::CompiledAction;
-use sasha_contract::grammar::OPERATIONS;
-pub use sasha_contract::tools::tool_name;
-use sasha_contract::tools::{CHAT_TOOL, UPLOAD_TOOL, table_tool_input};
+use sasha_contract::grammar::TableOperation;
+use sasha_contract::tools::{
+    AppOnlyTool, ToolTarget, opener_name, table_tool_input, table_tool_name,
+};
 use serde_json::{Value, json};
 
 use crate::catalogue::{App, Catalogue, DataCapability, DeclaredTable};
 
 /// Who is listing tools.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller<'a> {
     /// Holds `apps:invoke`; without it no app tool exists.
     pub invokes: bool,
     /// The app a Studio browser session is bound to (its open app), if any:
     /// only that app's app-only tools exist for this caller.
-    pub bound_app: Option<String>,
+    pub bound_app: Option<&'a str>,
 }
 
-/// What a tool name refers to inside one app.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
+/// One tool of one app, resolved against the app's catalogue entry.
+#[derive(Debug, Clone, Copy)]
+pub enum AppTool<'a> {
     /// `open_app__<id>`.
-    Open,
-    /// `app__<app>__<table>__<operation>`.
-    Table { table: String, operation: String },
-    /// `app__<app>__<action>`; the catalogue entry of the action.
-    Action { action: String },
-    /// `sasha__chat_execute`.
-    ChatExecute,
-    /// `sasha__files_upload`.
-    FilesUpload,
+    Opener,
+    /// `app__<app>__<table>__<operation>` on a declared table.
+    Table {
+        table: &'a str,
+        declared: &'a DeclaredTable,
+        operation: TableOperation,
+    },
+    /// `app__<app>__<action>`: the app's compiled action.
+    Action(&'a CompiledAction),
+    /// `sasha__chat_execute` or `sasha__files_upload`.
+    AppOnly(AppOnlyTool),
 }
 
-/// The app id a tool name belongs to (`-` restored from `_`), or `None` when the
-/// name has no app part. App ids are kebab-case without underscores, so the
-/// mapping is injective.
-pub fn app_of(name: &str) -> Option<String> {
-    let rest = name
-        .strip_prefix("open_app__")
-        .or_else(|| name.strip_prefix("app__"))?;
-    let encoded = rest.split("__").next()?;
-    if encoded.is_empty()
-        || !encoded
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-    {
-        return None;
+impl<'a> AppTool<'a> {
+    /// The tool `target` names in `app`, when the app has one by that name
+    /// (whoever asks: [`AppTool::visible`] says who sees it). An app-only
+    /// tool names no app: it is the tool of whichever app it is asked of.
+    pub fn resolve(app: &'a App, target: &ToolTarget) -> Option<AppTool<'a>> {
+        match target {
+            ToolTarget::OpenApp { app: id } => (*id == app.id).then_some(AppTool::Opener),
+            ToolTarget::Table {
+                app: id,
+                table,
+                operation,
+            } => {
+                let (table, declared) = app
+                    .tables
+                    .get_key_value(table.as_str())
+                    .filter(|_| *id == app.id)?;
+                Some(AppTool::Table {
+                    table,
+                    declared,
+                    operation: *operation,
+                })
+            }
+            ToolTarget::Action { app: id, action } => app
+                .action(action)
+                .filter(|_| *id == app.id)
+                .map(AppTool::Action),
+            ToolTarget::AppOnly(tool) => Some(AppTool::AppOnly(*tool)),
+            ToolTarget::Platform(_) | ToolTarget::Member(_) => None,
+        }
     }
-    Some(encoded.replace('_', "-"))
-}
 
-/// Whether `name` has the shape of an action tool (`app__<app>__<action>`): an
-/// unknown or unreachable one is answered `APP_ACTION_UNAVAILABLE`, not as an
-/// unknown tool.
-pub fn is_action_shaped(name: &str) -> bool {
-    name.strip_prefix("app__")
-        .map(|rest| rest.split("__").count() == 2 && app_of(name).is_some())
-        .unwrap_or(false)
-}
+    /// Every tool `app` has, in listing order, whoever asks.
+    fn every(app: &'a App) -> impl Iterator<Item = AppTool<'a>> {
+        let tables = app.tables.iter().flat_map(|(table, declared)| {
+            TableOperation::ALL
+                .into_iter()
+                .map(move |operation| AppTool::Table {
+                    table,
+                    declared,
+                    operation,
+                })
+        });
+        std::iter::once(AppTool::Opener)
+            .chain(tables)
+            .chain(app.actions.iter().map(AppTool::Action))
+            .chain(AppOnlyTool::ALL.iter().map(|tool| AppTool::AppOnly(*tool)))
+    }
 
-/// What `name` names in `app` (a catalogue entry), independent of who asks.
-pub fn classify(app: &App, name: &str) -> Option<Target> {
-    match name {
-        CHAT_TOOL => return Some(Target::ChatExecute),
-        UPLOAD_TOOL => return Some(Target::FilesUpload),
-        _ => {}
+    /// Whether `caller` sees this tool of `app`: the one rule a listing and a
+    /// call share. Builds nothing.
+    pub fn visible(&self, app: &App, caller: &Caller<'_>) -> bool {
+        if !caller.invokes {
+            return false;
+        }
+        let bound = caller.bound_app == Some(app.id.as_str());
+        let manages = app.manages();
+        match self {
+            AppTool::Opener => true,
+            // An app that declared `data: read` gets no mutating table
+            // tools, and a caller without `manage` none for a table only
+            // managers write.
+            AppTool::Table {
+                declared,
+                operation,
+                ..
+            } => {
+                !operation.is_mutating()
+                    || app.data == DataCapability::ReadWrite
+                        && declared.declaration.may_write(manages)
+            }
+            AppTool::Action(action) => {
+                let permitted = !action.operation.is_mutating()
+                    || app
+                        .tables
+                        .get(action.operation.table())
+                        .is_some_and(|declared| declared.declaration.may_write(manages));
+                (action.model_visible() || bound) && permitted
+            }
+            AppTool::AppOnly(AppOnlyTool::Chat) => bound && app.chat,
+            AppTool::AppOnly(AppOnlyTool::Upload) => bound && app.files,
+        }
     }
-    if name == opener_name(&app.id) {
-        return Some(Target::Open);
+
+    /// The tool's MCP name.
+    pub fn name(&self, app: &App) -> Cow<'static, str> {
+        match self {
+            AppTool::Opener => Cow::Owned(opener_name(&app.id)),
+            AppTool::Table {
+                table, operation, ..
+            } => Cow::Owned(table_tool_name(&app.id, table, *operation)),
+            AppTool::Action(action) => Cow::Owned(action.mcp_name.clone()),
+            AppTool::AppOnly(tool) => Cow::Borrowed(tool.name()),
+        }
     }
-    for table in app.tables.keys() {
-        for operation in OPERATIONS {
-            if name == tool_name(&[&app.id, table, operation]) {
-                return Some(Target::Table {
-                    table: table.clone(),
-                    operation: operation.to_owned(),
-                });
+
+    /// What the tool takes: the schema a call's arguments are checked
+    /// against, as listed.
+    pub fn input_schema(&self) -> Value {
+        match self {
+            AppTool::Opener => {
+                json!({"type": "object", "properties": {}, "additionalProperties": false})
+            }
+            AppTool::Table {
+                declared,
+                operation,
+                ..
+            } => table_tool_input(&declared.table, &declared.declaration, *operation).schema,
+            AppTool::Action(action) => action.input_schema.clone(),
+            AppTool::AppOnly(AppOnlyTool::Chat) => {
+                json!({"type": "object", "properties": {"prompt": {"type": "string", "maxLength": 65536}, "newSession": {"type": "boolean"}}, "required": ["prompt"], "additionalProperties": false})
+            }
+            AppTool::AppOnly(AppOnlyTool::Upload) => {
+                json!({"type": "object", "properties": {"files": {"type": "array", "minItems": 1, "maxItems": 10, "items": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255}, "type": {"type": "string", "maxLength": 255}, "size": {"type": "integer", "minimum": 0}, "dataBase64": {"type": "string"}}, "required": ["name", "dataBase64"], "additionalProperties": false}}}, "required": ["files"], "additionalProperties": false})
             }
         }
     }
-    app.actions
-        .iter()
-        .find(|action| action.mcp_name == name)
-        .map(|action| Target::Action {
-            action: action.id.clone(),
-        })
-}
 
-/// `open_app__<id>` with `-` → `_`.
-fn opener_name(app_id: &str) -> String {
-    format!("open_app__{}", app_id.replace('-', "_"))
+    /// The tool as a listing shows it.
+    pub fn definition(&self, app: &App) -> Tool {
+        let name = self.name(app);
+        match self {
+            AppTool::Opener => {
+                let uri = &app.resource_uri;
+                Tool::new(
+                    name,
+                    format!("Open {}: {}", app.name, app.description),
+                    object(self.input_schema()),
+                )
+                .with_title(app.name.clone())
+                .with_annotations(ToolAnnotations::new().read_only(true))
+                .with_meta(meta(json!({
+                    "ui": {"resourceUri": uri, "visibility": visibility(true)},
+                    "ui/resourceUri": uri,
+                })))
+            }
+            AppTool::Table {
+                table,
+                declared,
+                operation,
+            } => {
+                let input = table_tool_input(&declared.table, &declared.declaration, *operation);
+                let mut annotations = ToolAnnotations::new().read_only(!operation.is_mutating());
+                if *operation == TableOperation::Delete {
+                    annotations = annotations.destructive(true);
+                }
+                Tool::new(
+                    name,
+                    format!("{} of the {table} table of {}", input.summary, app.name),
+                    object(input.schema),
+                )
+                .with_annotations(annotations)
+                .with_meta(ui_visibility(true))
+            }
+            AppTool::Action(action) => {
+                let model_visible = action.model_visible();
+                Tool::new(
+                    name,
+                    action.description.clone(),
+                    object(action.input_schema.clone()),
+                )
+                .with_raw_output_schema(object(output_schema(&action.result_schema)))
+                .with_annotations(ToolAnnotations::new().read_only(!action.mutating))
+                .with_meta(ui_visibility(model_visible))
+            }
+            AppTool::AppOnly(tool) => Tool::new(
+                name,
+                match tool {
+                    AppOnlyTool::Chat => "Run a chat turn for the open app",
+                    AppOnlyTool::Upload => "Upload documents for the open app",
+                },
+                object(self.input_schema()),
+            )
+            .with_meta(ui_visibility(false)),
+        }
+    }
 }
-
-pub use sasha_contract::grammar::is_mutating;
 
 /// The tools `caller` may list, from the caller's catalogue.
-pub fn tools_for(catalogue: &Catalogue, caller: &Caller) -> Vec<Value> {
-    let mut tools = Vec::new();
+pub fn tools_for(catalogue: &Catalogue, caller: &Caller<'_>) -> Vec<Tool> {
     if !caller.invokes {
-        return tools;
+        return Vec::new();
     }
-    for app in catalogue.apps.values() {
-        app_tools(app, caller, None, &mut tools);
-    }
-    tools
+    catalogue
+        .apps
+        .values()
+        .flat_map(|app| {
+            AppTool::every(app)
+                .filter(|tool| tool.visible(app, caller))
+                .map(|tool| tool.definition(app))
+        })
+        .collect()
 }
 
-/// The one tool named `name` of `app` as [`tools_for`] would list it to
-/// `caller`, or `None` when that caller would not see it. A call builds only
-/// this definition, not the app's whole tool list.
-pub fn tool_for(app: &App, caller: &Caller, name: &str) -> Option<Value> {
-    if !caller.invokes {
-        return None;
+/// A JSON Schema (or `_meta`) object as rmcp holds it. Every schema here is
+/// an object by construction (the contract's, or a compiled action's, which
+/// the wire conversion keeps an object); anything else would be a peer's bug,
+/// logged and published as the empty schema.
+pub(crate) fn object(value: Value) -> Arc<JsonObject> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        other => {
+            tracing::error!(%other, "a tool schema is not a JSON object");
+            Arc::new(JsonObject::new())
+        }
     }
-    let mut tools = Vec::new();
-    app_tools(app, caller, Some(name), &mut tools);
-    tools.pop()
 }
 
-/// Appends the tools of one app that `caller` may see, in listing order; with
-/// `only`, just the tool of that name (each name is checked before its
-/// definition is built).
-fn app_tools(app: &App, caller: &Caller, only: Option<&str>, tools: &mut Vec<Value>) {
-    let wanted = |name: &str| only.is_none_or(|only| only == name);
-    let bound = caller.bound_app.as_deref() == Some(app.id.as_str());
-    if wanted(&opener_name(&app.id)) {
-        tools.push(open_app_tool(app));
-    }
-    // An app that declared `data: read` gets no mutating table tools, and a
-    // caller without `manage` none for a table only managers write.
-    let writes = app.data == DataCapability::ReadWrite;
-    let manages = app.manages();
-    for (table, declared) in &app.tables {
-        let may_write = writes && declared.declaration.may_write(manages);
-        for operation in OPERATIONS {
-            if is_mutating(operation) && !may_write
-                || !wanted(&tool_name(&[&app.id, table, operation]))
-            {
-                continue;
-            }
-            if let Some(tool) = table_tool(app, table, declared, operation) {
-                tools.push(tool);
-            }
-        }
-    }
-    for action in &app.actions {
-        let model_visible = action.model_visible();
-        let permitted = !action.operation.is_mutating()
-            || app
-                .tables
-                .get(action.operation.table())
-                .is_some_and(|declared| declared.declaration.may_write(manages));
-        if (model_visible || bound) && permitted && wanted(&action.mcp_name) {
-            tools.push(action_tool(action, model_visible));
-        }
-    }
-    if bound {
-        if app.chat && wanted(CHAT_TOOL) {
-            tools.push(app_only_tool(
-                CHAT_TOOL,
-                "Run a chat turn for the open app",
-                json!({"type": "object", "properties": {"prompt": {"type": "string", "maxLength": 65536}, "newSession": {"type": "boolean"}}, "required": ["prompt"], "additionalProperties": false}),
-            ));
-        }
-        if app.files && wanted(UPLOAD_TOOL) {
-            tools.push(app_only_tool(
-                UPLOAD_TOOL,
-                "Upload documents for the open app",
-                json!({"type": "object", "properties": {"files": {"type": "array", "minItems": 1, "maxItems": 10, "items": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255}, "type": {"type": "string", "maxLength": 255}, "size": {"type": "integer", "minimum": 0}, "dataBase64": {"type": "string"}}, "required": ["name", "dataBase64"], "additionalProperties": false}}}, "required": ["files"], "additionalProperties": false}),
-            ));
-        }
+/// A tool's `_meta`.
+pub(crate) fn meta(value: Value) -> MetaObject {
+    match value {
+        Value::Object(map) => MetaObject(map),
+        _ => MetaObject::new(),
     }
 }
 
@@ -197,25 +282,9 @@ fn visibility(model: bool) -> Value {
     }
 }
 
-fn open_app_tool(app: &App) -> Value {
-    let uri = &app.resource_uri;
-    json!({
-        "name": opener_name(&app.id),
-        "title": app.name,
-        "description": format!("Open {}: {}", app.name, app.description),
-        "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
-        "annotations": {"readOnlyHint": true},
-        "_meta": {"ui": {"resourceUri": uri, "visibility": visibility(true)}, "ui/resourceUri": uri},
-    })
-}
-
-fn app_only_tool(name: &str, description: &str, input: Value) -> Value {
-    json!({
-        "name": name,
-        "description": description,
-        "inputSchema": input,
-        "_meta": {"ui": {"visibility": visibility(false)}},
-    })
+/// `_meta: {ui: {visibility}}`.
+fn ui_visibility(model: bool) -> MetaObject {
+    meta(json!({"ui": {"visibility": visibility(model)}}))
 }
 
 /// The `structuredContent` of a failed call: `{error: envelope}`.
@@ -246,42 +315,27 @@ fn output_schema(result_schema: &Value) -> Value {
     json!({"type": "object", "anyOf": [result_schema, error_result_schema()]})
 }
 
-fn action_tool(action: &CompiledAction, model_visible: bool) -> Value {
-    json!({
-        "name": action.mcp_name,
-        "description": action.description,
-        "inputSchema": action.input_schema,
-        "outputSchema": output_schema(&action.result_schema),
-        "annotations": {"readOnlyHint": !action.mutating},
-        "_meta": {"ui": {"visibility": visibility(model_visible)}},
-    })
-}
-
-/// One per-table data tool; its input schema is the data contract's
-/// ([`table_tool_input`]), so the grammar's bounds are published as they are
-/// enforced.
-fn table_tool(app: &App, table: &str, declared: &DeclaredTable, operation: &str) -> Option<Value> {
-    let input = table_tool_input(&declared.table, &declared.declaration, operation)?;
-    let schema = input.schema;
-    let mut annotations = json!({"readOnlyHint": input.read_only});
-    if operation == "delete"
-        && let Some(annotations) = annotations.as_object_mut()
-    {
-        annotations.insert("destructiveHint".to_owned(), json!(true));
-    }
-    Some(json!({
-        "name": tool_name(&[&app.id, table, operation]),
-        "description": format!("{} of the {table} table of {}", input.summary, app.name),
-        "inputSchema": schema,
-        "annotations": annotations,
-        "_meta": {"ui": {"visibility": visibility(true)}},
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sasha_contract::tools::{CHAT_TOOL, UPLOAD_TOOL};
     use sasha_proto::pb;
+
+    /// The listing as a client reads it.
+    fn tools_for(catalogue: &Catalogue, caller: &Caller<'_>) -> Vec<Value> {
+        super::tools_for(catalogue, caller)
+            .iter()
+            .map(|tool| serde_json::to_value(tool).unwrap())
+            .collect()
+    }
+
+    /// The one tool a call named `name` finds for `caller`, as listed.
+    fn tool_for(app: &App, caller: &Caller<'_>, name: &str) -> Option<Value> {
+        let target = ToolTarget::decode(name)?;
+        let tool = AppTool::resolve(app, &target)?;
+        tool.visible(app, caller)
+            .then(|| serde_json::to_value(tool.definition(app)).unwrap())
+    }
 
     fn column(
         name: &str,
@@ -459,7 +513,7 @@ mod tests {
         // Bound to the app, so the app-only mutating action would be listed too.
         let caller = Caller {
             invokes: true,
-            bound_app: Some("notes".to_owned()),
+            bound_app: Some("notes"),
         };
         let writes = [
             "app__notes__note_items__create",
@@ -516,11 +570,11 @@ mod tests {
             "app__notes__note_items",
             "sasha__files_upload_x",
         ];
-        for bound_app in [None, Some("notes".to_owned()), Some("other".to_owned())] {
+        for bound_app in [None, Some("notes"), Some("other")] {
             {
                 let caller = Caller {
                     invokes: true,
-                    bound_app: bound_app.clone(),
+                    bound_app,
                 };
                 let listed = tools_for(&catalogue, &caller);
                 for tool in &listed {
@@ -577,7 +631,7 @@ mod tests {
     fn the_bound_studio_session_also_sees_app_only_tools() {
         let caller = Caller {
             invokes: true,
-            bound_app: Some("notes".into()),
+            bound_app: Some("notes"),
         };
         let tools = tools_for(&catalogue(), &caller);
         let names = names(&tools);
@@ -597,7 +651,7 @@ mod tests {
             &catalogue(),
             &Caller {
                 invokes: true,
-                bound_app: Some("other".into()),
+                bound_app: Some("other"),
             },
         );
         assert!(!names_contains(&other, "app__notes__add_note"));
@@ -614,7 +668,7 @@ mod tests {
                 &catalogue(),
                 &Caller {
                     invokes: false,
-                    bound_app: Some("notes".into()),
+                    bound_app: Some("notes"),
                 }
             )
             .is_empty()
@@ -715,33 +769,46 @@ mod tests {
     }
 
     #[test]
-    fn names_are_classified_from_the_typed_app() {
+    fn names_resolve_to_the_typed_app_tools() {
         let catalogue = catalogue();
         let app = &catalogue.apps["notes"];
-        assert_eq!(classify(app, "open_app__notes"), Some(Target::Open));
-        assert_eq!(
-            classify(app, "app__notes__note_items__update"),
-            Some(Target::Table {
-                table: "note_items".into(),
-                operation: "update".into()
+        let resolve = |name: &str| AppTool::resolve(app, &ToolTarget::decode(name)?);
+        assert!(matches!(resolve("open_app__notes"), Some(AppTool::Opener)));
+        assert!(matches!(
+            resolve("app__notes__note_items__update"),
+            Some(AppTool::Table {
+                table: "note_items",
+                operation: TableOperation::Update,
+                ..
             })
-        );
-        assert_eq!(
-            classify(app, "app__notes__add_note"),
-            Some(Target::Action {
-                action: "add-note".into()
-            })
-        );
-        assert_eq!(classify(app, CHAT_TOOL), Some(Target::ChatExecute));
-        assert_eq!(classify(app, UPLOAD_TOOL), Some(Target::FilesUpload));
-        assert_eq!(classify(app, "app__notes__note_items__drop"), None);
-    }
-
-    #[test]
-    fn names_map_hyphens_to_underscores() {
-        assert_eq!(
-            tool_name(&["time-sheet", "entries", "list"]),
-            "app__time_sheet__entries__list"
-        );
+        ));
+        assert!(matches!(
+            resolve("app__notes__add_note"),
+            Some(AppTool::Action(action)) if action.id == "add-note"
+        ));
+        assert!(matches!(
+            resolve(CHAT_TOOL),
+            Some(AppTool::AppOnly(AppOnlyTool::Chat))
+        ));
+        assert!(matches!(
+            resolve(UPLOAD_TOOL),
+            Some(AppTool::AppOnly(AppOnlyTool::Upload))
+        ));
+        for nothing in [
+            "app__notes__note_items__drop",
+            "app__notes__missing",
+            "app__notes__other_table__list",
+            "open_app__other",
+            "app__other__note_items__list",
+            "getDocs",
+        ] {
+            assert!(resolve(nothing).is_none(), "{nothing}");
+        }
+        // Every action's published name is the codec's, so it resolves.
+        for action in &app.actions {
+            assert!(
+                matches!(resolve(&action.mcp_name), Some(AppTool::Action(found)) if found.id == action.id)
+            );
+        }
     }
 }

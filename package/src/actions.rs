@@ -163,10 +163,10 @@ pub fn descriptor_path(action_id: &str) -> String {
     format!("actions/{action_id}.action.yaml")
 }
 
-/// The MCP tool name of an action: `-` becomes `_`, which is injective because
-/// ids are kebab-case without underscores.
+/// The MCP tool name of an action (`app__<app>__<action>`, the contract's
+/// codec).
 pub fn mcp_name(app_id: &str, action_id: &str) -> String {
-    sasha_contract::tools::tool_name(&[app_id, action_id])
+    sasha_contract::tools::action_tool_name(app_id, action_id)
 }
 
 /// Validates every declared action's descriptor against the manifest and the

@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 use crate::yaml::YamlText;
 
 pub use sasha_contract::data::{Access, TableDeclaration, WritePolicy};
-pub use sasha_contract::tools::tool_name;
 
 /// The manifest: the front matter of `APP.md`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]

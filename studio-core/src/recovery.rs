@@ -7,7 +7,9 @@
 //! shape leave here, and the grid reaches the rows through the same governed
 //! data tools every other caller uses.
 
-use sasha_package::manifest::{Access, tool_name};
+use sasha_contract::grammar::TableOperation;
+use sasha_contract::tools::table_tool_name;
+use sasha_package::manifest::Access;
 use sasha_package::sql::{DataContract, VERSION_COLUMN, value_format, value_kinds};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -129,8 +131,8 @@ pub(crate) fn descriptor(
                 read_only,
             });
         }
-        let tool = |operation: &str| tool_name(&[app_id, table_name, operation]);
-        let write_tool = |operation: &str| writable.then(|| tool(operation));
+        let tool = |operation| table_tool_name(app_id, table_name, operation);
+        let write_tool = |operation| writable.then(|| tool(operation));
         tables.push(RecoveryTable {
             name: table_name.clone(),
             access: match declaration.access {
@@ -142,14 +144,14 @@ pub(crate) fn descriptor(
             write: declaration.write.as_str(),
             managers_read_all: declaration.managers_read_all,
             tools: RecoveryTools {
-                list: tool("list"),
-                get: tool("get"),
-                history: tool("history"),
-                export: tool("export"),
-                create: write_tool("create"),
-                import: write_tool("import"),
-                update: write_tool("update"),
-                delete: write_tool("delete"),
+                list: tool(TableOperation::List),
+                get: tool(TableOperation::Get),
+                history: tool(TableOperation::History),
+                export: tool(TableOperation::Export),
+                create: write_tool(TableOperation::Create),
+                import: write_tool(TableOperation::Import),
+                update: write_tool(TableOperation::Update),
+                delete: write_tool(TableOperation::Delete),
             },
             fields,
         });

@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use sasha_contract::grammar::{MAX_LIMIT, MAX_ORDER_BY, MAX_WHERE};
+use sasha_contract::grammar::{MAX_LIMIT, MAX_ORDER_BY, MAX_WHERE, TableOperation};
 use sasha_contract::tools::table_tool_input;
 use sasha_proto::ErrorCode;
 use serde_json::json;
@@ -90,9 +90,7 @@ fn data_worker_refuses_a_request_past_each_bound() {
 #[test]
 fn the_table_tools_publish_each_bound() {
     let (table, declaration) = expenses();
-    let list = table_tool_input(&table, &declaration, "list")
-        .unwrap()
-        .schema;
+    let list = table_tool_input(&table, &declaration, TableOperation::List).schema;
     let properties = &list["properties"];
     assert_eq!(properties["where"]["maxItems"], json!(MAX_WHERE));
     assert_eq!(properties["orderBy"]["maxItems"], json!(MAX_ORDER_BY));

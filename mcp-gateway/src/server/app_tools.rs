@@ -10,13 +10,15 @@
 use rmcp::model::{CallToolRequestParams, CallToolResponse};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
+use sasha_contract::actions::CompiledAction;
+use sasha_contract::grammar::TableOperation;
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 
-use super::approval::Gate;
+use super::approval::{Change, Consent};
 use super::{Call, SashaMcp, text_result, tool_error, tool_success};
-use crate::calls;
-use crate::tools;
+use crate::calls::{self, DataCall};
+use crate::schemas::{Part, SchemaKey};
 
 /// The `_meta` key carrying an idempotency key for a call whose tool has no
 /// `idempotencyKey` argument (actions).
@@ -25,14 +27,13 @@ const IDEMPOTENCY_META: &str = "sasha/idempotencyKey";
 impl SashaMcp {
     pub(super) async fn run_table(
         &self,
-        call: Call<'_>,
+        mut call: Call<'_>,
         request: &CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
         table: &str,
-        operation: &str,
+        operation: TableOperation,
     ) -> Result<CallToolResponse, McpError> {
-        let mut data_request = Value::Object(call.args.clone());
-        if tools::is_mutating(operation) {
+        if operation.is_mutating() {
             let key = call
                 .args
                 .get("idempotencyKey")
@@ -41,18 +42,34 @@ impl SashaMcp {
                 .or_else(|| meta_key(request, ctx))
                 .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
             let summary = format!(
-                "Allow this {operation} in the {table} table of {}?",
+                "Allow this {} in the {table} table of {}?",
+                operation.name(),
                 call.app.name
             );
-            // The confirmation binds the arguments as the caller sent them.
-            let key = match self.gate(&call, request, ctx, key, &summary).await {
-                Gate::Run(key) => key,
-                Gate::Answer(answer) => return answer,
+            // The confirmation binds the arguments as the caller sent them;
+            // the data request is those arguments with the key it runs under.
+            let change = call.change();
+            let key = match self
+                .gate(&change, call.app, request, ctx, key, &summary)
+                .await
+            {
+                Consent::Given(key) => key,
+                Consent::Answered(answer) => return answer,
             };
-            data_request["idempotencyKey"] = json!(key);
+            call.args["idempotencyKey"] = json!(key);
         }
+        let Call {
+            caller, app, args, ..
+        } = call;
         let result = self
-            .execute_text(call.data(operation, table, data_request, None))
+            .execute_text(DataCall {
+                caller,
+                app,
+                operation: operation.name(),
+                table,
+                request: args,
+                action_id: None,
+            })
             .await;
         match result {
             // data-worker's text is the result's JSON: no second serialisation.
@@ -66,17 +83,17 @@ impl SashaMcp {
         call: Call<'_>,
         request: &CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
-        action_id: &str,
+        action: &CompiledAction,
     ) -> Result<CallToolResponse, McpError> {
-        let Some(action) = call.app.action(action_id) else {
-            return tool_error(AppError::from_code(ErrorCode::ActionUnavailable));
-        };
         let mut key = meta_key(request, ctx).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         if action.mutating {
             let summary = format!("Allow {} to run “{}”?", call.app.name, action.description);
-            key = match self.gate(&call, request, ctx, key, &summary).await {
-                Gate::Run(key) => key,
-                Gate::Answer(answer) => return answer,
+            key = match self
+                .gate(&call.change(), call.app, request, ctx, key, &summary)
+                .await
+            {
+                Consent::Given(key) => key,
+                Consent::Answered(answer) => return answer,
             };
         }
         let (operation, table, data_request) = match calls::action_request(action, &call.args, &key)
@@ -85,24 +102,49 @@ impl SashaMcp {
             Err(error) => return tool_error(error),
         };
         let result = self
-            .execute(call.data(operation, &table, data_request, Some(action_id)))
+            .execute(DataCall {
+                caller: call.caller,
+                app: call.app,
+                operation,
+                table: &table,
+                request: data_request,
+                action_id: Some(&action.id),
+            })
             .await;
         let value = match result {
             Ok(value) => calls::project(&action.result_schema, value),
             Err(error) => return tool_error(error),
         };
+        let key = SchemaKey::App {
+            app: &call.app.id,
+            revision: &call.app.revision,
+            tool: call.name,
+            part: Part::Result,
+        };
         if let Err(error) =
             self.gateway
                 .validators
-                .validate(&action.result_schema, &value, "result")
+                .validate(key, || action.result_schema.clone(), &value)
         {
-            tracing::error!(app = call.app_id, action = action_id, reason = %error.message, "an action result does not match its resultSchema");
+            tracing::error!(app = %call.app.id, action = %action.id, reason = %error.message, "an action result does not match its resultSchema");
             return tool_error(AppError::new(
                 ErrorCode::ActionInvalid,
                 "the action's result does not match its declared resultSchema",
             ));
         }
         tool_success(value)
+    }
+}
+
+impl Call<'_> {
+    /// The change this call asks for, as its confirmation binds it.
+    fn change(&self) -> Change<'_> {
+        Change {
+            caller: self.caller,
+            tool: self.name,
+            arguments: &self.args,
+            place: None,
+        }
     }
 }
 

@@ -1,9 +1,26 @@
-//! The person's yes to a change a model asks for: the gate in front of a
-//! table or action mutation ([`SashaMcp::gate`]) and the one approval path
-//! of the platform and member app changes studio-core holds until the person
-//! approves them ([`SashaMcp::approved`]). A session client is asked with
-//! `elicitation/create`; a sessionless (2026-07-28) client gets an
-//! `input_required` result whose `requestState` is a core confirmation token.
+//! The person's yes to a change a model asks for: one state machine for
+//! table and action mutations ([`SashaMcp::gate`]) and for the platform and
+//! member app changes studio-core holds until the person approves them
+//! ([`SashaMcp::approved`]).
+//!
+//! A change moves through these steps, each written once here:
+//!
+//! 1. A chat session is refused: its client is driven by the model, which
+//!    never confirms its own change ([`refuse_chat`]).
+//! 2. A sessionless (2026-07-28) client's answer to the question asked
+//!    earlier in this call's exchange (`requestState`, a core confirmation
+//!    token, with `inputResponses.confirm`) is redeemed when it is an
+//!    explicit yes, and otherwise voids the token ([`SashaMcp::answer`]).
+//! 3. Otherwise the person is asked ([`SashaMcp::ask`]): a sessionless
+//!    client gets an `input_required` result whose `requestState` is a token
+//!    bound to the user, the tool, the canonical arguments and the
+//!    idempotency key; a session client is asked with `elicitation/create`;
+//!    a client that cannot be asked is refused `APP_CONFIRMATION_REQUIRED`.
+//!
+//! A data change knows it needs a yes before it runs (unless it is the app's
+//! own UI or a consented script); a platform or member change learns it by
+//! being sent unapproved first, which studio-core answers
+//! `APP_CONFIRMATION_REQUIRED` with the question.
 //!
 //! What it must never do: let a change run without an explicit `accept` with
 //! `confirm: true`, hand a chat session's model a way to confirm its own
@@ -21,11 +38,33 @@ use sasha_proto::pb::{self, ConfirmRequest};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 
-use super::{Call, SashaMcp, answered, from_json, tool_error};
+use super::{SashaMcp, answered, from_json, tool_error};
 use crate::auth::Caller;
 
 /// How long a person has to answer a session elicitation.
 const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// A change a model asks for: what the person is asked about and what a
+/// confirmation binds.
+pub(super) struct Change<'a> {
+    pub(super) caller: &'a Caller,
+    /// The tool's name.
+    pub(super) tool: &'a str,
+    /// The arguments as the caller sent them (bound as canonical JSON).
+    pub(super) arguments: &'a Value,
+    /// Where the person can make a platform or member change themselves,
+    /// which its refusals name; `None` for a data change.
+    pub(super) place: Option<&'static str>,
+}
+
+/// Where a change's confirmation stands after one step.
+pub(super) enum Consent {
+    /// The person said yes: run the change under this idempotency key.
+    Given(String),
+    /// The call is answered without running the change: the question, or a
+    /// refusal.
+    Answered(Result<CallToolResponse, McpError>),
+}
 
 fn shorten(text: String, limit: usize) -> String {
     if text.len() <= limit {
@@ -61,15 +100,70 @@ fn declined() -> AppError {
     )
 }
 
+/// Whether the client speaks the sessionless protocol (2026-07-28 or later).
+fn sessionless(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// Whether the client declared it can be asked (`elicitation`).
+fn elicits(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.client_capabilities()
+        .is_some_and(|capabilities| capabilities.elicitation.is_some())
+}
+
+/// Step 1: a chat session's model drives its client, so it is never handed
+/// a way to confirm its own change (the Studio assistant confirms in its own
+/// page).
+fn refuse_chat(change: &Change<'_>) -> Option<Consent> {
+    if !change.caller.is_chat_session() {
+        return None;
+    }
+    let message = match change.place {
+        None => "a change a chat model asks for is confirmed by the person in Studio's assistant; nothing was written".to_owned(),
+        Some(place) => {
+            format!("this needs the person's own approval: ask them to do it from {place}")
+        }
+    };
+    Some(Consent::Answered(tool_error(AppError::new(
+        ErrorCode::ConfirmationRequired,
+        message,
+    ))))
+}
+
+/// A refusal to run `change` because the person did not say yes; a platform
+/// or member change's names where the person can make it instead.
+fn not_confirmed(change: &Change<'_>, error: AppError) -> Consent {
+    let error = match change.place {
+        Some(place) if error.code == ErrorCode::ConfirmationRequired => AppError::new(
+            ErrorCode::ConfirmationRequired,
+            format!(
+                "{} Nothing was changed; the person can do it from {place}.",
+                error.message
+            ),
+        ),
+        _ => error,
+    };
+    Consent::Answered(tool_error(error))
+}
+
+/// The `input_required` result asking the person `question`, answered by
+/// sending `token` back as `requestState`.
+fn question(question: &str, token: String) -> Result<CallToolResponse, McpError> {
+    from_json::<InputRequiredResult>(json!({
+        "resultType": "input_required",
+        "inputRequests": {"confirm": {"method": "elicitation/create", "params": {"mode": "form", "message": question, "requestedSchema": confirmation_schema()}}},
+        "requestState": token,
+    }))
+    .map(CallToolResponse::InputRequired)
+}
+
 /// Asks the person behind a session client through `elicitation/create`;
 /// `Ok` only for an explicit yes ([`accepted`]). A client without the
 /// capability, a decline and a failure to ask are each
 /// `APP_CONFIRMATION_REQUIRED`.
 async fn ask_person(ctx: &RequestContext<RoleServer>, question: &str) -> Result<(), AppError> {
-    let elicits = ctx
-        .client_capabilities()
-        .is_some_and(|capabilities| capabilities.elicitation.is_some());
-    if !elicits {
+    if !elicits(ctx) {
         return Err(AppError::from_code(ErrorCode::ConfirmationRequired));
     }
     let params: ElicitRequestParams = from_json(json!({
@@ -108,180 +202,148 @@ async fn ask_person(ctx: &RequestContext<RoleServer>, question: &str) -> Result<
     }
 }
 
-/// A mutation about to run: confirmed (with the idempotency key it runs under)
-/// or answered without running.
-pub(super) enum Gate {
-    Run(String),
-    Answer(Result<CallToolResponse, McpError>),
-}
-
 impl SashaMcp {
+    /// `CoreService.Confirm` for `change`: issues a token for
+    /// `idempotency_key` (empty `token`), redeems `token` (empty key), or
+    /// voids it (`decline`).
     async fn confirm(
         &self,
-        caller: &Caller,
-        tool: &str,
-        arguments: &Value,
+        change: &Change<'_>,
         token: &str,
         idempotency_key: &str,
+        decline: bool,
     ) -> Result<pb::ConfirmReply, AppError> {
         let mut core = self.gateway.core.clone();
         core.confirm(ConfirmRequest {
-            principal: Some(caller.principal.clone()),
-            tool: tool.to_owned(),
-            arguments_json: canonical_json(arguments),
+            principal: Some(change.caller.principal.clone()),
+            tool: change.tool.to_owned(),
+            arguments_json: canonical_json(change.arguments),
             token: token.to_owned(),
             idempotency_key: idempotency_key.to_owned(),
-            decline: false,
+            decline,
         })
         .await
         .map(|reply| reply.into_inner())
         .map_err(|status| AppError::from_status(&status))
     }
 
-    /// Voids a confirmation the person declined, so no later answer can
-    /// redeem it. A token that is unknown or already void changes nothing.
-    async fn decline(&self, caller: &Caller, tool: &str, arguments: &Value, token: &str) {
-        let mut core = self.gateway.core.clone();
-        let voided = core
-            .confirm(ConfirmRequest {
-                principal: Some(caller.principal.clone()),
-                tool: tool.to_owned(),
-                arguments_json: canonical_json(arguments),
-                token: token.to_owned(),
-                idempotency_key: String::new(),
-                decline: true,
-            })
-            .await;
-        if let Err(status) = voided {
-            tracing::info!(code = ?status.code(), "a declined confirmation was not live");
+    /// Step 2: the person's answer this call carries, if any. A yes redeems
+    /// the token (any replica, once or again: the same key); anything else
+    /// voids it first, so an accept sent later with the same state runs
+    /// nothing. A chat session redeems nothing. `None` when the call carries
+    /// no answer.
+    async fn answer(
+        &self,
+        change: &Change<'_>,
+        request: &CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Option<Consent> {
+        let state = request
+            .request_state
+            .as_ref()
+            .filter(|_| sessionless(ctx))?;
+        if let Some(refused) = refuse_chat(change) {
+            return Some(refused);
+        }
+        let answer = request
+            .input_responses
+            .as_ref()
+            .and_then(|responses| responses.get("confirm"))
+            .unwrap_or(&Value::Null);
+        if !accepted(answer) {
+            if let Err(error) = self.confirm(change, state, "", true).await {
+                tracing::info!(code = ?error.code, "a declined confirmation was not live");
+            }
+            return Some(Consent::Answered(tool_error(declined())));
+        }
+        Some(match self.confirm(change, state, "", false).await {
+            Ok(reply) => Consent::Given(reply.idempotency_key),
+            Err(error) => Consent::Answered(tool_error(error)),
+        })
+    }
+
+    /// Step 3: asks the person `question` about `change`, which would run
+    /// under `key`.
+    async fn ask(
+        &self,
+        change: &Change<'_>,
+        ctx: &RequestContext<RoleServer>,
+        question_text: &str,
+        key: String,
+    ) -> Consent {
+        if let Some(refused) = refuse_chat(change) {
+            return refused;
+        }
+        if sessionless(ctx) {
+            if !elicits(ctx) {
+                return not_confirmed(change, AppError::from_code(ErrorCode::ConfirmationRequired));
+            }
+            return Consent::Answered(match self.confirm(change, "", &key, false).await {
+                Ok(issued) => question(question_text, issued.token),
+                Err(error) => tool_error(error),
+            });
+        }
+        match ask_person(ctx, question_text).await {
+            Ok(()) => Consent::Given(key),
+            Err(error) => not_confirmed(change, error),
         }
     }
 
-    /// Decides whether a model-invoked mutation may run now, asking the person
-    /// the way the client supports (see the crate docs). `key` is the
-    /// idempotency key the call would use; a confirmed call may run under the
-    /// key fixed when its confirmation was issued.
+    /// Whether a table or action mutation may run now. The app's own UI
+    /// (the Studio session bound to it) and a script whose token an operator
+    /// consented to write this app (read fresh by `AuthorizeCall`, audited as
+    /// automation) run without asking; anyone else needs the person's yes.
+    /// `key` is the idempotency key the call would use; a confirmed call runs
+    /// under the key fixed when its confirmation was issued.
     pub(super) async fn gate(
         &self,
-        call: &Call<'_>,
+        change: &Change<'_>,
+        app: &crate::catalogue::App,
         request: &CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
         key: String,
         summary: &str,
-    ) -> Gate {
-        if call.caller.is_app_ui(call.app_id) {
-            return Gate::Run(key);
+    ) -> Consent {
+        if change.caller.is_app_ui(&app.id) {
+            return Consent::Given(key);
         }
-        let arguments = Value::Object(call.args.clone());
-        // The model drives a chat session's client: it is never handed a
-        // way to confirm its own change.
-        if call.caller.is_chat_session() {
-            return Gate::Answer(tool_error(AppError::new(
-                ErrorCode::ConfirmationRequired,
-                "a change a chat model asks for is confirmed by the person in Studio's assistant; nothing was written",
-            )));
+        if let Some(refused) = refuse_chat(change) {
+            return refused;
         }
-        // A script's token: an operator consented at mint time to its writes
-        // to this app (read fresh by AuthorizeCall); they are audited as
-        // automation.
-        if call.app.automation {
-            return Gate::Run(key);
+        if app.automation {
+            return Consent::Given(key);
         }
-        let question = format!("{summary}\n\n{}", shorten(canonical_json(&arguments), 1000));
-        let elicits = ctx
-            .client_capabilities()
-            .is_some_and(|capabilities| capabilities.elicitation.is_some());
-        let sessionless = ctx
-            .protocol_version()
-            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-        if sessionless {
-            if let Some(state) = &request.request_state {
-                let answer = request
-                    .input_responses
-                    .as_ref()
-                    .and_then(|responses| responses.get("confirm"))
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                // A decline is final: its token is voided before answering,
-                // so an accept sent later with the same state runs nothing.
-                if !accepted(&answer) {
-                    self.decline(call.caller, call.name, &arguments, state)
-                        .await;
-                    return Gate::Answer(tool_error(declined()));
-                }
-                return match self
-                    .confirm(call.caller, call.name, &arguments, state, "")
-                    .await
-                {
-                    Ok(reply) => Gate::Run(reply.idempotency_key),
-                    Err(error) => Gate::Answer(tool_error(error)),
-                };
-            }
-            if !elicits {
-                return Gate::Answer(tool_error(AppError::from_code(
-                    ErrorCode::ConfirmationRequired,
-                )));
-            }
-            return Gate::Answer(match self.confirm(call.caller, call.name, &arguments, "", &key).await {
-                Ok(reply) => from_json::<InputRequiredResult>(json!({
-                    "resultType": "input_required",
-                    "inputRequests": {"confirm": {"method": "elicitation/create", "params": {"mode": "form", "message": question, "requestedSchema": confirmation_schema()}}},
-                    "requestState": reply.token,
-                }))
-                .map(CallToolResponse::InputRequired),
-                Err(error) => tool_error(error),
-            });
+        if let Some(answered) = self.answer(change, request, ctx).await {
+            return answered;
         }
-        match ask_person(ctx, &question).await {
-            Ok(()) => Gate::Run(key),
-            Err(error) => Gate::Answer(tool_error(error)),
-        }
+        let question = format!(
+            "{summary}\n\n{}",
+            shorten(canonical_json(change.arguments), 1000)
+        );
+        self.ask(change, ctx, &question, key).await
     }
 
-    /// A change that needs the person's yes. It is first sent without
-    /// approval: studio-core checks everything else and, when only the
-    /// approval is missing, answers `APP_CONFIRMATION_REQUIRED` with the
-    /// summary the person is then asked about; only their explicit yes sends
-    /// it again as approved. A session client is asked by
-    /// `elicitation/create`; a sessionless (2026-07-28) client gets the
-    /// question as an `input_required` result whose `requestState` is a
-    /// confirmation token bound to the call, redeemed once when it answers
-    /// yes. A chat session's model cannot approve its own change, so it is
-    /// refused there and sent to `place` in Studio.
-    #[allow(clippy::too_many_arguments)]
+    /// A platform or member change that needs the person's yes. It is first
+    /// sent without approval: studio-core checks everything else and, when
+    /// only the approval is missing, answers `APP_CONFIRMATION_REQUIRED` with
+    /// the summary the person is then asked about; only their explicit yes
+    /// sends it again as approved. A refusal names `change.place`, where the
+    /// person can make the change themselves.
     pub(super) async fn approved<F, Fut>(
         &self,
-        caller: &Caller,
-        name: &str,
-        args: &Value,
+        change: &Change<'_>,
         request: &CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
-        place: &str,
         send: F,
     ) -> Result<CallToolResponse, McpError>
     where
         F: Fn(bool) -> Fut,
         Fut: std::future::Future<Output = Result<(String, Value), AppError>>,
     {
-        let sessionless = ctx
-            .protocol_version()
-            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-        // The answer to a question asked earlier in this call's exchange.
-        if sessionless && let Some(state) = &request.request_state {
-            let answer = request
-                .input_responses
-                .as_ref()
-                .and_then(|responses| responses.get("confirm"))
-                .cloned()
-                .unwrap_or(Value::Null);
-            if !accepted(&answer) {
-                self.decline(caller, name, args, state).await;
-                return tool_error(declined());
-            }
-            if let Err(error) = self.confirm(caller, name, args, state, "").await {
-                return tool_error(error);
-            }
-            return answered(send(true).await);
+        match self.answer(change, request, ctx).await {
+            Some(Consent::Given(_)) => return answered(send(true).await),
+            Some(Consent::Answered(answer)) => return answer,
+            None => {}
         }
         let refused = match send(false).await {
             Err(error) => error,
@@ -295,48 +357,12 @@ impl SashaMcp {
         let (ErrorCode::ConfirmationRequired, Some(summary)) = (refused.code, summary) else {
             return tool_error(refused);
         };
-        let elsewhere = |error: AppError| {
-            AppError::new(
-                ErrorCode::ConfirmationRequired,
-                format!(
-                    "{} Nothing was changed; the person can do it from {place}.",
-                    error.message
-                ),
-            )
-        };
-        if caller.is_chat_session() {
-            return tool_error(AppError::new(
-                ErrorCode::ConfirmationRequired,
-                format!("this needs the person's own approval: ask them to do it from {place}"),
-            ));
+        match self
+            .ask(change, ctx, &summary, uuid::Uuid::new_v4().to_string())
+            .await
+        {
+            Consent::Given(_) => answered(send(true).await),
+            Consent::Answered(answer) => answer,
         }
-        if sessionless {
-            let elicits = ctx
-                .client_capabilities()
-                .is_some_and(|capabilities| capabilities.elicitation.is_some());
-            if !elicits {
-                return tool_error(elsewhere(AppError::from_code(
-                    ErrorCode::ConfirmationRequired,
-                )));
-            }
-            let key = uuid::Uuid::new_v4().to_string();
-            return match self.confirm(caller, name, args, "", &key).await {
-                Ok(issued) => from_json::<InputRequiredResult>(json!({
-                    "resultType": "input_required",
-                    "inputRequests": {"confirm": {"method": "elicitation/create", "params": {"mode": "form", "message": summary, "requestedSchema": confirmation_schema()}}},
-                    "requestState": issued.token,
-                }))
-                .map(CallToolResponse::InputRequired),
-                Err(error) => tool_error(error),
-            };
-        }
-        if let Err(error) = ask_person(ctx, &summary).await {
-            return tool_error(if error.code == ErrorCode::ConfirmationRequired {
-                elsewhere(error)
-            } else {
-                error
-            });
-        }
-        answered(send(true).await)
     }
 }

@@ -1,65 +1,60 @@
 //! Calls to the platform tools (`getDocs`, `suggestImprovement`, the source
 //! tools, `createApp`, the history, draft and lifecycle tools) and the
-//! member app tools: the arguments are checked against the tool as listed
-//! for this caller, then sent as one `CoreService` call.
+//! member app tools: the tool must be one this caller is offered (the
+//! listing's own rule), its arguments are checked against its schema
+//! (compiled once per process), then it is sent as one `CoreService` call.
 //!
 //! What it must never do: decide access itself (studio-core decides again on
 //! every call), or send a publication, deploy or revert as approved without
 //! the person's yes ([`SashaMcp::approved`]).
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, Tool};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
+use sasha_contract::tools::{MemberTool, PlatformFamily, PlatformTool};
 use sasha_proto::pb::{self, CreateAppRequest, SourceFilesRequest, SuggestRequest};
 use sasha_proto::{AppError, ErrorCode};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::{SashaMcp, answered, text_result, tool_error};
+use super::approval::Change;
+use super::{SashaMcp, answered, text_result, tool_error, unknown_tool};
 use crate::auth::Caller;
+use crate::schemas::SchemaKey;
 use crate::{member, platform};
 
 impl SashaMcp {
-    /// The arguments of a call to `name`, checked against the input schema
-    /// of that tool in `listed` (what this caller is offered). A tool not
-    /// listed is the protocol's "not found"; arguments the schema refuses
-    /// are the tool's `APP_INPUT_INVALID`.
-    fn listed_arguments(
-        &self,
-        listed: &[Value],
-        name: &str,
-        args: Map<String, Value>,
-    ) -> Result<Result<Value, AppError>, McpError> {
-        let Some(tool) = listed.iter().find(|tool| tool["name"] == name) else {
-            return Err(McpError::invalid_params(
-                format!("Tool {name} not found"),
-                None,
-            ));
-        };
-        let args = Value::Object(args);
-        Ok(self
-            .gateway
-            .validators
-            .validate(&tool["inputSchema"], &args, "input")
-            .map(|()| args))
+    /// Checks `args` against the input schema of `definition`, the tool
+    /// named `name` (the same for every caller, so compiled once).
+    fn checked(&self, name: &'static str, definition: &Tool, args: &Value) -> Result<(), AppError> {
+        self.gateway.validators.validate(
+            SchemaKey::Platform(name),
+            || Value::Object((*definition.input_schema).clone()),
+            args,
+        )
     }
 
     /// `getDocs`, `suggestImprovement`, the six source tools, `createApp`,
-    /// the four history tools and the three lifecycle tools.
+    /// the four history tools, the two draft tools and the three lifecycle
+    /// tools. A tool not listed for this caller is the protocol's "not
+    /// found"; arguments its schema refuses are the tool's
+    /// `APP_INPUT_INVALID`.
     pub(super) async fn call_platform(
         &self,
         caller: &Caller,
-        name: &str,
-        args: Map<String, Value>,
+        tool: PlatformTool,
+        args: Value,
         request: &CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let args = match self.listed_arguments(&platform::tools_for(caller), name, args)? {
-            Ok(args) => args,
-            Err(error) => return tool_error(error),
-        };
+        if !platform::visible(caller, tool) {
+            return unknown_tool(tool.name());
+        }
+        if let Err(error) = self.checked(tool.name(), platform::definition(tool), &args) {
+            return tool_error(error);
+        }
         let mut core = self.gateway.core.clone();
-        match name {
-            platform::GET_DOCS => {
+        match tool.family() {
+            PlatformFamily::Docs => {
                 if caller.principal.member_apps_off && args["section"] == "member-apps" {
                     return tool_error(AppError::new(
                         ErrorCode::NotFound,
@@ -74,7 +69,7 @@ impl SashaMcp {
                     answer,
                 )
             }
-            platform::SUGGEST => {
+            PlatformFamily::Suggest => {
                 let reply = core
                     .suggest(SuggestRequest {
                         principal: Some(caller.principal.clone()),
@@ -89,7 +84,7 @@ impl SashaMcp {
                     Err(status) => tool_error(AppError::from_status(&status)),
                 }
             }
-            platform::CREATE_APP => {
+            PlatformFamily::Create => {
                 let reply = core
                     .create_app(CreateAppRequest {
                         principal: Some(caller.principal.clone()),
@@ -107,8 +102,8 @@ impl SashaMcp {
                     Err(status) => tool_error(AppError::from_status(&status)),
                 }
             }
-            history if platform::HISTORY_TOOLS.contains(&history) => {
-                let Some(request) = platform::history_request(history, &caller.principal, &args)
+            PlatformFamily::History => {
+                let Some(request) = platform::history_request(tool, &caller.principal, &args)
                 else {
                     return tool_error(AppError::from_code(ErrorCode::InputInvalid));
                 };
@@ -126,25 +121,22 @@ impl SashaMcp {
                     Err(status) => tool_error(AppError::from_status(&status)),
                 }
             }
-            draft if platform::DRAFT_TOOLS.contains(&draft) => {
-                self.call_draft(caller, draft, &args, request, ctx).await
-            }
-            lifecycle if platform::LIFECYCLE_TOOLS.contains(&lifecycle) => {
-                let Some(request) =
-                    platform::lifecycle_request(lifecycle, &caller.principal, &args)
+            PlatformFamily::Draft => self.call_draft(caller, tool, &args, request, ctx).await,
+            PlatformFamily::Lifecycle => {
+                let Some(request) = platform::lifecycle_request(tool, &caller.principal, &args)
                 else {
                     return tool_error(AppError::from_code(ErrorCode::InputInvalid));
                 };
                 match core.app_lifecycle(request).await {
                     Ok(reply) => {
-                        let (text, result) =
-                            platform::lifecycle_result(lifecycle, &reply.into_inner());
+                        let (text, result) = platform::lifecycle_result(tool, &reply.into_inner());
                         text_result(text, result)
                     }
                     Err(status) => tool_error(AppError::from_status(&status)),
                 }
             }
-            operation => {
+            PlatformFamily::Source => {
+                let operation = tool.name();
                 let reply = core
                     .source_files(SourceFilesRequest {
                         principal: Some(caller.principal.clone()),
@@ -173,19 +165,19 @@ impl SashaMcp {
     async fn call_draft(
         &self,
         caller: &Caller,
-        name: &str,
+        tool: PlatformTool,
         args: &Value,
         request: &CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let draft = |approval| platform::draft_request(name, &caller.principal, args, approval);
+        let draft = |approval| platform::draft_request(tool, &caller.principal, args, approval);
         let (Some(unapproved), Some(approved)) = (
             draft(pb::DraftApproval::Unspecified),
             draft(pb::DraftApproval::Elicitation),
         ) else {
             return tool_error(AppError::from_code(ErrorCode::InputInvalid));
         };
-        if name != platform::PUBLISH_APP_DRAFT {
+        if tool != PlatformTool::PublishAppDraft {
             return draft_answer(self.gateway.core.clone().draft(unapproved).await);
         }
         let send = |yes: bool| {
@@ -206,16 +198,13 @@ impl SashaMcp {
                 })
             }
         };
-        self.approved(
+        let change = Change {
             caller,
-            name,
-            args,
-            request,
-            ctx,
-            "Studio's Draft page",
-            send,
-        )
-        .await
+            tool: tool.name(),
+            arguments: args,
+            place: Some("Studio's Draft page"),
+        };
+        self.approved(&change, request, ctx, send).await
     }
 
     /// The member app tools; a deploy, revert, share or delete goes through
@@ -223,18 +212,20 @@ impl SashaMcp {
     pub(super) async fn call_member(
         &self,
         caller: &Caller,
-        name: &str,
-        args: Map<String, Value>,
+        tool: MemberTool,
+        args: Value,
         request: &CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let args = match self.listed_arguments(&member::tools_for(caller), name, args)? {
-            Ok(args) => args,
-            Err(error) => return tool_error(error),
-        };
+        if !member::visible(caller, tool) {
+            return unknown_tool(tool.name());
+        }
+        if let Err(error) = self.checked(tool.name(), member::definition(tool), &args) {
+            return tool_error(error);
+        }
         let (Some(unapproved), Some(approved)) = (
-            member::request(name, &caller.principal, &args, false),
-            member::request(name, &caller.principal, &args, true),
+            member::request(tool, &caller.principal, &args, false),
+            member::request(tool, &caller.principal, &args, true),
         ) else {
             return tool_error(AppError::new(
                 ErrorCode::InputInvalid,
@@ -253,17 +244,22 @@ impl SashaMcp {
                     .member_apps(request)
                     .await
                     .map_err(|status| AppError::from_status(&status))?;
-                member::result(name, &reply.into_inner()).ok_or_else(|| {
+                member::result(tool, &reply.into_inner()).ok_or_else(|| {
                     tracing::error!("studio-core sent a member apps reply without a result");
                     AppError::from_code(ErrorCode::Internal)
                 })
             }
         };
-        if !member::needs_approval(name) {
+        if !tool.needs_approval() {
             return answered(send(false).await);
         }
-        self.approved(caller, name, &args, request, ctx, "App Studio", send)
-            .await
+        let change = Change {
+            caller,
+            tool: tool.name(),
+            arguments: &args,
+            place: Some("App Studio"),
+        };
+        self.approved(&change, request, ctx, send).await
     }
 }
 

@@ -112,7 +112,7 @@ fn main() {
             let request = ExecuteRequest {
                 app_id: "expense-log".into(),
                 contract_hash: contract.hash.clone(),
-                actor: Some(Actor { user_id: "bench".into(), via: "ui".into(), access: String::new() }),
+                actor: Some(Actor { user_id: "bench".into(), access: String::new() }),
                 operation: operation.into(),
                 table: table.into(),
                 request_json: body.to_string(),

@@ -130,11 +130,6 @@ pub async fn execute(
         contract_hash: hash.to_owned(),
         actor: Some(Actor {
             user_id: call.caller.principal.user_id.clone(),
-            via: match source {
-                Source::Ui => "ui".to_owned(),
-                Source::Mcp => "model".to_owned(),
-                Source::Automation => "automation".to_owned(),
-            },
             // As studio-core read it for this call; table policies follow it.
             access: call.app.access.clone(),
         }),

@@ -67,7 +67,6 @@ impl Client {
                 contract_hash: self.contract.hash.clone(),
                 actor: Some(Actor {
                     user_id: actor.into(),
-                    via: "ui".into(),
                     access: String::new(),
                 }),
                 operation: operation.into(),
@@ -104,7 +103,6 @@ async fn governed_operations_owner_scoping_versions_and_idempotency() {
             contract_hash: client.contract.hash.clone(),
             actor: Some(Actor {
                 user_id: "alice".into(),
-                via: "ui".into(),
                 access: String::new(),
             }),
             operation: "list".into(),
@@ -343,7 +341,6 @@ async fn governed_operations_owner_scoping_versions_and_idempotency() {
             contract_hash: client.contract.hash.clone(),
             actor: Some(Actor {
                 user_id: "alice".into(),
-                via: "ui".into(),
                 access: String::new(),
             }),
             operation: "create".into(),

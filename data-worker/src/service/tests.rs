@@ -52,7 +52,6 @@ fn request(contract: &DataContract, operation: &str, json: Value, preview: &str)
         contract_hash: contract.hash.clone(),
         actor: Some(pb::Actor {
             user_id: "alice".into(),
-            via: "ui".into(),
             access: String::new(),
         }),
         operation: operation.into(),
@@ -94,7 +93,6 @@ fn acting(
     request.table = table.into();
     request.actor = Some(pb::Actor {
         user_id: user.into(),
-        via: "ui".into(),
         access: access.into(),
     });
     request

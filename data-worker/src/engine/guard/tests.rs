@@ -267,7 +267,6 @@ async fn data_service_refuses_on_a_data_call_and_applies_an_approved_publication
             contract_hash: grab.hash.clone(),
             actor: Some(pb::Actor {
                 user_id: "mallory".into(),
-                via: "ui".into(),
                 access: String::new(),
             }),
             operation: "list".into(),

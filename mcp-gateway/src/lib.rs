@@ -238,6 +238,41 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), RoleError> {
     let probes = health::Probes::start(listeners.health, Role::McpGateway, shutdown.clone());
+    let Service {
+        router,
+        gateway,
+        mcp_stop: _mcp_stop,
+    } = service(&config, shutdown.clone())?;
+    let addr = listeners
+        .http
+        .local_addr()
+        .map_err(|e| RoleError::Startup(e.to_string()))?;
+    probes.ready_when(move || {
+        let gateway = gateway.clone();
+        async move { health(&gateway).await }
+    });
+    announce_ready(Role::McpGateway, &probes.with_listener(&[("http", addr)]));
+    sasha_service::web::serve_http(listeners.http, router, shutdown)
+        .await
+        .map_err(|error| RoleError::Runtime(error.to_string()))
+}
+
+/// The gateway's HTTP service, ready to serve: what [`run`] serves on its
+/// listener, and what in-process tests drive with `tower::ServiceExt::oneshot`.
+pub struct Service {
+    /// `/mcp`, `/healthz` and the protected resource metadata.
+    pub router: axum::Router,
+    /// What every handler shares (the probes read it).
+    pub gateway: Arc<Gateway>,
+    /// Ends every open MCP response when dropped: rmcp's own token, which
+    /// fires only when the service goes away (the shutdown token drains
+    /// instead, letting calls in flight finish).
+    pub mcp_stop: tokio_util::sync::DropGuard,
+}
+
+/// Builds the service over lazily connecting clients of `config`'s
+/// upstreams; `shutdown` ends `GET /mcp` listening streams.
+pub fn service(config: &Config, shutdown: CancellationToken) -> Result<Service, RoleError> {
     let core = grpc::core_client(&config.core_url, &config.identity).map_err(|error| {
         RoleError::Config(ConfigError::new("SASHA_CORE_GRPC_URL", error.to_string()))
     })?;
@@ -259,10 +294,6 @@ pub async fn run(
         large_bodies: Arc::new(tokio::sync::Semaphore::new(LARGE_BODIES_AT_ONCE)),
         oauth: ProtectedResource::new(&config.mcp_origin, &config.studio_origin),
     });
-    let addr = listeners
-        .http
-        .local_addr()
-        .map_err(|e| RoleError::Startup(e.to_string()))?;
     let mut hosts = vec![
         "localhost".to_owned(),
         "127.0.0.1".to_owned(),
@@ -272,7 +303,6 @@ pub async fn run(
         hosts.push(origin.host().trim_matches(['[', ']']).to_owned());
     }
     let mcp_stop = CancellationToken::new();
-    let _mcp_stop = mcp_stop.clone().drop_guard();
     let mcp_config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins([config.studio_origin.as_str().to_owned()])
@@ -284,7 +314,8 @@ pub async fn run(
         .with_json_response(true)
         // Not the shutdown token: rmcp ends every open response when its
         // token fires, and a drain lets calls in flight finish. This one
-        // fires only when `run` returns (the process is about to exit).
+        // fires only when the service is dropped (the process is about to
+        // exit).
         .with_cancellation_token(mcp_stop.clone());
     let handler_gateway = gateway.clone();
     let mcp = StreamableHttpService::new(
@@ -304,11 +335,11 @@ pub async fn run(
             limit_body,
         ))
         .layer(axum::middleware::from_fn_with_state(
-            shutdown.clone(),
+            shutdown,
             end_listen_streams_on_shutdown,
         ))
         .service(mcp);
-    let app = axum::Router::new()
+    let router = axum::Router::new()
         .route("/healthz", get(healthz))
         .route(
             "/.well-known/oauth-protected-resource",
@@ -327,14 +358,11 @@ pub async fn run(
             sasha_service::telemetry::http_trace_layer,
         ))
         .with_state(gateway.clone());
-    probes.ready_when(move || {
-        let gateway = gateway.clone();
-        async move { health(&gateway).await }
-    });
-    announce_ready(Role::McpGateway, &probes.with_listener(&[("http", addr)]));
-    sasha_service::web::serve_http(listeners.http, app, shutdown)
-        .await
-        .map_err(|error| RoleError::Runtime(error.to_string()))
+    Ok(Service {
+        router,
+        gateway,
+        mcp_stop: mcp_stop.drop_guard(),
+    })
 }
 
 /// Reads the request body under what its caller is entitled to, before rmcp

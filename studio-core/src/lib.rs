@@ -319,6 +319,20 @@ pub async fn run(
     listeners: Listeners,
     shutdown: CancellationToken,
 ) -> Result<(), RoleError> {
+    run_with_store(config, listeners, None, shutdown).await
+}
+
+/// [`run`] over `store` when given (a test's, opened on `DB_PATH` with a
+/// clock it moves), else the core database opened from `DB_PATH`. For the
+/// in-process tests of the roles that call studio-core (mcp-gateway's
+/// `tests/`), which serve it over a temporary folder.
+#[doc(hidden)]
+pub async fn run_with_store(
+    config: Config,
+    listeners: Listeners,
+    store: Option<Store>,
+    shutdown: CancellationToken,
+) -> Result<(), RoleError> {
     // Probes answer from the start: alive, and not ready until serving.
     let probes = health::Probes::start(listeners.health, Role::StudioCore, shutdown.clone());
     for dir in [
@@ -340,7 +354,9 @@ pub async fn run(
     let data = grpc::data_client(&config.data_url, &config.identity).map_err(|error| {
         RoleError::Config(ConfigError::new("SASHA_DATA_GRPC_URL", error.to_string()))
     })?;
-    let store = {
+    let store = if let Some(store) = store {
+        store
+    } else {
         let db_path = config.storage.db_path.clone();
         tokio::task::spawn_blocking(move || Store::open(&db_path))
             .await

@@ -2,7 +2,9 @@
 //! states them; this module makes them fail the build):
 //!
 //! - no service crate (studio-core, data-worker, mcp-gateway, edge-sandbox)
-//!   depends on another: they meet only over the typed gRPC contract;
+//!   depends on another: they meet only over the typed gRPC contract (the
+//!   one exception: mcp-gateway's tests serve real studio-core and
+//!   data-worker in process, as dev-dependencies only);
 //! - a SQLite file is opened only by data-worker's engine, the core store and
 //!   the backup command (tests and benches may open their own files);
 //! - every Rust source file starts with a `//!` header;
@@ -22,6 +24,15 @@ use std::process::Command;
 use crate::common::root;
 
 const SERVICE_CRATES: [&str; 4] = ["studio-core", "data-worker", "mcp-gateway", "edge-sandbox"];
+
+/// The service crates a service crate's own tests may build on, as
+/// dev-dependencies (never a normal or build dependency): `(crate, on)`.
+/// mcp-gateway's in-process tier serves the real studio-core and
+/// data-worker over a temporary folder.
+const TEST_ONLY_SERVICE_EDGES: [(&str, &str); 2] = [
+    ("mcp-gateway", "studio-core"),
+    ("mcp-gateway", "data-worker"),
+];
 
 /// The files that may open a SQLite file, by path prefix.
 const SQLITE_OPENERS: [&str; 3] = [
@@ -108,8 +119,10 @@ fn no_service_crate_depends_on_another() {
         checked += 1;
         for dependency in package["dependencies"].as_array().unwrap() {
             let on = dependency["name"].as_str().unwrap();
+            let test_only =
+                dependency["kind"] == "dev" && TEST_ONLY_SERVICE_EDGES.contains(&(name, on));
             assert!(
-                !SERVICE_CRATES.contains(&on),
+                !SERVICE_CRATES.contains(&on) || test_only,
                 "{name} depends on {on}: service crates meet only over gRPC"
             );
         }

@@ -1,21 +1,23 @@
-//! Withdraw, restore and delete through MCP against the real processes: an
+//! Withdraw, restore and delete through the gateway in front of real
+//! studio-core and data-worker: an
 //! admin creates a data app and writes a row; withdrawn, the app is gone from
 //! `tools/list` and `resources/list` (its manager's too) and staff cannot
 //! touch its lifecycle; restored, the row is still there; withdrawn and
 //! deleted with the data's second confirmation, its package and data file
 //! are gone and the data's backup exists. A restart of every role while it
-//! is withdrawn changes nothing. Every step is audited.
+//! is withdrawn (every role stopped and served again from the same folder)
+//! changes nothing. Every step is audited.
 
-use crate::common;
-
-use common::mcp::{McpWorld, confirmed_create, structured, token, tool_error, tool_names};
 use serde_json::{Value, json};
-use studio_core::store::{Scope, UserRole};
+use studio_core::store::Scope;
+
+use crate::mcp::{confirmed_create, structured, tool_error, tool_names};
+use crate::world::{World as McpWorld, token};
 
 const WRITER: [Scope; 3] = [Scope::ChatUse, Scope::AppsInvoke, Scope::AppsWrite];
 const APP: &str = "field-notes";
 
-fn resource_uris(exchange: &common::mcp::Exchange) -> Vec<String> {
+fn resource_uris(exchange: &crate::mcp::Exchange) -> Vec<String> {
     exchange.result()["resources"]
         .as_array()
         .unwrap()
@@ -31,11 +33,7 @@ fn mentions_app(names: &[String]) -> bool {
 #[tokio::test]
 async fn an_admin_withdraws_restores_and_deletes_an_app() {
     let world = McpWorld::start().await;
-    let admin = world
-        .store
-        .create_user("ada", UserRole::Admin, "correct horse battery")
-        .unwrap();
-    let admin_token = token(&world.store, &admin, &WRITER);
+    let admin_token = token(&world.store, &world.admin, &WRITER);
     let mut client = world.client(&admin_token).eliciting(|_| json!({}));
     let staff_writer = token(&world.store, &world.staff, &WRITER);
     let mut staff = world.client(&staff_writer);
@@ -59,9 +57,9 @@ async fn an_admin_withdraws_restores_and_deletes_an_app() {
     )
     .await;
     assert_eq!(row["title"], "Bridge inspected", "{row}");
-    let data_file = world.harness.path().join(format!("apps/{APP}.sqlite"));
+    let data_file = world.path().join(format!("apps/{APP}.sqlite"));
     assert!(data_file.exists());
-    let package = world.harness.path().join(format!("docs/apps/{APP}"));
+    let package = world.path().join(format!("docs/apps/{APP}"));
 
     // Listed for the source tools' callers; staff are refused by core.
     let listed = tool_names(&client.request("tools/list", json!({})).await);
@@ -153,7 +151,6 @@ async fn an_admin_withdraws_restores_and_deletes_an_app() {
     assert_eq!(result["packageDeleted"], true, "{result}");
     assert_eq!(result["dataDeleted"], true, "{result}");
     let backup = world
-        .harness
         .path()
         .join("apps")
         .join(result["dataBackup"].as_str().unwrap());
@@ -189,7 +186,7 @@ async fn an_admin_withdraws_restores_and_deletes_an_app() {
         })
         .map(|entry| (entry.action, entry.actor))
         .collect();
-    let by_admin = |action: &str| (action.to_owned(), admin.id.clone());
+    let by_admin = |action: &str| (action.to_owned(), world.admin.id.clone());
     assert_eq!(
         audit,
         [

@@ -3,14 +3,14 @@
 //! trail, and every path attack of the security catalogue's section (e) against
 //! every tool that takes a path: nothing is read or written outside the package.
 
-use crate::common;
-
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use common::mcp::{Exchange, Mcp, McpWorld, confirmed_create, structured, tool_error, tool_names};
 use serde_json::{Value, json};
 use studio_core::store::{AppAccess, Scope, TokenKind};
+
+use crate::mcp::{Exchange, Mcp, confirmed_create, structured, tool_error, tool_names};
+use crate::world::World as McpWorld;
 
 fn writer_token(world: &McpWorld) -> String {
     let scopes: BTreeSet<Scope> = [Scope::ChatUse, Scope::AppsInvoke, Scope::AppsWrite]
@@ -23,7 +23,7 @@ fn writer_token(world: &McpWorld) -> String {
 }
 
 fn package(world: &McpWorld, app: &str) -> PathBuf {
-    world.harness.path().join("docs/apps").join(app)
+    world.path().join("docs/apps").join(app)
 }
 
 fn status(exchange: &Exchange) -> Value {
@@ -283,7 +283,7 @@ async fn versions_conflicts_limits_and_protected_files() {
 async fn path_attacks_never_leave_the_package() {
     let world = McpWorld::start().await;
     let mut client = world.client(&writer_token(&world));
-    let outside = world.harness.path().join("outside");
+    let outside = world.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("secret.txt"), "outside").unwrap();
     // A symlinked folder and file planted in the package.
@@ -387,8 +387,8 @@ async fn path_attacks_never_leave_the_package() {
         "outside"
     );
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
-    assert!(!world.harness.path().join("docs/x.txt").exists());
-    assert!(!world.harness.path().join("docs/apps/x.txt").exists());
+    assert!(!world.path().join("docs/x.txt").exists());
+    assert!(!world.path().join("docs/apps/x.txt").exists());
     // The listing shows neither link.
     let listed = client.call("listAppFiles", json!({"app": "hello"})).await;
     let paths: Vec<&str> = structured(&listed)["files"]
@@ -552,7 +552,7 @@ async fn binary_assets_are_read_and_written_as_base64() {
     let world = McpWorld::start().await;
     let mut client = world.client(&writer_token(&world));
     let logo =
-        std::fs::read(common::root().join("tests/packages/valid/brand-card/assets/logo.png"))
+        std::fs::read(crate::world::root().join("tests/packages/valid/brand-card/assets/logo.png"))
             .unwrap();
 
     let written = client

@@ -1,18 +1,19 @@
-//! `createApp` through MCP against the real processes: who gets the tool, its
+//! `createApp` through the gateway in front of real studio-core and
+//! data-worker: who gets the tool, its
 //! refusals (each with its envelope), and an app created from nothing that is
 //! live at once: its opener and table tools appear, a row is written and read
 //! back through them, the source tools work on it, members see nothing, and
 //! the creation is audited.
 
-use crate::common;
-
-use common::mcp::{McpWorld, confirmed_create, structured, token, tool_error, tool_names};
 use serde_json::{Value, json};
 use studio_core::store::Scope;
 
+use crate::mcp::{confirmed_create, structured, tool_error, tool_names};
+use crate::world::{World as McpWorld, token};
+
 const WRITER: [Scope; 3] = [Scope::ChatUse, Scope::AppsInvoke, Scope::AppsWrite];
 
-fn text(exchange: &common::mcp::Exchange) -> String {
+fn text(exchange: &crate::mcp::Exchange) -> String {
     exchange.result()["content"][0]["text"]
         .as_str()
         .unwrap()
@@ -92,13 +93,7 @@ async fn an_app_created_through_mcp_is_live_at_once() {
             "{arguments}: {envelope}"
         );
     }
-    assert!(
-        !world
-            .harness
-            .path()
-            .join("docs/apps/expense-claims")
-            .exists()
-    );
+    assert!(!world.path().join("docs/apps/expense-claims").exists());
 
     // Without apps:write the tool is not listed, and a call is "not found".
     let mut invoker = world.client(&world.staff_token);
@@ -126,7 +121,7 @@ async fn an_app_created_through_mcp_is_live_at_once() {
         )
         .await;
     assert_eq!(refused.error()["code"], -32602);
-    assert!(!world.harness.path().join("docs/apps/sneaky").exists());
+    assert!(!world.path().join("docs/apps/sneaky").exists());
 
     // Created with a table: valid, registered, managed by its creator.
     let created = client
@@ -261,7 +256,7 @@ async fn an_app_created_through_mcp_is_live_at_once() {
 
 /// The habit log package as the member app tools take it.
 fn habit_log() -> Value {
-    let dir = common::root().join("tests/browser/apps/habit-log");
+    let dir = crate::world::root().join("tests/browser/apps/habit-log");
     let files: Vec<Value> = [
         "APP.md",
         "index.html",
@@ -332,7 +327,7 @@ async fn a_member_deploys_their_own_app_through_mcp_after_saying_yes() {
     assert!(world.store.member_apps(None).unwrap().is_empty());
 
     // Yes: it is live at once for its author, with its own table tools.
-    let deployed = common::mcp::confirmed_call(&mut client, "deployMyApp", arguments).await;
+    let deployed = crate::mcp::confirmed_call(&mut client, "deployMyApp", arguments).await;
     let deployed = structured(&deployed).clone();
     let id = deployed["app"]["id"].as_str().unwrap().to_owned();
     assert!(id.starts_with("member-"), "{id}");
@@ -418,7 +413,7 @@ async fn a_member_deploys_their_own_app_through_mcp_after_saying_yes() {
         .call(&format!("app__{tool_id}__habits__list"), json!({}))
         .await;
     assert_eq!(structured(&rows)["rows"][0]["title"], "Read", "still there");
-    let deleted = common::mcp::confirmed_call(&mut client, "deleteMyApp", json!({"app": id})).await;
+    let deleted = crate::mcp::confirmed_call(&mut client, "deleteMyApp", json!({"app": id})).await;
     assert_eq!(structured(&deleted)["deleted"], id.as_str());
     let names = tool_names(&client.request("tools/list", json!({})).await);
     assert!(

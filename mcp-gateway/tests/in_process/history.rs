@@ -5,13 +5,13 @@
 //! that would drop a migration the live database applied is refused naming
 //! it.
 
-use crate::common;
-
 use std::collections::BTreeSet;
 
-use common::mcp::{Exchange, Mcp, McpWorld, structured, tool_error, tool_names};
 use serde_json::{Value, json};
 use studio_core::store::{Scope, TokenKind};
+
+use crate::mcp::{Exchange, Mcp, structured, tool_error, tool_names};
+use crate::world::World as McpWorld;
 
 fn writer_token(world: &McpWorld) -> String {
     let scopes: BTreeSet<Scope> = [Scope::ChatUse, Scope::AppsInvoke, Scope::AppsWrite]
@@ -257,7 +257,6 @@ async fn a_revert_that_would_drop_an_applied_migration_is_refused() {
     assert_eq!(structured(&checked)["status"]["revision"], new.as_str());
     assert!(
         world
-            .harness
             .path()
             .join("docs/apps")
             .join(APP)

@@ -25,7 +25,7 @@ use sasha_proto::pb::{self, SourceReplyKind};
 use serde_json::{Map, Value, json};
 
 use crate::auth::Caller;
-use crate::tools::{meta, object as schema_object};
+use crate::tools::{json_object, meta};
 
 /// The documentation sections `getDocs` serves: `(name, Markdown)`. The first is
 /// the table of contents.
@@ -124,7 +124,7 @@ pub(crate) fn tool(
     read_only: bool,
     destructive: bool,
 ) -> Tool {
-    Tool::new(name, description, schema_object(input))
+    Tool::new(name, description, json_object(input))
         .with_title(title)
         .with_annotations(
             ToolAnnotations::new()

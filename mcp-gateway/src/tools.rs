@@ -185,7 +185,7 @@ impl<'a> AppTool<'a> {
                 Tool::new(
                     name,
                     format!("Open {}: {}", app.name, app.description),
-                    object(self.input_schema()),
+                    json_object(self.input_schema()),
                 )
                 .with_title(app.name.clone())
                 .with_annotations(ToolAnnotations::new().read_only(true))
@@ -207,7 +207,7 @@ impl<'a> AppTool<'a> {
                 Tool::new(
                     name,
                     format!("{} of the {table} table of {}", input.summary, app.name),
-                    object(input.schema),
+                    json_object(input.schema),
                 )
                 .with_annotations(annotations)
                 .with_meta(ui_visibility(true))
@@ -217,9 +217,9 @@ impl<'a> AppTool<'a> {
                 Tool::new(
                     name,
                     action.description.clone(),
-                    object(action.input_schema.clone()),
+                    json_object(action.input_schema.clone()),
                 )
-                .with_raw_output_schema(object(output_schema(&action.result_schema)))
+                .with_raw_output_schema(json_object(output_schema(&action.result_schema)))
                 .with_annotations(ToolAnnotations::new().read_only(!action.mutating))
                 .with_meta(ui_visibility(model_visible))
             }
@@ -229,7 +229,7 @@ impl<'a> AppTool<'a> {
                     AppOnlyTool::Chat => "Run a chat turn for the open app",
                     AppOnlyTool::Upload => "Upload documents for the open app",
                 },
-                object(self.input_schema()),
+                json_object(self.input_schema()),
             )
             .with_meta(ui_visibility(false)),
         }
@@ -256,7 +256,7 @@ pub fn tools_for(catalogue: &Catalogue, caller: &Caller<'_>) -> Vec<Tool> {
 /// an object by construction (the contract's, or a compiled action's, which
 /// the wire conversion keeps an object); anything else would be a peer's bug,
 /// logged and published as the empty schema.
-pub(crate) fn object(value: Value) -> Arc<JsonObject> {
+pub(crate) fn json_object(value: Value) -> Arc<JsonObject> {
     match value {
         Value::Object(map) => Arc::new(map),
         other => {

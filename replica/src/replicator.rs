@@ -1,0 +1,609 @@
+//! The durability gate a role runs its databases through: which databases it
+//! replicates and in which generation, whether a write may be acknowledged,
+//! and what `/healthz` reports.
+//!
+//! - **Tracking.** [`Replicator::track`] registers a database file with the
+//!   role's Litestream (through its control socket) under the generation
+//!   recorded beside it, or under a new one (see [`crate::layout`]).
+//!   [`Replicator::restore_missing`] brings a database whose file is gone
+//!   back from its newest generation before anything opens it.
+//! - **Sync mode.** [`Replicator::committed`] is called after a commit and
+//!   before its answer: one sync-and-wait control call (Litestream copies
+//!   the WAL's committed frames into a local LTX file and uploads every
+//!   pending one) covers everything committed so far, so a group commit's
+//!   batch shares one upload. Any failure or timeout is
+//!   [`ReplicaError`], which the role answers as the retryable
+//!   `APP_DATABASE_UNAVAILABLE`: the write stays committed locally but is not
+//!   acknowledged, and a retry with the same idempotency key replays its
+//!   receipt through the same gate. The next successful call clears the
+//!   state; nothing needs a restart.
+//! - **Async mode.** [`Replicator::committed`] only counts the commit; a
+//!   background flusher makes the same sync-and-wait call at most every
+//!   [`FLUSH_EVERY`]. The age of the oldest commit not yet confirmed is the
+//!   lag; while it exceeds `SASHA_REPLICA_MAX_LAG_SECS`,
+//!   [`Replicator::admit`] refuses new writes (retryable), which bounds what
+//!   a lost disk can take.
+//! - **Watching.** Every [`WATCH_EVERY`] the role checks that Litestream
+//!   still replicates each database (a restarted sidecar forgets runtime
+//!   registrations) and registers it again, and logs lag growing past half
+//!   its bound, once per episode.
+//!
+//! What it must never do: let [`Replicator::committed`] succeed for a
+//! commit object storage has not confirmed (in sync mode), continue a
+//! generation for a file whose history it cannot vouch for, or put
+//! Litestream's or the storage's own error text in an answer to a caller.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use sasha_proto::{AppError, ErrorCode};
+use sasha_service::config::ConfigError;
+use time::OffsetDateTime;
+
+use crate::config::{ACCESS_KEY_ID, Mode, REPLICA_SOCKET, REPLICA_URL, ReplicaConfig};
+use crate::control::{Control, ControlError, Synced};
+use crate::layout::{self, Database, Generation};
+use crate::litestream::{self, Restored};
+use crate::s3::{ObjectStore, StorageError};
+
+/// The async flusher's shortest interval between two sync-and-wait rounds.
+pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
+/// How often registrations are checked and lag is looked at.
+pub const WATCH_EVERY: Duration = Duration::from_secs(5);
+/// How long a role waits at boot for object storage and for the control
+/// socket (a sidecar starting beside it) before it gives up.
+pub const BOOT_PATIENCE: Duration = Duration::from_secs(30);
+
+/// Why a write could not be acknowledged, or a database not replicated.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ReplicaError {
+    #[error("Litestream: {0}")]
+    Control(#[from] ControlError),
+    #[error("object storage: {0}")]
+    Storage(#[from] StorageError),
+    #[error("replication is {0:?} behind, past its bound")]
+    Behind(Duration),
+    #[error("{0}")]
+    Local(String),
+}
+
+impl ReplicaError {
+    /// The answer a caller gets: retryable `APP_DATABASE_UNAVAILABLE`; the
+    /// detail is logged under the same diagnostic id.
+    pub fn to_app_error(&self) -> AppError {
+        let message = match self {
+            ReplicaError::Behind(_) => {
+                "writes are paused until object storage catches up; try again shortly"
+            }
+            _ => {
+                "the write could not be confirmed in object storage and was not acknowledged; try again"
+            }
+        };
+        let error = AppError::new(ErrorCode::DatabaseUnavailable, message);
+        tracing::warn!(diagnostic_id = %error.diagnostic_id, detail = %self, "replication: write not acknowledged");
+        error
+    }
+}
+
+/// One database's replication, as health reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatabaseState {
+    pub database: Database,
+    pub generation: Generation,
+    /// Litestream's newest local transaction id, and the newest in object
+    /// storage, as of the last sync call.
+    pub txid: u64,
+    pub replicated_txid: u64,
+    /// When object storage last confirmed everything committed before it.
+    pub last_replicated_at: Option<OffsetDateTime>,
+    /// Age of the oldest commit object storage has not confirmed.
+    pub lag: Duration,
+    /// Why the last attempt failed (short, safe), while it is failing.
+    pub error: Option<String>,
+}
+
+/// Replication of one role's databases, cheap to clone.
+#[derive(Clone)]
+pub struct Replicator {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Replicator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replicator")
+            .field("mode", &self.inner.config.mode)
+            .field("socket", &self.inner.control.socket())
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    config: ReplicaConfig,
+    control: Control,
+    store: ObjectStore,
+    /// The runtime the blocking entry points run their calls on.
+    runtime: tokio::runtime::Handle,
+    databases: Mutex<HashMap<PathBuf, Tracked>>,
+    /// Wakes the async flusher after a commit.
+    flush: tokio::sync::Notify,
+}
+
+/// A tracked database. `committed` and `confirmed` count commits (async
+/// mode): everything up to `confirmed` is known to be in object storage.
+struct Tracked {
+    database: Database,
+    generation: Generation,
+    committed: u64,
+    confirmed: u64,
+    /// When the oldest commit after `confirmed` may have happened.
+    behind_since: Option<Instant>,
+    txid: u64,
+    replicated_txid: u64,
+    last_replicated_at: Option<OffsetDateTime>,
+    error: Option<String>,
+    /// Lag was logged as growing in this episode.
+    lag_reported: bool,
+}
+
+impl Replicator {
+    /// Checks that object storage answers with these credentials and that
+    /// the control socket answers (each awaited up to [`BOOT_PATIENCE`], for
+    /// a server or sidecar starting beside the role), then starts the
+    /// background tasks. The error is the one line the role stops with.
+    pub async fn connect(config: ReplicaConfig) -> Result<Replicator, ConfigError> {
+        let store = ObjectStore::new(&config.url, &config.credentials)
+            .map_err(|reason| ConfigError::new(REPLICA_URL, reason))?;
+        let started = Instant::now();
+        loop {
+            match store.check().await {
+                Ok(()) => break,
+                Err(error) if error.is_transient() && started.elapsed() < BOOT_PATIENCE => {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                Err(error @ StorageError::Credentials { .. }) => {
+                    return Err(ConfigError::new(ACCESS_KEY_ID, error.to_string()));
+                }
+                Err(error) => return Err(ConfigError::new(REPLICA_URL, error.to_string())),
+            }
+        }
+        let control = Control::new(&config.socket);
+        loop {
+            match control.ping().await {
+                Ok(()) => break,
+                Err(_) if started.elapsed() < BOOT_PATIENCE => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(error) => {
+                    return Err(ConfigError::new(
+                        REPLICA_SOCKET,
+                        format!(
+                            "{error}; start Litestream (`litestream replicate`) with its socket there"
+                        ),
+                    ));
+                }
+            }
+        }
+        let replicator = Replicator {
+            inner: Arc::new(Inner {
+                config,
+                control,
+                store,
+                runtime: tokio::runtime::Handle::current(),
+                databases: Mutex::new(HashMap::new()),
+                flush: tokio::sync::Notify::new(),
+            }),
+        };
+        let watcher = replicator.clone();
+        tokio::spawn(async move { watcher.watch().await });
+        if replicator.inner.config.mode == Mode::Async {
+            let flusher = replicator.clone();
+            tokio::spawn(async move { flusher.flush_forever().await });
+        }
+        tracing::info!(
+            mode = replicator.inner.config.mode.as_str(),
+            location = %replicator.inner.config.url.describe(),
+            "replication on"
+        );
+        Ok(replicator)
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.inner.config.mode
+    }
+
+    pub fn config(&self) -> &ReplicaConfig {
+        &self.inner.config
+    }
+
+    /// The object store replicas live in.
+    pub fn store(&self) -> &ObjectStore {
+        &self.inner.store
+    }
+
+    /// Brings `database` back from object storage into `path` when the file
+    /// is missing and object storage holds a generation of it: the newest
+    /// generation with data. Says whether it restored.
+    pub async fn restore_missing(&self, database: &Database, path: &Path) -> Result<bool, String> {
+        if std::fs::symlink_metadata(path).is_ok() {
+            return Ok(false);
+        }
+        let config = &self.inner.config;
+        let restored = restore_newest(
+            &self.inner.store,
+            &config.litestream,
+            &config.credentials,
+            database,
+            path,
+            None,
+        )
+        .await?;
+        if let Some(generation) = &restored {
+            // The restored file continues no generation: a new one begins
+            // when it is tracked.
+            layout::remove_local_state(path).map_err(|error| error.to_string())?;
+            tracing::warn!(
+                database = database.label(),
+                from = generation.as_str(),
+                "replication: a missing database was restored from object storage"
+            );
+        }
+        Ok(restored.is_some())
+    }
+
+    /// The databases object storage holds a generation of, among the apps.
+    pub async fn replicated_apps(&self) -> Result<Vec<String>, StorageError> {
+        self.inner.store.list_children(layout::APPS_DIR).await
+    }
+
+    /// Replicates `database` (the file at `path`, which exists) from now on,
+    /// continuing its recorded generation or beginning a new one.
+    pub async fn track(&self, database: &Database, path: &Path) -> Result<(), ReplicaError> {
+        let generation = match layout::recorded_generation(path) {
+            Some(generation) => generation,
+            None => {
+                // Litestream may still replicate an older file at this path
+                // into an older generation (a sidecar outlives the role).
+                self.inner
+                    .control
+                    .unregister(path, self.inner.config.sync_timeout)
+                    .await?;
+                layout::remove_local_state(path).map_err(|error| {
+                    ReplicaError::Local(format!("cannot clear replication state: {error}"))
+                })?;
+                let generation = Generation::begin();
+                layout::record_generation(path, &generation).map_err(|error| {
+                    ReplicaError::Local(format!("cannot record the generation: {error}"))
+                })?;
+                tracing::info!(
+                    database = database.label(),
+                    generation = generation.as_str(),
+                    "replication: a new generation begins"
+                );
+                generation
+            }
+        };
+        let url = self
+            .inner
+            .config
+            .url
+            .litestream_url(&database.generation_path(&generation));
+        self.inner.control.register(path, &url).await?;
+        let mut databases = self.lock();
+        let tracked = databases
+            .entry(path.to_path_buf())
+            .or_insert_with(|| Tracked {
+                database: database.clone(),
+                generation: generation.clone(),
+                committed: 0,
+                confirmed: 0,
+                behind_since: None,
+                txid: 0,
+                replicated_txid: 0,
+                last_replicated_at: None,
+                error: None,
+                lag_reported: false,
+            });
+        tracked.generation = generation;
+        Ok(())
+    }
+
+    /// [`Replicator::track`] from a blocking thread (never a runtime worker).
+    pub fn track_blocking(&self, database: &Database, path: &Path) -> Result<(), ReplicaError> {
+        self.inner.runtime.block_on(self.track(database, path))
+    }
+
+    /// Whether `path` is tracked by this process.
+    pub fn is_tracked(&self, path: &Path) -> bool {
+        self.lock().contains_key(path)
+    }
+
+    /// May a write to `path` begin? Async mode refuses while replication is
+    /// further behind than its bound; sync mode always admits (its gate is
+    /// after the commit).
+    pub fn admit(&self, path: &Path) -> Result<(), ReplicaError> {
+        if self.inner.config.mode == Mode::Sync {
+            return Ok(());
+        }
+        let databases = self.lock();
+        let lag = databases
+            .get(path)
+            .and_then(|tracked| tracked.behind_since)
+            .map_or(Duration::ZERO, |since| since.elapsed());
+        if lag > self.inner.config.max_lag {
+            return Err(ReplicaError::Behind(lag));
+        }
+        Ok(())
+    }
+
+    /// Everything committed to `path` so far may be acknowledged once this
+    /// returns `Ok` (see the module header for each mode).
+    pub async fn committed(&self, database: &Database, path: &Path) -> Result<(), ReplicaError> {
+        if !self.is_tracked(path) {
+            self.track(database, path).await?;
+        }
+        match self.inner.config.mode {
+            Mode::Sync => self.sync_and_wait(database, path).await.map(|_| ()),
+            Mode::Async => {
+                let mut databases = self.lock();
+                if let Some(tracked) = databases.get_mut(path) {
+                    tracked.committed += 1;
+                    tracked.behind_since.get_or_insert_with(Instant::now);
+                }
+                drop(databases);
+                self.inner.flush.notify_one();
+                Ok(())
+            }
+        }
+    }
+
+    /// [`Replicator::committed`] from a blocking thread.
+    pub fn committed_blocking(&self, database: &Database, path: &Path) -> Result<(), ReplicaError> {
+        self.inner.runtime.block_on(self.committed(database, path))
+    }
+
+    /// Stops replicating `path` and deletes every generation of `database`
+    /// from object storage (the database is being deleted), then the local
+    /// replication state. Called before the file is removed: if object
+    /// storage cannot be reached the deletion stops here, with nothing
+    /// removed.
+    pub async fn forget(&self, database: &Database, path: &Path) -> Result<(), ReplicaError> {
+        self.inner
+            .control
+            .unregister(path, self.inner.config.sync_timeout)
+            .await?;
+        self.lock().remove(path);
+        let deleted = self.inner.store.delete_below(&database.dir()).await?;
+        layout::remove_local_state(path).map_err(|error| {
+            ReplicaError::Local(format!("cannot clear replication state: {error}"))
+        })?;
+        tracing::info!(
+            database = database.label(),
+            objects = deleted,
+            "replication: the database's replica was deleted"
+        );
+        Ok(())
+    }
+
+    /// [`Replicator::forget`] from a blocking thread.
+    pub fn forget_blocking(&self, database: &Database, path: &Path) -> Result<(), ReplicaError> {
+        self.inner.runtime.block_on(self.forget(database, path))
+    }
+
+    /// Every tracked database's state, most behind first.
+    pub fn states(&self) -> Vec<DatabaseState> {
+        let databases = self.lock();
+        let mut states: Vec<DatabaseState> = databases
+            .values()
+            .map(|tracked| DatabaseState {
+                database: tracked.database.clone(),
+                generation: tracked.generation.clone(),
+                txid: tracked.txid,
+                replicated_txid: tracked.replicated_txid,
+                last_replicated_at: tracked.last_replicated_at,
+                lag: tracked
+                    .behind_since
+                    .map_or(Duration::ZERO, |since| since.elapsed()),
+                error: tracked.error.clone(),
+            })
+            .collect();
+        states.sort_by(|a, b| b.lag.cmp(&a.lag).then(a.database.cmp(&b.database)));
+        states
+    }
+
+    /// One sync-and-wait for `path`, registering again once if Litestream
+    /// forgot it; records the outcome for health.
+    async fn sync_and_wait(
+        &self,
+        database: &Database,
+        path: &Path,
+    ) -> Result<Synced, ReplicaError> {
+        let started = Instant::now();
+        let timeout = self.inner.config.sync_timeout;
+        let mut result = self.inner.control.sync(path, true, timeout).await;
+        if matches!(result, Err(ControlError::NotRegistered)) {
+            self.track(database, path).await?;
+            result = self.inner.control.sync(path, true, timeout).await;
+        }
+        let mut databases = self.lock();
+        let Some(tracked) = databases.get_mut(path) else {
+            return result.map_err(ReplicaError::from);
+        };
+        match &result {
+            Ok(synced) => {
+                tracked.txid = synced.txid;
+                tracked.replicated_txid = synced.replicated_txid;
+                tracked.last_replicated_at = Some(OffsetDateTime::now_utc());
+                if let Some(error) = tracked.error.take() {
+                    tracing::info!(database = database.label(), previous = %error, "replication: object storage confirms writes again");
+                }
+                tracked.lag_reported = false;
+                if self.inner.config.mode == Mode::Sync {
+                    tracked.behind_since = None;
+                }
+                let _ = started;
+            }
+            Err(error) => {
+                if tracked.error.is_none() {
+                    tracing::error!(database = database.label(), %error, "replication: object storage does not confirm writes");
+                }
+                tracked.error = Some(short_reason(error));
+                if self.inner.config.mode == Mode::Sync {
+                    tracked.behind_since.get_or_insert(started);
+                }
+            }
+        }
+        result.map_err(ReplicaError::from)
+    }
+
+    /// The async mode's flusher: after commits, one sync-and-wait per
+    /// database at most every [`FLUSH_EVERY`].
+    async fn flush_forever(self) {
+        loop {
+            tokio::select! {
+                () = self.inner.flush.notified() => {}
+                () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+            let pending: Vec<(PathBuf, Database, u64)> = self
+                .lock()
+                .iter()
+                .filter(|(_, tracked)| tracked.committed > tracked.confirmed)
+                .map(|(path, tracked)| (path.clone(), tracked.database.clone(), tracked.committed))
+                .collect();
+            for (path, database, seen) in pending {
+                let round = Instant::now();
+                if self.sync_and_wait(&database, &path).await.is_ok() {
+                    let mut databases = self.lock();
+                    if let Some(tracked) = databases.get_mut(&path) {
+                        tracked.confirmed = tracked.confirmed.max(seen);
+                        // Later commits happened after this round began.
+                        tracked.behind_since =
+                            (tracked.committed > tracked.confirmed).then_some(round);
+                    }
+                }
+            }
+            tokio::time::sleep(FLUSH_EVERY).await;
+        }
+    }
+
+    /// Registers again what Litestream forgot, and logs growing lag.
+    async fn watch(self) {
+        loop {
+            tokio::time::sleep(WATCH_EVERY).await;
+            if let Ok(listed) = self.inner.control.list().await {
+                let missing: Vec<(PathBuf, Database)> = self
+                    .lock()
+                    .iter()
+                    .filter(|(path, _)| {
+                        !listed
+                            .iter()
+                            .any(|entry| Path::new(&entry.path) == path.as_path())
+                    })
+                    .map(|(path, tracked)| (path.clone(), tracked.database.clone()))
+                    .collect();
+                for (path, database) in missing {
+                    tracing::warn!(
+                        database = database.label(),
+                        "replication: Litestream no longer replicates a database; registering it again"
+                    );
+                    if let Err(error) = self.track(&database, &path).await {
+                        tracing::error!(database = database.label(), %error, "replication: cannot register again");
+                    }
+                }
+            }
+            let bound = self.inner.config.max_lag;
+            let mut databases = self.lock();
+            for tracked in databases.values_mut() {
+                let lag = tracked
+                    .behind_since
+                    .map_or(Duration::ZERO, |since| since.elapsed());
+                if lag > bound / 2 && !tracked.lag_reported {
+                    tracked.lag_reported = true;
+                    tracing::warn!(
+                        database = tracked.database.label(),
+                        lag_seconds = lag.as_secs_f64(),
+                        bound_seconds = bound.as_secs(),
+                        "replication: lag is growing"
+                    );
+                }
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Tracked>> {
+        self.inner
+            .databases
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A failure's reason for health: which part failed, never its text.
+fn short_reason(error: &ControlError) -> String {
+    match error {
+        ControlError::NoSocket(_) => "Litestream does not answer".to_owned(),
+        ControlError::NotRegistered => "Litestream does not replicate it".to_owned(),
+        ControlError::Timeout => "object storage did not confirm in time".to_owned(),
+        ControlError::Refused { .. } => "object storage refused or failed the upload".to_owned(),
+        ControlError::Garbled => "Litestream's answer could not be read".to_owned(),
+    }
+}
+
+/// Every generation of `database` in object storage, oldest first.
+pub async fn generations(
+    store: &ObjectStore,
+    database: &Database,
+) -> Result<Vec<Generation>, StorageError> {
+    let mut generations: Vec<Generation> = store
+        .list_children(&database.dir())
+        .await?
+        .iter()
+        .filter_map(|name| Generation::parse(name))
+        .collect();
+    generations.sort();
+    Ok(generations)
+}
+
+/// Restores `database` into `output` from the newest generation that began
+/// at or before `at` (latest when `None`) and holds data at that instant,
+/// trying older generations when a newer one holds none yet. Says which
+/// generation it restored, or `None` when object storage holds none.
+pub async fn restore_newest(
+    store: &ObjectStore,
+    litestream_bin: &Path,
+    credentials: &crate::config::Credentials,
+    database: &Database,
+    output: &Path,
+    at: Option<OffsetDateTime>,
+) -> Result<Option<Generation>, String> {
+    let generations = generations(store, database)
+        .await
+        .map_err(|error| error.to_string())?;
+    let at_text = at
+        .map(|at| at.format(&time::format_description::well_known::Rfc3339))
+        .transpose()
+        .map_err(|error| error.to_string())?;
+    let at_millis = at.map(|at| (at.unix_timestamp_nanos() / 1_000_000) as i64);
+    for generation in generations.iter().rev() {
+        if at_millis.is_some_and(|at| generation.began_millis() > at) {
+            continue;
+        }
+        let url = store
+            .url()
+            .litestream_url(&database.generation_path(generation));
+        match litestream::restore(
+            litestream_bin,
+            credentials,
+            &url,
+            output,
+            at_text.as_deref(),
+        )
+        .await?
+        {
+            Restored::Written { .. } => return Ok(Some(generation.clone())),
+            Restored::Nothing => continue,
+        }
+    }
+    Ok(None)
+}

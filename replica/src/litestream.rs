@@ -22,6 +22,8 @@ pub fn command(bin: &Path, credentials: &Credentials) -> Command {
     let mut command = Command::new(bin);
     command
         .env_remove("AWS_CA_BUNDLE")
+        // Credentials are always given: never ask the cloud metadata service.
+        .env("AWS_EC2_METADATA_DISABLED", "true")
         .env(ACCESS_KEY_ID, &credentials.access_key_id)
         .env(SECRET_ACCESS_KEY, &credentials.secret_access_key);
     match &credentials.session_token {
@@ -56,32 +58,58 @@ pub fn daemon_config_path(socket: &Path) -> PathBuf {
 pub enum Restored {
     /// The file was written; Litestream's transaction id of its state.
     Written { txid: String },
-    /// The generation holds nothing at or before the instant asked for.
+    /// The generation holds nothing to restore (at that instant).
     Nothing,
 }
 
+/// Which state of a generation to restore.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// The newest.
+    Latest,
+    /// As it was at this RFC 3339 instant.
+    At(String),
+    /// Up to and including this transaction id.
+    Txid(u64),
+}
+
+/// Why a restore did not happen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RestoreFailure {
+    /// Litestream refused the instant as outside the generation's time
+    /// bounds, which it reads in whole seconds from the listing.
+    OutOfRange,
+    /// Anything else, in one line.
+    Failed(String),
+}
+
 /// Restores the generation at `replica_url` into `output`, which must not
-/// exist, as it was at `at` (RFC 3339) or latest. Litestream writes a
-/// temporary file and renames it into place, so `output` appears whole or
-/// not at all.
+/// exist. Litestream writes a temporary file and renames it into place, so
+/// `output` appears whole or not at all.
 pub async fn restore(
     bin: &Path,
     credentials: &Credentials,
     replica_url: &str,
     output: &Path,
-    at: Option<&str>,
-) -> Result<Restored, String> {
+    target: &Target,
+) -> Result<Restored, RestoreFailure> {
     if std::fs::symlink_metadata(output).is_ok() {
-        return Err(format!(
+        return Err(RestoreFailure::Failed(format!(
             "{} already exists; nothing was overwritten",
             output.display()
-        ));
+        )));
     }
     let mut command = command(bin, credentials);
     command.args(["restore", "-if-replica-exists", "-json", "-o"]);
     command.arg(output);
-    if let Some(at) = at {
-        command.args(["-timestamp", at]);
+    match target {
+        Target::Latest => {}
+        Target::At(at) => {
+            command.args(["-timestamp", at]);
+        }
+        Target::Txid(txid) => {
+            command.args(["-txid", &format!("{txid:016x}")]);
+        }
     }
     command
         .arg(replica_url)
@@ -89,10 +117,10 @@ pub async fn restore(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let finished = command.output().await.map_err(|error| {
-        format!(
+        RestoreFailure::Failed(format!(
             "cannot run {} ({error}); install litestream 0.5 or set SASHA_LITESTREAM",
             bin.display()
-        )
+        ))
     })?;
     if !finished.status.success() {
         let stderr = String::from_utf8_lossy(&finished.stderr);
@@ -101,7 +129,12 @@ pub async fn restore(
             .rev()
             .find(|line| !line.trim().is_empty())
             .unwrap_or("no message");
-        return Err(format!("litestream restore failed: {last}"));
+        if last.contains("timestamp does not exist") {
+            return Err(RestoreFailure::OutOfRange);
+        }
+        return Err(RestoreFailure::Failed(format!(
+            "litestream restore failed: {last}"
+        )));
     }
     if std::fs::symlink_metadata(output).is_err() {
         return Ok(Restored::Nothing);
@@ -111,10 +144,23 @@ pub async fn restore(
         .and_then(|value| {
             value
                 .get("txid")
-                .map(|txid| txid.to_string().trim_matches('"').to_owned())
+                .and_then(|txid| txid.as_str().map(str::to_owned))
         })
         .unwrap_or_default();
     Ok(Restored::Written { txid })
+}
+
+/// The transaction range of an LTX file's name (`<min>-<max>.ltx`, hex),
+/// and its level from the folder above it (`0000` is level 0).
+pub fn ltx_range(key: &str) -> Option<(u32, u64, u64)> {
+    let (folder, name) = key.rsplit_once('/')?;
+    let level = u32::from_str_radix(folder.rsplit('/').next()?, 16).ok()?;
+    let (min, max) = name.strip_suffix(".ltx")?.split_once('-')?;
+    Some((
+        level,
+        u64::from_str_radix(min, 16).ok()?,
+        u64::from_str_radix(max, 16).ok()?,
+    ))
 }
 
 #[cfg(test)]
@@ -128,5 +174,14 @@ mod tests {
         );
         assert!(config.contains("dbs: []"));
         assert!(!config.contains("access-key"));
+    }
+
+    #[test]
+    fn ltx_names_give_level_and_range() {
+        assert_eq!(
+            super::ltx_range("p/apps/a/g/0000/0000000000000003-000000000000000a.ltx"),
+            Some((0, 3, 10))
+        );
+        assert_eq!(super::ltx_range("p/apps/a/g/0000/notes.txt"), None);
     }
 }

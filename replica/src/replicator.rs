@@ -45,7 +45,7 @@ use time::OffsetDateTime;
 use crate::config::{ACCESS_KEY_ID, Mode, REPLICA_SOCKET, REPLICA_URL, ReplicaConfig};
 use crate::control::{Control, ControlError, Synced};
 use crate::layout::{self, Database, Generation};
-use crate::litestream::{self, Restored};
+use crate::litestream::{self, RestoreFailure, Restored, Target};
 use crate::s3::{ObjectStore, StorageError};
 
 /// The async flusher's shortest interval between two sync-and-wait rounds.
@@ -580,30 +580,108 @@ pub async fn restore_newest(
     let generations = generations(store, database)
         .await
         .map_err(|error| error.to_string())?;
-    let at_text = at
-        .map(|at| at.format(&time::format_description::well_known::Rfc3339))
-        .transpose()
-        .map_err(|error| error.to_string())?;
     let at_millis = at.map(|at| (at.unix_timestamp_nanos() / 1_000_000) as i64);
     for generation in generations.iter().rev() {
         if at_millis.is_some_and(|at| generation.began_millis() > at) {
             continue;
         }
-        let url = store
-            .url()
-            .litestream_url(&database.generation_path(generation));
-        match litestream::restore(
-            litestream_bin,
-            credentials,
-            &url,
-            output,
-            at_text.as_deref(),
-        )
-        .await?
-        {
+        let path = database.generation_path(generation);
+        let url = store.url().litestream_url(&path);
+        let restored = match at {
+            None => {
+                restore_or_fail(litestream_bin, credentials, &url, output, &Target::Latest).await?
+            }
+            Some(at) => {
+                restore_at(store, litestream_bin, credentials, &path, &url, output, at).await?
+            }
+        };
+        match restored {
             Restored::Written { .. } => return Ok(Some(generation.clone())),
             Restored::Nothing => continue,
         }
     }
     Ok(None)
+}
+
+async fn restore_or_fail(
+    bin: &Path,
+    credentials: &crate::config::Credentials,
+    url: &str,
+    output: &Path,
+    target: &Target,
+) -> Result<Restored, String> {
+    litestream::restore(bin, credentials, url, output, target)
+        .await
+        .map_err(|failure| match failure {
+            RestoreFailure::OutOfRange => "litestream restore refused the instant".to_owned(),
+            RestoreFailure::Failed(reason) => reason,
+        })
+}
+
+/// One generation as it was at `at`. Litestream plans the restore by each
+/// file's exact time, but first checks the instant against the bounds a
+/// listing gives (whole seconds) and refuses one after the last listed
+/// second. Then: before the first file, the generation held nothing; after
+/// it, the state is that before the first level-0 file whose exact time is
+/// not before `at` (read from its metadata), restored by transaction id.
+async fn restore_at(
+    store: &ObjectStore,
+    bin: &Path,
+    credentials: &crate::config::Credentials,
+    path: &str,
+    url: &str,
+    output: &Path,
+    at: OffsetDateTime,
+) -> Result<Restored, String> {
+    let text = at
+        .format(&time::format_description::well_known::Rfc3339)
+        .map_err(|error| error.to_string())?;
+    match litestream::restore(bin, credentials, url, output, &Target::At(text)).await {
+        Ok(restored) => return Ok(restored),
+        Err(RestoreFailure::Failed(reason)) => return Err(reason),
+        Err(RestoreFailure::OutOfRange) => {}
+    }
+    let objects = store
+        .list_keys(&format!("{path}/"))
+        .await
+        .map_err(|error| error.to_string())?;
+    let first = objects
+        .iter()
+        .filter_map(|object| object.last_modified)
+        .min();
+    let Some(first) = first else {
+        return Ok(Restored::Nothing);
+    };
+    if at < first {
+        return Ok(Restored::Nothing);
+    }
+    let mut after: Option<u64> = None;
+    let mut newest = 0;
+    for object in &objects {
+        let Some((level, min, max)) = litestream::ltx_range(&object.key) else {
+            continue;
+        };
+        newest = newest.max(max);
+        let recent = object
+            .last_modified
+            .is_none_or(|listed| listed + time::Duration::seconds(1) > at);
+        if level != 0 || !recent {
+            continue;
+        }
+        let exact = store
+            .litestream_timestamp(&object.key)
+            .await
+            .map_err(|error| error.to_string())?;
+        if exact.is_none_or(|exact| exact >= at) {
+            after = Some(after.map_or(min, |known| known.min(min)));
+        }
+    }
+    let txid = match after {
+        Some(first_after) => first_after.saturating_sub(1),
+        None => newest,
+    };
+    if txid == 0 {
+        return Ok(Restored::Nothing);
+    }
+    restore_or_fail(bin, credentials, url, output, &Target::Txid(txid)).await
 }

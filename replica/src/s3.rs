@@ -59,6 +59,16 @@ impl StorageError {
     }
 }
 
+/// One object of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Object {
+    /// The whole key, prefix included.
+    pub key: String,
+    pub size: u64,
+    /// As listed: whole seconds on most servers.
+    pub last_modified: Option<time::OffsetDateTime>,
+}
+
 /// A signed-request client of the replica bucket.
 #[derive(Clone)]
 pub struct ObjectStore {
@@ -166,8 +176,8 @@ impl ObjectStore {
         Ok(names)
     }
 
-    /// Every key below `under` (a path below the prefix), with its size.
-    pub async fn list_keys(&self, under: &str) -> Result<Vec<(String, u64)>, StorageError> {
+    /// Every object below `under` (a path below the prefix).
+    pub async fn list_keys(&self, under: &str) -> Result<Vec<Object>, StorageError> {
         let prefix = self.inner.url.key(under);
         let mut keys = Vec::new();
         let mut token = None;
@@ -175,11 +185,17 @@ impl ObjectStore {
             let page = self
                 .list_page(&prefix, None, token.as_deref(), None)
                 .await?;
-            keys.extend(
-                page.contents
-                    .into_iter()
-                    .map(|content| (content.key, content.size.unwrap_or(0))),
-            );
+            keys.extend(page.contents.into_iter().map(|content| Object {
+                size: content.size.unwrap_or(0),
+                last_modified: content.last_modified.as_deref().and_then(|text| {
+                    time::OffsetDateTime::parse(
+                        text,
+                        &time::format_description::well_known::Rfc3339,
+                    )
+                    .ok()
+                }),
+                key: content.key,
+            }));
             match page.next_continuation_token {
                 Some(next) => token = Some(next),
                 None => break,
@@ -192,11 +208,11 @@ impl ObjectStore {
     /// `/`); says how many.
     pub async fn delete_below(&self, under: &str) -> Result<usize, StorageError> {
         let keys = self.list_keys(under).await?;
-        for (key, _) in &keys {
+        for object in &keys {
             let url = self
                 .inner
                 .bucket
-                .delete_object(Some(&self.inner.credentials), key)
+                .delete_object(Some(&self.inner.credentials), &object.key)
                 .sign(SIGNED_FOR);
             let response = self.send(self.inner.http.delete(url)).await?;
             let status = response.status();
@@ -205,6 +221,31 @@ impl ObjectStore {
             }
         }
         Ok(keys.len())
+    }
+
+    /// The exact instant Litestream recorded for one of its files (the
+    /// `litestream-timestamp` metadata; a listing's times are whole seconds).
+    pub async fn litestream_timestamp(
+        &self,
+        key: &str,
+    ) -> Result<Option<time::OffsetDateTime>, StorageError> {
+        let url = self
+            .inner
+            .bucket
+            .head_object(Some(&self.inner.credentials), key)
+            .sign(SIGNED_FOR);
+        let response = self.send(self.inner.http.head(url)).await?;
+        if !response.status().is_success() {
+            return Err(self.refusal("reading a file's time", response).await);
+        }
+        Ok(response
+            .headers()
+            .get("x-amz-meta-litestream-timestamp")
+            .and_then(|value| value.to_str().ok())
+            .and_then(|text| {
+                time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+                    .ok()
+            }))
     }
 
     /// Creates the bucket (tests and first-time setups; the roles never do).

@@ -238,6 +238,9 @@ impl std::fmt::Debug for Engine {
 struct Inner {
     root: PathBuf,
     deadline: Duration,
+    /// What a live file's commits must pass before they are acknowledged
+    /// (replication to object storage); `None` when replication is off.
+    durability: Option<Arc<dyn durable::Durability>>,
     /// One slot per app id, and one per open preview under
     /// `preview:<app>:<preview>:<previewer>` (a key no app id can spell). The map's lock is held only to find or create a slot,
     /// so opening (and migrating) one app never stalls the others; the slot's own
@@ -634,12 +637,40 @@ impl Engine {
     /// An engine whose governed statements (and whole mutations) are stopped
     /// after `deadline`.
     pub fn with_deadline(app_data_root: &Path, deadline: Duration) -> Engine {
+        Engine::durable(app_data_root, deadline, None)
+    }
+
+    /// An engine whose live commits are acknowledged only once `durability`
+    /// confirms them (see [`durable`]).
+    pub fn durable(
+        app_data_root: &Path,
+        deadline: Duration,
+        durability: Option<Arc<dyn durable::Durability>>,
+    ) -> Engine {
         Engine {
             inner: Arc::new(Inner {
                 root: app_data_root.to_path_buf(),
                 deadline,
+                durability,
                 slots: Mutex::new(HashMap::new()),
             }),
+        }
+    }
+
+    /// Everything committed to `app_id`'s live file so far may be
+    /// acknowledged once this is `Ok` (always, without durability).
+    fn confirm_durable(&self, app_id: &str) -> Result<(), AppError> {
+        match &self.inner.durability {
+            Some(durability) => durability.committed(app_id, &self.live_path(app_id)),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether a write to `app_id`'s live file may begin now.
+    fn admit_write(&self, app_id: &str) -> Result<(), AppError> {
+        match &self.inner.durability {
+            Some(durability) => durability.admit(app_id, &self.live_path(app_id)),
+            None => Ok(()),
         }
     }
 
@@ -750,6 +781,10 @@ impl Engine {
             });
         }
         let (_, applied) = ready(&mut slot, &path, contract, approval)?;
+        drop(slot);
+        // A publication is acknowledged like a write: once its migrations
+        // are in object storage.
+        self.confirm_durable(app_id)?;
         tracing::info!(
             app_id,
             applied = applied.len(),
@@ -911,6 +946,14 @@ impl Engine {
         std::fs::File::open(&dir)
             .and_then(|folder| folder.sync_all())
             .map_err(|e| io("cannot sync the backup folder", e))?;
+        if let Some(durability) = &self.inner.durability {
+            // Replication stops and the replica goes before the file: when
+            // object storage cannot be reached, nothing is removed.
+            if let Err(error) = durability.removing(app_id, &path) {
+                let _ = std::fs::remove_file(&target);
+                return Err(error);
+            }
+        }
         for suffix in ["", "-wal", "-shm"] {
             let file = self.inner.root.join(format!("{app_id}.sqlite{suffix}"));
             match std::fs::remove_file(&file) {
@@ -1500,6 +1543,7 @@ fn read_rows(
 }
 
 pub mod commit;
+pub mod durable;
 pub mod files;
 pub mod guard;
 pub mod history;

@@ -16,8 +16,14 @@
 //! own callers lead. So a mutation waits for at most the batch in flight and
 //! its own, each bounded by count and time.
 //!
+//! With replication on, the batch's commit is also confirmed in object
+//! storage ([`super::durable`]) before any mutation of it is answered with
+//! success, by one call for the whole batch; a receipt replayed from an
+//! earlier, unconfirmed commit passes the same gate.
+//!
 //! What it must never do: acknowledge a mutation before the commit that
-//! holds it returned (with `synchronous = FULL`, after the WAL's fsync); let
+//! holds it returned (with `synchronous = FULL`, after the WAL's fsync) and,
+//! with replication on, before object storage confirmed it; let
 //! one mutation's failure undo another's work (a refused or failed mutation
 //! rolls back only its savepoint; if SQLite aborted the whole transaction —
 //! an interrupt, a full disk — the failed mutation gets its error and the
@@ -116,7 +122,7 @@ impl Engine {
                 reply,
             };
             self.with_preview_handle(app_id, preview, contract, |handle| {
-                self.run_batch(handle, vec![job]);
+                self.run_batch(handle, None, vec![job]);
                 Ok(())
             })?;
             return answer
@@ -161,7 +167,7 @@ impl Engine {
                 super::Approval::None,
             ) {
                 Ok((handle, _)) => {
-                    let (committed, left) = self.run_batch(handle, jobs);
+                    let (committed, left) = self.run_batch(handle, Some(app_id), jobs);
                     if committed {
                         slot.commits.fetch_add(1, Ordering::Relaxed);
                     }
@@ -189,7 +195,25 @@ impl Engine {
     /// transaction and answers each. Says whether a transaction committed, and
     /// gives back the jobs left for the next batch because this one reached
     /// its time bound.
-    fn run_batch(&self, handle: &mut Handle, mut jobs: Vec<Job>) -> (bool, Vec<Job>) {
+    ///
+    /// `live` names the app whose live file this is (a preview's scratch copy
+    /// has none): its batch must be admitted before it runs and its commit
+    /// confirmed durable (replicated) before any mutation of it is answered
+    /// with success; a mutation's own refusal keeps its own error.
+    fn run_batch(
+        &self,
+        handle: &mut Handle,
+        live: Option<&str>,
+        mut jobs: Vec<Job>,
+    ) -> (bool, Vec<Job>) {
+        if let Some(app_id) = live
+            && let Err(error) = self.admit_write(app_id)
+        {
+            for job in &jobs {
+                job.answer(Err(error.clone()));
+            }
+            return (false, Vec::new());
+        }
         let guard = Arc::clone(&handle.guard);
         // Declared before the transaction so it is dropped after it: the
         // rollback on an early return runs as the engine's own statement.
@@ -238,10 +262,17 @@ impl Engine {
             }
             let left = jobs.split_off(results.len());
             let committed = tx.commit().map_err(sql_error);
+            // One confirmation for the whole batch: everything committed so
+            // far, replays of stored receipts included, is in object storage.
+            let durable = match (&committed, live) {
+                (Ok(()), Some(app_id)) => self.confirm_durable(app_id),
+                _ => Ok(()),
+            };
             for (job, result) in jobs.iter().zip(results) {
-                job.answer(match &committed {
-                    Ok(()) => result,
-                    Err(error) => Err(error.clone()),
+                job.answer(match (&committed, &durable) {
+                    (Err(error), _) => Err(error.clone()),
+                    (Ok(()), Err(error)) if result.is_ok() => Err(error.clone()),
+                    (Ok(()), _) => result,
                 });
             }
             if jobs.len() > 1 {

@@ -383,9 +383,23 @@ pub fn is_platform_name(name: &str) -> bool {
         && name.as_bytes()[..PLATFORM_PREFIX.len()].eq_ignore_ascii_case(PLATFORM_PREFIX.as_bytes())
 }
 
-/// Whether `name` is one of SQLite's own objects (`sqlite_…`, any case).
+/// The prefix of the tables the replicator (Litestream) keeps in every
+/// database it replicates (`_litestream_seq`, `_litestream_lock`).
+pub const REPLICATOR_PREFIX: &str = "_litestream_";
+
+/// Whether `name` is one of SQLite's own objects (`sqlite_…`), or one the
+/// replicator keeps beside them ([`is_replicator_name`]), any case: never
+/// an app's table, never read, written or shown as one.
 pub fn is_sqlite_internal(name: &str) -> bool {
-    name.len() >= 7 && name.as_bytes()[..7].eq_ignore_ascii_case(b"sqlite_")
+    (name.len() >= 7 && name.as_bytes()[..7].eq_ignore_ascii_case(b"sqlite_"))
+        || is_replicator_name(name)
+}
+
+/// Whether `name` is one of the replicator's tables ([`REPLICATOR_PREFIX`], any case).
+pub fn is_replicator_name(name: &str) -> bool {
+    name.len() >= REPLICATOR_PREFIX.len()
+        && name.as_bytes()[..REPLICATOR_PREFIX.len()]
+            .eq_ignore_ascii_case(REPLICATOR_PREFIX.as_bytes())
 }
 
 mod preview;
@@ -440,6 +454,9 @@ mod tests {
         assert!(!is_platform_name("sasha_x"));
         assert!(is_sqlite_internal("SQLITE_master"));
         assert!(!is_sqlite_internal("sqlite"));
+        assert!(is_sqlite_internal("_litestream_seq"));
+        assert!(is_sqlite_internal("_LITESTREAM_lock"));
+        assert!(!is_sqlite_internal("_litestream"));
         // A multi-byte character across the prefix's length is not a match
         // (and not a panic).
         assert!(!is_sqlite_internal("sqlitéxyz"));

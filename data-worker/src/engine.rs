@@ -623,6 +623,35 @@ fn valid_app_id(app_id: &str) -> bool {
         && app_id.as_bytes()[0].is_ascii_alphanumeric()
 }
 
+/// The live file of app `app_id` below `app_data_root`; `None` for an id no
+/// app can have.
+pub fn live_file_of(app_data_root: &Path, app_id: &str) -> Option<PathBuf> {
+    valid_app_id(app_id).then(|| live_file(app_data_root, app_id))
+}
+
+fn live_file(app_data_root: &Path, app_id: &str) -> PathBuf {
+    app_data_root.join(format!("{app_id}.sqlite"))
+}
+
+/// The ids of the apps with a live file directly in `app_data_root`, sorted.
+pub fn live_app_ids(app_data_root: &Path) -> std::io::Result<Vec<String>> {
+    let mut ids = Vec::new();
+    for entry in std::fs::read_dir(app_data_root)? {
+        let entry = entry?;
+        if !entry.file_type()?.is_file() {
+            continue;
+        }
+        let name = entry.file_name();
+        if let Some(id) = name.to_str().and_then(|name| name.strip_suffix(".sqlite"))
+            && valid_app_id(id)
+        {
+            ids.push(id.to_owned());
+        }
+    }
+    ids.sort();
+    Ok(ids)
+}
+
 fn quote_identifier(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
@@ -688,7 +717,7 @@ impl Engine {
 
     /// The live file of a (valid) app id.
     fn live_path(&self, app_id: &str) -> PathBuf {
-        self.inner.root.join(format!("{app_id}.sqlite"))
+        live_file(&self.inner.root, app_id)
     }
 
     /// Runs `f` on the connection of `target` (the app's live file, or one

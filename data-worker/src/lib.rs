@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 pub mod engine;
 pub mod grammar;
+mod replication;
 mod service;
 
 /// data-worker's configuration, read once at boot.
@@ -46,13 +47,18 @@ pub struct Config {
     /// `SASHA_HEALTH_ADDR`: the probe listener (`/livez`, `/readyz`); `None`
     /// when unset.
     pub health_addr: Option<SocketAddr>,
+    /// `SASHA_REPLICA_*`: replication of every app database to object
+    /// storage; `None` when `SASHA_REPLICA_URL` is unset.
+    pub replica: Option<sasha_replica::ReplicaConfig>,
 }
 
 impl Config {
     pub fn from_env(env: &dyn Env) -> Result<Config, ConfigError> {
+        let storage = StoragePaths::from_env(env)?;
         Ok(Config {
             grpc_addr: config::socket_addr(env, "SASHA_DATA_GRPC_ADDR", "127.0.0.1:3013")?,
-            storage: StoragePaths::from_env(env)?,
+            replica: sasha_replica::ReplicaConfig::from_env(env, &storage.app_data_root)?,
+            storage,
             identity: config::identity(env, Role::DataWorker)?,
             health_addr: health::health_addr(env)?,
         })
@@ -94,12 +100,25 @@ pub async fn run(
         .grpc
         .local_addr()
         .map_err(|e| RoleError::Startup(e.to_string()))?;
-    let worker = service::Worker::new(&config.storage.app_data_root).map_err(|error| {
-        RoleError::Startup(format!(
-            "APP_DATA_ROOT: cannot prepare {}: {error}",
-            config.storage.app_data_root.display()
-        ))
-    })?;
+    let replicator = match config.replica.clone() {
+        Some(replica) => {
+            let replicator = sasha_replica::Replicator::connect(replica)
+                .await
+                .map_err(RoleError::Config)?;
+            replication::prepare(&replicator, &config.storage.app_data_root)
+                .await
+                .map_err(|error| RoleError::Startup(format!("SASHA_REPLICA_URL: {error}")))?;
+            Some(replicator)
+        }
+        None => None,
+    };
+    let worker =
+        service::Worker::new(&config.storage.app_data_root, replicator).map_err(|error| {
+            RoleError::Startup(format!(
+                "APP_DATA_ROOT: cannot prepare {}: {error}",
+                config.storage.app_data_root.display()
+            ))
+        })?;
     let router = grpc::server_builder().add_service(DataServiceServer::new(worker));
     let root = config.storage.app_data_root.clone();
     probes.ready_when(move || {

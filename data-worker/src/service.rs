@@ -49,6 +49,8 @@ pub(crate) struct Worker {
     /// Key of the HMAC that binds list cursors to actor and query; kept in
     /// `APP_DATA_ROOT` so cursors survive a restart.
     cursor_secret: Arc<[u8; 32]>,
+    /// Replication of the app databases, when on (for `Health`).
+    replicator: Option<sasha_replica::Replicator>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -58,11 +60,21 @@ impl std::fmt::Debug for Worker {
 }
 
 impl Worker {
-    pub(crate) fn new(app_data_root: &Path) -> std::io::Result<Worker> {
+    /// A worker over `app_data_root`, its live commits gated on
+    /// `replicator` when replication is on.
+    pub(crate) fn new(
+        app_data_root: &Path,
+        replicator: Option<sasha_replica::Replicator>,
+    ) -> std::io::Result<Worker> {
+        let durability = replicator.clone().map(|replicator| {
+            Arc::new(crate::replication::ReplicatedApps { replicator })
+                as Arc<dyn crate::engine::durable::Durability>
+        });
         Ok(Worker {
-            engine: Engine::new(app_data_root),
+            engine: Engine::durable(app_data_root, crate::engine::STATEMENT_DEADLINE, durability),
             contracts: Arc::new(Mutex::new(HashMap::new())),
             cursor_secret: Arc::new(cursor_secret(app_data_root)?),
+            replicator,
         })
     }
 
@@ -591,10 +603,12 @@ impl DataService for Worker {
         &self,
         _request: Request<HealthRequest>,
     ) -> Result<Response<HealthReply>, Status> {
-        Ok(Response::new(grpc::health_reply(
-            Role::DataWorker,
-            Vec::new(),
-        )))
+        let mut reply = grpc::health_reply(Role::DataWorker, Vec::new());
+        reply.replication = self
+            .replicator
+            .as_ref()
+            .map(|replicator| replicator.health());
+        Ok(Response::new(reply))
     }
 
     #[tracing::instrument(skip_all, name = "data.execute", fields(app_id, operation, table))]

@@ -169,10 +169,12 @@ pub fn check_data(
 }
 
 /// Why a table name is reserved, or `None`. `__` would make the MCP tool names
-/// `app__<app>__<table>__<op>` ambiguous; `sqlite_` belongs to SQLite and
-/// `_sasha` to the platform's own tables.
+/// `app__<app>__<table>__<op>` ambiguous; `sqlite_` belongs to SQLite,
+/// `_litestream_` to the replicator and `_sasha` to the platform's own tables.
 fn reserved_table_reason(name: &str) -> Option<&'static str> {
-    if is_sqlite_internal(name) {
+    if sasha_contract::data::is_replicator_name(name) {
+        Some("names starting with _litestream_ belong to the replicator (Litestream)")
+    } else if is_sqlite_internal(name) {
         Some("names starting with sqlite_ belong to SQLite")
     } else if is_platform_name(name) {
         Some("names starting with _sasha belong to the platform")

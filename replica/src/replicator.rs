@@ -685,3 +685,41 @@ async fn restore_at(
     }
     restore_or_fail(bin, credentials, url, output, &Target::Txid(txid)).await
 }
+
+/// Most databases one health answer lists (the most behind first).
+pub const HEALTH_LISTED: usize = 50;
+
+impl Replicator {
+    /// The replication state health answers carry.
+    pub fn health(&self) -> sasha_proto::pb::ReplicationHealth {
+        let states = self.states();
+        let bound = self.inner.config.max_lag;
+        let ok = states.iter().all(|state| {
+            state.error.is_none() && (self.inner.config.mode == Mode::Sync || state.lag <= bound)
+        });
+        sasha_proto::pb::ReplicationHealth {
+            mode: self.inner.config.mode.as_str().to_owned(),
+            ok,
+            databases_total: u32::try_from(states.len()).unwrap_or(u32::MAX),
+            databases: states
+                .into_iter()
+                .take(HEALTH_LISTED)
+                .map(|state| sasha_proto::pb::DatabaseReplication {
+                    database: state.database.label().to_owned(),
+                    generation: state.generation.as_str().to_owned(),
+                    txid: state.txid,
+                    replicated_txid: state.replicated_txid,
+                    last_replicated_at: state
+                        .last_replicated_at
+                        .and_then(|at| {
+                            at.format(&time::format_description::well_known::Rfc3339)
+                                .ok()
+                        })
+                        .unwrap_or_default(),
+                    lag_seconds: state.lag.as_secs_f64(),
+                    error: state.error.unwrap_or_default(),
+                })
+                .collect(),
+        }
+    }
+}

@@ -228,7 +228,34 @@ pub fn health_reply(
         version: crate::VERSION.to_owned(),
         ok: dependencies.iter().all(|dependency| dependency.ok),
         dependencies,
+        replication: None,
     }
+}
+
+/// A role's replication state as `/healthz` shows it.
+pub fn replication_json(replication: &sasha_proto::pb::ReplicationHealth) -> serde_json::Value {
+    let databases: Vec<_> = replication
+        .databases
+        .iter()
+        .map(|database| {
+            serde_json::json!({
+                "database": database.database,
+                "generation": database.generation,
+                "txid": database.txid,
+                "replicatedTxid": database.replicated_txid,
+                "lastReplicatedAt": (!database.last_replicated_at.is_empty())
+                    .then_some(&database.last_replicated_at),
+                "lagSeconds": database.lag_seconds,
+                "error": (!database.error.is_empty()).then_some(&database.error),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "mode": replication.mode,
+        "ok": replication.ok,
+        "databasesTotal": replication.databases_total,
+        "databases": databases,
+    })
 }
 
 /// Renders a health reply as JSON: 200 when everything is up, 503 otherwise.

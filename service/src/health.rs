@@ -195,6 +195,7 @@ async fn readiness(state: &ProbeState) -> Response {
             version: crate::VERSION.to_owned(),
             ok: false,
             dependencies: Vec::new(),
+            replication: None,
         },
     };
     let mut extra = serde_json::Map::new();

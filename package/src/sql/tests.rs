@@ -321,6 +321,11 @@ fn statements_outside_the_allowlist_are_refused_in_schema_sql() {
             "SQL_RESERVED_NAME",
         ),
         ("INSERT INTO sqlite_master VALUES (1);", "SQL_RESERVED_NAME"),
+        // Litestream keeps these in every replicated database.
+        (
+            "CREATE TABLE _litestream_seq (id INTEGER PRIMARY KEY);",
+            "SQL_RESERVED_NAME",
+        ),
         (
             "CREATE TABLE other (id INTEGER PRIMARY KEY, _sasha_version INTEGER);",
             "SQL_RESERVED_NAME",

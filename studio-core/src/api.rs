@@ -845,6 +845,7 @@ pub(crate) struct ErrorEnvelope {
         login,
         logout,
         me,
+        crate::replication::replication_page,
         crate::people_http::list_users,
         crate::people_http::invite,
         crate::people_http::change,

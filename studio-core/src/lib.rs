@@ -64,6 +64,7 @@ mod package_dir;
 mod people_http;
 mod read_guard;
 mod recovery;
+mod replication;
 mod revisions;
 pub mod seed;
 pub mod source;
@@ -139,20 +140,30 @@ pub struct Config {
     /// `SASHA_ASSISTANT_MCP_URL`: where the Studio assistant's MCP client
     /// reaches mcp-gateway (default `<MCP_PUBLIC_ORIGIN>/mcp`).
     pub assistant_mcp_url: String,
+    /// `SASHA_REPLICA_*`: replication of the core database to object
+    /// storage; `None` when `SASHA_REPLICA_URL` is unset.
+    pub replica: Option<sasha_replica::ReplicaConfig>,
 }
 
 impl Config {
     pub fn from_env(env: &dyn Env) -> Result<Config, ConfigError> {
         let origins = Origins::from_env(env)?;
         let mcp_origin = config::origin(env, "MCP_PUBLIC_ORIGIN", origins.studio.as_str())?;
+        let storage = StoragePaths::from_env(env)?;
+        let database_folder = storage
+            .db_path
+            .parent()
+            .map(ToOwned::to_owned)
+            .unwrap_or_default();
         Ok(Config {
+            replica: sasha_replica::ReplicaConfig::from_env(env, &database_folder)?,
             assistant_mcp_url: assistant_mcp_url(env, &mcp_origin)?,
             mcp_origin,
             http_addr: config::socket_addr(env, "SASHA_CORE_HTTP_ADDR", "127.0.0.1:3011")?,
             grpc_addr: config::socket_addr(env, "SASHA_CORE_GRPC_ADDR", "127.0.0.1:3012")?,
             data_url: config::grpc_url(env, "SASHA_DATA_GRPC_URL", "https://127.0.0.1:3013")?,
             origins,
-            storage: StoragePaths::from_env(env)?,
+            storage,
             identity: config::identity(env, Role::StudioCore)?,
             revision_history: config::count(
                 env,
@@ -243,6 +254,8 @@ struct Core {
     drafts: drafts::DraftCache,
     /// The Studio assistant's running turns and waiting confirmations.
     assistant: Arc<assistant::Assistant>,
+    /// The core database's replication, when on: the write gate.
+    replication: Option<replication::CoreReplication>,
 }
 
 impl Core {
@@ -354,6 +367,24 @@ pub async fn run_with_store(
     let data = grpc::data_client(&config.data_url, &config.identity).map_err(|error| {
         RoleError::Config(ConfigError::new("SASHA_DATA_GRPC_URL", error.to_string()))
     })?;
+    let replicator = match config.replica.clone() {
+        Some(replica) => {
+            let replicator = sasha_replica::Replicator::connect(replica)
+                .await
+                .map_err(RoleError::Config)?;
+            // Before the store opens (and would create) the file.
+            replicator
+                .restore_missing(&sasha_replica::Database::Core, &config.storage.db_path)
+                .await
+                .map_err(|error| {
+                    RoleError::Startup(format!(
+                        "SASHA_REPLICA_URL: cannot restore the core database: {error}"
+                    ))
+                })?;
+            Some(replicator)
+        }
+        None => None,
+    };
     let store = if let Some(store) = store {
         store
     } else {
@@ -364,6 +395,14 @@ pub async fn run_with_store(
             .map_err(|error| {
                 RoleError::Startup(format!("DB_PATH: cannot open the core database: {error}"))
             })?
+    };
+    let replication = match replicator {
+        Some(replicator) => Some(
+            replication::CoreReplication::track(replicator, store.clone(), &config.storage.db_path)
+                .await
+                .map_err(|error| RoleError::Startup(format!("SASHA_REPLICA_URL: {error}")))?,
+        ),
+        None => None,
     };
     let seeded = if config.bundled_apps == seed::BundledApps::Seed {
         seed_bundled_apps(config.storage.docs_root.clone()).await
@@ -438,6 +477,7 @@ pub async fn run_with_store(
         oauth: oauth::OAuthState::new(config.origins.studio.as_str(), config.mcp_origin.as_str()),
         drafts: drafts::DraftCache::default(),
         assistant: Arc::new(assistant::Assistant::new(config.assistant_mcp_url.clone())),
+        replication,
     });
     let http_addr = listeners
         .http
@@ -449,13 +489,14 @@ pub async fn run_with_store(
         .map_err(|e| RoleError::Startup(e.to_string()))?;
 
     // An upload carries up to 25 MiB of documents in one message.
-    let grpc_router = grpc::server_builder().add_service(
+    let grpc_router = grpc::server_builder().add_service(replication::DurableCalls::new(
         CoreServiceServer::new(CoreGrpc {
             core: core.clone(),
             entries: Arc::default(),
         })
         .max_decoding_message_size(MAX_CORE_MESSAGE),
-    );
+        core.replication.clone(),
+    ));
     let grpc_server = grpc::serve_mtls(
         grpc_router,
         listeners.grpc,
@@ -628,7 +669,12 @@ fn router(core: Arc<Core>) -> axum::Router {
         .merge(people_http::routes())
         .merge(assistant::routes())
         .merge(oauth::routes())
+        .merge(replication::routes())
         .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            core.clone(),
+            replication::durable_writes,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             core.clone(),
             studio_host_only,
@@ -650,7 +696,7 @@ fn router(core: Arc<Core>) -> axum::Router {
 /// with the catalogue's counts of valid and invalid packages.
 /// Exempt from the Host check so an orchestrator can probe the container port.
 async fn healthz(State(core): State<Arc<Core>>) -> Response {
-    let reply = core.health(true).await;
+    let (reply, replication) = tokio::join!(core.health(true), core.replication_json());
     let snapshot = core.catalogue.current();
     let valid = snapshot.valid().count();
     let mut extra = serde_json::Map::new();
@@ -658,6 +704,9 @@ async fn healthz(State(core): State<Arc<Core>>) -> Response {
         "apps".into(),
         serde_json::json!({"valid": valid, "invalid": snapshot.apps.len() - valid, "fingerprint": snapshot.fingerprint}),
     );
+    if let Some(replication) = replication {
+        extra.insert("replication".into(), replication);
+    }
     grpc::health_http_response_with(&reply, extra)
 }
 

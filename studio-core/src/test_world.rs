@@ -122,6 +122,8 @@ impl World {
             assistant: Arc::new(crate::assistant::Assistant::new(
                 "http://127.0.0.1:9/mcp".to_owned(),
             )),
+            // Replication is process-tested (`tests/process/replica.rs`).
+            replication: None,
         });
         World {
             dir,

@@ -672,6 +672,7 @@ async fn the_openapi_document_describes_every_route() {
         "POST /api/member-apps/{appId}/promote",
         "GET /api/settings",
         "PUT /api/settings/member-apps",
+        "GET /api/admin/replication",
         "GET /api/member-app-guide",
         "GET /api/oauth/requests/{requestId}",
         "POST /api/oauth/requests/{requestId}/approve",
@@ -933,6 +934,38 @@ async fn studio_answers_only_its_own_host() {
 /// request changes anything. The document is the route list, so a new route
 /// is in this matrix the moment it is documented (and
 /// `the_openapi_document_describes_every_route` fails until it is).
+/// The replication page is the admins': anyone else gets the hidden 404;
+/// with replication off it says so.
+#[tokio::test]
+async fn replication_state_is_shown_to_admins_only() {
+    let world = World::new();
+    for user in [&world.member, &world.staff] {
+        let session = world.session(user);
+        let reply = call(
+            &world,
+            "GET",
+            "/api/admin/replication",
+            None,
+            &[("cookie", &session)],
+            None,
+        )
+        .await;
+        assert_eq!(reply.status, 404, "{reply:?}");
+    }
+    let session = world.session(&world.admin);
+    let reply = call(
+        &world,
+        "GET",
+        "/api/admin/replication",
+        None,
+        &[("cookie", &session)],
+        None,
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.json(), serde_json::json!({"enabled": false}));
+}
+
 #[tokio::test]
 async fn every_documented_route_refuses_every_caller_without_a_right() {
     let world = World::new();

@@ -523,6 +523,10 @@ pub struct Store {
 
 struct Inner {
     connection: Mutex<Connection>,
+    /// Transactions committed through this handle's connections, counted
+    /// by SQLite's commit hook: studio-core confirms a request's writes in
+    /// object storage when the count moved while it ran (replication).
+    commits: Arc<std::sync::atomic::AtomicU64>,
     /// The device and inode `connection` has open: another file renamed to
     /// `path` (a restored backup) is noticed and opened.
     file: Mutex<Option<(u64, u64)>>,
@@ -695,6 +699,20 @@ fn insert_user(transaction: &Transaction<'_>, user: &User, hash: &str) -> Result
     Ok(())
 }
 
+/// Counts every commit of `connection` in `commits`.
+fn count_commits(
+    connection: &mut Connection,
+    commits: &Arc<std::sync::atomic::AtomicU64>,
+) -> Result<(), StoreError> {
+    let commits = Arc::clone(commits);
+    connection.commit_hook(Some(move || {
+        commits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        // false: let the commit go ahead.
+        false
+    }))?;
+    Ok(())
+}
+
 fn seconds_i64(ttl: u64) -> i64 {
     // Callers bound `ttl` by TOKEN_MAX_TTL_SECONDS first; saturate regardless.
     i64::try_from(ttl).unwrap_or(i64::MAX)
@@ -745,8 +763,11 @@ impl Store {
                 outcome => break outcome?,
             }
         }
+        let commits = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        count_commits(&mut connection, &commits)?;
         Ok(Store {
             inner: Arc::new(Inner {
+                commits,
                 connection: Mutex::new(connection),
                 file: Mutex::new(file_id(db_path)),
                 clock,
@@ -781,6 +802,11 @@ impl Store {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// How many transactions this handle has committed (any clone).
+    pub fn commits(&self) -> u64 {
+        self.inner.commits.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn now(&self) -> i64 {
@@ -823,7 +849,10 @@ impl Store {
             if let Ok(placeholder) = Connection::open_in_memory() {
                 drop(std::mem::replace(&mut *connection, placeholder));
             }
-            match Store::reopen(&self.inner.path, self.now()) {
+            match Store::reopen(&self.inner.path, self.now()).and_then(|mut fresh| {
+                count_commits(&mut fresh, &self.inner.commits)?;
+                Ok(fresh)
+            }) {
                 Ok(fresh) => {
                     tracing::warn!(path = %self.inner.path.display(), "core store: the database file was replaced; reopened it");
                     *connection = fresh;

@@ -203,6 +203,24 @@ fn two_handles_on_one_file_see_each_others_writes() {
     assert_eq!(fixture.store.user(&bob.id).unwrap(), Some(bob));
 }
 
+#[test]
+fn commits_are_counted_for_writes_and_not_for_reads() {
+    let fixture = Fixture::new();
+    let before = fixture.store.commits();
+    fixture.store.users().unwrap();
+    fixture.store.check().unwrap();
+    assert_eq!(fixture.store.commits(), before, "reads commit nothing");
+    fixture.user("alice", UserRole::Staff);
+    assert!(fixture.store.commits() > before);
+    // A handle reopened on a replaced file keeps counting.
+    let copy = fixture.dir.path().join("copy.sqlite");
+    std::fs::copy(fixture.path(), &copy).unwrap();
+    std::fs::rename(&copy, fixture.path()).unwrap();
+    let counted = fixture.store.commits();
+    fixture.user("bob", UserRole::Member);
+    assert!(fixture.store.commits() > counted);
+}
+
 // --- users and passwords ---------------------------------------------------
 
 #[test]

@@ -1,0 +1,296 @@
+//! studio-core's replication of the core database to object storage, when
+//! `SASHA_REPLICA_URL` is set: the core database is restored from its
+//! newest generation before the store opens it if the file is missing, then
+//! tracked; and a write is acknowledged only as [`sasha_replica`]'s mode
+//! allows.
+//!
+//! The gate sits where a write is acknowledged, not in each store call: a
+//! state-changing request (an HTTP method other than GET, HEAD and OPTIONS;
+//! a `CoreService` call other than the reads the gateway makes on every
+//! request) is admitted first (async mode pauses writes past the lag
+//! bound), and when the store committed anything while it ran
+//! ([`crate::store::Store::commits`]), its successful answer waits for one
+//! sync-and-wait; if object storage does not confirm, the caller gets the
+//! retryable `APP_DATABASE_UNAVAILABLE` instead. Reads, and the bookkeeping
+//! a read does (a token's last use), are never held back, so sign-ins of
+//! existing sessions and every read go on while object storage is away.
+//!
+//! What it must never do: turn a refusal into a replication error (only a
+//! successful answer is replaced), or hold back a read.
+
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse as _, Response};
+use http::Method;
+use sasha_proto::AppError;
+use sasha_replica::{Database, Replicator};
+use tonic::codegen::{BoxFuture, Context, Poll, Service};
+use tonic::server::NamedService;
+
+use crate::Core;
+use crate::store::Store;
+
+/// The core database's replication.
+#[derive(Clone, Debug)]
+pub(crate) struct CoreReplication {
+    pub(crate) replicator: Replicator,
+    store: Store,
+    path: PathBuf,
+}
+
+impl CoreReplication {
+    /// Tracks the core database (the store has it open) and returns the gate.
+    pub(crate) async fn track(
+        replicator: Replicator,
+        store: Store,
+        path: &Path,
+    ) -> Result<CoreReplication, String> {
+        replicator
+            .track(&Database::Core, path)
+            .await
+            .map_err(|error| format!("cannot replicate the core database: {error}"))?;
+        Ok(CoreReplication {
+            replicator,
+            store,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Whether a write may begin now.
+    fn admit(&self) -> Result<(), AppError> {
+        self.replicator
+            .admit(&self.path)
+            .map_err(|error| error.to_app_error())
+    }
+
+    /// Waits until everything committed is confirmed, when anything was
+    /// committed since the count was `before`.
+    async fn confirm_since(&self, before: u64) -> Result<(), AppError> {
+        if self.store.commits() == before {
+            return Ok(());
+        }
+        self.replicator
+            .committed(&Database::Core, &self.path)
+            .await
+            .map_err(|error| error.to_app_error())
+    }
+}
+
+/// Whether an HTTP request may change state.
+fn changes_state(method: &Method) -> bool {
+    !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// The `CoreService` calls the gateway makes to read, on every request.
+const CORE_READS: [&str; 8] = [
+    "Health",
+    "Authenticate",
+    "AuthorizeCall",
+    "ListApps",
+    "CheckAccess",
+    "GetResource",
+    "GetCatalogue",
+    // A stream: its turns are conversations kept in memory.
+    "Chat",
+];
+
+/// Whether a `CoreService` call (by its path `/sasha.v1.CoreService/<Method>`)
+/// may change state.
+fn call_changes_state(path: &str) -> bool {
+    let method = path.rsplit('/').next().unwrap_or_default();
+    !CORE_READS.contains(&method)
+}
+
+/// The HTTP layer of the gate (see the module header).
+pub(crate) async fn durable_writes(
+    State(core): State<Arc<Core>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(replication) = core
+        .replication
+        .as_ref()
+        .filter(|_| changes_state(request.method()))
+    else {
+        return next.run(request).await;
+    };
+    if let Err(error) = replication.admit() {
+        return error.into_response();
+    }
+    let before = replication.store.commits();
+    let response = next.run(request).await;
+    if !response.status().is_success() {
+        return response;
+    }
+    match replication.confirm_since(before).await {
+        Ok(()) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+/// The gRPC layer of the gate around `CoreService` (see the module header).
+#[derive(Clone, Debug)]
+pub(crate) struct DurableCalls<S> {
+    inner: S,
+    replication: Option<CoreReplication>,
+}
+
+impl<S> DurableCalls<S> {
+    pub(crate) fn new(inner: S, replication: Option<CoreReplication>) -> DurableCalls<S> {
+        DurableCalls { inner, replication }
+    }
+}
+
+impl<S: NamedService> NamedService for DurableCalls<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S> Service<http::Request<tonic::body::Body>> for DurableCalls<S>
+where
+    S: Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<tonic::body::Body>,
+            Error = Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response, Infallible>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+        // The clone that was made ready serves this call.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let replication = self
+            .replication
+            .clone()
+            .filter(|_| call_changes_state(request.uri().path()));
+        Box::pin(async move {
+            let Some(replication) = replication else {
+                return inner.call(request).await;
+            };
+            if let Err(error) = replication.admit() {
+                return Ok(error.to_status().into_http());
+            }
+            let before = replication.store.commits();
+            let response = inner.call(request).await?;
+            // A refusal travels as a trailers-only answer: its status is
+            // in the headers. Only a success is held back.
+            let refused = response
+                .headers()
+                .get("grpc-status")
+                .is_some_and(|status| status != "0");
+            if refused {
+                return Ok(response);
+            }
+            match replication.confirm_since(before).await {
+                Ok(()) => Ok(response),
+                Err(error) => Ok(error.to_status().into_http()),
+            }
+        })
+    }
+}
+
+impl Core {
+    /// Every role's replication as `/healthz` and the admin page show it:
+    /// `{"studio-core": …, "data-worker": …}`, each present when that role
+    /// replicates; `None` when neither does.
+    pub(crate) async fn replication_json(&self) -> Option<serde_json::Value> {
+        let mut roles = serde_json::Map::new();
+        if let Some(replication) = &self.replication {
+            roles.insert(
+                sasha_service::Role::StudioCore.as_str().to_owned(),
+                sasha_service::grpc::replication_json(&replication.replicator.health()),
+            );
+        }
+        let mut data = self.data.clone();
+        let asked = tokio::time::timeout(
+            std::time::Duration::from_secs(2),
+            data.health(sasha_proto::pb::HealthRequest { deep: false }),
+        )
+        .await;
+        match asked {
+            Ok(Ok(reply)) => {
+                if let Some(replication) = reply.into_inner().replication {
+                    roles.insert(
+                        sasha_service::Role::DataWorker.as_str().to_owned(),
+                        sasha_service::grpc::replication_json(&replication),
+                    );
+                }
+            }
+            _ if self.replication.is_some() => {
+                roles.insert(
+                    sasha_service::Role::DataWorker.as_str().to_owned(),
+                    serde_json::json!({"ok": false, "detail": "data-worker does not answer"}),
+                );
+            }
+            _ => {}
+        }
+        (!roles.is_empty()).then_some(serde_json::Value::Object(roles))
+    }
+}
+
+/// `GET /api/admin/replication`: every role's replication, for admins (the
+/// Users page shows it); `{"enabled": false}` when replication is off.
+#[utoipa::path(get, path = "/api/admin/replication", responses(
+    (status = 200, description = "`{enabled, roles: {<role>: {mode, ok, databasesTotal, databases: [{database, generation, txid, replicatedTxid, lastReplicatedAt, lagSeconds, error}]}}}`", body = Object),
+    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
+    (status = 404, description = "not an admin (the hidden answer)", body = crate::api::ErrorEnvelope)))]
+pub(crate) async fn replication_page(
+    State(core): State<Arc<Core>>,
+    headers: http::HeaderMap,
+) -> Response {
+    let principal = match crate::api::session_user(&core, &headers).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
+    if principal.user.role != crate::store::UserRole::Admin {
+        return crate::api::hidden_not_found().into_response();
+    }
+    let body = match core.replication_json().await {
+        Some(roles) => serde_json::json!({"enabled": true, "roles": roles}),
+        None => serde_json::json!({"enabled": false}),
+    };
+    let mut response = axum::Json(body).into_response();
+    response.headers_mut().insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-store"),
+    );
+    response
+}
+
+/// The replication routes.
+pub(crate) fn routes() -> axum::Router<Arc<Core>> {
+    axum::Router::new().route(
+        "/api/admin/replication",
+        axum::routing::get(replication_page),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_are_never_gated() {
+        assert!(!changes_state(&Method::GET));
+        assert!(!changes_state(&Method::HEAD));
+        assert!(changes_state(&Method::POST));
+        assert!(changes_state(&Method::DELETE));
+        assert!(!call_changes_state("/sasha.v1.CoreService/Authenticate"));
+        assert!(!call_changes_state("/sasha.v1.CoreService/GetCatalogue"));
+        assert!(call_changes_state("/sasha.v1.CoreService/Confirm"));
+        assert!(call_changes_state("/sasha.v1.CoreService/MemberApps"));
+    }
+}

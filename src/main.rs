@@ -7,11 +7,14 @@
 //! - `sasha seed` installs the bundled apps into a state folder's docs tree.
 //! - `sasha certs` writes the internal PKI of a deployment.
 //! - `sasha backup` copies the core and app databases of a running stack.
+//! - `sasha restore` rebuilds a state folder from object storage.
 
 mod admin;
 mod backup;
 mod certs;
 mod ingress;
+mod litestream;
+mod restore;
 mod seed;
 mod up;
 
@@ -138,10 +141,46 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         state_dir: Option<PathBuf>,
     },
+    /// Rebuild a state folder from object storage: the core database and
+    /// every app database (or one), latest or as they were at an instant.
+    ///
+    /// Each database comes from its newest generation that began at or
+    /// before --at, restored with litestream (SASHA_LITESTREAM, default
+    /// `litestream` on PATH) using AWS_ACCESS_KEY_ID and
+    /// AWS_SECRET_ACCESS_KEY, and passes PRAGMA integrity_check. DOCS_ROOT is
+    /// rebuilt from the revision ledger in the restored core database; the
+    /// uploads folder starts empty. DIR must be new or empty (with --app,
+    /// only that app's file must not exist); everything appears at once, with
+    /// restore-manifest.json saying what came from where. Exits 2 when an
+    /// argument, a variable or the folder must change, 1 on a failure, with
+    /// one line on stderr.
+    Restore {
+        /// The replica location, as SASHA_REPLICA_URL
+        /// (s3://BUCKET/PREFIX?endpoint=…&region=…).
+        #[arg(long, value_name = "URL")]
+        from: String,
+        /// The state folder to create.
+        #[arg(long, value_name = "DIR")]
+        state_dir: PathBuf,
+        /// Restore the state as it was at this instant (RFC 3339, e.g.
+        /// 2026-12-06T03:00:00Z) instead of the latest.
+        #[arg(long, value_name = "TIME")]
+        at: Option<String>,
+        /// Restore only this app's database, into DIR's app data folder.
+        #[arg(long, value_name = "ID")]
+        app: Option<String>,
+    },
     /// studio-core's document-conversion child: one file in on stdin, its
     /// Markdown out on stdout, confined (studio_core::uploads::isolate).
     #[command(hide = true)]
     ConvertDocument,
+    /// `sasha up`'s replicator of one role: Litestream with only a control
+    /// socket, stopped when stdin closes.
+    #[command(hide = true)]
+    Litestream {
+        #[arg(long, value_name = "PATH")]
+        socket: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -196,7 +235,19 @@ fn main() -> ExitCode {
         Command::Seed { state_dir } => seed::main(state_dir.as_deref()),
         Command::Certs { out, force } => certs::main(&out, force),
         Command::Backup { out, state_dir } => backup::main(&out, state_dir.as_deref()),
+        Command::Restore {
+            from,
+            state_dir,
+            at,
+            app,
+        } => restore::main(restore::Request {
+            from,
+            state_dir,
+            at,
+            app,
+        }),
         Command::ConvertDocument => studio_core::uploads::isolate::run_child(),
+        Command::Litestream { socket } => litestream::main(socket),
     }
 }
 

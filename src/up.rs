@@ -68,10 +68,11 @@ struct Running {
     listeners: HashMap<String, SocketAddr>,
 }
 
-/// What the watcher of one child reports.
+/// What the watcher of one child reports; an exit names the child (a role,
+/// or a role's replicator).
 enum ChildEvent {
     Ready(Role, HashMap<String, SocketAddr>),
-    Exited(Role, u32, std::io::Result<ExitStatus>),
+    Exited(String, u32, std::io::Result<ExitStatus>),
 }
 
 async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<ExitCode> {
@@ -111,6 +112,30 @@ async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<Exit
     storage_env.extend(overrides.clone());
     let storage = sasha_service::config::StoragePaths::from_env(&storage_env)
         .map_err(|error| anyhow!("invalid configuration: {error}"))?;
+    // With replication on, a lost core database comes back from object
+    // storage before anything here creates a fresh one.
+    let database_folder = storage
+        .db_path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let replica = sasha_replica::ReplicaConfig::from_env(&storage_env, &database_folder)
+        .map_err(|error| anyhow!("invalid configuration: {error}"))?;
+    if let Some(replica) = &replica {
+        let store = sasha_replica::s3::ObjectStore::new(&replica.url, &replica.credentials)
+            .map_err(|error| anyhow!("{}: {error}", sasha_replica::config::REPLICA_URL))?;
+        if sasha_replica::replicator::restore_if_missing(
+            &store,
+            replica,
+            &sasha_replica::Database::Core,
+            &storage.db_path,
+        )
+        .await
+        .map_err(|error| anyhow!("{}: {error}", sasha_replica::config::REPLICA_URL))?
+        {
+            println!("Restored the core database from object storage");
+        }
+    }
     crate::admin::ensure_dev_admin(&storage.db_path, &admin.username, &admin.password)
         .context("cannot create the development administrator")?;
 
@@ -138,6 +163,25 @@ async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<Exit
         }
         if let Some(core) = addresses.get(&Role::StudioCore).and_then(|l| l.get("grpc")) {
             child_env.insert("SASHA_CORE_GRPC_URL".into(), format!("https://{core}"));
+        }
+        if replica.is_some() && matches!(role, Role::StudioCore | Role::DataWorker) {
+            // One replicator per role that owns databases, as a sidecar is
+            // in production; started first and stopped after its role.
+            let socket = state_dir.join("replica").join(format!("{role}.sock"));
+            let replicator = match start_replicator(role, &socket, &child_env, events.clone()).await
+            {
+                Ok(replicator) => replicator,
+                Err(error) => {
+                    stop_all(&running).await;
+                    return Err(error);
+                }
+            };
+            println!("Started the replicator of {role} (pid {})", replicator.pid);
+            running.push(replicator);
+            child_env.insert(
+                sasha_replica::config::REPLICA_SOCKET.into(),
+                socket.display().to_string(),
+            );
         }
         let started = match start(role, &child_env, events.clone()) {
             Ok(started) => started,
@@ -245,7 +289,7 @@ async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<Exit
 
 async fn next_exit(
     events: &mut mpsc::Receiver<ChildEvent>,
-) -> (Role, u32, std::io::Result<ExitStatus>) {
+) -> (String, u32, std::io::Result<ExitStatus>) {
     loop {
         match events.recv().await {
             Some(ChildEvent::Exited(role, pid, status)) => return (role, pid, status),
@@ -303,8 +347,85 @@ fn start(
     });
     tokio::spawn(async move {
         let status = child.wait().await;
-        let _ = events.send(ChildEvent::Exited(role, pid, status)).await;
+        let _ = events
+            .send(ChildEvent::Exited(role.to_string(), pid, status))
+            .await;
     });
+    Ok(Running {
+        role,
+        pid,
+        _stdin: stdin,
+        listeners: HashMap::new(),
+    })
+}
+
+/// How long a replicator may take before its control socket answers.
+const REPLICATOR_READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Starts `sasha litestream --socket SOCKET` for `role` and waits until the
+/// socket answers.
+async fn start_replicator(
+    role: Role,
+    socket: &Path,
+    env: &HashMap<String, String>,
+    events: mpsc::Sender<ChildEvent>,
+) -> anyhow::Result<Running> {
+    let exe = std::env::current_exe().context("cannot find the sasha executable")?;
+    let label = format!("the replicator of {role}");
+    let mut child: Child = Command::new(exe)
+        .arg("litestream")
+        .arg("--socket")
+        .arg(socket)
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("cannot start {label}"))?;
+    let pid = child
+        .id()
+        .ok_or_else(|| anyhow!("{label} exited at once"))?;
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| anyhow!("no stdin pipe for {label}"))?;
+    if let Some(stderr) = child.stderr.take() {
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("[litestream {role}] {line}");
+            }
+        });
+    }
+    let (exited_tx, mut exited_rx) = tokio::sync::oneshot::channel();
+    let exited_label = label.clone();
+    tokio::spawn(async move {
+        let status = child.wait().await;
+        let _ = exited_tx.send(describe(&status));
+        let _ = events
+            .send(ChildEvent::Exited(exited_label, pid, status))
+            .await;
+    });
+    let control = sasha_replica::control::Control::new(socket);
+    let deadline = tokio::time::Instant::now() + REPLICATOR_READY_TIMEOUT;
+    loop {
+        if control.ping().await.is_ok() {
+            break;
+        }
+        if let Ok(status) = exited_rx.try_recv() {
+            bail!("{label} exited during start-up: {status}");
+        }
+        if tokio::time::Instant::now() > deadline {
+            terminate(pid).await;
+            bail!(
+                "{label} did not open {} within {}s",
+                socket.display(),
+                REPLICATOR_READY_TIMEOUT.as_secs()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     Ok(Running {
         role,
         pid,

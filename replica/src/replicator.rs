@@ -226,30 +226,7 @@ impl Replicator {
     /// is missing and object storage holds a generation of it: the newest
     /// generation with data. Says whether it restored.
     pub async fn restore_missing(&self, database: &Database, path: &Path) -> Result<bool, String> {
-        if std::fs::symlink_metadata(path).is_ok() {
-            return Ok(false);
-        }
-        let config = &self.inner.config;
-        let restored = restore_newest(
-            &self.inner.store,
-            &config.litestream,
-            &config.credentials,
-            database,
-            path,
-            None,
-        )
-        .await?;
-        if let Some(generation) = &restored {
-            // The restored file continues no generation: a new one begins
-            // when it is tracked.
-            layout::remove_local_state(path).map_err(|error| error.to_string())?;
-            tracing::warn!(
-                database = database.label(),
-                from = generation.as_str(),
-                "replication: a missing database was restored from object storage"
-            );
-        }
-        Ok(restored.is_some())
+        restore_if_missing(&self.inner.store, &self.inner.config, database, path).await
     }
 
     /// The databases object storage holds a generation of, among the apps.
@@ -548,6 +525,42 @@ fn short_reason(error: &ControlError) -> String {
         ControlError::Refused { .. } => "object storage refused or failed the upload".to_owned(),
         ControlError::Garbled => "Litestream's answer could not be read".to_owned(),
     }
+}
+
+/// Brings `database` back from object storage into `path` when the file is
+/// missing and object storage holds a generation of it (the newest with
+/// data); says whether it restored. The restored file continues no
+/// generation: a new one begins when it is tracked.
+pub async fn restore_if_missing(
+    store: &ObjectStore,
+    config: &ReplicaConfig,
+    database: &Database,
+    path: &Path,
+) -> Result<bool, String> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return Ok(false);
+    }
+    if let Some(folder) = path.parent() {
+        std::fs::create_dir_all(folder).map_err(|error| error.to_string())?;
+    }
+    let restored = restore_newest(
+        store,
+        &config.litestream,
+        &config.credentials,
+        database,
+        path,
+        None,
+    )
+    .await?;
+    if let Some(generation) = &restored {
+        layout::remove_local_state(path).map_err(|error| error.to_string())?;
+        tracing::warn!(
+            database = database.label(),
+            from = generation.as_str(),
+            "replication: a missing database was restored from object storage"
+        );
+    }
+    Ok(restored.is_some())
 }
 
 /// Every generation of `database` in object storage, oldest first.

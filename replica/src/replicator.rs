@@ -235,8 +235,25 @@ impl Replicator {
     }
 
     /// Replicates `database` (the file at `path`, which exists) from now on,
-    /// continuing its recorded generation or beginning a new one.
+    /// continuing its recorded generation or beginning a new one, and
+    /// confirms what it already holds like a commit: in sync mode it is in
+    /// object storage when this returns (a database that was never
+    /// replicated, or restored into a new generation, is not protected until
+    /// it is); in async mode the flusher takes it within the lag bound.
     pub async fn track(&self, database: &Database, path: &Path) -> Result<(), ReplicaError> {
+        self.register(database, path).await?;
+        match self.inner.config.mode {
+            Mode::Sync => self.sync_and_wait(database, path).await.map(|_| ()),
+            Mode::Async => {
+                self.count_commit(path);
+                Ok(())
+            }
+        }
+    }
+
+    /// Registers `database` with Litestream under its recorded generation, or
+    /// a new one.
+    async fn register(&self, database: &Database, path: &Path) -> Result<(), ReplicaError> {
         let generation = match layout::recorded_generation(path) {
             Some(generation) => generation,
             None => {
@@ -318,21 +335,27 @@ impl Replicator {
     /// returns `Ok` (see the module header for each mode).
     pub async fn committed(&self, database: &Database, path: &Path) -> Result<(), ReplicaError> {
         if !self.is_tracked(path) {
-            self.track(database, path).await?;
+            // Tracking confirms everything the file holds, this commit too.
+            return self.track(database, path).await;
         }
         match self.inner.config.mode {
             Mode::Sync => self.sync_and_wait(database, path).await.map(|_| ()),
             Mode::Async => {
-                let mut databases = self.lock();
-                if let Some(tracked) = databases.get_mut(path) {
-                    tracked.committed += 1;
-                    tracked.behind_since.get_or_insert_with(Instant::now);
-                }
-                drop(databases);
-                self.inner.flush.notify_one();
+                self.count_commit(path);
                 Ok(())
             }
         }
+    }
+
+    /// Async mode: one more commit of `path` for the flusher to confirm.
+    fn count_commit(&self, path: &Path) {
+        let mut databases = self.lock();
+        if let Some(tracked) = databases.get_mut(path) {
+            tracked.committed += 1;
+            tracked.behind_since.get_or_insert_with(Instant::now);
+        }
+        drop(databases);
+        self.inner.flush.notify_one();
     }
 
     /// [`Replicator::committed`] from a blocking thread.
@@ -400,7 +423,7 @@ impl Replicator {
         let timeout = self.inner.config.sync_timeout;
         let mut result = self.inner.control.sync(path, true, timeout).await;
         if matches!(result, Err(ControlError::NotRegistered)) {
-            self.track(database, path).await?;
+            self.register(database, path).await?;
             result = self.inner.control.sync(path, true, timeout).await;
         }
         let mut databases = self.lock();

@@ -205,22 +205,38 @@ impl ObjectStore {
     }
 
     /// Deletes every object below `under` (a path below the prefix, ending in
-    /// `/`); says how many.
+    /// `/`), then the folders they were in; says how many objects.
+    ///
+    /// The folders matter on stores with real directories (SeaweedFS's
+    /// filer): there an emptied folder is still listed as a common prefix,
+    /// so a deleted app would look replicated. Deleting a folder key where
+    /// no such object exists (AWS S3) is a harmless 204.
     pub async fn delete_below(&self, under: &str) -> Result<usize, StorageError> {
+        let prefix = self.inner.url.key(under);
         let keys = self.list_keys(under).await?;
-        for object in &keys {
-            let url = self
-                .inner
-                .bucket
-                .delete_object(Some(&self.inner.credentials), &object.key)
-                .sign(SIGNED_FOR);
-            let response = self.send(self.inner.http.delete(url)).await?;
-            let status = response.status();
-            if !status.is_success() && status != reqwest::StatusCode::NOT_FOUND {
-                return Err(self.refusal("a delete", response).await);
-            }
+        let names: Vec<&str> = keys.iter().map(|object| object.key.as_str()).collect();
+        for key in names
+            .iter()
+            .copied()
+            .chain(folders_below(&prefix, &names).iter().map(String::as_str))
+        {
+            self.delete_key(key).await?;
         }
         Ok(keys.len())
+    }
+
+    async fn delete_key(&self, key: &str) -> Result<(), StorageError> {
+        let url = self
+            .inner
+            .bucket
+            .delete_object(Some(&self.inner.credentials), key)
+            .sign(SIGNED_FOR);
+        let response = self.send(self.inner.http.delete(url)).await?;
+        let status = response.status();
+        if !status.is_success() && status != reqwest::StatusCode::NOT_FOUND {
+            return Err(self.refusal("a delete", response).await);
+        }
+        Ok(())
     }
 
     /// The exact instant Litestream recorded for one of its files (the
@@ -340,6 +356,26 @@ impl ObjectStore {
     }
 }
 
+/// Every folder (ending in `/`) the `keys` lie in, from `prefix` down,
+/// deepest first, `prefix` itself last.
+fn folders_below(prefix: &str, keys: &[&str]) -> Vec<String> {
+    let mut folders = std::collections::BTreeSet::new();
+    for key in keys {
+        let Some(rest) = key.strip_prefix(prefix) else {
+            continue;
+        };
+        for (at, _) in rest.match_indices('/') {
+            folders.insert(format!("{prefix}{}", &rest[..=at]));
+        }
+    }
+    if !prefix.is_empty() && prefix.ends_with('/') {
+        folders.insert(prefix.to_owned());
+    }
+    let mut folders: Vec<String> = folders.into_iter().collect();
+    folders.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+    folders
+}
+
 /// The `<Code>` of an S3 error document, read with quick-xml.
 fn error_code(body: &str) -> Option<String> {
     use quick_xml::events::Event;
@@ -382,6 +418,30 @@ fn tls_config() -> Result<rustls::ClientConfig, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn emptied_folders_are_deleted_deepest_first() {
+        let folders = super::folders_below(
+            "p/apps/x/",
+            &[
+                "p/apps/x/g1/ltx/0/a.ltx",
+                "p/apps/x/g1/ltx/1/b.ltx",
+                "p/apps/x/g2/c",
+            ],
+        );
+        assert_eq!(
+            folders,
+            [
+                "p/apps/x/g1/ltx/0/",
+                "p/apps/x/g1/ltx/1/",
+                "p/apps/x/g1/ltx/",
+                "p/apps/x/g1/",
+                "p/apps/x/g2/",
+                "p/apps/x/",
+            ]
+        );
+        assert_eq!(super::folders_below("p/apps/x/", &[]), ["p/apps/x/"]);
+    }
+
     #[test]
     fn error_codes_are_read_from_the_document() {
         let body = "<?xml version=\"1.0\"?><Error><Code>NoSuchBucket</Code><Message>gone</Message></Error>";

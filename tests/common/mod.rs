@@ -22,6 +22,7 @@ pub mod fake_llm;
 pub mod lockdown;
 pub mod mcp;
 pub mod nginx;
+pub mod replica;
 pub mod stack;
 pub mod tree_identity;
 

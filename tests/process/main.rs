@@ -36,6 +36,7 @@ mod oauth;
 mod packages;
 mod previews;
 mod read_guard;
+mod replication;
 mod runtime;
 mod seed;
 mod shutdown;

@@ -315,7 +315,17 @@ async fn health(ingress: &Ingress) -> Response<Body> {
     let all_ok = roles
         .as_object()
         .is_some_and(|roles| roles.values().all(|role| role["ok"] == true));
-    let body = serde_json::json!({"ok": all_ok, "version": sasha_service::VERSION, "roles": roles});
+    let mut body =
+        serde_json::json!({"ok": all_ok, "version": sasha_service::VERSION, "roles": roles});
+    // Every role's replication as studio-core reports it, when on.
+    if let Some(replication) = core
+        .1
+        .as_ref()
+        .map(|report| &report["replication"])
+        .filter(|replication| replication.is_object())
+    {
+        body["replication"] = replication.clone();
+    }
     let mut response = Response::new(full(body.to_string()));
     *response.status_mut() = if all_ok {
         StatusCode::OK

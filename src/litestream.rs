@@ -34,7 +34,11 @@ pub(crate) fn main(socket: PathBuf) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(socket)) {
+    let outcome = runtime.block_on(run(socket));
+    // The read of stdin that watches the supervisor is a blocking thread
+    // which a runtime's drop would wait for (the pipe stays open): leave it.
+    runtime.shutdown_background();
+    match outcome {
         Ok(code) => code,
         Err(error) => {
             eprintln!("sasha litestream: {error}");

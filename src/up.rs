@@ -60,12 +60,11 @@ pub(crate) fn main(state_dir: Option<PathBuf>, port: u16) -> ExitCode {
     }
 }
 
-/// A started role: its pid, the pipe that keeps it alive, its listeners.
+/// A started child (a role, or a role's replicator): its pid and the pipe
+/// that keeps it alive.
 struct Running {
-    role: Role,
     pid: u32,
     _stdin: ChildStdin,
-    listeners: HashMap<String, SocketAddr>,
 }
 
 /// What the watcher of one child reports; an exit names the child (a role,
@@ -225,18 +224,16 @@ async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<Exit
                 );
             }
         };
-        addresses.insert(role, listeners.clone());
-        running.push(Running {
-            listeners,
-            ..started
-        });
+        addresses.insert(role, listeners);
+        running.push(started);
     }
 
+    // By the role's own readiness line: a role's replicator is also
+    // running under the role's name, with no listeners.
     let backend = |role: Role, listener: &str| -> anyhow::Result<SocketAddr> {
-        running
-            .iter()
-            .find(|r| r.role == role)
-            .and_then(|r| r.listeners.get(listener).copied())
+        addresses
+            .get(&role)
+            .and_then(|listeners| listeners.get(listener).copied())
             .ok_or_else(|| anyhow!("{role} announced no {listener} listener"))
     };
     let backends = Backends {
@@ -351,12 +348,7 @@ fn start(
             .send(ChildEvent::Exited(role.to_string(), pid, status))
             .await;
     });
-    Ok(Running {
-        role,
-        pid,
-        _stdin: stdin,
-        listeners: HashMap::new(),
-    })
+    Ok(Running { pid, _stdin: stdin })
 }
 
 /// How long a replicator may take before its control socket answers.
@@ -426,12 +418,7 @@ async fn start_replicator(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    Ok(Running {
-        role,
-        pid,
-        _stdin: stdin,
-        listeners: HashMap::new(),
-    })
+    Ok(Running { pid, _stdin: stdin })
 }
 
 /// Reads a readiness line: `{"event":"ready","role":…,"listeners":{name: addr}}`.

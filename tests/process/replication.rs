@@ -32,7 +32,9 @@ use std::time::Duration;
 
 use common::mcp::{self, Mcp};
 use common::replica::{self, ObjectStorage, Sidecar};
-use common::{Harness, RawResponse, RoleProcess, copy_dir, eventually, free_port, raw_http};
+use common::{
+    Harness, RawResponse, RoleProcess, UpProcess, copy_dir, eventually, free_port, raw_http,
+};
 use nix::sys::signal::Signal;
 use sasha_service::Role;
 use serde_json::{Value, json};
@@ -1214,4 +1216,124 @@ async fn bad_replica_settings_and_restore_arguments_are_one_line_each_and_change
         std::fs::read(target.join(format!("apps/{APP}.sqlite"))).unwrap(),
         b"kept"
     );
+}
+
+/// The environment `sasha up` gets to replicate (it runs the replicators
+/// and tells each role its socket).
+fn up_env(storage: &ObjectStorage) -> Vec<(&'static str, String)> {
+    vec![
+        ("SASHA_BUNDLED_APPS", "off".to_owned()),
+        ("SASHA_REPLICA_URL", storage.url(PREFIX)),
+        (
+            "SASHA_LITESTREAM",
+            replica::litestream().display().to_string(),
+        ),
+        ("AWS_ACCESS_KEY_ID", replica::ACCESS_KEY.to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", replica::SECRET_KEY.to_owned()),
+    ]
+}
+
+/// The pid `sasha up` printed for `role`'s replicator.
+fn replicator_pid(up: &UpProcess, role: Role) -> u32 {
+    let prefix = format!("Started the replicator of {role} (pid ");
+    up.stdout_text()
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix)?.strip_suffix(')')?.parse().ok())
+        .unwrap_or_else(|| panic!("no replicator of {role}: {}", up.stdout_text()))
+}
+
+/// The Studio page of `sasha up` on `port` with expense-log open, signed in
+/// with `cookie` (`name=value`).
+fn up_page(port: u16, cookie: &str) -> Mcp {
+    let studio = format!("http://localhost:{port}");
+    Mcp::new(
+        &format!("{studio}/mcp"),
+        vec![
+            ("cookie".to_owned(), cookie.to_owned()),
+            ("origin".to_owned(), studio),
+            ("sasha-app".to_owned(), APP.to_owned()),
+        ],
+        mcp::SESSIONLESS,
+    )
+}
+
+#[tokio::test]
+async fn sasha_up_replicates_and_its_state_comes_back_after_the_disk_is_lost() {
+    let storage = ObjectStorage::start().await;
+    let folder = tempfile::tempdir().unwrap();
+    let state = folder.path().join("state");
+    copy_dir(&mcp::fixture(APP), &state.join("docs/apps").join(APP));
+    let env = up_env(&storage);
+    let env: Vec<(&str, &str)> = env
+        .iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .collect();
+    let port = free_port();
+    let mut up = UpProcess::start_with(&state, port, &env).await;
+    let replicators = [
+        replicator_pid(&up, Role::StudioCore),
+        replicator_pid(&up, Role::DataWorker),
+    ];
+    let studio = format!("http://localhost:{port}");
+    let (admin, cookie) = common::sign_in_dev_admin(&state, &studio).await;
+    let mut page = up_page(port, &cookie);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let id = loop {
+        match create_category(&mut page, "kept").await {
+            Answer::Ack(id) => break id,
+            other => {
+                // Until the catalogue has registered the app.
+                assert!(tokio::time::Instant::now() < deadline, "{other:?}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    // /healthz through the dev ingress shows both roles replicating.
+    let health = common::http_client()
+        .get(format!("{studio}/healthz"))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    for role in ["studio-core", "data-worker"] {
+        assert_eq!(health["replication"][role]["ok"], true, "{health}");
+    }
+
+    // Stopped, then the whole disk is lost.
+    up.signal(Signal::SIGTERM);
+    assert!(up.wait(Duration::from_secs(30)).await.success());
+    common::wait_gone(&replicators, Duration::from_secs(20)).await;
+    std::fs::remove_dir_all(&state).unwrap();
+
+    // The documented recovery: restore, then the same `sasha up`.
+    let (code, stdout, stderr) = replica::restore(&[
+        "--from",
+        &storage.url(PREFIX),
+        "--state-dir",
+        &state.display().to_string(),
+    ])
+    .await;
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    // The admin's password is the one it had (dev-admin.json is the
+    // operator's note of it, not replicated).
+    std::fs::write(state.join("dev-admin.json"), admin.to_string()).unwrap();
+    let up = UpProcess::start_with(&state, port, &env).await;
+    let (_, cookie) = common::sign_in_dev_admin(&state, &studio).await;
+    let mut page = up_page(port, &cookie);
+    let listed = page.call(LIST, json!({})).await;
+    let rows = mcp::structured(&listed)["rows"].clone();
+    let kept: Vec<(i64, &str)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| (row["id"].as_i64().unwrap(), row["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(kept, [(id, "kept")], "{rows}");
+    assert!(matches!(
+        create_category(&mut page, "after").await,
+        Answer::Ack(_)
+    ));
+    drop(up);
 }

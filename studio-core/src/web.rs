@@ -111,6 +111,11 @@ const ASSETS: &[Asset] = &[
         content_type: JAVASCRIPT,
         bytes: include_str!("../web/tokens.js"),
     },
+    Asset {
+        name: "replication.js",
+        content_type: JAVASCRIPT,
+        bytes: include_str!("../web/replication.js"),
+    },
 ];
 
 /// The page, with this build's version filled in (`hostInfo.version`) and

@@ -111,6 +111,14 @@ export function listUsers() {
   return request("GET", "/api/users");
 }
 
+/**
+ * `GET /api/admin/replication` (admins): `{enabled}`, and with replication on
+ * `{roles: {<role>: {mode, ok, databasesTotal, databases: [...]}}}`.
+ */
+export function replicationState() {
+  return request("GET", "/api/admin/replication");
+}
+
 /** `POST /api/users` (admins): `{user, invitation: {url, expiresAt}}`. */
 export function inviteUser(username, role) {
   return request("POST", "/api/users", { username, role });

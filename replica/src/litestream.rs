@@ -17,19 +17,24 @@ use tokio::process::Command;
 
 use crate::config::{ACCESS_KEY_ID, Credentials, SECRET_ACCESS_KEY, SESSION_TOKEN};
 
-/// A Litestream command for `bin`, with the credentials in its environment.
-pub fn command(bin: &Path, credentials: &Credentials) -> Command {
+/// A Litestream command for `bin`, with the credentials in its environment
+/// (none: a replicator that has no database yet, which needs none).
+pub fn command(bin: &Path, credentials: Option<&Credentials>) -> Command {
     let mut command = Command::new(bin);
     command
         .env_remove("AWS_CA_BUNDLE")
-        // Credentials are always given: never ask the cloud metadata service.
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env(ACCESS_KEY_ID, &credentials.access_key_id)
-        .env(SECRET_ACCESS_KEY, &credentials.secret_access_key);
-    match &credentials.session_token {
-        Some(token) => command.env(SESSION_TOKEN, token),
-        None => command.env_remove(SESSION_TOKEN),
-    };
+        // Credentials are given or there is nothing to upload: never ask the
+        // cloud metadata service.
+        .env("AWS_EC2_METADATA_DISABLED", "true");
+    if let Some(credentials) = credentials {
+        command
+            .env(ACCESS_KEY_ID, &credentials.access_key_id)
+            .env(SECRET_ACCESS_KEY, &credentials.secret_access_key);
+        match &credentials.session_token {
+            Some(token) => command.env(SESSION_TOKEN, token),
+            None => command.env_remove(SESSION_TOKEN),
+        };
+    }
     command
 }
 
@@ -99,7 +104,7 @@ pub async fn restore(
             output.display()
         )));
     }
-    let mut command = command(bin, credentials);
+    let mut command = command(bin, Some(credentials));
     command.args(["restore", "-if-replica-exists", "-json", "-o"]);
     command.arg(output);
     match target {

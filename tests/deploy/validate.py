@@ -13,10 +13,11 @@ line per check group and every problem found; exits 1 if there was any.
   (as vendored by PyPI `check-jsonschema`), as written and after interpolating
   its defaults; then the layout rules (named volumes only, four separate state
   volumes, a scalable gateway, hardening, certificates, origins, the proxy's
-  template variables).
+  template variables, each database owner's replicator).
 - kubernetes: every document under deploy/k8s/ against the Kubernetes JSON
   schemas of several versions (PyPI `kubernetes-validate`, strict: unknown
-  fields are errors); then the same layout rules across the objects.
+  fields are errors); then the same layout rules across the objects (the
+  replicators as native sidecars).
 - caddy: `caddy validate` and `caddy adapt` of deploy/caddy/Caddyfile (Debian's
   caddy) with every placeholder set, then the adapted routes and headers.
   Needs --tls-cert/--tls-key: a certificate for the two example hostnames.
@@ -69,6 +70,15 @@ ROLE_LISTENERS = {
 
 # The roles that hold an mTLS identity.
 GRPC_ROLES = ["studio-core", "data-worker", "mcp-gateway"]
+
+# The roles that own databases, each replicated by a Litestream sidecar
+# (`sasha litestream --socket <folder>/.litestream.sock`) on the volume of
+# this folder (docs/operating.md, "Replication").
+REPLICATED_ROLES = {"studio-core": "DB_DIR", "data-worker": "APP_DATA_ROOT"}
+# The socket a role looks for in that folder (sasha-replica's SOCKET_NAME).
+REPLICA_SOCKET_NAME = ".litestream.sock"
+# The object storage credentials a role and its replicator share.
+REPLICA_CREDENTIALS = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]
 
 # Which gRPC URL names which role, and that role's listen variable.
 GRPC_URLS = {
@@ -531,6 +541,54 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
     for folder in ("DB_DIR", "DOCS_ROOT", "APP_DATA_ROOT", "UPLOADS_ROOT"):
         p.check(folder in folder_volume, where, f"no role mounts a volume for {folder}")
 
+    # Replication: each role that owns databases has its replicator in the
+    # `replication` profile, on the role's database volume at the same path,
+    # with the role's default socket, the same credentials and a way out to
+    # object storage; the role starts after it when it runs.
+    for role, folder_var in REPLICATED_ROLES.items():
+        name = by_role.get(role)
+        if name is None:
+            continue
+        w = f"{where}: service {name}"
+        env = service_env(services[name])
+        for var in ["SASHA_REPLICA_URL", "SASHA_REPLICA_MODE"] + REPLICA_CREDENTIALS:
+            p.check(var in env, w, f"must pass {var} (empty: replication off)")
+        folder = posixpath.normpath(storage_folders(env)[folder_var])
+        socket = posixpath.join(folder, REPLICA_SOCKET_NAME)
+        sidecars = [
+            other
+            for other, service in services.items()
+            if (service.get("command") or [])[:3] == ["litestream", "--socket", socket]
+        ]
+        if not p.check(len(sidecars) == 1, w, f"needs exactly one replicator running `litestream --socket {socket}`, has {sidecars}"):
+            continue
+        sidecar = services[sidecars[0]]
+        s_where = f"{where}: service {sidecars[0]}"
+        p.check(sidecar.get("image") == services[name].get("image"), s_where, "must run the role's image (sasha litestream)")
+        p.check("replication" in (sidecar.get("profiles") or []), s_where, "must be in the replication profile")
+        role_mount = volume_at(mounts[name], folder)
+        sidecar_mounts = mounts[sidecars[0]]
+        p.check(
+            role_mount is not None
+            and len(sidecar_mounts) == 1
+            and sidecar_mounts[0]["source"] == role_mount["source"]
+            and sidecar_mounts[0]["target"] == role_mount["target"]
+            and not sidecar_mounts[0]["read_only"],
+            s_where,
+            f"must mount exactly {name}'s volume of {folder_var}, writable, at {folder}",
+        )
+        sidecar_env = service_env(sidecar)
+        for var in REPLICA_CREDENTIALS:
+            p.check(sidecar_env.get(var) == env.get(var), s_where, f"{var} must be the role's")
+        networks = sidecar.get("networks") or {}
+        p.check("egress" in networks, s_where, "must join egress to reach object storage")
+        depends = (services[name].get("depends_on") or {}).get(sidecars[0]) if isinstance(services[name].get("depends_on"), dict) else None
+        p.check(
+            isinstance(depends, dict) and depends.get("required") is False,
+            w,
+            f"must depend on {sidecars[0]} with required: false (started first when the profile runs)",
+        )
+
     # Roles: listeners, health, shutdown, TLS, dependencies.
     origins: dict[str, set[str]] = {}
     for name, role in roles.items():
@@ -883,6 +941,66 @@ def check_kubernetes(root: Path, p: Problems, image_env: dict[str, str]) -> None
 
     for role in ROLE_FOLDERS:
         p.check(role in workloads, "deploy/k8s", f"no workload runs {role}")
+
+    # Replication: a native sidecar (an init container with restartPolicy
+    # Always) beside each role that owns databases, running the role's image
+    # as `sasha litestream` on the role's database volume at the same path
+    # with the role's default socket; both take the credentials from the
+    # optional Secret sasha-replica; only the workloads that own databases
+    # run one.
+    p.check("SASHA_REPLICA_URL" in config, "ConfigMap sasha-config", "must carry SASHA_REPLICA_URL (empty: off)")
+    p.check(config.get("SASHA_REPLICA_MODE") in ("sync", "async"), "ConfigMap sasha-config", "SASHA_REPLICA_MODE must be sync or async")
+    for role, obj in workloads.items():
+        spec = pod_spec(obj) or {}
+        w = f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}"
+        init = spec.get("initContainers") or []
+        if role not in REPLICATED_ROLES:
+            p.check(not init, w, "only the roles that own databases run a replicator")
+            continue
+        container = (spec.get("containers") or [{}])[0]
+        folder = posixpath.normpath(folders[REPLICATED_ROLES[role]])
+        socket = posixpath.join(folder, REPLICA_SOCKET_NAME)
+        sidecars = [c for c in init if (c.get("args") or [])[:3] == ["litestream", "--socket", socket]]
+        if not p.check(len(sidecars) == 1, w, f"needs one init container running `litestream --socket {socket}`"):
+            continue
+        sidecar = sidecars[0]
+        c = f"{w} init container {sidecar.get('name')}"
+        p.check(sidecar.get("restartPolicy") == "Always", c, "must be a native sidecar (restartPolicy: Always)")
+        p.check(sidecar.get("image") == container.get("image"), c, "must run the role's image")
+        security = sidecar.get("securityContext") or {}
+        p.check(security.get("readOnlyRootFilesystem") is True, c, "readOnlyRootFilesystem must be true")
+        p.check(security.get("allowPrivilegeEscalation") is False, c, "allowPrivilegeEscalation must be false")
+        p.check(security.get("runAsNonRoot") is True, c, "runAsNonRoot must be true")
+        p.check("ALL" in ((security.get("capabilities") or {}).get("drop") or []), c, "capabilities must drop ALL")
+        p.check((security.get("seccompProfile") or {}).get("type") == "RuntimeDefault", c, "seccompProfile must be RuntimeDefault")
+        p.check("cpu" in ((sidecar.get("resources") or {}).get("requests") or {}), c, "must request CPU")
+        role_mounts = {posixpath.normpath(m["mountPath"]): m["name"] for m in container.get("volumeMounts") or []}
+        sidecar_mounts = {posixpath.normpath(m["mountPath"]): m for m in sidecar.get("volumeMounts") or []}
+        mount = sidecar_mounts.get(folder)
+        p.check(
+            mount is not None and mount["name"] == role_mounts.get(folder) and not mount.get("readOnly"),
+            c,
+            f"must mount the role's volume of {folder} there, writable",
+        )
+        volumes = {v.get("name"): v for v in spec.get("volumes") or []}
+        claim_templates = {
+            (t.get("metadata") or {}).get("name") for t in (obj.get("spec") or {}).get("volumeClaimTemplates") or []
+        }
+        for path, other in sidecar_mounts.items():
+            source = volumes.get(other["name"], {})
+            if "persistentVolumeClaim" in source or other["name"] in claim_templates:
+                p.check(path == folder, c, f"mounts a persistent volume at {path}, which it does not replicate")
+        for who, which in ((w, container), (c, sidecar)):
+            p.check(
+                any(
+                    (e.get("secretRef") or {}).get("name") == "sasha-replica" and (e.get("secretRef") or {}).get("optional") is True
+                    for e in which.get("envFrom") or []
+                ),
+                who,
+                "must take the optional Secret sasha-replica (the object storage credentials)",
+            )
+    example_names = {(d.get("metadata") or {}).get("name") for d in examples}
+    p.check("sasha-replica" in example_names, "deploy/k8s/secrets", "must describe the Secret sasha-replica")
     core = workloads.get("studio-core", {})
     p.check(core.get("kind") == "Deployment" and (core.get("spec") or {}).get("replicas") == 1, "studio-core", "must be a Deployment of 1 replica")
     p.check(((core.get("spec") or {}).get("strategy") or {}).get("type") == "Recreate", "studio-core", "must update with Recreate (one SQLite writer)")

@@ -177,6 +177,24 @@ fn a_broken_field_fails_each_check() {
             "docs:/var/lib/sasha/app-data",
             "volume docs holds both",
         ),
+        // Compose: the core database's replicator on another volume than
+        // the database (it would replicate files it cannot see).
+        (
+            "compose",
+            "deploy/compose.yaml",
+            "      - core-db:/var/lib/sasha/db\n    networks:\n      egress: {}",
+            "      - docs:/var/lib/sasha/db\n    networks:\n      egress: {}",
+            "must mount exactly studio-core's volume of DB_DIR",
+        ),
+        // Kubernetes: data-worker's replicator as a plain init container,
+        // which would have to finish before the role starts.
+        (
+            "kubernetes",
+            "deploy/k8s/30-data-worker.yaml",
+            "          restartPolicy: Always\n",
+            "",
+            "must be a native sidecar (restartPolicy: Always)",
+        ),
         // Kubernetes: a port that is not an integer, against the schema.
         (
             "kubernetes",

@@ -1132,6 +1132,41 @@ async fn bad_replica_settings_and_restore_arguments_are_one_line_each_and_change
         "no database was created"
     );
 
+    // A replicator deployed while replication is off has no credentials and
+    // still serves its socket: a sidecar must not keep its pod from starting.
+    let idle_socket = harness.path().join("sockets/idle.sock");
+    let mut idle = tokio::process::Command::new(common::sasha_bin())
+        .arg("litestream")
+        .arg("--socket")
+        .arg(&idle_socket)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("SASHA_LITESTREAM", replica::litestream())
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let control = sasha_replica::control::Control::new(&idle_socket);
+    eventually(
+        Duration::from_secs(30),
+        "the idle replicator's socket",
+        || {
+            let control = control.clone();
+            async move { control.ping().await.is_ok() }
+        },
+    )
+    .await;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(idle.id().unwrap() as i32),
+        Signal::SIGTERM,
+    )
+    .unwrap();
+    let stopped = tokio::time::timeout(Duration::from_secs(20), idle.wait())
+        .await
+        .expect("it stops on SIGTERM")
+        .unwrap();
+    assert!(stopped.success(), "{stopped}");
+
     // `sasha restore`: one line each, exit 2 for what the operator must
     // change, and nothing created or changed.
     let out = tempfile::tempdir().unwrap();

@@ -148,8 +148,9 @@ enum Command {
     /// before --at, restored with litestream (SASHA_LITESTREAM, default
     /// `litestream` on PATH) using AWS_ACCESS_KEY_ID and
     /// AWS_SECRET_ACCESS_KEY, and passes PRAGMA integrity_check. DOCS_ROOT is
-    /// rebuilt from the revision ledger in the restored core database; the
-    /// uploads folder starts empty. DIR must be new or empty (with --app,
+    /// rebuilt from the revision ledger in the restored core database, and
+    /// the uploaded documents come back from object storage. DIR must be new
+    /// or empty (with --app,
     /// only that app's file must not exist); everything appears at once, with
     /// restore-manifest.json saying what came from where. Exits 2 when an
     /// argument, a variable or the folder must change, 1 on a failure, with

@@ -7,9 +7,10 @@
 //! (latest without it), with `litestream restore`; checks every file with
 //! `PRAGMA integrity_check`; rebuilds `DOCS_ROOT` from the revision ledger in
 //! the restored core database (each catalogue app's current revision, file
-//! by file, as its bytes' sha256 vouches); and writes `restore-manifest.json`
-//! saying what came from where. Uploads are not replicated: the folder is
-//! created empty (docs/operating.md says why).
+//! by file, as its bytes' sha256 vouches); brings `UPLOADS_ROOT` back from
+//! the documents mirrored in object storage (`sasha_replica::files`, those
+//! stored by `--at`); and writes `restore-manifest.json` saying what came
+//! from where.
 //!
 //! Everything is written into a staging folder beside the target and moved
 //! into place last, so the state folder appears whole or not at all; a
@@ -386,7 +387,11 @@ async fn restore_all(
     let docs = rebuild_docs(&core.file, &staged(&target.docs_root))?;
     // Opening the store may have brought the file up to this build's schema.
     (core.bytes, core.sha256) = digest(&core.file)?;
-    private_folder(&staged(&target.uploads_root))?;
+    let uploads_folder = staged(&target.uploads_root);
+    private_folder(&uploads_folder)?;
+    let uploads = sasha_replica::files::download_missing(store, &uploads_folder, at)
+        .await
+        .map_err(|reason| failed(format!("cannot restore the uploaded documents: {reason}")))?;
 
     let relative = |path: &Path| -> String {
         path.strip_prefix(&staging.path)
@@ -414,7 +419,10 @@ async fn restore_all(
             "source": "the revision ledger in the restored core database",
             "apps": docs,
         },
-        "uploads": "not replicated: the folder is empty (docs/operating.md)",
+        "uploads": {
+            "source": "the documents mirrored in object storage",
+            "documents": uploads,
+        },
     });
     write_manifest(&staging.path.join(MANIFEST), &manifest)?;
 
@@ -438,9 +446,10 @@ async fn restore_all(
     staging.keep = true;
     sync_folder(state_dir.parent().unwrap_or(Path::new("/")));
     Ok(format!(
-        "Restored the core database and {} app databases ({} docs packages) into {}; see {}",
+        "Restored the core database and {} app databases ({} docs packages, {} uploaded documents) into {}; see {}",
         apps.len(),
         docs.len(),
+        uploads,
         state_dir.display(),
         state_dir.join(MANIFEST).display()
     ))

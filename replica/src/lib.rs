@@ -11,8 +11,9 @@
 //! state folder from it with the same functions.
 //!
 //! Modules: [`url`] (`SASHA_REPLICA_URL`), [`config`] (every replication
-//! variable), [`control`] (the control socket's HTTP API), [`s3`] (listing
-//! and deleting in the bucket), [`layout`] (keys and generations),
+//! variable), [`control`] (the control socket's HTTP API), [`s3`] (listing,
+//! reading, writing and deleting in the bucket), [`layout`] (keys and
+//! generations), [`files`] (the uploaded documents, mirrored file by file),
 //! [`litestream`] (the executable: the daemon's config, restore) and
 //! [`replicator`] (the gate).
 //!
@@ -21,6 +22,7 @@
 
 pub mod config;
 pub mod control;
+pub mod files;
 pub mod layout;
 pub mod litestream;
 pub mod replicator;

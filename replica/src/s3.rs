@@ -1,7 +1,8 @@
 //! The few object-storage requests the platform makes itself (Litestream
-//! moves every byte of replication): prove at boot that the bucket answers
-//! with these credentials, list the replica layout (databases and their
-//! generations), and delete a deleted app's replica. Requests are signed
+//! moves every byte of the databases' replication): prove at boot that the
+//! bucket answers with these credentials, list the replica layout
+//! (databases and their generations), delete a deleted app's replica, and
+//! store and read the plain files mirrored beside it ([`crate::files`]). Requests are signed
 //! with `rusty-s3` (AWS SigV4, no SDK) and sent with reqwest over rustls.
 //!
 //! What it must never do: put a credential, a signed URL or a response body
@@ -19,6 +20,9 @@ use crate::url::ReplicaUrl;
 
 /// How long a signed request stays valid.
 const SIGNED_FOR: Duration = Duration::from_secs(60);
+/// The metadata of a mirrored file ([`ObjectStore::put_file`]): when it was
+/// stored, to the nanosecond (a listing says whole seconds).
+pub const STORED_AT: &str = "x-amz-meta-sasha-stored-at";
 /// Connect and whole-request bounds of one request.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -245,6 +249,21 @@ impl ObjectStore {
         &self,
         key: &str,
     ) -> Result<Option<time::OffsetDateTime>, StorageError> {
+        self.metadata_time(key, "x-amz-meta-litestream-timestamp")
+            .await
+    }
+
+    /// The exact instant a file mirrored by [`ObjectStore::put_file`] was
+    /// stored (its [`STORED_AT`] metadata).
+    pub async fn stored_at(&self, key: &str) -> Result<Option<time::OffsetDateTime>, StorageError> {
+        self.metadata_time(key, STORED_AT).await
+    }
+
+    async fn metadata_time(
+        &self,
+        key: &str,
+        header: &str,
+    ) -> Result<Option<time::OffsetDateTime>, StorageError> {
         let url = self
             .inner
             .bucket
@@ -256,12 +275,60 @@ impl ObjectStore {
         }
         Ok(response
             .headers()
-            .get("x-amz-meta-litestream-timestamp")
+            .get(header)
             .and_then(|value| value.to_str().ok())
             .and_then(|text| {
                 time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
                     .ok()
             }))
+    }
+
+    /// Stores `bytes` at `under` (a path below the prefix), recording the
+    /// instant in its [`STORED_AT`] metadata (signed with the request).
+    pub async fn put_file(&self, under: &str, bytes: Vec<u8>) -> Result<(), StorageError> {
+        let key = self.inner.url.key(under);
+        let now = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        let mut action = self
+            .inner
+            .bucket
+            .put_object(Some(&self.inner.credentials), &key);
+        action.headers_mut().insert(STORED_AT, now.clone());
+        let url = action.sign(SIGNED_FOR);
+        let response = self
+            .send(
+                self.inner
+                    .http
+                    .put(url)
+                    .header(STORED_AT, now)
+                    .header(reqwest::header::CONTENT_LENGTH, bytes.len())
+                    .body(bytes),
+            )
+            .await?;
+        if response.status().is_success() {
+            Ok(())
+        } else {
+            Err(self.refusal("storing a file", response).await)
+        }
+    }
+
+    /// The bytes of the object `key` (a whole key, as listed).
+    pub async fn get_file(&self, key: &str) -> Result<Vec<u8>, StorageError> {
+        let url = self
+            .inner
+            .bucket
+            .get_object(Some(&self.inner.credentials), key)
+            .sign(SIGNED_FOR);
+        let response = self.send(self.inner.http.get(url)).await?;
+        if !response.status().is_success() {
+            return Err(self.refusal("reading a file", response).await);
+        }
+        response
+            .bytes()
+            .await
+            .map(|bytes| bytes.to_vec())
+            .map_err(|error| self.unreachable(&error))
     }
 
     /// Creates the bucket (tests and first-time setups; the roles never do).

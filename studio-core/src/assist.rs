@@ -231,9 +231,19 @@ pub(crate) async fn upload(
         })
         .collect();
     let uploads = core.uploads.clone();
-    let descriptors = tokio::task::spawn_blocking(move || uploads.store(&user_id, files))
+    let owner = user_id.clone();
+    let descriptors = tokio::task::spawn_blocking(move || uploads.store(&owner, files))
         .await
         .map_err(|_| AppError::from_code(ErrorCode::Internal))??;
+    if let Some(replication) = &core.replication {
+        let names: Vec<String> = descriptors
+            .iter()
+            .map(|descriptor| descriptor.converted.clone())
+            .collect();
+        replication
+            .mirror_uploads(&core.uploads, &user_id, &names)
+            .await?;
+    }
     Ok(pb::UploadReply {
         files: descriptors
             .into_iter()

@@ -397,11 +397,24 @@ pub async fn run_with_store(
             })?
     };
     let replication = match replicator {
-        Some(replicator) => Some(
-            replication::CoreReplication::track(replicator, store.clone(), &config.storage.db_path)
+        Some(replicator) => {
+            replication::restore_missing_uploads(&replicator, &config.storage.uploads_root)
+                .await
+                .map_err(|error| {
+                    RoleError::Startup(format!(
+                        "SASHA_REPLICA_URL: cannot restore the uploaded documents: {error}"
+                    ))
+                })?;
+            Some(
+                replication::CoreReplication::track(
+                    replicator,
+                    store.clone(),
+                    &config.storage.db_path,
+                )
                 .await
                 .map_err(|error| RoleError::Startup(format!("SASHA_REPLICA_URL: {error}")))?,
-        ),
+            )
+        }
         None => None,
     };
     let seeded = if config.bundled_apps == seed::BundledApps::Seed {

@@ -15,6 +15,11 @@
 //! a read does (a token's last use), are never held back, so sign-ins of
 //! existing sessions and every read go on while object storage is away.
 //!
+//! The documents users upload (`UPLOADS_ROOT`) are files, not rows: each is
+//! mirrored to object storage when it is stored, before the upload is
+//! answered in sync mode ([`CoreReplication::mirror_uploads`]), and those a
+//! lost volume took are brought back at boot ([`restore_missing_uploads`]).
+//!
 //! What it must never do: turn a refusal into a replication error (only a
 //! successful answer is replaced), or hold back a read.
 
@@ -78,6 +83,56 @@ impl CoreReplication {
             .await
             .map_err(|error| error.to_app_error())
     }
+}
+
+impl CoreReplication {
+    /// Mirrors the documents `names` just stored in `user_id`'s upload area
+    /// (read back from `uploads`): in sync mode the upload is answered only
+    /// once they are in object storage, else it is the retryable
+    /// `APP_DATABASE_UNAVAILABLE` (the documents stay stored here).
+    pub(crate) async fn mirror_uploads(
+        &self,
+        uploads: &Arc<crate::uploads::UploadArea>,
+        user_id: &str,
+        names: &[String],
+    ) -> Result<(), AppError> {
+        for name in names {
+            let Some(path) = sasha_replica::files::upload_path(user_id, name) else {
+                // The area's own names are plain segments; nothing else is
+                // stored.
+                continue;
+            };
+            let (area, user, document) = (uploads.clone(), user_id.to_owned(), name.clone());
+            let text = tokio::task::spawn_blocking(move || area.read(&user, &document))
+                .await
+                .map_err(|_| AppError::from_code(sasha_proto::ErrorCode::Internal))??;
+            let Some(text) = text else {
+                continue;
+            };
+            self.replicator
+                .mirror(path, text.into_bytes())
+                .await
+                .map_err(|error| error.to_app_error())?;
+        }
+        Ok(())
+    }
+}
+
+/// Brings back every uploaded document object storage holds that
+/// `uploads_root` lacks (a lost or new volume); says how many.
+pub(crate) async fn restore_missing_uploads(
+    replicator: &Replicator,
+    uploads_root: &Path,
+) -> Result<usize, String> {
+    let written =
+        sasha_replica::files::download_missing(replicator.store(), uploads_root, None).await?;
+    if written > 0 {
+        tracing::warn!(
+            documents = written,
+            "replication: missing uploaded documents were restored from object storage"
+        );
+    }
+    Ok(written)
 }
 
 /// Whether an HTTP request may change state.

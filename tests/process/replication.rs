@@ -53,16 +53,25 @@ const PREFIX: &str = "prod";
 
 /// The people of a prepared state folder, by their Studio sessions.
 struct People {
+    staff_id: String,
     staff_session: String,
     admin_session: String,
     member_session: String,
     member_id: String,
 }
 
-/// Puts expense-log in `state`'s docs and creates a staff user, an admin and
-/// a member, each signed in.
+/// The example app whose page hands documents to the assistant (files).
+const FILES_APP: &str = "document-summariser";
+
+/// Puts expense-log and the document summariser in `state`'s docs and
+/// creates a staff user (who manages both), an admin and a member, each
+/// signed in.
 fn prepare(state: &Path) -> People {
     copy_dir(&mcp::fixture(APP), &state.join("docs/apps").join(APP));
+    copy_dir(
+        &common::root().join("examples").join(FILES_APP),
+        &state.join("docs/apps").join(FILES_APP),
+    );
     let store = Store::open(&state.join("core.sqlite")).unwrap();
     let staff = store.create_user("sam", UserRole::Staff, PASSWORD).unwrap();
     let admin = store.create_user("ada", UserRole::Admin, PASSWORD).unwrap();
@@ -70,6 +79,7 @@ fn prepare(state: &Path) -> People {
         .create_user("mia", UserRole::Member, PASSWORD)
         .unwrap();
     People {
+        staff_id: staff.id.clone(),
         staff_session: store.create_session(&staff.id).unwrap(),
         admin_session: store.create_session(&admin.id).unwrap(),
         member_session: store.create_session(&member.id).unwrap(),
@@ -469,6 +479,21 @@ async fn sync_replication_loses_no_acknowledged_write_with_the_volumes() {
         .unwrap()
         .to_owned();
 
+    // A document handed to the assistant: acknowledged once mirrored.
+    let mut summariser = Mcp::studio_page(&stack.mcp_url(), &people.staff_session, FILES_APP);
+    let uploaded = summariser
+        .call(
+            "sasha__files_upload",
+            json!({"files": [{"name": "brief.txt", "type": "text/plain", "size": 21, "dataBase64": "VGhlIGJyaWVmLCBiYWNrZWQgdXAu"}]}),
+        )
+        .await;
+    assert_eq!(
+        mcp::structured(&uploaded)["files"][0]["converted"],
+        "brief.md",
+        "{}",
+        uploaded.body
+    );
+
     // Health shows both roles replicating, in sync mode.
     let health = stack.replication_health().await;
     for role in ["studio-core", "data-worker"] {
@@ -572,6 +597,13 @@ async fn sync_replication_loses_no_acknowledged_write_with_the_volumes() {
             .is_file()
     );
     assert!(restored_state.join("docs/apps").join(APP).is_dir());
+    // The uploaded document came back from object storage too.
+    let document = std::fs::read_to_string(
+        restored_state.join(format!("uploads/{}/brief.md", people.staff_id)),
+    )
+    .unwrap();
+    assert!(document.contains("The brief, backed up."), "{document}");
+    assert_eq!(manifest["uploads"]["documents"], 1, "{manifest}");
     eprintln!(
         "sync: {} acknowledged, {} unacknowledged at the kill, 0 acknowledged lost",
         writes.acknowledged.len(),

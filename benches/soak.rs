@@ -16,8 +16,16 @@
 //!   before the backup began, and each user's row count through MCP equal to
 //!   the restored file's.
 //!
+//! With `--replication`, data-worker and studio-core replicate in sync mode
+//! to a real SeaweedFS S3 server through their Litestream sidecars
+//! (`tests/common/replica.rs`), and the first kill of each also takes its
+//! node: its sidecar is killed and its volume wiped (APP_DATA_ROOT, the core
+//! database), so the role comes back from object storage alone; the ledger
+//! check then says whether an acknowledged write was lost or doubled.
+//!
 //!   cargo bench --bench soak                      # 10 minutes, 6 clients
 //!   cargo bench --bench soak -- --minutes 2 --clients 4
+//!   cargo bench --bench soak -- --replication     # sync replication, volumes wiped
 //!
 //! Not part of the test command: nothing here is a test. It prints a
 //! Markdown report (also written to results.md under
@@ -37,8 +45,9 @@ use std::time::{Duration, Instant};
 use common::fixture::{Staff, copy_tree, day, mix, start_core, start_gateway, start_worker, stop};
 use common::mcp::Mcp;
 use common::peers::free_port;
+use common::replica::{ObjectStorage, Sidecar};
 use common::report::{ms, percentile, results_dir};
-use common::{nginx, start_role};
+use common::{nginx, replica, start_role};
 use sasha_service::Role;
 use sasha_service::identity::DevPki;
 use serde_json::{Value, json};
@@ -74,10 +83,23 @@ struct Managed {
     role: Role,
     env: Vec<(&'static str, String)>,
     child: Option<Child>,
+    /// With `--replication`: its sidecar's socket, the sidecar, and the
+    /// database files its node's volume holds (wiped on its first kill).
+    replicated: Option<Replicated>,
+}
+
+struct Replicated {
+    socket: PathBuf,
+    sidecar: Option<Sidecar>,
+    volume: Vec<PathBuf>,
+    wiped: bool,
 }
 
 impl Managed {
-    fn start(&mut self, state: &Path, pki: &DevPki) {
+    fn start(&mut self, state: &Path, pki: &DevPki, runtime: &tokio::runtime::Runtime) {
+        if let Some(replicated) = &mut self.replicated {
+            replicated.sidecar = Some(runtime.block_on(Sidecar::start(&replicated.socket)));
+        }
         let (child, _) = start_role(self.role, state, pki, &self.env);
         self.child = Some(child);
     }
@@ -86,6 +108,31 @@ impl Managed {
         if let Some(mut child) = self.child.take() {
             stop(&mut child);
         }
+    }
+
+    /// Kills the role; on its first kill with replication on, its node is
+    /// lost too: the sidecar killed and the volume wiped. Says whether it
+    /// wiped.
+    fn kill_node(&mut self) -> bool {
+        self.kill();
+        let Some(replicated) = &mut self.replicated else {
+            return false;
+        };
+        if let Some(sidecar) = replicated.sidecar.take() {
+            sidecar.kill();
+        }
+        if replicated.wiped {
+            return false;
+        }
+        replicated.wiped = true;
+        for path in &replicated.volume {
+            let _ = if path.is_dir() {
+                std::fs::remove_dir_all(path)
+            } else {
+                std::fs::remove_file(path)
+            };
+        }
+        true
     }
 }
 
@@ -385,6 +432,8 @@ struct Kill {
     role: &'static str,
     killed_at: f64,
     ready_at: f64,
+    /// Its node's volume went with it (`--replication`).
+    wiped: bool,
 }
 
 /// Seconds after `ready_at` until a one-second window of successful
@@ -425,8 +474,21 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let minutes = flag(&args, "--minutes", 10);
     let clients = flag(&args, "--clients", 6) as usize;
+    let replication = args.iter().any(|arg| arg == "--replication");
     let duration = Duration::from_secs(minutes * 60);
-    eprintln!("soak: {minutes} min, {clients} clients, {USERS} users");
+    eprintln!(
+        "soak: {minutes} min, {clients} clients, {USERS} users{}",
+        if replication {
+            ", sync replication with volume wipes"
+        } else {
+            ""
+        }
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let storage = replication.then(|| runtime.block_on(ObjectStorage::start()));
 
     let state_dir = tempfile::tempdir().unwrap();
     let state = state_dir.path().to_owned();
@@ -458,6 +520,33 @@ fn main() {
         env.extend(origins.iter().cloned());
         env
     };
+    // A role's replication: its sidecar's socket and the files of its
+    // node's volume (`None` without --replication).
+    let replicated = |role: Role, volume: Vec<PathBuf>| {
+        storage.as_ref().map(|_| Replicated {
+            socket: state.join("sockets").join(format!("{role}.sock")),
+            sidecar: None,
+            volume,
+            wiped: false,
+        })
+    };
+    let replica_env = |role: Role| -> Vec<(&'static str, String)> {
+        match &storage {
+            Some(storage) => replica::role_env(
+                storage,
+                "soak",
+                &state.join("sockets").join(format!("{role}.sock")),
+                "sync",
+            ),
+            None => Vec::new(),
+        }
+    };
+    let core_db = state.join("core.sqlite");
+    let core_volume = ["", "-wal", "-shm", "-generation"]
+        .map(|suffix| PathBuf::from(format!("{}{suffix}", core_db.display())))
+        .into_iter()
+        .chain([state.join(".core.sqlite-litestream")])
+        .collect();
     let gateway = |name: &'static str, port: u16| Managed {
         name,
         role: Role::McpGateway,
@@ -467,32 +556,39 @@ fn main() {
             ("SASHA_CORE_GRPC_URL", core_url.clone()),
         ]),
         child: None,
+        replicated: None,
     };
+    let mut data_env = with_origins(vec![(
+        "SASHA_DATA_GRPC_ADDR",
+        format!("127.0.0.1:{data_port}"),
+    )]);
+    data_env.extend(replica_env(Role::DataWorker));
+    let mut core_env = with_origins(vec![
+        ("SASHA_CORE_GRPC_ADDR", format!("127.0.0.1:{core_grpc}")),
+        ("SASHA_CORE_HTTP_ADDR", format!("127.0.0.1:{core_http}")),
+        ("SASHA_DATA_GRPC_URL", data_url.clone()),
+    ]);
+    core_env.extend(replica_env(Role::StudioCore));
     let mut roles = vec![
         Managed {
             name: "data-worker",
             role: Role::DataWorker,
-            env: with_origins(vec![(
-                "SASHA_DATA_GRPC_ADDR",
-                format!("127.0.0.1:{data_port}"),
-            )]),
+            env: data_env,
             child: None,
+            replicated: replicated(Role::DataWorker, vec![state.join("apps")]),
         },
         Managed {
             name: "studio-core",
             role: Role::StudioCore,
-            env: with_origins(vec![
-                ("SASHA_CORE_GRPC_ADDR", format!("127.0.0.1:{core_grpc}")),
-                ("SASHA_CORE_HTTP_ADDR", format!("127.0.0.1:{core_http}")),
-                ("SASHA_DATA_GRPC_URL", data_url.clone()),
-            ]),
+            env: core_env,
             child: None,
+            replicated: replicated(Role::StudioCore, core_volume),
         },
         gateway("mcp-gateway A", gateway_a),
         gateway("mcp-gateway B", gateway_b),
     ];
     for role in &mut roles {
-        role.start(&state, &pki);
+        role.start(&state, &pki, &runtime);
     }
     for member in &staff {
         admin
@@ -533,10 +629,6 @@ fn main() {
         client: "soak",
     };
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     let project = runtime.block_on(async {
         let mcp = mcp_of(&admin);
         for _ in 0..200 {
@@ -597,18 +689,20 @@ fn main() {
             Some(index) => {
                 let role = &mut roles[index];
                 let killed_at = since(Instant::now());
-                role.kill();
+                let wiped = role.kill_node();
                 std::thread::sleep(DOWNTIME);
-                role.start(&state, &pki);
+                role.start(&state, &pki, &runtime);
                 let ready_at = since(Instant::now());
                 eprintln!(
-                    "soak: {} killed at {killed_at:.1} s, ready again at {ready_at:.1} s",
-                    role.name
+                    "soak: {} killed at {killed_at:.1} s{}, ready again at {ready_at:.1} s",
+                    role.name,
+                    if wiped { " with its volume" } else { "" }
                 );
                 kills.push(Kill {
                     role: role.name,
                     killed_at,
                     ready_at,
+                    wiped,
                 });
             }
             None => {
@@ -745,10 +839,15 @@ fn main() {
         report.push('\n');
     };
     line(format!(
-        "# Chaos soak\n\n{:.0} s, {clients} clients of {USERS} users through nginx to two gateway replicas; \
+        "# Chaos soak{}\n\n{:.0} s, {clients} clients of {USERS} users through nginx to two gateway replicas; \
          {} creates acknowledged, {} lists, {} successful requests (p50 {:.2} ms, p99 {:.2} ms, max {:.0} ms); \
          {retried} retryable failures retried ({}); a create acknowledged after at most {:.0} ms from its first attempt (p99 {:.2} ms); \
          {} creates abandoned after {RETRY_FOR:?}; {} non-retryable answers.\n",
+        if replication {
+            " with sync replication (SeaweedFS, Litestream sidecars), volumes wiped"
+        } else {
+            ""
+        },
         elapsed.as_secs_f64(),
         observed.acked.len(),
         observed.lists,
@@ -770,15 +869,20 @@ fn main() {
     for refused in observed.refused.iter().take(5) {
         line(format!("- refused: {refused}"));
     }
-    line("| kill | killed at | ready at | p99 under 20 ms after | that window's p99 |".to_owned());
-    line("|---|---|---|---|---|".to_owned());
+    line("| kill | volume wiped | killed at | ready at | p99 under 20 ms after | that window's p99 |".to_owned());
+    line("|---|---|---|---|---|---|".to_owned());
     let mut recovered = true;
     for kill in &kills {
         let back = recovery(&samples, kill.ready_at);
         recovered &= back.is_some_and(|(after, _)| Duration::from_secs(after) <= RECOVERY_TARGET);
         line(format!(
-            "| {} | {:.1} s | {:.1} s | {} | {} |",
+            "| {} | {} | {:.1} s | {:.1} s | {} | {} |",
             kill.role,
+            if kill.wiped {
+                "yes: back from object storage"
+            } else {
+                "no"
+            },
             kill.killed_at,
             kill.ready_at,
             back.map_or("never".to_owned(), |(after, _)| format!("{after} s")),

@@ -2,7 +2,9 @@
 //! loopback ([`start_role`]), what they set up alike: seeded dates, the staff
 //! user, the roles and the whole MCP stack ([`fixture`]), the MCP client
 //! ([`mcp`]), the pieces of a report: results folder, percentiles, charts
-//! ([`report`]), and the load benchmark's peers ([`peers`]).
+//! ([`report`]), the load benchmark's peers ([`peers`]), and replication's
+//! real peers, SeaweedFS and Litestream ([`replica`], shared with the
+//! process tests).
 
 use std::io::BufRead as _;
 use std::path::Path;
@@ -74,6 +76,13 @@ pub(crate) mod nginx;
     reason = "each benchmark compiles this module and uses only part of it"
 )]
 pub(crate) mod peers;
+#[allow(
+    dead_code,
+    unreachable_pub,
+    reason = "shared with the process tests, which use all of it"
+)]
+#[path = "../../tests/common/replica.rs"]
+pub(crate) mod replica;
 #[allow(
     dead_code,
     reason = "each benchmark compiles this module and uses only part of it"

@@ -8,6 +8,9 @@
 //! (`tests/replica/requirements.txt`): `SASHA_LITESTREAM` and `SASHA_WEED`,
 //! else the venv under the target folder. Without them a test fails saying
 //! so; it never skips. Nothing here mocks object storage or Litestream.
+//!
+//! Self-contained (no `super::`): the benchmarks include this file by path
+//! (`benches/common/mod.rs`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -19,7 +22,18 @@ use sasha_replica::s3::ObjectStore;
 use sasha_replica::url::ReplicaUrl;
 use tokio::process::{Child, Command};
 
-use super::{free_port, sasha_bin};
+/// The `sasha` binary under test or benchmark.
+fn sasha_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_sasha")
+}
+
+/// A free loopback port (bound and released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free loopback port")
+}
 
 /// The credentials the test server accepts (its only identity).
 pub const ACCESS_KEY: &str = "sasha-test-access";

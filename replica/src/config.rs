@@ -211,6 +211,48 @@ mod tests {
     }
 
     #[test]
+    fn every_variable_is_in_the_documented_list() {
+        for name in [
+            REPLICA_URL,
+            REPLICA_MODE,
+            REPLICA_SOCKET,
+            REPLICA_SYNC_TIMEOUT,
+            REPLICA_MAX_LAG,
+            LITESTREAM,
+            ACCESS_KEY_ID,
+            SECRET_ACCESS_KEY,
+            SESSION_TOKEN,
+        ] {
+            assert!(
+                sasha_service::config::VARIABLES
+                    .iter()
+                    .any(|variable| variable.name == name),
+                "{name} is not in sasha_service::config::VARIABLES"
+            );
+        }
+        assert_eq!(
+            DEFAULT_SYNC_TIMEOUT_SECS.to_string(),
+            documented_default(REPLICA_SYNC_TIMEOUT)
+        );
+        assert_eq!(
+            DEFAULT_MAX_LAG_SECS.to_string(),
+            documented_default(REPLICA_MAX_LAG)
+        );
+        assert_eq!(
+            format!("<database folder>/{SOCKET_NAME}"),
+            documented_default(REPLICA_SOCKET)
+        );
+    }
+
+    fn documented_default(name: &str) -> &'static str {
+        sasha_service::config::VARIABLES
+            .iter()
+            .find(|variable| variable.name == name)
+            .map(|variable| variable.default)
+            .unwrap_or_default()
+    }
+
+    #[test]
     fn each_bad_value_names_its_variable() {
         for (pairs, var) in [
             (vec![(REPLICA_URL, "http://x")], REPLICA_URL),

@@ -103,6 +103,15 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SASHA_HEALTH_ADDR", roles: "all", default: "(unset: no probe listener)", meaning: "listen address of GET /livez and GET /readyz for orchestrators, e.g. 0.0.0.0:9090; readiness turns 503 as soon as shutdown begins" },
     Variable { name: "SASHA_SHUTDOWN_GRACE_SECS", roles: "all", default: "20", meaning: "seconds a stopping role lets in-flight requests and streams finish after SIGTERM (0 to 3600); then it exits anyway" },
     Variable { name: "SASHA_EXIT_ON_STDIN_EOF", roles: "all", default: "(unset)", meaning: "1: also stop when stdin closes (set by sasha up for its children)" },
+    Variable { name: "SASHA_REPLICA_URL", roles: "studio-core, data-worker", default: "(unset: no replication)", meaning: "where every database is replicated, s3://BUCKET[/PREFIX]?region=…[&endpoint=http(s)://host:port][&force-path-style=BOOL]; the bucket must exist; no credentials in the URL" },
+    Variable { name: "SASHA_REPLICA_MODE", roles: "studio-core, data-worker", default: "sync", meaning: "sync: a write is acknowledged only once object storage holds it; async: once committed here, object storage following within SASHA_REPLICA_MAX_LAG_SECS" },
+    Variable { name: "SASHA_REPLICA_SOCKET", roles: "studio-core, data-worker", default: "<database folder>/.litestream.sock", meaning: "the control socket of the role's Litestream replicator (a sidecar, or sasha up's child)" },
+    Variable { name: "SASHA_REPLICA_SYNC_TIMEOUT_SECS", roles: "studio-core, data-worker", default: "5", meaning: "seconds a sync-mode write waits for object storage (1 to 300); then APP_DATABASE_UNAVAILABLE (retryable), the write not acknowledged" },
+    Variable { name: "SASHA_REPLICA_MAX_LAG_SECS", roles: "studio-core, data-worker", default: "10", meaning: "async mode: how far replication may fall behind (1 to 3600) before writes pause (APP_DATABASE_UNAVAILABLE); lag past half of it is logged" },
+    Variable { name: "SASHA_LITESTREAM", roles: "studio-core, data-worker", default: "litestream", meaning: "the Litestream 0.5 executable that restores (a role's missing databases at boot, sasha restore) and replicates (sasha up, sasha litestream)" },
+    Variable { name: "AWS_ACCESS_KEY_ID", roles: "studio-core, data-worker", default: "(required with SASHA_REPLICA_URL)", meaning: "object storage access key id, also given to Litestream; never logged" },
+    Variable { name: "AWS_SECRET_ACCESS_KEY", roles: "studio-core, data-worker", default: "(required with SASHA_REPLICA_URL)", meaning: "object storage secret key; never logged" },
+    Variable { name: "AWS_SESSION_TOKEN", roles: "studio-core, data-worker", default: "(unset)", meaning: "object storage session token, for temporary credentials" },
 ];
 
 /// [`VARIABLES`] as aligned text for `--help`.

@@ -1111,6 +1111,10 @@ async fn apps_created_deployed_and_deleted_at_runtime_come_and_go_in_object_stor
     drop(stack);
 }
 
+/// A refused `sasha restore`: its arguments, extra environment, exit code
+/// and what its one line says.
+type RestoreRefusal<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], i32, &'a str);
+
 #[tokio::test]
 async fn bad_replica_settings_and_restore_arguments_are_one_line_each_and_change_nothing() {
     let storage = ObjectStorage::start().await;
@@ -1211,7 +1215,7 @@ async fn bad_replica_settings_and_restore_arguments_are_one_line_each_and_change
         free_port()
     );
     let no_bucket = storage.url_in("no-such-bucket", PREFIX);
-    let cases: [(&[&str], &[(&str, &str)], i32, &str); 6] = [
+    let cases: [RestoreRefusal<'_>; 6] = [
         (
             &["--from", "https://bucket/prefix"],
             &[],

@@ -7,7 +7,8 @@
 //!   are SIGKILLed mid-stream and their volumes deleted; `sasha restore`
 //!   rebuilds a fresh state folder, and every acknowledged write is there
 //!   exactly once, every retry lands once, the audit holds one row per
-//!   write, and an acknowledged grant and published revision survive.
+//!   write, and an acknowledged grant, published revision and uploaded
+//!   document survive.
 //! - Async mode: the same kill, data-worker restoring its lost databases at
 //!   boot; the acknowledged writes lost (the measured RPO) are reported.
 //! - Object storage stopped in sync mode: writes are retryable refusals and
@@ -16,7 +17,10 @@
 //! - A restore at an instant gives exactly the state before it.
 //! - Apps created, deployed (member apps) and deleted at runtime appear in
 //!   and leave object storage.
-//! - Bad settings and restore arguments: one line each, nothing changed.
+//! - Bad settings and restore arguments: one line each, nothing changed; a
+//!   replicator without credentials still serves its socket.
+//! - `sasha up` replicating, its whole state folder lost, and back with
+//!   `sasha restore` and the same `sasha up`.
 //!
 //! Each test starts its own server (nextest runs every test in its own
 //! process); the bounds are small (2 s sync timeout in the outage test) so

@@ -90,9 +90,12 @@ pub fn credentials() -> Credentials {
 /// when dropped.
 pub struct ObjectStorage {
     child: std::process::Child,
-    /// Its data; kept for its lifetime.
+    /// Its data and logs; kept for its lifetime.
     dir: tempfile::TempDir,
     pub s3_port: u16,
+    /// Every port it was given: it names a Unix socket in `/tmp` after each
+    /// (a fixed folder), removed when it stops.
+    ports: Vec<u16>,
 }
 
 impl Drop for ObjectStorage {
@@ -102,14 +105,32 @@ impl Drop for ObjectStorage {
         let pid = Pid::from_raw(self.child.id() as i32);
         let _ = kill(pid, Signal::SIGCONT);
         let _ = kill(pid, Signal::SIGTERM);
+        let mut stopped = false;
         for _ in 0..100 {
             if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
+                stopped = true;
+                break;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if !stopped {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        // `/tmp/seaweedfs-<component>-<port>.sock`: only this server's ports.
+        let endings: Vec<String> = self
+            .ports
+            .iter()
+            .map(|port| format!("-{port}.sock"))
+            .collect();
+        if let Ok(entries) = std::fs::read_dir("/tmp") {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name.starts_with("seaweedfs-") && endings.iter().any(|end| name.ends_with(end)) {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
     }
 }
 
@@ -156,6 +177,8 @@ impl ObjectStorage {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", dir.path())
+            // Its logs (glog writes to the temporary folder) stay in `dir`.
+            .env("TMPDIR", dir.path())
             .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
             .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
             .stdin(Stdio::null())
@@ -171,6 +194,7 @@ impl ObjectStorage {
             child,
             dir,
             s3_port: ports[6],
+            ports,
         };
         let store = storage.store("");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);

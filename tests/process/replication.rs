@@ -777,6 +777,10 @@ async fn sync_writes_are_refused_while_object_storage_is_stopped_and_resume_afte
     ));
     let grant_path = format!("/api/apps/{APP}/access/{}", people.member_id);
 
+    // Stopped for at least 10 s. Frozen (SIGSTOP) rather than killed: a new
+    // `weed mini` cannot bind the same ports while their old connections
+    // linger in TIME_WAIT, and a frozen server is the harder case (requests
+    // hang until the timeout instead of failing at once).
     storage.pause();
     let stopped = tokio::time::Instant::now();
     let mut refused = Vec::new();

@@ -32,7 +32,7 @@ use utoipa::{OpenApi, ToSchema};
 
 use crate::Core;
 use crate::catalogue::AppEntry;
-use crate::store::{AppAccess, Principal, PrincipalKind, Scope, StoreError, UserRole};
+use studio_store::{AppAccess, Principal, PrincipalKind, Scope, UserRole, blocking};
 
 /// Sign-in attempts one (user name, client address) pair may make, as
 /// `(burst, then one more per period)` tiers; an attempt must fit every tier.
@@ -534,41 +534,6 @@ fn unauthenticated() -> Response {
 
 fn uuid_nil() -> String {
     "00000000-0000-0000-0000-000000000000".to_owned()
-}
-
-/// A store failure as the user sees it: busy or unreadable is retryable
-/// (`APP_NOT_READY`), a grant change a member app's grant rule refuses is
-/// `APP_ACCESS_DENIED` with that rule, the rest internal.
-pub(crate) fn store_error(error: StoreError) -> AppError {
-    match error {
-        StoreError::MemberAppGrant(rule) => AppError::new(ErrorCode::AccessDenied, rule),
-        StoreError::Busy => {
-            AppError::new(ErrorCode::NotReady, "the account store is busy; try again")
-        }
-        StoreError::Unreadable(detail) => {
-            let app_error = AppError::new(
-                ErrorCode::NotReady,
-                "the core database cannot be read (damaged?); an administrator must restore it from a backup",
-            );
-            tracing::error!(diagnostic_id = %app_error.diagnostic_id, %detail, "core store: the database cannot be read");
-            app_error
-        }
-        other => {
-            let app_error = AppError::from_code(ErrorCode::Internal);
-            tracing::error!(diagnostic_id = %app_error.diagnostic_id, error = %other, "core store failed");
-            app_error
-        }
-    }
-}
-
-/// Runs blocking store work off the async threads.
-pub(crate) async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
-) -> Result<T, AppError> {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(result) => result.map_err(store_error),
-        Err(_) => Err(AppError::from_code(ErrorCode::Internal)),
-    }
 }
 
 /// Who is calling.

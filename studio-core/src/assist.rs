@@ -18,11 +18,11 @@ use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
 use crate::Core;
-use crate::api::blocking;
 use crate::catalogue::AppEntry;
 use crate::chat::{ChatDocument, ChatTurn};
-use crate::store::{AppAccess, Scope};
 use crate::uploads::IncomingFile;
+use studio_store::blocking;
+use studio_store::{AppAccess, Scope};
 
 /// The event stream of one chat turn.
 pub(crate) type ChatStream = Pin<Box<dyn Stream<Item = Result<pb::ChatEvent, Status>> + Send>>;

@@ -41,7 +41,8 @@ use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
 
 use crate::Core;
-use crate::api::{ErrorEnvelope, blocking, no_store, parse_body, session_user, session_write};
+use crate::api::{ErrorEnvelope, no_store, parse_body, session_user, session_write};
+use studio_store::blocking;
 
 /// How long a confirmation waits for the person before it counts as
 /// declined.
@@ -181,7 +182,7 @@ pub(crate) fn routes() -> axum::Router<Arc<Core>> {
 // for the browser session (`session_user`, `session_write`), so a bearer
 // token (which a model may hold) gets the hidden 404.
 
-fn conversation_json(conversation: &crate::store::Conversation) -> Value {
+fn conversation_json(conversation: &studio_store::Conversation) -> Value {
     json!({
         "id": conversation.id,
         "title": conversation.title,

@@ -14,14 +14,14 @@ use sasha_proto::{AppError, ErrorCode};
 use tonic::{Request, Response, Status};
 
 use crate::Core;
-use crate::api::blocking;
 use crate::catalogue::AppEntry;
-use crate::store::{
+use sasha_package::manifest::{Capabilities, DataCapability};
+use sasha_package::validate::Package;
+use studio_store::blocking;
+use studio_store::{
     AppAccess, ConfirmationRefusal, ConfirmedCall, MAX_CONFIRMATION_TOOL_CHARS, Principal,
     PrincipalKind, Scope, SuggestionRefusal,
 };
-use sasha_package::manifest::{Capabilities, DataCapability};
-use sasha_package::validate::Package;
 
 /// The `CoreService` implementation.
 #[derive(Debug, Clone)]
@@ -247,9 +247,9 @@ impl CoreGrpc {
 /// it was issued for (never passed through to, or accepted by, another
 /// audience). `None` when the credential is not valid.
 fn principal_of(
-    store: &crate::store::Store,
+    store: &studio_store::Store,
     request: &pb::AuthenticateRequest,
-) -> Result<Option<Principal>, crate::store::StoreError> {
+) -> Result<Option<Principal>, studio_store::StoreError> {
     let principal = match request.kind.as_str() {
         "bearer" => store.token(&request.credential)?,
         "session" => store.session(&request.credential)?,

@@ -48,9 +48,10 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use crate::Core;
-use crate::api::{blocking, parse_body, same_origin_json};
+use crate::api::{parse_body, same_origin_json};
 use crate::package_dir::{prepare_staging, rename_no_replace, sync_dir, write_tree};
-use crate::store::{AppAccess, Principal, PrincipalKind, RevisionOrigin, RevisionSurface, Scope};
+use studio_store::blocking;
+use studio_store::{AppAccess, Principal, PrincipalKind, RevisionOrigin, RevisionSurface, Scope};
 
 /// The folder below `DOCS_ROOT` where new packages are written before they
 /// are renamed into the apps folder (a sibling of it, so the catalogue never

@@ -47,11 +47,11 @@ use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 
 use crate::Core;
-use crate::api::blocking;
 use crate::catalogue::AppEntry;
 use crate::read_guard::ReadGuard;
 use crate::source::{self as rules, SourcePath};
-use crate::store::{
+use studio_store::blocking;
+use studio_store::{
     Draft, DraftFile, Ending, RevisionFile, RevisionOrigin, RevisionSurface, draft_action,
 };
 
@@ -1296,7 +1296,7 @@ pub(crate) async fn preview_scope(
         .copied();
     Ok(PreviewScope::of_live(
         live,
-        grant.map(|access| access == crate::store::AppAccess::Manage),
+        grant.map(|access| access == studio_store::AppAccess::Manage),
     ))
 }
 

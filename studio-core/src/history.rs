@@ -41,11 +41,11 @@ use serde_json::{Value, json};
 use sha2::Digest as _;
 
 use crate::Core;
-use crate::api::blocking;
 use crate::catalogue::AppEntry;
 use crate::package_dir::{prepare_staging, sync_dir, write_tree};
 use crate::read_guard::ReadGuard;
-use crate::store::{RevisionFile, RevisionOrigin, RevisionSurface, StoreError};
+use studio_store::blocking;
+use studio_store::{RevisionFile, RevisionOrigin, RevisionSurface, StoreError};
 
 /// The folder below `DOCS_ROOT` where a reverted package is assembled
 /// before the swap (a sibling of the apps folder, never listed).

@@ -23,7 +23,7 @@ use utoipa::ToSchema;
 
 use crate::Core;
 use crate::api::{no_store, parse_body, same_origin_json};
-use crate::store::RevisionSurface;
+use studio_store::RevisionSurface;
 
 /// Asks the history for `operation` on `app_id` as the caller of `headers`.
 async fn ask(

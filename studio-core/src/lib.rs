@@ -68,7 +68,6 @@ mod revisions;
 pub mod seed;
 pub mod source;
 mod source_tools;
-pub mod store;
 mod suggestions;
 #[cfg(test)]
 mod test_data_worker;
@@ -99,7 +98,7 @@ use sasha_service::process::{RoleError, announce_ready_with, bind};
 
 use crate::catalogue::{Catalogue, Snapshot};
 use crate::core_grpc::CoreGrpc;
-use crate::store::Store;
+use studio_store::Store;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -163,7 +162,7 @@ impl Config {
             revision_retention: config::count(
                 env,
                 "SASHA_REVISION_RETENTION",
-                store::DEFAULT_REVISION_RETENTION,
+                studio_store::DEFAULT_REVISION_RETENTION,
                 100_000,
             )?,
             bundled_apps: seed::BundledApps::from_env(env)?,
@@ -228,7 +227,7 @@ struct Core {
     /// Failed sign-ins per user name, to slow password guessing.
     login_throttle: api::LoginThrottle,
     /// The member tier's caps (`member_apps::MEMBER_CAPS`).
-    member_caps: store::MemberCaps,
+    member_caps: studio_store::MemberCaps,
     /// Each author's member app deploys.
     member_deploys: member_apps::DeployThrottle,
     /// The package folders, for the source tools.
@@ -257,9 +256,9 @@ impl Core {
     async fn granted_apps(
         &self,
         user_id: &str,
-    ) -> Result<std::collections::BTreeMap<String, store::AppAccess>, AppError> {
+    ) -> Result<std::collections::BTreeMap<String, studio_store::AppAccess>, AppError> {
         let (store, user_id) = (self.store.clone(), user_id.to_owned());
-        api::blocking(move || store.access_by_app(&user_id)).await
+        studio_store::blocking(move || store.access_by_app(&user_id)).await
     }
 
     /// This process's health; with `deep`, data-worker's too.

@@ -7,7 +7,7 @@
 //! `APP_NOT_FOUND` (only an admin gets that far).
 //!
 //! - **Withdraw** sets `app_registry.withdrawn_at` (`app.withdrawn`). From
-//!   the next call on, [`crate::store::Store::access`] answers nothing for
+//!   the next call on, [`studio_store::Store::access`] answers nothing for
 //!   the app, so its opener, tools and resources are gone from every
 //!   caller's `GetCatalogue`, `ListApps`, `GetResource` and `/api/apps`, and
 //!   the source and history tools refuse it with `APP_OPERATION_UNAVAILABLE`
@@ -38,8 +38,8 @@ use sasha_proto::{AppError, ErrorCode};
 use serde_json::json;
 
 use crate::Core;
-use crate::api::blocking;
-use crate::store::{LifecycleRefusal, UserRole};
+use studio_store::blocking;
+use studio_store::{LifecycleRefusal, UserRole};
 
 /// The folder below `DOCS_ROOT` a deleted package is renamed into before it
 /// is removed (a sibling of the apps folder).

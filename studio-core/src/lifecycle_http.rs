@@ -20,9 +20,10 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use crate::Core;
-use crate::api::{blocking, no_store, parse_body, same_origin_json};
+use crate::api::{no_store, parse_body, same_origin_json};
 use crate::catalogue::AppEntry;
-use crate::store::UserRole;
+use studio_store::UserRole;
+use studio_store::blocking;
 
 async fn run(
     core: &Arc<Core>,

@@ -51,8 +51,9 @@ use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 
 use crate::Core;
-use crate::api::{KeyedThrottle, blocking, retry_after_seconds, try_again_in};
-use crate::store::{
+use crate::api::{KeyedThrottle, retry_after_seconds, try_again_in};
+use studio_store::blocking;
+use studio_store::{
     MemberApp, MemberCaps, MemberDeploy, MemberRefusal, RevisionContent, RevisionOrigin,
     RevisionSurface, Store, UserRole,
 };
@@ -645,7 +646,7 @@ pub(crate) fn current_files(core: &Core, app_id: &str) -> BTreeMap<String, Vec<u
 /// Hands the stored member apps to the catalogue (at boot; afterwards each
 /// change hands over its own app).
 pub(crate) fn load_into_catalogue(
-    core_store: &crate::store::Store,
+    core_store: &studio_store::Store,
     catalogue: &crate::catalogue::Catalogue,
 ) {
     match core_store.member_sources() {
@@ -949,7 +950,7 @@ pub(crate) async fn share(
         return Err(needs_approval("sharing a member app", question));
     }
     let name = username.trim().to_lowercase();
-    if let Err(error) = crate::store::validate_username(&name) {
+    if let Err(error) = studio_store::validate_username(&name) {
         return Err(invalid(format!("that is not a user name: {error}"))
             .with_details(json!({"field": "username"})));
     }

@@ -29,10 +29,11 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use crate::Core;
-use crate::api::{blocking, no_store, parse_body_within};
+use crate::api::{no_store, parse_body_within};
 use crate::member_apps::{self as member, Deploy};
-use crate::store::{MemberApp, Principal, RevisionSurface};
 use sasha_proto::json_limits::MEMBER_APP_SOURCE;
+use studio_store::blocking;
+use studio_store::{MemberApp, Principal, RevisionSurface};
 
 /// The largest App Studio body: a 1 MiB package as JSON text, escaped.
 pub(crate) const MAX_SOURCE_BODY: usize = 3 * 1024 * 1024;
@@ -176,7 +177,7 @@ pub(crate) async fn list(
     ok(json!({
         "enabled": enabled,
         "canModerate": principal.user.role.is_privileged(),
-        "isAdmin": principal.user.role == crate::store::UserRole::Admin,
+        "isAdmin": principal.user.role == studio_store::UserRole::Admin,
         "apps": apps.iter().map(|app| app_json(app, &user)).collect::<Vec<_>>(),
     }))
 }

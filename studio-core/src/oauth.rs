@@ -60,7 +60,7 @@ use crate::Core;
 use crate::api::{
     ClientAddress, KeyedThrottle, no_store, retry_after_seconds, same_origin_json, session_user,
 };
-use crate::store::{OAuthRefusal, Scope};
+use studio_store::{OAuthRefusal, Scope};
 
 mod authorize;
 mod connections;
@@ -374,7 +374,7 @@ async fn signed_in_change(
     method: &Method,
     headers: &HeaderMap,
     has_body: bool,
-) -> Result<crate::store::Principal, Response> {
+) -> Result<studio_store::Principal, Response> {
     same_origin_json(core, method, headers, has_body)?;
     session_user(core, headers).await
 }

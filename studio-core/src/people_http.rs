@@ -33,8 +33,9 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use crate::Core;
-use crate::api::{ErrorEnvelope, blocking, hidden_not_found, no_store, parse_body};
-use crate::store::{
+use crate::api::{ErrorEnvelope, hidden_not_found, no_store, parse_body};
+use studio_store::blocking;
+use studio_store::{
     ACCESS_TOKEN_DEFAULT_TTL_SECONDS, Invitation, Person, Principal, Scope, StoreError,
     TOKEN_MAX_TTL_SECONDS, UserRole,
 };
@@ -92,7 +93,7 @@ fn refusal(error: StoreError) -> Response {
         StoreError::UnknownUser | StoreError::UnknownToken => {
             return hidden_not_found().into_response();
         }
-        _ => return crate::api::store_error(error).into_response(),
+        _ => return studio_store::store_error(error).into_response(),
     };
     AppError::new(code, error.to_string())
         .with_details(json!({ "field": field }))

@@ -26,8 +26,8 @@ use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 
 use crate::Core;
-use crate::api::blocking;
 use crate::catalogue::AppEntry;
+use studio_store::blocking;
 
 /// What rows of one app a change could expose, loaded once before the
 /// change (the source tools vet under the app's lock with it).

@@ -24,9 +24,9 @@ use sasha_package::validate::Package;
 use sasha_proto::{AppError, ErrorCode};
 
 use crate::Core;
-use crate::api::blocking;
 use crate::catalogue::{AppEntry, Snapshot};
-use crate::store::{Recorded, RevisionContent, RevisionOrigin, Store, StoreError};
+use studio_store::blocking;
+use studio_store::{Recorded, RevisionContent, RevisionOrigin, Store, StoreError};
 
 /// What the ledger stores of one valid package: its resource and every file.
 fn content<'a>(package: &'a Package, source: &'a PackageSource) -> RevisionContent<'a> {
@@ -140,7 +140,7 @@ pub(crate) async fn resource(
 mod tests {
     use super::*;
     use crate::catalogue::Catalogue;
-    use crate::store::RevisionSurface;
+    use studio_store::RevisionSurface;
 
     fn register(store: &Store, snapshot: &Snapshot) {
         for (id, package) in snapshot.valid() {

@@ -23,10 +23,10 @@ use sasha_proto::{AppError, ErrorCode};
 use serde::Deserialize;
 
 use crate::Core;
-use crate::api::blocking;
 use crate::catalogue::AppEntry;
 use crate::read_guard::ReadGuard;
-use crate::store::{AppAccess, RevisionOrigin, RevisionSurface};
+use studio_store::blocking;
+use studio_store::{AppAccess, RevisionOrigin, RevisionSurface};
 
 /// The arguments of the six tools; unknown keys are refused.
 #[derive(Debug, Deserialize)]

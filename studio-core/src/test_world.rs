@@ -13,7 +13,7 @@ use sasha_service::identity::{DevPki, Identity};
 
 use crate::Core;
 use crate::catalogue::Catalogue;
-use crate::store::{Store, User, UserRole};
+use studio_store::{Store, User, UserRole};
 
 pub(crate) const PASSWORD: &str = "correct horse battery";
 pub(crate) const STUDIO: &str = "http://localhost:3007";
@@ -43,7 +43,7 @@ impl World {
 
     /// A world whose member tier has the caps `caps` (a test of a bound too
     /// large to reach in process).
-    pub(crate) fn with_member_caps(caps: crate::store::MemberCaps) -> World {
+    pub(crate) fn with_member_caps(caps: studio_store::MemberCaps) -> World {
         World::build(
             crate::chat::ChatService::new(None),
             caps,
@@ -67,7 +67,7 @@ impl World {
 
     fn build(
         chat: crate::chat::ChatService,
-        member_caps: crate::store::MemberCaps,
+        member_caps: studio_store::MemberCaps,
         data_url: &str,
     ) -> World {
         let dir = tempfile::tempdir().unwrap();
@@ -77,7 +77,7 @@ impl World {
         let identity = Identity::load(&pki.files(Role::StudioCore)).unwrap();
         let data = sasha_service::grpc::data_client(data_url, &identity).unwrap();
         let clock = Arc::new(std::sync::atomic::AtomicI64::new(
-            crate::store::system_clock(),
+            studio_store::system_clock(),
         ));
         let reading = clock.clone();
         let store = Store::open_with_clock(
@@ -194,11 +194,11 @@ impl World {
 
     /// An access token of `user` holding `scopes`, as its `Authorization`
     /// header value.
-    pub(crate) fn bearer(&self, user: &User, scopes: &[crate::store::Scope]) -> String {
+    pub(crate) fn bearer(&self, user: &User, scopes: &[studio_store::Scope]) -> String {
         let scopes = scopes.iter().copied().collect();
         let token = self
             .store()
-            .mint_token(&user.id, crate::store::TokenKind::Access, &scopes, None)
+            .mint_token(&user.id, studio_store::TokenKind::Access, &scopes, None)
             .unwrap();
         format!("Bearer {token}")
     }

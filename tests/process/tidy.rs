@@ -37,7 +37,7 @@ const TEST_ONLY_SERVICE_EDGES: [(&str, &str); 2] = [
 /// The files that may open a SQLite file, by path prefix.
 const SQLITE_OPENERS: [&str; 3] = [
     "data-worker/src/engine",
-    "studio-core/src/store/",
+    "studio-store/src/",
     "src/backup.rs",
 ];
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::json;
-use studio_core::store::{Scope, TokenKind};
+use studio_store::{Scope, TokenKind};
 
 use crate::mcp::{LEGACY, Mcp, SESSIONLESS, structured, tool_error, tool_names};
 use crate::world::{World, token};

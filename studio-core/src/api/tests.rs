@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 
 use http::StatusCode;
 
-use crate::store::{AppAccess, Scope, TokenKind, UserRole};
 use crate::test_world::{PASSWORD, Reply, STUDIO, World};
+use studio_store::{AppAccess, Scope, TokenKind, UserRole};
 
 /// One request with an optional bearer token, extra headers and JSON body.
 async fn call(

@@ -9,8 +9,8 @@ use http::StatusCode;
 use serde_json::json;
 
 use super::Assistant;
-use crate::store::Scope;
 use crate::test_world::{STUDIO, World};
+use studio_store::Scope;
 
 #[tokio::test]
 async fn only_the_persons_session_reaches_the_assistant() {
@@ -305,7 +305,7 @@ async fn the_system_message_holds_no_other_persons_words() {
         .store()
         .create_user(
             "bea",
-            crate::store::UserRole::Member,
+            studio_store::UserRole::Member,
             crate::test_world::PASSWORD,
         )
         .unwrap();
@@ -337,7 +337,7 @@ async fn the_system_message_holds_no_other_persons_words() {
         .await;
     assert_eq!(status, StatusCode::OK, "{shared}");
 
-    let principal_of = |user: &crate::store::User| {
+    let principal_of = |user: &studio_store::User| {
         let cookie = world.session(user);
         let secret = cookie.strip_prefix("sasha_session=").unwrap();
         world.store().session(secret).unwrap().unwrap()

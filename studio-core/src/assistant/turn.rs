@@ -25,10 +25,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::mcp::SelfMcp;
 use crate::Core;
-use crate::api::blocking;
 use crate::catalogue::AppEntry;
 use crate::chat::ToolCall;
-use crate::store::{Principal, TokenKind};
+use studio_store::blocking;
+use studio_store::{Principal, TokenKind};
 
 /// Tool rounds one turn may take.
 pub(crate) const MAX_ROUNDS: usize = 16;
@@ -123,7 +123,7 @@ async fn save(
 
 /// The turn's token, revoked when dropped.
 struct Token {
-    store: crate::store::Store,
+    store: studio_store::Store,
     secret: String,
 }
 
@@ -557,7 +557,7 @@ pub(super) async fn system_message(core: &Arc<Core>, principal: &Principal) -> S
     let user = &principal.user;
     let granted = core.granted_apps(&user.id).await.unwrap_or_default();
     let (store, author) = (core.store.clone(), user.id.clone());
-    let (own, members_on) = crate::api::blocking(move || {
+    let (own, members_on) = studio_store::blocking(move || {
         Ok((
             store.member_apps(Some(&author))?,
             store.member_apps_enabled()?,

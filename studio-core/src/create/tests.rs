@@ -18,8 +18,8 @@ use tower::ServiceExt as _;
 
 use super::*;
 use crate::catalogue::AppEntry;
-use crate::store::{AppAccess, Scope, TokenKind, User, UserRole, action, creation_action};
 use crate::test_world::{PASSWORD, STUDIO, WRITER, World};
+use studio_store::{AppAccess, Scope, TokenKind, User, UserRole, action, creation_action};
 
 impl World {
     fn staging(&self) -> std::path::PathBuf {
@@ -47,7 +47,7 @@ impl World {
         .await
     }
 
-    fn created_entries(&self) -> Vec<crate::store::AuditEntry> {
+    fn created_entries(&self) -> Vec<studio_store::AuditEntry> {
         self.store()
             .audit_entries(None)
             .unwrap()
@@ -349,7 +349,7 @@ async fn an_admin_creates_an_app_that_follows_first_discovery() {
     );
     assert_eq!(audit[0].actor, world.admin.id);
     assert_eq!(audit[0].after.as_deref(), Some(revision.as_str()));
-    assert_eq!(audit[1].actor, crate::store::ACTOR_SYSTEM);
+    assert_eq!(audit[1].actor, studio_store::ACTOR_SYSTEM);
     // The ledger's first revision is the creator's, through MCP.
     let revisions = store.revisions("team-notes").unwrap();
     assert_eq!(revisions.len(), 1, "{revisions:?}");
@@ -358,7 +358,7 @@ async fn an_admin_creates_an_app_that_follows_first_discovery() {
         revisions[0].user_id.as_deref(),
         Some(world.admin.id.as_str())
     );
-    assert_eq!(revisions[0].surface, crate::store::RevisionSurface::Mcp);
+    assert_eq!(revisions[0].surface, studio_store::RevisionSurface::Mcp);
     assert_eq!(revisions[0].summary, "createApp team-notes");
 
     // The same id again: refused, nothing changes.

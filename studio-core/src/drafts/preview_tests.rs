@@ -13,8 +13,8 @@ use serde_json::json;
 use tonic::Request;
 
 use crate::core_grpc::{CoreGrpc, EntryCache};
-use crate::store::User;
 use crate::test_world::{WRITER, World};
+use studio_store::User;
 
 /// The Studio page's browser session of `user`, as the gateway passes it.
 fn session(user: &User) -> pb::Principal {

@@ -10,8 +10,8 @@ use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::store::draft_action;
 use crate::test_world::{WRITER, World};
+use studio_store::draft_action;
 
 const APP: &str = "notes";
 

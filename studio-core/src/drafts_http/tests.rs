@@ -7,8 +7,8 @@
 use http::StatusCode;
 use serde_json::json;
 
-use crate::store::Scope;
 use crate::test_world::{STUDIO, World};
+use studio_store::Scope;
 
 const DRAFT: &str = "/api/apps/notes/draft";
 const PUBLISH: &str = "/api/apps/notes/draft/publish";
@@ -136,7 +136,7 @@ async fn the_draft_routes_start_review_preview_and_publish() {
         "h1 { color: teal; }\n"
     );
     let revisions = world.store().revisions("notes").unwrap();
-    assert_eq!(revisions[0].surface, crate::store::RevisionSurface::Studio);
+    assert_eq!(revisions[0].surface, studio_store::RevisionSurface::Studio);
 
     // The draft is gone.
     let (status, _) = world.send("DELETE", DRAFT, &[cookie, origin], "").await;

@@ -9,8 +9,8 @@ use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode};
 
 use super::*;
-use crate::store::{RevisionSurface, history_action};
 use crate::test_world::{WRITER, World};
+use studio_store::{RevisionSurface, history_action};
 
 impl World {
     /// writeAppFile as the staff user; the new revision.

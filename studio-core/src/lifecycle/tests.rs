@@ -14,8 +14,8 @@ use tonic::Request;
 
 use super::*;
 use crate::core_grpc::{CoreGrpc, EntryCache};
-use crate::store::{AppAccess, User, lifecycle_action};
 use crate::test_world::{WRITER, World};
+use studio_store::{AppAccess, User, lifecycle_action};
 
 impl World {
     /// The `CoreService` over this world's core.

@@ -11,8 +11,8 @@ use sasha_package::manifest::{MEMBER_ID_PREFIX, is_kebab_id};
 use sasha_proto::pb;
 use serde_json::{Value, json};
 
-use crate::store::{AppAccess, MemberCaps, User, UserRole};
 use crate::test_world::{PASSWORD, Page, STUDIO, World};
+use studio_store::{AppAccess, MemberCaps, User, UserRole};
 
 /// The scopes of a member's browser session.
 const AUTHOR: [&str; 3] = ["chat:use", "apps:invoke", "apps:author"];
@@ -614,7 +614,7 @@ async fn sharing_is_by_user_name_and_gives_use_never_manage() {
                 .map(|_| ()),
         };
         assert!(
-            matches!(outcome, Err(crate::store::StoreError::MemberAppGrant(_))),
+            matches!(outcome, Err(studio_store::StoreError::MemberAppGrant(_))),
             "{user} {access:?}: {outcome:?}"
         );
     }
@@ -838,7 +838,7 @@ async fn admins_and_staff_never_change_who_uses_a_member_app() {
             &id,
             &eve.id,
             AppAccess::Use,
-            Some(crate::store::ACTOR_OPERATOR),
+            Some(studio_store::ACTOR_OPERATOR),
         )
         .unwrap();
     assert_eq!(
@@ -904,7 +904,7 @@ async fn the_instance_cap_holds_across_concurrent_authors() {
     let authors: Vec<User> = (0..4)
         .map(|n| world.user(&format!("author{n}"), UserRole::Member))
         .collect();
-    let caps = crate::store::MemberCaps {
+    let caps = studio_store::MemberCaps {
         instance: 5,
         per_author: 3,
         author_bytes: u64::MAX,
@@ -916,17 +916,17 @@ async fn the_instance_cap_holds_across_concurrent_authors() {
             let store = store.clone();
             std::thread::spawn(move || {
                 let id = format!("app-{}-{n}", &author[author.len() - 6..]);
-                let resource = crate::store::test_resource(&id, "<p>hi</p>");
-                let deploy = crate::store::MemberDeploy {
+                let resource = ledger_resource(&id, "<p>hi</p>");
+                let deploy = studio_store::MemberDeploy {
                     name: "App",
                     author_id: &author,
                     expected_revision: None,
-                    content: crate::store::RevisionContent {
+                    content: studio_store::RevisionContent {
                         resource: &resource,
                         files: vec![("APP.md", b"---\n".as_slice())],
                     },
-                    origin: crate::store::RevisionOrigin::authored(
-                        crate::store::RevisionSurface::Studio,
+                    origin: studio_store::RevisionOrigin::authored(
+                        studio_store::RevisionSurface::Studio,
                         &author,
                         "deploy",
                         0,
@@ -947,8 +947,8 @@ async fn the_instance_cap_holds_across_concurrent_authors() {
         assert!(
             matches!(
                 refusal,
-                crate::store::MemberRefusal::InstanceCap(5)
-                    | crate::store::MemberRefusal::AuthorCap(3)
+                studio_store::MemberRefusal::InstanceCap(5)
+                    | studio_store::MemberRefusal::AuthorCap(3)
             ),
             "{refusal:?}"
         );
@@ -1838,4 +1838,27 @@ async fn each_authors_deploys_are_throttled() {
         .update(&id, with_script("document.title = 'a minute on';\n"))
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
+}
+
+/// A resource the revision ledger accepts (its revision is its bytes'), as
+/// the catalogue would assemble one for `html`.
+fn ledger_resource(app_id: &str, html: &str) -> sasha_package::assemble::Resource {
+    use sasha_package::assemble::{Resource, resource_uri, revision_of};
+    const MIME: &str = "text/html;profile=mcp-app";
+    let meta = serde_json::json!({
+        "csp": {"connectDomains": []},
+        "prefersBorder": false,
+        "sasha": {"sourceDigest": sasha_contract::data::sha256_hex(html.as_bytes())},
+    });
+    let csp = "default-src 'none'".to_owned();
+    let revision = revision_of(MIME, &csp, &meta, html);
+    Resource {
+        app_id: app_id.to_owned(),
+        uri: resource_uri(app_id, &revision),
+        revision,
+        mime_type: MIME.to_owned(),
+        html: html.to_owned(),
+        csp,
+        meta,
+    }
 }

@@ -22,8 +22,9 @@ use super::params::{
 };
 use super::{MAX_STATE_CHARS, OAuthError, OAuthState, PENDING_TTL, Pending};
 use crate::Core;
-use crate::api::{blocking, no_store, session_user};
-use crate::store::valid_code_challenge;
+use crate::api::{no_store, session_user};
+use studio_store::blocking;
+use studio_store::valid_code_challenge;
 
 /// A page shown in the browser for an authorization request that cannot be
 /// sent back to the client (unknown client, unregistered redirect URI).
@@ -99,7 +100,7 @@ pub(super) async fn authorize(
             return refuse_authorization(&core, &headers, &refused, error, description).await;
         }
     };
-    let now = crate::store::system_clock();
+    let now = studio_store::system_clock();
     let pending = Pending {
         client_id: client.client_id.clone(),
         client_name: client.client_name.clone(),

@@ -18,7 +18,8 @@ use utoipa::ToSchema;
 use super::params::redirect_host;
 use super::signed_in_change;
 use crate::Core;
-use crate::api::{blocking, hidden_not_found, no_store, session_user};
+use crate::api::{hidden_not_found, no_store, session_user};
+use studio_store::blocking;
 
 /// One of the caller's connected clients.
 #[derive(Serialize, ToSchema)]

@@ -22,8 +22,9 @@ use utoipa::ToSchema;
 use super::params::{redirect_host, redirect_with, scope_text};
 use super::{offered, scope_description, signed_in_change};
 use crate::Core;
-use crate::api::{blocking, hidden_not_found, no_store, parse_body, session_user};
-use crate::store::{Consent, Scope, UserRole};
+use crate::api::{hidden_not_found, no_store, parse_body, session_user};
+use studio_store::blocking;
+use studio_store::{Consent, Scope, UserRole};
 
 /// `GET /api/oauth/requests/{id}`: what the consent card shows.
 #[derive(Serialize, ToSchema)]

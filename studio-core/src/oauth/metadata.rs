@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::cors;
 use crate::Core;
-use crate::store::ClientAuthMethod;
+use studio_store::ClientAuthMethod;
 
 pub(super) async fn metadata(State(core): State<Arc<Core>>) -> Response {
     let issuer = &core.oauth.issuer;

@@ -11,7 +11,7 @@ use std::collections::{BTreeSet, HashMap};
 use axum::http::{HeaderMap, header};
 
 use super::{MAX_REDIRECT_URI_CHARS, OAuthError, offered};
-use crate::store::Scope;
+use studio_store::Scope;
 
 /// Parses `application/x-www-form-urlencoded` text; a repeated parameter is
 /// refused (RFC 6749 §3.1) and empty values count as absent.

@@ -18,8 +18,9 @@ use serde_json::{Value, json};
 use super::params::{content_type_is, redirect_uri_problem};
 use super::{MAX_CLIENT_NAME_CHARS, MAX_FORM_BYTES, MAX_REDIRECT_URIS, OAuthError, cors};
 use crate::Core;
-use crate::api::{ClientAddress, blocking, no_store, try_again_in};
-use crate::store::{ClientAuthMethod, RegisteredClient};
+use crate::api::{ClientAddress, no_store, try_again_in};
+use studio_store::blocking;
+use studio_store::{ClientAuthMethod, RegisteredClient};
 
 #[derive(Deserialize)]
 struct RegistrationRequest {

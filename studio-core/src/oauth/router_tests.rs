@@ -12,8 +12,8 @@ use http::StatusCode;
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
-use crate::store::{ClientAuthMethod, CodeExchange, Consent, Scope};
 use crate::test_world::{PASSWORD, Reply, STUDIO, World};
+use studio_store::{ClientAuthMethod, CodeExchange, Consent, Scope};
 
 const MEMBER: &str = "mia";
 const REDIRECT: &str = "http://127.0.0.1:4567/callback";
@@ -35,7 +35,7 @@ impl OAuth {
         }
     }
 
-    fn store(&self) -> &crate::store::Store {
+    fn store(&self) -> &studio_store::Store {
         self.world.store()
     }
 
@@ -1091,7 +1091,7 @@ async fn a_member_cannot_consent_to_apps_write() {
             .store()
             .mint_token(
                 &world.world.member.id,
-                crate::store::TokenKind::Access,
+                studio_store::TokenKind::Access,
                 &[Scope::ChatUse, Scope::AppsInvoke].into(),
                 None,
             )

@@ -14,7 +14,7 @@ use super::params::{parse_params, redirect_matches, redirect_uri_problem, reques
 use super::token::basic_credentials;
 use super::{MAX_PENDING, OAuthState, Pending, REGISTRATION_BUDGET, offered};
 use crate::api::ClientAddress;
-use crate::store::{Scope, UserRole};
+use studio_store::{Scope, UserRole};
 
 #[test]
 fn redirect_uris_follow_the_native_app_rules() {

@@ -22,8 +22,9 @@ use serde_json::json;
 use super::params::{content_type_is, parse_params, scope_text};
 use super::{MAX_FORM_BYTES, OAuthError, cors};
 use crate::Core;
-use crate::api::{blocking, no_store};
-use crate::store::{ClientAuthMethod, CodeExchange, IssuedTokens, Scope};
+use crate::api::no_store;
+use studio_store::blocking;
+use studio_store::{ClientAuthMethod, CodeExchange, IssuedTokens, Scope};
 
 /// Reads a form body and authenticates the client: HTTP Basic, or
 /// `client_id` (+ `client_secret`) in the body. A confidential client must

@@ -7,8 +7,8 @@
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::store::{AppAccess, Scope, people_action};
 use crate::test_world::{PASSWORD, STUDIO, World};
+use studio_store::{AppAccess, Scope, people_action};
 
 const STRONG: &str = "a long enough password";
 
@@ -474,7 +474,7 @@ async fn removing_a_person_ends_their_grants_and_leaves_their_apps_authorless() 
         .await;
     assert_eq!(status, StatusCode::CREATED, "{deployed}");
     let token = world.bearer(&world.member, &[Scope::ChatUse, Scope::AppsInvoke]);
-    let grants_before = audited(&world, crate::store::action::GRANT_CHANGED);
+    let grants_before = audited(&world, studio_store::action::GRANT_CHANGED);
 
     let ada = world.page(&world.admin);
     let (status, removed) = ada.call("DELETE", "/api/users/mia", Value::Null).await;
@@ -485,7 +485,7 @@ async fn removing_a_person_ends_their_grants_and_leaves_their_apps_authorless() 
     );
     assert_eq!(removed["removed"]["memberAppsOrphaned"], 1);
     assert_eq!(
-        audited(&world, crate::store::action::GRANT_CHANGED),
+        audited(&world, studio_store::action::GRANT_CHANGED),
         grants_before + 2,
         "each ended grant is audited"
     );
@@ -676,7 +676,7 @@ async fn tokens_are_made_only_from_a_session_with_what_the_role_allows() {
 
 #[tokio::test]
 async fn links_sessions_and_tokens_end_when_their_time_is_up() {
-    use crate::store::{INVITATION_TTL_SECONDS, SESSION_TTL_SECONDS, TOKEN_USE_PRECISION_SECONDS};
+    use studio_store::{INVITATION_TTL_SECONDS, SESSION_TTL_SECONDS, TOKEN_USE_PRECISION_SECONDS};
     let world = World::new();
     let ada = world.page(&world.admin);
     let (_, invited) = ada
@@ -785,7 +785,7 @@ async fn admins_changing_each_other_at_once_always_leave_an_admin() {
                         .store()
                         .create_user(
                             &format!("admin{n}"),
-                            crate::store::UserRole::Admin,
+                            studio_store::UserRole::Admin,
                             PASSWORD,
                         )
                         .unwrap(),
@@ -827,7 +827,7 @@ async fn admins_changing_each_other_at_once_always_leave_an_admin() {
                 .unwrap()
                 .into_iter()
                 .filter(|person| {
-                    person.user.role == crate::store::UserRole::Admin
+                    person.user.role == studio_store::UserRole::Admin
                         && !person.disabled
                         && !person.invited
                 })

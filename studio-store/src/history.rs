@@ -1,4 +1,4 @@
-//! What the history tools (`crate::history`) need of the core database
+//! What the history tools (studio-core's `history`) need of the core database
 //! besides the ledger: the audit entry of a revert, and whether a revision
 //! the ledger no longer holds was ever one of the app's (so a pruned revision
 //! is told apart from one that never existed).

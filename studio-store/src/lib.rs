@@ -1,20 +1,26 @@
-//! The core database: users, browser sessions, tokens, the app registry,
-//! grants, the append-only authorization audit log and confirmation tokens
-//! for model-invoked writes (`confirmations`), and the revision ledger
-//! (`ledger`: every validated revision's files and resource, content-addressed).
-//! This is the only code
-//! that opens `DB_PATH`; studio-core and the operator CLI (`sasha admin`) both
-//! go through it, possibly at the same time, so every write runs in a
-//! `BEGIN IMMEDIATE` transaction on a WAL database with a 5 s busy timeout.
+//! studio-store: the core database (`DB_PATH`): users, browser sessions,
+//! tokens, people and invitations, OAuth clients and grants, the app
+//! registry and grants, the append-only authorization audit log,
+//! confirmation tokens for model-invoked writes (`confirmations`), the
+//! revision ledger (`ledger`: every validated revision's files and resource,
+//! content-addressed), drafts, member apps, the assistant's conversations and
+//! improvement suggestions. This is the only code that opens `DB_PATH`;
+//! studio-core and the operator CLI (`sasha admin`) both go through it,
+//! possibly at the same time, so every write runs in a `BEGIN IMMEDIATE`
+//! transaction on a WAL database with a 5 s busy timeout.
 //!
-//! The API is blocking (rusqlite); async callers run it on a blocking thread.
+//! The API is blocking (rusqlite); async callers run it through
+//! [`blocking`], which also turns a [`StoreError`] into the envelope
+//! ([`store_error`]). Domain types go in and out: no rusqlite type, no HTTP
+//! and no wire message is part of it, so a second implementation of the
+//! same calls (another database) can stand behind it.
 //!
 //! What it must not do: open an app's data file (that is data-worker's), cache
 //! an access decision (every check reads the database, so a revocation applies
-//! to the very next call), widen a token's scopes, or log, return or store a
-//! secret. Sessions and tokens are stored as sha256 of their secret, passwords
-//! as argon2id PHC strings; the only place a secret appears is the return value
-//! of the call that minted it.
+//! to the very next call), widen a token's scopes, decide who may ask (its
+//! callers do), or log, return or store a secret. Sessions and tokens are
+//! stored as sha256 of their secret, passwords as argon2id PHC strings; the
+//! only place a secret appears is the return value of the call that minted it.
 //!
 //! Each table's calls live in a sibling module (`users`, `tokens`, `grants`,
 //! `oauth`, `people`, …); this module keeps the shared types and helpers and
@@ -22,6 +28,7 @@
 
 mod app_creation;
 mod assistant;
+mod blocking;
 mod confirmations;
 mod drafts;
 mod grants;
@@ -50,6 +57,7 @@ use serde::{Deserialize, Serialize};
 
 pub use self::app_creation::creation_action;
 pub use self::assistant::{Conversation, MAX_CONVERSATIONS, MAX_MESSAGES};
+pub use self::blocking::{blocking, store_error};
 pub use self::confirmations::{
     CONFIRMATION_TOKEN_PREFIX, CONFIRMATION_TTL_SECONDS, ConfirmationRefusal, ConfirmationResult,
     ConfirmedCall, IssuedConfirmation, MAX_CONFIRMATION_ARGUMENTS_BYTES,
@@ -239,8 +247,6 @@ wire_enum! {
 mod ledger;
 mod suggestions;
 
-#[cfg(test)]
-pub(crate) use self::ledger::test_resource;
 pub use self::ledger::{
     DEFAULT_REVISION_RETENTION, MAX_REVISION_SUMMARY_CHARS, Recorded, RevisionContent,
     RevisionEntry, RevisionFile, RevisionOrigin, RevisionSurface, SUMMARY_FOUND_ON_DISK,

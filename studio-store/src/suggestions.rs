@@ -7,7 +7,7 @@
 //! [`SUGGESTION_WINDOW_SECONDS`] (counted and inserted in one immediate
 //! transaction, so racing calls cannot exceed the cap). Whether a suggestion's
 //! text is acceptable (no credentials, paths, source code or records) is
-//! decided before it gets here, by `crate::suggestions::parse`; every caller
+//! decided before it gets here, by studio-core's `suggestions::parse`; every caller
 //! that takes a suggestion from outside must go through it.
 //!
 //! What it must not do: log a suggestion's text, or change a stored one.

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use rusqlite::{OptionalExtension as _, TransactionBehavior};
-use sasha_package::sql::ReadPolicy;
+use sasha_contract::data::ReadPolicy;
 
 use super::{
     ACTOR_SYSTEM, AppAccess, AuditEntry, Grant, RegisteredApp, Store, StoreError, TokenKind,

@@ -1,7 +1,7 @@
 //! Member apps in the core database (migration 11): who wrote each, its
 //! current revision (whose files are the revision ledger's), the names its
 //! author shared it with (migration 14), and the instance setting that lets
-//! members make apps at all. Who may ask is `crate::member_apps`'s decision;
+//! members make apps at all. Who may ask is studio-core's `member_apps`'s decision;
 //! this module keeps the rules that must hold in one transaction: the
 //! instance and per-author caps, the bytes one author's apps may keep in the
 //! ledger, author-only overwrite and sharing, and the switch.

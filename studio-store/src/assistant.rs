@@ -1,7 +1,7 @@
 //! The Studio assistant's conversations (migration 9): per user, each a list
 //! of messages kept as the provider takes them (`role`, `content`,
 //! `tool_calls`, `tool_call_id`) plus what Studio shows of a tool call's
-//! outcome. `crate::assistant` runs the turns; this module only stores.
+//! outcome. studio-assistant runs the turns; this module only stores.
 //!
 //! Bounded: a user keeps at most [`MAX_CONVERSATIONS`] (starting another
 //! removes the least recently used), a conversation at most
@@ -207,7 +207,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::UserRole;
+    use crate::UserRole;
     use serde_json::json;
 
     #[test]

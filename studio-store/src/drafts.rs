@@ -2,7 +2,7 @@
 //! begins as the live package's files and is changed file by file; its
 //! files are rows naming content-addressed blobs of the revision ledger
 //! (`revision_blobs`), so a draft shares every unchanged byte with the live
-//! revision and with every other revision. `crate::drafts` decides who may
+//! revision and with every other revision. studio-core's `drafts` decides who may
 //! do what and validates; this module only stores, compares and swaps.
 //!
 //! A change is one IMMEDIATE transaction that reads the file's current

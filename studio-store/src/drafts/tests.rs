@@ -3,7 +3,7 @@
 //! pruning the ledger removes exactly the blobs nothing else holds.
 
 use super::*;
-use crate::store::{RevisionContent, RevisionOrigin, UserRole};
+use crate::{RevisionContent, RevisionOrigin, UserRole};
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -159,7 +159,7 @@ fn a_change_sees_the_current_file_and_its_rule_decides() {
 fn ending_a_draft_keeps_the_bytes_a_revision_holds() {
     let fixture = Fixture::new();
     let html = "<!doctype html><html lang=\"en\"><head><title>x</title></head><body></body></html>";
-    let resource = crate::store::ledger::test_resource("notes", html);
+    let resource = crate::ledger::test_resource("notes", html);
     fixture
         .store
         .record_revision(
@@ -225,8 +225,7 @@ fn pruning_the_ledger_keeps_the_bytes_a_draft_holds() {
         .unwrap();
     let html = "<!doctype html><html lang=\"en\"><head><title>x</title></head><body></body></html>";
     for (index, text) in ["kept by the draft", "second"].iter().enumerate() {
-        let resource =
-            crate::store::ledger::test_resource("notes", &format!("{html}<!-- {index} -->"));
+        let resource = crate::ledger::test_resource("notes", &format!("{html}<!-- {index} -->"));
         fixture
             .store
             .record_revision(

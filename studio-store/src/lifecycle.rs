@@ -1,5 +1,5 @@
 //! Withdrawing, restoring and deleting an app: the flags on `app_registry`
-//! (migration 7) and their audit entries. Who may is `crate::lifecycle`'s
+//! (migration 7) and their audit entries. Who may is studio-core's `lifecycle`'s
 //! decision; this module only records.
 //!
 //! A withdrawn app keeps its registry row, grants, revision ledger and data:

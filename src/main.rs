@@ -139,7 +139,7 @@ enum Command {
         state_dir: Option<PathBuf>,
     },
     /// studio-core's document-conversion child: one file in on stdin, its
-    /// Markdown out on stdout, confined (studio_core::uploads::isolate).
+    /// Markdown out on stdout, confined (studio_uploads::isolate).
     #[command(hide = true)]
     ConvertDocument,
 }
@@ -196,7 +196,7 @@ fn main() -> ExitCode {
         Command::Seed { state_dir } => seed::main(state_dir.as_deref()),
         Command::Certs { out, force } => certs::main(&out, force),
         Command::Backup { out, state_dir } => backup::main(&out, state_dir.as_deref()),
-        Command::ConvertDocument => studio_core::uploads::isolate::run_child(),
+        Command::ConvertDocument => studio_uploads::isolate::run_child(),
     }
 }
 

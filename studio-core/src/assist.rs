@@ -20,9 +20,9 @@ use tonic::Status;
 use crate::Core;
 use crate::catalogue::AppEntry;
 use crate::chat::{ChatDocument, ChatTurn};
-use crate::uploads::IncomingFile;
 use studio_store::blocking;
 use studio_store::{AppAccess, Scope};
+use studio_uploads::IncomingFile;
 
 /// The event stream of one chat turn.
 pub(crate) type ChatStream = Pin<Box<dyn Stream<Item = Result<pb::ChatEvent, Status>> + Send>>;

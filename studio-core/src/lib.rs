@@ -14,7 +14,7 @@
 //! `source_tools` (`SourceFiles`), `suggestions` (the shape of a
 //! suggestion), `web` (the Studio page and its modules, the MCP Apps host),
 //! [`chat`] (chat turns for apps against an OpenAI-compatible provider),
-//! [`uploads`] (documents converted to Markdown in each user's upload area),
+//! (uploads: `studio_uploads`),
 //! `assist` (`CoreService.Chat` and `Upload`: the checks and the streaming),
 //! `recovery` (the recovery descriptor), `oauth` (the OAuth 2.1
 //! authorization server for MCP clients), `people_http` (people, invitations
@@ -73,7 +73,6 @@ mod suggestions;
 mod test_data_worker;
 #[cfg(test)]
 mod test_world;
-pub mod uploads;
 mod web;
 
 use sasha_package::sql::ReadPolicy;
@@ -235,7 +234,7 @@ struct Core {
     /// Chat turns for apps (`CoreService.Chat`).
     chat: chat::ChatService,
     /// The users' converted documents (`CoreService.Upload`), below `UPLOADS_ROOT`.
-    uploads: Arc<uploads::UploadArea>,
+    uploads: Arc<studio_uploads::UploadArea>,
     /// The OAuth authorization server's parked requests and rate window.
     oauth: oauth::OAuthState,
     /// Each draft's validation, by its files' content addresses.
@@ -426,9 +425,9 @@ pub async fn run_with_store(
         source: Arc::new(source::SourceTree::new(catalogue.apps_dir())),
         catalogue,
         chat: chat::ChatService::new(config.chat.clone()),
-        uploads: Arc::new(uploads::UploadArea::new(
+        uploads: Arc::new(studio_uploads::UploadArea::new(
             config.storage.uploads_root.clone(),
-            uploads::isolate::Converter::this_executable().map_err(|error| {
+            studio_uploads::isolate::Converter::this_executable().map_err(|error| {
                 RoleError::Startup(format!(
                     "cannot find this executable to convert documents with: {error}"
                 ))

@@ -109,12 +109,12 @@ impl World {
             chat,
             // Router tests upload nothing: conversions are process tests
             // (`tests/process/assist.rs`), whose child is the real binary.
-            uploads: Arc::new(crate::uploads::UploadArea::new(
+            uploads: Arc::new(studio_uploads::UploadArea::new(
                 dir.path().join("uploads"),
-                crate::uploads::isolate::Converter::command(
+                studio_uploads::isolate::Converter::command(
                     "/bin/false",
                     std::iter::empty::<&str>(),
-                    crate::uploads::isolate::WALL_LIMIT,
+                    studio_uploads::isolate::WALL_LIMIT,
                 ),
             )),
             oauth: crate::oauth::OAuthState::new(STUDIO, STUDIO),

@@ -38,7 +38,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use lopdf::content::Content;
 use lopdf::{Dictionary, Document, LoadOptions, Object, ObjectId, Stream};
 
-use super::convert::{Refusal, looks_like};
+use crate::refusal::{Refusal, looks_like};
 
 /// Most pages of a PDF.
 pub const MAX_PAGES: usize = 2_000;

@@ -34,17 +34,19 @@ mod area;
 pub mod convert;
 pub mod docx;
 pub mod isolate;
+pub mod markdown;
 pub mod names;
 pub mod pdf;
+pub mod refusal;
 
 use std::path::PathBuf;
 
 use sasha_proto::{AppError, ErrorCode};
 use serde::Serialize;
 
-use crate::uploads::area::Area;
-use crate::uploads::convert::Refusal;
-use crate::uploads::isolate::Converter;
+use crate::area::Area;
+use crate::isolate::Converter;
+use crate::refusal::Refusal;
 
 /// Most files in one upload.
 pub const MAX_FILES: usize = 10;

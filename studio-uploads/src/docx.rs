@@ -17,7 +17,8 @@ use std::io::{Cursor, Read as _};
 
 use quick_xml::events::{BytesStart, Event};
 
-use super::convert::{Refusal, looks_like, table, table_cell};
+use crate::markdown::{table, table_cell};
+use crate::refusal::{Refusal, looks_like};
 
 /// Most bytes `word/document.xml` may expand to (50 MiB).
 pub const MAX_DOCUMENT_XML_BYTES: u64 = 50 * 1024 * 1024;

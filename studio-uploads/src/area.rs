@@ -18,9 +18,10 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 use sasha_proto::{AppError, ErrorCode};
+use sasha_service::files::{CREATE_FLAGS, FOLDER_FLAGS, READ_FLAGS};
 
-use super::names::{self, candidate};
-use super::{Converted, MAX_MARKDOWN_BYTES};
+use crate::names::{self, candidate};
+use crate::{Converted, MAX_MARKDOWN_BYTES};
 
 /// Prefix of a temporary file; hidden, so never a document name.
 const TEMP_PREFIX: &str = ".sasha-tmp-";
@@ -30,8 +31,6 @@ const FOLDER_MODE: u32 = 0o700;
 const FILE_MODE: u32 = 0o600;
 /// Most names tried for one document before giving up.
 const MAX_ATTEMPTS: usize = 10_000;
-// The open flags are the source engine's: never a link, never a FIFO's block.
-use crate::source::{CREATE_FLAGS, FOLDER_FLAGS, READ_FLAGS};
 
 #[derive(Debug)]
 pub(super) struct Area {

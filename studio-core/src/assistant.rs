@@ -41,7 +41,8 @@ use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
 
 use crate::Core;
-use crate::api::{ErrorEnvelope, no_store, parse_body, session_user, session_write};
+use studio_identity::http::caller::{session_user, session_write};
+use studio_identity::http::{ErrorEnvelope, no_store, parse_body};
 use studio_store::blocking;
 
 /// How long a confirmation waits for the person before it counts as
@@ -202,7 +203,7 @@ fn not_found() -> Response {
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 404, description = "hidden: not a browser session", body = ErrorEnvelope)))]
 pub(crate) async fn status(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
-    if let Err(response) = session_user(&core, &headers).await {
+    if let Err(response) = session_user(&core.accounts, &headers).await {
         return response;
     }
     let model = core.chat.model();
@@ -219,7 +220,7 @@ pub(crate) async fn status(State(core): State<Arc<Core>>, headers: HeaderMap) ->
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 404, description = "hidden: not a browser session", body = ErrorEnvelope)))]
 pub(crate) async fn list(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
-    let principal = match session_user(&core, &headers).await {
+    let principal = match session_user(&core.accounts, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -253,7 +254,7 @@ pub(crate) async fn create(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let principal = match session_write(&core, &method, &headers, !body.is_empty()).await {
+    let principal = match session_write(&core.accounts, &method, &headers, !body.is_empty()).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -287,7 +288,7 @@ pub(crate) async fn read(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let principal = match session_user(&core, &headers).await {
+    let principal = match session_user(&core.accounts, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -323,7 +324,7 @@ pub(crate) async fn remove(
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    let principal = match session_write(&core, &method, &headers, false).await {
+    let principal = match session_write(&core.accounts, &method, &headers, false).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -360,7 +361,7 @@ pub(crate) async fn turn(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let principal = match session_write(&core, &method, &headers, true).await {
+    let principal = match session_write(&core.accounts, &method, &headers, true).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -448,7 +449,7 @@ pub(crate) async fn confirm(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let principal = match session_write(&core, &method, &headers, true).await {
+    let principal = match session_write(&core.accounts, &method, &headers, true).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };

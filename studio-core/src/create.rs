@@ -48,8 +48,9 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use crate::Core;
-use crate::api::{parse_body, same_origin_json};
 use crate::package_dir::{prepare_staging, rename_no_replace, sync_dir, write_tree};
+use studio_identity::http::caller::same_origin_json;
+use studio_identity::http::parse_body;
 use studio_store::blocking;
 use studio_store::{AppAccess, Principal, PrincipalKind, RevisionOrigin, RevisionSurface, Scope};
 
@@ -678,23 +679,23 @@ fn writes(principal: &Principal) -> bool {
 /// app (admin and staff) and answers `{app, status}`.
 #[utoipa::path(post, path = "/api/apps", request_body = CreateAppBody, responses(
     (status = 201, description = "created, registered, and managed by every admin and staff user existing now", body = CreatedApp),
-    (status = 400, description = "an invalid id, name or description, or an unknown field; details.field names it", body = crate::api::ErrorEnvelope),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not from the Studio origin, not admin or staff, or no apps:write", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "hidden: a credential that does not resolve", body = crate::api::ErrorEnvelope),
-    (status = 409, description = "the id exists on disk or was ever registered (APP_CONFLICT)", body = crate::api::ErrorEnvelope),
-    (status = 415, description = "body is not application/json", body = crate::api::ErrorEnvelope),
-    (status = 503, description = "account store busy; retry", body = crate::api::ErrorEnvelope)))]
+    (status = 400, description = "an invalid id, name or description, or an unknown field; details.field names it", body = studio_identity::http::ErrorEnvelope),
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, not admin or staff, or no apps:write", body = studio_identity::http::ErrorEnvelope),
+    (status = 404, description = "hidden: a credential that does not resolve", body = studio_identity::http::ErrorEnvelope),
+    (status = 409, description = "the id exists on disk or was ever registered (APP_CONFLICT)", body = studio_identity::http::ErrorEnvelope),
+    (status = 415, description = "body is not application/json", body = studio_identity::http::ErrorEnvelope),
+    (status = 503, description = "account store busy; retry", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn create_app_http(
     State(core): State<Arc<Core>>,
     method: Method,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Err(response) = same_origin_json(&core, &method, &headers, true) {
+    if let Err(response) = same_origin_json(&core.accounts, &method, &headers, true) {
         return response;
     }
-    let principal = match crate::api::user(&core, &headers).await {
+    let principal = match studio_identity::http::caller::user(&core.accounts, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -723,7 +724,9 @@ pub(crate) async fn create_app_http(
     )
     .await;
     match created {
-        Ok(reply) => crate::api::no_store((StatusCode::CREATED, Json(CreatedApp::from(reply)))),
+        Ok(reply) => {
+            studio_identity::http::no_store((StatusCode::CREATED, Json(CreatedApp::from(reply))))
+        }
         Err(error) => error.into_response(),
     }
 }

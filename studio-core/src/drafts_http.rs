@@ -23,8 +23,10 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::Core;
-use crate::api::{ResourceResponse, no_store, parse_body, same_origin_json};
+use crate::api::ResourceResponse;
 use crate::drafts::{Approval, Reviewed};
+use studio_identity::http::caller::same_origin_json;
+use studio_identity::http::{no_store, parse_body};
 
 /// The source tools' access rule for `app_id` (an id that is not one is the
 /// hidden 404).
@@ -34,7 +36,7 @@ async fn manages(
     app_id: &str,
 ) -> Result<(), Response> {
     if !sasha_package::manifest::is_kebab_id(app_id) {
-        return Err(crate::api::hidden_not_found().into_response());
+        return Err(studio_identity::http::hidden_not_found().into_response());
     }
     crate::source_tools::authorize_manager(core, principal, app_id)
         .await
@@ -58,9 +60,9 @@ fn answer(reply: Result<pb::DraftReply, AppError>, status: StatusCode) -> Respon
 /// `GET /api/apps/:appId/draft`: the app's draft with its review.
 #[utoipa::path(get, path = "/api/apps/{appId}/draft", params(("appId" = String, Path)), responses(
     (status = 200, description = "`{app, draft: {previewId, baseRevision, liveRevision, contentHash, stale, status, createdBy, createdAt, updatedAt, changes, review}}`, as checkApp with draft: true answers (contentHash names this exact state; publishing sends it back); Cache-Control: no-store", body = Object),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not admin or staff with manage on the app, no apps:write, or an unknown app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "no draft (APP_RECORD_NOT_FOUND, details.cause = DRAFT_NOT_FOUND), or a credential that does not resolve", body = crate::api::ErrorEnvelope)))]
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not admin or staff with manage on the app, no apps:write, or an unknown app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 404, description = "no draft (APP_RECORD_NOT_FOUND, details.cause = DRAFT_NOT_FOUND), or a credential that does not resolve", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn review(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -83,15 +85,15 @@ pub(crate) async fn review(
 #[utoipa::path(post, path = "/api/apps/{appId}/draft", params(("appId" = String, Path)), responses(
     (status = 201, description = "the new draft, as GET answers", body = Object),
     (status = 200, description = "the draft that already existed", body = Object),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not from the Studio origin, or not admin or staff with manage on the app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope)))]
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, or not admin or staff with manage on the app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn start(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(response) = same_origin_json(&core, &method, &headers, false) {
+    if let Err(response) = same_origin_json(&core.accounts, &method, &headers, false) {
         return response;
     }
     let principal = match crate::api::wire_user(&core, &headers).await {
@@ -118,16 +120,16 @@ pub(crate) async fn start(
 /// `DELETE /api/apps/:appId/draft`: discards the draft.
 #[utoipa::path(delete, path = "/api/apps/{appId}/draft", params(("appId" = String, Path)), responses(
     (status = 200, description = "`{app, discarded: true}`", body = Object),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not from the Studio origin, or not admin or staff with manage on the app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "no draft (details.cause = DRAFT_NOT_FOUND)", body = crate::api::ErrorEnvelope)))]
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, or not admin or staff with manage on the app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 404, description = "no draft (details.cause = DRAFT_NOT_FOUND)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn discard(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(response) = same_origin_json(&core, &method, &headers, false) {
+    if let Err(response) = same_origin_json(&core.accounts, &method, &headers, false) {
         return response;
     }
     let principal = match crate::api::wire_user(&core, &headers).await {
@@ -149,10 +151,10 @@ pub(crate) async fn discard(
 /// draft's preview id and reach scratch data only).
 #[utoipa::path(get, path = "/api/apps/{appId}/draft/resource", params(("appId" = String, Path)), responses(
     (status = 200, description = "the draft's resource, as GET /api/apps/{appId}/resource answers; Cache-Control: no-store", body = ResourceResponse),
-    (status = 400, description = "the draft does not validate (APP_INPUT_INVALID with details.diagnostics)", body = crate::api::ErrorEnvelope),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not admin or staff with manage on the app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "no draft (details.cause = DRAFT_NOT_FOUND)", body = crate::api::ErrorEnvelope)))]
+    (status = 400, description = "the draft does not validate (APP_INPUT_INVALID with details.diagnostics)", body = studio_identity::http::ErrorEnvelope),
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not admin or staff with manage on the app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 404, description = "no draft (details.cause = DRAFT_NOT_FOUND)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn resource(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -163,7 +165,7 @@ pub(crate) async fn resource(
         Err(response) => return response,
     };
     if !sasha_package::manifest::is_kebab_id(&app_id) {
-        return crate::api::hidden_not_found().into_response();
+        return studio_identity::http::hidden_not_found().into_response();
     }
     if let Err(error) = crate::drafts::authorize_previewer(&core, &principal, &app_id).await {
         return error.into_response();
@@ -207,12 +209,12 @@ pub(crate) struct PublishBody {
 /// reviewed.
 #[utoipa::path(post, path = "/api/apps/{appId}/draft/publish", params(("appId" = String, Path)), request_body = PublishBody, responses(
     (status = 200, description = "`{app, published: {revision, previousRevision, migrationsApplied, status}}`", body = Object),
-    (status = 400, description = "the draft does not validate (APP_INPUT_INVALID, details.diagnostics), a contentHash that is not a sha256, or an unknown or missing field", body = crate::api::ErrorEnvelope),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not from the Studio origin, not admin or staff with manage, or a widening of reads that only an admin may publish (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "no draft, or a credential that is not a browser session", body = crate::api::ErrorEnvelope),
-    (status = 409, description = "the live app moved since the draft began (APP_CONFLICT, diagnostic DRAFT_BASE_MOVED), or the draft changed since it was reviewed (APP_CONFLICT, details.cause = DRAFT_CHANGED)", body = crate::api::ErrorEnvelope),
-    (status = 503, description = "the draft drops or edits an applied migration (APP_SCHEMA_INCOMPATIBLE), or data-worker is unreachable", body = crate::api::ErrorEnvelope)))]
+    (status = 400, description = "the draft does not validate (APP_INPUT_INVALID, details.diagnostics), a contentHash that is not a sha256, or an unknown or missing field", body = studio_identity::http::ErrorEnvelope),
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, not admin or staff with manage, or a widening of reads that only an admin may publish (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 404, description = "no draft, or a credential that is not a browser session", body = studio_identity::http::ErrorEnvelope),
+    (status = 409, description = "the live app moved since the draft began (APP_CONFLICT, diagnostic DRAFT_BASE_MOVED), or the draft changed since it was reviewed (APP_CONFLICT, details.cause = DRAFT_CHANGED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 503, description = "the draft drops or edits an applied migration (APP_SCHEMA_INCOMPATIBLE), or data-worker is unreachable", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn publish(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -220,10 +222,13 @@ pub(crate) async fn publish(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let principal = match crate::api::session_write(&core, &method, &headers, true).await {
-        Ok(principal) => crate::core_grpc::to_wire(&principal),
-        Err(response) => return response,
-    };
+    let principal =
+        match studio_identity::http::caller::session_write(&core.accounts, &method, &headers, true)
+            .await
+        {
+            Ok(principal) => crate::core_grpc::to_wire(&principal),
+            Err(response) => return response,
+        };
     let body: PublishBody = match parse_body(&body) {
         Ok(body) => body,
         Err(response) => return response,

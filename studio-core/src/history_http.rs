@@ -22,7 +22,8 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::Core;
-use crate::api::{no_store, parse_body, same_origin_json};
+use studio_identity::http::caller::same_origin_json;
+use studio_identity::http::{no_store, parse_body};
 use studio_store::RevisionSurface;
 
 /// Asks the history for `operation` on `app_id` as the caller of `headers`.
@@ -62,10 +63,10 @@ async fn ask_as(
 /// `GET /api/apps/:appId/revisions`: the app's revisions, newest first.
 #[utoipa::path(get, path = "/api/apps/{appId}/revisions", params(("appId" = String, Path)), responses(
     (status = 200, description = "`{app, revisions: [{revision, uri, recordedAt, user, surface, summary, files, bytes, current}]}`, newest first, as listAppRevisions answers; Cache-Control: no-store", body = Object),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not admin or staff with manage on the app, no apps:write, or an unknown app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "hidden: a credential that does not resolve", body = crate::api::ErrorEnvelope),
-    (status = 503, description = "account store busy; retry", body = crate::api::ErrorEnvelope)))]
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not admin or staff with manage on the app, no apps:write, or an unknown app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 404, description = "hidden: a credential that does not resolve", body = studio_identity::http::ErrorEnvelope),
+    (status = 503, description = "account store busy; retry", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn list_revisions(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -87,12 +88,12 @@ pub(crate) struct DiffQuery {
     ("revision" = String, Path, description = "the revision diffed to"),
     ("from" = String, Query, description = "the revision diffed from")), responses(
     (status = 200, description = "`{app, from, to, files: [{path, change, fromVersion, toVersion, diff?, binary?, truncated?}], truncated}`, as diffAppRevisions answers; Cache-Control: no-store", body = Object),
-    (status = 400, description = "a revision that is not 64 lowercase hex digits, or no from", body = crate::api::ErrorEnvelope),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not admin or staff with manage on the app, no apps:write, or an unknown app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "the app never had that revision, or a credential that does not resolve", body = crate::api::ErrorEnvelope),
-    (status = 410, description = "the retention policy removed that revision (APP_REVISION_UNAVAILABLE)", body = crate::api::ErrorEnvelope),
-    (status = 503, description = "account store busy; retry", body = crate::api::ErrorEnvelope)))]
+    (status = 400, description = "a revision that is not 64 lowercase hex digits, or no from", body = studio_identity::http::ErrorEnvelope),
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not admin or staff with manage on the app, no apps:write, or an unknown app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 404, description = "the app never had that revision, or a credential that does not resolve", body = studio_identity::http::ErrorEnvelope),
+    (status = 410, description = "the retention policy removed that revision (APP_REVISION_UNAVAILABLE)", body = studio_identity::http::ErrorEnvelope),
+    (status = 503, description = "account store busy; retry", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn diff_revisions(
     State(core): State<Arc<Core>>,
     Path((app_id, revision)): Path<(String, String)>,
@@ -119,11 +120,11 @@ pub(crate) struct FileQuery {
     ("revision" = String, Path),
     ("path" = String, Query, description = "the package-relative path")), responses(
     (status = 200, description = "`{app, revision, path, content, bytes, version, encoding?}`, as readAppRevisionFile answers (a binary asset in base64 with encoding); Cache-Control: no-store", body = Object),
-    (status = 400, description = "a revision that is not 64 lowercase hex digits, or no path", body = crate::api::ErrorEnvelope),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not admin or staff with manage on the app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "the app never had that revision, or the revision has no such file", body = crate::api::ErrorEnvelope),
-    (status = 410, description = "the retention policy removed that revision (APP_REVISION_UNAVAILABLE)", body = crate::api::ErrorEnvelope)))]
+    (status = 400, description = "a revision that is not 64 lowercase hex digits, or no path", body = studio_identity::http::ErrorEnvelope),
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not admin or staff with manage on the app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 404, description = "the app never had that revision, or the revision has no such file", body = studio_identity::http::ErrorEnvelope),
+    (status = 410, description = "the retention policy removed that revision (APP_REVISION_UNAVAILABLE)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn read_file(
     State(core): State<Arc<Core>>,
     Path((app_id, revision)): Path<(String, String)>,
@@ -152,14 +153,14 @@ pub(crate) struct RevertBody {
 /// makes the package's files equal `revision`'s (a same-origin JSON request).
 #[utoipa::path(post, path = "/api/apps/{appId}/revert", params(("appId" = String, Path)), request_body = RevertBody, responses(
     (status = 200, description = "`{app, revision, previousRevision, status: {ok, revision, diagnostics}}`, as revertApp answers", body = Object),
-    (status = 400, description = "a revision that is not 64 lowercase hex digits, or an unknown field", body = crate::api::ErrorEnvelope),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not from the Studio origin, not admin or staff with manage on the app, no apps:write, or the old revision would widen who reads a table that holds rows (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "the app never had that revision, or a credential that does not resolve", body = crate::api::ErrorEnvelope),
-    (status = 409, description = "expectedRevision is not the current revision (APP_CONFLICT, details.reason = stale-revision, details.currentRevision))", body = crate::api::ErrorEnvelope),
-    (status = 415, description = "body is not application/json", body = crate::api::ErrorEnvelope),
-    (status = 410, description = "the retention policy removed that revision (APP_REVISION_UNAVAILABLE)", body = crate::api::ErrorEnvelope),
-    (status = 503, description = "the old revision would drop or change an applied migration (APP_SCHEMA_INCOMPATIBLE, naming it), data-worker unreachable for a data app, or the account store busy", body = crate::api::ErrorEnvelope)))]
+    (status = 400, description = "a revision that is not 64 lowercase hex digits, or an unknown field", body = studio_identity::http::ErrorEnvelope),
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, not admin or staff with manage on the app, no apps:write, or the old revision would widen who reads a table that holds rows (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 404, description = "the app never had that revision, or a credential that does not resolve", body = studio_identity::http::ErrorEnvelope),
+    (status = 409, description = "expectedRevision is not the current revision (APP_CONFLICT, details.reason = stale-revision, details.currentRevision))", body = studio_identity::http::ErrorEnvelope),
+    (status = 415, description = "body is not application/json", body = studio_identity::http::ErrorEnvelope),
+    (status = 410, description = "the retention policy removed that revision (APP_REVISION_UNAVAILABLE)", body = studio_identity::http::ErrorEnvelope),
+    (status = 503, description = "the old revision would drop or change an applied migration (APP_SCHEMA_INCOMPATIBLE, naming it), data-worker unreachable for a data app, or the account store busy", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn revert(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -167,7 +168,7 @@ pub(crate) async fn revert(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Err(response) = same_origin_json(&core, &method, &headers, true) {
+    if let Err(response) = same_origin_json(&core.accounts, &method, &headers, true) {
         return response;
     }
     // Who asks comes before what they ask: an anonymous caller learns

@@ -35,33 +35,16 @@ mod drafts;
 mod drafts_http;
 mod history;
 mod history_http;
+mod http;
 mod lifecycle;
 mod lifecycle_http;
 mod member_apps;
 mod member_apps_http;
-#[allow(
-    clippy::result_large_err,
-    reason = "guards return the finished refusal, as axum handlers do"
-)]
-mod oauth;
-/// The OAuth endpoints' request rules, pure functions of a request's bytes
-/// (form parameters, redirect URIs, a client registration), as the endpoints
-/// apply them; public for the fuzz targets in `fuzz/`.
-pub mod oauth_rules {
-    pub use crate::oauth::OAuthError;
-    pub use crate::oauth::params::{parse_params, redirect_matches, redirect_uri_problem};
-    pub use crate::oauth::register::{Registration, registration};
-}
 /// Models the fuzz targets and property tests check the OAuth, path, id and
 /// upload-name rules against; never in a service build.
 #[cfg(any(test, feature = "oracle"))]
 pub mod oracle;
 mod package_dir;
-#[allow(
-    clippy::result_large_err,
-    reason = "guards return the finished refusal, as axum handlers do"
-)]
-mod people_http;
 mod read_guard;
 mod recovery;
 mod revisions;
@@ -81,10 +64,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
+use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use http::{HeaderValue, header};
 use sasha_proto::pb::core_service_server::CoreServiceServer;
 use sasha_proto::pb::{HealthReply, HealthRequest};
 use sasha_proto::{AppError, ErrorCode};
@@ -223,8 +206,9 @@ struct Core {
     revision_retention: usize,
     /// Users, sessions, tokens, the registry and grants (`DB_PATH`).
     store: Store,
-    /// Failed sign-ins per user name, to slow password guessing.
-    login_throttle: api::LoginThrottle,
+    /// Who is calling: sessions, sign-in, people, tokens and the OAuth
+    /// authorization server (studio-identity), over the same store.
+    accounts: Arc<studio_identity::Accounts>,
     /// The member tier's caps (`member_apps::MEMBER_CAPS`).
     member_caps: studio_store::MemberCaps,
     /// Each author's member app deploys.
@@ -235,8 +219,6 @@ struct Core {
     chat: chat::ChatService,
     /// The users' converted documents (`CoreService.Upload`), below `UPLOADS_ROOT`.
     uploads: Arc<studio_uploads::UploadArea>,
-    /// The OAuth authorization server's parked requests and rate window.
-    oauth: oauth::OAuthState,
     /// Each draft's validation, by its files' content addresses.
     drafts: drafts::DraftCache,
     /// The Studio assistant's running turns and waiting confirmations.
@@ -244,12 +226,6 @@ struct Core {
 }
 
 impl Core {
-    /// Session cookies get `Secure` and the `__Host-` prefix when Studio is
-    /// served over https.
-    fn secure_cookies(&self) -> bool {
-        self.origins.studio.as_str().starts_with("https://")
-    }
-
     /// Every app `user_id` holds access on, read fresh from the store (one
     /// query), for the API and CoreService alike.
     async fn granted_apps(
@@ -417,9 +393,13 @@ pub async fn run_with_store(
     let core = Arc::new(Core {
         origins: config.origins.clone(),
         data,
+        accounts: Arc::new(studio_identity::Accounts::new(
+            store.clone(),
+            config.origins.studio.clone(),
+            config.mcp_origin.as_str(),
+        )),
         store,
         revision_retention: config.revision_retention,
-        login_throttle: api::LoginThrottle::default(),
         member_caps: member_apps::MEMBER_CAPS,
         member_deploys,
         source: Arc::new(source::SourceTree::new(catalogue.apps_dir())),
@@ -433,7 +413,6 @@ pub async fn run_with_store(
                 ))
             })?,
         )),
-        oauth: oauth::OAuthState::new(config.origins.studio.as_str(), config.mcp_origin.as_str()),
         drafts: drafts::DraftCache::default(),
         assistant: Arc::new(assistant::Assistant::new(config.assistant_mcp_url.clone())),
     });
@@ -623,9 +602,8 @@ fn router(core: Arc<Core>) -> axum::Router {
         .merge(web::routes(&core.origins.sandbox))
         .merge(api::routes())
         .merge(member_apps_http::routes())
-        .merge(people_http::routes())
+        .merge(studio_identity::http::routes().with_state(core.accounts.clone()))
         .merge(assistant::routes())
-        .merge(oauth::routes())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             core.clone(),
@@ -744,12 +722,12 @@ mod tests {
         assert!(!reply.ok);
         assert_eq!(
             grpc::health_http_response(&reply).status(),
-            http::StatusCode::SERVICE_UNAVAILABLE
+            axum::http::StatusCode::SERVICE_UNAVAILABLE
         );
         let reply = grpc::health_reply(Role::StudioCore, Vec::new());
         assert_eq!(
             grpc::health_http_response(&reply).status(),
-            http::StatusCode::OK
+            axum::http::StatusCode::OK
         );
     }
 }

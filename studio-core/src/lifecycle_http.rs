@@ -20,8 +20,9 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use crate::Core;
-use crate::api::{no_store, parse_body, same_origin_json};
 use crate::catalogue::AppEntry;
+use studio_identity::http::caller::same_origin_json;
+use studio_identity::http::{no_store, parse_body};
 use studio_store::UserRole;
 use studio_store::blocking;
 
@@ -54,16 +55,16 @@ async fn run(
 /// data, history and grants kept).
 #[utoipa::path(post, path = "/api/apps/{appId}/withdraw", params(("appId" = String, Path)), responses(
     (status = 200, description = "`{app, changed, withdrawn, packageDeleted, dataDeleted}`, as withdrawApp answers", body = Object),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not from the Studio origin, or not an admin (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "no such app", body = crate::api::ErrorEnvelope)))]
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, or not an admin (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 404, description = "no such app", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn withdraw(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(response) = same_origin_json(&core, &method, &headers, false) {
+    if let Err(response) = same_origin_json(&core.accounts, &method, &headers, false) {
         return response;
     }
     run(
@@ -79,16 +80,16 @@ pub(crate) async fn withdraw(
 /// `POST /api/apps/:appId/restore`: a withdrawn app comes back as it was.
 #[utoipa::path(post, path = "/api/apps/{appId}/restore", params(("appId" = String, Path)), responses(
     (status = 200, description = "as restoreApp answers", body = Object),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not from the Studio origin, or not an admin", body = crate::api::ErrorEnvelope),
-    (status = 409, description = "the package was deleted (APP_CONFLICT)", body = crate::api::ErrorEnvelope)))]
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, or not an admin", body = studio_identity::http::ErrorEnvelope),
+    (status = 409, description = "the package was deleted (APP_CONFLICT)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn restore(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(response) = same_origin_json(&core, &method, &headers, false) {
+    if let Err(response) = same_origin_json(&core.accounts, &method, &headers, false) {
         return response;
     }
     run(
@@ -117,10 +118,10 @@ pub(crate) struct DeleteBody {
 /// a withdrawn app's package and, confirmed twice, its data file.
 #[utoipa::path(post, path = "/api/apps/{appId}/delete", params(("appId" = String, Path)), request_body = DeleteBody, responses(
     (status = 200, description = "as deleteApp answers, with `dataBackup` when the data file was backed up and deleted", body = Object),
-    (status = 400, description = "deleteData without confirmAppId equal to the id (APP_INPUT_INVALID)", body = crate::api::ErrorEnvelope),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not from the Studio origin, or not an admin", body = crate::api::ErrorEnvelope),
-    (status = 409, description = "the app is not withdrawn (APP_CONFLICT)", body = crate::api::ErrorEnvelope)))]
+    (status = 400, description = "deleteData without confirmAppId equal to the id (APP_INPUT_INVALID)", body = studio_identity::http::ErrorEnvelope),
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, or not an admin", body = studio_identity::http::ErrorEnvelope),
+    (status = 409, description = "the app is not withdrawn (APP_CONFLICT)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn delete(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -128,7 +129,7 @@ pub(crate) async fn delete(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Err(response) = same_origin_json(&core, &method, &headers, true) {
+    if let Err(response) = same_origin_json(&core.accounts, &method, &headers, true) {
         return response;
     }
     let body: DeleteBody = match parse_body(&body) {
@@ -148,10 +149,10 @@ pub(crate) async fn delete(
 /// `GET /api/withdrawn-apps`: every withdrawn app, for admins.
 #[utoipa::path(get, path = "/api/withdrawn-apps", responses(
     (status = 200, description = "`{apps: [{app, name, revision, withdrawnAt, withdrawnBy, packageDeleted, dataDeleted}]}` by id; Cache-Control: no-store", body = Object),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not an admin (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope)))]
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not an admin (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn withdrawn_apps(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
-    let principal = match crate::api::user(&core, &headers).await {
+    let principal = match studio_identity::http::caller::user(&core.accounts, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };

@@ -51,7 +51,7 @@ use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 
 use crate::Core;
-use crate::api::{KeyedThrottle, retry_after_seconds, try_again_in};
+use studio_identity::throttle::{KeyedThrottle, retry_after_seconds, try_again_in};
 use studio_store::blocking;
 use studio_store::{
     MemberApp, MemberCaps, MemberDeploy, MemberRefusal, RevisionContent, RevisionOrigin,

@@ -29,9 +29,9 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use crate::Core;
-use crate::api::{no_store, parse_body_within};
 use crate::member_apps::{self as member, Deploy};
 use sasha_proto::json_limits::MEMBER_APP_SOURCE;
+use studio_identity::http::{no_store, parse_body_within};
 use studio_store::blocking;
 use studio_store::{MemberApp, Principal, RevisionSurface};
 
@@ -103,7 +103,7 @@ fn studio_content(path: &str, bytes: &[u8]) -> Value {
 
 /// The signed-in session's user id, if it may author member apps.
 async fn reader(core: &Arc<Core>, headers: &HeaderMap) -> Result<(Principal, String), Response> {
-    let principal = crate::api::session_user(core, headers).await?;
+    let principal = studio_identity::http::caller::session_user(&core.accounts, headers).await?;
     let wire = crate::core_grpc::to_wire(&principal);
     let user = member::author(core, Some(&wire))
         .await
@@ -118,7 +118,7 @@ async fn writer(
     headers: &HeaderMap,
     has_body: bool,
 ) -> Result<(Principal, String), Response> {
-    crate::api::same_origin_json(core, method, headers, has_body)?;
+    studio_identity::http::caller::same_origin_json(&core.accounts, method, headers, has_body)?;
     reader(core, headers).await
 }
 
@@ -148,8 +148,8 @@ pub(crate) struct ListQuery {
 /// `GET /api/member-apps[?all=true]`.
 #[utoipa::path(get, path = "/api/member-apps", params(("all" = Option<bool>, Query, description = "every member app, for admin and staff")), responses(
     (status = 200, description = "`{enabled, canModerate, isAdmin, apps: [{id, name, author, revision, size, createdAt, updatedAt, status, shares, mine, resourceUri}]}`", body = Object),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "all=true from a member, or no apps:author (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope)))]
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "all=true from a member, or no apps:author (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn list(
     State(core): State<Arc<Core>>,
     Query(query): Query<ListQuery>,
@@ -204,9 +204,9 @@ pub(crate) struct SourceBody {
 /// the caller's app `id` or, without one, as a new app.
 #[utoipa::path(post, path = "/api/member-apps/check", request_body = SourceBody, responses(
     (status = 200, description = "`{ok, revision?, diagnostics: [{file, line, code, reason}]}`", body = Object),
-    (status = 400, description = "not a package body (APP_INPUT_INVALID)", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "id names no member app of yours (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 501, description = "member apps are turned off (APP_OPERATION_UNAVAILABLE)", body = crate::api::ErrorEnvelope)))]
+    (status = 400, description = "not a package body (APP_INPUT_INVALID)", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "id names no member app of yours (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 501, description = "member apps are turned off (APP_OPERATION_UNAVAILABLE)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn check(
     State(core): State<Arc<Core>>,
     method: Method,
@@ -268,10 +268,10 @@ async fn deploy_response(
 /// into `APP.md`'s `id:`.
 #[utoipa::path(post, path = "/api/member-apps", request_body = SourceBody, responses(
     (status = 201, description = "`{app}`", body = Object),
-    (status = 400, description = "the package does not validate (`details.diagnostics`), an `id` was given, or a bad field (APP_INPUT_INVALID)", body = crate::api::ErrorEnvelope),
-    (status = 413, description = "a cap is reached (APP_RESOURCE_LIMIT, `details.cap`: instance, per-author or author-bytes)", body = crate::api::ErrorEnvelope),
-    (status = 429, description = "too many deploys in a short while (APP_BUSY, `Retry-After`)", body = crate::api::ErrorEnvelope),
-    (status = 501, description = "member apps are turned off (APP_OPERATION_UNAVAILABLE)", body = crate::api::ErrorEnvelope)))]
+    (status = 400, description = "the package does not validate (`details.diagnostics`), an `id` was given, or a bad field (APP_INPUT_INVALID)", body = studio_identity::http::ErrorEnvelope),
+    (status = 413, description = "a cap is reached (APP_RESOURCE_LIMIT, `details.cap`: instance, per-author or author-bytes)", body = studio_identity::http::ErrorEnvelope),
+    (status = 429, description = "too many deploys in a short while (APP_BUSY, `Retry-After`)", body = studio_identity::http::ErrorEnvelope),
+    (status = 501, description = "member apps are turned off (APP_OPERATION_UNAVAILABLE)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn create(
     State(core): State<Arc<Core>>,
     method: Method,
@@ -309,7 +309,7 @@ pub(crate) async fn create(
 /// `GET /api/member-apps/:appId`: the author's app with its files.
 #[utoipa::path(get, path = "/api/member-apps/{appId}", params(("appId" = String, Path)), responses(
     (status = 200, description = "`{app, files: {path: text | {base64}}}`", body = Object),
-    (status = 403, description = "not your member app, or no such app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope)))]
+    (status = 403, description = "not your member app, or no such app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn read(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -359,12 +359,12 @@ pub(crate) async fn read(
 /// `PUT /api/member-apps/:appId`: deploys a new version of the author's app.
 #[utoipa::path(put, path = "/api/member-apps/{appId}", params(("appId" = String, Path)), request_body = SourceBody, responses(
     (status = 200, description = "`{app}`", body = Object),
-    (status = 400, description = "the package does not validate (`details.diagnostics`) (APP_INPUT_INVALID)", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not your member app, or no such app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 409, description = "changed since read (APP_CONFLICT, `stale-revision`), or an applied migration dropped (APP_SCHEMA_INCOMPATIBLE)", body = crate::api::ErrorEnvelope),
-    (status = 413, description = "a cap is reached (APP_RESOURCE_LIMIT, `details.cap = author-bytes`)", body = crate::api::ErrorEnvelope),
-    (status = 429, description = "too many deploys in a short while (APP_BUSY, `Retry-After`)", body = crate::api::ErrorEnvelope),
-    (status = 501, description = "member apps are turned off, or the app is disabled (APP_OPERATION_UNAVAILABLE)", body = crate::api::ErrorEnvelope)))]
+    (status = 400, description = "the package does not validate (`details.diagnostics`) (APP_INPUT_INVALID)", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not your member app, or no such app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 409, description = "changed since read (APP_CONFLICT, `stale-revision`), or an applied migration dropped (APP_SCHEMA_INCOMPATIBLE)", body = studio_identity::http::ErrorEnvelope),
+    (status = 413, description = "a cap is reached (APP_RESOURCE_LIMIT, `details.cap = author-bytes`)", body = studio_identity::http::ErrorEnvelope),
+    (status = 429, description = "too many deploys in a short while (APP_BUSY, `Retry-After`)", body = studio_identity::http::ErrorEnvelope),
+    (status = 501, description = "member apps are turned off, or the app is disabled (APP_OPERATION_UNAVAILABLE)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn update(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -405,7 +405,7 @@ pub(crate) async fn update(
 /// `DELETE /api/member-apps/:appId`: the author, or a moderator.
 #[utoipa::path(delete, path = "/api/member-apps/{appId}", params(("appId" = String, Path)), responses(
     (status = 200, description = "`{deleted: true, app}`", body = Object),
-    (status = 403, description = "not your member app and not a moderator, or no such app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope)))]
+    (status = 403, description = "not your member app and not a moderator, or no such app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn delete(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -434,8 +434,8 @@ pub(crate) struct MemberRevertBody {
 /// `POST /api/member-apps/:appId/revert`: deploys an earlier revision's files.
 #[utoipa::path(post, path = "/api/member-apps/{appId}/revert", params(("appId" = String, Path)), request_body = MemberRevertBody, responses(
     (status = 200, description = "`{app}`", body = Object),
-    (status = 403, description = "not your member app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 409, description = "changed since read (APP_CONFLICT) or an applied migration dropped (APP_SCHEMA_INCOMPATIBLE)", body = crate::api::ErrorEnvelope)))]
+    (status = 403, description = "not your member app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 409, description = "changed since read (APP_CONFLICT) or an applied migration dropped (APP_SCHEMA_INCOMPATIBLE)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn revert(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -469,7 +469,7 @@ pub(crate) async fn revert(
 /// `GET /api/member-apps/:appId/revisions`: the author's app's history.
 #[utoipa::path(get, path = "/api/member-apps/{appId}/revisions", params(("appId" = String, Path)), responses(
     (status = 200, description = "`{app, revisions: [...]}`, newest first, as listAppRevisions answers", body = Object),
-    (status = 403, description = "not your member app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope)))]
+    (status = 403, description = "not your member app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn revisions(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -502,9 +502,9 @@ pub(crate) async fn revisions(
 /// draft, for a preview in the sandbox.
 #[utoipa::path(post, path = "/api/member-apps/{appId}/draft", params(("appId" = String, Path)), request_body = SourceBody, responses(
     (status = 200, description = "`{previewId, ok, diagnostics}`; preview with `GET /api/apps/{appId}/draft/resource` and `Sasha-Preview`", body = Object),
-    (status = 400, description = "the files break the package file rules (APP_INPUT_INVALID, `details.diagnostics`): nothing is saved", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not your member app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 501, description = "member apps are turned off, or a moderator disabled the app (APP_OPERATION_UNAVAILABLE)", body = crate::api::ErrorEnvelope)))]
+    (status = 400, description = "the files break the package file rules (APP_INPUT_INVALID, `details.diagnostics`): nothing is saved", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not your member app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 501, description = "member apps are turned off, or a moderator disabled the app (APP_OPERATION_UNAVAILABLE)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn draft(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -544,10 +544,10 @@ pub(crate) struct ShareBody {
 /// (`store::member_apps`): `shared` says so in words.
 #[utoipa::path(post, path = "/api/member-apps/{appId}/shares", params(("appId" = String, Path)), request_body = ShareBody, responses(
     (status = 200, description = "`{app, shared}`: the app with the name among its shares, and what that means", body = Object),
-    (status = 400, description = "not a user name's spelling, or the author's own (APP_INPUT_INVALID)", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not your member app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 413, description = "shared with as many names as an app may be (APP_RESOURCE_LIMIT)", body = crate::api::ErrorEnvelope),
-    (status = 501, description = "a moderator disabled the app (APP_OPERATION_UNAVAILABLE)", body = crate::api::ErrorEnvelope)))]
+    (status = 400, description = "not a user name's spelling, or the author's own (APP_INPUT_INVALID)", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not your member app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 413, description = "shared with as many names as an app may be (APP_RESOURCE_LIMIT)", body = studio_identity::http::ErrorEnvelope),
+    (status = 501, description = "a moderator disabled the app (APP_OPERATION_UNAVAILABLE)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn share(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -572,7 +572,7 @@ pub(crate) async fn share(
 /// while the app is disabled), answered alike for any name.
 #[utoipa::path(delete, path = "/api/member-apps/{appId}/shares/{username}", params(("appId" = String, Path), ("username" = String, Path)), responses(
     (status = 200, description = "`{app, shared}`", body = Object),
-    (status = 403, description = "not your member app (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope)))]
+    (status = 403, description = "not your member app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn unshare(
     State(core): State<Arc<Core>>,
     Path((app_id, username)): Path<(String, String)>,
@@ -612,8 +612,8 @@ async fn moderate(
 /// `POST /api/member-apps/:appId/disable`: a moderator disables an app.
 #[utoipa::path(post, path = "/api/member-apps/{appId}/disable", params(("appId" = String, Path)), responses(
     (status = 200, description = "`{app}`", body = Object),
-    (status = 403, description = "not admin or staff (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "no such member app", body = crate::api::ErrorEnvelope)))]
+    (status = 403, description = "not admin or staff (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 404, description = "no such member app", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn disable(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -626,8 +626,8 @@ pub(crate) async fn disable(
 /// `POST /api/member-apps/:appId/enable`: a moderator enables it again.
 #[utoipa::path(post, path = "/api/member-apps/{appId}/enable", params(("appId" = String, Path)), responses(
     (status = 200, description = "`{app}`", body = Object),
-    (status = 403, description = "not admin or staff (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "no such member app", body = crate::api::ErrorEnvelope)))]
+    (status = 403, description = "not admin or staff (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 404, description = "no such member app", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn enable(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -640,8 +640,8 @@ pub(crate) async fn enable(
 /// `POST /api/member-apps/:appId/promote`: an admin moves it into the catalogue.
 #[utoipa::path(post, path = "/api/member-apps/{appId}/promote", params(("appId" = String, Path)), responses(
     (status = 200, description = "`{promoted}`", body = Object),
-    (status = 403, description = "not an admin (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "no such member app", body = crate::api::ErrorEnvelope)))]
+    (status = 403, description = "not an admin (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 404, description = "no such member app", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn promote(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
@@ -661,9 +661,11 @@ pub(crate) async fn promote(
 /// `GET /api/settings`: the instance settings a signed-in user may read.
 #[utoipa::path(get, path = "/api/settings", responses(
     (status = 200, description = "`{memberAppsEnabled}`", body = Object),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope)))]
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn settings(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
-    if let Err(response) = crate::api::session_user(&core, &headers).await {
+    if let Err(response) =
+        studio_identity::http::caller::session_user(&core.accounts, &headers).await
+    {
         return response;
     }
     let store = core.store.clone();
@@ -683,22 +685,27 @@ pub(crate) struct SwitchBody {
 /// `PUT /api/settings/member-apps`: "Let members make their own apps".
 #[utoipa::path(put, path = "/api/settings/member-apps", request_body = SwitchBody, responses(
     (status = 200, description = "`{memberAppsEnabled}`", body = Object),
-    (status = 403, description = "not an admin (APP_ACCESS_DENIED)", body = crate::api::ErrorEnvelope)))]
+    (status = 403, description = "not an admin (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn set_switch(
     State(core): State<Arc<Core>>,
     method: Method,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(response) = crate::api::same_origin_json(&core, &method, &headers, !body.is_empty())
-    {
+    if let Err(response) = studio_identity::http::caller::same_origin_json(
+        &core.accounts,
+        &method,
+        &headers,
+        !body.is_empty(),
+    ) {
         return response;
     }
-    let principal = match crate::api::session_user(&core, &headers).await {
-        Ok(principal) => principal,
-        Err(response) => return response,
-    };
-    let body: SwitchBody = match crate::api::parse_body(&body) {
+    let principal =
+        match studio_identity::http::caller::session_user(&core.accounts, &headers).await {
+            Ok(principal) => principal,
+            Err(response) => return response,
+        };
+    let body: SwitchBody = match studio_identity::http::parse_body(&body) {
         Ok(body) => body,
         Err(response) => return response,
     };
@@ -712,7 +719,7 @@ pub(crate) async fn set_switch(
 /// `getDocs`' member-apps section; 404 while member apps are off.
 #[utoipa::path(get, path = "/api/member-app-guide", responses(
     (status = 200, description = "the guide, text/markdown", body = String),
-    (status = 404, description = "member apps are turned off (APP_NOT_FOUND)", body = crate::api::ErrorEnvelope)))]
+    (status = 404, description = "member apps are turned off (APP_NOT_FOUND)", body = studio_identity::http::ErrorEnvelope)))]
 pub(crate) async fn guide(State(core): State<Arc<Core>>) -> Response {
     let store = core.store.clone();
     match blocking(move || store.member_apps_enabled()).await {

@@ -99,8 +99,12 @@ impl World {
                 sandbox: Origin::parse("http://127.0.0.1:3007").unwrap(),
             },
             data,
+            accounts: Arc::new(studio_identity::Accounts::new(
+                store.clone(),
+                Origin::parse(STUDIO).unwrap(),
+                STUDIO,
+            )),
             store,
-            login_throttle: crate::api::LoginThrottle::default(),
             member_caps,
             member_deploys,
             source: Arc::new(crate::source::SourceTree::new(catalogue.apps_dir())),
@@ -117,7 +121,6 @@ impl World {
                     studio_uploads::isolate::WALL_LIMIT,
                 ),
             )),
-            oauth: crate::oauth::OAuthState::new(STUDIO, STUDIO),
             drafts: crate::drafts::DraftCache::default(),
             assistant: Arc::new(crate::assistant::Assistant::new(
                 "http://127.0.0.1:9/mcp".to_owned(),

@@ -14,11 +14,11 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::cors;
-use crate::Core;
+use crate::Accounts;
 use studio_store::ClientAuthMethod;
 
-pub(super) async fn metadata(State(core): State<Arc<Core>>) -> Response {
-    let issuer = &core.oauth.issuer;
+pub(crate) async fn metadata(State(accounts): State<Arc<Accounts>>) -> Response {
+    let issuer = &accounts.oauth.issuer;
     let mut response = Json(json!({
         "issuer": issuer,
         "authorization_endpoint": format!("{issuer}/oauth/authorize"),

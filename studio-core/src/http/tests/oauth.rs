@@ -44,7 +44,7 @@ impl OAuth {
     }
 
     fn resource(&self) -> String {
-        self.world.core.oauth.resource().to_owned()
+        self.world.core.accounts.mcp_resource().to_owned()
     }
 
     async fn send(&self, method: &str, uri: &str, headers: &[(&str, &str)], body: &str) -> Reply {

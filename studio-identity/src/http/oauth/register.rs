@@ -1,6 +1,6 @@
 //! `POST /oauth/register`: RFC 7591 dynamic client registration. It is
 //! anonymous, as MCP clients need, budgeted per client address
-//! ([`super::REGISTRATION_BUDGET`]) and bounded in number by the store.
+//! ([`crate::authorization::REGISTRATION_BUDGET`]) and bounded in number by the store.
 //!
 //! It must never register a redirect URI that [`super::params`] refuses, a
 //! grant or response type the server does not serve, or read a cookie.
@@ -17,8 +17,9 @@ use serde_json::{Value, json};
 
 use super::params::{content_type_is, redirect_uri_problem};
 use super::{MAX_CLIENT_NAME_CHARS, MAX_FORM_BYTES, MAX_REDIRECT_URIS, OAuthError, cors};
-use crate::Core;
-use crate::api::{ClientAddress, no_store, try_again_in};
+use crate::Accounts;
+use crate::http::no_store;
+use crate::throttle::{ClientAddress, try_again_in};
 use studio_store::blocking;
 use studio_store::{ClientAuthMethod, RegisteredClient};
 
@@ -100,19 +101,19 @@ pub fn registration(body: &[u8]) -> Result<Registration, OAuthError> {
     })
 }
 
-pub(super) async fn register(
-    State(core): State<Arc<Core>>,
+pub(crate) async fn register(
+    State(accounts): State<Arc<Accounts>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    match register_client(&core, &headers, &body).await {
+    match register_client(&accounts, &headers, &body).await {
         Ok(response) => cors(response),
         Err(error) => error.into_response(),
     }
 }
 
 async fn register_client(
-    core: &Core,
+    accounts: &Accounts,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, OAuthError> {
@@ -132,7 +133,10 @@ async fn register_client(
         redirect_uris: uris,
         method,
     } = registration(body)?;
-    if let Err(wait) = core.oauth.admit_registration(ClientAddress::of(headers)) {
+    if let Err(wait) = accounts
+        .oauth
+        .admit_registration(ClientAddress::of(headers))
+    {
         let mut error = OAuthError::new(
             "temporarily_unavailable",
             format!(
@@ -143,7 +147,7 @@ async fn register_client(
         error.retry_after = Some(wait);
         return Err(error);
     }
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     let (stored_name, stored_uris) = (name.clone(), uris.clone());
     let registered =
         blocking(move || store.oauth_register_client(&stored_name, &stored_uris, method))

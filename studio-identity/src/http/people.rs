@@ -32,13 +32,15 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use crate::Core;
-use crate::api::{ErrorEnvelope, hidden_not_found, no_store, parse_body};
-use studio_store::blocking;
+use crate::Accounts;
+use crate::http::caller::{same_origin_json, session_user, session_write, user};
+use crate::http::sign_in::signed_in;
+use crate::http::{ErrorEnvelope, hidden_not_found, no_store, parse_body};
 use studio_store::{
     ACCESS_TOKEN_DEFAULT_TTL_SECONDS, Invitation, Person, Principal, Scope, StoreError,
     TOKEN_MAX_TTL_SECONDS, UserRole,
 };
+use studio_store::{blocking, store_error};
 
 const DAY_SECONDS: u64 = 24 * 60 * 60;
 
@@ -66,9 +68,9 @@ fn person_json(person: &Person) -> Value {
 
 /// The link an invited person opens: the secret travels in the fragment,
 /// which browsers never send, so no server or proxy logs it.
-fn invitation_json(core: &Core, invitation: &Invitation) -> Value {
+fn invitation_json(accounts: &Accounts, invitation: &Invitation) -> Value {
     json!({
-        "url": format!("{}/#/invite/{}", core.origins.studio.as_str(), invitation.secret),
+        "url": format!("{}/#/invite/{}", accounts.studio.as_str(), invitation.secret),
         "expiresAt": invitation.expires_at,
     })
 }
@@ -93,7 +95,7 @@ fn refusal(error: StoreError) -> Response {
         StoreError::UnknownUser | StoreError::UnknownToken => {
             return hidden_not_found().into_response();
         }
-        _ => return studio_store::store_error(error).into_response(),
+        _ => return store_error(error).into_response(),
     };
     AppError::new(code, error.to_string())
         .with_details(json!({ "field": field }))
@@ -102,12 +104,12 @@ fn refusal(error: StoreError) -> Response {
 
 /// The signed-in admin making a change to people.
 async fn admin(
-    core: &Arc<Core>,
+    accounts: &Arc<Accounts>,
     method: &Method,
     headers: &HeaderMap,
     has_body: bool,
 ) -> Result<Principal, Response> {
-    let principal = crate::api::session_write(core, method, headers, has_body).await?;
+    let principal = session_write(accounts, method, headers, has_body).await?;
     if principal.user.role != UserRole::Admin {
         return Err(AppError::new(
             ErrorCode::AccessDenied,
@@ -135,19 +137,19 @@ fn not_yourself(actor: &Principal, username: &str) -> Result<(), Response> {
 /// `GET /api/users`: every user with role, last sign-in and status, for the
 /// people who give access (admin and staff): the access panel names people
 /// by user name from this list.
-#[utoipa::path(get, path = "/api/users", responses(
+#[utoipa::path(tag = "people", get, path = "/api/users", responses(
     (status = 200, description = "`{users: [{id, username, role, createdAt, lastSignInAt, status, disabled, invitationExpiresAt}]}` by name; status is active, invited or disabled", body = Object),
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 404, description = "hidden: not admin or staff, or a bad credential", body = ErrorEnvelope)))]
-pub(crate) async fn list_users(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
-    let principal = match crate::api::user(&core, &headers).await {
+pub async fn list_users(State(accounts): State<Arc<Accounts>>, headers: HeaderMap) -> Response {
+    let principal = match user(&accounts, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
     if !principal.user.role.is_privileged() {
         return hidden_not_found().into_response();
     }
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     match blocking(move || store.people()).await {
         Ok(people) => {
             let users: Vec<Value> = people.iter().map(person_json).collect();
@@ -160,7 +162,7 @@ pub(crate) async fn list_users(State(core): State<Arc<Core>>, headers: HeaderMap
 /// The body of an invitation.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct InviteBody {
+pub struct InviteBody {
     username: String,
     /// `admin`, `staff` or `member`.
     #[schema(value_type = String)]
@@ -168,18 +170,18 @@ pub(crate) struct InviteBody {
 }
 
 /// `POST /api/users`: adds a person with a one-time invitation link.
-#[utoipa::path(post, path = "/api/users", request_body = InviteBody, responses(
+#[utoipa::path(tag = "people", post, path = "/api/users", request_body = InviteBody, responses(
     (status = 201, description = "`{user, invitation: {url, expiresAt}}`: the link is shown once", body = Object),
     (status = 400, description = "a bad user name (APP_INPUT_INVALID, details.field)", body = ErrorEnvelope),
     (status = 403, description = "not an admin, or not from the Studio origin", body = ErrorEnvelope),
     (status = 409, description = "the name is taken (APP_CONFLICT, details.field = username)", body = ErrorEnvelope)))]
-pub(crate) async fn invite(
-    State(core): State<Arc<Core>>,
+pub async fn invite(
+    State(accounts): State<Arc<Accounts>>,
     method: Method,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let actor = match admin(&core, &method, &headers, true).await {
+    let actor = match admin(&accounts, &method, &headers, true).await {
         Ok(actor) => actor,
         Err(response) => return response,
     };
@@ -187,7 +189,7 @@ pub(crate) async fn invite(
         Ok(body) => body,
         Err(response) => return response,
     };
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     let outcome = tokio::task::spawn_blocking(move || {
         let invitation = store.invite_user(&body.username, body.role, &actor.user.id)?;
         let person = store
@@ -202,7 +204,7 @@ pub(crate) async fn invite(
         Ok(Ok((invitation, person))) => {
             let answer = json!({
                 "user": person_json(&person),
-                "invitation": invitation_json(&core, &invitation),
+                "invitation": invitation_json(&accounts, &invitation),
             });
             (StatusCode::CREATED, no_store(Json(answer))).into_response()
         }
@@ -214,7 +216,7 @@ pub(crate) async fn invite(
 /// A change to a person: one of `role` or `status`.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct ChangeBody {
+pub struct ChangeBody {
     #[serde(default)]
     #[schema(value_type = Option<String>)]
     role: Option<UserRole>,
@@ -224,20 +226,20 @@ pub(crate) struct ChangeBody {
 }
 
 /// `PATCH /api/users/:username`: a new role, or disabled/active.
-#[utoipa::path(patch, path = "/api/users/{username}", params(("username" = String, Path)), request_body = ChangeBody, responses(
+#[utoipa::path(tag = "people", patch, path = "/api/users/{username}", params(("username" = String, Path)), request_body = ChangeBody, responses(
     (status = 200, description = "`{user, changed}`", body = Object),
     (status = 400, description = "neither or both of role and status, or an unknown status", body = ErrorEnvelope),
     (status = 403, description = "not an admin (read again in the change's transaction), your own account, or not from the Studio origin", body = ErrorEnvelope),
     (status = 404, description = "hidden: no such user", body = ErrorEnvelope),
     (status = 409, description = "it would leave no admin who can sign in (APP_CONFLICT, details.field = username)", body = ErrorEnvelope)))]
-pub(crate) async fn change(
-    State(core): State<Arc<Core>>,
+pub async fn change(
+    State(accounts): State<Arc<Accounts>>,
     Path(username): Path<String>,
     method: Method,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let actor = match admin(&core, &method, &headers, true).await {
+    let actor = match admin(&accounts, &method, &headers, true).await {
         Ok(actor) => actor,
         Err(response) => return response,
     };
@@ -268,7 +270,7 @@ pub(crate) async fn change(
         )
         .into_response();
     }
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     let outcome = tokio::task::spawn_blocking(move || {
         let changed = match (body.role, disabled) {
             (Some(role), _) => store.set_role(&username, role, &actor.user.id)?,
@@ -293,25 +295,25 @@ pub(crate) async fn change(
 }
 
 /// `DELETE /api/users/:username`: removes a person and ends their grants.
-#[utoipa::path(delete, path = "/api/users/{username}", params(("username" = String, Path)), responses(
+#[utoipa::path(tag = "people", delete, path = "/api/users/{username}", params(("username" = String, Path)), responses(
     (status = 200, description = "`{removed: {userId, grantsRevoked, memberAppsOrphaned}}`", body = Object),
     (status = 403, description = "not an admin (read again in the change's transaction), your own account, or not from the Studio origin", body = ErrorEnvelope),
     (status = 404, description = "hidden: no such user", body = ErrorEnvelope),
     (status = 409, description = "it would leave no admin who can sign in (APP_CONFLICT, details.field = username)", body = ErrorEnvelope)))]
-pub(crate) async fn remove(
-    State(core): State<Arc<Core>>,
+pub async fn remove(
+    State(accounts): State<Arc<Accounts>>,
     Path(username): Path<String>,
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    let actor = match admin(&core, &method, &headers, false).await {
+    let actor = match admin(&accounts, &method, &headers, false).await {
         Ok(actor) => actor,
         Err(response) => return response,
     };
     if let Err(response) = not_yourself(&actor, &username) {
         return response;
     }
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     match tokio::task::spawn_blocking(move || store.remove_user(&username, &actor.user.id)).await {
         Ok(Ok(removed)) => no_store(Json(json!({ "removed": removed }))),
         Ok(Err(error)) => refusal(error),
@@ -320,27 +322,27 @@ pub(crate) async fn remove(
 }
 
 /// `POST /api/users/:username/invitation`: a new link; the old one stops.
-#[utoipa::path(post, path = "/api/users/{username}/invitation", params(("username" = String, Path)), responses(
+#[utoipa::path(tag = "people", post, path = "/api/users/{username}/invitation", params(("username" = String, Path)), responses(
     (status = 200, description = "`{invitation: {url, expiresAt}}`", body = Object),
     (status = 403, description = "not an admin, or not from the Studio origin", body = ErrorEnvelope),
     (status = 404, description = "hidden: no such user", body = ErrorEnvelope),
     (status = 409, description = "they already accepted, or are disabled (APP_CONFLICT)", body = ErrorEnvelope)))]
-pub(crate) async fn renew_invitation(
-    State(core): State<Arc<Core>>,
+pub async fn renew_invitation(
+    State(accounts): State<Arc<Accounts>>,
     Path(username): Path<String>,
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    let actor = match admin(&core, &method, &headers, false).await {
+    let actor = match admin(&accounts, &method, &headers, false).await {
         Ok(actor) => actor,
         Err(response) => return response,
     };
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     match tokio::task::spawn_blocking(move || store.renew_invitation(&username, &actor.user.id))
         .await
     {
         Ok(Ok(invitation)) => no_store(Json(
-            json!({ "invitation": invitation_json(&core, &invitation) }),
+            json!({ "invitation": invitation_json(&accounts, &invitation) }),
         )),
         Ok(Err(error)) => refusal(error),
         Err(_) => AppError::from_code(ErrorCode::Internal).into_response(),
@@ -350,30 +352,30 @@ pub(crate) async fn renew_invitation(
 /// An invitation link's secret, in the body (never the path).
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct InvitationBody {
+pub struct InvitationBody {
     token: String,
 }
 
 /// `POST /api/invitation`: who a link is for, before they choose a password.
 /// Not throttled: the secret is 256 random bits, so guessing is hopeless.
-#[utoipa::path(post, path = "/api/invitation", request_body = InvitationBody, responses(
+#[utoipa::path(tag = "people", post, path = "/api/invitation", request_body = InvitationBody, responses(
     (status = 200, description = "`{username, role, expiresAt}`", body = Object),
     (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
     (status = 404, description = "hidden: unknown, expired or used", body = ErrorEnvelope)))]
-pub(crate) async fn invitation(
-    State(core): State<Arc<Core>>,
+pub async fn invitation(
+    State(accounts): State<Arc<Accounts>>,
     method: Method,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(response) = crate::api::same_origin_json(&core, &method, &headers, true) {
+    if let Err(response) = same_origin_json(&accounts, &method, &headers, true) {
         return response;
     }
     let body: InvitationBody = match parse_body(&body) {
         Ok(body) => body,
         Err(response) => return response,
     };
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     match blocking(move || store.invitation(&body.token)).await {
         Ok(Some(view)) => no_store(Json(view)),
         Ok(None) => hidden_not_found().into_response(),
@@ -384,32 +386,32 @@ pub(crate) async fn invitation(
 /// Accepting an invitation: the link's secret and the chosen password.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct AcceptBody {
+pub struct AcceptBody {
     token: String,
     password: String,
 }
 
 /// `POST /api/invitation/accept`: sets the password, spends the link and
 /// signs the person in.
-#[utoipa::path(post, path = "/api/invitation/accept", request_body = AcceptBody, responses(
+#[utoipa::path(tag = "people", post, path = "/api/invitation/accept", request_body = AcceptBody, responses(
     (status = 200, description = "signed in; sets the session cookie", body = Object),
     (status = 400, description = "a weak password (APP_INPUT_INVALID, details.field = password)", body = ErrorEnvelope),
     (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
     (status = 404, description = "hidden: unknown, expired or used", body = ErrorEnvelope)))]
-pub(crate) async fn accept_invitation(
-    State(core): State<Arc<Core>>,
+pub async fn accept_invitation(
+    State(accounts): State<Arc<Accounts>>,
     method: Method,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(response) = crate::api::same_origin_json(&core, &method, &headers, true) {
+    if let Err(response) = same_origin_json(&accounts, &method, &headers, true) {
         return response;
     }
     let body: AcceptBody = match parse_body(&body) {
         Ok(body) => body,
         Err(response) => return response,
     };
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     let outcome = tokio::task::spawn_blocking(move || {
         let Some(user) = store.accept_invitation(&body.token, &body.password)? else {
             return Ok(None);
@@ -419,7 +421,7 @@ pub(crate) async fn accept_invitation(
     })
     .await;
     match outcome {
-        Ok(Ok(Some((secret, principal)))) => crate::api::signed_in(&core, &secret, &principal),
+        Ok(Ok(Some((secret, principal)))) => signed_in(&accounts, &secret, &principal),
         Ok(Ok(None)) => hidden_not_found().into_response(),
         Ok(Err(error)) => refusal(error),
         Err(_) => AppError::from_code(ErrorCode::Internal).into_response(),
@@ -438,20 +440,20 @@ fn token_scopes(role: UserRole) -> Vec<&'static str> {
 
 /// `GET /api/tokens`: the caller's own tokens, and what a client needs to
 /// connect.
-#[utoipa::path(get, path = "/api/tokens", responses(
+#[utoipa::path(tag = "people", get, path = "/api/tokens", responses(
     (status = 200, description = "`{mcpUrl, scopes, defaultDays, maxDays, tokens: [{id, label, scopes, createdAt, expiresAt, lastUsedAt}]}`", body = Object),
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 404, description = "hidden: not a browser session", body = ErrorEnvelope)))]
-pub(crate) async fn list_tokens(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
-    let principal = match crate::api::session_user(&core, &headers).await {
+pub async fn list_tokens(State(accounts): State<Arc<Accounts>>, headers: HeaderMap) -> Response {
+    let principal = match session_user(&accounts, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     let user_id = principal.user.id.clone();
     match blocking(move || store.personal_tokens(&user_id)).await {
         Ok(tokens) => no_store(Json(json!({
-            "mcpUrl": core.oauth.resource(),
+            "mcpUrl": accounts.oauth.resource(),
             "scopes": token_scopes(principal.user.role),
             "defaultDays": ACCESS_TOKEN_DEFAULT_TTL_SECONDS / DAY_SECONDS,
             "maxDays": TOKEN_MAX_TTL_SECONDS / DAY_SECONDS,
@@ -464,7 +466,7 @@ pub(crate) async fn list_tokens(State(core): State<Arc<Core>>, headers: HeaderMa
 /// A new token: the person's name for it, its scopes and lifetime.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct TokenBody {
+pub struct TokenBody {
     label: String,
     scopes: Vec<String>,
     #[serde(default)]
@@ -472,18 +474,18 @@ pub(crate) struct TokenBody {
 }
 
 /// `POST /api/tokens`: makes a token; its secret is in this answer only.
-#[utoipa::path(post, path = "/api/tokens", request_body = TokenBody, responses(
+#[utoipa::path(tag = "people", post, path = "/api/tokens", request_body = TokenBody, responses(
     (status = 201, description = "`{secret, token}`", body = Object),
     (status = 400, description = "a bad name, scope or lifetime (APP_INPUT_INVALID, details.field)", body = ErrorEnvelope),
     (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
     (status = 404, description = "hidden: not a browser session", body = ErrorEnvelope)))]
-pub(crate) async fn create_token(
-    State(core): State<Arc<Core>>,
+pub async fn create_token(
+    State(accounts): State<Arc<Accounts>>,
     method: Method,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let principal = match crate::api::session_write(&core, &method, &headers, true).await {
+    let principal = match session_write(&accounts, &method, &headers, true).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -514,7 +516,7 @@ pub(crate) async fn create_token(
     let ttl = body
         .expires_in_days
         .map(|days| days.saturating_mul(DAY_SECONDS));
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     let user_id = principal.user.id.clone();
     match tokio::task::spawn_blocking(move || {
         store.create_personal_token(&user_id, &body.label, &scopes, ttl)
@@ -532,18 +534,18 @@ pub(crate) async fn create_token(
 }
 
 /// `DELETE /api/tokens/:id`: revokes one of the caller's own tokens.
-#[utoipa::path(delete, path = "/api/tokens/{id}", params(("id" = i64, Path)), responses(
+#[utoipa::path(tag = "people", delete, path = "/api/tokens/{id}", params(("id" = i64, Path)), responses(
     (status = 204, description = "revoked"),
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
     (status = 404, description = "hidden: not yours, unknown, not a token number or already revoked", body = ErrorEnvelope)))]
-pub(crate) async fn revoke_token(
-    State(core): State<Arc<Core>>,
+pub async fn revoke_token(
+    State(accounts): State<Arc<Accounts>>,
     Path(id): Path<String>,
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    let principal = match crate::api::session_write(&core, &method, &headers, false).await {
+    let principal = match session_write(&accounts, &method, &headers, false).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -552,7 +554,7 @@ pub(crate) async fn revoke_token(
     let Ok(id) = id.parse::<i64>() else {
         return hidden_not_found().into_response();
     };
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     match tokio::task::spawn_blocking(move || {
         store.revoke_token_of(&principal.user.username, id, &principal.user.id)
     })
@@ -564,19 +566,3 @@ pub(crate) async fn revoke_token(
         Err(_) => AppError::from_code(ErrorCode::Internal).into_response(),
     }
 }
-
-/// The routes.
-pub(crate) fn routes() -> axum::Router<Arc<Core>> {
-    use axum::routing::{delete, get, patch, post};
-    axum::Router::new()
-        .route("/api/users", get(list_users).post(invite))
-        .route("/api/users/{username}", patch(change).delete(remove))
-        .route("/api/users/{username}/invitation", post(renew_invitation))
-        .route("/api/invitation", post(invitation))
-        .route("/api/invitation/accept", post(accept_invitation))
-        .route("/api/tokens", get(list_tokens).post(create_token))
-        .route("/api/tokens/{id}", delete(revoke_token))
-}
-
-#[cfg(test)]
-mod tests;

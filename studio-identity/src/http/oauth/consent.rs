@@ -21,15 +21,16 @@ use utoipa::ToSchema;
 
 use super::params::{redirect_host, redirect_with, scope_text};
 use super::{offered, scope_description, signed_in_change};
-use crate::Core;
-use crate::api::{hidden_not_found, no_store, parse_body, session_user};
+use crate::Accounts;
+use crate::http::caller::session_user;
+use crate::http::{hidden_not_found, no_store, parse_body};
 use studio_store::blocking;
 use studio_store::{Consent, Scope, UserRole};
 
 /// `GET /api/oauth/requests/{id}`: what the consent card shows.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct ConsentRequest {
+pub struct ConsentRequest {
     request_id: String,
     client: ConsentClient,
     /// Where the person returns, exactly as the client sent it.
@@ -48,14 +49,14 @@ pub(crate) struct ConsentRequest {
 }
 
 #[derive(Serialize, ToSchema)]
-pub(crate) struct ConsentClient {
+pub struct ConsentClient {
     id: String,
     /// The name the client registered (self-declared).
     name: String,
 }
 
 #[derive(Serialize, ToSchema)]
-pub(crate) struct OfferedScope {
+pub struct OfferedScope {
     scope: String,
     description: String,
     requested: bool,
@@ -64,24 +65,24 @@ pub(crate) struct OfferedScope {
 /// The answer to approve or deny: where the browser goes next.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Decision {
+pub struct Decision {
     redirect_to: String,
 }
 
-#[utoipa::path(get, path = "/api/oauth/requests/{requestId}", params(("requestId" = String, Path)), responses(
+#[utoipa::path(tag = "oauth", get, path = "/api/oauth/requests/{requestId}", params(("requestId" = String, Path)), responses(
     (status = 200, description = "the parked authorization request, for a signed-in browser session; Cache-Control: no-store", body = ConsentRequest),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "hidden: not a browser session, or an unknown, used or expired request", body = crate::api::ErrorEnvelope)))]
-pub(crate) async fn request_details(
-    State(core): State<Arc<Core>>,
+    (status = 401, description = "anonymous", body = crate::http::ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session, or an unknown, used or expired request", body = crate::http::ErrorEnvelope)))]
+pub async fn request_details(
+    State(accounts): State<Arc<Accounts>>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let principal = match session_user(&core, &headers).await {
+    let principal = match session_user(&accounts, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
-    let Some(pending) = core.oauth.peek(&id) else {
+    let Some(pending) = accounts.oauth.peek(&id) else {
         return hidden_not_found().into_response();
     };
     let role = principal.user.role;
@@ -92,7 +93,7 @@ pub(crate) async fn request_details(
         request_id: id,
         redirect_host: redirect_host(&pending.redirect_uri),
         redirect_uri: pending.redirect_uri,
-        resource: core.oauth.resource.clone(),
+        resource: accounts.oauth.resource.clone(),
         requested_scopes: names(&mut pending.requested.iter()),
         offered_scopes: offered()
             .filter(|scope| role.allows(*scope))
@@ -113,7 +114,7 @@ pub(crate) async fn request_details(
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ApproveBody {
+pub struct ApproveBody {
     /// The scopes the person chose: `apps:invoke`, `apps:write` (admin and
     /// staff only) and `apps:author`, the last two with `apps:invoke`.
     scopes: Vec<String>,
@@ -159,20 +160,20 @@ pub(super) fn chosen_scopes(names: &[String], role: UserRole) -> Result<BTreeSet
     Ok(chosen)
 }
 
-#[utoipa::path(post, path = "/api/oauth/requests/{requestId}/approve", params(("requestId" = String, Path)), request_body = ApproveBody, responses(
+#[utoipa::path(tag = "oauth", post, path = "/api/oauth/requests/{requestId}/approve", params(("requestId" = String, Path)), request_body = ApproveBody, responses(
     (status = 200, description = "consent recorded; the browser goes to redirectTo, which carries the code, state and iss", body = Decision),
-    (status = 400, description = "no scope, an unknown scope, or apps:write without apps:invoke; the request stays usable", body = crate::api::ErrorEnvelope),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not from the Studio origin, or a scope the role may not hold; the request stays usable", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "hidden: not a browser session, or an unknown, used or expired request", body = crate::api::ErrorEnvelope)))]
-pub(crate) async fn approve(
-    State(core): State<Arc<Core>>,
+    (status = 400, description = "no scope, an unknown scope, or apps:write without apps:invoke; the request stays usable", body = crate::http::ErrorEnvelope),
+    (status = 401, description = "anonymous", body = crate::http::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, or a scope the role may not hold; the request stays usable", body = crate::http::ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session, or an unknown, used or expired request", body = crate::http::ErrorEnvelope)))]
+pub async fn approve(
+    State(accounts): State<Arc<Accounts>>,
     Path(id): Path<String>,
     method: Method,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let principal = match signed_in_change(&core, &method, &headers, true).await {
+    let principal = match signed_in_change(&accounts, &method, &headers, true).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -185,11 +186,11 @@ pub(crate) async fn approve(
         Err(error) => return error.into_response(),
     };
     // Only a valid decision consumes the request, so a refused one loses nothing.
-    let Some(pending) = core.oauth.take(&id) else {
+    let Some(pending) = accounts.oauth.take(&id) else {
         return hidden_not_found().into_response();
     };
-    let store = core.store.clone();
-    let (user_id, resource) = (principal.user.id.clone(), core.oauth.resource.clone());
+    let store = accounts.store.clone();
+    let (user_id, resource) = (principal.user.id.clone(), accounts.oauth.resource.clone());
     let (client_id, redirect_uri, challenge) = (
         pending.client_id.clone(),
         pending.redirect_uri.clone(),
@@ -215,26 +216,26 @@ pub(crate) async fn approve(
     if let Some(state) = &pending.state {
         pairs.push(("state", state));
     }
-    pairs.push(("iss", &core.oauth.issuer));
+    pairs.push(("iss", &accounts.oauth.issuer));
     tracing::info!(user = %principal.user.id, client = %pending.client_id, scopes = %scope_text(&scopes), "oauth consent given");
     decision(&redirect_with(&pending.redirect_uri, &pairs))
 }
 
-#[utoipa::path(post, path = "/api/oauth/requests/{requestId}/deny", params(("requestId" = String, Path)), responses(
+#[utoipa::path(tag = "oauth", post, path = "/api/oauth/requests/{requestId}/deny", params(("requestId" = String, Path)), responses(
     (status = 200, description = "declined; the browser goes to redirectTo, which carries error=access_denied, state and iss", body = Decision),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not from the Studio origin", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "hidden: not a browser session, or an unknown, used or expired request", body = crate::api::ErrorEnvelope)))]
-pub(crate) async fn deny(
-    State(core): State<Arc<Core>>,
+    (status = 401, description = "anonymous", body = crate::http::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin", body = crate::http::ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session, or an unknown, used or expired request", body = crate::http::ErrorEnvelope)))]
+pub async fn deny(
+    State(accounts): State<Arc<Accounts>>,
     Path(id): Path<String>,
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(response) = signed_in_change(&core, &method, &headers, false).await {
+    if let Err(response) = signed_in_change(&accounts, &method, &headers, false).await {
         return response;
     }
-    let Some(pending) = core.oauth.take(&id) else {
+    let Some(pending) = accounts.oauth.take(&id) else {
         return hidden_not_found().into_response();
     };
     let mut pairs = vec![
@@ -244,7 +245,7 @@ pub(crate) async fn deny(
     if let Some(state) = &pending.state {
         pairs.push(("state", state));
     }
-    pairs.push(("iss", &core.oauth.issuer));
+    pairs.push(("iss", &accounts.oauth.issuer));
     decision(&redirect_with(&pending.redirect_uri, &pairs))
 }
 

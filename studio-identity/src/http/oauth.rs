@@ -2,11 +2,13 @@
 //!
 //! - `GET /.well-known/oauth-authorization-server`: RFC 8414 metadata.
 //! - `POST /oauth/register`: RFC 7591 dynamic registration, budgeted per
-//!   client address ([`REGISTRATION_BUDGET`], [`crate::api::ClientAddress`])
+//!   client address ([`crate::authorization::REGISTRATION_BUDGET`],
+//!   [`crate::throttle::ClientAddress`])
 //!   and bounded in number (see `store::oauth`), with the redirect URI rules
 //!   below.
 //! - `GET /oauth/authorize`: the authorization code flow with PKCE (S256
-//!   only). A valid request is parked in memory for [`PENDING_TTL`] and the
+//!   only). A valid request is parked in memory for
+//!   [`crate::authorization::PENDING_TTL`] and the
 //!   browser is sent to the Studio page (`/#/connect/<id>`), where the person
 //!   signs in and chooses scopes; the page then calls the consent API below.
 //! - `POST /oauth/token`: `authorization_code` and `refresh_token` grants.
@@ -41,73 +43,50 @@
 //!
 //! Each endpoint has its own module (`metadata`, `register`, `authorize`,
 //! `consent`, `connections`, `token`); `params` holds the parameter and
-//! redirect URI rules they share. This module keeps the process state, the
-//! routes and the error responses.
+//! redirect URI rules they share. This module keeps the error responses; the
+//! process state is `crate::authorization`, the routes are in `crate::http`.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Json;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use base64::Engine as _;
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::Value;
-
-use crate::Core;
-use crate::api::{
-    ClientAddress, KeyedThrottle, no_store, retry_after_seconds, same_origin_json, session_user,
-};
 use studio_store::{OAuthRefusal, Scope};
 
-mod authorize;
-mod connections;
-mod consent;
-mod metadata;
-pub(crate) mod params;
-pub(crate) mod register;
-mod token;
+use crate::Accounts;
+use crate::http::caller::{same_origin_json, session_user};
+use crate::http::no_store;
+use crate::throttle::retry_after_seconds;
 
-// The consent and connections API where `api::ApiDoc` names it: its schemas,
-// and the `__path_*` items utoipa generates for the handlers. utoipa tags a
-// handler with the module path it is listed under, so the OpenAPI document
-// keeps the tag `crate::oauth`.
-pub(crate) use connections::{
-    __path_connections, __path_revoke_connection, ConnectionEntry, ConnectionsResponse,
-};
-pub(crate) use consent::{
-    __path_approve, __path_deny, __path_request_details, ApproveBody, ConsentClient,
-    ConsentRequest, Decision, OfferedScope,
-};
+pub(crate) mod authorize;
+pub mod connections;
+pub mod consent;
+pub(crate) mod metadata;
+pub mod params;
+pub mod register;
+pub(crate) mod token;
 
-/// A parked authorization request lasts this long.
-pub(crate) const PENDING_TTL: Duration = Duration::from_secs(10 * 60);
-/// At most this many authorization requests are parked at once.
-pub(crate) const MAX_PENDING: usize = 10_000;
-/// Registrations one client address may make: 20 at once, then one every
-/// 3 s (20 a minute). The store's caps on clients stay global.
-pub(crate) const REGISTRATION_BUDGET: (u32, Duration) = (20, Duration::from_secs(3));
 /// The largest registration or token request body.
-const MAX_FORM_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_FORM_BYTES: usize = 16 * 1024;
 /// Registration limits.
-const MAX_REDIRECT_URIS: usize = 10;
-const MAX_REDIRECT_URI_CHARS: usize = 2_000;
-const MAX_CLIENT_NAME_CHARS: usize = 100;
-const MAX_STATE_CHARS: usize = 1_024;
+pub(crate) const MAX_REDIRECT_URIS: usize = 10;
+pub(crate) const MAX_REDIRECT_URI_CHARS: usize = 2_000;
+pub(crate) const MAX_CLIENT_NAME_CHARS: usize = 100;
+pub(crate) const MAX_STATE_CHARS: usize = 1_024;
 
 /// The scopes an MCP client may be granted
 /// (`sasha_contract::tools::MCP_CLIENT_SCOPES`, which the gateway's metadata
 /// also lists). `chat:use` is the Studio's own and is never offered to an
 /// OAuth client.
-fn offered() -> impl Iterator<Item = Scope> {
+pub(crate) fn offered() -> impl Iterator<Item = Scope> {
     sasha_contract::tools::MCP_CLIENT_SCOPES
         .iter()
         .filter_map(|name| name.parse().ok())
 }
 
-fn scope_description(scope: Scope) -> &'static str {
+pub(crate) fn scope_description(scope: Scope) -> &'static str {
     match scope {
         Scope::AppsInvoke => {
             "Use the apps you have access to: open them, read and change their records, run their actions."
@@ -122,123 +101,12 @@ fn scope_description(scope: Scope) -> &'static str {
     }
 }
 
-/// The authorization server's process state: parked requests and the
-/// registration budgets. One studio-core serves the Studio origin.
-#[derive(Debug)]
-pub(crate) struct OAuthState {
-    /// The issuer: the Studio origin.
-    issuer: String,
-    /// The one resource tokens are issued for: `<MCP_PUBLIC_ORIGIN>/mcp`.
-    resource: String,
-    pending: Mutex<HashMap<String, Pending>>,
-    /// Registrations per client address ([`REGISTRATION_BUDGET`]).
-    registrations: KeyedThrottle<ClientAddress>,
-}
-
-/// A validated authorization request waiting for the person's decision.
-#[derive(Debug, Clone)]
-struct Pending {
-    client_id: String,
-    client_name: String,
-    redirect_uri: String,
-    state: Option<String>,
-    code_challenge: String,
-    requested: BTreeSet<Scope>,
-    created: Instant,
-    expires_at: i64,
-}
-
-impl OAuthState {
-    pub(crate) fn new(studio_origin: &str, mcp_origin: &str) -> OAuthState {
-        OAuthState {
-            issuer: studio_origin.to_owned(),
-            resource: format!("{mcp_origin}/mcp"),
-            pending: Mutex::new(HashMap::new()),
-            registrations: KeyedThrottle::new(
-                REGISTRATION_BUDGET.0,
-                REGISTRATION_BUDGET.1,
-                governor::clock::DefaultClock::default(),
-            ),
-        }
-    }
-
-    /// The MCP endpoint clients connect to: the resource its tokens are for.
-    pub(crate) fn resource(&self) -> &str {
-        &self.resource
-    }
-
-    /// Counts one registration from `client`, or says how long it must wait.
-    fn admit_registration(&self, client: ClientAddress) -> Result<(), Duration> {
-        self.registrations.check(&client)
-    }
-
-    /// Parks a request; `None` when too many are parked.
-    fn park(&self, pending: Pending) -> Option<String> {
-        let mut parked = self.pending.lock().ok()?;
-        if parked.len() >= MAX_PENDING {
-            parked.retain(|_, p| p.created.elapsed() < PENDING_TTL);
-        }
-        if parked.len() >= MAX_PENDING {
-            return None;
-        }
-        let id = random_id();
-        parked.insert(id.clone(), pending);
-        Some(id)
-    }
-
-    fn peek(&self, id: &str) -> Option<Pending> {
-        let parked = self.pending.lock().ok()?;
-        parked
-            .get(id)
-            .filter(|p| p.created.elapsed() < PENDING_TTL)
-            .cloned()
-    }
-
-    fn take(&self, id: &str) -> Option<Pending> {
-        let mut parked = self.pending.lock().ok()?;
-        parked
-            .remove(id)
-            .filter(|p| p.created.elapsed() < PENDING_TTL)
-    }
-}
-
-fn random_id() -> String {
-    use rand::RngCore as _;
-    let mut bytes = [0u8; 32];
-    rand::rng().fill_bytes(&mut bytes);
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-}
-
-/// The OAuth routes (all on the Studio host).
-pub(crate) fn routes() -> axum::Router<Arc<Core>> {
-    axum::Router::new()
-        .route(
-            "/.well-known/oauth-authorization-server",
-            get(metadata::metadata).options(preflight),
-        )
-        .route(
-            "/oauth/register",
-            post(register::register).options(preflight),
-        )
-        .route("/oauth/authorize", get(authorize::authorize))
-        .route("/oauth/token", post(token::token).options(preflight))
-        .route("/oauth/revoke", post(token::revoke).options(preflight))
-        .route("/api/oauth/requests/{id}", get(consent::request_details))
-        .route("/api/oauth/requests/{id}/approve", post(consent::approve))
-        .route("/api/oauth/requests/{id}/deny", post(consent::deny))
-        .route("/api/oauth/connections", get(connections::connections))
-        .route(
-            "/api/oauth/connections/{id}",
-            axum::routing::delete(connections::revoke_connection),
-        )
-}
-
 // ---------------------------------------------------------------------------
 // Responses
 
 /// Any origin may call the metadata, registration, token and revocation
 /// endpoints (browser-based MCP clients do); none of them reads a cookie.
-fn cors(mut response: Response) -> Response {
+pub(crate) fn cors(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(
         header::ACCESS_CONTROL_ALLOW_ORIGIN,
@@ -251,7 +119,7 @@ fn cors(mut response: Response) -> Response {
     response
 }
 
-async fn preflight() -> Response {
+pub(crate) async fn preflight() -> Response {
     let mut response = cors(StatusCode::NO_CONTENT.into_response());
     let headers = response.headers_mut();
     headers.insert(
@@ -286,7 +154,7 @@ impl OAuthError {
         self.error
     }
 
-    fn new(error: &'static str, description: impl Into<String>) -> OAuthError {
+    pub(crate) fn new(error: &'static str, description: impl Into<String>) -> OAuthError {
         let (status, code) = match error {
             "invalid_client" => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthenticated),
             "invalid_grant" => (StatusCode::BAD_REQUEST, ErrorCode::AccessDenied),
@@ -303,7 +171,7 @@ impl OAuthError {
         }
     }
 
-    fn from_store(error: &AppError) -> OAuthError {
+    pub(crate) fn from_store(error: &AppError) -> OAuthError {
         let mut oauth = OAuthError::new(
             if error.retryable {
                 "temporarily_unavailable"
@@ -317,7 +185,7 @@ impl OAuthError {
         oauth
     }
 
-    fn from_refusal(refusal: OAuthRefusal) -> OAuthError {
+    pub(crate) fn from_refusal(refusal: OAuthRefusal) -> OAuthError {
         match refusal {
             OAuthRefusal::InvalidGrant(reason) => OAuthError::new("invalid_grant", reason),
             OAuthRefusal::InvalidScope(reason) => OAuthError::new("invalid_scope", reason),
@@ -369,17 +237,15 @@ impl IntoResponse for OAuthError {
 /// The caller of a consent or connection change: a same-origin JSON request
 /// (403 otherwise) from a signed-in browser session (401 when anonymous, the
 /// hidden 404 for any other credential).
-async fn signed_in_change(
-    core: &Core,
+pub(crate) async fn signed_in_change(
+    accounts: &Accounts,
     method: &Method,
     headers: &HeaderMap,
     has_body: bool,
 ) -> Result<studio_store::Principal, Response> {
-    same_origin_json(core, method, headers, has_body)?;
-    session_user(core, headers).await
+    same_origin_json(accounts, method, headers, has_body)?;
+    session_user(accounts, headers).await
 }
 
-#[cfg(test)]
-mod router_tests;
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,5 @@
 //! `GET /oauth/authorize`: the authorization code flow with PKCE (S256 only).
-//! A valid request is parked in memory for [`super::PENDING_TTL`] and the
+//! A valid request is parked in memory for [`crate::authorization::PENDING_TTL`] and the
 //! browser goes to the Studio page (`/#/connect/<id>`); a problem with the
 //! client or its redirect URI is a page in the browser.
 //!
@@ -20,9 +20,11 @@ use sasha_proto::{AppError, ErrorCode};
 use super::params::{
     parse_params, redirect_host, redirect_matches, redirect_with, requested_scopes,
 };
-use super::{MAX_STATE_CHARS, OAuthError, OAuthState, PENDING_TTL, Pending};
-use crate::Core;
-use crate::api::{no_store, session_user};
+use super::{MAX_STATE_CHARS, OAuthError};
+use crate::Accounts;
+use crate::authorization::{OAuthState, PENDING_TTL, Pending};
+use crate::http::caller::session_user;
+use crate::http::no_store;
 use studio_store::blocking;
 use studio_store::valid_code_challenge;
 
@@ -51,8 +53,8 @@ fn refusal_page(status: StatusCode, code: ErrorCode, message: &str) -> Response 
     no_store((status, axum::response::Html(html)))
 }
 
-pub(super) async fn authorize(
-    State(core): State<Arc<Core>>,
+pub(crate) async fn authorize(
+    State(accounts): State<Arc<Accounts>>,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
@@ -63,7 +65,7 @@ pub(super) async fn authorize(
     let Some(client_id) = params.get("client_id").cloned() else {
         return error_page("The request names no client (client_id is missing).");
     };
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     let lookup = client_id.clone();
     let client = match blocking(move || store.oauth_client(&lookup)).await {
         Ok(Some(client)) => client,
@@ -94,10 +96,10 @@ pub(super) async fn authorize(
         redirect_uri: &redirect_uri,
         state: state.as_deref(),
     };
-    let challenge = match authorization_problem(&core.oauth, &params) {
+    let challenge = match authorization_problem(&accounts.oauth, &params) {
         Ok(challenge) => challenge,
         Err((error, description)) => {
-            return refuse_authorization(&core, &headers, &refused, error, description).await;
+            return refuse_authorization(&accounts, &headers, &refused, error, description).await;
         }
     };
     let now = studio_store::system_clock();
@@ -111,11 +113,11 @@ pub(super) async fn authorize(
         created: Instant::now(),
         expires_at: now.saturating_add(i64::try_from(PENDING_TTL.as_secs()).unwrap_or(600)),
     };
-    match core.oauth.park(pending) {
+    match accounts.oauth.park(pending) {
         Some(id) => see_other(&format!("/#/connect/{id}")),
         None => {
             refuse_authorization(
-                &core,
+                &accounts,
                 &headers,
                 &refused,
                 "temporarily_unavailable",
@@ -180,18 +182,18 @@ struct Refused<'a> {
 /// when the redirect URI is trusted ([`redirect_trusted`]); otherwise shows
 /// it on a page and redirects nowhere.
 async fn refuse_authorization(
-    core: &Core,
+    accounts: &Accounts,
     headers: &HeaderMap,
     refused: &Refused<'_>,
     error: &'static str,
     description: &str,
 ) -> Response {
-    if redirect_trusted(core, headers, refused.client_id, refused.redirect_uri).await {
+    if redirect_trusted(accounts, headers, refused.client_id, refused.redirect_uri).await {
         let mut pairs = vec![("error", error), ("error_description", description)];
         if let Some(state) = refused.state {
             pairs.push(("state", state));
         }
-        pairs.push(("iss", &core.oauth.issuer));
+        pairs.push(("iss", &accounts.oauth.issuer));
         return see_other(&redirect_with(refused.redirect_uri, &pairs));
     }
     let mapped = OAuthError::new(error, description);
@@ -215,15 +217,15 @@ async fn refuse_authorization(
 /// registration alone earns no trust; anonymous requests, other people's
 /// sessions, other credentials and store failures are untrusted.
 async fn redirect_trusted(
-    core: &Core,
+    accounts: &Accounts,
     headers: &HeaderMap,
     client_id: &str,
     redirect_uri: &str,
 ) -> bool {
-    let Ok(principal) = session_user(core, headers).await else {
+    let Ok(principal) = session_user(accounts, headers).await else {
         return false;
     };
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     let client_id = client_id.to_owned();
     let user_id = principal.user.id;
     match blocking(move || store.oauth_connected_redirect_uris(&user_id, &client_id)).await {

@@ -21,8 +21,8 @@ use serde_json::json;
 
 use super::params::{content_type_is, parse_params, scope_text};
 use super::{MAX_FORM_BYTES, OAuthError, cors};
-use crate::Core;
-use crate::api::no_store;
+use crate::Accounts;
+use crate::http::no_store;
 use studio_store::blocking;
 use studio_store::{ClientAuthMethod, CodeExchange, IssuedTokens, Scope};
 
@@ -30,7 +30,7 @@ use studio_store::{ClientAuthMethod, CodeExchange, IssuedTokens, Scope};
 /// `client_id` (+ `client_secret`) in the body. A confidential client must
 /// present its secret; a public client is identified by its id alone.
 async fn client_form(
-    core: &Core,
+    accounts: &Accounts,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<(String, HashMap<String, String>), OAuthError> {
@@ -65,7 +65,7 @@ async fn client_form(
             params.remove("client_secret"),
         ),
     };
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     let lookup = client_id.clone();
     let client = blocking(move || store.oauth_client(&lookup))
         .await
@@ -78,7 +78,7 @@ async fn client_form(
                 "this client authenticates with its client secret",
             ));
         };
-        let store = core.store.clone();
+        let store = accounts.store.clone();
         let id = client_id.clone();
         let matches = blocking(move || store.oauth_client_secret_matches(&id, &secret))
             .await
@@ -124,12 +124,12 @@ pub(super) fn basic_credentials(
     Ok(Some((decode(id), decode(secret))))
 }
 
-pub(super) async fn token(
-    State(core): State<Arc<Core>>,
+pub(crate) async fn token(
+    State(accounts): State<Arc<Accounts>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    match issue(&core, &headers, &body).await {
+    match issue(&accounts, &headers, &body).await {
         Ok(tokens) => {
             let response = Json(json!({
                 "access_token": tokens.access_token,
@@ -147,8 +147,12 @@ pub(super) async fn token(
     }
 }
 
-async fn issue(core: &Core, headers: &HeaderMap, body: &[u8]) -> Result<IssuedTokens, OAuthError> {
-    let (client_id, params) = client_form(core, headers, body).await?;
+async fn issue(
+    accounts: &Accounts,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<IssuedTokens, OAuthError> {
+    let (client_id, params) = client_form(accounts, headers, body).await?;
     let required = |name: &str| {
         params.get(name).cloned().ok_or_else(|| {
             OAuthError::new(
@@ -162,14 +166,14 @@ async fn issue(core: &Core, headers: &HeaderMap, body: &[u8]) -> Result<IssuedTo
         .map(|resource| resource.trim_end_matches('/').to_owned());
     if resource
         .as_deref()
-        .is_some_and(|resource| resource != core.oauth.resource)
+        .is_some_and(|resource| resource != accounts.oauth.resource)
     {
         return Err(OAuthError::new(
             "invalid_target",
             "tokens are issued only for this server's MCP resource",
         ));
     }
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     let outcome = match params.get("grant_type").map(String::as_str) {
         Some("authorization_code") => {
             let (code, redirect_uri, verifier) = (
@@ -229,12 +233,12 @@ fn parse_exact_scopes(text: &str) -> Result<BTreeSet<Scope>, OAuthError> {
     Ok(scopes)
 }
 
-pub(super) async fn revoke(
-    State(core): State<Arc<Core>>,
+pub(crate) async fn revoke(
+    State(accounts): State<Arc<Accounts>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let (client_id, params) = match client_form(&core, &headers, &body).await {
+    let (client_id, params) = match client_form(&accounts, &headers, &body).await {
         Ok(found) => found,
         Err(error) => return error.into_response(),
     };
@@ -242,7 +246,7 @@ pub(super) async fn revoke(
         return OAuthError::new("invalid_request", "the parameter token is required")
             .into_response();
     };
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     match blocking(move || store.oauth_revoke_token(&client_id, &token)).await {
         Ok(()) => cors(StatusCode::OK.into_response()),
         Err(error) => OAuthError::from_store(&error).into_response(),

@@ -17,14 +17,15 @@ use utoipa::ToSchema;
 
 use super::params::redirect_host;
 use super::signed_in_change;
-use crate::Core;
-use crate::api::{hidden_not_found, no_store, session_user};
+use crate::Accounts;
+use crate::http::caller::session_user;
+use crate::http::{hidden_not_found, no_store};
 use studio_store::blocking;
 
 /// One of the caller's connected clients.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct ConnectionEntry {
+pub struct ConnectionEntry {
     id: String,
     client_id: String,
     client_name: String,
@@ -39,21 +40,21 @@ pub(crate) struct ConnectionEntry {
 
 /// `GET /api/oauth/connections`.
 #[derive(Serialize, ToSchema)]
-pub(crate) struct ConnectionsResponse {
+pub struct ConnectionsResponse {
     connections: Vec<ConnectionEntry>,
 }
 
-#[utoipa::path(get, path = "/api/oauth/connections", responses(
+#[utoipa::path(tag = "oauth", get, path = "/api/oauth/connections", responses(
     (status = 200, description = "the caller's live OAuth connections, newest first; Cache-Control: no-store", body = ConnectionsResponse),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "hidden: not a browser session", body = crate::api::ErrorEnvelope),
-    (status = 503, description = "account store busy; retry", body = crate::api::ErrorEnvelope)))]
-pub(crate) async fn connections(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
-    let principal = match session_user(&core, &headers).await {
+    (status = 401, description = "anonymous", body = crate::http::ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session", body = crate::http::ErrorEnvelope),
+    (status = 503, description = "account store busy; retry", body = crate::http::ErrorEnvelope)))]
+pub async fn connections(State(accounts): State<Arc<Accounts>>, headers: HeaderMap) -> Response {
+    let principal = match session_user(&accounts, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     match blocking(move || store.oauth_connections(&principal.user.id)).await {
         Ok(list) => no_store(Json(ConnectionsResponse {
             connections: list
@@ -74,22 +75,22 @@ pub(crate) async fn connections(State(core): State<Arc<Core>>, headers: HeaderMa
     }
 }
 
-#[utoipa::path(delete, path = "/api/oauth/connections/{connectionId}", params(("connectionId" = String, Path)), responses(
+#[utoipa::path(tag = "oauth", delete, path = "/api/oauth/connections/{connectionId}", params(("connectionId" = String, Path)), responses(
     (status = 204, description = "revoked: every token of the connection stops working"),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not from the Studio origin", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "hidden: not a browser session, or not the caller's live connection", body = crate::api::ErrorEnvelope)))]
-pub(crate) async fn revoke_connection(
-    State(core): State<Arc<Core>>,
+    (status = 401, description = "anonymous", body = crate::http::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin", body = crate::http::ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session, or not the caller's live connection", body = crate::http::ErrorEnvelope)))]
+pub async fn revoke_connection(
+    State(accounts): State<Arc<Accounts>>,
     Path(id): Path<String>,
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    let principal = match signed_in_change(&core, &method, &headers, false).await {
+    let principal = match signed_in_change(&accounts, &method, &headers, false).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
-    let store = core.store.clone();
+    let store = accounts.store.clone();
     let user_id = principal.user.id;
     match blocking(move || store.oauth_revoke_connection(&user_id, &id, &user_id)).await {
         Ok(true) => StatusCode::NO_CONTENT.into_response(),

@@ -10,10 +10,11 @@ use base64::Engine as _;
 use sasha_proto::ErrorCode;
 
 use super::consent::chosen_scopes;
+use super::offered;
 use super::params::{parse_params, redirect_matches, redirect_uri_problem, requested_scopes};
 use super::token::basic_credentials;
-use super::{MAX_PENDING, OAuthState, Pending, REGISTRATION_BUDGET, offered};
-use crate::api::ClientAddress;
+use crate::authorization::{MAX_PENDING, OAuthState, Pending, REGISTRATION_BUDGET};
+use crate::throttle::ClientAddress;
 use studio_store::{Scope, UserRole};
 
 #[test]

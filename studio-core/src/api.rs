@@ -236,13 +236,13 @@ struct GrantResponse {
         studio_identity::http::oauth::consent::deny,
         studio_identity::http::oauth::connections::connections,
         studio_identity::http::oauth::connections::revoke_connection,
-        crate::assistant::status,
-        crate::assistant::list,
-        crate::assistant::create,
-        crate::assistant::read,
-        crate::assistant::remove,
-        crate::assistant::turn,
-        crate::assistant::confirm
+        studio_assistant::http::status,
+        studio_assistant::http::list,
+        studio_assistant::http::create,
+        studio_assistant::http::read,
+        studio_assistant::http::remove,
+        studio_assistant::http::turn,
+        studio_assistant::http::confirm
     ),
     components(schemas(
         studio_identity::http::sign_in::LoginRequest,
@@ -277,9 +277,9 @@ struct GrantResponse {
         studio_identity::http::oauth::consent::Decision,
         studio_identity::http::oauth::connections::ConnectionEntry,
         studio_identity::http::oauth::connections::ConnectionsResponse,
-        crate::assistant::CreateBody,
-        crate::assistant::TurnBody,
-        crate::assistant::ConfirmBody
+        studio_assistant::http::CreateBody,
+        studio_assistant::http::TurnBody,
+        studio_assistant::http::ConfirmBody
     ))
 )]
 pub(crate) struct ApiDoc;

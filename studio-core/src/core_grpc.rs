@@ -5,12 +5,17 @@
 //! `Authenticate` gave it; access is still read here, never trusted from it.
 
 use std::collections::HashMap;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use sasha_proto::convert::resource_meta;
 use sasha_proto::pb::core_service_server::CoreService;
 use sasha_proto::pb::{self, HealthReply, HealthRequest};
 use sasha_proto::{AppError, ErrorCode};
+use studio_assistant::app_calls::{ChatCall, ChatEvent, UploadCall};
+use studio_identity::actor::Actor;
+use studio_uploads::IncomingFile;
+use tokio_stream::{Stream, StreamExt as _};
 use tonic::{Request, Response, Status};
 
 use crate::Core;
@@ -138,6 +143,30 @@ fn capabilities(capabilities: &Capabilities) -> pb::Capabilities {
 }
 
 type GrpcResult<T> = Result<Response<T>, Status>;
+
+/// The event stream of one chat turn, as the gateway reads it.
+type ChatStream = Pin<Box<dyn Stream<Item = Result<pb::ChatEvent, Status>> + Send>>;
+
+/// The actor a request names (the principal `Authenticate` gave the
+/// gateway): no principal, or one without a user, is `APP_UNAUTHENTICATED`.
+/// A role, kind or scope the platform does not name is left out
+/// ([`Actor`]), so it never satisfies a check.
+fn actor(principal: Option<&pb::Principal>) -> Result<Actor, Status> {
+    let principal = principal
+        .filter(|principal| !principal.user_id.is_empty())
+        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal").to_status())?;
+    Ok(Actor {
+        user_id: principal.user_id.clone(),
+        username: principal.username.clone(),
+        role: principal.role.parse().ok(),
+        kind: principal.kind.parse().ok(),
+        scopes: principal
+            .scopes
+            .iter()
+            .filter_map(|scope| scope.parse().ok())
+            .collect(),
+    })
+}
 
 fn kind_name(kind: PrincipalKind) -> &'static str {
     match kind {
@@ -735,22 +764,62 @@ impl CoreService for CoreGrpc {
         Ok(Response::new(pb::SuggestReply { id }))
     }
 
-    type ChatStream = crate::assist::ChatStream;
+    type ChatStream = ChatStream;
 
     #[tracing::instrument(skip_all, name = "core.chat")]
     async fn chat(&self, request: Request<pb::ChatRequest>) -> GrpcResult<Self::ChatStream> {
-        crate::assist::chat(self.core.clone(), request.into_inner())
+        let request = request.into_inner();
+        let call = ChatCall {
+            actor: actor(request.principal.as_ref())?,
+            app_id: request.app_id,
+            revision: request.revision,
+            prompt: request.prompt,
+            new_session: request.new_session,
+        };
+        let events = studio_assistant::app_calls::chat(self.core.assistance.clone(), call)
             .await
-            .map(Response::new)
-            .map_err(|error| error.to_status())
+            .map_err(|error| error.to_status())?;
+        Ok(Response::new(Box::pin(events.map(|event| {
+            event
+                .map(|event| pb::ChatEvent {
+                    event: Some(match event {
+                        ChatEvent::Text(text) => pb::chat_event::Event::Text(text),
+                        ChatEvent::FinalText(text) => pb::chat_event::Event::FinalText(text),
+                    }),
+                })
+                .map_err(|error| error.to_status())
+        }))))
     }
 
     #[tracing::instrument(skip_all, name = "core.upload")]
     async fn upload(&self, request: Request<pb::UploadRequest>) -> GrpcResult<pb::UploadReply> {
-        crate::assist::upload(&self.core, request.into_inner())
+        let request = request.into_inner();
+        let call = UploadCall {
+            actor: actor(request.principal.as_ref())?,
+            app_id: request.app_id,
+            revision: request.revision,
+            files: request
+                .files
+                .into_iter()
+                .map(|file| IncomingFile {
+                    name: file.name,
+                    content_type: file.content_type,
+                    data: file.data,
+                })
+                .collect(),
+        };
+        let descriptors = studio_assistant::app_calls::upload(&self.core.assistance, call)
             .await
-            .map(Response::new)
-            .map_err(|error| error.to_status())
+            .map_err(|error| error.to_status())?;
+        Ok(Response::new(pb::UploadReply {
+            files: descriptors
+                .into_iter()
+                .map(|descriptor| pb::UploadDescriptor {
+                    original: descriptor.original,
+                    converted: descriptor.converted,
+                })
+                .collect(),
+        }))
     }
 }
 

@@ -25,10 +25,7 @@
     reason = "guards return the finished refusal, as axum handlers do; boxing it buys nothing"
 )]
 mod api;
-mod assist;
-mod assistant;
 pub mod catalogue;
-pub mod chat;
 mod core_grpc;
 mod create;
 mod drafts;
@@ -113,7 +110,7 @@ pub struct Config {
     pub bundled_apps: seed::BundledApps,
     /// `SASHA_CHAT_*`: the OpenAI-compatible chat provider for apps; `None`
     /// when `SASHA_CHAT_BASE_URL` is unset (chat answers `APP_CHAT_UNAVAILABLE`).
-    pub chat: Option<chat::ChatConfig>,
+    pub chat: Option<studio_assistant::provider::ChatConfig>,
     /// `SASHA_HEALTH_ADDR`: the probe listener (`/livez`, `/readyz`); `None`
     /// when unset.
     pub health_addr: Option<SocketAddr>,
@@ -148,7 +145,7 @@ impl Config {
                 100_000,
             )?,
             bundled_apps: seed::BundledApps::from_env(env)?,
-            chat: chat::ChatConfig::from_env(env)?,
+            chat: studio_assistant::provider::ChatConfig::from_env(env)?,
             health_addr: health::health_addr(env)?,
         })
     }
@@ -215,14 +212,11 @@ struct Core {
     member_deploys: member_apps::DeployThrottle,
     /// The package folders, for the source tools.
     source: Arc<source::SourceTree>,
-    /// Chat turns for apps (`CoreService.Chat`).
-    chat: chat::ChatService,
-    /// The users' converted documents (`CoreService.Upload`), below `UPLOADS_ROOT`.
-    uploads: Arc<studio_uploads::UploadArea>,
+    /// The chat provider, app chat and uploads (`CoreService.Chat`,
+    /// `CoreService.Upload`) and the Studio assistant (studio-assistant).
+    assistance: Arc<studio_assistant::Assistance>,
     /// Each draft's validation, by its files' content addresses.
     drafts: drafts::DraftCache,
-    /// The Studio assistant's running turns and waiting confirmations.
-    assistant: Arc<assistant::Assistant>,
 }
 
 impl Core {
@@ -390,31 +384,39 @@ pub async fn run_with_store(
         ))
     })?;
     let member_deploys = member_apps::DeployThrottle::new(&store);
+    let accounts = Arc::new(studio_identity::Accounts::new(
+        store.clone(),
+        config.origins.studio.clone(),
+        config.mcp_origin.as_str(),
+    ));
+    let uploads = studio_uploads::UploadArea::new(
+        config.storage.uploads_root.clone(),
+        studio_uploads::isolate::Converter::this_executable().map_err(|error| {
+            RoleError::Startup(format!(
+                "cannot find this executable to convert documents with: {error}"
+            ))
+        })?,
+    );
+    let assistance = Arc::new(studio_assistant::Assistance::new(
+        accounts.clone(),
+        store.clone(),
+        studio_assistant::provider::ChatService::new(config.chat.clone()),
+        Arc::new(uploads),
+        catalogue.clone(),
+        config.assistant_mcp_url.clone(),
+    ));
     let core = Arc::new(Core {
         origins: config.origins.clone(),
         data,
-        accounts: Arc::new(studio_identity::Accounts::new(
-            store.clone(),
-            config.origins.studio.clone(),
-            config.mcp_origin.as_str(),
-        )),
+        accounts,
+        assistance,
         store,
         revision_retention: config.revision_retention,
         member_caps: member_apps::MEMBER_CAPS,
         member_deploys,
         source: Arc::new(source::SourceTree::new(catalogue.apps_dir())),
         catalogue,
-        chat: chat::ChatService::new(config.chat.clone()),
-        uploads: Arc::new(studio_uploads::UploadArea::new(
-            config.storage.uploads_root.clone(),
-            studio_uploads::isolate::Converter::this_executable().map_err(|error| {
-                RoleError::Startup(format!(
-                    "cannot find this executable to convert documents with: {error}"
-                ))
-            })?,
-        )),
         drafts: drafts::DraftCache::default(),
-        assistant: Arc::new(assistant::Assistant::new(config.assistant_mcp_url.clone())),
     });
     let http_addr = listeners
         .http
@@ -603,7 +605,7 @@ fn router(core: Arc<Core>) -> axum::Router {
         .merge(api::routes())
         .merge(member_apps_http::routes())
         .merge(studio_identity::http::routes().with_state(core.accounts.clone()))
-        .merge(assistant::routes())
+        .merge(studio_assistant::http::routes().with_state(core.assistance.clone()))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             core.clone(),

@@ -201,7 +201,7 @@ pub fn content_bytes(
                     ),
                 ));
             }
-            let bytes = base64_bytes(&encoded).ok_or_else(|| {
+            let bytes = sasha_package::source::base64_bytes(&encoded).ok_or_else(|| {
                 refuse(
                     "BASE64_INVALID",
                     format!(
@@ -220,24 +220,6 @@ pub fn content_bytes(
             Ok(bytes)
         }
     }
-}
-
-/// The bytes of base64 `content` as the tools take it: the standard
-/// alphabet, ASCII whitespace between the characters ignored, padding
-/// optional. `None` when it is not base64.
-pub fn base64_bytes(content: &str) -> Option<Vec<u8>> {
-    use base64::Engine as _;
-    let encoded: String = content
-        .chars()
-        .filter(|c| !c.is_ascii_whitespace())
-        .collect();
-    base64::engine::GeneralPurpose::new(
-        &base64::alphabet::STANDARD,
-        base64::engine::GeneralPurposeConfig::new()
-            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
-    )
-    .decode(encoded.as_bytes())
-    .ok()
 }
 
 fn binary_extensions() -> String {

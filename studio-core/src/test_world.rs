@@ -33,11 +33,11 @@ pub(crate) struct World {
 
 impl World {
     pub(crate) fn new() -> World {
-        World::with_chat(crate::chat::ChatService::new(None))
+        World::with_chat(studio_assistant::provider::ChatService::new(None))
     }
 
     /// A world whose chat (and assistant) provider is `chat`.
-    pub(crate) fn with_chat(chat: crate::chat::ChatService) -> World {
+    pub(crate) fn with_chat(chat: studio_assistant::provider::ChatService) -> World {
         World::build(chat, crate::member_apps::MEMBER_CAPS, "https://127.0.0.1:9")
     }
 
@@ -45,7 +45,7 @@ impl World {
     /// large to reach in process).
     pub(crate) fn with_member_caps(caps: studio_store::MemberCaps) -> World {
         World::build(
-            crate::chat::ChatService::new(None),
+            studio_assistant::provider::ChatService::new(None),
             caps,
             "https://127.0.0.1:9",
         )
@@ -57,7 +57,7 @@ impl World {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("https://{}", listener.local_addr().unwrap());
         let world = World::build(
-            crate::chat::ChatService::new(None),
+            studio_assistant::provider::ChatService::new(None),
             crate::member_apps::MEMBER_CAPS,
             &url,
         );
@@ -66,7 +66,7 @@ impl World {
     }
 
     fn build(
-        chat: crate::chat::ChatService,
+        chat: studio_assistant::provider::ChatService,
         member_caps: studio_store::MemberCaps,
         data_url: &str,
     ) -> World {
@@ -93,38 +93,44 @@ impl World {
         let catalogue = Arc::new(Catalogue::new(&docs, 8));
         catalogue.refresh();
         let member_deploys = crate::member_apps::DeployThrottle::new(&store);
+        let accounts = Arc::new(studio_identity::Accounts::new(
+            store.clone(),
+            Origin::parse(STUDIO).unwrap(),
+            STUDIO,
+        ));
+        // Router tests upload nothing: conversions are process tests
+        // (`tests/process/assist.rs`), whose child is the real binary.
+        let uploads = studio_uploads::UploadArea::new(
+            dir.path().join("uploads"),
+            studio_uploads::isolate::Converter::command(
+                "/bin/false",
+                std::iter::empty::<&str>(),
+                studio_uploads::isolate::WALL_LIMIT,
+            ),
+        );
+        let assistance = Arc::new(studio_assistant::Assistance::new(
+            accounts.clone(),
+            store.clone(),
+            chat,
+            Arc::new(uploads),
+            catalogue.clone(),
+            "http://127.0.0.1:9/mcp".to_owned(),
+        ));
         let core = Arc::new(Core {
             origins: Origins {
                 studio: Origin::parse(STUDIO).unwrap(),
                 sandbox: Origin::parse("http://127.0.0.1:3007").unwrap(),
             },
             data,
-            accounts: Arc::new(studio_identity::Accounts::new(
-                store.clone(),
-                Origin::parse(STUDIO).unwrap(),
-                STUDIO,
-            )),
+            accounts,
+            assistance,
             store,
             member_caps,
             member_deploys,
             source: Arc::new(crate::source::SourceTree::new(catalogue.apps_dir())),
             catalogue,
             revision_retention: 64,
-            chat,
-            // Router tests upload nothing: conversions are process tests
-            // (`tests/process/assist.rs`), whose child is the real binary.
-            uploads: Arc::new(studio_uploads::UploadArea::new(
-                dir.path().join("uploads"),
-                studio_uploads::isolate::Converter::command(
-                    "/bin/false",
-                    std::iter::empty::<&str>(),
-                    studio_uploads::isolate::WALL_LIMIT,
-                ),
-            )),
             drafts: crate::drafts::DraftCache::default(),
-            assistant: Arc::new(crate::assistant::Assistant::new(
-                "http://127.0.0.1:9/mcp".to_owned(),
-            )),
         });
         World {
             dir,

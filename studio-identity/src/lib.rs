@@ -15,6 +15,7 @@
 //! an address nobody vouched for, or tell a bad credential from an unknown
 //! one.
 
+pub mod actor;
 pub mod authorization;
 #[allow(
     clippy::result_large_err,

@@ -2,5 +2,8 @@
 //! the real router of a `crate::test_world::World`, one module per area.
 
 mod api;
+mod assistant;
+#[path = "../../../tests/common/fake_llm.rs"]
+mod fake_llm;
 mod oauth;
 mod people;

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::mcp::SelfMcp;
+use super::mcp_client::SelfMcp;
 
 /// Lines of context around each change of a file's diff.
 const DIFF_CONTEXT: usize = 3;
@@ -195,10 +195,10 @@ fn stored_text(path: &str, file: &Value) -> Option<String> {
     if file.get("encoding").is_none_or(Value::is_null) {
         return Some(content.to_owned());
     }
-    if crate::source::is_binary(path) {
+    if sasha_package::source::is_binary_path(path) {
         return None;
     }
-    Some(match crate::source::base64_bytes(content) {
+    Some(match sasha_package::source::base64_bytes(content) {
         Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         None => content.to_owned(),
     })

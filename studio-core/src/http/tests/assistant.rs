@@ -1,14 +1,13 @@
 //! The assistant's routes in process, through the router (no provider is
 //! configured in the test world): only a signed-in browser session reaches
 //! them, conversations are their user's, changes are same-origin, a turn
-//! without a provider says how to configure one, a confirmation is decided
-//! once, by its own user, and the system message holds no other person's
-//! words.
+//! without a provider says how to configure one, a turn streams its events,
+//! and the system message holds no other person's words. The turns'
+//! bookkeeping is studio-assistant's own test.
 
 use http::StatusCode;
 use serde_json::json;
 
-use super::Assistant;
 use crate::test_world::{STUDIO, World};
 use studio_store::Scope;
 
@@ -160,59 +159,15 @@ async fn only_the_persons_session_reaches_the_assistant() {
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
-#[tokio::test]
-async fn a_confirmation_is_decided_once_by_its_own_user() {
-    let assistant = Assistant::new("http://127.0.0.1:9/mcp".into());
-    let (id, decision) = assistant.expect("ada");
-    assert_eq!(id.len(), 32);
-    assert!(!assistant.decide("bob", &id, true), "another user");
-    assert!(!assistant.decide("ada", "0123456789abcdef0123456789abcdef", true));
-    assert!(assistant.decide("ada", &id, false));
-    assert!(!assistant.decide("ada", &id, true), "a replay");
-    assert!(!decision.await.unwrap());
-    // An abandoned one cannot be decided.
-    let (id, decision) = assistant.expect("ada");
-    drop(decision);
-    assert!(!assistant.decide("ada", &id, true));
-    let (id, _decision) = assistant.expect("ada");
-    assistant.forget(&id);
-    assert!(!assistant.decide("ada", &id, true));
-}
-
-#[tokio::test]
-async fn turns_are_one_per_conversation_and_bounded_per_user() {
-    let assistant = std::sync::Arc::new(Assistant::new("http://127.0.0.1:9/mcp".into()));
-    let running = assistant.claim("ada", "c1").unwrap();
-    assert_eq!(
-        assistant.claim("ada", "c1").unwrap_err().code,
-        sasha_proto::ErrorCode::Busy
-    );
-    let other = assistant.claim("ada", "c2").unwrap();
-    drop(running);
-    assistant.claim("ada", "c1").unwrap();
-    drop(other);
-    // A user's turns are bounded; another user's do not count against them.
-    let held: Vec<_> = (0..super::MAX_TURNS_PER_USER)
-        .map(|index| assistant.claim("bob", &format!("b{index}")).unwrap())
-        .collect();
-    assert_eq!(
-        assistant.claim("bob", "one-more").unwrap_err().code,
-        sasha_proto::ErrorCode::Busy
-    );
-    assistant.claim("cy", "c9").unwrap();
-    drop(held);
-    assistant.claim("bob", "one-more").unwrap();
-}
-
 /// A turn through the router with a provider but no reachable gateway: the
 /// stream is server-sent events, the person's prompt is kept, and the turn
 /// ends with a clear, retryable error instead of silence.
 #[tokio::test]
 async fn a_turn_streams_its_events_and_ends_with_a_clear_error() {
-    use crate::chat::fake_llm::{FakeLlm, Step, script};
+    use super::fake_llm::{FakeLlm, Step, script};
     let fake = FakeLlm::start(script(vec![Step::Text("unused".into())])).await;
-    let config = crate::chat::ChatConfig::new(&fake.base_url, "fake").unwrap();
-    let world = World::with_chat(crate::chat::ChatService::new(Some(config)));
+    let config = studio_assistant::provider::ChatConfig::new(&fake.base_url, "fake").unwrap();
+    let world = World::with_chat(studio_assistant::provider::ChatService::new(Some(config)));
     let admin = world.session(&world.admin);
     let (_, created) = world
         .send(
@@ -342,7 +297,11 @@ async fn the_system_message_holds_no_other_persons_words() {
         let secret = cookie.strip_prefix("sasha_session=").unwrap();
         world.store().session(secret).unwrap().unwrap()
     };
-    let ada = super::turn::system_message(&world.core, &principal_of(&world.admin)).await;
+    let ada = studio_assistant::assistant::turn::system_message(
+        &world.core.assistance,
+        &principal_of(&world.admin),
+    )
+    .await;
     assert!(
         !ada.contains("Ignore all previous"),
         "a colleague's app name reached the system message: {ada}"
@@ -354,6 +313,10 @@ async fn the_system_message_holds_no_other_persons_words() {
         "a catalogue app's name is its author's text too: {ada}"
     );
     // The author's own app is theirs to see by name.
-    let own = super::turn::system_message(&world.core, &principal_of(&bea)).await;
+    let own = studio_assistant::assistant::turn::system_message(
+        &world.core.assistance,
+        &principal_of(&bea),
+    )
+    .await;
     assert!(own.contains(&format!("- {trap} \"{INJECTION}\"")), "{own}");
 }

@@ -6,26 +6,59 @@
 //! the revision the host has open, and the capability (`chat: true` or
 //! `files: true`) declared in its manifest. A chat prompt's `@<name>.md`
 //! references are resolved in the caller's own upload area before the turn.
+//!
+//! What it must never do: run a turn or store a document for anyone but a
+//! browser session with `use` on the app at the revision it has open, or
+//! read another user's upload area.
 
 use std::pin::Pin;
 use std::sync::Arc;
 
-use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode};
+use studio_identity::actor::Actor;
+use studio_store::{AppAccess, PrincipalKind, Scope, blocking};
+use studio_uploads::{Descriptor, IncomingFile};
 use tokio::sync::mpsc;
 use tokio_stream::Stream;
 use tokio_util::sync::CancellationToken;
-use tonic::Status;
 
-use crate::Core;
-use crate::catalogue::AppEntry;
-use crate::chat::{ChatDocument, ChatTurn};
-use studio_store::blocking;
-use studio_store::{AppAccess, Scope};
-use studio_uploads::IncomingFile;
+use crate::Assistance;
+use crate::apps::CatalogueApp;
+use crate::provider::{ChatDocument, ChatTurn};
 
-/// The event stream of one chat turn.
-pub(crate) type ChatStream = Pin<Box<dyn Stream<Item = Result<pb::ChatEvent, Status>> + Send>>;
+/// One chat turn an open app asks for (`Sasha.chat.execute`).
+#[derive(Debug, Clone)]
+pub struct ChatCall {
+    pub actor: Actor,
+    pub app_id: String,
+    /// The revision the Studio page has open.
+    pub revision: String,
+    pub prompt: String,
+    /// Start a fresh conversation instead of continuing the app's last one.
+    pub new_session: bool,
+}
+
+/// What a chat turn streams: the growing text, then the whole answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChatEvent {
+    /// The answer so far.
+    Text(String),
+    /// The whole answer; the last event of a turn that succeeded.
+    FinalText(String),
+}
+
+/// The event stream of one chat turn; a failed turn ends with its error.
+pub type ChatEvents = Pin<Box<dyn Stream<Item = Result<ChatEvent, AppError>> + Send>>;
+
+/// Documents an open app uploads (`Sasha.files.upload`).
+#[derive(Debug, Clone)]
+pub struct UploadCall {
+    pub actor: Actor,
+    pub app_id: String,
+    /// The revision the Studio page has open.
+    pub revision: String,
+    pub files: Vec<IncomingFile>,
+}
 
 /// Most documents one prompt may reference.
 const MAX_REFERENCES: usize = 10;
@@ -38,49 +71,40 @@ enum Capability {
 
 /// The caller's user id and the app's name, once every check passed.
 async fn open_app(
-    core: &Core,
-    principal: Option<&pb::Principal>,
+    assistance: &Assistance,
+    actor: &Actor,
     app_id: &str,
     revision: &str,
     capability: Capability,
 ) -> Result<(String, String), AppError> {
-    let principal = principal
-        .filter(|principal| !principal.user_id.is_empty())
-        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal"))?;
     let what = match capability {
         Capability::Chat => "chat",
         Capability::Files => "document upload",
     };
-    if principal.kind != "session"
-        || !principal
-            .scopes
-            .iter()
-            .any(|scope| scope == Scope::AppsInvoke.as_str())
-    {
+    if !actor.is(PrincipalKind::Session) || !actor.has(Scope::AppsInvoke) {
         return Err(AppError::new(
             ErrorCode::CapabilityDenied,
             format!("{what} is available only to an app open in Studio"),
         ));
     }
-    let user_id = principal.user_id.clone();
-    let (store, user, app) = (core.store.clone(), user_id.clone(), app_id.to_owned());
+    let user_id = actor.user_id.clone();
+    let (store, user, app) = (assistance.store.clone(), user_id.clone(), app_id.to_owned());
     let access = blocking(move || store.access(&app, &user)).await?;
     if !access.is_some_and(|access| access.allows(AppAccess::Use)) {
         return Err(AppError::from_code(ErrorCode::NotFound));
     }
-    let snapshot = core.catalogue.current();
-    let Some(AppEntry::Valid(package)) = snapshot.apps.get(app_id) else {
+    let Some(CatalogueApp::Valid(app)) = assistance.apps.app(app_id) else {
         return Err(AppError::from_code(ErrorCode::NotFound));
     };
-    if package.resource.revision != revision {
+    if app.revision != revision {
         return Err(AppError::new(
             ErrorCode::RevisionUnavailable,
             "the app changed since it was opened; reopen it",
         ));
     }
     let declared = match capability {
-        Capability::Chat => package.manifest.capabilities.chat,
-        Capability::Files => package.manifest.capabilities.files,
+        Capability::Chat => app.chat,
+        Capability::Files => app.files,
     };
     if !declared {
         return Err(AppError::new(
@@ -94,7 +118,7 @@ async fn open_app(
             ),
         ));
     }
-    Ok((user_id, package.manifest.name.clone()))
+    Ok((user_id, app.name))
 }
 
 /// The `@name` references of `prompt`: each a converted document name
@@ -127,19 +151,16 @@ fn references(prompt: &str) -> Vec<String> {
 /// Starts one chat turn: checks, resolves the prompt's document references,
 /// and streams the growing text. Dropping the stream (the gateway's client
 /// went away) cancels the turn and its upstream request.
-pub(crate) async fn chat(
-    core: Arc<Core>,
-    request: pb::ChatRequest,
-) -> Result<ChatStream, AppError> {
+pub async fn chat(assistance: Arc<Assistance>, call: ChatCall) -> Result<ChatEvents, AppError> {
     let (user_id, app_name) = open_app(
-        &core,
-        request.principal.as_ref(),
-        &request.app_id,
-        &request.revision,
+        &assistance,
+        &call.actor,
+        &call.app_id,
+        &call.revision,
         Capability::Chat,
     )
     .await?;
-    let names = references(&request.prompt);
+    let names = references(&call.prompt);
     if names.len() > MAX_REFERENCES {
         return Err(AppError::new(
             ErrorCode::ResourceLimit,
@@ -147,7 +168,7 @@ pub(crate) async fn chat(
         ));
     }
     let documents = {
-        let (uploads, user) = (core.uploads.clone(), user_id.clone());
+        let (uploads, user) = (assistance.uploads.clone(), user_id.clone());
         tokio::task::spawn_blocking(move || -> Result<Vec<ChatDocument>, AppError> {
             names
                 .into_iter()
@@ -165,16 +186,16 @@ pub(crate) async fn chat(
     };
     let turn = ChatTurn {
         user_id,
-        app_id: request.app_id,
+        app_id: call.app_id,
         app_name,
-        prompt: request.prompt,
-        new_session: request.new_session,
+        prompt: call.prompt,
+        new_session: call.new_session,
         documents,
     };
-    let (events, receiver) = mpsc::channel::<Result<pb::ChatEvent, Status>>(8);
+    let (events, receiver) = mpsc::channel::<Result<ChatEvent, AppError>>(8);
     let (updates, mut texts) = mpsc::channel::<String>(8);
     let cancel = CancellationToken::new();
-    let service = core.chat.clone();
+    let service = assistance.chat.clone();
     tokio::spawn(async move {
         let run = service.execute(turn, updates, cancel.clone());
         tokio::pin!(run);
@@ -183,8 +204,7 @@ pub(crate) async fn chat(
             tokio::select! {
                 outcome = &mut run => break outcome,
                 Some(text) = texts.recv(), if listening => {
-                    let event = pb::ChatEvent { event: Some(pb::chat_event::Event::Text(text)) };
-                    if events.send(Ok(event)).await.is_err() {
+                    if events.send(Ok(ChatEvent::Text(text))).await.is_err() {
                         listening = false;
                         cancel.cancel();
                     }
@@ -195,13 +215,7 @@ pub(crate) async fn chat(
                 }
             }
         };
-        let last = match outcome {
-            Ok(text) => Ok(pb::ChatEvent {
-                event: Some(pb::chat_event::Event::FinalText(text)),
-            }),
-            Err(error) => Err(error.to_status()),
-        };
-        let _ = events.send(last).await;
+        let _ = events.send(outcome.map(ChatEvent::FinalText)).await;
     });
     Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(
         receiver,
@@ -209,40 +223,23 @@ pub(crate) async fn chat(
 }
 
 /// Converts and stores one upload in the caller's area.
-pub(crate) async fn upload(
-    core: &Core,
-    request: pb::UploadRequest,
-) -> Result<pb::UploadReply, AppError> {
+pub async fn upload(
+    assistance: &Assistance,
+    call: UploadCall,
+) -> Result<Vec<Descriptor>, AppError> {
     let (user_id, _) = open_app(
-        core,
-        request.principal.as_ref(),
-        &request.app_id,
-        &request.revision,
+        assistance,
+        &call.actor,
+        &call.app_id,
+        &call.revision,
         Capability::Files,
     )
     .await?;
-    let files: Vec<IncomingFile> = request
-        .files
-        .into_iter()
-        .map(|file| IncomingFile {
-            name: file.name,
-            content_type: file.content_type,
-            data: file.data,
-        })
-        .collect();
-    let uploads = core.uploads.clone();
-    let descriptors = tokio::task::spawn_blocking(move || uploads.store(&user_id, files))
+    let uploads = assistance.uploads.clone();
+    let files = call.files;
+    tokio::task::spawn_blocking(move || uploads.store(&user_id, files))
         .await
-        .map_err(|_| AppError::from_code(ErrorCode::Internal))??;
-    Ok(pb::UploadReply {
-        files: descriptors
-            .into_iter()
-            .map(|descriptor| pb::UploadDescriptor {
-                original: descriptor.original,
-                converted: descriptor.converted,
-            })
-            .collect(),
-    })
+        .map_err(|_| AppError::from_code(ErrorCode::Internal))?
 }
 
 #[cfg(test)]

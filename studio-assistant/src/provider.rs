@@ -1,6 +1,7 @@
-//! Chat for apps: one turn of `Sasha.chat.execute` against an OpenAI-compatible
-//! streaming `/chat/completions` provider (Ollama, llama.cpp, vLLM, a hosted
-//! API), with the app's conversation remembered in memory.
+//! The chat provider: one OpenAI-compatible streaming `/chat/completions`
+//! endpoint (Ollama, llama.cpp, vLLM, a hosted API), through which app chat
+//! runs its turns (`Sasha.chat.execute`, with the app's conversation
+//! remembered in memory) and the Studio assistant its completion rounds.
 //!
 //! [`ChatService::execute`] streams the growing answer to its caller and returns
 //! the final text. It never lets the provider's words about itself reach the
@@ -18,7 +19,7 @@ mod sse;
 
 #[cfg(test)]
 #[path = "../../tests/common/fake_llm.rs"]
-pub(crate) mod fake_llm;
+mod fake_llm;
 #[cfg(test)]
 mod tests;
 
@@ -581,7 +582,7 @@ async fn stream_answer(
     let mut request = provider
         .client
         .post(provider.config.completions_url())
-        .header(http::header::ACCEPT, "text/event-stream")
+        .header(reqwest::header::ACCEPT, "text/event-stream")
         .json(body);
     if let Some(key) = &provider.config.api_key {
         request = request.bearer_auth(key);
@@ -600,7 +601,7 @@ async fn stream_answer(
     }
     let is_json = response
         .headers()
-        .get(http::header::CONTENT_TYPE)
+        .get(reqwest::header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.starts_with("application/json"));
     if is_json {

@@ -83,7 +83,7 @@ impl SelfMcp {
         // proxy from the environment and no redirects: the gateway is one
         // known URL.
         let http = reqwest::Client::builder()
-            .tls_backend_preconfigured(crate::chat::client::tls_config().map_err(unreachable)?)
+            .tls_backend_preconfigured(crate::provider::client::tls_config().map_err(unreachable)?)
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .build()

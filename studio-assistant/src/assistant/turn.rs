@@ -7,7 +7,7 @@
 //! once; every other one first becomes a confirmation the person decides in
 //! Studio, shown with a readable summary (the file's diff, the row before
 //! and after, what publishing changes). The turn waits for the decision
-//! ([`super::CONFIRMATION_TIMEOUT`], then it counts as declined), and a
+//! ([`crate::assistant::CONFIRMATION_TIMEOUT`], then it counts as declined), and a
 //! declined call is not made: the model is told the person declined.
 //!
 //! What it must never do: call a tool the listing does not have, call a
@@ -23,10 +23,10 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::mcp::SelfMcp;
-use crate::Core;
-use crate::catalogue::AppEntry;
-use crate::chat::ToolCall;
+use super::mcp_client::SelfMcp;
+use crate::Assistance;
+use crate::apps::CatalogueApp;
+use crate::provider::ToolCall;
 use studio_store::blocking;
 use studio_store::{Principal, TokenKind};
 
@@ -90,14 +90,14 @@ struct Offered {
 
 /// Runs one turn and reports its end (`Done` or `Error`) on `events`.
 pub(crate) async fn run(
-    core: &Arc<Core>,
+    assistance: &Arc<Assistance>,
     principal: &Principal,
     conversation: &str,
     prompt: String,
     events: &mpsc::Sender<Event>,
     cancel: &CancellationToken,
 ) {
-    let last = match turn(core, principal, conversation, prompt, events, cancel).await {
+    let last = match turn(assistance, principal, conversation, prompt, events, cancel).await {
         Ok(()) => Event::Done,
         Err(error) => Event::Error {
             error: error.to_json(),
@@ -107,13 +107,13 @@ pub(crate) async fn run(
 }
 
 async fn save(
-    core: &Arc<Core>,
+    assistance: &Arc<Assistance>,
     principal: &Principal,
     conversation: &str,
     messages: Vec<Value>,
 ) -> Result<(), AppError> {
     let (store, user, id) = (
-        core.store.clone(),
+        assistance.store.clone(),
         principal.user.id.clone(),
         conversation.to_owned(),
     );
@@ -136,7 +136,7 @@ impl Drop for Token {
 }
 
 async fn turn(
-    core: &Arc<Core>,
+    assistance: &Arc<Assistance>,
     principal: &Principal,
     conversation: &str,
     prompt: String,
@@ -144,14 +144,14 @@ async fn turn(
     cancel: &CancellationToken,
 ) -> Result<(), AppError> {
     save(
-        core,
+        assistance,
         principal,
         conversation,
         vec![json!({"role": "user", "content": prompt})],
     )
     .await?;
     let (store, user, id) = (
-        core.store.clone(),
+        assistance.store.clone(),
         principal.user.id.clone(),
         conversation.to_owned(),
     );
@@ -159,7 +159,7 @@ async fn turn(
 
     // The user's own connection: exactly their session's scopes.
     let (store, user, scopes) = (
-        core.store.clone(),
+        assistance.store.clone(),
         principal.user.id.clone(),
         principal.scopes.clone(),
     );
@@ -167,12 +167,12 @@ async fn turn(
         blocking(move || store.mint_token(&user, TokenKind::Access, &scopes, Some(TOKEN_TTL_SECS)))
             .await?;
     let token = Token {
-        store: core.store.clone(),
+        store: assistance.store.clone(),
         secret,
     };
-    let client = SelfMcp::connect(&core.assistant.mcp_url, &token.secret).await?;
+    let client = SelfMcp::connect(&assistance.assistant.mcp_url, &token.secret).await?;
     let outcome = Turn {
-        core,
+        assistance,
         principal,
         conversation,
         client: &client,
@@ -189,7 +189,7 @@ async fn turn(
 /// What one turn's rounds work with.
 #[derive(Clone, Copy)]
 struct Turn<'a> {
-    core: &'a Arc<Core>,
+    assistance: &'a Arc<Assistance>,
     principal: &'a Principal,
     conversation: &'a str,
     client: &'a SelfMcp,
@@ -200,7 +200,7 @@ struct Turn<'a> {
 impl Turn<'_> {
     async fn rounds(self, history: Vec<Value>) -> Result<(), AppError> {
         let Turn {
-            core,
+            assistance,
             principal,
             conversation,
             client,
@@ -210,10 +210,10 @@ impl Turn<'_> {
         let listed = client.tools().await?;
         let (functions, offered) = offer(&listed);
         let mut messages =
-            vec![json!({"role": "system", "content": system_message(core, principal).await})];
+            vec![json!({"role": "system", "content": system_message(assistance, principal).await})];
         messages.extend(provider_history(&history));
         for _ in 0..MAX_ROUNDS {
-            let completion = complete(core, &messages, &functions, events, cancel).await?;
+            let completion = complete(assistance, &messages, &functions, events, cancel).await?;
             let calls: Vec<Value> = completion
             .tool_calls
             .iter()
@@ -224,7 +224,7 @@ impl Turn<'_> {
                 answer["tool_calls"] = Value::Array(calls);
             }
             messages.push(answer.clone());
-            save(core, principal, conversation, vec![answer]).await?;
+            save(assistance, principal, conversation, vec![answer]).await?;
             if completion.tool_calls.is_empty() {
                 return Ok(());
             }
@@ -245,11 +245,11 @@ impl Turn<'_> {
                     })
                     .await;
                 messages.push(provider_message(&message));
-                save(core, principal, conversation, vec![message]).await?;
+                save(assistance, principal, conversation, vec![message]).await?;
             }
         }
         let note = json!({"role": "assistant", "content": format!("I stopped after {MAX_ROUNDS} rounds of tool calls. Tell me how to continue.")});
-        save(core, principal, conversation, vec![note.clone()]).await?;
+        save(assistance, principal, conversation, vec![note.clone()]).await?;
         let _ = events
             .send(Event::Text {
                 text: note["content"].as_str().unwrap_or_default().to_owned(),
@@ -261,14 +261,14 @@ impl Turn<'_> {
 
 /// One completion, its growing text forwarded to the page.
 async fn complete(
-    core: &Arc<Core>,
+    assistance: &Arc<Assistance>,
     messages: &[Value],
     functions: &[Value],
     events: &mpsc::Sender<Event>,
     cancel: &CancellationToken,
-) -> Result<crate::chat::Completion, AppError> {
+) -> Result<crate::provider::Completion, AppError> {
     let (updates, mut texts) = mpsc::channel::<String>(8);
-    let completion = core
+    let completion = assistance
         .chat
         .complete(messages, functions, updates, cancel.clone());
     tokio::pin!(completion);
@@ -306,7 +306,7 @@ impl Turn<'_> {
         call: &ToolCall,
     ) -> Result<Outcome, AppError> {
         let Turn {
-            core,
+            assistance,
             principal,
             client,
             events,
@@ -372,7 +372,7 @@ impl Turn<'_> {
         } else {
             let summary = super::summary::of(client, &tool.name, &arguments).await;
             let approved_arguments = super::summary::bind(&tool.name, arguments.clone(), &summary);
-            let (id, decision) = core.assistant.expect(&principal.user.id);
+            let (id, decision) = assistance.assistant.expect(&principal.user.id);
             let _ = events
                 .send(Event::Confirmation {
                     id: id.clone(),
@@ -387,13 +387,13 @@ impl Turn<'_> {
                 decided = decision => decided.unwrap_or(false),
                 // A person who never answers is a decline, not a turn (and an
                 // MCP connection and token) held open for ever.
-                () = tokio::time::sleep(super::CONFIRMATION_TIMEOUT) => false,
+                () = tokio::time::sleep(crate::assistant::CONFIRMATION_TIMEOUT) => false,
                 () = cancel.cancelled() => {
-                    core.assistant.forget(&id);
+                    assistance.assistant.forget(&id);
                     return Err(AppError::new(ErrorCode::Cancelled, "the turn was cancelled"));
                 }
             };
-            core.assistant.forget(&id);
+            assistance.assistant.forget(&id);
             let _ = events
                 .send(Event::Decided {
                     id: id.clone(),
@@ -553,10 +553,10 @@ fn provider_history(history: &[Value]) -> Vec<Value> {
 /// only the person's own member apps are listed with their names, which they
 /// wrote; apps others shared are counted, and their tools say the rest as
 /// tool data.
-pub(super) async fn system_message(core: &Arc<Core>, principal: &Principal) -> String {
+pub async fn system_message(assistance: &Arc<Assistance>, principal: &Principal) -> String {
     let user = &principal.user;
-    let granted = core.granted_apps(&user.id).await.unwrap_or_default();
-    let (store, author) = (core.store.clone(), user.id.clone());
+    let granted = assistance.granted_apps(&user.id).await.unwrap_or_default();
+    let (store, author) = (assistance.store.clone(), user.id.clone());
     let (own, members_on) = studio_store::blocking(move || {
         Ok((
             store.member_apps(Some(&author))?,
@@ -565,24 +565,24 @@ pub(super) async fn system_message(core: &Arc<Core>, principal: &Principal) -> S
     })
     .await
     .unwrap_or_default();
-    let snapshot = core.catalogue.current();
+    let ids: Vec<&str> = granted.keys().map(String::as_str).collect();
+    let states = assistance.apps.apps(&ids);
     let mut apps = Vec::new();
     let mut shared_with_them = 0;
-    for (id, access) in &granted {
-        if core.catalogue.is_member(id) && !own.iter().any(|app| &app.id == id) {
+    for ((id, access), state) in granted.iter().zip(states) {
+        if assistance.apps.is_member(id) && !own.iter().any(|app| &app.id == id) {
             shared_with_them += 1;
             continue;
         }
-        let line = match snapshot.apps.get(id) {
-            Some(AppEntry::Valid(package)) => format!(
+        let line = match state {
+            Some(CatalogueApp::Valid(app)) => format!(
                 "- {id} ({}), revision {}, validates",
                 access.as_str(),
-                package.resource.revision
+                app.revision
             ),
-            Some(AppEntry::Invalid(diagnostics)) => format!(
-                "- {id} ({}), does NOT validate ({} problem(s)): checkApp shows them",
+            Some(CatalogueApp::Invalid { problems }) => format!(
+                "- {id} ({}), does NOT validate ({problems} problem(s)): checkApp shows them",
                 access.as_str(),
-                diagnostics.len()
             ),
             None => continue,
         };

@@ -1,31 +1,17 @@
-//! The Studio assistant: a conversation per user with the configured
-//! OpenAI-compatible provider (`SASHA_CHAT_*`), whose tools are Sasha's own
-//! MCP tools as the signed-in user's connection lists them (`mcp.rs`), and
-//! whose mutations run only when the person presses Approve in Studio.
+//! The Studio assistant's HTTP routes (`/api/assistant*`): whether it can
+//! answer, the person's conversations, a turn streamed as server-sent
+//! events, and the person's decision on a confirmation. The crate's one
+//! route table is [`routes`].
 //!
-//! A turn (`POST /api/assistant/conversations/:id/turn`) streams
-//! server-sent events to the Studio page: the growing text, each tool call
-//! and its outcome, and a confirmation for every tool the gateway does not
-//! mark read-only (table and action mutations, source writes, drafts,
-//! publication, lifecycle). The turn then waits for the person's decision
-//! (`POST /api/assistant/confirmations/:id`, the same signed-in session,
-//! same-origin; the id is random, single-use and bound to the user, the
-//! conversation and the call) and only then calls the tool, or tells the
-//! model the person declined. The model receives no token, state or id it
-//! could use to approve anything; a call its tool results talk it into is
-//! one more call that needs approval.
+//! The assistant is the signed-in person's, in their browser: every route asks
+//! for the browser session (`session_user`, `session_write`), so a bearer
+//! token (which a model may hold) gets the hidden 404.
 //!
-//! What it must never do: run a mutation without the person's click, let
-//! one user's turn, confirmation or conversation be seen or decided by
-//! another, or reach a tool the user's own connection does not list.
+//! What it must never do: answer a conversation or decide a confirmation for
+//! anyone but its own user, or start a turn without a configured provider.
 
-mod mcp;
-mod summary;
-mod turn;
-
-use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -36,138 +22,19 @@ use axum::routing::{get, post};
 use sasha_proto::{AppError, ErrorCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
-use utoipa::ToSchema;
-
-use crate::Core;
 use studio_identity::http::caller::{session_user, session_write};
 use studio_identity::http::{ErrorEnvelope, no_store, parse_body};
 use studio_store::blocking;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use utoipa::ToSchema;
 
-/// How long a confirmation waits for the person before it counts as
-/// declined.
-pub(crate) const CONFIRMATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
-
-/// Turns one user may have running at once (each may wait for a decision).
-pub(crate) const MAX_TURNS_PER_USER: usize = 4;
-/// Turns running at once on this server.
-pub(crate) const MAX_TURNS: usize = 64;
-
-/// What the page is told when no provider is configured.
-const HOW_TO_CONFIGURE: &str = "The assistant needs a model: an administrator sets SASHA_CHAT_BASE_URL (an OpenAI-compatible API such as https://api.openai.com/v1 or a local Ollama at http://127.0.0.1:11434/v1) and SASHA_CHAT_MODEL, and SASHA_CHAT_API_KEY when the provider needs one; see docs/assistant.md.";
-
-/// The turns running and the confirmations waiting, in this process.
-#[derive(Debug)]
-pub(crate) struct Assistant {
-    /// Where the assistant's MCP client connects (`SASHA_ASSISTANT_MCP_URL`).
-    pub(crate) mcp_url: String,
-    /// Conversations with a turn running (one at a time each), with their
-    /// users.
-    running: Mutex<HashMap<String, String>>,
-    /// Confirmations waiting for a person, by id.
-    pending: Mutex<HashMap<String, Pending>>,
-}
-
-#[derive(Debug)]
-struct Pending {
-    user_id: String,
-    decide: oneshot::Sender<bool>,
-}
-
-impl Assistant {
-    pub(crate) fn new(mcp_url: String) -> Assistant {
-        Assistant {
-            mcp_url,
-            running: Mutex::default(),
-            pending: Mutex::default(),
-        }
-    }
-
-    /// Claims `conversation` of `user_id` for one turn, or `APP_BUSY` (a turn
-    /// of it runs, or too many of the user's or the server's do).
-    fn claim(self: &Arc<Self>, user_id: &str, conversation: &str) -> Result<Running, AppError> {
-        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        if running.contains_key(conversation) {
-            return Err(AppError::new(
-                ErrorCode::Busy,
-                "this conversation already has a turn running; wait for it or cancel it",
-            ));
-        }
-        if running.values().filter(|user| *user == user_id).count() >= MAX_TURNS_PER_USER
-            || running.len() >= MAX_TURNS
-        {
-            return Err(AppError::new(
-                ErrorCode::Busy,
-                "too many assistant turns are running; finish or cancel one first",
-            ));
-        }
-        running.insert(conversation.to_owned(), user_id.to_owned());
-        Ok(Running {
-            assistant: self.clone(),
-            conversation: conversation.to_owned(),
-        })
-    }
-
-    /// Registers a confirmation for `user_id`; its random id and the
-    /// receiver of the decision.
-    fn expect(&self, user_id: &str) -> (String, oneshot::Receiver<bool>) {
-        let id = hex::encode(rand::random::<[u8; 16]>());
-        let (decide, decision) = oneshot::channel();
-        self.pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(
-                id.clone(),
-                Pending {
-                    user_id: user_id.to_owned(),
-                    decide,
-                },
-            );
-        (id, decision)
-    }
-
-    /// Forgets a confirmation that was decided, timed out or abandoned.
-    fn forget(&self, id: &str) {
-        self.pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(id);
-    }
-
-    /// The person's decision on confirmation `id`; false when it is not
-    /// theirs, already decided or gone.
-    fn decide(&self, user_id: &str, id: &str, approve: bool) -> bool {
-        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        match pending.get(id) {
-            Some(waiting) if waiting.user_id == user_id => {}
-            _ => return false,
-        }
-        pending
-            .remove(id)
-            .is_some_and(|waiting| waiting.decide.send(approve).is_ok())
-    }
-}
-
-/// A turn's claim on its conversation; dropping it frees it.
-#[derive(Debug)]
-struct Running {
-    assistant: Arc<Assistant>,
-    conversation: String,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.assistant
-            .running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.conversation);
-    }
-}
+use crate::Assistance;
+use crate::assistant::HOW_TO_CONFIGURE;
+use crate::assistant::turn;
 
 /// The `/api/assistant` routes.
-pub(crate) fn routes() -> axum::Router<Arc<Core>> {
+pub fn routes() -> axum::Router<Arc<Assistance>> {
     axum::Router::new()
         .route("/api/assistant", get(status))
         .route("/api/assistant/conversations", get(list).post(create))
@@ -178,10 +45,6 @@ pub(crate) fn routes() -> axum::Router<Arc<Core>> {
         .route("/api/assistant/conversations/{id}/turn", post(turn))
         .route("/api/assistant/confirmations/{id}", post(confirm))
 }
-
-// The assistant is the signed-in person's, in their browser: every route asks
-// for the browser session (`session_user`, `session_write`), so a bearer
-// token (which a model may hold) gets the hidden 404.
 
 fn conversation_json(conversation: &studio_store::Conversation) -> Value {
     json!({
@@ -198,15 +61,15 @@ fn not_found() -> Response {
 
 /// `GET /api/assistant`: whether the assistant can answer, and if not how
 /// to configure it.
-#[utoipa::path(get, path = "/api/assistant", responses(
+#[utoipa::path(tag = "assistant", get, path = "/api/assistant", responses(
     (status = 200, description = "`{available, model, configure}`", body = Object),
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 404, description = "hidden: not a browser session", body = ErrorEnvelope)))]
-pub(crate) async fn status(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
-    if let Err(response) = session_user(&core.accounts, &headers).await {
+pub async fn status(State(assistance): State<Arc<Assistance>>, headers: HeaderMap) -> Response {
+    if let Err(response) = session_user(&assistance.accounts, &headers).await {
         return response;
     }
-    let model = core.chat.model();
+    let model = assistance.chat.model();
     no_store(Json(json!({
         "available": model.is_some(),
         "model": model,
@@ -215,16 +78,16 @@ pub(crate) async fn status(State(core): State<Arc<Core>>, headers: HeaderMap) ->
 }
 
 /// `GET /api/assistant/conversations`: the caller's conversations.
-#[utoipa::path(get, path = "/api/assistant/conversations", responses(
+#[utoipa::path(tag = "assistant", get, path = "/api/assistant/conversations", responses(
     (status = 200, description = "`{conversations: [{id, title, createdAt, updatedAt}]}`", body = Object),
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 404, description = "hidden: not a browser session", body = ErrorEnvelope)))]
-pub(crate) async fn list(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
-    let principal = match session_user(&core.accounts, &headers).await {
+pub async fn list(State(assistance): State<Arc<Assistance>>, headers: HeaderMap) -> Response {
+    let principal = match session_user(&assistance.accounts, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
-    let (store, user) = (core.store.clone(), principal.user.id.clone());
+    let (store, user) = (assistance.store.clone(), principal.user.id.clone());
     match blocking(move || store.conversations(&user)).await {
         Ok(list) => no_store(Json(json!({
             "conversations": list.iter().map(conversation_json).collect::<Vec<_>>(),
@@ -236,28 +99,29 @@ pub(crate) async fn list(State(core): State<Arc<Core>>, headers: HeaderMap) -> R
 /// A new conversation; the body may be empty.
 #[derive(Deserialize, Default, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct CreateBody {
+pub struct CreateBody {
     #[serde(default)]
     title: Option<String>,
 }
 
 /// `POST /api/assistant/conversations`: starts a conversation.
-#[utoipa::path(post, path = "/api/assistant/conversations", request_body = CreateBody, responses(
+#[utoipa::path(tag = "assistant", post, path = "/api/assistant/conversations", request_body = CreateBody, responses(
     (status = 201, description = "`{id, title, createdAt, updatedAt}`", body = Object),
     (status = 400, description = "the body is invalid", body = ErrorEnvelope),
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
     (status = 404, description = "hidden: not a browser session", body = ErrorEnvelope)))]
-pub(crate) async fn create(
-    State(core): State<Arc<Core>>,
+pub async fn create(
+    State(assistance): State<Arc<Assistance>>,
     method: Method,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let principal = match session_write(&core.accounts, &method, &headers, !body.is_empty()).await {
-        Ok(principal) => principal,
-        Err(response) => return response,
-    };
+    let principal =
+        match session_write(&assistance.accounts, &method, &headers, !body.is_empty()).await {
+            Ok(principal) => principal,
+            Err(response) => return response,
+        };
     let body: CreateBody = if body.is_empty() {
         CreateBody::default()
     } else {
@@ -266,7 +130,7 @@ pub(crate) async fn create(
             Err(response) => return response,
         }
     };
-    let (store, user) = (core.store.clone(), principal.user.id.clone());
+    let (store, user) = (assistance.store.clone(), principal.user.id.clone());
     let title = body.title.unwrap_or_default();
     match blocking(move || store.create_conversation(&user, &title)).await {
         Ok(conversation) => {
@@ -279,20 +143,20 @@ pub(crate) async fn create(
 }
 
 /// `GET /api/assistant/conversations/:id`: its transcript.
-#[utoipa::path(get, path = "/api/assistant/conversations/{id}", params(("id" = String, Path)), responses(
+#[utoipa::path(tag = "assistant", get, path = "/api/assistant/conversations/{id}", params(("id" = String, Path)), responses(
     (status = 200, description = "`{id, title, createdAt, updatedAt, messages}`", body = Object),
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 404, description = "no such conversation of the caller's, or not a browser session", body = ErrorEnvelope)))]
-pub(crate) async fn read(
-    State(core): State<Arc<Core>>,
+pub async fn read(
+    State(assistance): State<Arc<Assistance>>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let principal = match session_user(&core.accounts, &headers).await {
+    let principal = match session_user(&assistance.accounts, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
-    let (store, user) = (core.store.clone(), principal.user.id.clone());
+    let (store, user) = (assistance.store.clone(), principal.user.id.clone());
     let found = blocking(move || {
         let Some(conversation) = store.conversation(&user, &id)? else {
             return Ok(None);
@@ -313,22 +177,22 @@ pub(crate) async fn read(
 }
 
 /// `DELETE /api/assistant/conversations/:id`: deletes it with its transcript.
-#[utoipa::path(delete, path = "/api/assistant/conversations/{id}", params(("id" = String, Path)), responses(
+#[utoipa::path(tag = "assistant", delete, path = "/api/assistant/conversations/{id}", params(("id" = String, Path)), responses(
     (status = 200, description = "`{deleted: true}`", body = Object),
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
     (status = 404, description = "no such conversation of the caller's, or not a browser session", body = ErrorEnvelope)))]
-pub(crate) async fn remove(
-    State(core): State<Arc<Core>>,
+pub async fn remove(
+    State(assistance): State<Arc<Assistance>>,
     Path(id): Path<String>,
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    let principal = match session_write(&core.accounts, &method, &headers, false).await {
+    let principal = match session_write(&assistance.accounts, &method, &headers, false).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
-    let (store, user) = (core.store.clone(), principal.user.id.clone());
+    let (store, user) = (assistance.store.clone(), principal.user.id.clone());
     match blocking(move || store.delete_conversation(&user, &id)).await {
         Ok(true) => no_store(Json(json!({"deleted": true}))),
         Ok(false) => not_found(),
@@ -339,14 +203,14 @@ pub(crate) async fn remove(
 /// One turn: what the person asks.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct TurnBody {
+pub struct TurnBody {
     prompt: String,
 }
 
 /// `POST /api/assistant/conversations/:id/turn` with `{prompt}`: the turn's
 /// events as `text/event-stream`, each `data:` one JSON object with a
 /// `type` (see `turn::Event`). Closing the stream cancels the turn.
-#[utoipa::path(post, path = "/api/assistant/conversations/{id}/turn", params(("id" = String, Path)), request_body = TurnBody, responses(
+#[utoipa::path(tag = "assistant", post, path = "/api/assistant/conversations/{id}/turn", params(("id" = String, Path)), request_body = TurnBody, responses(
     (status = 200, description = "the turn's events (`text/event-stream`)"),
     (status = 400, description = "the prompt is empty or too long", body = ErrorEnvelope),
     (status = 401, description = "anonymous", body = ErrorEnvelope),
@@ -354,14 +218,14 @@ pub(crate) struct TurnBody {
     (status = 404, description = "no such conversation of the caller's, or not a browser session", body = ErrorEnvelope),
     (status = 429, description = "a turn of this conversation is already running (APP_BUSY)", body = ErrorEnvelope),
     (status = 503, description = "no chat provider is configured", body = ErrorEnvelope)))]
-pub(crate) async fn turn(
-    State(core): State<Arc<Core>>,
+pub async fn turn(
+    State(assistance): State<Arc<Assistance>>,
     Path(id): Path<String>,
     method: Method,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let principal = match session_write(&core.accounts, &method, &headers, true).await {
+    let principal = match session_write(&assistance.accounts, &method, &headers, true).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -369,30 +233,42 @@ pub(crate) async fn turn(
         Ok(body) => body,
         Err(response) => return response,
     };
-    if let Err(error) = crate::chat::check_prompt(&body.prompt) {
+    if let Err(error) = crate::provider::check_prompt(&body.prompt) {
         return error.into_response();
     }
-    if !core.chat.available() {
+    if !assistance.chat.available() {
         return AppError::new(ErrorCode::ChatUnavailable, HOW_TO_CONFIGURE).into_response();
     }
-    let (store, user, conversation) = (core.store.clone(), principal.user.id.clone(), id.clone());
+    let (store, user, conversation) = (
+        assistance.store.clone(),
+        principal.user.id.clone(),
+        id.clone(),
+    );
     match blocking(move || store.conversation(&user, &conversation)).await {
         Ok(Some(_)) => {}
         Ok(None) => return not_found(),
         Err(error) => return error.into_response(),
     }
-    let running = match core.assistant.clone().claim(&principal.user.id, &id) {
+    let running = match assistance.assistant.clone().claim(&principal.user.id, &id) {
         Ok(running) => running,
         Err(error) => return error.into_response(),
     };
     let (events, stream) = mpsc::channel::<turn::Event>(64);
     let cancel = CancellationToken::new();
     let guard = cancel.clone().drop_guard();
-    let task_core = core.clone();
+    let task_assistance = assistance.clone();
     let reporter = events.clone();
     let task = tokio::spawn(async move {
         let _running = running;
-        turn::run(&task_core, &principal, &id, body.prompt, &events, &cancel).await;
+        turn::run(
+            &task_assistance,
+            &principal,
+            &id,
+            body.prompt,
+            &events,
+            &cancel,
+        )
+        .await;
     });
     // A turn that failed unexpectedly still ends its stream with an error.
     tokio::spawn(async move {
@@ -430,26 +306,26 @@ pub(crate) async fn turn(
 /// The person's decision on a confirmation.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ConfirmBody {
+pub struct ConfirmBody {
     approve: bool,
 }
 
 /// `POST /api/assistant/confirmations/:id` with `{approve}`: the person's
 /// decision on one waiting confirmation of their own turn.
-#[utoipa::path(post, path = "/api/assistant/confirmations/{id}", params(("id" = String, Path)), request_body = ConfirmBody, responses(
+#[utoipa::path(tag = "assistant", post, path = "/api/assistant/confirmations/{id}", params(("id" = String, Path)), request_body = ConfirmBody, responses(
     (status = 200, description = "`{decided: true, approved}`", body = Object),
     (status = 400, description = "the body is invalid", body = ErrorEnvelope),
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
     (status = 404, description = "no such confirmation waiting for the caller", body = ErrorEnvelope)))]
-pub(crate) async fn confirm(
-    State(core): State<Arc<Core>>,
+pub async fn confirm(
+    State(assistance): State<Arc<Assistance>>,
     Path(id): Path<String>,
     method: Method,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let principal = match session_write(&core.accounts, &method, &headers, true).await {
+    let principal = match session_write(&assistance.accounts, &method, &headers, true).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -457,7 +333,10 @@ pub(crate) async fn confirm(
         Ok(body) => body,
         Err(response) => return response,
     };
-    if core.assistant.decide(&principal.user.id, &id, body.approve) {
+    if assistance
+        .assistant
+        .decide(&principal.user.id, &id, body.approve)
+    {
         no_store(Json(json!({"decided": true, "approved": body.approve})))
     } else {
         AppError::new(
@@ -467,6 +346,3 @@ pub(crate) async fn confirm(
         .into_response()
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -13,7 +13,7 @@
 //! after that, or after a restart, this catalogue answers an old revision with
 //! `APP_REVISION_UNAVAILABLE`, never the current source under an old identity
 //! (`CoreService.GetResource` then asks the revision ledger in the core
-//! database, see `store::ledger`).
+//! database, see `studio_store::ledger`).
 //!
 //! Member apps (`crate::member_apps`) join the same snapshot from the core
 //! database: their files are handed over with [`Catalogue::set_member`] and

@@ -1,11 +1,11 @@
 //! Drafts and publication: a draft is a copy-on-write working set of one
-//! app (`store::drafts`), edited by the source tools with `draft: true`
+//! app (`studio_store::drafts`), edited by the source tools with `draft: true`
 //! (the live-write contract of the tools without it is unchanged),
 //! validated like a package, previewed in Studio's sandbox against a scratch
 //! copy of the app's data (data-worker's previews, named by the draft's
 //! preview id), and published in one step.
 //!
-//! Who may: the source tools' callers (`source_tools::authorize_manager`):
+//! Who may: the source tools' callers (`crate::access::authorize_manager`):
 //! admin or staff with `manage` on the app, through `apps:invoke` +
 //! `apps:write`. A draft of an app that is not theirs (or does not exist) is
 //! the same `APP_ACCESS_DENIED`; a draft they ask about that was never
@@ -24,7 +24,7 @@
 //! widens who reads rows that exist needs an admin. The draft's pending
 //! migrations are applied to the live data in one transaction first
 //! (data-worker's `ApplyContract`); only then are the package's files
-//! swapped in with one `RENAME_EXCHANGE` (`history::swap_package`). If the
+//! swapped in with one `RENAME_EXCHANGE` (`package_dir::swap_package`). If the
 //! swap fails after the migrations, the applied migrations stay (a migration
 //! is never rolled back) and publishing again finishes the job: they are
 //! then already applied and the swap is retried.
@@ -33,29 +33,33 @@
 //! publication's swap, or let a preview reach live data (the preview id is
 //! data-worker's routing key; the live path never carries one).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
-use base64::Engine as _;
-use sasha_contract::data::{
-    DATA_OWNER_CHANGED, DATA_READ_WIDENED, DataContract, PreviewScope, Widening,
-};
+use sasha_contract::data::{DATA_OWNER_CHANGED, DATA_READ_WIDENED, DataContract, Widening};
 use sasha_package::source::PackageSource;
 use sasha_package::validate::{Package, validate_source};
 use sasha_proto::pb::{self, draft_reply, draft_request};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 
-use crate::Core;
-use crate::catalogue::AppEntry;
-use crate::read_guard::ReadGuard;
-use crate::source::{self as rules, SourcePath};
 use studio_store::blocking;
 use studio_store::{
     Draft, DraftFile, Ending, RevisionFile, RevisionOrigin, RevisionSurface, draft_action,
 };
 
-pub(crate) use sasha_contract::data::is_preview_id;
+use crate::access::authorize_manager;
+use crate::catalogue::AppEntry;
+use crate::diff::diff_files;
+use crate::package_dir::{SWAP_STAGING_DIR, swap_package};
+use crate::read_guard::ReadGuard;
+use crate::registry::refresh_catalogue;
+use crate::state::Core;
+use crate::status::status;
+
+pub(crate) mod cache;
+
+use cache::Validated;
 
 /// Who approved a publication.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,18 +86,6 @@ impl Approval {
     }
 }
 
-/// The validated package of each draft's exact files, so a preview's many
-/// calls validate once per change.
-#[derive(Debug, Default)]
-pub(crate) struct DraftCache(Mutex<HashMap<String, (String, Arc<Validated>)>>);
-
-/// One draft's validation.
-#[derive(Debug)]
-pub(crate) struct Validated {
-    pub(crate) package: Option<Arc<Package>>,
-    pub(crate) diagnostics: Vec<pb::Diagnostic>,
-}
-
 fn invalid(message: impl Into<String>) -> AppError {
     AppError::new(ErrorCode::InputInvalid, message)
 }
@@ -110,12 +102,15 @@ pub(crate) fn no_draft(app_id: &str) -> AppError {
     .with_details(json!({"cause": "DRAFT_NOT_FOUND"}))
 }
 
-async fn draft_of(core: &Arc<Core>, app_id: &str) -> Result<Option<Draft>, AppError> {
+pub(crate) async fn draft_of(core: &Arc<Core>, app_id: &str) -> Result<Option<Draft>, AppError> {
     let (store, app) = (core.store.clone(), app_id.to_owned());
     blocking(move || store.draft(&app)).await
 }
 
-async fn contents(core: &Arc<Core>, app_id: &str) -> Result<Vec<(DraftFile, Vec<u8>)>, AppError> {
+pub(crate) async fn contents(
+    core: &Arc<Core>,
+    app_id: &str,
+) -> Result<Vec<(DraftFile, Vec<u8>)>, AppError> {
     let (store, app) = (core.store.clone(), app_id.to_owned());
     blocking(move || store.draft_contents(&app)).await
 }
@@ -161,15 +156,8 @@ pub(crate) async fn validated(
 ) -> Result<(Vec<(DraftFile, Vec<u8>)>, Arc<Validated>), AppError> {
     let files = contents(core, app_id).await?;
     let fingerprint = content_hash(&files);
-    if let Some((known, validated)) = core
-        .drafts
-        .0
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(app_id)
-        && *known == fingerprint
-    {
-        return Ok((files, Arc::clone(validated)));
+    if let Some(validated) = core.drafts.get(app_id, &fingerprint) {
+        return Ok((files, validated));
     }
     let mut source = PackageSource::default();
     for (file, bytes) in &files {
@@ -193,10 +181,7 @@ pub(crate) async fn validated(
             .collect(),
     });
     core.drafts
-        .0
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(app_id.to_owned(), (fingerprint, Arc::clone(&validated)));
+        .insert(app_id, fingerprint, Arc::clone(&validated));
     Ok((files, validated))
 }
 
@@ -226,7 +211,7 @@ async fn live_files(core: &Arc<Core>, app_id: &str) -> Result<Vec<(String, Vec<u
 }
 
 /// The app's draft, started from the live package now if it has none.
-async fn start(
+pub(crate) async fn start(
     core: &Arc<Core>,
     principal: &pb::Principal,
     app_id: &str,
@@ -234,7 +219,7 @@ async fn start(
     if let Some(draft) = draft_of(core, app_id).await? {
         return Ok((draft, false));
     }
-    crate::refresh_catalogue(core).await;
+    refresh_catalogue(core).await;
     let (_, base) = live(core, app_id);
     let files = live_files(core, app_id).await?;
     let (store, app, user) = (
@@ -257,218 +242,6 @@ pub(crate) async fn start_for(
 ) -> Result<(pb::DraftInfo, bool), AppError> {
     let (draft, started) = start(core, principal, app_id).await?;
     Ok((info(core, &draft, true).await?, started))
-}
-
-// --- the source tools with draft: true --------------------------------------
-
-/// One source tool on the app's draft; `arguments` were checked by
-/// `source_tools::run` (shape, which keys the operation takes) and the
-/// caller manages the app.
-pub(crate) async fn source_operation(
-    core: &Arc<Core>,
-    principal: &pb::Principal,
-    operation: &str,
-    app_id: &str,
-    arguments: &crate::source_tools::Arguments,
-) -> Result<pb::SourceFilesReply, AppError> {
-    let existing = draft_of(core, app_id).await?;
-    // Any change starts the draft from the live app, as the refusal below
-    // tells a caller who only reads.
-    let writes = matches!(operation, "writeAppFile" | "editAppFile" | "deleteAppFile");
-    let draft = match existing {
-        Some(draft) => draft,
-        None if writes => start(core, principal, app_id).await?.0,
-        None => return Err(no_draft(app_id)),
-    };
-    let reply = |kind: pb::SourceReplyKind| pb::SourceFilesReply {
-        app: app_id.to_owned(),
-        kind: kind as i32,
-        ..pb::SourceFilesReply::default()
-    };
-    match operation {
-        "listAppFiles" => {
-            let (store, app) = (core.store.clone(), app_id.to_owned());
-            let files = blocking(move || store.draft_files(&app)).await?;
-            let info = info(core, &draft, false).await?;
-            Ok(pb::SourceFilesReply {
-                status: info.status.clone(),
-                files: files
-                    .into_iter()
-                    .map(|file| pb::SourceFileEntry {
-                        editable: rules::check_path(&file.path).is_ok()
-                            && file.size <= rules::MAX_FILE_BYTES,
-                        path: file.path,
-                        bytes: file.size,
-                        version: Some(file.sha256),
-                    })
-                    .collect(),
-                draft: Some(info),
-                ..reply(pb::SourceReplyKind::List)
-            })
-        }
-        "readAppFile" => {
-            let path = arguments
-                .path
-                .clone()
-                .ok_or_else(|| invalid("path is required"))?;
-            let files = contents(core, app_id).await?;
-            let Some((file, bytes)) = files.into_iter().find(|(file, _)| file.path == path) else {
-                return Err(rules::not_found(&path));
-            };
-            let (content, encoding) = if rules::is_binary(&path) {
-                (
-                    base64::engine::general_purpose::STANDARD.encode(&bytes),
-                    Some(rules::BASE64.to_owned()),
-                )
-            } else {
-                (
-                    String::from_utf8(bytes)
-                        .map_err(|_| invalid(format!("{path} is not UTF-8 text")))?,
-                    None,
-                )
-            };
-            Ok(pb::SourceFilesReply {
-                path: file.path,
-                content: Some(content),
-                bytes: file.size,
-                version: Some(file.sha256),
-                encoding,
-                draft: Some(info(core, &draft, false).await?),
-                ..reply(pb::SourceReplyKind::Read)
-            })
-        }
-        "checkApp" => {
-            let info = info(core, &draft, true).await?;
-            Ok(pb::SourceFilesReply {
-                status: info.status.clone(),
-                draft: Some(info),
-                ..reply(pb::SourceReplyKind::Check)
-            })
-        }
-        "writeAppFile" | "editAppFile" | "deleteAppFile" => {
-            let path_text = arguments
-                .path
-                .clone()
-                .ok_or_else(|| invalid("path is required"))?;
-            let (before, after) = change(core, principal, operation, app_id, arguments).await?;
-            let info = info(core, &draft, false).await?;
-            Ok(pb::SourceFilesReply {
-                status: info.status.clone(),
-                path: path_text,
-                version: after,
-                previous_version: before,
-                draft: Some(info),
-                ..reply(pb::SourceReplyKind::Change)
-            })
-        }
-        _ => Err(invalid("unknown source operation")),
-    }
-}
-
-/// writeAppFile, editAppFile or deleteAppFile on the draft, by the source
-/// tools' own rules (`crate::source`), as one store transaction.
-async fn change(
-    core: &Arc<Core>,
-    principal: &pb::Principal,
-    operation: &str,
-    app_id: &str,
-    arguments: &crate::source_tools::Arguments,
-) -> Result<(Option<String>, Option<String>), AppError> {
-    let required = |value: &Option<String>, name: &str| {
-        value
-            .clone()
-            .ok_or_else(|| invalid(format!("{name} is required")))
-    };
-    let path = required(&arguments.path, "path")?;
-    SourcePath::parse(&path)?;
-    enum Change {
-        Write(Vec<u8>, Option<String>),
-        Edit(String, String, String),
-        Delete(String),
-    }
-    let planned = match operation {
-        "writeAppFile" => {
-            let content = required(&arguments.content, "content")?;
-            let bytes = rules::content_bytes(&path, &content, arguments.encoding.as_deref())?;
-            rules::check_content(&SourcePath::parse(&path)?, &bytes)?;
-            Change::Write(bytes, arguments.expected_version.clone())
-        }
-        "editAppFile" => {
-            let old = required(&arguments.old_string, "oldString")?;
-            rules::check_editable(&SourcePath::parse(&path)?, &old)?;
-            Change::Edit(
-                old,
-                required(&arguments.new_string, "newString")?,
-                required(&arguments.expected_version, "expectedVersion")?,
-            )
-        }
-        _ => {
-            rules::check_deletable(&SourcePath::parse(&path)?)?;
-            Change::Delete(required(&arguments.expected_version, "expectedVersion")?)
-        }
-    };
-    let (store, app, user, at) = (
-        core.store.clone(),
-        app_id.to_owned(),
-        principal.user_id.clone(),
-        path.clone(),
-    );
-    let outcome = blocking(move || {
-        store.change_draft_file(&app, &at, &user, |current, shape| {
-            let total: u64 = shape.files.iter().map(|(_, size)| size).sum();
-            let old_size = current.map(|file| file.bytes.len() as u64);
-            match planned {
-                Change::Write(bytes, expected) => {
-                    let before = rules::write_expectation(
-                        &at,
-                        current.map(|file| file.version.clone()),
-                        expected.as_deref(),
-                    )?;
-                    if before.is_none() {
-                        collides(&at, shape.files.iter().map(|(path, _)| path.as_str()))?;
-                    }
-                    rules::check_limits(shape.files.len(), total, old_size, bytes.len() as u64)?;
-                    Ok(Some(bytes))
-                }
-                Change::Edit(old, new, expected) => {
-                    let file = current.ok_or_else(|| rules::not_found(&at))?;
-                    rules::check_expected(&at, &file.version, &expected)?;
-                    let edited = rules::edited_text(&at, &file.bytes, &old, &new)?;
-                    rules::check_limits(shape.files.len(), total, old_size, edited.len() as u64)?;
-                    Ok(Some(edited.into_bytes()))
-                }
-                Change::Delete(expected) => {
-                    let file = current.ok_or_else(|| rules::not_found(&at))?;
-                    rules::check_expected(&at, &file.version, &expected)?;
-                    Ok(None)
-                }
-            }
-        })
-    })
-    .await?;
-    match outcome {
-        Some(result) => result,
-        // Ended between the check and the change.
-        None => Err(no_draft(app_id)),
-    }
-}
-
-/// A new path must not differ from another of the draft only by case or
-/// Unicode form in the first segment where they differ (the source tree's
-/// collision rule: two names of one folder).
-fn collides<'a>(path: &str, existing: impl Iterator<Item = &'a str>) -> Result<(), AppError> {
-    let mine: Vec<&str> = path.split('/').collect();
-    for other in existing {
-        let theirs: Vec<&str> = other.split('/').collect();
-        if let Some((a, b)) = mine.iter().zip(&theirs).find(|(a, b)| a != b)
-            && rules::collision_key(a) == rules::collision_key(b)
-        {
-            return Err(rules::conflict(format!(
-                "{path} collides with existing {other} (names may not differ only by case or Unicode form)"
-            )));
-        }
-    }
-    Ok(())
 }
 
 // --- what a draft is, against the live app -------------------------------
@@ -559,7 +332,7 @@ async fn changes(
         .into_iter()
         .map(|(file, bytes)| addressed(file.path, bytes))
         .collect();
-    let mut changes = crate::history::diff_files(
+    let mut changes = diff_files(
         live_revision,
         draft_revision.unwrap_or("draft"),
         &live_files,
@@ -867,7 +640,7 @@ pub(crate) async fn publish(
     let draft = draft_of(core, app_id)
         .await?
         .ok_or_else(|| no_draft(app_id))?;
-    crate::refresh_catalogue(core).await;
+    refresh_catalogue(core).await;
     let (_, live_revision) = live(core, app_id);
     if expected != draft.base_revision || live_revision != draft.base_revision {
         let reason = if live_revision != draft.base_revision {
@@ -981,8 +754,8 @@ pub(crate) async fn publish(
     let apps_dir = core.catalogue.apps_dir().to_owned();
     let staging = apps_dir
         .parent()
-        .map(|docs| docs.join(crate::history::STAGING_DIR))
-        .unwrap_or_else(|| apps_dir.join(crate::history::STAGING_DIR));
+        .map(|docs| docs.join(SWAP_STAGING_DIR))
+        .unwrap_or_else(|| apps_dir.join(SWAP_STAGING_DIR));
     let written: BTreeMap<String, Vec<u8>> = files
         .into_iter()
         .map(|(file, bytes)| (file.path, bytes))
@@ -990,7 +763,7 @@ pub(crate) async fn publish(
     let (id, tree) = (app_id.to_owned(), core.source.clone());
     tokio::task::spawn_blocking(move || {
         tree.with_app_lock(&id, || {
-            crate::history::swap_package(&apps_dir, &staging, &id, &written)
+            swap_package(&apps_dir, &staging, &id, &written)
         })
     })
     .await
@@ -1014,14 +787,14 @@ pub(crate) async fn publish(
         Some(&revision),
     )
     .await?;
-    let status = crate::source_tools::status(core, app_id).await;
+    let status = status(core, app_id).await;
     let summary = match migrations_applied.len() {
         0 => "publishAppDraft".to_owned(),
         count => format!("publishAppDraft with {count} migration(s)"),
     };
     let origin =
         RevisionOrigin::authored(approval.surface(), &principal.user_id, summary, changed_at);
-    crate::revisions::record_authored(core, app_id, origin).await;
+    crate::ledger::record_authored(core, app_id, origin).await;
     tracing::info!(app_id, from = %live_revision, to = %revision, approval = approval.as_str(), "draft published");
     Ok(pb::DraftPublished {
         revision,
@@ -1102,11 +875,7 @@ async fn end(
         store.end_draft(&app, &preview, &user, ending)
     })
     .await?;
-    core.drafts
-        .0
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .remove(&draft.app_id);
+    core.drafts.remove(&draft.app_id);
     let mut client = core.data.clone();
     if let Err(status) = client
         .remove_preview(pb::RemovePreviewRequest {
@@ -1137,7 +906,7 @@ pub(crate) async fn rpc(
     if !sasha_package::manifest::is_kebab_id(app_id) {
         return Err(invalid("app must be an app id in lowercase kebab-case"));
     }
-    crate::source_tools::authorize_manager(core, principal, app_id).await?;
+    authorize_manager(core, principal, app_id).await?;
     let result = match request.operation {
         Some(draft_request::Operation::Review(_)) => {
             let draft = draft_of(core, app_id)
@@ -1172,23 +941,6 @@ pub(crate) async fn rpc(
         app: app_id.to_owned(),
         result: Some(result),
     })
-}
-
-/// Who may preview a draft: the source tools' callers (admin or staff with
-/// `manage`), and a member app's author (App Studio's Preview) unless a
-/// moderator disabled the app, which is refused saying so.
-pub(crate) async fn authorize_previewer(
-    core: &Arc<Core>,
-    principal: &pb::Principal,
-    app_id: &str,
-) -> Result<(), AppError> {
-    match crate::source_tools::authorize_manager(core, principal, app_id).await {
-        Ok(()) => Ok(()),
-        Err(error) => match crate::member_apps::authored_by(core, principal, app_id).await? {
-            true => Ok(()),
-            false => Err(error),
-        },
-    }
 }
 
 /// Ends a member app's draft, if it has one, once its author deployed (the
@@ -1250,54 +1002,6 @@ pub(crate) async fn replace_member_draft(
     let (draft, _) = blocking(move || store.start_draft(&app, &user, &base, &files)).await?;
     let (_, validated) = validated(core, app_id).await?;
     Ok((draft.preview_id, validated))
-}
-
-/// The draft's validated package for a preview `preview_id` of `app_id`,
-/// if the principal manages the app, the draft is that preview's and it
-/// validates. Anything else is `None` (the caller answers as for an app it
-/// cannot see).
-pub(crate) async fn preview_package(
-    core: &Arc<Core>,
-    principal: &pb::Principal,
-    app_id: &str,
-    preview_id: &str,
-) -> Option<Arc<Package>> {
-    if !is_preview_id(preview_id) || !sasha_package::manifest::is_kebab_id(app_id) {
-        return None;
-    }
-    authorize_previewer(core, principal, app_id).await.ok()?;
-    let draft = draft_of(core, app_id).await.ok()??;
-    if draft.preview_id != preview_id {
-        return None;
-    }
-    validated(core, app_id).await.ok()?.1.package.clone()
-}
-
-/// What `principal` may read of the live data of `app_id`, which their
-/// preview's scratch copy keeps (`sasha_contract::data::PreviewScope`): the
-/// live contract's read rule under their live grant. No live grant, no valid
-/// live package or no data contract keeps nothing: a draft's author, its
-/// reviewer or anyone else previewing sees through the draft only rows they
-/// can already read.
-pub(crate) async fn preview_scope(
-    core: &Arc<Core>,
-    snapshot: &crate::catalogue::Snapshot,
-    principal: &pb::Principal,
-    app_id: &str,
-) -> Result<PreviewScope, AppError> {
-    let live = match snapshot.apps.get(app_id) {
-        Some(AppEntry::Valid(package)) => package.data.as_ref().map(|contract| &contract.tables),
-        _ => None,
-    };
-    let grant = core
-        .granted_apps(&principal.user_id)
-        .await?
-        .get(app_id)
-        .copied();
-    Ok(PreviewScope::of_live(
-        live,
-        grant.map(|access| access == studio_store::AppAccess::Manage),
-    ))
 }
 
 #[cfg(test)]

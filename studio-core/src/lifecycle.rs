@@ -37,7 +37,7 @@ use sasha_proto::pb::{self, AppLifecycleOperation};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::json;
 
-use crate::Core;
+use crate::state::Core;
 use studio_store::blocking;
 use studio_store::{LifecycleRefusal, UserRole};
 
@@ -312,7 +312,7 @@ async fn remove_package(core: &Arc<Core>, app_id: &str, actor: &str) -> Result<(
     if let Some(slot) = moved {
         let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(slot)).await;
     }
-    crate::refresh_catalogue(core).await;
+    crate::registry::refresh_catalogue(core).await;
     tracing::info!(app_id, "app package deleted");
     Ok(())
 }

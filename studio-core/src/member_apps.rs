@@ -4,7 +4,7 @@
 //! folder under `DOCS_ROOT`), validated by the one validator into the same
 //! hashed resource and served in the same two-layer sandbox by the same
 //! catalogue (`Catalogue::set_member`). `CoreService.MemberApps` (the
-//! gateway's member app tools) and App Studio (`member_apps_http`) call the
+//! gateway's member app tools) and App Studio (`crate::http`) call the
 //! same functions here.
 //!
 //! The tier's rules: the platform names every member app
@@ -38,7 +38,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use base64::Engine as _;
 use sasha_contract::data::Access;
@@ -50,13 +49,15 @@ use sasha_proto::pb::{self, member_apps_reply, member_apps_request};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 
-use crate::Core;
-use studio_identity::throttle::{KeyedThrottle, retry_after_seconds, try_again_in};
 use studio_store::blocking;
 use studio_store::{
     MemberApp, MemberCaps, MemberDeploy, MemberRefusal, RevisionContent, RevisionOrigin,
-    RevisionSurface, Store, UserRole,
+    RevisionSurface, UserRole,
 };
+
+use crate::state::Core;
+
+pub(crate) mod throttle;
 
 /// Live member apps the instance holds at most.
 pub(crate) const MAX_MEMBER_APPS: usize = 200;
@@ -72,11 +73,6 @@ pub(crate) const MAX_MEMBER_APPS_PER_AUTHOR: usize = 40;
 pub(crate) const MAX_MEMBER_LEDGER_BYTES_PER_AUTHOR: u64 = 128 * 1024 * 1024;
 /// User names one member app may be shared with.
 pub(crate) const MAX_MEMBER_APP_SHARES: usize = 100;
-/// Deploys (and reverts) one author may make at once: enough to fill their
-/// cap of apps in one go and change a few.
-pub(crate) const MEMBER_DEPLOY_BURST: u32 = 50;
-/// After the burst, one more deploy per this period.
-pub(crate) const MEMBER_DEPLOY_PERIOD: Duration = Duration::from_secs(60);
 /// The diagnostic of a shared table in a member app.
 pub(crate) const MEMBER_TABLE_SHARED: &str = "MEMBER_TABLE_SHARED";
 /// The diagnostic of `managersReadAll` in a member app.
@@ -88,58 +84,6 @@ pub(crate) const MEMBER_CAPS: MemberCaps = MemberCaps {
     per_author: MAX_MEMBER_APPS_PER_AUTHOR,
     author_bytes: MAX_MEMBER_LEDGER_BYTES_PER_AUTHOR,
 };
-
-/// The store's clock as governor reads one, so the deploy throttle counts in
-/// the time the store keeps (which tests move with the store's).
-#[derive(Debug, Clone)]
-pub(crate) struct StoreClock(Store);
-
-impl governor::clock::Clock for StoreClock {
-    type Instant = governor::nanos::Nanos;
-
-    fn now(&self) -> Self::Instant {
-        let seconds = u64::try_from(self.0.timestamp()).unwrap_or(0);
-        seconds.saturating_mul(1_000_000_000).into()
-    }
-}
-
-/// Each author's deploys: [`MEMBER_DEPLOY_BURST`] at once, then one per
-/// [`MEMBER_DEPLOY_PERIOD`], in the sign-in throttles' keyed GCRA limiter.
-/// Only the author can spend their own budget, so it cannot be turned
-/// against anyone else. Process memory: each studio-core counts its own and
-/// a restart forgets; what bounds the core database is the byte budget and
-/// the caps in the store, and this bounds how fast anyone churns it.
-#[derive(Debug)]
-pub(crate) struct DeployThrottle(KeyedThrottle<String, StoreClock>);
-
-impl DeployThrottle {
-    pub(crate) fn new(store: &Store) -> DeployThrottle {
-        DeployThrottle(KeyedThrottle::new(
-            MEMBER_DEPLOY_BURST,
-            MEMBER_DEPLOY_PERIOD,
-            StoreClock(store.clone()),
-        ))
-    }
-
-    /// Takes one of `author`'s deploys, or refuses with how long to wait
-    /// (`APP_BUSY`, retryable, `details.retryAfterSeconds`).
-    fn admit(&self, author: &str) -> Result<(), AppError> {
-        self.0.check(&author.to_owned()).map_err(|wait| {
-            AppError::new(
-                ErrorCode::Busy,
-                format!(
-                    "you deployed {MEMBER_DEPLOY_BURST} times in a short while, the most one person \
-                     may: nothing was deployed; {}",
-                    try_again_in(wait)
-                ),
-            )
-            .with_details(json!({
-                "reason": "deploy-rate",
-                "retryAfterSeconds": retry_after_seconds(wait),
-            }))
-        })
-    }
-}
 
 fn denied() -> AppError {
     AppError::new(
@@ -491,7 +435,7 @@ pub(crate) async fn draft(
     user_id: &str,
     app_id: &str,
     files: Vec<(String, Vec<u8>)>,
-) -> Result<(String, Arc<crate::drafts::Validated>), AppError> {
+) -> Result<(String, Arc<crate::drafts::cache::Validated>), AppError> {
     require_enabled(core).await?;
     let app = changeable(core, user_id, app_id).await?;
     let files = member_files(&app.id, files).map_err(|diagnostics| {
@@ -746,8 +690,8 @@ pub(crate) async fn deploy(
         )
     })?;
     if before.is_some() {
-        crate::history::check_migrations(core, app_id, &package, "deploying").await?;
-        crate::history::check_reads(core, app_id, &package, "deploying").await?;
+        crate::drift::check_migrations(core, app_id, &package, "deploying").await?;
+        crate::read_guard::check_reads(core, app_id, &package, "deploying").await?;
     }
     if !deploy.approved {
         let question = summary(app_id, &name, &package, before.as_ref(), &files);
@@ -805,7 +749,7 @@ pub(crate) async fn deploy(
         tracing::warn!(app_id, error = %error.message, "a deployed member app's draft was kept");
     }
     core.catalogue.set_member(app_id, Some(source));
-    crate::refresh_catalogue(core).await;
+    crate::registry::refresh_catalogue(core).await;
     let (store, app) = (core.store.clone(), app_id.to_owned());
     blocking(move || store.member_app(&app))
         .await?
@@ -874,7 +818,7 @@ pub(crate) async fn delete(
         return Err(denied());
     }
     core.catalogue.set_member(app_id, None);
-    crate::refresh_catalogue(core).await;
+    crate::registry::refresh_catalogue(core).await;
     let mut data = core.data.clone();
     if let Err(status) = data
         .remove_app_data(pb::RemoveAppDataRequest {
@@ -915,7 +859,7 @@ pub(crate) fn share_outcome(app: &MemberApp, username: &str, remove: bool) -> St
 /// sharing it, once the person approved (App Studio's click, or their yes to
 /// the gateway's question): who uses an app is the person's choice, never a
 /// model's. The answer does not depend on whether an account holds the name
-/// (see `store::member_apps`); only the name's spelling is checked.
+/// (see `studio_store::member_apps`); only the name's spelling is checked.
 pub(crate) async fn share(
     core: &Arc<Core>,
     user_id: &str,
@@ -1185,7 +1129,7 @@ pub(crate) async fn set_disabled(
             format!("there is no member app {app_id}"),
         )
     })?;
-    crate::refresh_catalogue(core).await;
+    crate::registry::refresh_catalogue(core).await;
     Ok(app)
 }
 
@@ -1221,7 +1165,7 @@ pub(crate) async fn promote(core: &Arc<Core>, user_id: &str, app_id: &str) -> Re
     let (store, app, actor) = (core.store.clone(), app_id.to_owned(), user_id.to_owned());
     blocking(move || store.promote_member_app(&app, &actor)).await?;
     core.catalogue.set_member(app_id, None);
-    crate::refresh_catalogue(core).await;
+    crate::registry::refresh_catalogue(core).await;
     tracing::info!(app_id, "member app promoted into the catalogue");
     Ok(())
 }

@@ -21,12 +21,13 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use sasha_contract::data::{DataContract, ReadPolicy, Widening, widened_reads};
+use sasha_package::validate::Package;
 use sasha_proto::pb::TablesWithRowsRequest;
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 
-use crate::Core;
 use crate::catalogue::AppEntry;
+use crate::state::Core;
 use studio_store::blocking;
 
 /// What rows of one app a change could expose, loaded once before the
@@ -163,6 +164,19 @@ impl ReadGuard {
         )
         .with_details(json!({"diagnostics": diagnostics(&widened)})))
     }
+}
+
+/// Refuses a revert (or a member app's redeploy) that would widen who reads
+/// a table holding rows: the one read guard ([`ReadGuard`]).
+pub(crate) async fn check_reads(
+    core: &Arc<Core>,
+    app_id: &str,
+    old: &Package,
+    doing: &str,
+) -> Result<(), AppError> {
+    ReadGuard::load_for(core, app_id, old.data.as_ref())
+        .await?
+        .check(old.data.as_ref(), doing)
 }
 
 /// The diagnostics of `widened`, one per change, against `APP.md` (where the

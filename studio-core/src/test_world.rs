@@ -11,8 +11,8 @@ use sasha_service::Role;
 use sasha_service::config::{Origin, Origins};
 use sasha_service::identity::{DevPki, Identity};
 
-use crate::Core;
 use crate::catalogue::Catalogue;
+use crate::state::Core;
 use studio_store::{Store, User, UserRole};
 
 pub(crate) const PASSWORD: &str = "correct horse battery";
@@ -92,7 +92,7 @@ impl World {
             .unwrap();
         let catalogue = Arc::new(Catalogue::new(&docs, 8));
         catalogue.refresh();
-        let member_deploys = crate::member_apps::DeployThrottle::new(&store);
+        let member_deploys = crate::member_apps::throttle::DeployThrottle::new(&store);
         let accounts = Arc::new(studio_identity::Accounts::new(
             store.clone(),
             Origin::parse(STUDIO).unwrap(),
@@ -130,7 +130,7 @@ impl World {
             source: Arc::new(crate::source::SourceTree::new(catalogue.apps_dir())),
             catalogue,
             revision_retention: 64,
-            drafts: crate::drafts::DraftCache::default(),
+            drafts: crate::drafts::cache::DraftCache::default(),
         });
         World {
             dir,
@@ -149,7 +149,7 @@ impl World {
         for id in ids {
             copy_fixture(id, &self.apps().join(id));
         }
-        crate::refresh_catalogue(&self.core).await;
+        crate::registry::refresh_catalogue(&self.core).await;
     }
 
     /// `DOCS_ROOT/apps`.
@@ -281,7 +281,7 @@ impl World {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let response = crate::router(self.core.clone())
+        let response = crate::http::router(self.core.clone())
             .oneshot(
                 request
                     .body(axum::body::Body::from(body.to_owned()))

@@ -151,7 +151,7 @@ impl Store {
             return Ok(Err(SuggestionRefusal::UnknownUser));
         }
         // A count of stored rows, not a `governor` limiter like the sign-in
-        // and registration throttles (`api::KeyedThrottle`): this cap is a
+        // and registration throttles (`studio_identity::throttle::KeyedThrottle`): this cap is a
         // durable quota over a rolling day, decided in the transaction that
         // inserts, so it survives a restart; a GCRA limiter in process memory
         // would start empty after every one.

@@ -333,7 +333,7 @@ async fn an_admin_creates_an_app_that_follows_first_discovery() {
     );
     assert_eq!(store.access("team-notes", &world.member.id).unwrap(), None);
     let late = store.create_user("lee", UserRole::Staff, PASSWORD).unwrap();
-    crate::refresh_catalogue(&world.core).await;
+    crate::registry::refresh_catalogue(&world.core).await;
     assert_eq!(store.access("team-notes", &late.id).unwrap(), None);
     // Audited: who created it, then the registration and its grants.
     let audit = store.audit_entries(Some("team-notes")).unwrap();
@@ -630,7 +630,7 @@ async fn post(world: &World, headers: &[(&str, &str)], body: &str) -> Answer {
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
-    let response = crate::router(world.core.clone())
+    let response = crate::http::router(world.core.clone())
         .oneshot(request.body(Body::from(body.to_owned())).unwrap())
         .await
         .unwrap();
@@ -779,7 +779,7 @@ async fn post_api_apps_creates_for_admin_and_staff_and_refuses_everyone_else() {
     );
 
     // The admin's app list has it, with manage.
-    let listing = crate::router(world.core.clone())
+    let listing = crate::http::router(world.core.clone())
         .oneshot(
             Request::builder()
                 .uri("/api/apps")

@@ -12,7 +12,7 @@ use sasha_proto::pb::core_service_server::CoreService;
 use serde_json::json;
 use tonic::Request;
 
-use crate::core_grpc::{CoreGrpc, EntryCache};
+use crate::grpc::{CoreGrpc, EntryCache};
 use crate::test_world::{WRITER, World};
 use studio_store::User;
 
@@ -176,7 +176,7 @@ async fn a_member_draft_previews_only_the_authors_rows_and_a_lost_grant_keeps_no
             .unwrap()
             .contains_key(&id)
     );
-    let scope = super::preview_scope(
+    let scope = crate::previews::preview_scope(
         &world.core,
         &world.core.catalogue.current(),
         &session(&world.admin),

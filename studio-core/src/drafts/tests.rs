@@ -10,7 +10,9 @@ use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 
 use super::*;
+use crate::previews::preview_package;
 use crate::test_world::{WRITER, World};
+use sasha_contract::data::is_preview_id;
 use studio_store::draft_action;
 
 const APP: &str = "notes";

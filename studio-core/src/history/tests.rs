@@ -204,10 +204,10 @@ async fn list_read_diff_and_revert_a_package() {
     );
     assert!(!world.apps().join("notes/extra.md").exists());
     // Nothing is left in the staging folder.
-    let staging = world.dir.path().join("docs").join(STAGING_DIR);
+    let staging = world.dir.path().join("docs").join(SWAP_STAGING_DIR);
     assert_eq!(std::fs::read_dir(&staging).unwrap().count(), 0);
     // The live resource is the first revision's, byte for byte.
-    let live = crate::revisions::resource(&world.core, "notes", &first)
+    let live = crate::ledger::resource(&world.core, "notes", &first)
         .await
         .unwrap();
     let recorded = world
@@ -384,7 +384,7 @@ async fn a_data_app_revert_fails_closed_without_data_worker() {
         format!("{styles}\n/* 2 */\n"),
     )
     .unwrap();
-    crate::refresh_catalogue(&world.core).await;
+    crate::registry::refresh_catalogue(&world.core).await;
     let current = world
         .core
         .store
@@ -406,7 +406,7 @@ async fn a_data_app_revert_fails_closed_without_data_worker() {
 fn the_swap_replaces_the_whole_folder_and_cleans_up_leftovers() {
     let dir = tempfile::tempdir().unwrap();
     let apps = dir.path().join("apps");
-    let staging = dir.path().join(STAGING_DIR);
+    let staging = dir.path().join(SWAP_STAGING_DIR);
     std::fs::create_dir_all(apps.join("notes/old")).unwrap();
     std::fs::write(apps.join("notes/old/gone.md"), "x").unwrap();
     std::fs::write(apps.join("notes/APP.md"), "old").unwrap();
@@ -483,6 +483,6 @@ fn the_diff_is_bounded_and_says_when_it_was_cut() {
         .iter()
         .filter_map(|f| f.unified.as_ref().map(String::len))
         .sum();
-    assert!(total <= MAX_DIFF_BYTES);
+    assert!(total <= crate::diff::MAX_DIFF_BYTES);
     let _ = RevisionSurface::Mcp;
 }

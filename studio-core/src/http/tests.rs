@@ -3,7 +3,10 @@
 
 mod api;
 mod assistant;
+mod drafts;
 #[path = "../../../tests/common/fake_llm.rs"]
 mod fake_llm;
+mod history;
+mod lifecycle;
 mod oauth;
 mod people;

@@ -13,7 +13,7 @@ use sasha_proto::{AppError, ErrorCode};
 use tonic::Request;
 
 use super::*;
-use crate::core_grpc::{CoreGrpc, EntryCache};
+use crate::grpc::{CoreGrpc, EntryCache};
 use crate::test_world::{WRITER, World};
 use studio_store::{AppAccess, User, lifecycle_action};
 
@@ -266,7 +266,7 @@ async fn a_withdrawn_app_is_gone_for_everyone_and_comes_back_with_its_grants() {
         .unwrap();
     assert!(!again.changed && again.withdrawn);
     // A catalogue refresh (as the file watcher makes) keeps it withdrawn.
-    crate::refresh_catalogue(&world.core).await;
+    crate::registry::refresh_catalogue(&world.core).await;
     assert_eq!(world.catalogue(&world.admin).await, []);
 
     let restored = world

@@ -194,7 +194,7 @@ async fn a_member_deploys_an_app_only_they_manage() {
         Some(world.member.id.as_str())
     );
     let admin = World::principal(&world.admin, &crate::test_world::WRITER);
-    let refused = crate::source_tools::authorize_manager(&world.core, &admin, &id)
+    let refused = crate::access::authorize_manager(&world.core, &admin, &id)
         .await
         .unwrap_err();
     assert_eq!(refused.code.as_str(), "APP_ACCESS_DENIED");
@@ -1229,7 +1229,7 @@ async fn a_disabled_app_is_not_drafted_previewed_or_shared() {
     // The preview's catalogue and data route answer nothing.
     let author = World::principal(&world.member, &AUTHOR);
     assert!(
-        crate::drafts::preview_package(&world.core, &author, &id, &drafted.preview_id)
+        crate::previews::preview_package(&world.core, &author, &id, &drafted.preview_id)
             .await
             .is_none()
     );
@@ -1391,13 +1391,13 @@ async fn a_draft_is_offered_to_the_editor_and_ends_with_the_next_deploy() {
     let (status, resource) = mia.get(&format!("/api/apps/{id}/draft/resource")).await;
     assert_eq!(status, StatusCode::OK, "{resource}");
     assert!(
-        crate::drafts::preview_package(&world.core, &author, &id, &drafted.preview_id)
+        crate::previews::preview_package(&world.core, &author, &id, &drafted.preview_id)
             .await
             .is_some()
     );
     let stranger = World::principal(&other, &AUTHOR);
     assert!(
-        crate::drafts::preview_package(&world.core, &stranger, &id, &drafted.preview_id)
+        crate::previews::preview_package(&world.core, &stranger, &id, &drafted.preview_id)
             .await
             .is_none()
     );
@@ -1796,7 +1796,7 @@ async fn each_authors_deploys_are_throttled() {
     let world = World::new();
     let mia = world.page(&world.member);
     let id = mia.deploy(false).await;
-    for n in 1..super::MEMBER_DEPLOY_BURST {
+    for n in 1..super::throttle::MEMBER_DEPLOY_BURST {
         let (status, answer) = mia
             .update(&id, with_script(&format!("document.title = '{n}';\n")))
             .await;

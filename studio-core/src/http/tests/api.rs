@@ -403,14 +403,14 @@ async fn the_recovery_descriptor_needs_apps_invoke_and_manage() {
     let manifest = world.apps().join("expense-log/APP.md");
     let original = std::fs::read_to_string(&manifest).unwrap();
     std::fs::write(&manifest, original.replace("version: 1.2.0", "version: [")).unwrap();
-    crate::refresh_catalogue(&world.core).await;
+    crate::registry::refresh_catalogue(&world.core).await;
     let broken = call(&world, "GET", path, Some(&staff_token), &[], None).await;
     assert_eq!(
         broken.status, 404,
         "an invalid package has no recovery descriptor"
     );
     std::fs::write(&manifest, original).unwrap();
-    crate::refresh_catalogue(&world.core).await;
+    crate::registry::refresh_catalogue(&world.core).await;
     let repaired = call(&world, "GET", path, Some(&staff_token), &[], None).await;
     assert_eq!(
         repaired.status, 200,

@@ -180,7 +180,7 @@ async fn a_turn_streams_its_events_and_ends_with_a_clear_error() {
     let id = created["id"].as_str().unwrap().to_owned();
     let response = {
         use tower::ServiceExt as _;
-        crate::router(world.core.clone())
+        crate::http::router(world.core.clone())
             .oneshot(
                 http::Request::builder()
                     .method("POST")

@@ -282,7 +282,7 @@ impl OAuth {
     /// every request, through the tonic service.
     async fn accepted(&self, token: &str) -> bool {
         use sasha_proto::pb::core_service_server::CoreService as _;
-        let grpc = crate::core_grpc::CoreGrpc {
+        let grpc = crate::grpc::CoreGrpc {
             core: self.world.core.clone(),
             entries: std::sync::Arc::default(),
         };

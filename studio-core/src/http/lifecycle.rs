@@ -13,18 +13,28 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
 use sasha_proto::pb::{self, AppLifecycleOperation};
 use sasha_proto::{AppError, ErrorCode};
 use serde::Deserialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
-use crate::Core;
 use crate::catalogue::AppEntry;
+use crate::state::Core;
 use studio_identity::http::caller::same_origin_json;
 use studio_identity::http::{no_store, parse_body};
 use studio_store::UserRole;
 use studio_store::blocking;
+
+/// The lifecycle controls' routes.
+pub(super) fn routes() -> axum::Router<Arc<Core>> {
+    axum::Router::new()
+        .route("/api/apps/{app_id}/withdraw", post(withdraw))
+        .route("/api/apps/{app_id}/restore", post(restore))
+        .route("/api/apps/{app_id}/delete", post(delete))
+        .route("/api/withdrawn-apps", get(withdrawn_apps))
+}
 
 async fn run(
     core: &Arc<Core>,
@@ -33,7 +43,7 @@ async fn run(
     operation: AppLifecycleOperation,
     body: Option<DeleteBody>,
 ) -> Response {
-    let principal = match crate::api::wire_user(core, headers).await {
+    let principal = match super::caller::wire_user(core, headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -202,6 +212,3 @@ pub(crate) async fn withdrawn_apps(State(core): State<Arc<Core>>, headers: Heade
         .collect();
     no_store(Json(json!({"apps": apps})))
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,4 +1,4 @@
-//! Where revisions enter the revision ledger (`store::ledger`) and where old
+//! Where revisions enter the revision ledger (`studio_store::ledger`) and where old
 //! ones are served from it.
 //!
 //! Recording: after every catalogue refresh each valid package is recorded
@@ -14,6 +14,10 @@
 //! so an old `ui://` revision reads the same on every replica and after a
 //! restart; `APP_REVISION_UNAVAILABLE` is left for revisions the retention
 //! policy removed (or that were never recorded).
+//!
+//! What it must never do: record a package that does not validate, or
+//! rebuild an old revision from current source (a revision names exact
+//! bytes).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -23,8 +27,8 @@ use sasha_package::source::PackageSource;
 use sasha_package::validate::Package;
 use sasha_proto::{AppError, ErrorCode};
 
-use crate::Core;
 use crate::catalogue::{AppEntry, Snapshot};
+use crate::state::Core;
 use studio_store::blocking;
 use studio_store::{Recorded, RevisionContent, RevisionOrigin, Store, StoreError};
 

@@ -16,15 +16,31 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
 use sasha_proto::pb::{self, history_request};
 use sasha_proto::{AppError, ErrorCode};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use crate::Core;
+use crate::state::Core;
 use studio_identity::http::caller::same_origin_json;
 use studio_identity::http::{no_store, parse_body};
 use studio_store::RevisionSurface;
+
+/// The History panel's routes.
+pub(super) fn routes() -> axum::Router<Arc<Core>> {
+    axum::Router::new()
+        .route("/api/apps/{app_id}/revisions", get(list_revisions))
+        .route(
+            "/api/apps/{app_id}/revisions/{revision}/diff",
+            get(diff_revisions),
+        )
+        .route(
+            "/api/apps/{app_id}/revisions/{revision}/file",
+            get(read_file),
+        )
+        .route("/api/apps/{app_id}/revert", post(revert))
+}
 
 /// Asks the history for `operation` on `app_id` as the caller of `headers`.
 async fn ask(
@@ -33,7 +49,7 @@ async fn ask(
     app_id: String,
     operation: history_request::Operation,
 ) -> Response {
-    match crate::api::wire_user(core, headers).await {
+    match super::caller::wire_user(core, headers).await {
         Ok(principal) => ask_as(core, principal, app_id, operation).await,
         Err(response) => response,
     }
@@ -173,7 +189,7 @@ pub(crate) async fn revert(
     }
     // Who asks comes before what they ask: an anonymous caller learns
     // nothing about the body.
-    let principal = match crate::api::wire_user(&core, &headers).await {
+    let principal = match super::caller::wire_user(&core, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -187,6 +203,3 @@ pub(crate) async fn revert(
     });
     ask_as(&core, principal, app_id, operation).await
 }
-
-#[cfg(test)]
-mod tests;

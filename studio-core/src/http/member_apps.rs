@@ -28,8 +28,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use crate::Core;
 use crate::member_apps::{self as member, Deploy};
+use crate::state::Core;
 use sasha_proto::json_limits::MEMBER_APP_SOURCE;
 use studio_identity::http::{no_store, parse_body_within};
 use studio_store::blocking;
@@ -104,7 +104,7 @@ fn studio_content(path: &str, bytes: &[u8]) -> Value {
 /// The signed-in session's user id, if it may author member apps.
 async fn reader(core: &Arc<Core>, headers: &HeaderMap) -> Result<(Principal, String), Response> {
     let principal = studio_identity::http::caller::session_user(&core.accounts, headers).await?;
-    let wire = crate::core_grpc::to_wire(&principal);
+    let wire = crate::grpc::to_wire(&principal);
     let user = member::author(core, Some(&wire))
         .await
         .map_err(IntoResponse::into_response)?;
@@ -519,7 +519,7 @@ pub(crate) async fn draft(
         };
     let drafted = async {
         let files = files_of(body.files)?;
-        let wire = crate::core_grpc::to_wire(&principal);
+        let wire = crate::grpc::to_wire(&principal);
         member::draft(&core, &wire, &user, &app_id, files).await
     };
     match drafted.await {
@@ -541,7 +541,7 @@ pub(crate) struct ShareBody {
 
 /// `POST /api/member-apps/:appId/shares`: shares `use` with a user by name.
 /// The answer is the same whether or not an account holds the name
-/// (`store::member_apps`): `shared` says so in words.
+/// (`studio_store::member_apps`): `shared` says so in words.
 #[utoipa::path(post, path = "/api/member-apps/{appId}/shares", params(("appId" = String, Path)), request_body = ShareBody, responses(
     (status = 200, description = "`{app, shared}`: the app with the name among its shares, and what that means", body = Object),
     (status = 400, description = "not a user name's spelling, or the author's own (APP_INPUT_INVALID)", body = studio_identity::http::ErrorEnvelope),
@@ -738,7 +738,7 @@ pub(crate) async fn guide(State(core): State<Arc<Core>>) -> Response {
 }
 
 /// The routes, with the body limit a package needs.
-pub(crate) fn routes() -> axum::Router<Arc<Core>> {
+pub(super) fn routes() -> axum::Router<Arc<Core>> {
     use axum::routing::{get, post, put};
     axum::Router::new()
         .route("/api/member-apps", get(list).post(create))

@@ -16,6 +16,7 @@ use axum::extract::Path;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
+use sasha_proto::{AppError, ErrorCode};
 use sasha_service::config::Origin;
 use sha2::{Digest, Sha256};
 
@@ -34,89 +35,89 @@ const ASSETS: &[Asset] = &[
     Asset {
         name: "studio.css",
         content_type: "text/css; charset=utf-8",
-        bytes: include_str!("../web/studio.css"),
+        bytes: include_str!("../../web/studio.css"),
     },
     Asset {
         name: "app.js",
         content_type: JAVASCRIPT,
-        bytes: include_str!("../web/app.js"),
+        bytes: include_str!("../../web/app.js"),
     },
     Asset {
         name: "api.js",
         content_type: JAVASCRIPT,
-        bytes: include_str!("../web/api.js"),
+        bytes: include_str!("../../web/api.js"),
     },
     Asset {
         name: "host.js",
         content_type: JAVASCRIPT,
-        bytes: include_str!("../web/host.js"),
+        bytes: include_str!("../../web/host.js"),
     },
     Asset {
         name: "access.js",
         content_type: JAVASCRIPT,
-        bytes: include_str!("../web/access.js"),
+        bytes: include_str!("../../web/access.js"),
     },
     Asset {
         name: "recovery.js",
         content_type: JAVASCRIPT,
-        bytes: include_str!("../web/recovery.js"),
+        bytes: include_str!("../../web/recovery.js"),
     },
     Asset {
         name: "connect.js",
         content_type: JAVASCRIPT,
-        bytes: include_str!("../web/connect.js"),
+        bytes: include_str!("../../web/connect.js"),
     },
     Asset {
         name: "dom.js",
         content_type: JAVASCRIPT,
-        bytes: include_str!("../web/dom.js"),
+        bytes: include_str!("../../web/dom.js"),
     },
     Asset {
         name: "newapp.js",
         content_type: JAVASCRIPT,
-        bytes: include_str!("../web/newapp.js"),
+        bytes: include_str!("../../web/newapp.js"),
     },
     Asset {
         name: "history.js",
         content_type: JAVASCRIPT,
-        bytes: include_str!("../web/history.js"),
+        bytes: include_str!("../../web/history.js"),
     },
     Asset {
         name: "drafts.js",
         content_type: JAVASCRIPT,
-        bytes: include_str!("../web/drafts.js"),
+        bytes: include_str!("../../web/drafts.js"),
     },
     Asset {
         name: "withdrawn.js",
         content_type: JAVASCRIPT,
-        bytes: include_str!("../web/withdrawn.js"),
+        bytes: include_str!("../../web/withdrawn.js"),
     },
     Asset {
         name: "appstudio.js",
         content_type: JAVASCRIPT,
-        bytes: include_str!("../web/appstudio.js"),
+        bytes: include_str!("../../web/appstudio.js"),
     },
     Asset {
         name: "assistant.js",
         content_type: JAVASCRIPT,
-        bytes: include_str!("../web/assistant.js"),
+        bytes: include_str!("../../web/assistant.js"),
     },
     Asset {
         name: "users.js",
         content_type: JAVASCRIPT,
-        bytes: include_str!("../web/users.js"),
+        bytes: include_str!("../../web/users.js"),
     },
     Asset {
         name: "tokens.js",
         content_type: JAVASCRIPT,
-        bytes: include_str!("../web/tokens.js"),
+        bytes: include_str!("../../web/tokens.js"),
     },
 ];
 
 /// The page, with this build's version filled in (`hostInfo.version`) and
 /// the New app form's bounds (the contract's, which studio-core enforces).
 static INDEX_HTML: LazyLock<String> = LazyLock::new(|| {
-    include_str!("../web/index.html")
+    include_str!("../../web/index.html")
         .replace("__SASHA_VERSION__", sasha_service::VERSION)
         .replace(
             "__SASHA_APP_NAME_MAX__",
@@ -142,7 +143,7 @@ static ETAGS: LazyLock<Vec<HeaderValue>> = LazyLock::new(|| {
 
 /// The page's Content-Security-Policy: nothing inline, nothing from another
 /// origin but frames of the sandbox origin.
-pub(crate) fn content_security_policy(sandbox: &Origin) -> String {
+pub(super) fn content_security_policy(sandbox: &Origin) -> String {
     format!(
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
          connect-src 'self'; frame-src {sandbox}; base-uri 'none'; form-action 'self'; \
@@ -153,7 +154,7 @@ pub(crate) fn content_security_policy(sandbox: &Origin) -> String {
 
 /// `GET /` and `GET /studio/{file}`. The caller restricts these to the Studio
 /// Host like every other Studio route.
-pub(crate) fn routes<S: Clone + Send + Sync + 'static>(sandbox: &Origin) -> axum::Router<S> {
+pub(super) fn routes<S: Clone + Send + Sync + 'static>(sandbox: &Origin) -> axum::Router<S> {
     let csp = HeaderValue::from_str(&content_security_policy(sandbox))
         .expect("an origin is a valid header value");
     let page_csp = csp.clone();
@@ -165,6 +166,11 @@ pub(crate) fn routes<S: Clone + Send + Sync + 'static>(sandbox: &Origin) -> axum
                 asset(file, headers, csp.clone())
             }),
         )
+}
+
+/// The answer to anything Studio does not serve: the envelope's 404.
+pub(super) async fn not_found() -> Response {
+    AppError::from_code(ErrorCode::NotFound).into_response()
 }
 
 async fn page(csp: HeaderValue) -> Response {
@@ -182,7 +188,7 @@ async fn page(csp: HeaderValue) -> Response {
 
 async fn asset(file: String, headers: HeaderMap, csp: HeaderValue) -> Response {
     let Some(index) = ASSETS.iter().position(|asset| asset.name == file) else {
-        return crate::not_found().await;
+        return not_found().await;
     };
     let asset = &ASSETS[index];
     let etag = ETAGS[index].clone();
@@ -226,7 +232,7 @@ mod tests {
     use super::*;
 
     fn router() -> axum::Router {
-        routes(&Origin::parse("https://views.example.com").unwrap()).fallback(crate::not_found)
+        routes(&Origin::parse("https://views.example.com").unwrap()).fallback(not_found)
     }
 
     async fn get(path: &str, extra: &[(&str, &str)]) -> (StatusCode, HeaderMap, String) {

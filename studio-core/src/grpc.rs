@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use sasha_proto::convert::resource_meta;
-use sasha_proto::pb::core_service_server::CoreService;
+use sasha_proto::pb::core_service_server::{CoreService, CoreServiceServer};
 use sasha_proto::pb::{self, HealthReply, HealthRequest};
 use sasha_proto::{AppError, ErrorCode};
 use studio_assistant::app_calls::{ChatCall, ChatEvent, UploadCall};
@@ -18,8 +18,8 @@ use studio_uploads::IncomingFile;
 use tokio_stream::{Stream, StreamExt as _};
 use tonic::{Request, Response, Status};
 
-use crate::Core;
 use crate::catalogue::AppEntry;
+use crate::state::Core;
 use sasha_package::manifest::{Capabilities, DataCapability};
 use sasha_package::validate::Package;
 use studio_store::blocking;
@@ -27,6 +27,20 @@ use studio_store::{
     AppAccess, ConfirmationRefusal, ConfirmedCall, MAX_CONFIRMATION_TOOL_CHARS, Principal,
     PrincipalKind, Scope, SuggestionRefusal,
 };
+
+/// The largest `CoreService` request: an upload's 25 MiB of documents and
+/// their names.
+const MAX_CORE_MESSAGE: usize = 26 * 1024 * 1024;
+
+/// `CoreService` over `core`, as studio-core serves it.
+pub(crate) fn service(core: Arc<Core>) -> CoreServiceServer<CoreGrpc> {
+    // An upload carries up to 25 MiB of documents in one message.
+    CoreServiceServer::new(CoreGrpc {
+        core,
+        entries: Arc::default(),
+    })
+    .max_decoding_message_size(MAX_CORE_MESSAGE)
+}
 
 /// The `CoreService` implementation.
 #[derive(Debug, Clone)]
@@ -472,7 +486,7 @@ impl CoreService for CoreGrpc {
         }
         // The live catalogue, else the revision ledger: an old revision reads
         // the same on every replica and after a restart.
-        let resource = crate::revisions::resource(&self.core, &request.app_id, &request.revision)
+        let resource = crate::ledger::resource(&self.core, &request.app_id, &request.revision)
             .await
             .map_err(|error| error.to_status())?;
         Ok(Response::new(pb::AppResource {
@@ -498,7 +512,7 @@ impl CoreService for CoreGrpc {
             if invokes
                 && let Some(principal) = request.principal.as_ref()
                 && principal.kind == "session"
-                && let Some(package) = crate::drafts::preview_package(
+                && let Some(package) = crate::previews::preview_package(
                     &self.core,
                     principal,
                     &request.app_id,
@@ -511,10 +525,14 @@ impl CoreService for CoreGrpc {
                 app.access = AppAccess::Manage.as_str().to_owned();
                 // The draft's code and policy run on a copy of the live data
                 // holding only what the previewer reads of the live app.
-                let scope =
-                    crate::drafts::preview_scope(&self.core, &snapshot, principal, &request.app_id)
-                        .await
-                        .map_err(|error| error.to_status())?;
+                let scope = crate::previews::preview_scope(
+                    &self.core,
+                    &snapshot,
+                    principal,
+                    &request.app_id,
+                )
+                .await
+                .map_err(|error| error.to_status())?;
                 app.preview_scope = Some(pb::PreviewScope::from(&scope));
                 if let Some(contract) = &entry.contract
                     && contract.hash != request.known_contract_hash
@@ -551,7 +569,7 @@ impl CoreService for CoreGrpc {
     }
 
     /// Issues (empty `token`) or redeems a confirmation token; see
-    /// `store::confirmations` for the semantics. On redeem `idempotency_key`
+    /// `studio_store::confirmations` for the semantics. On redeem `idempotency_key`
     /// must be empty: the key comes from the token, never from the caller.
     #[tracing::instrument(skip_all, name = "core.confirm", fields(tool, redeem))]
     async fn confirm(&self, request: Request<pb::ConfirmRequest>) -> GrpcResult<pb::ConfirmReply> {

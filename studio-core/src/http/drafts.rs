@@ -17,16 +17,28 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
 use sasha_proto::pb::{self, draft_reply, draft_request};
 use sasha_proto::{AppError, ErrorCode};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use crate::Core;
-use crate::api::ResourceResponse;
+use super::apps::ResourceResponse;
 use crate::drafts::{Approval, Reviewed};
+use crate::state::Core;
 use studio_identity::http::caller::same_origin_json;
 use studio_identity::http::{no_store, parse_body};
+
+/// The Draft page's routes.
+pub(super) fn routes() -> axum::Router<Arc<Core>> {
+    axum::Router::new()
+        .route(
+            "/api/apps/{app_id}/draft",
+            get(review).post(start).delete(discard),
+        )
+        .route("/api/apps/{app_id}/draft/resource", get(resource))
+        .route("/api/apps/{app_id}/draft/publish", post(publish))
+}
 
 /// The source tools' access rule for `app_id` (an id that is not one is the
 /// hidden 404).
@@ -38,7 +50,7 @@ async fn manages(
     if !sasha_package::manifest::is_kebab_id(app_id) {
         return Err(studio_identity::http::hidden_not_found().into_response());
     }
-    crate::source_tools::authorize_manager(core, principal, app_id)
+    crate::access::authorize_manager(core, principal, app_id)
         .await
         .map_err(IntoResponse::into_response)
 }
@@ -68,7 +80,7 @@ pub(crate) async fn review(
     Path(app_id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let principal = match crate::api::wire_user(&core, &headers).await {
+    let principal = match super::caller::wire_user(&core, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -96,7 +108,7 @@ pub(crate) async fn start(
     if let Err(response) = same_origin_json(&core.accounts, &method, &headers, false) {
         return response;
     }
-    let principal = match crate::api::wire_user(&core, &headers).await {
+    let principal = match super::caller::wire_user(&core, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -132,7 +144,7 @@ pub(crate) async fn discard(
     if let Err(response) = same_origin_json(&core.accounts, &method, &headers, false) {
         return response;
     }
-    let principal = match crate::api::wire_user(&core, &headers).await {
+    let principal = match super::caller::wire_user(&core, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
@@ -160,14 +172,14 @@ pub(crate) async fn resource(
     Path(app_id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let principal = match crate::api::wire_user(&core, &headers).await {
+    let principal = match super::caller::wire_user(&core, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
     };
     if !sasha_package::manifest::is_kebab_id(&app_id) {
         return studio_identity::http::hidden_not_found().into_response();
     }
-    if let Err(error) = crate::drafts::authorize_previewer(&core, &principal, &app_id).await {
+    if let Err(error) = crate::previews::authorize_previewer(&core, &principal, &app_id).await {
         return error.into_response();
     }
     let validated = match crate::drafts::validated(&core, &app_id).await {
@@ -226,7 +238,7 @@ pub(crate) async fn publish(
         match studio_identity::http::caller::session_write(&core.accounts, &method, &headers, true)
             .await
         {
-            Ok(principal) => crate::core_grpc::to_wire(&principal),
+            Ok(principal) => crate::grpc::to_wire(&principal),
             Err(response) => return response,
         };
     let body: PublishBody = match parse_body(&body) {
@@ -255,6 +267,3 @@ pub(crate) async fn publish(
         StatusCode::OK,
     )
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,4 +1,6 @@
-//! The Studio HTTP API, `/api/*`.
+//! The apps a Studio caller may use, over HTTP: `GET /api/apps`, an app's
+//! resource, its recovery descriptor, and the access panel's grants
+//! (`/api/apps/:appId/access`).
 //!
 //! Callers are browser sessions (the session cookie) or, for scripts, access
 //! tokens (`Authorization: Bearer`), resolved by studio-identity's caller
@@ -9,106 +11,47 @@
 //! unknown or stale revision all get the same hidden 404, byte for byte (its
 //! diagnostic id is the nil UUID, since nothing about it needs diagnosing).
 //! State-changing routes accept only same-origin JSON requests.
+//!
+//! What it must never do: let anyone change their own access, or tell a
+//! denied app from an unknown one.
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{get, put};
 use sasha_proto::{AppError, ErrorCode};
 use serde::{Deserialize, Serialize};
 use studio_identity::http::caller::{Caller, caller, same_origin_json, user};
-use studio_identity::http::sign_in::{__path_login, __path_logout, __path_me};
 use studio_identity::http::{
     ErrorEnvelope, hidden_not_found, no_store, parse_body, unauthenticated,
 };
 use studio_store::{AppAccess, Principal, PrincipalKind, Scope, UserRole, blocking};
-use utoipa::{OpenApi, ToSchema};
+use utoipa::ToSchema;
 
-use crate::Core;
 use crate::catalogue::AppEntry;
+use crate::state::Core;
 
-/// The `/api` routes.
-pub(crate) fn routes() -> axum::Router<Arc<Core>> {
+/// The routes of the apps a caller may use: the list, a resource, the
+/// recovery descriptor and the access panel's grants.
+pub(super) fn routes() -> axum::Router<Arc<Core>> {
     axum::Router::new()
-        .route("/api/openapi.json", get(openapi))
-        .route(
-            "/api/apps",
-            get(list_apps).post(crate::create::create_app_http),
-        )
+        .route("/api/apps", get(list_apps))
         .route("/api/apps/{app_id}/resource", get(resource))
         .route("/api/apps/{app_id}/access", get(list_access))
         .route("/api/apps/{app_id}/recovery", get(recovery))
-        .route(
-            "/api/apps/{app_id}/revisions",
-            get(crate::history_http::list_revisions),
-        )
-        .route(
-            "/api/apps/{app_id}/revisions/{revision}/diff",
-            get(crate::history_http::diff_revisions),
-        )
-        .route(
-            "/api/apps/{app_id}/revisions/{revision}/file",
-            get(crate::history_http::read_file),
-        )
-        .route(
-            "/api/apps/{app_id}/revert",
-            post(crate::history_http::revert),
-        )
-        .route(
-            "/api/apps/{app_id}/draft",
-            get(crate::drafts_http::review)
-                .post(crate::drafts_http::start)
-                .delete(crate::drafts_http::discard),
-        )
-        .route(
-            "/api/apps/{app_id}/draft/resource",
-            get(crate::drafts_http::resource),
-        )
-        .route(
-            "/api/apps/{app_id}/draft/publish",
-            post(crate::drafts_http::publish),
-        )
-        .route(
-            "/api/apps/{app_id}/withdraw",
-            post(crate::lifecycle_http::withdraw),
-        )
-        .route(
-            "/api/apps/{app_id}/restore",
-            post(crate::lifecycle_http::restore),
-        )
-        .route(
-            "/api/apps/{app_id}/delete",
-            post(crate::lifecycle_http::delete),
-        )
-        .route(
-            "/api/withdrawn-apps",
-            get(crate::lifecycle_http::withdrawn_apps),
-        )
         .route(
             "/api/apps/{app_id}/access/{user_id}",
             put(grant_access).delete(revoke_access),
         )
 }
 
-/// [`user`] as the gateway would pass it over gRPC, for the `/api` routes
-/// that answer through a `CoreService` function (history, drafts,
-/// lifecycle), so who may is that function's rule alone.
-pub(crate) async fn wire_user(
-    core: &Core,
-    headers: &HeaderMap,
-) -> Result<sasha_proto::pb::Principal, Response> {
-    user(&core.accounts, headers)
-        .await
-        .map(|principal| crate::core_grpc::to_wire(&principal))
-}
-
 /// One app the caller may use.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct AppDescriptor {
+pub(super) struct AppDescriptor {
     id: String,
     name: String,
     description: String,
@@ -127,7 +70,7 @@ struct AppDescriptor {
 /// `GET /api/apps`.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct AppsResponse {
+pub(super) struct AppsResponse {
     apps: Vec<AppDescriptor>,
     /// The origin the app sandbox is served from.
     sandbox_origin: String,
@@ -151,7 +94,7 @@ pub(crate) struct ResourceResponse {
 /// One grant on an app.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct GrantEntry {
+pub(super) struct GrantEntry {
     user_id: String,
     username: String,
     /// `use` or `manage`.
@@ -162,135 +105,15 @@ struct GrantEntry {
 
 /// `GET /api/apps/:appId/access`.
 #[derive(Serialize, ToSchema)]
-struct GrantsResponse {
+pub(super) struct GrantsResponse {
     grants: Vec<GrantEntry>,
 }
 
 /// The access now held.
 #[derive(Serialize, ToSchema)]
-struct GrantResponse {
+pub(super) struct GrantResponse {
     /// `use` or `manage`.
     access: String,
-}
-
-/// The OpenAPI document of `/api`, generated from the handlers below.
-#[derive(OpenApi)]
-#[openapi(
-    info(
-        title = "Sasha Studio API",
-        description = "The Studio HTTP API: sessions, apps, resources, grants, and OAuth consent and connections"
-    ),
-    paths(
-        login,
-        logout,
-        me,
-        studio_identity::http::people::list_users,
-        studio_identity::http::people::invite,
-        studio_identity::http::people::change,
-        studio_identity::http::people::remove,
-        studio_identity::http::people::renew_invitation,
-        studio_identity::http::people::invitation,
-        studio_identity::http::people::accept_invitation,
-        studio_identity::http::people::list_tokens,
-        studio_identity::http::people::create_token,
-        studio_identity::http::people::revoke_token,
-        list_apps,
-        crate::create::create_app_http,
-        resource,
-        recovery,
-        crate::history_http::list_revisions,
-        crate::history_http::diff_revisions,
-        crate::history_http::read_file,
-        crate::history_http::revert,
-        crate::drafts_http::review,
-        crate::drafts_http::start,
-        crate::drafts_http::discard,
-        crate::drafts_http::resource,
-        crate::drafts_http::publish,
-        crate::lifecycle_http::withdraw,
-        crate::lifecycle_http::restore,
-        crate::lifecycle_http::delete,
-        crate::lifecycle_http::withdrawn_apps,
-        crate::member_apps_http::list,
-        crate::member_apps_http::check,
-        crate::member_apps_http::create,
-        crate::member_apps_http::read,
-        crate::member_apps_http::update,
-        crate::member_apps_http::delete,
-        crate::member_apps_http::revert,
-        crate::member_apps_http::revisions,
-        crate::member_apps_http::draft,
-        crate::member_apps_http::share,
-        crate::member_apps_http::unshare,
-        crate::member_apps_http::disable,
-        crate::member_apps_http::enable,
-        crate::member_apps_http::promote,
-        crate::member_apps_http::settings,
-        crate::member_apps_http::set_switch,
-        crate::member_apps_http::guide,
-        list_access,
-        grant_access,
-        revoke_access,
-        studio_identity::http::oauth::consent::request_details,
-        studio_identity::http::oauth::consent::approve,
-        studio_identity::http::oauth::consent::deny,
-        studio_identity::http::oauth::connections::connections,
-        studio_identity::http::oauth::connections::revoke_connection,
-        studio_assistant::http::status,
-        studio_assistant::http::list,
-        studio_assistant::http::create,
-        studio_assistant::http::read,
-        studio_assistant::http::remove,
-        studio_assistant::http::turn,
-        studio_assistant::http::confirm
-    ),
-    components(schemas(
-        studio_identity::http::sign_in::LoginRequest,
-        GrantRequest,
-        studio_identity::http::sign_in::MeResponse,
-        AppDescriptor,
-        AppsResponse,
-        crate::create::CreateAppBody,
-        crate::create::CreatedApp,
-        crate::create::PackageStatusEntry,
-        crate::create::DiagnosticEntry,
-        ResourceResponse,
-        crate::recovery::RecoveryDescriptor,
-        crate::recovery::RecoveryTable,
-        crate::recovery::RecoveryTools,
-        crate::recovery::RecoveryField,
-        crate::history_http::RevertBody,
-        crate::drafts_http::PublishBody,
-        crate::lifecycle_http::DeleteBody,
-        crate::member_apps_http::SourceBody,
-        crate::member_apps_http::MemberRevertBody,
-        crate::member_apps_http::ShareBody,
-        crate::member_apps_http::SwitchBody,
-        GrantEntry,
-        GrantsResponse,
-        GrantResponse,
-        ErrorEnvelope,
-        studio_identity::http::oauth::consent::ConsentRequest,
-        studio_identity::http::oauth::consent::ConsentClient,
-        studio_identity::http::oauth::consent::OfferedScope,
-        studio_identity::http::oauth::consent::ApproveBody,
-        studio_identity::http::oauth::consent::Decision,
-        studio_identity::http::oauth::connections::ConnectionEntry,
-        studio_identity::http::oauth::connections::ConnectionsResponse,
-        studio_assistant::http::CreateBody,
-        studio_assistant::http::TurnBody,
-        studio_assistant::http::ConfirmBody
-    ))
-)]
-pub(crate) struct ApiDoc;
-
-/// `GET /api/openapi.json`.
-async fn openapi() -> Response {
-    let mut response = Json(ApiDoc::openapi()).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
 }
 
 /// `GET /api/apps`: the apps the caller may use, with their access and the
@@ -300,7 +123,7 @@ async fn openapi() -> Response {
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 404, description = "hidden: bad credential, denied or unknown", body = ErrorEnvelope),
     (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
-async fn list_apps(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
+pub(super) async fn list_apps(State(core): State<Arc<Core>>, headers: HeaderMap) -> Response {
     let principal = match user(&core.accounts, &headers).await {
         Ok(principal) => principal,
         Err(response) => return response,
@@ -334,7 +157,7 @@ async fn list_apps(State(core): State<Arc<Core>>, headers: HeaderMap) -> Respons
 }
 
 #[derive(Deserialize)]
-struct RevisionQuery {
+pub(super) struct RevisionQuery {
     revision: Option<String>,
 }
 
@@ -345,7 +168,7 @@ struct RevisionQuery {
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 404, description = "hidden: bad credential, denied or unknown", body = ErrorEnvelope),
     (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
-async fn resource(
+pub(super) async fn resource(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
     Query(query): Query<RevisionQuery>,
@@ -363,7 +186,7 @@ async fn resource(
         return hidden_not_found().into_response();
     };
     // The ledger serves a revision the catalogue no longer holds.
-    let Ok(resource) = crate::revisions::resource(&core, &app_id, &revision).await else {
+    let Ok(resource) = crate::ledger::resource(&core, &app_id, &revision).await else {
         return hidden_not_found().into_response();
     };
     no_store(Json(ResourceResponse {
@@ -382,7 +205,7 @@ async fn resource(
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 404, description = "hidden: bad credential, no apps:invoke, no manage, unknown or invalid app", body = ErrorEnvelope),
     (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
-async fn recovery(
+pub(super) async fn recovery(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
     headers: HeaderMap,
@@ -469,7 +292,7 @@ fn not_yourself(actor: &Principal, target: &str) -> Result<(), Response> {
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 404, description = "hidden: bad credential, denied or unknown", body = ErrorEnvelope),
     (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
-async fn list_access(
+pub(super) async fn list_access(
     State(core): State<Arc<Core>>,
     Path(app_id): Path<String>,
     headers: HeaderMap,
@@ -498,7 +321,7 @@ async fn list_access(
 /// The access to grant.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct GrantRequest {
+pub(super) struct GrantRequest {
     /// `use` or `manage`.
     access: String,
 }
@@ -512,7 +335,7 @@ struct GrantRequest {
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 404, description = "hidden: bad credential, denied or unknown", body = ErrorEnvelope),
     (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
-async fn grant_access(
+pub(super) async fn grant_access(
     State(core): State<Arc<Core>>,
     Path((app_id, user_id)): Path<(String, String)>,
     method: Method,
@@ -569,7 +392,7 @@ async fn grant_access(
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 404, description = "hidden: bad credential, denied or unknown", body = ErrorEnvelope),
     (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
-async fn revoke_access(
+pub(super) async fn revoke_access(
     State(core): State<Arc<Core>>,
     Path((app_id, user_id)): Path<(String, String)>,
     method: Method,

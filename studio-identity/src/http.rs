@@ -20,7 +20,7 @@ use sasha_proto::{AppError, ErrorCode};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::Accounts;
+use crate::accounts::Accounts;
 use crate::throttle::{retry_after_seconds, try_again_in};
 
 pub mod caller;

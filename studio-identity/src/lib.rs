@@ -15,6 +15,7 @@
 //! an address nobody vouched for, or tell a bad credential from an unknown
 //! one.
 
+mod accounts;
 pub mod actor;
 pub mod authorization;
 #[allow(
@@ -24,11 +25,7 @@ pub mod authorization;
 pub mod http;
 pub mod throttle;
 
-use sasha_service::config::Origin;
-use studio_store::Store;
-
-use crate::authorization::OAuthState;
-use crate::throttle::LoginThrottle;
+pub use accounts::Accounts;
 
 /// The OAuth endpoints' request rules, pure functions of a request's bytes
 /// (form parameters, redirect URIs, a client registration), as the endpoints
@@ -37,47 +34,4 @@ pub mod oauth_rules {
     pub use crate::http::oauth::OAuthError;
     pub use crate::http::oauth::params::{parse_params, redirect_matches, redirect_uri_problem};
     pub use crate::http::oauth::register::{Registration, registration};
-}
-
-/// What identity's routes serve from: the core database, the Studio origin,
-/// the sign-in throttle and the authorization server's parked requests.
-#[derive(Debug)]
-pub struct Accounts {
-    /// Users, sessions, tokens, people, OAuth clients and grants (`DB_PATH`).
-    store: Store,
-    /// The Studio origin: the only `Origin` a state change with the session
-    /// cookie may come from; `https` makes session cookies `Secure` and
-    /// `__Host-`.
-    studio: Origin,
-    /// Failed sign-ins per (user name, client address), to slow password
-    /// guessing.
-    login_throttle: LoginThrottle,
-    /// The OAuth authorization server's parked requests and registration
-    /// budgets.
-    oauth: OAuthState,
-}
-
-impl Accounts {
-    /// The accounts of `store`, served on `studio`; OAuth access tokens are
-    /// issued for the resource `<mcp_origin>/mcp`.
-    pub fn new(store: Store, studio: Origin, mcp_origin: &str) -> Accounts {
-        Accounts {
-            oauth: OAuthState::new(studio.as_str(), mcp_origin),
-            store,
-            studio,
-            login_throttle: LoginThrottle::default(),
-        }
-    }
-
-    /// Session cookies get `Secure` and the `__Host-` prefix when Studio is
-    /// served over https.
-    pub fn secure_cookies(&self) -> bool {
-        self.studio.as_str().starts_with("https://")
-    }
-
-    /// The MCP endpoint OAuth access tokens are issued for
-    /// (`<MCP_PUBLIC_ORIGIN>/mcp`), which clients connect to.
-    pub fn mcp_resource(&self) -> &str {
-        self.oauth.resource()
-    }
 }

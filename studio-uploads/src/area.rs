@@ -20,8 +20,18 @@ use rustix::io::Errno;
 use sasha_proto::{AppError, ErrorCode};
 use sasha_service::files::{CREATE_FLAGS, FOLDER_FLAGS, READ_FLAGS};
 
+use crate::limits::MAX_MARKDOWN_BYTES;
 use crate::names::{self, candidate};
-use crate::{Converted, MAX_MARKDOWN_BYTES};
+
+/// One file converted and ready to store.
+#[derive(Debug)]
+pub(crate) struct Converted {
+    /// [`names::display_name`] of the uploaded name.
+    pub(crate) original: String,
+    /// [`names::safe_stem`] of the original's stem: the first name tried.
+    pub(crate) stem: String,
+    pub(crate) markdown: String,
+}
 
 /// Prefix of a temporary file; hidden, so never a document name.
 const TEMP_PREFIX: &str = ".sasha-tmp-";

@@ -18,7 +18,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::MAX_MARKDOWN_BYTES;
+use crate::limits::MAX_MARKDOWN_BYTES;
 use crate::markdown::{table, table_cell};
 use crate::refusal::{Refusal, SIGNATURES, looks_like};
 use crate::{docx, pdf};

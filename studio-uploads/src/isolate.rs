@@ -30,8 +30,8 @@ use sasha_proto::pb;
 use sasha_proto::pb::convert_reply::Outcome;
 
 use crate::convert;
+use crate::limits::{MAX_MARKDOWN_BYTES, MAX_TOTAL_BYTES};
 use crate::refusal::Refusal;
-use crate::{MAX_MARKDOWN_BYTES, MAX_TOTAL_BYTES};
 
 /// The child's address space. A 19 MB, 1,500-page text PDF peaks at 107 MiB
 /// resident (measured, debug build); the rest is room for the converter

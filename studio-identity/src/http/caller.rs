@@ -17,7 +17,7 @@ use sasha_proto::{AppError, ErrorCode};
 use sasha_service::web::{bearer, cookie, session_cookie_name};
 use studio_store::{Principal, PrincipalKind, Scope, blocking};
 
-use crate::Accounts;
+use crate::accounts::Accounts;
 use crate::http::{hidden_not_found, unauthenticated};
 
 /// Who is calling.

@@ -55,7 +55,7 @@ use sasha_proto::{AppError, ErrorCode};
 use serde_json::Value;
 use studio_store::{OAuthRefusal, Scope};
 
-use crate::Accounts;
+use crate::accounts::Accounts;
 use crate::http::caller::{same_origin_json, session_user};
 use crate::http::no_store;
 use crate::throttle::retry_after_seconds;

@@ -32,7 +32,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use crate::Accounts;
+use crate::accounts::Accounts;
 use crate::http::caller::{same_origin_json, session_user, session_write, user};
 use crate::http::sign_in::signed_in;
 use crate::http::{ErrorEnvelope, hidden_not_found, no_store, parse_body};

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use studio_store::{Principal, blocking};
 use utoipa::ToSchema;
 
-use crate::Accounts;
+use crate::accounts::Accounts;
 use crate::http::caller::{same_origin_json, user};
 use crate::http::{ErrorEnvelope, no_store, parse_body, throttled, uuid_nil};
 use crate::throttle::ClientAddress;

@@ -21,7 +21,7 @@ use super::params::{
     parse_params, redirect_host, redirect_matches, redirect_with, requested_scopes,
 };
 use super::{MAX_STATE_CHARS, OAuthError};
-use crate::Accounts;
+use crate::accounts::Accounts;
 use crate::authorization::{OAuthState, PENDING_TTL, Pending};
 use crate::http::caller::session_user;
 use crate::http::no_store;

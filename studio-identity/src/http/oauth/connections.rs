@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 
 use super::params::redirect_host;
 use super::signed_in_change;
-use crate::Accounts;
+use crate::accounts::Accounts;
 use crate::http::caller::session_user;
 use crate::http::{hidden_not_found, no_store};
 use studio_store::blocking;

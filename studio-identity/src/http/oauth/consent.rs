@@ -21,7 +21,7 @@ use utoipa::ToSchema;
 
 use super::params::{redirect_host, redirect_with, scope_text};
 use super::{offered, scope_description, signed_in_change};
-use crate::Accounts;
+use crate::accounts::Accounts;
 use crate::http::caller::session_user;
 use crate::http::{hidden_not_found, no_store, parse_body};
 use studio_store::blocking;

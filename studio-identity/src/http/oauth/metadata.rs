@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::cors;
-use crate::Accounts;
+use crate::accounts::Accounts;
 use studio_store::ClientAuthMethod;
 
 pub(crate) async fn metadata(State(accounts): State<Arc<Accounts>>) -> Response {

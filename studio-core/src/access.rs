@@ -10,9 +10,9 @@
 
 use std::sync::Arc;
 
-use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode};
-use studio_store::{AppAccess, blocking};
+use studio_identity::actor::Actor;
+use studio_store::{AppAccess, PrincipalKind, Scope, UserRole, blocking};
 
 use crate::state::Core;
 
@@ -29,22 +29,17 @@ fn denied() -> AppError {
 /// is refused as withdrawn rather than as "no access".
 pub(crate) async fn authorize_manager(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    actor: &Actor,
     app_id: &str,
 ) -> Result<(), AppError> {
-    let scoped = principal.kind != "api-key"
-        && ["apps:invoke", "apps:write"]
-            .iter()
-            .all(|needed| principal.scopes.iter().any(|scope| scope == needed))
-        && matches!(principal.role.as_str(), "admin" | "staff");
+    let scoped = !actor.is(PrincipalKind::ApiKey)
+        && actor.has(Scope::AppsInvoke)
+        && actor.has(Scope::AppsWrite)
+        && matches!(actor.role, Some(UserRole::Admin | UserRole::Staff));
     if !scoped {
         return Err(denied());
     }
-    let (store, app, user) = (
-        core.store.clone(),
-        app_id.to_owned(),
-        principal.user_id.clone(),
-    );
+    let (store, app, user) = (core.store.clone(), app_id.to_owned(), actor.user_id.clone());
     let held = blocking(move || {
         // The role is read again: a demoted user loses the tools at once.
         let privileged = store

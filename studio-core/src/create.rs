@@ -37,14 +37,14 @@ use sasha_contract::tools::{CREATE_APP_MAX_DESCRIPTION_CHARS, CREATE_APP_MAX_NAM
 use sasha_package::manifest::{MAX_ID_CHARS, is_kebab_id};
 use sasha_package::source::{PackageSource, is_invisible};
 use sasha_package::validate::{Package, validate_source};
-use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::json;
 use studio_store::blocking;
-use studio_store::{AppAccess, RevisionOrigin, RevisionSurface, Scope};
+use studio_store::{AppAccess, RevisionOrigin, RevisionSurface};
 
 use crate::package_dir::{prepare_staging, rename_no_replace, sync_dir, write_tree};
 use crate::state::Core;
+use crate::status::PackageStatus;
 
 /// The folder below `DOCS_ROOT` where new packages are written before they
 /// are renamed into the apps folder (a sibling of it, so the catalogue never
@@ -327,6 +327,13 @@ pub(crate) struct Creator {
     pub(crate) surface: RevisionSurface,
 }
 
+/// An app created: its id, and its package's status once registered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Created {
+    pub(crate) app: String,
+    pub(crate) status: PackageStatus,
+}
+
 fn conflict(id: &str, message: String, reason: &str) -> AppError {
     AppError::new(ErrorCode::Conflict, message).with_details(json!({ "app": id, "reason": reason }))
 }
@@ -378,7 +385,7 @@ pub(crate) async fn create(
     core: &Arc<Core>,
     creator: Creator,
     request: (&str, &str, &str, bool),
-) -> Result<pb::CreateAppReply, AppError> {
+) -> Result<Created, AppError> {
     authorize(core, &creator).await?;
     let (id, name, description, with_table) = request;
     let app = NewApp::parse(id, name, description, with_table)?;
@@ -454,9 +461,9 @@ pub(crate) async fn create(
     if blocking(move || store.access(&check, &user)).await? != Some(AppAccess::Manage) {
         tracing::warn!(app_id = %app.id, "the creator does not manage the app they created");
     }
-    Ok(pb::CreateAppReply {
+    Ok(Created {
         app: app.id,
-        status: Some(status),
+        status,
     })
 }
 
@@ -552,42 +559,6 @@ fn take_back(apps_dir: &Path, staging: &Path, id: &str) -> io::Result<()> {
     let _ = sync_dir(apps_dir);
     let _ = std::fs::remove_dir_all(&slot);
     moved
-}
-
-// --- the RPC -------------------------------------------------------------
-
-/// `CoreService.CreateApp`: the gateway's `createApp` for its principal.
-pub(crate) async fn rpc(
-    core: &Arc<Core>,
-    request: pb::CreateAppRequest,
-) -> Result<pb::CreateAppReply, AppError> {
-    let principal = request
-        .principal
-        .as_ref()
-        .filter(|principal| !principal.user_id.is_empty())
-        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal"))?;
-    let writes = principal.kind != "api-key"
-        && [Scope::AppsInvoke, Scope::AppsWrite].iter().all(|needed| {
-            principal
-                .scopes
-                .iter()
-                .any(|scope| scope == needed.as_str())
-        });
-    create(
-        core,
-        Creator {
-            user_id: principal.user_id.clone(),
-            writes,
-            surface: RevisionSurface::Mcp,
-        },
-        (
-            &request.app_id,
-            &request.name,
-            &request.description,
-            request.with_table,
-        ),
-    )
-    .await
 }
 
 #[cfg(test)]

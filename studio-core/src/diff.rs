@@ -8,7 +8,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use sasha_proto::pb;
 use studio_store::RevisionFile;
 
 use crate::source::is_binary;
@@ -24,6 +23,33 @@ const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
 /// Lines of context around each change in a unified diff.
 const DIFF_CONTEXT: usize = 3;
 
+/// One file that differs between two sets of files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FileChange {
+    pub(crate) path: String,
+    /// `added`, `removed` or `changed`.
+    pub(crate) change: &'static str,
+    /// The sha256 of the file before (absent when added).
+    pub(crate) from_version: Option<String>,
+    /// The sha256 of the file after (absent when removed).
+    pub(crate) to_version: Option<String>,
+    /// The unified diff of a changed text file, within the budget.
+    pub(crate) unified: Option<String>,
+    pub(crate) binary: bool,
+    /// The diff was left out: the budget ran out.
+    pub(crate) truncated: bool,
+}
+
+/// The files that differ from `from` to `to`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Diff {
+    pub(crate) from: String,
+    pub(crate) to: String,
+    pub(crate) files: Vec<FileChange>,
+    /// Some file's diff was left out for the budget.
+    pub(crate) truncated: bool,
+}
+
 /// Per file added, removed or changed, with unified diffs of changed text
 /// files within [`MAX_DIFF_BYTES`] in all.
 pub(crate) fn diff_files(
@@ -31,7 +57,7 @@ pub(crate) fn diff_files(
     to: &str,
     before: &[(RevisionFile, Vec<u8>)],
     after: &[(RevisionFile, Vec<u8>)],
-) -> pb::HistoryDiff {
+) -> Diff {
     let old: BTreeMap<&str, &(RevisionFile, Vec<u8>)> = before
         .iter()
         .map(|entry| (entry.0.path.as_str(), entry))
@@ -92,9 +118,9 @@ pub(crate) fn diff_files(
             (None, None) => continue,
         };
         truncated |= cut;
-        files.push(pb::HistoryFileChange {
+        files.push(FileChange {
             path: path.to_owned(),
-            change: change.to_owned(),
+            change,
             from_version,
             to_version,
             unified,
@@ -102,7 +128,7 @@ pub(crate) fn diff_files(
             truncated: cut,
         });
     }
-    pb::HistoryDiff {
+    Diff {
         from: from.to_owned(),
         to: to.to_owned(),
         files,

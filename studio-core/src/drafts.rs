@@ -37,25 +37,27 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use sasha_contract::data::{DATA_OWNER_CHANGED, DATA_READ_WIDENED, DataContract, Widening};
+use sasha_package::Diagnostic;
 use sasha_package::source::PackageSource;
 use sasha_package::validate::{Package, validate_source};
-use sasha_proto::pb::{self, draft_reply, draft_request};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
+use studio_identity::actor::Actor;
 
 use studio_store::blocking;
 use studio_store::{
-    Draft, DraftFile, Ending, RevisionFile, RevisionOrigin, RevisionSurface, draft_action,
+    Draft, DraftFile, Ending, RevisionFile, RevisionOrigin, RevisionSurface, UserRole, draft_action,
 };
 
 use crate::access::authorize_manager;
 use crate::catalogue::AppEntry;
-use crate::diff::diff_files;
+use crate::data_worker::{self, DriftKind};
+use crate::diff::{FileChange, diff_files};
 use crate::package_dir::{SWAP_STAGING_DIR, swap_package};
 use crate::read_guard::ReadGuard;
 use crate::registry::refresh_catalogue;
 use crate::state::Core;
-use crate::status::status;
+use crate::status::{PackageStatus, status};
 
 pub(crate) mod cache;
 
@@ -84,6 +86,82 @@ impl Approval {
             Approval::Elicitation => RevisionSurface::Mcp,
         }
     }
+}
+
+/// A draft as the tools and Studio show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DraftInfo {
+    /// Names the draft's preview data; a new draft gets a new id.
+    pub(crate) preview_id: String,
+    /// The live revision the draft began from ("" when the live package did
+    /// not validate).
+    pub(crate) base_revision: String,
+    /// The live revision now; not `base_revision`: the draft is stale.
+    pub(crate) live_revision: String,
+    pub(crate) status: PackageStatus,
+    pub(crate) created_by: Option<String>,
+    pub(crate) created_at: i64,
+    pub(crate) updated_at: i64,
+    /// Files that differ from the live package.
+    pub(crate) changes: Vec<FileChange>,
+    /// What publishing would change besides files (with `detail`, when the
+    /// draft validates).
+    pub(crate) review: Option<DraftReview>,
+    /// Names this exact state of the draft ([`content_hash`]).
+    pub(crate) content_hash: String,
+}
+
+/// What publishing a draft would change besides files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct DraftReview {
+    /// Migration files publication applies to the live data, in order.
+    pub(crate) migrations: Vec<DraftMigration>,
+    /// Applied migrations the draft edits or drops, and what cannot be
+    /// checked now: publication is refused.
+    pub(crate) drift: Vec<Diagnostic>,
+    pub(crate) tables: Vec<TableChange>,
+    /// Owner-scoped tables holding rows that the draft makes readable to
+    /// more people.
+    pub(crate) read_widened: Vec<String>,
+    /// Whether only an admin may publish this draft.
+    pub(crate) needs_admin: bool,
+}
+
+/// One migration publication applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DraftMigration {
+    pub(crate) file: String,
+    pub(crate) sql: String,
+}
+
+/// A table added, removed or changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TableChange {
+    pub(crate) table: String,
+    /// `added`, `removed` or `changed`.
+    pub(crate) change: String,
+    pub(crate) columns: Vec<ColumnChange>,
+    /// `declared` / `undeclared`: the table joins or leaves the app's tools.
+    pub(crate) declaration: Option<String>,
+}
+
+/// A column added, removed or changed, with its declared types.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ColumnChange {
+    pub(crate) column: String,
+    /// `added`, `removed` or `changed`.
+    pub(crate) change: String,
+    pub(crate) before: Option<String>,
+    pub(crate) after: Option<String>,
+}
+
+/// A publication done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Published {
+    pub(crate) revision: String,
+    pub(crate) previous_revision: String,
+    pub(crate) migrations_applied: Vec<String>,
+    pub(crate) status: PackageStatus,
 }
 
 fn invalid(message: impl Into<String>) -> AppError {
@@ -169,16 +247,7 @@ pub(crate) async fn validated(
         .map_err(|_| AppError::from_code(ErrorCode::Internal))?;
     let validated = Arc::new(Validated {
         package: validation.package.map(Arc::new),
-        diagnostics: validation
-            .diagnostics
-            .iter()
-            .map(|problem| pb::Diagnostic {
-                file: problem.file.clone(),
-                line: problem.line,
-                code: problem.code.clone(),
-                reason: problem.reason.clone(),
-            })
-            .collect(),
+        diagnostics: validation.diagnostics.to_vec(),
     });
     core.drafts
         .insert(app_id, fingerprint, Arc::clone(&validated));
@@ -213,7 +282,7 @@ async fn live_files(core: &Arc<Core>, app_id: &str) -> Result<Vec<(String, Vec<u
 /// The app's draft, started from the live package now if it has none.
 pub(crate) async fn start(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    user_id: &str,
     app_id: &str,
 ) -> Result<(Draft, bool), AppError> {
     if let Some(draft) = draft_of(core, app_id).await? {
@@ -222,11 +291,7 @@ pub(crate) async fn start(
     refresh_catalogue(core).await;
     let (_, base) = live(core, app_id);
     let files = live_files(core, app_id).await?;
-    let (store, app, user) = (
-        core.store.clone(),
-        app_id.to_owned(),
-        principal.user_id.clone(),
-    );
+    let (store, app, user) = (core.store.clone(), app_id.to_owned(), user_id.to_owned());
     let started = blocking(move || store.start_draft(&app, &user, &base, &files)).await?;
     if started.1 {
         tracing::info!(app_id, "draft started");
@@ -237,10 +302,10 @@ pub(crate) async fn start(
 /// Starts the app's draft for Studio's Draft page: `(draft, started now)`.
 pub(crate) async fn start_for(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    actor: &Actor,
     app_id: &str,
-) -> Result<(pb::DraftInfo, bool), AppError> {
-    let (draft, started) = start(core, principal, app_id).await?;
+) -> Result<(DraftInfo, bool), AppError> {
+    let (draft, started) = start(core, &actor.user_id, app_id).await?;
     Ok((info(core, &draft, true).await?, started))
 }
 
@@ -252,7 +317,7 @@ pub(crate) async fn info(
     core: &Arc<Core>,
     draft: &Draft,
     detail: bool,
-) -> Result<pb::DraftInfo, AppError> {
+) -> Result<DraftInfo, AppError> {
     let app_id = draft.app_id.as_str();
     let (files, validated) = validated(core, app_id).await?;
     let content_hash = content_hash(&files);
@@ -285,15 +350,15 @@ pub(crate) async fn info(
         .ok()
         .flatten()
         .map(|user| user.username);
-    Ok(pb::DraftInfo {
+    Ok(DraftInfo {
         preview_id: draft.preview_id.clone(),
         base_revision: draft.base_revision.clone(),
         live_revision,
-        status: Some(pb::PackageStatus {
+        status: PackageStatus {
             ok: validated.package.is_some() && diagnostics.is_empty(),
             revision: draft_revision,
             diagnostics,
-        }),
+        },
         created_by,
         created_at: draft.created_at,
         updated_at: draft.updated_at,
@@ -312,7 +377,7 @@ async fn changes(
     draft_revision: Option<&str>,
     files: Vec<(DraftFile, Vec<u8>)>,
     detail: bool,
-) -> Result<Vec<pb::HistoryFileChange>, AppError> {
+) -> Result<Vec<FileChange>, AppError> {
     let addressed = |path: String, bytes: Vec<u8>| {
         (
             RevisionFile {
@@ -349,11 +414,7 @@ async fn changes(
 
 /// What the person is asked before a publication: what changes, and that
 /// it becomes live for everyone.
-fn publication_summary(
-    app_id: &str,
-    changes: &[pb::HistoryFileChange],
-    review: &pb::DraftReview,
-) -> String {
+fn publication_summary(app_id: &str, changes: &[FileChange], review: &DraftReview) -> String {
     let mut lines = vec![format!(
         "Publish the draft of {app_id}? It becomes the live app for every user."
     )];
@@ -413,28 +474,28 @@ async fn review(
     app_id: &str,
     live: Option<&Package>,
     package: &Package,
-) -> pb::DraftReview {
-    let mut review = pb::DraftReview {
+) -> DraftReview {
+    let mut review = DraftReview {
         tables: table_changes(
             live.and_then(|live| live.data.as_ref()),
             package.data.as_ref(),
         ),
-        ..pb::DraftReview::default()
+        ..DraftReview::default()
     };
-    let drift = |file: &str, reason: &str| pb::Diagnostic {
+    let drift = |file: &str, reason: &str| Diagnostic {
         file: file.to_owned(),
         line: None,
         code: "APP_MIGRATION_DRIFT".to_owned(),
         reason: reason.to_owned(),
     };
     match &package.data {
-        Some(data) => match apply_contract(core, app_id, data, true, "").await {
+        Some(data) => match data_worker::apply_contract(&core.data, app_id, data, true, "").await {
             Ok(reply) => {
                 review.migrations = reply
                     .applied
                     .iter()
                     .filter_map(|file| data.migrations.iter().find(|m| &m.file == file))
-                    .map(|migration| pb::DraftMigration {
+                    .map(|migration| DraftMigration {
                         file: migration.file.clone(),
                         sql: migration.sql.clone(),
                     })
@@ -445,7 +506,7 @@ async fn review(
                     .map(|d| {
                         drift(
                             &d.file,
-                            if d.kind == pb::DriftKind::NotInContract as i32 {
+                            if d.kind == DriftKind::NotInContract {
                                 "applied to the live data, and the draft does not have it; restore it"
                             } else {
                                 "applied to the live data with other content; restore its applied content and add a new migration instead"
@@ -454,7 +515,7 @@ async fn review(
                     })
                     .collect();
             }
-            Err(error) => review.drift.push(pb::Diagnostic {
+            Err(error) => review.drift.push(Diagnostic {
                 file: "migrations".to_owned(),
                 line: None,
                 code: error.code.as_str().to_owned(),
@@ -485,7 +546,7 @@ async fn review(
                 // Nobody may approve it: a refusal, like drift.
                 review
                     .drift
-                    .extend(widened.iter().map(|widening| pb::Diagnostic {
+                    .extend(widened.iter().map(|widening| Diagnostic {
                         file: "APP.md".to_owned(),
                         line: None,
                         code: widening.code().to_owned(),
@@ -498,7 +559,7 @@ async fn review(
                 review.needs_admin = !widened.is_empty();
             }
         }
-        Err(error) => review.drift.push(pb::Diagnostic {
+        Err(error) => review.drift.push(Diagnostic {
             file: "APP.md".to_owned(),
             line: None,
             code: error.code.as_str().to_owned(),
@@ -508,31 +569,11 @@ async fn review(
     review
 }
 
-async fn apply_contract(
-    core: &Arc<Core>,
-    app_id: &str,
-    data: &DataContract,
-    dry_run: bool,
-    approved_by_admin: &str,
-) -> Result<pb::ApplyContractReply, AppError> {
-    let mut client = core.data.clone();
-    client
-        .apply_contract(pb::ApplyContractRequest {
-            app_id: app_id.to_owned(),
-            contract: Some(pb::DataContract::from(data)),
-            dry_run,
-            approved_by_admin: approved_by_admin.to_owned(),
-        })
-        .await
-        .map(tonic::Response::into_inner)
-        .map_err(|status| AppError::from_status(&status))
-}
-
 /// Tables and columns added, removed or changed from `before` to `after`.
 pub(crate) fn table_changes(
     before: Option<&DataContract>,
     after: Option<&DataContract>,
-) -> Vec<pb::DraftTableChange> {
+) -> Vec<TableChange> {
     let empty = BTreeMap::new();
     let old = before.map_or(&empty, |contract| &contract.schema.tables);
     let new = after.map_or(&empty, |contract| &contract.schema.tables);
@@ -553,7 +594,7 @@ pub(crate) fn table_changes(
                 table
                     .columns
                     .iter()
-                    .map(|column| pb::DraftColumnChange {
+                    .map(|column| ColumnChange {
                         column: column.name.clone(),
                         change: "added".to_owned(),
                         before: None,
@@ -566,13 +607,13 @@ pub(crate) fn table_changes(
                 let mut columns = Vec::new();
                 for column in &is.columns {
                     match was.column(&column.name) {
-                        None => columns.push(pb::DraftColumnChange {
+                        None => columns.push(ColumnChange {
                             column: column.name.clone(),
                             change: "added".to_owned(),
                             before: None,
                             after: Some(column.declared_type.clone()),
                         }),
-                        Some(old) if old != column => columns.push(pb::DraftColumnChange {
+                        Some(old) if old != column => columns.push(ColumnChange {
                             column: column.name.clone(),
                             change: "changed".to_owned(),
                             before: Some(old.declared_type.clone()),
@@ -583,7 +624,7 @@ pub(crate) fn table_changes(
                 }
                 for column in &was.columns {
                     if is.column(&column.name).is_none() {
-                        columns.push(pb::DraftColumnChange {
+                        columns.push(ColumnChange {
                             column: column.name.clone(),
                             change: "removed".to_owned(),
                             before: Some(column.declared_type.clone()),
@@ -598,7 +639,7 @@ pub(crate) fn table_changes(
             }
             (None, None) => continue,
         };
-        changes.push(pb::DraftTableChange {
+        changes.push(TableChange {
             table: name.clone(),
             change: change.to_owned(),
             columns,
@@ -623,11 +664,11 @@ pub(crate) struct Reviewed<'a> {
 /// Publishes the app's draft; see the module comment for every refusal.
 pub(crate) async fn publish(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    actor: &Actor,
     app_id: &str,
     reviewed: Reviewed<'_>,
     approval: Option<Approval>,
-) -> Result<pb::DraftPublished, AppError> {
+) -> Result<Published, AppError> {
     let expected = reviewed.expected_revision;
     if !sasha_contract::data::is_sha256_hex(reviewed.content_hash) {
         return Err(invalid(
@@ -699,7 +740,7 @@ pub(crate) async fn publish(
         )
         .with_details(json!({"diagnostics": diagnostics_json(&review.drift)})));
     }
-    if review.needs_admin && principal.role != "admin" {
+    if review.needs_admin && !actor.has_role(UserRole::Admin) {
         return Err(AppError::new(
             ErrorCode::AccessDenied,
             format!(
@@ -732,14 +773,16 @@ pub(crate) async fn publish(
     // An admin publishing a draft whose review showed a widening approves
     // it (the check above); data-worker allows such a change only then, and
     // refuses anything the review did not show.
-    let approved_by_admin = if review.needs_admin && principal.role == "admin" {
-        principal.user_id.as_str()
+    let approved_by_admin = if review.needs_admin && actor.has_role(UserRole::Admin) {
+        actor.user_id.as_str()
     } else {
         ""
     };
     let migrations_applied = match &package.data {
         Some(data) => {
-            let reply = apply_contract(core, app_id, data, false, approved_by_admin).await?;
+            let reply =
+                data_worker::apply_contract(&core.data, app_id, data, false, approved_by_admin)
+                    .await?;
             if !reply.drift.is_empty() {
                 return Err(AppError::new(
                     ErrorCode::SchemaIncompatible,
@@ -779,7 +822,7 @@ pub(crate) async fn publish(
     let revision = package.resource.revision.clone();
     end(
         core,
-        principal,
+        &actor.user_id,
         &draft,
         draft_action::DRAFT_PUBLISHED,
         Some(approval.as_str()),
@@ -792,15 +835,14 @@ pub(crate) async fn publish(
         0 => "publishAppDraft".to_owned(),
         count => format!("publishAppDraft with {count} migration(s)"),
     };
-    let origin =
-        RevisionOrigin::authored(approval.surface(), &principal.user_id, summary, changed_at);
+    let origin = RevisionOrigin::authored(approval.surface(), &actor.user_id, summary, changed_at);
     crate::ledger::record_authored(core, app_id, origin).await;
     tracing::info!(app_id, from = %live_revision, to = %revision, approval = approval.as_str(), "draft published");
-    Ok(pb::DraftPublished {
+    Ok(Published {
         revision,
         previous_revision: live_revision,
         migrations_applied,
-        status: Some(status),
+        status,
     })
 }
 
@@ -812,7 +854,7 @@ fn shown(revision: &str) -> &str {
     }
 }
 
-fn diagnostics_json(diagnostics: &[pb::Diagnostic]) -> Vec<Value> {
+fn diagnostics_json(diagnostics: &[Diagnostic]) -> Vec<Value> {
     diagnostics
         .iter()
         .map(|d| json!({"file": d.file, "line": d.line, "code": d.code, "reason": d.reason}))
@@ -820,11 +862,7 @@ fn diagnostics_json(diagnostics: &[pb::Diagnostic]) -> Vec<Value> {
 }
 
 /// Discards the app's draft.
-pub(crate) async fn discard(
-    core: &Arc<Core>,
-    principal: &pb::Principal,
-    app_id: &str,
-) -> Result<(), AppError> {
+pub(crate) async fn discard(core: &Arc<Core>, user_id: &str, app_id: &str) -> Result<(), AppError> {
     let _ending = ENDING.lock().await;
     let draft = draft_of(core, app_id)
         .await?
@@ -832,7 +870,7 @@ pub(crate) async fn discard(
     let base = draft.base_revision.clone();
     end(
         core,
-        principal,
+        user_id,
         &draft,
         draft_action::DRAFT_DISCARDED,
         None,
@@ -847,7 +885,7 @@ pub(crate) async fn discard(
 /// Removes the draft's rows (audited as `ending`) and its preview data.
 async fn end(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    user_id: &str,
     draft: &Draft,
     action: &'static str,
     subject: Option<&str>,
@@ -858,7 +896,7 @@ async fn end(
         core.store.clone(),
         draft.app_id.clone(),
         draft.preview_id.clone(),
-        principal.user_id.clone(),
+        user_id.to_owned(),
     );
     let (subject, before, after) = (
         subject.map(str::to_owned),
@@ -876,70 +914,72 @@ async fn end(
     })
     .await?;
     core.drafts.remove(&draft.app_id);
-    let mut client = core.data.clone();
-    if let Err(status) = client
-        .remove_preview(pb::RemovePreviewRequest {
-            app_id: draft.app_id.clone(),
-            preview: draft.preview_id.clone(),
-        })
-        .await
-    {
-        // Scratch data only; the next preview of this id never comes.
-        tracing::warn!(app_id = %draft.app_id, code = ?status.code(), "a preview's scratch data was not removed");
-    }
+    data_worker::remove_preview(&core.data, &draft.app_id, &draft.preview_id).await;
     Ok(())
 }
 
-// --- CoreService.Draft -------------------------------------------------------
+// --- the draft tools and the Draft page ------------------------------------
 
-/// `CoreService.Draft`.
-pub(crate) async fn rpc(
+/// What one draft request asks (the MCP tools `checkApp` with draft,
+/// `publishAppDraft`, `discardAppDraft`, and the Draft page).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Operation {
+    /// The draft with its review.
+    Review,
+    /// Publish the draft reviewed against `expected_revision` whose files'
+    /// hash was `content_hash`, approved by `approval` (`None`: not yet).
+    Publish {
+        expected_revision: String,
+        content_hash: String,
+        approval: Option<Approval>,
+    },
+    /// Discard the draft.
+    Discard,
+}
+
+/// What one draft request answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Answer {
+    Draft(DraftInfo),
+    Published(Published),
+    Discarded,
+}
+
+/// One draft request of `actor` about `app_id`. Who may is the source
+/// tools' rule; `None` (no operation named) is refused after it.
+pub(crate) async fn answer(
     core: &Arc<Core>,
-    request: pb::DraftRequest,
-) -> Result<pb::DraftReply, AppError> {
-    let principal = request
-        .principal
-        .as_ref()
-        .filter(|principal| !principal.user_id.is_empty())
-        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal"))?;
-    let app_id = request.app_id.as_str();
+    actor: &Actor,
+    app_id: &str,
+    operation: Option<Operation>,
+) -> Result<Answer, AppError> {
     if !sasha_package::manifest::is_kebab_id(app_id) {
         return Err(invalid("app must be an app id in lowercase kebab-case"));
     }
-    authorize_manager(core, principal, app_id).await?;
-    let result = match request.operation {
-        Some(draft_request::Operation::Review(_)) => {
+    authorize_manager(core, actor, app_id).await?;
+    Ok(match operation {
+        Some(Operation::Review) => {
             let draft = draft_of(core, app_id)
                 .await?
                 .ok_or_else(|| no_draft(app_id))?;
-            draft_reply::Result::Draft(info(core, &draft, true).await?)
+            Answer::Draft(info(core, &draft, true).await?)
         }
-        Some(draft_request::Operation::Publish(publish_request)) => {
-            let approval = (publish_request.approval == pb::DraftApproval::Elicitation as i32)
-                .then_some(Approval::Elicitation);
-            draft_reply::Result::Published(
-                publish(
-                    core,
-                    principal,
-                    app_id,
-                    Reviewed {
-                        expected_revision: &publish_request.expected_revision,
-                        content_hash: &publish_request.content_hash,
-                    },
-                    approval,
-                )
-                .await?,
-            )
+        Some(Operation::Publish {
+            expected_revision,
+            content_hash,
+            approval,
+        }) => {
+            let reviewed = Reviewed {
+                expected_revision: &expected_revision,
+                content_hash: &content_hash,
+            };
+            Answer::Published(publish(core, actor, app_id, reviewed, approval).await?)
         }
-        Some(draft_request::Operation::Discard(_)) => {
-            discard(core, principal, app_id).await?;
-            draft_reply::Result::Discarded(pb::DraftDiscarded { discarded: true })
+        Some(Operation::Discard) => {
+            discard(core, &actor.user_id, app_id).await?;
+            Answer::Discarded
         }
         None => return Err(invalid("a draft request names its operation")),
-    };
-    Ok(pb::DraftReply {
-        app: app_id.to_owned(),
-        result: Some(result),
     })
 }
 
@@ -954,13 +994,9 @@ pub(crate) async fn end_member_draft(
     let Some(draft) = draft_of(core, app_id).await? else {
         return Ok(());
     };
-    let principal = pb::Principal {
-        user_id: user_id.to_owned(),
-        ..pb::Principal::default()
-    };
     end(
         core,
-        &principal,
+        user_id,
         &draft,
         draft_action::DRAFT_DISCARDED,
         None,
@@ -975,7 +1011,7 @@ pub(crate) async fn end_member_draft(
 /// id and validation.
 pub(crate) async fn replace_member_draft(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    user_id: &str,
     app_id: &str,
     base: &str,
     files: Vec<(String, Vec<u8>)>,
@@ -984,7 +1020,7 @@ pub(crate) async fn replace_member_draft(
     if let Some(draft) = draft_of(core, app_id).await? {
         end(
             core,
-            principal,
+            user_id,
             &draft,
             draft_action::DRAFT_DISCARDED,
             None,
@@ -996,7 +1032,7 @@ pub(crate) async fn replace_member_draft(
     let (store, app, user, base) = (
         core.store.clone(),
         app_id.to_owned(),
-        principal.user_id.clone(),
+        user_id.to_owned(),
         base.to_owned(),
     );
     let (draft, _) = blocking(move || store.start_draft(&app, &user, &base, &files)).await?;

@@ -9,11 +9,11 @@
 use std::sync::Arc;
 
 use sasha_package::validate::Package;
-use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 
 use crate::catalogue::AppEntry;
+use crate::data_worker::{self, DriftKind};
 use crate::state::Core;
 
 /// The migration files of the live package (the catalogue's valid one).
@@ -44,37 +44,28 @@ pub(crate) async fn check_migrations(
     doing: &str,
 ) -> Result<(), AppError> {
     let drifted: Vec<(String, &'static str)> = match &old.data {
-        Some(data) => {
-            let mut client = core.data.clone();
-            let reply = client
-                .migration_drift(pb::MigrationDriftRequest {
-                    app_id: app_id.to_owned(),
-                    contract_hash: data.hash.clone(),
-                    contract: Some(pb::DataContract::from(data)),
-                })
-                .await
-                .map_err(|status| {
-                    let error = AppError::from_status(&status);
-                    AppError::new(
-                        ErrorCode::NotReady,
-                        "cannot check the app's applied migrations right now; try again",
-                    )
-                    .with_details(json!({"cause": error.code.as_str()}))
-                })?;
-            reply
-                .into_inner()
-                .drift
-                .into_iter()
-                .map(|drift| {
-                    let reason = if drift.kind == pb::DriftKind::NotInContract as i32 {
+        Some(data) => data_worker::migration_drift(&core.data, app_id, data)
+            .await
+            .map_err(|error| {
+                AppError::new(
+                    ErrorCode::NotReady,
+                    "cannot check the app's applied migrations right now; try again",
+                )
+                .with_details(json!({"cause": error.code.as_str()}))
+            })?
+            .into_iter()
+            .map(|drift| {
+                let reason = match drift.kind {
+                    DriftKind::NotInContract => {
                         "applied to the live database, and the revision does not have it"
-                    } else {
+                    }
+                    DriftKind::ChecksumChanged => {
                         "applied to the live database with other content than the revision's"
-                    };
-                    (drift.file, reason)
-                })
-                .collect()
-        }
+                    }
+                };
+                (drift.file, reason)
+            })
+            .collect(),
         None => live_migrations(core, app_id)
             .into_iter()
             .map(|file| {

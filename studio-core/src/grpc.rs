@@ -1,8 +1,19 @@
-//! `CoreService`: what mcp-gateway asks studio-core, over mTLS gRPC.
+//! `CoreService`: what mcp-gateway asks studio-core, over mTLS gRPC, and
+//! studio-core's wire: requests become domain calls and answers become
+//! replies here and in [`convert`], the only files of the crate besides the
+//! data-worker client (`crate::data_worker`) that name `pb::…`.
 //!
 //! Every answer is computed fresh from the store and the catalogue: a revoked
 //! grant is gone on the very next call. The gateway passes back the principal
 //! `Authenticate` gave it; access is still read here, never trusted from it.
+//!
+//! What it must never do: decide who may (the domain function behind each
+//! RPC does, for the MCP tool and the Studio route alike), or be imported by
+//! a domain module.
+
+pub(crate) mod calls;
+pub(crate) mod convert;
+pub(crate) mod health;
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -18,8 +29,6 @@ use studio_uploads::IncomingFile;
 use tokio_stream::{Stream, StreamExt as _};
 use tonic::{Request, Response, Status};
 
-use crate::catalogue::AppEntry;
-use crate::state::Core;
 use sasha_package::manifest::{Capabilities, DataCapability};
 use sasha_package::validate::Package;
 use studio_store::blocking;
@@ -27,6 +36,9 @@ use studio_store::{
     AppAccess, ConfirmationRefusal, ConfirmedCall, MAX_CONFIRMATION_TOOL_CHARS, Principal,
     PrincipalKind, Scope, SuggestionRefusal,
 };
+
+use crate::catalogue::{AppEntry, Snapshot};
+use crate::state::Core;
 
 /// The largest `CoreService` request: an upload's 25 MiB of documents and
 /// their names.
@@ -161,49 +173,9 @@ type GrpcResult<T> = Result<Response<T>, Status>;
 /// The event stream of one chat turn, as the gateway reads it.
 type ChatStream = Pin<Box<dyn Stream<Item = Result<pb::ChatEvent, Status>> + Send>>;
 
-/// The actor a request names (the principal `Authenticate` gave the
-/// gateway): no principal, or one without a user, is `APP_UNAUTHENTICATED`.
-/// A role, kind or scope the platform does not name is left out
-/// ([`Actor`]), so it never satisfies a check.
+/// The actor a request names; see [`convert::actor`].
 fn actor(principal: Option<&pb::Principal>) -> Result<Actor, Status> {
-    let principal = principal
-        .filter(|principal| !principal.user_id.is_empty())
-        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal").to_status())?;
-    Ok(Actor {
-        user_id: principal.user_id.clone(),
-        username: principal.username.clone(),
-        role: principal.role.parse().ok(),
-        kind: principal.kind.parse().ok(),
-        scopes: principal
-            .scopes
-            .iter()
-            .filter_map(|scope| scope.parse().ok())
-            .collect(),
-    })
-}
-
-fn kind_name(kind: PrincipalKind) -> &'static str {
-    match kind {
-        PrincipalKind::Session => "session",
-        PrincipalKind::Access => "access",
-        PrincipalKind::ApiKey => "api-key",
-        PrincipalKind::ChatSession => "chat-session",
-    }
-}
-
-pub(crate) fn to_wire(principal: &Principal) -> pb::Principal {
-    pb::Principal {
-        user_id: principal.user.id.clone(),
-        role: principal.user.role.as_str().to_owned(),
-        scopes: principal
-            .scopes
-            .iter()
-            .map(|scope| scope.as_str().to_owned())
-            .collect(),
-        kind: kind_name(principal.kind).to_owned(),
-        username: principal.user.username.clone(),
-        member_apps_off: false,
-    }
+    convert::actor(principal).map_err(|error| error.to_status())
 }
 
 /// The user id of a principal the gateway passed back, and whether it may
@@ -264,7 +236,7 @@ impl CoreGrpc {
     /// caller says it already holds this hash.
     fn app_entry(
         &self,
-        snapshot: &crate::catalogue::Snapshot,
+        snapshot: &Snapshot,
         id: &str,
         access: AppAccess,
         known_contract_hash: Option<&str>,
@@ -325,7 +297,7 @@ impl CoreService for CoreGrpc {
     #[tracing::instrument(skip_all, name = "core.health")]
     async fn health(&self, request: Request<HealthRequest>) -> GrpcResult<HealthReply> {
         Ok(Response::new(
-            self.core.health(request.get_ref().deep).await,
+            health::health(&self.core, request.get_ref().deep).await,
         ))
     }
 
@@ -341,7 +313,7 @@ impl CoreService for CoreGrpc {
             let Some(principal) = principal_of(&store, &request)? else {
                 return Ok(None);
             };
-            let mut wire = to_wire(&principal);
+            let mut wire = convert::principal(&principal);
             wire.member_apps_off = !store.member_apps_enabled()?;
             Ok(Some(wire))
         })
@@ -367,7 +339,7 @@ impl CoreService for CoreGrpc {
             let Some(principal) = principal_of(&store, &credential)? else {
                 return Ok((None, None));
             };
-            let wire = to_wire(&principal);
+            let wire = convert::principal(&principal);
             let invokes = caller(Some(&wire)).is_ok_and(|(_, invokes)| invokes);
             let access = if invokes {
                 store.access(&app_id, &principal.user.id)?
@@ -512,9 +484,10 @@ impl CoreService for CoreGrpc {
             if invokes
                 && let Some(principal) = request.principal.as_ref()
                 && principal.kind == "session"
+                && let Ok(previewer) = convert::actor(Some(principal))
                 && let Some(package) = crate::previews::preview_package(
                     &self.core,
-                    principal,
+                    &previewer,
                     &request.app_id,
                     &request.preview,
                 )
@@ -528,7 +501,7 @@ impl CoreService for CoreGrpc {
                 let scope = crate::previews::preview_scope(
                     &self.core,
                     &snapshot,
-                    principal,
+                    &previewer,
                     &request.app_id,
                 )
                 .await
@@ -664,7 +637,7 @@ impl CoreService for CoreGrpc {
         request: Request<pb::SourceFilesRequest>,
     ) -> GrpcResult<pb::SourceFilesReply> {
         let request = request.into_inner();
-        crate::source_tools::run(
+        calls::source_files(
             &self.core,
             request.principal.as_ref(),
             &request.operation,
@@ -681,7 +654,7 @@ impl CoreService for CoreGrpc {
     /// `crate::history`.
     #[tracing::instrument(skip_all, name = "core.history")]
     async fn history(&self, request: Request<pb::HistoryRequest>) -> GrpcResult<pb::HistoryReply> {
-        crate::history::rpc(&self.core, request.into_inner())
+        calls::history(&self.core, request.into_inner())
             .await
             .map(Response::new)
             .map_err(|error| error.to_status())
@@ -695,14 +668,14 @@ impl CoreService for CoreGrpc {
         &self,
         request: Request<pb::MemberAppsRequest>,
     ) -> GrpcResult<pb::MemberAppsReply> {
-        crate::member_apps::rpc(&self.core, request.into_inner())
+        calls::member_apps(&self.core, request.into_inner())
             .await
             .map(Response::new)
             .map_err(|error| error.to_status())
     }
 
     async fn draft(&self, request: Request<pb::DraftRequest>) -> GrpcResult<pb::DraftReply> {
-        crate::drafts::rpc(&self.core, request.into_inner())
+        calls::draft(&self.core, request.into_inner())
             .await
             .map(Response::new)
             .map_err(|error| error.to_status())
@@ -715,7 +688,7 @@ impl CoreService for CoreGrpc {
         &self,
         request: Request<pb::AppLifecycleRequest>,
     ) -> GrpcResult<pb::AppLifecycleReply> {
-        crate::lifecycle::rpc(&self.core, request.into_inner())
+        calls::lifecycle(&self.core, request.into_inner())
             .await
             .map(Response::new)
             .map_err(|error| error.to_status())
@@ -727,7 +700,7 @@ impl CoreService for CoreGrpc {
         &self,
         request: Request<pb::CreateAppRequest>,
     ) -> GrpcResult<pb::CreateAppReply> {
-        crate::create::rpc(&self.core, request.into_inner())
+        calls::create(&self.core, request.into_inner())
             .await
             .map(Response::new)
             .map_err(|error| error.to_status())

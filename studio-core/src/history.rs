@@ -33,17 +33,17 @@ use std::sync::Arc;
 use base64::Engine as _;
 use sasha_package::source::PackageSource;
 use sasha_package::validate::{Package, validate_source};
-use sasha_proto::pb::{self, history_reply, history_request};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 use sha2::Digest as _;
-
+use studio_identity::actor::Actor;
 use studio_store::blocking;
 use studio_store::{RevisionFile, RevisionOrigin, RevisionSurface, StoreError};
 
-use crate::diff::diff_files;
+use crate::diff::{Diff, diff_files};
 use crate::package_dir::{SWAP_STAGING_DIR, swap_package};
 use crate::state::Core;
+use crate::status::PackageStatus;
 
 fn invalid(message: impl Into<String>) -> AppError {
     AppError::new(ErrorCode::InputInvalid, message)
@@ -75,68 +75,109 @@ fn revision_argument(value: &str, name: &str) -> Result<String, AppError> {
     }
 }
 
-/// Checks the principal as the source tools do; `Ok` only with `manage`.
-async fn authorize(
+/// What one history request asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Operation {
+    /// `listAppRevisions`.
+    List,
+    /// `readAppRevisionFile`.
+    Read { revision: String, path: String },
+    /// `diffAppRevisions`.
+    Diff { from: String, to: String },
+    /// `revertApp`.
+    Revert {
+        revision: String,
+        expected_revision: String,
+    },
+}
+
+/// What one history request answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Answer {
+    Revisions(Vec<Revision>),
+    File(RevisionFileContent),
+    Diff(Diff),
+    Reverted(Reverted),
+}
+
+/// One revision as the history lists it, newest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Revision {
+    pub(crate) revision: String,
+    pub(crate) uri: String,
+    /// Unix seconds of its first recording.
+    pub(crate) recorded_at: i64,
+    pub(crate) user_id: Option<String>,
+    pub(crate) username: Option<String>,
+    /// `mcp`, `filesystem`, `seed` or `studio`.
+    pub(crate) surface: String,
+    pub(crate) summary: String,
+    pub(crate) files: i64,
+    pub(crate) bytes: i64,
+    pub(crate) current: bool,
+}
+
+/// One file of an old revision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RevisionFileContent {
+    pub(crate) revision: String,
+    pub(crate) path: String,
+    /// The text, or a binary asset's bytes in base64 (then `encoding`).
+    pub(crate) content: String,
+    pub(crate) bytes: u64,
+    /// sha256 hex of the bytes.
+    pub(crate) version: String,
+    pub(crate) encoding: Option<String>,
+}
+
+/// A revert done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Reverted {
+    pub(crate) revision: String,
+    pub(crate) previous_revision: String,
+    pub(crate) status: PackageStatus,
+}
+
+/// One history request of `actor` about `app_id`, whichever surface asked
+/// (`CoreService.History` for the MCP tools, `crate::http` for Studio):
+/// `surface` is what a revert records. Who may is the source tools' rule;
+/// `None` (no operation named) is refused after it.
+pub(crate) async fn answer(
     core: &Arc<Core>,
-    principal: Option<&pb::Principal>,
+    actor: &Actor,
     app_id: &str,
-) -> Result<pb::Principal, AppError> {
-    let principal = principal
-        .filter(|principal| !principal.user_id.is_empty())
-        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal"))?;
+    operation: Option<Operation>,
+    surface: RevisionSurface,
+) -> Result<Answer, AppError> {
     if !sasha_package::manifest::is_kebab_id(app_id) {
         return Err(invalid("app must be an app id in lowercase kebab-case"));
     }
-    crate::access::authorize_manager(core, principal, app_id).await?;
-    Ok(principal.clone())
-}
-
-/// `CoreService.History`.
-pub(crate) async fn rpc(
-    core: &Arc<Core>,
-    request: pb::HistoryRequest,
-) -> Result<pb::HistoryReply, AppError> {
-    answer(core, request, RevisionSurface::Mcp).await
-}
-
-/// One history request, whichever surface asked (the RPC for the MCP tools,
-/// `crate::http` for Studio): `surface` is what a revert records.
-pub(crate) async fn answer(
-    core: &Arc<Core>,
-    request: pb::HistoryRequest,
-    surface: RevisionSurface,
-) -> Result<pb::HistoryReply, AppError> {
-    let principal = authorize(core, request.principal.as_ref(), &request.app_id).await?;
-    let app_id = request.app_id.as_str();
-    let result = match request.operation {
-        Some(history_request::Operation::List(_)) => {
-            history_reply::Result::Revisions(list(core, app_id).await?)
+    crate::access::authorize_manager(core, actor, app_id).await?;
+    Ok(match operation {
+        Some(Operation::List) => Answer::Revisions(list(core, app_id).await?),
+        Some(Operation::Read { revision, path }) => {
+            let revision = revision_argument(&revision, "revision")?;
+            Answer::File(read_file(core, app_id, &revision, &path).await?)
         }
-        Some(history_request::Operation::Read(read)) => {
-            let revision = revision_argument(&read.revision, "revision")?;
-            history_reply::Result::File(read_file(core, app_id, &revision, &read.path).await?)
+        Some(Operation::Diff { from, to }) => {
+            let from = revision_argument(&from, "from")?;
+            let to = revision_argument(&to, "to")?;
+            Answer::Diff(diff_revisions(core, app_id, &from, &to).await?)
         }
-        Some(history_request::Operation::Diff(diff)) => {
-            let from = revision_argument(&diff.from, "from")?;
-            let to = revision_argument(&diff.to, "to")?;
-            history_reply::Result::Diff(diff_revisions(core, app_id, &from, &to).await?)
-        }
-        Some(history_request::Operation::Revert(revert)) => {
-            let revision = revision_argument(&revert.revision, "revision")?;
-            let expected = revision_argument(&revert.expected_revision, "expectedRevision")?;
-            history_reply::Result::Reverted(
-                self::revert(core, &principal, app_id, &revision, &expected, surface).await?,
-            )
+        Some(Operation::Revert {
+            revision,
+            expected_revision,
+        }) => {
+            let revision = revision_argument(&revision, "revision")?;
+            let expected = revision_argument(&expected_revision, "expectedRevision")?;
+            Answer::Reverted(revert(core, actor, app_id, &revision, &expected, surface).await?)
         }
         None => return Err(invalid("no history operation was given")),
-    };
-    Ok(pb::HistoryReply {
-        app: app_id.to_owned(),
-        result: Some(result),
     })
 }
 
-pub(crate) async fn list(core: &Arc<Core>, app_id: &str) -> Result<pb::HistoryRevisions, AppError> {
+/// The revisions of `app_id` the ledger keeps, newest first.
+pub(crate) async fn list(core: &Arc<Core>, app_id: &str) -> Result<Vec<Revision>, AppError> {
     let (store, app) = (core.store.clone(), app_id.to_owned());
     let revisions = blocking(move || {
         let entries = match store.revisions(&app) {
@@ -158,7 +199,7 @@ pub(crate) async fn list(core: &Arc<Core>, app_id: &str) -> Result<pb::HistoryRe
                 },
                 None => None,
             };
-            out.push(pb::HistoryRevision {
+            out.push(Revision {
                 revision: entry.revision,
                 uri: entry.uri,
                 recorded_at: entry.recorded_at,
@@ -174,7 +215,7 @@ pub(crate) async fn list(core: &Arc<Core>, app_id: &str) -> Result<pb::HistoryRe
         Ok(Ok(out))
     })
     .await??;
-    Ok(pb::HistoryRevisions { revisions })
+    Ok(revisions)
 }
 
 /// The refusal for a revision the ledger does not hold: pruned (it was once
@@ -233,7 +274,7 @@ async fn read_file(
     app_id: &str,
     revision: &str,
     path: &str,
-) -> Result<pb::HistoryFile, AppError> {
+) -> Result<RevisionFileContent, AppError> {
     crate::source::check_path(path).map_err(|rule| invalid(rule.to_string()))?;
     let (store, app, wanted, file) = (
         core.store.clone(),
@@ -280,7 +321,7 @@ async fn read_file(
             None,
         )
     };
-    Ok(pb::HistoryFile {
+    Ok(RevisionFileContent {
         revision: revision.to_owned(),
         path: path.to_owned(),
         content,
@@ -295,7 +336,7 @@ async fn diff_revisions(
     app_id: &str,
     from: &str,
     to: &str,
-) -> Result<pb::HistoryDiff, AppError> {
+) -> Result<Diff, AppError> {
     let before = revision_contents(core, app_id, from).await?;
     let after = revision_contents(core, app_id, to).await?;
     Ok(diff_files(from, to, &before, &after))
@@ -329,12 +370,12 @@ fn package_of(app_id: &str, files: &[(RevisionFile, Vec<u8>)]) -> Result<Package
 
 async fn revert(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    actor: &Actor,
     app_id: &str,
     revision: &str,
     expected: &str,
     surface: RevisionSurface,
-) -> Result<pb::HistoryReverted, AppError> {
+) -> Result<Reverted, AppError> {
     let (store, app) = (core.store.clone(), app_id.to_owned());
     let current = blocking(move || store.registered_app(&app))
         .await?
@@ -378,7 +419,7 @@ async fn revert(
     let (store, app, user, before, after) = (
         core.store.clone(),
         app_id.to_owned(),
-        principal.user_id.clone(),
+        actor.user_id.clone(),
         current.clone(),
         revision.to_owned(),
     );
@@ -387,15 +428,15 @@ async fn revert(
     let status = crate::status::status(core, app_id).await;
     let origin = RevisionOrigin::authored(
         surface,
-        &principal.user_id,
+        &actor.user_id,
         format!("revertApp {revision}"),
         changed_at,
     );
     crate::ledger::record_authored(core, app_id, origin).await;
-    Ok(pb::HistoryReverted {
+    Ok(Reverted {
         revision: revision.to_owned(),
         previous_revision: current,
-        status: Some(status),
+        status,
     })
 }
 

@@ -67,7 +67,7 @@ pub(crate) fn router(core: Arc<Core>) -> axum::Router {
 /// with the catalogue's counts of valid and invalid packages.
 /// Exempt from the Host check so an orchestrator can probe the container port.
 async fn healthz(State(core): State<Arc<Core>>) -> Response {
-    let reply = core.health(true).await;
+    let reply = crate::grpc::health::health(&core, true).await;
     let snapshot = core.catalogue.current();
     let valid = snapshot.valid().count();
     let mut extra = serde_json::Map::new();

@@ -22,6 +22,7 @@
 mod access;
 pub mod catalogue;
 mod create;
+mod data_worker;
 mod diff;
 mod drafts;
 mod drift;
@@ -347,7 +348,7 @@ pub async fn run_with_store(
 
     probes.ready_when(move || {
         let core = core.clone();
-        async move { core.readiness().await }
+        async move { grpc::health::readiness(&core).await }
     });
     announce_ready_with(
         Role::StudioCore,

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use sasha_contract::data::{PreviewScope, is_preview_id};
 use sasha_package::validate::Package;
 use sasha_proto::AppError;
-use sasha_proto::pb;
+use studio_identity::actor::Actor;
 use studio_store::AppAccess;
 
 use crate::catalogue::{AppEntry, Snapshot};
@@ -23,12 +23,12 @@ use crate::state::Core;
 /// moderator disabled the app, which is refused saying so.
 pub(crate) async fn authorize_previewer(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    actor: &Actor,
     app_id: &str,
 ) -> Result<(), AppError> {
-    match crate::access::authorize_manager(core, principal, app_id).await {
+    match crate::access::authorize_manager(core, actor, app_id).await {
         Ok(()) => Ok(()),
-        Err(error) => match crate::member_apps::authored_by(core, principal, app_id).await? {
+        Err(error) => match crate::member_apps::authored_by(core, actor, app_id).await? {
             true => Ok(()),
             false => Err(error),
         },
@@ -36,19 +36,19 @@ pub(crate) async fn authorize_previewer(
 }
 
 /// The draft's validated package for a preview `preview_id` of `app_id`,
-/// if the principal manages the app, the draft is that preview's and it
+/// if the actor manages the app, the draft is that preview's and it
 /// validates. Anything else is `None` (the caller answers as for an app it
 /// cannot see).
 pub(crate) async fn preview_package(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    actor: &Actor,
     app_id: &str,
     preview_id: &str,
 ) -> Option<Arc<Package>> {
     if !is_preview_id(preview_id) || !sasha_package::manifest::is_kebab_id(app_id) {
         return None;
     }
-    authorize_previewer(core, principal, app_id).await.ok()?;
+    authorize_previewer(core, actor, app_id).await.ok()?;
     let draft = crate::drafts::draft_of(core, app_id).await.ok()??;
     if draft.preview_id != preview_id {
         return None;
@@ -61,7 +61,7 @@ pub(crate) async fn preview_package(
         .clone()
 }
 
-/// What `principal` may read of the live data of `app_id`, which their
+/// What `actor` may read of the live data of `app_id`, which their
 /// preview's scratch copy keeps (`sasha_contract::data::PreviewScope`): the
 /// live contract's read rule under their live grant. No live grant, no valid
 /// live package or no data contract keeps nothing: a draft's author, its
@@ -70,7 +70,7 @@ pub(crate) async fn preview_package(
 pub(crate) async fn preview_scope(
     core: &Arc<Core>,
     snapshot: &Snapshot,
-    principal: &pb::Principal,
+    actor: &Actor,
     app_id: &str,
 ) -> Result<PreviewScope, AppError> {
     let live = match snapshot.apps.get(app_id) {
@@ -78,7 +78,7 @@ pub(crate) async fn preview_scope(
         _ => None,
     };
     let grant = core
-        .granted_apps(&principal.user_id)
+        .granted_apps(&actor.user_id)
         .await?
         .get(app_id)
         .copied();

@@ -22,11 +22,11 @@ use std::sync::Arc;
 
 use sasha_contract::data::{DataContract, ReadPolicy, Widening, widened_reads};
 use sasha_package::validate::Package;
-use sasha_proto::pb::TablesWithRowsRequest;
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 
 use crate::catalogue::AppEntry;
+use crate::data_worker;
 use crate::state::Core;
 use studio_store::blocking;
 
@@ -100,15 +100,9 @@ impl ReadGuard {
                 ..ReadGuard::default()
             });
         }
-        let mut client = core.data.clone();
-        let reply = client
-            .tables_with_rows(TablesWithRowsRequest {
-                app_id: app_id.to_owned(),
-                tables: asked.into_iter().collect(),
-            })
+        let with_rows = data_worker::tables_with_rows(&core.data, app_id, asked)
             .await
-            .map_err(|status| {
-                let error = AppError::from_status(&status);
+            .map_err(|error| {
                 AppError::new(
                     ErrorCode::NotReady,
                     "cannot check which tables hold rows right now; try again",
@@ -117,7 +111,7 @@ impl ReadGuard {
             })?;
         Ok(ReadGuard {
             registered,
-            with_rows: reply.into_inner().tables.into_iter().collect(),
+            with_rows,
             member,
         })
     }

@@ -18,16 +18,18 @@
 
 use std::sync::Arc;
 
-use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode};
 use serde::Deserialize;
+use studio_identity::actor::Actor;
 use studio_store::blocking;
 use studio_store::{RevisionOrigin, RevisionSurface};
 
 use crate::access::authorize_manager;
+use crate::drafts::DraftInfo;
 use crate::read_guard::ReadGuard;
+use crate::source::FileEntry;
 use crate::state::Core;
-use crate::status::status;
+use crate::status::{PackageStatus, status};
 
 mod draft;
 
@@ -84,18 +86,50 @@ fn only(arguments: &Arguments, allowed: &[&str]) -> Result<(), AppError> {
     }
 }
 
-/// Runs one source tool for `principal`; the answer is what the gateway turns
+/// What one source tool answers; with `draft`, the draft it read or changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SourceReply {
+    /// `listAppFiles`.
+    List {
+        status: PackageStatus,
+        files: Vec<FileEntry>,
+        draft: Option<DraftInfo>,
+    },
+    /// `readAppFile`: the content (base64 for a binary asset, see
+    /// `encoding`), the file's size and its version.
+    Read {
+        path: String,
+        content: String,
+        bytes: u64,
+        version: String,
+        encoding: Option<String>,
+        draft: Option<DraftInfo>,
+    },
+    /// `checkApp`.
+    Check {
+        status: PackageStatus,
+        draft: Option<DraftInfo>,
+    },
+    /// `writeAppFile`, `editAppFile`, `deleteAppFile`: the version after
+    /// (absent when deleted) and before (absent when created).
+    Change {
+        status: PackageStatus,
+        path: String,
+        version: Option<String>,
+        previous_version: Option<String>,
+        draft: Option<DraftInfo>,
+    },
+}
+
+/// Runs one source tool for `actor`; the answer is what the gateway turns
 /// into the tool's `structuredContent`.
 pub(crate) async fn run(
     core: &Arc<Core>,
-    principal: Option<&pb::Principal>,
+    actor: &Actor,
     operation: &str,
     app_id: &str,
     arguments_json: &str,
-) -> Result<pb::SourceFilesReply, AppError> {
-    let principal = principal
-        .filter(|principal| !principal.user_id.is_empty())
-        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal"))?;
+) -> Result<SourceReply, AppError> {
     if arguments_json.len() > 2 * 1024 * 1024 {
         return Err(AppError::new(
             ErrorCode::ResourceLimit,
@@ -116,9 +150,9 @@ pub(crate) async fn run(
         _ => return Err(invalid("unknown source operation")),
     };
     only(&arguments, allowed)?;
-    authorize_manager(core, principal, app_id).await?;
+    authorize_manager(core, actor, app_id).await?;
     if arguments.draft == Some(true) {
-        return draft::source_operation(core, principal, operation, app_id, &arguments).await;
+        return draft::source_operation(core, actor, operation, app_id, &arguments).await;
     }
     let tree = core.source.clone();
     let app = app_id.to_owned();
@@ -136,20 +170,10 @@ pub(crate) async fn run(
                 .await
                 .map_err(|_| AppError::from_code(ErrorCode::Internal))??;
             let status = status(core, app_id).await;
-            return Ok(pb::SourceFilesReply {
-                app: app_id.to_owned(),
-                status: Some(status),
-                files: files
-                    .into_iter()
-                    .map(|file| pb::SourceFileEntry {
-                        path: file.path,
-                        bytes: file.bytes,
-                        version: file.version,
-                        editable: file.editable,
-                    })
-                    .collect(),
-                kind: pb::SourceReplyKind::List as i32,
-                ..pb::SourceFilesReply::default()
+            return Ok(SourceReply::List {
+                status,
+                files,
+                draft: None,
             });
         }
         "readAppFile" => {
@@ -157,24 +181,20 @@ pub(crate) async fn run(
             let file = tokio::task::spawn_blocking(move || tree.read(&app, &path))
                 .await
                 .map_err(|_| AppError::from_code(ErrorCode::Internal))??;
-            return Ok(pb::SourceFilesReply {
-                app: app_id.to_owned(),
+            return Ok(SourceReply::Read {
                 path: file.path,
-                content: Some(file.content),
+                content: file.content,
                 bytes: file.bytes,
-                version: Some(file.version),
+                version: file.version,
                 encoding: file.encoding.map(str::to_owned),
-                kind: pb::SourceReplyKind::Read as i32,
-                ..pb::SourceFilesReply::default()
+                draft: None,
             });
         }
         "checkApp" => {
             let status = status(core, app_id).await;
-            return Ok(pb::SourceFilesReply {
-                app: app_id.to_owned(),
-                status: Some(status),
-                kind: pb::SourceReplyKind::Check as i32,
-                ..pb::SourceFilesReply::default()
+            return Ok(SourceReply::Check {
+                status,
+                draft: None,
             });
         }
         "writeAppFile" => {
@@ -211,7 +231,7 @@ pub(crate) async fn run(
     let (store, app, user, audited) = (
         core.store.clone(),
         app_id.to_owned(),
-        principal.user_id.clone(),
+        actor.user_id.clone(),
         change.clone(),
     );
     blocking(move || {
@@ -227,21 +247,15 @@ pub(crate) async fn run(
     let status = status(core, app_id).await;
     // The revision this change made, if valid, enters the ledger as the user's.
     let summary = format!("{operation} {}", change.path);
-    let origin = RevisionOrigin::authored(
-        RevisionSurface::Mcp,
-        &principal.user_id,
-        summary,
-        changed_at,
-    );
+    let origin =
+        RevisionOrigin::authored(RevisionSurface::Mcp, &actor.user_id, summary, changed_at);
     crate::ledger::record_authored(core, app_id, origin).await;
-    Ok(pb::SourceFilesReply {
-        app: app_id.to_owned(),
-        status: Some(status),
+    Ok(SourceReply::Change {
+        status,
         path: change.path,
         version: change.after,
         previous_version: change.before,
-        kind: pb::SourceReplyKind::Change as i32,
-        ..pb::SourceFilesReply::default()
+        draft: None,
     })
 }
 

@@ -11,10 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use sasha_proto::AppError;
-use sasha_proto::pb::{HealthReply, HealthRequest};
-use sasha_service::Role;
 use sasha_service::config::Origins;
-use sasha_service::grpc::{self, DataClient};
+use sasha_service::grpc::DataClient;
 use studio_store::{AppAccess, Store};
 
 use crate::catalogue::Catalogue;
@@ -58,51 +56,5 @@ impl Core {
     ) -> Result<BTreeMap<String, AppAccess>, AppError> {
         let (store, user_id) = (self.store.clone(), user_id.to_owned());
         studio_store::blocking(move || store.access_by_app(&user_id)).await
-    }
-
-    /// This process's health; with `deep`, data-worker's too.
-    pub(crate) async fn health(&self, deep: bool) -> HealthReply {
-        let mut dependencies = Vec::new();
-        if deep {
-            let mut data = self.data.clone();
-            dependencies.push(
-                grpc::dependency_health(
-                    Role::DataWorker,
-                    data.health(HealthRequest { deep: false }),
-                )
-                .await,
-            );
-        }
-        grpc::health_reply(Role::StudioCore, dependencies)
-    }
-
-    /// Whether core can serve: its database answers a read and data-worker
-    /// answers `Health`.
-    pub(crate) async fn readiness(&self) -> HealthReply {
-        let store = self.store.clone();
-        let (database, mut reply) = tokio::join!(
-            tokio::time::timeout(
-                std::time::Duration::from_secs(5),
-                tokio::task::spawn_blocking(move || store.check()),
-            ),
-            self.health(true),
-        );
-        let database_ok = matches!(database, Ok(Ok(Ok(()))));
-        if let Ok(Ok(Err(error))) = &database {
-            tracing::warn!(%error, "readiness: the core database does not answer");
-        }
-        reply.dependencies.insert(
-            0,
-            sasha_proto::pb::DependencyHealth {
-                role: "core-database".to_owned(),
-                ok: database_ok,
-                detail: if database_ok {
-                    String::new()
-                } else {
-                    "the core database does not answer".to_owned()
-                },
-            },
-        );
-        grpc::health_reply(Role::StudioCore, reply.dependencies)
     }
 }

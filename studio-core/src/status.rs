@@ -10,16 +10,26 @@
 
 use std::sync::Arc;
 
-use sasha_proto::AppError;
-use sasha_proto::pb::{self, MigrationDriftRequest};
+use sasha_package::Diagnostic;
 
 use crate::catalogue::AppEntry;
+use crate::data_worker::{self, Drift, DriftKind};
 use crate::registry::refresh_catalogue;
 use crate::state::Core;
 
-/// One problem as the wire carries it.
-fn diagnostic(file: &str, code: &str, reason: &str) -> pb::Diagnostic {
-    pb::Diagnostic {
+/// Whether a package validates and is live: its revision, and every problem
+/// with its file (and line, when it has one).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct PackageStatus {
+    pub(crate) ok: bool,
+    /// The live revision; `None` when the package does not validate.
+    pub(crate) revision: Option<String>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
+}
+
+/// One problem without a line.
+pub(crate) fn diagnostic(file: &str, code: &str, reason: &str) -> Diagnostic {
+    Diagnostic {
         file: file.to_owned(),
         line: None,
         code: code.to_owned(),
@@ -29,39 +39,32 @@ fn diagnostic(file: &str, code: &str, reason: &str) -> pb::Diagnostic {
 
 /// What an applied migration that no longer matches the contract means for
 /// the package's author.
-fn drift_reason(drift: &pb::Drift) -> &'static str {
-    if drift.kind == pb::DriftKind::NotInContract as i32 {
-        "an applied migration is no longer in the package; restore it"
-    } else {
-        "an applied migration was edited; restore its applied content and add a new migration instead"
+fn drift_reason(drift: &Drift) -> &'static str {
+    match drift.kind {
+        DriftKind::NotInContract => "an applied migration is no longer in the package; restore it",
+        DriftKind::ChecksumChanged => {
+            "an applied migration was edited; restore its applied content and add a new migration instead"
+        }
     }
 }
 
 /// The package's status as the live catalogue sees it now, with migration drift
 /// against the live database for a data app that validates.
-pub(crate) async fn status(core: &Arc<Core>, app_id: &str) -> pb::PackageStatus {
+pub(crate) async fn status(core: &Arc<Core>, app_id: &str) -> PackageStatus {
     // Refreshed (and newly valid packages registered) now, so a change is live
     // before its answer is sent.
     let snapshot = refresh_catalogue(core).await;
     let package = match snapshot.apps.get(app_id) {
         Some(AppEntry::Valid(package)) => package.clone(),
         Some(AppEntry::Invalid(diagnostics)) => {
-            return pb::PackageStatus {
+            return PackageStatus {
                 ok: false,
                 revision: None,
-                diagnostics: diagnostics
-                    .iter()
-                    .map(|problem| pb::Diagnostic {
-                        file: problem.file.clone(),
-                        line: problem.line,
-                        code: problem.code.clone(),
-                        reason: problem.reason.clone(),
-                    })
-                    .collect(),
+                diagnostics: diagnostics.to_vec(),
             };
         }
         None => {
-            return pb::PackageStatus {
+            return PackageStatus {
                 ok: false,
                 revision: None,
                 diagnostics: vec![diagnostic(
@@ -74,17 +77,9 @@ pub(crate) async fn status(core: &Arc<Core>, app_id: &str) -> pb::PackageStatus 
     };
     let mut diagnostics = Vec::new();
     if let Some(data) = &package.data {
-        let mut client = core.data.clone();
-        let answer = client
-            .migration_drift(MigrationDriftRequest {
-                app_id: app_id.to_owned(),
-                contract_hash: data.hash.clone(),
-                contract: Some(pb::DataContract::from(data)),
-            })
-            .await;
-        match answer {
-            Ok(reply) => {
-                for drift in &reply.get_ref().drift {
+        match data_worker::migration_drift(&core.data, app_id, data).await {
+            Ok(drifted) => {
+                for drift in &drifted {
                     diagnostics.push(diagnostic(
                         &drift.file,
                         "APP_MIGRATION_DRIFT",
@@ -92,11 +87,10 @@ pub(crate) async fn status(core: &Arc<Core>, app_id: &str) -> pb::PackageStatus 
                     ));
                 }
             }
-            Err(status) => {
-                let error = AppError::from_status(&status);
+            Err(error) => {
                 // data-worker's read guard names each table it refused
                 // (`DATA_READ_WIDENED`, `DATA_OWNER_CHANGED`) and its file.
-                let named: Vec<pb::Diagnostic> = error
+                let named: Vec<Diagnostic> = error
                     .details
                     .as_ref()
                     .and_then(|details| details["diagnostics"].as_array())
@@ -122,7 +116,7 @@ pub(crate) async fn status(core: &Arc<Core>, app_id: &str) -> pb::PackageStatus 
             }
         }
     }
-    pb::PackageStatus {
+    PackageStatus {
         ok: diagnostics.is_empty(),
         revision: Some(package.resource.revision.clone()),
         diagnostics,
@@ -135,19 +129,16 @@ mod tests {
 
     #[test]
     fn drift_keeps_its_diagnostic_text() {
-        let drift = |kind: pb::DriftKind| pb::Drift {
-            number: 1,
+        let drift = |kind| Drift {
             file: "migrations/001-init.sql".into(),
-            kind: kind as i32,
-            applied_checksum: "a".repeat(64),
-            contract_checksum: None,
+            kind,
         };
         assert_eq!(
-            drift_reason(&drift(pb::DriftKind::NotInContract)),
+            drift_reason(&drift(DriftKind::NotInContract)),
             "an applied migration is no longer in the package; restore it"
         );
         assert_eq!(
-            drift_reason(&drift(pb::DriftKind::ChecksumChanged)),
+            drift_reason(&drift(DriftKind::ChecksumChanged)),
             "an applied migration was edited; restore its applied content and add a new migration instead"
         );
     }

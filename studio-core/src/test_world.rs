@@ -31,6 +31,12 @@ pub(crate) struct World {
     pub(crate) member: User,
 }
 
+/// The actor a `CoreService` request with `principal` acts for, as the
+/// gRPC layer converts it.
+pub(crate) fn actor_of(principal: &pb::Principal) -> studio_identity::actor::Actor {
+    crate::grpc::convert::actor(Some(principal)).expect("a principal with a user")
+}
+
 impl World {
     pub(crate) fn new() -> World {
         World::with_chat(studio_assistant::provider::ChatService::new(None))
@@ -180,7 +186,7 @@ impl World {
 
     /// Creates `id` as the admin through the RPC; its first revision.
     pub(crate) async fn create_as_admin(&self, id: &str, with_table: bool) -> String {
-        let reply = crate::create::rpc(
+        let reply = crate::grpc::calls::create(
             &self.core,
             pb::CreateAppRequest {
                 principal: Some(World::principal(&self.admin, &WRITER)),

@@ -34,7 +34,7 @@ impl World {
         description: &str,
         with_table: bool,
     ) -> Result<pb::CreateAppReply, AppError> {
-        rpc(
+        crate::grpc::calls::create(
             &self.core,
             pb::CreateAppRequest {
                 principal,

@@ -8,8 +8,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use sasha_package::Diagnostic;
 use sasha_package::validate::Package;
-use sasha_proto::pb;
 
 /// The validated package of each draft's exact files, by app id.
 #[derive(Debug, Default)]
@@ -19,7 +19,7 @@ pub(crate) struct DraftCache(Mutex<HashMap<String, (String, Arc<Validated>)>>);
 #[derive(Debug)]
 pub(crate) struct Validated {
     pub(crate) package: Option<Arc<Package>>,
-    pub(crate) diagnostics: Vec<pb::Diagnostic>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
 }
 
 impl DraftCache {

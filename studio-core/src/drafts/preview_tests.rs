@@ -85,7 +85,7 @@ async fn a_staff_draft_that_shares_a_table_previews_only_the_previewers_rows() {
         "access: shared\n",
     );
     assert_ne!(shared, text, "{text}");
-    let written = crate::source_tools::run(
+    let written = crate::grpc::calls::source_files(
         &world.core,
         Some(&world.writer()),
         "writeAppFile",
@@ -179,7 +179,7 @@ async fn a_member_draft_previews_only_the_authors_rows_and_a_lost_grant_keeps_no
     let scope = crate::previews::preview_scope(
         &world.core,
         &world.core.catalogue.current(),
-        &session(&world.admin),
+        &crate::test_world::actor_of(&session(&world.admin)),
         &id,
     )
     .await

@@ -5,7 +5,7 @@
 //! revert then fails closed; the migration refusal itself is tested end to
 //! end in `tests/process/mcp_history.rs`.
 
-use sasha_proto::pb;
+use sasha_proto::pb::{self, history_reply, history_request};
 use sasha_proto::{AppError, ErrorCode};
 
 use super::*;
@@ -21,7 +21,7 @@ impl World {
         if let Some(expected) = expected {
             arguments["expectedVersion"] = expected.into();
         }
-        let reply = crate::source_tools::run(
+        let reply = crate::grpc::calls::source_files(
             &self.core,
             Some(&self.writer()),
             "writeAppFile",
@@ -41,7 +41,7 @@ impl World {
         app: &str,
         operation: history_request::Operation,
     ) -> Result<history_reply::Result, AppError> {
-        rpc(
+        crate::grpc::calls::history(
             &self.core,
             pb::HistoryRequest {
                 principal,
@@ -295,7 +295,7 @@ async fn the_refusal_matrix() {
         .await
         .unwrap_err();
     assert_eq!(bad_id.code, ErrorCode::InputInvalid);
-    let none = rpc(
+    let none = crate::grpc::calls::history(
         &world.core,
         pb::HistoryRequest {
             principal: Some(world.writer()),
@@ -465,7 +465,7 @@ fn the_diff_is_bounded_and_says_when_it_was_cut() {
     ];
     let diff = diff_files("f", "t", &before, &after);
     assert!(diff.truncated);
-    let by_path: BTreeMap<&str, &pb::HistoryFileChange> =
+    let by_path: BTreeMap<&str, &crate::diff::FileChange> =
         diff.files.iter().map(|f| (f.path.as_str(), f)).collect();
     assert!(!by_path.contains_key("same.md"));
     assert!(by_path["a.md"].truncated && by_path["a.md"].unified.is_none());

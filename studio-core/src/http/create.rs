@@ -13,14 +13,13 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use sasha_proto::pb;
 use serde::{Deserialize, Serialize};
 use studio_identity::http::caller::same_origin_json;
 use studio_identity::http::parse_body;
 use studio_store::{Principal, PrincipalKind, RevisionSurface, Scope};
 use utoipa::ToSchema;
 
-use crate::create::Creator;
+use crate::create::{Created, Creator};
 use crate::state::Core;
 
 /// `POST /api/apps` (the list of apps, `GET`, is `super::apps`').
@@ -70,15 +69,15 @@ pub(crate) struct CreatedApp {
     status: PackageStatusEntry,
 }
 
-impl From<pb::CreateAppReply> for CreatedApp {
-    fn from(reply: pb::CreateAppReply) -> CreatedApp {
-        let status = reply.status.unwrap_or_default();
+impl From<Created> for CreatedApp {
+    fn from(created: Created) -> CreatedApp {
         CreatedApp {
-            app: reply.app,
+            app: created.app,
             status: PackageStatusEntry {
-                ok: status.ok,
-                revision: status.revision,
-                diagnostics: status
+                ok: created.status.ok,
+                revision: created.status.revision,
+                diagnostics: created
+                    .status
                     .diagnostics
                     .into_iter()
                     .map(|diagnostic| DiagnosticEntry {

@@ -18,14 +18,15 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use sasha_proto::pb::{self, draft_reply, draft_request};
 use sasha_proto::{AppError, ErrorCode};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::apps::ResourceResponse;
-use crate::drafts::{Approval, Reviewed};
+use crate::drafts::{self, Answer, Approval, Operation, Reviewed};
+use crate::grpc::convert::draft_json;
 use crate::state::Core;
+use studio_identity::actor::Actor;
 use studio_identity::http::caller::same_origin_json;
 use studio_identity::http::{no_store, parse_body};
 
@@ -42,22 +43,18 @@ pub(super) fn routes() -> axum::Router<Arc<Core>> {
 
 /// The source tools' access rule for `app_id` (an id that is not one is the
 /// hidden 404).
-async fn manages(
-    core: &Arc<Core>,
-    principal: &pb::Principal,
-    app_id: &str,
-) -> Result<(), Response> {
+async fn manages(core: &Arc<Core>, actor: &Actor, app_id: &str) -> Result<(), Response> {
     if !sasha_package::manifest::is_kebab_id(app_id) {
         return Err(studio_identity::http::hidden_not_found().into_response());
     }
-    crate::access::authorize_manager(core, principal, app_id)
+    crate::access::authorize_manager(core, actor, app_id)
         .await
         .map_err(IntoResponse::into_response)
 }
 
-fn answer(reply: Result<pb::DraftReply, AppError>, status: StatusCode) -> Response {
+fn answer(app_id: &str, reply: Result<Answer, AppError>, status: StatusCode) -> Response {
     match reply {
-        Ok(reply) => match sasha_proto::client_json::draft_reply(&reply) {
+        Ok(reply) => match draft_json(app_id, reply) {
             Some(value) => {
                 let mut response = no_store(Json(value));
                 *response.status_mut() = status;
@@ -80,16 +77,12 @@ pub(crate) async fn review(
     Path(app_id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let principal = match super::caller::wire_user(&core, &headers).await {
-        Ok(principal) => principal,
+    let actor = match super::caller::actor(&core, &headers).await {
+        Ok(actor) => actor,
         Err(response) => return response,
     };
-    let request = pb::DraftRequest {
-        principal: Some(principal),
-        app_id,
-        operation: Some(draft_request::Operation::Review(pb::DraftReviewRequest {})),
-    };
-    answer(crate::drafts::rpc(&core, request).await, StatusCode::OK)
+    let reviewed = drafts::answer(&core, &actor, &app_id, Some(Operation::Review)).await;
+    answer(&app_id, reviewed, StatusCode::OK)
 }
 
 /// `POST /api/apps/:appId/draft`: starts the app's draft from the live app
@@ -108,23 +101,21 @@ pub(crate) async fn start(
     if let Err(response) = same_origin_json(&core.accounts, &method, &headers, false) {
         return response;
     }
-    let principal = match super::caller::wire_user(&core, &headers).await {
-        Ok(principal) => principal,
+    let actor = match super::caller::actor(&core, &headers).await {
+        Ok(actor) => actor,
         Err(response) => return response,
     };
-    if let Err(response) = manages(&core, &principal, &app_id).await {
+    if let Err(response) = manages(&core, &actor, &app_id).await {
         return response;
     }
-    let started = crate::drafts::start_for(&core, &principal, &app_id).await;
+    let started = drafts::start_for(&core, &actor, &app_id).await;
     let status = match &started {
         Ok((_, true)) => StatusCode::CREATED,
         _ => StatusCode::OK,
     };
     answer(
-        started.map(|(info, _)| pb::DraftReply {
-            app: app_id.clone(),
-            result: Some(draft_reply::Result::Draft(info)),
-        }),
+        &app_id,
+        started.map(|(info, _)| Answer::Draft(info)),
         status,
     )
 }
@@ -144,18 +135,12 @@ pub(crate) async fn discard(
     if let Err(response) = same_origin_json(&core.accounts, &method, &headers, false) {
         return response;
     }
-    let principal = match super::caller::wire_user(&core, &headers).await {
-        Ok(principal) => principal,
+    let actor = match super::caller::actor(&core, &headers).await {
+        Ok(actor) => actor,
         Err(response) => return response,
     };
-    let request = pb::DraftRequest {
-        principal: Some(principal),
-        app_id,
-        operation: Some(draft_request::Operation::Discard(
-            pb::DraftDiscardRequest {},
-        )),
-    };
-    answer(crate::drafts::rpc(&core, request).await, StatusCode::OK)
+    let discarded = drafts::answer(&core, &actor, &app_id, Some(Operation::Discard)).await;
+    answer(&app_id, discarded, StatusCode::OK)
 }
 
 /// `GET /api/apps/:appId/draft/resource`: the draft's assembled resource,
@@ -172,19 +157,19 @@ pub(crate) async fn resource(
     Path(app_id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let principal = match super::caller::wire_user(&core, &headers).await {
-        Ok(principal) => principal,
+    let actor = match super::caller::actor(&core, &headers).await {
+        Ok(actor) => actor,
         Err(response) => return response,
     };
     if !sasha_package::manifest::is_kebab_id(&app_id) {
         return studio_identity::http::hidden_not_found().into_response();
     }
-    if let Err(error) = crate::previews::authorize_previewer(&core, &principal, &app_id).await {
+    if let Err(error) = crate::previews::authorize_previewer(&core, &actor, &app_id).await {
         return error.into_response();
     }
-    let validated = match crate::drafts::validated(&core, &app_id).await {
+    let validated = match drafts::validated(&core, &app_id).await {
         Ok((files, _)) if files.is_empty() => {
-            return crate::drafts::no_draft(&app_id).into_response();
+            return drafts::no_draft(&app_id).into_response();
         }
         Ok((_, validated)) => validated,
         Err(error) => return error.into_response(),
@@ -234,23 +219,23 @@ pub(crate) async fn publish(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let principal =
+    let actor =
         match studio_identity::http::caller::session_write(&core.accounts, &method, &headers, true)
             .await
         {
-            Ok(principal) => crate::grpc::to_wire(&principal),
+            Ok(principal) => Actor::from(&principal),
             Err(response) => return response,
         };
     let body: PublishBody = match parse_body(&body) {
         Ok(body) => body,
         Err(response) => return response,
     };
-    if let Err(response) = manages(&core, &principal, &app_id).await {
+    if let Err(response) = manages(&core, &actor, &app_id).await {
         return response;
     }
-    let published = crate::drafts::publish(
+    let published = drafts::publish(
         &core,
-        &principal,
+        &actor,
         &app_id,
         Reviewed {
             expected_revision: &body.expected_revision,
@@ -259,11 +244,5 @@ pub(crate) async fn publish(
         Some(Approval::Studio),
     )
     .await;
-    answer(
-        published.map(|published| pb::DraftReply {
-            app: app_id.clone(),
-            result: Some(draft_reply::Result::Published(published)),
-        }),
-        StatusCode::OK,
-    )
+    answer(&app_id, published.map(Answer::Published), StatusCode::OK)
 }

@@ -1,7 +1,7 @@
 //! Studio's History panel over HTTP: `GET /api/apps/:appId/revisions`,
 //! `GET /api/apps/:appId/revisions/:revision/diff?from=`,
 //! `GET /api/apps/:appId/revisions/:revision/file?path=` and
-//! `POST /api/apps/:appId/revert`. Each builds the caller's `pb::Principal`
+//! `POST /api/apps/:appId/revert`. Each makes the caller's actor
 //! from the session (or access token) and asks `crate::history::answer`,
 //! the function behind `CoreService.History`, so who may and every refusal
 //! are exactly the MCP history tools' (admin or staff with `manage` and a
@@ -17,15 +17,18 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use sasha_proto::pb::{self, history_request};
 use sasha_proto::{AppError, ErrorCode};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use crate::state::Core;
+use studio_identity::actor::Actor;
 use studio_identity::http::caller::same_origin_json;
 use studio_identity::http::{no_store, parse_body};
 use studio_store::RevisionSurface;
+
+use crate::grpc::convert::history_json;
+use crate::history::Operation;
+use crate::state::Core;
 
 /// The History panel's routes.
 pub(super) fn routes() -> axum::Router<Arc<Core>> {
@@ -47,28 +50,26 @@ async fn ask(
     core: &Arc<Core>,
     headers: &HeaderMap,
     app_id: String,
-    operation: history_request::Operation,
+    operation: Operation,
 ) -> Response {
-    match super::caller::wire_user(core, headers).await {
-        Ok(principal) => ask_as(core, principal, app_id, operation).await,
+    match super::caller::actor(core, headers).await {
+        Ok(actor) => ask_as(core, &actor, app_id, operation).await,
         Err(response) => response,
     }
 }
 
 /// [`ask`] for a caller already authenticated.
-async fn ask_as(
-    core: &Arc<Core>,
-    principal: pb::Principal,
-    app_id: String,
-    operation: history_request::Operation,
-) -> Response {
-    let request = pb::HistoryRequest {
-        principal: Some(principal),
-        app_id,
-        operation: Some(operation),
-    };
-    match crate::history::answer(core, request, RevisionSurface::Studio).await {
-        Ok(reply) => match sasha_proto::client_json::history(&reply) {
+async fn ask_as(core: &Arc<Core>, actor: &Actor, app_id: String, operation: Operation) -> Response {
+    let answered = crate::history::answer(
+        core,
+        actor,
+        &app_id,
+        Some(operation),
+        RevisionSurface::Studio,
+    )
+    .await;
+    match answered {
+        Ok(answer) => match history_json(&app_id, answer) {
             Some(value) => no_store(Json(value)),
             None => AppError::from_code(ErrorCode::Internal).into_response(),
         },
@@ -88,7 +89,7 @@ pub(crate) async fn list_revisions(
     Path(app_id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let operation = history_request::Operation::List(pb::HistoryListRequest {});
+    let operation = Operation::List;
     ask(&core, &headers, app_id, operation).await
 }
 
@@ -116,11 +117,11 @@ pub(crate) async fn diff_revisions(
     Query(query): Query<DiffQuery>,
     headers: HeaderMap,
 ) -> Response {
-    let operation = history_request::Operation::Diff(pb::HistoryDiffRequest {
+    let operation = Operation::Diff {
         // A missing `from` is refused by the history's own argument check.
         from: query.from.unwrap_or_default(),
         to: revision,
-    });
+    };
     ask(&core, &headers, app_id, operation).await
 }
 
@@ -147,11 +148,11 @@ pub(crate) async fn read_file(
     Query(query): Query<FileQuery>,
     headers: HeaderMap,
 ) -> Response {
-    let operation = history_request::Operation::Read(pb::HistoryReadRequest {
+    let operation = Operation::Read {
         revision,
         // A missing path is refused by the history's own argument check.
         path: query.path.unwrap_or_default(),
-    });
+    };
     ask(&core, &headers, app_id, operation).await
 }
 
@@ -189,17 +190,17 @@ pub(crate) async fn revert(
     }
     // Who asks comes before what they ask: an anonymous caller learns
     // nothing about the body.
-    let principal = match super::caller::wire_user(&core, &headers).await {
-        Ok(principal) => principal,
+    let actor = match super::caller::actor(&core, &headers).await {
+        Ok(actor) => actor,
         Err(response) => return response,
     };
     let body: RevertBody = match parse_body(&body) {
         Ok(body) => body,
         Err(response) => return response,
     };
-    let operation = history_request::Operation::Revert(pb::HistoryRevertRequest {
+    let operation = Operation::Revert {
         revision: body.revision,
         expected_revision: body.expected_revision,
-    });
-    ask_as(&core, principal, app_id, operation).await
+    };
+    ask_as(&core, &actor, app_id, operation).await
 }

@@ -14,7 +14,6 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use sasha_proto::pb::{self, AppLifecycleOperation};
 use sasha_proto::{AppError, ErrorCode};
 use serde::Deserialize;
 use serde_json::json;
@@ -26,6 +25,9 @@ use studio_identity::http::caller::same_origin_json;
 use studio_identity::http::{no_store, parse_body};
 use studio_store::UserRole;
 use studio_store::blocking;
+
+use crate::grpc::convert::lifecycle_json;
+use crate::lifecycle::Operation;
 
 /// The lifecycle controls' routes.
 pub(super) fn routes() -> axum::Router<Arc<Core>> {
@@ -40,23 +42,14 @@ async fn run(
     core: &Arc<Core>,
     headers: &HeaderMap,
     app_id: String,
-    operation: AppLifecycleOperation,
-    body: Option<DeleteBody>,
+    operation: Operation,
 ) -> Response {
-    let principal = match super::caller::wire_user(core, headers).await {
-        Ok(principal) => principal,
+    let actor = match super::caller::actor(core, headers).await {
+        Ok(actor) => actor,
         Err(response) => return response,
     };
-    let body = body.unwrap_or_default();
-    let request = pb::AppLifecycleRequest {
-        principal: Some(principal),
-        app_id,
-        operation: operation as i32,
-        delete_data: body.delete_data,
-        confirm_app_id: body.confirm_app_id.unwrap_or_default(),
-    };
-    match crate::lifecycle::rpc(core, request).await {
-        Ok(reply) => no_store(Json(sasha_proto::client_json::lifecycle(&reply))),
+    match crate::lifecycle::change(core, &actor, &app_id, Some(operation)).await {
+        Ok(outcome) => no_store(Json(lifecycle_json(outcome))),
         Err(error) => error.into_response(),
     }
 }
@@ -77,14 +70,7 @@ pub(crate) async fn withdraw(
     if let Err(response) = same_origin_json(&core.accounts, &method, &headers, false) {
         return response;
     }
-    run(
-        &core,
-        &headers,
-        app_id,
-        AppLifecycleOperation::Withdraw,
-        None,
-    )
-    .await
+    run(&core, &headers, app_id, Operation::Withdraw).await
 }
 
 /// `POST /api/apps/:appId/restore`: a withdrawn app comes back as it was.
@@ -102,14 +88,7 @@ pub(crate) async fn restore(
     if let Err(response) = same_origin_json(&core.accounts, &method, &headers, false) {
         return response;
     }
-    run(
-        &core,
-        &headers,
-        app_id,
-        AppLifecycleOperation::Restore,
-        None,
-    )
-    .await
+    run(&core, &headers, app_id, Operation::Restore).await
 }
 
 /// The body of `POST /api/apps/:appId/delete`.
@@ -146,14 +125,11 @@ pub(crate) async fn delete(
         Ok(body) => body,
         Err(response) => return response,
     };
-    run(
-        &core,
-        &headers,
-        app_id,
-        AppLifecycleOperation::Delete,
-        Some(body),
-    )
-    .await
+    let operation = Operation::Delete {
+        delete_data: body.delete_data,
+        confirm_app_id: body.confirm_app_id.unwrap_or_default(),
+    };
+    run(&core, &headers, app_id, operation).await
 }
 
 /// `GET /api/withdrawn-apps`: every withdrawn app, for admins.

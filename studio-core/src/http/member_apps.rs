@@ -22,18 +22,20 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use sasha_proto::pb;
+use sasha_package::Diagnostic;
+use sasha_proto::json_limits::MEMBER_APP_SOURCE;
 use sasha_proto::{AppError, ErrorCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use utoipa::ToSchema;
-
-use crate::member_apps::{self as member, Deploy};
-use crate::state::Core;
-use sasha_proto::json_limits::MEMBER_APP_SOURCE;
+use studio_identity::actor::Actor;
 use studio_identity::http::{no_store, parse_body_within};
 use studio_store::blocking;
 use studio_store::{MemberApp, Principal, RevisionSurface};
+use utoipa::ToSchema;
+
+use crate::grpc::convert::history_json;
+use crate::member_apps::{self as member, Deploy};
+use crate::state::Core;
 
 /// The largest App Studio body: a 1 MiB package as JSON text, escaped.
 pub(crate) const MAX_SOURCE_BODY: usize = 3 * 1024 * 1024;
@@ -54,7 +56,7 @@ fn app_json(app: &MemberApp, viewer: &str) -> Value {
     })
 }
 
-fn diagnostics_json(diagnostics: &[pb::Diagnostic]) -> Vec<Value> {
+fn diagnostics_json(diagnostics: &[Diagnostic]) -> Vec<Value> {
     diagnostics
         .iter()
         .map(|d| json!({"file": d.file, "line": d.line, "code": d.code, "reason": d.reason}))
@@ -104,8 +106,7 @@ fn studio_content(path: &str, bytes: &[u8]) -> Value {
 /// The signed-in session's user id, if it may author member apps.
 async fn reader(core: &Arc<Core>, headers: &HeaderMap) -> Result<(Principal, String), Response> {
     let principal = studio_identity::http::caller::session_user(&core.accounts, headers).await?;
-    let wire = crate::grpc::to_wire(&principal);
-    let user = member::author(core, Some(&wire))
+    let user = member::author(core, &Actor::from(&principal))
         .await
         .map_err(IntoResponse::into_response)?;
     Ok((principal, user))
@@ -418,7 +419,7 @@ pub(crate) async fn delete(
     };
     // The person's click in App Studio is the approval.
     match member::delete(&core, &user, &app_id, true).await {
-        Ok(deleted) => ok(json!({"deleted": true, "app": deleted.app_id})),
+        Ok(()) => ok(json!({"deleted": true, "app": app_id})),
         Err(error) => error.into_response(),
     }
 }
@@ -485,11 +486,7 @@ pub(crate) async fn revisions(
     };
     match listed.await {
         Ok(revisions) => {
-            let reply = pb::HistoryReply {
-                app: app_id,
-                result: Some(pb::history_reply::Result::Revisions(revisions)),
-            };
-            match sasha_proto::client_json::history(&reply) {
+            match history_json(&app_id, crate::history::Answer::Revisions(revisions)) {
                 Some(value) => ok(value),
                 None => AppError::from_code(ErrorCode::Internal).into_response(),
             }
@@ -512,15 +509,13 @@ pub(crate) async fn draft(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let (principal, user, body): (_, _, SourceBody) =
-        match written(&core, &method, &headers, &body).await {
-            Ok(found) => found,
-            Err(response) => return response,
-        };
+    let (_, user, body): (_, _, SourceBody) = match written(&core, &method, &headers, &body).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
     let drafted = async {
         let files = files_of(body.files)?;
-        let wire = crate::grpc::to_wire(&principal);
-        member::draft(&core, &wire, &user, &app_id, files).await
+        member::draft(&core, &user, &app_id, files).await
     };
     match drafted.await {
         Ok((preview_id, validated)) => ok(json!({

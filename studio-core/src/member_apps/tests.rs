@@ -82,7 +82,7 @@ impl World {
         user: &User,
         operation: pb::member_apps_request::Operation,
     ) -> Result<pb::MemberAppsReply, sasha_proto::AppError> {
-        super::rpc(
+        crate::grpc::calls::member_apps(
             &self.core,
             pb::MemberAppsRequest {
                 principal: Some(World::principal(user, &AUTHOR)),
@@ -194,9 +194,10 @@ async fn a_member_deploys_an_app_only_they_manage() {
         Some(world.member.id.as_str())
     );
     let admin = World::principal(&world.admin, &crate::test_world::WRITER);
-    let refused = crate::access::authorize_manager(&world.core, &admin, &id)
-        .await
-        .unwrap_err();
+    let refused =
+        crate::access::authorize_manager(&world.core, &crate::test_world::actor_of(&admin), &id)
+            .await
+            .unwrap_err();
     assert_eq!(refused.code.as_str(), "APP_ACCESS_DENIED");
     // Its resource is served like any app's.
     let (status, resource) = mia
@@ -1072,7 +1073,7 @@ async fn moderators_disable_and_delete_and_an_admin_promotes() {
     // A disabled member app is not a withdrawn catalogue app: the admins'
     // Withdrawn apps page and the lifecycle tools leave it to moderation.
     assert!(world.store().withdrawn_apps().unwrap().is_empty());
-    let lifecycle = crate::lifecycle::rpc(
+    let lifecycle = crate::grpc::calls::lifecycle(
         &world.core,
         pb::AppLifecycleRequest {
             principal: Some(World::principal(&world.admin, &crate::test_world::WRITER)),
@@ -1229,9 +1230,14 @@ async fn a_disabled_app_is_not_drafted_previewed_or_shared() {
     // The preview's catalogue and data route answer nothing.
     let author = World::principal(&world.member, &AUTHOR);
     assert!(
-        crate::previews::preview_package(&world.core, &author, &id, &drafted.preview_id)
-            .await
-            .is_none()
+        crate::previews::preview_package(
+            &world.core,
+            &crate::test_world::actor_of(&author),
+            &id,
+            &drafted.preview_id
+        )
+        .await
+        .is_none()
     );
     // Nothing changed, and nobody was given it; taking a share away stays open.
     assert_eq!(world.store().access(&id, &world.staff.id).unwrap(), None);
@@ -1255,7 +1261,7 @@ async fn the_rpc_needs_apps_author_and_a_persons_approval_to_deploy() {
     let rpc = |principal: pb::Principal, operation| {
         let core = world.core.clone();
         async move {
-            super::rpc(
+            crate::grpc::calls::member_apps(
                 &core,
                 pb::MemberAppsRequest {
                     principal: Some(principal),
@@ -1391,15 +1397,25 @@ async fn a_draft_is_offered_to_the_editor_and_ends_with_the_next_deploy() {
     let (status, resource) = mia.get(&format!("/api/apps/{id}/draft/resource")).await;
     assert_eq!(status, StatusCode::OK, "{resource}");
     assert!(
-        crate::previews::preview_package(&world.core, &author, &id, &drafted.preview_id)
-            .await
-            .is_some()
+        crate::previews::preview_package(
+            &world.core,
+            &crate::test_world::actor_of(&author),
+            &id,
+            &drafted.preview_id
+        )
+        .await
+        .is_some()
     );
     let stranger = World::principal(&other, &AUTHOR);
     assert!(
-        crate::previews::preview_package(&world.core, &stranger, &id, &drafted.preview_id)
-            .await
-            .is_none()
+        crate::previews::preview_package(
+            &world.core,
+            &crate::test_world::actor_of(&stranger),
+            &id,
+            &drafted.preview_id
+        )
+        .await
+        .is_none()
     );
     // Deploying ends the draft.
     let (status, _) = mia.update(&id, files).await;

@@ -11,13 +11,13 @@
 use std::sync::Arc;
 
 use base64::Engine as _;
-use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode};
+use studio_identity::actor::Actor;
 use studio_store::blocking;
 
-use super::Arguments;
+use super::{Arguments, SourceReply};
 use crate::drafts;
-use crate::source::{self as rules, SourcePath};
+use crate::source::{self as rules, FileEntry, SourcePath};
 use crate::state::Core;
 
 fn invalid(message: impl Into<String>) -> AppError {
@@ -29,35 +29,30 @@ fn invalid(message: impl Into<String>) -> AppError {
 /// caller manages the app.
 pub(super) async fn source_operation(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    actor: &Actor,
     operation: &str,
     app_id: &str,
     arguments: &Arguments,
-) -> Result<pb::SourceFilesReply, AppError> {
+) -> Result<SourceReply, AppError> {
     let existing = drafts::draft_of(core, app_id).await?;
     // Any change starts the draft from the live app, as the refusal below
     // tells a caller who only reads.
     let writes = matches!(operation, "writeAppFile" | "editAppFile" | "deleteAppFile");
     let draft = match existing {
         Some(draft) => draft,
-        None if writes => drafts::start(core, principal, app_id).await?.0,
+        None if writes => drafts::start(core, &actor.user_id, app_id).await?.0,
         None => return Err(drafts::no_draft(app_id)),
-    };
-    let reply = |kind: pb::SourceReplyKind| pb::SourceFilesReply {
-        app: app_id.to_owned(),
-        kind: kind as i32,
-        ..pb::SourceFilesReply::default()
     };
     match operation {
         "listAppFiles" => {
             let (store, app) = (core.store.clone(), app_id.to_owned());
             let files = blocking(move || store.draft_files(&app)).await?;
             let info = drafts::info(core, &draft, false).await?;
-            Ok(pb::SourceFilesReply {
+            Ok(SourceReply::List {
                 status: info.status.clone(),
                 files: files
                     .into_iter()
-                    .map(|file| pb::SourceFileEntry {
+                    .map(|file| FileEntry {
                         editable: rules::check_path(&file.path).is_ok()
                             && file.size <= rules::MAX_FILE_BYTES,
                         path: file.path,
@@ -66,7 +61,6 @@ pub(super) async fn source_operation(
                     })
                     .collect(),
                 draft: Some(info),
-                ..reply(pb::SourceReplyKind::List)
             })
         }
         "readAppFile" => {
@@ -90,22 +84,20 @@ pub(super) async fn source_operation(
                     None,
                 )
             };
-            Ok(pb::SourceFilesReply {
+            Ok(SourceReply::Read {
                 path: file.path,
-                content: Some(content),
+                content,
                 bytes: file.size,
-                version: Some(file.sha256),
+                version: file.sha256,
                 encoding,
                 draft: Some(drafts::info(core, &draft, false).await?),
-                ..reply(pb::SourceReplyKind::Read)
             })
         }
         "checkApp" => {
             let info = drafts::info(core, &draft, true).await?;
-            Ok(pb::SourceFilesReply {
+            Ok(SourceReply::Check {
                 status: info.status.clone(),
                 draft: Some(info),
-                ..reply(pb::SourceReplyKind::Check)
             })
         }
         "writeAppFile" | "editAppFile" | "deleteAppFile" => {
@@ -113,15 +105,14 @@ pub(super) async fn source_operation(
                 .path
                 .clone()
                 .ok_or_else(|| invalid("path is required"))?;
-            let (before, after) = change(core, principal, operation, app_id, arguments).await?;
+            let (before, after) = change(core, actor, operation, app_id, arguments).await?;
             let info = drafts::info(core, &draft, false).await?;
-            Ok(pb::SourceFilesReply {
+            Ok(SourceReply::Change {
                 status: info.status.clone(),
                 path: path_text,
                 version: after,
                 previous_version: before,
                 draft: Some(info),
-                ..reply(pb::SourceReplyKind::Change)
             })
         }
         _ => Err(invalid("unknown source operation")),
@@ -132,7 +123,7 @@ pub(super) async fn source_operation(
 /// tools' own rules (`crate::source`), as one store transaction.
 async fn change(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    actor: &Actor,
     operation: &str,
     app_id: &str,
     arguments: &Arguments,
@@ -173,7 +164,7 @@ async fn change(
     let (store, app, user, at) = (
         core.store.clone(),
         app_id.to_owned(),
-        principal.user_id.clone(),
+        actor.user_id.clone(),
         path.clone(),
     );
     let outcome = blocking(move || {

@@ -41,7 +41,7 @@ async fn the_draft_routes_start_review_preview_and_publish() {
     assert_eq!(again["draft"]["previewId"], started["draft"]["previewId"]);
 
     // A change through the source tools shows in the review with its diff.
-    let read = crate::source_tools::run(
+    let read = crate::grpc::calls::source_files(
         &world.core,
         Some(&World::principal(&world.admin, &crate::test_world::WRITER)),
         "readAppFile",
@@ -50,7 +50,7 @@ async fn the_draft_routes_start_review_preview_and_publish() {
     )
     .await
     .unwrap();
-    crate::source_tools::run(
+    crate::grpc::calls::source_files(
         &world.core,
         Some(&World::principal(&world.admin, &crate::test_world::WRITER)),
         "writeAppFile",
@@ -209,7 +209,7 @@ async fn publish_refuses_a_draft_changed_since_the_page_reviewed_it() {
 
     // Another session (the staff member's assistant) edits the draft.
     let writer = World::principal(&world.staff, &crate::test_world::WRITER);
-    let script = crate::source_tools::run(
+    let script = crate::grpc::calls::source_files(
         &world.core,
         Some(&writer),
         "readAppFile",
@@ -218,7 +218,7 @@ async fn publish_refuses_a_draft_changed_since_the_page_reviewed_it() {
     )
     .await
     .unwrap();
-    crate::source_tools::run(
+    crate::grpc::calls::source_files(
         &world.core,
         Some(&writer),
         "writeAppFile",

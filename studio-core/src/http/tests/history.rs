@@ -20,7 +20,7 @@ async fn write(world: &World, id: &str, path: &str, content: &str) -> String {
     if let Some(expected) = expected {
         arguments["expectedVersion"] = expected.into();
     }
-    let reply = crate::source_tools::run(
+    let reply = crate::grpc::calls::source_files(
         &world.core,
         Some(&World::principal(&world.staff, &WRITER)),
         "writeAppFile",

@@ -226,9 +226,11 @@ pub fn compile_actions(
             continue;
         };
         let mut compiler = Compiler {
-            file: &expected,
-            diagnostics,
-            failed: false,
+            report: Report {
+                file: &expected,
+                diagnostics,
+                failed: false,
+            },
             manifest,
             data,
             inputs_unknown: false,
@@ -241,10 +243,12 @@ pub fn compile_actions(
 }
 
 mod compile;
+mod report;
 mod schema;
 mod yaml;
 
 use compile::Compiler;
+use report::Report;
 
 #[cfg(test)]
 mod tests;

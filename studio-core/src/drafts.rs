@@ -57,11 +57,8 @@ use crate::package_dir::{SWAP_STAGING_DIR, swap_package};
 use crate::read_guard::ReadGuard;
 use crate::registry::refresh_catalogue;
 use crate::state::Core;
+use crate::state::draft_cache::Validated;
 use crate::status::{PackageStatus, status};
-
-pub(crate) mod cache;
-
-use cache::Validated;
 
 /// Who approved a publication.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -287,7 +287,7 @@ pub async fn run_with_store(
             catalogue.apps_dir().display()
         ))
     })?;
-    let member_deploys = member_apps::throttle::DeployThrottle::new(&store);
+    let member_deploys = state::deploy_throttle::DeployThrottle::new(&store);
     let accounts = Arc::new(studio_identity::Accounts::new(
         store.clone(),
         config.origins.studio.clone(),
@@ -320,7 +320,7 @@ pub async fn run_with_store(
         member_deploys,
         source: Arc::new(source::SourceTree::new(catalogue.apps_dir())),
         catalogue,
-        drafts: drafts::cache::DraftCache::default(),
+        drafts: state::draft_cache::DraftCache::default(),
     });
     let http_addr = listeners
         .http

@@ -59,8 +59,6 @@ use crate::history::Revision;
 use crate::state::Core;
 use crate::status::PackageStatus;
 
-pub(crate) mod throttle;
-
 /// Live member apps the instance holds at most.
 pub(crate) const MAX_MEMBER_APPS: usize = 200;
 /// Live member apps one author holds at most, so nobody starves the
@@ -413,7 +411,7 @@ pub(crate) async fn draft(
     user_id: &str,
     app_id: &str,
     files: Vec<(String, Vec<u8>)>,
-) -> Result<(String, Arc<crate::drafts::cache::Validated>), AppError> {
+) -> Result<(String, Arc<crate::state::draft_cache::Validated>), AppError> {
     require_enabled(core).await?;
     let app = changeable(core, user_id, app_id).await?;
     let files = member_files(&app.id, files).map_err(|diagnostics| {

@@ -1,7 +1,7 @@
 //! The state studio-core's HTTP and gRPC surfaces share, and every domain
 //! function reads: the store, the live catalogue, the accounts, the
-//! assistance, the data-worker client and the caches that belong to this
-//! process.
+//! assistance, the data-worker client, and what this process keeps in
+//! memory ([`draft_cache`], [`deploy_throttle`]).
 //!
 //! What it must never do: hold a decision (an access, a grant, a
 //! validation) that the store or the catalogue should be asked for again;
@@ -16,9 +16,13 @@ use sasha_service::grpc::DataClient;
 use studio_store::{AppAccess, Store};
 
 use crate::catalogue::Catalogue;
-use crate::drafts::cache::DraftCache;
-use crate::member_apps::throttle::DeployThrottle;
 use crate::source::SourceTree;
+
+pub(crate) mod deploy_throttle;
+pub(crate) mod draft_cache;
+
+use deploy_throttle::DeployThrottle;
+use draft_cache::DraftCache;
 
 /// State shared by the HTTP and gRPC surfaces.
 #[derive(Debug)]

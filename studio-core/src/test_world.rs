@@ -98,7 +98,7 @@ impl World {
             .unwrap();
         let catalogue = Arc::new(Catalogue::new(&docs, 8));
         catalogue.refresh();
-        let member_deploys = crate::member_apps::throttle::DeployThrottle::new(&store);
+        let member_deploys = crate::state::deploy_throttle::DeployThrottle::new(&store);
         let accounts = Arc::new(studio_identity::Accounts::new(
             store.clone(),
             Origin::parse(STUDIO).unwrap(),
@@ -136,7 +136,7 @@ impl World {
             source: Arc::new(crate::source::SourceTree::new(catalogue.apps_dir())),
             catalogue,
             revision_retention: 64,
-            drafts: crate::drafts::cache::DraftCache::default(),
+            drafts: crate::state::draft_cache::DraftCache::default(),
         });
         World {
             dir,

@@ -1812,7 +1812,7 @@ async fn each_authors_deploys_are_throttled() {
     let world = World::new();
     let mia = world.page(&world.member);
     let id = mia.deploy(false).await;
-    for n in 1..super::throttle::MEMBER_DEPLOY_BURST {
+    for n in 1..crate::state::deploy_throttle::MEMBER_DEPLOY_BURST {
         let (status, answer) = mia
             .update(&id, with_script(&format!("document.title = '{n}';\n")))
             .await;

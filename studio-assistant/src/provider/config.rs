@@ -1,5 +1,5 @@
 //! `SASHA_CHAT_*`: where the OpenAI-compatible chat provider is and how long a
-//! turn may take. Read once at boot as part of [`crate::Config`].
+//! turn may take. Read once at boot as part of studio-core's `Config`.
 
 use std::fmt;
 use std::path::PathBuf;

@@ -18,7 +18,7 @@ use sasha_service::web::{bearer, cookie, session_cookie_name};
 use studio_store::{Principal, PrincipalKind, Scope, blocking};
 
 use crate::accounts::Accounts;
-use crate::http::{hidden_not_found, unauthenticated};
+use crate::http::answers::{hidden_not_found, unauthenticated};
 
 /// Who is calling.
 pub enum Caller {

@@ -56,8 +56,8 @@ use serde_json::Value;
 use studio_store::{OAuthRefusal, Scope};
 
 use crate::accounts::Accounts;
+use crate::http::answers::no_store;
 use crate::http::caller::{same_origin_json, session_user};
-use crate::http::no_store;
 use crate::throttle::retry_after_seconds;
 
 pub(crate) mod authorize;

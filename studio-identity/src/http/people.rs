@@ -33,9 +33,9 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use crate::accounts::Accounts;
+use crate::http::answers::{ErrorEnvelope, hidden_not_found, no_store, parse_body};
 use crate::http::caller::{same_origin_json, session_user, session_write, user};
 use crate::http::sign_in::signed_in;
-use crate::http::{ErrorEnvelope, hidden_not_found, no_store, parse_body};
 use studio_store::{
     ACCESS_TOKEN_DEFAULT_TTL_SECONDS, Invitation, Person, Principal, Scope, StoreError,
     TOKEN_MAX_TTL_SECONDS, UserRole,

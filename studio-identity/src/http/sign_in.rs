@@ -21,8 +21,8 @@ use studio_store::{Principal, blocking};
 use utoipa::ToSchema;
 
 use crate::accounts::Accounts;
+use crate::http::answers::{ErrorEnvelope, no_store, parse_body, throttled, uuid_nil};
 use crate::http::caller::{same_origin_json, user};
-use crate::http::{ErrorEnvelope, no_store, parse_body, throttled, uuid_nil};
 use crate::throttle::ClientAddress;
 
 /// Sign-in credentials.

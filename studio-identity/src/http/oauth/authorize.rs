@@ -23,8 +23,8 @@ use super::params::{
 use super::{MAX_STATE_CHARS, OAuthError};
 use crate::accounts::Accounts;
 use crate::authorization::{OAuthState, PENDING_TTL, Pending};
+use crate::http::answers::no_store;
 use crate::http::caller::session_user;
-use crate::http::no_store;
 use studio_store::blocking;
 use studio_store::valid_code_challenge;
 

@@ -18,8 +18,8 @@ use utoipa::ToSchema;
 use super::params::redirect_host;
 use super::signed_in_change;
 use crate::accounts::Accounts;
+use crate::http::answers::{hidden_not_found, no_store};
 use crate::http::caller::session_user;
-use crate::http::{hidden_not_found, no_store};
 use studio_store::blocking;
 
 /// One of the caller's connected clients.
@@ -46,9 +46,9 @@ pub struct ConnectionsResponse {
 
 #[utoipa::path(tag = "oauth", get, path = "/api/oauth/connections", responses(
     (status = 200, description = "the caller's live OAuth connections, newest first; Cache-Control: no-store", body = ConnectionsResponse),
-    (status = 401, description = "anonymous", body = crate::http::ErrorEnvelope),
-    (status = 404, description = "hidden: not a browser session", body = crate::http::ErrorEnvelope),
-    (status = 503, description = "account store busy; retry", body = crate::http::ErrorEnvelope)))]
+    (status = 401, description = "anonymous", body = crate::http::answers::ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session", body = crate::http::answers::ErrorEnvelope),
+    (status = 503, description = "account store busy; retry", body = crate::http::answers::ErrorEnvelope)))]
 pub async fn connections(State(accounts): State<Arc<Accounts>>, headers: HeaderMap) -> Response {
     let principal = match session_user(&accounts, &headers).await {
         Ok(principal) => principal,
@@ -77,9 +77,9 @@ pub async fn connections(State(accounts): State<Arc<Accounts>>, headers: HeaderM
 
 #[utoipa::path(tag = "oauth", delete, path = "/api/oauth/connections/{connectionId}", params(("connectionId" = String, Path)), responses(
     (status = 204, description = "revoked: every token of the connection stops working"),
-    (status = 401, description = "anonymous", body = crate::http::ErrorEnvelope),
-    (status = 403, description = "not from the Studio origin", body = crate::http::ErrorEnvelope),
-    (status = 404, description = "hidden: not a browser session, or not the caller's live connection", body = crate::http::ErrorEnvelope)))]
+    (status = 401, description = "anonymous", body = crate::http::answers::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin", body = crate::http::answers::ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session, or not the caller's live connection", body = crate::http::answers::ErrorEnvelope)))]
 pub async fn revoke_connection(
     State(accounts): State<Arc<Accounts>>,
     Path(id): Path<String>,

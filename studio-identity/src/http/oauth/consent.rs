@@ -22,8 +22,8 @@ use utoipa::ToSchema;
 use super::params::{redirect_host, redirect_with, scope_text};
 use super::{offered, scope_description, signed_in_change};
 use crate::accounts::Accounts;
+use crate::http::answers::{hidden_not_found, no_store, parse_body};
 use crate::http::caller::session_user;
-use crate::http::{hidden_not_found, no_store, parse_body};
 use studio_store::blocking;
 use studio_store::{Consent, Scope, UserRole};
 
@@ -71,8 +71,8 @@ pub struct Decision {
 
 #[utoipa::path(tag = "oauth", get, path = "/api/oauth/requests/{requestId}", params(("requestId" = String, Path)), responses(
     (status = 200, description = "the parked authorization request, for a signed-in browser session; Cache-Control: no-store", body = ConsentRequest),
-    (status = 401, description = "anonymous", body = crate::http::ErrorEnvelope),
-    (status = 404, description = "hidden: not a browser session, or an unknown, used or expired request", body = crate::http::ErrorEnvelope)))]
+    (status = 401, description = "anonymous", body = crate::http::answers::ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session, or an unknown, used or expired request", body = crate::http::answers::ErrorEnvelope)))]
 pub async fn request_details(
     State(accounts): State<Arc<Accounts>>,
     Path(id): Path<String>,
@@ -162,10 +162,10 @@ pub(super) fn chosen_scopes(names: &[String], role: UserRole) -> Result<BTreeSet
 
 #[utoipa::path(tag = "oauth", post, path = "/api/oauth/requests/{requestId}/approve", params(("requestId" = String, Path)), request_body = ApproveBody, responses(
     (status = 200, description = "consent recorded; the browser goes to redirectTo, which carries the code, state and iss", body = Decision),
-    (status = 400, description = "no scope, an unknown scope, or apps:write without apps:invoke; the request stays usable", body = crate::http::ErrorEnvelope),
-    (status = 401, description = "anonymous", body = crate::http::ErrorEnvelope),
-    (status = 403, description = "not from the Studio origin, or a scope the role may not hold; the request stays usable", body = crate::http::ErrorEnvelope),
-    (status = 404, description = "hidden: not a browser session, or an unknown, used or expired request", body = crate::http::ErrorEnvelope)))]
+    (status = 400, description = "no scope, an unknown scope, or apps:write without apps:invoke; the request stays usable", body = crate::http::answers::ErrorEnvelope),
+    (status = 401, description = "anonymous", body = crate::http::answers::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, or a scope the role may not hold; the request stays usable", body = crate::http::answers::ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session, or an unknown, used or expired request", body = crate::http::answers::ErrorEnvelope)))]
 pub async fn approve(
     State(accounts): State<Arc<Accounts>>,
     Path(id): Path<String>,
@@ -223,9 +223,9 @@ pub async fn approve(
 
 #[utoipa::path(tag = "oauth", post, path = "/api/oauth/requests/{requestId}/deny", params(("requestId" = String, Path)), responses(
     (status = 200, description = "declined; the browser goes to redirectTo, which carries error=access_denied, state and iss", body = Decision),
-    (status = 401, description = "anonymous", body = crate::http::ErrorEnvelope),
-    (status = 403, description = "not from the Studio origin", body = crate::http::ErrorEnvelope),
-    (status = 404, description = "hidden: not a browser session, or an unknown, used or expired request", body = crate::http::ErrorEnvelope)))]
+    (status = 401, description = "anonymous", body = crate::http::answers::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin", body = crate::http::answers::ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session, or an unknown, used or expired request", body = crate::http::answers::ErrorEnvelope)))]
 pub async fn deny(
     State(accounts): State<Arc<Accounts>>,
     Path(id): Path<String>,

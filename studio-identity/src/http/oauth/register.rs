@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::params::{content_type_is, redirect_uri_problem};
 use super::{MAX_CLIENT_NAME_CHARS, MAX_FORM_BYTES, MAX_REDIRECT_URIS, OAuthError, cors};
 use crate::accounts::Accounts;
-use crate::http::no_store;
+use crate::http::answers::no_store;
 use crate::throttle::{ClientAddress, try_again_in};
 use studio_store::blocking;
 use studio_store::{ClientAuthMethod, RegisteredClient};

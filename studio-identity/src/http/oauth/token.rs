@@ -22,7 +22,7 @@ use serde_json::json;
 use super::params::{content_type_is, parse_params, scope_text};
 use super::{MAX_FORM_BYTES, OAuthError, cors};
 use crate::accounts::Accounts;
-use crate::http::no_store;
+use crate::http::answers::no_store;
 use studio_store::blocking;
 use studio_store::{ClientAuthMethod, CodeExchange, IssuedTokens, Scope};
 

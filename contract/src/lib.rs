@@ -1,6 +1,8 @@
 //! The one definition of what Sasha's processes and the validator agree on
 //! about apps and their data, with no process, network or parser in it.
 //!
+//! - [`ids`]: the kebab id rule and [`ids::AppId`].
+//! - [`caller`]: roles, scopes, principal kinds, app access and call sources.
 //! - [`data`]: the data contract (declared tables, access, owner field,
 //!   columns, migrations, reserved columns) and its hash.
 //! - [`actions`]: compiled actions, the one data operation each runs.
@@ -15,11 +17,14 @@
 //! and mcp-gateway all depend on it, and the last two on nothing heavier.
 
 pub mod actions;
+pub mod caller;
 pub mod canonical;
 pub mod data;
 pub mod error;
 pub mod grammar;
 pub mod html;
+pub mod ids;
 pub mod tools;
 
 pub use error::ErrorCode;
+pub use ids::AppId;

@@ -15,15 +15,19 @@ use crate::grammar::{
     MAX_CSV_BYTES, MAX_GROUP_BY, MAX_HISTORY, MAX_IDEMPOTENCY_KEY_CHARS, MAX_LIMIT, MAX_METRICS,
     MAX_ORDER_BY, MAX_SELECT, MAX_WHERE, MetricFunction, Operator, TableOperation,
 };
+use crate::ids::{KEBAB_ID_PATTERN, MAX_ID_CHARS};
 
 pub use names::{
     APP_TOOL_PREFIX, AppOnlyTool, MemberTool, OPENER_PREFIX, PlatformFamily, PlatformTool,
-    ToolTarget, action_tool_name, app_of_tool, is_app_id, opener_name, table_tool_name,
+    ToolTarget, action_tool_name, app_of_tool, opener_name, table_tool_name,
 };
 
-/// The scopes an MCP client may be given (OAuth consent, the protected
-/// resource and authorization server metadata), in the order offered.
-pub const MCP_CLIENT_SCOPES: [&str; 3] = ["apps:invoke", "apps:write", "apps:author"];
+/// The names of [`crate::caller::Scope::MCP_CLIENT`].
+pub const MCP_CLIENT_SCOPES: [&str; 3] = [
+    crate::caller::Scope::MCP_CLIENT[0].as_str(),
+    crate::caller::Scope::MCP_CLIENT[1].as_str(),
+    crate::caller::Scope::MCP_CLIENT[2].as_str(),
+];
 
 /// The member app tools (any role with `apps:author`; studio-core's
 /// `CoreService.MemberApps` decides every call), in [`MemberTool`]'s order;
@@ -95,6 +99,12 @@ pub const DELETE_APP: &str = "deleteApp";
 pub const PUBLISH_APP_DRAFT: &str = "publishAppDraft";
 /// Throws an app's draft away.
 pub const DISCARD_APP_DRAFT: &str = "discardAppDraft";
+
+/// The JSON Schema of an `app` argument: an app id ([`crate::ids`]), with
+/// `description` saying which apps the tool takes.
+pub fn app_id_property(description: &str) -> Value {
+    json!({"type": "string", "pattern": KEBAB_ID_PATTERN, "maxLength": MAX_ID_CHARS, "description": description})
+}
 
 /// The JSON Schema of one column's values, from its declared type's affinity
 /// ([`value_kinds`]), nullable unless NOT NULL or the key.

@@ -65,7 +65,7 @@ impl<'a> AppTool<'a> {
     /// tool names no app: it is the tool of whichever app it is asked of.
     pub fn resolve(app: &'a App, target: &ToolTarget) -> Option<AppTool<'a>> {
         match target {
-            ToolTarget::OpenApp { app: id } => (*id == app.id).then_some(AppTool::Opener),
+            ToolTarget::OpenApp { app: id } => (id.as_str() == app.id).then_some(AppTool::Opener),
             ToolTarget::Table {
                 app: id,
                 table,
@@ -74,7 +74,7 @@ impl<'a> AppTool<'a> {
                 let (table, declared) = app
                     .tables
                     .get_key_value(table.as_str())
-                    .filter(|_| *id == app.id)?;
+                    .filter(|_| id.as_str() == app.id)?;
                 Some(AppTool::Table {
                     table,
                     declared,
@@ -83,7 +83,7 @@ impl<'a> AppTool<'a> {
             }
             ToolTarget::Action { app: id, action } => app
                 .action(action)
-                .filter(|_| *id == app.id)
+                .filter(|_| id.as_str() == app.id)
                 .map(AppTool::Action),
             ToolTarget::AppOnly(tool) => Some(AppTool::AppOnly(*tool)),
             ToolTarget::Platform(_) | ToolTarget::Member(_) => None,
@@ -318,6 +318,7 @@ fn output_schema(result_schema: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sasha_contract::caller::AppAccess;
     use sasha_contract::tools::{CHAT_TOOL, UPLOAD_TOOL};
     use sasha_proto::pb;
 
@@ -544,7 +545,7 @@ mod tests {
                 "{name} missing"
             );
         }
-        notes(&mut catalogue).access = "manage".into();
+        notes(&mut catalogue).access = AppAccess::Manage;
         let manager = listed(&catalogue);
         for name in writes {
             assert!(

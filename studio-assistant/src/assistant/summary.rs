@@ -25,7 +25,7 @@ pub(crate) fn app_of(tool: &str, arguments: &Map<String, Value>) -> Option<Strin
     if let Some(app) = arguments.get("app").and_then(Value::as_str) {
         return Some(app.to_owned());
     }
-    sasha_contract::tools::app_of_tool(tool)
+    sasha_contract::tools::app_of_tool(tool).map(sasha_contract::AppId::into_string)
 }
 
 fn structured(result: &Value) -> Option<&Value> {

@@ -10,6 +10,7 @@
 //! - [`tools`]: MCP tool names and the table tools' JSON Schemas.
 //! - [`error`]: the closed error registry.
 //! - [`canonical`]: canonical JSON.
+//! - [`browser`]: the constants above as the browser code states them.
 //! - [`html`]: escaping text into HTML.
 //!
 //! This crate must never depend on another Sasha crate, and never on a
@@ -17,6 +18,7 @@
 //! and mcp-gateway all depend on it, and the last two on nothing heavier.
 
 pub mod actions;
+pub mod browser;
 pub mod caller;
 pub mod canonical;
 pub mod data;

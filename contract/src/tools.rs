@@ -65,6 +65,34 @@ pub const CHECK_APP: &str = "checkApp";
 pub const CHAT_TOOL: &str = "sasha__chat_execute";
 /// The open app's upload tool.
 pub const UPLOAD_TOOL: &str = "sasha__files_upload";
+/// Most documents one upload carries: the app runtime, the gateway and
+/// studio-core's upload area all refuse more.
+pub const MAX_UPLOAD_FILES: usize = 10;
+/// Most bytes of documents one upload carries, decoded (same readers).
+pub const MAX_UPLOAD_BYTES: usize = 25 * 1024 * 1024;
+
+/// The refusal of an upload of more than [`MAX_UPLOAD_FILES`] documents.
+pub fn too_many_upload_files() -> String {
+    format!("upload at most {MAX_UPLOAD_FILES} files at a time")
+}
+
+/// The refusal of an upload of more than [`MAX_UPLOAD_BYTES`].
+pub fn too_many_upload_bytes() -> String {
+    format!(
+        "upload at most {} MiB in total",
+        MAX_UPLOAD_BYTES / (1024 * 1024)
+    )
+}
+
+/// The largest MCP message: a `/mcp` request body (the gateway, before it
+/// parses one) and a JSON-RPC message the Studio page and the sandbox proxy
+/// relay. The largest real one is a source tool writing a 1 MiB text file as
+/// one JSON string, which escaping can double, plus room.
+pub const MAX_MCP_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+/// The largest MCP message that calls [`UPLOAD_TOOL`] (same readers):
+/// [`MAX_UPLOAD_BYTES`] of documents as base64 (about 33.4 MiB) and the JSON
+/// around them.
+pub const MAX_MCP_UPLOAD_MESSAGE_BYTES: usize = 36 * 1024 * 1024;
 /// The documentation tool.
 pub const GET_DOCS: &str = "getDocs";
 /// The improvement-suggestion tool.

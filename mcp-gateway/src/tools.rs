@@ -26,7 +26,7 @@ use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
 use sasha_contract::actions::CompiledAction;
 use sasha_contract::grammar::TableOperation;
 use sasha_contract::tools::{
-    AppOnlyTool, ToolTarget, opener_name, table_tool_input, table_tool_name,
+    AppOnlyTool, MAX_UPLOAD_FILES, ToolTarget, opener_name, table_tool_input, table_tool_name,
 };
 use serde_json::{Value, json};
 
@@ -171,7 +171,7 @@ impl<'a> AppTool<'a> {
                 json!({"type": "object", "properties": {"prompt": {"type": "string", "maxLength": 65536}, "newSession": {"type": "boolean"}}, "required": ["prompt"], "additionalProperties": false})
             }
             AppTool::AppOnly(AppOnlyTool::Upload) => {
-                json!({"type": "object", "properties": {"files": {"type": "array", "minItems": 1, "maxItems": 10, "items": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255}, "type": {"type": "string", "maxLength": 255}, "size": {"type": "integer", "minimum": 0}, "dataBase64": {"type": "string"}}, "required": ["name", "dataBase64"], "additionalProperties": false}}}, "required": ["files"], "additionalProperties": false})
+                json!({"type": "object", "properties": {"files": {"type": "array", "minItems": 1, "maxItems": MAX_UPLOAD_FILES, "items": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255}, "type": {"type": "string", "maxLength": 255}, "size": {"type": "integer", "minimum": 0}, "dataBase64": {"type": "string"}}, "required": ["name", "dataBase64"], "additionalProperties": false}}}, "required": ["files"], "additionalProperties": false})
             }
         }
     }

@@ -51,7 +51,7 @@ use common::{nginx, replica, start_role};
 use sasha_service::Role;
 use sasha_service::identity::DevPki;
 use serde_json::{Value, json};
-use studio_core::store::{AppAccess, Store, UserRole};
+use studio_store::{AppAccess, Store, UserRole};
 
 const APP: &str = "time-sheet-entry";
 const STUDIO_HOST: &str = "studio.sasha.test";

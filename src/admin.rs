@@ -1,7 +1,7 @@
 //! `sasha admin`: the operator CLI for a state folder's core database (users,
 //! passwords, access tokens, app grants, and reading improvement suggestions).
 //!
-//! It works on the database file through `studio_core::store`, the same code
+//! It works on the database file through `studio_store`, the same code
 //! studio-core uses, so it is safe while the stack runs (WAL, immediate
 //! transactions, a busy timeout) and every change is validated and audited
 //! exactly as through the API (grant changes are recorded with the actor
@@ -25,7 +25,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Args, Subcommand, ValueEnum};
 use sasha_service::config::{Env as _, ProcessEnv, StoragePaths};
-use studio_core::store::{
+use studio_store::{
     ACTOR_OPERATOR, AppAccess, Scope, Store, StoreError, TokenKind, User, UserRole,
 };
 

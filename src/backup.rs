@@ -189,7 +189,7 @@ fn app_databases(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
         let Some(id) = name
             .to_str()
             .and_then(|name| name.strip_suffix(".sqlite"))
-            .filter(|id| sasha_package::manifest::is_kebab_id(id))
+            .filter(|id| sasha_contract::AppId::parse(id).is_ok())
         else {
             continue;
         };

@@ -172,7 +172,7 @@ enum Command {
         app: Option<String>,
     },
     /// studio-core's document-conversion child: one file in on stdin, its
-    /// Markdown out on stdout, confined (studio_core::uploads::isolate).
+    /// Markdown out on stdout, confined (studio_uploads::isolate).
     #[command(hide = true)]
     ConvertDocument,
     /// `sasha up`'s replicator of one role: Litestream with only a control
@@ -247,7 +247,7 @@ fn main() -> ExitCode {
             at,
             app,
         }),
-        Command::ConvertDocument => studio_core::uploads::isolate::run_child(),
+        Command::ConvertDocument => studio_uploads::isolate::run_child(),
         Command::Litestream { socket } => litestream::main(socket),
     }
 }

@@ -567,11 +567,11 @@ fn sync_folder(folder: &Path) {
 /// core database at `core` into `docs_root/apps/<id>/`: not member apps
 /// (the ledger alone holds them) and not deleted ones. Gives the app ids.
 fn rebuild_docs(core: &Path, docs_root: &Path) -> Result<Vec<String>, Stop> {
-    let store = studio_core::store::Store::open(core)
+    let store = studio_store::Store::open(core)
         .map_err(|error| failed(format!("cannot open the restored core database: {error}")))?;
     let apps_dir = docs_root.join("apps");
     private_folder(&apps_dir)?;
-    let ledger = |error: studio_core::store::StoreError| {
+    let ledger = |error: studio_store::StoreError| {
         failed(format!("cannot read the revision ledger: {error}"))
     };
     let mut written = Vec::new();

@@ -8,7 +8,7 @@ use std::process::Child;
 
 use sasha_service::Role;
 use sasha_service::identity::DevPki;
-use studio_core::store::{Scope, Store, TokenKind, UserRole};
+use studio_store::{Scope, Store, TokenKind, UserRole};
 
 use super::mcp::Mcp;
 use super::start_role;

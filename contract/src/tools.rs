@@ -15,15 +15,19 @@ use crate::grammar::{
     MAX_CSV_BYTES, MAX_GROUP_BY, MAX_HISTORY, MAX_IDEMPOTENCY_KEY_CHARS, MAX_LIMIT, MAX_METRICS,
     MAX_ORDER_BY, MAX_SELECT, MAX_WHERE, MetricFunction, Operator, TableOperation,
 };
+use crate::ids::{KEBAB_ID_PATTERN, MAX_ID_CHARS};
 
 pub use names::{
     APP_TOOL_PREFIX, AppOnlyTool, MemberTool, OPENER_PREFIX, PlatformFamily, PlatformTool,
-    ToolTarget, action_tool_name, app_of_tool, is_app_id, opener_name, table_tool_name,
+    ToolTarget, action_tool_name, app_of_tool, opener_name, table_tool_name,
 };
 
-/// The scopes an MCP client may be given (OAuth consent, the protected
-/// resource and authorization server metadata), in the order offered.
-pub const MCP_CLIENT_SCOPES: [&str; 3] = ["apps:invoke", "apps:write", "apps:author"];
+/// The names of [`crate::caller::Scope::MCP_CLIENT`].
+pub const MCP_CLIENT_SCOPES: [&str; 3] = [
+    crate::caller::Scope::MCP_CLIENT[0].as_str(),
+    crate::caller::Scope::MCP_CLIENT[1].as_str(),
+    crate::caller::Scope::MCP_CLIENT[2].as_str(),
+];
 
 /// The member app tools (any role with `apps:author`; studio-core's
 /// `CoreService.MemberApps` decides every call), in [`MemberTool`]'s order;
@@ -61,6 +65,34 @@ pub const CHECK_APP: &str = "checkApp";
 pub const CHAT_TOOL: &str = "sasha__chat_execute";
 /// The open app's upload tool.
 pub const UPLOAD_TOOL: &str = "sasha__files_upload";
+/// Most documents one upload carries: the app runtime, the gateway and
+/// studio-core's upload area all refuse more.
+pub const MAX_UPLOAD_FILES: usize = 10;
+/// Most bytes of documents one upload carries, decoded (same readers).
+pub const MAX_UPLOAD_BYTES: usize = 25 * 1024 * 1024;
+
+/// The refusal of an upload of more than [`MAX_UPLOAD_FILES`] documents.
+pub fn too_many_upload_files() -> String {
+    format!("upload at most {MAX_UPLOAD_FILES} files at a time")
+}
+
+/// The refusal of an upload of more than [`MAX_UPLOAD_BYTES`].
+pub fn too_many_upload_bytes() -> String {
+    format!(
+        "upload at most {} MiB in total",
+        MAX_UPLOAD_BYTES / (1024 * 1024)
+    )
+}
+
+/// The largest MCP message: a `/mcp` request body (the gateway, before it
+/// parses one) and a JSON-RPC message the Studio page and the sandbox proxy
+/// relay. The largest real one is a source tool writing a 1 MiB text file as
+/// one JSON string, which escaping can double, plus room.
+pub const MAX_MCP_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+/// The largest MCP message that calls [`UPLOAD_TOOL`] (same readers):
+/// [`MAX_UPLOAD_BYTES`] of documents as base64 (about 33.4 MiB) and the JSON
+/// around them.
+pub const MAX_MCP_UPLOAD_MESSAGE_BYTES: usize = 36 * 1024 * 1024;
 /// The documentation tool.
 pub const GET_DOCS: &str = "getDocs";
 /// The improvement-suggestion tool.
@@ -95,6 +127,12 @@ pub const DELETE_APP: &str = "deleteApp";
 pub const PUBLISH_APP_DRAFT: &str = "publishAppDraft";
 /// Throws an app's draft away.
 pub const DISCARD_APP_DRAFT: &str = "discardAppDraft";
+
+/// The JSON Schema of an `app` argument: an app id ([`crate::ids`]), with
+/// `description` saying which apps the tool takes.
+pub fn app_id_property(description: &str) -> Value {
+    json!({"type": "string", "pattern": KEBAB_ID_PATTERN, "maxLength": MAX_ID_CHARS, "description": description})
+}
 
 /// The JSON Schema of one column's values, from its declared type's affinity
 /// ([`value_kinds`]), nullable unless NOT NULL or the key.

@@ -39,6 +39,8 @@ use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::limits::Limit;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use sasha_contract::AppId;
+use sasha_contract::caller::CallSource;
 use sasha_contract::data::{
     DataContract, Migration, Schema, VERSION_COLUMN, is_platform_name, is_sqlite_internal,
     read_schema,
@@ -441,33 +443,10 @@ pub struct ReceiptKey {
 /// Where a mutation came from, for the audit ledger.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditMeta {
-    pub source: Source,
+    pub source: CallSource,
     pub app_revision: String,
     /// The declared action that ran the mutation, if any.
     pub action_id: Option<String>,
-}
-
-/// The audit ledger's `source` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    Ui,
-    Mcp,
-    Import,
-    Skill,
-    Automation,
-}
-
-impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Ui => "ui",
-            Source::Mcp => "mcp",
-            Source::Import => "import",
-            Source::Skill => "skill",
-            Source::Automation => "automation",
-        }
-    }
 }
 
 /// The audit ledger's `operation` values.
@@ -613,14 +592,11 @@ fn internal(what: &str) -> AppError {
     error
 }
 
-/// App ids become file names, so only the package id shape is accepted: no
-/// separators, no dots, nothing a path could be built from.
+/// App ids become file names, so only an [`AppId`] is accepted (no
+/// separators, no dots, nothing a path could be built from); any other text
+/// names no app, `APP_NOT_FOUND`.
 fn valid_app_id(app_id: &str) -> bool {
-    (1..=64).contains(&app_id.len())
-        && app_id
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && app_id.as_bytes()[0].is_ascii_alphanumeric()
+    AppId::parse(app_id).is_ok()
 }
 
 /// The live file of app `app_id` below `app_data_root`; `None` for an id no

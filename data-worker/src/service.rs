@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use sasha_contract::caller::{AppAccess, CallSource};
 use sasha_contract::data::{Access, DataContract, PreviewScope, contract_hash};
 use sasha_proto::pb::data_service_server::DataService;
 use sasha_proto::pb::{
@@ -34,7 +35,7 @@ use tonic::{Request, Response, Status};
 use crate::engine::preview::Preview;
 use crate::engine::{
     Approval, AuditMeta, AuditOperation, AuditRecord, Drift, DriftKind, Engine, MutationOutcome,
-    ReceiptKey, Source, Target, sql_error,
+    ReceiptKey, Target, sql_error,
 };
 use crate::grammar::{self, Statement, TableSpec, csv::at_row};
 use constraints::Write;
@@ -152,18 +153,13 @@ fn cursor_secret(app_data_root: &Path) -> std::io::Result<[u8; 32]> {
     Ok(key)
 }
 
-fn source_of(text: &str) -> Result<Source, AppError> {
-    match text {
-        "ui" => Ok(Source::Ui),
-        "mcp" => Ok(Source::Mcp),
-        "import" => Ok(Source::Import),
-        "skill" => Ok(Source::Skill),
-        "automation" => Ok(Source::Automation),
-        _ => Err(AppError::new(
+fn source_of(text: &str) -> Result<CallSource, AppError> {
+    CallSource::parse(text).map_err(|_| {
+        AppError::new(
             ErrorCode::InputInvalid,
             "source must be ui, mcp, import, skill or automation",
-        )),
-    }
+        )
+    })
 }
 
 /// Runs a statement inside the mutation's transaction (a write ending in
@@ -261,7 +257,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
     let manages = request
         .actor
         .as_ref()
-        .is_some_and(|actor| actor.access == "manage");
+        .is_some_and(|actor| AppAccess::parse(&actor.access) == Ok(AppAccess::Manage));
     if actor.is_empty() {
         return Err(AppError::new(
             ErrorCode::InputInvalid,
@@ -380,7 +376,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
             let writer = actor.clone();
             // Every row of the file is an import in the ledger, whoever sent it.
             let meta = AuditMeta {
-                source: Source::Import,
+                source: CallSource::Import,
                 ..meta()?
             };
             engine.mutate(

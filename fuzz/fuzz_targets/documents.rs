@@ -9,8 +9,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use studio_core::uploads::MAX_MARKDOWN_BYTES;
-use studio_core::uploads::convert::convert;
+use studio_uploads::MAX_MARKDOWN_BYTES;
+use studio_uploads::convert::convert;
 
 const TYPES: [&str; 6] = ["txt", "md", "csv", "html", "pdf", "docx"];
 

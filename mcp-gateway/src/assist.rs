@@ -8,6 +8,7 @@ use base64::Engine as _;
 use rmcp::RoleServer;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::RequestContext;
+use sasha_contract::tools::{MAX_UPLOAD_BYTES, too_many_upload_bytes};
 use sasha_proto::pb::{ChatRequest, UploadFile, UploadRequest, chat_event};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
@@ -15,9 +16,6 @@ use serde_json::{Value, json};
 use crate::Gateway;
 use crate::auth::Caller;
 use crate::catalogue::App;
-
-/// Most bytes of documents one upload carries, decoded.
-pub const MAX_UPLOAD_BYTES: usize = 25 * 1024 * 1024;
 
 /// One chat turn for `app`. Each text event becomes a
 /// `notifications/progress` carrying the full text so far (when the caller
@@ -107,7 +105,7 @@ pub async fn upload(
         if total + encoded.len() / 4 * 3 > MAX_UPLOAD_BYTES + 2 {
             return Err(AppError::new(
                 ErrorCode::ResourceLimit,
-                "upload at most 25 MiB in total",
+                too_many_upload_bytes(),
             ));
         }
         let data = base64::engine::general_purpose::STANDARD
@@ -122,7 +120,7 @@ pub async fn upload(
         if total > MAX_UPLOAD_BYTES {
             return Err(AppError::new(
                 ErrorCode::ResourceLimit,
-                "upload at most 25 MiB in total",
+                too_many_upload_bytes(),
             ));
         }
         files.push(UploadFile {

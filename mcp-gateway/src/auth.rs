@@ -19,7 +19,7 @@
 //! exist. The table is per replica, like the sessions themselves; the reverse
 //! proxy keeps a session on one replica by hashing the header.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,9 +27,11 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use sasha_contract::tools::{ToolTarget, is_app_id};
+use sasha_contract::AppId;
+use sasha_contract::caller::{PrincipalKind, Role as UserRole, Scope};
+use sasha_contract::tools::ToolTarget;
 use sasha_proto::pb::{self, AuthenticateRequest};
-use sasha_proto::{AppError, ErrorCode};
+use sasha_proto::{AppError, ErrorCode, convert};
 use sasha_service::web::{bearer, cookie};
 use sasha_service::{Role, grpc};
 
@@ -51,9 +53,17 @@ const MAX_SESSIONS: usize = 50_000;
 /// The authenticated caller of one HTTP request, for the MCP handler.
 #[derive(Debug, Clone)]
 pub struct Caller {
+    /// Who core says is calling, as it is sent back to core with each
+    /// request.
     pub principal: pb::Principal,
+    /// How the principal authenticated, read once from `principal`.
+    pub kind: PrincipalKind,
+    /// The user's role, read once from `principal`.
+    pub role: UserRole,
+    /// The credential's scopes, read once from `principal`.
+    pub scopes: BTreeSet<Scope>,
     /// The app the Studio page has open (browser sessions only).
-    pub bound_app: Option<String>,
+    pub bound_app: Option<AppId>,
     /// The draft preview id the Studio page shows for `bound_app` (browser
     /// sessions only, always with `bound_app`).
     pub preview: Option<String>,
@@ -82,22 +92,43 @@ pub struct Prefetched {
 }
 
 impl Caller {
+    /// The caller core answered for, with nothing bound or named yet: its
+    /// kind, role and scopes read here, once.
+    pub fn new(principal: pb::Principal) -> Result<Caller, AppError> {
+        Ok(Caller {
+            kind: convert::principal_kind(&principal)?,
+            role: convert::principal_role(&principal)?,
+            scopes: convert::principal_scopes(&principal)?,
+            principal,
+            bound_app: None,
+            preview: None,
+            prefetched: None,
+            named: None,
+        })
+    }
+
+    /// Whether the credential holds `scope`.
+    pub fn holds(&self, scope: Scope) -> bool {
+        self.scopes.contains(&scope)
+    }
+
     /// Holds `apps:invoke` (API keys never invoke apps).
     pub fn invokes(&self) -> bool {
-        self.principal.kind != "api-key" && self.principal.scopes.iter().any(|s| s == "apps:invoke")
+        self.kind != PrincipalKind::ApiKey && self.holds(Scope::AppsInvoke)
     }
 
     /// The Studio browser session with `app_id` open: its calls are the app's
     /// own UI (`source: ui`) and need no confirmation.
     pub fn is_app_ui(&self, app_id: &str) -> bool {
-        self.principal.kind == "session" && self.bound_app.as_deref() == Some(app_id)
+        self.kind == PrincipalKind::Session
+            && self.bound_app.as_ref().is_some_and(|bound| bound == app_id)
     }
 
     /// A chat-session token: the model of a chat drives the client, so no
     /// change it asks for is confirmed through it (the Studio assistant
     /// confirms in its own page).
     pub fn is_chat_session(&self) -> bool {
-        self.principal.kind == "chat-session"
+        self.kind == PrincipalKind::ChatSession
     }
 
     /// The tool-listing view of this caller.
@@ -106,8 +137,9 @@ impl Caller {
             invokes: self.invokes(),
             bound_app: self
                 .bound_app
-                .as_deref()
-                .filter(|_| self.principal.kind == "session"),
+                .as_ref()
+                .map(AppId::as_str)
+                .filter(|_| self.kind == PrincipalKind::Session),
         }
     }
 
@@ -226,8 +258,8 @@ pub async fn authenticate(
     };
     let bound_app = match headers.get(BOUND_APP_HEADER) {
         None => None,
-        Some(value) => match value.to_str().ok().filter(|id| is_app_id(id)) {
-            Some(id) => Some(id.to_owned()),
+        Some(value) => match value.to_str().ok().and_then(|id| AppId::parse(id).ok()) {
+            Some(id) => Some(id),
             None => {
                 return AppError::new(ErrorCode::InputInvalid, "Sasha-App is not an app id")
                     .into_response();
@@ -253,7 +285,7 @@ pub async fn authenticate(
         .as_ref()
         .filter(|_| !preview_asked)
         .and_then(|named| named.target.app())
-        .map(str::to_owned);
+        .map(|app| app.as_str().to_owned());
     let authenticate = AuthenticateRequest {
         kind: kind.to_owned(),
         credential,
@@ -325,7 +357,11 @@ pub async fn authenticate(
             }
         },
     };
-    if bound_app.is_some() && principal.kind != "session" {
+    let mut caller = match Caller::new(principal) {
+        Ok(caller) => caller,
+        Err(error) => return error.into_response(),
+    };
+    if bound_app.is_some() && caller.kind != PrincipalKind::Session {
         return AppError::new(
             ErrorCode::InputInvalid,
             "Sasha-App is accepted only from the Studio browser session",
@@ -338,7 +374,9 @@ pub async fn authenticate(
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
     if let Some(session) = &session
-        && !gateway.sessions.owned_by(session, &principal.user_id)
+        && !gateway
+            .sessions
+            .owned_by(session, &caller.principal.user_id)
     {
         return (
             StatusCode::NOT_FOUND,
@@ -350,15 +388,13 @@ pub async fn authenticate(
         )
             .into_response();
     }
-    let user_id = principal.user_id.clone();
+    let user_id = caller.principal.user_id.clone();
     let deleting = request.method() == axum::http::Method::DELETE;
-    request.extensions_mut().insert(Caller {
-        principal,
-        bound_app,
-        preview,
-        prefetched,
-        named,
-    });
+    caller.bound_app = bound_app;
+    caller.preview = preview;
+    caller.prefetched = prefetched;
+    caller.named = named;
+    request.extensions_mut().insert(caller);
     let response = next.run(request).await;
     match &session {
         Some(session) if deleting && response.status().is_success() => {

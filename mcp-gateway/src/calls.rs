@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use sasha_contract::actions::{CompiledAction, Direction, Operation, WhereClause};
+use sasha_contract::caller::CallSource;
 use sasha_contract::grammar::Operator;
 use sasha_proto::pb::{self, Actor, ExecuteRequest};
 use sasha_proto::{AppError, ErrorCode};
@@ -25,27 +26,6 @@ use serde_json::{Map, Value, json};
 
 use crate::auth::Caller;
 use crate::catalogue::App;
-
-/// Where a data call comes from, recorded in the audit ledger.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Source {
-    /// The app's own view in Studio.
-    Ui,
-    /// An MCP client (a model).
-    Mcp,
-    /// A script whose token an operator consented to write this app.
-    Automation,
-}
-
-impl Source {
-    fn as_str(self) -> &'static str {
-        match self {
-            Source::Ui => "ui",
-            Source::Mcp => "mcp",
-            Source::Automation => "automation",
-        }
-    }
-}
 
 /// One governed data call about to run.
 #[derive(Debug, Clone)]
@@ -119,11 +99,11 @@ pub async fn execute(
     let app_id = call.app.id.as_str();
     let contract = call.app.contract.clone();
     let source = if call.caller.is_app_ui(app_id) {
-        Source::Ui
+        CallSource::Ui
     } else if call.app.automation {
-        Source::Automation
+        CallSource::Automation
     } else {
-        Source::Mcp
+        CallSource::Mcp
     };
     let mut request = ExecuteRequest {
         app_id: app_id.to_owned(),
@@ -131,7 +111,7 @@ pub async fn execute(
         actor: Some(Actor {
             user_id: call.caller.principal.user_id.clone(),
             // As studio-core read it for this call; table policies follow it.
-            access: call.app.access.clone(),
+            access: call.app.access.as_str().to_owned(),
         }),
         operation: call.operation.to_owned(),
         table: call.table.to_owned(),

@@ -11,9 +11,10 @@
 use std::collections::BTreeMap;
 
 use sasha_contract::actions::CompiledAction;
+use sasha_contract::caller::AppAccess;
 use sasha_contract::data::{Table, TableDeclaration};
 use sasha_proto::pb;
-use sasha_proto::{AppError, ErrorCode};
+use sasha_proto::{AppError, ErrorCode, convert};
 use sasha_service::Role;
 use sasha_service::grpc::{self, CoreClient};
 use serde_json::{Value, json};
@@ -42,8 +43,8 @@ pub enum DataCapability {
 #[derive(Debug, Clone, PartialEq)]
 pub struct App {
     pub id: String,
-    /// `use` or `manage`.
-    pub access: String,
+    /// The caller's grant on the app, read fresh by studio-core.
+    pub access: AppAccess,
     pub name: String,
     pub description: String,
     pub revision: String,
@@ -81,7 +82,7 @@ pub struct DeclaredTable {
 impl App {
     /// Whether the caller holds `manage` on this app.
     pub fn manages(&self) -> bool {
-        self.access == "manage"
+        self.access == AppAccess::Manage
     }
 
     /// The action with id `action_id`.
@@ -165,7 +166,7 @@ impl TryFrom<&pb::CatalogueApp> for App {
             .collect::<Result<_, AppError>>()?;
         Ok(App {
             id: app.id.clone(),
-            access: app.access.clone(),
+            access: convert::app_access(&app.access)?,
             name: app.name.clone(),
             description: app.description.clone(),
             revision: app.revision.clone(),

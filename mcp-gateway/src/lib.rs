@@ -177,7 +177,7 @@ impl ProtectedResource {
             metadata: serde_json::json!({
                 "resource": resource,
                 "authorization_servers": [studio_origin.as_str()],
-                "scopes_supported": sasha_contract::tools::MCP_CLIENT_SCOPES,
+                "scopes_supported": sasha_contract::caller::Scope::MCP_CLIENT,
                 "bearer_methods_supported": ["header"],
                 "resource_name": "Sasha Apps",
                 "resource_documentation": format!("{}/", studio_origin.as_str()),

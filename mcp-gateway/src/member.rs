@@ -20,7 +20,8 @@ use std::sync::LazyLock;
 
 use base64::Engine as _;
 use rmcp::model::Tool;
-use sasha_contract::tools::MemberTool;
+use sasha_contract::caller::Scope;
+use sasha_contract::tools::{MemberTool, app_id_property};
 use sasha_proto::pb::{self, member_apps_reply, member_apps_request};
 use serde_json::{Value, json};
 
@@ -29,7 +30,7 @@ use crate::platform::{object, tool};
 
 /// Whether the caller authors member apps at all.
 pub fn authors(caller: &Caller) -> bool {
-    caller.invokes() && caller.principal.scopes.iter().any(|s| s == "apps:author")
+    caller.invokes() && caller.holds(Scope::AppsAuthor)
 }
 
 /// Whether `caller` sees `member_tool`: the one rule a listing and a call
@@ -60,7 +61,9 @@ pub fn definition(member_tool: MemberTool) -> &'static Tool {
 }
 
 fn app_property() -> Value {
-    json!({"type": "string", "pattern": "^[a-z][a-z0-9]*(-[a-z0-9]+)*$", "maxLength": 60, "description": "The id of one of your member apps, as listMyApps shows it (the platform names every member app and writes the id into its APP.md)."})
+    app_id_property(
+        "The id of one of your member apps, as listMyApps shows it (the platform names every member app and writes the id into its APP.md).",
+    )
 }
 
 fn revision_property(what: &str) -> Value {
@@ -454,20 +457,15 @@ mod tests {
     use super::*;
 
     fn caller(role: &str, scopes: &[&str], off: bool) -> Caller {
-        Caller {
-            principal: pb::Principal {
-                user_id: "u".into(),
-                role: role.into(),
-                scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
-                kind: "access".into(),
-                username: "u".into(),
-                member_apps_off: off,
-            },
-            bound_app: None,
-            preview: None,
-            prefetched: None,
-            named: None,
-        }
+        Caller::new(pb::Principal {
+            user_id: "u".into(),
+            role: role.into(),
+            scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+            kind: "access".into(),
+            username: "u".into(),
+            member_apps_off: off,
+        })
+        .unwrap()
     }
 
     fn names(caller: &Caller) -> Vec<String> {

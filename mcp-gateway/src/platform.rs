@@ -17,9 +17,10 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use rmcp::model::{Tool, ToolAnnotations};
+use sasha_contract::caller::Scope;
 use sasha_contract::tools::{
     CREATE_APP_MAX_DESCRIPTION_CHARS, CREATE_APP_MAX_NAME_CHARS, DELETE_APP, PlatformFamily,
-    PlatformTool, RESTORE_APP, WITHDRAW_APP, opener_name,
+    PlatformTool, RESTORE_APP, WITHDRAW_APP, app_id_property, opener_name,
 };
 use sasha_proto::pb::{self, SourceReplyKind};
 use serde_json::{Map, Value, json};
@@ -45,9 +46,7 @@ pub const DOCS: [(&str, &str); 10] = [
 /// Whether the caller may edit app source at all (the per-app `manage` check
 /// is core's, on every call).
 pub fn writes_source(caller: &Caller) -> bool {
-    caller.invokes()
-        && caller.principal.scopes.iter().any(|s| s == "apps:write")
-        && matches!(caller.principal.role.as_str(), "admin" | "staff")
+    caller.invokes() && caller.holds(Scope::AppsWrite) && caller.role.is_privileged()
 }
 
 /// Whether `caller` sees `tool`: the one rule a listing and a call share.
@@ -88,7 +87,9 @@ pub fn definition(tool: PlatformTool) -> &'static Tool {
 }
 
 fn app_property() -> Value {
-    json!({"type": "string", "pattern": "^[a-z][a-z0-9]*(-[a-z0-9]+)*$", "maxLength": 60, "description": "The app id (lowercase kebab-case), as shown by open_app__<id> (with _ for -) or listAppFiles."})
+    app_id_property(
+        "The app id (lowercase kebab-case), as shown by open_app__<id> (with _ for -) or listAppFiles.",
+    )
 }
 
 fn draft_property() -> Value {
@@ -827,20 +828,15 @@ mod tests {
     }
 
     fn caller(role: &str, scopes: &[&str]) -> Caller {
-        Caller {
-            principal: pb::Principal {
-                member_apps_off: false,
-                user_id: "u".into(),
-                role: role.into(),
-                scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
-                kind: "access".into(),
-                username: "u".into(),
-            },
-            bound_app: None,
-            preview: None,
-            prefetched: None,
-            named: None,
-        }
+        Caller::new(pb::Principal {
+            member_apps_off: false,
+            user_id: "u".into(),
+            role: role.into(),
+            scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+            kind: "access".into(),
+            username: "u".into(),
+        })
+        .unwrap()
     }
 
     fn names(caller: &Caller) -> Vec<String> {

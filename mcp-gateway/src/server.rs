@@ -30,6 +30,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use sasha_contract::AppId;
 use sasha_contract::tools::{AppOnlyTool, ToolTarget};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
@@ -174,7 +175,7 @@ impl SashaMcp {
         }
         // A draft preview sees its one app, as the draft, and nothing else.
         let app_id = match &caller.preview {
-            Some(_) => caller.bound_app.as_deref(),
+            Some(_) => caller.bound_app.as_ref().map(AppId::as_str),
             None => app_id,
         };
         catalogue::fetch(
@@ -258,7 +259,7 @@ impl SashaMcp {
         let tools_caller = caller.tools_caller();
         let app_id = match target {
             ToolTarget::AppOnly(_) => tools_caller.bound_app,
-            named => named.app(),
+            named => named.app().map(AppId::as_str),
         };
         let Some(app_id) = app_id.filter(|_| caller.invokes()) else {
             return absent();

@@ -26,7 +26,7 @@ use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
 use sasha_contract::actions::CompiledAction;
 use sasha_contract::grammar::TableOperation;
 use sasha_contract::tools::{
-    AppOnlyTool, ToolTarget, opener_name, table_tool_input, table_tool_name,
+    AppOnlyTool, MAX_UPLOAD_FILES, ToolTarget, opener_name, table_tool_input, table_tool_name,
 };
 use serde_json::{Value, json};
 
@@ -65,7 +65,7 @@ impl<'a> AppTool<'a> {
     /// tool names no app: it is the tool of whichever app it is asked of.
     pub fn resolve(app: &'a App, target: &ToolTarget) -> Option<AppTool<'a>> {
         match target {
-            ToolTarget::OpenApp { app: id } => (*id == app.id).then_some(AppTool::Opener),
+            ToolTarget::OpenApp { app: id } => (id.as_str() == app.id).then_some(AppTool::Opener),
             ToolTarget::Table {
                 app: id,
                 table,
@@ -74,7 +74,7 @@ impl<'a> AppTool<'a> {
                 let (table, declared) = app
                     .tables
                     .get_key_value(table.as_str())
-                    .filter(|_| *id == app.id)?;
+                    .filter(|_| id.as_str() == app.id)?;
                 Some(AppTool::Table {
                     table,
                     declared,
@@ -83,7 +83,7 @@ impl<'a> AppTool<'a> {
             }
             ToolTarget::Action { app: id, action } => app
                 .action(action)
-                .filter(|_| *id == app.id)
+                .filter(|_| id.as_str() == app.id)
                 .map(AppTool::Action),
             ToolTarget::AppOnly(tool) => Some(AppTool::AppOnly(*tool)),
             ToolTarget::Platform(_) | ToolTarget::Member(_) => None,
@@ -171,7 +171,7 @@ impl<'a> AppTool<'a> {
                 json!({"type": "object", "properties": {"prompt": {"type": "string", "maxLength": 65536}, "newSession": {"type": "boolean"}}, "required": ["prompt"], "additionalProperties": false})
             }
             AppTool::AppOnly(AppOnlyTool::Upload) => {
-                json!({"type": "object", "properties": {"files": {"type": "array", "minItems": 1, "maxItems": 10, "items": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255}, "type": {"type": "string", "maxLength": 255}, "size": {"type": "integer", "minimum": 0}, "dataBase64": {"type": "string"}}, "required": ["name", "dataBase64"], "additionalProperties": false}}}, "required": ["files"], "additionalProperties": false})
+                json!({"type": "object", "properties": {"files": {"type": "array", "minItems": 1, "maxItems": MAX_UPLOAD_FILES, "items": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 255}, "type": {"type": "string", "maxLength": 255}, "size": {"type": "integer", "minimum": 0}, "dataBase64": {"type": "string"}}, "required": ["name", "dataBase64"], "additionalProperties": false}}}, "required": ["files"], "additionalProperties": false})
             }
         }
     }
@@ -318,6 +318,7 @@ fn output_schema(result_schema: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sasha_contract::caller::AppAccess;
     use sasha_contract::tools::{CHAT_TOOL, UPLOAD_TOOL};
     use sasha_proto::pb;
 
@@ -544,7 +545,7 @@ mod tests {
                 "{name} missing"
             );
         }
-        notes(&mut catalogue).access = "manage".into();
+        notes(&mut catalogue).access = AppAccess::Manage;
         let manager = listed(&catalogue);
         for name in writes {
             assert!(

@@ -123,8 +123,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use sasha_contract::ids::{MAX_ID_CHARS, is_kebab_id};
+
 use crate::diagnostics::Diagnostics;
-use crate::manifest::{self, Manifest};
+use crate::manifest::Manifest;
 use crate::sql::DataContract;
 
 /// Most actions an app may declare.
@@ -195,8 +197,8 @@ pub fn compile_actions(
     let mut compiled = Vec::new();
     for declaration in &manifest.actions {
         let id = &declaration.id;
-        if !manifest::is_kebab_id(id) {
-            diagnostics.push(MANIFEST_FILE, None, "ACTION_ID", format!("action id {id:?} must be lowercase kebab-case (a-z, 0-9 and single hyphens, starting with a letter, no underscores), at most {} characters", manifest::MAX_ID_CHARS));
+        if !is_kebab_id(id) {
+            diagnostics.push(MANIFEST_FILE, None, "ACTION_ID", format!("action id {id:?} must be lowercase kebab-case (a-z, 0-9 and single hyphens, starting with a letter, no underscores), at most {MAX_ID_CHARS} characters"));
             continue;
         }
         if !seen.insert(id.as_str()) {
@@ -226,9 +228,11 @@ pub fn compile_actions(
             continue;
         };
         let mut compiler = Compiler {
-            file: &expected,
-            diagnostics,
-            failed: false,
+            report: Report {
+                file: &expected,
+                diagnostics,
+                failed: false,
+            },
             manifest,
             data,
             inputs_unknown: false,
@@ -241,10 +245,12 @@ pub fn compile_actions(
 }
 
 mod compile;
+mod report;
 mod schema;
 mod yaml;
 
 use compile::Compiler;
+use report::Report;
 
 #[cfg(test)]
 mod tests;

@@ -22,8 +22,8 @@ use std::collections::BTreeSet;
 use cssparser::{ParseError, Parser, Token};
 
 use crate::asset::{IMAGE_EXTENSIONS, is_font_path, is_image_path};
-use crate::diagnostics::Diagnostics;
-use crate::html::{LineIndex, UrlKind, classify_url, normalize_url, package_path};
+use crate::diagnostics::{Diagnostics, LineIndex};
+use crate::urls::{UrlKind, classify_url, normalize_url, package_path};
 
 /// Deepest nesting of blocks (`{}`, `()`, `[]`, functions) that is checked; a
 /// deeper stylesheet is refused instead of being walked, so the walk (which

@@ -71,6 +71,34 @@ pub fn line_of(text: &str, offset: usize) -> u32 {
     u32::try_from(newlines + 1).unwrap_or(u32::MAX)
 }
 
+/// 1-based line numbers by byte offset in logarithmic time, for the many
+/// lookups of one file (`diagnostics::line_of` counts from the start of the
+/// text on every call, which is quadratic over a whole document).
+#[derive(Debug, Clone)]
+pub(crate) struct LineIndex {
+    /// Byte offset where each line starts.
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub(crate) fn new(text: &str) -> LineIndex {
+        let starts = std::iter::once(0)
+            .chain(
+                text.bytes()
+                    .enumerate()
+                    .filter(|(_, byte)| *byte == b'\n')
+                    .map(|(offset, _)| offset + 1),
+            )
+            .collect();
+        LineIndex { starts }
+    }
+
+    /// The line of byte `offset`, as `diagnostics::line_of` counts it.
+    pub(crate) fn line(&self, offset: usize) -> u32 {
+        u32::try_from(self.starts.partition_point(|&start| start <= offset)).unwrap_or(u32::MAX)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,7 +25,8 @@ use std::collections::BTreeSet;
 use scraper::{ElementRef, Html, Node};
 
 use crate::css;
-use crate::diagnostics::Diagnostics;
+use crate::diagnostics::{Diagnostics, LineIndex};
+use crate::urls::{UrlKind, classify_url, normalize_url, package_path};
 
 /// Deepest element nesting that is accepted (the `<html>` element is depth 1).
 pub const MAX_HTML_DEPTH: usize = 256;
@@ -36,10 +37,6 @@ const MATHML_NS: &str = "http://www.w3.org/1998/Math/MathML";
 const XLINK_NS: &str = "http://www.w3.org/1999/xlink";
 const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
 const XMLNS_NS: &str = "http://www.w3.org/2000/xmlns/";
-
-/// The base that relative URLs are resolved against to find out whether they
-/// stay inside the package: anything that leaves this origin is external.
-const PACKAGE_BASE: &str = "https://package.invalid/";
 
 /// Attributes that hold a URL on some element of HTML, SVG or MathML (or did
 /// in an older version of HTML that browsers still honour).
@@ -372,135 +369,6 @@ impl HtmlDocument {
             .map(|body| serialize(body, false))
             .unwrap_or_default()
     }
-}
-
-/// 1-based line numbers by byte offset in logarithmic time, for the many
-/// lookups of one file (`diagnostics::line_of` counts from the start of the
-/// text on every call, which is quadratic over a whole document).
-#[derive(Debug, Clone)]
-pub(crate) struct LineIndex {
-    /// Byte offset where each line starts.
-    starts: Vec<usize>,
-}
-
-impl LineIndex {
-    pub(crate) fn new(text: &str) -> LineIndex {
-        let starts = std::iter::once(0)
-            .chain(
-                text.bytes()
-                    .enumerate()
-                    .filter(|(_, byte)| *byte == b'\n')
-                    .map(|(offset, _)| offset + 1),
-            )
-            .collect();
-        LineIndex { starts }
-    }
-
-    /// The line of byte `offset`, as `diagnostics::line_of` counts it.
-    pub(crate) fn line(&self, offset: usize) -> u32 {
-        u32::try_from(self.starts.partition_point(|&start| start <= offset)).unwrap_or(u32::MAX)
-    }
-}
-
-/// What a URL attribute value is, after the clean-up that WHATWG URL parsing
-/// does (leading/trailing C0 controls and spaces stripped, tabs and newlines
-/// removed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum UrlKind {
-    /// Nothing left: the document itself.
-    Empty,
-    /// `#…`: an element of the same document.
-    Fragment,
-    /// A `javascript:` URL.
-    Script,
-    /// A `data:` URL.
-    Data,
-    /// Another scheme, or a relative URL that leaves the package's origin
-    /// (`//host`, `\\host`).
-    External,
-    /// A path relative to the package.
-    Relative,
-}
-
-/// The value as the URL parser sees it.
-pub(crate) fn normalize_url(value: &str) -> String {
-    value
-        .trim_matches(|c: char| c <= ' ')
-        .chars()
-        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
-        .collect()
-}
-
-pub(crate) fn classify_url(value: &str) -> UrlKind {
-    let normalized = normalize_url(value);
-    if normalized.is_empty() {
-        return UrlKind::Empty;
-    }
-    if normalized.starts_with('#') {
-        return UrlKind::Fragment;
-    }
-    match url::Url::parse(&normalized) {
-        Ok(parsed) => match parsed.scheme() {
-            "javascript" => UrlKind::Script,
-            "data" => UrlKind::Data,
-            _ => UrlKind::External,
-        },
-        Err(url::ParseError::RelativeUrlWithoutBase) => {
-            let Ok(base) = url::Url::parse(PACKAGE_BASE) else {
-                return UrlKind::External;
-            };
-            match base.join(&normalized) {
-                Ok(joined) if joined.origin() == base.origin() => UrlKind::Relative,
-                _ => UrlKind::External,
-            }
-        }
-        // A scheme followed by something unparsable: still not ours.
-        Err(_) => UrlKind::External,
-    }
-}
-
-/// The package path a relative reference names, resolved against `base` (the
-/// document's folder with a trailing `/`, or ""), or why it is not a plain
-/// package path.
-pub(crate) fn package_path(base: &str, normalized: &str) -> Result<String, &'static str> {
-    if normalized.contains('\\') {
-        return Err("backslashes are not allowed in package paths; use /");
-    }
-    if normalized.contains('%') {
-        return Err("percent escapes are not allowed in package paths; name the file as it is");
-    }
-    if normalized.contains('?') {
-        return Err("package paths cannot carry a query (?…)");
-    }
-    if normalized.contains('#') {
-        return Err("package file references cannot carry a #fragment");
-    }
-    if normalized.starts_with('/') {
-        return Err("package paths are relative to index.html; remove the leading /");
-    }
-    if normalized.chars().any(char::is_control) {
-        return Err("package paths cannot contain control characters");
-    }
-    let mut segments: Vec<&str> = base
-        .split('/')
-        .filter(|segment| !segment.is_empty())
-        .collect();
-    for segment in normalized.split('/') {
-        match segment {
-            "" => return Err("package paths cannot contain empty segments (//) or end with /"),
-            "." => {}
-            ".." => {
-                if segments.pop().is_none() {
-                    return Err("the path leaves the package (..)");
-                }
-            }
-            other => segments.push(other),
-        }
-    }
-    if segments.is_empty() {
-        return Err("the path names no file");
-    }
-    Ok(segments.join("/"))
 }
 
 /// The kind of package reference an attribute makes on an element, if that

@@ -18,6 +18,7 @@ pub mod manifest;
 pub mod source;
 pub mod sql;
 pub mod svg;
+mod urls;
 pub mod validate;
 mod yaml;
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::yaml::YamlText;
 
 pub use sasha_contract::data::{Access, TableDeclaration, WritePolicy};
+pub use sasha_contract::ids::{MAX_ID_CHARS, is_kebab_id};
 
 /// The manifest: the front matter of `APP.md`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -94,22 +95,6 @@ pub struct ActionDeclaration {
     /// Publishes the action to the model as `app__<app>__<action>`.
     #[serde(default)]
     pub expose_to_model: bool,
-}
-
-/// Most characters of an app or action id.
-pub const MAX_ID_CHARS: usize = 60;
-
-/// Whether `id` is lowercase kebab-case: `a-z0-9` words joined by single `-`,
-/// starting with a letter, at most [`MAX_ID_CHARS`] characters.
-pub fn is_kebab_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= MAX_ID_CHARS
-        && id.starts_with(|c: char| c.is_ascii_lowercase())
-        && !id.ends_with('-')
-        && !id.contains("--")
-        && id
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
 /// Where `APP.md`'s front matter lies, as byte offsets into the text after an
@@ -205,7 +190,7 @@ pub const MEMBER_ID_ENTROPY_BYTES: usize = 10;
 /// names every member app, so nobody learns from a refused name that another
 /// app holds it, and nobody takes a name a catalogue app will want. The id is
 /// [`MEMBER_ID_PREFIX`] and the bytes in lowercase base32 (RFC 4648's
-/// alphabet `a-z2-7`), which [`is_kebab_id`] accepts.
+/// alphabet `a-z2-7`), which is an [`sasha_contract::AppId`].
 pub fn member_app_id(entropy: [u8; MEMBER_ID_ENTROPY_BYTES]) -> String {
     const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
     let mut id = String::from(MEMBER_ID_PREFIX);
@@ -498,33 +483,17 @@ mod tests {
     }
 
     #[test]
-    fn member_app_ids_are_kebab_ids_of_the_member_tier() {
+    fn member_app_ids_are_app_ids_of_the_member_tier() {
         assert_eq!(member_app_id([0; 10]), "member-aaaaaaaaaaaaaaaa");
         assert_eq!(member_app_id([0xFF; 10]), "member-7777777777777777");
         let counted = member_app_id([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
         assert_eq!(counted, "member-aebagbafaydqqcik");
         for id in [member_app_id([0; 10]), member_app_id([0xFF; 10]), counted] {
-            assert!(is_kebab_id(&id), "{id}");
+            assert!(sasha_contract::AppId::parse(&id).is_ok(), "{id}");
         }
-    }
-
-    #[test]
-    fn kebab_ids() {
-        for ok in ["a", "time-sheet", "app2", "a-b-c"] {
-            assert!(is_kebab_id(ok), "{ok}");
-        }
-        for bad in [
-            "",
-            "A",
-            "time_sheet",
-            "-a",
-            "a-",
-            "a--b",
-            "1app",
-            "é",
-            &"a".repeat(61),
-        ] {
-            assert!(!is_kebab_id(bad), "{bad}");
+        for byte in 0..=u8::MAX {
+            let id = member_app_id([byte; 10]);
+            assert!(sasha_contract::AppId::parse(&id).is_ok(), "{id}");
         }
     }
 }

@@ -127,6 +127,24 @@ pub fn is_binary_path(path: &str) -> bool {
     extension_of(path).is_some_and(|extension| BINARY_EXTENSIONS.contains(&extension))
 }
 
+/// The bytes of base64 `content` as the tools take it: the standard
+/// alphabet, ASCII whitespace between the characters ignored, padding
+/// optional. `None` when it is not base64.
+pub fn base64_bytes(content: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let encoded: String = content
+        .chars()
+        .filter(|c| !c.is_ascii_whitespace())
+        .collect();
+    base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+    )
+    .decode(encoded.as_bytes())
+    .ok()
+}
+
 /// The extensions a package file may have, for messages: `.md … .svg .png …`.
 pub fn allowed_extensions() -> String {
     TEXT_EXTENSIONS

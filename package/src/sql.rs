@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rusqlite::config::DbConfig;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::{Connection, Error as SqlError};
+use sasha_contract::ids::is_kebab_id;
 
 pub use sasha_contract::data::{
     Access, Column, DataContract, EXPRESSION_KEY, ForeignKey, ID_COLUMN, Index, Migration,
@@ -41,7 +42,7 @@ mod owner;
 mod owner_constraints;
 mod rebuild;
 mod split;
-use crate::manifest::{self, DataCapability, Manifest};
+use crate::manifest::{DataCapability, Manifest};
 use owner::OwnerColumns;
 use rebuild::Rebuilds;
 use split::{Lexed, TooManyStatements, split_statements};
@@ -266,7 +267,7 @@ fn migration_number(path: &str) -> Option<u32> {
     let name = path.strip_prefix(MIGRATIONS_DIR)?.strip_suffix(".sql")?;
     let (digits, rest) = (name.get(..3)?, name.get(3..)?);
     let slug = rest.strip_prefix('-')?;
-    if !digits.bytes().all(|b| b.is_ascii_digit()) || !manifest::is_kebab_id(slug) {
+    if !digits.bytes().all(|b| b.is_ascii_digit()) || !is_kebab_id(slug) {
         return None;
     }
     digits.parse().ok().filter(|number| *number > 0)

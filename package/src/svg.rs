@@ -10,10 +10,9 @@
 use roxmltree::{Document, Node, ParsingOptions};
 
 use crate::css;
-use crate::diagnostics::Diagnostics;
-use crate::html::{
-    ANIMATION_ELEMENTS, LineIndex, UrlKind, classify_url, forbidden_animation_target,
-};
+use crate::diagnostics::{Diagnostics, LineIndex};
+use crate::html::{ANIMATION_ELEMENTS, forbidden_animation_target};
+use crate::urls::{UrlKind, classify_url};
 
 const SVG_NS: &str = "http://www.w3.org/2000/svg";
 const XHTML_NS: &str = "http://www.w3.org/1999/xhtml";

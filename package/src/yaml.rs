@@ -15,7 +15,7 @@ use serde_saphyr::{
     DefaultMessageFormatter, Error, Localizer, Location, MessageFormatter, SnippetMode,
 };
 
-use crate::html::LineIndex;
+use crate::diagnostics::LineIndex;
 
 /// One YAML text's places as the lines a diagnostic names.
 pub(crate) struct YamlText<'a> {

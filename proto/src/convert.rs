@@ -8,12 +8,13 @@
 //!
 //! This module must never decide anything: it moves fields.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use sasha_contract::actions::{
     AggregateOperation, CompiledAction, CreateOperation, Direction, GetOperation, ListOperation,
     Metric, Operation, OrderBy, WhereClause, WhereOperator,
 };
+use sasha_contract::caller::{AppAccess, PrincipalKind, Role, Scope};
 use sasha_contract::data::{
     Access, Check, Column, DataContract, ForeignKey, Index, Migration, PreviewScope, RowScope,
     Schema, Table, TableDeclaration, WritePolicy,
@@ -99,6 +100,33 @@ pub fn json_from_object(object: &pb::JsonObject) -> Value {
             .map(|(key, value)| (key.clone(), json_value(value)))
             .collect(),
     )
+}
+
+// ---------------------------------------------------------------------------
+// Who calls: a principal's kind, role and scopes, and a grant on an app
+
+/// How `principal` authenticated.
+pub fn principal_kind(principal: &pb::Principal) -> Result<PrincipalKind, AppError> {
+    PrincipalKind::parse(&principal.kind).map_err(|_| invalid("principal"))
+}
+
+/// The role of `principal`'s user.
+pub fn principal_role(principal: &pb::Principal) -> Result<Role, AppError> {
+    Role::parse(&principal.role).map_err(|_| invalid("principal"))
+}
+
+/// The scopes `principal`'s credential holds.
+pub fn principal_scopes(principal: &pb::Principal) -> Result<BTreeSet<Scope>, AppError> {
+    principal
+        .scopes
+        .iter()
+        .map(|scope| Scope::parse(scope).map_err(|_| invalid("principal")))
+        .collect()
+}
+
+/// A grant on an app as the wire carries it.
+pub fn app_access(access: &str) -> Result<AppAccess, AppError> {
+    AppAccess::parse(access).map_err(|_| invalid("app access"))
 }
 
 // ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@
 //! malformed body passes, and the parser that runs next reports the error,
 //! having stopped there, so it has built no more values than were counted.
 
+use sasha_contract::tools::{MAX_MCP_MESSAGE_BYTES, MAX_MCP_UPLOAD_MESSAGE_BYTES};
 use serde::Deserialize as _;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
@@ -52,7 +53,8 @@ pub const PARSED_VALUE_COST: usize = 256;
 
 /// Every `/mcp` body except a document upload (mcp-gateway).
 ///
-/// - 4 MiB: the largest real request is a source tool's `write_file` with a
+/// - 4 MiB ([`MAX_MCP_MESSAGE_BYTES`], which the browser relays also
+///   keep): the largest real request is a source tool's `write_file` with a
 ///   1 MiB text file as one JSON string, which escaping can double, plus
 ///   room.
 /// - 10,000 values: a `tools/call` is its envelope and protocol `_meta` (a
@@ -63,21 +65,21 @@ pub const PARSED_VALUE_COST: usize = 256;
 /// - depth 32: the envelope and `_meta` nest 4 deep, tool arguments a few
 ///   more; serde_json itself stops at 128.
 pub const MCP_REQUEST: JsonLimits = JsonLimits {
-    max_bytes: 4 * MIB,
+    max_bytes: MAX_MCP_MESSAGE_BYTES,
     max_values: 10_000,
     max_depth: 32,
 };
 
 /// A `sasha__files_upload` call by a caller who may upload (mcp-gateway).
 ///
-/// - 36 MiB: 25 MiB of documents as base64 (about 33.4 MiB) and the JSON
-///   around them.
+/// - 36 MiB ([`MAX_MCP_UPLOAD_MESSAGE_BYTES`]): 25 MiB of documents as
+///   base64 (about 33.4 MiB) and the JSON around them.
 /// - 1,000 values: at most 10 files of four fields each, the envelope and
 ///   `_meta`: under 200. The documents are one long string each, so an
 ///   upload is big in bytes and small in values.
 /// - depth 32: as [`MCP_REQUEST`].
 pub const MCP_UPLOAD: JsonLimits = JsonLimits {
-    max_bytes: 36 * MIB,
+    max_bytes: MAX_MCP_UPLOAD_MESSAGE_BYTES,
     max_values: 1_000,
     max_depth: 32,
 };

@@ -1,6 +1,7 @@
 //! What every Sasha role's process shares, and no domain logic.
 //!
 //! - [`config`]: reading the environment and the boot guards the spec requires.
+//! - [`files`]: the open flags of files below a folder the role does not trust.
 //! - [`identity`]: the roles, their mTLS certificates and who may call whom.
 //! - [`grpc`]: serving and calling gRPC over mTLS with trace context attached.
 //! - [`telemetry`]: `tracing` setup, OTLP export and W3C trace context propagation.
@@ -13,6 +14,7 @@
 //! processes; the process that owns a rule keeps it.
 
 pub mod config;
+pub mod files;
 pub mod grpc;
 pub mod health;
 pub mod identity;

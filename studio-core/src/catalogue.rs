@@ -13,7 +13,7 @@
 //! after that, or after a restart, this catalogue answers an old revision with
 //! `APP_REVISION_UNAVAILABLE`, never the current source under an old identity
 //! (`CoreService.GetResource` then asks the revision ledger in the core
-//! database, see `store::ledger`).
+//! database, see `studio_store::ledger`).
 //!
 //! Member apps (`crate::member_apps`) join the same snapshot from the core
 //! database: their files are handed over with [`Catalogue::set_member`] and
@@ -36,6 +36,7 @@ use sasha_package::validate::{Package, Validation, validate_dir, validate_source
 use sasha_package::{Diagnostic, Diagnostics};
 use sasha_proto::{AppError, ErrorCode};
 use sha2::{Digest as _, Sha256};
+use studio_assistant::apps::{AppCatalogue, CatalogueApp, ValidApp};
 
 /// The default number of superseded revisions kept readable.
 pub const DEFAULT_HISTORY: usize = 64;
@@ -455,6 +456,40 @@ pub fn watch(
         }
     });
     Ok(())
+}
+
+/// The catalogue as the Studio assistant and app chat read it: each app's
+/// name, revision and declared capabilities, or how many problems it has.
+impl AppCatalogue for Catalogue {
+    fn app(&self, app_id: &str) -> Option<CatalogueApp> {
+        self.current().apps.get(app_id).map(catalogue_app)
+    }
+
+    fn apps(&self, app_ids: &[&str]) -> Vec<Option<CatalogueApp>> {
+        let snapshot = self.current();
+        app_ids
+            .iter()
+            .map(|id| snapshot.apps.get(*id).map(catalogue_app))
+            .collect()
+    }
+
+    fn is_member(&self, app_id: &str) -> bool {
+        Catalogue::is_member(self, app_id)
+    }
+}
+
+fn catalogue_app(entry: &AppEntry) -> CatalogueApp {
+    match entry {
+        AppEntry::Valid(package) => CatalogueApp::Valid(ValidApp {
+            name: package.manifest.name.clone(),
+            revision: package.resource.revision.clone(),
+            chat: package.manifest.capabilities.chat,
+            files: package.manifest.capabilities.files,
+        }),
+        AppEntry::Invalid(diagnostics) => CatalogueApp::Invalid {
+            problems: diagnostics.len(),
+        },
+    }
 }
 
 #[cfg(test)]

@@ -32,25 +32,19 @@ use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use axum::Json;
-use axum::extract::State;
-use axum::http::{HeaderMap, Method, StatusCode};
-use axum::response::{IntoResponse, Response};
 use sasha_contract::html::escape_text;
 use sasha_contract::tools::{CREATE_APP_MAX_DESCRIPTION_CHARS, CREATE_APP_MAX_NAME_CHARS};
 use sasha_package::manifest::{MAX_ID_CHARS, is_kebab_id};
 use sasha_package::source::{PackageSource, is_invisible};
 use sasha_package::validate::{Package, validate_source};
-use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
-use utoipa::ToSchema;
+use studio_store::blocking;
+use studio_store::{AppAccess, RevisionOrigin, RevisionSurface};
 
-use crate::Core;
-use crate::api::{blocking, parse_body, same_origin_json};
 use crate::package_dir::{prepare_staging, rename_no_replace, sync_dir, write_tree};
-use crate::store::{AppAccess, Principal, PrincipalKind, RevisionOrigin, RevisionSurface, Scope};
+use crate::state::Core;
+use crate::status::PackageStatus;
 
 /// The folder below `DOCS_ROOT` where new packages are written before they
 /// are renamed into the apps folder (a sibling of it, so the catalogue never
@@ -333,6 +327,13 @@ pub(crate) struct Creator {
     pub(crate) surface: RevisionSurface,
 }
 
+/// An app created: its id, and its package's status once registered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Created {
+    pub(crate) app: String,
+    pub(crate) status: PackageStatus,
+}
+
 fn conflict(id: &str, message: String, reason: &str) -> AppError {
     AppError::new(ErrorCode::Conflict, message).with_details(json!({ "app": id, "reason": reason }))
 }
@@ -384,7 +385,7 @@ pub(crate) async fn create(
     core: &Arc<Core>,
     creator: Creator,
     request: (&str, &str, &str, bool),
-) -> Result<pb::CreateAppReply, AppError> {
+) -> Result<Created, AppError> {
     authorize(core, &creator).await?;
     let (id, name, description, with_table) = request;
     let app = NewApp::parse(id, name, description, with_table)?;
@@ -414,7 +415,7 @@ pub(crate) async fn create(
     let files = app.files();
     let written_id = app.id.clone();
     // The first revision is the creator's, not "found on disk" (see
-    // `revisions::record_authored`).
+    // `ledger::record_authored`).
     let created_at = core.store.timestamp();
     let (written_apps, written_staging) = (apps_dir.clone(), staging.clone());
     tokio::task::spawn_blocking(move || {
@@ -440,14 +441,14 @@ pub(crate) async fn create(
         if !matches!(undone, Ok(Ok(()))) {
             tracing::error!(app_id = %app.id, "a created app whose audit failed could not be removed again");
         }
-        crate::refresh_catalogue(core).await;
+        crate::registry::refresh_catalogue(core).await;
         return Err(error);
     }
     tracing::info!(app_id = %app.id, with_table, %revision, "app created");
 
     // Refreshed and registered (the first discovery grants `manage`), with
     // migration drift for a data app, as the source tools answer.
-    let status = crate::source_tools::status(core, &app.id).await;
+    let status = crate::status::status(core, &app.id).await;
     ensure_registered(core, &app.id).await?;
     let origin = RevisionOrigin::authored(
         creator.surface,
@@ -455,14 +456,14 @@ pub(crate) async fn create(
         format!("createApp {}", app.id),
         created_at,
     );
-    crate::revisions::record_authored(core, &app.id, origin).await;
+    crate::ledger::record_authored(core, &app.id, origin).await;
     let (store, check, user) = (core.store.clone(), app.id.clone(), creator.user_id.clone());
     if blocking(move || store.access(&check, &user)).await? != Some(AppAccess::Manage) {
         tracing::warn!(app_id = %app.id, "the creator does not manage the app they created");
     }
-    Ok(pb::CreateAppReply {
+    Ok(Created {
         app: app.id,
-        status: Some(status),
+        status,
     })
 }
 
@@ -479,7 +480,7 @@ async fn ensure_registered(core: &Arc<Core>, id: &str) -> Result<(), AppError> {
             return Ok(());
         }
         if attempt == 0 {
-            crate::refresh_catalogue(core).await;
+            crate::registry::refresh_catalogue(core).await;
         }
     }
     tracing::error!(app_id = %id, "a created app is not registered yet");
@@ -558,173 +559,6 @@ fn take_back(apps_dir: &Path, staging: &Path, id: &str) -> io::Result<()> {
     let _ = sync_dir(apps_dir);
     let _ = std::fs::remove_dir_all(&slot);
     moved
-}
-
-// --- the RPC -------------------------------------------------------------
-
-/// `CoreService.CreateApp`: the gateway's `createApp` for its principal.
-pub(crate) async fn rpc(
-    core: &Arc<Core>,
-    request: pb::CreateAppRequest,
-) -> Result<pb::CreateAppReply, AppError> {
-    let principal = request
-        .principal
-        .as_ref()
-        .filter(|principal| !principal.user_id.is_empty())
-        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal"))?;
-    let writes = principal.kind != "api-key"
-        && [Scope::AppsInvoke, Scope::AppsWrite].iter().all(|needed| {
-            principal
-                .scopes
-                .iter()
-                .any(|scope| scope == needed.as_str())
-        });
-    create(
-        core,
-        Creator {
-            user_id: principal.user_id.clone(),
-            writes,
-            surface: RevisionSurface::Mcp,
-        },
-        (
-            &request.app_id,
-            &request.name,
-            &request.description,
-            request.with_table,
-        ),
-    )
-    .await
-}
-
-// --- POST /api/apps --------------------------------------------------------
-
-/// A new app.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct CreateAppBody {
-    /// The app id: lowercase kebab-case, at most 60 characters.
-    app: String,
-    /// 1 to 80 characters.
-    name: String,
-    /// 1 to 300 characters.
-    description: String,
-    /// With one owner-scoped table `items` (default `false`).
-    #[serde(default)]
-    with_table: bool,
-}
-
-/// One problem found in a package.
-#[derive(Serialize, ToSchema)]
-pub(crate) struct DiagnosticEntry {
-    file: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    line: Option<u32>,
-    code: String,
-    reason: String,
-}
-
-/// Whether the package validates.
-#[derive(Serialize, ToSchema)]
-pub(crate) struct PackageStatusEntry {
-    ok: bool,
-    /// The live revision; `null` when the package does not validate.
-    revision: Option<String>,
-    diagnostics: Vec<DiagnosticEntry>,
-}
-
-/// The created app.
-#[derive(Serialize, ToSchema)]
-pub(crate) struct CreatedApp {
-    /// The new app's id.
-    app: String,
-    status: PackageStatusEntry,
-}
-
-impl From<pb::CreateAppReply> for CreatedApp {
-    fn from(reply: pb::CreateAppReply) -> CreatedApp {
-        let status = reply.status.unwrap_or_default();
-        CreatedApp {
-            app: reply.app,
-            status: PackageStatusEntry {
-                ok: status.ok,
-                revision: status.revision,
-                diagnostics: status
-                    .diagnostics
-                    .into_iter()
-                    .map(|diagnostic| DiagnosticEntry {
-                        file: diagnostic.file,
-                        line: diagnostic.line,
-                        code: diagnostic.code,
-                        reason: diagnostic.reason,
-                    })
-                    .collect(),
-            },
-        }
-    }
-}
-
-/// Whether a Studio API principal may write app source: a browser session
-/// or access token holding `apps:invoke` and `apps:write`.
-fn writes(principal: &Principal) -> bool {
-    matches!(
-        principal.kind,
-        PrincipalKind::Session | PrincipalKind::Access
-    ) && principal.has(Scope::AppsInvoke)
-        && principal.has(Scope::AppsWrite)
-}
-
-/// `POST /api/apps` with `{app, name, description, withTable?}`: creates the
-/// app (admin and staff) and answers `{app, status}`.
-#[utoipa::path(post, path = "/api/apps", request_body = CreateAppBody, responses(
-    (status = 201, description = "created, registered, and managed by every admin and staff user existing now", body = CreatedApp),
-    (status = 400, description = "an invalid id, name or description, or an unknown field; details.field names it", body = crate::api::ErrorEnvelope),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 403, description = "not from the Studio origin, not admin or staff, or no apps:write", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "hidden: a credential that does not resolve", body = crate::api::ErrorEnvelope),
-    (status = 409, description = "the id exists on disk or was ever registered (APP_CONFLICT)", body = crate::api::ErrorEnvelope),
-    (status = 415, description = "body is not application/json", body = crate::api::ErrorEnvelope),
-    (status = 503, description = "account store busy; retry", body = crate::api::ErrorEnvelope)))]
-pub(crate) async fn create_app_http(
-    State(core): State<Arc<Core>>,
-    method: Method,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Response {
-    if let Err(response) = same_origin_json(&core, &method, &headers, true) {
-        return response;
-    }
-    let principal = match crate::api::user(&core, &headers).await {
-        Ok(principal) => principal,
-        Err(response) => return response,
-    };
-    let creator = Creator {
-        user_id: principal.user.id.clone(),
-        writes: writes(&principal),
-        surface: RevisionSurface::Studio,
-    };
-    // Who may comes before what is asked: a member learns nothing from a body.
-    if let Err(error) = authorize(&core, &creator).await {
-        return error.into_response();
-    }
-    let request: CreateAppBody = match parse_body(&body) {
-        Ok(request) => request,
-        Err(response) => return response,
-    };
-    let created = create(
-        &core,
-        creator,
-        (
-            &request.app,
-            &request.name,
-            &request.description,
-            request.with_table,
-        ),
-    )
-    .await;
-    match created {
-        Ok(reply) => crate::api::no_store((StatusCode::CREATED, Json(CreatedApp::from(reply)))),
-        Err(error) => error.into_response(),
-    }
 }
 
 #[cfg(test)]

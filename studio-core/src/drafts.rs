@@ -1,11 +1,11 @@
 //! Drafts and publication: a draft is a copy-on-write working set of one
-//! app (`store::drafts`), edited by the source tools with `draft: true`
+//! app (`studio_store::drafts`), edited by the source tools with `draft: true`
 //! (the live-write contract of the tools without it is unchanged),
 //! validated like a package, previewed in Studio's sandbox against a scratch
 //! copy of the app's data (data-worker's previews, named by the draft's
 //! preview id), and published in one step.
 //!
-//! Who may: the source tools' callers (`source_tools::authorize_manager`):
+//! Who may: the source tools' callers (`crate::access::authorize_manager`):
 //! admin or staff with `manage` on the app, through `apps:invoke` +
 //! `apps:write`. A draft of an app that is not theirs (or does not exist) is
 //! the same `APP_ACCESS_DENIED`; a draft they ask about that was never
@@ -24,7 +24,7 @@
 //! widens who reads rows that exist needs an admin. The draft's pending
 //! migrations are applied to the live data in one transaction first
 //! (data-worker's `ApplyContract`); only then are the package's files
-//! swapped in with one `RENAME_EXCHANGE` (`history::swap_package`). If the
+//! swapped in with one `RENAME_EXCHANGE` (`package_dir::swap_package`). If the
 //! swap fails after the migrations, the applied migrations stay (a migration
 //! is never rolled back) and publishing again finishes the job: they are
 //! then already applied and the swap is retried.
@@ -33,29 +33,32 @@
 //! publication's swap, or let a preview reach live data (the preview id is
 //! data-worker's routing key; the live path never carries one).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
-use base64::Engine as _;
-use sasha_contract::data::{
-    DATA_OWNER_CHANGED, DATA_READ_WIDENED, DataContract, PreviewScope, Widening,
-};
+use sasha_contract::data::{DATA_OWNER_CHANGED, DATA_READ_WIDENED, DataContract, Widening};
+use sasha_package::Diagnostic;
 use sasha_package::source::PackageSource;
 use sasha_package::validate::{Package, validate_source};
-use sasha_proto::pb::{self, draft_reply, draft_request};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
+use studio_identity::actor::Actor;
 
-use crate::Core;
-use crate::api::blocking;
-use crate::catalogue::AppEntry;
-use crate::read_guard::ReadGuard;
-use crate::source::{self as rules, SourcePath};
-use crate::store::{
-    Draft, DraftFile, Ending, RevisionFile, RevisionOrigin, RevisionSurface, draft_action,
+use studio_store::blocking;
+use studio_store::{
+    Draft, DraftFile, Ending, RevisionFile, RevisionOrigin, RevisionSurface, UserRole, draft_action,
 };
 
-pub(crate) use sasha_contract::data::is_preview_id;
+use crate::access::authorize_manager;
+use crate::catalogue::AppEntry;
+use crate::data_worker::{self, DriftKind};
+use crate::diff::{FileChange, diff_files};
+use crate::package_dir::{SWAP_STAGING_DIR, swap_package};
+use crate::read_guard::ReadGuard;
+use crate::registry::refresh_catalogue;
+use crate::state::Core;
+use crate::state::draft_cache::Validated;
+use crate::status::{PackageStatus, status};
 
 /// Who approved a publication.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,16 +85,80 @@ impl Approval {
     }
 }
 
-/// The validated package of each draft's exact files, so a preview's many
-/// calls validate once per change.
-#[derive(Debug, Default)]
-pub(crate) struct DraftCache(Mutex<HashMap<String, (String, Arc<Validated>)>>);
+/// A draft as the tools and Studio show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DraftInfo {
+    /// Names the draft's preview data; a new draft gets a new id.
+    pub(crate) preview_id: String,
+    /// The live revision the draft began from ("" when the live package did
+    /// not validate).
+    pub(crate) base_revision: String,
+    /// The live revision now; not `base_revision`: the draft is stale.
+    pub(crate) live_revision: String,
+    pub(crate) status: PackageStatus,
+    pub(crate) created_by: Option<String>,
+    pub(crate) created_at: i64,
+    pub(crate) updated_at: i64,
+    /// Files that differ from the live package.
+    pub(crate) changes: Vec<FileChange>,
+    /// What publishing would change besides files (with `detail`, when the
+    /// draft validates).
+    pub(crate) review: Option<DraftReview>,
+    /// Names this exact state of the draft ([`content_hash`]).
+    pub(crate) content_hash: String,
+}
 
-/// One draft's validation.
-#[derive(Debug)]
-pub(crate) struct Validated {
-    pub(crate) package: Option<Arc<Package>>,
-    pub(crate) diagnostics: Vec<pb::Diagnostic>,
+/// What publishing a draft would change besides files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct DraftReview {
+    /// Migration files publication applies to the live data, in order.
+    pub(crate) migrations: Vec<DraftMigration>,
+    /// Applied migrations the draft edits or drops, and what cannot be
+    /// checked now: publication is refused.
+    pub(crate) drift: Vec<Diagnostic>,
+    pub(crate) tables: Vec<TableChange>,
+    /// Owner-scoped tables holding rows that the draft makes readable to
+    /// more people.
+    pub(crate) read_widened: Vec<String>,
+    /// Whether only an admin may publish this draft.
+    pub(crate) needs_admin: bool,
+}
+
+/// One migration publication applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DraftMigration {
+    pub(crate) file: String,
+    pub(crate) sql: String,
+}
+
+/// A table added, removed or changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TableChange {
+    pub(crate) table: String,
+    /// `added`, `removed` or `changed`.
+    pub(crate) change: String,
+    pub(crate) columns: Vec<ColumnChange>,
+    /// `declared` / `undeclared`: the table joins or leaves the app's tools.
+    pub(crate) declaration: Option<String>,
+}
+
+/// A column added, removed or changed, with its declared types.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ColumnChange {
+    pub(crate) column: String,
+    /// `added`, `removed` or `changed`.
+    pub(crate) change: String,
+    pub(crate) before: Option<String>,
+    pub(crate) after: Option<String>,
+}
+
+/// A publication done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Published {
+    pub(crate) revision: String,
+    pub(crate) previous_revision: String,
+    pub(crate) migrations_applied: Vec<String>,
+    pub(crate) status: PackageStatus,
 }
 
 fn invalid(message: impl Into<String>) -> AppError {
@@ -110,12 +177,15 @@ pub(crate) fn no_draft(app_id: &str) -> AppError {
     .with_details(json!({"cause": "DRAFT_NOT_FOUND"}))
 }
 
-async fn draft_of(core: &Arc<Core>, app_id: &str) -> Result<Option<Draft>, AppError> {
+pub(crate) async fn draft_of(core: &Arc<Core>, app_id: &str) -> Result<Option<Draft>, AppError> {
     let (store, app) = (core.store.clone(), app_id.to_owned());
     blocking(move || store.draft(&app)).await
 }
 
-async fn contents(core: &Arc<Core>, app_id: &str) -> Result<Vec<(DraftFile, Vec<u8>)>, AppError> {
+pub(crate) async fn contents(
+    core: &Arc<Core>,
+    app_id: &str,
+) -> Result<Vec<(DraftFile, Vec<u8>)>, AppError> {
     let (store, app) = (core.store.clone(), app_id.to_owned());
     blocking(move || store.draft_contents(&app)).await
 }
@@ -161,15 +231,8 @@ pub(crate) async fn validated(
 ) -> Result<(Vec<(DraftFile, Vec<u8>)>, Arc<Validated>), AppError> {
     let files = contents(core, app_id).await?;
     let fingerprint = content_hash(&files);
-    if let Some((known, validated)) = core
-        .drafts
-        .0
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(app_id)
-        && *known == fingerprint
-    {
-        return Ok((files, Arc::clone(validated)));
+    if let Some(validated) = core.drafts.get(app_id, &fingerprint) {
+        return Ok((files, validated));
     }
     let mut source = PackageSource::default();
     for (file, bytes) in &files {
@@ -181,22 +244,10 @@ pub(crate) async fn validated(
         .map_err(|_| AppError::from_code(ErrorCode::Internal))?;
     let validated = Arc::new(Validated {
         package: validation.package.map(Arc::new),
-        diagnostics: validation
-            .diagnostics
-            .iter()
-            .map(|problem| pb::Diagnostic {
-                file: problem.file.clone(),
-                line: problem.line,
-                code: problem.code.clone(),
-                reason: problem.reason.clone(),
-            })
-            .collect(),
+        diagnostics: validation.diagnostics.to_vec(),
     });
     core.drafts
-        .0
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(app_id.to_owned(), (fingerprint, Arc::clone(&validated)));
+        .insert(app_id, fingerprint, Arc::clone(&validated));
     Ok((files, validated))
 }
 
@@ -226,22 +277,18 @@ async fn live_files(core: &Arc<Core>, app_id: &str) -> Result<Vec<(String, Vec<u
 }
 
 /// The app's draft, started from the live package now if it has none.
-async fn start(
+pub(crate) async fn start(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    user_id: &str,
     app_id: &str,
 ) -> Result<(Draft, bool), AppError> {
     if let Some(draft) = draft_of(core, app_id).await? {
         return Ok((draft, false));
     }
-    crate::refresh_catalogue(core).await;
+    refresh_catalogue(core).await;
     let (_, base) = live(core, app_id);
     let files = live_files(core, app_id).await?;
-    let (store, app, user) = (
-        core.store.clone(),
-        app_id.to_owned(),
-        principal.user_id.clone(),
-    );
+    let (store, app, user) = (core.store.clone(), app_id.to_owned(), user_id.to_owned());
     let started = blocking(move || store.start_draft(&app, &user, &base, &files)).await?;
     if started.1 {
         tracing::info!(app_id, "draft started");
@@ -252,223 +299,11 @@ async fn start(
 /// Starts the app's draft for Studio's Draft page: `(draft, started now)`.
 pub(crate) async fn start_for(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    actor: &Actor,
     app_id: &str,
-) -> Result<(pb::DraftInfo, bool), AppError> {
-    let (draft, started) = start(core, principal, app_id).await?;
+) -> Result<(DraftInfo, bool), AppError> {
+    let (draft, started) = start(core, &actor.user_id, app_id).await?;
     Ok((info(core, &draft, true).await?, started))
-}
-
-// --- the source tools with draft: true --------------------------------------
-
-/// One source tool on the app's draft; `arguments` were checked by
-/// `source_tools::run` (shape, which keys the operation takes) and the
-/// caller manages the app.
-pub(crate) async fn source_operation(
-    core: &Arc<Core>,
-    principal: &pb::Principal,
-    operation: &str,
-    app_id: &str,
-    arguments: &crate::source_tools::Arguments,
-) -> Result<pb::SourceFilesReply, AppError> {
-    let existing = draft_of(core, app_id).await?;
-    // Any change starts the draft from the live app, as the refusal below
-    // tells a caller who only reads.
-    let writes = matches!(operation, "writeAppFile" | "editAppFile" | "deleteAppFile");
-    let draft = match existing {
-        Some(draft) => draft,
-        None if writes => start(core, principal, app_id).await?.0,
-        None => return Err(no_draft(app_id)),
-    };
-    let reply = |kind: pb::SourceReplyKind| pb::SourceFilesReply {
-        app: app_id.to_owned(),
-        kind: kind as i32,
-        ..pb::SourceFilesReply::default()
-    };
-    match operation {
-        "listAppFiles" => {
-            let (store, app) = (core.store.clone(), app_id.to_owned());
-            let files = blocking(move || store.draft_files(&app)).await?;
-            let info = info(core, &draft, false).await?;
-            Ok(pb::SourceFilesReply {
-                status: info.status.clone(),
-                files: files
-                    .into_iter()
-                    .map(|file| pb::SourceFileEntry {
-                        editable: rules::check_path(&file.path).is_ok()
-                            && file.size <= rules::MAX_FILE_BYTES,
-                        path: file.path,
-                        bytes: file.size,
-                        version: Some(file.sha256),
-                    })
-                    .collect(),
-                draft: Some(info),
-                ..reply(pb::SourceReplyKind::List)
-            })
-        }
-        "readAppFile" => {
-            let path = arguments
-                .path
-                .clone()
-                .ok_or_else(|| invalid("path is required"))?;
-            let files = contents(core, app_id).await?;
-            let Some((file, bytes)) = files.into_iter().find(|(file, _)| file.path == path) else {
-                return Err(rules::not_found(&path));
-            };
-            let (content, encoding) = if rules::is_binary(&path) {
-                (
-                    base64::engine::general_purpose::STANDARD.encode(&bytes),
-                    Some(rules::BASE64.to_owned()),
-                )
-            } else {
-                (
-                    String::from_utf8(bytes)
-                        .map_err(|_| invalid(format!("{path} is not UTF-8 text")))?,
-                    None,
-                )
-            };
-            Ok(pb::SourceFilesReply {
-                path: file.path,
-                content: Some(content),
-                bytes: file.size,
-                version: Some(file.sha256),
-                encoding,
-                draft: Some(info(core, &draft, false).await?),
-                ..reply(pb::SourceReplyKind::Read)
-            })
-        }
-        "checkApp" => {
-            let info = info(core, &draft, true).await?;
-            Ok(pb::SourceFilesReply {
-                status: info.status.clone(),
-                draft: Some(info),
-                ..reply(pb::SourceReplyKind::Check)
-            })
-        }
-        "writeAppFile" | "editAppFile" | "deleteAppFile" => {
-            let path_text = arguments
-                .path
-                .clone()
-                .ok_or_else(|| invalid("path is required"))?;
-            let (before, after) = change(core, principal, operation, app_id, arguments).await?;
-            let info = info(core, &draft, false).await?;
-            Ok(pb::SourceFilesReply {
-                status: info.status.clone(),
-                path: path_text,
-                version: after,
-                previous_version: before,
-                draft: Some(info),
-                ..reply(pb::SourceReplyKind::Change)
-            })
-        }
-        _ => Err(invalid("unknown source operation")),
-    }
-}
-
-/// writeAppFile, editAppFile or deleteAppFile on the draft, by the source
-/// tools' own rules (`crate::source`), as one store transaction.
-async fn change(
-    core: &Arc<Core>,
-    principal: &pb::Principal,
-    operation: &str,
-    app_id: &str,
-    arguments: &crate::source_tools::Arguments,
-) -> Result<(Option<String>, Option<String>), AppError> {
-    let required = |value: &Option<String>, name: &str| {
-        value
-            .clone()
-            .ok_or_else(|| invalid(format!("{name} is required")))
-    };
-    let path = required(&arguments.path, "path")?;
-    SourcePath::parse(&path)?;
-    enum Change {
-        Write(Vec<u8>, Option<String>),
-        Edit(String, String, String),
-        Delete(String),
-    }
-    let planned = match operation {
-        "writeAppFile" => {
-            let content = required(&arguments.content, "content")?;
-            let bytes = rules::content_bytes(&path, &content, arguments.encoding.as_deref())?;
-            rules::check_content(&SourcePath::parse(&path)?, &bytes)?;
-            Change::Write(bytes, arguments.expected_version.clone())
-        }
-        "editAppFile" => {
-            let old = required(&arguments.old_string, "oldString")?;
-            rules::check_editable(&SourcePath::parse(&path)?, &old)?;
-            Change::Edit(
-                old,
-                required(&arguments.new_string, "newString")?,
-                required(&arguments.expected_version, "expectedVersion")?,
-            )
-        }
-        _ => {
-            rules::check_deletable(&SourcePath::parse(&path)?)?;
-            Change::Delete(required(&arguments.expected_version, "expectedVersion")?)
-        }
-    };
-    let (store, app, user, at) = (
-        core.store.clone(),
-        app_id.to_owned(),
-        principal.user_id.clone(),
-        path.clone(),
-    );
-    let outcome = blocking(move || {
-        store.change_draft_file(&app, &at, &user, |current, shape| {
-            let total: u64 = shape.files.iter().map(|(_, size)| size).sum();
-            let old_size = current.map(|file| file.bytes.len() as u64);
-            match planned {
-                Change::Write(bytes, expected) => {
-                    let before = rules::write_expectation(
-                        &at,
-                        current.map(|file| file.version.clone()),
-                        expected.as_deref(),
-                    )?;
-                    if before.is_none() {
-                        collides(&at, shape.files.iter().map(|(path, _)| path.as_str()))?;
-                    }
-                    rules::check_limits(shape.files.len(), total, old_size, bytes.len() as u64)?;
-                    Ok(Some(bytes))
-                }
-                Change::Edit(old, new, expected) => {
-                    let file = current.ok_or_else(|| rules::not_found(&at))?;
-                    rules::check_expected(&at, &file.version, &expected)?;
-                    let edited = rules::edited_text(&at, &file.bytes, &old, &new)?;
-                    rules::check_limits(shape.files.len(), total, old_size, edited.len() as u64)?;
-                    Ok(Some(edited.into_bytes()))
-                }
-                Change::Delete(expected) => {
-                    let file = current.ok_or_else(|| rules::not_found(&at))?;
-                    rules::check_expected(&at, &file.version, &expected)?;
-                    Ok(None)
-                }
-            }
-        })
-    })
-    .await?;
-    match outcome {
-        Some(result) => result,
-        // Ended between the check and the change.
-        None => Err(no_draft(app_id)),
-    }
-}
-
-/// A new path must not differ from another of the draft only by case or
-/// Unicode form in the first segment where they differ (the source tree's
-/// collision rule: two names of one folder).
-fn collides<'a>(path: &str, existing: impl Iterator<Item = &'a str>) -> Result<(), AppError> {
-    let mine: Vec<&str> = path.split('/').collect();
-    for other in existing {
-        let theirs: Vec<&str> = other.split('/').collect();
-        if let Some((a, b)) = mine.iter().zip(&theirs).find(|(a, b)| a != b)
-            && rules::collision_key(a) == rules::collision_key(b)
-        {
-            return Err(rules::conflict(format!(
-                "{path} collides with existing {other} (names may not differ only by case or Unicode form)"
-            )));
-        }
-    }
-    Ok(())
 }
 
 // --- what a draft is, against the live app -------------------------------
@@ -479,7 +314,7 @@ pub(crate) async fn info(
     core: &Arc<Core>,
     draft: &Draft,
     detail: bool,
-) -> Result<pb::DraftInfo, AppError> {
+) -> Result<DraftInfo, AppError> {
     let app_id = draft.app_id.as_str();
     let (files, validated) = validated(core, app_id).await?;
     let content_hash = content_hash(&files);
@@ -512,15 +347,15 @@ pub(crate) async fn info(
         .ok()
         .flatten()
         .map(|user| user.username);
-    Ok(pb::DraftInfo {
+    Ok(DraftInfo {
         preview_id: draft.preview_id.clone(),
         base_revision: draft.base_revision.clone(),
         live_revision,
-        status: Some(pb::PackageStatus {
+        status: PackageStatus {
             ok: validated.package.is_some() && diagnostics.is_empty(),
             revision: draft_revision,
             diagnostics,
-        }),
+        },
         created_by,
         created_at: draft.created_at,
         updated_at: draft.updated_at,
@@ -539,7 +374,7 @@ async fn changes(
     draft_revision: Option<&str>,
     files: Vec<(DraftFile, Vec<u8>)>,
     detail: bool,
-) -> Result<Vec<pb::HistoryFileChange>, AppError> {
+) -> Result<Vec<FileChange>, AppError> {
     let addressed = |path: String, bytes: Vec<u8>| {
         (
             RevisionFile {
@@ -559,7 +394,7 @@ async fn changes(
         .into_iter()
         .map(|(file, bytes)| addressed(file.path, bytes))
         .collect();
-    let mut changes = crate::history::diff_files(
+    let mut changes = diff_files(
         live_revision,
         draft_revision.unwrap_or("draft"),
         &live_files,
@@ -576,11 +411,7 @@ async fn changes(
 
 /// What the person is asked before a publication: what changes, and that
 /// it becomes live for everyone.
-fn publication_summary(
-    app_id: &str,
-    changes: &[pb::HistoryFileChange],
-    review: &pb::DraftReview,
-) -> String {
+fn publication_summary(app_id: &str, changes: &[FileChange], review: &DraftReview) -> String {
     let mut lines = vec![format!(
         "Publish the draft of {app_id}? It becomes the live app for every user."
     )];
@@ -640,28 +471,28 @@ async fn review(
     app_id: &str,
     live: Option<&Package>,
     package: &Package,
-) -> pb::DraftReview {
-    let mut review = pb::DraftReview {
+) -> DraftReview {
+    let mut review = DraftReview {
         tables: table_changes(
             live.and_then(|live| live.data.as_ref()),
             package.data.as_ref(),
         ),
-        ..pb::DraftReview::default()
+        ..DraftReview::default()
     };
-    let drift = |file: &str, reason: &str| pb::Diagnostic {
+    let drift = |file: &str, reason: &str| Diagnostic {
         file: file.to_owned(),
         line: None,
         code: "APP_MIGRATION_DRIFT".to_owned(),
         reason: reason.to_owned(),
     };
     match &package.data {
-        Some(data) => match apply_contract(core, app_id, data, true, "").await {
+        Some(data) => match data_worker::apply_contract(&core.data, app_id, data, true, "").await {
             Ok(reply) => {
                 review.migrations = reply
                     .applied
                     .iter()
                     .filter_map(|file| data.migrations.iter().find(|m| &m.file == file))
-                    .map(|migration| pb::DraftMigration {
+                    .map(|migration| DraftMigration {
                         file: migration.file.clone(),
                         sql: migration.sql.clone(),
                     })
@@ -672,7 +503,7 @@ async fn review(
                     .map(|d| {
                         drift(
                             &d.file,
-                            if d.kind == pb::DriftKind::NotInContract as i32 {
+                            if d.kind == DriftKind::NotInContract {
                                 "applied to the live data, and the draft does not have it; restore it"
                             } else {
                                 "applied to the live data with other content; restore its applied content and add a new migration instead"
@@ -681,7 +512,7 @@ async fn review(
                     })
                     .collect();
             }
-            Err(error) => review.drift.push(pb::Diagnostic {
+            Err(error) => review.drift.push(Diagnostic {
                 file: "migrations".to_owned(),
                 line: None,
                 code: error.code.as_str().to_owned(),
@@ -712,7 +543,7 @@ async fn review(
                 // Nobody may approve it: a refusal, like drift.
                 review
                     .drift
-                    .extend(widened.iter().map(|widening| pb::Diagnostic {
+                    .extend(widened.iter().map(|widening| Diagnostic {
                         file: "APP.md".to_owned(),
                         line: None,
                         code: widening.code().to_owned(),
@@ -725,7 +556,7 @@ async fn review(
                 review.needs_admin = !widened.is_empty();
             }
         }
-        Err(error) => review.drift.push(pb::Diagnostic {
+        Err(error) => review.drift.push(Diagnostic {
             file: "APP.md".to_owned(),
             line: None,
             code: error.code.as_str().to_owned(),
@@ -735,31 +566,11 @@ async fn review(
     review
 }
 
-async fn apply_contract(
-    core: &Arc<Core>,
-    app_id: &str,
-    data: &DataContract,
-    dry_run: bool,
-    approved_by_admin: &str,
-) -> Result<pb::ApplyContractReply, AppError> {
-    let mut client = core.data.clone();
-    client
-        .apply_contract(pb::ApplyContractRequest {
-            app_id: app_id.to_owned(),
-            contract: Some(pb::DataContract::from(data)),
-            dry_run,
-            approved_by_admin: approved_by_admin.to_owned(),
-        })
-        .await
-        .map(tonic::Response::into_inner)
-        .map_err(|status| AppError::from_status(&status))
-}
-
 /// Tables and columns added, removed or changed from `before` to `after`.
 pub(crate) fn table_changes(
     before: Option<&DataContract>,
     after: Option<&DataContract>,
-) -> Vec<pb::DraftTableChange> {
+) -> Vec<TableChange> {
     let empty = BTreeMap::new();
     let old = before.map_or(&empty, |contract| &contract.schema.tables);
     let new = after.map_or(&empty, |contract| &contract.schema.tables);
@@ -780,7 +591,7 @@ pub(crate) fn table_changes(
                 table
                     .columns
                     .iter()
-                    .map(|column| pb::DraftColumnChange {
+                    .map(|column| ColumnChange {
                         column: column.name.clone(),
                         change: "added".to_owned(),
                         before: None,
@@ -793,13 +604,13 @@ pub(crate) fn table_changes(
                 let mut columns = Vec::new();
                 for column in &is.columns {
                     match was.column(&column.name) {
-                        None => columns.push(pb::DraftColumnChange {
+                        None => columns.push(ColumnChange {
                             column: column.name.clone(),
                             change: "added".to_owned(),
                             before: None,
                             after: Some(column.declared_type.clone()),
                         }),
-                        Some(old) if old != column => columns.push(pb::DraftColumnChange {
+                        Some(old) if old != column => columns.push(ColumnChange {
                             column: column.name.clone(),
                             change: "changed".to_owned(),
                             before: Some(old.declared_type.clone()),
@@ -810,7 +621,7 @@ pub(crate) fn table_changes(
                 }
                 for column in &was.columns {
                     if is.column(&column.name).is_none() {
-                        columns.push(pb::DraftColumnChange {
+                        columns.push(ColumnChange {
                             column: column.name.clone(),
                             change: "removed".to_owned(),
                             before: Some(column.declared_type.clone()),
@@ -825,7 +636,7 @@ pub(crate) fn table_changes(
             }
             (None, None) => continue,
         };
-        changes.push(pb::DraftTableChange {
+        changes.push(TableChange {
             table: name.clone(),
             change: change.to_owned(),
             columns,
@@ -850,11 +661,11 @@ pub(crate) struct Reviewed<'a> {
 /// Publishes the app's draft; see the module comment for every refusal.
 pub(crate) async fn publish(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    actor: &Actor,
     app_id: &str,
     reviewed: Reviewed<'_>,
     approval: Option<Approval>,
-) -> Result<pb::DraftPublished, AppError> {
+) -> Result<Published, AppError> {
     let expected = reviewed.expected_revision;
     if !sasha_contract::data::is_sha256_hex(reviewed.content_hash) {
         return Err(invalid(
@@ -867,7 +678,7 @@ pub(crate) async fn publish(
     let draft = draft_of(core, app_id)
         .await?
         .ok_or_else(|| no_draft(app_id))?;
-    crate::refresh_catalogue(core).await;
+    refresh_catalogue(core).await;
     let (_, live_revision) = live(core, app_id);
     if expected != draft.base_revision || live_revision != draft.base_revision {
         let reason = if live_revision != draft.base_revision {
@@ -926,7 +737,7 @@ pub(crate) async fn publish(
         )
         .with_details(json!({"diagnostics": diagnostics_json(&review.drift)})));
     }
-    if review.needs_admin && principal.role != "admin" {
+    if review.needs_admin && !actor.has_role(UserRole::Admin) {
         return Err(AppError::new(
             ErrorCode::AccessDenied,
             format!(
@@ -959,14 +770,16 @@ pub(crate) async fn publish(
     // An admin publishing a draft whose review showed a widening approves
     // it (the check above); data-worker allows such a change only then, and
     // refuses anything the review did not show.
-    let approved_by_admin = if review.needs_admin && principal.role == "admin" {
-        principal.user_id.as_str()
+    let approved_by_admin = if review.needs_admin && actor.has_role(UserRole::Admin) {
+        actor.user_id.as_str()
     } else {
         ""
     };
     let migrations_applied = match &package.data {
         Some(data) => {
-            let reply = apply_contract(core, app_id, data, false, approved_by_admin).await?;
+            let reply =
+                data_worker::apply_contract(&core.data, app_id, data, false, approved_by_admin)
+                    .await?;
             if !reply.drift.is_empty() {
                 return Err(AppError::new(
                     ErrorCode::SchemaIncompatible,
@@ -981,8 +794,8 @@ pub(crate) async fn publish(
     let apps_dir = core.catalogue.apps_dir().to_owned();
     let staging = apps_dir
         .parent()
-        .map(|docs| docs.join(crate::history::STAGING_DIR))
-        .unwrap_or_else(|| apps_dir.join(crate::history::STAGING_DIR));
+        .map(|docs| docs.join(SWAP_STAGING_DIR))
+        .unwrap_or_else(|| apps_dir.join(SWAP_STAGING_DIR));
     let written: BTreeMap<String, Vec<u8>> = files
         .into_iter()
         .map(|(file, bytes)| (file.path, bytes))
@@ -990,7 +803,7 @@ pub(crate) async fn publish(
     let (id, tree) = (app_id.to_owned(), core.source.clone());
     tokio::task::spawn_blocking(move || {
         tree.with_app_lock(&id, || {
-            crate::history::swap_package(&apps_dir, &staging, &id, &written)
+            swap_package(&apps_dir, &staging, &id, &written)
         })
     })
     .await
@@ -1006,7 +819,7 @@ pub(crate) async fn publish(
     let revision = package.resource.revision.clone();
     end(
         core,
-        principal,
+        &actor.user_id,
         &draft,
         draft_action::DRAFT_PUBLISHED,
         Some(approval.as_str()),
@@ -1014,20 +827,19 @@ pub(crate) async fn publish(
         Some(&revision),
     )
     .await?;
-    let status = crate::source_tools::status(core, app_id).await;
+    let status = status(core, app_id).await;
     let summary = match migrations_applied.len() {
         0 => "publishAppDraft".to_owned(),
         count => format!("publishAppDraft with {count} migration(s)"),
     };
-    let origin =
-        RevisionOrigin::authored(approval.surface(), &principal.user_id, summary, changed_at);
-    crate::revisions::record_authored(core, app_id, origin).await;
+    let origin = RevisionOrigin::authored(approval.surface(), &actor.user_id, summary, changed_at);
+    crate::ledger::record_authored(core, app_id, origin).await;
     tracing::info!(app_id, from = %live_revision, to = %revision, approval = approval.as_str(), "draft published");
-    Ok(pb::DraftPublished {
+    Ok(Published {
         revision,
         previous_revision: live_revision,
         migrations_applied,
-        status: Some(status),
+        status,
     })
 }
 
@@ -1039,7 +851,7 @@ fn shown(revision: &str) -> &str {
     }
 }
 
-fn diagnostics_json(diagnostics: &[pb::Diagnostic]) -> Vec<Value> {
+fn diagnostics_json(diagnostics: &[Diagnostic]) -> Vec<Value> {
     diagnostics
         .iter()
         .map(|d| json!({"file": d.file, "line": d.line, "code": d.code, "reason": d.reason}))
@@ -1047,11 +859,7 @@ fn diagnostics_json(diagnostics: &[pb::Diagnostic]) -> Vec<Value> {
 }
 
 /// Discards the app's draft.
-pub(crate) async fn discard(
-    core: &Arc<Core>,
-    principal: &pb::Principal,
-    app_id: &str,
-) -> Result<(), AppError> {
+pub(crate) async fn discard(core: &Arc<Core>, user_id: &str, app_id: &str) -> Result<(), AppError> {
     let _ending = ENDING.lock().await;
     let draft = draft_of(core, app_id)
         .await?
@@ -1059,7 +867,7 @@ pub(crate) async fn discard(
     let base = draft.base_revision.clone();
     end(
         core,
-        principal,
+        user_id,
         &draft,
         draft_action::DRAFT_DISCARDED,
         None,
@@ -1074,7 +882,7 @@ pub(crate) async fn discard(
 /// Removes the draft's rows (audited as `ending`) and its preview data.
 async fn end(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    user_id: &str,
     draft: &Draft,
     action: &'static str,
     subject: Option<&str>,
@@ -1085,7 +893,7 @@ async fn end(
         core.store.clone(),
         draft.app_id.clone(),
         draft.preview_id.clone(),
-        principal.user_id.clone(),
+        user_id.to_owned(),
     );
     let (subject, before, after) = (
         subject.map(str::to_owned),
@@ -1102,93 +910,74 @@ async fn end(
         store.end_draft(&app, &preview, &user, ending)
     })
     .await?;
-    core.drafts
-        .0
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .remove(&draft.app_id);
-    let mut client = core.data.clone();
-    if let Err(status) = client
-        .remove_preview(pb::RemovePreviewRequest {
-            app_id: draft.app_id.clone(),
-            preview: draft.preview_id.clone(),
-        })
-        .await
-    {
-        // Scratch data only; the next preview of this id never comes.
-        tracing::warn!(app_id = %draft.app_id, code = ?status.code(), "a preview's scratch data was not removed");
-    }
+    core.drafts.remove(&draft.app_id);
+    data_worker::remove_preview(&core.data, &draft.app_id, &draft.preview_id).await;
     Ok(())
 }
 
-// --- CoreService.Draft -------------------------------------------------------
+// --- the draft tools and the Draft page ------------------------------------
 
-/// `CoreService.Draft`.
-pub(crate) async fn rpc(
+/// What one draft request asks (the MCP tools `checkApp` with draft,
+/// `publishAppDraft`, `discardAppDraft`, and the Draft page).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Operation {
+    /// The draft with its review.
+    Review,
+    /// Publish the draft reviewed against `expected_revision` whose files'
+    /// hash was `content_hash`, approved by `approval` (`None`: not yet).
+    Publish {
+        expected_revision: String,
+        content_hash: String,
+        approval: Option<Approval>,
+    },
+    /// Discard the draft.
+    Discard,
+}
+
+/// What one draft request answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Answer {
+    Draft(DraftInfo),
+    Published(Published),
+    Discarded,
+}
+
+/// One draft request of `actor` about `app_id`. Who may is the source
+/// tools' rule; `None` (no operation named) is refused after it.
+pub(crate) async fn answer(
     core: &Arc<Core>,
-    request: pb::DraftRequest,
-) -> Result<pb::DraftReply, AppError> {
-    let principal = request
-        .principal
-        .as_ref()
-        .filter(|principal| !principal.user_id.is_empty())
-        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal"))?;
-    let app_id = request.app_id.as_str();
+    actor: &Actor,
+    app_id: &str,
+    operation: Option<Operation>,
+) -> Result<Answer, AppError> {
     if !sasha_package::manifest::is_kebab_id(app_id) {
         return Err(invalid("app must be an app id in lowercase kebab-case"));
     }
-    crate::source_tools::authorize_manager(core, principal, app_id).await?;
-    let result = match request.operation {
-        Some(draft_request::Operation::Review(_)) => {
+    authorize_manager(core, actor, app_id).await?;
+    Ok(match operation {
+        Some(Operation::Review) => {
             let draft = draft_of(core, app_id)
                 .await?
                 .ok_or_else(|| no_draft(app_id))?;
-            draft_reply::Result::Draft(info(core, &draft, true).await?)
+            Answer::Draft(info(core, &draft, true).await?)
         }
-        Some(draft_request::Operation::Publish(publish_request)) => {
-            let approval = (publish_request.approval == pb::DraftApproval::Elicitation as i32)
-                .then_some(Approval::Elicitation);
-            draft_reply::Result::Published(
-                publish(
-                    core,
-                    principal,
-                    app_id,
-                    Reviewed {
-                        expected_revision: &publish_request.expected_revision,
-                        content_hash: &publish_request.content_hash,
-                    },
-                    approval,
-                )
-                .await?,
-            )
+        Some(Operation::Publish {
+            expected_revision,
+            content_hash,
+            approval,
+        }) => {
+            let reviewed = Reviewed {
+                expected_revision: &expected_revision,
+                content_hash: &content_hash,
+            };
+            Answer::Published(publish(core, actor, app_id, reviewed, approval).await?)
         }
-        Some(draft_request::Operation::Discard(_)) => {
-            discard(core, principal, app_id).await?;
-            draft_reply::Result::Discarded(pb::DraftDiscarded { discarded: true })
+        Some(Operation::Discard) => {
+            discard(core, &actor.user_id, app_id).await?;
+            Answer::Discarded
         }
         None => return Err(invalid("a draft request names its operation")),
-    };
-    Ok(pb::DraftReply {
-        app: app_id.to_owned(),
-        result: Some(result),
     })
-}
-
-/// Who may preview a draft: the source tools' callers (admin or staff with
-/// `manage`), and a member app's author (App Studio's Preview) unless a
-/// moderator disabled the app, which is refused saying so.
-pub(crate) async fn authorize_previewer(
-    core: &Arc<Core>,
-    principal: &pb::Principal,
-    app_id: &str,
-) -> Result<(), AppError> {
-    match crate::source_tools::authorize_manager(core, principal, app_id).await {
-        Ok(()) => Ok(()),
-        Err(error) => match crate::member_apps::authored_by(core, principal, app_id).await? {
-            true => Ok(()),
-            false => Err(error),
-        },
-    }
 }
 
 /// Ends a member app's draft, if it has one, once its author deployed (the
@@ -1202,13 +991,9 @@ pub(crate) async fn end_member_draft(
     let Some(draft) = draft_of(core, app_id).await? else {
         return Ok(());
     };
-    let principal = pb::Principal {
-        user_id: user_id.to_owned(),
-        ..pb::Principal::default()
-    };
     end(
         core,
-        &principal,
+        user_id,
         &draft,
         draft_action::DRAFT_DISCARDED,
         None,
@@ -1223,7 +1008,7 @@ pub(crate) async fn end_member_draft(
 /// id and validation.
 pub(crate) async fn replace_member_draft(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    user_id: &str,
     app_id: &str,
     base: &str,
     files: Vec<(String, Vec<u8>)>,
@@ -1232,7 +1017,7 @@ pub(crate) async fn replace_member_draft(
     if let Some(draft) = draft_of(core, app_id).await? {
         end(
             core,
-            principal,
+            user_id,
             &draft,
             draft_action::DRAFT_DISCARDED,
             None,
@@ -1244,60 +1029,12 @@ pub(crate) async fn replace_member_draft(
     let (store, app, user, base) = (
         core.store.clone(),
         app_id.to_owned(),
-        principal.user_id.clone(),
+        user_id.to_owned(),
         base.to_owned(),
     );
     let (draft, _) = blocking(move || store.start_draft(&app, &user, &base, &files)).await?;
     let (_, validated) = validated(core, app_id).await?;
     Ok((draft.preview_id, validated))
-}
-
-/// The draft's validated package for a preview `preview_id` of `app_id`,
-/// if the principal manages the app, the draft is that preview's and it
-/// validates. Anything else is `None` (the caller answers as for an app it
-/// cannot see).
-pub(crate) async fn preview_package(
-    core: &Arc<Core>,
-    principal: &pb::Principal,
-    app_id: &str,
-    preview_id: &str,
-) -> Option<Arc<Package>> {
-    if !is_preview_id(preview_id) || !sasha_package::manifest::is_kebab_id(app_id) {
-        return None;
-    }
-    authorize_previewer(core, principal, app_id).await.ok()?;
-    let draft = draft_of(core, app_id).await.ok()??;
-    if draft.preview_id != preview_id {
-        return None;
-    }
-    validated(core, app_id).await.ok()?.1.package.clone()
-}
-
-/// What `principal` may read of the live data of `app_id`, which their
-/// preview's scratch copy keeps (`sasha_contract::data::PreviewScope`): the
-/// live contract's read rule under their live grant. No live grant, no valid
-/// live package or no data contract keeps nothing: a draft's author, its
-/// reviewer or anyone else previewing sees through the draft only rows they
-/// can already read.
-pub(crate) async fn preview_scope(
-    core: &Arc<Core>,
-    snapshot: &crate::catalogue::Snapshot,
-    principal: &pb::Principal,
-    app_id: &str,
-) -> Result<PreviewScope, AppError> {
-    let live = match snapshot.apps.get(app_id) {
-        Some(AppEntry::Valid(package)) => package.data.as_ref().map(|contract| &contract.tables),
-        _ => None,
-    };
-    let grant = core
-        .granted_apps(&principal.user_id)
-        .await?
-        .get(app_id)
-        .copied();
-    Ok(PreviewScope::of_live(
-        live,
-        grant.map(|access| access == crate::store::AppAccess::Manage),
-    ))
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! `CoreService.History`: an app's revision history as the MCP tools
 //! `listAppRevisions`, `readAppRevisionFile`, `diffAppRevisions` and
-//! `revertApp` use it, answered from the revision ledger (`store::ledger`).
+//! `revertApp` use it, answered from the revision ledger (`studio_store::ledger`).
 //!
-//! Who may: exactly the source tools' callers (`crate::source_tools`): a
+//! Who may: exactly the source tools' callers (`crate::access`): a
 //! principal holding `apps:invoke` and `apps:write` (never an API key) whose
 //! user, read again, is admin or staff, with `manage` on the app. Anyone
 //! else, and an unknown app, is the same `APP_ACCESS_DENIED`. A revision the
@@ -27,43 +27,23 @@
 //! the new one, never half of either. Operational records (data, audit) are
 //! never touched.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::io;
-use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use base64::Engine as _;
 use sasha_package::source::PackageSource;
 use sasha_package::validate::{Package, validate_source};
-use sasha_proto::pb::{self, history_reply, history_request};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 use sha2::Digest as _;
+use studio_identity::actor::Actor;
+use studio_store::blocking;
+use studio_store::{RevisionFile, RevisionOrigin, RevisionSurface, StoreError};
 
-use crate::Core;
-use crate::api::blocking;
-use crate::catalogue::AppEntry;
-use crate::package_dir::{prepare_staging, sync_dir, write_tree};
-use crate::read_guard::ReadGuard;
-use crate::store::{RevisionFile, RevisionOrigin, RevisionSurface, StoreError};
-
-/// The folder below `DOCS_ROOT` where a reverted package is assembled
-/// before the swap (a sibling of the apps folder, never listed).
-pub(crate) const STAGING_DIR: &str = ".app-revert-staging";
-
-/// Most bytes of unified diff one `diffAppRevisions` answer carries; files
-/// past it are listed with `truncated` and no diff.
-pub(crate) const MAX_DIFF_BYTES: usize = 256 * 1024;
-
-/// How long one file's diff may search for the shortest edit script before
-/// it settles for a coarser (still correct) one.
-const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
-
-/// Lines of context around each change in a unified diff.
-const DIFF_CONTEXT: usize = 3;
-
-/// Serialises reverts in this process (one staging folder).
-static STAGING: Mutex<()> = Mutex::new(());
+use crate::diff::{Diff, diff_files};
+use crate::package_dir::{SWAP_STAGING_DIR, swap_package};
+use crate::state::Core;
+use crate::status::PackageStatus;
 
 fn invalid(message: impl Into<String>) -> AppError {
     AppError::new(ErrorCode::InputInvalid, message)
@@ -95,68 +75,109 @@ fn revision_argument(value: &str, name: &str) -> Result<String, AppError> {
     }
 }
 
-/// Checks the principal as the source tools do; `Ok` only with `manage`.
-async fn authorize(
+/// What one history request asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Operation {
+    /// `listAppRevisions`.
+    List,
+    /// `readAppRevisionFile`.
+    Read { revision: String, path: String },
+    /// `diffAppRevisions`.
+    Diff { from: String, to: String },
+    /// `revertApp`.
+    Revert {
+        revision: String,
+        expected_revision: String,
+    },
+}
+
+/// What one history request answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Answer {
+    Revisions(Vec<Revision>),
+    File(RevisionFileContent),
+    Diff(Diff),
+    Reverted(Reverted),
+}
+
+/// One revision as the history lists it, newest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Revision {
+    pub(crate) revision: String,
+    pub(crate) uri: String,
+    /// Unix seconds of its first recording.
+    pub(crate) recorded_at: i64,
+    pub(crate) user_id: Option<String>,
+    pub(crate) username: Option<String>,
+    /// `mcp`, `filesystem`, `seed` or `studio`.
+    pub(crate) surface: String,
+    pub(crate) summary: String,
+    pub(crate) files: i64,
+    pub(crate) bytes: i64,
+    pub(crate) current: bool,
+}
+
+/// One file of an old revision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RevisionFileContent {
+    pub(crate) revision: String,
+    pub(crate) path: String,
+    /// The text, or a binary asset's bytes in base64 (then `encoding`).
+    pub(crate) content: String,
+    pub(crate) bytes: u64,
+    /// sha256 hex of the bytes.
+    pub(crate) version: String,
+    pub(crate) encoding: Option<String>,
+}
+
+/// A revert done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Reverted {
+    pub(crate) revision: String,
+    pub(crate) previous_revision: String,
+    pub(crate) status: PackageStatus,
+}
+
+/// One history request of `actor` about `app_id`, whichever surface asked
+/// (`CoreService.History` for the MCP tools, `crate::http` for Studio):
+/// `surface` is what a revert records. Who may is the source tools' rule;
+/// `None` (no operation named) is refused after it.
+pub(crate) async fn answer(
     core: &Arc<Core>,
-    principal: Option<&pb::Principal>,
+    actor: &Actor,
     app_id: &str,
-) -> Result<pb::Principal, AppError> {
-    let principal = principal
-        .filter(|principal| !principal.user_id.is_empty())
-        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal"))?;
+    operation: Option<Operation>,
+    surface: RevisionSurface,
+) -> Result<Answer, AppError> {
     if !sasha_package::manifest::is_kebab_id(app_id) {
         return Err(invalid("app must be an app id in lowercase kebab-case"));
     }
-    crate::source_tools::authorize_manager(core, principal, app_id).await?;
-    Ok(principal.clone())
-}
-
-/// `CoreService.History`.
-pub(crate) async fn rpc(
-    core: &Arc<Core>,
-    request: pb::HistoryRequest,
-) -> Result<pb::HistoryReply, AppError> {
-    answer(core, request, RevisionSurface::Mcp).await
-}
-
-/// One history request, whichever surface asked (the RPC for the MCP tools,
-/// `crate::history_http` for Studio): `surface` is what a revert records.
-pub(crate) async fn answer(
-    core: &Arc<Core>,
-    request: pb::HistoryRequest,
-    surface: RevisionSurface,
-) -> Result<pb::HistoryReply, AppError> {
-    let principal = authorize(core, request.principal.as_ref(), &request.app_id).await?;
-    let app_id = request.app_id.as_str();
-    let result = match request.operation {
-        Some(history_request::Operation::List(_)) => {
-            history_reply::Result::Revisions(list(core, app_id).await?)
+    crate::access::authorize_manager(core, actor, app_id).await?;
+    Ok(match operation {
+        Some(Operation::List) => Answer::Revisions(list(core, app_id).await?),
+        Some(Operation::Read { revision, path }) => {
+            let revision = revision_argument(&revision, "revision")?;
+            Answer::File(read_file(core, app_id, &revision, &path).await?)
         }
-        Some(history_request::Operation::Read(read)) => {
-            let revision = revision_argument(&read.revision, "revision")?;
-            history_reply::Result::File(read_file(core, app_id, &revision, &read.path).await?)
+        Some(Operation::Diff { from, to }) => {
+            let from = revision_argument(&from, "from")?;
+            let to = revision_argument(&to, "to")?;
+            Answer::Diff(diff_revisions(core, app_id, &from, &to).await?)
         }
-        Some(history_request::Operation::Diff(diff)) => {
-            let from = revision_argument(&diff.from, "from")?;
-            let to = revision_argument(&diff.to, "to")?;
-            history_reply::Result::Diff(diff_revisions(core, app_id, &from, &to).await?)
-        }
-        Some(history_request::Operation::Revert(revert)) => {
-            let revision = revision_argument(&revert.revision, "revision")?;
-            let expected = revision_argument(&revert.expected_revision, "expectedRevision")?;
-            history_reply::Result::Reverted(
-                self::revert(core, &principal, app_id, &revision, &expected, surface).await?,
-            )
+        Some(Operation::Revert {
+            revision,
+            expected_revision,
+        }) => {
+            let revision = revision_argument(&revision, "revision")?;
+            let expected = revision_argument(&expected_revision, "expectedRevision")?;
+            Answer::Reverted(revert(core, actor, app_id, &revision, &expected, surface).await?)
         }
         None => return Err(invalid("no history operation was given")),
-    };
-    Ok(pb::HistoryReply {
-        app: app_id.to_owned(),
-        result: Some(result),
     })
 }
 
-pub(crate) async fn list(core: &Arc<Core>, app_id: &str) -> Result<pb::HistoryRevisions, AppError> {
+/// The revisions of `app_id` the ledger keeps, newest first.
+pub(crate) async fn list(core: &Arc<Core>, app_id: &str) -> Result<Vec<Revision>, AppError> {
     let (store, app) = (core.store.clone(), app_id.to_owned());
     let revisions = blocking(move || {
         let entries = match store.revisions(&app) {
@@ -178,7 +199,7 @@ pub(crate) async fn list(core: &Arc<Core>, app_id: &str) -> Result<pb::HistoryRe
                 },
                 None => None,
             };
-            out.push(pb::HistoryRevision {
+            out.push(Revision {
                 revision: entry.revision,
                 uri: entry.uri,
                 recorded_at: entry.recorded_at,
@@ -194,7 +215,7 @@ pub(crate) async fn list(core: &Arc<Core>, app_id: &str) -> Result<pb::HistoryRe
         Ok(Ok(out))
     })
     .await??;
-    Ok(pb::HistoryRevisions { revisions })
+    Ok(revisions)
 }
 
 /// The refusal for a revision the ledger does not hold: pruned (it was once
@@ -253,7 +274,7 @@ async fn read_file(
     app_id: &str,
     revision: &str,
     path: &str,
-) -> Result<pb::HistoryFile, AppError> {
+) -> Result<RevisionFileContent, AppError> {
     crate::source::check_path(path).map_err(|rule| invalid(rule.to_string()))?;
     let (store, app, wanted, file) = (
         core.store.clone(),
@@ -300,7 +321,7 @@ async fn read_file(
             None,
         )
     };
-    Ok(pb::HistoryFile {
+    Ok(RevisionFileContent {
         revision: revision.to_owned(),
         path: path.to_owned(),
         content,
@@ -315,96 +336,10 @@ async fn diff_revisions(
     app_id: &str,
     from: &str,
     to: &str,
-) -> Result<pb::HistoryDiff, AppError> {
+) -> Result<Diff, AppError> {
     let before = revision_contents(core, app_id, from).await?;
     let after = revision_contents(core, app_id, to).await?;
     Ok(diff_files(from, to, &before, &after))
-}
-
-/// Per file added, removed or changed, with unified diffs of changed text
-/// files within [`MAX_DIFF_BYTES`] in all.
-pub(crate) fn diff_files(
-    from: &str,
-    to: &str,
-    before: &[(RevisionFile, Vec<u8>)],
-    after: &[(RevisionFile, Vec<u8>)],
-) -> pb::HistoryDiff {
-    let old: BTreeMap<&str, &(RevisionFile, Vec<u8>)> = before
-        .iter()
-        .map(|entry| (entry.0.path.as_str(), entry))
-        .collect();
-    let new: BTreeMap<&str, &(RevisionFile, Vec<u8>)> = after
-        .iter()
-        .map(|entry| (entry.0.path.as_str(), entry))
-        .collect();
-    let paths: BTreeSet<&str> = old.keys().chain(new.keys()).copied().collect();
-    let mut budget = MAX_DIFF_BYTES;
-    let mut truncated = false;
-    let mut files = Vec::new();
-    for path in paths {
-        let binary = crate::source::is_binary(path);
-        let (change, from_version, to_version, unified, cut) = match (old.get(path), new.get(path))
-        {
-            (None, Some(added)) => ("added", None, Some(added.0.sha256.clone()), None, false),
-            (Some(removed), None) => ("removed", Some(removed.0.sha256.clone()), None, None, false),
-            (Some(was), Some(is)) if was.0.sha256 == is.0.sha256 => continue,
-            (Some(was), Some(is)) => {
-                let texts = (!binary && budget > 0)
-                    .then(|| {
-                        Some((
-                            std::str::from_utf8(&was.1).ok()?,
-                            std::str::from_utf8(&is.1).ok()?,
-                        ))
-                    })
-                    .flatten();
-                let (unified, cut) = match texts {
-                    Some((a, b)) => {
-                        let text = similar::TextDiff::configure()
-                            .timeout(DIFF_TIMEOUT)
-                            .diff_lines(a, b);
-                        let text = text
-                            .unified_diff()
-                            .context_radius(DIFF_CONTEXT)
-                            .header(&format!("{from}/{path}"), &format!("{to}/{path}"))
-                            .to_string();
-                        if text.len() <= budget {
-                            budget -= text.len();
-                            (Some(text), false)
-                        } else {
-                            (None, true)
-                        }
-                    }
-                    // Out of budget before the diff was even made.
-                    None if !binary && budget == 0 => (None, true),
-                    None => (None, false),
-                };
-                (
-                    "changed",
-                    Some(was.0.sha256.clone()),
-                    Some(is.0.sha256.clone()),
-                    unified,
-                    cut,
-                )
-            }
-            (None, None) => continue,
-        };
-        truncated |= cut;
-        files.push(pb::HistoryFileChange {
-            path: path.to_owned(),
-            change: change.to_owned(),
-            from_version,
-            to_version,
-            unified,
-            binary,
-            truncated: cut,
-        });
-    }
-    pb::HistoryDiff {
-        from: from.to_owned(),
-        to: to.to_owned(),
-        files,
-        truncated,
-    }
 }
 
 /// The package the files of a revision make, validated now.
@@ -433,116 +368,14 @@ fn package_of(app_id: &str, files: &[(RevisionFile, Vec<u8>)]) -> Result<Package
     }
 }
 
-/// The migration files of the live package (the catalogue's valid one).
-fn live_migrations(core: &Core, app_id: &str) -> Vec<String> {
-    match core.catalogue.current().apps.get(app_id) {
-        Some(AppEntry::Valid(package)) => package
-            .data
-            .as_ref()
-            .map(|data| {
-                data.migrations
-                    .iter()
-                    .map(|migration| migration.file.clone())
-                    .collect()
-            })
-            .unwrap_or_default(),
-        _ => Vec::new(),
-    }
-}
-
-/// Refuses a revert whose package would drop (or change) a migration the
-/// live database applied: data-worker's drift against the old revision's
-/// contract. An old revision without data keeps no migration at all, so it
-/// is refused while the live package has any.
-pub(crate) async fn check_migrations(
-    core: &Arc<Core>,
-    app_id: &str,
-    old: &Package,
-    doing: &str,
-) -> Result<(), AppError> {
-    let drifted: Vec<(String, &'static str)> = match &old.data {
-        Some(data) => {
-            let mut client = core.data.clone();
-            let reply = client
-                .migration_drift(pb::MigrationDriftRequest {
-                    app_id: app_id.to_owned(),
-                    contract_hash: data.hash.clone(),
-                    contract: Some(pb::DataContract::from(data)),
-                })
-                .await
-                .map_err(|status| {
-                    let error = AppError::from_status(&status);
-                    AppError::new(
-                        ErrorCode::NotReady,
-                        "cannot check the app's applied migrations right now; try again",
-                    )
-                    .with_details(json!({"cause": error.code.as_str()}))
-                })?;
-            reply
-                .into_inner()
-                .drift
-                .into_iter()
-                .map(|drift| {
-                    let reason = if drift.kind == pb::DriftKind::NotInContract as i32 {
-                        "applied to the live database, and the revision does not have it"
-                    } else {
-                        "applied to the live database with other content than the revision's"
-                    };
-                    (drift.file, reason)
-                })
-                .collect()
-        }
-        None => live_migrations(core, app_id)
-            .into_iter()
-            .map(|file| {
-                (
-                    file,
-                    "in the live package, and the revision has no data at all",
-                )
-            })
-            .collect(),
-    };
-    let Some((first, _)) = drifted.first() else {
-        return Ok(());
-    };
-    let diagnostics: Vec<Value> = drifted
-        .iter()
-        .map(
-            |(file, reason)| json!({"file": file, "code": "APP_MIGRATION_DRIFT", "reason": reason}),
-        )
-        .collect();
-    let migrations: Vec<&str> = drifted.iter().map(|(file, _)| file.as_str()).collect();
-    Err(AppError::new(
-        ErrorCode::SchemaIncompatible,
-        format!(
-            "{doing} would drop the applied migration {first}; data is never rewound, so keep every \
-             applied migration as it is (add a new migration for a change)"
-        ),
-    )
-    .with_details(json!({"migrations": migrations, "diagnostics": diagnostics})))
-}
-
-/// Refuses a revert (or a member app's redeploy) that would widen who reads
-/// a table holding rows: the one read guard ([`ReadGuard`]).
-pub(crate) async fn check_reads(
-    core: &Arc<Core>,
-    app_id: &str,
-    old: &Package,
-    doing: &str,
-) -> Result<(), AppError> {
-    ReadGuard::load_for(core, app_id, old.data.as_ref())
-        .await?
-        .check(old.data.as_ref(), doing)
-}
-
 async fn revert(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    actor: &Actor,
     app_id: &str,
     revision: &str,
     expected: &str,
     surface: RevisionSurface,
-) -> Result<pb::HistoryReverted, AppError> {
+) -> Result<Reverted, AppError> {
     let (store, app) = (core.store.clone(), app_id.to_owned());
     let current = blocking(move || store.registered_app(&app))
         .await?
@@ -560,15 +393,15 @@ async fn revert(
     }
     let files = revision_contents(core, app_id, revision).await?;
     let package = package_of(app_id, &files)?;
-    check_migrations(core, app_id, &package, "reverting").await?;
-    check_reads(core, app_id, &package, "reverting").await?;
+    crate::drift::check_migrations(core, app_id, &package, "reverting").await?;
+    crate::read_guard::check_reads(core, app_id, &package, "reverting").await?;
 
     let changed_at = core.store.timestamp();
     let apps_dir = core.catalogue.apps_dir().to_owned();
     let staging = apps_dir
         .parent()
-        .map(|docs| docs.join(STAGING_DIR))
-        .unwrap_or_else(|| apps_dir.join(STAGING_DIR));
+        .map(|docs| docs.join(SWAP_STAGING_DIR))
+        .unwrap_or_else(|| apps_dir.join(SWAP_STAGING_DIR));
     let written: BTreeMap<String, Vec<u8>> = files
         .into_iter()
         .map(|(file, bytes)| (file.path, bytes))
@@ -586,78 +419,25 @@ async fn revert(
     let (store, app, user, before, after) = (
         core.store.clone(),
         app_id.to_owned(),
-        principal.user_id.clone(),
+        actor.user_id.clone(),
         current.clone(),
         revision.to_owned(),
     );
     blocking(move || store.record_app_reverted(&app, &user, &before, &after)).await?;
     tracing::info!(app_id = %app_id, from = %current, to = %revision, "app reverted");
-    let status = crate::source_tools::status(core, app_id).await;
+    let status = crate::status::status(core, app_id).await;
     let origin = RevisionOrigin::authored(
         surface,
-        &principal.user_id,
+        &actor.user_id,
         format!("revertApp {revision}"),
         changed_at,
     );
-    crate::revisions::record_authored(core, app_id, origin).await;
-    Ok(pb::HistoryReverted {
+    crate::ledger::record_authored(core, app_id, origin).await;
+    Ok(Reverted {
         revision: revision.to_owned(),
         previous_revision: current,
-        status: Some(status),
+        status,
     })
-}
-
-/// Replaces the package folder `apps_dir/<id>` by one holding exactly
-/// `files`: written and fsynced into a fresh slot of `staging`, then swapped
-/// in with one `RENAME_EXCHANGE` (a folder that is gone is renamed into
-/// place without replacing anything); the old folder, now in the slot, is
-/// removed. Leftover slots of an interrupted revert are removed first.
-pub(crate) fn swap_package(
-    apps_dir: &Path,
-    staging: &Path,
-    id: &str,
-    files: &BTreeMap<String, Vec<u8>>,
-) -> io::Result<()> {
-    let _serial = STAGING.lock().unwrap_or_else(PoisonError::into_inner);
-    prepare_staging(staging, "revert")?;
-    let slot = staging.join(format!("{id}-{:016x}", rand::random::<u64>()));
-    std::fs::create_dir(&slot)?;
-    let staged = slot.join(id);
-    let dest = apps_dir.join(id);
-    let outcome = write_tree(&staged, files).and_then(|()| exchange(&staged, &dest));
-    if outcome.is_ok() {
-        let _ = sync_dir(apps_dir);
-    }
-    let _ = std::fs::remove_dir_all(&slot);
-    outcome
-}
-
-/// Swaps `staged` and `dest` atomically (`RENAME_EXCHANGE`); when `dest` is
-/// gone, renames `staged` there without replacing anything. A file system
-/// without the exchange gets two renames (the package is briefly absent,
-/// never half written).
-fn exchange(staged: &Path, dest: &Path) -> io::Result<()> {
-    use rustix::fs::{CWD, RenameFlags, renameat_with};
-    use rustix::io::Errno;
-    match renameat_with(CWD, staged, CWD, dest, RenameFlags::EXCHANGE) {
-        Ok(()) => Ok(()),
-        Err(Errno::NOENT) if std::fs::symlink_metadata(dest).is_err() => {
-            match renameat_with(CWD, staged, CWD, dest, RenameFlags::NOREPLACE) {
-                Ok(()) => Ok(()),
-                Err(errno) => Err(io::Error::from(errno)),
-            }
-        }
-        Err(Errno::INVAL | Errno::NOSYS) => {
-            let aside = staged.with_extension("old");
-            std::fs::rename(dest, &aside)?;
-            std::fs::rename(staged, dest).inspect_err(|_| {
-                let _ = std::fs::rename(&aside, dest);
-            })?;
-            // The old folder leaves with the slot.
-            std::fs::rename(&aside, staged)
-        }
-        Err(errno) => Err(io::Error::from(errno)),
-    }
 }
 
 #[cfg(test)]

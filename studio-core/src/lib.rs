@@ -1,108 +1,79 @@
-//! studio-core: users, sessions, tokens, scopes, the app catalogue, grants, and
-//! the Studio web UI and `/api/*`.
+//! studio-core: the app catalogue and its revision ledger, drafts and
+//! publication, the app lifecycle, member apps, the source tools, the
+//! bundled apps, the Studio web app and `CoreService`, the gRPC surface
+//! mcp-gateway calls. Who is calling is studio-identity's, the core
+//! database studio-store's, chat and the assistant studio-assistant's,
+//! document conversion studio-uploads'; this crate wires them into one
+//! process.
 //!
 //! It serves HTTP for browsers (behind the reverse proxy, Host = the Studio
-//! origin) and mTLS gRPC (`CoreService`) for mcp-gateway, and calls data-worker
-//! over mTLS gRPC. It never opens an app's data file.
+//! origin) and mTLS gRPC (`CoreService`) for mcp-gateway, and calls
+//! data-worker over mTLS gRPC. It never opens an app's data file.
 //!
-//! Modules: [`catalogue`] (discovery, validation, revisions), [`seed`] (the
-//! bundled apps, installed into `DOCS_ROOT` at startup), [`store`] (the
-//! core database: users, sessions, tokens, registry, grants, audit,
-//! confirmations, suggestions, the revision ledger), `revisions` (recording
-//! revisions in the ledger and serving old ones from it), [`source`] (package
-//! files for the source tools), `api` (the `/api` routes), `core_grpc` (`CoreService`),
-//! `source_tools` (`SourceFiles`), `suggestions` (the shape of a
-//! suggestion), `web` (the Studio page and its modules, the MCP Apps host),
-//! [`chat`] (chat turns for apps against an OpenAI-compatible provider),
-//! [`uploads`] (documents converted to Markdown in each user's upload area),
-//! `assist` (`CoreService.Chat` and `Upload`: the checks and the streaming),
-//! `recovery` (the recovery descriptor), `oauth` (the OAuth 2.1
-//! authorization server for MCP clients), `people_http` (people, invitations
-//! and personal tokens) and [`seed`] (the bundled apps).
+//! The layers, bottom up: the catalogue and the package files
+//! ([`catalogue`], [`source`], `package_dir`), the shared state (`state`),
+//! the ledger and registry (`ledger`, `registry`), the domain (`access`,
+//! `status`, `history`, `drafts`, `previews`, `source_tools`, `create`,
+//! `lifecycle`, `member_apps`, `recovery`, `read_guard`, `suggestions`,
+//! [`seed`]), and two leaves that nothing imports: `grpc` (`CoreService`)
+//! and `http` (the Studio router). This file only reads the configuration
+//! and starts them.
 
+mod access;
+pub mod catalogue;
+mod create;
+mod data_worker;
+mod diff;
+mod drafts;
+mod drift;
+mod grpc;
+mod history;
 #[allow(
     clippy::result_large_err,
     reason = "guards return the finished refusal, as axum handlers do; boxing it buys nothing"
 )]
-mod api;
-mod assist;
-mod assistant;
-pub mod catalogue;
-pub mod chat;
-mod core_grpc;
-mod create;
-mod drafts;
-mod drafts_http;
-mod history;
-mod history_http;
+mod http;
+mod ledger;
 mod lifecycle;
-mod lifecycle_http;
 mod member_apps;
-mod member_apps_http;
-#[allow(
-    clippy::result_large_err,
-    reason = "guards return the finished refusal, as axum handlers do"
-)]
-mod oauth;
-/// The OAuth endpoints' request rules, pure functions of a request's bytes
-/// (form parameters, redirect URIs, a client registration), as the endpoints
-/// apply them; public for the fuzz targets in `fuzz/`.
-pub mod oauth_rules {
-    pub use crate::oauth::OAuthError;
-    pub use crate::oauth::params::{parse_params, redirect_matches, redirect_uri_problem};
-    pub use crate::oauth::register::{Registration, registration};
-}
 /// Models the fuzz targets and property tests check the OAuth, path, id and
 /// upload-name rules against; never in a service build.
 #[cfg(any(test, feature = "oracle"))]
 pub mod oracle;
 mod package_dir;
-#[allow(
-    clippy::result_large_err,
-    reason = "guards return the finished refusal, as axum handlers do"
-)]
-mod people_http;
+mod previews;
 mod read_guard;
 mod recovery;
+mod registry;
 mod replication;
-mod revisions;
 pub mod seed;
 pub mod source;
 mod source_tools;
-pub mod store;
+mod state;
+mod status;
 mod suggestions;
 #[cfg(test)]
 mod test_data_worker;
 #[cfg(test)]
 mod test_world;
-pub mod uploads;
-mod web;
 
-use sasha_package::sql::ReadPolicy;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use http::{HeaderValue, header};
-use sasha_proto::pb::core_service_server::CoreServiceServer;
-use sasha_proto::pb::{HealthReply, HealthRequest};
-use sasha_proto::{AppError, ErrorCode};
 use sasha_service::Role;
 use sasha_service::config::{self, ConfigError, Env, Origins, StoragePaths};
-use sasha_service::grpc::{self, DataClient};
+use sasha_service::grpc as service_grpc;
 use sasha_service::health;
 use sasha_service::identity::Identity;
 use sasha_service::process::{RoleError, announce_ready_with, bind};
-
-use crate::catalogue::{Catalogue, Snapshot};
-use crate::core_grpc::CoreGrpc;
-use crate::store::Store;
+use studio_store::Store;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+
+use crate::catalogue::{Catalogue, Snapshot};
+use crate::registry::register_apps;
+use crate::state::Core;
 
 /// studio-core's configuration, read once at boot.
 #[derive(Debug, Clone)]
@@ -133,7 +104,7 @@ pub struct Config {
     pub bundled_apps: seed::BundledApps,
     /// `SASHA_CHAT_*`: the OpenAI-compatible chat provider for apps; `None`
     /// when `SASHA_CHAT_BASE_URL` is unset (chat answers `APP_CHAT_UNAVAILABLE`).
-    pub chat: Option<chat::ChatConfig>,
+    pub chat: Option<studio_assistant::provider::ChatConfig>,
     /// `SASHA_HEALTH_ADDR`: the probe listener (`/livez`, `/readyz`); `None`
     /// when unset.
     pub health_addr: Option<SocketAddr>,
@@ -174,11 +145,11 @@ impl Config {
             revision_retention: config::count(
                 env,
                 "SASHA_REVISION_RETENTION",
-                store::DEFAULT_REVISION_RETENTION,
+                studio_store::DEFAULT_REVISION_RETENTION,
                 100_000,
             )?,
             bundled_apps: seed::BundledApps::from_env(env)?,
-            chat: chat::ChatConfig::from_env(env)?,
+            chat: studio_assistant::provider::ChatConfig::from_env(env)?,
             health_addr: health::health_addr(env)?,
         })
     }
@@ -225,107 +196,6 @@ pub async fn serve_from_env(env: impl Env, shutdown: CancellationToken) -> Resul
     run(config, Listeners { http, grpc, health }, shutdown).await
 }
 
-/// State shared by the HTTP and gRPC surfaces.
-#[derive(Debug)]
-struct Core {
-    origins: Origins,
-    data: DataClient,
-    /// The live app catalogue.
-    catalogue: Arc<Catalogue>,
-    /// Revisions kept per app in the revision ledger (`SASHA_REVISION_RETENTION`).
-    revision_retention: usize,
-    /// Users, sessions, tokens, the registry and grants (`DB_PATH`).
-    store: Store,
-    /// Failed sign-ins per user name, to slow password guessing.
-    login_throttle: api::LoginThrottle,
-    /// The member tier's caps (`member_apps::MEMBER_CAPS`).
-    member_caps: store::MemberCaps,
-    /// Each author's member app deploys.
-    member_deploys: member_apps::DeployThrottle,
-    /// The package folders, for the source tools.
-    source: Arc<source::SourceTree>,
-    /// Chat turns for apps (`CoreService.Chat`).
-    chat: chat::ChatService,
-    /// The users' converted documents (`CoreService.Upload`), below `UPLOADS_ROOT`.
-    uploads: Arc<uploads::UploadArea>,
-    /// The OAuth authorization server's parked requests and rate window.
-    oauth: oauth::OAuthState,
-    /// Each draft's validation, by its files' content addresses.
-    drafts: drafts::DraftCache,
-    /// The Studio assistant's running turns and waiting confirmations.
-    assistant: Arc<assistant::Assistant>,
-    /// The core database's replication, when on: the write gate.
-    replication: Option<replication::CoreReplication>,
-}
-
-impl Core {
-    /// Session cookies get `Secure` and the `__Host-` prefix when Studio is
-    /// served over https.
-    fn secure_cookies(&self) -> bool {
-        self.origins.studio.as_str().starts_with("https://")
-    }
-
-    /// Every app `user_id` holds access on, read fresh from the store (one
-    /// query), for the API and CoreService alike.
-    async fn granted_apps(
-        &self,
-        user_id: &str,
-    ) -> Result<std::collections::BTreeMap<String, store::AppAccess>, AppError> {
-        let (store, user_id) = (self.store.clone(), user_id.to_owned());
-        api::blocking(move || store.access_by_app(&user_id)).await
-    }
-
-    /// This process's health; with `deep`, data-worker's too.
-    async fn health(&self, deep: bool) -> HealthReply {
-        let mut dependencies = Vec::new();
-        if deep {
-            let mut data = self.data.clone();
-            dependencies.push(
-                grpc::dependency_health(
-                    Role::DataWorker,
-                    data.health(HealthRequest { deep: false }),
-                )
-                .await,
-            );
-        }
-        grpc::health_reply(Role::StudioCore, dependencies)
-    }
-
-    /// Whether core can serve: its database answers a read and data-worker
-    /// answers `Health`.
-    async fn readiness(&self) -> HealthReply {
-        let store = self.store.clone();
-        let (database, mut reply) = tokio::join!(
-            tokio::time::timeout(
-                std::time::Duration::from_secs(5),
-                tokio::task::spawn_blocking(move || store.check()),
-            ),
-            self.health(true),
-        );
-        let database_ok = matches!(database, Ok(Ok(Ok(()))));
-        if let Ok(Ok(Err(error))) = &database {
-            tracing::warn!(%error, "readiness: the core database does not answer");
-        }
-        reply.dependencies.insert(
-            0,
-            sasha_proto::pb::DependencyHealth {
-                role: "core-database".to_owned(),
-                ok: database_ok,
-                detail: if database_ok {
-                    String::new()
-                } else {
-                    "the core database does not answer".to_owned()
-                },
-            },
-        );
-        grpc::health_reply(Role::StudioCore, reply.dependencies)
-    }
-}
-
-/// The largest `CoreService` request: an upload's 25 MiB of documents and
-/// their names.
-const MAX_CORE_MESSAGE: usize = 26 * 1024 * 1024;
-
 /// Serves studio-core on `listeners` until `shutdown` is cancelled.
 pub async fn run(
     config: Config,
@@ -364,7 +234,7 @@ pub async fn run_with_store(
             RoleError::Startup(format!("cannot create {}: {error}", dir.display()))
         })?;
     }
-    let data = grpc::data_client(&config.data_url, &config.identity).map_err(|error| {
+    let data = service_grpc::data_client(&config.data_url, &config.identity).map_err(|error| {
         RoleError::Config(ConfigError::new("SASHA_DATA_GRPC_URL", error.to_string()))
     })?;
     let replicator = match config.replica.clone() {
@@ -467,29 +337,47 @@ pub async fn run_with_store(
             catalogue.apps_dir().display()
         ))
     })?;
-    let member_deploys = member_apps::DeployThrottle::new(&store);
+    let member_deploys = state::deploy_throttle::DeployThrottle::new(&store);
+    let accounts = Arc::new(studio_identity::Accounts::new(
+        store.clone(),
+        config.origins.studio.clone(),
+        config.mcp_origin.as_str(),
+    ));
+    let uploads = studio_uploads::UploadArea::new(
+        config.storage.uploads_root.clone(),
+        studio_uploads::isolate::Converter::this_executable().map_err(|error| {
+            RoleError::Startup(format!(
+                "cannot find this executable to convert documents with: {error}"
+            ))
+        })?,
+    );
+    let assistance = Arc::new(
+        studio_assistant::Assistance::new(
+            accounts.clone(),
+            store.clone(),
+            studio_assistant::provider::ChatService::new(config.chat.clone()),
+            Arc::new(uploads),
+            catalogue.clone(),
+            config.assistant_mcp_url.clone(),
+        )
+        .with_upload_mirror(
+            replication
+                .as_ref()
+                .map(|replication| replication.replicator.clone()),
+        ),
+    );
     let core = Arc::new(Core {
         origins: config.origins.clone(),
         data,
+        accounts,
+        assistance,
         store,
         revision_retention: config.revision_retention,
-        login_throttle: api::LoginThrottle::default(),
         member_caps: member_apps::MEMBER_CAPS,
         member_deploys,
         source: Arc::new(source::SourceTree::new(catalogue.apps_dir())),
         catalogue,
-        chat: chat::ChatService::new(config.chat.clone()),
-        uploads: Arc::new(uploads::UploadArea::new(
-            config.storage.uploads_root.clone(),
-            uploads::isolate::Converter::this_executable().map_err(|error| {
-                RoleError::Startup(format!(
-                    "cannot find this executable to convert documents with: {error}"
-                ))
-            })?,
-        )),
-        oauth: oauth::OAuthState::new(config.origins.studio.as_str(), config.mcp_origin.as_str()),
-        drafts: drafts::DraftCache::default(),
-        assistant: Arc::new(assistant::Assistant::new(config.assistant_mcp_url.clone())),
+        drafts: state::draft_cache::DraftCache::default(),
         replication,
     });
     let http_addr = listeners
@@ -502,27 +390,26 @@ pub async fn run_with_store(
         .map_err(|e| RoleError::Startup(e.to_string()))?;
 
     // An upload carries up to 25 MiB of documents in one message.
-    let grpc_router = grpc::server_builder().add_service(replication::DurableCalls::new(
-        CoreServiceServer::new(CoreGrpc {
-            core: core.clone(),
-            entries: Arc::default(),
-        })
-        .max_decoding_message_size(MAX_CORE_MESSAGE),
+    let grpc_router = service_grpc::server_builder().add_service(replication::DurableCalls::new(
+        grpc::service(core.clone()),
         core.replication.clone(),
     ));
-    let grpc_server = grpc::serve_mtls(
+    let grpc_server = service_grpc::serve_mtls(
         grpc_router,
         listeners.grpc,
         &config.identity,
         Role::StudioCore,
         shutdown.clone(),
     );
-    let http_server =
-        sasha_service::web::serve_http(listeners.http, router(core.clone()), shutdown.clone());
+    let http_server = sasha_service::web::serve_http(
+        listeners.http,
+        http::router(core.clone()),
+        shutdown.clone(),
+    );
 
     probes.ready_when(move || {
         let core = core.clone();
-        async move { core.readiness().await }
+        async move { grpc::health::readiness(&core).await }
     });
     announce_ready_with(
         Role::StudioCore,
@@ -594,64 +481,6 @@ async fn seed_bundled_apps(docs_root: std::path::PathBuf) -> BTreeSet<String> {
         .collect()
 }
 
-/// Re-reads the catalogue now (only changed packages are validated again) and
-/// registers what became valid, as the file watcher would a moment later.
-async fn refresh_catalogue(core: &Core) -> Arc<Snapshot> {
-    let catalogue = core.catalogue.clone();
-    let snapshot = match tokio::task::spawn_blocking(move || catalogue.refresh()).await {
-        Ok(snapshot) => snapshot,
-        Err(_) => return core.catalogue.current(),
-    };
-    register_apps(
-        &core.store,
-        &snapshot,
-        core.revision_retention,
-        &BTreeSet::new(),
-    )
-    .await;
-    snapshot
-}
-
-/// Registers every valid package in the core database (its first discovery
-/// grants `manage` to the admin and staff users existing then), then records
-/// its revision in the revision ledger (`seed` for the ids in `seeded`, else
-/// found on disk) and applies `retention`.
-async fn register_apps(
-    store: &Store,
-    snapshot: &Arc<Snapshot>,
-    retention: usize,
-    seeded: &BTreeSet<String>,
-) {
-    let (store, snapshot, seeded) = (store.clone(), snapshot.clone(), seeded.clone());
-    let outcome = tokio::task::spawn_blocking(move || {
-        for (id, package) in snapshot.valid() {
-            let read_policy: ReadPolicy = package
-                .data
-                .as_ref()
-                .map(|data| data.read_policy())
-                .unwrap_or_default();
-            match store.register_app(
-                id,
-                &package.resource.revision,
-                package.data.as_ref().map(|data| data.hash.as_str()),
-                &serde_json::to_string(&package.actions).unwrap_or_else(|_| "[]".to_owned()),
-                &read_policy,
-            ) {
-                Ok(true) => tracing::debug!(app_id = %id, "app registered for the first time"),
-                Ok(false) => {}
-                Err(error) => tracing::error!(app_id = %id, %error, "cannot register app"),
-            }
-        }
-        // An app whose registration failed is refused by the ledger, which
-        // holds only registered apps, and logged there.
-        revisions::record_snapshot(&store, &snapshot, retention, &seeded);
-    })
-    .await;
-    if let Err(error) = outcome {
-        tracing::error!(%error, "app registration failed");
-    }
-}
-
 /// Applies the revision retention to every app once at boot, so a lowered
 /// `SASHA_REVISION_RETENTION` takes effect before the next change, and
 /// reclaims what the ledger still keeps of deleted member apps.
@@ -671,92 +500,6 @@ async fn prune_revisions(store: &Store, retention: usize) {
         Ok(Err(error)) => tracing::error!(%error, "cannot reclaim deleted member apps' revisions"),
         Err(error) => tracing::error!(%error, "reclaiming deleted member apps failed"),
     }
-}
-
-/// The Studio HTTP surface.
-fn router(core: Arc<Core>) -> axum::Router {
-    let studio = axum::Router::new()
-        .merge(web::routes(&core.origins.sandbox))
-        .merge(api::routes())
-        .merge(member_apps_http::routes())
-        .merge(people_http::routes())
-        .merge(assistant::routes())
-        .merge(oauth::routes())
-        .merge(replication::routes())
-        .fallback(not_found)
-        .layer(axum::middleware::from_fn_with_state(
-            core.clone(),
-            replication::durable_writes,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            core.clone(),
-            studio_host_only,
-        ));
-    axum::Router::new()
-        .route("/healthz", get(healthz))
-        .merge(studio)
-        .layer(axum::middleware::from_fn(
-            sasha_service::web::envelope_plain_errors,
-        ))
-        .layer(axum::middleware::from_fn(security_headers))
-        .layer(axum::middleware::from_fn(
-            sasha_service::telemetry::http_trace_layer,
-        ))
-        .with_state(core)
-}
-
-/// `GET /healthz`: this process and data-worker, for probes and the dev ingress,
-/// with the catalogue's counts of valid and invalid packages.
-/// Exempt from the Host check so an orchestrator can probe the container port.
-async fn healthz(State(core): State<Arc<Core>>) -> Response {
-    let (reply, replication) = tokio::join!(core.health(true), core.replication_json());
-    let snapshot = core.catalogue.current();
-    let valid = snapshot.valid().count();
-    let mut extra = serde_json::Map::new();
-    extra.insert(
-        "apps".into(),
-        serde_json::json!({"valid": valid, "invalid": snapshot.apps.len() - valid, "fingerprint": snapshot.fingerprint}),
-    );
-    if let Some(replication) = replication {
-        extra.insert("replication".into(), replication);
-    }
-    grpc::health_http_response_with(&reply, extra)
-}
-
-/// Studio answers only requests addressed to the Studio origin; a request for
-/// any other Host (the sandbox hostname included) gets the hidden 404.
-async fn studio_host_only(State(core): State<Arc<Core>>, request: Request, next: Next) -> Response {
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|host| host.to_str().ok())
-        .or_else(|| {
-            request
-                .uri()
-                .authority()
-                .map(|authority| authority.as_str())
-        });
-    match host {
-        Some(host) if core.origins.studio.matches_authority(host) => next.run(request).await,
-        _ => not_found().await,
-    }
-}
-
-async fn security_headers(request: Request, next: Next) -> Response {
-    let mut response = next.run(request).await;
-    let headers = response.headers_mut();
-    sasha_service::web::insert_baseline_headers(headers);
-    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers
-        .entry(header::CONTENT_SECURITY_POLICY)
-        .or_insert(HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-        ));
-    response
-}
-
-async fn not_found() -> Response {
-    AppError::from_code(ErrorCode::NotFound).into_response()
 }
 
 #[cfg(test)]
@@ -797,7 +540,7 @@ mod tests {
 
     #[test]
     fn health_reports_a_down_dependency_as_503() {
-        let reply = grpc::health_reply(
+        let reply = service_grpc::health_reply(
             Role::StudioCore,
             vec![sasha_proto::pb::DependencyHealth {
                 role: "data-worker".into(),
@@ -807,13 +550,13 @@ mod tests {
         );
         assert!(!reply.ok);
         assert_eq!(
-            grpc::health_http_response(&reply).status(),
-            http::StatusCode::SERVICE_UNAVAILABLE
+            service_grpc::health_http_response(&reply).status(),
+            axum::http::StatusCode::SERVICE_UNAVAILABLE
         );
-        let reply = grpc::health_reply(Role::StudioCore, Vec::new());
+        let reply = service_grpc::health_reply(Role::StudioCore, Vec::new());
         assert_eq!(
-            grpc::health_http_response(&reply).status(),
-            http::StatusCode::OK
+            service_grpc::health_http_response(&reply).status(),
+            axum::http::StatusCode::OK
         );
     }
 }

@@ -7,7 +7,7 @@
 //! `APP_NOT_FOUND` (only an admin gets that far).
 //!
 //! - **Withdraw** sets `app_registry.withdrawn_at` (`app.withdrawn`). From
-//!   the next call on, [`crate::store::Store::access`] answers nothing for
+//!   the next call on, [`studio_store::Store::access`] answers nothing for
 //!   the app, so its opener, tools and resources are gone from every
 //!   caller's `GetCatalogue`, `ListApps`, `GetResource` and `/api/apps`, and
 //!   the source and history tools refuse it with `APP_OPERATION_UNAVAILABLE`
@@ -33,13 +33,13 @@ use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use sasha_proto::pb::{self, AppLifecycleOperation};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::json;
+use studio_identity::actor::Actor;
 
-use crate::Core;
-use crate::api::blocking;
-use crate::store::{LifecycleRefusal, UserRole};
+use crate::state::Core;
+use studio_store::blocking;
+use studio_store::{LifecycleRefusal, PrincipalKind, Scope, UserRole};
 
 /// The folder below `DOCS_ROOT` a deleted package is renamed into before it
 /// is removed (a sibling of the apps folder).
@@ -100,26 +100,51 @@ fn unknown(app_id: &str) -> AppError {
     .with_details(json!({ "app": app_id }))
 }
 
-/// `CoreService.AppLifecycle`.
-pub(crate) async fn rpc(
+/// A change of an app's lifecycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Operation {
+    Withdraw,
+    Restore,
+    /// Delete the package, and with `delete_data` its data too, which needs
+    /// `confirm_app_id` to repeat the app's id.
+    Delete {
+        delete_data: bool,
+        confirm_app_id: String,
+    },
+}
+
+/// Where an app's lifecycle stands after a change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    pub(crate) app: String,
+    /// Whether this call changed anything (false: it already was so).
+    pub(crate) changed: bool,
+    pub(crate) withdrawn: bool,
+    pub(crate) package_deleted: bool,
+    pub(crate) data_deleted: bool,
+    /// When this call deleted the data file: its backup, relative to
+    /// `APP_DATA_ROOT` (absent when the app had no data file).
+    pub(crate) data_backup: Option<String>,
+}
+
+/// Withdraws, restores or deletes `app_id` for `actor` (the MCP tools
+/// `withdrawApp`, `restoreApp`, `deleteApp` and Studio's controls); `None`
+/// (no operation named) is refused after every check of who may.
+pub(crate) async fn change(
     core: &Arc<Core>,
-    request: pb::AppLifecycleRequest,
-) -> Result<pb::AppLifecycleReply, AppError> {
-    let principal = request
-        .principal
-        .as_ref()
-        .filter(|principal| !principal.user_id.is_empty())
-        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal"))?;
-    let scoped = principal.kind != "api-key"
-        && ["apps:invoke", "apps:write"]
-            .iter()
-            .all(|needed| principal.scopes.iter().any(|scope| scope == needed));
+    actor: &Actor,
+    app_id: &str,
+    operation: Option<Operation>,
+) -> Result<Outcome, AppError> {
+    let scoped = !actor.is(PrincipalKind::ApiKey)
+        && actor.has(Scope::AppsInvoke)
+        && actor.has(Scope::AppsWrite);
     if !scoped {
         return Err(denied(
             "withdrawing, restoring or deleting an app needs a user's credential with the apps:invoke and apps:write scopes",
         ));
     }
-    let (store, user) = (core.store.clone(), principal.user_id.clone());
+    let (store, user) = (core.store.clone(), actor.user_id.clone());
     let admin = blocking(move || {
         Ok(store
             .user(&user)?
@@ -131,7 +156,6 @@ pub(crate) async fn rpc(
             "only an admin may withdraw, restore or delete an app",
         ));
     }
-    let app_id = request.app_id.as_str();
     if !sasha_package::manifest::is_kebab_id(app_id) {
         return Err(AppError::new(
             ErrorCode::InputInvalid,
@@ -151,9 +175,9 @@ pub(crate) async fn rpc(
         )
         .with_details(json!({"reason": "member-app"})));
     }
-    let actor = principal.user_id.clone();
-    match request.operation() {
-        AppLifecycleOperation::Withdraw => {
+    let actor = actor.user_id.clone();
+    match operation {
+        Some(Operation::Withdraw) => {
             let (store, app, who) = (core.store.clone(), app_id.to_owned(), actor.clone());
             let changed = blocking(move || store.withdraw_app(&app, &who))
                 .await?
@@ -161,7 +185,7 @@ pub(crate) async fn rpc(
             tracing::info!(app_id, changed, "app withdrawn");
             reply(core, app_id, changed, None).await
         }
-        AppLifecycleOperation::Restore => {
+        Some(Operation::Restore) => {
             let (store, app, who) = (core.store.clone(), app_id.to_owned(), actor.clone());
             let changed = blocking(move || store.restore_app(&app, &who))
                 .await?
@@ -169,17 +193,11 @@ pub(crate) async fn rpc(
             tracing::info!(app_id, changed, "app restored");
             reply(core, app_id, changed, None).await
         }
-        AppLifecycleOperation::Delete => {
-            delete(
-                core,
-                app_id,
-                &actor,
-                request.delete_data,
-                &request.confirm_app_id,
-            )
-            .await
-        }
-        AppLifecycleOperation::Unspecified => Err(AppError::new(
+        Some(Operation::Delete {
+            delete_data,
+            confirm_app_id,
+        }) => delete(core, app_id, &actor, delete_data, &confirm_app_id).await,
+        None => Err(AppError::new(
             ErrorCode::InputInvalid,
             "operation must be withdraw, restore or delete",
         )),
@@ -191,12 +209,12 @@ async fn reply(
     app_id: &str,
     changed: bool,
     data_backup: Option<String>,
-) -> Result<pb::AppLifecycleReply, AppError> {
+) -> Result<Outcome, AppError> {
     let (store, app) = (core.store.clone(), app_id.to_owned());
     let state = blocking(move || store.lifecycle(&app))
         .await?
         .ok_or_else(|| unknown(app_id))?;
-    Ok(pb::AppLifecycleReply {
+    Ok(Outcome {
         app: app_id.to_owned(),
         changed,
         withdrawn: state.is_withdrawn(),
@@ -212,7 +230,7 @@ async fn delete(
     actor: &str,
     delete_data: bool,
     confirm_app_id: &str,
-) -> Result<pb::AppLifecycleReply, AppError> {
+) -> Result<Outcome, AppError> {
     let (store, app) = (core.store.clone(), app_id.to_owned());
     let state = blocking(move || store.lifecycle(&app))
         .await?
@@ -236,15 +254,8 @@ async fn delete(
     }
     let mut data_backup = None;
     if delete_data && state.data_deleted_at.is_none() {
-        let mut data = core.data.clone();
-        let removed = data
-            .remove_app_data(pb::RemoveAppDataRequest {
-                app_id: app_id.to_owned(),
-            })
-            .await
-            .map_err(|status| AppError::from_status(&status))?
-            .into_inner();
-        let backup = removed.removed.then(|| removed.backup_file.clone());
+        let removed = crate::data_worker::remove_app_data(&core.data, app_id).await?;
+        let backup = removed.backup.clone();
         let (store, app, who, recorded) = (
             core.store.clone(),
             app_id.to_owned(),
@@ -312,7 +323,7 @@ async fn remove_package(core: &Arc<Core>, app_id: &str, actor: &str) -> Result<(
     if let Some(slot) = moved {
         let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(slot)).await;
     }
-    crate::refresh_catalogue(core).await;
+    crate::registry::refresh_catalogue(core).await;
     tracing::info!(app_id, "app package deleted");
     Ok(())
 }

@@ -4,7 +4,7 @@
 //! folder under `DOCS_ROOT`), validated by the one validator into the same
 //! hashed resource and served in the same two-layer sandbox by the same
 //! catalogue (`Catalogue::set_member`). `CoreService.MemberApps` (the
-//! gateway's member app tools) and App Studio (`member_apps_http`) call the
+//! gateway's member app tools) and App Studio (`crate::http`) call the
 //! same functions here.
 //!
 //! The tier's rules: the platform names every member app
@@ -38,24 +38,26 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use base64::Engine as _;
 use sasha_contract::data::Access;
-use sasha_package::assemble::resource_uri;
+use sasha_package::Diagnostic;
 use sasha_package::manifest::{MEMBER_ID_ENTROPY_BYTES, member_app_id, with_manifest_id};
 use sasha_package::source::PackageSource;
 use sasha_package::validate::{Package, validate_source};
-use sasha_proto::pb::{self, member_apps_reply, member_apps_request};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
+use studio_identity::actor::Actor;
 
-use crate::Core;
-use crate::api::{KeyedThrottle, blocking, retry_after_seconds, try_again_in};
-use crate::store::{
-    MemberApp, MemberCaps, MemberDeploy, MemberRefusal, RevisionContent, RevisionOrigin,
-    RevisionSurface, Store, UserRole,
+use studio_store::blocking;
+use studio_store::{
+    MemberApp, MemberCaps, MemberDeploy, MemberRefusal, PrincipalKind, RevisionContent,
+    RevisionOrigin, RevisionSurface, Scope, UserRole,
 };
+
+use crate::history::Revision;
+use crate::state::Core;
+use crate::status::PackageStatus;
 
 /// Live member apps the instance holds at most.
 pub(crate) const MAX_MEMBER_APPS: usize = 200;
@@ -71,11 +73,6 @@ pub(crate) const MAX_MEMBER_APPS_PER_AUTHOR: usize = 40;
 pub(crate) const MAX_MEMBER_LEDGER_BYTES_PER_AUTHOR: u64 = 128 * 1024 * 1024;
 /// User names one member app may be shared with.
 pub(crate) const MAX_MEMBER_APP_SHARES: usize = 100;
-/// Deploys (and reverts) one author may make at once: enough to fill their
-/// cap of apps in one go and change a few.
-pub(crate) const MEMBER_DEPLOY_BURST: u32 = 50;
-/// After the burst, one more deploy per this period.
-pub(crate) const MEMBER_DEPLOY_PERIOD: Duration = Duration::from_secs(60);
 /// The diagnostic of a shared table in a member app.
 pub(crate) const MEMBER_TABLE_SHARED: &str = "MEMBER_TABLE_SHARED";
 /// The diagnostic of `managersReadAll` in a member app.
@@ -87,58 +84,6 @@ pub(crate) const MEMBER_CAPS: MemberCaps = MemberCaps {
     per_author: MAX_MEMBER_APPS_PER_AUTHOR,
     author_bytes: MAX_MEMBER_LEDGER_BYTES_PER_AUTHOR,
 };
-
-/// The store's clock as governor reads one, so the deploy throttle counts in
-/// the time the store keeps (which tests move with the store's).
-#[derive(Debug, Clone)]
-pub(crate) struct StoreClock(Store);
-
-impl governor::clock::Clock for StoreClock {
-    type Instant = governor::nanos::Nanos;
-
-    fn now(&self) -> Self::Instant {
-        let seconds = u64::try_from(self.0.timestamp()).unwrap_or(0);
-        seconds.saturating_mul(1_000_000_000).into()
-    }
-}
-
-/// Each author's deploys: [`MEMBER_DEPLOY_BURST`] at once, then one per
-/// [`MEMBER_DEPLOY_PERIOD`], in the sign-in throttles' keyed GCRA limiter.
-/// Only the author can spend their own budget, so it cannot be turned
-/// against anyone else. Process memory: each studio-core counts its own and
-/// a restart forgets; what bounds the core database is the byte budget and
-/// the caps in the store, and this bounds how fast anyone churns it.
-#[derive(Debug)]
-pub(crate) struct DeployThrottle(KeyedThrottle<String, StoreClock>);
-
-impl DeployThrottle {
-    pub(crate) fn new(store: &Store) -> DeployThrottle {
-        DeployThrottle(KeyedThrottle::new(
-            MEMBER_DEPLOY_BURST,
-            MEMBER_DEPLOY_PERIOD,
-            StoreClock(store.clone()),
-        ))
-    }
-
-    /// Takes one of `author`'s deploys, or refuses with how long to wait
-    /// (`APP_BUSY`, retryable, `details.retryAfterSeconds`).
-    fn admit(&self, author: &str) -> Result<(), AppError> {
-        self.0.check(&author.to_owned()).map_err(|wait| {
-            AppError::new(
-                ErrorCode::Busy,
-                format!(
-                    "you deployed {MEMBER_DEPLOY_BURST} times in a short while, the most one person \
-                     may: nothing was deployed; {}",
-                    try_again_in(wait)
-                ),
-            )
-            .with_details(json!({
-                "reason": "deploy-rate",
-                "retryAfterSeconds": retry_after_seconds(wait),
-            }))
-        })
-    }
-}
 
 fn denied() -> AppError {
     AppError::new(
@@ -236,24 +181,17 @@ fn refused(app_id: &str, refusal: MemberRefusal) -> AppError {
 /// The user id of a principal that may author member apps: a user's
 /// credential (never an API key) holding `apps:invoke` + `apps:author`, the
 /// user read again.
-pub(crate) async fn author(
-    core: &Arc<Core>,
-    principal: Option<&pb::Principal>,
-) -> Result<String, AppError> {
-    let principal = principal
-        .filter(|principal| !principal.user_id.is_empty())
-        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal"))?;
-    let scoped = principal.kind != "api-key"
-        && ["apps:invoke", "apps:author"]
-            .iter()
-            .all(|needed| principal.scopes.iter().any(|scope| scope == needed));
+pub(crate) async fn author(core: &Arc<Core>, actor: &Actor) -> Result<String, AppError> {
+    let scoped = !actor.is(PrincipalKind::ApiKey)
+        && actor.has(Scope::AppsInvoke)
+        && actor.has(Scope::AppsAuthor);
     if !scoped {
         return Err(AppError::new(
             ErrorCode::AccessDenied,
             "member apps need a user's credential with the apps:invoke and apps:author scopes",
         ));
     }
-    let (store, user) = (core.store.clone(), principal.user_id.clone());
+    let (store, user) = (core.store.clone(), actor.user_id.clone());
     match blocking(move || store.user(&user)).await? {
         Some(user) => Ok(user.id),
         None => Err(AppError::new(
@@ -301,15 +239,15 @@ pub(crate) async fn changeable(
     Ok(app)
 }
 
-/// Whether `principal` may author member apps and is the author of the live
+/// Whether `actor` may author member apps and is the author of the live
 /// member app `app_id` (`Ok(false)`: they are not); the author of one a
 /// moderator disabled is refused with why.
 pub(crate) async fn authored_by(
     core: &Arc<Core>,
-    principal: &pb::Principal,
+    actor: &Actor,
     app_id: &str,
 ) -> Result<bool, AppError> {
-    let Ok(user_id) = author(core, Some(principal)).await else {
+    let Ok(user_id) = author(core, actor).await else {
         return Ok(false);
     };
     match changeable(core, &user_id, app_id).await {
@@ -319,24 +257,8 @@ pub(crate) async fn authored_by(
     }
 }
 
-pub(crate) fn info(app: &MemberApp) -> pb::MemberAppInfo {
-    pb::MemberAppInfo {
-        id: app.id.clone(),
-        name: app.name.clone(),
-        author_id: app.author_id.clone(),
-        author_name: app.author_name.clone(),
-        revision: app.revision.clone(),
-        size: app.size,
-        created_at: app.created_at,
-        updated_at: app.updated_at,
-        disabled: app.disabled,
-        shares: app.shares.clone(),
-        resource_uri: resource_uri(&app.id, &app.revision),
-    }
-}
-
-fn diagnostic(file: &str, line: Option<u32>, code: &str, reason: &str) -> pb::Diagnostic {
-    pb::Diagnostic {
+fn diagnostic(file: &str, line: Option<u32>, code: &str, reason: &str) -> Diagnostic {
+    Diagnostic {
         file: file.to_owned(),
         line,
         code: code.to_owned(),
@@ -348,7 +270,7 @@ fn diagnostic(file: &str, line: Option<u32>, code: &str, reason: &str) -> pb::Di
 /// owner-scoped and read by its owners alone (no `managersReadAll`: the
 /// author holds `manage`, and would read every sharee's rows), so a shared
 /// app never shows one user's rows to another.
-fn tier_diagnostics(package: &Package) -> Vec<pb::Diagnostic> {
+fn tier_diagnostics(package: &Package) -> Vec<Diagnostic> {
     let Some(data) = &package.data else {
         return Vec::new();
     };
@@ -403,7 +325,7 @@ async fn mint_id(core: &Arc<Core>) -> Result<String, AppError> {
 pub(crate) fn member_files(
     app_id: &str,
     files: Vec<(String, Vec<u8>)>,
-) -> Result<Vec<(String, Vec<u8>)>, Vec<pb::Diagnostic>> {
+) -> Result<Vec<(String, Vec<u8>)>, Vec<Diagnostic>> {
     let refused = crate::source::check_package_files(&files);
     if !refused.is_empty() {
         return Err(refused
@@ -432,7 +354,7 @@ pub(crate) fn member_files(
 pub(crate) async fn validate(
     app_id: &str,
     files: &[(String, Vec<u8>)],
-) -> Result<(Result<Package, Vec<pb::Diagnostic>>, PackageSource), AppError> {
+) -> Result<(Result<Package, Vec<Diagnostic>>, PackageSource), AppError> {
     let mut source = PackageSource::default();
     for (path, bytes) in files {
         source.set(path, Some(bytes));
@@ -441,7 +363,7 @@ pub(crate) async fn validate(
     let validation = tokio::task::spawn_blocking(move || validate_source(&app, checked))
         .await
         .map_err(|_| AppError::from_code(ErrorCode::Internal))?;
-    let mut diagnostics: Vec<pb::Diagnostic> = validation
+    let mut diagnostics: Vec<Diagnostic> = validation
         .diagnostics
         .iter()
         .map(|problem| diagnostic(&problem.file, problem.line, &problem.code, &problem.reason))
@@ -467,7 +389,7 @@ pub(crate) async fn check(
     user_id: &str,
     app_id: &str,
     files: Vec<(String, Vec<u8>)>,
-) -> Result<pb::PackageStatus, AppError> {
+) -> Result<PackageStatus, AppError> {
     require_enabled(core).await?;
     let app_id = if app_id.is_empty() {
         mint_id(core).await?
@@ -486,11 +408,10 @@ pub(crate) async fn check(
 /// stored.
 pub(crate) async fn draft(
     core: &Arc<Core>,
-    principal: &pb::Principal,
     user_id: &str,
     app_id: &str,
     files: Vec<(String, Vec<u8>)>,
-) -> Result<(String, Arc<crate::drafts::Validated>), AppError> {
+) -> Result<(String, Arc<crate::state::draft_cache::Validated>), AppError> {
     require_enabled(core).await?;
     let app = changeable(core, user_id, app_id).await?;
     let files = member_files(&app.id, files).map_err(|diagnostics| {
@@ -499,17 +420,17 @@ pub(crate) async fn draft(
             &diagnostics,
         )
     })?;
-    crate::drafts::replace_member_draft(core, principal, &app.id, &app.revision, files).await
+    crate::drafts::replace_member_draft(core, user_id, &app.id, &app.revision, files).await
 }
 
-pub(crate) fn status(outcome: &Result<Package, Vec<pb::Diagnostic>>) -> pb::PackageStatus {
+pub(crate) fn status(outcome: &Result<Package, Vec<Diagnostic>>) -> PackageStatus {
     match outcome {
-        Ok(package) => pb::PackageStatus {
+        Ok(package) => PackageStatus {
             ok: true,
             revision: Some(package.resource.revision.clone()),
             diagnostics: Vec::new(),
         },
-        Err(diagnostics) => pb::PackageStatus {
+        Err(diagnostics) => PackageStatus {
             ok: false,
             revision: None,
             diagnostics: diagnostics.clone(),
@@ -519,7 +440,7 @@ pub(crate) fn status(outcome: &Result<Package, Vec<pb::Diagnostic>>) -> pb::Pack
 
 /// `APP_INPUT_INVALID` saying `what`, with how many problems, the first with
 /// its file and line, and every one in `details.diagnostics`.
-fn not_valid(what: &str, diagnostics: &[pb::Diagnostic]) -> AppError {
+fn not_valid(what: &str, diagnostics: &[Diagnostic]) -> AppError {
     let first = diagnostics
         .first()
         .map(|d| match d.line {
@@ -543,7 +464,7 @@ fn not_valid(what: &str, diagnostics: &[pb::Diagnostic]) -> AppError {
 /// is decoded by the source tools' one rule (`source::content_bytes`): base64
 /// only for binary assets, so a text file (app.js) always arrives, is shown
 /// to the person approving and is deployed as the same readable text.
-fn files_of(files: Vec<pb::MemberFile>) -> Result<Vec<(String, Vec<u8>)>, AppError> {
+fn files_of(files: Vec<MemberFile>) -> Result<Vec<(String, Vec<u8>)>, AppError> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::with_capacity(files.len());
     for file in files {
@@ -645,7 +566,7 @@ pub(crate) fn current_files(core: &Core, app_id: &str) -> BTreeMap<String, Vec<u
 /// Hands the stored member apps to the catalogue (at boot; afterwards each
 /// change hands over its own app).
 pub(crate) fn load_into_catalogue(
-    core_store: &crate::store::Store,
+    core_store: &studio_store::Store,
     catalogue: &crate::catalogue::Catalogue,
 ) {
     match core_store.member_sources() {
@@ -745,8 +666,8 @@ pub(crate) async fn deploy(
         )
     })?;
     if before.is_some() {
-        crate::history::check_migrations(core, app_id, &package, "deploying").await?;
-        crate::history::check_reads(core, app_id, &package, "deploying").await?;
+        crate::drift::check_migrations(core, app_id, &package, "deploying").await?;
+        crate::read_guard::check_reads(core, app_id, &package, "deploying").await?;
     }
     if !deploy.approved {
         let question = summary(app_id, &name, &package, before.as_ref(), &files);
@@ -804,7 +725,7 @@ pub(crate) async fn deploy(
         tracing::warn!(app_id, error = %error.message, "a deployed member app's draft was kept");
     }
     core.catalogue.set_member(app_id, Some(source));
-    crate::refresh_catalogue(core).await;
+    crate::registry::refresh_catalogue(core).await;
     let (store, app) = (core.store.clone(), app_id.to_owned());
     blocking(move || store.member_app(&app))
         .await?
@@ -831,7 +752,7 @@ pub(crate) async fn delete(
     user_id: &str,
     app_id: &str,
     approved: bool,
-) -> Result<pb::MemberDeleted, AppError> {
+) -> Result<(), AppError> {
     let may = match owned(core, user_id, app_id).await {
         Ok(_) => true,
         Err(error) if error.code == ErrorCode::AccessDenied => {
@@ -873,21 +794,13 @@ pub(crate) async fn delete(
         return Err(denied());
     }
     core.catalogue.set_member(app_id, None);
-    crate::refresh_catalogue(core).await;
-    let mut data = core.data.clone();
-    if let Err(status) = data
-        .remove_app_data(pb::RemoveAppDataRequest {
-            app_id: app_id.to_owned(),
-        })
-        .await
-    {
+    crate::registry::refresh_catalogue(core).await;
+    if let Err(error) = crate::data_worker::remove_app_data(&core.data, app_id).await {
         // The app is gone from every catalogue; its file stays for an operator.
-        tracing::warn!(app_id, error = %AppError::from_status(&status).message, "a deleted member app's data file was kept");
+        tracing::warn!(app_id, error = %error.message, "a deleted member app's data file was kept");
     }
     tracing::info!(app_id, "member app deleted");
-    Ok(pb::MemberDeleted {
-        app_id: app_id.to_owned(),
-    })
+    Ok(())
 }
 
 /// What a share says, the same whether or not an account holds the name:
@@ -914,7 +827,7 @@ pub(crate) fn share_outcome(app: &MemberApp, username: &str, remove: bool) -> St
 /// sharing it, once the person approved (App Studio's click, or their yes to
 /// the gateway's question): who uses an app is the person's choice, never a
 /// model's. The answer does not depend on whether an account holds the name
-/// (see `store::member_apps`); only the name's spelling is checked.
+/// (see `studio_store::member_apps`); only the name's spelling is checked.
 pub(crate) async fn share(
     core: &Arc<Core>,
     user_id: &str,
@@ -949,7 +862,7 @@ pub(crate) async fn share(
         return Err(needs_approval("sharing a member app", question));
     }
     let name = username.trim().to_lowercase();
-    if let Err(error) = crate::store::validate_username(&name) {
+    if let Err(error) = studio_store::validate_username(&name) {
         return Err(invalid(format!("that is not a user name: {error}"))
             .with_details(json!({"field": "username"})));
     }
@@ -996,56 +909,131 @@ fn update_of(app_id: String, expected_revision: String) -> Result<Option<Update>
     }
 }
 
-/// `CoreService.MemberApps`.
-pub(crate) async fn rpc(
+/// One file of a member tool call: the caller's own bytes, or with
+/// `encoding` `base64` the base64 text they sent (decoded by the source
+/// tools' one rule, [`files_of`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MemberFile {
+    pub(crate) path: String,
+    pub(crate) content: Vec<u8>,
+    /// `""` (content is the bytes) or `base64`.
+    pub(crate) encoding: String,
+}
+
+/// What one member tool call asks (`CoreService.MemberApps`). `approved`:
+/// the person said yes to the gateway's question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Operation {
+    List,
+    Read {
+        app_id: String,
+    },
+    Check {
+        app_id: String,
+        files: Vec<MemberFile>,
+    },
+    /// A new app (no `app_id`, no `expected_revision`), a new revision of
+    /// one of the caller's, or with `from_revision` a revert to it.
+    Deploy {
+        app_id: String,
+        expected_revision: String,
+        name: String,
+        files: Vec<MemberFile>,
+        from_revision: String,
+        approved: bool,
+    },
+    Draft {
+        app_id: String,
+        files: Vec<MemberFile>,
+    },
+    Delete {
+        app_id: String,
+        approved: bool,
+    },
+    Share {
+        app_id: String,
+        username: String,
+        remove: bool,
+        approved: bool,
+    },
+    Revisions {
+        app_id: String,
+    },
+}
+
+/// What one member tool call answers, with whether members may make apps
+/// now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Reply {
+    pub(crate) enabled: bool,
+    pub(crate) result: Answer,
+}
+
+/// The answer of one member tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Answer {
+    Apps(Vec<MemberApp>),
+    Source {
+        app: MemberApp,
+        files: BTreeMap<String, Vec<u8>>,
+    },
+    Status(PackageStatus),
+    App(MemberApp),
+    Drafted {
+        app_id: String,
+        preview_id: String,
+        status: PackageStatus,
+    },
+    Deleted {
+        app_id: String,
+    },
+    Revisions(Vec<Revision>),
+}
+
+/// One member tool call of `actor` (the gateway's member app tools); `None`
+/// (no operation named) is refused once the caller is known to author.
+pub(crate) async fn answer(
     core: &Arc<Core>,
-    request: pb::MemberAppsRequest,
-) -> Result<pb::MemberAppsReply, AppError> {
-    let user_id = author(core, request.principal.as_ref()).await?;
-    let request_principal = request.principal.clone();
+    actor: &Actor,
+    operation: Option<Operation>,
+) -> Result<Reply, AppError> {
+    let user_id = author(core, actor).await?;
     let store = core.store.clone();
     let enabled = blocking(move || store.member_apps_enabled()).await?;
-    let result = match request.operation {
-        Some(member_apps_request::Operation::List(_)) => {
+    let result = match operation {
+        Some(Operation::List) => {
             let (store, user) = (core.store.clone(), user_id.clone());
-            let apps = blocking(move || store.member_apps(Some(&user))).await?;
-            member_apps_reply::Result::Apps(pb::MemberAppList {
-                apps: apps.iter().map(info).collect(),
-            })
+            Answer::Apps(blocking(move || store.member_apps(Some(&user))).await?)
         }
-        Some(member_apps_request::Operation::Read(read)) => {
-            let app = owned(core, &user_id, &read.app_id).await?;
-            let files = current_files(core, &app.id)
-                .into_iter()
-                .map(|(path, content)| pb::MemberFile {
-                    path,
-                    content,
-                    encoding: String::new(),
-                })
-                .collect();
-            member_apps_reply::Result::Source(pb::MemberSource {
-                app: Some(info(&app)),
-                files,
-            })
+        Some(Operation::Read { app_id }) => {
+            let app = owned(core, &user_id, &app_id).await?;
+            let files = current_files(core, &app.id);
+            Answer::Source { app, files }
         }
-        Some(member_apps_request::Operation::Check(request)) => {
-            let files = files_of(request.files)?;
-            member_apps_reply::Result::Status(check(core, &user_id, &request.app_id, files).await?)
+        Some(Operation::Check { app_id, files }) => {
+            let files = files_of(files)?;
+            Answer::Status(check(core, &user_id, &app_id, files).await?)
         }
-        Some(member_apps_request::Operation::Deploy(request)) => {
-            let approved = request.approval == pb::DraftApproval::Elicitation as i32;
-            let reverting = !request.from_revision.is_empty();
+        Some(Operation::Deploy {
+            app_id,
+            expected_revision,
+            name,
+            files,
+            from_revision,
+            approved,
+        }) => {
+            let reverting = !from_revision.is_empty();
             let files = if reverting {
-                revision_files(core, &user_id, &request.app_id, &request.from_revision).await?
+                revision_files(core, &user_id, &app_id, &from_revision).await?
             } else {
-                files_of(request.files)?
+                files_of(files)?
             };
             let app = self::deploy(
                 core,
                 &user_id,
                 Deploy {
-                    update: update_of(request.app_id, request.expected_revision)?,
-                    name: request.name,
+                    update: update_of(app_id, expected_revision)?,
+                    name,
                     files,
                     approved,
                     surface: RevisionSurface::Mcp,
@@ -1057,55 +1045,41 @@ pub(crate) async fn rpc(
                 },
             )
             .await?;
-            member_apps_reply::Result::App(info(&app))
+            Answer::App(app)
         }
-        Some(member_apps_request::Operation::Draft(request)) => {
-            let principal = request_principal.clone().unwrap_or_default();
-            let files = files_of(request.files)?;
-            let (preview_id, validated) =
-                draft(core, &principal, &user_id, &request.app_id, files).await?;
-            member_apps_reply::Result::Drafted(pb::MemberDrafted {
-                app_id: request.app_id,
+        Some(Operation::Draft { app_id, files }) => {
+            let files = files_of(files)?;
+            let (preview_id, validated) = draft(core, &user_id, &app_id, files).await?;
+            Answer::Drafted {
+                app_id,
                 preview_id,
-                status: Some(pb::PackageStatus {
+                status: PackageStatus {
                     ok: validated.package.is_some(),
                     revision: validated
                         .package
                         .as_ref()
                         .map(|package| package.resource.revision.clone()),
                     diagnostics: validated.diagnostics.clone(),
-                }),
-            })
+                },
+            }
         }
-        Some(member_apps_request::Operation::Delete(request)) => {
-            let approved = request.approval == pb::DraftApproval::Elicitation as i32;
-            member_apps_reply::Result::Deleted(
-                delete(core, &user_id, &request.app_id, approved).await?,
-            )
+        Some(Operation::Delete { app_id, approved }) => {
+            delete(core, &user_id, &app_id, approved).await?;
+            Answer::Deleted { app_id }
         }
-        Some(member_apps_request::Operation::Share(request)) => {
-            let approved = request.approval == pb::DraftApproval::Elicitation as i32;
-            let app = share(
-                core,
-                &user_id,
-                &request.app_id,
-                &request.username,
-                request.remove,
-                approved,
-            )
-            .await?;
-            member_apps_reply::Result::App(info(&app))
-        }
-        Some(member_apps_request::Operation::Revisions(request)) => {
-            let app = owned(core, &user_id, &request.app_id).await?;
-            member_apps_reply::Result::Revisions(crate::history::list(core, &app.id).await?)
+        Some(Operation::Share {
+            app_id,
+            username,
+            remove,
+            approved,
+        }) => Answer::App(share(core, &user_id, &app_id, &username, remove, approved).await?),
+        Some(Operation::Revisions { app_id }) => {
+            let app = owned(core, &user_id, &app_id).await?;
+            Answer::Revisions(crate::history::list(core, &app.id).await?)
         }
         None => return Err(invalid("no member app operation was given")),
     };
-    Ok(pb::MemberAppsReply {
-        enabled,
-        result: Some(result),
-    })
+    Ok(Reply { enabled, result })
 }
 
 /// The files of the caller's app at an earlier `revision` (a revert).
@@ -1184,7 +1158,7 @@ pub(crate) async fn set_disabled(
             format!("there is no member app {app_id}"),
         )
     })?;
-    crate::refresh_catalogue(core).await;
+    crate::registry::refresh_catalogue(core).await;
     Ok(app)
 }
 
@@ -1220,7 +1194,7 @@ pub(crate) async fn promote(core: &Arc<Core>, user_id: &str, app_id: &str) -> Re
     let (store, app, actor) = (core.store.clone(), app_id.to_owned(), user_id.to_owned());
     blocking(move || store.promote_member_app(&app, &actor)).await?;
     core.catalogue.set_member(app_id, None);
-    crate::refresh_catalogue(core).await;
+    crate::registry::refresh_catalogue(core).await;
     tracing::info!(app_id, "member app promoted into the catalogue");
     Ok(())
 }

@@ -21,10 +21,12 @@
 
 use std::collections::HashMap;
 
-use crate::oauth_rules::{parse_params, redirect_matches, redirect_uri_problem, registration};
 use crate::source::check_path;
-use crate::uploads::names::{display_name, is_document_name, safe_stem, split_extension};
 use sasha_package::manifest::is_kebab_id;
+use studio_identity::oauth_rules::{
+    parse_params, redirect_matches, redirect_uri_problem, registration,
+};
+use studio_uploads::names::{display_name, is_document_name, safe_stem, split_extension};
 
 fn loopback_ip_http(url: &url::Url) -> bool {
     url.scheme() == "http"

@@ -1,5 +1,5 @@
-//! Writing whole package folders safely, for creating, reverting and
-//! deleting apps: a staging folder beside `apps/` emptied of leftovers, a
+//! Writing whole package folders safely, for creating, reverting,
+//! publishing and deleting apps: a staging folder beside `apps/` emptied of leftovers, a
 //! tree written with every file and folder fsynced, and renames that never
 //! replace (or atomically exchange) what is there.
 //!
@@ -8,6 +8,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+/// The folder below `DOCS_ROOT` where a package replacing a live one (a
+/// revert, a draft's publication) is assembled before the swap (a sibling
+/// of the apps folder, never listed).
+pub(crate) const SWAP_STAGING_DIR: &str = ".app-revert-staging";
+
+/// Serialises swaps in this process (one staging folder).
+static SWAP_STAGING: Mutex<()> = Mutex::new(());
 
 /// Creates the staging folder or empties it of the leftovers of an
 /// interrupted `what` (the caller serialises its staging); a symlink there
@@ -91,6 +100,59 @@ pub(crate) fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
             Err(error) if error.kind() == io::ErrorKind::NotFound => std::fs::rename(from, to),
             Err(error) => Err(error),
         },
+        Err(errno) => Err(io::Error::from(errno)),
+    }
+}
+
+/// Replaces the package folder `apps_dir/<id>` by one holding exactly
+/// `files`: written and fsynced into a fresh slot of `staging`, then swapped
+/// in with one `RENAME_EXCHANGE` (a folder that is gone is renamed into
+/// place without replacing anything); the old folder, now in the slot, is
+/// removed. Leftover slots of an interrupted revert are removed first.
+pub(crate) fn swap_package(
+    apps_dir: &Path,
+    staging: &Path,
+    id: &str,
+    files: &BTreeMap<String, Vec<u8>>,
+) -> io::Result<()> {
+    let _serial = SWAP_STAGING.lock().unwrap_or_else(PoisonError::into_inner);
+    prepare_staging(staging, "revert")?;
+    let slot = staging.join(format!("{id}-{:016x}", rand::random::<u64>()));
+    std::fs::create_dir(&slot)?;
+    let staged = slot.join(id);
+    let dest = apps_dir.join(id);
+    let outcome = write_tree(&staged, files).and_then(|()| exchange(&staged, &dest));
+    if outcome.is_ok() {
+        let _ = sync_dir(apps_dir);
+    }
+    let _ = std::fs::remove_dir_all(&slot);
+    outcome
+}
+
+/// Swaps `staged` and `dest` atomically (`RENAME_EXCHANGE`); when `dest` is
+/// gone, renames `staged` there without replacing anything. A file system
+/// without the exchange gets two renames (the package is briefly absent,
+/// never half written).
+fn exchange(staged: &Path, dest: &Path) -> io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    use rustix::io::Errno;
+    match renameat_with(CWD, staged, CWD, dest, RenameFlags::EXCHANGE) {
+        Ok(()) => Ok(()),
+        Err(Errno::NOENT) if std::fs::symlink_metadata(dest).is_err() => {
+            match renameat_with(CWD, staged, CWD, dest, RenameFlags::NOREPLACE) {
+                Ok(()) => Ok(()),
+                Err(errno) => Err(io::Error::from(errno)),
+            }
+        }
+        Err(Errno::INVAL | Errno::NOSYS) => {
+            let aside = staged.with_extension("old");
+            std::fs::rename(dest, &aside)?;
+            std::fs::rename(staged, dest).inspect_err(|_| {
+                let _ = std::fs::rename(&aside, dest);
+            })?;
+            // The old folder leaves with the slot.
+            std::fs::rename(&aside, staged)
+        }
         Err(errno) => Err(io::Error::from(errno)),
     }
 }

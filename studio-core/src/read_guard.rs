@@ -21,13 +21,14 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use sasha_contract::data::{DataContract, ReadPolicy, Widening, widened_reads};
-use sasha_proto::pb::TablesWithRowsRequest;
+use sasha_package::validate::Package;
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 
-use crate::Core;
-use crate::api::blocking;
 use crate::catalogue::AppEntry;
+use crate::data_worker;
+use crate::state::Core;
+use studio_store::blocking;
 
 /// What rows of one app a change could expose, loaded once before the
 /// change (the source tools vet under the app's lock with it).
@@ -99,15 +100,9 @@ impl ReadGuard {
                 ..ReadGuard::default()
             });
         }
-        let mut client = core.data.clone();
-        let reply = client
-            .tables_with_rows(TablesWithRowsRequest {
-                app_id: app_id.to_owned(),
-                tables: asked.into_iter().collect(),
-            })
+        let with_rows = data_worker::tables_with_rows(&core.data, app_id, asked)
             .await
-            .map_err(|status| {
-                let error = AppError::from_status(&status);
+            .map_err(|error| {
                 AppError::new(
                     ErrorCode::NotReady,
                     "cannot check which tables hold rows right now; try again",
@@ -116,7 +111,7 @@ impl ReadGuard {
             })?;
         Ok(ReadGuard {
             registered,
-            with_rows: reply.into_inner().tables.into_iter().collect(),
+            with_rows,
             member,
         })
     }
@@ -163,6 +158,19 @@ impl ReadGuard {
         )
         .with_details(json!({"diagnostics": diagnostics(&widened)})))
     }
+}
+
+/// Refuses a revert (or a member app's redeploy) that would widen who reads
+/// a table holding rows: the one read guard ([`ReadGuard`]).
+pub(crate) async fn check_reads(
+    core: &Arc<Core>,
+    app_id: &str,
+    old: &Package,
+    doing: &str,
+) -> Result<(), AppError> {
+    ReadGuard::load_for(core, app_id, old.data.as_ref())
+        .await?
+        .check(old.data.as_ref(), doing)
 }
 
 /// The diagnostics of `widened`, one per change, against `APP.md` (where the

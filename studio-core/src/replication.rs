@@ -9,7 +9,7 @@
 //! a `CoreService` call other than the reads the gateway makes on every
 //! request) is admitted first (async mode pauses writes past the lag
 //! bound), and when the store committed anything while it ran
-//! ([`crate::store::Store::commits`]), its successful answer waits for one
+//! ([`studio_store::Store::commits`]), its successful answer waits for one
 //! sync-and-wait; if object storage does not confirm, the caller gets the
 //! retryable `APP_DATABASE_UNAVAILABLE` instead. Reads, and the bookkeeping
 //! a read does (a token's last use), are never held back, so sign-ins of
@@ -17,7 +17,7 @@
 //!
 //! The documents users upload (`UPLOADS_ROOT`) are files, not rows: each is
 //! mirrored to object storage when it is stored, before the upload is
-//! answered in sync mode ([`CoreReplication::mirror_uploads`]), and those a
+//! answered in sync mode (studio-assistant mirrors them), and those a
 //! lost volume took are brought back at boot ([`restore_missing_uploads`]).
 //!
 //! What it must never do: turn a refusal into a replication error (only a
@@ -36,8 +36,8 @@ use sasha_replica::{Database, Replicator};
 use tonic::codegen::{BoxFuture, Context, Poll, Service};
 use tonic::server::NamedService;
 
-use crate::Core;
-use crate::store::Store;
+use crate::state::Core;
+use studio_store::Store;
 
 /// The core database's replication.
 #[derive(Clone, Debug)]
@@ -82,39 +82,6 @@ impl CoreReplication {
             .committed(&Database::Core, &self.path)
             .await
             .map_err(|error| error.to_app_error())
-    }
-}
-
-impl CoreReplication {
-    /// Mirrors the documents `names` just stored in `user_id`'s upload area
-    /// (read back from `uploads`): in sync mode the upload is answered only
-    /// once they are in object storage, else it is the retryable
-    /// `APP_DATABASE_UNAVAILABLE` (the documents stay stored here).
-    pub(crate) async fn mirror_uploads(
-        &self,
-        uploads: &Arc<crate::uploads::UploadArea>,
-        user_id: &str,
-        names: &[String],
-    ) -> Result<(), AppError> {
-        for name in names {
-            let Some(path) = sasha_replica::files::upload_path(user_id, name) else {
-                // The area's own names are plain segments; nothing else is
-                // stored.
-                continue;
-            };
-            let (area, user, document) = (uploads.clone(), user_id.to_owned(), name.clone());
-            let text = tokio::task::spawn_blocking(move || area.read(&user, &document))
-                .await
-                .map_err(|_| AppError::from_code(sasha_proto::ErrorCode::Internal))??;
-            let Some(text) = text else {
-                continue;
-            };
-            self.replicator
-                .mirror(path, text.into_bytes())
-                .await
-                .map_err(|error| error.to_app_error())?;
-        }
-        Ok(())
     }
 }
 
@@ -294,43 +261,6 @@ impl Core {
         }
         (!roles.is_empty()).then_some(serde_json::Value::Object(roles))
     }
-}
-
-/// `GET /api/admin/replication`: every role's replication, for admins (the
-/// Users page shows it); `{"enabled": false}` when replication is off.
-#[utoipa::path(get, path = "/api/admin/replication", responses(
-    (status = 200, description = "`{enabled, roles: {<role>: {mode, ok, databasesTotal, databases: [{database, generation, txid, replicatedTxid, lastReplicatedAt, lagSeconds, error}]}}}`", body = Object),
-    (status = 401, description = "anonymous", body = crate::api::ErrorEnvelope),
-    (status = 404, description = "not an admin (the hidden answer)", body = crate::api::ErrorEnvelope)))]
-pub(crate) async fn replication_page(
-    State(core): State<Arc<Core>>,
-    headers: http::HeaderMap,
-) -> Response {
-    let principal = match crate::api::session_user(&core, &headers).await {
-        Ok(principal) => principal,
-        Err(response) => return response,
-    };
-    if principal.user.role != crate::store::UserRole::Admin {
-        return crate::api::hidden_not_found().into_response();
-    }
-    let body = match core.replication_json().await {
-        Some(roles) => serde_json::json!({"enabled": true, "roles": roles}),
-        None => serde_json::json!({"enabled": false}),
-    };
-    let mut response = axum::Json(body).into_response();
-    response.headers_mut().insert(
-        http::header::CACHE_CONTROL,
-        http::HeaderValue::from_static("no-store"),
-    );
-    response
-}
-
-/// The replication routes.
-pub(crate) fn routes() -> axum::Router<Arc<Core>> {
-    axum::Router::new().route(
-        "/api/admin/replication",
-        axum::routing::get(replication_page),
-    )
 }
 
 #[cfg(test)]

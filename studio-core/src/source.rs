@@ -47,6 +47,7 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, ResolveFlags, Stat};
 use rustix::io::Errno;
 use sasha_proto::{AppError, ErrorCode};
+use sasha_service::files::{CREATE_FLAGS, FOLDER_FLAGS, READ_FLAGS};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 use unicode_normalization::UnicodeNormalization as _;
@@ -82,25 +83,6 @@ const MANIFEST: &str = "APP.md";
 /// Prefix of the temporary file a write renames into place; hidden, so a
 /// leftover one is never listed.
 const TEMP_PREFIX: &str = ".sasha-tmp-";
-
-/// Flags of every folder open: a folder, read-only, never a link.
-pub(crate) const FOLDER_FLAGS: OFlags = OFlags::DIRECTORY
-    .union(OFlags::NOFOLLOW)
-    .union(OFlags::RDONLY)
-    .union(OFlags::CLOEXEC);
-/// Flags of every file read: never a link, never blocking on a FIFO, never
-/// becoming a controlling terminal.
-pub(crate) const READ_FLAGS: OFlags = OFlags::RDONLY
-    .union(OFlags::NOFOLLOW)
-    .union(OFlags::NONBLOCK)
-    .union(OFlags::NOCTTY)
-    .union(OFlags::CLOEXEC);
-/// Flags of the temporary file of a write: a new file, never a link.
-pub(crate) const CREATE_FLAGS: OFlags = OFlags::CREATE
-    .union(OFlags::EXCL)
-    .union(OFlags::WRONLY)
-    .union(OFlags::NOFOLLOW)
-    .union(OFlags::CLOEXEC);
 
 /// A last check of a change, run under the app's lock just before it is
 /// applied, with the package path and the file's new bytes (`None`: deleted;
@@ -219,7 +201,7 @@ pub fn content_bytes(
                     ),
                 ));
             }
-            let bytes = base64_bytes(&encoded).ok_or_else(|| {
+            let bytes = sasha_package::source::base64_bytes(&encoded).ok_or_else(|| {
                 refuse(
                     "BASE64_INVALID",
                     format!(
@@ -238,24 +220,6 @@ pub fn content_bytes(
             Ok(bytes)
         }
     }
-}
-
-/// The bytes of base64 `content` as the tools take it: the standard
-/// alphabet, ASCII whitespace between the characters ignored, padding
-/// optional. `None` when it is not base64.
-pub fn base64_bytes(content: &str) -> Option<Vec<u8>> {
-    use base64::Engine as _;
-    let encoded: String = content
-        .chars()
-        .filter(|c| !c.is_ascii_whitespace())
-        .collect();
-    base64::engine::GeneralPurpose::new(
-        &base64::alphabet::STANDARD,
-        base64::engine::GeneralPurposeConfig::new()
-            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
-    )
-    .decode(encoded.as_bytes())
-    .ok()
 }
 
 fn binary_extensions() -> String {

@@ -14,19 +14,24 @@
 //! against the live database (data-worker's `MigrationDrift`). Every change is
 //! audited as `app-source.changed` with content hashes only, and the valid
 //! revision it makes enters the revision ledger as the user's (`mcp`, see
-//! `crate::revisions`). File work itself is [`crate::source::SourceTree`]'s.
+//! `crate::ledger`). File work itself is [`crate::source::SourceTree`]'s.
 
 use std::sync::Arc;
 
-use sasha_proto::pb::{self, MigrationDriftRequest};
 use sasha_proto::{AppError, ErrorCode};
 use serde::Deserialize;
+use studio_identity::actor::Actor;
+use studio_store::blocking;
+use studio_store::{RevisionOrigin, RevisionSurface};
 
-use crate::Core;
-use crate::api::blocking;
-use crate::catalogue::AppEntry;
+use crate::access::authorize_manager;
+use crate::drafts::DraftInfo;
 use crate::read_guard::ReadGuard;
-use crate::store::{AppAccess, RevisionOrigin, RevisionSurface};
+use crate::source::FileEntry;
+use crate::state::Core;
+use crate::status::{PackageStatus, status};
+
+mod draft;
 
 /// The arguments of the six tools; unknown keys are refused.
 #[derive(Debug, Deserialize)]
@@ -58,13 +63,6 @@ fn invalid(message: impl Into<String>) -> AppError {
     AppError::new(ErrorCode::InputInvalid, message)
 }
 
-fn denied() -> AppError {
-    AppError::new(
-        ErrorCode::AccessDenied,
-        "you do not manage this app (or it does not exist); ask an admin for manage access",
-    )
-}
-
 fn required(value: Option<String>, name: &str) -> Result<String, AppError> {
     value.ok_or_else(|| invalid(format!("{name} is required")))
 }
@@ -88,18 +86,50 @@ fn only(arguments: &Arguments, allowed: &[&str]) -> Result<(), AppError> {
     }
 }
 
-/// Runs one source tool for `principal`; the answer is what the gateway turns
+/// What one source tool answers; with `draft`, the draft it read or changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SourceReply {
+    /// `listAppFiles`.
+    List {
+        status: PackageStatus,
+        files: Vec<FileEntry>,
+        draft: Option<DraftInfo>,
+    },
+    /// `readAppFile`: the content (base64 for a binary asset, see
+    /// `encoding`), the file's size and its version.
+    Read {
+        path: String,
+        content: String,
+        bytes: u64,
+        version: String,
+        encoding: Option<String>,
+        draft: Option<DraftInfo>,
+    },
+    /// `checkApp`.
+    Check {
+        status: PackageStatus,
+        draft: Option<DraftInfo>,
+    },
+    /// `writeAppFile`, `editAppFile`, `deleteAppFile`: the version after
+    /// (absent when deleted) and before (absent when created).
+    Change {
+        status: PackageStatus,
+        path: String,
+        version: Option<String>,
+        previous_version: Option<String>,
+        draft: Option<DraftInfo>,
+    },
+}
+
+/// Runs one source tool for `actor`; the answer is what the gateway turns
 /// into the tool's `structuredContent`.
 pub(crate) async fn run(
     core: &Arc<Core>,
-    principal: Option<&pb::Principal>,
+    actor: &Actor,
     operation: &str,
     app_id: &str,
     arguments_json: &str,
-) -> Result<pb::SourceFilesReply, AppError> {
-    let principal = principal
-        .filter(|principal| !principal.user_id.is_empty())
-        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal"))?;
+) -> Result<SourceReply, AppError> {
     if arguments_json.len() > 2 * 1024 * 1024 {
         return Err(AppError::new(
             ErrorCode::ResourceLimit,
@@ -120,10 +150,9 @@ pub(crate) async fn run(
         _ => return Err(invalid("unknown source operation")),
     };
     only(&arguments, allowed)?;
-    authorize_manager(core, principal, app_id).await?;
+    authorize_manager(core, actor, app_id).await?;
     if arguments.draft == Some(true) {
-        return crate::drafts::source_operation(core, principal, operation, app_id, &arguments)
-            .await;
+        return draft::source_operation(core, actor, operation, app_id, &arguments).await;
     }
     let tree = core.source.clone();
     let app = app_id.to_owned();
@@ -141,20 +170,10 @@ pub(crate) async fn run(
                 .await
                 .map_err(|_| AppError::from_code(ErrorCode::Internal))??;
             let status = status(core, app_id).await;
-            return Ok(pb::SourceFilesReply {
-                app: app_id.to_owned(),
-                status: Some(status),
-                files: files
-                    .into_iter()
-                    .map(|file| pb::SourceFileEntry {
-                        path: file.path,
-                        bytes: file.bytes,
-                        version: file.version,
-                        editable: file.editable,
-                    })
-                    .collect(),
-                kind: pb::SourceReplyKind::List as i32,
-                ..pb::SourceFilesReply::default()
+            return Ok(SourceReply::List {
+                status,
+                files,
+                draft: None,
             });
         }
         "readAppFile" => {
@@ -162,24 +181,20 @@ pub(crate) async fn run(
             let file = tokio::task::spawn_blocking(move || tree.read(&app, &path))
                 .await
                 .map_err(|_| AppError::from_code(ErrorCode::Internal))??;
-            return Ok(pb::SourceFilesReply {
-                app: app_id.to_owned(),
+            return Ok(SourceReply::Read {
                 path: file.path,
-                content: Some(file.content),
+                content: file.content,
                 bytes: file.bytes,
-                version: Some(file.version),
+                version: file.version,
                 encoding: file.encoding.map(str::to_owned),
-                kind: pb::SourceReplyKind::Read as i32,
-                ..pb::SourceFilesReply::default()
+                draft: None,
             });
         }
         "checkApp" => {
             let status = status(core, app_id).await;
-            return Ok(pb::SourceFilesReply {
-                app: app_id.to_owned(),
-                status: Some(status),
-                kind: pb::SourceReplyKind::Check as i32,
-                ..pb::SourceFilesReply::default()
+            return Ok(SourceReply::Check {
+                status,
+                draft: None,
             });
         }
         "writeAppFile" => {
@@ -216,7 +231,7 @@ pub(crate) async fn run(
     let (store, app, user, audited) = (
         core.store.clone(),
         app_id.to_owned(),
-        principal.user_id.clone(),
+        actor.user_id.clone(),
         change.clone(),
     );
     blocking(move || {
@@ -232,21 +247,15 @@ pub(crate) async fn run(
     let status = status(core, app_id).await;
     // The revision this change made, if valid, enters the ledger as the user's.
     let summary = format!("{operation} {}", change.path);
-    let origin = RevisionOrigin::authored(
-        RevisionSurface::Mcp,
-        &principal.user_id,
-        summary,
-        changed_at,
-    );
-    crate::revisions::record_authored(core, app_id, origin).await;
-    Ok(pb::SourceFilesReply {
-        app: app_id.to_owned(),
-        status: Some(status),
+    let origin =
+        RevisionOrigin::authored(RevisionSurface::Mcp, &actor.user_id, summary, changed_at);
+    crate::ledger::record_authored(core, app_id, origin).await;
+    Ok(SourceReply::Change {
+        status,
         path: change.path,
         version: change.after,
         previous_version: change.before,
-        kind: pb::SourceReplyKind::Change as i32,
-        ..pb::SourceFilesReply::default()
+        draft: None,
     })
 }
 
@@ -272,180 +281,4 @@ fn vet(
         return Ok(());
     };
     guard.check(package.data.as_ref(), "this source change")
-}
-
-/// One problem as the wire carries it.
-fn diagnostic(file: &str, code: &str, reason: &str) -> pb::Diagnostic {
-    pb::Diagnostic {
-        file: file.to_owned(),
-        line: None,
-        code: code.to_owned(),
-        reason: reason.to_owned(),
-    }
-}
-
-/// What an applied migration that no longer matches the contract means for
-/// the package's author.
-fn drift_reason(drift: &pb::Drift) -> &'static str {
-    if drift.kind == pb::DriftKind::NotInContract as i32 {
-        "an applied migration is no longer in the package; restore it"
-    } else {
-        "an applied migration was edited; restore its applied content and add a new migration instead"
-    }
-}
-
-/// The package's status as the live catalogue sees it now, with migration drift
-/// against the live database for a data app that validates.
-/// The source tools' access rule, which the history tools share: a user
-/// credential (not an API key) holding `apps:invoke` + `apps:write`, whose
-/// user, read again, is admin or staff and manages the app. A withdrawn app
-/// is refused as withdrawn rather than as "no access".
-pub(crate) async fn authorize_manager(
-    core: &Arc<Core>,
-    principal: &pb::Principal,
-    app_id: &str,
-) -> Result<(), AppError> {
-    let scoped = principal.kind != "api-key"
-        && ["apps:invoke", "apps:write"]
-            .iter()
-            .all(|needed| principal.scopes.iter().any(|scope| scope == needed))
-        && matches!(principal.role.as_str(), "admin" | "staff");
-    if !scoped {
-        return Err(denied());
-    }
-    let (store, app, user) = (
-        core.store.clone(),
-        app_id.to_owned(),
-        principal.user_id.clone(),
-    );
-    let held = blocking(move || {
-        // The role is read again: a demoted user loses the tools at once.
-        let privileged = store
-            .user(&user)?
-            .is_some_and(|user| user.role.is_privileged());
-        Ok(privileged
-            .then(|| store.access(&app, &user))
-            .transpose()?
-            .flatten())
-    })
-    .await?;
-    if held != Some(AppAccess::Manage) {
-        crate::lifecycle::refuse_if_withdrawn(core, app_id).await?;
-        return Err(denied());
-    }
-    Ok(())
-}
-
-pub(crate) async fn status(core: &Arc<Core>, app_id: &str) -> pb::PackageStatus {
-    // Refreshed (and newly valid packages registered) now, so a change is live
-    // before its answer is sent.
-    let snapshot = crate::refresh_catalogue(core).await;
-    let package = match snapshot.apps.get(app_id) {
-        Some(AppEntry::Valid(package)) => package.clone(),
-        Some(AppEntry::Invalid(diagnostics)) => {
-            return pb::PackageStatus {
-                ok: false,
-                revision: None,
-                diagnostics: diagnostics
-                    .iter()
-                    .map(|problem| pb::Diagnostic {
-                        file: problem.file.clone(),
-                        line: problem.line,
-                        code: problem.code.clone(),
-                        reason: problem.reason.clone(),
-                    })
-                    .collect(),
-            };
-        }
-        None => {
-            return pb::PackageStatus {
-                ok: false,
-                revision: None,
-                diagnostics: vec![diagnostic(
-                    "APP.md",
-                    "APP_NOT_FOUND",
-                    "the package folder is missing",
-                )],
-            };
-        }
-    };
-    let mut diagnostics = Vec::new();
-    if let Some(data) = &package.data {
-        let mut client = core.data.clone();
-        let answer = client
-            .migration_drift(MigrationDriftRequest {
-                app_id: app_id.to_owned(),
-                contract_hash: data.hash.clone(),
-                contract: Some(pb::DataContract::from(data)),
-            })
-            .await;
-        match answer {
-            Ok(reply) => {
-                for drift in &reply.get_ref().drift {
-                    diagnostics.push(diagnostic(
-                        &drift.file,
-                        "APP_MIGRATION_DRIFT",
-                        drift_reason(drift),
-                    ));
-                }
-            }
-            Err(status) => {
-                let error = AppError::from_status(&status);
-                // data-worker's read guard names each table it refused
-                // (`DATA_READ_WIDENED`, `DATA_OWNER_CHANGED`) and its file.
-                let named: Vec<pb::Diagnostic> = error
-                    .details
-                    .as_ref()
-                    .and_then(|details| details["diagnostics"].as_array())
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|found| {
-                        Some(diagnostic(
-                            found["file"].as_str()?,
-                            found["code"].as_str()?,
-                            found["reason"].as_str()?,
-                        ))
-                    })
-                    .collect();
-                if named.is_empty() {
-                    diagnostics.push(diagnostic(
-                        "migrations",
-                        error.code.as_str(),
-                        &error.message,
-                    ));
-                } else {
-                    diagnostics.extend(named);
-                }
-            }
-        }
-    }
-    pb::PackageStatus {
-        ok: diagnostics.is_empty(),
-        revision: Some(package.resource.revision.clone()),
-        diagnostics,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn drift_keeps_its_diagnostic_text() {
-        let drift = |kind: pb::DriftKind| pb::Drift {
-            number: 1,
-            file: "migrations/001-init.sql".into(),
-            kind: kind as i32,
-            applied_checksum: "a".repeat(64),
-            contract_checksum: None,
-        };
-        assert_eq!(
-            drift_reason(&drift(pb::DriftKind::NotInContract)),
-            "an applied migration is no longer in the package; restore it"
-        );
-        assert_eq!(
-            drift_reason(&drift(pb::DriftKind::ChecksumChanged)),
-            "an applied migration was edited; restore its applied content and add a new migration instead"
-        );
-    }
 }

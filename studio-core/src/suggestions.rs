@@ -32,7 +32,7 @@ use sasha_package::manifest::is_kebab_id;
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Map, Value};
 
-use crate::store::{Suggestion, SuggestionKind, SuggestionMetadata, SuggestionSeverity};
+use studio_store::{Suggestion, SuggestionKind, SuggestionMetadata, SuggestionSeverity};
 
 /// The suggestion's JSON has at most this many bytes (8 KiB).
 pub(crate) const MAX_SUGGESTION_JSON_BYTES: usize = 8 * 1024;

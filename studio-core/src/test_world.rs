@@ -11,9 +11,9 @@ use sasha_service::Role;
 use sasha_service::config::{Origin, Origins};
 use sasha_service::identity::{DevPki, Identity};
 
-use crate::Core;
 use crate::catalogue::Catalogue;
-use crate::store::{Store, User, UserRole};
+use crate::state::Core;
+use studio_store::{Store, User, UserRole};
 
 pub(crate) const PASSWORD: &str = "correct horse battery";
 pub(crate) const STUDIO: &str = "http://localhost:3007";
@@ -31,21 +31,27 @@ pub(crate) struct World {
     pub(crate) member: User,
 }
 
+/// The actor a `CoreService` request with `principal` acts for, as the
+/// gRPC layer converts it.
+pub(crate) fn actor_of(principal: &pb::Principal) -> studio_identity::actor::Actor {
+    crate::grpc::convert::actor(Some(principal)).expect("a principal with a user")
+}
+
 impl World {
     pub(crate) fn new() -> World {
-        World::with_chat(crate::chat::ChatService::new(None))
+        World::with_chat(studio_assistant::provider::ChatService::new(None))
     }
 
     /// A world whose chat (and assistant) provider is `chat`.
-    pub(crate) fn with_chat(chat: crate::chat::ChatService) -> World {
+    pub(crate) fn with_chat(chat: studio_assistant::provider::ChatService) -> World {
         World::build(chat, crate::member_apps::MEMBER_CAPS, "https://127.0.0.1:9")
     }
 
     /// A world whose member tier has the caps `caps` (a test of a bound too
     /// large to reach in process).
-    pub(crate) fn with_member_caps(caps: crate::store::MemberCaps) -> World {
+    pub(crate) fn with_member_caps(caps: studio_store::MemberCaps) -> World {
         World::build(
-            crate::chat::ChatService::new(None),
+            studio_assistant::provider::ChatService::new(None),
             caps,
             "https://127.0.0.1:9",
         )
@@ -57,7 +63,7 @@ impl World {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("https://{}", listener.local_addr().unwrap());
         let world = World::build(
-            crate::chat::ChatService::new(None),
+            studio_assistant::provider::ChatService::new(None),
             crate::member_apps::MEMBER_CAPS,
             &url,
         );
@@ -66,8 +72,8 @@ impl World {
     }
 
     fn build(
-        chat: crate::chat::ChatService,
-        member_caps: crate::store::MemberCaps,
+        chat: studio_assistant::provider::ChatService,
+        member_caps: studio_store::MemberCaps,
         data_url: &str,
     ) -> World {
         let dir = tempfile::tempdir().unwrap();
@@ -77,7 +83,7 @@ impl World {
         let identity = Identity::load(&pki.files(Role::StudioCore)).unwrap();
         let data = sasha_service::grpc::data_client(data_url, &identity).unwrap();
         let clock = Arc::new(std::sync::atomic::AtomicI64::new(
-            crate::store::system_clock(),
+            studio_store::system_clock(),
         ));
         let reading = clock.clone();
         let store = Store::open_with_clock(
@@ -92,37 +98,46 @@ impl World {
             .unwrap();
         let catalogue = Arc::new(Catalogue::new(&docs, 8));
         catalogue.refresh();
-        let member_deploys = crate::member_apps::DeployThrottle::new(&store);
+        let member_deploys = crate::state::deploy_throttle::DeployThrottle::new(&store);
+        let accounts = Arc::new(studio_identity::Accounts::new(
+            store.clone(),
+            Origin::parse(STUDIO).unwrap(),
+            STUDIO,
+        ));
+        // Router tests upload nothing: conversions are process tests
+        // (`tests/process/assist.rs`), whose child is the real binary.
+        let uploads = studio_uploads::UploadArea::new(
+            dir.path().join("uploads"),
+            studio_uploads::isolate::Converter::command(
+                "/bin/false",
+                std::iter::empty::<&str>(),
+                studio_uploads::isolate::WALL_LIMIT,
+            ),
+        );
+        let assistance = Arc::new(studio_assistant::Assistance::new(
+            accounts.clone(),
+            store.clone(),
+            chat,
+            Arc::new(uploads),
+            catalogue.clone(),
+            "http://127.0.0.1:9/mcp".to_owned(),
+        ));
         let core = Arc::new(Core {
             origins: Origins {
                 studio: Origin::parse(STUDIO).unwrap(),
                 sandbox: Origin::parse("http://127.0.0.1:3007").unwrap(),
             },
             data,
+            accounts,
+            assistance,
             store,
-            login_throttle: crate::api::LoginThrottle::default(),
             member_caps,
             member_deploys,
             source: Arc::new(crate::source::SourceTree::new(catalogue.apps_dir())),
             catalogue,
             revision_retention: 64,
-            chat,
-            // Router tests upload nothing: conversions are process tests
-            // (`tests/process/assist.rs`), whose child is the real binary.
-            uploads: Arc::new(crate::uploads::UploadArea::new(
-                dir.path().join("uploads"),
-                crate::uploads::isolate::Converter::command(
-                    "/bin/false",
-                    std::iter::empty::<&str>(),
-                    crate::uploads::isolate::WALL_LIMIT,
-                ),
-            )),
-            oauth: crate::oauth::OAuthState::new(STUDIO, STUDIO),
-            drafts: crate::drafts::DraftCache::default(),
-            assistant: Arc::new(crate::assistant::Assistant::new(
-                "http://127.0.0.1:9/mcp".to_owned(),
-            )),
-            // Replication is process-tested (`tests/process/replica.rs`).
+            drafts: crate::state::draft_cache::DraftCache::default(),
+            // Replication is process-tested (`tests/process/replication.rs`).
             replication: None,
         });
         World {
@@ -142,7 +157,7 @@ impl World {
         for id in ids {
             copy_fixture(id, &self.apps().join(id));
         }
-        crate::refresh_catalogue(&self.core).await;
+        crate::registry::refresh_catalogue(&self.core).await;
     }
 
     /// `DOCS_ROOT/apps`.
@@ -173,7 +188,7 @@ impl World {
 
     /// Creates `id` as the admin through the RPC; its first revision.
     pub(crate) async fn create_as_admin(&self, id: &str, with_table: bool) -> String {
-        let reply = crate::create::rpc(
+        let reply = crate::grpc::calls::create(
             &self.core,
             pb::CreateAppRequest {
                 principal: Some(World::principal(&self.admin, &WRITER)),
@@ -196,11 +211,11 @@ impl World {
 
     /// An access token of `user` holding `scopes`, as its `Authorization`
     /// header value.
-    pub(crate) fn bearer(&self, user: &User, scopes: &[crate::store::Scope]) -> String {
+    pub(crate) fn bearer(&self, user: &User, scopes: &[studio_store::Scope]) -> String {
         let scopes = scopes.iter().copied().collect();
         let token = self
             .store()
-            .mint_token(&user.id, crate::store::TokenKind::Access, &scopes, None)
+            .mint_token(&user.id, studio_store::TokenKind::Access, &scopes, None)
             .unwrap();
         format!("Bearer {token}")
     }
@@ -274,7 +289,7 @@ impl World {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let response = crate::router(self.core.clone())
+        let response = crate::http::router(self.core.clone())
             .oneshot(
                 request
                     .body(axum::body::Body::from(body.to_owned()))

@@ -43,7 +43,7 @@ use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::fake_llm::{self, FakeLlm, Step};
 use common::{UpProcess, browser_artifacts, free_port, http_client};
 use serde_json::{Value, json};
-use studio_core::store::Store;
+use studio_store::Store;
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(300);
 const APP: &str = "expense-log";

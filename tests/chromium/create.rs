@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::{UpProcess, browser_artifacts, free_port};
-use studio_core::store::{Store, UserRole};
+use studio_store::{Store, UserRole};
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(90);
 const APP: &str = "field-notes";

@@ -27,7 +27,7 @@ use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::mcp::{Mcp, SESSIONLESS, structured};
 use common::{UpProcess, browser_artifacts, free_port, http_client};
 use serde_json::{Value, json};
-use studio_core::store::Store;
+use studio_store::Store;
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 const APP: &str = "field-notes";

@@ -22,7 +22,7 @@ use std::time::Duration;
 use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::{UpProcess, browser_artifacts, free_port, http_client};
 use serde_json::json;
-use studio_core::store::Store;
+use studio_store::Store;
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 const APP: &str = "site-visits";

@@ -27,7 +27,7 @@ use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::fake_llm::{self, FakeLlm, Step};
 use common::{UpProcess, browser_artifacts, free_port, root};
 use serde_json::{Value, json};
-use studio_core::store::{Store, UserRole};
+use studio_store::{Store, UserRole};
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(180);
 const PASSWORD: &str = "member correct horse battery";

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::{UpProcess, browser_artifacts, copy_dir, free_port, root};
-use studio_core::store::{Store, UserRole};
+use studio_store::{Store, UserRole};
 
 /// How long the whole browser scenario may take (it needs about 30 s, 15 of
 /// which are the initialization timeout, run alongside the rest).

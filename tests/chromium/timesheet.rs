@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::mcp::token;
 use common::{UpProcess, browser_artifacts, free_port, node_program, root, run_node};
-use studio_core::store::{Scope, Store, UserRole};
+use studio_store::{Scope, Store, UserRole};
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 const APP: &str = "time-sheet-entry";

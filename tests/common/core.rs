@@ -7,7 +7,7 @@ use std::time::Duration;
 use sasha_proto::pb;
 use sasha_service::identity::Identity;
 use sasha_service::{Role, grpc};
-use studio_core::store::{Scope, Store, TokenKind, User, UserRole};
+use studio_store::{Scope, Store, TokenKind, User, UserRole};
 
 use super::{Harness, RoleProcess};
 

@@ -6,8 +6,8 @@
 //! can assert that an upstream request was cancelled.
 //!
 //! Used by the process tests (`tests/common`) and, through a `#[path]` module,
-//! by studio-core's own chat tests; it depends only on axum, tokio and
-//! serde_json, which both have.
+//! by studio-assistant's provider tests and studio-core's assistant router
+//! tests; it depends only on axum, tokio and serde_json, which all have.
 #![allow(dead_code, unreachable_pub)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};

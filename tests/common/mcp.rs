@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use studio_core::store::{Scope, Store, TokenKind, User, UserRole};
+use studio_store::{Scope, Store, TokenKind, User, UserRole};
 
 use super::{Backends, Harness, copy_dir};
 

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use studio_core::store::{AppAccess, Store, UserRole};
+use studio_store::{AppAccess, Store, UserRole};
 
 use super::{UpProcess, copy_dir, free_port, root};
 

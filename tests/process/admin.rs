@@ -10,7 +10,7 @@ use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use studio_core::store::{
+use studio_store::{
     AppAccess, ClientAuthMethod, CodeExchange, Consent, PrincipalKind, Scope, Store, UserRole,
 };
 
@@ -296,7 +296,7 @@ fn token_mint_prints_only_a_token_with_exactly_its_scopes() {
         principal.scopes,
         BTreeSet::from([Scope::AppsInvoke, Scope::AppsWrite])
     );
-    let now = studio_core::store::system_clock();
+    let now = studio_store::system_clock();
     assert!(
         (now + 90 * 60 - 5..=now + 90 * 60).contains(&principal.expires_at),
         "{principal:?}"
@@ -755,12 +755,7 @@ fn users_are_listed_given_roles_and_disabled_by_the_operator() {
     store.create_session(&maria.id).unwrap();
     let scopes = [Scope::AppsInvoke].into_iter().collect();
     let token = store
-        .mint_token(
-            &maria.id,
-            studio_core::store::TokenKind::Access,
-            &scopes,
-            None,
-        )
+        .mint_token(&maria.id, studio_store::TokenKind::Access, &scopes, None)
         .unwrap();
 
     let listed = admin(state.path(), &["user", "list"], None);
@@ -845,12 +840,7 @@ fn a_removed_user_loses_grants_and_credentials_and_an_invited_one_is_listed_so()
         .unwrap();
     let scopes = [Scope::AppsInvoke].into_iter().collect();
     let token = store
-        .mint_token(
-            &maria.id,
-            studio_core::store::TokenKind::Access,
-            &scopes,
-            None,
-        )
+        .mint_token(&maria.id, studio_store::TokenKind::Access, &scopes, None)
         .unwrap();
     let session = store.create_session(&maria.id).unwrap();
 
@@ -893,7 +883,7 @@ fn tokens_are_listed_without_secrets_and_revoked_by_number() {
         .create_user("olga", UserRole::Member, PASSWORD)
         .unwrap();
     let scopes = [Scope::AppsInvoke].into_iter().collect();
-    let kind = studio_core::store::TokenKind::Access;
+    let kind = studio_store::TokenKind::Access;
     let first = store.mint_token(&maria.id, kind, &scopes, None).unwrap();
     let second = store.mint_token(&maria.id, kind, &scopes, None).unwrap();
     let olgas = store.mint_token(&other.id, kind, &scopes, None).unwrap();

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use common::{Harness, RawResponse, copy_dir, raw_http};
 use sasha_service::Role;
-use studio_core::store::{Scope, Store, TokenKind, UserRole};
+use studio_store::{Scope, Store, TokenKind, UserRole};
 
 const STUDIO: &str = "localhost:3007";
 

@@ -17,7 +17,7 @@ use common::documents;
 use common::fake_llm::{Behaviour, FakeLlm};
 use common::mcp::{self, Exchange, Mcp, structured, tool_error, tool_names};
 use serde_json::{Value, json};
-use studio_core::store::{Scope, Store, UserRole};
+use studio_store::{Scope, Store, UserRole};
 
 const APP: &str = "document-summariser";
 const STUDIO: &str = mcp::STUDIO_ORIGIN;

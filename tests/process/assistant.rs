@@ -16,7 +16,7 @@ use std::time::Duration;
 use common::fake_llm::{self, FakeLlm, Step};
 use common::{UpProcess, free_port, http_client};
 use serde_json::{Value, json};
-use studio_core::store::{Store, UserRole};
+use studio_store::{Store, UserRole};
 
 const STUDIO_HOST: &str = "localhost";
 
@@ -282,11 +282,11 @@ async fn mutations_wait_for_the_person_and_a_denial_writes_nothing() {
         .store
         .mint_token(
             &admin_id,
-            studio_core::store::TokenKind::Access,
+            studio_store::TokenKind::Access,
             &[
-                studio_core::store::Scope::ChatUse,
-                studio_core::store::Scope::AppsInvoke,
-                studio_core::store::Scope::AppsWrite,
+                studio_store::Scope::ChatUse,
+                studio_store::Scope::AppsInvoke,
+                studio_store::Scope::AppsWrite,
             ]
             .into_iter()
             .collect(),

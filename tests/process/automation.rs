@@ -9,7 +9,7 @@ use crate::common;
 
 use common::mcp::{McpWorld, structured, token};
 use serde_json::json;
-use studio_core::store::Scope;
+use studio_store::Scope;
 
 #[tokio::test]
 async fn a_consented_script_token_writes_without_confirmation_as_automation() {

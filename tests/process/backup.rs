@@ -19,7 +19,7 @@ use common::mcp::{self, Mcp, structured};
 use common::{Harness, copy_dir};
 use serde_json::{Value, json};
 use sha2::Digest as _;
-use studio_core::store::{Store, UserRole};
+use studio_store::{Store, UserRole};
 
 const APP: &str = "expense-log";
 const STUDIO: &str = "http://localhost:3007";

@@ -12,7 +12,7 @@ use sasha_proto::pb::{self};
 use sasha_proto::{AppError, ErrorCode};
 use sasha_service::grpc;
 use sha2::Digest as _;
-use studio_core::store::{Scope, TokenKind, UserRole};
+use studio_store::{Scope, TokenKind, UserRole};
 
 const TOOL: &str = "app__expense_log__expenses__create";
 const ARGUMENTS: &str = r#"{"record":{"amount":12,"note":"lunch"}}"#;

@@ -13,7 +13,7 @@ use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode};
 use sasha_service::identity::Identity;
 use sasha_service::{Role, grpc};
-use studio_core::store::{ClientAuthMethod, CodeExchange, Consent, Scope, TokenKind, UserRole};
+use studio_store::{ClientAuthMethod, CodeExchange, Consent, Scope, TokenKind, UserRole};
 
 #[tokio::test]
 async fn principals_apps_access_resources_and_catalogue() {
@@ -126,7 +126,7 @@ async fn principals_apps_access_resources_and_catalogue() {
         .grant(
             "hello",
             &member.id,
-            studio_core::store::AppAccess::Use,
+            studio_store::AppAccess::Use,
             Some(&staff.id),
         )
         .unwrap();

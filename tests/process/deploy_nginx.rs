@@ -27,7 +27,7 @@ use common::fake_llm::{Behaviour, FakeLlm};
 use common::{Harness, RoleProcess, copy_dir, free_port, nginx, root};
 use sasha_service::Role;
 use serde_json::{Value, json};
-use studio_core::store::{Store, UserRole};
+use studio_store::{Store, UserRole};
 
 const STUDIO_HOST: &str = "studio.sasha.test";
 const SANDBOX_HOST: &str = "views.sasha-sandbox.test";

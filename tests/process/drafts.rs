@@ -18,7 +18,7 @@ use std::time::Duration;
 use common::mcp::{self, Mcp, McpWorld, structured, token};
 use common::{Backends, node_program, root};
 use serde_json::{Value, json};
-use studio_core::store::Scope;
+use studio_store::Scope;
 use tokio::process::Command;
 
 const APP: &str = "field-log";

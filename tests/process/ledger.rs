@@ -14,7 +14,7 @@ use common::mcp::{Exchange, Mcp, McpWorld, structured};
 use common::{Harness, RoleProcess};
 use sasha_service::Role;
 use serde_json::{Value, json};
-use studio_core::store::{RevisionSurface, Scope, TokenKind};
+use studio_store::{RevisionSurface, Scope, TokenKind};
 
 fn ui_uri(app: &str, revision: &str) -> String {
     format!("ui://sasha/apps/{app}/revisions/{revision}")

@@ -12,7 +12,7 @@ use common::mcp::{
     self, Mcp, McpWorld as World, confirmed_create, structured, token, tool_error, tool_names,
 };
 use serde_json::{Value, json};
-use studio_core::store::Scope;
+use studio_store::Scope;
 
 async fn add_category(client: &mut Mcp, name: &str) -> i64 {
     let created = confirmed_create(

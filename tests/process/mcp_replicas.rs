@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::mcp::{LEGACY, Mcp, structured};
 use common::{Harness, copy_dir};
 use serde_json::{Value, json};
-use studio_core::store::{Scope, Store, TokenKind, UserRole};
+use studio_store::{Scope, Store, TokenKind, UserRole};
 
 const WRITES: usize = 80;
 const WORKERS: usize = 4;

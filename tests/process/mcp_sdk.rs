@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::mcp::{McpWorld, token};
 use common::{node_program, root};
-use studio_core::store::{AppAccess, Scope, UserRole};
+use studio_store::{AppAccess, Scope, UserRole};
 use tokio::process::Command;
 
 /// Node.js with the MCP TypeScript SDK installed.

@@ -18,7 +18,7 @@ use common::stack::{MEMBER_PASSWORD, UpStack};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sha2::Digest as _;
-use studio_core::store::Scope;
+use studio_store::Scope;
 
 const MEMBER: &str = "mia";
 const REDIRECT: &str = "http://127.0.0.1:4567/callback";

@@ -13,7 +13,7 @@ use crate::common;
 
 use common::mcp::{Mcp, McpWorld, structured, token};
 use serde_json::{Value, json};
-use studio_core::store::{AppAccess, Scope};
+use studio_store::{AppAccess, Scope};
 
 /// `tool` with `arguments`; when the gateway asks the person first (a
 /// sessionless input request), answered yes.
@@ -64,7 +64,7 @@ fn habit_log() -> Value {
 async fn a_preview_shows_its_previewer_only_the_live_rows_they_may_read() {
     let world = McpWorld::start().await;
     let url = world.url();
-    let page = |user: &studio_core::store::User, app: &str, preview: Option<&str>| {
+    let page = |user: &studio_store::User, app: &str, preview: Option<&str>| {
         let session = world.store.create_session(&user.id).unwrap();
         let page = Mcp::studio_page(&url, &session, app);
         match preview {
@@ -192,7 +192,7 @@ async fn a_preview_shows_its_previewer_only_the_live_rows_they_may_read() {
         .store
         .create_user(
             "ola",
-            studio_core::store::UserRole::Member,
+            studio_store::UserRole::Member,
             "correct horse battery",
         )
         .unwrap();

@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 
 use common::mcp::{McpWorld, confirmed_create, structured, tool_error};
 use serde_json::json;
-use studio_core::store::{Scope, TokenKind};
+use studio_store::{Scope, TokenKind};
 
 const APP: &str = "expense-log";
 const OWNER: &str = "  expenses:\n    access: owner\n    ownerField: created_by\n";

@@ -42,7 +42,7 @@ use common::{
 use nix::sys::signal::Signal;
 use sasha_service::Role;
 use serde_json::{Value, json};
-use studio_core::store::{AppAccess, Store, UserRole};
+use studio_store::{AppAccess, Store, UserRole};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 

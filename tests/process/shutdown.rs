@@ -18,7 +18,7 @@ use common::mcp::{self, Exchange, Mcp, structured};
 use common::{Harness, RoleProcess};
 use sasha_service::Role;
 use serde_json::json;
-use studio_core::store::{Store, UserRole};
+use studio_store::{Store, UserRole};
 
 const APP: &str = "document-summariser";
 const STUDIO: &str = "http://localhost:3007";

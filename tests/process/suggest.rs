@@ -15,7 +15,7 @@ use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode};
 use sasha_service::grpc;
 use serde_json::{Value, json};
-use studio_core::store::{Scope, Store, TokenKind, UserRole};
+use studio_store::{Scope, Store, TokenKind, UserRole};
 
 const OR_CLAUSES: &str = "The data grammar has no way to express OR between two where clauses; \
                           I had to make two list calls and merge them.";

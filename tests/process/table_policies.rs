@@ -21,7 +21,7 @@ use std::time::Duration;
 use common::mcp::{Mcp, confirmed_call, confirmed_create, structured, token, tool_error};
 use common::{Harness, copy_dir, node_program, root};
 use serde_json::json;
-use studio_core::store::{AppAccess, Scope, Store, UserRole};
+use studio_store::{AppAccess, Scope, Store, UserRole};
 use tokio::process::Command;
 
 const APP: &str = "time-sheet-entry";

@@ -14,10 +14,20 @@
 //!   payload (the list below, each with its reason);
 //! - README.md and ARCHITECTURE.md stay within the size a newcomer reads in
 //!   one sitting, and every relative link in the project's documentation
-//!   resolves, to a file and, for `#fragment`, to a heading of it.
+//!   resolves, to a file and, for `#fragment`, to a heading of it;
+//! - every workspace crate depends only on crates of a lower layer
+//!   ([`LAYERS`]), and none holds more than [`MAX_CRATE_SHARE_PERCENT`] of
+//!   the production Rust;
+//! - no two files of a studio crate or of `sasha-package` import each other
+//!   in a circle (`use crate::…`, `crate::…`, `super::…`; see `source`);
+//! - a studio crate names wire types (`pb::…`) only in its gRPC module
+//!   ([`WIRE_MODULES`]).
 //!
 //! What it must never do: pass by skipping a check it could not run.
 
+mod source;
+
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -34,12 +44,57 @@ const TEST_ONLY_SERVICE_EDGES: [(&str, &str); 2] = [
     ("mcp-gateway", "data-worker"),
 ];
 
-/// The files that may open a SQLite file, by path prefix: `sasha restore`
-/// checks each file it restored with `integrity_check` before the state
-/// folder exists.
+/// The workspace crates by layer, lowest first: a crate's normal and build
+/// dependencies are all on lower layers, so the graph is a DAG one can
+/// draw. The four service crates share a layer and so never depend on each
+/// other; the studio crates below studio-core each own one job of the
+/// control plane and depend downward only.
+const LAYERS: [&[&str]; 10] = [
+    &["sasha-contract"],
+    &["sasha-proto", "sasha-package"],
+    &["sasha-service"],
+    &["sasha-replica"],
+    &["studio-store"],
+    &["studio-uploads"],
+    &["studio-identity"],
+    &["studio-assistant"],
+    &["studio-core", "data-worker", "mcp-gateway", "edge-sandbox"],
+    &["sasha"],
+];
+
+/// The most of the workspace's production Rust one crate may hold, in
+/// percent: past it a crate does several jobs, and a newcomer cannot find
+/// the room for a change. Production Rust is the lines of code (neither
+/// blank nor comment) of every `.rs` file below a crate's `src/`, less test
+/// files and inline `#[cfg(test)]` modules (`source::production_files`).
+const MAX_CRATE_SHARE_PERCENT: usize = 30;
+
+/// The crates whose files may not import each other in a circle.
+const CIRCLE_FREE_CRATES: [&str; 6] = [
+    "studio-core",
+    "studio-store",
+    "studio-identity",
+    "studio-assistant",
+    "studio-uploads",
+    "package",
+];
+
+/// Where a studio crate may name wire types (`pb::…`), by path prefix: the
+/// gRPC modules that convert them to and from the domain's own types
+/// (studio-core's `CoreService` and its `DataService` client).
+/// studio-uploads' wire is the pipe to its conversion child.
+const WIRE_MODULES: [(&str, &[&str]); 5] = [
+    ("studio-core", &["grpc.rs", "grpc/", "data_worker.rs"]),
+    ("studio-store", &[]),
+    ("studio-identity", &[]),
+    ("studio-assistant", &[]),
+    ("studio-uploads", &["isolate.rs"]),
+];
+
+/// The files that may open a SQLite file, by path prefix.
 const SQLITE_OPENERS: [&str; 4] = [
     "data-worker/src/engine",
-    "studio-core/src/store/",
+    "studio-store/src/",
     "src/backup.rs",
     "src/restore.rs",
 ];
@@ -134,6 +189,172 @@ fn no_service_crate_depends_on_another() {
         checked,
         SERVICE_CRATES.len(),
         "every service crate was read"
+    );
+}
+
+/// One workspace member as `cargo metadata` describes it.
+struct Member {
+    name: String,
+    /// Its folder, relative to the root.
+    folder: PathBuf,
+    /// Its dependencies as `(name, kind)`, kind `None` for a normal one.
+    dependencies: Vec<(String, Option<String>)>,
+}
+
+/// Every workspace member.
+fn workspace_members() -> Vec<Member> {
+    let output = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|package| {
+            let manifest = Path::new(package["manifest_path"].as_str().unwrap());
+            let folder = manifest
+                .parent()
+                .unwrap()
+                .strip_prefix(root())
+                .unwrap()
+                .to_path_buf();
+            let dependencies = package["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|dependency| {
+                    (
+                        dependency["name"].as_str().unwrap().to_owned(),
+                        dependency["kind"].as_str().map(str::to_owned),
+                    )
+                })
+                .collect();
+            Member {
+                name: package["name"].as_str().unwrap().to_owned(),
+                folder,
+                dependencies,
+            }
+        })
+        .collect()
+}
+
+fn layer_of(name: &str) -> Option<usize> {
+    LAYERS.iter().position(|layer| layer.contains(&name))
+}
+
+#[test]
+fn workspace_crates_depend_downward_only() {
+    let members = workspace_members();
+    let names: Vec<&str> = members.iter().map(|member| member.name.as_str()).collect();
+    let mut layered: Vec<&str> = LAYERS
+        .iter()
+        .flat_map(|layer| layer.iter().copied())
+        .collect();
+    layered.sort_unstable();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, layered, "LAYERS names every workspace crate once");
+    let mut upward = Vec::new();
+    for Member {
+        name, dependencies, ..
+    } in &members
+    {
+        let layer = layer_of(name).unwrap();
+        for (on, kind) in dependencies {
+            let Some(on_layer) = layer_of(on) else {
+                continue;
+            };
+            if kind.as_deref() != Some("dev") && on_layer >= layer {
+                upward.push(format!("{name} -> {on}"));
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "a crate depends on one of its own layer or above (see LAYERS):\n{}",
+        upward.join("\n")
+    );
+}
+
+#[test]
+fn no_crate_holds_more_than_its_share_of_production_rust() {
+    let shares: BTreeMap<String, usize> = workspace_members()
+        .into_iter()
+        .map(|Member { name, folder, .. }| {
+            let lines = source::production_files(&root().join(folder).join("src"))
+                .values()
+                .map(|code| code.lines().filter(|line| !line.trim().is_empty()).count())
+                .sum();
+            (name, lines)
+        })
+        .collect();
+    let total: usize = shares.values().sum();
+    assert!(total > 20_000, "the workspace was read: {total} lines");
+    let over: Vec<String> = shares
+        .iter()
+        .filter(|(_, lines)| **lines * 100 > total * MAX_CRATE_SHARE_PERCENT)
+        .map(|(name, lines)| format!("{name}: {lines} of {total} lines"))
+        .collect();
+    assert!(
+        over.is_empty(),
+        "a crate holds more than {MAX_CRATE_SHARE_PERCENT} % of the production Rust; split it along its jobs:\n{}",
+        over.join("\n")
+    );
+}
+
+#[test]
+fn no_files_of_a_studio_crate_or_the_package_crate_import_each_other_in_a_circle() {
+    let mut found = Vec::new();
+    for krate in CIRCLE_FREE_CRATES {
+        let files = source::production_files(&root().join(krate).join("src"));
+        assert!(files.len() > 5, "{krate} was read: {} files", files.len());
+        let graph = source::import_graph(&files);
+        let edges: usize = graph.values().map(|targets| targets.len()).sum();
+        assert!(edges > 5, "{krate}'s imports were read: {edges}");
+        for circle in source::circles(&graph) {
+            found.push(format!("{krate}: {}", circle.join(", ")));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "files that import each other in a circle (move what both need into a module below them):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn studio_crates_name_wire_types_only_in_their_grpc_module() {
+    let mut found = Vec::new();
+    for (krate, allowed) in WIRE_MODULES {
+        let files = source::production_files(&root().join(krate).join("src"));
+        assert!(!files.is_empty(), "{krate} was read");
+        for (relative, code) in files {
+            if allowed.iter().any(|prefix| relative.starts_with(prefix)) {
+                continue;
+            }
+            if code.contains("pb::") || code.contains("sasha_proto::pb") {
+                found.push(format!("{krate}/src/{relative}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "wire types stay at the wire: these files name pb::… outside their crate's gRPC module (take and return domain types; convert in the gRPC module):\n{}",
+        found.join("\n")
     );
 }
 

@@ -97,11 +97,11 @@ async fn a_tool_call_asks_studio_core_once() {
         &common::mcp::fixture("expense-log"),
         &harness.path().join("docs/apps/expense-log"),
     );
-    let store = studio_core::store::Store::open(&harness.path().join("core.sqlite")).unwrap();
+    let store = studio_store::Store::open(&harness.path().join("core.sqlite")).unwrap();
     let staff = store
         .create_user(
             "sam",
-            studio_core::store::UserRole::Staff,
+            studio_store::UserRole::Staff,
             "correct horse battery",
         )
         .unwrap();
@@ -110,8 +110,8 @@ async fn a_tool_call_asks_studio_core_once() {
         &store,
         &staff,
         &[
-            studio_core::store::Scope::ChatUse,
-            studio_core::store::Scope::AppsInvoke,
+            studio_store::Scope::ChatUse,
+            studio_store::Scope::AppsInvoke,
         ],
     );
     let mut client = common::mcp::Mcp::sessionless(

@@ -1,4 +1,4 @@
-//! `studio_core::uploads` end to end on a temporary folder, each file
+//! `studio_uploads` end to end on a temporary folder, each file
 //! converted by the real conversion child (`sasha convert-document`): every
 //! fixture is generated here (DOCX with the `zip` crate or by hand, PDF with
 //! lopdf, deflate bombs bit by bit), so no binary file is checked in.
@@ -12,8 +12,8 @@ use std::time::Duration;
 use lopdf::content::{Content, Operation};
 use lopdf::{Object, Stream, dictionary};
 use sasha_proto::ErrorCode;
-use studio_core::uploads::isolate::{Converter, WALL_LIMIT};
-use studio_core::uploads::{Descriptor, IncomingFile, MAX_FILES, MAX_TOTAL_BYTES, UploadArea};
+use studio_uploads::isolate::{Converter, WALL_LIMIT};
+use studio_uploads::{Descriptor, IncomingFile, MAX_FILES, MAX_TOTAL_BYTES, UploadArea};
 
 const USER: &str = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
 
@@ -295,7 +295,7 @@ fn the_total_size_is_limited() {
     let stored = area.store(USER, vec![file("big.txt", exact)]).unwrap();
     assert_eq!(converted(&stored), ["big.md"]);
     let big = area.read(USER, "big.md").unwrap().unwrap();
-    assert!(big.len() <= studio_core::uploads::MAX_MARKDOWN_BYTES);
+    assert!(big.len() <= studio_uploads::MAX_MARKDOWN_BYTES);
     assert!(
         big.ends_with("the rest was left out.]_\n"),
         "{}",
@@ -763,7 +763,7 @@ fn read_refuses_traversal_and_links() {
 /// for its input (an empty input is a file with no name and no bytes).
 #[tokio::test]
 async fn the_conversion_child_is_confined_before_it_reads_the_file() {
-    use studio_core::uploads::isolate::{CPU_SECONDS, MEMORY_BYTES, OPEN_FILES};
+    use studio_uploads::isolate::{CPU_SECONDS, MEMORY_BYTES, OPEN_FILES};
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sasha"))
         .arg("convert-document")
         .env_clear()

@@ -5,8 +5,8 @@
 //! [`ToolTarget::decode`] reads a name once into what it names; every
 //! encoder here writes what it reads back.
 //!
-//! The mapping is injective: app and action ids are kebab-case (no `_`, no
-//! `--`, no leading or trailing `-`), and a table name never holds `__` (the
+//! The mapping is injective: app and action ids are kebab ids
+//! ([`crate::ids`]: no `_`, no `--`, no leading or trailing `-`), and a table name never holds `__` (the
 //! validator refuses one, `TABLE_RESERVED`), so the first `__` after the app
 //! and the last `__` before the operation are the separators.
 //!
@@ -23,6 +23,7 @@ use super::{
     SHARE_MY_APP, SUGGEST, UPLOAD_TOOL, WITHDRAW_APP, WRITE_APP_FILE,
 };
 use crate::grammar::TableOperation;
+use crate::ids::AppId;
 
 /// The prefix of an app's opener: `open_app__<app>`.
 pub const OPENER_PREFIX: &str = "open_app__";
@@ -30,25 +31,23 @@ pub const OPENER_PREFIX: &str = "open_app__";
 pub const APP_TOOL_PREFIX: &str = "app__";
 /// What joins the parts of an app tool's name.
 const SEPARATOR: &str = "__";
-/// Most characters of an app id a tool name can carry.
-const MAX_APP_ID_CHARS: usize = 60;
 
 /// What a tool name names, read once ([`ToolTarget::decode`]). Ids are the
 /// real ones (`-` restored), table names as declared.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ToolTarget {
     /// `open_app__<app>`: opens the app's UI.
-    OpenApp { app: String },
+    OpenApp { app: AppId },
     /// `app__<app>__<table>__<operation>`: one data operation on a declared
     /// table.
     Table {
-        app: String,
+        app: AppId,
         table: String,
         operation: TableOperation,
     },
     /// `app__<app>__<action>`: a declared action (or a name shaped like
     /// one, which an app may not have).
-    Action { app: String, action: String },
+    Action { app: AppId, action: String },
     /// One of the platform's own tools.
     Platform(PlatformTool),
     /// One of the member app tools.
@@ -95,13 +94,15 @@ impl ToolTarget {
     /// The tool's name: what [`ToolTarget::decode`] reads back.
     pub fn name(&self) -> Cow<'static, str> {
         match self {
-            ToolTarget::OpenApp { app } => Cow::Owned(opener_name(app)),
+            ToolTarget::OpenApp { app } => Cow::Owned(opener_name(app.as_str())),
             ToolTarget::Table {
                 app,
                 table,
                 operation,
-            } => Cow::Owned(table_tool_name(app, table, *operation)),
-            ToolTarget::Action { app, action } => Cow::Owned(action_tool_name(app, action)),
+            } => Cow::Owned(table_tool_name(app.as_str(), table, *operation)),
+            ToolTarget::Action { app, action } => {
+                Cow::Owned(action_tool_name(app.as_str(), action))
+            }
             ToolTarget::Platform(tool) => Cow::Borrowed(tool.name()),
             ToolTarget::Member(tool) => Cow::Borrowed(tool.name()),
             ToolTarget::AppOnly(tool) => Cow::Borrowed(tool.name()),
@@ -110,7 +111,7 @@ impl ToolTarget {
 
     /// The app the name carries (`None` for a platform, member or app-only
     /// tool).
-    pub fn app(&self) -> Option<&str> {
+    pub fn app(&self) -> Option<&AppId> {
         match self {
             ToolTarget::OpenApp { app }
             | ToolTarget::Table { app, .. }
@@ -145,27 +146,13 @@ pub fn action_tool_name(app_id: &str, action_id: &str) -> String {
 }
 
 /// The app a tool name carries (see [`ToolTarget::app`]).
-pub fn app_of_tool(name: &str) -> Option<String> {
+pub fn app_of_tool(name: &str) -> Option<AppId> {
     match ToolTarget::decode(name)? {
         ToolTarget::OpenApp { app }
         | ToolTarget::Table { app, .. }
         | ToolTarget::Action { app, .. } => Some(app),
         ToolTarget::Platform(_) | ToolTarget::Member(_) | ToolTarget::AppOnly(_) => None,
     }
-}
-
-/// Whether `id` can be an app id a tool name carries: lowercase kebab-case
-/// words of letters and digits, at most 60 characters. (The package rule,
-/// which also wants a letter first, admits no id this refuses.)
-pub fn is_app_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= MAX_APP_ID_CHARS
-        && id.split('-').all(|part| {
-            !part.is_empty()
-                && part
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        })
 }
 
 fn app_tool_start(app_id: &str) -> String {
@@ -194,12 +181,11 @@ fn decode_id(encoded: &str) -> Cow<'_, str> {
 }
 
 /// The app id an encoded app part names, when it is one.
-fn decode_app(encoded: &str) -> Option<String> {
+fn decode_app(encoded: &str) -> Option<AppId> {
     if encoded.contains('-') {
         return None;
     }
-    let app = decode_id(encoded);
-    is_app_id(&app).then(|| app.into_owned())
+    AppId::try_from(decode_id(encoded).into_owned()).ok()
 }
 
 /// Declares a closed set of tools named by constants, with its listing
@@ -357,9 +343,13 @@ mod tests {
         ToolTarget::decode(name)
     }
 
+    fn id(app: &str) -> AppId {
+        AppId::parse(app).unwrap()
+    }
+
     fn table(app: &str, table: &str, operation: TableOperation) -> ToolTarget {
         ToolTarget::Table {
-            app: app.into(),
+            app: id(app),
             table: table.into(),
             operation,
         }
@@ -367,7 +357,7 @@ mod tests {
 
     fn action(app: &str, action: &str) -> ToolTarget {
         ToolTarget::Action {
-            app: app.into(),
+            app: id(app),
             action: action.into(),
         }
     }
@@ -377,7 +367,7 @@ mod tests {
         assert_eq!(
             decode("open_app__time_sheet_entry"),
             Some(ToolTarget::OpenApp {
-                app: "time-sheet-entry".into()
+                app: id("time-sheet-entry")
             })
         );
         assert_eq!(
@@ -430,6 +420,9 @@ mod tests {
             "open_app__",
             "open_app__x__y",
             "open_app__Time",
+            // An app id starts with a letter, as every package's does.
+            "open_app__1app",
+            "app__9__entries__list",
             "sasha__files_upload_x",
             "getdocs",
         ] {
@@ -447,7 +440,7 @@ mod tests {
         let actions = ["log-hours", "submit-week", "a", "v2-export"];
         let mut names = std::collections::BTreeSet::new();
         for app in apps {
-            let opener = ToolTarget::OpenApp { app: app.into() };
+            let opener = ToolTarget::OpenApp { app: id(app) };
             assert_eq!(decode(&opener.name()), Some(opener.clone()));
             assert!(names.insert(opener.name().into_owned()));
             for name in tables {
@@ -493,21 +486,11 @@ mod tests {
             "app__time_sheet__log_hours"
         );
         assert_eq!(
-            app_of_tool("open_app__time_sheet_entry").as_deref(),
-            Some("time-sheet-entry")
+            app_of_tool("open_app__time_sheet_entry"),
+            Some(id("time-sheet-entry"))
         );
         assert_eq!(app_of_tool(GET_DOCS), None);
         assert_eq!(app_of_tool("app__"), None);
-    }
-
-    #[test]
-    fn app_ids_follow_the_package_rule() {
-        assert!(is_app_id("time-sheet-entry"));
-        assert!(!is_app_id("Time"));
-        assert!(!is_app_id("a--b"));
-        assert!(!is_app_id("-a"));
-        assert!(!is_app_id("a_b"));
-        assert!(!is_app_id(&"a".repeat(61)));
     }
 
     #[test]

@@ -98,7 +98,7 @@ pub(super) fn receipt(actor: &str, key: &str, input: &serde_json::Value) -> Rece
 
 pub(super) fn meta() -> AuditMeta {
     AuditMeta {
-        source: Source::Ui,
+        source: CallSource::Ui,
         app_revision: "rev-1".into(),
         action_id: None,
     }
@@ -217,6 +217,7 @@ fn open_applies_migrations_once_and_records_them() {
 fn only_package_shaped_app_ids_become_files() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::new(dir.path());
+    let (too_long, longest_once_taken) = ("a".repeat(61), "a".repeat(64));
     for id in [
         "../escape",
         "a/b",
@@ -225,8 +226,22 @@ fn only_package_shaped_app_ids_become_files() {
         "UPPER",
         "x.sqlite",
         "-lead",
+        // No package can have these ids (sasha_contract::ids): data-worker
+        // once made files for them.
+        "a--b",
+        "trailing-",
+        "1app",
+        "9",
+        &too_long,
+        &longest_once_taken,
     ] {
         let error = engine.open(id, &contract()).unwrap_err();
+        assert_eq!(error.code, ErrorCode::NotFound, "{id}");
+        let error = engine
+            .apply_contract(id, &contract(), false, Approval::None)
+            .unwrap_err();
+        assert_eq!(error.code, ErrorCode::NotFound, "{id}");
+        let error = engine.back_up_and_remove(id).unwrap_err();
         assert_eq!(error.code, ErrorCode::NotFound, "{id}");
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);

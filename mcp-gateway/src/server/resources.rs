@@ -11,7 +11,7 @@
 use rmcp::ErrorData as McpError;
 use rmcp::model::{ReadResourceResponse, ReadResourceResult};
 use sasha_contract::data::ID_COLUMN;
-use sasha_contract::tools::is_app_id;
+use sasha_contract::ids::is_kebab_id;
 use sasha_proto::convert::ui_meta;
 use sasha_proto::pb::GetResourceRequest;
 use sasha_proto::{AppError, ErrorCode};
@@ -120,7 +120,7 @@ pub(super) fn parse_data_uri(uri: &str) -> Option<(String, DataResource)> {
         ),
         _ => return None,
     };
-    is_app_id(app).then(|| ((*app).to_owned(), resource))
+    is_kebab_id(app).then(|| ((*app).to_owned(), resource))
 }
 
 /// A row id from a URI segment: an integer for a table whose id is one.
@@ -160,7 +160,7 @@ impl SashaMcp {
         let not_found = || protocol_error(&AppError::from_code(ErrorCode::NotFound));
         let rest = uri.strip_prefix("ui://sasha/apps/").ok_or_else(not_found)?;
         let (app_id, revision) = rest.split_once("/revisions/").ok_or_else(not_found)?;
-        if !is_app_id(app_id)
+        if !is_kebab_id(app_id)
             || revision.len() != 64
             || !revision
                 .bytes()

@@ -8,7 +8,7 @@
 //! checks whether it happened.
 
 use serde_json::{Value, json};
-use studio_core::store::{Scope, TokenKind, UserRole};
+use studio_store::{Scope, TokenKind, UserRole};
 
 use crate::mcp::{
     Exchange, LEGACY, Mcp, confirmed_call, question_state, structured, tool_error, yes,

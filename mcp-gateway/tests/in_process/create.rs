@@ -6,7 +6,7 @@
 //! the creation is audited.
 
 use serde_json::{Value, json};
-use studio_core::store::Scope;
+use studio_store::Scope;
 
 use crate::mcp::{confirmed_create, structured, tool_error, tool_names};
 use crate::world::{World as McpWorld, token};
@@ -353,7 +353,7 @@ async fn a_member_deploys_their_own_app_through_mcp_after_saying_yes() {
         .store
         .create_user(
             "ola",
-            studio_core::store::UserRole::Member,
+            studio_store::UserRole::Member,
             "correct horse battery",
         )
         .unwrap();

@@ -3,7 +3,7 @@
 //! refusals of each, and the `ui://` and `sasha://` resources.
 
 use serde_json::{Value, json};
-use studio_core::store::Scope;
+use studio_store::Scope;
 
 use crate::mcp::{Mcp, confirmed_create, structured, tool_error};
 use crate::world::{World, token};

@@ -5,7 +5,7 @@
 //! cannot run is `APP_ACTION_UNAVAILABLE` whose message names nothing.
 
 use serde_json::{Value, json};
-use studio_core::store::Scope;
+use studio_store::Scope;
 
 use crate::mcp::{LEGACY, Mcp, tool_error};
 use crate::world::World;

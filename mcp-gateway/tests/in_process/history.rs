@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
-use studio_core::store::{Scope, TokenKind};
+use studio_store::{Scope, TokenKind};
 
 use crate::mcp::{Exchange, Mcp, structured, tool_error, tool_names};
 use crate::world::World as McpWorld;

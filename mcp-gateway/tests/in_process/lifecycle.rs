@@ -9,7 +9,7 @@
 //! changes nothing. Every step is audited.
 
 use serde_json::{Value, json};
-use studio_core::store::Scope;
+use studio_store::Scope;
 
 use crate::mcp::{confirmed_create, structured, tool_error, tool_names};
 use crate::world::{World as McpWorld, token};

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use studio_core::store::{AppAccess, Scope};
+use studio_store::{AppAccess, Scope};
 
 use crate::mcp::{self, Mcp, tool_names};
 use crate::world::World;

@@ -6,7 +6,7 @@
 use std::fmt;
 
 use serde_json::{Value, json};
-use studio_core::store::{AppAccess, Scope, TokenKind, UserRole};
+use studio_store::{AppAccess, Scope, TokenKind, UserRole};
 
 use crate::mcp::{Exchange, Mcp, SESSIONLESS, STUDIO_ORIGIN, tool_names};
 use crate::world::{PASSWORD, World, summariser};

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::json;
-use studio_core::store::{Scope, TokenKind};
+use studio_store::{Scope, TokenKind};
 
 use crate::mcp::{LEGACY, Mcp, SESSIONLESS, structured, tool_error, tool_names};
 use crate::world::{World, token};
@@ -185,4 +185,36 @@ async fn session_clients_are_asked_by_elicitation() {
         .call("app__expense_log__categories__list", json!({}))
         .await;
     assert_eq!(structured(&rows)["rows"].as_array().unwrap().len(), 1);
+}
+
+/// `Sasha-App` names an app by the one app id rule
+/// (`sasha_contract::AppId`): anything else is refused before any tool is
+/// listed, a digit first too, which no package's id can have.
+#[tokio::test]
+async fn the_studio_page_binds_only_an_app_id() {
+    let world = World::start().await;
+    let session = world.store.create_session(&world.staff.id).unwrap();
+    let too_long = "a".repeat(61);
+    for app in [
+        "1app",
+        "9",
+        "a--b",
+        "trailing-",
+        "Expense-log",
+        "a_b",
+        &too_long,
+    ] {
+        let mut page = Mcp::new(
+            world.router(),
+            vec![
+                ("cookie".to_owned(), format!("sasha_session={session}")),
+                ("origin".to_owned(), "http://localhost:3007".to_owned()),
+                ("sasha-app".to_owned(), app.to_owned()),
+            ],
+            SESSIONLESS,
+        );
+        let refused = page.request("tools/list", json!({})).await;
+        assert_eq!(refused.status, 400, "{app}");
+        assert_eq!(refused.body["code"], "APP_INPUT_INVALID", "{app}");
+    }
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use studio_core::store::{AppAccess, Scope, TokenKind};
+use studio_store::{AppAccess, Scope, TokenKind};
 
 use crate::mcp::{Exchange, Mcp, confirmed_create, structured, tool_error, tool_names};
 use crate::world::World as McpWorld;

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use http_body_util::BodyExt as _;
 use sasha_service::identity::DevPki;
 use serde_json::Value;
-use studio_core::store::{Scope, Store, TokenKind, User, UserRole};
+use studio_store::{Scope, Store, TokenKind, User, UserRole};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
@@ -183,7 +183,7 @@ impl World {
             );
         }
         DevPki::ensure(&dir.path().join("certs")).unwrap();
-        let clock = Arc::new(AtomicI64::new(studio_core::store::system_clock()));
+        let clock = Arc::new(AtomicI64::new(studio_store::system_clock()));
         let reading = clock.clone();
         let store = Store::open_with_clock(
             &dir.path().join("core.sqlite"),

@@ -8,7 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use super::schema::{SchemaChecker, check_property_name};
+use super::report::Report;
+use super::schema::{InputProperty, SchemaChecker, check_property_name};
 use super::yaml::{Node, Yaml, parse_yaml};
 use super::{
     AggregateOperation, CompiledAction, CreateOperation, Direction, GetOperation, ListOperation,
@@ -16,36 +17,13 @@ use super::{
     MAX_ORDER_BY, MAX_SELECT, MAX_VALUES, MAX_WHERE, Metric, MetricFunction, Operation, Operator,
     OrderBy, WhereClause, WhereOperator, mcp_name,
 };
-use crate::diagnostics::Diagnostics;
 use crate::manifest::{self, ActionDeclaration, Manifest};
 use crate::sql::{self, DataContract, Table};
 
-/// A top-level input property an operation may reference.
-#[derive(Debug, Clone)]
-pub(super) struct InputProperty {
-    pub(super) schema_type: String,
-    pub(super) required: bool,
-    pub(super) date: bool,
-    /// For arrays: whether the items are scalars, and `maxItems`.
-    pub(super) scalar_items: bool,
-    pub(super) max_items: Option<u64>,
-}
-
-impl InputProperty {
-    fn is_scalar(&self) -> bool {
-        matches!(
-            self.schema_type.as_str(),
-            "string" | "number" | "integer" | "boolean"
-        )
-    }
-}
-
-/// One descriptor's compilation: every refusal goes to `diagnostics` and sets
-/// `failed`, so one pass reports every problem of the file.
+/// One descriptor's compilation: every refusal goes to its [`Report`], so
+/// one pass reports every problem of the file.
 pub(super) struct Compiler<'a> {
-    pub(super) file: &'a str,
-    pub(super) diagnostics: &'a mut Diagnostics,
-    pub(super) failed: bool,
+    pub(super) report: Report<'a>,
     pub(super) manifest: &'a Manifest,
     pub(super) data: Option<&'a DataContract>,
     /// The input schema is invalid, so input references cannot be judged.
@@ -54,9 +32,7 @@ pub(super) struct Compiler<'a> {
 
 impl<'a> Compiler<'a> {
     pub(super) fn push(&mut self, line: u32, code: &str, reason: impl Into<String>) {
-        self.diagnostics
-            .push(self.file, (line > 0).then_some(line), code, reason);
-        self.failed = true;
+        self.report.push(line, code, reason);
     }
 
     /// The entries of a mapping, refusing any key outside `allowed`.
@@ -146,7 +122,7 @@ impl<'a> Compiler<'a> {
             .required(&entries, "inputSchema", "the descriptor", root_line)
             .and_then(|node| {
                 let mut checker = SchemaChecker {
-                    compiler: self,
+                    report: &mut self.report,
                     which: "inputSchema",
                     properties: 0,
                     over_limit: false,
@@ -157,7 +133,7 @@ impl<'a> Compiler<'a> {
             .required(&entries, "resultSchema", "the descriptor", root_line)
             .and_then(|node| {
                 let mut checker = SchemaChecker {
-                    compiler: self,
+                    report: &mut self.report,
                     which: "resultSchema",
                     properties: 0,
                     over_limit: false,
@@ -168,7 +144,7 @@ impl<'a> Compiler<'a> {
         let operation = self
             .required(&entries, "operation", "the descriptor", root_line)
             .and_then(|node| self.operation(node, inputs));
-        if self.failed {
+        if self.report.failed {
             return None;
         }
         let operation = operation?;

@@ -8,12 +8,32 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::compile::{Compiler, InputProperty};
+use super::report::Report;
 use super::yaml::{Node, Yaml};
 use super::{
     DATE_LENGTH, MAX_ARRAY_ITEMS, MAX_DESCRIPTION_CHARS, MAX_ENUM_VALUES, MAX_PROPERTY_NAME_CHARS,
     MAX_SAFE_INTEGER, MAX_SCHEMA_DEPTH, MAX_SCHEMA_PROPERTIES, MAX_STRING_LENGTH,
 };
+
+/// A top-level input property an operation may reference.
+#[derive(Debug, Clone)]
+pub(super) struct InputProperty {
+    pub(super) schema_type: String,
+    pub(super) required: bool,
+    pub(super) date: bool,
+    /// For arrays: whether the items are scalars, and `maxItems`.
+    pub(super) scalar_items: bool,
+    pub(super) max_items: Option<u64>,
+}
+
+impl InputProperty {
+    pub(super) fn is_scalar(&self) -> bool {
+        matches!(
+            self.schema_type.as_str(),
+            "string" | "number" | "integer" | "boolean"
+        )
+    }
+}
 
 /// Property names reserved after folding case and removing `-` and `_`:
 /// identity (a caller must never choose whose data an action touches), the
@@ -126,9 +146,9 @@ fn keywords_for(schema_type: &str) -> &'static [&'static str] {
     }
 }
 
-/// One schema's check, reporting through the descriptor's [`Compiler`].
+/// One schema's check, reporting through the descriptor's [`Report`].
 pub(super) struct SchemaChecker<'c, 'a> {
-    pub(super) compiler: &'c mut Compiler<'a>,
+    pub(super) report: &'c mut Report<'a>,
     pub(super) which: &'static str,
     pub(super) properties: usize,
     pub(super) over_limit: bool,
@@ -136,7 +156,7 @@ pub(super) struct SchemaChecker<'c, 'a> {
 
 impl SchemaChecker<'_, '_> {
     fn push(&mut self, line: u32, code: &str, reason: String) {
-        self.compiler.push(line, code, reason);
+        self.report.push(line, code, reason);
     }
 
     /// Checks a whole schema; returns it as JSON with its top-level properties.
@@ -144,8 +164,8 @@ impl SchemaChecker<'_, '_> {
         &mut self,
         node: &Node,
     ) -> Option<(serde_json::Value, BTreeMap<String, InputProperty>)> {
-        let before = self.compiler.failed;
-        self.compiler.failed = false;
+        let before = self.report.failed;
+        self.report.failed = false;
         let is_object = match &node.value {
             Yaml::Mapping(entries) => entries
                 .iter()
@@ -164,8 +184,8 @@ impl SchemaChecker<'_, '_> {
         } else {
             self.schema(node, self.which, 1);
         }
-        let ok = !self.compiler.failed;
-        self.compiler.failed |= before;
+        let ok = !self.report.failed;
+        self.report.failed |= before;
         ok.then(|| (node.to_json(), top_level_properties(node)))
     }
 

@@ -199,3 +199,54 @@ fn an_action_without_an_operation_or_with_an_unknown_operator_is_refused() {
     }
     assert!(CompiledAction::try_from(&wire).is_err());
 }
+
+#[test]
+fn a_principal_reads_as_its_kind_role_and_scopes_and_nothing_else() {
+    let principal = pb::Principal {
+        user_id: "u".into(),
+        role: "staff".into(),
+        scopes: vec!["apps:invoke".into(), "apps:write".into()],
+        kind: "access".into(),
+        username: "sam".into(),
+        member_apps_off: false,
+    };
+    assert_eq!(principal_kind(&principal).unwrap(), PrincipalKind::Access);
+    assert_eq!(principal_role(&principal).unwrap(), Role::Staff);
+    assert_eq!(
+        principal_scopes(&principal).unwrap(),
+        BTreeSet::from([Scope::AppsInvoke, Scope::AppsWrite])
+    );
+    assert_eq!(app_access("manage").unwrap(), AppAccess::Manage);
+    for wrong in [
+        pb::Principal {
+            kind: "model".into(),
+            ..principal.clone()
+        },
+        pb::Principal {
+            kind: String::new(),
+            ..principal.clone()
+        },
+    ] {
+        assert_eq!(
+            principal_kind(&wrong).unwrap_err().code,
+            ErrorCode::InputInvalid
+        );
+    }
+    let owner = pb::Principal {
+        role: "owner".into(),
+        ..principal.clone()
+    };
+    assert_eq!(
+        principal_role(&owner).unwrap_err().code,
+        ErrorCode::InputInvalid
+    );
+    let unknown_scope = pb::Principal {
+        scopes: vec!["apps:invoke".into(), "apps:admin".into()],
+        ..principal
+    };
+    assert_eq!(
+        principal_scopes(&unknown_scope).unwrap_err().code,
+        ErrorCode::InputInvalid
+    );
+    assert_eq!(app_access("").unwrap_err().code, ErrorCode::InputInvalid);
+}

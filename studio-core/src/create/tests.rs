@@ -18,8 +18,8 @@ use tower::ServiceExt as _;
 
 use super::*;
 use crate::catalogue::AppEntry;
-use crate::store::{AppAccess, Scope, TokenKind, User, UserRole, action, creation_action};
 use crate::test_world::{PASSWORD, STUDIO, WRITER, World};
+use studio_store::{AppAccess, Scope, TokenKind, User, UserRole, action, creation_action};
 
 impl World {
     fn staging(&self) -> std::path::PathBuf {
@@ -34,7 +34,7 @@ impl World {
         description: &str,
         with_table: bool,
     ) -> Result<pb::CreateAppReply, AppError> {
-        rpc(
+        crate::grpc::calls::create(
             &self.core,
             pb::CreateAppRequest {
                 principal,
@@ -47,7 +47,7 @@ impl World {
         .await
     }
 
-    fn created_entries(&self) -> Vec<crate::store::AuditEntry> {
+    fn created_entries(&self) -> Vec<studio_store::AuditEntry> {
         self.store()
             .audit_entries(None)
             .unwrap()
@@ -333,7 +333,7 @@ async fn an_admin_creates_an_app_that_follows_first_discovery() {
     );
     assert_eq!(store.access("team-notes", &world.member.id).unwrap(), None);
     let late = store.create_user("lee", UserRole::Staff, PASSWORD).unwrap();
-    crate::refresh_catalogue(&world.core).await;
+    crate::registry::refresh_catalogue(&world.core).await;
     assert_eq!(store.access("team-notes", &late.id).unwrap(), None);
     // Audited: who created it, then the registration and its grants.
     let audit = store.audit_entries(Some("team-notes")).unwrap();
@@ -349,7 +349,7 @@ async fn an_admin_creates_an_app_that_follows_first_discovery() {
     );
     assert_eq!(audit[0].actor, world.admin.id);
     assert_eq!(audit[0].after.as_deref(), Some(revision.as_str()));
-    assert_eq!(audit[1].actor, crate::store::ACTOR_SYSTEM);
+    assert_eq!(audit[1].actor, studio_store::ACTOR_SYSTEM);
     // The ledger's first revision is the creator's, through MCP.
     let revisions = store.revisions("team-notes").unwrap();
     assert_eq!(revisions.len(), 1, "{revisions:?}");
@@ -358,7 +358,7 @@ async fn an_admin_creates_an_app_that_follows_first_discovery() {
         revisions[0].user_id.as_deref(),
         Some(world.admin.id.as_str())
     );
-    assert_eq!(revisions[0].surface, crate::store::RevisionSurface::Mcp);
+    assert_eq!(revisions[0].surface, studio_store::RevisionSurface::Mcp);
     assert_eq!(revisions[0].summary, "createApp team-notes");
 
     // The same id again: refused, nothing changes.
@@ -630,7 +630,7 @@ async fn post(world: &World, headers: &[(&str, &str)], body: &str) -> Answer {
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
-    let response = crate::router(world.core.clone())
+    let response = crate::http::router(world.core.clone())
         .oneshot(request.body(Body::from(body.to_owned())).unwrap())
         .await
         .unwrap();
@@ -779,7 +779,7 @@ async fn post_api_apps_creates_for_admin_and_staff_and_refuses_everyone_else() {
     );
 
     // The admin's app list has it, with manage.
-    let listing = crate::router(world.core.clone())
+    let listing = crate::http::router(world.core.clone())
         .oneshot(
             Request::builder()
                 .uri("/api/apps")

@@ -12,9 +12,9 @@ use sasha_proto::pb::core_service_server::CoreService;
 use serde_json::json;
 use tonic::Request;
 
-use crate::core_grpc::{CoreGrpc, EntryCache};
-use crate::store::User;
+use crate::grpc::{CoreGrpc, EntryCache};
 use crate::test_world::{WRITER, World};
+use studio_store::User;
 
 /// The Studio page's browser session of `user`, as the gateway passes it.
 fn session(user: &User) -> pb::Principal {
@@ -85,7 +85,7 @@ async fn a_staff_draft_that_shares_a_table_previews_only_the_previewers_rows() {
         "access: shared\n",
     );
     assert_ne!(shared, text, "{text}");
-    let written = crate::source_tools::run(
+    let written = crate::grpc::calls::source_files(
         &world.core,
         Some(&world.writer()),
         "writeAppFile",
@@ -176,10 +176,10 @@ async fn a_member_draft_previews_only_the_authors_rows_and_a_lost_grant_keeps_no
             .unwrap()
             .contains_key(&id)
     );
-    let scope = super::preview_scope(
+    let scope = crate::previews::preview_scope(
         &world.core,
         &world.core.catalogue.current(),
-        &session(&world.admin),
+        &crate::test_world::actor_of(&session(&world.admin)),
         &id,
     )
     .await

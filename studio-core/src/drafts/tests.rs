@@ -5,13 +5,15 @@
 //! data path (preview scratch data, migrations at publication) is proved end
 //! to end in `tests/process/drafts.rs`.
 
-use sasha_proto::pb;
+use sasha_proto::pb::{self, draft_reply, draft_request};
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::store::draft_action;
-use crate::test_world::{WRITER, World};
+use crate::previews::preview_package;
+use crate::test_world::{WRITER, World, actor_of};
+use sasha_contract::data::is_preview_id;
+use studio_store::draft_action;
 
 const APP: &str = "notes";
 
@@ -22,7 +24,7 @@ impl World {
         operation: &str,
         arguments: Value,
     ) -> Result<pb::SourceFilesReply, AppError> {
-        crate::source_tools::run(
+        crate::grpc::calls::source_files(
             &self.core,
             Some(principal),
             operation,
@@ -66,7 +68,7 @@ impl World {
         principal: &pb::Principal,
         operation: draft_request::Operation,
     ) -> Result<draft_reply::Result, AppError> {
-        rpc(
+        crate::grpc::calls::draft(
             &self.core,
             pb::DraftRequest {
                 principal: Some(principal.clone()),
@@ -702,28 +704,28 @@ async fn only_a_session_that_manages_the_app_previews_its_draft() {
         .draft
         .unwrap();
     let writer = world.writer();
-    let package = preview_package(&world.core, &writer, APP, &draft.preview_id)
+    let package = preview_package(&world.core, &actor_of(&writer), APP, &draft.preview_id)
         .await
         .expect("the manager previews the draft");
     assert!(package.resource.html.contains("Preview"));
     let member = World::principal(&world.member, &WRITER);
     assert!(
-        preview_package(&world.core, &member, APP, &draft.preview_id)
+        preview_package(&world.core, &actor_of(&member), APP, &draft.preview_id)
             .await
             .is_none()
     );
     assert!(
-        preview_package(&world.core, &writer, APP, &"0".repeat(32))
+        preview_package(&world.core, &actor_of(&writer), APP, &"0".repeat(32))
             .await
             .is_none()
     );
     assert!(
-        preview_package(&world.core, &writer, APP, "not-hex")
+        preview_package(&world.core, &actor_of(&writer), APP, "not-hex")
             .await
             .is_none()
     );
     assert!(
-        preview_package(&world.core, &writer, "other", &draft.preview_id)
+        preview_package(&world.core, &actor_of(&writer), "other", &draft.preview_id)
             .await
             .is_none()
     );

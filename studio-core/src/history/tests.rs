@@ -5,12 +5,12 @@
 //! revert then fails closed; the migration refusal itself is tested end to
 //! end in `tests/process/mcp_history.rs`.
 
-use sasha_proto::pb;
+use sasha_proto::pb::{self, history_reply, history_request};
 use sasha_proto::{AppError, ErrorCode};
 
 use super::*;
-use crate::store::{RevisionSurface, history_action};
 use crate::test_world::{WRITER, World};
+use studio_store::{RevisionSurface, history_action};
 
 impl World {
     /// writeAppFile as the staff user; the new revision.
@@ -21,7 +21,7 @@ impl World {
         if let Some(expected) = expected {
             arguments["expectedVersion"] = expected.into();
         }
-        let reply = crate::source_tools::run(
+        let reply = crate::grpc::calls::source_files(
             &self.core,
             Some(&self.writer()),
             "writeAppFile",
@@ -41,7 +41,7 @@ impl World {
         app: &str,
         operation: history_request::Operation,
     ) -> Result<history_reply::Result, AppError> {
-        rpc(
+        crate::grpc::calls::history(
             &self.core,
             pb::HistoryRequest {
                 principal,
@@ -204,10 +204,10 @@ async fn list_read_diff_and_revert_a_package() {
     );
     assert!(!world.apps().join("notes/extra.md").exists());
     // Nothing is left in the staging folder.
-    let staging = world.dir.path().join("docs").join(STAGING_DIR);
+    let staging = world.dir.path().join("docs").join(SWAP_STAGING_DIR);
     assert_eq!(std::fs::read_dir(&staging).unwrap().count(), 0);
     // The live resource is the first revision's, byte for byte.
-    let live = crate::revisions::resource(&world.core, "notes", &first)
+    let live = crate::ledger::resource(&world.core, "notes", &first)
         .await
         .unwrap();
     let recorded = world
@@ -295,7 +295,7 @@ async fn the_refusal_matrix() {
         .await
         .unwrap_err();
     assert_eq!(bad_id.code, ErrorCode::InputInvalid);
-    let none = rpc(
+    let none = crate::grpc::calls::history(
         &world.core,
         pb::HistoryRequest {
             principal: Some(world.writer()),
@@ -384,7 +384,7 @@ async fn a_data_app_revert_fails_closed_without_data_worker() {
         format!("{styles}\n/* 2 */\n"),
     )
     .unwrap();
-    crate::refresh_catalogue(&world.core).await;
+    crate::registry::refresh_catalogue(&world.core).await;
     let current = world
         .core
         .store
@@ -406,7 +406,7 @@ async fn a_data_app_revert_fails_closed_without_data_worker() {
 fn the_swap_replaces_the_whole_folder_and_cleans_up_leftovers() {
     let dir = tempfile::tempdir().unwrap();
     let apps = dir.path().join("apps");
-    let staging = dir.path().join(STAGING_DIR);
+    let staging = dir.path().join(SWAP_STAGING_DIR);
     std::fs::create_dir_all(apps.join("notes/old")).unwrap();
     std::fs::write(apps.join("notes/old/gone.md"), "x").unwrap();
     std::fs::write(apps.join("notes/APP.md"), "old").unwrap();
@@ -465,7 +465,7 @@ fn the_diff_is_bounded_and_says_when_it_was_cut() {
     ];
     let diff = diff_files("f", "t", &before, &after);
     assert!(diff.truncated);
-    let by_path: BTreeMap<&str, &pb::HistoryFileChange> =
+    let by_path: BTreeMap<&str, &crate::diff::FileChange> =
         diff.files.iter().map(|f| (f.path.as_str(), f)).collect();
     assert!(!by_path.contains_key("same.md"));
     assert!(by_path["a.md"].truncated && by_path["a.md"].unified.is_none());
@@ -483,6 +483,6 @@ fn the_diff_is_bounded_and_says_when_it_was_cut() {
         .iter()
         .filter_map(|f| f.unified.as_ref().map(String::len))
         .sum();
-    assert!(total <= MAX_DIFF_BYTES);
+    assert!(total <= crate::diff::MAX_DIFF_BYTES);
     let _ = RevisionSurface::Mcp;
 }

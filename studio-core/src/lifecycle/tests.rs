@@ -13,9 +13,9 @@ use sasha_proto::{AppError, ErrorCode};
 use tonic::Request;
 
 use super::*;
-use crate::core_grpc::{CoreGrpc, EntryCache};
-use crate::store::{AppAccess, User, lifecycle_action};
+use crate::grpc::{CoreGrpc, EntryCache};
 use crate::test_world::{WRITER, World};
+use studio_store::{AppAccess, User, lifecycle_action};
 
 impl World {
     /// The `CoreService` over this world's core.
@@ -36,7 +36,7 @@ impl World {
         app: &str,
         operation: Op,
     ) -> Result<pb::AppLifecycleReply, AppError> {
-        rpc(
+        crate::grpc::calls::lifecycle(
             &self.core,
             pb::AppLifecycleRequest {
                 principal: Some(principal),
@@ -54,7 +54,7 @@ impl World {
         delete_data: bool,
         confirm: &str,
     ) -> Result<pb::AppLifecycleReply, AppError> {
-        rpc(
+        crate::grpc::calls::lifecycle(
             &self.core,
             pb::AppLifecycleRequest {
                 principal: Some(self.admin()),
@@ -231,7 +231,7 @@ async fn a_withdrawn_app_is_gone_for_everyone_and_comes_back_with_its_grants() {
         assert_eq!(hidden.code, ErrorCode::NotFound);
     }
     // The source and history tools say so.
-    let source = crate::source_tools::run(
+    let source = crate::grpc::calls::source_files(
         &world.core,
         Some(&world.admin()),
         "listAppFiles",
@@ -243,7 +243,7 @@ async fn a_withdrawn_app_is_gone_for_everyone_and_comes_back_with_its_grants() {
     assert_eq!(source.code, ErrorCode::OperationUnavailable, "{source:?}");
     assert_eq!(source.details.as_ref().unwrap()["reason"], "withdrawn");
     assert!(source.message.contains("restoreApp"), "{source:?}");
-    let history = crate::history::rpc(
+    let history = crate::grpc::calls::history(
         &world.core,
         pb::HistoryRequest {
             principal: Some(world.admin()),
@@ -266,7 +266,7 @@ async fn a_withdrawn_app_is_gone_for_everyone_and_comes_back_with_its_grants() {
         .unwrap();
     assert!(!again.changed && again.withdrawn);
     // A catalogue refresh (as the file watcher makes) keeps it withdrawn.
-    crate::refresh_catalogue(&world.core).await;
+    crate::registry::refresh_catalogue(&world.core).await;
     assert_eq!(world.catalogue(&world.admin).await, []);
 
     let restored = world
@@ -340,7 +340,7 @@ async fn deleting_needs_a_withdrawn_app_and_the_data_a_second_confirmation() {
     // The id stays registered and taken; the ledger and audit stay.
     assert!(world.core.store.registered_app("notes").unwrap().is_some());
     assert!(!world.core.store.revisions("notes").unwrap().is_empty());
-    let taken = crate::create::rpc(
+    let taken = crate::grpc::calls::create(
         &world.core,
         pb::CreateAppRequest {
             principal: Some(world.admin()),

@@ -11,8 +11,8 @@ use sasha_package::manifest::{MEMBER_ID_PREFIX, is_kebab_id};
 use sasha_proto::pb;
 use serde_json::{Value, json};
 
-use crate::store::{AppAccess, MemberCaps, User, UserRole};
 use crate::test_world::{PASSWORD, Page, STUDIO, World};
+use studio_store::{AppAccess, MemberCaps, User, UserRole};
 
 /// The scopes of a member's browser session.
 const AUTHOR: [&str; 3] = ["chat:use", "apps:invoke", "apps:author"];
@@ -82,7 +82,7 @@ impl World {
         user: &User,
         operation: pb::member_apps_request::Operation,
     ) -> Result<pb::MemberAppsReply, sasha_proto::AppError> {
-        super::rpc(
+        crate::grpc::calls::member_apps(
             &self.core,
             pb::MemberAppsRequest {
                 principal: Some(World::principal(user, &AUTHOR)),
@@ -194,9 +194,10 @@ async fn a_member_deploys_an_app_only_they_manage() {
         Some(world.member.id.as_str())
     );
     let admin = World::principal(&world.admin, &crate::test_world::WRITER);
-    let refused = crate::source_tools::authorize_manager(&world.core, &admin, &id)
-        .await
-        .unwrap_err();
+    let refused =
+        crate::access::authorize_manager(&world.core, &crate::test_world::actor_of(&admin), &id)
+            .await
+            .unwrap_err();
     assert_eq!(refused.code.as_str(), "APP_ACCESS_DENIED");
     // Its resource is served like any app's.
     let (status, resource) = mia
@@ -614,7 +615,7 @@ async fn sharing_is_by_user_name_and_gives_use_never_manage() {
                 .map(|_| ()),
         };
         assert!(
-            matches!(outcome, Err(crate::store::StoreError::MemberAppGrant(_))),
+            matches!(outcome, Err(studio_store::StoreError::MemberAppGrant(_))),
             "{user} {access:?}: {outcome:?}"
         );
     }
@@ -838,7 +839,7 @@ async fn admins_and_staff_never_change_who_uses_a_member_app() {
             &id,
             &eve.id,
             AppAccess::Use,
-            Some(crate::store::ACTOR_OPERATOR),
+            Some(studio_store::ACTOR_OPERATOR),
         )
         .unwrap();
     assert_eq!(
@@ -904,7 +905,7 @@ async fn the_instance_cap_holds_across_concurrent_authors() {
     let authors: Vec<User> = (0..4)
         .map(|n| world.user(&format!("author{n}"), UserRole::Member))
         .collect();
-    let caps = crate::store::MemberCaps {
+    let caps = studio_store::MemberCaps {
         instance: 5,
         per_author: 3,
         author_bytes: u64::MAX,
@@ -916,17 +917,17 @@ async fn the_instance_cap_holds_across_concurrent_authors() {
             let store = store.clone();
             std::thread::spawn(move || {
                 let id = format!("app-{}-{n}", &author[author.len() - 6..]);
-                let resource = crate::store::test_resource(&id, "<p>hi</p>");
-                let deploy = crate::store::MemberDeploy {
+                let resource = ledger_resource(&id, "<p>hi</p>");
+                let deploy = studio_store::MemberDeploy {
                     name: "App",
                     author_id: &author,
                     expected_revision: None,
-                    content: crate::store::RevisionContent {
+                    content: studio_store::RevisionContent {
                         resource: &resource,
                         files: vec![("APP.md", b"---\n".as_slice())],
                     },
-                    origin: crate::store::RevisionOrigin::authored(
-                        crate::store::RevisionSurface::Studio,
+                    origin: studio_store::RevisionOrigin::authored(
+                        studio_store::RevisionSurface::Studio,
                         &author,
                         "deploy",
                         0,
@@ -947,8 +948,8 @@ async fn the_instance_cap_holds_across_concurrent_authors() {
         assert!(
             matches!(
                 refusal,
-                crate::store::MemberRefusal::InstanceCap(5)
-                    | crate::store::MemberRefusal::AuthorCap(3)
+                studio_store::MemberRefusal::InstanceCap(5)
+                    | studio_store::MemberRefusal::AuthorCap(3)
             ),
             "{refusal:?}"
         );
@@ -1072,7 +1073,7 @@ async fn moderators_disable_and_delete_and_an_admin_promotes() {
     // A disabled member app is not a withdrawn catalogue app: the admins'
     // Withdrawn apps page and the lifecycle tools leave it to moderation.
     assert!(world.store().withdrawn_apps().unwrap().is_empty());
-    let lifecycle = crate::lifecycle::rpc(
+    let lifecycle = crate::grpc::calls::lifecycle(
         &world.core,
         pb::AppLifecycleRequest {
             principal: Some(World::principal(&world.admin, &crate::test_world::WRITER)),
@@ -1229,9 +1230,14 @@ async fn a_disabled_app_is_not_drafted_previewed_or_shared() {
     // The preview's catalogue and data route answer nothing.
     let author = World::principal(&world.member, &AUTHOR);
     assert!(
-        crate::drafts::preview_package(&world.core, &author, &id, &drafted.preview_id)
-            .await
-            .is_none()
+        crate::previews::preview_package(
+            &world.core,
+            &crate::test_world::actor_of(&author),
+            &id,
+            &drafted.preview_id
+        )
+        .await
+        .is_none()
     );
     // Nothing changed, and nobody was given it; taking a share away stays open.
     assert_eq!(world.store().access(&id, &world.staff.id).unwrap(), None);
@@ -1255,7 +1261,7 @@ async fn the_rpc_needs_apps_author_and_a_persons_approval_to_deploy() {
     let rpc = |principal: pb::Principal, operation| {
         let core = world.core.clone();
         async move {
-            super::rpc(
+            crate::grpc::calls::member_apps(
                 &core,
                 pb::MemberAppsRequest {
                     principal: Some(principal),
@@ -1391,15 +1397,25 @@ async fn a_draft_is_offered_to_the_editor_and_ends_with_the_next_deploy() {
     let (status, resource) = mia.get(&format!("/api/apps/{id}/draft/resource")).await;
     assert_eq!(status, StatusCode::OK, "{resource}");
     assert!(
-        crate::drafts::preview_package(&world.core, &author, &id, &drafted.preview_id)
-            .await
-            .is_some()
+        crate::previews::preview_package(
+            &world.core,
+            &crate::test_world::actor_of(&author),
+            &id,
+            &drafted.preview_id
+        )
+        .await
+        .is_some()
     );
     let stranger = World::principal(&other, &AUTHOR);
     assert!(
-        crate::drafts::preview_package(&world.core, &stranger, &id, &drafted.preview_id)
-            .await
-            .is_none()
+        crate::previews::preview_package(
+            &world.core,
+            &crate::test_world::actor_of(&stranger),
+            &id,
+            &drafted.preview_id
+        )
+        .await
+        .is_none()
     );
     // Deploying ends the draft.
     let (status, _) = mia.update(&id, files).await;
@@ -1796,7 +1812,7 @@ async fn each_authors_deploys_are_throttled() {
     let world = World::new();
     let mia = world.page(&world.member);
     let id = mia.deploy(false).await;
-    for n in 1..super::MEMBER_DEPLOY_BURST {
+    for n in 1..crate::state::deploy_throttle::MEMBER_DEPLOY_BURST {
         let (status, answer) = mia
             .update(&id, with_script(&format!("document.title = '{n}';\n")))
             .await;
@@ -1838,4 +1854,27 @@ async fn each_authors_deploys_are_throttled() {
         .update(&id, with_script("document.title = 'a minute on';\n"))
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
+}
+
+/// A resource the revision ledger accepts (its revision is its bytes'), as
+/// the catalogue would assemble one for `html`.
+fn ledger_resource(app_id: &str, html: &str) -> sasha_package::assemble::Resource {
+    use sasha_package::assemble::{Resource, resource_uri, revision_of};
+    const MIME: &str = "text/html;profile=mcp-app";
+    let meta = serde_json::json!({
+        "csp": {"connectDomains": []},
+        "prefersBorder": false,
+        "sasha": {"sourceDigest": sasha_contract::data::sha256_hex(html.as_bytes())},
+    });
+    let csp = "default-src 'none'".to_owned();
+    let revision = revision_of(MIME, &csp, &meta, html);
+    Resource {
+        app_id: app_id.to_owned(),
+        uri: resource_uri(app_id, &revision),
+        revision,
+        mime_type: MIME.to_owned(),
+        html: html.to_owned(),
+        csp,
+        meta,
+    }
 }

@@ -35,7 +35,7 @@ impl World {
         operation: &str,
         arguments: Value,
     ) -> Result<pb::SourceFilesReply, AppError> {
-        crate::source_tools::run(
+        crate::grpc::calls::source_files(
             &self.core,
             Some(principal),
             operation,
@@ -91,7 +91,7 @@ impl World {
         app: &str,
         operation: draft_request::Operation,
     ) -> Result<draft_reply::Result, AppError> {
-        crate::drafts::rpc(
+        crate::grpc::calls::draft(
             &self.core,
             pb::DraftRequest {
                 principal: Some(principal.clone()),

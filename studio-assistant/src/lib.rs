@@ -1,0 +1,126 @@
+//! studio-assistant: Studio's model-backed help, against one
+//! OpenAI-compatible chat provider (`SASHA_CHAT_*`):
+//!
+//! - [`provider`]: the provider client (streaming completions, tool calls,
+//!   turn limits) and app chat's conversations, kept in memory;
+//! - [`app_calls`]: `CoreService.Chat` and `CoreService.Upload`, an open
+//!   app's chat turn and document upload, each checked again here;
+//! - [`assistant`]: the Studio assistant, whose tools are the person's own
+//!   MCP tools through the gateway and whose every change waits for the
+//!   person's click;
+//! - [`http`]: the assistant's routes; [`apps`]: the view of the catalogue
+//!   it reads.
+//!
+//! [`Assistance`] is the state all of them serve from; studio-core holds
+//! one, answers [`apps::AppCatalogue`] from its catalogue and merges the
+//! routes into the Studio router.
+//!
+//! What it must never do: let a model approve its own change, run a turn
+//! for anyone but a signed-in person, read another user's documents or
+//! conversations, or let the provider's words about itself reach an app.
+
+pub mod app_calls;
+pub mod apps;
+pub mod assistant;
+pub mod http;
+pub mod provider;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use sasha_proto::AppError;
+use studio_identity::Accounts;
+use studio_store::{AppAccess, Store, blocking};
+use studio_uploads::UploadArea;
+
+use crate::apps::AppCatalogue;
+use crate::assistant::Assistant;
+use crate::provider::ChatService;
+
+/// What the assistant's routes and app calls serve from.
+#[derive(Debug)]
+pub struct Assistance {
+    /// Who is calling the routes.
+    accounts: Arc<Accounts>,
+    /// Conversations, tokens, grants and member apps (`DB_PATH`).
+    store: Store,
+    /// The provider: app chat turns and the assistant's completions.
+    chat: ChatService,
+    /// The users' converted documents, below `UPLOADS_ROOT`.
+    uploads: Arc<UploadArea>,
+    /// studio-core's catalogue, as the assistant reads it.
+    apps: Arc<dyn AppCatalogue>,
+    /// The Studio assistant's running turns and waiting confirmations.
+    assistant: Arc<Assistant>,
+    /// Where stored documents are mirrored when replication is on.
+    replicator: Option<sasha_replica::Replicator>,
+}
+
+impl Assistance {
+    /// The assistant over `store`, answering through `chat`, storing
+    /// documents in `uploads`, reading apps from `apps`; the assistant's MCP
+    /// client reaches the gateway at `mcp_url` (`SASHA_ASSISTANT_MCP_URL`).
+    pub fn new(
+        accounts: Arc<Accounts>,
+        store: Store,
+        chat: ChatService,
+        uploads: Arc<UploadArea>,
+        apps: Arc<dyn AppCatalogue>,
+        mcp_url: String,
+    ) -> Assistance {
+        Assistance {
+            accounts,
+            store,
+            chat,
+            uploads,
+            apps,
+            assistant: Arc::new(Assistant::new(mcp_url)),
+            replicator: None,
+        }
+    }
+
+    /// Mirrors every document stored from now on to object storage
+    /// (`SASHA_REPLICA_URL`).
+    pub fn with_upload_mirror(
+        mut self,
+        replicator: Option<sasha_replica::Replicator>,
+    ) -> Assistance {
+        self.replicator = replicator;
+        self
+    }
+
+    /// Mirrors the documents `names` just stored in `user_id`'s upload area
+    /// (read back from the area): in sync mode the upload is answered only
+    /// once they are in object storage, else it is the retryable
+    /// `APP_DATABASE_UNAVAILABLE` (the documents stay stored here).
+    async fn mirror_uploads(&self, user_id: &str, names: &[String]) -> Result<(), AppError> {
+        let Some(replicator) = &self.replicator else {
+            return Ok(());
+        };
+        for name in names {
+            let Some(path) = sasha_replica::files::upload_path(user_id, name) else {
+                // The area's own names are plain segments; nothing else is
+                // stored.
+                continue;
+            };
+            let (area, user, document) = (self.uploads.clone(), user_id.to_owned(), name.clone());
+            let text = tokio::task::spawn_blocking(move || area.read(&user, &document))
+                .await
+                .map_err(|_| AppError::from_code(sasha_proto::ErrorCode::Internal))??;
+            let Some(text) = text else {
+                continue;
+            };
+            replicator
+                .mirror(path, text.into_bytes())
+                .await
+                .map_err(|error| error.to_app_error())?;
+        }
+        Ok(())
+    }
+
+    /// Every app `user_id` holds access on, read fresh from the store.
+    async fn granted_apps(&self, user_id: &str) -> Result<BTreeMap<String, AppAccess>, AppError> {
+        let (store, user_id) = (self.store.clone(), user_id.to_owned());
+        blocking(move || store.access_by_app(&user_id)).await
+    }
+}

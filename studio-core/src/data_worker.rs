@@ -1,0 +1,193 @@
+//! The calls studio-core makes to data-worker (`DataService`), in the
+//! domain's own types: an app's migration drift against a contract, a
+//! contract applied (or tried), which owner-scoped tables hold rows, and a
+//! preview's or a deleted app's data removed. The wire messages stay here.
+//!
+//! What it must never do: read or write an app's data itself (only
+//! data-worker opens an app's file), or turn a failed call into an answer
+//! (every failure is the caller's `AppError`, or logged where nothing waits
+//! for it).
+
+use std::collections::BTreeSet;
+
+use sasha_contract::data::DataContract;
+use sasha_proto::AppError;
+use sasha_proto::pb;
+use sasha_service::grpc::DataClient;
+
+/// How an applied migration differs from a contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DriftKind {
+    /// The contract no longer has the migration.
+    NotInContract,
+    /// The contract has it with other content.
+    ChecksumChanged,
+}
+
+/// One applied migration that a contract does not keep as it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Drift {
+    /// The migration file, e.g. `migrations/001-init.sql`.
+    pub(crate) file: String,
+    pub(crate) kind: DriftKind,
+}
+
+impl From<&pb::Drift> for Drift {
+    fn from(drift: &pb::Drift) -> Drift {
+        Drift {
+            file: drift.file.clone(),
+            // Anything but "no longer in the contract" is an edited one.
+            kind: if drift.kind == pb::DriftKind::NotInContract as i32 {
+                DriftKind::NotInContract
+            } else {
+                DriftKind::ChecksumChanged
+            },
+        }
+    }
+}
+
+/// What applying a contract did (or, dry, would do).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Applied {
+    /// The migration files applied, in order.
+    pub(crate) applied: Vec<String>,
+    /// Applied migrations the contract drops or edits: nothing is applied.
+    pub(crate) drift: Vec<Drift>,
+}
+
+/// What removing an app's data did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RemovedData {
+    /// The backup of the removed file, relative to `APP_DATA_ROOT`; `None`
+    /// when the app had no data file.
+    pub(crate) backup: Option<String>,
+    /// The removed file's size.
+    pub(crate) bytes: u64,
+}
+
+/// The applied migrations of `app_id`'s live database that `contract` does
+/// not keep as they were.
+pub(crate) async fn migration_drift(
+    data: &DataClient,
+    app_id: &str,
+    contract: &DataContract,
+) -> Result<Vec<Drift>, AppError> {
+    let reply = data
+        .clone()
+        .migration_drift(pb::MigrationDriftRequest {
+            app_id: app_id.to_owned(),
+            contract_hash: contract.hash.clone(),
+            contract: Some(pb::DataContract::from(contract)),
+        })
+        .await
+        .map_err(|status| AppError::from_status(&status))?;
+    Ok(reply.get_ref().drift.iter().map(Drift::from).collect())
+}
+
+/// Applies `contract`'s pending migrations to `app_id`'s live data in one
+/// transaction (`dry_run`: only says what it would apply). A widening of who
+/// reads rows passes only with `approved_by_admin` naming the admin.
+pub(crate) async fn apply_contract(
+    data: &DataClient,
+    app_id: &str,
+    contract: &DataContract,
+    dry_run: bool,
+    approved_by_admin: &str,
+) -> Result<Applied, AppError> {
+    let reply = data
+        .clone()
+        .apply_contract(pb::ApplyContractRequest {
+            app_id: app_id.to_owned(),
+            contract: Some(pb::DataContract::from(contract)),
+            dry_run,
+            approved_by_admin: approved_by_admin.to_owned(),
+        })
+        .await
+        .map_err(|status| AppError::from_status(&status))?
+        .into_inner();
+    Ok(Applied {
+        applied: reply.applied,
+        drift: reply.drift.iter().map(Drift::from).collect(),
+    })
+}
+
+/// Which of `tables` of `app_id` hold rows now.
+pub(crate) async fn tables_with_rows(
+    data: &DataClient,
+    app_id: &str,
+    tables: BTreeSet<String>,
+) -> Result<BTreeSet<String>, AppError> {
+    let reply = data
+        .clone()
+        .tables_with_rows(pb::TablesWithRowsRequest {
+            app_id: app_id.to_owned(),
+            tables: tables.into_iter().collect(),
+        })
+        .await
+        .map_err(|status| AppError::from_status(&status))?;
+    Ok(reply.into_inner().tables.into_iter().collect())
+}
+
+/// Removes the scratch data of `app_id`'s preview `preview`. Scratch data
+/// only: a failure is logged, and the next preview of this id never comes.
+pub(crate) async fn remove_preview(data: &DataClient, app_id: &str, preview: &str) {
+    let removed = data
+        .clone()
+        .remove_preview(pb::RemovePreviewRequest {
+            app_id: app_id.to_owned(),
+            preview: preview.to_owned(),
+        })
+        .await;
+    if let Err(status) = removed {
+        tracing::warn!(%app_id, code = ?status.code(), "a preview's scratch data was not removed");
+    }
+}
+
+/// Removes `app_id`'s data file, backed up by data-worker first.
+pub(crate) async fn remove_app_data(
+    data: &DataClient,
+    app_id: &str,
+) -> Result<RemovedData, AppError> {
+    let removed = data
+        .clone()
+        .remove_app_data(pb::RemoveAppDataRequest {
+            app_id: app_id.to_owned(),
+        })
+        .await
+        .map_err(|status| AppError::from_status(&status))?
+        .into_inner();
+    Ok(RemovedData {
+        backup: removed.removed.then(|| removed.backup_file.clone()),
+        bytes: removed.bytes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drift_is_edited_unless_it_left_the_contract() {
+        let drift = |kind: i32| {
+            Drift::from(&pb::Drift {
+                number: 1,
+                file: "migrations/001-init.sql".into(),
+                kind,
+                applied_checksum: "a".repeat(64),
+                contract_checksum: None,
+            })
+        };
+        assert_eq!(
+            drift(pb::DriftKind::NotInContract as i32).kind,
+            DriftKind::NotInContract
+        );
+        assert_eq!(
+            drift(pb::DriftKind::ChecksumChanged as i32).kind,
+            DriftKind::ChecksumChanged
+        );
+        // A kind this build does not name is not "gone": it reads as edited,
+        // as the diagnostics always have.
+        assert_eq!(drift(0).kind, DriftKind::ChecksumChanged);
+        assert_eq!(drift(0).file, "migrations/001-init.sql");
+    }
+}

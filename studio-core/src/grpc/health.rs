@@ -1,0 +1,55 @@
+//! studio-core's health as its probes, `/healthz` and `CoreService.Health`
+//! report it: this process, and with `deep` data-worker's `Health` and a
+//! read of the core database.
+//!
+//! What it must never do: report ready while the core database or
+//! data-worker does not answer.
+
+use sasha_proto::pb::{self, HealthReply, HealthRequest};
+use sasha_service::Role;
+use sasha_service::grpc;
+
+use crate::state::Core;
+
+/// This process's health; with `deep`, data-worker's too.
+pub(crate) async fn health(core: &Core, deep: bool) -> HealthReply {
+    let mut dependencies = Vec::new();
+    if deep {
+        let mut data = core.data.clone();
+        dependencies.push(
+            grpc::dependency_health(Role::DataWorker, data.health(HealthRequest { deep: false }))
+                .await,
+        );
+    }
+    grpc::health_reply(Role::StudioCore, dependencies)
+}
+
+/// Whether core can serve: its database answers a read and data-worker
+/// answers `Health`.
+pub(crate) async fn readiness(core: &Core) -> HealthReply {
+    let store = core.store.clone();
+    let (database, mut reply) = tokio::join!(
+        tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            tokio::task::spawn_blocking(move || store.check()),
+        ),
+        health(core, true),
+    );
+    let database_ok = matches!(database, Ok(Ok(Ok(()))));
+    if let Ok(Ok(Err(error))) = &database {
+        tracing::warn!(%error, "readiness: the core database does not answer");
+    }
+    reply.dependencies.insert(
+        0,
+        pb::DependencyHealth {
+            role: "core-database".to_owned(),
+            ok: database_ok,
+            detail: if database_ok {
+                String::new()
+            } else {
+                "the core database does not answer".to_owned()
+            },
+        },
+    );
+    grpc::health_reply(Role::StudioCore, reply.dependencies)
+}

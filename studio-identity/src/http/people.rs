@@ -1,0 +1,568 @@
+//! People and personal tokens over HTTP: the Users page's list, invite,
+//! role change, disable, enable and remove (`/api/users*`, admins; staff
+//! may list, to give access by name); the invitation link's two steps
+//! (`/api/invitation*`, anonymous); and each person's own tokens for MCP
+//! clients without OAuth (`/api/tokens*`).
+//!
+//! Every change is a same-origin JSON request from a signed-in browser
+//! session, never a bearer token: a model may hold a token, and neither
+//! people nor new credentials are a model's to make.
+//!
+//! The caller's admin role is checked here for a quick answer and again by
+//! the store inside the change's own transaction, which also refuses a
+//! change that would leave no admin who can sign in (409, `field:
+//! username`): two admins demoting each other at once leave one.
+//!
+//! What it must never do: let anyone change their own role, status or
+//! existence (another admin or the operator does), answer an invitation
+//! secret or a token number of someone else with anything but the hidden
+//! 404, put a secret in a URL path (access lines log paths), or show a
+//! token's secret twice.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use sasha_proto::{AppError, ErrorCode};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use crate::accounts::Accounts;
+use crate::http::answers::{ErrorEnvelope, hidden_not_found, no_store, parse_body};
+use crate::http::caller::{same_origin_json, session_user, session_write, user};
+use crate::http::sign_in::signed_in;
+use studio_store::{
+    ACCESS_TOKEN_DEFAULT_TTL_SECONDS, Invitation, Person, Principal, Scope, StoreError,
+    TOKEN_MAX_TTL_SECONDS, UserRole,
+};
+use studio_store::{blocking, store_error};
+
+const DAY_SECONDS: u64 = 24 * 60 * 60;
+
+/// A person as the Users page shows them: `status` is `active`, `invited`
+/// or `disabled`.
+fn person_json(person: &Person) -> Value {
+    let status = if person.disabled {
+        "disabled"
+    } else if person.invited {
+        "invited"
+    } else {
+        "active"
+    };
+    json!({
+        "id": person.user.id,
+        "username": person.user.username,
+        "role": person.user.role,
+        "createdAt": person.user.created_at,
+        "lastSignInAt": person.last_sign_in_at,
+        "status": status,
+        "disabled": person.disabled,
+        "invitationExpiresAt": person.invitation_expires_at,
+    })
+}
+
+/// The link an invited person opens: the secret travels in the fragment,
+/// which browsers never send, so no server or proxy logs it.
+fn invitation_json(accounts: &Accounts, invitation: &Invitation) -> Value {
+    json!({
+        "url": format!("{}/#/invite/{}", accounts.studio.as_str(), invitation.secret),
+        "expiresAt": invitation.expires_at,
+    })
+}
+
+/// A store refusal as the field it is about, for the page to show there.
+fn refusal(error: StoreError) -> Response {
+    let (code, field) = match &error {
+        StoreError::UsernameTaken => (ErrorCode::Conflict, "username"),
+        StoreError::InvalidUsername(_) => (ErrorCode::InputInvalid, "username"),
+        StoreError::WeakPassword(_) => (ErrorCode::InputInvalid, "password"),
+        StoreError::InvalidTokenLabel(_) => (ErrorCode::InputInvalid, "label"),
+        StoreError::ScopeNotAllowed { .. } | StoreError::NoScopes => {
+            (ErrorCode::InputInvalid, "scopes")
+        }
+        StoreError::InvalidTtl(_) => (ErrorCode::InputInvalid, "expiresInDays"),
+        StoreError::NotInvited | StoreError::UserDisabled | StoreError::LastAdmin => {
+            (ErrorCode::Conflict, "username")
+        }
+        StoreError::NotAdmin => {
+            return AppError::new(ErrorCode::AccessDenied, error.to_string()).into_response();
+        }
+        StoreError::UnknownUser | StoreError::UnknownToken => {
+            return hidden_not_found().into_response();
+        }
+        _ => return store_error(error).into_response(),
+    };
+    AppError::new(code, error.to_string())
+        .with_details(json!({ "field": field }))
+        .into_response()
+}
+
+/// The signed-in admin making a change to people.
+async fn admin(
+    accounts: &Arc<Accounts>,
+    method: &Method,
+    headers: &HeaderMap,
+    has_body: bool,
+) -> Result<Principal, Response> {
+    let principal = session_write(accounts, method, headers, has_body).await?;
+    if principal.user.role != UserRole::Admin {
+        return Err(AppError::new(
+            ErrorCode::AccessDenied,
+            "only an admin changes who has an account",
+        )
+        .into_response());
+    }
+    Ok(principal)
+}
+
+/// Nobody changes their own role, status or account here: with this rule an
+/// instance always keeps the admin who is acting.
+fn not_yourself(actor: &Principal, username: &str) -> Result<(), Response> {
+    if actor.user.username == username {
+        return Err(AppError::new(
+            ErrorCode::AccessDenied,
+            "you cannot change your own account here; ask another admin",
+        )
+        .with_details(json!({ "field": "username" }))
+        .into_response());
+    }
+    Ok(())
+}
+
+/// `GET /api/users`: every user with role, last sign-in and status, for the
+/// people who give access (admin and staff): the access panel names people
+/// by user name from this list.
+#[utoipa::path(tag = "people", get, path = "/api/users", responses(
+    (status = 200, description = "`{users: [{id, username, role, createdAt, lastSignInAt, status, disabled, invitationExpiresAt}]}` by name; status is active, invited or disabled", body = Object),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 404, description = "hidden: not admin or staff, or a bad credential", body = ErrorEnvelope)))]
+pub async fn list_users(State(accounts): State<Arc<Accounts>>, headers: HeaderMap) -> Response {
+    let principal = match user(&accounts, &headers).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
+    if !principal.user.role.is_privileged() {
+        return hidden_not_found().into_response();
+    }
+    let store = accounts.store.clone();
+    match blocking(move || store.people()).await {
+        Ok(people) => {
+            let users: Vec<Value> = people.iter().map(person_json).collect();
+            no_store(Json(json!({ "users": users })))
+        }
+        Err(error) => error.into_response(),
+    }
+}
+
+/// The body of an invitation.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InviteBody {
+    username: String,
+    /// `admin`, `staff` or `member`.
+    #[schema(value_type = String)]
+    role: UserRole,
+}
+
+/// `POST /api/users`: adds a person with a one-time invitation link.
+#[utoipa::path(tag = "people", post, path = "/api/users", request_body = InviteBody, responses(
+    (status = 201, description = "`{user, invitation: {url, expiresAt}}`: the link is shown once", body = Object),
+    (status = 400, description = "a bad user name (APP_INPUT_INVALID, details.field)", body = ErrorEnvelope),
+    (status = 403, description = "not an admin, or not from the Studio origin", body = ErrorEnvelope),
+    (status = 409, description = "the name is taken (APP_CONFLICT, details.field = username)", body = ErrorEnvelope)))]
+pub async fn invite(
+    State(accounts): State<Arc<Accounts>>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let actor = match admin(&accounts, &method, &headers, true).await {
+        Ok(actor) => actor,
+        Err(response) => return response,
+    };
+    let body: InviteBody = match parse_body(&body) {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let store = accounts.store.clone();
+    let outcome = tokio::task::spawn_blocking(move || {
+        let invitation = store.invite_user(&body.username, body.role, &actor.user.id)?;
+        let person = store
+            .people()?
+            .into_iter()
+            .find(|person| person.user.id == invitation.user.id)
+            .ok_or(StoreError::UnknownUser)?;
+        Ok::<_, StoreError>((invitation, person))
+    })
+    .await;
+    match outcome {
+        Ok(Ok((invitation, person))) => {
+            let answer = json!({
+                "user": person_json(&person),
+                "invitation": invitation_json(&accounts, &invitation),
+            });
+            (StatusCode::CREATED, no_store(Json(answer))).into_response()
+        }
+        Ok(Err(error)) => refusal(error),
+        Err(_) => AppError::from_code(ErrorCode::Internal).into_response(),
+    }
+}
+
+/// A change to a person: one of `role` or `status`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChangeBody {
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    role: Option<UserRole>,
+    /// `active` or `disabled`.
+    #[serde(default)]
+    status: Option<String>,
+}
+
+/// `PATCH /api/users/:username`: a new role, or disabled/active.
+#[utoipa::path(tag = "people", patch, path = "/api/users/{username}", params(("username" = String, Path)), request_body = ChangeBody, responses(
+    (status = 200, description = "`{user, changed}`", body = Object),
+    (status = 400, description = "neither or both of role and status, or an unknown status", body = ErrorEnvelope),
+    (status = 403, description = "not an admin (read again in the change's transaction), your own account, or not from the Studio origin", body = ErrorEnvelope),
+    (status = 404, description = "hidden: no such user", body = ErrorEnvelope),
+    (status = 409, description = "it would leave no admin who can sign in (APP_CONFLICT, details.field = username)", body = ErrorEnvelope)))]
+pub async fn change(
+    State(accounts): State<Arc<Accounts>>,
+    Path(username): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let actor = match admin(&accounts, &method, &headers, true).await {
+        Ok(actor) => actor,
+        Err(response) => return response,
+    };
+    if let Err(response) = not_yourself(&actor, &username) {
+        return response;
+    }
+    let body: ChangeBody = match parse_body(&body) {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let disabled = match body.status.as_deref() {
+        None => None,
+        Some("disabled") => Some(true),
+        Some("active") => Some(false),
+        Some(_) => {
+            return AppError::new(
+                ErrorCode::InputInvalid,
+                "status must be \"active\" or \"disabled\"",
+            )
+            .with_details(json!({ "field": "status" }))
+            .into_response();
+        }
+    };
+    if body.role.is_some() == disabled.is_some() {
+        return AppError::new(
+            ErrorCode::InputInvalid,
+            "give one change: either role or status",
+        )
+        .into_response();
+    }
+    let store = accounts.store.clone();
+    let outcome = tokio::task::spawn_blocking(move || {
+        let changed = match (body.role, disabled) {
+            (Some(role), _) => store.set_role(&username, role, &actor.user.id)?,
+            (None, Some(disabled)) => store.set_disabled(&username, disabled, &actor.user.id)?,
+            (None, None) => false,
+        };
+        let person = store
+            .people()?
+            .into_iter()
+            .find(|person| person.user.username == username)
+            .ok_or(StoreError::UnknownUser)?;
+        Ok::<_, StoreError>((changed, person))
+    })
+    .await;
+    match outcome {
+        Ok(Ok((changed, person))) => no_store(Json(
+            json!({ "user": person_json(&person), "changed": changed }),
+        )),
+        Ok(Err(error)) => refusal(error),
+        Err(_) => AppError::from_code(ErrorCode::Internal).into_response(),
+    }
+}
+
+/// `DELETE /api/users/:username`: removes a person and ends their grants.
+#[utoipa::path(tag = "people", delete, path = "/api/users/{username}", params(("username" = String, Path)), responses(
+    (status = 200, description = "`{removed: {userId, grantsRevoked, memberAppsOrphaned}}`", body = Object),
+    (status = 403, description = "not an admin (read again in the change's transaction), your own account, or not from the Studio origin", body = ErrorEnvelope),
+    (status = 404, description = "hidden: no such user", body = ErrorEnvelope),
+    (status = 409, description = "it would leave no admin who can sign in (APP_CONFLICT, details.field = username)", body = ErrorEnvelope)))]
+pub async fn remove(
+    State(accounts): State<Arc<Accounts>>,
+    Path(username): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    let actor = match admin(&accounts, &method, &headers, false).await {
+        Ok(actor) => actor,
+        Err(response) => return response,
+    };
+    if let Err(response) = not_yourself(&actor, &username) {
+        return response;
+    }
+    let store = accounts.store.clone();
+    match tokio::task::spawn_blocking(move || store.remove_user(&username, &actor.user.id)).await {
+        Ok(Ok(removed)) => no_store(Json(json!({ "removed": removed }))),
+        Ok(Err(error)) => refusal(error),
+        Err(_) => AppError::from_code(ErrorCode::Internal).into_response(),
+    }
+}
+
+/// `POST /api/users/:username/invitation`: a new link; the old one stops.
+#[utoipa::path(tag = "people", post, path = "/api/users/{username}/invitation", params(("username" = String, Path)), responses(
+    (status = 200, description = "`{invitation: {url, expiresAt}}`", body = Object),
+    (status = 403, description = "not an admin, or not from the Studio origin", body = ErrorEnvelope),
+    (status = 404, description = "hidden: no such user", body = ErrorEnvelope),
+    (status = 409, description = "they already accepted, or are disabled (APP_CONFLICT)", body = ErrorEnvelope)))]
+pub async fn renew_invitation(
+    State(accounts): State<Arc<Accounts>>,
+    Path(username): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    let actor = match admin(&accounts, &method, &headers, false).await {
+        Ok(actor) => actor,
+        Err(response) => return response,
+    };
+    let store = accounts.store.clone();
+    match tokio::task::spawn_blocking(move || store.renew_invitation(&username, &actor.user.id))
+        .await
+    {
+        Ok(Ok(invitation)) => no_store(Json(
+            json!({ "invitation": invitation_json(&accounts, &invitation) }),
+        )),
+        Ok(Err(error)) => refusal(error),
+        Err(_) => AppError::from_code(ErrorCode::Internal).into_response(),
+    }
+}
+
+/// An invitation link's secret, in the body (never the path).
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InvitationBody {
+    token: String,
+}
+
+/// `POST /api/invitation`: who a link is for, before they choose a password.
+/// Not throttled: the secret is 256 random bits, so guessing is hopeless.
+#[utoipa::path(tag = "people", post, path = "/api/invitation", request_body = InvitationBody, responses(
+    (status = 200, description = "`{username, role, expiresAt}`", body = Object),
+    (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
+    (status = 404, description = "hidden: unknown, expired or used", body = ErrorEnvelope)))]
+pub async fn invitation(
+    State(accounts): State<Arc<Accounts>>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(response) = same_origin_json(&accounts, &method, &headers, true) {
+        return response;
+    }
+    let body: InvitationBody = match parse_body(&body) {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let store = accounts.store.clone();
+    match blocking(move || store.invitation(&body.token)).await {
+        Ok(Some(view)) => no_store(Json(view)),
+        Ok(None) => hidden_not_found().into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+/// Accepting an invitation: the link's secret and the chosen password.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AcceptBody {
+    token: String,
+    password: String,
+}
+
+/// `POST /api/invitation/accept`: sets the password, spends the link and
+/// signs the person in.
+#[utoipa::path(tag = "people", post, path = "/api/invitation/accept", request_body = AcceptBody, responses(
+    (status = 200, description = "signed in; sets the session cookie", body = Object),
+    (status = 400, description = "a weak password (APP_INPUT_INVALID, details.field = password)", body = ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
+    (status = 404, description = "hidden: unknown, expired or used", body = ErrorEnvelope)))]
+pub async fn accept_invitation(
+    State(accounts): State<Arc<Accounts>>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(response) = same_origin_json(&accounts, &method, &headers, true) {
+        return response;
+    }
+    let body: AcceptBody = match parse_body(&body) {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let store = accounts.store.clone();
+    let outcome = tokio::task::spawn_blocking(move || {
+        let Some(user) = store.accept_invitation(&body.token, &body.password)? else {
+            return Ok(None);
+        };
+        let secret = store.create_session(&user.id)?;
+        Ok::<_, StoreError>(store.session(&secret)?.map(|principal| (secret, principal)))
+    })
+    .await;
+    match outcome {
+        Ok(Ok(Some((secret, principal)))) => signed_in(&accounts, &secret, &principal),
+        Ok(Ok(None)) => hidden_not_found().into_response(),
+        Ok(Err(error)) => refusal(error),
+        Err(_) => AppError::from_code(ErrorCode::Internal).into_response(),
+    }
+}
+
+/// The scopes a person may put on a token for an MCP client: what MCP
+/// clients are offered, narrowed to the role.
+fn token_scopes(role: UserRole) -> Vec<&'static str> {
+    sasha_contract::tools::MCP_CLIENT_SCOPES
+        .iter()
+        .copied()
+        .filter(|scope| scope.parse::<Scope>().is_ok_and(|scope| role.allows(scope)))
+        .collect()
+}
+
+/// `GET /api/tokens`: the caller's own tokens, and what a client needs to
+/// connect.
+#[utoipa::path(tag = "people", get, path = "/api/tokens", responses(
+    (status = 200, description = "`{mcpUrl, scopes, defaultDays, maxDays, tokens: [{id, label, scopes, createdAt, expiresAt, lastUsedAt}]}`", body = Object),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session", body = ErrorEnvelope)))]
+pub async fn list_tokens(State(accounts): State<Arc<Accounts>>, headers: HeaderMap) -> Response {
+    let principal = match session_user(&accounts, &headers).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
+    let store = accounts.store.clone();
+    let user_id = principal.user.id.clone();
+    match blocking(move || store.personal_tokens(&user_id)).await {
+        Ok(tokens) => no_store(Json(json!({
+            "mcpUrl": accounts.oauth.resource(),
+            "scopes": token_scopes(principal.user.role),
+            "defaultDays": ACCESS_TOKEN_DEFAULT_TTL_SECONDS / DAY_SECONDS,
+            "maxDays": TOKEN_MAX_TTL_SECONDS / DAY_SECONDS,
+            "tokens": tokens,
+        }))),
+        Err(error) => error.into_response(),
+    }
+}
+
+/// A new token: the person's name for it, its scopes and lifetime.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TokenBody {
+    label: String,
+    scopes: Vec<String>,
+    #[serde(default)]
+    expires_in_days: Option<u64>,
+}
+
+/// `POST /api/tokens`: makes a token; its secret is in this answer only.
+#[utoipa::path(tag = "people", post, path = "/api/tokens", request_body = TokenBody, responses(
+    (status = 201, description = "`{secret, token}`", body = Object),
+    (status = 400, description = "a bad name, scope or lifetime (APP_INPUT_INVALID, details.field)", body = ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session", body = ErrorEnvelope)))]
+pub async fn create_token(
+    State(accounts): State<Arc<Accounts>>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let principal = match session_write(&accounts, &method, &headers, true).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
+    let body: TokenBody = match parse_body(&body) {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let offered = token_scopes(principal.user.role);
+    let mut scopes = BTreeSet::new();
+    for scope in &body.scopes {
+        match scope.parse::<Scope>() {
+            Ok(parsed) if offered.contains(&scope.as_str()) => {
+                scopes.insert(parsed);
+            }
+            _ => {
+                return AppError::new(
+                    ErrorCode::InputInvalid,
+                    format!(
+                        "{scope} is not a scope you can give a token; choose from {}",
+                        offered.join(", ")
+                    ),
+                )
+                .with_details(json!({ "field": "scopes" }))
+                .into_response();
+            }
+        }
+    }
+    let ttl = body
+        .expires_in_days
+        .map(|days| days.saturating_mul(DAY_SECONDS));
+    let store = accounts.store.clone();
+    let user_id = principal.user.id.clone();
+    match tokio::task::spawn_blocking(move || {
+        store.create_personal_token(&user_id, &body.label, &scopes, ttl)
+    })
+    .await
+    {
+        Ok(Ok((secret, token))) => (
+            StatusCode::CREATED,
+            no_store(Json(json!({ "secret": secret, "token": token }))),
+        )
+            .into_response(),
+        Ok(Err(error)) => refusal(error),
+        Err(_) => AppError::from_code(ErrorCode::Internal).into_response(),
+    }
+}
+
+/// `DELETE /api/tokens/:id`: revokes one of the caller's own tokens.
+#[utoipa::path(tag = "people", delete, path = "/api/tokens/{id}", params(("id" = i64, Path)), responses(
+    (status = 204, description = "revoked"),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
+    (status = 404, description = "hidden: not yours, unknown, not a token number or already revoked", body = ErrorEnvelope)))]
+pub async fn revoke_token(
+    State(accounts): State<Arc<Accounts>>,
+    Path(id): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    let principal = match session_write(&accounts, &method, &headers, false).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
+    // Parsed after the caller is known: a number that names no token of
+    // theirs and text that names none answer alike.
+    let Ok(id) = id.parse::<i64>() else {
+        return hidden_not_found().into_response();
+    };
+    let store = accounts.store.clone();
+    match tokio::task::spawn_blocking(move || {
+        store.revoke_token_of(&principal.user.username, id, &principal.user.id)
+    })
+    .await
+    {
+        Ok(Ok(true)) => no_store(StatusCode::NO_CONTENT),
+        Ok(Ok(false)) => hidden_not_found().into_response(),
+        Ok(Err(error)) => refusal(error),
+        Err(_) => AppError::from_code(ErrorCode::Internal).into_response(),
+    }
+}

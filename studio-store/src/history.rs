@@ -1,0 +1,68 @@
+//! What the history tools (studio-core's `history`) need of the core database
+//! besides the ledger: the audit entry of a revert, and whether a revision
+//! the ledger no longer holds was ever one of the app's (so a pruned revision
+//! is told apart from one that never existed).
+
+use rusqlite::{OptionalExtension as _, TransactionBehavior};
+
+use super::{Store, StoreError, action, audit};
+
+/// Audit actions of the history tools.
+pub mod history_action {
+    /// A user reverted an app's files to an old revision: `actor` the user,
+    /// `before` the revision that was current, `after` the one reverted to.
+    pub const APP_REVERTED: &str = "app-source.reverted";
+}
+
+impl Store {
+    /// Records that `actor` reverted `app_id` from `before` to `after`.
+    pub fn record_app_reverted(
+        &self,
+        app_id: &str,
+        actor: &str,
+        before: &str,
+        after: &str,
+    ) -> Result<(), StoreError> {
+        let now = self.now();
+        let mut connection = self.connection();
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        audit(
+            &transaction,
+            now,
+            actor,
+            history_action::APP_REVERTED,
+            Some(app_id),
+            None,
+            Some(before),
+            Some(after),
+        )?;
+        transaction.commit()?;
+        Ok(())
+    }
+
+    /// Whether `revision` was ever registered as `app_id`'s current revision
+    /// (its registration or a revision change is in the append-only audit
+    /// log), whether or not the ledger still holds it.
+    pub fn revision_was_registered(
+        &self,
+        app_id: &str,
+        revision: &str,
+    ) -> Result<bool, StoreError> {
+        let connection = self.connection();
+        Ok(connection
+            .query_row(
+                "SELECT 1 FROM authorization_audit_log
+                 WHERE app_id = ?1 AND after = ?2 AND action IN (?3, ?4)
+                 LIMIT 1",
+                (
+                    app_id,
+                    revision,
+                    action::APP_REGISTERED,
+                    action::APP_REVISION_CHANGED,
+                ),
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+}

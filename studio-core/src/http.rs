@@ -50,7 +50,7 @@ pub(crate) fn router(core: Arc<Core>) -> axum::Router {
         .fallback(web::not_found)
         .layer(axum::middleware::from_fn_with_state(
             core.clone(),
-            crate::replication::durable_writes,
+            replication::durable_writes,
         ))
         .layer(axum::middleware::from_fn_with_state(
             core.clone(),
@@ -75,7 +75,7 @@ pub(crate) fn router(core: Arc<Core>) -> axum::Router {
 async fn healthz(State(core): State<Arc<Core>>) -> Response {
     let (reply, replication) = tokio::join!(
         crate::grpc::health::health(&core, true),
-        core.replication_json()
+        crate::grpc::health::replication_json(&core)
     );
     let snapshot = core.catalogue.current();
     let valid = snapshot.valid().count();

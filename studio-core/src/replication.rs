@@ -25,9 +25,8 @@
 
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse as _, Response};
 use http::Method;
@@ -36,7 +35,6 @@ use sasha_replica::{Database, Replicator};
 use tonic::codegen::{BoxFuture, Context, Poll, Service};
 use tonic::server::NamedService;
 
-use crate::state::Core;
 use studio_store::Store;
 
 /// The core database's replication.
@@ -127,30 +125,26 @@ fn call_changes_state(path: &str) -> bool {
     !CORE_READS.contains(&method)
 }
 
-/// The HTTP layer of the gate (see the module header).
-pub(crate) async fn durable_writes(
-    State(core): State<Arc<Core>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let Some(replication) = core
-        .replication
-        .as_ref()
-        .filter(|_| changes_state(request.method()))
-    else {
-        return next.run(request).await;
-    };
-    if let Err(error) = replication.admit() {
-        return error.into_response();
-    }
-    let before = replication.store.commits();
-    let response = next.run(request).await;
-    if !response.status().is_success() {
-        return response;
-    }
-    match replication.confirm_since(before).await {
-        Ok(()) => response,
-        Err(error) => error.into_response(),
+impl CoreReplication {
+    /// The HTTP layer of the gate (see the module header): a request that
+    /// may change state is admitted first, and its successful answer waits
+    /// for what the store committed while it ran.
+    pub(crate) async fn gate(&self, request: Request, next: Next) -> Response {
+        if !changes_state(request.method()) {
+            return next.run(request).await;
+        }
+        if let Err(error) = self.admit() {
+            return error.into_response();
+        }
+        let before = self.store.commits();
+        let response = next.run(request).await;
+        if !response.status().is_success() {
+            return response;
+        }
+        match self.confirm_since(before).await {
+            Ok(()) => response,
+            Err(error) => error.into_response(),
+        }
     }
 }
 
@@ -221,45 +215,6 @@ where
                 Err(error) => Ok(error.to_status().into_http()),
             }
         })
-    }
-}
-
-impl Core {
-    /// Every role's replication as `/healthz` and the admin page show it:
-    /// `{"studio-core": …, "data-worker": …}`, each present when that role
-    /// replicates; `None` when neither does.
-    pub(crate) async fn replication_json(&self) -> Option<serde_json::Value> {
-        let mut roles = serde_json::Map::new();
-        if let Some(replication) = &self.replication {
-            roles.insert(
-                sasha_service::Role::StudioCore.as_str().to_owned(),
-                sasha_service::grpc::replication_json(&replication.replicator.health()),
-            );
-        }
-        let mut data = self.data.clone();
-        let asked = tokio::time::timeout(
-            std::time::Duration::from_secs(2),
-            data.health(sasha_proto::pb::HealthRequest { deep: false }),
-        )
-        .await;
-        match asked {
-            Ok(Ok(reply)) => {
-                if let Some(replication) = reply.into_inner().replication {
-                    roles.insert(
-                        sasha_service::Role::DataWorker.as_str().to_owned(),
-                        sasha_service::grpc::replication_json(&replication),
-                    );
-                }
-            }
-            _ if self.replication.is_some() => {
-                roles.insert(
-                    sasha_service::Role::DataWorker.as_str().to_owned(),
-                    serde_json::json!({"ok": false, "detail": "data-worker does not answer"}),
-                );
-            }
-            _ => {}
-        }
-        (!roles.is_empty()).then_some(serde_json::Value::Object(roles))
     }
 }
 

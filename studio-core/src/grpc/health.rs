@@ -53,3 +53,40 @@ pub(crate) async fn readiness(core: &Core) -> HealthReply {
     );
     grpc::health_reply(Role::StudioCore, reply.dependencies)
 }
+
+/// Every role's replication as `/healthz` and the admin page show it:
+/// `{"studio-core": …, "data-worker": …}`, each present when that role
+/// replicates; `None` when neither does.
+pub(crate) async fn replication_json(core: &Core) -> Option<serde_json::Value> {
+    let mut roles = serde_json::Map::new();
+    if let Some(replication) = &core.replication {
+        roles.insert(
+            sasha_service::Role::StudioCore.as_str().to_owned(),
+            sasha_service::grpc::replication_json(&replication.replicator.health()),
+        );
+    }
+    let mut data = core.data.clone();
+    let asked = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        data.health(sasha_proto::pb::HealthRequest { deep: false }),
+    )
+    .await;
+    match asked {
+        Ok(Ok(reply)) => {
+            if let Some(replication) = reply.into_inner().replication {
+                roles.insert(
+                    sasha_service::Role::DataWorker.as_str().to_owned(),
+                    sasha_service::grpc::replication_json(&replication),
+                );
+            }
+        }
+        _ if core.replication.is_some() => {
+            roles.insert(
+                sasha_service::Role::DataWorker.as_str().to_owned(),
+                serde_json::json!({"ok": false, "detail": "data-worker does not answer"}),
+            );
+        }
+        _ => {}
+    }
+    (!roles.is_empty()).then_some(serde_json::Value::Object(roles))
+}

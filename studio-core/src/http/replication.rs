@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use studio_identity::http::caller::session_user;
 use studio_identity::http::{ErrorEnvelope, hidden_not_found};
@@ -29,7 +30,7 @@ pub(crate) async fn replication_page(
     if principal.user.role != UserRole::Admin {
         return hidden_not_found().into_response();
     }
-    let body = match core.replication_json().await {
+    let body = match crate::grpc::health::replication_json(&core).await {
         Some(roles) => serde_json::json!({"enabled": true, "roles": roles}),
         None => serde_json::json!({"enabled": false}),
     };
@@ -47,4 +48,17 @@ pub(crate) fn routes() -> axum::Router<Arc<Core>> {
         "/api/admin/replication",
         axum::routing::get(replication_page),
     )
+}
+
+/// The replication gate over every Studio request (`replication::CoreReplication::gate`);
+/// a pass-through when replication is off.
+pub(crate) async fn durable_writes(
+    State(core): State<Arc<Core>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match &core.replication {
+        Some(replication) => replication.gate(request, next).await,
+        None => next.run(request).await,
+    }
 }

@@ -23,7 +23,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::builder::TypedValueParser as _;
+use clap::{Args, Subcommand};
+use sasha_contract::caller::UnknownWord;
 use sasha_service::config::{Env as _, ProcessEnv, StoragePaths};
 use studio_store::{
     ACTOR_OPERATOR, AppAccess, Scope, Store, StoreError, TokenKind, User, UserRole,
@@ -51,7 +53,8 @@ pub(crate) enum AdminCommand {
         /// The user's name
         username: String,
         /// The access to give
-        access: AccessArg,
+        #[arg(value_parser = word(AppAccess::ALL, AppAccess::as_str, AppAccess::parse))]
+        access: AppAccess,
         #[command(flatten)]
         state: StateArgs,
     },
@@ -147,8 +150,8 @@ pub(crate) enum UserCommand {
         username: String,
         /// The user's role: admin and staff may hold apps:write and receive
         /// manage on newly discovered apps; members get nothing automatically
-        #[arg(long)]
-        role: RoleArg,
+        #[arg(long, value_parser = word(UserRole::ALL, UserRole::as_str, UserRole::parse))]
+        role: UserRole,
         /// The password (at least 12 characters); default: one line of stdin
         #[arg(long)]
         password: Option<String>,
@@ -170,7 +173,8 @@ pub(crate) enum UserCommand {
         /// The user's name
         username: String,
         /// The new role
-        role: RoleArg,
+        #[arg(value_parser = word(UserRole::ALL, UserRole::as_str, UserRole::parse))]
+        role: UserRole,
         #[command(flatten)]
         state: StateArgs,
     },
@@ -267,38 +271,18 @@ pub(crate) struct StateArgs {
     state_dir: Option<PathBuf>,
 }
 
-/// A role on the command line.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum RoleArg {
-    Admin,
-    Staff,
-    Member,
-}
-
-impl From<RoleArg> for UserRole {
-    fn from(role: RoleArg) -> UserRole {
-        match role {
-            RoleArg::Admin => UserRole::Admin,
-            RoleArg::Staff => UserRole::Staff,
-            RoleArg::Member => UserRole::Member,
-        }
-    }
-}
-
-/// An access level on the command line.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum AccessArg {
-    Use,
-    Manage,
-}
-
-impl From<AccessArg> for AppAccess {
-    fn from(access: AccessArg) -> AppAccess {
-        match access {
-            AccessArg::Use => AppAccess::Use,
-            AccessArg::Manage => AppAccess::Manage,
-        }
-    }
+/// A closed word of `sasha_contract::caller` (a role, an access) on the
+/// command line: its spellings are the possible values `--help` lists.
+fn word<T>(
+    all: &'static [T],
+    as_str: fn(T) -> &'static str,
+    parse: fn(&str) -> Result<T, UnknownWord>,
+) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: Copy + Clone + Send + Sync + 'static,
+{
+    clap::builder::PossibleValuesParser::new(all.iter().map(|value| as_str(*value)))
+        .try_map(move |text| parse(&text))
 }
 
 /// A refused command line or input (exit status 2).
@@ -366,7 +350,7 @@ fn run(
                 None => read_password(input, prompt)?,
             };
             let store = open_store(&db_path(&state)?)?;
-            let user = add_user(&store, &username, role.into(), &password)?;
+            let user = add_user(&store, &username, role, &password)?;
             writeln!(output, "{}", user.id)?;
         }
         AdminCommand::User {
@@ -419,7 +403,6 @@ fn run(
                 },
         } => {
             let store = open_existing(&state)?;
-            let role = UserRole::from(role);
             let changed = store
                 .set_role(&username, role, ACTOR_OPERATOR)
                 .map_err(|error| unknown_user(error, &username))?;
@@ -560,7 +543,6 @@ fn run(
         } => {
             let store = open_existing(&state)?;
             let user = find_user(&store, &username)?;
-            let access = AppAccess::from(access);
             store
                 .grant(&app_id, &user.id, access, Some(ACTOR_OPERATOR))
                 .map_err(|error| unknown_app(error, &app_id))

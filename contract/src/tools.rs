@@ -22,13 +22,6 @@ pub use names::{
     ToolTarget, action_tool_name, app_of_tool, opener_name, table_tool_name,
 };
 
-/// The names of [`crate::caller::Scope::MCP_CLIENT`].
-pub const MCP_CLIENT_SCOPES: [&str; 3] = [
-    crate::caller::Scope::MCP_CLIENT[0].as_str(),
-    crate::caller::Scope::MCP_CLIENT[1].as_str(),
-    crate::caller::Scope::MCP_CLIENT[2].as_str(),
-];
-
 /// The member app tools (any role with `apps:author`; studio-core's
 /// `CoreService.MemberApps` decides every call), in [`MemberTool`]'s order;
 /// those that build an app ([`MemberTool::builds`]) are not listed while an

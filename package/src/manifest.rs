@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::yaml::YamlText;
 
 pub use sasha_contract::data::{Access, TableDeclaration, WritePolicy};
-pub use sasha_contract::ids::{MAX_ID_CHARS, is_kebab_id};
+use sasha_contract::ids::{MAX_ID_CHARS, is_kebab_id};
 
 /// The manifest: the front matter of `APP.md`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]

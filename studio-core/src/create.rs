@@ -32,9 +32,10 @@ use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use sasha_contract::AppId;
 use sasha_contract::html::escape_text;
+use sasha_contract::ids::MAX_ID_CHARS;
 use sasha_contract::tools::{CREATE_APP_MAX_DESCRIPTION_CHARS, CREATE_APP_MAX_NAME_CHARS};
-use sasha_package::manifest::{MAX_ID_CHARS, is_kebab_id};
 use sasha_package::source::{PackageSource, is_invisible};
 use sasha_package::validate::{Package, validate_source};
 use sasha_proto::{AppError, ErrorCode};
@@ -102,7 +103,7 @@ impl NewApp {
         description: &str,
         with_table: bool,
     ) -> Result<NewApp, AppError> {
-        if !is_kebab_id(id) {
+        if AppId::parse(id).is_err() {
             return Err(invalid(
                 "app",
                 format!(

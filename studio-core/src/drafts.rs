@@ -950,7 +950,7 @@ pub(crate) async fn answer(
     app_id: &str,
     operation: Option<Operation>,
 ) -> Result<Answer, AppError> {
-    if !sasha_package::manifest::is_kebab_id(app_id) {
+    if sasha_contract::AppId::parse(app_id).is_err() {
         return Err(invalid("app must be an app id in lowercase kebab-case"));
     }
     authorize_manager(core, actor, app_id).await?;

@@ -156,7 +156,7 @@ pub(crate) async fn change(
             "only an admin may withdraw, restore or delete an app",
         ));
     }
-    if !sasha_package::manifest::is_kebab_id(app_id) {
+    if sasha_contract::AppId::parse(app_id).is_err() {
         return Err(AppError::new(
             ErrorCode::InputInvalid,
             "app must be an app id in lowercase kebab-case",

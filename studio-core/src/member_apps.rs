@@ -215,7 +215,7 @@ pub(crate) async fn owned(
     user_id: &str,
     app_id: &str,
 ) -> Result<MemberApp, AppError> {
-    if !sasha_package::manifest::is_kebab_id(app_id) {
+    if sasha_contract::AppId::parse(app_id).is_err() {
         return Err(invalid("app must be an app id in lowercase kebab-case"));
     }
     let (store, app) = (core.store.clone(), app_id.to_owned());

@@ -22,7 +22,7 @@
 use std::collections::HashMap;
 
 use crate::source::check_path;
-use sasha_package::manifest::is_kebab_id;
+use sasha_contract::ids::is_kebab_id;
 use studio_identity::oauth_rules::{
     parse_params, redirect_matches, redirect_uri_problem, registration,
 };

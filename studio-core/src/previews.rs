@@ -45,7 +45,7 @@ pub(crate) async fn preview_package(
     app_id: &str,
     preview_id: &str,
 ) -> Option<Arc<Package>> {
-    if !is_preview_id(preview_id) || !sasha_package::manifest::is_kebab_id(app_id) {
+    if !is_preview_id(preview_id) || sasha_contract::AppId::parse(app_id).is_err() {
         return None;
     }
     authorize_previewer(core, actor, app_id).await.ok()?;

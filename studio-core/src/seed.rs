@@ -43,6 +43,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rustix::fs::{Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
+use sasha_contract::AppId;
 use sasha_service::config::{ConfigError, Env};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
@@ -380,7 +381,7 @@ impl ShippedHashes {
         let by_app: BTreeMap<String, Vec<String>> = serde_json::from_str(text)
             .map_err(|error| SeedError::ShippedHashes(error.to_string()))?;
         for (id, hashes) in &by_app {
-            if !is_app_id(id) {
+            if AppId::parse(id).is_err() {
                 return Err(SeedError::ShippedHashes(format!("{id:?} is not an app id")));
             }
             if let Some(hash) = hashes.iter().find(|hash| !is_tree_hash(hash)) {
@@ -408,16 +409,6 @@ impl ShippedHashes {
     pub fn ids(&self) -> impl Iterator<Item = &str> {
         self.by_app.keys().map(String::as_str)
     }
-}
-
-/// Lowercase kebab-case starting with a letter: the only names the seeder
-/// joins to a path from the shipped-hashes file.
-fn is_app_id(id: &str) -> bool {
-    id.len() <= 60
-        && id.starts_with(|c: char| c.is_ascii_lowercase())
-        && id
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
 fn is_tree_hash(hash: &str) -> bool {

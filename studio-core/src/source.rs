@@ -483,7 +483,7 @@ impl SourceTree {
 
     /// The package folder of `app_id`, which must be a real folder.
     fn open_app(&self, app_id: &str) -> Result<OwnedFd, AppError> {
-        if !sasha_package::manifest::is_kebab_id(app_id) {
+        if sasha_contract::AppId::parse(app_id).is_err() {
             return Err(invalid(
                 "app must be an app id in lowercase kebab-case, at most 60 characters",
             ));

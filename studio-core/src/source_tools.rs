@@ -138,7 +138,7 @@ pub(crate) async fn run(
     }
     let arguments: Arguments = serde_json::from_str(arguments_json)
         .map_err(|error| invalid(format!("the arguments are not valid: {error}")))?;
-    if arguments.app != app_id || !sasha_package::manifest::is_kebab_id(app_id) {
+    if arguments.app != app_id || sasha_contract::AppId::parse(app_id).is_err() {
         return Err(invalid("app must be an app id in lowercase kebab-case"));
     }
     let allowed: &[&str] = match operation {

@@ -28,7 +28,7 @@
 use std::sync::LazyLock;
 
 use regex::Regex;
-use sasha_package::manifest::is_kebab_id;
+use sasha_contract::ids::is_kebab_id;
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Map, Value};
 

@@ -44,8 +44,9 @@ pub const MAX_LIVE_CONFIRMATIONS_PER_USER: i64 = 100;
 pub const MAX_CONFIRMATION_TOOL_CHARS: usize = 200;
 /// The arguments' canonical JSON has at most this many bytes (1 MiB).
 pub const MAX_CONFIRMATION_ARGUMENTS_BYTES: usize = 1024 * 1024;
-/// An idempotency key has 1 to this many characters.
-pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 200;
+/// An idempotency key has 1 to this many characters (the data grammar's
+/// bound: the key a confirmed write will use).
+pub use sasha_contract::grammar::MAX_IDEMPOTENCY_KEY_CHARS;
 /// The prefix of every confirmation token. It differs from every
 /// [`super::TokenKind`] prefix (`sasha_ct_` is the chat-session token's), so a
 /// confirmation token is never taken for a bearer credential, and a leaked one

@@ -55,6 +55,8 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRe
 use rusqlite::{Connection, OptionalExtension as _, ToSql, Transaction};
 use serde::{Deserialize, Serialize};
 
+pub use sasha_contract::caller::{AppAccess, PrincipalKind, Role as UserRole, Scope};
+
 pub use self::app_creation::creation_action;
 pub use self::assistant::{Conversation, MAX_CONVERSATIONS, MAX_MESSAGES};
 pub use self::blocking::{blocking, store_error};
@@ -107,7 +109,8 @@ pub const ACTOR_OPERATOR: &str = "operator";
 /// Longer presented credentials are refused without a lookup.
 const MAX_SECRET_LEN: usize = 256;
 
-/// A string does not name a value of one of the closed enums below.
+/// A string does not name a value of one of the store's own closed enums
+/// below (the caller vocabulary's words are `sasha_contract::caller`'s).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {what} {value:?}; expected {expected}")]
 pub struct ParseEnumError {
@@ -185,39 +188,6 @@ macro_rules! wire_enum {
 }
 
 wire_enum! {
-    /// A user's role. Admin and staff may hold `apps:write` and are granted
-    /// `manage` on an app's first discovery; members get nothing automatically.
-    UserRole, "role", "admin, staff or member" {
-        Admin => "admin",
-        Staff => "staff",
-        Member => "member",
-    }
-}
-
-wire_enum! {
-    /// What a credential may be used for.
-    Scope, "scope", "chat:use, apps:invoke, apps:write or apps:author" {
-        /// The Studio chat and the app list.
-        ChatUse => "chat:use",
-        /// App data and action tools (MCP) and opening apps.
-        AppsInvoke => "apps:invoke",
-        /// App source tools; admin and staff only, and useless without `apps:invoke`.
-        AppsWrite => "apps:write",
-        /// Member app authoring (App Studio, the member app tools): any
-        /// role; never the catalogue's source tools.
-        AppsAuthor => "apps:author",
-    }
-}
-
-wire_enum! {
-    /// A user's access to one app. `Manage` implies `Use`.
-    AppAccess, "access", "use or manage" {
-        Use => "use",
-        Manage => "manage",
-    }
-}
-
-wire_enum! {
     /// The kinds of bearer token.
     TokenKind, "token kind", "access, api-key or chat-session" {
         /// An MCP client's token, with an explicit scope set and an expiry.
@@ -225,20 +195,6 @@ wire_enum! {
         /// A system principal's key; refused by the app routes; may not expire.
         ApiKey => "api-key",
         /// The Studio chat path's short-lived token (2 h).
-        ChatSession => "chat-session",
-    }
-}
-
-wire_enum! {
-    /// How a principal authenticated.
-    PrincipalKind, "principal kind", "session, access, api-key or chat-session" {
-        /// A browser session cookie.
-        Session => "session",
-        /// An access token.
-        Access => "access",
-        /// An API key (a system principal).
-        ApiKey => "api-key",
-        /// A chat-session token.
         ChatSession => "chat-session",
     }
 }
@@ -252,39 +208,6 @@ pub use self::ledger::{
     RevisionEntry, RevisionFile, RevisionOrigin, RevisionSurface, SUMMARY_FOUND_ON_DISK,
     SUMMARY_SEEDED,
 };
-
-impl UserRole {
-    /// Whether a user with this role may hold `scope` at all.
-    pub fn allows(self, scope: Scope) -> bool {
-        match scope {
-            Scope::ChatUse | Scope::AppsInvoke | Scope::AppsAuthor => true,
-            Scope::AppsWrite => matches!(self, UserRole::Admin | UserRole::Staff),
-        }
-    }
-
-    /// The scopes a browser session of this role carries: `chat:use`,
-    /// `apps:invoke` and `apps:author`, plus `apps:write` for admin and staff.
-    pub fn session_scopes(self) -> BTreeSet<Scope> {
-        Scope::ALL
-            .iter()
-            .copied()
-            .filter(|scope| self.allows(*scope))
-            .collect()
-    }
-
-    /// Admin and staff: seeded with `manage` at first discovery and allowed to
-    /// administer grants.
-    pub fn is_privileged(self) -> bool {
-        matches!(self, UserRole::Admin | UserRole::Staff)
-    }
-}
-
-impl AppAccess {
-    /// Whether this access level covers `needed` (`manage` covers `use`).
-    pub fn allows(self, needed: AppAccess) -> bool {
-        self >= needed
-    }
-}
 
 impl TokenKind {
     /// The secret's prefix, which names the kind so a leaked token is
@@ -613,9 +536,7 @@ fn scopes_to_text(scopes: &BTreeSet<Scope>) -> String {
 fn scopes_from_text(text: &str) -> Result<BTreeSet<Scope>, StoreError> {
     text.split_ascii_whitespace()
         .map(|scope| {
-            scope
-                .parse()
-                .map_err(|error: ParseEnumError| StoreError::Database(format!("stored {error}")))
+            Scope::parse(scope).map_err(|error| StoreError::Database(format!("stored {error}")))
         })
         .collect()
 }

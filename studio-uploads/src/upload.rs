@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 
+use sasha_contract::tools::{too_many_upload_bytes, too_many_upload_files};
 use sasha_proto::{AppError, ErrorCode};
 use serde::Serialize;
 
@@ -124,24 +125,19 @@ fn check_limits(files: &[IncomingFile]) -> Result<(), AppError> {
         ));
     }
     if files.len() > MAX_FILES {
-        return Err(AppError::new(
-            ErrorCode::ResourceLimit,
-            format!("upload at most {MAX_FILES} files at a time"),
-        )
-        .with_details(serde_json::json!({ "files": files.len(), "limit": MAX_FILES })));
+        return Err(
+            AppError::new(ErrorCode::ResourceLimit, too_many_upload_files())
+                .with_details(serde_json::json!({ "files": files.len(), "limit": MAX_FILES })),
+        );
     }
     let total = files
         .iter()
         .fold(0usize, |sum, file| sum.saturating_add(file.data.len()));
     if total > MAX_TOTAL_BYTES {
-        return Err(AppError::new(
-            ErrorCode::ResourceLimit,
-            format!(
-                "upload at most {} MiB in total",
-                MAX_TOTAL_BYTES / (1024 * 1024)
-            ),
-        )
-        .with_details(serde_json::json!({ "bytes": total, "limit": MAX_TOTAL_BYTES })));
+        return Err(
+            AppError::new(ErrorCode::ResourceLimit, too_many_upload_bytes())
+                .with_details(serde_json::json!({ "bytes": total, "limit": MAX_TOTAL_BYTES })),
+        );
     }
     Ok(())
 }

@@ -356,16 +356,12 @@ pub(super) async fn grant_access(
         Ok(request) => request,
         Err(response) => return response,
     };
-    let access = match request.access.as_str() {
-        "use" => AppAccess::Use,
-        "manage" => AppAccess::Manage,
-        _ => {
-            return AppError::new(
-                ErrorCode::InputInvalid,
-                "access must be \"use\" or \"manage\"",
-            )
-            .into_response();
-        }
+    let Ok(access) = AppAccess::parse(&request.access) else {
+        return AppError::new(
+            ErrorCode::InputInvalid,
+            "access must be \"use\" or \"manage\"",
+        )
+        .into_response();
     };
     let store = core.store.clone();
     let outcome = blocking(move || {

@@ -44,7 +44,7 @@ pub(super) fn routes() -> axum::Router<Arc<Core>> {
 /// The source tools' access rule for `app_id` (an id that is not one is the
 /// hidden 404).
 async fn manages(core: &Arc<Core>, actor: &Actor, app_id: &str) -> Result<(), Response> {
-    if !sasha_package::manifest::is_kebab_id(app_id) {
+    if sasha_contract::AppId::parse(app_id).is_err() {
         return Err(studio_identity::http::hidden_not_found().into_response());
     }
     crate::access::authorize_manager(core, actor, app_id)
@@ -161,7 +161,7 @@ pub(crate) async fn resource(
         Ok(actor) => actor,
         Err(response) => return response,
     };
-    if !sasha_package::manifest::is_kebab_id(&app_id) {
+    if sasha_contract::AppId::parse(&app_id).is_err() {
         return studio_identity::http::hidden_not_found().into_response();
     }
     if let Err(error) = crate::previews::authorize_previewer(&core, &actor, &app_id).await {

@@ -7,7 +7,7 @@
 //! reclaims, and concurrent deploys that must not race past a cap.
 
 use http::StatusCode;
-use sasha_package::manifest::{MEMBER_ID_PREFIX, is_kebab_id};
+use sasha_package::manifest::MEMBER_ID_PREFIX;
 use sasha_proto::pb;
 use serde_json::{Value, json};
 
@@ -159,7 +159,10 @@ async fn a_member_deploys_an_app_only_they_manage() {
     let (status, created) = mia.create(package(true, false)).await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     let id = created["app"]["id"].as_str().unwrap().to_owned();
-    assert!(id.starts_with(MEMBER_ID_PREFIX) && is_kebab_id(&id), "{id}");
+    assert!(
+        id.starts_with(MEMBER_ID_PREFIX) && sasha_contract::AppId::parse(&id).is_ok(),
+        "{id}"
+    );
     assert_eq!(created["app"]["mine"], true);
     assert_eq!(created["app"]["author"]["username"], "mia");
     let revision = created["app"]["revision"].as_str().unwrap().to_owned();

@@ -609,6 +609,11 @@ fn the_embedded_bundle_is_a_shipped_release_and_valid() {
 #[test]
 fn shipped_hashes_refuse_odd_ids_and_hashes() {
     assert!(ShippedHashes::from_json(r#"{"../etc": []}"#).is_err());
+    // Not app ids, which the seeder's own rule once let through.
+    for id in ["a--b", "trailing-", ""] {
+        let text = format!(r#"{{"{id}": []}}"#);
+        assert!(ShippedHashes::from_json(&text).is_err(), "{id}");
+    }
     assert!(ShippedHashes::from_json(r#"{"a": ["xyz"]}"#).is_err());
     assert!(ShippedHashes::from_json("[]").is_err());
     let hash = "0".repeat(64);

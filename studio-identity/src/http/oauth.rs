@@ -76,14 +76,11 @@ pub(crate) const MAX_REDIRECT_URI_CHARS: usize = 2_000;
 pub(crate) const MAX_CLIENT_NAME_CHARS: usize = 100;
 pub(crate) const MAX_STATE_CHARS: usize = 1_024;
 
-/// The scopes an MCP client may be granted
-/// (`sasha_contract::tools::MCP_CLIENT_SCOPES`, which the gateway's metadata
-/// also lists). `chat:use` is the Studio's own and is never offered to an
-/// OAuth client.
+/// The scopes an MCP client may be granted ([`Scope::MCP_CLIENT`], which
+/// the gateway's metadata also lists). `chat:use` is the Studio's own and is
+/// never offered to an OAuth client.
 pub(crate) fn offered() -> impl Iterator<Item = Scope> {
-    sasha_contract::tools::MCP_CLIENT_SCOPES
-        .iter()
-        .filter_map(|name| name.parse().ok())
+    Scope::MCP_CLIENT.into_iter()
 }
 
 pub(crate) fn scope_description(scope: Scope) -> &'static str {

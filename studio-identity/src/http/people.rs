@@ -431,10 +431,10 @@ pub async fn accept_invitation(
 /// The scopes a person may put on a token for an MCP client: what MCP
 /// clients are offered, narrowed to the role.
 fn token_scopes(role: UserRole) -> Vec<&'static str> {
-    sasha_contract::tools::MCP_CLIENT_SCOPES
-        .iter()
-        .copied()
-        .filter(|scope| scope.parse::<Scope>().is_ok_and(|scope| role.allows(scope)))
+    Scope::MCP_CLIENT
+        .into_iter()
+        .filter(|scope| role.allows(*scope))
+        .map(Scope::as_str)
         .collect()
 }
 

@@ -25,7 +25,7 @@ pub(crate) async fn metadata(State(accounts): State<Arc<Accounts>>) -> Response 
         "token_endpoint": format!("{issuer}/oauth/token"),
         "registration_endpoint": format!("{issuer}/oauth/register"),
         "revocation_endpoint": format!("{issuer}/oauth/revoke"),
-        "scopes_supported": sasha_contract::tools::MCP_CLIENT_SCOPES,
+        "scopes_supported": sasha_contract::caller::Scope::MCP_CLIENT,
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token"],

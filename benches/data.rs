@@ -14,6 +14,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use sasha_contract::caller::{AppAccess, CallSource};
+use sasha_proto::convert::ToWire;
 use sasha_proto::pb::{Actor, ExecuteRequest};
 use sasha_service::identity::{DevPki, Identity};
 use sasha_service::{Role, grpc};
@@ -112,12 +114,12 @@ fn main() {
             let request = ExecuteRequest {
                 app_id: "expense-log".into(),
                 contract_hash: contract.hash.clone(),
-                actor: Some(Actor { user_id: "bench".into(), access: String::new() }),
+                actor: Some(Actor { user_id: "bench".into(), access: AppAccess::Use.to_wire() }),
                 operation: operation.into(),
                 table: table.into(),
                 request_json: body.to_string(),
                 contract: Some(wire_contract.clone()),
-                source: "ui".into(),
+                source: CallSource::Ui.to_wire(),
                 app_revision: "bench".into(),
                 action_id: String::new(),
                 preview: String::new(),

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use sasha_contract::caller::{AppAccess, CallSource};
 use sasha_contract::data::{Access, DataContract, PreviewScope, contract_hash};
+use sasha_proto::convert::FromWire;
 use sasha_proto::pb::data_service_server::DataService;
 use sasha_proto::pb::{
     self, DescribeSchemaRequest, ExecuteReply, ExecuteRequest, HealthReply, HealthRequest,
@@ -153,15 +154,6 @@ fn cursor_secret(app_data_root: &Path) -> std::io::Result<[u8; 32]> {
     Ok(key)
 }
 
-fn source_of(text: &str) -> Result<CallSource, AppError> {
-    CallSource::parse(text).map_err(|_| {
-        AppError::new(
-            ErrorCode::InputInvalid,
-            "source must be ui, mcp, import, skill or automation",
-        )
-    })
-}
-
 /// Runs a statement inside the mutation's transaction (a write ending in
 /// `RETURNING`, or the owner-scoped read of the current row) and gives back its
 /// first row.
@@ -253,17 +245,16 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
         .as_ref()
         .map(|actor| actor.user_id.clone())
         .unwrap_or_default();
-    // Anything but "manage" is use: a caller that names no access gets the least.
-    let manages = request
-        .actor
-        .as_ref()
-        .is_some_and(|actor| AppAccess::parse(&actor.access) == Ok(AppAccess::Manage));
     if actor.is_empty() {
         return Err(AppError::new(
             ErrorCode::InputInvalid,
             "the request names no actor",
         ));
     }
+    // The grant the caller read; one it left unspecified is refused, never
+    // taken for either.
+    let access = AppAccess::from_wire(request.actor.as_ref().map_or(0, |actor| actor.access))?;
+    let manages = access == AppAccess::Manage;
     let contract = worker.contract(&request.contract_hash, request.contract.as_ref())?;
     let Some((declaration, table)) = contract.declared_table(&request.table) else {
         return Err(AppError::new(ErrorCode::NotFound, "no such table"));
@@ -310,7 +301,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
     let engine = &worker.engine;
     let meta = || -> Result<AuditMeta, AppError> {
         Ok(AuditMeta {
-            source: source_of(&request.source)?,
+            source: CallSource::from_wire(request.source)?,
             app_revision: request.app_revision.clone(),
             action_id: (!request.action_id.is_empty()).then(|| request.action_id.clone()),
         })

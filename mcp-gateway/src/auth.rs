@@ -30,8 +30,9 @@ use axum::response::{IntoResponse, Response};
 use sasha_contract::AppId;
 use sasha_contract::caller::{PrincipalKind, Role as UserRole, Scope};
 use sasha_contract::tools::ToolTarget;
+use sasha_proto::convert::{self, FromWire};
 use sasha_proto::pb::{self, AuthenticateRequest};
-use sasha_proto::{AppError, ErrorCode, convert};
+use sasha_proto::{AppError, ErrorCode};
 use sasha_service::web::{bearer, cookie};
 use sasha_service::{Role, grpc};
 
@@ -96,9 +97,9 @@ impl Caller {
     /// kind, role and scopes read here, once.
     pub fn new(principal: pb::Principal) -> Result<Caller, AppError> {
         Ok(Caller {
-            kind: convert::principal_kind(&principal)?,
-            role: convert::principal_role(&principal)?,
-            scopes: convert::principal_scopes(&principal)?,
+            kind: PrincipalKind::from_wire(principal.kind)?,
+            role: UserRole::from_wire(principal.role)?,
+            scopes: convert::scopes_from_wire(&principal.scopes)?,
             principal,
             bound_app: None,
             preview: None,

@@ -18,6 +18,7 @@ use std::sync::Mutex;
 use sasha_contract::actions::{CompiledAction, Direction, Operation, WhereClause};
 use sasha_contract::caller::CallSource;
 use sasha_contract::grammar::Operator;
+use sasha_proto::convert::ToWire;
 use sasha_proto::pb::{self, Actor, ExecuteRequest};
 use sasha_proto::{AppError, ErrorCode};
 use sasha_service::Role;
@@ -111,7 +112,7 @@ pub async fn execute(
         actor: Some(Actor {
             user_id: call.caller.principal.user_id.clone(),
             // As studio-core read it for this call; table policies follow it.
-            access: call.app.access.as_str().to_owned(),
+            access: call.app.access.to_wire(),
         }),
         operation: call.operation.to_owned(),
         table: call.table.to_owned(),
@@ -121,7 +122,7 @@ pub async fn execute(
         } else {
             contract.clone()
         },
-        source: source.as_str().to_owned(),
+        source: source.to_wire(),
         app_revision: call.app.revision.clone(),
         action_id: call.action_id.unwrap_or("").to_owned(),
         // A draft preview's calls reach the caller's own scratch copy, never

@@ -13,8 +13,9 @@ use std::collections::BTreeMap;
 use sasha_contract::actions::CompiledAction;
 use sasha_contract::caller::AppAccess;
 use sasha_contract::data::{Table, TableDeclaration};
+use sasha_proto::convert::FromWire;
 use sasha_proto::pb;
-use sasha_proto::{AppError, ErrorCode, convert};
+use sasha_proto::{AppError, ErrorCode};
 use sasha_service::Role;
 use sasha_service::grpc::{self, CoreClient};
 use serde_json::{Value, json};
@@ -166,7 +167,7 @@ impl TryFrom<&pb::CatalogueApp> for App {
             .collect::<Result<_, AppError>>()?;
         Ok(App {
             id: app.id.clone(),
-            access: convert::app_access(&app.access)?,
+            access: AppAccess::from_wire(app.access)?,
             name: app.name.clone(),
             description: app.description.clone(),
             revision: app.revision.clone(),
@@ -217,6 +218,8 @@ pub async fn fetch(
 
 #[cfg(test)]
 mod tests {
+    use sasha_proto::convert::ToWire;
+
     use super::*;
 
     fn column(name: &str, declared_type: &str, not_null: bool, primary_key: bool) -> pb::Column {
@@ -233,7 +236,7 @@ mod tests {
     fn wire_app() -> pb::CatalogueApp {
         pb::CatalogueApp {
             id: "notes".into(),
-            access: "use".into(),
+            access: AppAccess::Use.to_wire(),
             name: "Notes".into(),
             description: "Keep notes".into(),
             revision: "abc".into(),

@@ -454,14 +454,20 @@ pub fn result(member_tool: MemberTool, reply: &pb::MemberAppsReply) -> Option<(S
 
 #[cfg(test)]
 mod tests {
+    use sasha_contract::caller::{PrincipalKind, Role as UserRole};
+    use sasha_proto::convert::ToWire;
+
     use super::*;
 
     fn caller(role: &str, scopes: &[&str], off: bool) -> Caller {
         Caller::new(pb::Principal {
             user_id: "u".into(),
-            role: role.into(),
-            scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
-            kind: "access".into(),
+            role: UserRole::parse(role).unwrap().to_wire(),
+            scopes: scopes
+                .iter()
+                .map(|scope| Scope::parse(scope).unwrap().to_wire())
+                .collect(),
+            kind: PrincipalKind::Access.to_wire(),
             username: "u".into(),
             member_apps_off: off,
         })

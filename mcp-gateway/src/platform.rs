@@ -803,7 +803,9 @@ fn draft_lines(draft: &pb::DraftInfo, status: &pb::PackageStatus, lines: &mut Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sasha_contract::caller::{PrincipalKind, Role as UserRole};
     use sasha_contract::tools::{CREATE_APP, GET_DOCS, REVERT_APP, SUGGEST};
+    use sasha_proto::convert::ToWire;
     use sasha_proto::pb;
 
     /// The listing as a client reads it.
@@ -831,9 +833,12 @@ mod tests {
         Caller::new(pb::Principal {
             member_apps_off: false,
             user_id: "u".into(),
-            role: role.into(),
-            scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
-            kind: "access".into(),
+            role: UserRole::parse(role).unwrap().to_wire(),
+            scopes: scopes
+                .iter()
+                .map(|scope| Scope::parse(scope).unwrap().to_wire())
+                .collect(),
+            kind: PrincipalKind::Access.to_wire(),
             username: "u".into(),
         })
         .unwrap()

@@ -320,6 +320,7 @@ mod tests {
     use super::*;
     use sasha_contract::caller::AppAccess;
     use sasha_contract::tools::{CHAT_TOOL, UPLOAD_TOOL};
+    use sasha_proto::convert::ToWire;
     use sasha_proto::pb;
 
     /// The listing as a client reads it.
@@ -397,7 +398,7 @@ mod tests {
     fn catalogue() -> Catalogue {
         let notes = pb::CatalogueApp {
             id: "notes".into(),
-            access: "use".into(),
+            access: AppAccess::Use.to_wire(),
             name: "Notes".into(),
             description: "Keep notes".into(),
             revision: "abc".into(),

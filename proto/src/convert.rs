@@ -14,7 +14,7 @@ use sasha_contract::actions::{
     AggregateOperation, CompiledAction, CreateOperation, Direction, GetOperation, ListOperation,
     Metric, Operation, OrderBy, WhereClause, WhereOperator,
 };
-use sasha_contract::caller::{AppAccess, PrincipalKind, Role, Scope};
+use sasha_contract::caller::{AppAccess, CallSource, PrincipalKind, Role, Scope};
 use sasha_contract::data::{
     Access, Check, Column, DataContract, ForeignKey, Index, Migration, PreviewScope, RowScope,
     Schema, Table, TableDeclaration, WritePolicy,
@@ -103,30 +103,60 @@ pub fn json_from_object(object: &pb::JsonObject) -> Value {
 }
 
 // ---------------------------------------------------------------------------
-// Who calls: a principal's kind, role and scopes, and a grant on an app
+// Who calls: the caller vocabulary's words, one wire enum each
 
-/// How `principal` authenticated.
-pub fn principal_kind(principal: &pb::Principal) -> Result<PrincipalKind, AppError> {
-    PrincipalKind::parse(&principal.kind).map_err(|_| invalid("principal"))
+/// A closed word of `sasha_contract::caller` read from its wire enum's
+/// number: an unspecified or unknown number is refused.
+pub trait FromWire: Sized {
+    fn from_wire(number: i32) -> Result<Self, AppError>;
 }
 
-/// The role of `principal`'s user.
-pub fn principal_role(principal: &pb::Principal) -> Result<Role, AppError> {
-    Role::parse(&principal.role).map_err(|_| invalid("principal"))
+/// A closed word of `sasha_contract::caller` as its wire enum's number.
+pub trait ToWire {
+    fn to_wire(self) -> i32;
 }
 
-/// The scopes `principal`'s credential holds.
-pub fn principal_scopes(principal: &pb::Principal) -> Result<BTreeSet<Scope>, AppError> {
-    principal
-        .scopes
+/// Each word and its wire enum, value for value.
+macro_rules! wire_words {
+    ($($word:ident <=> pb::$wire:ident, $what:literal { $($value:ident),+ $(,)? })+) => {$(
+        impl ToWire for $word {
+            fn to_wire(self) -> i32 {
+                match self {
+                    $($word::$value => pb::$wire::$value as i32,)+
+                }
+            }
+        }
+
+        impl FromWire for $word {
+            fn from_wire(number: i32) -> Result<$word, AppError> {
+                match pb::$wire::try_from(number) {
+                    $(Ok(pb::$wire::$value) => Ok($word::$value),)+
+                    Ok(pb::$wire::Unspecified) | Err(_) => Err(invalid($what)),
+                }
+            }
+        }
+    )+};
+}
+
+wire_words! {
+    Role <=> pb::Role, "role" { Admin, Staff, Member }
+    Scope <=> pb::Scope, "scope" { ChatUse, AppsInvoke, AppsWrite, AppsAuthor }
+    PrincipalKind <=> pb::PrincipalKind, "principal kind" { Session, Access, ApiKey, ChatSession }
+    AppAccess <=> pb::AppAccess, "app access" { Use, Manage }
+    CallSource <=> pb::CallSource, "call source" { Ui, Mcp, Import, Skill, Automation }
+}
+
+/// Scopes from the wire, every one of them a scope.
+pub fn scopes_from_wire(numbers: &[i32]) -> Result<BTreeSet<Scope>, AppError> {
+    numbers
         .iter()
-        .map(|scope| Scope::parse(scope).map_err(|_| invalid("principal")))
+        .map(|number| Scope::from_wire(*number))
         .collect()
 }
 
-/// A grant on an app as the wire carries it.
-pub fn app_access(access: &str) -> Result<AppAccess, AppError> {
-    AppAccess::parse(access).map_err(|_| invalid("app access"))
+/// Scopes for the wire, in order.
+pub fn scopes_to_wire<'a>(scopes: impl IntoIterator<Item = &'a Scope>) -> Vec<i32> {
+    scopes.into_iter().map(|scope| scope.to_wire()).collect()
 }
 
 // ---------------------------------------------------------------------------

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use sasha_proto::convert::resource_meta;
+use sasha_proto::convert::{FromWire, ToWire, resource_meta};
 use sasha_proto::pb::core_service_server::{CoreService, CoreServiceServer};
 use sasha_proto::pb::{self, HealthReply, HealthRequest};
 use sasha_proto::{AppError, ErrorCode};
@@ -127,7 +127,8 @@ impl Entry {
             .unwrap_or_default();
         let app = pb::CatalogueApp {
             id: id.to_owned(),
-            access: String::new(),
+            // Each answer's own (`Entries::app`).
+            access: pb::AppAccess::Unspecified.into(),
             name: manifest.name.clone(),
             description: manifest.description.clone(),
             revision: package.resource.revision.clone(),
@@ -181,15 +182,9 @@ fn actor(principal: Option<&pb::Principal>) -> Result<Actor, Status> {
 /// The user id of a principal the gateway passed back, and whether it may
 /// invoke apps at all.
 fn caller(principal: Option<&pb::Principal>) -> Result<(String, bool), Status> {
-    let principal = principal
-        .filter(|principal| !principal.user_id.is_empty())
-        .ok_or_else(|| AppError::new(ErrorCode::Unauthenticated, "no principal").to_status())?;
-    let invokes = principal.kind != "api-key"
-        && principal
-            .scopes
-            .iter()
-            .any(|scope| scope == Scope::AppsInvoke.as_str());
-    Ok((principal.user_id.clone(), invokes))
+    let actor = actor(principal)?;
+    let invokes = !actor.is(PrincipalKind::ApiKey) && actor.has(Scope::AppsInvoke);
+    Ok((actor.user_id, invokes))
 }
 
 /// A refused confirmation as the gateway sees it. `NotValid` is one answer
@@ -246,7 +241,7 @@ impl CoreGrpc {
         };
         let entry = self.entries.get(id, package);
         let mut app = entry.app.clone();
-        app.access = access.as_str().to_owned();
+        app.access = access.to_wire();
         if let Some(known) = known_contract_hash
             && let Some(contract) = &entry.contract
             && contract.hash != known
@@ -395,7 +390,7 @@ impl CoreService for CoreGrpc {
                     name: package.manifest.name.clone(),
                     description: package.manifest.description.clone(),
                     revision: package.resource.revision.clone(),
-                    access: access.as_str().to_owned(),
+                    access: access.to_wire(),
                     resource_uri: package.resource.uri.clone(),
                     id,
                 }),
@@ -412,16 +407,9 @@ impl CoreService for CoreGrpc {
     ) -> GrpcResult<pb::AccessDecision> {
         let request = request.into_inner();
         let (user_id, invokes) = caller(request.principal.as_ref())?;
-        let needed = match request.access.as_str() {
-            "use" => AppAccess::Use,
-            "manage" => AppAccess::Manage,
-            _ => {
-                return Err(
-                    AppError::new(ErrorCode::InputInvalid, "access must be use or manage")
-                        .to_status(),
-                );
-            }
-        };
+        let needed = AppAccess::from_wire(request.access).map_err(|_| {
+            AppError::new(ErrorCode::InputInvalid, "access must be use or manage").to_status()
+        })?;
         if !invokes {
             return Ok(Response::new(pb::AccessDecision { allowed: false }));
         }
@@ -482,9 +470,8 @@ impl CoreService for CoreGrpc {
             // A Studio session previewing a draft: that app only, as its
             // draft, for a principal who manages it; else nothing at all.
             if invokes
-                && let Some(principal) = request.principal.as_ref()
-                && principal.kind == "session"
-                && let Ok(previewer) = convert::actor(Some(principal))
+                && let Ok(previewer) = convert::actor(request.principal.as_ref())
+                && previewer.is(PrincipalKind::Session)
                 && let Some(package) = crate::previews::preview_package(
                     &self.core,
                     &previewer,
@@ -495,7 +482,7 @@ impl CoreService for CoreGrpc {
             {
                 let entry = Entry::of(&request.app_id, &package);
                 let mut app = entry.app.clone();
-                app.access = AppAccess::Manage.as_str().to_owned();
+                app.access = AppAccess::Manage.to_wire();
                 // The draft's code and policy run on a copy of the live data
                 // holding only what the previewer reads of the live app.
                 let scope = crate::previews::preview_scope(
@@ -885,7 +872,11 @@ mod tests {
         let entry = Entry::of("expense-log", &package);
         let app = &entry.app;
         assert_eq!(app.id, "expense-log");
-        assert_eq!(app.access, "", "access is the caller's, added per call");
+        assert_eq!(
+            app.access,
+            i32::from(pb::AppAccess::Unspecified),
+            "access is the caller's, added per call"
+        );
         assert_eq!(app.name, package.manifest.name);
         assert_eq!(app.description, package.manifest.description);
         assert_eq!(app.revision, package.resource.revision);

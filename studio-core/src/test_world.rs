@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use sasha_proto::convert::ToWire;
 use sasha_proto::pb;
 use sasha_service::Role;
 use sasha_service::config::{Origin, Origins};
@@ -13,7 +14,7 @@ use sasha_service::identity::{DevPki, Identity};
 
 use crate::catalogue::Catalogue;
 use crate::state::Core;
-use studio_store::{Store, User, UserRole};
+use studio_store::{PrincipalKind, Scope, Store, User, UserRole};
 
 pub(crate) const PASSWORD: &str = "correct horse battery";
 pub(crate) const STUDIO: &str = "http://localhost:3007";
@@ -169,15 +170,35 @@ impl World {
         &self.core.store
     }
 
-    /// A principal of `user` holding `scopes`, as the gateway passes it.
+    /// A principal of `user` holding `scopes` through an access token, as
+    /// the gateway passes it.
     pub(crate) fn principal(user: &User, scopes: &[&str]) -> pb::Principal {
         pb::Principal {
             member_apps_off: false,
             user_id: user.id.clone(),
-            role: user.role.as_str().to_owned(),
-            scopes: scopes.iter().map(|scope| (*scope).to_owned()).collect(),
-            kind: "access".to_owned(),
+            role: user.role.to_wire(),
+            scopes: scopes
+                .iter()
+                .map(|scope| Scope::parse(scope).unwrap().to_wire())
+                .collect(),
+            kind: PrincipalKind::Access.to_wire(),
             username: user.username.clone(),
+        }
+    }
+
+    /// `principal` as if it had authenticated as `kind`.
+    pub(crate) fn as_kind(principal: pb::Principal, kind: PrincipalKind) -> pb::Principal {
+        pb::Principal {
+            kind: kind.to_wire(),
+            ..principal
+        }
+    }
+
+    /// `principal` claiming `role`, whatever its user's is.
+    pub(crate) fn claiming(principal: pb::Principal, role: UserRole) -> pb::Principal {
+        pb::Principal {
+            role: role.to_wire(),
+            ..principal
         }
     }
 

@@ -9,11 +9,14 @@ use std::path::Path;
 
 use common::core::CoreWorld;
 use common::mcp::McpWorld;
+use sasha_proto::convert::{FromWire, ToWire, scopes_to_wire};
 use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode};
 use sasha_service::identity::Identity;
 use sasha_service::{Role, grpc};
-use studio_store::{ClientAuthMethod, CodeExchange, Consent, Scope, TokenKind, UserRole};
+use studio_store::{
+    AppAccess, ClientAuthMethod, CodeExchange, Consent, PrincipalKind, Scope, TokenKind, UserRole,
+};
 
 #[tokio::test]
 async fn principals_apps_access_resources_and_catalogue() {
@@ -48,9 +51,12 @@ async fn principals_apps_access_resources_and_catalogue() {
         .unwrap()
         .into_inner();
     assert_eq!(principal.user_id, staff.id);
-    assert_eq!(principal.role, "staff");
-    assert_eq!(principal.kind, "access");
-    assert_eq!(principal.scopes, ["chat:use", "apps:invoke"]);
+    assert_eq!(principal.role, UserRole::Staff.to_wire());
+    assert_eq!(principal.kind, PrincipalKind::Access.to_wire());
+    assert_eq!(
+        principal.scopes,
+        scopes_to_wire(&[Scope::ChatUse, Scope::AppsInvoke])
+    );
     let garbage = core
         .authenticate(authenticate("sasha_at_nope"))
         .await
@@ -67,16 +73,16 @@ async fn principals_apps_access_resources_and_catalogue() {
         .await
         .unwrap()
         .into_inner();
-    let ids: Vec<(String, String)> = listed
+    let ids: Vec<(String, AppAccess)> = listed
         .apps
         .iter()
-        .map(|a| (a.id.clone(), a.access.clone()))
+        .map(|a| (a.id.clone(), AppAccess::from_wire(a.access).unwrap()))
         .collect();
     assert_eq!(
         ids,
         [
-            ("expense-log".into(), "manage".into()),
-            ("hello".into(), "manage".into())
+            ("expense-log".into(), AppAccess::Manage),
+            ("hello".into(), AppAccess::Manage)
         ]
     );
 
@@ -103,7 +109,7 @@ async fn principals_apps_access_resources_and_catalogue() {
     let check = |principal: &pb::Principal, access: &str| pb::CheckAccessRequest {
         principal: Some(principal.clone()),
         app_id: "hello".into(),
-        access: access.into(),
+        access: AppAccess::parse(access).unwrap().to_wire(),
     };
     assert!(
         core.check_access(check(&principal, "manage"))
@@ -204,7 +210,7 @@ async fn principals_apps_access_resources_and_catalogue() {
     let ids: Vec<&str> = catalogue.apps.iter().map(|app| app.id.as_str()).collect();
     assert_eq!(ids, ["expense-log"]);
     let app = &catalogue.apps[0];
-    assert_eq!(app.access, "manage");
+    assert_eq!(app.access, AppAccess::Manage.to_wire());
     // One app by id carries its data contract, unless the caller names the
     // current contract hash as one it already holds; a stale hash gets it.
     let hash = app.contract_hash.clone();
@@ -367,7 +373,7 @@ async fn oauth_tokens_are_accepted_only_by_their_audience() {
         .unwrap()
         .into_inner();
     assert_eq!(principal.user_id, staff.id);
-    assert_eq!(principal.scopes, ["apps:invoke"]);
+    assert_eq!(principal.scopes, scopes_to_wire(&[Scope::AppsInvoke]));
     for other in [
         "https://other.example/mcp",
         "https://studio.example.com",

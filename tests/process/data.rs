@@ -11,7 +11,9 @@ use crate::common;
 use std::path::Path;
 
 use common::Harness;
+use sasha_contract::caller::{AppAccess, CallSource};
 use sasha_package::sql::DataContract;
+use sasha_proto::convert::ToWire;
 use sasha_proto::pb::{self, Actor, ExecuteRequest};
 use sasha_proto::{AppError, ErrorCode};
 use sasha_service::identity::Identity;
@@ -67,13 +69,13 @@ impl Client {
                 contract_hash: self.contract.hash.clone(),
                 actor: Some(Actor {
                     user_id: actor.into(),
-                    access: String::new(),
+                    access: AppAccess::Use.to_wire(),
                 }),
                 operation: operation.into(),
                 table: table.into(),
                 request_json: request.to_string(),
                 contract: Some(self.wire.clone()),
-                source: "ui".into(),
+                source: CallSource::Ui.to_wire(),
                 app_revision: "r1".into(),
                 action_id: String::new(),
                 preview: String::new(),
@@ -103,7 +105,7 @@ async fn governed_operations_owner_scoping_versions_and_idempotency() {
             contract_hash: client.contract.hash.clone(),
             actor: Some(Actor {
                 user_id: "alice".into(),
-                access: String::new(),
+                access: AppAccess::Use.to_wire(),
             }),
             operation: "list".into(),
             table: "expenses".into(),
@@ -341,12 +343,12 @@ async fn governed_operations_owner_scoping_versions_and_idempotency() {
             contract_hash: client.contract.hash.clone(),
             actor: Some(Actor {
                 user_id: "alice".into(),
-                access: String::new(),
+                access: AppAccess::Use.to_wire(),
             }),
             operation: "create".into(),
             table: "categories".into(),
             request_json: json!({"values": {"name": "Other"}, "idempotencyKey": "s1"}).to_string(),
-            source: "browser".into(),
+            // No source at all (CALL_SOURCE_UNSPECIFIED).
             ..ExecuteRequest::default()
         })
         .await

@@ -250,8 +250,12 @@ async fn closed_errors_cross_the_hop_intact() {
         .chat(sasha_proto::pb::ChatRequest {
             principal: Some(sasha_proto::pb::Principal {
                 user_id: "u1".into(),
-                kind: "access".into(),
-                scopes: vec!["apps:invoke".into()],
+                kind: sasha_proto::convert::ToWire::to_wire(
+                    sasha_contract::caller::PrincipalKind::Access,
+                ),
+                scopes: sasha_proto::convert::scopes_to_wire(&[
+                    sasha_contract::caller::Scope::AppsInvoke,
+                ]),
                 ..Default::default()
             }),
             ..Default::default()

@@ -11,11 +11,12 @@ use std::path::Path;
 use std::process::Command;
 
 use common::core::CoreWorld;
+use sasha_proto::convert::ToWire;
 use sasha_proto::pb;
 use sasha_proto::{AppError, ErrorCode};
 use sasha_service::grpc;
 use serde_json::{Value, json};
-use studio_store::{Scope, Store, TokenKind, UserRole};
+use studio_store::{PrincipalKind, Scope, Store, TokenKind, UserRole};
 
 const OR_CLAUSES: &str = "The data grammar has no way to express OR between two where clauses; \
                           I had to make two list calls and merge them.";
@@ -49,8 +50,8 @@ impl World {
         let api_key = core.bearer(&sam, TokenKind::ApiKey, &invoke).await;
         let session = core.store.create_session(&mia.id).unwrap();
         let session = core.principal("session", session).await;
-        assert_eq!(api_key.kind, "api-key");
-        assert_eq!(session.kind, "session");
+        assert_eq!(api_key.kind, PrincipalKind::ApiKey.to_wire());
+        assert_eq!(session.kind, PrincipalKind::Session.to_wire());
         World {
             core,
             member,

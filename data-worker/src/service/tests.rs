@@ -6,6 +6,8 @@ use sasha_contract::data::{
 };
 
 use super::*;
+use sasha_contract::caller::{AppAccess, CallSource};
+use sasha_proto::convert::ToWire;
 use sasha_service::Role;
 
 const APP: &str = "notes";
@@ -52,13 +54,13 @@ fn request(contract: &DataContract, operation: &str, json: Value, preview: &str)
         contract_hash: contract.hash.clone(),
         actor: Some(pb::Actor {
             user_id: "alice".into(),
-            access: String::new(),
+            access: AppAccess::Use.to_wire(),
         }),
         operation: operation.into(),
         table: "notes".into(),
         request_json: json.to_string(),
         contract: Some(pb::DataContract::from(contract)),
-        source: "ui".into(),
+        source: CallSource::Ui.to_wire(),
         app_revision: "rev-1".into(),
         action_id: String::new(),
         preview: preview.into(),
@@ -81,7 +83,8 @@ fn alices<'a>(id: &'a str, scope: &'a PreviewScope) -> Target<'a> {
     }
 }
 
-/// `request` on `table` by `user` holding `access` on the app.
+/// `request` on `table` by `user` holding `access` on the app (any other
+/// text: an unspecified access).
 fn acting(
     contract: &DataContract,
     (user, access): (&str, &str),
@@ -93,7 +96,7 @@ fn acting(
     request.table = table.into();
     request.actor = Some(pb::Actor {
         user_id: user.into(),
-        access: access.into(),
+        access: AppAccess::parse(access).map_or(0, ToWire::to_wire),
     });
     request
 }
@@ -333,13 +336,16 @@ fn write_policies_and_manager_reads_follow_the_callers_grant() {
     let project =
         |name: &str| serde_json::json!({"values": {"name": name}, "idempotencyKey": name});
 
-    // Only a manager writes `projects`; every other access (or none) is use.
+    // Only a manager writes `projects`; a use holder is refused, and a
+    // request that leaves the access unspecified is refused whatever it asks.
     let made = call("boss", "manage", "create", "projects", project("Ops")).unwrap();
-    for access in ["use", "", "admin"] {
-        let refused = call("alice", access, "create", "projects", project("Mine")).unwrap_err();
-        assert_eq!(refused.code, ErrorCode::AccessDenied, "{access:?}");
-        assert!(refused.message.contains("projects"), "{}", refused.message);
-        assert_eq!(refused.details.as_ref().unwrap()["write"], "manage");
+    let refused = call("alice", "use", "create", "projects", project("Mine")).unwrap_err();
+    assert_eq!(refused.code, ErrorCode::AccessDenied);
+    assert!(refused.message.contains("projects"), "{}", refused.message);
+    assert_eq!(refused.details.as_ref().unwrap()["write"], "manage");
+    for (operation, json) in [("create", project("Mine")), ("list", serde_json::json!({}))] {
+        let refused = call("alice", "unspecified", operation, "projects", json).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::InputInvalid, "{operation}");
     }
     let rename = serde_json::json!({"id": made["id"], "changes": {"name": "Mine"}, "expectedVersion": 1, "idempotencyKey": "r"});
     assert_eq!(
@@ -700,14 +706,14 @@ fn a_csv_imports_all_or_nothing_and_exports_like_a_list() {
     let contract = import_contract();
     let call = |user: &str, access: &str, operation: &str, json: Value| {
         let mut request = acting(&contract, (user, access), operation, "entries", json);
-        request.source = "mcp".into();
+        request.source = CallSource::Mcp.to_wire();
         execute(&worker, request)
     };
     let file = timesheet_csv(MAX_CSV_ROWS);
     let import = |user: &str, text: &str, key: &str| {
         call(
             user,
-            "",
+            "use",
             "import",
             serde_json::json!({"csv": text, "idempotencyKey": key}),
         )
@@ -790,7 +796,7 @@ fn a_csv_imports_all_or_nothing_and_exports_like_a_list() {
         ("export", serde_json::json!({"select": ["date"]})),
         ("export", serde_json::json!({"cursor": "not ours"})),
     ] {
-        let error = call("alice", "", operation, json.clone()).unwrap_err();
+        let error = call("alice", "use", operation, json.clone()).unwrap_err();
         assert_eq!(error.code, ErrorCode::InputInvalid, "{operation} {json}");
     }
     let too_many = timesheet_csv(MAX_CSV_ROWS + 1);
@@ -800,7 +806,7 @@ fn a_csv_imports_all_or_nothing_and_exports_like_a_list() {
     );
     let listed = call(
         "alice",
-        "",
+        "use",
         "aggregate",
         serde_json::json!({"metrics": [{"as": "n", "count": "id"}]}),
     )
@@ -811,7 +817,7 @@ fn a_csv_imports_all_or_nothing_and_exports_like_a_list() {
     // member's export is empty; the manager's (managersReadAll) has every row.
     let exported = call(
         "alice",
-        "",
+        "use",
         "export",
         serde_json::json!({"orderBy": [{"field": "id"}]}),
     )
@@ -838,7 +844,7 @@ fn a_csv_imports_all_or_nothing_and_exports_like_a_list() {
     // the platform's and are said to be skipped).
     let again = import("bob", csv, "from-alice").unwrap();
     assert_eq!(again["skipped"], serde_json::json!(["id", "created_by"]));
-    let bobs = call("bob", "", "export", serde_json::json!({})).unwrap();
+    let bobs = call("bob", "use", "export", serde_json::json!({})).unwrap();
     assert_eq!(bobs["rows"], MAX_CSV_ROWS);
     assert!(
         bobs["csv"]
@@ -849,7 +855,7 @@ fn a_csv_imports_all_or_nothing_and_exports_like_a_list() {
             .unwrap()
             .ends_with(",bob")
     );
-    let carol = call("carol", "", "export", serde_json::json!({})).unwrap();
+    let carol = call("carol", "use", "export", serde_json::json!({})).unwrap();
     assert_eq!(carol["csv"], "id,date,hours,note,created_by\n");
     let everyone = call("boss", "manage", "export", serde_json::json!({})).unwrap();
     assert_eq!(everyone["rows"], MAX_CSV_ROWS);
@@ -886,7 +892,7 @@ fn import_follows_the_write_policy() {
         execute(&worker, request.clone()).unwrap_err().code,
         ErrorCode::AccessDenied
     );
-    request.actor.as_mut().unwrap().access = "manage".into();
+    request.actor.as_mut().unwrap().access = AppAccess::Manage.to_wire();
     assert_eq!(execute(&worker, request).unwrap()["imported"], 1);
 }
 
@@ -897,7 +903,7 @@ fn an_export_never_hands_a_spreadsheet_a_formula_and_imports_back_unchanged() {
     let contract = import_contract();
     let call = |user: &str, access: &str, operation: &str, json: Value| {
         let mut request = acting(&contract, (user, access), operation, "entries", json);
-        request.source = "mcp".into();
+        request.source = CallSource::Mcp.to_wire();
         execute(&worker, request)
     };
     // A colleague's notes, each something a spreadsheet would run.
@@ -914,7 +920,7 @@ fn an_export_never_hands_a_spreadsheet_a_formula_and_imports_back_unchanged() {
     for (at, note) in notes.iter().enumerate() {
         call(
             "mallory",
-            "",
+            "use",
             "create",
             serde_json::json!({
                 "values": {"date": "2026-01-05", "hours": at as f64 + 0.5, "note": note},
@@ -958,7 +964,7 @@ fn an_export_never_hands_a_spreadsheet_a_formula_and_imports_back_unchanged() {
     assert_eq!(imported["imported"], notes.len());
     let listed = call(
         "boss",
-        "",
+        "use",
         "list",
         serde_json::json!({"orderBy": [{"field": "id"}], "select": ["note"]}),
     )
@@ -1009,7 +1015,7 @@ fn a_reference_to_another_owners_row_answers_like_a_missing_one_and_cannot_pin_i
         }
         execute(
             &worker,
-            acting(&contract, (user, ""), operation, table, json),
+            acting(&contract, (user, "use"), operation, table, json),
         )
     };
     let bobs = call(
@@ -1145,21 +1151,21 @@ fn a_reused_row_id_shows_no_one_the_history_of_anothers_row() {
     // Alice's row goes; SQLite gives its id (the highest) to bob's next row.
     let alices = call(
         "alice",
-        "",
+        "use",
         "create",
         serde_json::json!({"values": {"hours": 1.0}, "idempotencyKey": "a1"}),
     )
     .unwrap();
     call(
         "alice",
-        "",
+        "use",
         "delete",
         serde_json::json!({"id": alices["id"], "expectedVersion": 1, "idempotencyKey": "a2"}),
     )
     .unwrap();
     let bobs = call(
         "bob",
-        "",
+        "use",
         "create",
         serde_json::json!({"values": {"hours": 7.5}, "idempotencyKey": "b1"}),
     )
@@ -1169,8 +1175,13 @@ fn a_reused_row_id_shows_no_one_the_history_of_anothers_row() {
     // Each reads the history of their own row under that id, and nothing of
     // the other's.
     let history = |user: &str| {
-        call(user, "", "history", serde_json::json!({"id": bobs["id"]}))
-            .map(|history| history["entries"].as_array().unwrap().clone())
+        call(
+            user,
+            "use",
+            "history",
+            serde_json::json!({"id": bobs["id"]}),
+        )
+        .map(|history| history["entries"].as_array().unwrap().clone())
     };
     let alice = history("alice").unwrap();
     let operations: Vec<&Value> = alice.iter().map(|entry| &entry["operation"]).collect();

@@ -19,7 +19,9 @@ use tower::ServiceExt as _;
 use super::*;
 use crate::catalogue::AppEntry;
 use crate::test_world::{PASSWORD, STUDIO, WRITER, World};
-use studio_store::{AppAccess, Scope, TokenKind, User, UserRole, action, creation_action};
+use studio_store::{
+    AppAccess, PrincipalKind, Scope, TokenKind, User, UserRole, action, creation_action,
+};
 
 impl World {
     fn staging(&self) -> std::path::PathBuf {
@@ -451,8 +453,10 @@ async fn the_refusal_matrix() {
         user.id = world.member.id.clone();
         user
     };
-    let mut api_key = World::principal(&world.admin, &WRITER);
-    api_key.kind = "api-key".to_owned();
+    let api_key = World::as_kind(
+        World::principal(&world.admin, &WRITER),
+        PrincipalKind::ApiKey,
+    );
     let admin = || Some(World::principal(&world.admin, &WRITER));
     let long_name = "n".repeat(CREATE_APP_MAX_NAME_CHARS + 1);
     let long_description = "d".repeat(CREATE_APP_MAX_DESCRIPTION_CHARS + 1);

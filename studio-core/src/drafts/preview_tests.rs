@@ -14,22 +14,19 @@ use tonic::Request;
 
 use crate::grpc::{CoreGrpc, EntryCache};
 use crate::test_world::{WRITER, World};
-use studio_store::User;
+use studio_store::{PrincipalKind, User};
 
 /// The Studio page's browser session of `user`, as the gateway passes it.
 fn session(user: &User) -> pb::Principal {
-    pb::Principal {
-        kind: "session".to_owned(),
-        ..World::principal(user, &WRITER)
-    }
+    World::as_kind(World::principal(user, &WRITER), PrincipalKind::Session)
 }
 
 /// A member's Studio session, which may author member apps.
 fn author_session(user: &User) -> pb::Principal {
-    pb::Principal {
-        kind: "session".to_owned(),
-        ..World::principal(user, &["chat:use", "apps:invoke", "apps:author"])
-    }
+    World::as_kind(
+        World::principal(user, &["chat:use", "apps:invoke", "apps:author"]),
+        PrincipalKind::Session,
+    )
 }
 
 impl World {

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use sasha_package::Diagnostic;
 use sasha_package::assemble::resource_uri;
+use sasha_proto::convert::{FromWire, ToWire, scopes_to_wire};
 use sasha_proto::pb::{
     self, draft_reply, draft_request, history_reply, history_request, member_apps_reply,
     member_apps_request,
@@ -20,7 +21,7 @@ use sasha_proto::pb::{
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::Value;
 use studio_identity::actor::Actor;
-use studio_store::{MemberApp, Principal, PrincipalKind};
+use studio_store::{MemberApp, Principal, PrincipalKind, Scope, UserRole};
 
 use crate::create::Created;
 use crate::diff::{Diff, FileChange};
@@ -43,36 +44,23 @@ pub(crate) fn actor(principal: Option<&pb::Principal>) -> Result<Actor, AppError
     Ok(Actor {
         user_id: principal.user_id.clone(),
         username: principal.username.clone(),
-        role: principal.role.parse().ok(),
-        kind: principal.kind.parse().ok(),
+        role: UserRole::from_wire(principal.role).ok(),
+        kind: PrincipalKind::from_wire(principal.kind).ok(),
         scopes: principal
             .scopes
             .iter()
-            .filter_map(|scope| scope.parse().ok())
+            .filter_map(|scope| Scope::from_wire(*scope).ok())
             .collect(),
     })
-}
-
-fn kind_name(kind: PrincipalKind) -> &'static str {
-    match kind {
-        PrincipalKind::Session => "session",
-        PrincipalKind::Access => "access",
-        PrincipalKind::ApiKey => "api-key",
-        PrincipalKind::ChatSession => "chat-session",
-    }
 }
 
 /// A principal as `Authenticate` hands it to the gateway.
 pub(crate) fn principal(principal: &Principal) -> pb::Principal {
     pb::Principal {
         user_id: principal.user.id.clone(),
-        role: principal.user.role.as_str().to_owned(),
-        scopes: principal
-            .scopes
-            .iter()
-            .map(|scope| scope.as_str().to_owned())
-            .collect(),
-        kind: kind_name(principal.kind).to_owned(),
+        role: principal.user.role.to_wire(),
+        scopes: scopes_to_wire(&principal.scopes),
+        kind: principal.kind.to_wire(),
         username: principal.user.username.clone(),
         member_apps_off: false,
     }
@@ -531,9 +519,9 @@ mod tests {
         let wire = pb::Principal {
             user_id: "u1".into(),
             username: "ada".into(),
-            role: "superuser".into(),
-            kind: "robot".into(),
-            scopes: vec!["apps:invoke".into(), "apps:everything".into()],
+            role: 99,
+            kind: 0,
+            scopes: vec![Scope::AppsInvoke.to_wire(), 0, 99],
             member_apps_off: false,
         };
         let actor = actor(Some(&wire)).unwrap();

@@ -10,7 +10,7 @@ use sasha_proto::{AppError, ErrorCode};
 
 use super::*;
 use crate::test_world::{WRITER, World};
-use studio_store::{RevisionSurface, history_action};
+use studio_store::{PrincipalKind, RevisionSurface, UserRole, history_action};
 
 impl World {
     /// writeAppFile as the staff user; the new revision.
@@ -269,15 +269,9 @@ async fn the_refusal_matrix() {
         World::principal(&world.member, &WRITER),
         World::principal(&world.staff, &["apps:invoke"]),
         World::principal(&world.staff, &["apps:write"]),
-        pb::Principal {
-            kind: "api-key".to_owned(),
-            ..world.writer()
-        },
+        World::as_kind(world.writer(), PrincipalKind::ApiKey),
         // A role the principal claims but the store no longer holds.
-        pb::Principal {
-            role: "admin".to_owned(),
-            ..World::principal(&world.member, &WRITER)
-        },
+        World::claiming(World::principal(&world.member, &WRITER), UserRole::Admin),
     ] {
         let error = world
             .call(Some(principal.clone()), "notes", list())

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use sasha_proto::convert::FromWire;
 use sasha_proto::pb::core_service_server::CoreService;
 use sasha_proto::pb::{self, AppLifecycleOperation as Op};
 use sasha_proto::{AppError, ErrorCode};
@@ -15,7 +16,7 @@ use tonic::Request;
 use super::*;
 use crate::grpc::{CoreGrpc, EntryCache};
 use crate::test_world::{WRITER, World};
-use studio_store::{AppAccess, User, lifecycle_action};
+use studio_store::{AppAccess, PrincipalKind, User, UserRole, lifecycle_action};
 
 impl World {
     /// The `CoreService` over this world's core.
@@ -81,7 +82,10 @@ impl World {
         reply
             .apps
             .into_iter()
-            .map(|app| (app.id, app.access))
+            .map(|app| {
+                let access = AppAccess::from_wire(app.access).unwrap();
+                (app.id, access.as_str().to_owned())
+            })
             .collect()
     }
 
@@ -140,10 +144,7 @@ async fn only_an_admin_may_and_every_refusal_says_why() {
         ),
         (
             "admin's API key",
-            pb::Principal {
-                kind: "api-key".to_owned(),
-                ..world.admin()
-            },
+            World::as_kind(world.admin(), PrincipalKind::ApiKey),
         ),
     ] {
         for operation in [Op::Withdraw, Op::Restore, Op::Delete] {
@@ -153,10 +154,7 @@ async fn only_an_admin_may_and_every_refusal_says_why() {
         }
     }
     // A staff principal claiming to be admin is read again from the store.
-    let claimed = pb::Principal {
-        role: "admin".to_owned(),
-        ..World::principal(&world.staff, &WRITER)
-    };
+    let claimed = World::claiming(World::principal(&world.staff, &WRITER), UserRole::Admin);
     assert_code(
         world.step(claimed, "notes", Op::Withdraw).await,
         ErrorCode::AccessDenied,

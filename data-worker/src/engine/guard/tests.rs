@@ -267,7 +267,9 @@ async fn data_service_refuses_on_a_data_call_and_applies_an_approved_publication
             contract_hash: grab.hash.clone(),
             actor: Some(pb::Actor {
                 user_id: "mallory".into(),
-                access: String::new(),
+                access: sasha_proto::convert::ToWire::to_wire(
+                    sasha_contract::caller::AppAccess::Use,
+                ),
             }),
             operation: "list".into(),
             table: "notes".into(),

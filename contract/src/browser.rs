@@ -1,7 +1,7 @@
 //! What browser code states that Rust decides, rendered as JavaScript: the
 //! app id rule, tool names and prefixes, upload and message caps, the app
-//! frame's sandbox flags and heights, the facade's data operations and the
-//! scope names. Three places carry it, each generated from here and checked
+//! frames' sandbox flags and heights, the facade's data operations, and the
+//! scope, role and access names. Three places carry it, each generated from here and checked
 //! by `contract/tests/browser_constants.rs` (`SASHA_REGENERATE=1` rewrites
 //! them), as the error registry is ([`crate::error::ErrorCode::js_registry`]):
 //!
@@ -15,7 +15,7 @@
 //! This module must never hold a rule of its own beyond the app frame's: it
 //! renders the constants other modules define.
 
-use crate::caller::Scope;
+use crate::caller::{AppAccess, Role, Scope};
 use crate::grammar::{MAX_IDEMPOTENCY_KEY_CHARS, TableOperation};
 use crate::ids::{KEBAB_ID_PATTERN, MAX_ID_CHARS};
 use crate::tools::{
@@ -24,9 +24,11 @@ use crate::tools::{
     too_many_upload_files,
 };
 
-/// The sandbox flags of the inner frame that holds an app's document: its
-/// own scripts, its own opaque origin (so storage APIs throw instead of
-/// being absent) and forms; no popups, no top navigation, no downloads.
+/// The sandbox flags of both frames around an app (the Studio's outer frame
+/// on the sandbox origin and the proxy's inner frame holding the app's
+/// `data:` document), as the spec gives them: scripts, forms (native form
+/// events) and same-origin, which leaves the opaque `data:` document its
+/// null origin; no popups, no top navigation, no downloads.
 pub const SANDBOX_FLAGS: &str = "allow-scripts allow-same-origin allow-forms";
 /// The least height in CSS pixels the Studio gives an app's frame, whatever
 /// the view reports.
@@ -76,12 +78,7 @@ fn js_string(text: &str) -> String {
 
 /// The Studio page's module `vocabulary.js`, whole.
 pub fn studio_module() -> String {
-    let operations: Vec<String> = TableOperation::ALL
-        .iter()
-        .map(|operation| js_string(operation.name()))
-        .collect();
     let scope = |scope: Scope| js_string(scope.as_str());
-    let client_scopes: Vec<String> = Scope::MCP_CLIENT.iter().map(|s| scope(*s)).collect();
     format!(
         "// What the Studio page states that Rust decides, generated from Rust
 // (sasha_contract::browser::studio_module): a test fails when this file
@@ -93,6 +90,11 @@ export const APP_ID_PATTERN = /{KEBAB_ID_PATTERN}/;
 /** Most characters of an app id. */
 export const APP_ID_MAX_CHARS = {MAX_ID_CHARS};
 
+/** Whether `text` is an app id. */
+export function isAppId(text) {{
+  return typeof text === \"string\" && text.length <= APP_ID_MAX_CHARS && APP_ID_PATTERN.test(text);
+}}
+
 /** An app's opener tool is this prefix and the app id with `_` for `-`. */
 export const OPENER_PREFIX = {opener};
 /** An app's table and action tools start with this prefix and the encoded app id. */
@@ -101,19 +103,13 @@ export const APP_TOOL_PREFIX = {app_tool};
 export const CHAT_TOOL = {chat};
 /** The open app's upload tool. */
 export const UPLOAD_TOOL = {upload};
-/** Every table tool's operation, the last part of its name. */
-export const TABLE_OPERATIONS = [{operations}];
 
-/** Most documents one upload carries. */
-export const MAX_UPLOAD_FILES = {MAX_UPLOAD_FILES};
-/** Most bytes of documents one upload carries. */
-export const MAX_UPLOAD_BYTES = {upload_bytes};
 /** The largest JSON-RPC message relayed, as UTF-8 bytes of its JSON text. */
 export const MAX_MESSAGE_BYTES = {message_bytes};
 /** The largest `tools/call` of the upload tool: its documents as base64 and the JSON around them. */
 export const MAX_UPLOAD_MESSAGE_BYTES = {upload_message_bytes};
 
-/** The inner app frame's sandbox flags (the proxy sets the same). */
+/** Both app frames' sandbox flags (the Studio's outer frame and the proxy's inner one). */
 export const SANDBOX_FLAGS = {sandbox};
 /** The least height of an app's frame, in CSS pixels. */
 export const MIN_FRAME_HEIGHT = {MIN_FRAME_HEIGHT};
@@ -127,15 +123,22 @@ export const SCOPES = Object.freeze({{
   APPS_WRITE: {apps_write},
   APPS_AUTHOR: {apps_author},
 }});
-/** The scopes an MCP client may be given, in the order offered. */
-export const MCP_CLIENT_SCOPES = [{client_scopes}];
+/** A user's roles. */
+export const ROLES = Object.freeze({{
+  ADMIN: {admin},
+  STAFF: {staff},
+  MEMBER: {member},
+}});
+/** A user's grant on an app; manage covers use. */
+export const ACCESS = Object.freeze({{
+  USE: {use_},
+  MANAGE: {manage},
+}});
 ",
         opener = js_string(OPENER_PREFIX),
         app_tool = js_string(APP_TOOL_PREFIX),
         chat = js_string(CHAT_TOOL),
         upload = js_string(UPLOAD_TOOL),
-        operations = operations.join(", "),
-        upload_bytes = js_bytes(MAX_UPLOAD_BYTES),
         message_bytes = js_bytes(MAX_MCP_MESSAGE_BYTES),
         upload_message_bytes = js_bytes(MAX_MCP_UPLOAD_MESSAGE_BYTES),
         sandbox = js_string(SANDBOX_FLAGS),
@@ -143,7 +146,11 @@ export const MCP_CLIENT_SCOPES = [{client_scopes}];
         apps_invoke = scope(Scope::AppsInvoke),
         apps_write = scope(Scope::AppsWrite),
         apps_author = scope(Scope::AppsAuthor),
-        client_scopes = client_scopes.join(", "),
+        admin = js_string(Role::Admin.as_str()),
+        staff = js_string(Role::Staff.as_str()),
+        member = js_string(Role::Member.as_str()),
+        use_ = js_string(AppAccess::Use.as_str()),
+        manage = js_string(AppAccess::Manage.as_str()),
     )
 }
 
@@ -242,16 +249,10 @@ mod tests {
     }
 
     #[test]
-    fn the_studio_module_names_every_scope_and_operation() {
+    fn the_studio_module_names_every_scope() {
         let module = studio_module();
         for scope in Scope::ALL {
             assert!(module.contains(&js_string(scope.as_str())), "{scope}");
-        }
-        for operation in TableOperation::ALL {
-            assert!(
-                module.contains(&js_string(operation.name())),
-                "{operation:?}"
-            );
         }
         assert!(module.contains("export const APP_ID_PATTERN = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;"));
     }

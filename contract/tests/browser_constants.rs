@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use sasha_contract::browser::{
-    BLOCK_CLOSE, BLOCK_OPEN, PROXY_PATH, RUNTIME_PATH, Slot, proxy_block, runtime_slots,
+    BLOCK_CLOSE, BLOCK_OPEN, PROXY_PATH, RUNTIME_PATH, STUDIO_MODULE_PATH, Slot, proxy_block,
+    runtime_slots, studio_module,
 };
 
 fn path(relative: &str) -> PathBuf {
@@ -20,6 +21,10 @@ fn path(relative: &str) -> PathBuf {
 /// What a file should hold, given what it holds; `Err` says why the file
 /// cannot be regenerated (a marker or an anchor is missing).
 type Render = dyn Fn(&str) -> Result<String, String>;
+
+fn whole(expected: String) -> Box<Render> {
+    Box::new(move |_| Ok(expected.clone()))
+}
 
 fn block(expected: String) -> Box<Render> {
     Box::new(move |source| {
@@ -64,7 +69,8 @@ fn slots(slots: Vec<Slot>) -> Box<Render> {
 #[test]
 fn browser_code_states_what_rust_decides() {
     let regenerate = std::env::var_os("SASHA_REGENERATE").is_some();
-    let files: [(&str, Box<Render>); 2] = [
+    let files: [(&str, Box<Render>); 3] = [
+        (STUDIO_MODULE_PATH, whole(studio_module())),
         (PROXY_PATH, block(proxy_block())),
         (RUNTIME_PATH, slots(runtime_slots())),
     ];

@@ -35,6 +35,7 @@ import { invitationCard, usersPanel } from "./users.js";
 import { assistantPane } from "./assistant.js";
 import { errorText, h, replaceChildren } from "./dom.js";
 import { createHost, styleVariables } from "./host.js";
+import { ACCESS, ROLES, SCOPES, isAppId } from "./vocabulary.js";
 
 const root = document.getElementById("app");
 const versionMeta = document.querySelector('meta[name="sasha-version"]');
@@ -79,16 +80,16 @@ function disposeAssistant() {
 
 /** Admins: they may withdraw, restore and delete apps. */
 function isAdmin() {
-  return studio.user !== null && studio.user.role === "admin";
+  return studio.user !== null && studio.user.role === ROLES.ADMIN;
 }
 
 function canManageAccess() {
-  return studio.user !== null && (studio.user.role === "admin" || studio.user.role === "staff");
+  return studio.user !== null && (studio.user.role === ROLES.ADMIN || studio.user.role === ROLES.STAFF);
 }
 
 /** Admin and staff whose session may write app source: they may create apps. */
 function canCreateApps() {
-  return canManageAccess() && Array.isArray(studio.user.scopes) && studio.user.scopes.includes("apps:write");
+  return canManageAccess() && Array.isArray(studio.user.scopes) && studio.user.scopes.includes(SCOPES.APPS_WRITE);
 }
 
 function appById(id) {
@@ -123,12 +124,12 @@ function route() {
   if (hash === "#/users") {
     return { ...none, page: "users" };
   }
-  const studioRoute = /^#\/studio(?:\/([a-z0-9-]{1,60}))?$/.exec(hash);
-  if (studioRoute) {
+  const studioRoute = /^#\/studio(?:\/([^/]+))?$/.exec(hash);
+  if (studioRoute && (studioRoute[1] === undefined || isAppId(studioRoute[1]))) {
     return { ...none, page: "studio", studioAppId: studioRoute[1] || null };
   }
-  const match = /^#\/apps\/([a-z0-9-]{1,60})(\/access|\/recovery|\/history|\/draft)?$/.exec(hash);
-  if (!match) {
+  const match = /^#\/apps\/([^/]+)(\/access|\/recovery|\/history|\/draft)?$/.exec(hash);
+  if (!match || !isAppId(match[1])) {
     return none;
   }
   return { ...none, page: "app", appId: match[1], access: match[2] === "/access", recovery: match[2] === "/recovery", history: match[2] === "/history", draft: match[2] === "/draft" };
@@ -887,7 +888,7 @@ async function renderNow() {
     return;
   }
   const mode =
-    recovery && app.access === "manage"
+    recovery && app.access === ACCESS.MANAGE
       ? "recovery"
       : historyRoute && canSeeHistory(app)
         ? "history"
@@ -905,7 +906,7 @@ async function renderNow() {
 
 /** Managers of `app` whose session may write apps: the History and Draft pages' users. */
 function canSeeHistory(app) {
-  return app.access === "manage" && canCreateApps();
+  return app.access === ACCESS.MANAGE && canCreateApps();
 }
 
 function appPane(app, mode) {
@@ -928,7 +929,7 @@ function appPane(app, mode) {
       })
     : null;
   const recoveryButton =
-    app.access === "manage"
+    app.access === ACCESS.MANAGE
       ? h("button", {
           type: "button",
           class: "button",

@@ -14,27 +14,28 @@
 import * as api from "./api.js";
 import { h, panelMessages, replaceChildren } from "./dom.js";
 import { connectSections } from "./tokens.js";
+import { SCOPES } from "./vocabulary.js";
 
-/** Plain-language words for the scopes Sasha knows. */
-const SCOPES = {
-  "apps:invoke": {
+/** Plain-language words for the scopes Sasha offers MCP clients. */
+const SCOPE_WORDS = {
+  [SCOPES.APPS_INVOKE]: {
     title: "Use your apps",
     description:
       "Open the apps you have access to, and read and change their data as you can in Studio.",
   },
-  "apps:write": {
+  [SCOPES.APPS_WRITE]: {
     title: "Change how apps are built",
     description:
       "Read, change and delete the source files of the apps you manage, and check them for errors. Needs “Use your apps” too.",
   },
-  "apps:author": {
+  [SCOPES.APPS_AUTHOR]: {
     title: "Build your own apps",
     description: "Make, change, share and delete apps of your own, each change with your approval.",
   },
 };
 
 function scopeTitle(scope) {
-  return SCOPES[scope] ? SCOPES[scope].title : scope;
+  return SCOPE_WORDS[scope] ? SCOPE_WORDS[scope].title : scope;
 }
 
 /** "a", "a and b", "a, b and c". */
@@ -160,7 +161,7 @@ export function consentCard(options) {
     const choices = offered.map((offer, index) => {
       const boxId = `consent-scope-${cardCount}-${index}`;
       const descriptionId = `${boxId}-description`;
-      const known = SCOPES[offer.scope];
+      const known = SCOPE_WORDS[offer.scope];
       const description = known
         ? known.description
         : typeof offer.description === "string" && offer.description !== ""
@@ -168,7 +169,7 @@ export function consentCard(options) {
           : "No description.";
       // What the client asked for is ticked; with no scope asked for at all,
       // only the least: using apps.
-      const preChecked = requested.length === 0 ? offer.scope === "apps:invoke" : Boolean(offer.requested);
+      const preChecked = requested.length === 0 ? offer.scope === SCOPES.APPS_INVOKE : Boolean(offer.requested);
       const box = h("input", {
         type: "checkbox",
         id: boxId,
@@ -253,9 +254,9 @@ export function consentCard(options) {
           }
           return;
         }
-        if (scopes.includes("apps:write") && !scopes.includes("apps:invoke")) {
+        if (scopes.includes(SCOPES.APPS_WRITE) && !scopes.includes(SCOPES.APPS_INVOKE)) {
           fail({ message: "“Change how apps are built” works only together with “Use your apps”: tick both, or only “Use your apps”." });
-          const invoke = boxes.find((box) => box.value === "apps:invoke");
+          const invoke = boxes.find((box) => box.value === SCOPES.APPS_INVOKE);
           if (invoke) {
             invoke.focus();
           }

@@ -20,6 +20,7 @@
 import * as api from "./api.js";
 import { errorText, h, replaceChildren } from "./dom.js";
 import { createHost } from "./host.js";
+import { ROLES } from "./vocabulary.js";
 
 const CHANGE_TEXT = { added: "added", removed: "removed", changed: "changed" };
 
@@ -293,7 +294,7 @@ export function draftPanel({
     if (list(review.drift).length > 0) {
       return "Publishing is blocked by schema drift: the migrations and the declared schema disagree.";
     }
-    if (review.needsAdmin && userRole !== "admin") {
+    if (review.needsAdmin && userRole !== ROLES.ADMIN) {
       return "Only an admin can publish this draft.";
     }
     return "";

@@ -2,8 +2,9 @@
 //
 // `createHost` frames the sandbox proxy (`<sandboxOrigin>/app-sandbox`), hands
 // it the app's exact resource once the proxy says it is ready, and then speaks
-// JSON-RPC with the app's view through it. It is self-contained (no imports)
-// and every effect it has on the world is an option, so tests can drive it.
+// JSON-RPC with the app's view through it. It imports only the constants Rust
+// decides (`vocabulary.js`, generated), and every effect it has on the world
+// is an option, so tests can drive it.
 //
 // What it guarantees:
 // - Only messages whose `source` is the pinned outer frame's window and whose
@@ -31,6 +32,18 @@
 //   answer or TEARDOWN_TIMEOUT_MS, then aborts in-flight calls and removes the
 //   frame.
 
+import {
+  APP_TOOL_PREFIX,
+  CHAT_TOOL,
+  MAX_FRAME_HEIGHT,
+  MAX_MESSAGE_BYTES,
+  MAX_UPLOAD_MESSAGE_BYTES,
+  MIN_FRAME_HEIGHT,
+  OPENER_PREFIX,
+  SANDBOX_FLAGS,
+  UPLOAD_TOOL,
+} from "./vocabulary.js";
+
 export const APPS_PROTOCOL_VERSION = "2026-01-26";
 export const MCP_PROTOCOL_VERSION = "2026-07-28";
 export const INIT_TIMEOUT_MS = 15_000;
@@ -39,12 +52,6 @@ export const TEARDOWN_TIMEOUT_MS = 2_000;
  * WATCHDOG_TIMEOUT_MS is hung (a busy loop): it fails visibly and is removed. */
 export const WATCHDOG_INTERVAL_MS = 5_000;
 export const WATCHDOG_TIMEOUT_MS = 5_000;
-export const MIN_HEIGHT = 240;
-export const MAX_HEIGHT = 1200;
-/** The largest message read from the frame, in UTF-8 bytes of its JSON. */
-export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
-/** The largest `tools/call` of the upload tool: 25 MiB of documents as base64. */
-export const MAX_UPLOAD_MESSAGE_BYTES = 36 * 1024 * 1024;
 /** Messages read from the frame per second; the rest are dropped. */
 export const MAX_MESSAGES_PER_SECOND = 200;
 /** Tool calls forwarded at once for one view. */
@@ -52,15 +59,13 @@ export const MAX_CALLS_IN_FLIGHT = 16;
 /** Requests held while the view initializes; more are dropped. */
 const MAX_HELD_REQUESTS = 32;
 const MAX_ID_LENGTH = 200;
-/** The outer frame's sandbox flags (the spec's, for native form events). */
-export const SANDBOX_FLAGS = "allow-scripts allow-same-origin allow-forms";
 export const RESOURCE_MIME_TYPE = "text/html;profile=mcp-app";
 /** The refusals of a call that can mean the person lost access to the app
  * (a revoked grant, a withdrawn or deleted app): the host asks `onAccessLost`
  * to look again. */
 const ACCESS_LOST_CODES = new Set(["APP_ACTION_UNAVAILABLE", "APP_ACCESS_DENIED", "APP_NOT_FOUND"]);
 /** Platform tools an app reaches only one at a time (the spec's single flight). */
-const SINGLE_FLIGHT_TOOLS = new Set(["sasha__chat_execute", "sasha__files_upload"]);
+const SINGLE_FLIGHT_TOOLS = new Set([CHAT_TOOL, UPLOAD_TOOL]);
 /** The keys of the view's own `_meta` a tool call carries to the gateway. */
 const FORWARDED_META_KEYS = ["sasha/idempotencyKey", "progressToken"];
 const CLIENT_INFO = { name: "sasha-studio", version: "1" };
@@ -76,17 +81,17 @@ export function encodedAppId(appId) {
  * binds to the app named in `Sasha-App`).
  */
 export function toolBelongsToApp(name, appId) {
-  if (name === "sasha__chat_execute" || name === "sasha__files_upload") {
+  if (name === CHAT_TOOL || name === UPLOAD_TOOL) {
     return true;
   }
   const encoded = encodedAppId(appId);
-  if (name === `open_app__${encoded}`) {
+  if (name === `${OPENER_PREFIX}${encoded}`) {
     return true;
   }
-  if (!name.startsWith("app__")) {
+  if (!name.startsWith(APP_TOOL_PREFIX)) {
     return false;
   }
-  const parts = name.slice("app__".length).split("__");
+  const parts = name.slice(APP_TOOL_PREFIX.length).split("__");
   return parts.length >= 2 && parts[0] === encoded && parts.slice(1).every((part) => part !== "");
 }
 
@@ -113,12 +118,12 @@ export function toolCallableByApp(tool, appId) {
   return Array.isArray(ui.visibility) && ui.visibility.includes("app");
 }
 
-/** A reported height clamped to 240–1200 px; `null` for anything not a number. */
+/** A reported height clamped to MIN_FRAME_HEIGHT–MAX_FRAME_HEIGHT px; `null` for anything not a number. */
 export function clampHeight(height) {
   if (typeof height !== "number" || !Number.isFinite(height)) {
     return null;
   }
-  return Math.round(Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, height)));
+  return Math.round(Math.min(MAX_FRAME_HEIGHT, Math.max(MIN_FRAME_HEIGHT, height)));
 }
 
 /** Whether `url` may be opened for a view: external https only. */
@@ -179,7 +184,7 @@ export function defaultHostContext(win = globalThis) {
     styles: { variables: styleVariables(theme) },
     locale: navigator.language || "en",
     timeZone,
-    containerDimensions: { maxHeight: MAX_HEIGHT },
+    containerDimensions: { maxHeight: MAX_FRAME_HEIGHT },
     displayMode: "inline",
     availableDisplayModes: ["inline"],
     platform: "web",
@@ -218,7 +223,7 @@ function plainJson(data) {
     return null;
   }
   const upload =
-    data.method === "tools/call" && isPlainObject(data.params) && data.params.name === "sasha__files_upload";
+    data.method === "tools/call" && isPlainObject(data.params) && data.params.name === UPLOAD_TOOL;
   const limit = upload ? MAX_UPLOAD_MESSAGE_BYTES : MAX_MESSAGE_BYTES;
   if (typeof text !== "string" || text.length > limit) {
     return null;
@@ -1043,7 +1048,7 @@ export function createHost(options) {
   iframe.setAttribute("referrerpolicy", "origin");
   iframe.title = app.name ? `App: ${app.name}` : `App ${app.id}`;
   iframe.className = "app-frame";
-  iframe.style.height = `${MIN_HEIGHT}px`;
+  iframe.style.height = `${MIN_FRAME_HEIGHT}px`;
 
   let invalid = null;
   let sandboxUrl = "";

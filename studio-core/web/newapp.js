@@ -6,11 +6,7 @@
 
 import * as api from "./api.js";
 import { errorText, h, panelMessages } from "./dom.js";
-
-/** Lowercase kebab-case, as `sasha_package::manifest::is_kebab_id` says. */
-export const ID_PATTERN = /^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/;
-/** The longest app id. */
-export const ID_MAX = 60;
+import { APP_ID_MAX_CHARS, isAppId } from "./vocabulary.js";
 
 /** A bound the server put into the page, or `fallback` without one. */
 function bound(name, fallback) {
@@ -28,8 +24,8 @@ export function suggestId(name) {
       .toLowerCase()
       .match(/[a-z0-9]+/g) || [];
   let id = words.join("-").replace(/^[0-9-]+/, "");
-  if (id.length > ID_MAX) {
-    id = id.slice(0, ID_MAX).replace(/-+$/, "");
+  if (id.length > APP_ID_MAX_CHARS) {
+    id = id.slice(0, APP_ID_MAX_CHARS).replace(/-+$/, "");
   }
   return id;
 }
@@ -39,8 +35,8 @@ export function idProblem(id) {
   if (id === "") {
     return "Enter an app id.";
   }
-  if (id.length > ID_MAX || !ID_PATTERN.test(id)) {
-    return `The app id must be lowercase letters a–z and digits in words joined by single hyphens, starting with a letter, at most ${ID_MAX} characters (for example expense-claims).`;
+  if (!isAppId(id)) {
+    return `The app id must be lowercase letters a–z and digits in words joined by single hyphens, starting with a letter, at most ${APP_ID_MAX_CHARS} characters (for example expense-claims).`;
   }
   return "";
 }
@@ -62,7 +58,7 @@ export function newAppPanel({ onCreated = () => {}, onCancel = () => {}, onUnaut
     name: "app",
     type: "text",
     required: true,
-    maxlength: ID_MAX,
+    maxlength: APP_ID_MAX_CHARS,
     autocomplete: "off",
     autocapitalize: "none",
     spellcheck: "false",

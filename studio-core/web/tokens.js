@@ -9,6 +9,7 @@
 
 import * as api from "./api.js";
 import { copyButton, errorText, fieldError, h, panelMessages, replaceChildren } from "./dom.js";
+import { SCOPES } from "./vocabulary.js";
 
 function when(seconds, fallback) {
   if (typeof seconds !== "number") {
@@ -78,7 +79,7 @@ export function connectSections(options = {}) {
     const label = h("input", { id: "token-label", type: "text", maxlength: 80, autocomplete: "off", placeholder: "e.g. Laptop script" });
     const labelError = fieldError(label, "token-label-error");
     const boxes = info.scopes.map((scope) =>
-      h("input", { type: "checkbox", id: `token-scope-${scope.replace(":", "-")}`, value: scope, checked: scope === "apps:invoke" }),
+      h("input", { type: "checkbox", id: `token-scope-${scope.replace(":", "-")}`, value: scope, checked: scope === SCOPES.APPS_INVOKE }),
     );
     const scopeSet = h(
       "fieldset",

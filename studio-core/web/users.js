@@ -15,8 +15,10 @@
 import * as api from "./api.js";
 import { copyButton, errorText, fieldError, h, panelMessages, replaceChildren } from "./dom.js";
 import { replicationSection } from "./replication.js";
+import { ROLES } from "./vocabulary.js";
 
-const ROLES = ["member", "staff", "admin"];
+/** The roles a person may be given, least first. */
+const ROLE_CHOICES = [ROLES.MEMBER, ROLES.STAFF, ROLES.ADMIN];
 
 /** Unix seconds as a short local date and time, or `fallback`. */
 function when(seconds, fallback) {
@@ -62,7 +64,7 @@ export function usersPanel(options) {
   const role = h(
     "select",
     { id: "invite-role", name: "role" },
-    ROLES.map((value) => h("option", { value, text: value })),
+    ROLE_CHOICES.map((value) => h("option", { value, text: value })),
   );
   const invite = h("button", { type: "submit", class: "button button-primary", text: "Invite" });
   const form = h(
@@ -189,7 +191,7 @@ export function usersPanel(options) {
           const select = h(
             "select",
             { "aria-label": `Role of ${name}` },
-            ROLES.map((value) => h("option", { value, text: value, selected: value === person.role })),
+            ROLE_CHOICES.map((value) => h("option", { value, text: value, selected: value === person.role })),
           );
           select.addEventListener("change", () => change(name, { role: select.value }, `${name} is now ${select.value}.`, select));
           return select;

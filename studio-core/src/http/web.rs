@@ -117,6 +117,13 @@ const ASSETS: &[Asset] = &[
         content_type: JAVASCRIPT,
         bytes: include_str!("../../web/replication.js"),
     },
+    // Generated from Rust (sasha_contract::browser), checked by
+    // contract/tests/browser_constants.rs.
+    Asset {
+        name: "vocabulary.js",
+        content_type: JAVASCRIPT,
+        bytes: include_str!("../../web/vocabulary.js"),
+    },
 ];
 
 /// The page, with this build's version filled in (`hostInfo.version`) and

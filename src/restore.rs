@@ -132,7 +132,7 @@ async fn restore(request: Request, env: &dyn Env) -> Result<String, Stop> {
         })
         .transpose()?;
     if let Some(app) = &request.app
-        && !sasha_package::manifest::is_kebab_id(app)
+        && sasha_contract::ids::AppId::parse(app).is_err()
     {
         return Err(usage(format!("--app: {app:?} is not an app id")));
     }
@@ -365,7 +365,7 @@ async fn restore_all(
     let mut apps = Vec::new();
     let mut absent = Vec::new();
     for app_id in app_ids {
-        if !sasha_package::manifest::is_kebab_id(&app_id) {
+        if sasha_contract::ids::AppId::parse(&app_id).is_err() {
             continue;
         }
         let output = staged(&target.app_data_root).join(format!("{app_id}.sqlite"));
@@ -576,7 +576,7 @@ fn rebuild_docs(core: &Path, docs_root: &Path) -> Result<Vec<String>, Stop> {
     };
     let mut written = Vec::new();
     for app in store.registered_apps().map_err(ledger)? {
-        if !sasha_package::manifest::is_kebab_id(&app.app_id)
+        if sasha_contract::ids::AppId::parse(&app.app_id).is_err()
             || store.member_app(&app.app_id).map_err(ledger)?.is_some()
             || store
                 .lifecycle(&app.app_id)

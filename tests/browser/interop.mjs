@@ -8,7 +8,7 @@
 //     `oninitialized` fires, the host context reaches `Sasha.hostContext`, and
 //     a facade call (`Sasha.data.list`) arrives at `oncalltool` and returns.
 //  2. The SDK's `App` under our host: the test Studio page
-//     (http://localhost:<port>) imports studio-core/web/host.js and runs
+//     (http://localhost:<port>) imports studio-core/web/host.js (and the vocabulary.js it imports) and runs
 //     `createHost` against a fake `/mcp`, through the real edge-sandbox proxy;
 //     the view is the SDK's `App` bundled by esbuild. `app.connect()` resolves,
 //     `getHostContext()` carries our theme/platform, and `callServerTool`
@@ -93,6 +93,7 @@ const pages = {
   "/apps/hello.html": ["text/html", fs.readFileSync(env("HELLO_HTML"))],
   "/apps/expense-log.html": ["text/html", fs.readFileSync(env("EXPENSE_HTML"))],
   "/host.js": ["text/javascript", fs.readFileSync(path.join(ROOT, "studio-core/web/host.js"))],
+  "/vocabulary.js": ["text/javascript", fs.readFileSync(path.join(ROOT, "studio-core/web/vocabulary.js"))],
   "/studio.html": ["text/html", `<!doctype html><meta charset="utf-8"><title>Studio</title><body><div id="apps"></div></body>`],
 };
 

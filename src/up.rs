@@ -416,6 +416,8 @@ async fn start_replicator(
                 REPLICATOR_READY_TIMEOUT.as_secs()
             );
         }
+        // The socket appears only once Litestream runs: nothing to wait on
+        // but the file itself, and a start-up takes tens of milliseconds.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     Ok(Running { pid, _stdin: stdin })
@@ -455,6 +457,8 @@ async fn terminate(pid: u32) {
         if kill(pid, None).is_err() {
             return;
         }
+        // The `Child` belongs to the task that reports its exit, so there is
+        // no handle here to wait on: probe the pid instead.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let _ = kill(pid, Signal::SIGKILL);

@@ -68,7 +68,12 @@ pub struct Generation(String);
 impl Generation {
     /// A new generation beginning now.
     pub fn begin() -> Generation {
-        let millis = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
+        Generation::begin_at(time::OffsetDateTime::now_utc())
+    }
+
+    /// A new generation beginning at `instant`.
+    fn begin_at(instant: time::OffsetDateTime) -> Generation {
+        let millis = instant.unix_timestamp_nanos() / 1_000_000;
         Generation(format!("{millis:013}-{:08x}", rand::random::<u32>()))
     }
 
@@ -172,10 +177,14 @@ mod tests {
 
     #[test]
     fn generations_sort_by_their_beginning() {
-        let first = Generation::begin();
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        let second = Generation::begin();
+        let instant = time::OffsetDateTime::now_utc();
+        let first = Generation::begin_at(instant);
+        let second = Generation::begin_at(instant + time::Duration::milliseconds(1));
         assert!(first < second);
+        assert_eq!(
+            first.began_millis() as i128,
+            instant.unix_timestamp_nanos() / 1_000_000
+        );
         assert_eq!(Generation::parse(first.as_str()), Some(first.clone()));
         assert!(first.began_millis() > 1_700_000_000_000);
         for bad in [

@@ -162,6 +162,9 @@ impl Replicator {
             match store.check().await {
                 Ok(()) => break,
                 Err(error) if error.is_transient() && started.elapsed() < BOOT_PATIENCE => {
+                    // A storage server starting beside the role has no event to
+                    // wait on; a quarter second keeps the boot prompt without
+                    // flooding its log.
                     tokio::time::sleep(Duration::from_millis(250)).await;
                 }
                 Err(error @ StorageError::Credentials { .. }) => {
@@ -175,6 +178,8 @@ impl Replicator {
             match control.ping().await {
                 Ok(()) => break,
                 Err(_) if started.elapsed() < BOOT_PATIENCE => {
+                    // Litestream creates its socket only once it runs; a unix
+                    // socket gives nothing to watch before it exists.
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
                 Err(error) => {
@@ -419,6 +424,8 @@ impl Replicator {
                         tracing::error!(path = %under, %error, "replication: a file was not mirrored to object storage");
                         return;
                     }
+                    // Storage is down; the file is already on local disk,
+                    // so a slow retry costs nothing but time.
                     Err(_) => tokio::time::sleep(Duration::from_secs(2)).await,
                 }
             }
@@ -503,6 +510,8 @@ impl Replicator {
         loop {
             tokio::select! {
                 () = self.inner.flush.notified() => {}
+                // A round that failed (storage down) left work behind with
+                // no new commit to notify: retry it each second.
                 () = tokio::time::sleep(Duration::from_secs(1)) => {}
             }
             let pending: Vec<(PathBuf, Database, u64)> = self
@@ -523,6 +532,8 @@ impl Replicator {
                     }
                 }
             }
+            // At most one sync per database per FLUSH_EVERY: commits in
+            // between ride on the next round (the async mode's bounded RPO).
             tokio::time::sleep(FLUSH_EVERY).await;
         }
     }
@@ -530,6 +541,8 @@ impl Replicator {
     /// Registers again what Litestream forgot, and logs growing lag.
     async fn watch(self) {
         loop {
+            // Litestream forgetting a database (a restart of the sidecar)
+            // raises no event here; polling its list is the only signal.
             tokio::time::sleep(WATCH_EVERY).await;
             if let Ok(listed) = self.inner.control.list().await {
                 let missing: Vec<(PathBuf, Database)> = self

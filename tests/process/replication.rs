@@ -308,54 +308,91 @@ struct Writes {
 }
 
 /// [`WRITERS`] writers, each creating `w<n>-<i>` until its first failure
-/// (or `stop`); a failure seen while `killed` is false is recorded as early.
-fn spawn_writers(
-    url: &str,
-    session: &str,
-    killed: &Arc<AtomicBool>,
-    stop: &Arc<AtomicBool>,
-    writes: &Arc<Mutex<Writes>>,
-) -> Vec<tokio::task::JoinHandle<()>> {
-    (0..WRITERS)
-        .map(|writer| {
-            let mut client = Mcp::studio_page(url, session, APP);
-            let (killed, stop, writes) = (killed.clone(), stop.clone(), writes.clone());
-            tokio::spawn(async move {
-                for n in 0.. {
-                    if stop.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    let key = format!("w{writer}-{n}");
-                    let answer = create_category(&mut client, &key).await;
-                    let mut writes = writes.lock().unwrap();
-                    match answer {
-                        Answer::Ack(id) => {
-                            writes.acknowledged.insert(key, id);
-                        }
-                        other => {
-                            if !killed.load(Ordering::SeqCst) {
-                                writes.early.push(format!("{key}: {other:?}"));
-                            }
-                            writes.unacknowledged.insert(key, format!("{other:?}"));
-                            return;
-                        }
-                    }
-                }
-            })
-        })
-        .collect()
+/// (or [`Writers::finish`]); a failure before [`Writers::killing`] is
+/// recorded as early.
+struct Writers {
+    killed: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    writes: Arc<Mutex<Writes>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
-async fn acknowledged_at_least(writes: &Arc<Mutex<Writes>>, count: usize) {
-    eventually(Duration::from_secs(90), "the writers' progress", || {
-        let writes = writes.clone();
-        async move {
-            let writes = writes.lock().unwrap();
-            assert!(writes.early.is_empty(), "{:?}", writes.early);
-            writes.acknowledged.len() >= count
+impl Writers {
+    fn spawn(url: &str, session: &str) -> Writers {
+        let killed = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let writes: Arc<Mutex<Writes>> = Arc::default();
+        let tasks = (0..WRITERS)
+            .map(|writer| {
+                let mut client = Mcp::studio_page(url, session, APP);
+                let (killed, stop, writes) = (killed.clone(), stop.clone(), writes.clone());
+                tokio::spawn(async move {
+                    for n in 0.. {
+                        if stop.load(Ordering::SeqCst) {
+                            return;
+                        }
+                        let key = format!("w{writer}-{n}");
+                        let answer = create_category(&mut client, &key).await;
+                        let mut writes = writes.lock().unwrap();
+                        match answer {
+                            Answer::Ack(id) => {
+                                writes.acknowledged.insert(key, id);
+                            }
+                            other => {
+                                if !killed.load(Ordering::SeqCst) {
+                                    writes.early.push(format!("{key}: {other:?}"));
+                                }
+                                writes.unacknowledged.insert(key, format!("{other:?}"));
+                                return;
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        Writers {
+            killed,
+            stop,
+            writes,
+            tasks,
         }
-    })
-    .await;
+    }
+
+    /// Waits until `count` writes are acknowledged, none failing early.
+    async fn acknowledged_at_least(&self, count: usize) {
+        eventually(Duration::from_secs(90), "the writers' progress", || {
+            let writes = self.writes.clone();
+            async move {
+                let writes = writes.lock().unwrap();
+                assert!(writes.early.is_empty(), "{:?}", writes.early);
+                writes.acknowledged.len() >= count
+            }
+        })
+        .await;
+    }
+
+    /// From now on a failure is expected (a role is about to be killed).
+    fn killing(&self) {
+        self.killed.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops every writer and answers what they saw; none failed early.
+    async fn finish(self) -> Writes {
+        self.stop.store(true, Ordering::SeqCst);
+        for task in self.tasks {
+            tokio::time::timeout(Duration::from_secs(60), task)
+                .await
+                .expect("every writer stops")
+                .unwrap();
+        }
+        let writes = Arc::try_unwrap(self.writes)
+            .ok()
+            .unwrap()
+            .into_inner()
+            .unwrap();
+        assert!(writes.early.is_empty(), "{:?}", writes.early);
+        writes
+    }
 }
 
 fn count(connection: &rusqlite::Connection, sql: &str) -> i64 {
@@ -455,16 +492,7 @@ async fn sync_replication_loses_no_acknowledged_write_with_the_volumes() {
     };
     let stack = replicated.start(&harness, &state).await;
 
-    let killed = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    let writes: Arc<Mutex<Writes>> = Arc::default();
-    let writers = spawn_writers(
-        &stack.mcp_url(),
-        &people.staff_session,
-        &killed,
-        &stop,
-        &writes,
-    );
+    let writers = Writers::spawn(&stack.mcp_url(), &people.staff_session);
 
     // Meanwhile an admin grants the member expense-log and creates an app
     // (its first revision is published in the ledger): both acknowledged.
@@ -509,10 +537,10 @@ async fn sync_replication_loses_no_acknowledged_write_with_the_volumes() {
         "{health}"
     );
 
-    acknowledged_at_least(&writes, 60).await;
+    writers.acknowledged_at_least(60).await;
 
     // Both roles' nodes are lost mid-stream, with their volumes.
-    killed.store(true, Ordering::SeqCst);
+    writers.killing();
     stack.data.signal(Signal::SIGKILL);
     stack.core.signal(Signal::SIGKILL);
     let Stack {
@@ -526,16 +554,8 @@ async fn sync_replication_loses_no_acknowledged_write_with_the_volumes() {
     core_sidecar.kill();
     std::fs::remove_dir_all(state.join("apps")).unwrap();
     lose_database(&state.join("core.sqlite"));
-    stop.store(true, Ordering::SeqCst);
-    for writer in writers {
-        tokio::time::timeout(Duration::from_secs(60), writer)
-            .await
-            .expect("every writer stops")
-            .unwrap();
-    }
+    let writes = writers.finish().await;
     drop((data, core, gateway));
-    let writes = Arc::try_unwrap(writes).ok().unwrap().into_inner().unwrap();
-    assert!(writes.early.is_empty(), "{:?}", writes.early);
 
     // `sasha restore` into a fresh state folder.
     let fresh = Harness::new();
@@ -657,19 +677,10 @@ async fn async_replication_reports_the_acknowledged_writes_a_lost_volume_takes()
         data_port: free_port(),
     };
     let stack = replicated.start(&harness, &state).await;
-    let killed = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    let writes: Arc<Mutex<Writes>> = Arc::default();
-    let writers = spawn_writers(
-        &stack.mcp_url(),
-        &people.staff_session,
-        &killed,
-        &stop,
-        &writes,
-    );
-    acknowledged_at_least(&writes, 150).await;
+    let writers = Writers::spawn(&stack.mcp_url(), &people.staff_session);
+    writers.acknowledged_at_least(150).await;
 
-    killed.store(true, Ordering::SeqCst);
+    writers.killing();
     stack.data.signal(Signal::SIGKILL);
     let Stack {
         data,
@@ -681,15 +692,7 @@ async fn async_replication_reports_the_acknowledged_writes_a_lost_volume_takes()
     data_sidecar.kill();
     drop(data);
     std::fs::remove_dir_all(state.join("apps")).unwrap();
-    stop.store(true, Ordering::SeqCst);
-    for writer in writers {
-        tokio::time::timeout(Duration::from_secs(60), writer)
-            .await
-            .expect("every writer stops")
-            .unwrap();
-    }
-    let writes = Arc::try_unwrap(writes).ok().unwrap().into_inner().unwrap();
-    assert!(writes.early.is_empty(), "{:?}", writes.early);
+    let writes = writers.finish().await;
 
     // data-worker comes back where the others reach it and restores its
     // lost databases from object storage before it serves.
@@ -925,7 +928,10 @@ async fn a_restore_at_an_instant_gives_exactly_the_state_before_it() {
         create_category(&mut client, "earlier").await,
         Answer::Ack(_)
     ));
-    // An instant strictly between the two acknowledged writes.
+    // An instant strictly between the two acknowledged writes. Litestream
+    // stamps its LTX files with the wall clock and `--at` is read against
+    // it, so the gap must be real time, not an injected clock; 300 ms each
+    // side is well above its millisecond resolution and clock jitter.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let between = now_text();
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -271,6 +271,7 @@ fn measure_restore(
             socket: socket.clone(),
             sync_timeout: Duration::from_secs(1800),
             max_lag: Duration::from_secs(10),
+            boot_wait: Duration::from_secs(30),
             litestream: replica::litestream(),
             credentials: replica::credentials(),
         };

@@ -24,6 +24,8 @@ pub const REPLICA_SOCKET: &str = "SASHA_REPLICA_SOCKET";
 pub const REPLICA_SYNC_TIMEOUT: &str = "SASHA_REPLICA_SYNC_TIMEOUT_SECS";
 /// The async mode's bound on unreplicated writes.
 pub const REPLICA_MAX_LAG: &str = "SASHA_REPLICA_MAX_LAG_SECS";
+/// How long a role waits at boot for object storage and its socket.
+pub const REPLICA_BOOT_WAIT: &str = "SASHA_REPLICA_BOOT_WAIT_SECS";
 /// The `litestream` executable (restores, and `sasha up`'s replicator).
 pub const LITESTREAM: &str = "SASHA_LITESTREAM";
 /// The standard AWS credential variables Litestream reads too.
@@ -43,6 +45,10 @@ pub const DEFAULT_SYNC_TIMEOUT_SECS: usize = 5;
 /// Default bound, in seconds, on how far async replication may fall behind
 /// before writes pause.
 pub const DEFAULT_MAX_LAG_SECS: usize = 10;
+/// Default seconds a role waits at boot for object storage and for the
+/// control socket (a sidecar or storage server starting beside it) before it
+/// stops with one line.
+pub const DEFAULT_BOOT_WAIT_SECS: usize = 30;
 
 /// When a write is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +101,8 @@ pub struct ReplicaConfig {
     pub sync_timeout: Duration,
     /// `SASHA_REPLICA_MAX_LAG_SECS` (1 to 3600, default 10).
     pub max_lag: Duration,
+    /// `SASHA_REPLICA_BOOT_WAIT_SECS` (1 to 600, default 30).
+    pub boot_wait: Duration,
     /// `SASHA_LITESTREAM`, default `litestream` (looked up on `PATH`).
     pub litestream: PathBuf,
     /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`.
@@ -165,6 +173,7 @@ impl ReplicaConfig {
             socket,
             sync_timeout: seconds(REPLICA_SYNC_TIMEOUT, DEFAULT_SYNC_TIMEOUT_SECS, 300)?,
             max_lag: seconds(REPLICA_MAX_LAG, DEFAULT_MAX_LAG_SECS, 3600)?,
+            boot_wait: seconds(REPLICA_BOOT_WAIT, DEFAULT_BOOT_WAIT_SECS, 600)?,
             litestream: env
                 .var(LITESTREAM)
                 .map_or_else(|| PathBuf::from("litestream"), PathBuf::from),
@@ -207,6 +216,7 @@ mod tests {
         assert_eq!(config.mode, Mode::Sync);
         assert_eq!(config.socket, Path::new("/d/.litestream.sock"));
         assert_eq!(config.sync_timeout, Duration::from_secs(5));
+        assert_eq!(config.boot_wait, Duration::from_secs(30));
         assert!(!format!("{config:?}").contains("secret-never-shown"));
     }
 
@@ -218,6 +228,7 @@ mod tests {
             REPLICA_SOCKET,
             REPLICA_SYNC_TIMEOUT,
             REPLICA_MAX_LAG,
+            REPLICA_BOOT_WAIT,
             LITESTREAM,
             ACCESS_KEY_ID,
             SECRET_ACCESS_KEY,
@@ -237,6 +248,10 @@ mod tests {
         assert_eq!(
             DEFAULT_MAX_LAG_SECS.to_string(),
             documented_default(REPLICA_MAX_LAG)
+        );
+        assert_eq!(
+            DEFAULT_BOOT_WAIT_SECS.to_string(),
+            documented_default(REPLICA_BOOT_WAIT)
         );
         assert_eq!(
             format!("<database folder>/{SOCKET_NAME}"),
@@ -266,6 +281,10 @@ mod tests {
             (
                 vec![URL, KEY, SECRET, (REPLICA_MAX_LAG, "soon")],
                 REPLICA_MAX_LAG,
+            ),
+            (
+                vec![URL, KEY, SECRET, (REPLICA_BOOT_WAIT, "601")],
+                REPLICA_BOOT_WAIT,
             ),
         ] {
             let error = ReplicaConfig::from_env(&env(&pairs), Path::new("/d")).unwrap_err();

@@ -52,9 +52,6 @@ use crate::s3::{ObjectStore, StorageError};
 pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
 /// How often registrations are checked and lag is looked at.
 pub const WATCH_EVERY: Duration = Duration::from_secs(5);
-/// How long a role waits at boot for object storage and for the control
-/// socket (a sidecar starting beside it) before it gives up.
-pub const BOOT_PATIENCE: Duration = Duration::from_secs(30);
 /// How long async mode keeps retrying to mirror a file ([`Replicator::mirror`]).
 pub const MIRROR_RETRY_FOR: Duration = Duration::from_secs(600);
 
@@ -151,7 +148,7 @@ struct Tracked {
 
 impl Replicator {
     /// Checks that object storage answers with these credentials and that
-    /// the control socket answers (each awaited up to [`BOOT_PATIENCE`], for
+    /// the control socket answers (each awaited up to the boot wait, for
     /// a server or sidecar starting beside the role), then starts the
     /// background tasks. The error is the one line the role stops with.
     pub async fn connect(config: ReplicaConfig) -> Result<Replicator, ConfigError> {
@@ -161,7 +158,7 @@ impl Replicator {
         loop {
             match store.check().await {
                 Ok(()) => break,
-                Err(error) if error.is_transient() && started.elapsed() < BOOT_PATIENCE => {
+                Err(error) if error.is_transient() && started.elapsed() < config.boot_wait => {
                     // A storage server starting beside the role has no event to
                     // wait on; a quarter second keeps the boot prompt without
                     // flooding its log.
@@ -177,7 +174,7 @@ impl Replicator {
         loop {
             match control.ping().await {
                 Ok(()) => break,
-                Err(_) if started.elapsed() < BOOT_PATIENCE => {
+                Err(_) if started.elapsed() < config.boot_wait => {
                     // Litestream creates its socket only once it runs; a unix
                     // socket gives nothing to watch before it exists.
                     tokio::time::sleep(Duration::from_millis(100)).await;

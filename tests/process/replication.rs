@@ -1160,6 +1160,21 @@ async fn bad_replica_settings_and_restore_arguments_are_one_line_each_and_change
             )],
             "SASHA_REPLICA_URL",
         ),
+        // Nothing listens where storage should be: the role waits its boot
+        // wait (two seconds here) for a server starting beside it, then stops.
+        (
+            vec![
+                (
+                    "SASHA_REPLICA_URL",
+                    format!(
+                        "s3://sasha/{PREFIX}?endpoint=http://127.0.0.1:{}&region=us-east-1",
+                        free_port()
+                    ),
+                ),
+                ("SASHA_REPLICA_BOOT_WAIT_SECS", "2".to_owned()),
+            ],
+            "SASHA_REPLICA_URL",
+        ),
     ] {
         let env = env(&changes);
         let env: Vec<(&str, &str)> = env

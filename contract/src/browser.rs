@@ -33,8 +33,15 @@ pub const SANDBOX_FLAGS: &str = "allow-scripts allow-same-origin allow-forms";
 /// The least height in CSS pixels the Studio gives an app's frame, whatever
 /// the view reports.
 pub const MIN_FRAME_HEIGHT: u32 = 240;
-/// The most height in CSS pixels the Studio gives an app's frame.
+/// The most height in CSS pixels the Studio gives an app's frame: the
+/// spec's clamp of an inline view's reported height.
 pub const MAX_FRAME_HEIGHT: u32 = 1200;
+/// The most height in CSS pixels of a view the Studio shows in full height
+/// (display mode `fullscreen`: its app pane, sized to the view's content
+/// within the page, so a tall app never scrolls inside its frame). Not the
+/// spec's inline clamp, which is for an inline view; a bound all the same,
+/// so no view makes the page endless.
+pub const MAX_FULL_FRAME_HEIGHT: u32 = 16_000;
 /// The data operations `window.Sasha.data` offers, in its order (the
 /// facade, `mcp-gateway/docs/facade.md`).
 pub const RUNTIME_OPERATIONS: [TableOperation; 6] = [
@@ -113,8 +120,10 @@ export const MAX_UPLOAD_MESSAGE_BYTES = {upload_message_bytes};
 export const SANDBOX_FLAGS = {sandbox};
 /** The least height of an app's frame, in CSS pixels. */
 export const MIN_FRAME_HEIGHT = {MIN_FRAME_HEIGHT};
-/** The most height of an app's frame, in CSS pixels. */
+/** The most height of an inline app frame, in CSS pixels. */
 export const MAX_FRAME_HEIGHT = {MAX_FRAME_HEIGHT};
+/** The most height of an app frame shown in full height (display mode fullscreen), in CSS pixels. */
+export const MAX_FULL_FRAME_HEIGHT = {MAX_FULL_FRAME_HEIGHT};
 
 /** The scopes a credential may hold. */
 export const SCOPES = Object.freeze({{
@@ -204,7 +213,8 @@ pub fn runtime_slots() -> Vec<Slot> {
         slot("MAX_FILES = ", MAX_UPLOAD_FILES, ", ", 1),
         slot("MAX_UPLOAD = ", js_bytes(MAX_UPLOAD_BYTES), ", ", 1),
         slot("MIN_H = ", MIN_FRAME_HEIGHT, ", ", 1),
-        slot("MAX_H = ", MAX_FRAME_HEIGHT, ";", 1),
+        slot("MAX_H = ", MAX_FRAME_HEIGHT, ", ", 1),
+        slot("FULL_H = ", MAX_FULL_FRAME_HEIGHT, ";", 1),
         slot(
             "list.length > MAX_FILES) throw fail(\"APP_RESOURCE_LIMIT\", \"",
             files_refusal,

@@ -9,7 +9,7 @@
   try { delete W.__SASHA_APP__; } catch (ignored) { /* not configurable: leave it */ }
   var CAPS = APP.capabilities && typeof APP.capabilities === "object" ? APP.capabilities : null;
   var INIT_MS = 15000, CALL_MS = 30000, CHAT_IDLE_MS = 120000, UPLOAD_MS = 300000, SIZE_MS = 50;
-  var POOL = 4, MAX_FILES = 10, MAX_UPLOAD = 25 * 1024 * 1024, MIN_H = 240, MAX_H = 1200;
+  var POOL = 4, MAX_FILES = 10, MAX_UPLOAD = 25 * 1024 * 1024, MIN_H = 240, MAX_H = 1200, FULL_H = 16000;
 
   // The closed registry, [retryable, default message] per code: generated from
   // sasha_contract::error::ErrorCode (`SASHA_REGENERATE=1 cargo test -p
@@ -150,6 +150,8 @@
     } else if (!closed) {
       if (m.method === "ui/notifications/host-context-changed") {
         hostContext = Object.assign({}, hostContext, copy(params));
+        // The height limit may have changed with the display mode.
+        if (observers.length) scheduleSize();
         applyContext();
       } else if (m.method === "notifications/progress") {
         if (chat && params.progressToken === chat.token && typeof params.message === "string") {
@@ -192,6 +194,13 @@
     } catch (e) { /* presentation only */ }
   }
   var observers = [], sizeTimer = 0, lastHeight = -1;
+  // The spec's 240-1200 clamp is for an inline view; a host showing the view
+  // in full height (displayMode "fullscreen") gives its own maxHeight.
+  function heightLimit() {
+    var box = isObject(hostContext.containerDimensions) ? hostContext.containerDimensions : {};
+    if (hostContext.displayMode !== "fullscreen" || typeof box.maxHeight !== "number" || !isFinite(box.maxHeight)) return MAX_H;
+    return Math.max(MIN_H, Math.min(FULL_H, Math.floor(box.maxHeight)));
+  }
   function measure() {
     if (closed) return;
     var root = D.documentElement, body = D.body, height = root.style.height, minHeight = body ? body.style.minHeight : "";
@@ -201,7 +210,7 @@
     var measured = Math.ceil(root.getBoundingClientRect().height);
     root.style.height = height;
     if (body) body.style.minHeight = minHeight;
-    measured = Math.min(MAX_H, Math.max(MIN_H, measured || 0));
+    measured = Math.min(heightLimit(), Math.max(MIN_H, measured || 0));
     if (measured === lastHeight) return;
     lastHeight = measured;
     notify("ui/notifications/size-changed", { height: measured });

@@ -869,7 +869,7 @@ pub(crate) async fn share(
     let (store, author) = (core.store.clone(), user_id.to_owned());
     let own = blocking(move || store.user(&author))
         .await?
-        .is_some_and(|me| me.username == name);
+        .is_some_and(|me| me.username.eq_ignore_ascii_case(&name));
     if own {
         return Err(invalid("you are the author: you always have this app")
             .with_details(json!({"field": "username"})));

@@ -2,8 +2,10 @@
 //
 // It lists the app's grants (`GET /api/apps/:id/access`), changes a grant
 // (`PUT …/access/:userId` with `{access}`) and revokes one (`DELETE …`). A
-// new person is named by their user name, completed from `GET /api/users`;
-// the page resolves the name to the id the API takes, and never shows ids.
+// new person is named by their user name (in any case: names ignore it),
+// completed from `GET /api/users`; the page resolves the name to the id the
+// API takes, and never shows ids. The caller's own row has no controls:
+// nobody changes their own access (the server refuses it too).
 
 import * as api from "./api.js";
 import { h, panelMessages, replaceChildren } from "./dom.js";
@@ -44,7 +46,7 @@ export function accessPanel(options) {
   function remember(grants) {
     for (const grant of grants) {
       known.set(grant.userId, grant.username);
-      byName.set(grant.username, grant.userId);
+      byName.set(grant.username.toLowerCase(), grant.userId);
     }
   }
 
@@ -57,7 +59,10 @@ export function accessPanel(options) {
           continue;
         }
         known.set(person.id, person.username);
-        byName.set(person.username, person.id);
+        byName.set(person.username.toLowerCase(), person.id);
+        if (person.id === currentUserId) {
+          continue; // nobody grants themselves
+        }
         suggestions.appendChild(h("option", { value: person.username, label: person.role }));
       }
     })
@@ -105,6 +110,18 @@ export function accessPanel(options) {
 
   function grantRow(grant) {
     const you = grant.userId === currentUserId;
+    const granted = new Date(grant.grantedAt * 1000);
+    if (you) {
+      // Your own access is another admin's or staff member's to change.
+      return h(
+        "tr",
+        { class: "grant-own" },
+        h("td", {}, h("span", { class: "grant-name", text: `${grant.username} (you)` })),
+        h("td", {}, h("span", { text: ACCESS_LABELS[grant.access] || grant.access })),
+        h("td", {}, h("time", { datetime: granted.toISOString(), text: granted.toLocaleDateString() })),
+        h("td", { class: "grant-actions" }, h("span", { class: "hint", text: "Only another admin or staff member can change your access." })),
+      );
+    }
     const selectId = `access-${panelCount}-${grant.userId}`;
     const select = h(
       "select",
@@ -124,15 +141,10 @@ export function accessPanel(options) {
       "aria-label": `Remove ${grant.username}'s access`,
       onclick: () => revoke(grant, remove),
     });
-    const granted = new Date(grant.grantedAt * 1000);
     return h(
       "tr",
       {},
-      h(
-        "td",
-        {},
-        h("span", { class: "grant-name", text: you ? `${grant.username} (you)` : grant.username }),
-      ),
+      h("td", {}, h("span", { class: "grant-name", text: grant.username })),
       h("td", {}, select),
       h("td", {}, h("time", { datetime: granted.toISOString(), text: granted.toLocaleDateString() })),
       h("td", { class: "grant-actions" }, remove),
@@ -155,11 +167,7 @@ export function accessPanel(options) {
   }
 
   async function revoke(grant, button) {
-    const question =
-      grant.userId === currentUserId
-        ? `Remove your own access to ${app.name}? It will disappear from your apps.`
-        : `Remove ${grant.username}'s access to ${app.name}?`;
-    if (!window.confirm(question)) {
+    if (!window.confirm(`Remove ${grant.username}'s access to ${app.name}?`)) {
       return;
     }
     clearAlert();
@@ -168,9 +176,7 @@ export function accessPanel(options) {
     try {
       await api.revokeAccess(app.id, grant.userId);
       onChanged(grant.userId);
-      if (grant.userId !== currentUserId) {
-        await load(`${grant.username} no longer has access.`);
-      }
+      await load(`${grant.username} no longer has access.`);
     } catch (error) {
       button.disabled = false;
       fail(error);
@@ -207,7 +213,7 @@ export function accessPanel(options) {
           userInput.focus();
           return;
         }
-        const userId = byName.get(typed);
+        const userId = byName.get(typed.toLowerCase());
         if (!userId) {
           fail({ message: `There is no user called ${typed}. Choose one of the names suggested as you type.` });
           userInput.focus();

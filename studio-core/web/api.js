@@ -119,9 +119,17 @@ export function replicationState() {
   return request("GET", "/api/admin/replication");
 }
 
-/** `POST /api/users` (admins): `{user, invitation: {url, expiresAt}}`. */
-export function inviteUser(username, role) {
-  return request("POST", "/api/users", { username, role });
+/**
+ * `POST /api/users` (admins): `{user, invitation: {url, expiresAt}}`; `apps`
+ * (`[{appId, access}]`) are theirs once they accept.
+ */
+export function inviteUser(username, role, apps = []) {
+  return request("POST", "/api/users", { username, role, apps });
+}
+
+/** `POST /api/users/:username/password-reset` (admins): a one-time link, `{reset: {url, expiresAt}}`. */
+export function resetPassword(username) {
+  return request("POST", `/api/users/${segment(username)}/password-reset`);
 }
 
 /** `PATCH /api/users/:username` with `{role}` or `{status}` (admins): `{user, changed}`. */
@@ -139,7 +147,7 @@ export function renewInvitation(username) {
   return request("POST", `/api/users/${segment(username)}/invitation`);
 }
 
-/** `POST /api/invitation`: who an invitation link is for, `{username, role, expiresAt}`. */
+/** `POST /api/invitation`: who an invitation or reset link is for, `{username, role, expiresAt, purpose}`. */
 export function invitation(token) {
   return request("POST", "/api/invitation", { token });
 }

@@ -15,7 +15,8 @@
 // draft: review, preview, publish or discard, its own view closed), `#/apps/<id>/recovery` (the app's
 // rows in the generic recovery grid, its own view closed), `#/withdrawn` (admins:
 // the withdrawn apps, to restore or delete), `#/users` (admins: people),
-// `#/invite/<secret>` (an invitation link's card), `#/connections`
+// `#/invite/<secret>` and `#/reset/<secret>` (an invitation or password
+// reset link's card), `#/connections`
 // (the MCP clients connected as the user), and `#/connect/<requestId>` (an MCP
 // client's authorization request: the consent card on its own, after sign-in,
 // without the shell). Every change of state is said in
@@ -104,9 +105,9 @@ function appById(id) {
 function route() {
   const hash = window.location.hash;
   const none = { page: "home", appId: null, access: false, recovery: false, history: false, draft: false, requestId: null, studioAppId: null, inviteToken: null };
-  const invite = /^#\/invite\/([A-Za-z0-9_-]{1,256})$/.exec(hash);
+  const invite = /^#\/(invite|reset)\/([A-Za-z0-9_-]{1,256})$/.exec(hash);
   if (invite) {
-    return { ...none, page: "invite", inviteToken: invite[1] };
+    return { ...none, page: "invite", inviteToken: invite[2], resetLink: invite[1] === "reset" };
   }
   const connect = /^#\/connect\/([^/]*)$/.exec(hash);
   if (connect) {
@@ -148,7 +149,7 @@ function go(hash) {
 
 async function boot() {
   if (route().page === "invite") {
-    await showInvitation(route().inviteToken);
+    await showInvitation(route().inviteToken, route().resetLink);
     return;
   }
   try {
@@ -306,13 +307,14 @@ async function switchUser() {
  * The card of an invitation link, on its own: whoever is signed in, the
  * link is for the person it names, and accepting signs them in.
  */
-async function showInvitation(token) {
+async function showInvitation(token, reset = false) {
   await closeApp();
   disposeAssistant();
   studio.shell = null;
   studio.view = "invite";
   const card = invitationCard({
     token,
+    reset,
     onSignedIn: async (user) => {
       studio.user = user;
       history.replaceState(null, "", "#/");
@@ -794,7 +796,7 @@ function render() {
 async function renderNow() {
   const current = route();
   if (current.page === "invite") {
-    await showInvitation(current.inviteToken);
+    await showInvitation(current.inviteToken, current.resetLink);
     return;
   }
   if (studio.view !== "shell" && studio.view !== "consent") {
@@ -1192,6 +1194,8 @@ async function openApp(app, retried = false, mode = "view") {
     app: { id: app.id, revision: app.revision, name: app.name },
     resource,
     hostVersion: VERSION,
+    // The open app is the page's subject: its frame takes its whole height.
+    fullHeight: true,
     onStateChange: (state) => {
       const text = STATE_TEXT[state];
       if (text) {

@@ -28,6 +28,7 @@ import * as api from "./api.js";
 import { errorText, h, replaceChildren } from "./dom.js";
 import { diagnosticText, openPreviewSection } from "./drafts.js";
 import { byteText } from "./history.js";
+import { shareNameList } from "./users.js";
 import { whenText } from "./withdrawn.js";
 
 export const OFF_SENTENCE = "Your administrator has turned off member apps: you can still open and delete the apps you have.";
@@ -368,7 +369,9 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
   function drawShare(app, slot) {
     const name = app.name || app.id;
     const id = `studio-share-${app.id}`;
-    const input = h("input", { id, type: "text", autocomplete: "off", autocapitalize: "none", spellcheck: "false" });
+    // Suggests only names this person may already see (users.js).
+    const names = shareNameList(`${id}-names`, listing.apps.filter((mine) => mine.mine !== false), listing.canModerate);
+    const input = h("input", { id, type: "text", autocomplete: "off", autocapitalize: "none", spellcheck: "false", list: `${id}-names` });
     const add = h("button", { type: "submit", class: "button", text: "Add" });
     const share = async (event) => {
       event.preventDefault();
@@ -400,7 +403,7 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
       slot,
       h("h4", { text: `Share ${name}` }),
       h("p", { class: "hint", text: "People you share with can open and use the app, but not change it. Check the spelling: sharing never says whether someone uses a name here." }),
-      app.status === "disabled" ? null : h("form", { class: "studio-share-form", novalidate: true, onsubmit: share }, h("div", { class: "field" }, h("label", { for: id, text: "Share with (user name)" }), input), add),
+      app.status === "disabled" ? null : h("form", { class: "studio-share-form", novalidate: true, onsubmit: share }, h("div", { class: "field" }, h("label", { for: id, text: "Share with (user name)" }), input, names), add),
       shares.length === 0 ? h("p", { class: "hint", text: "Not shared with anyone yet." }) : h("ul", { class: "studio-shares", "aria-label": `People ${name} is shared with` }, shares.map(person)),
     );
   }

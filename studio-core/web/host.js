@@ -36,6 +36,7 @@ import {
   APP_TOOL_PREFIX,
   CHAT_TOOL,
   MAX_FRAME_HEIGHT,
+  MAX_FULL_FRAME_HEIGHT,
   MAX_MESSAGE_BYTES,
   MAX_UPLOAD_MESSAGE_BYTES,
   MIN_FRAME_HEIGHT,
@@ -118,12 +119,16 @@ export function toolCallableByApp(tool, appId) {
   return Array.isArray(ui.visibility) && ui.visibility.includes("app");
 }
 
-/** A reported height clamped to MIN_FRAME_HEIGHT–MAX_FRAME_HEIGHT px; `null` for anything not a number. */
-export function clampHeight(height) {
+/**
+ * A reported height clamped to MIN_FRAME_HEIGHT–`max` px (the spec's inline
+ * MAX_FRAME_HEIGHT unless the view is shown in full height); `null` for
+ * anything not a number.
+ */
+export function clampHeight(height, max = MAX_FRAME_HEIGHT) {
   if (typeof height !== "number" || !Number.isFinite(height)) {
     return null;
   }
-  return Math.round(Math.min(MAX_FRAME_HEIGHT, Math.max(MIN_FRAME_HEIGHT, height)));
+  return Math.round(Math.min(max, Math.max(MIN_FRAME_HEIGHT, height)));
 }
 
 /** Whether `url` may be opened for a view: external https only. */
@@ -167,6 +172,19 @@ export function styleVariables(theme) {
     "--border-radius-md": "6px",
   };
 }
+
+/**
+ * What the host context says of a view shown in full height: Studio's app
+ * pane, where the frame takes the view's whole content height within the
+ * page (up to MAX_FULL_FRAME_HEIGHT), so the page scrolls and the view never
+ * does. The spec's 240–1200 px clamp is for an inline view's reported
+ * height; a full-height view is `fullscreen`, the one other display mode.
+ */
+export const FULL_HEIGHT_CONTEXT = Object.freeze({
+  containerDimensions: Object.freeze({ maxHeight: MAX_FULL_FRAME_HEIGHT }),
+  displayMode: "fullscreen",
+  availableDisplayModes: Object.freeze(["fullscreen"]),
+});
 
 /** The host context Studio gives a view, from the browser it runs in. */
 export function defaultHostContext(win = globalThis) {
@@ -382,6 +400,8 @@ function scanEvents(buffer, id, onNotification) {
  * - `confirm(text)`, `openWindow(url)`: for `ui/open-link`.
  * - `logger`: where `notifications/message` goes (default: console).
  * - `window`: the Studio window (default: globalThis), `mcpUrl` (default "/mcp").
+ * - `fullHeight` (boolean): show the view in full height (FULL_HEIGHT_CONTEXT),
+ *   the frame as tall as its content, for the app pane; otherwise inline.
  * - `preview` (string): a draft's `previewId`. Every `/mcp` request then also
  *   carries `Sasha-Preview: <previewId>`, so the gateway serves the draft's
  *   tools over a scratch copy of the data; without it no request carries it.
@@ -408,7 +428,13 @@ export function createHost(options) {
   const { app, resource, iframeParent } = options;
   const sandboxOrigin = String(options.sandboxOrigin || "");
 
-  let hostContext = { ...defaultHostContext(win), ...(options.hostContext || {}) };
+  const fullHeight = options.fullHeight === true;
+  const maxHeight = fullHeight ? MAX_FULL_FRAME_HEIGHT : MAX_FRAME_HEIGHT;
+  let hostContext = {
+    ...defaultHostContext(win),
+    ...(fullHeight ? FULL_HEIGHT_CONTEXT : {}),
+    ...(options.hostContext || {}),
+  };
   /**
    * "loading" (waiting for the proxy), "initializing" (resource sent, waiting
    * for the view's `initialized`), "ready", "closing" (teardown asked, no new
@@ -633,7 +659,8 @@ export function createHost(options) {
         openLink(id, params);
         return;
       case "ui/request-display-mode":
-        respond(id, { mode: "inline" });
+        // The mode is the host's choice (the pane's): it answers the one it has.
+        respond(id, { mode: hostContext.displayMode });
         return;
       default:
         respondError(id, -32601, `Method not found: ${method.slice(0, 100)}`);
@@ -654,7 +681,7 @@ export function createHost(options) {
         }
         return;
       case "ui/notifications/size-changed": {
-        const height = clampHeight(params.height);
+        const height = clampHeight(params.height, maxHeight);
         if (height !== null && iframe.style.height !== `${height}px`) {
           iframe.style.height = `${height}px`;
         }
@@ -1047,7 +1074,7 @@ export function createHost(options) {
   iframe.referrerPolicy = "origin";
   iframe.setAttribute("referrerpolicy", "origin");
   iframe.title = app.name ? `App: ${app.name}` : `App ${app.id}`;
-  iframe.className = "app-frame";
+  iframe.className = fullHeight ? "app-frame app-frame-full" : "app-frame";
   iframe.style.height = `${MIN_FRAME_HEIGHT}px`;
 
   let invalid = null;

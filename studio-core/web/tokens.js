@@ -1,7 +1,11 @@
 // How to connect an MCP client, on the Connected clients page: the MCP URL,
-// the setup for clients that sign in with OAuth, and the person's own
-// personal access tokens for clients that cannot (make one, see when each was
-// last used, revoke one).
+// steps for each client people use (Claude Desktop, claude.ai, ChatGPT, VS
+// Code, Cursor), each snippet made from this server's own MCP URL; a plain
+// note on what hosted clients need (a public https address, which they reach
+// from their own servers) and what to do on a local Studio; the setup for
+// other clients that sign in with OAuth; and the person's own personal
+// access tokens for clients that cannot (make one, see when each was last
+// used, revoke one).
 //
 // A new token's secret is shown once, inside the ready-to-paste setup, and
 // kept nowhere else: the server stores only its hash, and the list never
@@ -36,6 +40,113 @@ export function tokenSetup(mcpUrl, secret) {
   );
 }
 
+/**
+ * Whether hosted clients (claude.ai, ChatGPT, Claude's custom connectors),
+ * which connect from their own servers on the internet, can reach `url`:
+ * https on a name that is not this computer's or a private network's.
+ */
+export function reachableFromInternet(url) {
+  let parsed;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return false;
+  }
+  if (parsed.protocol !== "https:") {
+    return false;
+  }
+  const host = parsed.hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  const local =
+    host === "localhost" ||
+    host.endsWith(".localhost") ||
+    host.endsWith(".local") ||
+    host.endsWith(".internal") ||
+    host === "::1" ||
+    /^127\./.test(host) ||
+    /^10\./.test(host) ||
+    /^192\.168\./.test(host) ||
+    /^172\.(1[6-9]|2\d|3[01])\./.test(host) ||
+    /^169\.254\./.test(host) ||
+    /^f[cd][0-9a-f]{2}:/.test(host) ||
+    /^fe80:/.test(host);
+  return !local;
+}
+
+/**
+ * The setup of each client people use, from this server's `mcpUrl`:
+ * `[{id, name, hosted, steps: [text], snippet: {text, label} | null, note}]`.
+ * `hosted` clients connect from their own servers (they need a public https
+ * URL); the others connect from this computer.
+ */
+export function clientGuides(mcpUrl) {
+  const json = (value) => JSON.stringify(value, null, 2);
+  // mcp-remote refuses plain http except on this computer unless told.
+  const loopback = /^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?\//.test(mcpUrl);
+  const remoteArgs = ["-y", "mcp-remote", mcpUrl, ...(mcpUrl.startsWith("http:") && !loopback ? ["--allow-http"] : [])];
+  return [
+    {
+      id: "claude-desktop",
+      name: "Claude Desktop",
+      hosted: false,
+      steps: [
+        "In Claude Desktop open Settings, then Developer, then Edit Config; it opens claude_desktop_config.json.",
+        "Add Sasha as below (Node.js must be installed: npx runs the small mcp-remote bridge), save, and restart Claude Desktop.",
+        "Claude opens Sasha Studio in your browser: sign in and choose what it may do.",
+      ],
+      snippet: { text: json({ mcpServers: { sasha: { command: "npx", args: remoteArgs } } }), label: "claude_desktop_config.json for Claude Desktop" },
+      note: "With a public https address you can instead add it like claude.ai does: Settings, then Connectors, then Add custom connector.",
+    },
+    {
+      id: "claude-ai",
+      name: "claude.ai",
+      hosted: true,
+      steps: [
+        "On claude.ai open Settings, then Connectors, then Add custom connector.",
+        "Name it Sasha and paste the MCP URL above, then Add.",
+        "Choose Connect: Sasha Studio opens; sign in and choose what it may do. In a chat, turn Sasha on from the tools menu.",
+      ],
+      snippet: null,
+      note: "",
+    },
+    {
+      id: "chatgpt",
+      name: "ChatGPT",
+      hosted: true,
+      steps: [
+        "In ChatGPT open Settings, then Apps & Connectors, then Advanced settings, and turn on Developer mode.",
+        "Back in Apps & Connectors choose Create: name it Sasha, paste the MCP URL above, choose OAuth for authentication, and confirm you trust it.",
+        "ChatGPT opens Sasha Studio: sign in and choose what it may do. In a chat, pick Sasha from the tools (+) menu.",
+      ],
+      snippet: null,
+      note: "",
+    },
+    {
+      id: "vscode",
+      name: "VS Code",
+      hosted: false,
+      steps: [
+        "Create .vscode/mcp.json in your project (or run “MCP: Open User Configuration” from the Command Palette for every project) with the setup below.",
+        "Choose Start above the sasha entry: VS Code opens Sasha Studio; sign in and choose what it may do.",
+        "Sasha's tools appear in Copilot Chat's agent mode.",
+      ],
+      snippet: { text: json({ servers: { sasha: { type: "http", url: mcpUrl } } }), label: ".vscode/mcp.json for VS Code" },
+      note: "",
+    },
+    {
+      id: "cursor",
+      name: "Cursor",
+      hosted: false,
+      steps: [
+        "Open Cursor Settings, then Tools & MCP, then New MCP Server; it opens ~/.cursor/mcp.json (or use .cursor/mcp.json in a project).",
+        "Add the setup below and save.",
+        "Sasha shows Needs login: choose it, sign in to Sasha Studio and choose what Cursor may do.",
+      ],
+      snippet: { text: json({ mcpServers: { sasha: { url: mcpUrl } } }), label: "mcp.json for Cursor" },
+      note: "",
+    },
+  ];
+}
+
 function snippet(id, text, label) {
   return h(
     "div",
@@ -61,14 +172,49 @@ export function connectSections(options = {}) {
   const tokens = h("section", { class: "connect-section", "aria-labelledby": "tokens-heading" });
   let info = null;
 
+  function hostedNote() {
+    const url = info.mcpUrl;
+    if (reachableFromInternet(url)) {
+      return h(
+        "div",
+        { class: "callout hosted-note", id: "hosted-note" },
+        h("p", { text: "claude.ai and ChatGPT connect to Sasha from their own servers on the internet. This address is public https, so they can reach it." }),
+      );
+    }
+    return h(
+      "div",
+      { class: "callout hosted-note hosted-note-local", id: "hosted-note" },
+      h("p", {}, h("strong", { text: "claude.ai and ChatGPT need a public https address. " }), `They connect to Sasha from their own servers on the internet, and cannot reach ${url}, which only this computer or your network can.`),
+      h(
+        "p",
+        { text: "To use them, serve Sasha at a public https address (your organisation's reverse proxy, or a tunnel while you try it out) and set SASHA_PUBLIC_ORIGIN to that address (or MCP_PUBLIC_ORIGIN, for MCP clients only). Until then, connect Claude Desktop, VS Code or Cursor on this computer: they reach it from here." },
+      ),
+    );
+  }
+
+  function clientSection(guide) {
+    return h(
+      "details",
+      { class: "client-guide", id: `client-${guide.id}`, dataset: { client: guide.id } },
+      h("summary", {}, h("span", { class: "client-name", text: guide.name }), h("span", { class: "client-where", text: guide.hosted ? " · connects from the internet: needs public https" : " · connects from this computer" })),
+      h("ol", { class: "client-steps" }, guide.steps.map((step) => h("li", { text: step }))),
+      guide.snippet ? snippet(`setup-${guide.id}`, guide.snippet.text, guide.snippet.label) : null,
+      guide.note ? h("p", { class: "hint", text: guide.note }) : null,
+    );
+  }
+
   function renderSetup() {
     replaceChildren(
       setup,
       h("h2", { id: "connect-heading", text: "Connect a client" }),
       h("p", { text: "MCP clients, such as Claude or ChatGPT, reach Sasha at:" }),
       h("div", { class: "copy-row" }, h("code", { class: "mcp-url", text: info.mcpUrl }), copyButton(() => info.mcpUrl, "Copy URL")),
-      h("h3", { text: "Clients that sign in (OAuth)" }),
-      h("p", { text: "Add Sasha as a custom connector with the URL above. The client opens Sasha Studio, you sign in and choose what it may do, and it appears under Connected clients. Clients configured by a file take:" }),
+      hostedNote(),
+      h("h3", { text: "Step by step" }),
+      h("p", { text: "Each client signs in with your Sasha account: you choose what it may do, and it appears under Connected clients, where you can revoke it." }),
+      h("div", { class: "client-guides" }, clientGuides(info.mcpUrl).map(clientSection)),
+      h("h3", { text: "Other clients that sign in (OAuth)" }),
+      h("p", { text: "Add Sasha as a custom connector with the URL above. Clients configured by a file take:" }),
       snippet("setup-oauth", oauthSetup(info.mcpUrl), "Setup for a client that signs in"),
       h("h3", { text: "Clients with a token" }),
       h("p", { text: "For a script or a client without OAuth, make a personal access token below; its setup is shown once, ready to paste." }),

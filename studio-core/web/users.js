@@ -1,24 +1,71 @@
-// People: the Users page (`#/users`, admins) and the invitation card an
-// invited person's link opens (`#/invite/<secret>`).
+// People: the Users page (`#/users`, admins) and the card an invitation link
+// (`#/invite/<secret>`) or a password reset link (`#/reset/<secret>`) opens.
 //
 // The Users page lists everyone with role, last sign-in and status; invites a
-// person by name and role and shows their one-time link to send them;
-// changes a role, disables, enables and removes (asking first). The admin's
-// own row has no controls: the server refuses changes to yourself, so an
-// instance always keeps the admin who is acting. Below them, the state of
-// replication to object storage (`./replication.js`).
+// person by name and role, optionally with apps they can open as soon as
+// they accept, and shows their one-time link to send them; makes an active
+// person a one-time password reset link (never a password: only its person
+// chooses one); changes a role (making someone an admin asks first, in a
+// dialog), disables, enables and removes (asking first). The admin's own row
+// has no controls: the server refuses changes to yourself, so an instance
+// always keeps the admin who is acting. User names are one name whatever
+// their case, as the server compares them. Below them, the state of
+// replication to object storage (`./replication.js`). Last, the names App
+// Studio's Share form suggests (`shareNameList`).
 //
-// The invitation card shows who the link is for and asks for a password
-// twice; accepting signs the person in. The link's secret stays in the
-// fragment and is sent only in a request body, never in a URL path.
+// The link's card shows who it is for and asks for a password twice; using
+// it signs the person in (a reset link has then signed them out everywhere
+// else). The link's secret stays in the fragment and is sent only in a
+// request body, never in a URL path.
 
 import * as api from "./api.js";
 import { copyButton, errorText, fieldError, h, panelMessages, replaceChildren } from "./dom.js";
 import { replicationSection } from "./replication.js";
-import { ROLES } from "./vocabulary.js";
+import { ACCESS, ROLES } from "./vocabulary.js";
 
 /** The roles a person may be given, least first. */
 const ROLE_CHOICES = [ROLES.MEMBER, ROLES.STAFF, ROLES.ADMIN];
+
+/** Whether two user names are one person's: names ignore case. */
+export function sameName(a, b) {
+  return String(a || "").toLowerCase() === String(b || "").toLowerCase();
+}
+
+/**
+ * Asks `question` in a modal dialog titled `title`; resolves true when
+ * `confirmText` is chosen, false on Cancel or Escape. The dialog is removed
+ * once answered, and focus goes back where it was.
+ */
+export function confirmDialog({ title, question, confirmText, cancelText = "Cancel" }) {
+  return new Promise((resolve) => {
+    const before = document.activeElement;
+    const titleId = `confirm-dialog-title-${Date.now()}`;
+    const dialog = h("dialog", { class: "confirm-dialog", "aria-labelledby": titleId });
+    let answer = false;
+    const finish = (value) => {
+      answer = value;
+      dialog.close();
+    };
+    const cancel = h("button", { type: "button", class: "button", text: cancelText, onclick: () => finish(false) });
+    const ok = h("button", { type: "button", class: "button button-primary", text: confirmText, onclick: () => finish(true) });
+    replaceChildren(
+      dialog,
+      h("h2", { id: titleId, class: "confirm-dialog-title", text: title }),
+      h("p", { text: question }),
+      h("div", { class: "confirm-dialog-actions" }, cancel, ok),
+    );
+    dialog.addEventListener("close", () => {
+      dialog.remove();
+      if (before && typeof before.focus === "function") {
+        before.focus();
+      }
+      resolve(answer);
+    });
+    document.body.appendChild(dialog);
+    dialog.showModal();
+    cancel.focus();
+  });
+}
 
 /** Unix seconds as a short local date and time, or `fallback`. */
 function when(seconds, fallback) {
@@ -67,6 +114,49 @@ export function usersPanel(options) {
     ROLE_CHOICES.map((value) => h("option", { value, text: value })),
   );
   const invite = h("button", { type: "submit", class: "button button-primary", text: "Invite" });
+  // The apps an invitation can give: the admin's own catalogue apps (a
+  // member app is its author's to share). The server checks each again.
+  const appChoices = h("div", { class: "invite-apps-list" }, h("p", { class: "hint", text: "Loading your apps…" }));
+  const appsError = h("p", { class: "field-error", id: "invite-apps-error", hidden: true });
+  const appsField = h(
+    "fieldset",
+    { class: "invite-apps", "aria-describedby": "invite-apps-hint invite-apps-error" },
+    h("legend", { text: "Apps they can open (optional)" }),
+    h("p", { class: "hint", id: "invite-apps-hint", text: "They have these as soon as they accept. You can change access later on each app's Access page." }),
+    appChoices,
+    appsError,
+  );
+  /** `[{box, level, app}]`: one per app offered. */
+  let appRows = [];
+  Promise.all([api.listApps(), api.listMemberApps({ all: true }).catch(() => ({ apps: [] }))])
+    .then(([{ apps }, members]) => {
+      const memberIds = new Set((members.apps || []).map((app) => app.id));
+      const offered = (apps || []).filter((app) => !memberIds.has(app.id));
+      appRows = offered.map((app) => {
+        const id = `invite-app-${app.id}`;
+        const level = h(
+          "select",
+          { id: `${id}-access`, "aria-label": `Access to ${app.name}`, disabled: true },
+          [ACCESS.USE, ACCESS.MANAGE].map((value) => h("option", { value, text: value === ACCESS.USE ? "Use" : "Manage" })),
+        );
+        const box = h("input", {
+          type: "checkbox",
+          id,
+          value: app.id,
+          onchange: () => {
+            level.disabled = !box.checked;
+          },
+        });
+        return { box, level, app, row: h("div", { class: "invite-app" }, h("label", { class: "field-inline", for: id }, box, app.name), level) };
+      });
+      replaceChildren(
+        appChoices,
+        appRows.length === 0 ? h("p", { class: "hint", text: "You have no apps to give yet." }) : appRows.map((choice) => choice.row),
+      );
+    })
+    .catch(() => {
+      replaceChildren(appChoices, h("p", { class: "hint", text: "Your apps could not be loaded; invite now and give access from each app's Access page." }));
+    });
   const form = h(
     "form",
     {
@@ -86,22 +176,27 @@ export function usersPanel(options) {
         { class: "field" },
         h("label", { for: "invite-username", text: "User name" }),
         username,
-        h("p", { class: "hint", id: "invite-username-hint", text: "3–64 characters: lower-case letters, digits, '.', '_' and '-', starting with a letter." }),
+        h("p", { class: "hint", id: "invite-username-hint", text: "3–64 characters: letters, digits, '.', '_' and '-', starting with a letter. Sign-in ignores upper and lower case." }),
         usernameError.element,
       ),
       h("div", { class: "field" }, h("label", { for: "invite-role", text: "Role" }), role),
       invite,
     ),
+    appsField,
     linkBox,
   );
 
-  function showLink(name, invitation) {
-    const url = h("input", { id: "invitation-url", type: "text", readonly: true, value: invitation.url, "aria-describedby": "invitation-url-hint" });
+  /** Shows a one-time link (an invitation or a reset) under the form, once. */
+  function showLink(name, link, kind = "invitation") {
+    const reset = kind === "reset";
+    const url = h("input", { id: "invitation-url", type: "text", readonly: true, value: link.url, "aria-describedby": "invitation-url-hint" });
     replaceChildren(
       linkBox,
-      h("label", { for: "invitation-url", text: `Invitation link for ${name}` }),
-      h("div", { class: "copy-row" }, url, copyButton(() => invitation.url, "Copy link")),
-      h("p", { class: "hint", id: "invitation-url-hint" }, "Send it to them yourself. It works once, until ", when(invitation.expiresAt, "it expires"), "; it is not shown again."),
+      h("label", { for: "invitation-url", text: reset ? `Password reset link for ${name}` : `Invitation link for ${name}` }),
+      h("div", { class: "copy-row" }, url, copyButton(() => link.url, "Copy link")),
+      reset
+        ? h("p", { class: "hint", id: "invitation-url-hint" }, "Send it to them yourself. It works once, until ", when(link.expiresAt, "it expires"), ". When they choose a new password with it, they are signed out everywhere and their tokens and connected clients stop working. It is not shown again.")
+        : h("p", { class: "hint", id: "invitation-url-hint" }, "Send it to them yourself. It works once, until ", when(link.expiresAt, "it expires"), "; it is not shown again."),
     );
     linkBox.hidden = false;
     url.focus();
@@ -117,17 +212,26 @@ export function usersPanel(options) {
       username.focus();
       return;
     }
+    appsError.hidden = true;
+    const apps = appRows.filter((choice) => choice.box.checked).map((choice) => ({ appId: choice.app.id, access: choice.level.value }));
     invite.disabled = true;
     say(`Inviting ${name}…`);
     let answer;
     try {
-      answer = await api.inviteUser(name, role.value);
+      answer = await api.inviteUser(name, role.value, apps);
     } catch (error) {
       invite.disabled = false;
-      if (error.details && error.details.field === "username") {
+      const field = error.details && error.details.field;
+      if (field === "username") {
         say("");
         usernameError.show(errorText(error));
         username.focus();
+      } else if (field === "apps") {
+        say("");
+        appsError.textContent = errorText(error);
+        appsError.hidden = false;
+        const refused = appRows.find((choice) => choice.app.id === error.details.appId);
+        (refused ? refused.box : appsField).focus();
       } else {
         fail(error);
       }
@@ -135,7 +239,12 @@ export function usersPanel(options) {
     }
     invite.disabled = false;
     username.value = "";
-    await load(`${name} is invited.`);
+    for (const choice of appRows) {
+      choice.box.checked = false;
+      choice.level.disabled = true;
+    }
+    const given = apps.length === 0 ? "" : ` Once they accept, they can open ${apps.length === 1 ? "1 app" : `${apps.length} apps`}.`;
+    await load(`${name} is invited.${given}`);
     showLink(name, answer.invitation);
   }
 
@@ -184,7 +293,7 @@ export function usersPanel(options) {
 
   function row(person) {
     const name = person.username;
-    const yourself = name === me.username;
+    const yourself = sameName(name, me.username);
     const roleCell = yourself
       ? h("span", { text: `${person.role} (you)` })
       : (() => {
@@ -193,7 +302,23 @@ export function usersPanel(options) {
             { "aria-label": `Role of ${name}` },
             ROLE_CHOICES.map((value) => h("option", { value, text: value, selected: value === person.role })),
           );
-          select.addEventListener("change", () => change(name, { role: select.value }, `${name} is now ${select.value}.`, select));
+          select.addEventListener("change", async () => {
+            const chosen = select.value;
+            // Admin is the one role that can change everyone: asked first.
+            if (chosen === ROLES.ADMIN && person.role !== ROLES.ADMIN) {
+              const sure = await confirmDialog({
+                title: `Make ${name} an admin?`,
+                question: `${name} will be able to invite, change and remove everyone (you too), give any app to anyone, and change Studio's settings. Only make admins of people you would trust with all of that.`,
+                confirmText: `Make ${name} an admin`,
+              });
+              if (!sure) {
+                select.value = person.role;
+                say(`${name} stays ${person.role}.`);
+                return;
+              }
+            }
+            change(name, { role: chosen }, `${name} is now ${chosen}.`, select);
+          });
           return select;
         })();
     const actions = [];
@@ -206,6 +331,17 @@ export function usersPanel(options) {
             text: "New link",
             "aria-label": `New invitation link for ${name}`,
             onclick: (event) => renew(name, event.currentTarget),
+          }),
+        );
+      }
+      if (person.status === "active") {
+        actions.push(
+          h("button", {
+            type: "button",
+            class: "button button-quiet",
+            text: "Reset password…",
+            "aria-label": `Reset the password of ${name}`,
+            onclick: (event) => reset(name, event.currentTarget),
           }),
         );
       }
@@ -237,7 +373,9 @@ export function usersPanel(options) {
         ? h("span", { class: "hint" }, " · link works until ", when(person.invitationExpiresAt, ""))
         : person.status === "invited"
           ? h("span", { class: "hint", text: " · link expired" })
-          : null;
+          : typeof person.resetExpiresAt === "number"
+            ? h("span", { class: "hint" }, " · reset link works until ", when(person.resetExpiresAt, ""))
+            : null;
     return h(
       "tr",
       { dataset: { user: name } },
@@ -281,6 +419,25 @@ export function usersPanel(options) {
     showLink(name, answer.invitation);
   }
 
+  async function reset(name, button) {
+    if (!confirm(`Make ${name} a password reset link? You send it to them; it works once, for a day. Until they use it nothing changes; when they do, they are signed out everywhere and their tokens and connected clients stop working.`)) {
+      return;
+    }
+    clearAlert();
+    button.disabled = true;
+    say(`Making a password reset link for ${name}…`);
+    let answer;
+    try {
+      answer = await api.resetPassword(name);
+    } catch (error) {
+      button.disabled = false;
+      fail(error);
+      return;
+    }
+    await load(`A password reset link for ${name} is made; send it to them.`);
+    showLink(name, answer.reset, "reset");
+  }
+
   async function remove(name, button) {
     if (!confirm(`Remove ${name}? Their account ends: every app access they have is revoked, and their sessions, tokens and connected clients stop working. Apps they made themselves keep running, but nobody can change them. This cannot be undone.`)) {
       return;
@@ -317,11 +474,11 @@ export function usersPanel(options) {
 }
 
 /**
- * The card an invitation link opens. `options`: `{token, onSignedIn(user),
- * onLeave()}`.
+ * The card an invitation link (or, with `reset`, a password reset link)
+ * opens. `options`: `{token, reset, onSignedIn(user), onLeave()}`.
  */
-export function invitationCard({ token, onSignedIn = () => {}, onLeave = () => {} }) {
-  const heading = h("h1", { class: "card-title", id: "invite-title", tabindex: "-1", text: "Welcome to Sasha Studio" });
+export function invitationCard({ token, reset = false, onSignedIn = () => {}, onLeave = () => {} }) {
+  const heading = h("h1", { class: "card-title", id: "invite-title", tabindex: "-1", text: reset ? "Choose a new password" : "Welcome to Sasha Studio" });
   const status = h("p", { class: "status", role: "status", "aria-live": "polite" });
   const alert = h("p", { class: "alert", role: "alert", hidden: true });
   const body = h("div", { class: "stack" });
@@ -337,10 +494,10 @@ export function invitationCard({ token, onSignedIn = () => {}, onLeave = () => {
   );
 
   function gone() {
-    heading.textContent = "This invitation link no longer works";
+    heading.textContent = reset ? "This password reset link no longer works" : "This invitation link no longer works";
     replaceChildren(
       body,
-      h("p", { text: "It was already used, has expired, or a newer link replaced it. Ask the admin who invited you for a new link." }),
+      h("p", { text: reset ? "It was already used, has expired, or a newer link replaced it. Ask an admin for a new one." : "It was already used, has expired, or a newer link replaced it. Ask the admin who invited you for a new link." }),
       h("button", { type: "button", class: "button", text: "Go to sign-in", onclick: onLeave }),
     );
     heading.focus();
@@ -353,10 +510,13 @@ export function invitationCard({ token, onSignedIn = () => {}, onLeave = () => {
     const againError = fieldError(again, "invite-password-again-error");
     const submit = h("button", { type: "submit", class: "button button-primary button-block", text: "Set password and sign in" });
     const username = h("input", { type: "text", name: "username", autocomplete: "username", value: invited.username, hidden: true, readonly: true });
-    heading.textContent = `Welcome, ${invited.username}`;
+    const resetting = invited.purpose === "reset";
+    heading.textContent = resetting ? `Choose a new password, ${invited.username}` : `Welcome, ${invited.username}`;
     replaceChildren(
       body,
-      h("p", {}, "You are invited to Sasha Studio as ", h("strong", { text: invited.username }), ` (${invited.role}). Choose a password to sign in.`),
+      resetting
+        ? h("p", {}, "An admin made this link so that ", h("strong", { text: invited.username }), " can choose a new password. Once you do, you are signed out everywhere else, and your tokens and connected clients stop working; connect them again afterwards.")
+        : h("p", {}, "You are invited to Sasha Studio as ", h("strong", { text: invited.username }), ` (${invited.role}). Choose a password to sign in.`),
       h(
         "form",
         {
@@ -436,4 +596,56 @@ export function invitationCard({ token, onSignedIn = () => {}, onLeave = () => {
 
   load();
   return card;
+}
+
+// ---------------------------------------------------------------------------
+// The names App Studio's Share form suggests as a person types: the names
+// they already shared any of their own apps with and, for admin and staff
+// (who may list everyone on the Users and Access pages anyway), every
+// active person. A member is never shown a name they did not type before,
+// so suggestions tell nobody which names have accounts: Share keeps
+// answering alike whether or not a name exists.
+
+/**
+ * The suggested names, sorted and without case duplicates: from `apps` (the
+ * caller's own member apps, each with `shares`), and everyone active when
+ * `canListPeople`.
+ */
+export async function shareNames(apps, canListPeople, listUsers = api.listUsers) {
+  const names = new Map();
+  const add = (name) => {
+    if (typeof name === "string" && name !== "" && !names.has(name.toLowerCase())) {
+      names.set(name.toLowerCase(), name);
+    }
+  };
+  for (const app of apps || []) {
+    for (const name of Array.isArray(app.shares) ? app.shares : []) {
+      add(name);
+    }
+  }
+  if (canListPeople) {
+    try {
+      const { users } = await listUsers();
+      for (const person of users || []) {
+        if (person.status === "active") {
+          add(person.username);
+        }
+      }
+    } catch {
+      // Suggestions are a convenience: typing a name still works.
+    }
+  }
+  return [...names.values()].sort((a, b) => a.localeCompare(b));
+}
+
+/**
+ * A `<datalist id>` filled with [`shareNames`] once they are known, for an
+ * input's `list` attribute.
+ */
+export function shareNameList(id, apps, canListPeople) {
+  const list = h("datalist", { id });
+  shareNames(apps, canListPeople).then((names) => {
+    replaceChildren(list, names.map((name) => h("option", { value: name })));
+  });
+  return list;
 }

@@ -31,8 +31,10 @@ export const MAX_UPLOAD_MESSAGE_BYTES = 36 * 1024 * 1024;
 export const SANDBOX_FLAGS = "allow-scripts allow-same-origin allow-forms";
 /** The least height of an app's frame, in CSS pixels. */
 export const MIN_FRAME_HEIGHT = 240;
-/** The most height of an app's frame, in CSS pixels. */
+/** The most height of an inline app frame, in CSS pixels. */
 export const MAX_FRAME_HEIGHT = 1200;
+/** The most height of an app frame shown in full height (display mode fullscreen), in CSS pixels. */
+export const MAX_FULL_FRAME_HEIGHT = 16000;
 
 /** The scopes a credential may hold. */
 export const SCOPES = Object.freeze({

@@ -26,7 +26,7 @@ pub use answers::{
 };
 
 /// Identity's routes, all on the Studio host: sign-in (`/api/auth/*`,
-/// `/api/me`), people and tokens (`/api/users*`, `/api/invitation*`,
+/// `/api/me`), people, reset links and tokens (`/api/users*`, `/api/invitation*`,
 /// `/api/tokens*`), and the OAuth 2.1 authorization server (RFC 8414
 /// metadata, `/oauth/*`, and the consent and connections API under
 /// `/api/oauth/*`).
@@ -43,6 +43,10 @@ pub fn routes() -> axum::Router<Arc<Accounts>> {
         .route(
             "/api/users/{username}/invitation",
             post(people::renew_invitation),
+        )
+        .route(
+            "/api/users/{username}/password-reset",
+            post(people::password_reset),
         )
         .route("/api/invitation", post(people::invitation))
         .route("/api/invitation/accept", post(people::accept_invitation))

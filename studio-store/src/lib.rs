@@ -82,8 +82,8 @@ pub use self::oauth::{
     pkce_matches, valid_code_challenge,
 };
 pub use self::people::{
-    INVITATION_TTL_SECONDS, Invitation, InvitationView, MAX_TOKEN_LABEL_CHARS, Person, Removed,
-    TOKEN_USE_PRECISION_SECONDS, TokenEntry, people_action,
+    INVITATION_TTL_SECONDS, Invitation, InvitationView, LinkPurpose, MAX_TOKEN_LABEL_CHARS, Person,
+    RESET_TTL_SECONDS, Removed, TOKEN_USE_PRECISION_SECONDS, TokenEntry, people_action,
 };
 pub use self::suggestions::{
     MAX_SUGGESTIONS_PER_DAY, SUGGESTION_WINDOW_SECONDS, StoredSuggestion, Suggestion,
@@ -362,6 +362,17 @@ pub enum StoreError {
     /// A new invitation link for someone who already set their password.
     #[error("that user has already accepted their invitation")]
     NotInvited,
+    /// A password reset link for someone who never set a password.
+    #[error(
+        "that user has not accepted their invitation yet; make them a new invitation link instead"
+    )]
+    StillInvited,
+    /// An app an invitation would grant that the inviting admin cannot give.
+    #[error("you cannot give access to {app_id} with an invitation: {reason}")]
+    InvitationGrant {
+        app_id: String,
+        reason: &'static str,
+    },
     /// A renewed invitation for a disabled person.
     #[error("that user is disabled; enable them first")]
     UserDisabled,
@@ -479,23 +490,32 @@ impl fmt::Debug for Store {
     }
 }
 
-/// Checks a username: 3–64 characters of `[a-z0-9._-]`, starting with a letter.
+/// Checks a username: 3–64 characters of `[A-Za-z0-9._-]`, starting with a
+/// letter. A name is stored as typed and compared without regard to case
+/// (ASCII, so SQLite's `NOCASE` folds it exactly): "Mia" signs in as "mia",
+/// and two names differing only by case cannot both exist
+/// ([`USERNAME_MATCHES`], the unique index of migration 15).
 pub fn validate_username(username: &str) -> Result<(), StoreError> {
     let invalid = |reason: &str| Err(StoreError::InvalidUsername(reason.to_owned()));
     if !(3..=64).contains(&username.len()) {
         return invalid("it must have 3 to 64 characters");
     }
-    if !username.starts_with(|c: char| c.is_ascii_lowercase()) {
-        return invalid("it must start with a letter a-z");
+    if !username.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        return invalid("it must start with a letter");
     }
     if !username
         .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
     {
-        return invalid("it may contain only a-z, 0-9, '.', '_' and '-'");
+        return invalid("it may contain only letters, digits, '.', '_' and '-'");
     }
     Ok(())
 }
+
+/// The one comparison of a user name, for `WHERE u.username` clauses: case
+/// folded, so every lookup by name agrees with the unique index that keeps
+/// names differing only by case apart (migration 15).
+const USERNAME_MATCHES: &str = "COLLATE NOCASE";
 
 /// Checks a new password: at least 12 characters, at most 1024 bytes.
 pub fn validate_password(password: &str) -> Result<(), StoreError> {
@@ -609,7 +629,7 @@ fn set_grant(
 fn insert_user(transaction: &Transaction<'_>, user: &User, hash: &str) -> Result<(), StoreError> {
     let taken = transaction
         .query_row(
-            "SELECT 1 FROM users WHERE username = ?1",
+            &format!("SELECT 1 FROM users WHERE username = ?1 {USERNAME_MATCHES}"),
             [&user.username],
             |_| Ok(()),
         )

@@ -32,7 +32,7 @@ use sha2::{Digest as _, Sha256};
 use super::ledger::insert_revision;
 use super::{
     ACTOR_OPERATOR, ACTOR_SYSTEM, AppAccess, Recorded, RevisionContent, RevisionOrigin, Store,
-    StoreError, action, audit, set_grant,
+    StoreError, USERNAME_MATCHES, action, audit, set_grant,
 };
 
 /// Audit actions of member apps and settings.
@@ -488,14 +488,18 @@ impl Store {
         }
         let holder: Option<String> = transaction
             .query_row(
-                "SELECT id FROM users WHERE username = ?1 AND id IS NOT ?2",
+                &format!(
+                    "SELECT id FROM users WHERE username = ?1 {USERNAME_MATCHES} AND id IS NOT ?2"
+                ),
                 (username, actor),
                 |row| row.get(0),
             )
             .optional()?;
         if remove {
             transaction.execute(
-                "DELETE FROM member_app_shares WHERE app_id = ?1 AND username = ?2",
+                &format!(
+                    "DELETE FROM member_app_shares WHERE app_id = ?1 AND username = ?2 {USERNAME_MATCHES}"
+                ),
                 (app_id, username),
             )?;
             if let Some(user_id) = &holder {
@@ -568,7 +572,7 @@ impl Store {
         let mut shares = connection.prepare_cached(
             "SELECT username FROM member_app_shares WHERE app_id = ?1
              UNION
-             SELECT u.username FROM grants g JOIN users u ON u.id = g.user_id
+             SELECT lower(u.username) FROM grants g JOIN users u ON u.id = g.user_id
              WHERE g.app_id = ?1 AND g.access = 'use'
              ORDER BY 1",
         )?;

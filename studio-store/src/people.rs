@@ -1,8 +1,9 @@
-//! The people of an instance for its admins (migrations 12 and 13): who
+//! The people of an instance for its admins (migrations 12, 13 and 15): who
 //! exists, with their role, last sign-in and status; inviting a person with a
-//! one-time link, changing their role, disabling (or enabling) and removing
-//! them; and each person's own tokens (made, listed with their last use, and
-//! revoked). Who may is the caller's decision (`sasha admin`, Studio's API);
+//! one-time link (which may give them apps once they accept), making an
+//! active person a one-time password reset link, changing their role,
+//! disabling (or enabling) and removing them; and each person's own tokens
+//! (made, listed with their last use, and revoked). Who may is the caller's decision (`sasha admin`, Studio's API);
 //! this module records, each change audited.
 //!
 //! Every change of people is one IMMEDIATE transaction that reads, inside
@@ -17,20 +18,68 @@
 //! them), leave the instance without an admin who can sign in, let a user
 //! who is no longer an admin change people, keep an invitation usable twice
 //! or after it expires, store a secret rather than its hash, or change
-//! anyone silently.
+//! anyone silently; give through an invitation an app its admin could not
+//! grant (checked when inviting, and again when it is accepted: an inviter
+//! who is no longer an admin gives nothing); or leave a session, token or
+//! MCP connection alive once a reset link set a new password.
 
 use rusqlite::{OptionalExtension as _, TransactionBehavior};
 use serde::Serialize;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
-    ACTOR_OPERATOR, AppAccess, Scope, Store, StoreError, TokenKind, USER_COLUMNS, User, UserRole,
-    action, audit, insert_user, secrets, user_from_row, validate_password, validate_username,
+    ACTOR_OPERATOR, AppAccess, Scope, Store, StoreError, TokenKind, USER_COLUMNS, USERNAME_MATCHES,
+    User, UserRole, action, audit, insert_user, member_apps, secrets, set_grant, user_from_row,
+    validate_password, validate_username,
 };
 
 /// An invitation link works for this long, once.
 pub const INVITATION_TTL_SECONDS: i64 = 7 * 24 * 60 * 60;
+/// A password reset link works for this long, once: shorter than an
+/// invitation, since it opens an account that already holds things.
+pub const RESET_TTL_SECONDS: i64 = 24 * 60 * 60;
+
+/// What a one-time link is for (`invitations.purpose`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkPurpose {
+    /// An invited person sets their first password (and gains the apps the
+    /// invitation gives).
+    Invitation,
+    /// An active person sets a new password; their sessions, tokens and MCP
+    /// connections end.
+    Reset,
+}
+
+impl LinkPurpose {
+    fn as_str(self) -> &'static str {
+        match self {
+            LinkPurpose::Invitation => "invitation",
+            LinkPurpose::Reset => "reset",
+        }
+    }
+
+    fn ttl_seconds(self) -> i64 {
+        match self {
+            LinkPurpose::Invitation => INVITATION_TTL_SECONDS,
+            LinkPurpose::Reset => RESET_TTL_SECONDS,
+        }
+    }
+
+    fn from_stored(text: &str) -> rusqlite::Result<LinkPurpose> {
+        match text {
+            "invitation" => Ok(LinkPurpose::Invitation),
+            "reset" => Ok(LinkPurpose::Reset),
+            other => Err(rusqlite::Error::FromSqlConversionFailure(
+                0,
+                rusqlite::types::Type::Text,
+                format!("unknown link purpose {other:?}").into(),
+            )),
+        }
+    }
+}
+
 /// A token's last use is written at most this often, so authenticating a
 /// busy client is not a database write per request.
 pub const TOKEN_USE_PRECISION_SECONDS: i64 = 60;
@@ -51,6 +100,12 @@ pub mod people_action {
     pub const USER_INVITED: &str = "user.invited";
     /// An invited user set their password through their link.
     pub const INVITATION_ACCEPTED: &str = "user.invitation-accepted";
+    /// An admin made a user a password reset link (`subject`); never the
+    /// password, which only its person chooses.
+    pub const PASSWORD_RESET_LINK: &str = "user.password-reset-link";
+    /// A user set a new password through a reset link: their sessions,
+    /// tokens and MCP connections ended.
+    pub const PASSWORD_RESET: &str = "user.password-reset";
     /// An admin removed a user: `subject` their id, `before` their name.
     pub const USER_REMOVED: &str = "user.removed";
     /// A person made a token for themselves: `after` its number.
@@ -76,21 +131,24 @@ pub struct TokenEntry {
     pub last_used_at: Option<i64>,
 }
 
-/// A made invitation: the secret for the link (shown once, never stored).
+/// A made one-time link, an invitation or a password reset: the secret for
+/// the link (shown once, never stored).
 #[derive(Debug, Clone)]
 pub struct Invitation {
     pub user: User,
     pub secret: String,
     pub expires_at: i64,
+    pub purpose: LinkPurpose,
 }
 
-/// What an invitation link shows before it is accepted.
+/// What a one-time link shows before it is used.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InvitationView {
     pub username: String,
     pub role: UserRole,
     pub expires_at: i64,
+    pub purpose: LinkPurpose,
 }
 
 /// What removing a person took with them.
@@ -197,6 +255,9 @@ pub struct Person {
     pub invited: bool,
     /// When their open invitation link stops working, if they have one.
     pub invitation_expires_at: Option<i64>,
+    /// When the password reset link an admin made them stops working, if
+    /// one is open.
+    pub reset_expires_at: Option<i64>,
 }
 
 impl Store {
@@ -205,18 +266,21 @@ impl Store {
         let connection = self.connection();
         let mut statement = connection.prepare(&format!(
             "SELECT {USER_COLUMNS}, u.last_sign_in_at, u.disabled_at IS NOT NULL,
-                    u.password_hash = '', i.expires_at
+                    u.password_hash = '',
+                    CASE WHEN i.purpose = 'invitation' THEN i.expires_at END,
+                    CASE WHEN i.purpose = 'reset' AND i.expires_at > ?1 THEN i.expires_at END
              FROM users u LEFT JOIN invitations i ON i.user_id = u.id
-             ORDER BY u.username"
+             ORDER BY u.username {USERNAME_MATCHES}"
         ))?;
         let people = statement
-            .query_map([], |row| {
+            .query_map([self.now()], |row| {
                 Ok(Person {
                     user: user_from_row(row)?,
                     last_sign_in_at: row.get(4)?,
                     disabled: row.get(5)?,
                     invited: row.get(6)?,
                     invitation_expires_at: row.get(7)?,
+                    reset_expires_at: row.get(8)?,
                 })
             })?
             .collect::<Result<_, _>>()?;
@@ -238,7 +302,9 @@ impl Store {
         require_acting_admin(&transaction, actor)?;
         let user: User = transaction
             .query_row(
-                &format!("SELECT {USER_COLUMNS} FROM users u WHERE u.username = ?1"),
+                &format!(
+                    "SELECT {USER_COLUMNS} FROM users u WHERE u.username = ?1 {USERNAME_MATCHES}"
+                ),
                 [username],
                 user_from_row,
             )
@@ -280,7 +346,9 @@ impl Store {
         require_acting_admin(&transaction, actor)?;
         let found: Option<(String, bool)> = transaction
             .query_row(
-                "SELECT id, disabled_at IS NOT NULL FROM users WHERE username = ?1",
+                &format!(
+                    "SELECT id, disabled_at IS NOT NULL FROM users WHERE username = ?1 {USERNAME_MATCHES}"
+                ),
                 [username],
                 |row| Ok((row.get(0)?, row.get(1)?)),
             )
@@ -297,19 +365,8 @@ impl Store {
             Ok(())
         })?;
         if disabled {
-            transaction.execute("DELETE FROM sessions WHERE user_id = ?1", [&user_id])?;
             transaction.execute("DELETE FROM invitations WHERE user_id = ?1", [&user_id])?;
-            transaction.execute(
-                "UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?2) WHERE user_id = ?1",
-                (&user_id, now),
-            )?;
-            // Their MCP connections end too, so no refresh mints a new token.
-            transaction.execute(
-                "UPDATE oauth_grants SET revoked_at = COALESCE(revoked_at, ?2),
-                    revoked_reason = COALESCE(revoked_reason, 'user disabled')
-                 WHERE user_id = ?1",
-                (&user_id, now),
-            )?;
+            end_every_credential(&transaction, now, &user_id, "user disabled")?;
         }
         let state = |off: bool| if off { "disabled" } else { "active" };
         audit(
@@ -331,7 +388,7 @@ impl Store {
         let connection = self.connection();
         let user: Option<String> = connection
             .query_row(
-                "SELECT id FROM users WHERE username = ?1",
+                &format!("SELECT id FROM users WHERE username = ?1 {USERNAME_MATCHES}"),
                 [username],
                 |row| row.get(0),
             )
@@ -360,8 +417,10 @@ impl Store {
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let found: Option<(String, bool)> = transaction
             .query_row(
-                "SELECT t.user_id, t.revoked_at IS NOT NULL FROM tokens t JOIN users u ON u.id = t.user_id
-                 WHERE t.id = ?1 AND u.username = ?2",
+                &format!(
+                    "SELECT t.user_id, t.revoked_at IS NOT NULL FROM tokens t JOIN users u ON u.id = t.user_id
+                     WHERE t.id = ?1 AND u.username = ?2 {USERNAME_MATCHES}"
+                ),
                 (id, username),
                 |row| Ok((row.get(0)?, row.get(1)?)),
             )
@@ -394,6 +453,21 @@ impl Store {
         role: UserRole,
         actor: &str,
     ) -> Result<Invitation, StoreError> {
+        self.invite_user_with_apps(username, role, &BTreeMap::new(), actor)
+    }
+
+    /// [`Store::invite_user`], and the invitation gives `apps` (app id →
+    /// access) once it is accepted: granted then by `actor`, each audited as
+    /// a grant change. Every app must be one `actor` may grant now (a
+    /// registered catalogue app, not withdrawn; a member app is its author's
+    /// to share), or nothing is made (`InvitationGrant`).
+    pub fn invite_user_with_apps(
+        &self,
+        username: &str,
+        role: UserRole,
+        apps: &BTreeMap<String, AppAccess>,
+        actor: &str,
+    ) -> Result<Invitation, StoreError> {
         validate_username(username)?;
         let now = self.now();
         let user = User {
@@ -406,7 +480,16 @@ impl Store {
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         require_acting_admin(&transaction, actor)?;
         insert_user(&transaction, &user, "")?;
-        let (secret, expires_at) = insert_invitation(&transaction, now, &user.id, actor)?;
+        for (app_id, access) in apps {
+            grantable_by_invitation(&transaction, app_id)?;
+            transaction.execute(
+                "INSERT INTO invitation_grants (user_id, app_id, access, granted_by)
+                 VALUES (?1, ?2, ?3, ?4)",
+                (&user.id, app_id, access, actor),
+            )?;
+        }
+        let purpose = LinkPurpose::Invitation;
+        let (secret, expires_at) = insert_invitation(&transaction, now, &user.id, actor, purpose)?;
         audit(
             &transaction,
             now,
@@ -422,6 +505,7 @@ impl Store {
             user,
             secret,
             expires_at,
+            purpose,
         })
     }
 
@@ -436,7 +520,7 @@ impl Store {
             .query_row(
                 &format!(
                     "SELECT {USER_COLUMNS}, u.password_hash = '', u.disabled_at IS NOT NULL
-                     FROM users u WHERE u.username = ?1"
+                     FROM users u WHERE u.username = ?1 {USERNAME_MATCHES}"
                 ),
                 [username],
                 |row| Ok((user_from_row(row)?, row.get(4)?, row.get(5)?)),
@@ -450,7 +534,8 @@ impl Store {
             return Err(StoreError::UserDisabled);
         }
         transaction.execute("DELETE FROM invitations WHERE user_id = ?1", [&user.id])?;
-        let (secret, expires_at) = insert_invitation(&transaction, now, &user.id, actor)?;
+        let purpose = LinkPurpose::Invitation;
+        let (secret, expires_at) = insert_invitation(&transaction, now, &user.id, actor, purpose)?;
         audit(
             &transaction,
             now,
@@ -466,11 +551,83 @@ impl Store {
             user,
             secret,
             expires_at,
+            purpose,
         })
     }
 
-    /// Who a live invitation link is for; `None` when it is unknown,
-    /// expired or used.
+    /// A one-time link with which `username`, an active person who forgot
+    /// their password, chooses a new one, audited as
+    /// `user.password-reset-link`; it replaces any link they had and works
+    /// for [`RESET_TTL_SECONDS`]. Nothing changes until it is used. An
+    /// invited person (no password yet) is `StillInvited`: they need a new
+    /// invitation link; a disabled one `UserDisabled`.
+    pub fn password_reset_link(
+        &self,
+        username: &str,
+        actor: &str,
+    ) -> Result<Invitation, StoreError> {
+        let now = self.now();
+        let mut connection = self.connection();
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        require_acting_admin(&transaction, actor)?;
+        let found: Option<(User, bool, bool)> = transaction
+            .query_row(
+                &format!(
+                    "SELECT {USER_COLUMNS}, u.password_hash = '', u.disabled_at IS NOT NULL
+                     FROM users u WHERE u.username = ?1 {USERNAME_MATCHES}"
+                ),
+                [username],
+                |row| Ok((user_from_row(row)?, row.get(4)?, row.get(5)?)),
+            )
+            .optional()?;
+        let (user, invited, disabled) = found.ok_or(StoreError::UnknownUser)?;
+        if disabled {
+            return Err(StoreError::UserDisabled);
+        }
+        if invited {
+            return Err(StoreError::StillInvited);
+        }
+        transaction.execute("DELETE FROM invitations WHERE user_id = ?1", [&user.id])?;
+        let purpose = LinkPurpose::Reset;
+        let (secret, expires_at) = insert_invitation(&transaction, now, &user.id, actor, purpose)?;
+        audit(
+            &transaction,
+            now,
+            actor,
+            people_action::PASSWORD_RESET_LINK,
+            None,
+            Some(&user.id),
+            None,
+            None,
+        )?;
+        transaction.commit()?;
+        Ok(Invitation {
+            user,
+            secret,
+            expires_at,
+            purpose,
+        })
+    }
+
+    /// The apps an open invitation of `username` gives once accepted (app id
+    /// → access), by id.
+    pub fn invitation_apps(
+        &self,
+        username: &str,
+    ) -> Result<BTreeMap<String, AppAccess>, StoreError> {
+        let connection = self.connection();
+        let mut statement = connection.prepare(&format!(
+            "SELECT g.app_id, g.access FROM invitation_grants g JOIN users u ON u.id = g.user_id
+             WHERE u.username = ?1 {USERNAME_MATCHES} ORDER BY g.app_id"
+        ))?;
+        let apps = statement
+            .query_map([username], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        Ok(apps)
+    }
+
+    /// Who a live invitation or reset link is for; `None` when it is
+    /// unknown, expired or used.
     pub fn invitation(&self, secret: &str) -> Result<Option<InvitationView>, StoreError> {
         if secret.is_empty() || secret.len() > super::MAX_SECRET_LEN {
             return Ok(None);
@@ -478,7 +635,7 @@ impl Store {
         let connection = self.connection();
         let found = connection
             .query_row(
-                "SELECT u.username, u.role, i.expires_at FROM invitations i
+                "SELECT u.username, u.role, i.expires_at, i.purpose FROM invitations i
                  JOIN users u ON u.id = i.user_id
                  WHERE i.secret_sha256 = ?1 AND i.expires_at > ?2 AND u.disabled_at IS NULL",
                 (secrets::secret_sha256(secret), self.now()),
@@ -487,6 +644,7 @@ impl Store {
                         username: row.get(0)?,
                         role: row.get(1)?,
                         expires_at: row.get(2)?,
+                        purpose: LinkPurpose::from_stored(&row.get::<_, String>(3)?)?,
                     })
                 },
             )
@@ -494,9 +652,13 @@ impl Store {
         Ok(found)
     }
 
-    /// Sets the password of the person a live invitation link is for and
-    /// spends the link, audited; `None` when the link is unknown, expired or
-    /// used (a weak password is refused before the link is looked at).
+    /// Sets the password of the person a live invitation or reset link is
+    /// for and spends the link, audited; `None` when the link is unknown,
+    /// expired or used (a weak password is refused before the link is looked
+    /// at). An invitation then gives the apps it holds, granted by its admin
+    /// if they still are one (each audited; an app that can no longer be
+    /// granted so is left out and logged). A reset ends every session,
+    /// token and MCP connection the person had, in the same transaction.
     pub fn accept_invitation(
         &self,
         secret: &str,
@@ -510,34 +672,53 @@ impl Store {
         let now = self.now();
         let mut connection = self.connection();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let user: Option<User> = transaction
+        let found: Option<(User, String)> = transaction
             .query_row(
                 &format!(
-                    "SELECT {USER_COLUMNS} FROM invitations i JOIN users u ON u.id = i.user_id
+                    "SELECT {USER_COLUMNS}, i.purpose FROM invitations i JOIN users u ON u.id = i.user_id
                      WHERE i.secret_sha256 = ?1 AND i.expires_at > ?2 AND u.disabled_at IS NULL"
                 ),
                 (secrets::secret_sha256(secret), now),
-                user_from_row,
+                |row| Ok((user_from_row(row)?, row.get(4)?)),
             )
             .optional()?;
-        let Some(user) = user else {
+        let Some((user, purpose)) = found else {
             return Ok(None);
         };
+        let purpose = LinkPurpose::from_stored(&purpose)?;
         transaction.execute(
             "UPDATE users SET password_hash = ?2 WHERE id = ?1",
             (&user.id, &hash),
         )?;
         transaction.execute("DELETE FROM invitations WHERE user_id = ?1", [&user.id])?;
-        audit(
-            &transaction,
-            now,
-            &user.id,
-            people_action::INVITATION_ACCEPTED,
-            None,
-            Some(&user.id),
-            None,
-            None,
-        )?;
+        match purpose {
+            LinkPurpose::Invitation => {
+                grant_invitation_apps(&transaction, now, &user.id)?;
+                audit(
+                    &transaction,
+                    now,
+                    &user.id,
+                    people_action::INVITATION_ACCEPTED,
+                    None,
+                    Some(&user.id),
+                    None,
+                    None,
+                )?;
+            }
+            LinkPurpose::Reset => {
+                end_every_credential(&transaction, now, &user.id, "password reset")?;
+                audit(
+                    &transaction,
+                    now,
+                    &user.id,
+                    people_action::PASSWORD_RESET,
+                    None,
+                    Some(&user.id),
+                    None,
+                    None,
+                )?;
+            }
+        }
         transaction.commit()?;
         Ok(Some(user))
     }
@@ -553,7 +734,7 @@ impl Store {
         require_acting_admin(&transaction, actor)?;
         let user_id: String = transaction
             .query_row(
-                "SELECT id FROM users WHERE username = ?1",
+                &format!("SELECT id FROM users WHERE username = ?1 {USERNAME_MATCHES}"),
                 [username],
                 |row| row.get(0),
             )
@@ -686,26 +867,134 @@ impl Store {
     }
 }
 
-/// Stores a new invitation for `user_id` inside `transaction`: the secret
-/// for the link and when it expires.
+/// Stores a new one-time link for `user_id` inside `transaction`: the
+/// secret for the link and when it expires.
 fn insert_invitation(
     transaction: &rusqlite::Transaction<'_>,
     now: i64,
     user_id: &str,
     actor: &str,
+    purpose: LinkPurpose,
 ) -> Result<(String, i64), StoreError> {
     let secret = secrets::random_secret();
-    let expires_at = now.saturating_add(INVITATION_TTL_SECONDS);
+    let expires_at = now.saturating_add(purpose.ttl_seconds());
     transaction.execute(
-        "INSERT INTO invitations (secret_sha256, user_id, created_by, created_at, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO invitations (secret_sha256, user_id, created_by, created_at, expires_at, purpose)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         (
             secrets::secret_sha256(&secret),
             user_id,
             actor,
             now,
             expires_at,
+            purpose.as_str(),
         ),
     )?;
     Ok((secret, expires_at))
+}
+
+/// Ends every way `user_id` is signed in, inside `transaction`: browser
+/// sessions, tokens, and MCP connections (so no refresh mints a new token),
+/// the connections recording `reason`.
+fn end_every_credential(
+    transaction: &rusqlite::Transaction<'_>,
+    now: i64,
+    user_id: &str,
+    reason: &str,
+) -> Result<(), StoreError> {
+    transaction.execute("DELETE FROM sessions WHERE user_id = ?1", [user_id])?;
+    transaction.execute(
+        "UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?2) WHERE user_id = ?1",
+        (user_id, now),
+    )?;
+    transaction.execute(
+        "UPDATE oauth_grants SET revoked_at = COALESCE(revoked_at, ?2),
+            revoked_reason = COALESCE(revoked_reason, ?3)
+         WHERE user_id = ?1",
+        (user_id, now, reason),
+    )?;
+    Ok(())
+}
+
+/// Refuses an app an admin cannot give with an invitation: one never
+/// registered, one withdrawn, or a member app (its author shares it).
+fn grantable_by_invitation(
+    transaction: &rusqlite::Transaction<'_>,
+    app_id: &str,
+) -> Result<(), StoreError> {
+    let refuse = |reason| {
+        Err(StoreError::InvitationGrant {
+            app_id: app_id.to_owned(),
+            reason,
+        })
+    };
+    let withdrawn: Option<bool> = transaction
+        .query_row(
+            "SELECT withdrawn_at IS NOT NULL OR package_deleted_at IS NOT NULL
+             FROM app_registry WHERE app_id = ?1",
+            [app_id],
+            |row| row.get(0),
+        )
+        .optional()?;
+    match withdrawn {
+        None => return refuse("there is no such app"),
+        Some(true) => return refuse("it is withdrawn or deleted"),
+        Some(false) => {}
+    }
+    let member_app = transaction
+        .query_row(
+            "SELECT 1 FROM member_apps WHERE app_id = ?1 AND deleted_at IS NULL AND promoted_at IS NULL",
+            [app_id],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some();
+    if member_app {
+        return refuse("it is a member app, which only its author shares");
+    }
+    Ok(())
+}
+
+/// Gives `user_id` the apps their accepted invitation holds, inside
+/// `transaction`, each granted by the admin who invited them and audited;
+/// none when that admin can no longer change people. The pending rows go.
+pub(super) fn grant_invitation_apps(
+    transaction: &rusqlite::Transaction<'_>,
+    now: i64,
+    user_id: &str,
+) -> Result<(), StoreError> {
+    let pending: Vec<(String, AppAccess, String)> = transaction
+        .prepare(
+            "SELECT app_id, access, granted_by FROM invitation_grants WHERE user_id = ?1
+             ORDER BY app_id",
+        )?
+        .query_map([user_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    transaction.execute(
+        "DELETE FROM invitation_grants WHERE user_id = ?1",
+        [user_id],
+    )?;
+    for (app_id, access, granted_by) in pending {
+        match require_acting_admin(transaction, &granted_by) {
+            Ok(()) => {}
+            Err(StoreError::NotAdmin) => {
+                tracing::warn!(%app_id, user = user_id, inviter = %granted_by,
+                    "an invitation's app was not granted: its admin is no longer one");
+                continue;
+            }
+            Err(other) => return Err(other),
+        }
+        match grantable_by_invitation(transaction, &app_id) {
+            Ok(()) => {}
+            Err(StoreError::InvitationGrant { reason, .. }) => {
+                tracing::warn!(%app_id, user = user_id, reason,
+                    "an invitation's app was not granted: it can no longer be");
+                continue;
+            }
+            Err(other) => return Err(other),
+        }
+        member_apps::check_member_grant(transaction, &app_id, user_id, Some(access), &granted_by)??;
+        set_grant(transaction, now, &granted_by, &app_id, user_id, access)?;
+    }
+    Ok(())
 }

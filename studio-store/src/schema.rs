@@ -454,7 +454,62 @@ JOIN member_apps m ON m.app_id = g.app_id
 WHERE g.access = 'use';
 "#,
     },
+    Migration {
+        version: 15,
+        name: CASE_FOLDED_NAMES,
+        sql: r#"
+-- User names are compared without regard to case (see validate_username):
+-- two that differ only by case cannot both exist. `migrate` refuses, naming
+-- them, a database that already holds such a pair, before this runs.
+CREATE UNIQUE INDEX users_by_folded_name ON users(username COLLATE NOCASE);
+
+-- A one-time link either answers an invitation or resets an active
+-- person's forgotten password, which an admin makes from Studio (see
+-- store/people.rs); using a reset link ends the person's sessions, tokens
+-- and MCP connections.
+ALTER TABLE invitations ADD COLUMN purpose TEXT NOT NULL DEFAULT 'invitation'
+    CHECK (purpose IN ('invitation', 'reset'));
+
+-- The apps an invitation gives once it is accepted, each granted then by
+-- the inviting admin and audited like any grant.
+CREATE TABLE invitation_grants (
+    user_id    TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    app_id     TEXT NOT NULL REFERENCES app_registry(app_id),
+    access     TEXT NOT NULL CHECK (access IN ('use', 'manage')),
+    granted_by TEXT NOT NULL,
+    PRIMARY KEY (user_id, app_id)
+) STRICT;
+"#,
+    },
 ];
+
+/// The name of the migration that makes user names case-insensitive, before
+/// which [`refuse_case_variant_names`] runs.
+const CASE_FOLDED_NAMES: &str = "case-insensitive user names, reset links and invitation grants";
+
+/// Refuses to go on while two user names differ only by case (a build
+/// before migration 15 compared names as typed): the operator chooses which
+/// account stays, so the message names every such group.
+fn refuse_case_variant_names(transaction: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
+    let groups: Vec<String> = transaction
+        .prepare(
+            "SELECT group_concat(username, ' and ') FROM
+                (SELECT username FROM users ORDER BY username)
+             GROUP BY username COLLATE NOCASE HAVING count(*) > 1
+             ORDER BY 1",
+        )?
+        .query_map([], |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    if groups.is_empty() {
+        return Ok(());
+    }
+    Err(StoreError::Database(format!(
+        "the core database holds user names that differ only by case ({}); user names are now \
+         the same whatever their case, so remove all but one of each (the previous build's \
+         Users page), then start this one again",
+        groups.join("; ")
+    )))
+}
 
 /// The newest schema version this build knows.
 pub(super) fn latest_version() -> i64 {
@@ -484,6 +539,9 @@ pub(super) fn migrate(connection: &mut Connection, now: i64) -> Result<(), Store
         )));
     }
     for migration in MIGRATIONS.iter().filter(|m| m.version > current) {
+        if migration.name == CASE_FOLDED_NAMES {
+            refuse_case_variant_names(&transaction)?;
+        }
         transaction.execute_batch(migration.sql)?;
         transaction.execute(
             "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, ?3)",
@@ -558,7 +616,8 @@ mod tests {
                 (11, 2),
                 (12, 2),
                 (13, 2),
-                (14, 2)
+                (14, 2),
+                (15, 2)
             ]
         );
         let users: i64 = connection
@@ -574,7 +633,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 14);
+        assert_eq!(latest_version(), 15);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -615,6 +674,7 @@ mod tests {
                 (12, "people".to_owned(), 3),
                 (13, "invitations and personal tokens".to_owned(), 3),
                 (14, "member app shares".to_owned(), 3),
+                (15, CASE_FOLDED_NAMES.to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection
@@ -822,6 +882,49 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(shares, [("habits".to_owned(), "ola".to_owned(), 7)]);
+    }
+
+    /// A database whose names differ only by case is refused, naming them,
+    /// and left as it was; once one is renamed, the names become
+    /// case-insensitive and a case variant can no longer be added.
+    #[test]
+    fn names_differing_only_by_case_are_refused_before_they_fold() {
+        let mut connection = database_at(14);
+        connection
+            .execute_batch(
+                "INSERT INTO users (id, username, role, password_hash, created_at)
+                 VALUES ('u1', 'Mia', 'member', 'h', 1), ('u2', 'mia', 'member', 'h', 1),
+                        ('u3', 'ola', 'member', 'h', 1);",
+            )
+            .unwrap();
+        let refused = migrate(&mut connection, 15).unwrap_err().to_string();
+        assert!(refused.contains("Mia and mia"), "{refused}");
+        assert!(!refused.contains("ola"), "{refused}");
+        let newest: i64 = connection
+            .query_row("SELECT max(version) FROM schema_migrations", [], |row| {
+                row.get(0)
+            })
+            .unwrap();
+        assert_eq!(newest, 14, "nothing was applied");
+
+        connection
+            .execute("UPDATE users SET username = 'mia.b' WHERE id = 'u2'", [])
+            .unwrap();
+        migrate(&mut connection, 16).unwrap();
+        let variant = connection.execute(
+            "INSERT INTO users (id, username, role, password_hash, created_at)
+             VALUES ('u4', 'OLA', 'member', 'h', 1)",
+            [],
+        );
+        assert!(variant.is_err(), "the folded name is unique");
+        let purpose: String = connection
+            .query_row(
+                "SELECT dflt_value FROM pragma_table_info('invitations') WHERE name = 'purpose'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(purpose, "'invitation'", "existing links stay invitations");
     }
 
     #[test]

@@ -276,7 +276,6 @@ fn usernames_and_passwords_are_checked() {
     for bad in [
         "ab",
         "1abc",
-        "Alice",
         "al ice",
         "alice@example",
         "ålice",
@@ -292,7 +291,7 @@ fn usernames_and_passwords_are_checked() {
         );
         assert!(error.is_invalid_input());
     }
-    for good in ["abc", "a.b_c-9", &"a".repeat(64)] {
+    for good in ["abc", "a.b_c-9", "Alice", &"a".repeat(64)] {
         store.create_user(good, UserRole::Member, PASSWORD).unwrap();
     }
     let error = store

@@ -11,7 +11,8 @@ use rusqlite::{OptionalExtension as _, TransactionBehavior};
 
 use super::{
     MAX_SECRET_LEN, Principal, PrincipalKind, SESSION_TTL_SECONDS, Store, StoreError, USER_COLUMNS,
-    User, UserRole, insert_user, secrets, user_from_row, validate_password, validate_username,
+    USERNAME_MATCHES, User, UserRole, insert_user, secrets, user_from_row, validate_password,
+    validate_username,
 };
 
 impl Store {
@@ -49,7 +50,7 @@ impl Store {
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let user_id: Option<String> = transaction
             .query_row(
-                "SELECT id FROM users WHERE username = ?1",
+                &format!("SELECT id FROM users WHERE username = ?1 {USERNAME_MATCHES}"),
                 [username],
                 |row| row.get(0),
             )
@@ -60,18 +61,22 @@ impl Store {
             (&hash, &user_id),
         )?;
         transaction.execute("DELETE FROM sessions WHERE user_id = ?1", [&user_id])?;
-        // A password set by the operator answers an open invitation too.
+        // A password set by the operator answers an open invitation too,
+        // giving the apps it holds.
         transaction.execute("DELETE FROM invitations WHERE user_id = ?1", [&user_id])?;
+        super::people::grant_invitation_apps(&transaction, self.now(), &user_id)?;
         transaction.commit()?;
         Ok(())
     }
 
-    /// The user called `username`.
+    /// The user called `username`, whatever its case.
     pub fn user_by_name(&self, username: &str) -> Result<Option<User>, StoreError> {
         let connection = self.connection();
         let user = connection
             .query_row(
-                &format!("SELECT {USER_COLUMNS} FROM users u WHERE u.username = ?1"),
+                &format!(
+                    "SELECT {USER_COLUMNS} FROM users u WHERE u.username = ?1 {USERNAME_MATCHES}"
+                ),
                 [username],
                 user_from_row,
             )
@@ -114,7 +119,7 @@ impl Store {
                 .query_row(
                     &format!(
                         "SELECT {USER_COLUMNS}, u.password_hash, u.disabled_at IS NOT NULL
-                         FROM users u WHERE u.username = ?1"
+                         FROM users u WHERE u.username = ?1 {USERNAME_MATCHES}"
                     ),
                     [username],
                     |row| {

@@ -391,7 +391,9 @@ async function run() {
 
   await projectsPanel.getByRole("button", { name: "Rename Cygnus" }).click();
   const renameCygnus = projectsPanel.getByLabel("New name for Cygnus");
-  checks.ok(await renameCygnus.evaluate((input) => input === document.activeElement), "Rename opens an inline field with the focus in it");
+  // The app moves the focus once it has drawn the field (and the frame has
+  // taken the new height): waited for, not read at once.
+  checks.ok(await waitFor("the rename field to take the focus", () => renameCygnus.evaluate((input) => input === document.activeElement).catch(() => false), 5_000), "Rename opens an inline field with the focus in it");
   await renameCygnus.fill("Borealis");
   await projectsPanel.getByRole("button", { name: "Save name" }).click();
   checks.equal(await waitForFieldError("the new name", renameCygnus), "There is already a project called Borealis.", "renaming to a taken name is refused next to the field");

@@ -103,6 +103,26 @@ test("size is reported after initialization: content height, debounced, clamped 
   assert.equal(t.document.body.style.minHeight, "");
 });
 
+test("shown in full height, the whole content height is reported, up to the host's own bound", async () => {
+  const t = load({ contentHeight: 5000 });
+  await t.init({ hostContext: { theme: "light", displayMode: "fullscreen", containerDimensions: { maxHeight: 16000 } } });
+  await t.clock.advance(50);
+  assert.deepEqual(t.notifications("ui/notifications/size-changed").map((m) => m.params), [{ height: 5000 }]);
+  t.document.documentElement.contentHeight = 1e9;
+  t.observed[0].callback();
+  await t.clock.advance(50);
+  // Back inline (the spec's clamp), the view measures again at once.
+  t.fromHost({ jsonrpc: "2.0", method: "ui/notifications/host-context-changed", params: { displayMode: "inline", containerDimensions: { maxHeight: 1200 } } });
+  await flush();
+  await t.clock.advance(50);
+  assert.deepEqual(t.notifications("ui/notifications/size-changed").map((m) => m.params), [{ height: 5000 }, { height: 16000 }, { height: 1200 }]);
+  // A maxHeight past the runtime's own bound, or not a number, changes nothing.
+  const odd = load({ contentHeight: 30000 });
+  await odd.init({ hostContext: { displayMode: "fullscreen", containerDimensions: { maxHeight: "lots" } } });
+  await odd.clock.advance(50);
+  assert.deepEqual(odd.notifications("ui/notifications/size-changed").map((m) => m.params), [{ height: 1200 }]);
+});
+
 test("ping is answered with {}; unknown host requests get -32601", async () => {
   const t = load();
   await t.init();

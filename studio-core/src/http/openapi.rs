@@ -47,6 +47,7 @@ pub(super) fn routes() -> axum::Router<Arc<Core>> {
         people::change,
         people::remove,
         people::renew_invitation,
+        people::password_reset,
         people::invitation,
         people::accept_invitation,
         people::list_tokens,

@@ -9,7 +9,7 @@ import * as H from "../host.js";
 
 const SANDBOX = "http://127.0.0.1:3007";
 
-function world({ fetchImpl, confirmAnswer = true, onUnauthenticated, preview } = {}) {
+function world({ fetchImpl, confirmAnswer = true, onUnauthenticated, preview, fullHeight } = {}) {
   const listeners = new Set();
   const posted = [];
   const frameWindow = { postMessage: (message, target) => posted.push({ message: JSON.parse(JSON.stringify(message)), target }) };
@@ -48,6 +48,7 @@ function world({ fetchImpl, confirmAnswer = true, onUnauthenticated, preview } =
     hostVersion: "9.9.9",
     onUnauthenticated,
     preview,
+    fullHeight,
   });
   const send = (data, { source = frameWindow, origin = SANDBOX } = {}) => { for (const fn of [...listeners]) fn({ data, source, origin }); };
   const advance = (ms) => { clock += ms; const due = timers.filter((t) => t.at <= clock); timers = timers.filter((t) => t.at > clock); due.forEach((t) => t.fn()); };
@@ -134,6 +135,33 @@ test("size clamps", async () => {
   }
   w.send({ jsonrpc: "2.0", method: "ui/notifications/size-changed", params: { height: "NaN" } });
   assert.equal(w.iframe.style.height, "240px");
+});
+
+test("the app pane's full height: the view's whole content, up to its own bound", async () => {
+  const w = world({ fetchImpl: gateway(), fullHeight: true });
+  assert.equal(w.iframe.className, "app-frame app-frame-full");
+  w.send({ jsonrpc: "2.0", method: "ui/notifications/sandbox-proxy-ready", params: {} });
+  w.send({ jsonrpc: "2.0", id: 1, method: "ui/initialize", params: {} });
+  const ctx = w.posted[1].message.result.hostContext;
+  assert.equal(ctx.displayMode, "fullscreen");
+  assert.deepEqual(ctx.availableDisplayModes, ["fullscreen"]);
+  assert.deepEqual(ctx.containerDimensions, { maxHeight: 16000 });
+  w.send({ jsonrpc: "2.0", method: "ui/notifications/initialized", params: {} });
+  await w.flush();
+  for (const [h, want] of [[100, "240px"], [2600, "2600px"], [1e9, "16000px"]]) {
+    w.send({ jsonrpc: "2.0", method: "ui/notifications/size-changed", params: { height: h } });
+    assert.equal(w.iframe.style.height, want);
+  }
+  w.send({ jsonrpc: "2.0", id: 9, method: "ui/request-display-mode", params: { mode: "inline" } });
+  assert.deepEqual(w.posted.at(-1).message, { jsonrpc: "2.0", id: 9, result: { mode: "fullscreen" } });
+  // Inline (a draft's preview) keeps the spec's clamp.
+  const inline = world({ fetchImpl: gateway() });
+  assert.equal(inline.iframe.className, "app-frame");
+  await initialized(inline);
+  inline.send({ jsonrpc: "2.0", method: "ui/notifications/size-changed", params: { height: 2600 } });
+  assert.equal(inline.iframe.style.height, "1200px");
+  assert.equal(H.clampHeight(2600), 1200);
+  assert.equal(H.clampHeight(2600, 16000), 2600);
 });
 
 test("tools/call is forwarded with the right headers and body", async () => {

@@ -1,6 +1,7 @@
-//! People and personal tokens over HTTP: the Users page's list, invite,
-//! role change, disable, enable and remove (`/api/users*`, admins; staff
-//! may list, to give access by name); the invitation link's two steps
+//! People and personal tokens over HTTP: the Users page's list, invite
+//! (optionally giving apps once accepted), role change, disable, enable,
+//! remove and password reset link (`/api/users*`, admins; staff may list, to
+//! give access by name); the two steps of an invitation or reset link
 //! (`/api/invitation*`, anonymous); and each person's own tokens for MCP
 //! clients without OAuth (`/api/tokens*`).
 //!
@@ -13,13 +14,18 @@
 //! change that would leave no admin who can sign in (409, `field:
 //! username`): two admins demoting each other at once leave one.
 //!
-//! What it must never do: let anyone change their own role, status or
-//! existence (another admin or the operator does), answer an invitation
+//! A user name in a path is matched without regard to case, like sign-in,
+//! so "Ada" is ada's own account here too.
+//!
+//! What it must never do: let anyone change their own role, status,
+//! password or existence (another admin or the operator does), show or
+//! choose anyone's password (a reset is a link only its person uses),
+//! answer an invitation
 //! secret or a token number of someone else with anything but the hidden
 //! 404, put a secret in a URL path (access lines log paths), or show a
 //! token's secret twice.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use axum::Json;
@@ -37,8 +43,8 @@ use crate::http::answers::{ErrorEnvelope, hidden_not_found, no_store, parse_body
 use crate::http::caller::{same_origin_json, session_user, session_write, user};
 use crate::http::sign_in::signed_in;
 use studio_store::{
-    ACCESS_TOKEN_DEFAULT_TTL_SECONDS, Invitation, Person, Principal, Scope, StoreError,
-    TOKEN_MAX_TTL_SECONDS, UserRole,
+    ACCESS_TOKEN_DEFAULT_TTL_SECONDS, AppAccess, Invitation, LinkPurpose, Person, Principal, Scope,
+    StoreError, TOKEN_MAX_TTL_SECONDS, UserRole,
 };
 use studio_store::{blocking, store_error};
 
@@ -63,14 +69,20 @@ fn person_json(person: &Person) -> Value {
         "status": status,
         "disabled": person.disabled,
         "invitationExpiresAt": person.invitation_expires_at,
+        "resetExpiresAt": person.reset_expires_at,
     })
 }
 
-/// The link an invited person opens: the secret travels in the fragment,
-/// which browsers never send, so no server or proxy logs it.
+/// The link an invited person (or one resetting their password) opens: the
+/// secret travels in the fragment, which browsers never send, so no server
+/// or proxy logs it.
 fn invitation_json(accounts: &Accounts, invitation: &Invitation) -> Value {
+    let page = match invitation.purpose {
+        LinkPurpose::Invitation => "invite",
+        LinkPurpose::Reset => "reset",
+    };
     json!({
-        "url": format!("{}/#/invite/{}", accounts.studio.as_str(), invitation.secret),
+        "url": format!("{}/#/{page}/{}", accounts.studio.as_str(), invitation.secret),
         "expiresAt": invitation.expires_at,
     })
 }
@@ -86,11 +98,17 @@ fn refusal(error: StoreError) -> Response {
             (ErrorCode::InputInvalid, "scopes")
         }
         StoreError::InvalidTtl(_) => (ErrorCode::InputInvalid, "expiresInDays"),
-        StoreError::NotInvited | StoreError::UserDisabled | StoreError::LastAdmin => {
-            (ErrorCode::Conflict, "username")
-        }
+        StoreError::NotInvited
+        | StoreError::StillInvited
+        | StoreError::UserDisabled
+        | StoreError::LastAdmin => (ErrorCode::Conflict, "username"),
         StoreError::NotAdmin => {
             return AppError::new(ErrorCode::AccessDenied, error.to_string()).into_response();
+        }
+        StoreError::InvitationGrant { app_id, .. } => {
+            return AppError::new(ErrorCode::AccessDenied, error.to_string())
+                .with_details(json!({ "field": "apps", "appId": app_id }))
+                .into_response();
         }
         StoreError::UnknownUser | StoreError::UnknownToken => {
             return hidden_not_found().into_response();
@@ -120,10 +138,11 @@ async fn admin(
     Ok(principal)
 }
 
-/// Nobody changes their own role, status or account here: with this rule an
-/// instance always keeps the admin who is acting.
+/// Nobody changes their own role, status, password or account here: with
+/// this rule an instance always keeps the admin who is acting. Names match
+/// whatever their case, as the store finds them.
 fn not_yourself(actor: &Principal, username: &str) -> Result<(), Response> {
-    if actor.user.username == username {
+    if actor.user.username.eq_ignore_ascii_case(username) {
         return Err(AppError::new(
             ErrorCode::AccessDenied,
             "you cannot change your own account here; ask another admin",
@@ -167,13 +186,48 @@ pub struct InviteBody {
     /// `admin`, `staff` or `member`.
     #[schema(value_type = String)]
     role: UserRole,
+    /// Apps the person gets once they accept, each at most once.
+    #[serde(default)]
+    apps: Vec<InviteApp>,
 }
 
-/// `POST /api/users`: adds a person with a one-time invitation link.
+/// An app an invitation gives.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct InviteApp {
+    app_id: String,
+    /// `use` or `manage`.
+    access: String,
+}
+
+/// The apps of an invitation by id, or the refusal at the `apps` field.
+fn invitation_apps(apps: &[InviteApp]) -> Result<BTreeMap<String, AppAccess>, Response> {
+    let refuse = |message: String| {
+        Err(AppError::new(ErrorCode::InputInvalid, message)
+            .with_details(json!({ "field": "apps" }))
+            .into_response())
+    };
+    let mut chosen = BTreeMap::new();
+    for app in apps {
+        let Ok(access) = AppAccess::parse(&app.access) else {
+            return refuse(format!(
+                "the access to {} must be \"use\" or \"manage\"",
+                app.app_id
+            ));
+        };
+        if chosen.insert(app.app_id.clone(), access).is_some() {
+            return refuse(format!("{} is named twice; give each app once", app.app_id));
+        }
+    }
+    Ok(chosen)
+}
+
+/// `POST /api/users`: adds a person with a one-time invitation link, which
+/// gives them `apps` once they accept.
 #[utoipa::path(tag = "people", post, path = "/api/users", request_body = InviteBody, responses(
     (status = 201, description = "`{user, invitation: {url, expiresAt}}`: the link is shown once", body = Object),
-    (status = 400, description = "a bad user name (APP_INPUT_INVALID, details.field)", body = ErrorEnvelope),
-    (status = 403, description = "not an admin, or not from the Studio origin", body = ErrorEnvelope),
+    (status = 400, description = "a bad user name or app access (APP_INPUT_INVALID, details.field)", body = ErrorEnvelope),
+    (status = 403, description = "not an admin, not from the Studio origin, or an app an admin cannot give (details.field = apps, details.appId)", body = ErrorEnvelope),
     (status = 409, description = "the name is taken (APP_CONFLICT, details.field = username)", body = ErrorEnvelope)))]
 pub async fn invite(
     State(accounts): State<Arc<Accounts>>,
@@ -189,9 +243,14 @@ pub async fn invite(
         Ok(body) => body,
         Err(response) => return response,
     };
+    let apps = match invitation_apps(&body.apps) {
+        Ok(apps) => apps,
+        Err(response) => return response,
+    };
     let store = accounts.store.clone();
     let outcome = tokio::task::spawn_blocking(move || {
-        let invitation = store.invite_user(&body.username, body.role, &actor.user.id)?;
+        let invitation =
+            store.invite_user_with_apps(&body.username, body.role, &apps, &actor.user.id)?;
         let person = store
             .people()?
             .into_iter()
@@ -280,7 +339,7 @@ pub async fn change(
         let person = store
             .people()?
             .into_iter()
-            .find(|person| person.user.username == username)
+            .find(|person| person.user.username.eq_ignore_ascii_case(&username))
             .ok_or(StoreError::UnknownUser)?;
         Ok::<_, StoreError>((changed, person))
     })
@@ -349,6 +408,37 @@ pub async fn renew_invitation(
     }
 }
 
+/// `POST /api/users/:username/password-reset`: a one-time link with which an
+/// active person chooses a new password; nothing changes until they use it,
+/// and then their sessions, tokens and connected clients end.
+#[utoipa::path(tag = "people", post, path = "/api/users/{username}/password-reset", params(("username" = String, Path)), responses(
+    (status = 200, description = "`{reset: {url, expiresAt}}`: the link is shown once", body = Object),
+    (status = 403, description = "not an admin, your own account, or not from the Studio origin", body = ErrorEnvelope),
+    (status = 404, description = "hidden: no such user", body = ErrorEnvelope),
+    (status = 409, description = "they have not accepted their invitation yet, or are disabled (APP_CONFLICT)", body = ErrorEnvelope)))]
+pub async fn password_reset(
+    State(accounts): State<Arc<Accounts>>,
+    Path(username): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    let actor = match admin(&accounts, &method, &headers, false).await {
+        Ok(actor) => actor,
+        Err(response) => return response,
+    };
+    if let Err(response) = not_yourself(&actor, &username) {
+        return response;
+    }
+    let store = accounts.store.clone();
+    match tokio::task::spawn_blocking(move || store.password_reset_link(&username, &actor.user.id))
+        .await
+    {
+        Ok(Ok(link)) => no_store(Json(json!({ "reset": invitation_json(&accounts, &link) }))),
+        Ok(Err(error)) => refusal(error),
+        Err(_) => AppError::from_code(ErrorCode::Internal).into_response(),
+    }
+}
+
 /// An invitation link's secret, in the body (never the path).
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -356,10 +446,11 @@ pub struct InvitationBody {
     token: String,
 }
 
-/// `POST /api/invitation`: who a link is for, before they choose a password.
-/// Not throttled: the secret is 256 random bits, so guessing is hopeless.
+/// `POST /api/invitation`: who an invitation or reset link is for, before
+/// they choose a password. Not throttled: the secret is 256 random bits, so
+/// guessing is hopeless.
 #[utoipa::path(tag = "people", post, path = "/api/invitation", request_body = InvitationBody, responses(
-    (status = 200, description = "`{username, role, expiresAt}`", body = Object),
+    (status = 200, description = "`{username, role, expiresAt, purpose}`; purpose is invitation or reset", body = Object),
     (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
     (status = 404, description = "hidden: unknown, expired or used", body = ErrorEnvelope)))]
 pub async fn invitation(
@@ -392,7 +483,8 @@ pub struct AcceptBody {
 }
 
 /// `POST /api/invitation/accept`: sets the password, spends the link and
-/// signs the person in.
+/// signs the person in; an invitation's apps are theirs from then, and a
+/// reset link has ended every other session, token and connection.
 #[utoipa::path(tag = "people", post, path = "/api/invitation/accept", request_body = AcceptBody, responses(
     (status = 200, description = "signed in; sets the session cookie", body = Object),
     (status = 400, description = "a weak password (APP_INPUT_INVALID, details.field = password)", body = ErrorEnvelope),

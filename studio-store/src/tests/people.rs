@@ -173,3 +173,259 @@ fn two_processes_demoting_each_other_at_once_leave_an_admin() {
         assert_eq!(refusals, 1, "round {round}: {first:?}, {second:?}");
     }
 }
+
+/// A name signs in whatever its case, is stored as typed, and no second
+/// account can hold it in another case, whichever way a person is made.
+#[test]
+fn user_names_are_one_name_whatever_their_case() {
+    let fixture = Fixture::new();
+    let store = &fixture.store;
+    let ada = fixture.user("Ada", UserRole::Admin);
+    assert_eq!(ada.username, "Ada", "stored as typed");
+    for typed in ["Ada", "ada", "ADA", "aDa"] {
+        let signed_in = store.verify_login(typed, PASSWORD).unwrap();
+        assert_eq!(
+            signed_in.map(|user| user.id),
+            Some(ada.id.clone()),
+            "{typed}"
+        );
+        assert_eq!(store.user_by_name(typed).unwrap().unwrap().id, ada.id);
+    }
+    assert!(
+        store
+            .verify_login("ada", "not the password at all")
+            .unwrap()
+            .is_none()
+    );
+    for refused in [
+        store
+            .create_user("ada", UserRole::Member, PASSWORD)
+            .map(|_| ()),
+        store
+            .create_user("ADA", UserRole::Member, PASSWORD)
+            .map(|_| ()),
+        store
+            .invite_user("aDA", UserRole::Member, ACTOR_OPERATOR)
+            .map(|_| ()),
+    ] {
+        assert!(
+            matches!(refused, Err(StoreError::UsernameTaken)),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(store.people().unwrap().len(), 1);
+    // Changes by name find the person in any case too.
+    fixture.user("mia", UserRole::Member);
+    assert!(store.set_role("MIA", UserRole::Staff, &ada.id).unwrap());
+    assert_eq!(
+        store.user_by_name("mia").unwrap().unwrap().role,
+        UserRole::Staff
+    );
+}
+
+/// A reset link sets a new password once, within its day, and ends every
+/// session, token and MCP connection the person had; until it is used
+/// nothing changes. It is only for an active person.
+#[test]
+fn a_password_reset_link_works_once_and_ends_the_old_credentials() {
+    let fixture = Fixture::new();
+    let store = &fixture.store;
+    let ada = fixture.user("ada", UserRole::Admin);
+    let mia = fixture.user("mia", UserRole::Member);
+    let session = store.create_session(&mia.id).unwrap();
+    let (token, _) = store
+        .create_personal_token(&mia.id, "laptop", &scopes(&[Scope::AppsInvoke]), None)
+        .unwrap();
+
+    let link = store.password_reset_link("Mia", &ada.id).unwrap();
+    assert_eq!(link.purpose, LinkPurpose::Reset);
+    assert_eq!(link.expires_at, START + RESET_TTL_SECONDS);
+    let view = store.invitation(&link.secret).unwrap().unwrap();
+    assert_eq!(
+        (view.username.as_str(), view.purpose),
+        ("mia", LinkPurpose::Reset)
+    );
+    let listed = store.people().unwrap();
+    let listed_mia = listed.iter().find(|p| p.user.id == mia.id).unwrap();
+    assert_eq!(listed_mia.reset_expires_at, Some(link.expires_at));
+    assert_eq!(listed_mia.invitation_expires_at, None);
+    assert!(!listed_mia.invited, "still active");
+    // Until it is used, the old password, session and token still work.
+    assert!(store.verify_login("mia", PASSWORD).unwrap().is_some());
+    assert!(store.session(&session).unwrap().is_some());
+    assert!(store.token(&token).unwrap().is_some());
+
+    let used = store
+        .accept_invitation(&link.secret, "a brand new long password")
+        .unwrap();
+    assert_eq!(used.map(|user| user.id), Some(mia.id.clone()));
+    assert!(
+        store.session(&session).unwrap().is_none(),
+        "the old session ended"
+    );
+    assert!(
+        store.token(&token).unwrap().is_none(),
+        "the old token ended"
+    );
+    assert!(store.verify_login("mia", PASSWORD).unwrap().is_none());
+    assert!(
+        store
+            .verify_login("mia", "a brand new long password")
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        store
+            .accept_invitation(&link.secret, "yet another long password")
+            .unwrap()
+            .is_none(),
+        "used once"
+    );
+    let actions: Vec<String> = store
+        .audit_entries(None)
+        .unwrap()
+        .into_iter()
+        .filter(|entry| entry.subject.as_deref() == Some(mia.id.as_str()))
+        .map(|entry| entry.action)
+        .collect();
+    assert!(actions.contains(&people_action::PASSWORD_RESET_LINK.to_owned()));
+    assert!(actions.contains(&people_action::PASSWORD_RESET.to_owned()));
+
+    // A link lasts a day.
+    let late = store.password_reset_link("mia", &ada.id).unwrap();
+    fixture.advance(RESET_TTL_SECONDS);
+    assert!(store.invitation(&late.secret).unwrap().is_none());
+    assert!(
+        store
+            .accept_invitation(&late.secret, "a password too late to count")
+            .unwrap()
+            .is_none()
+    );
+
+    // Only for active people, and only by an admin.
+    store
+        .invite_user("nora", UserRole::Member, &ada.id)
+        .unwrap();
+    assert!(matches!(
+        store.password_reset_link("nora", &ada.id),
+        Err(StoreError::StillInvited)
+    ));
+    store.set_disabled("mia", true, &ada.id).unwrap();
+    assert!(matches!(
+        store.password_reset_link("mia", &ada.id),
+        Err(StoreError::UserDisabled)
+    ));
+    let sam = fixture.user("sam", UserRole::Staff);
+    assert!(matches!(
+        store.password_reset_link("ada", &sam.id),
+        Err(StoreError::NotAdmin)
+    ));
+    assert!(matches!(
+        store.password_reset_link("nobody", &ada.id),
+        Err(StoreError::UnknownUser)
+    ));
+}
+
+/// An invitation gives its apps when it is accepted, granted by the
+/// inviting admin and audited; only apps that admin may grant, and nothing
+/// when they are no longer an admin by then.
+#[test]
+fn an_invitation_gives_its_apps_once_accepted() {
+    let fixture = Fixture::new();
+    let store = &fixture.store;
+    let ada = fixture.user("ada", UserRole::Admin);
+    let bob = fixture.user("bob", UserRole::Admin);
+    register(store, "time-sheet", "r1");
+    register(store, "expenses", "r2");
+    register(store, "old", "r3");
+    store.withdraw_app("old", &ada.id).unwrap().unwrap();
+    let apps = |list: &[(&str, AppAccess)]| -> BTreeMap<String, AppAccess> {
+        list.iter()
+            .map(|(id, access)| ((*id).to_owned(), *access))
+            .collect()
+    };
+
+    for (app, refused) in [("nope", "no such app"), ("old", "withdrawn")] {
+        let answer = store.invite_user_with_apps(
+            "nora",
+            UserRole::Member,
+            &apps(&[("time-sheet", AppAccess::Use), (app, AppAccess::Use)]),
+            &ada.id,
+        );
+        match answer {
+            Err(StoreError::InvitationGrant { app_id, reason }) => {
+                assert_eq!(app_id, app);
+                assert!(reason.contains(refused), "{reason}");
+            }
+            other => panic!("{app}: {other:?}"),
+        }
+    }
+    assert!(
+        store.user_by_name("nora").unwrap().is_none(),
+        "nothing was made"
+    );
+
+    let invited = store
+        .invite_user_with_apps(
+            "nora",
+            UserRole::Member,
+            &apps(&[
+                ("time-sheet", AppAccess::Use),
+                ("expenses", AppAccess::Manage),
+            ]),
+            &ada.id,
+        )
+        .unwrap();
+    let nora = invited.user.id.clone();
+    assert_eq!(store.invitation_apps("NORA").unwrap().len(), 2);
+    assert_eq!(
+        store.access("time-sheet", &nora).unwrap(),
+        None,
+        "not before accepting"
+    );
+    store
+        .accept_invitation(&invited.secret, "a long enough password")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        store.access("time-sheet", &nora).unwrap(),
+        Some(AppAccess::Use)
+    );
+    assert_eq!(
+        store.access("expenses", &nora).unwrap(),
+        Some(AppAccess::Manage)
+    );
+    let granted: Vec<(String, String)> = store
+        .audit_entries(None)
+        .unwrap()
+        .into_iter()
+        .filter(|entry| {
+            entry.action == action::GRANT_CHANGED && entry.subject.as_deref() == Some(nora.as_str())
+        })
+        .map(|entry| (entry.actor, entry.app_id.unwrap()))
+        .collect();
+    assert_eq!(
+        granted,
+        [
+            (ada.id.clone(), "expenses".to_owned()),
+            (ada.id.clone(), "time-sheet".to_owned())
+        ]
+    );
+    assert!(store.invitation_apps("nora").unwrap().is_empty());
+
+    // An inviter demoted before the invitation is accepted gives nothing.
+    let later = store
+        .invite_user_with_apps(
+            "omar",
+            UserRole::Member,
+            &apps(&[("time-sheet", AppAccess::Use)]),
+            &bob.id,
+        )
+        .unwrap();
+    store.set_role("bob", UserRole::Staff, &ada.id).unwrap();
+    store
+        .accept_invitation(&later.secret, "a long enough password")
+        .unwrap()
+        .unwrap();
+    assert_eq!(store.access("time-sheet", &later.user.id).unwrap(), None);
+}

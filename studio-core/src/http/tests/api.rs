@@ -631,6 +631,7 @@ async fn the_openapi_document_describes_every_route() {
         "PATCH /api/users/{username}",
         "DELETE /api/users/{username}",
         "POST /api/users/{username}/invitation",
+        "POST /api/users/{username}/password-reset",
         "POST /api/invitation",
         "POST /api/invitation/accept",
         "GET /api/tokens",

@@ -841,3 +841,328 @@ async fn admins_changing_each_other_at_once_always_leave_an_admin() {
         }
     }
 }
+
+/// The cookie a sign-in answer sets, as a `Cookie` header value.
+fn cookie_of(headers: &http::HeaderMap) -> String {
+    headers
+        .get("set-cookie")
+        .expect("a session cookie")
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+/// "ADA" signs in as ada; a name differing from a taken one only by case is
+/// refused at its field; and a name in a path is the same person whatever
+/// its case, so an admin's own account stays out of their reach.
+#[tokio::test]
+async fn user_names_are_the_same_whatever_their_case() {
+    let world = World::new();
+    for typed in ["Ada", "ADA"] {
+        let (status, _, me) = anonymous(
+            &world,
+            "/api/auth/login",
+            json!({"username": typed, "password": PASSWORD}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{typed}: {me}");
+        assert_eq!(me["username"], "ada", "the name as it was made");
+    }
+    let ada = world.page(&world.admin);
+    let (status, refused) = ada
+        .call(
+            "POST",
+            "/api/users",
+            json!({"username": "MIA", "role": "member"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert_eq!(refused["details"]["field"], "username");
+    let (status, invited) = ada
+        .call(
+            "POST",
+            "/api/users",
+            json!({"username": "Nora", "role": "member"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{invited}");
+    assert_eq!(invited["user"]["username"], "Nora", "stored as typed");
+    for (method, uri, body) in [
+        ("PATCH", "/api/users/ADA", json!({"role": "member"})),
+        ("PATCH", "/api/users/Ada", json!({"status": "disabled"})),
+        ("DELETE", "/api/users/aDa", Value::Null),
+        ("POST", "/api/users/ADA/password-reset", Value::Null),
+    ] {
+        let (status, refused) = ada.call(method, uri, body).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{method} {uri}: {refused}");
+        assert!(refused["message"].as_str().unwrap().contains("your own"));
+    }
+    // Another person's name in another case is theirs.
+    let (status, changed) = ada
+        .call("PATCH", "/api/users/MIA", json!({"role": "staff"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{changed}");
+    assert_eq!(changed["user"]["username"], "mia");
+    assert_eq!(changed["user"]["role"], "staff");
+}
+
+/// An invitation can give apps: the invited person has them the moment they
+/// accept, each grant audited as the inviting admin's. Only an admin
+/// invites, and only with apps an admin can give; a refused invitation
+/// makes nobody.
+#[tokio::test]
+async fn an_invitation_gives_apps_the_admin_can_give_once_accepted() {
+    let world = World::new();
+    world.install(&["hello", "expense-log"]).await;
+    world
+        .store()
+        .withdraw_app("expense-log", &world.admin.id)
+        .unwrap()
+        .unwrap();
+    let ada = world.page(&world.admin);
+    for (apps, status, field) in [
+        (
+            json!([{"appId": "nope", "access": "use"}]),
+            StatusCode::FORBIDDEN,
+            "apps",
+        ),
+        (
+            json!([{"appId": "expense-log", "access": "use"}]),
+            StatusCode::FORBIDDEN,
+            "apps",
+        ),
+        (
+            json!([{"appId": "hello", "access": "own"}]),
+            StatusCode::BAD_REQUEST,
+            "apps",
+        ),
+        (
+            json!([{"appId": "hello", "access": "use"}, {"appId": "hello", "access": "manage"}]),
+            StatusCode::BAD_REQUEST,
+            "apps",
+        ),
+    ] {
+        let (answer, refused) = ada
+            .call(
+                "POST",
+                "/api/users",
+                json!({"username": "nora", "role": "member", "apps": apps}),
+            )
+            .await;
+        assert_eq!(answer, status, "{apps}: {refused}");
+        assert_eq!(refused["details"]["field"], field, "{refused}");
+    }
+    for user in [&world.staff, &world.member] {
+        let (status, refused) = world
+            .page(user)
+            .call(
+                "POST",
+                "/api/users",
+                json!({"username": "nora", "role": "member",
+                       "apps": [{"appId": "hello", "access": "use"}]}),
+            )
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::FORBIDDEN,
+            "{}: {refused}",
+            user.username
+        );
+    }
+    assert!(world.store().user_by_name("nora").unwrap().is_none());
+
+    let (status, invited) = ada
+        .call(
+            "POST",
+            "/api/users",
+            json!({"username": "nora", "role": "member",
+                   "apps": [{"appId": "hello", "access": "use"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{invited}");
+    let secret = secret_of(&invited["invitation"]);
+    let (status, headers, _) = anonymous(
+        &world,
+        "/api/invitation/accept",
+        json!({"token": secret, "password": STRONG}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let cookie = cookie_of(&headers);
+    let (status, apps) = world
+        .send("GET", "/api/apps", &[("cookie", &cookie)], "")
+        .await;
+    assert_eq!(status, StatusCode::OK, "{apps}");
+    let ids: Vec<&str> = apps["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|app| app["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["hello"], "nora opens hello at once");
+    let nora = world.store().user_by_name("nora").unwrap().unwrap();
+    let grants: Vec<(String, Option<String>)> = world
+        .store()
+        .audit_entries(None)
+        .unwrap()
+        .into_iter()
+        .filter(|entry| {
+            entry.action == studio_store::action::GRANT_CHANGED
+                && entry.subject.as_deref() == Some(nora.id.as_str())
+        })
+        .map(|entry| (entry.actor, entry.after))
+        .collect();
+    assert_eq!(grants, [(world.admin.id.clone(), Some("use".to_owned()))]);
+}
+
+/// An admin makes an active person a reset link: nothing changes until that
+/// person uses it, once and within its day, and then every old session and
+/// token of theirs has ended. Nobody else makes one, for themselves either,
+/// and an invited person gets a new invitation instead.
+#[tokio::test]
+async fn an_admin_resets_a_password_with_a_link_only_its_person_uses() {
+    use studio_store::RESET_TTL_SECONDS;
+    let world = World::new();
+    let uri = "/api/users/mia/password-reset";
+    // Who may not: anonymous, members and staff, a token, another origin,
+    // yourself, someone unknown.
+    let (status, _) = world.send("POST", uri, &[("origin", STUDIO)], "").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    for user in [&world.member, &world.staff] {
+        let (status, refused) = world.page(user).call("POST", uri, Value::Null).await;
+        assert_eq!(
+            status,
+            StatusCode::FORBIDDEN,
+            "{}: {refused}",
+            user.username
+        );
+        assert_eq!(refused["code"], "APP_ACCESS_DENIED");
+    }
+    let bearer = world.bearer(&world.admin, &[Scope::ChatUse, Scope::AppsInvoke]);
+    let (status, _) = world
+        .send("POST", uri, &[("authorization", &bearer)], "")
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "a token is not a session");
+    let admin_cookie = world.session(&world.admin);
+    let (status, _) = world
+        .send(
+            "POST",
+            uri,
+            &[
+                ("cookie", &admin_cookie),
+                ("origin", "https://evil.example"),
+            ],
+            "",
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "cross-origin");
+    let ada = world.page(&world.admin);
+    let (status, _) = ada
+        .call("POST", "/api/users/nobody/password-reset", Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    ada.call(
+        "POST",
+        "/api/users",
+        json!({"username": "nora", "role": "member"}),
+    )
+    .await;
+    let (status, refused) = ada
+        .call("POST", "/api/users/nora/password-reset", Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert!(refused["message"].as_str().unwrap().contains("invitation"));
+    assert_eq!(audited(&world, people_action::PASSWORD_RESET_LINK), 0);
+
+    // mia is signed in, with a token.
+    let mia_cookie = world.session(&world.member);
+    let mia_token = world.bearer(&world.member, &[Scope::AppsInvoke]);
+    let sam_cookie = world.session(&world.staff);
+    let (status, made) = ada.call("POST", uri, Value::Null).await;
+    assert_eq!(status, StatusCode::OK, "{made}");
+    let url = made["reset"]["url"].as_str().unwrap();
+    let (origin, secret) = url.split_once("/#/reset/").expect("a reset link");
+    assert_eq!(origin, STUDIO);
+    assert!(!made.to_string().contains(PASSWORD));
+    assert_eq!(audited(&world, people_action::PASSWORD_RESET_LINK), 1);
+    let (status, _) = world
+        .send("GET", "/api/me", &[("cookie", &mia_cookie)], "")
+        .await;
+    assert_eq!(status, StatusCode::OK, "nothing changes before it is used");
+    let token_works = |world: &World| {
+        let secret = mia_token.strip_prefix("Bearer ").unwrap();
+        world.store().token(secret).unwrap().is_some()
+    };
+    assert!(token_works(&world), "the token works before");
+
+    let (status, _, view) = anonymous(&world, "/api/invitation", json!({"token": secret})).await;
+    assert_eq!(status, StatusCode::OK, "{view}");
+    assert_eq!(view["username"], "mia");
+    assert_eq!(view["purpose"], "reset");
+    let (status, headers, me) = anonymous(
+        &world,
+        "/api/invitation/accept",
+        json!({"token": secret, "password": STRONG}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{me}");
+    assert_eq!(me["username"], "mia", "the link acts for its own person");
+    let fresh = cookie_of(&headers);
+    let (status, _) = world
+        .send("GET", "/api/me", &[("cookie", &fresh)], "")
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = world
+        .send("GET", "/api/me", &[("cookie", &mia_cookie)], "")
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "the old session ended");
+    assert!(!token_works(&world), "the old token ended");
+    let (status, _) = world
+        .send("GET", "/api/me", &[("cookie", &sam_cookie)], "")
+        .await;
+    assert_eq!(status, StatusCode::OK, "nobody else's session ends");
+    assert_eq!(audited(&world, people_action::PASSWORD_RESET), 1);
+
+    // Used once: looking it up or using it again is the hidden 404.
+    for (uri, body) in [
+        ("/api/invitation", json!({"token": secret})),
+        (
+            "/api/invitation/accept",
+            json!({"token": secret, "password": "another long password"}),
+        ),
+    ] {
+        let (status, _, _) = anonymous(&world, uri, body).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "a used link: {uri}");
+    }
+    let (status, _, _) = anonymous(
+        &world,
+        "/api/auth/login",
+        json!({"username": "mia", "password": STRONG}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "the new password signs in");
+
+    // A link lasts a day.
+    let ada = world.page(&world.admin);
+    let (_, made) = ada.call("POST", uri, Value::Null).await;
+    let url = made["reset"]["url"].as_str().unwrap().to_owned();
+    let secret = url.split_once("/#/reset/").unwrap().1;
+    world.advance(RESET_TTL_SECONDS);
+    let (status, _, _) = anonymous(
+        &world,
+        "/api/invitation/accept",
+        json!({"token": secret, "password": "a password too late to count"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "an expired link");
+    let (status, _, _) = anonymous(
+        &world,
+        "/api/auth/login",
+        json!({"username": "mia", "password": STRONG}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "the expired link changed nothing");
+}

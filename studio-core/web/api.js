@@ -490,11 +490,23 @@ export function deleteConversation(conversationId) {
 }
 
 /**
- * `POST /api/assistant/confirmations/:id` with `{approve}`: `{decided,
- * approved}`; 404 `APP_RECORD_NOT_FOUND` when it no longer waits.
+ * `POST /api/assistant/confirmations/:id` with `{approve, conversation}`:
+ * `{decided, approved}`; 404 `APP_RECORD_NOT_FOUND` when it does not wait for
+ * this person in that conversation, 409 `APP_CONFLICT` when it lapsed, was
+ * cancelled or expired.
  */
-export function decideConfirmation(confirmationId, approve) {
-  return request("POST", `/api/assistant/confirmations/${segment(confirmationId)}`, { approve: Boolean(approve) });
+export function decideConfirmation(confirmationId, approve, conversationId) {
+  return request("POST", `/api/assistant/confirmations/${segment(confirmationId)}`, { approve: Boolean(approve), conversation: String(conversationId ?? "") });
+}
+
+/** `GET /api/assistant/confirmations`: `{confirmations: [card]}`, the person's confirmations still waiting (any page of theirs may decide them). */
+export function listConfirmations() {
+  return request("GET", "/api/assistant/confirmations");
+}
+
+/** `POST /api/assistant/conversations/:id/cancel`: `{cancelled}`, ends the conversation's running turn. */
+export function cancelTurn(conversationId) {
+  return request("POST", `/api/assistant/conversations/${segment(conversationId)}/cancel`);
 }
 
 /**
@@ -566,8 +578,9 @@ export function sseParser(onData) {
  * turn's event stream, calling `onEvent(event)` with each event's JSON
  * object, and resolves when the stream ends. An answer that is not a stream
  * (the error envelope: `APP_CHAT_UNAVAILABLE`, `APP_BUSY`, …) throws its
- * `ApiError`. Aborting `signal` closes the stream, which cancels the turn;
- * the promise then rejects with the fetch's `AbortError`.
+ * `ApiError`. Aborting `signal` closes the stream (the turn goes on:
+ * `cancelTurn` ends it); the promise then rejects with the fetch's
+ * `AbortError`.
  */
 export async function streamTurn(conversationId, prompt, { signal, onEvent }) {
   let response;

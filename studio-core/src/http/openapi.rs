@@ -100,6 +100,8 @@ pub(super) fn routes() -> axum::Router<Arc<Core>> {
         assistant::read,
         assistant::remove,
         assistant::turn,
+        assistant::cancel,
+        assistant::confirmations,
         assistant::confirm
     ),
     components(schemas(

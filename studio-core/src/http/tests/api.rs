@@ -685,6 +685,8 @@ async fn the_openapi_document_describes_every_route() {
         "GET /api/assistant/conversations/{id}",
         "DELETE /api/assistant/conversations/{id}",
         "POST /api/assistant/conversations/{id}/turn",
+        "POST /api/assistant/conversations/{id}/cancel",
+        "GET /api/assistant/confirmations",
         "POST /api/assistant/confirmations/{id}",
     ]
     .into_iter()

@@ -288,6 +288,9 @@ export function draftPanel({
     if (draft.stale) {
       return "Publishing is refused: the live app changed since this draft began.";
     }
+    if (list(draft.changes).length === 0) {
+      return "Nothing to publish yet: the draft does not differ from the live app.";
+    }
     if (!draft.status || !draft.status.ok) {
       return "Publishing needs a draft that validates: fix the problems listed above.";
     }

@@ -305,6 +305,25 @@ export function discardDraft(appId) {
   return request("DELETE", `/api/apps/${segment(appId)}/draft`);
 }
 
+/** `GET /api/apps/:id/draft/files`: `{app, files: [{path, content, encoding?, version}]}`, the draft's files for the Draft page's editor. */
+export function draftFiles(appId) {
+  return request("GET", `/api/apps/${segment(appId)}/draft/files`);
+}
+
+/**
+ * `PUT /api/apps/:id/draft/files` with `{path, content, encoding?,
+ * expectedVersion?}`: writes one file into the draft by the source tools'
+ * rules; `{app, path, version, previousVersion, status}`.
+ */
+export function writeDraftFile(appId, file) {
+  return request("PUT", `/api/apps/${segment(appId)}/draft/files`, file);
+}
+
+/** `DELETE /api/apps/:id/draft/files` with `{path, expectedVersion?}`: `{app, path, previousVersion, status}`. */
+export function deleteDraftFile(appId, path, expectedVersion) {
+  return request("DELETE", `/api/apps/${segment(appId)}/draft/files`, expectedVersion ? { path, expectedVersion } : { path });
+}
+
 /**
  * `GET /api/apps/:id/revisions/:revision/file?path=`: one file as it was at
  * `revision`, `{app, revision, path, content, bytes, version, encoding?}`

@@ -128,6 +128,62 @@ async fn a_confirmation_nobody_decides_lapses_and_a_late_click_is_told_so() {
     );
 }
 
+/// What a test's subscriber wrote.
+#[derive(Clone, Default)]
+struct Written(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Written {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_lapse_is_logged_once_without_the_call() {
+    let (_dir, store, ada, _bob, one, _two) = world();
+    let assistant = Assistant::new("http://127.0.0.1:9/mcp".into());
+    let mut secret = approval(ID, &ada, &one);
+    secret.card =
+        json!({"title": "t", "sentence": "s", "summary": {"arguments": {"password": "hunter2"}}});
+    let (decision, _) = assistant
+        .hold(&store, secret, Duration::from_secs(600))
+        .await
+        .unwrap();
+    let written = Written::default();
+    let sink = written.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || sink.clone())
+        .with_max_level(tracing::Level::INFO)
+        .with_ansi(false)
+        .finish();
+    // The test runtime is one thread: the wait logs on it.
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let waited = assistant
+        .wait(
+            &store,
+            ID,
+            decision,
+            &CancellationToken::new(),
+            Duration::from_millis(1),
+        )
+        .await;
+    assert_eq!(waited, Waited::Ended(ApprovalOutcome::Lapsed));
+    let log = String::from_utf8(written.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(lines[0].contains(" INFO "), "{log}");
+    assert!(lines[0].contains("a confirmation lapsed"), "{log}");
+    assert!(!log.contains("hunter2") && !log.contains(ID), "{log}");
+}
+
 #[tokio::test]
 async fn a_cancelled_turn_ends_its_confirmation() {
     let (_dir, store, ada, _bob, one, _two) = world();

@@ -7,7 +7,8 @@
 //! assistant is offered no source tool and cannot call one by name; a
 //! tool result telling the model to call another tool still needs approval;
 //! malformed tool calls, a failing and a silent provider end the turn with a
-//! clear error and write nothing. The conversation is kept per user.
+//! clear error and write nothing; a card still waiting when Studio restarts
+//! expires and its call reads cancelled. The conversation is kept per user.
 
 use crate::common;
 
@@ -711,4 +712,103 @@ async fn bad_tool_calls_and_bad_providers_end_clearly_and_write_nothing() {
     let slow = turn.finish().await;
     assert_eq!(slow["error"]["code"], "APP_TIMEOUT", "{slow}");
     assert!(world.store.registered_apps().unwrap().is_empty());
+}
+
+/// Studio restarts while a card waits: nothing of it runs; at start-up the
+/// card expires, its call is stored as cancelled (never "running"), it is no
+/// longer listed, and a click on it is told that Studio restarted (409).
+#[tokio::test]
+async fn a_card_waiting_when_studio_restarts_expires_and_its_call_reads_cancelled() {
+    let world = World::start(
+        vec![call(
+            "createApp",
+            json!({"app": "field-log", "name": "Field log", "description": "What we saw", "withTable": false}),
+        )],
+        &[],
+    )
+    .await;
+    let (admin, _) = world.person("ada", UserRole::Admin);
+    let conversation = world.conversation(&admin).await;
+    let mut turn = world
+        .turn(&admin, &conversation, "make me a field log")
+        .await;
+    let card = turn.until("confirmation").await;
+    let id = card["id"].as_str().unwrap().to_owned();
+    drop(turn);
+
+    let World {
+        state,
+        mut up,
+        fake,
+        store,
+        studio,
+    } = world;
+    up.signal(nix::sys::signal::Signal::SIGTERM);
+    assert!(up.wait(Duration::from_secs(30)).await.success());
+    let port = up.port;
+    drop(up);
+    let up = UpProcess::start_with(
+        state.path(),
+        port,
+        &[
+            ("SASHA_BUNDLED_APPS", "off"),
+            ("SASHA_CHAT_BASE_URL", fake.base_url.as_str()),
+            ("SASHA_CHAT_MODEL", "fake"),
+        ],
+    )
+    .await;
+    let world = World {
+        state,
+        up,
+        fake,
+        store,
+        studio,
+    };
+    assert!(
+        world
+            .up
+            .stderr_text()
+            .contains("confirmations left waiting by the previous run expired"),
+        "{}",
+        world.up.stderr_text()
+    );
+    let get = |path: String| {
+        let cookie = admin.clone();
+        let url = format!("{}{path}", world.studio);
+        async move {
+            http_client()
+                .get(url)
+                .header("cookie", cookie)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let listed = get("/api/assistant/confirmations".to_owned()).await;
+    assert_eq!(listed["confirmations"], json!([]), "{listed}");
+    let read = get(format!("/api/assistant/conversations/{conversation}")).await;
+    assert_eq!(read["running"], false, "{read}");
+    let last = read["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["role"], "tool", "{read}");
+    assert_eq!(last["ui"]["cancelled"], true, "{read}");
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap()
+            .contains("Studio restarted"),
+        "{read}"
+    );
+    let (status, late) = world
+        .post(
+            &admin,
+            &format!("/api/assistant/confirmations/{id}"),
+            json!({"approve": true, "conversation": conversation}),
+        )
+        .await;
+    assert_eq!(status, 409, "{late}");
+    assert_eq!(late["details"]["outcome"], "expired", "{late}");
+    assert!(!app_exists(&world, "field-log"), "nothing of the card ran");
 }

@@ -217,16 +217,34 @@ impl Store {
         Ok(decision)
     }
 
-    /// Ends approval `id` as `outcome` (lapsed, cancelled) unless it was
-    /// decided first; true when this call ended it.
+    /// Ends approval `id` as `outcome` (lapsed, cancelled) unless the person
+    /// decided it first; false only then (the decision is on its way to the
+    /// turn). An approval that is gone (its conversation was deleted) or
+    /// already ended without a decision is ended: nothing of it runs.
     pub fn end_approval(&self, id: &str, outcome: ApprovalOutcome) -> Result<bool, StoreError> {
         let now = self.now();
-        let connection = self.connection();
-        Ok(connection.execute(
+        let mut connection = self.connection();
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let ended = transaction.execute(
             "UPDATE assistant_approvals SET outcome = ?2, decided_at = ?3
              WHERE id = ?1 AND outcome IS NULL",
             (id, outcome.as_str(), now),
-        )? == 1)
+        )? == 1;
+        let decided = !ended
+            && transaction
+                .query_row(
+                    "SELECT outcome FROM assistant_approvals WHERE id = ?1",
+                    [id],
+                    |row| row.get::<_, Option<String>>(0),
+                )
+                .optional()?
+                .flatten()
+                .is_some_and(|outcome| {
+                    outcome == ApprovalOutcome::Approved.as_str()
+                        || outcome == ApprovalOutcome::Declined.as_str()
+                });
+        transaction.commit()?;
+        Ok(!decided)
     }
 
     /// Ends every approval still waiting as expired, and answers them: at
@@ -370,8 +388,13 @@ mod tests {
                 .unwrap(),
             ApprovalDecision::AlreadyEnded(ApprovalOutcome::Expired)
         );
-        // Deleting the conversation deletes its approvals.
+        // Deleting the conversation deletes its approvals; a turn still
+        // waiting for one ends it (nothing runs) instead of waiting on.
+        store
+            .hold_approval(&approval("a5", &ada.id, &second.id), far)
+            .unwrap();
         assert!(store.delete_conversation(&ada.id, &second.id).unwrap());
+        assert!(store.end_approval("a5", ApprovalOutcome::Lapsed).unwrap());
         assert_eq!(
             store
                 .decide_approval(&ada.id, &second.id, "a4", ApprovalOutcome::Approved)

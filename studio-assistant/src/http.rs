@@ -182,7 +182,8 @@ pub async fn read(
     }
 }
 
-/// `DELETE /api/assistant/conversations/:id`: deletes it with its transcript.
+/// `DELETE /api/assistant/conversations/:id`: deletes it with its transcript
+/// and its cards, and cancels its running turn.
 #[utoipa::path(tag = "assistant", delete, path = "/api/assistant/conversations/{id}", params(("id" = String, Path)), responses(
     (status = 200, description = "`{deleted: true}`", body = Object),
     (status = 401, description = "anonymous", body = ErrorEnvelope),
@@ -198,9 +199,17 @@ pub async fn remove(
         Ok(principal) => principal,
         Err(response) => return response,
     };
-    let (store, user) = (assistance.store.clone(), principal.user.id.clone());
-    match blocking(move || store.delete_conversation(&user, &id)).await {
-        Ok(true) => no_store(Json(json!({"deleted": true}))),
+    let (store, user, conversation) = (
+        assistance.store.clone(),
+        principal.user.id.clone(),
+        id.clone(),
+    );
+    match blocking(move || store.delete_conversation(&user, &conversation)).await {
+        Ok(true) => {
+            // Its turn, if one runs, has nothing left to answer into.
+            assistance.assistant.cancel(&principal.user.id, &id);
+            no_store(Json(json!({"deleted": true})))
+        }
         Ok(false) => not_found(),
         Err(error) => error.into_response(),
     }

@@ -1,7 +1,7 @@
 //! The Studio assistant's HTTP routes (`/api/assistant*`): whether it can
 //! answer, the person's conversations, a turn streamed as server-sent
-//! events, and the person's decision on a confirmation. The crate's one
-//! route table is [`routes`].
+//! events and its cancellation, the person's waiting confirmations and
+//! their decision on one. The crate's one route table is [`routes`].
 //!
 //! The assistant is the signed-in person's, in their browser: every route asks
 //! for the browser session (`session_user`, `session_write`), so a bearer
@@ -43,6 +43,8 @@ pub fn routes() -> axum::Router<Arc<Assistance>> {
             get(read).delete(remove),
         )
         .route("/api/assistant/conversations/{id}/turn", post(turn))
+        .route("/api/assistant/conversations/{id}/cancel", post(cancel))
+        .route("/api/assistant/confirmations", get(confirmations))
         .route("/api/assistant/confirmations/{id}", post(confirm))
 }
 
@@ -142,9 +144,11 @@ pub async fn create(
     }
 }
 
-/// `GET /api/assistant/conversations/:id`: its transcript.
+/// `GET /api/assistant/conversations/:id`: its transcript, and whether a
+/// turn of it is running (a page that did not start it shows its calls as
+/// running, a page after a restart as cancelled).
 #[utoipa::path(tag = "assistant", get, path = "/api/assistant/conversations/{id}", params(("id" = String, Path)), responses(
-    (status = 200, description = "`{id, title, createdAt, updatedAt, messages}`", body = Object),
+    (status = 200, description = "`{id, title, createdAt, updatedAt, running, messages}`", body = Object),
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 404, description = "no such conversation of the caller's, or not a browser session", body = ErrorEnvelope)))]
 pub async fn read(
@@ -157,6 +161,7 @@ pub async fn read(
         Err(response) => return response,
     };
     let (store, user) = (assistance.store.clone(), principal.user.id.clone());
+    let running = assistance.assistant.is_running(&principal.user.id, &id);
     let found = blocking(move || {
         let Some(conversation) = store.conversation(&user, &id)? else {
             return Ok(None);
@@ -168,6 +173,7 @@ pub async fn read(
     match found {
         Ok(Some((conversation, messages))) => {
             let mut answer = conversation_json(&conversation);
+            answer["running"] = Value::Bool(running);
             answer["messages"] = Value::Array(messages);
             no_store(Json(answer))
         }
@@ -176,7 +182,8 @@ pub async fn read(
     }
 }
 
-/// `DELETE /api/assistant/conversations/:id`: deletes it with its transcript.
+/// `DELETE /api/assistant/conversations/:id`: deletes it with its transcript
+/// and its cards, and cancels its running turn.
 #[utoipa::path(tag = "assistant", delete, path = "/api/assistant/conversations/{id}", params(("id" = String, Path)), responses(
     (status = 200, description = "`{deleted: true}`", body = Object),
     (status = 401, description = "anonymous", body = ErrorEnvelope),
@@ -192,9 +199,17 @@ pub async fn remove(
         Ok(principal) => principal,
         Err(response) => return response,
     };
-    let (store, user) = (assistance.store.clone(), principal.user.id.clone());
-    match blocking(move || store.delete_conversation(&user, &id)).await {
-        Ok(true) => no_store(Json(json!({"deleted": true}))),
+    let (store, user, conversation) = (
+        assistance.store.clone(),
+        principal.user.id.clone(),
+        id.clone(),
+    );
+    match blocking(move || store.delete_conversation(&user, &conversation)).await {
+        Ok(true) => {
+            // Its turn, if one runs, has nothing left to answer into.
+            assistance.assistant.cancel(&principal.user.id, &id);
+            no_store(Json(json!({"deleted": true})))
+        }
         Ok(false) => not_found(),
         Err(error) => error.into_response(),
     }
@@ -209,7 +224,9 @@ pub struct TurnBody {
 
 /// `POST /api/assistant/conversations/:id/turn` with `{prompt}`: the turn's
 /// events as `text/event-stream`, each `data:` one JSON object with a
-/// `type` (see `turn::Event`). Closing the stream cancels the turn.
+/// `type` (see `turn::Event`). Closing the stream does not end the turn: a
+/// confirmation it waits for is listed (`GET /api/assistant/confirmations`)
+/// for a reloaded page to decide; `…/cancel` ends it.
 #[utoipa::path(tag = "assistant", post, path = "/api/assistant/conversations/{id}/turn", params(("id" = String, Path)), request_body = TurnBody, responses(
     (status = 200, description = "the turn's events (`text/event-stream`)"),
     (status = 400, description = "the prompt is empty or too long", body = ErrorEnvelope),
@@ -249,13 +266,16 @@ pub async fn turn(
         Ok(None) => return not_found(),
         Err(error) => return error.into_response(),
     }
-    let running = match assistance.assistant.clone().claim(&principal.user.id, &id) {
+    let cancel = CancellationToken::new();
+    let running = match assistance
+        .assistant
+        .clone()
+        .claim(&principal.user.id, &id, cancel.clone())
+    {
         Ok(running) => running,
         Err(error) => return error.into_response(),
     };
     let (events, stream) = mpsc::channel::<turn::Event>(64);
-    let cancel = CancellationToken::new();
-    let guard = cancel.clone().drop_guard();
     let task_assistance = assistance.clone();
     let reporter = events.clone();
     let task = tokio::spawn(async move {
@@ -284,14 +304,12 @@ pub async fn turn(
                 .await;
         }
     });
-    // The stream owns the drop guard: a page that goes away cancels the turn.
-    let stream = futures::stream::unfold((stream, guard), |(mut stream, guard)| async move {
+    // A page that goes away drops only the stream: the turn goes on (its
+    // events are dropped), and its confirmations wait in the store.
+    let stream = futures::stream::unfold(stream, |mut stream| async move {
         let event = stream.recv().await?;
         let data = serde_json::to_string(&event).unwrap_or_else(|_| "{}".to_owned());
-        Some((
-            Ok::<_, Infallible>(SseEvent::default().data(data)),
-            (stream, guard),
-        ))
+        Some((Ok::<_, Infallible>(SseEvent::default().data(data)), stream))
     });
     let mut response = Sse::new(stream)
         .keep_alive(KeepAlive::default())
@@ -303,21 +321,82 @@ pub async fn turn(
     response
 }
 
-/// The person's decision on a confirmation.
+/// `POST /api/assistant/conversations/:id/cancel`: ends the running turn of
+/// the caller's conversation; a confirmation it waits for is cancelled and
+/// nothing of it runs. `{cancelled: false}` when no turn runs.
+#[utoipa::path(tag = "assistant", post, path = "/api/assistant/conversations/{id}/cancel", params(("id" = String, Path)), responses(
+    (status = 200, description = "`{cancelled}`: whether a turn was running", body = Object),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
+    (status = 404, description = "no such conversation of the caller's, or not a browser session", body = ErrorEnvelope)))]
+pub async fn cancel(
+    State(assistance): State<Arc<Assistance>>,
+    Path(id): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    let principal = match session_write(&assistance.accounts, &method, &headers, false).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
+    let (store, user, conversation) = (
+        assistance.store.clone(),
+        principal.user.id.clone(),
+        id.clone(),
+    );
+    match blocking(move || store.conversation(&user, &conversation)).await {
+        Ok(Some(_)) => {}
+        Ok(None) => return not_found(),
+        Err(error) => return error.into_response(),
+    }
+    let cancelled = assistance.assistant.cancel(&principal.user.id, &id);
+    no_store(Json(json!({"cancelled": cancelled})))
+}
+
+/// `GET /api/assistant/confirmations`: the caller's confirmations waiting
+/// for a decision, each as the card its turn showed, oldest first.
+#[utoipa::path(tag = "assistant", get, path = "/api/assistant/confirmations", responses(
+    (status = 200, description = "`{confirmations: [{id, conversation, callId, tool, title, sentence, app, summary, expiresAt}]}`", body = Object),
+    (status = 401, description = "anonymous", body = ErrorEnvelope),
+    (status = 404, description = "hidden: not a browser session", body = ErrorEnvelope)))]
+pub async fn confirmations(
+    State(assistance): State<Arc<Assistance>>,
+    headers: HeaderMap,
+) -> Response {
+    let principal = match session_user(&assistance.accounts, &headers).await {
+        Ok(principal) => principal,
+        Err(response) => return response,
+    };
+    let (store, user) = (assistance.store.clone(), principal.user.id.clone());
+    match blocking(move || store.waiting_approvals(&user)).await {
+        Ok(waiting) => no_store(Json(json!({
+            "confirmations": waiting.iter().map(turn::Card::of).collect::<Vec<_>>(),
+        }))),
+        Err(error) => error.into_response(),
+    }
+}
+
+/// The person's decision on a confirmation of one of their conversations.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConfirmBody {
     approve: bool,
+    /// The conversation the card belongs to: a decision made from another
+    /// conversation's page is refused.
+    conversation: String,
 }
 
-/// `POST /api/assistant/confirmations/:id` with `{approve}`: the person's
-/// decision on one waiting confirmation of their own turn.
+/// `POST /api/assistant/confirmations/:id` with `{approve, conversation}`:
+/// the person's decision on one waiting confirmation of their own turn,
+/// from any of their pages (the one that started the turn, a reloaded one,
+/// another tab or device).
 #[utoipa::path(tag = "assistant", post, path = "/api/assistant/confirmations/{id}", params(("id" = String, Path)), request_body = ConfirmBody, responses(
     (status = 200, description = "`{decided: true, approved}`", body = Object),
     (status = 400, description = "the body is invalid", body = ErrorEnvelope),
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
-    (status = 404, description = "no such confirmation waiting for the caller", body = ErrorEnvelope)))]
+    (status = 404, description = "no such confirmation waiting for the caller in that conversation (unknown, another user's, another conversation's, or already decided)", body = ErrorEnvelope),
+    (status = 409, description = "it lapsed, was cancelled, or expired when Studio restarted: nothing was run", body = ErrorEnvelope)))]
 pub async fn confirm(
     State(assistance): State<Arc<Assistance>>,
     Path(id): Path<String>,
@@ -333,16 +412,18 @@ pub async fn confirm(
         Ok(body) => body,
         Err(response) => return response,
     };
-    if assistance
+    match assistance
         .assistant
-        .decide(&principal.user.id, &id, body.approve)
-    {
-        no_store(Json(json!({"decided": true, "approved": body.approve})))
-    } else {
-        AppError::new(
-            ErrorCode::RecordNotFound,
-            "no such confirmation is waiting for you (it was decided, timed out, or is not yours)",
+        .decide(
+            &assistance.store,
+            &principal.user.id,
+            &body.conversation,
+            &id,
+            body.approve,
         )
-        .into_response()
+        .await
+    {
+        Ok(()) => no_store(Json(json!({"decided": true, "approved": body.approve}))),
+        Err(error) => error.into_response(),
     }
 }

@@ -118,6 +118,41 @@ impl Assistance {
         Ok(())
     }
 
+    /// Ends every confirmation still waiting in the store as expired (at
+    /// start-up: no turn of this process waits for one) and stores each of
+    /// their conversations' unanswered calls as cancelled, so no transcript
+    /// shows a call running that never will. Answers how many expired.
+    pub async fn expire_abandoned(&self) -> Result<usize, AppError> {
+        let store = self.store.clone();
+        blocking(move || {
+            let expired = store.expire_waiting_approvals()?;
+            let reason = assistant::unrun_reason(studio_store::ApprovalOutcome::Expired);
+            for approval in &expired {
+                let history =
+                    store.conversation_messages(&approval.user_id, &approval.conversation_id)?;
+                let notes: Vec<serde_json::Value> = assistant::turn::unanswered(&history)
+                    .into_iter()
+                    .map(|(call, tool)| assistant::turn::not_run(&call, &tool, reason))
+                    .collect();
+                if !notes.is_empty() {
+                    store.append_messages(&approval.user_id, &approval.conversation_id, &notes)?;
+                }
+            }
+            Ok(expired.len())
+        })
+        .await
+    }
+
+    /// The Studio assistant's turns and waiting confirmations.
+    pub fn assistant(&self) -> &Arc<Assistant> {
+        &self.assistant
+    }
+
+    /// The core database this serves from.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// Every app `user_id` holds access on, read fresh from the store.
     async fn granted_apps(&self, user_id: &str) -> Result<BTreeMap<String, AppAccess>, AppError> {
         let (store, user_id) = (self.store.clone(), user_id.to_owned());

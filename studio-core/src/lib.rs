@@ -366,6 +366,21 @@ pub async fn run_with_store(
                 .map(|replication| replication.replicator.clone()),
         ),
     );
+    // No turn of this process waits for a confirmation yet: any the store
+    // still holds belonged to a turn before a restart, and expire.
+    match assistance.expire_abandoned().await {
+        Ok(0) => {}
+        Ok(expired) => tracing::info!(
+            expired,
+            "assistant: confirmations left waiting by the previous run expired; nothing of them ran"
+        ),
+        // They cannot run either way (no turn waits for them); their cards
+        // stay listed until they time out.
+        Err(error) => tracing::warn!(
+            diagnostic_id = %error.diagnostic_id,
+            "assistant: confirmations left waiting by the previous run could not be expired"
+        ),
+    }
     let core = Arc::new(Core {
         origins: config.origins.clone(),
         data,

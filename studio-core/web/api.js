@@ -313,6 +313,25 @@ export function discardDraft(appId) {
   return request("DELETE", `/api/apps/${segment(appId)}/draft`);
 }
 
+/** `GET /api/apps/:id/draft/files`: `{app, files: [{path, content, encoding?, version}]}`, the draft's files for the Draft page's editor. */
+export function draftFiles(appId) {
+  return request("GET", `/api/apps/${segment(appId)}/draft/files`);
+}
+
+/**
+ * `PUT /api/apps/:id/draft/files` with `{path, content, encoding?,
+ * expectedVersion?}`: writes one file into the draft by the source tools'
+ * rules; `{app, path, version, previousVersion, status}`.
+ */
+export function writeDraftFile(appId, file) {
+  return request("PUT", `/api/apps/${segment(appId)}/draft/files`, file);
+}
+
+/** `DELETE /api/apps/:id/draft/files` with `{path, expectedVersion?}`: `{app, path, previousVersion, status}`. */
+export function deleteDraftFile(appId, path, expectedVersion) {
+  return request("DELETE", `/api/apps/${segment(appId)}/draft/files`, expectedVersion ? { path, expectedVersion } : { path });
+}
+
 /**
  * `GET /api/apps/:id/revisions/:revision/file?path=`: one file as it was at
  * `revision`, `{app, revision, path, content, bytes, version, encoding?}`
@@ -498,11 +517,23 @@ export function deleteConversation(conversationId) {
 }
 
 /**
- * `POST /api/assistant/confirmations/:id` with `{approve}`: `{decided,
- * approved}`; 404 `APP_RECORD_NOT_FOUND` when it no longer waits.
+ * `POST /api/assistant/confirmations/:id` with `{approve, conversation}`:
+ * `{decided, approved}`; 404 `APP_RECORD_NOT_FOUND` when it does not wait for
+ * this person in that conversation, 409 `APP_CONFLICT` when it lapsed, was
+ * cancelled or expired.
  */
-export function decideConfirmation(confirmationId, approve) {
-  return request("POST", `/api/assistant/confirmations/${segment(confirmationId)}`, { approve: Boolean(approve) });
+export function decideConfirmation(confirmationId, approve, conversationId) {
+  return request("POST", `/api/assistant/confirmations/${segment(confirmationId)}`, { approve: Boolean(approve), conversation: String(conversationId ?? "") });
+}
+
+/** `GET /api/assistant/confirmations`: `{confirmations: [card]}`, the person's confirmations still waiting (any page of theirs may decide them). */
+export function listConfirmations() {
+  return request("GET", "/api/assistant/confirmations");
+}
+
+/** `POST /api/assistant/conversations/:id/cancel`: `{cancelled}`, ends the conversation's running turn. */
+export function cancelTurn(conversationId) {
+  return request("POST", `/api/assistant/conversations/${segment(conversationId)}/cancel`);
 }
 
 /**
@@ -574,8 +605,9 @@ export function sseParser(onData) {
  * turn's event stream, calling `onEvent(event)` with each event's JSON
  * object, and resolves when the stream ends. An answer that is not a stream
  * (the error envelope: `APP_CHAT_UNAVAILABLE`, `APP_BUSY`, …) throws its
- * `ApiError`. Aborting `signal` closes the stream, which cancels the turn;
- * the promise then rejects with the fetch's `AbortError`.
+ * `ApiError`. Aborting `signal` closes the stream (the turn goes on:
+ * `cancelTurn` ends it); the promise then rejects with the fetch's
+ * `AbortError`.
  */
 export async function streamTurn(conversationId, prompt, { signal, onEvent }) {
   let response;

@@ -134,6 +134,135 @@ function statusBadge(app) {
 }
 
 /**
+ * The package editor App Studio and the Draft page share: one row per file
+ * (its name and its text in a textarea; a binary asset, given as
+ * `{base64}`, is kept as it is), and under them the validator's answer, each
+ * diagnostic with a file here a button that selects its line. Files are only
+ * ever text in textareas here. `say(text)` and `fail(error)` report;
+ * `onEdit()` hears of every change a person makes; `fallbackFocus()` is where
+ * focus goes when the last file is removed; `removed` says what removing a
+ * file means. Answers `{fileList, diagnostics, setFiles(files),
+ * addFile(path, content), filesOf(), focusLine(path, line),
+ * showDiagnostics(ok, diagnostics, okText), paths()}`.
+ */
+export function packageEditor({ say, fail, onEdit = () => {}, fallbackFocus = () => null, removed = "it goes when you deploy" }) {
+  const fileList = h("ol", { class: "studio-files", "aria-label": "Files" });
+  const diagnostics = h("div", { class: "studio-diagnostics" });
+  const state = { rows: [], counter: 0 };
+
+  /** One file's row; `content` is its text, or `{base64}` for a binary asset, which is kept as it is. */
+  function addFile(path, content) {
+    state.counter += 1;
+    const n = state.counter;
+    const binary = typeof content === "string" ? null : content;
+    const text = binary ? "" : content;
+    const pathInput = h("input", { id: `studio-path-${n}`, type: "text", value: path, autocomplete: "off", autocapitalize: "none", spellcheck: "false" });
+    const label = h("label", { for: `studio-text-${n}` });
+    const area = h("textarea", { id: `studio-text-${n}`, class: "studio-source", spellcheck: "false", autocapitalize: "none", autocomplete: "off", wrap: "off" });
+    area.value = text;
+    area.rows = Math.min(24, Math.max(6, text.split("\n").length + 1));
+    const remove = h("button", { type: "button", class: "button button-quiet button-danger", text: "Remove file" });
+    const head = h("div", { class: "studio-file-head" }, h("div", { class: "field" }, h("label", { for: `studio-path-${n}`, text: "File name" }), pathInput), remove);
+    const kept = binary ? h("p", { class: "hint", text: `A binary asset (${byteText(Math.floor((String(binary.base64 || "").length * 3) / 4))}): it is kept as it is; remove it or give it a new name.` }) : null;
+    const element = h("li", { class: "studio-file" }, head, binary ? kept : h("div", { class: "field" }, label, area));
+    const row = { pathInput, area, element, binary };
+    const relabel = () => {
+      const shown = pathInput.value.trim();
+      label.textContent = shown ? `Contents of ${shown}` : `Contents of new file ${n}`;
+      remove.setAttribute("aria-label", shown ? `Remove file ${shown}` : `Remove new file ${n}`);
+    };
+    relabel();
+    pathInput.addEventListener("input", () => {
+      onEdit();
+      pathInput.removeAttribute("aria-invalid");
+      relabel();
+    });
+    area.addEventListener("input", () => {
+      onEdit();
+    });
+    remove.addEventListener("click", () => {
+      onEdit();
+      const index = state.rows.indexOf(row);
+      state.rows.splice(index, 1);
+      element.remove();
+      say(`Removed ${pathInput.value.trim() || "the new file"} from the package; ${removed}.`);
+      const next = state.rows[Math.min(index, state.rows.length - 1)];
+      const target = next ? next.pathInput : fallbackFocus();
+      if (target) {
+        target.focus();
+      }
+    });
+    state.rows.push(row);
+    fileList.appendChild(element);
+    return row;
+  }
+
+  function setFiles(files) {
+    state.rows = [];
+    replaceChildren(fileList);
+    for (const path of fileOrder(Object.keys(files))) {
+      addFile(path, typeof files[path] === "string" ? files[path] : files[path] || "");
+    }
+  }
+
+  /** The files as `{path: text}`, or null after saying which name is missing or repeated. */
+  function filesOf() {
+    const files = {};
+    let problem = "";
+    let field = null;
+    for (const row of state.rows) {
+      const path = row.pathInput.value.trim();
+      if (path === "" || Object.prototype.hasOwnProperty.call(files, path)) {
+        problem = path === "" ? "Give every file a name (for example styles.css)." : `Two files are named ${path}: give each file its own name.`;
+        field = row.pathInput;
+        break;
+      }
+      files[path] = row.binary || row.area.value;
+    }
+    if (!problem && Object.keys(files).length === 0) {
+      problem = "The package has no files: add at least APP.md and index.html.";
+    }
+    if (!problem) {
+      return files;
+    }
+    fail({ message: problem });
+    if (field) {
+      field.setAttribute("aria-invalid", "true");
+      field.focus();
+    }
+    return null;
+  }
+
+  /** Focuses `path`'s textarea with `line` selected and scrolled into view. */
+  function focusLine(path, line) {
+    const row = state.rows.find((candidate) => candidate.pathInput.value.trim() === path && !candidate.binary);
+    if (!row) {
+      return;
+    }
+    row.area.focus();
+    if (Number.isInteger(line)) {
+      const range = lineRange(row.area.value, line);
+      row.area.setSelectionRange(range.start, range.end);
+      const height = parseFloat(getComputedStyle(row.area).lineHeight) || 20;
+      row.area.scrollTop = Math.max(0, (range.index - 2) * height);
+    }
+    row.element.scrollIntoView({ block: "nearest" });
+  }
+
+  /** The validator's answer under the files: each diagnostic with a file here is a button to its line. */
+  function showDiagnostics(ok, found, okText) {
+    const problems = list(found);
+    const paths = new Set(state.rows.map((row) => row.pathInput.value.trim()));
+    const go = (d) => h("button", { type: "button", class: "studio-diagnostic", text: diagnosticText(d), onclick: () => focusLine(d.file, d.line) });
+    const item = (d) => h("li", {}, paths.has(d.file) ? go(d) : h("span", { text: diagnosticText(d) }));
+    const summary = ok ? h("p", { class: "studio-ok", text: okText }) : h("p", { class: "draft-strong", text: problems.length > 0 ? `The package has ${plural(problems.length, "problem")}:` : "The package does not validate." });
+    replaceChildren(diagnostics, summary, problems.length > 0 ? h("ul", { class: "studio-diagnostic-list", "aria-label": "Problems found" }, problems.map(item)) : null);
+  }
+
+  return { fileList, diagnostics, setFiles, addFile, filesOf, focusLine, showDiagnostics };
+}
+
+/**
  * The page. `options`: `{editId, notice, sandboxOrigin, hostVersion,
  * onOpenApp(id), onNavigate(hash, notice), onAppsChanged(),
  * onPreviewHost(host|null), onUnauthenticated()}`. `editId` opens that app's
@@ -532,10 +661,18 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
   function openEditor(app, files) {
     closePreview();
     const fresh = app === null;
-    const state = { app, revision: app ? app.revision : null, rows: [], counter: 0, pristine: fresh, nameInput: null };
+    const state = { app, revision: app ? app.revision : null, pristine: fresh, nameInput: null };
     editor = state;
-    state.fileList = h("ol", { class: "studio-files", "aria-label": "Files" });
-    state.diagnostics = h("div", { class: "studio-diagnostics" });
+    state.editor = packageEditor({
+      say,
+      fail,
+      onEdit: () => {
+        state.pristine = false;
+      },
+      fallbackFocus: () => state.buttons[0],
+    });
+    state.fileList = state.editor.fileList;
+    state.diagnostics = state.editor.diagnostics;
     state.previewSlot = h("div", { class: "studio-preview-slot" });
     const addFile = h("button", { type: "button", class: "button", text: "Add file" });
     const check = h("button", { type: "button", class: "button", text: "Check", onclick: () => checkFiles(state) });
@@ -550,14 +687,14 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
         state.nameInput.removeAttribute("aria-invalid");
         if (state.pristine) {
           // The template follows the name until a file is edited.
-          setRows(state, templateFiles(state.nameInput.value));
+          state.editor.setFiles(templateFiles(state.nameInput.value));
         }
       });
     }
-    setRows(state, files);
+    state.editor.setFiles(files);
     addFile.addEventListener("click", () => {
       state.pristine = false;
-      addRow(state, "", "").pathInput.focus();
+      state.editor.addFile("", "").pathInput.focus();
       say("Added a file: give it a name and its contents.");
     });
     close.addEventListener("click", () => {
@@ -591,116 +728,10 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
     (state.nameInput || heading).focus();
   }
 
-  function setRows(state, files) {
-    state.rows = [];
-    replaceChildren(state.fileList);
-    for (const path of fileOrder(Object.keys(files))) {
-      addRow(state, path, typeof files[path] === "string" ? files[path] : files[path] || "");
-    }
-  }
-
-  /** One file's row; `content` is its text, or `{base64}` for a binary asset, which is kept as it is. */
-  function addRow(state, path, content) {
-    state.counter += 1;
-    const n = state.counter;
-    const binary = typeof content === "string" ? null : content;
-    const text = binary ? "" : content;
-    const pathInput = h("input", { id: `studio-path-${n}`, type: "text", value: path, autocomplete: "off", autocapitalize: "none", spellcheck: "false" });
-    const label = h("label", { for: `studio-text-${n}` });
-    const area = h("textarea", { id: `studio-text-${n}`, class: "studio-source", spellcheck: "false", autocapitalize: "none", autocomplete: "off", wrap: "off" });
-    area.value = text;
-    area.rows = Math.min(24, Math.max(6, text.split("\n").length + 1));
-    const remove = h("button", { type: "button", class: "button button-quiet button-danger", text: "Remove file" });
-    const head = h("div", { class: "studio-file-head" }, h("div", { class: "field" }, h("label", { for: `studio-path-${n}`, text: "File name" }), pathInput), remove);
-    const kept = binary ? h("p", { class: "hint", text: `A binary asset (${byteText(Math.floor((String(binary.base64 || "").length * 3) / 4))}): it is kept as it is; remove it or give it a new name.` }) : null;
-    const element = h("li", { class: "studio-file" }, head, binary ? kept : h("div", { class: "field" }, label, area));
-    const row = { pathInput, area, element, binary };
-    const relabel = () => {
-      const shown = pathInput.value.trim();
-      label.textContent = shown ? `Contents of ${shown}` : `Contents of new file ${n}`;
-      remove.setAttribute("aria-label", shown ? `Remove file ${shown}` : `Remove new file ${n}`);
-    };
-    relabel();
-    pathInput.addEventListener("input", () => {
-      state.pristine = false;
-      pathInput.removeAttribute("aria-invalid");
-      relabel();
-    });
-    area.addEventListener("input", () => {
-      state.pristine = false;
-    });
-    remove.addEventListener("click", () => {
-      state.pristine = false;
-      const index = state.rows.indexOf(row);
-      state.rows.splice(index, 1);
-      element.remove();
-      say(`Removed ${pathInput.value.trim() || "the new file"} from the package; it goes when you deploy.`);
-      const next = state.rows[Math.min(index, state.rows.length - 1)];
-      (next ? next.pathInput : state.buttons[0]).focus();
-    });
-    state.rows.push(row);
-    state.fileList.appendChild(element);
-    return row;
-  }
-
-  /** The files as `{path: text}`, or null after saying which name is missing or repeated. */
-  function filesOf(state) {
-    const files = {};
-    let problem = "";
-    let field = null;
-    for (const row of state.rows) {
-      const path = row.pathInput.value.trim();
-      if (path === "" || Object.prototype.hasOwnProperty.call(files, path)) {
-        problem = path === "" ? "Give every file a name (for example styles.css)." : `Two files are named ${path}: give each file its own name.`;
-        field = row.pathInput;
-        break;
-      }
-      files[path] = row.binary || row.area.value;
-    }
-    if (!problem && Object.keys(files).length === 0) {
-      problem = "The package has no files: add at least APP.md and index.html.";
-    }
-    if (!problem) {
-      return files;
-    }
-    fail({ message: problem });
-    if (field) {
-      field.setAttribute("aria-invalid", "true");
-      field.focus();
-    }
-    return null;
-  }
-
   function busy(state, on) {
     for (const button of state.buttons) {
       button.disabled = on;
     }
-  }
-
-  /** Focuses `path`'s textarea with `line` selected and scrolled into view. */
-  function focusLine(state, path, line) {
-    const row = state.rows.find((candidate) => candidate.pathInput.value.trim() === path && !candidate.binary);
-    if (!row) {
-      return;
-    }
-    row.area.focus();
-    if (Number.isInteger(line)) {
-      const range = lineRange(row.area.value, line);
-      row.area.setSelectionRange(range.start, range.end);
-      const height = parseFloat(getComputedStyle(row.area).lineHeight) || 20;
-      row.area.scrollTop = Math.max(0, (range.index - 2) * height);
-    }
-    row.element.scrollIntoView({ block: "nearest" });
-  }
-
-  /** The validator's answer under the files: each diagnostic with a file here is a button to its line. */
-  function showDiagnostics(state, ok, diagnostics, okText) {
-    const found = list(diagnostics);
-    const paths = new Set(state.rows.map((row) => row.pathInput.value.trim()));
-    const go = (d) => h("button", { type: "button", class: "studio-diagnostic", text: diagnosticText(d), onclick: () => focusLine(state, d.file, d.line) });
-    const item = (d) => h("li", {}, paths.has(d.file) ? go(d) : h("span", { text: diagnosticText(d) }));
-    const summary = ok ? h("p", { class: "studio-ok", text: okText }) : h("p", { class: "draft-strong", text: found.length > 0 ? `The package has ${plural(found.length, "problem")}:` : "The package does not validate." });
-    replaceChildren(state.diagnostics, summary, found.length > 0 ? h("ul", { class: "studio-diagnostic-list", "aria-label": "Problems found" }, found.map(item)) : null);
   }
 
   /** Runs `call` with the editor's buttons disabled, saying `doing`; answers its answer, or null after `failed(error)`. */
@@ -719,13 +750,13 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
   }
 
   async function checkFiles(state) {
-    const files = filesOf(state);
+    const files = state.editor.filesOf();
     const answer = files && (await attempt(state, "Checking the package…", () => api.checkMemberApp(state.app ? state.app.id : null, files)));
     if (!answer) {
       return;
     }
     const found = list(answer.diagnostics);
-    showDiagnostics(state, Boolean(answer.ok), found, "The package is valid: it can be deployed.");
+    state.editor.showDiagnostics(Boolean(answer.ok), found, "The package is valid: it can be deployed.");
     say(answer.ok ? "Checked: no problems found." : `Checked: ${plural(found.length, "problem")} found. Choose one to go to its line.`);
   }
 
@@ -734,7 +765,7 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
     const reason = error && error.details ? error.details.reason : "";
     const found = error && error.details ? list(error.details.diagnostics) : [];
     if (found.length > 0) {
-      showDiagnostics(state, false, found, "");
+      state.editor.showDiagnostics(false, found, "");
     }
     const stale = "The app changed since you opened it (another tab, or a revert). Open it again with Edit to get its latest files, then apply your change again.";
     const invalid = "Nothing was deployed: fix the problems listed under the files, then deploy again.";
@@ -745,7 +776,7 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
   }
 
   async function deploy(state) {
-    const files = filesOf(state);
+    const files = state.editor.filesOf();
     if (!files) {
       return;
     }
@@ -787,7 +818,7 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
    * every /mcp call carries Sasha-Preview and works on a scratch copy of the data.
    */
   async function openPreview(state) {
-    const files = filesOf(state);
+    const files = state.editor.filesOf();
     if (!files) {
       return;
     }
@@ -797,7 +828,7 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
     if (!saved) {
       return;
     }
-    showDiagnostics(state, Boolean(saved.ok), list(saved.diagnostics), "The draft is valid.");
+    state.editor.showDiagnostics(Boolean(saved.ok), list(saved.diagnostics), "The draft is valid.");
     if (!saved.ok) {
       say("The draft does not validate: the preview opens once the problems listed are fixed.");
       return;

@@ -8,11 +8,17 @@
 // arguments, its result and whether it worked, failed or was declined), and
 // streams a turn (`api.streamTurn`): the text grows as it arrives, and every
 // call the gateway does not mark read-only comes as a confirmation card that
-// says what would change (a file's diff, a row before and after, what
-// publishing applies, or the call's arguments) with Approve and Deny. Only
-// the person's click decides it (`POST /api/assistant/confirmations/:id`);
-// the model never sees the confirmation's id. Cancel aborts the stream,
-// which cancels the turn on the server.
+// leads with one sentence of what will happen (made by the server from the
+// call), then, behind "Show details", what would change (a file's diff, a
+// row before and after, what publishing applies, or the call's arguments),
+// with Approve and Deny. Only the person's click decides it
+// (`POST /api/assistant/confirmations/:id`); the model never sees the
+// confirmation's id. The server holds waiting confirmations: a reloaded
+// page, another tab or another device lists them
+// (`GET /api/assistant/confirmations`) and shows the same cards, and a page
+// that did not start a running turn follows it by reading the conversation
+// again until it ends. Closing the page does not end a turn; Cancel does
+// (`POST …/cancel`), and a call a turn never answered reads "Cancelled".
 //
 // The pure parts (`diffLineKind`, `rowFields`, `draftHref`, `prettyJson`,
 // `transcriptItems`, `callStatusText`) and the summary rendering are what
@@ -23,6 +29,8 @@ import * as api from "./api.js";
 import { errorText, h, replaceChildren } from "./dom.js";
 
 const NARROW = "(max-width: 767px)";
+/** How often a page reads again a running turn it does not stream. */
+const WATCH_INTERVAL_MS = 1500;
 
 function list(value) {
   return Array.isArray(value) ? value : [];
@@ -113,12 +121,16 @@ export function callStatusText(state) {
       ok: "Done",
       error: "Failed",
       declined: "Declined",
+      cancelled: "Cancelled",
     }[state] || state
   );
 }
 
-/** The state of a finished call from its `{ok, declined}`. */
+/** The state of a finished call from its `{ok, declined, cancelled}`. */
 export function resultState(result) {
+  if (result && result.cancelled) {
+    return "cancelled";
+  }
   if (result && result.declined) {
     return "declined";
   }
@@ -126,9 +138,32 @@ export function resultState(result) {
 }
 
 /**
+ * The state of a stored call with no result yet: waiting for a decision
+ * when one of `waiting` (call ids) is its, running while its turn runs, else
+ * cancelled (its turn ended without answering it).
+ */
+export function openCallState(callId, { running = false, waiting = new Set() } = {}) {
+  if (waiting.has(callId)) {
+    return "waiting";
+  }
+  return running ? "running" : "cancelled";
+}
+
+/** A deploy summary's files by change: `{added, changed, removed}`, each a list of paths. */
+export function fileChanges(summary) {
+  const changes = { added: [], changed: [], removed: [] };
+  for (const file of list(summary && summary.files)) {
+    const path = String((file && file.path) || "");
+    const kind = { create: "added", delete: "removed" }[file && file.change] || "changed";
+    changes[kind].push(path);
+  }
+  return changes;
+}
+
+/**
  * A stored transcript (`GET /api/assistant/conversations/:id`'s `messages`)
  * as what the pane shows, in order: `{kind: "user"|"assistant", text}` and
- * `{kind: "call", id, tool, arguments, result: {ok, declined, text}|null}`
+ * `{kind: "call", id, tool, arguments, result: {ok, declined, cancelled, text}|null}`
  * (each tool message joined to its call by `tool_call_id`).
  */
 export function transcriptItems(messages) {
@@ -152,7 +187,7 @@ export function transcriptItems(messages) {
       }
     } else if (message.role === "tool") {
       const ui = message.ui || {};
-      const result = { ok: Boolean(ui.ok), declined: Boolean(ui.declined), text: typeof ui.shown === "string" ? ui.shown : String(message.content ?? "") };
+      const result = { ok: Boolean(ui.ok), declined: Boolean(ui.declined), cancelled: Boolean(ui.cancelled), text: typeof ui.shown === "string" ? ui.shown : String(message.content ?? "") };
       const item = calls.get(message.tool_call_id);
       if (item) {
         item.result = result;
@@ -359,12 +394,35 @@ export function renderSummary(summary) {
   }
 }
 
+/** A deploy's files added, changed and removed, counted and named, before any diff. */
+function fileChangeList(summary) {
+  if (!summary || summary.kind !== "deploy") {
+    return null;
+  }
+  const changes = fileChanges(summary);
+  const rows = [
+    ["added", "Added"],
+    ["changed", "Changed"],
+    ["removed", "Removed"],
+  ]
+    .filter(([key]) => changes[key].length > 0)
+    .map(([key, label]) => h("li", {}, h("span", { class: "assistant-strong", text: `${label} (${changes[key].length}): ` }), changes[key].join(", ")));
+  return h(
+    "ul",
+    { class: "assistant-list assistant-file-changes", "aria-label": "Files" },
+    rows.length > 0 ? rows : h("li", { text: "No file changes." }),
+    summary.ok === false ? h("li", { class: "assistant-strong", text: "It does not validate: see the problems in the details." }) : null,
+  );
+}
+
 /**
- * The card for one `confirmation` event: what would change, Approve and
- * Deny. `decide(approve)` posts the decision (both buttons are disabled at
- * the click). Answers `{element, decided(approved), settle(text)}`:
- * `decided` shows the server's `decided` event, `settle` ends a card no
- * longer waiting.
+ * The card for one confirmation (a turn's `confirmation` event, or one of
+ * `GET /api/assistant/confirmations`): its title, the sentence of what will
+ * happen, a deploy's files by change, then the details behind "Show
+ * details", with Approve and Deny. `decide(approve)` posts the decision
+ * (both buttons are disabled at the click). Answers `{element,
+ * decided(approved), settle(text)}`: `decided` shows the server's `decided`
+ * event, `settle` ends a card no longer waiting.
  */
 export function confirmationCard(event, { decide, onUnauthenticated = () => {}, onOpenDraft = () => {} }) {
   const title = event.title || event.tool || "A change";
@@ -378,15 +436,22 @@ export function confirmationCard(event, { decide, onUnauthenticated = () => {}, 
     "section",
     { class: "assistant-card", "aria-label": `Confirm: ${title}`, dataset: { confirmation: "waiting", tool: String(event.tool || "") } },
     h("h3", { class: "assistant-card-title", text: title }),
-    h(
-      "p",
-      { class: "assistant-card-meta" },
-      event.app ? `App ${event.app} · ` : "",
-      "tool ",
-      h("code", { text: String(event.tool || "") }),
-    ),
-    renderSummary(event.summary),
+    event.sentence ? h("p", { class: "assistant-card-sentence", text: String(event.sentence) }) : null,
+    fileChangeList(event.summary),
     href ? h("p", {}, h("a", { href, text: "Open the draft", onclick: () => onOpenDraft() })) : null,
+    h(
+      "details",
+      { class: "assistant-card-details" },
+      h("summary", { text: "Show details" }),
+      h(
+        "p",
+        { class: "assistant-card-meta" },
+        event.app ? `App ${event.app} · ` : "",
+        "tool ",
+        h("code", { text: String(event.tool || "") }),
+      ),
+      renderSummary(event.summary),
+    ),
     alert,
     h("div", { class: "assistant-card-actions" }, approve, deny),
     status,
@@ -414,7 +479,7 @@ export function confirmationCard(event, { decide, onUnauthenticated = () => {}, 
       status.textContent = "";
       alert.hidden = false;
       alert.textContent = errorText(error);
-      if (error && error.status === 404) {
+      if (error && (error.status === 404 || error.status === 409)) {
         settled = true;
         element.dataset.confirmation = "gone";
       } else {
@@ -460,8 +525,11 @@ function bubble(kind, text) {
   };
 }
 
-/** A tool call as a collapsible block: its tool, status, arguments and (later) result. */
-export function callBlock({ id, tool, arguments: args, result = null }) {
+/**
+ * A tool call as a collapsible block: its tool, status, arguments and
+ * (later) result; `open` is the state of a call with no result yet.
+ */
+export function callBlock({ id, tool, arguments: args, result = null, open = "running" }) {
   const state = h("span", { class: "assistant-call-status" });
   const resultSlot = h("div", { class: "assistant-call-result" });
   const element = h(
@@ -487,7 +555,7 @@ export function callBlock({ id, tool, arguments: args, result = null }) {
   if (result) {
     setResult(result);
   } else {
-    setState("running");
+    setState(open);
   }
   return { element, setState, setResult };
 }
@@ -551,8 +619,10 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
     loading: null,
     conversations: [],
     currentId: null,
-    /** The running turn: `{controller, bubble, calls, cards, changed}`. */
+    /** The running turn this page streams: `{controller, bubble, calls, cards, changed}`. */
     turn: null,
+    /** A running turn this page follows (started elsewhere, or before a reload): `{id, timer, seen}`. */
+    watch: null,
     /** Bumped by each transcript load, so a slower earlier one gives up. */
     generation: 0,
   };
@@ -615,19 +685,112 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
     replaceChildren(unavailable, h("p", { class: "assistant-strong", text: "The assistant is not set up." }), h("p", { text: text || "No model is configured." }));
   };
 
-  const renderItems = (items) => {
-    if (items.length === 0) {
+  /** The transcript, then the cards of `waiting` (this conversation's confirmations); `running` says whether its turn runs. */
+  const renderItems = (items, { running = false, waiting = [] } = {}) => {
+    if (items.length === 0 && waiting.length === 0) {
       replaceChildren(transcript, emptyNote());
       return;
     }
+    const open = { running, waiting: new Set(waiting.map((card) => card.callId)) };
+    const cards = waiting.map((card) => {
+      const shown = confirmationCard(card, {
+        decide: (approve) => api.decideConfirmation(card.id, approve, card.conversation),
+        onUnauthenticated,
+        onOpenDraft: openedDraft,
+      });
+      return h("li", { class: "assistant-card-item" }, shown.element);
+    });
+    const atBottom = nearBottom();
     replaceChildren(
       transcript,
-      items.map((item) => (item.kind === "call" ? h("li", { class: "assistant-call-item" }, callBlock(item).element) : bubble(item.kind, item.text).element)),
+      items.map((item) =>
+        item.kind === "call"
+          ? h("li", { class: "assistant-call-item" }, callBlock({ ...item, open: openCallState(item.id, open) }).element)
+          : bubble(item.kind, item.text).element,
+      ),
+      cards,
     );
-    transcript.scrollTop = transcript.scrollHeight;
+    if (atBottom || waiting.length > 0) {
+      transcript.scrollTop = transcript.scrollHeight;
+    }
   };
 
+  const openedDraft = () => {
+    if (window.matchMedia(NARROW).matches) {
+      close();
+    }
+  };
+
+  /** The conversation `id` and the person's confirmations waiting in it. */
+  async function readConversation(id) {
+    const [conversation, waiting] = await Promise.all([api.getConversation(id), api.listConfirmations()]);
+    return { conversation, waiting: list(waiting && waiting.confirmations).filter((card) => card && card.conversation === id) };
+  }
+
+  const stopWatching = () => {
+    if (pane.watch) {
+      clearTimeout(pane.watch.timer);
+      pane.watch = null;
+    }
+  };
+
+  /**
+   * Follows conversation `id`'s running turn, which this page does not
+   * stream: reads it again every few seconds and redraws what changed,
+   * until the turn ends (or the person opens another conversation).
+   */
+  function watch(id, seen) {
+    stopWatching();
+    const watching = { id, timer: 0, seen };
+    pane.watch = watching;
+    setBusy(true);
+    // Following is only reading: another conversation may be opened.
+    picker.disabled = false;
+    newButton.disabled = false;
+    const tick = async () => {
+      let read;
+      try {
+        read = await readConversation(id);
+      } catch (error) {
+        if (pane.watch !== watching) {
+          return;
+        }
+        if (error && error.status === 401) {
+          stopWatching();
+          onUnauthenticated();
+          return;
+        }
+        watching.timer = setTimeout(tick, WATCH_INTERVAL_MS);
+        return;
+      }
+      if (pane.watch !== watching) {
+        return;
+      }
+      const running = Boolean(read.conversation.running);
+      const signature = JSON.stringify([read.conversation.messages, read.waiting.map((card) => card.id), running]);
+      if (signature !== watching.seen) {
+        watching.seen = signature;
+        renderItems(transcriptItems(read.conversation.messages), { running, waiting: read.waiting });
+      }
+      if (running) {
+        say(read.waiting.length > 0 ? "Waiting for your decision." : "The assistant is working…");
+        watching.timer = setTimeout(tick, WATCH_INTERVAL_MS);
+      } else {
+        stopWatching();
+        setBusy(false);
+        say("");
+        await refreshList();
+        await onAppsChanged();
+      }
+    };
+    watching.timer = setTimeout(tick, WATCH_INTERVAL_MS);
+  }
+
   async function showConversation(id) {
+    stopWatching();
+    if (!pane.turn) {
+      setBusy(false);
+    }
     pane.currentId = id;
     renderPicker();
     clearAlert();
@@ -638,9 +801,9 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
       return;
     }
     say("Loading the conversation…");
-    let conversation;
+    let read;
     try {
-      conversation = await api.getConversation(id);
+      read = await readConversation(id);
     } catch (error) {
       if (generation === pane.generation) {
         fail(error);
@@ -650,8 +813,12 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
     if (generation !== pane.generation) {
       return;
     }
-    say("");
-    renderItems(transcriptItems(conversation.messages));
+    const running = Boolean(read.conversation.running);
+    say(read.waiting.length > 0 ? "Waiting for your decision." : "");
+    renderItems(transcriptItems(read.conversation.messages), { running, waiting: read.waiting });
+    if (running && !pane.turn) {
+      watch(id, JSON.stringify([read.conversation.messages, read.waiting.map((card) => card.id), running]));
+    }
   }
 
   async function load() {
@@ -659,8 +826,9 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
     clearAlert();
     let answer;
     let listing;
+    let waiting;
     try {
-      [answer, listing] = await Promise.all([api.assistantStatus(), api.listConversations()]);
+      [answer, listing, waiting] = await Promise.all([api.assistantStatus(), api.listConversations(), api.listConfirmations()]);
     } catch (error) {
       fail(error);
       pane.loaded = false;
@@ -677,7 +845,9 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
     }
     pane.conversations = list(listing.conversations);
     say("");
-    await showConversation(pane.conversations.length > 0 ? pane.conversations[0].id : null);
+    // A change waiting for the person comes first: its conversation opens.
+    const first = list(waiting && waiting.confirmations).find((card) => pane.conversations.some((c) => c.id === card.conversation));
+    await showConversation(first ? first.conversation : pane.conversations.length > 0 ? pane.conversations[0].id : null);
   }
 
   async function refreshList() {
@@ -718,13 +888,9 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
           block.setState("waiting");
         }
         const card = confirmationCard(event, {
-          decide: (approve) => api.decideConfirmation(event.id, approve),
+          decide: (approve) => api.decideConfirmation(event.id, approve, event.conversation),
           onUnauthenticated,
-          onOpenDraft: () => {
-            if (window.matchMedia(NARROW).matches) {
-              close();
-            }
-          },
+          onOpenDraft: openedDraft,
         });
         turn.cards.set(event.id, card);
         turn.cardsByCall.set(event.callId, card);
@@ -758,6 +924,12 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
         break;
       case "error":
         turn.ended = true;
+        // The server stored every call the turn did not answer as cancelled.
+        for (const block of turn.calls.values()) {
+          if (block.element.dataset.state === "running" || block.element.dataset.state === "waiting") {
+            block.setState("cancelled");
+          }
+        }
         add(h("li", { class: "assistant-error alert", role: "alert", text: errorText(event.error || {}) }));
         say("");
         break;
@@ -767,7 +939,7 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
   }
 
   async function send() {
-    if (pane.turn) {
+    if (pane.turn || pane.watch) {
       return;
     }
     clearAlert();
@@ -805,14 +977,19 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
     transcript.scrollTop = transcript.scrollHeight;
     prompt.value = "";
     say("The assistant is answering…");
+    let cutOff = false;
     try {
       await api.streamTurn(id, text, { signal: turn.controller.signal, onEvent: (event) => onEvent(turn, event) });
-      if (!turn.ended) {
-        add(h("li", { class: "assistant-error alert", role: "alert", text: "The answer was cut off before it ended. Try again." }));
-        say("");
-      }
+      // The stream ended early (a network cut): the turn may well go on on
+      // the server, so the conversation is read again and followed.
+      cutOff = !turn.ended;
     } catch (error) {
       if (error && error.name === "AbortError") {
+        for (const block of turn.calls.values()) {
+          if (block.element.dataset.state === "running" || block.element.dataset.state === "waiting") {
+            block.setState("cancelled");
+          }
+        }
         add(h("li", { class: "assistant-note hint", text: "Cancelled. Nothing waiting for a decision was run." }));
         say("Cancelled.");
       } else if (error && error.status === 401) {
@@ -838,6 +1015,9 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
       }
       setBusy(false);
     }
+    if (cutOff && pane.currentId === id) {
+      await showConversation(id);
+    }
     await refreshList();
     if (turn.changed) {
       await onAppsChanged();
@@ -854,10 +1034,29 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
       send();
     }
   });
-  cancelButton.addEventListener("click", () => {
+  cancelButton.addEventListener("click", async () => {
+    const id = pane.currentId;
+    if (!id || (!pane.turn && !pane.watch)) {
+      return;
+    }
+    say("Cancelling…");
+    cancelButton.disabled = true;
+    try {
+      // Closing the stream alone leaves the turn running on the server.
+      await api.cancelTurn(id);
+    } catch (error) {
+      if (error && error.status === 401) {
+        onUnauthenticated();
+        return;
+      }
+      fail(error);
+    } finally {
+      cancelButton.disabled = false;
+    }
     if (pane.turn) {
-      say("Cancelling…");
       pane.turn.controller.abort();
+    } else if (pane.watch) {
+      await showConversation(id);
     }
   });
   picker.addEventListener("change", () => {
@@ -923,8 +1122,13 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
     open,
     close,
     isOpen: () => !element.hidden,
-    /** Stops a running turn (signing out, the shell going away). */
+    /**
+     * Stops following turns (signing out, the shell going away). A turn goes
+     * on without the page; its confirmations wait for the person's next
+     * visit or lapse.
+     */
     dispose() {
+      stopWatching();
       if (pane.turn) {
         pane.turn.controller.abort();
       }

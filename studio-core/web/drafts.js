@@ -16,9 +16,18 @@
 // the draft shown, so a change made to the draft after this page drew it (by
 // an assistant or another person) is refused, not published unseen: the page
 // then shows the draft as it is now to review again.
+//
+// "Start a draft" (and "Edit files" on a draft) opens App Studio's package
+// editor (appstudio.js's `packageEditor`) on the draft's files: Check writes
+// each changed file into the draft and deletes each removed one
+// (`PUT|DELETE /api/apps/:id/draft/files`, the source tools' own rules, each
+// write carrying the version it read), then reviews the draft again and lists
+// its diagnostics under the files, each a button to its line. Publish stays
+// disabled until the draft differs from the live app and validates.
 
 import * as api from "./api.js";
 import { errorText, h, replaceChildren } from "./dom.js";
+import { packageEditor } from "./appstudio.js";
 import { createHost } from "./host.js";
 import { ROLES } from "./vocabulary.js";
 
@@ -185,9 +194,12 @@ export function draftPanel({
   const status = h("p", { class: "status", role: "status", "aria-live": "polite" });
   const alert = h("div", { class: "alert draft-alert", role: "alert", hidden: true });
   const body = h("div", { class: "draft-body" });
+  const editorSlot = h("div", { class: "draft-editor-slot" });
   /** The draft shown, and the preview's host when one is open. */
   let draft = null;
   let previewHost = null;
+  /** The open editor: `{editor, versions, saved, buttons}`. */
+  let editing = null;
 
   const say = (text) => {
     status.textContent = text;
@@ -244,6 +256,7 @@ export function draftPanel({
     }
     draft = answer && answer.draft ? answer.draft : null;
     if (!draft) {
+      closeEditor();
       drawNoDraft();
       say("");
       return;
@@ -253,6 +266,7 @@ export function draftPanel({
   }
 
   function drawNoDraft() {
+    closeEditor();
     const start = h("button", { type: "button", class: "button button-primary", text: "Start a draft" });
     start.addEventListener("click", async () => {
       start.disabled = true;
@@ -266,17 +280,15 @@ export function draftPanel({
         return;
       }
       await load();
-      const heading = body.querySelector("h3");
-      if (heading) {
-        heading.setAttribute("tabindex", "-1");
-        heading.focus();
+      if (draft) {
+        await openEditor();
       }
     });
     replaceChildren(
       body,
       h("h3", { class: "draft-title", text: "No draft" }),
       h("p", {
-        text: `${app.name} has no draft. A draft is a private working copy of the app's files: the MCP source tools edit it when called with draft: true (by an assistant or an MCP client), and the live app stays as it is until someone publishes the draft here.`,
+        text: `${app.name} has no draft. A draft is a private working copy of the app's files: edit it here (Start a draft opens its files), or let an assistant or an MCP client edit it with the source tools and draft: true. The live app stays as it is until someone publishes the draft here.`,
       }),
       h("div", { class: "form-actions" }, start),
     );
@@ -287,6 +299,9 @@ export function draftPanel({
     const review = draft.review || {};
     if (draft.stale) {
       return "Publishing is refused: the live app changed since this draft began.";
+    }
+    if (list(draft.changes).length === 0) {
+      return "Nothing to publish yet: the draft does not differ from the live app.";
     }
     if (!draft.status || !draft.status.ok) {
       return "Publishing needs a draft that validates: fix the problems listed above.";
@@ -316,6 +331,7 @@ export function draftPanel({
       : null;
     const publishButton = h("button", { type: "button", class: "button button-primary", text: "Publish…" });
     const discardButton = h("button", { type: "button", class: "button button-danger", text: "Discard draft…" });
+    const editButton = editing ? null : h("button", { type: "button", class: "button", text: "Edit files", onclick: () => openEditor() });
     const blocker = publishBlocker();
     if (blocker) {
       publishButton.disabled = true;
@@ -384,12 +400,134 @@ export function draftPanel({
           : null,
         readWideningWarning(review),
       ),
-      h("div", { class: "form-actions draft-actions" }, previewButton, publishButton, discardButton),
+      h("div", { class: "form-actions draft-actions" }, editButton, previewButton, publishButton, discardButton),
       blocker ? h("p", { class: "hint", id: "draft-publish-blocker", text: blocker }) : null,
       !ok ? h("p", { class: "hint", text: "Preview opens once the draft validates." }) : null,
       confirmSlot,
       previewSlot,
     );
+  }
+
+  function closeEditor() {
+    editing = null;
+    replaceChildren(editorSlot);
+  }
+
+  /** Opens the package editor on the draft's files. */
+  async function openEditor() {
+    clearAlert();
+    const said = status.textContent;
+    say("Loading the draft's files…");
+    let answer;
+    try {
+      answer = await api.draftFiles(app.id);
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    say(said);
+    const files = list(answer && answer.files);
+    const shown = (file) => (file.encoding ? { base64: String(file.content || "") } : String(file.content ?? ""));
+    const checkButton = h("button", { type: "button", class: "button button-primary", text: "Check" });
+    const addButton = h("button", { type: "button", class: "button", text: "Add file" });
+    const closeButton = h("button", { type: "button", class: "button button-quiet", text: "Close editor" });
+    const editor = packageEditor({ say, fail, fallbackFocus: () => addButton, removed: "it leaves the draft when you check" });
+    editing = {
+      editor,
+      versions: new Map(files.map((file) => [file.path, file.version])),
+      saved: new Map(files.map((file) => [file.path, shown(file)])),
+      buttons: [checkButton, addButton],
+    };
+    editor.setFiles(Object.fromEntries(files.map((file) => [file.path, shown(file)])));
+    checkButton.addEventListener("click", () => check());
+    addButton.addEventListener("click", () => {
+      editor.addFile("", "").pathInput.focus();
+      say("Added a file: give it a name and its contents.");
+    });
+    closeButton.addEventListener("click", () => {
+      closeEditor();
+      drawDraft();
+      say("The editor is closed; the draft keeps what was checked.");
+    });
+    replaceChildren(
+      editorSlot,
+      h(
+        "section",
+        { class: "draft-section draft-editor", "aria-labelledby": "draft-editor-heading" },
+        h("div", { class: "panel-header" }, h("h3", { id: "draft-editor-heading", tabindex: "-1", text: "Edit the draft's files" }), closeButton),
+        h("p", { class: "hint", text: "Change the files below, then Check: it saves them into the draft (never the live app) and lists any problem under the files. Preview and Publish use what was checked." }),
+        editor.fileList,
+        h("div", { class: "form-actions" }, addButton),
+        editor.diagnostics,
+        h("div", { class: "form-actions" }, checkButton),
+      ),
+    );
+    if (draft) {
+      drawDraft();
+    }
+    editorSlot.querySelector("#draft-editor-heading").focus();
+  }
+
+  /** Whether the editor's `content` for a file is what the draft holds. */
+  function same(saved, content) {
+    if (typeof saved === "string" || typeof content === "string") {
+      return saved === content;
+    }
+    return Boolean(saved) && Boolean(content) && saved.base64 === content.base64;
+  }
+
+  /** Check: writes each changed file into the draft, deletes each removed one, then reviews it again. */
+  async function check() {
+    const open = editing;
+    if (!open) {
+      return;
+    }
+    const files = open.editor.filesOf();
+    if (!files) {
+      return;
+    }
+    clearAlert();
+    for (const button of open.buttons) {
+      button.disabled = true;
+    }
+    say("Saving the changed files into the draft…");
+    try {
+      for (const [path, content] of Object.entries(files)) {
+        if (open.saved.has(path) && same(open.saved.get(path), content)) {
+          continue;
+        }
+        const file = typeof content === "string" ? { path, content } : { path, content: content.base64, encoding: "base64" };
+        if (open.versions.has(path)) {
+          file.expectedVersion = open.versions.get(path);
+        }
+        const written = await api.writeDraftFile(app.id, file);
+        open.versions.set(path, written.version);
+        open.saved.set(path, content);
+      }
+      for (const path of [...open.saved.keys()]) {
+        if (!Object.prototype.hasOwnProperty.call(files, path)) {
+          await api.deleteDraftFile(app.id, path, open.versions.get(path));
+          open.saved.delete(path);
+          open.versions.delete(path);
+        }
+      }
+    } catch (error) {
+      fail(error);
+      return;
+    } finally {
+      for (const button of open.buttons) {
+        button.disabled = false;
+      }
+    }
+    await closePreview();
+    await load(true);
+    if (editing !== open || !draft) {
+      return;
+    }
+    const found = draft.status ? list(draft.status.diagnostics) : [];
+    const ok = Boolean(draft.status && draft.status.ok);
+    open.editor.showDiagnostics(ok, found, "Checked: the draft validates. Preview it, then publish.");
+    say(ok ? "Checked: the draft validates." : `Checked: ${found.length} problem${found.length === 1 ? "" : "s"} found. Choose one to go to its line.`);
   }
 
   function fileDetails(file, open) {
@@ -592,6 +730,7 @@ export function draftPanel({
     alert,
     status,
     body,
+    editorSlot,
   );
   load();
   return panel;

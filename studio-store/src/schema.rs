@@ -481,6 +481,31 @@ CREATE TABLE invitation_grants (
 ) STRICT;
 "#,
     },
+    Migration {
+        version: 16,
+        name: "assistant approvals",
+        sql: r#"
+-- The Studio assistant's approvals (see store/approvals.rs): each change a
+-- turn asks the person to approve, with the card the page shows, until it is
+-- decided, lapses, is cancelled, or expires because Studio restarted. The id
+-- is random and only ever decided by its own user, for its own conversation,
+-- once (outcome goes from NULL to one value).
+CREATE TABLE assistant_approvals (
+    id              TEXT PRIMARY KEY,
+    user_id         TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    conversation_id TEXT NOT NULL REFERENCES assistant_conversations(id) ON DELETE CASCADE,
+    call_id         TEXT NOT NULL,
+    tool            TEXT NOT NULL,
+    card_json       TEXT NOT NULL,
+    created_at      INTEGER NOT NULL,
+    expires_at      INTEGER NOT NULL,
+    decided_at      INTEGER,
+    outcome         TEXT CHECK (outcome IN ('approved', 'declined', 'lapsed', 'cancelled', 'expired')),
+    CHECK ((decided_at IS NULL) = (outcome IS NULL))
+) STRICT;
+CREATE INDEX assistant_approvals_waiting ON assistant_approvals(user_id, decided_at);
+"#,
+    },
 ];
 
 /// The name of the migration that makes user names case-insensitive, before
@@ -617,7 +642,8 @@ mod tests {
                 (12, 2),
                 (13, 2),
                 (14, 2),
-                (15, 2)
+                (15, 2),
+                (16, 2)
             ]
         );
         let users: i64 = connection
@@ -633,7 +659,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 15);
+        assert_eq!(latest_version(), 16);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -675,6 +701,7 @@ mod tests {
                 (13, "invitations and personal tokens".to_owned(), 3),
                 (14, "member app shares".to_owned(), 3),
                 (15, CASE_FOLDED_NAMES.to_owned(), 3),
+                (16, "assistant approvals".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

@@ -5,7 +5,8 @@
 //     right column at 1440 px; over the main area with Close at 375 px, no
 //     horizontal overflow); Shift+Enter is a new line, Enter sends;
 //  2. "Build me an expense log": the createApp call comes as a confirmation
-//     card (title, app, tool, its arguments); Approve disables both buttons
+//     card (a sentence of what will happen, then behind "Show details" the
+//     app, tool and its arguments); Approve disables both buttons
 //     and says "Approved"; the call then succeeds; the read-only
 //     listAppFiles gets no card; the answer streams in; the sidebar lists
 //     the new app;
@@ -133,6 +134,9 @@ async function scenario(page) {
   const createCard = pane.locator('.assistant-card[data-tool="createApp"]');
   await createCard.waitFor({ timeout: 30_000 });
   const createText = await createCard.textContent();
+  checks.ok((await createCard.locator(".assistant-card-sentence").textContent()).startsWith("Creates a new app “Expense log” (expense-log)"), "the card leads with what will happen", createText);
+  checks.ok(!(await createCard.getByLabel("Arguments").isVisible()), "its JSON waits behind Show details");
+  await createCard.getByText("Show details", { exact: true }).click();
   checks.ok(createText.includes("App expense-log") && createText.includes("tool createApp"), "the card names the app and the tool", createText);
   checks.ok(createText.includes('"name": "Expense log"') && createText.includes('"withTable": true'), "and shows the arguments as JSON", createText);
   const createCall = pane.locator('.assistant-call[data-tool="createApp"]');
@@ -261,7 +265,9 @@ async function scenario(page) {
   const publishCard = pane.locator('.assistant-card[data-tool="publishAppDraft"]');
   await publishCard.waitFor({ timeout: 30_000 });
   const publishText = await publishCard.textContent();
-  checks.ok(publishText.includes("Publishing makes the draft the live app for every user."), "the publish card says what publishing does", publishText);
+  checks.ok((await publishCard.locator(".assistant-card-sentence").textContent()).startsWith("Makes your draft of expense-log live for everyone who uses it:"), "the publish card says what publishing does", publishText);
+  await publishCard.getByText("Show details", { exact: true }).click();
+  checks.ok(publishText.includes("Publishing makes the draft the live app for every user."), "and its details say it again", publishText);
   const changed = await publishCard.getByRole("list", { name: "Files changed" }).textContent();
   checks.ok(changed.includes("app.js"), "and lists the files changed", changed);
   checks.ok(!changed.includes("notes.md"), "not the declined one", changed);
@@ -293,6 +299,8 @@ async function scenario(page) {
   await ask(pane, "Log a coffee");
   const rowCard = pane.locator(`.assistant-card[data-tool="${ROW_TOOL}"]`);
   await rowCard.waitFor({ timeout: 30_000 });
+  checks.ok((await rowCard.locator(".assistant-card-sentence").textContent()).startsWith("Adds a row (title) to the items table of expense-log, as you"), "the row card says which table and fields", await rowCard.textContent());
+  await rowCard.getByText("Show details", { exact: true }).click();
   const table = rowCard.getByRole("table", { name: "New row" });
   const cells = await table.locator("tbody tr").first().locator("th, td").allTextContents();
   checks.equal(cells, ["title", "—", "Coffee"], "the card shows the new row's values");

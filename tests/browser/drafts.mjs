@@ -191,6 +191,9 @@ async function run() {
   await panel.getByRole("button", { name: "Start a draft" }).click();
   await panel.getByText("The draft validates.").waitFor({ timeout: 20_000 });
   await panel.getByText("No file differs from the live app yet.").waitFor();
+  checks.ok(await panel.getByRole("button", { name: "Publish…" }).isDisabled(), "a draft that does not differ from the live app cannot be published");
+  await panel.getByText("Nothing to publish yet: the draft does not differ from the live app.").waitFor();
+  checks.ok(true, "and the page says why");
   await panel.getByRole("button", { name: "Discard draft…" }).click();
   await confirm.getByRole("heading", { name: "Discard this draft?" }).waitFor();
   await screenshot(page, "draft-discard", confirm);

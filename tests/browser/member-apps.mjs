@@ -145,6 +145,9 @@ async function run() {
   await deployCard.waitFor({ timeout: 30_000 });
   const deployText = await deployCard.textContent();
   checks.ok(deployText.includes("New member app") && deployText.includes(LOG), "the deploy card names the new member app", deployText);
+  const deploySentence = await deployCard.locator(".assistant-card-sentence").textContent();
+  checks.ok(deploySentence.startsWith(`Creates your app “${LOG}” with `) && deploySentence.includes("only you see it until you share it"), "and says first what the deploy does and who sees it", deploySentence);
+  checks.ok((await deployCard.getByRole("list", { name: "Files" }).textContent()).includes("app.js"), "and names the files added before any diff");
   const deployDiff = await deployCard.getByLabel("Changes to app.js").textContent();
   checks.ok(deployDiff.includes("+const form"), "and shows the code being deployed", deployDiff.slice(0, 400));
   await screenshot(bob, "assistant-deploy-card", deployCard);
@@ -175,6 +178,9 @@ async function run() {
   await pane.locator('.assistant-call[data-tool="readMyApp"][data-state="ok"]').waitFor({ timeout: 30_000 });
   const draftCard = pane.locator('.assistant-card[data-tool="draftMyApp"]');
   await draftCard.waitFor({ timeout: 30_000 });
+  const draftSentence = await draftCard.locator(".assistant-card-sentence").textContent();
+  checks.ok(/changed \([^)]*index\.html\)/.test(draftSentence) && draftSentence.includes("the live app does not change"), "the draft card says which file changes and that nothing goes live", draftSentence);
+  await draftCard.getByText("Show details", { exact: true }).click();
   await draftCard.getByText("A draft (not live) of your member app").waitFor();
   checks.ok((await draftCard.getByLabel("Changes to index.html").textContent()).includes("+    <h1>Bob's habits</h1>"), "the draft card shows the change to be previewed");
   await draftCard.getByRole("button", { name: "Approve" }).click();
@@ -192,7 +198,14 @@ async function run() {
   await bobEditor.getByRole("button", { name: "Close preview" }).click();
   await pane.getByLabel("Message").fill("Looks good, deploy it");
   await pane.getByLabel("Message").press("Enter");
-  const updateCard = pane.locator('.assistant-card[data-tool="deployMyApp"]').last();
+  // The second deploy card (the first created the app).
+  const updateCard = pane.locator('.assistant-card[data-tool="deployMyApp"]').nth(1);
+  await updateCard.waitFor({ timeout: 30_000 });
+  const updateSentence = await updateCard.locator(".assistant-card-sentence").textContent();
+  checks.ok(/live: \d+ files? changed \([^)]*index\.html\)/.test(updateSentence) && updateSentence.includes("People you shared it with get it at once"), "the update card counts and names the changed file and says who gets it", updateSentence);
+  const updateFiles = await updateCard.getByRole("list", { name: "Files" }).textContent();
+  checks.ok(updateFiles.startsWith("Changed (") && updateFiles.includes("index.html") && !updateFiles.includes("app.js"), "its file list names the changed files before the diff", updateFiles);
+  await updateCard.getByText("Show details", { exact: true }).click();
   await updateCard.getByText("New version of your member app").waitFor({ timeout: 30_000 });
   checks.ok((await updateCard.getByLabel("Changes to index.html").textContent()).includes("+    <h1>Bob's habits</h1>"), "the update card shows only the changed file's diff");
   checks.equal(await updateCard.getByLabel("Changes to app.js").count(), 0, "and not the unchanged ones");

@@ -374,3 +374,118 @@ async fn the_assistant_builds_an_app_and_uses_it_with_every_change_approved() {
         .unwrap();
     assert_eq!(coffee, 1, "the approved row exists once");
 }
+
+/// Approvals held by the server (`tests/browser/assistant-approvals.mjs`):
+/// a pending card survives a reload and shows in a second tab; approved
+/// after the reload, the call runs once; declined from the second tab, the
+/// first tab's card says so; a turn abandoned by a closed tab and cancelled
+/// from the other reads "Cancelled", never "Running…".
+#[tokio::test]
+async fn approvals_survive_a_reload_and_show_in_every_tab() {
+    browser::require();
+    let script = vec![
+        // 1. Approved in a reloaded tab.
+        calls(vec![(
+            "createApp",
+            json!({"app": "notes", "name": "Notes", "description": "Team notes", "withTable": true}),
+        )]),
+        Step::Text("I created Notes.".to_owned()),
+        // 2. Declined in the second tab.
+        calls(vec![(
+            "writeAppFile",
+            json!({"app": "notes", "path": "notes.md", "content": "# Notes\n", "draft": true}),
+        )]),
+        Step::Text("Understood, I left it.".to_owned()),
+        // 3. Abandoned, then cancelled: the model is not asked again.
+        calls(vec![(
+            "writeAppFile",
+            json!({"app": "notes", "path": "more.md", "content": "# More\n", "draft": true}),
+        )]),
+    ];
+    let fake = FakeLlm::start(fake_llm::script(script)).await;
+    let state = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let up = UpProcess::start_with(
+        state.path(),
+        port,
+        &[
+            ("SASHA_BUNDLED_APPS", "off"),
+            ("SASHA_CHAT_BASE_URL", fake.base_url.as_str()),
+            ("SASHA_CHAT_MODEL", "fake"),
+        ],
+    )
+    .await;
+    let admin: Value = serde_json::from_str(
+        &std::fs::read_to_string(state.path().join("dev-admin.json")).unwrap(),
+    )
+    .unwrap();
+    let studio = format!("http://localhost:{port}");
+    let artifacts = browser_artifacts().join("assistant-approvals");
+    let output = BrowserScript::start(
+        "assistant-approvals",
+        &[
+            ("STUDIO_URL", &studio),
+            ("ADMIN_USER", &admin["username"].as_str().unwrap()),
+            ("ADMIN_PASSWORD", &admin["password"].as_str().unwrap()),
+            ("ARTIFACTS", &artifacts),
+        ],
+    )
+    .finish(SCENARIO_TIMEOUT, up_stderr_tail(&up))
+    .await;
+    common::browser::screenshots(&output, 10);
+    let confirmations: Vec<&str> = output
+        .lines()
+        .filter_map(|line| line.strip_prefix("confirmation "))
+        .collect();
+    // Approve, its replay, Deny (the cancel decides nothing).
+    assert_eq!(confirmations.len(), 3, "{output}");
+
+    // The model was asked five times: the cancelled turn went no further.
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 5, "{requests:#?}");
+    let created = fake_llm::last_tool_result(&requests[1]);
+    assert!(created.contains("notes"), "createApp ran: {created}");
+    assert!(
+        fake_llm::last_tool_result(&requests[3]).contains("declined"),
+        "the model is told the person declined: {}",
+        requests[3]
+    );
+    for (index, request) in requests.iter().enumerate() {
+        let body = request.to_string();
+        for id in &confirmations {
+            assert!(
+                !body.contains(id),
+                "request {index} carries confirmation id {id}"
+            );
+        }
+    }
+
+    // The approved app exists once; neither the declined nor the cancelled
+    // file was written (no draft was ever made).
+    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+    assert!(store.registered_app("notes").unwrap().is_some());
+    let package = state.path().join("docs/apps/notes");
+    assert!(package.join("APP.md").exists());
+    assert!(!package.join("notes.md").exists());
+    assert!(!package.join("more.md").exists());
+    let approvals: Vec<(String, String)> = rusqlite::Connection::open_with_flags(
+        state.path().join("core.sqlite"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap()
+    .prepare("SELECT tool, outcome FROM assistant_approvals ORDER BY rowid")
+    .unwrap()
+    .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap();
+    assert_eq!(
+        approvals,
+        [
+            ("createApp".to_owned(), "approved".to_owned()),
+            ("writeAppFile".to_owned(), "declined".to_owned()),
+            ("writeAppFile".to_owned(), "cancelled".to_owned()),
+        ],
+        "each approval was decided once"
+    );
+}

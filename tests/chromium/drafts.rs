@@ -275,3 +275,57 @@ async fn the_draft_page_reviews_previews_and_publishes() {
         .unwrap();
     assert_eq!(leaked, 0, "the preview's row reached the live data");
 }
+
+/// A catalogue app edited on its Draft page with no assistant
+/// (`tests/browser/draft-editor.mjs`): Start a draft opens the editor, Check
+/// shows a diagnostic at its line, the fix validates, Preview shows it, and
+/// Publish makes it live; the live package is the edited one.
+#[tokio::test]
+async fn a_catalogue_app_is_edited_on_its_draft_page() {
+    const DIARY: &str = "site-diary";
+    browser::require();
+    let state = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let up = UpProcess::start(state.path(), port).await;
+    let studio = format!("http://localhost:{port}");
+    let (admin, cookie) = common::sign_in_dev_admin(state.path(), &studio).await;
+    let created = http_client()
+        .post(format!("{studio}/api/apps"))
+        .header("cookie", &cookie)
+        .header("origin", &studio)
+        .json(&json!({
+            "app": DIARY,
+            "name": "Site diary",
+            "description": "What happened on site",
+            "withTable": false,
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let first: Value = created.json().await.unwrap();
+    let artifacts = browser_artifacts().join("draft-editor");
+    let output = BrowserScript::start(
+        "draft-editor",
+        &[
+            ("STUDIO_URL", &studio),
+            ("ADMIN_USER", &admin["username"].as_str().unwrap()),
+            ("ADMIN_PASSWORD", &admin["password"].as_str().unwrap()),
+            ("ARTIFACTS", &artifacts),
+        ],
+    )
+    .finish(SCENARIO_TIMEOUT, up_stderr_tail(&up))
+    .await;
+    common::browser::screenshots(&output, 8);
+    let package = state.path().join("docs/apps").join(DIARY);
+    let script = std::fs::read_to_string(package.join("app.js")).unwrap();
+    assert!(script.contains("Edited on the Draft page"), "{script}");
+    assert!(!script.contains("import x"), "{script}");
+    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+    let registered = store.registered_app(DIARY).unwrap().unwrap();
+    assert_ne!(
+        registered.current_revision.as_str(),
+        first["status"]["revision"].as_str().unwrap(),
+        "the edit was published"
+    );
+}

@@ -7,7 +7,8 @@
 //! assistant is offered no source tool and cannot call one by name; a
 //! tool result telling the model to call another tool still needs approval;
 //! malformed tool calls, a failing and a silent provider end the turn with a
-//! clear error and write nothing. The conversation is kept per user.
+//! clear error and write nothing; a card still waiting when Studio restarts
+//! expires and its call reads cancelled. The conversation is kept per user.
 
 use crate::common;
 
@@ -82,12 +83,17 @@ impl World {
         (status, response.json().await.unwrap_or(Value::Null))
     }
 
-    /// Decides confirmation `id` as `cookie`'s person; the answer's status.
-    async fn decide(&self, cookie: &str, id: &str, approve: bool) -> u16 {
+    /// Decides confirmation `id` of `conversation` as `cookie`'s person;
+    /// the answer's status.
+    async fn decide(&self, cookie: &str, conversation: &str, id: &str, approve: bool) -> u16 {
         let path = format!("/api/assistant/confirmations/{id}");
-        self.post(cookie, &path, json!({"approve": approve}))
-            .await
-            .0
+        self.post(
+            cookie,
+            &path,
+            json!({"approve": approve, "conversation": conversation}),
+        )
+        .await
+        .0
     }
 
     async fn conversation(&self, cookie: &str) -> String {
@@ -274,7 +280,13 @@ async fn mutations_wait_for_the_person_and_a_denial_writes_nothing() {
         (&admin, format!("/api/assistant/confirmations/{forged}")),
         (&mallory, format!("/api/assistant/confirmations/{id}")),
     ] {
-        let (status, answer) = world.post(cookie, &path, json!({"approve": true})).await;
+        let (status, answer) = world
+            .post(
+                cookie,
+                &path,
+                json!({"approve": true, "conversation": conversation}),
+            )
+            .await;
         assert_eq!(status, 404, "{path}: {answer}");
         assert_eq!(answer["code"], "APP_RECORD_NOT_FOUND");
     }
@@ -297,7 +309,7 @@ async fn mutations_wait_for_the_person_and_a_denial_writes_nothing() {
         .post(format!("{}/api/assistant/confirmations/{id}", world.studio))
         .header("authorization", format!("Bearer {bearer}"))
         .header("origin", &world.studio)
-        .json(&json!({"approve": true}))
+        .json(&json!({"approve": true, "conversation": conversation}))
         .send()
         .await
         .unwrap();
@@ -306,12 +318,12 @@ async fn mutations_wait_for_the_person_and_a_denial_writes_nothing() {
         .post(format!("{}/api/assistant/confirmations/{id}", world.studio))
         .header("cookie", &admin)
         .header("origin", format!("http://127.0.0.1:{}", world.up.port))
-        .json(&json!({"approve": true}))
+        .json(&json!({"approve": true, "conversation": conversation}))
         .send()
         .await
         .unwrap();
     assert_eq!(cross_site.status(), 403, "another origin cannot approve");
-    let status = world.decide(&admin, &id, false).await;
+    let status = world.decide(&admin, &conversation, &id, false).await;
     assert_eq!(status, 200);
     let decided = turn.until("decided").await;
     assert_eq!(decided["approved"], false);
@@ -323,14 +335,14 @@ async fn mutations_wait_for_the_person_and_a_denial_writes_nothing() {
         "a denied createApp created the app"
     );
     // Replayed: the decision is gone.
-    let status = world.decide(&admin, &id, true).await;
+    let status = world.decide(&admin, &conversation, &id, true).await;
     assert_eq!(status, 404);
 
     // Approved: it runs, as the person, through the gateway.
     let mut turn = world.turn(&admin, &conversation, "yes, make it").await;
     let card = turn.until("confirmation").await;
     let id = card["id"].as_str().unwrap().to_owned();
-    let status = world.decide(&admin, &id, true).await;
+    let status = world.decide(&admin, &conversation, &id, true).await;
     assert_eq!(status, 200);
     let result = turn.until("toolResult").await;
     assert_eq!(result["ok"], true, "{result}");
@@ -355,7 +367,7 @@ async fn mutations_wait_for_the_person_and_a_denial_writes_nothing() {
     assert_eq!(card["summary"]["kind"], "row");
     assert_eq!(card["summary"]["after"]["title"], "Bridge inspected");
     let row_id = card["id"].as_str().unwrap().to_owned();
-    world.decide(&admin, &row_id, true).await;
+    world.decide(&admin, &conversation, &row_id, true).await;
     let result = turn.until("toolResult").await;
     assert_eq!(result["ok"], true, "{result}");
     turn.finish().await;
@@ -375,14 +387,14 @@ async fn mutations_wait_for_the_person_and_a_denial_writes_nothing() {
         "{card}"
     );
     let write_id = card["id"].as_str().unwrap().to_owned();
-    world.decide(&admin, &write_id, true).await;
+    world.decide(&admin, &conversation, &write_id, true).await;
     assert_eq!(turn.until("toolResult").await["ok"], true);
     let card = turn.until("confirmation").await;
     assert_eq!(card["tool"], "publishAppDraft");
     assert_eq!(card["summary"]["kind"], "publish");
     assert_eq!(card["summary"]["changes"][0]["path"], "notes.md", "{card}");
     let publish_id = card["id"].as_str().unwrap().to_owned();
-    world.decide(&admin, &publish_id, true).await;
+    world.decide(&admin, &conversation, &publish_id, true).await;
     let published = turn.until("toolResult").await;
     assert_eq!(published["ok"], true, "{published}");
     assert!(
@@ -509,7 +521,7 @@ async fn a_publish_card_publishes_only_the_draft_it_showed() {
         let card = turn.until("confirmation").await;
         assert_eq!(
             world
-                .decide(&admin, card["id"].as_str().unwrap(), true)
+                .decide(&admin, &conversation, card["id"].as_str().unwrap(), true)
                 .await,
             200
         );
@@ -532,7 +544,7 @@ async fn a_publish_card_publishes_only_the_draft_it_showed() {
     assert!(matches!(changed, Some(Ok(_))), "{changed:?}");
     assert_eq!(
         world
-            .decide(&admin, card["id"].as_str().unwrap(), true)
+            .decide(&admin, &conversation, card["id"].as_str().unwrap(), true)
             .await,
         200
     );
@@ -643,7 +655,7 @@ async fn a_tool_result_cannot_talk_the_model_past_the_person() {
     assert_eq!(card["tool"], "withdrawApp");
     assert_eq!(card["app"], "field-log");
     let id = card["id"].as_str().unwrap().to_owned();
-    assert_eq!(world.decide(&admin, &id, false).await, 200);
+    assert_eq!(world.decide(&admin, &conversation, &id, false).await, 200);
     assert_eq!(turn.until("toolResult").await["declined"], true);
     turn.finish().await;
     let state = world.store.lifecycle("field-log").unwrap().unwrap();
@@ -700,4 +712,103 @@ async fn bad_tool_calls_and_bad_providers_end_clearly_and_write_nothing() {
     let slow = turn.finish().await;
     assert_eq!(slow["error"]["code"], "APP_TIMEOUT", "{slow}");
     assert!(world.store.registered_apps().unwrap().is_empty());
+}
+
+/// Studio restarts while a card waits: nothing of it runs; at start-up the
+/// card expires, its call is stored as cancelled (never "running"), it is no
+/// longer listed, and a click on it is told that Studio restarted (409).
+#[tokio::test]
+async fn a_card_waiting_when_studio_restarts_expires_and_its_call_reads_cancelled() {
+    let world = World::start(
+        vec![call(
+            "createApp",
+            json!({"app": "field-log", "name": "Field log", "description": "What we saw", "withTable": false}),
+        )],
+        &[],
+    )
+    .await;
+    let (admin, _) = world.person("ada", UserRole::Admin);
+    let conversation = world.conversation(&admin).await;
+    let mut turn = world
+        .turn(&admin, &conversation, "make me a field log")
+        .await;
+    let card = turn.until("confirmation").await;
+    let id = card["id"].as_str().unwrap().to_owned();
+    drop(turn);
+
+    let World {
+        state,
+        mut up,
+        fake,
+        store,
+        studio,
+    } = world;
+    up.signal(nix::sys::signal::Signal::SIGTERM);
+    assert!(up.wait(Duration::from_secs(30)).await.success());
+    let port = up.port;
+    drop(up);
+    let up = UpProcess::start_with(
+        state.path(),
+        port,
+        &[
+            ("SASHA_BUNDLED_APPS", "off"),
+            ("SASHA_CHAT_BASE_URL", fake.base_url.as_str()),
+            ("SASHA_CHAT_MODEL", "fake"),
+        ],
+    )
+    .await;
+    let world = World {
+        state,
+        up,
+        fake,
+        store,
+        studio,
+    };
+    assert!(
+        world
+            .up
+            .stderr_text()
+            .contains("confirmations left waiting by the previous run expired"),
+        "{}",
+        world.up.stderr_text()
+    );
+    let get = |path: String| {
+        let cookie = admin.clone();
+        let url = format!("{}{path}", world.studio);
+        async move {
+            http_client()
+                .get(url)
+                .header("cookie", cookie)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let listed = get("/api/assistant/confirmations".to_owned()).await;
+    assert_eq!(listed["confirmations"], json!([]), "{listed}");
+    let read = get(format!("/api/assistant/conversations/{conversation}")).await;
+    assert_eq!(read["running"], false, "{read}");
+    let last = read["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["role"], "tool", "{read}");
+    assert_eq!(last["ui"]["cancelled"], true, "{read}");
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap()
+            .contains("Studio restarted"),
+        "{read}"
+    );
+    let (status, late) = world
+        .post(
+            &admin,
+            &format!("/api/assistant/confirmations/{id}"),
+            json!({"approve": true, "conversation": conversation}),
+        )
+        .await;
+    assert_eq!(status, 409, "{late}");
+    assert_eq!(late["details"]["outcome"], "expired", "{late}");
+    assert!(!app_exists(&world, "field-log"), "nothing of the card ran");
 }

@@ -5,10 +5,15 @@
 //! Tools are the user's own MCP listing (`mcp.rs`), offered to the provider
 //! as OpenAI function tools. A tool the gateway marks read-only runs at
 //! once; every other one first becomes a confirmation the person decides in
-//! Studio, shown with a readable summary (the file's diff, the row before
-//! and after, what publishing changes). The turn waits for the decision
-//! ([`crate::assistant::CONFIRMATION_TIMEOUT`], then it counts as declined), and a
-//! declined call is not made: the model is told the person declined.
+//! Studio, shown as a card: one sentence of what will happen, then a
+//! readable summary (the file's diff, the row before and after, what
+//! publishing changes). The card is held in the core database until it is
+//! decided, so a reloaded page shows it again. The turn waits for the
+//! decision ([`crate::assistant::CONFIRMATION_TIMEOUT`]; then it lapses),
+//! and a declined call is not made: the model is told the person declined.
+//! A turn that ends without a decision (lapsed, cancelled) or with an error
+//! stores every call it did not answer as not run, so no stored call stays
+//! "running"; a page going away does not end a turn.
 //!
 //! What it must never do: call a tool the listing does not have, call a
 //! mutating tool without the person's decision, or keep the turn's token.
@@ -24,6 +29,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::mcp_client::SelfMcp;
+use super::{Waited, unrun_reason};
 use crate::Assistance;
 use crate::apps::CatalogueApp;
 use crate::provider::ToolCall;
@@ -55,15 +61,7 @@ pub(crate) enum Event {
         arguments: Value,
     },
     /// The call waits for the person's decision.
-    #[serde(rename_all = "camelCase")]
-    Confirmation {
-        id: String,
-        call_id: String,
-        tool: String,
-        title: String,
-        app: Option<String>,
-        summary: Value,
-    },
+    Confirmation(Card),
     /// The person decided (or the wait ran out: `approved: false`).
     Decided { id: String, approved: bool },
     /// A tool call's outcome.
@@ -80,11 +78,95 @@ pub(crate) enum Event {
     Error { error: Value },
 }
 
+/// A confirmation as the page shows it, in the turn's stream and in
+/// `GET /api/assistant/confirmations`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Card {
+    /// The confirmation's random id: only the person's page sees it.
+    pub(crate) id: String,
+    pub(crate) conversation: String,
+    /// The model's tool call it stands for.
+    pub(crate) call_id: String,
+    pub(crate) tool: String,
+    /// A short title of the change ("Create the app expense-log").
+    pub(crate) title: String,
+    /// What will happen, in one sentence.
+    pub(crate) sentence: String,
+    pub(crate) app: Option<String>,
+    /// The details: a diff, a row, a publish review, or the arguments.
+    pub(crate) summary: Value,
+    /// When it lapses (unix seconds).
+    pub(crate) expires_at: i64,
+}
+
+impl Card {
+    /// The card of a held approval (its `card` holds title, sentence, app
+    /// and summary).
+    pub(crate) fn of(approval: &studio_store::Approval) -> Card {
+        let text = |name: &str| approval.card[name].as_str().unwrap_or_default().to_owned();
+        Card {
+            id: approval.id.clone(),
+            conversation: approval.conversation_id.clone(),
+            call_id: approval.call_id.clone(),
+            tool: approval.tool.clone(),
+            title: text("title"),
+            sentence: text("sentence"),
+            app: approval.card["app"].as_str().map(str::to_owned),
+            summary: approval.card["summary"].clone(),
+            expires_at: approval.expires_at,
+        }
+    }
+
+    /// What the store holds of it besides the ids.
+    fn stored(&self) -> Value {
+        json!({"title": self.title, "sentence": self.sentence, "app": self.app, "summary": self.summary})
+    }
+}
+
+/// The calls in `history` that no tool message answers, as
+/// `(call id, function name)`, oldest first.
+pub(crate) fn unanswered(history: &[Value]) -> Vec<(String, String)> {
+    let answered: std::collections::BTreeSet<&str> = history
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .filter_map(|message| message["tool_call_id"].as_str())
+        .collect();
+    history
+        .iter()
+        .filter(|message| message["role"] == "assistant")
+        .filter_map(|message| message["tool_calls"].as_array())
+        .flatten()
+        .filter_map(|call| {
+            let id = call["id"].as_str()?;
+            (!answered.contains(id)).then(|| {
+                (
+                    id.to_owned(),
+                    call["function"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The stored answer of a call that was not run, saying why: the model
+/// reads it as the call's result, the page shows the call as cancelled.
+pub(crate) fn not_run(call_id: &str, tool: &str, reason: &str) -> Value {
+    json!({
+        "role": "tool",
+        "tool_call_id": call_id,
+        "content": reason,
+        "ui": {"tool": tool, "ok": false, "declined": false, "cancelled": true, "shown": reason},
+    })
+}
+
 /// One offered tool.
 struct Offered {
     /// Its MCP name.
     name: String,
-    title: String,
     read_only: bool,
 }
 
@@ -143,19 +225,22 @@ async fn turn(
     events: &mpsc::Sender<Event>,
     cancel: &CancellationToken,
 ) -> Result<(), AppError> {
-    save(
-        assistance,
-        principal,
-        conversation,
-        vec![json!({"role": "user", "content": prompt})],
-    )
-    .await?;
     let (store, user, id) = (
         assistance.store.clone(),
         principal.user.id.clone(),
         conversation.to_owned(),
     );
-    let history = blocking(move || store.conversation_messages(&user, &id)).await?;
+    let mut history = blocking(move || store.conversation_messages(&user, &id)).await?;
+    // A call an earlier turn left unanswered (one stored before turns
+    // answered every call) is answered first: the provider refuses a call
+    // without its result, and the page shows it cancelled, not running.
+    let mut opening: Vec<Value> = unanswered(&history)
+        .into_iter()
+        .map(|(call, tool)| not_run(&call, &tool, "Not run: the turn ended before this call."))
+        .collect();
+    opening.push(json!({"role": "user", "content": prompt}));
+    save(assistance, principal, conversation, opening.clone()).await?;
+    history.extend(opening);
 
     // The user's own connection: exactly their session's scopes.
     let (store, user, scopes) = (
@@ -183,7 +268,45 @@ async fn turn(
     .await;
     client.close().await;
     drop(token);
+    if let Err(error) = &outcome {
+        answer_the_unanswered(assistance, principal, conversation, error).await;
+    }
     outcome
+}
+
+/// Stores every call of `conversation` the turn did not answer as not run,
+/// saying why (`error`): a turn that ends early leaves no call running.
+async fn answer_the_unanswered(
+    assistance: &Arc<Assistance>,
+    principal: &Principal,
+    conversation: &str,
+    error: &AppError,
+) {
+    let reason = if error.code == ErrorCode::Cancelled {
+        error.message.clone()
+    } else {
+        format!("Not run: the turn ended with an error ({}).", error.message)
+    };
+    let (store, user, id) = (
+        assistance.store.clone(),
+        principal.user.id.clone(),
+        conversation.to_owned(),
+    );
+    let answered = blocking(move || {
+        let history = store.conversation_messages(&user, &id)?;
+        let notes: Vec<Value> = unanswered(&history)
+            .into_iter()
+            .map(|(call, tool)| not_run(&call, &tool, &reason))
+            .collect();
+        if !notes.is_empty() {
+            store.append_messages(&user, &id, &notes)?;
+        }
+        Ok(())
+    })
+    .await;
+    if let Err(failure) = answered {
+        tracing::warn!(diagnostic_id = %failure.diagnostic_id, "assistant: a turn's unanswered calls were not stored as cancelled");
+    }
 }
 
 /// What one turn's rounds work with.
@@ -308,10 +431,10 @@ impl Turn<'_> {
         let Turn {
             assistance,
             principal,
+            conversation,
             client,
             events,
             cancel,
-            ..
         } = self;
         let refused = |tool: &str, text: String| Outcome {
             tool: tool.to_owned(),
@@ -372,28 +495,52 @@ impl Turn<'_> {
         } else {
             let summary = super::summary::of(client, &tool.name, &arguments).await;
             let approved_arguments = super::summary::bind(&tool.name, arguments.clone(), &summary);
-            let (id, decision) = assistance.assistant.expect(&principal.user.id);
-            let _ = events
-                .send(Event::Confirmation {
-                    id: id.clone(),
-                    call_id: call.id.clone(),
-                    tool: tool.name.clone(),
-                    title: tool.title.clone(),
-                    app: super::summary::app_of(&tool.name, &arguments),
-                    summary,
-                })
-                .await;
-            let approved = tokio::select! {
-                decided = decision => decided.unwrap_or(false),
-                // A person who never answers is a decline, not a turn (and an
-                // MCP connection and token) held open for ever.
-                () = tokio::time::sleep(crate::assistant::CONFIRMATION_TIMEOUT) => false,
-                () = cancel.cancelled() => {
-                    assistance.assistant.forget(&id);
-                    return Err(AppError::new(ErrorCode::Cancelled, "the turn was cancelled"));
+            let change = super::sentence::Change::of(&tool.name, &arguments);
+            let timeout = crate::assistant::CONFIRMATION_TIMEOUT;
+            let mut card = Card {
+                id: hex::encode(rand::random::<[u8; 16]>()),
+                conversation: conversation.to_owned(),
+                call_id: call.id.clone(),
+                tool: tool.name.clone(),
+                title: change.title(),
+                sentence: change.sentence(&summary),
+                app: super::summary::app_of(&tool.name, &arguments),
+                summary,
+                expires_at: 0,
+            };
+            let id = card.id.clone();
+            let (decision, expires_at) = assistance
+                .assistant
+                .hold(
+                    &assistance.store,
+                    studio_store::Approval {
+                        id: id.clone(),
+                        user_id: principal.user.id.clone(),
+                        conversation_id: conversation.to_owned(),
+                        call_id: call.id.clone(),
+                        tool: tool.name.clone(),
+                        card: card.stored(),
+                        created_at: 0,
+                        expires_at: 0,
+                    },
+                    timeout,
+                )
+                .await?;
+            card.expires_at = expires_at;
+            let _ = events.send(Event::Confirmation(card)).await;
+            // A person who never answers lapses the call, not a turn (and an
+            // MCP connection and token) held open for ever.
+            let approved = match assistance
+                .assistant
+                .wait(&assistance.store, &id, decision, cancel, timeout)
+                .await
+            {
+                Waited::Approved => true,
+                Waited::Declined => false,
+                Waited::Ended(outcome) => {
+                    return Err(AppError::new(ErrorCode::Cancelled, unrun_reason(outcome)));
                 }
             };
-            assistance.assistant.forget(&id);
             let _ = events
                 .send(Event::Decided {
                     id: id.clone(),
@@ -497,27 +644,11 @@ fn offer(listed: &[Tool]) -> (Vec<Value>, BTreeMap<String, Offered>) {
                 "parameters": value["inputSchema"],
             },
         }));
-        // An app's table tools have no title: their description says what
-        // they do ("Create a row of the items table of Expense log").
-        let title = value["title"]
-            .as_str()
-            .or_else(|| value["annotations"]["title"].as_str())
-            .or_else(|| {
-                description
-                    .split(['.', '\n'])
-                    .next()
-                    .filter(|line| !line.is_empty())
-            })
-            .unwrap_or(&name)
-            .chars()
-            .take(120)
-            .collect();
         offered.insert(
             function,
             Offered {
                 read_only: value["annotations"]["readOnlyHint"] == true,
                 name,
-                title,
             },
         );
     }
@@ -668,6 +799,37 @@ mod tests {
         let sent = provider_history(&long);
         assert_eq!(sent[0]["role"], "user");
         assert!(sent.len() <= MAX_HISTORY);
+    }
+
+    #[test]
+    fn calls_no_result_answers_are_found_and_answered_as_cancelled() {
+        let history = vec![
+            json!({"role": "user", "content": "a"}),
+            json!({"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "listAppFiles", "arguments": "{}"}},
+                {"id": "c2", "type": "function", "function": {"name": "createApp", "arguments": "{}"}},
+                {"id": "c3", "type": "function", "function": {"name": "checkApp", "arguments": "{}"}},
+            ]}),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "r"}),
+        ];
+        let open = unanswered(&history);
+        assert_eq!(
+            open,
+            [
+                ("c2".to_owned(), "createApp".to_owned()),
+                ("c3".to_owned(), "checkApp".to_owned())
+            ]
+        );
+        let mut answered = history.clone();
+        answered.extend(
+            open.iter()
+                .map(|(call, tool)| not_run(call, tool, "Cancelled: x")),
+        );
+        assert!(unanswered(&answered).is_empty());
+        assert_eq!(answered[3]["ui"]["cancelled"], true);
+        assert_eq!(answered[3]["ui"]["ok"], false);
+        // The provider reads the reason as the call's result.
+        assert_eq!(provider_message(&answered[3])["content"], "Cancelled: x");
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! Studio's Draft page over HTTP: `GET|POST|DELETE /api/apps/:appId/draft`,
 //! `GET /api/apps/:appId/draft/resource` (the draft's assembled resource,
-//! for its preview) and `POST /api/apps/:appId/draft/publish`. Who may and
+//! for its preview), `GET|PUT|DELETE /api/apps/:appId/draft/files` (the
+//! page's editor: the draft's files, and one file written or deleted, by the
+//! source tools' own rules with `draft: true`) and
+//! `POST /api/apps/:appId/draft/publish`. Who may and
 //! every refusal are `crate::drafts`' (the source tools' callers: admin or
 //! staff with `manage`, a credential holding `apps:invoke` + `apps:write`);
 //! the answers are the JSON of `sasha_proto::client_json::draft_reply`, the
@@ -38,6 +41,10 @@ pub(super) fn routes() -> axum::Router<Arc<Core>> {
             get(review).post(start).delete(discard),
         )
         .route("/api/apps/{app_id}/draft/resource", get(resource))
+        .route(
+            "/api/apps/{app_id}/draft/files",
+            get(files).put(write_file).delete(delete_file),
+        )
         .route("/api/apps/{app_id}/draft/publish", post(publish))
 }
 
@@ -188,6 +195,195 @@ pub(crate) async fn resource(
         text: resource.html.clone(),
         meta: serde_json::json!({"ui": resource.meta}),
     }))
+}
+
+/// `GET /api/apps/:appId/draft/files`: every file of the draft with its
+/// content (a binary asset, or a file that is not UTF-8, as base64 with
+/// `encoding`) and its version, for the Draft page's editor.
+#[utoipa::path(get, path = "/api/apps/{appId}/draft/files", params(("appId" = String, Path)), responses(
+    (status = 200, description = "`{app, files: [{path, content, encoding?, version}]}`; Cache-Control: no-store", body = Object),
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not admin or staff with manage on the app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 404, description = "no draft, or an id that is not an app id", body = studio_identity::http::ErrorEnvelope)))]
+pub(crate) async fn files(
+    State(core): State<Arc<Core>>,
+    Path(app_id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    use base64::Engine as _;
+    let actor = match super::caller::actor(&core, &headers).await {
+        Ok(actor) => actor,
+        Err(response) => return response,
+    };
+    if let Err(response) = manages(&core, &actor, &app_id).await {
+        return response;
+    }
+    match drafts::draft_of(&core, &app_id).await {
+        Ok(Some(_)) => {}
+        Ok(None) => return drafts::no_draft(&app_id).into_response(),
+        Err(error) => return error.into_response(),
+    }
+    let contents = match drafts::contents(&core, &app_id).await {
+        Ok(contents) => contents,
+        Err(error) => return error.into_response(),
+    };
+    let files: Vec<serde_json::Value> = contents
+        .into_iter()
+        .map(|(file, bytes)| {
+            let text = (!crate::source::is_binary(&file.path))
+                .then(|| String::from_utf8(bytes.clone()).ok())
+                .flatten();
+            match text {
+                Some(text) => {
+                    serde_json::json!({"path": file.path, "content": text, "version": file.sha256})
+                }
+                None => serde_json::json!({
+                    "path": file.path,
+                    "content": base64::engine::general_purpose::STANDARD.encode(&bytes),
+                    "encoding": crate::source::BASE64,
+                    "version": file.sha256,
+                }),
+            }
+        })
+        .collect();
+    no_store(Json(serde_json::json!({"app": app_id, "files": files})))
+}
+
+/// One file the Draft page's editor writes into the draft.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct FileWrite {
+    path: String,
+    /// The whole text, or a binary asset's bytes in base64 with `encoding`.
+    content: String,
+    #[serde(default)]
+    encoding: Option<String>,
+    /// The version the editor read; required when the file exists.
+    #[serde(default)]
+    expected_version: Option<String>,
+}
+
+/// One file the Draft page's editor deletes from the draft.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct FileDelete {
+    path: String,
+    #[serde(default)]
+    expected_version: Option<String>,
+}
+
+/// A source tool's change, as the editor reads it.
+fn change_answer(
+    app_id: &str,
+    reply: Result<crate::source_tools::SourceReply, AppError>,
+) -> Response {
+    match reply {
+        Ok(crate::source_tools::SourceReply::Change {
+            status,
+            path,
+            version,
+            previous_version,
+            ..
+        }) => no_store(Json(serde_json::json!({
+            "app": app_id,
+            "path": path,
+            "version": version,
+            "previousVersion": previous_version,
+            "status": sasha_proto::client_json::status(&crate::grpc::convert::status(&status)),
+        }))),
+        Ok(_) => AppError::from_code(ErrorCode::Internal).into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+/// `PUT /api/apps/:appId/draft/files` with `{path, content, encoding?,
+/// expectedVersion?}`: writes one file into the draft (starting it from the
+/// live app when there is none), exactly as `writeAppFile` with `draft: true`.
+#[utoipa::path(put, path = "/api/apps/{appId}/draft/files", params(("appId" = String, Path)), request_body = FileWrite, responses(
+    (status = 200, description = "`{app, path, version, previousVersion, status}`: the draft's status after the write", body = Object),
+    (status = 400, description = "a path or content the source rules refuse, or an unknown field (APP_INPUT_INVALID / APP_PATH_INVALID)", body = studio_identity::http::ErrorEnvelope),
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, or not admin or staff with manage on the app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 409, description = "the file changed since the editor read it (APP_CONFLICT)", body = studio_identity::http::ErrorEnvelope)))]
+pub(crate) async fn write_file(
+    State(core): State<Arc<Core>>,
+    Path(app_id): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Err(response) = same_origin_json(&core.accounts, &method, &headers, true) {
+        return response;
+    }
+    let actor = match super::caller::actor(&core, &headers).await {
+        Ok(actor) => actor,
+        Err(response) => return response,
+    };
+    let body: FileWrite = match parse_body(&body) {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let mut arguments = serde_json::json!({
+        "app": app_id, "path": body.path, "content": body.content, "draft": true,
+    });
+    if let Some(encoding) = body.encoding {
+        arguments["encoding"] = serde_json::json!(encoding);
+    }
+    if let Some(version) = body.expected_version {
+        arguments["expectedVersion"] = serde_json::json!(version);
+    }
+    let written = crate::source_tools::run(
+        &core,
+        &actor,
+        "writeAppFile",
+        &app_id,
+        &arguments.to_string(),
+    )
+    .await;
+    change_answer(&app_id, written)
+}
+
+/// `DELETE /api/apps/:appId/draft/files` with `{path, expectedVersion?}`:
+/// deletes one file from the draft, exactly as `deleteAppFile` with
+/// `draft: true`.
+#[utoipa::path(delete, path = "/api/apps/{appId}/draft/files", params(("appId" = String, Path)), request_body = FileDelete, responses(
+    (status = 200, description = "`{app, path, previousVersion, status}`: the draft's status after the deletion", body = Object),
+    (status = 400, description = "a path the source rules refuse (APP.md cannot be deleted), or an unknown field", body = studio_identity::http::ErrorEnvelope),
+    (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin, or not admin or staff with manage on the app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
+    (status = 404, description = "no such file in the draft", body = studio_identity::http::ErrorEnvelope),
+    (status = 409, description = "the file changed since the editor read it (APP_CONFLICT)", body = studio_identity::http::ErrorEnvelope)))]
+pub(crate) async fn delete_file(
+    State(core): State<Arc<Core>>,
+    Path(app_id): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Err(response) = same_origin_json(&core.accounts, &method, &headers, true) {
+        return response;
+    }
+    let actor = match super::caller::actor(&core, &headers).await {
+        Ok(actor) => actor,
+        Err(response) => return response,
+    };
+    let body: FileDelete = match parse_body(&body) {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let mut arguments = serde_json::json!({"app": app_id, "path": body.path, "draft": true});
+    if let Some(version) = body.expected_version {
+        arguments["expectedVersion"] = serde_json::json!(version);
+    }
+    let deleted = crate::source_tools::run(
+        &core,
+        &actor,
+        "deleteAppFile",
+        &app_id,
+        &arguments.to_string(),
+    )
+    .await;
+    change_answer(&app_id, deleted)
 }
 
 /// The body of `POST /api/apps/:appId/draft/publish`.

@@ -65,6 +65,9 @@ pub(super) fn routes() -> axum::Router<Arc<Core>> {
         drafts::start,
         drafts::discard,
         drafts::resource,
+        drafts::files,
+        drafts::write_file,
+        drafts::delete_file,
         drafts::publish,
         lifecycle::withdraw,
         lifecycle::restore,
@@ -101,6 +104,8 @@ pub(super) fn routes() -> axum::Router<Arc<Core>> {
         assistant::read,
         assistant::remove,
         assistant::turn,
+        assistant::cancel,
+        assistant::confirmations,
         assistant::confirm
     ),
     components(schemas(
@@ -120,6 +125,8 @@ pub(super) fn routes() -> axum::Router<Arc<Core>> {
         crate::recovery::RecoveryField,
         history::RevertBody,
         drafts::PublishBody,
+        drafts::FileWrite,
+        drafts::FileDelete,
         lifecycle::DeleteBody,
         member_apps::SourceBody,
         member_apps::MemberRevertBody,

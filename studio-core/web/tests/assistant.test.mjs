@@ -210,13 +210,17 @@ test("the confirmation and conversation calls", async () => {
     calls.push({ url, method: init.method, body: init.body === undefined ? undefined : JSON.parse(init.body) });
     return { status: 200, ok: true, json: async () => ({ decided: true, approved: false }) };
   };
-  assert.deepEqual(await api.decideConfirmation("abc", false), { decided: true, approved: false });
+  assert.deepEqual(await api.decideConfirmation("abc", false, "c 1"), { decided: true, approved: false });
   await api.createConversation("Build me an expense log");
   await api.deleteConversation("c 1");
+  await api.listConfirmations();
+  await api.cancelTurn("c 1");
   assert.deepEqual(calls, [
-    { url: "/api/assistant/confirmations/abc", method: "POST", body: { approve: false } },
+    { url: "/api/assistant/confirmations/abc", method: "POST", body: { approve: false, conversation: "c 1" } },
     { url: "/api/assistant/conversations", method: "POST", body: { title: "Build me an expense log" } },
     { url: "/api/assistant/conversations/c%201", method: "DELETE", body: undefined },
+    { url: "/api/assistant/confirmations", method: "GET", body: undefined },
+    { url: "/api/assistant/conversations/c%201/cancel", method: "POST", body: undefined },
   ]);
 });
 
@@ -264,16 +268,28 @@ test("a stored transcript joins each result to its call", () => {
     { role: "tool", tool_call_id: "c1", content: "Created", ui: { tool: "createApp", ok: true, declined: false, shown: "Created the app" } },
     { role: "assistant", content: "Done." },
     { role: "tool", tool_call_id: "c9", content: "x", ui: { tool: "writeAppFile", ok: false, declined: true, shown: "declined" } },
+    { role: "tool", tool_call_id: "c8", content: "Cancelled: x", ui: { tool: "createApp", ok: false, declined: false, cancelled: true, shown: "Cancelled: x" } },
   ]);
   assert.deepEqual(items, [
     { kind: "user", text: "Build me an expense log" },
-    { kind: "call", id: "c1", tool: "createApp", arguments: '{"app":"expense-log"}', result: { ok: true, declined: false, text: "Created the app" } },
+    { kind: "call", id: "c1", tool: "createApp", arguments: '{"app":"expense-log"}', result: { ok: true, declined: false, cancelled: false, text: "Created the app" } },
     { kind: "assistant", text: "Done." },
-    { kind: "call", id: "c9", tool: "writeAppFile", arguments: "", result: { ok: false, declined: true, text: "declined" } },
+    { kind: "call", id: "c9", tool: "writeAppFile", arguments: "", result: { ok: false, declined: true, cancelled: false, text: "declined" } },
+    { kind: "call", id: "c8", tool: "createApp", arguments: "", result: { ok: false, declined: false, cancelled: true, text: "Cancelled: x" } },
   ]);
   assert.equal(A.resultState({ ok: true }), "ok");
   assert.equal(A.resultState({ ok: false, declined: true }), "declined");
   assert.equal(A.resultState({ ok: false }), "error");
+  assert.equal(A.resultState({ ok: false, cancelled: true }), "cancelled");
+  assert.equal(A.callStatusText("cancelled"), "Cancelled");
+});
+
+test("a call with no result waits, runs, or was cancelled with its turn", () => {
+  assert.equal(A.openCallState("c1", { running: true, waiting: new Set(["c1"]) }), "waiting");
+  assert.equal(A.openCallState("c2", { running: true, waiting: new Set(["c1"]) }), "running");
+  // No turn runs any more (it ended, or Studio restarted): never "Running…".
+  assert.equal(A.openCallState("c2", { running: false }), "cancelled");
+  assert.equal(A.openCallState("c2"), "cancelled");
 });
 
 // --- Rendering summaries --------------------------------------------------
@@ -363,9 +379,11 @@ test("anything else shows its arguments as JSON", () => {
 const CONFIRMATION = {
   type: "confirmation",
   id: "k1",
+  conversation: "conv-1",
   callId: "call_0_writeAppFile",
   tool: "writeAppFile",
   title: "Write an app file",
+  sentence: "Adds notes.md in your draft of expense-log: nobody else sees it until the draft is published, and discarding the draft undoes it.",
   app: "expense-log",
   summary: { kind: "file", path: "notes.md", draft: true, change: "create", diff: "+# Notes\n" },
 };
@@ -374,8 +392,13 @@ test("a card shows what it is about and a draft link; a click disables both butt
   const asked = [];
   const card = A.confirmationCard(CONFIRMATION, { decide: async (approve) => (asked.push(approve), { decided: true, approved: approve }) });
   const text = card.element.textContent;
-  assert.match(text, /^Write an app file/);
-  assert.match(text, /App expense-log · tool writeAppFile/);
+  assert.match(text, /^Write an app fileAdds notes\.md in your draft of expense-log: nobody else sees it/);
+  // The details (tool, diff) come after the sentence, behind "Show details".
+  const details = card.element.byTag("details")[0];
+  assert.equal(details.byTag("summary")[0].textContent, "Show details");
+  assert.match(details.textContent, /App expense-log · tool writeAppFile/);
+  assert.match(details.textContent, /\+# Notes/);
+  assert.equal(details.getAttribute("open"), null, "closed at first");
   const link = card.element.byTag("a")[0];
   assert.equal(link.textContent, "Open the draft");
   assert.equal(link.getAttribute("href"), "#/apps/expense-log/draft");
@@ -411,6 +434,57 @@ test("a card no longer waiting says why and stays disabled", async () => {
   assert.equal(ended.waiting, false);
 });
 
+test("a deploy card counts and names its files before any diff, and JSON stays in the details", () => {
+  const deploy = A.confirmationCard(
+    {
+      ...CONFIRMATION,
+      title: "Update your app habits",
+      sentence: "Makes a new version of your app habits live.",
+      summary: {
+        kind: "deploy",
+        app: "habits",
+        change: "update",
+        files: [
+          { path: "app.js", change: "change", diff: "-a\n+b\n" },
+          { path: "chart.js", change: "create", diff: "+c\n" },
+          { path: "old.css", change: "delete" },
+        ],
+        ok: true,
+      },
+    },
+    { decide: async () => ({}) },
+  );
+  const files = deploy.element.byTag("ul")[0];
+  assert.equal(files.getAttribute("aria-label"), "Files");
+  assert.deepEqual(
+    files.byTag("li").map((item) => item.textContent),
+    ["Added (1): chart.js", "Changed (1): app.js", "Removed (1): old.css"],
+  );
+  const before = deploy.element.textContent.indexOf("Removed (1)");
+  assert.ok(before >= 0 && before < deploy.element.textContent.indexOf("+c"), "the counts come before the diff");
+  assert.deepEqual(A.fileChanges({ files: [{ path: "a", change: "create" }, { path: "b", change: "change" }] }), { added: ["a"], changed: ["b"], removed: [] });
+
+  const create = A.confirmationCard(
+    { ...CONFIRMATION, tool: "createApp", title: "Create the app notes", sentence: "Creates a new app “Notes” (notes).", summary: { kind: "arguments", arguments: { app: "notes" } } },
+    { decide: async () => ({}) },
+  );
+  const text = create.element.textContent;
+  assert.ok(text.indexOf("Creates a new app") < text.indexOf("{"), "the sentence, not JSON, comes first");
+  assert.match(create.element.byTag("details")[0].textContent, /"app": "notes"/);
+});
+
+test("a card that lapsed or expired says so and stays disabled", async () => {
+  const card = A.confirmationCard(CONFIRMATION, {
+    decide: async () => {
+      throw new api.ApiError({ status: 409, code: "APP_CONFLICT", message: "Cancelled: Studio restarted before this change was approved, so nothing was run.", diagnosticId: "d-2" });
+    },
+  });
+  await card.element.button("Approve").click();
+  assert.match(card.element.textContent, /Studio restarted/);
+  assert.equal(card.element.dataset.confirmation, "gone");
+  assert.equal(card.element.button("Approve").disabled, true);
+});
+
 test("a tool call block shows its arguments, then its result and state", async () => {
   const block = A.callBlock({ id: "c1", tool: "createApp", arguments: { app: "expense-log" } });
   assert.equal(block.element.tagName, "DETAILS");
@@ -423,5 +497,7 @@ test("a tool call block shows its arguments, then its result and state", async (
   assert.equal(block.element.dataset.state, "declined");
   assert.match(block.element.byTag("summary")[0].textContent, /Declined/);
   assert.equal(block.element.byTag("pre")[1].textContent, "The person declined this change");
+  const stale = A.callBlock({ id: "c2", tool: "createApp", arguments: {}, open: "cancelled" });
+  assert.match(stale.element.byTag("summary")[0].textContent, /createApp Cancelled/);
   await flush();
 });

@@ -652,6 +652,9 @@ async fn the_openapi_document_describes_every_route() {
         "POST /api/apps/{appId}/draft",
         "DELETE /api/apps/{appId}/draft",
         "GET /api/apps/{appId}/draft/resource",
+        "GET /api/apps/{appId}/draft/files",
+        "PUT /api/apps/{appId}/draft/files",
+        "DELETE /api/apps/{appId}/draft/files",
         "POST /api/apps/{appId}/draft/publish",
         "POST /api/apps/{appId}/withdraw",
         "POST /api/apps/{appId}/restore",
@@ -686,6 +689,8 @@ async fn the_openapi_document_describes_every_route() {
         "GET /api/assistant/conversations/{id}",
         "DELETE /api/assistant/conversations/{id}",
         "POST /api/assistant/conversations/{id}/turn",
+        "POST /api/assistant/conversations/{id}/cancel",
+        "GET /api/assistant/confirmations",
         "POST /api/assistant/confirmations/{id}",
     ]
     .into_iter()

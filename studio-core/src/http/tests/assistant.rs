@@ -2,8 +2,10 @@
 //! configured in the test world): only a signed-in browser session reaches
 //! them, conversations are their user's, changes are same-origin, a turn
 //! without a provider says how to configure one, a turn streams its events,
-//! and the system message holds no other person's words. The turns'
-//! bookkeeping is studio-assistant's own test.
+//! confirmations are listed and decided only by their own user for their
+//! own conversation, a restart expires the waiting ones and stores their
+//! calls as cancelled, and the system message holds no other person's
+//! words. The turns' bookkeeping is studio-assistant's own test.
 
 use http::StatusCode;
 use serde_json::json;
@@ -142,7 +144,7 @@ async fn only_the_persons_session_reaches_the_assistant() {
             "POST",
             "/api/assistant/confirmations/0123456789abcdef0123456789abcdef",
             &[("cookie", &admin), origin, json_type],
-            r#"{"approve":true}"#,
+            &json!({"approve": true, "conversation": id}).to_string(),
         )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
@@ -319,4 +321,267 @@ async fn the_system_message_holds_no_other_persons_words() {
     )
     .await;
     assert!(own.contains(&format!("- {trap} \"{INJECTION}\"")), "{own}");
+}
+
+const CONFIRMATION: &str = "0123456789abcdef0123456789abcdef";
+
+/// A confirmation held for `user`'s `conversation` as a turn holds one, with
+/// the turn's end of the decision.
+async fn held(
+    world: &World,
+    user: &studio_store::User,
+    conversation: &str,
+) -> tokio::sync::oneshot::Receiver<bool> {
+    let assistance = &world.core.assistance;
+    let (decision, _) = assistance
+        .assistant()
+        .hold(
+            assistance.store(),
+            studio_store::Approval {
+                id: CONFIRMATION.to_owned(),
+                user_id: user.id.clone(),
+                conversation_id: conversation.to_owned(),
+                call_id: "call-1".to_owned(),
+                tool: "createApp".to_owned(),
+                card: json!({
+                    "title": "Create the app notes",
+                    "sentence": "Creates a new app “Notes” (notes).",
+                    "app": "notes",
+                    "summary": {"kind": "arguments", "arguments": {"app": "notes"}},
+                }),
+                created_at: 0,
+                expires_at: 0,
+            },
+            studio_assistant::assistant::CONFIRMATION_TIMEOUT,
+        )
+        .await
+        .unwrap();
+    decision
+}
+
+/// A waiting confirmation is the page's to list again after a reload (or in
+/// another tab), and only its own user decides it, for its own
+/// conversation, once: another user's, another conversation's, a decided
+/// one and a bearer token are refused, and a body without the conversation
+/// is invalid.
+#[tokio::test]
+async fn confirmations_are_listed_and_decided_only_by_their_user_for_their_conversation() {
+    let world = World::new();
+    let admin = world.session(&world.admin);
+    let member = world.session(&world.member);
+    let bearer = world.bearer(
+        &world.admin,
+        &[Scope::ChatUse, Scope::AppsInvoke, Scope::AppsWrite],
+    );
+    let origin = ("origin", STUDIO);
+    let json_type = ("content-type", "application/json");
+    let store = world.store();
+    let one = store.create_conversation(&world.admin.id, "one").unwrap();
+    let two = store.create_conversation(&world.admin.id, "two").unwrap();
+    let theirs = store.create_conversation(&world.member.id, "mine").unwrap();
+    let decision = held(&world, &world.admin, &one.id).await;
+
+    let list = "/api/assistant/confirmations";
+    let (status, listed) = world.send("GET", list, &[("cookie", &admin)], "").await;
+    assert_eq!(status, StatusCode::OK);
+    let cards = listed["confirmations"].as_array().unwrap();
+    assert_eq!(cards.len(), 1, "{listed}");
+    assert_eq!(cards[0]["id"], CONFIRMATION);
+    assert_eq!(cards[0]["conversation"], one.id.as_str());
+    assert_eq!(cards[0]["callId"], "call-1");
+    assert_eq!(cards[0]["sentence"], "Creates a new app “Notes” (notes).");
+    assert_eq!(cards[0]["app"], "notes");
+    assert!(cards[0]["expiresAt"].as_i64().unwrap() > 0);
+    let (_, others) = world.send("GET", list, &[("cookie", &member)], "").await;
+    assert_eq!(others["confirmations"], json!([]), "another user's");
+    let (status, _) = world
+        .send("GET", list, &[("authorization", &bearer)], "")
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "a bearer token");
+
+    let decide = format!("{list}/{CONFIRMATION}");
+    let body = |conversation: &str, approve: bool| {
+        json!({"approve": approve, "conversation": conversation}).to_string()
+    };
+    let (status, refused) = world
+        .send(
+            "POST",
+            &decide,
+            &[("cookie", &member), origin, json_type],
+            &body(&theirs.id, true),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "another user's: {refused}");
+    let (status, _) = world
+        .send(
+            "POST",
+            &decide,
+            &[("cookie", &member), origin, json_type],
+            &body(&one.id, true),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "another user's, named");
+    let (status, _) = world
+        .send(
+            "POST",
+            &decide,
+            &[("cookie", &admin), origin, json_type],
+            &body(&two.id, true),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "another conversation");
+    let (status, _) = world
+        .send(
+            "POST",
+            &decide,
+            &[("cookie", &admin), origin, json_type],
+            r#"{"approve":true}"#,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "no conversation");
+    let (status, _) = world
+        .send(
+            "POST",
+            &decide,
+            &[("cookie", &admin), json_type],
+            &body(&one.id, true),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "not from the Studio origin");
+    let (status, _) = world
+        .send(
+            "POST",
+            &decide,
+            &[("authorization", &bearer), origin, json_type],
+            &body(&one.id, true),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "a bearer token");
+
+    let (status, decided) = world
+        .send(
+            "POST",
+            &decide,
+            &[("cookie", &admin), origin, json_type],
+            &body(&one.id, true),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{decided}");
+    assert_eq!(decided, json!({"decided": true, "approved": true}));
+    assert!(
+        decision.await.unwrap(),
+        "the waiting turn is told: approved"
+    );
+    let (status, _) = world
+        .send(
+            "POST",
+            &decide,
+            &[("cookie", &admin), origin, json_type],
+            &body(&one.id, false),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "a decided one");
+    let (_, listed) = world.send("GET", list, &[("cookie", &admin)], "").await;
+    assert_eq!(listed["confirmations"], json!([]));
+}
+
+/// When Studio restarts, a confirmation left waiting expires: its call is
+/// stored as cancelled (never "running" again), it is no longer listed, and
+/// a click on it says what happened. Cancelling is the conversation's own
+/// user's.
+#[tokio::test]
+async fn a_restart_expires_waiting_confirmations_and_cancels_their_calls() {
+    let world = World::new();
+    let admin = world.session(&world.admin);
+    let member = world.session(&world.member);
+    let origin = ("origin", STUDIO);
+    let json_type = ("content-type", "application/json");
+    let store = world.store();
+    let conversation = store.create_conversation(&world.admin.id, "one").unwrap();
+    store
+        .append_messages(
+            &world.admin.id,
+            &conversation.id,
+            &[
+                json!({"role": "user", "content": "make notes"}),
+                json!({"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "call-1", "type": "function", "function": {"name": "createApp", "arguments": "{}"}},
+                ]}),
+            ],
+        )
+        .unwrap();
+    // Held by a turn of the run before; this one has no turn waiting.
+    store
+        .hold_approval(
+            &studio_store::Approval {
+                id: CONFIRMATION.to_owned(),
+                user_id: world.admin.id.clone(),
+                conversation_id: conversation.id.clone(),
+                call_id: "call-1".to_owned(),
+                tool: "createApp".to_owned(),
+                card: json!({"title": "t", "sentence": "s"}),
+                created_at: 0,
+                expires_at: 0,
+            },
+            600,
+        )
+        .unwrap();
+    assert_eq!(world.core.assistance.expire_abandoned().await.unwrap(), 1);
+    assert_eq!(world.core.assistance.expire_abandoned().await.unwrap(), 0);
+
+    let path = format!("/api/assistant/conversations/{}", conversation.id);
+    let (status, read) = world.send("GET", &path, &[("cookie", &admin)], "").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(read["running"], false);
+    let messages = read["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3, "{read}");
+    assert_eq!(messages[2]["tool_call_id"], "call-1");
+    assert_eq!(messages[2]["ui"]["cancelled"], true);
+    assert!(
+        messages[2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Studio restarted"),
+        "{read}"
+    );
+    let (_, listed) = world
+        .send(
+            "GET",
+            "/api/assistant/confirmations",
+            &[("cookie", &admin)],
+            "",
+        )
+        .await;
+    assert_eq!(listed["confirmations"], json!([]));
+    let (status, late) = world
+        .send(
+            "POST",
+            &format!("/api/assistant/confirmations/{CONFIRMATION}"),
+            &[("cookie", &admin), origin, json_type],
+            &json!({"approve": true, "conversation": conversation.id}).to_string(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{late}");
+    assert_eq!(late["details"]["outcome"], "expired");
+    assert!(
+        late["message"]
+            .as_str()
+            .unwrap()
+            .contains("Studio restarted"),
+        "{late}"
+    );
+
+    // Cancel: the conversation's own user's, and nothing runs here.
+    let cancel = format!("{path}/cancel");
+    let (status, _) = world
+        .send("POST", &cancel, &[("cookie", &member), origin], "")
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "another user's conversation");
+    let (status, _) = world.send("POST", &cancel, &[("cookie", &admin)], "").await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "not from the Studio origin");
+    let (status, answer) = world
+        .send("POST", &cancel, &[("cookie", &admin), origin], "")
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(answer, json!({"cancelled": false}));
 }

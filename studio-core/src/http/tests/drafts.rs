@@ -286,3 +286,137 @@ async fn publish_refuses_a_draft_changed_since_the_page_reviewed_it() {
             .contains("/everyone")
     );
 }
+
+/// The Draft page's editor: the draft's files read back with their versions,
+/// one file written or deleted by the source tools' own rules, the draft's
+/// status (with each diagnostic's file and line) after every change; a
+/// member, an anonymous caller and another origin are refused, as is a path
+/// or a deletion the rules refuse and a write over a file without its
+/// version.
+#[tokio::test]
+async fn the_draft_editor_reads_and_writes_files_by_the_source_rules() {
+    const FILES: &str = "/api/apps/notes/draft/files";
+    let world = World::new();
+    world.create_as_admin("notes", false).await;
+    let admin = world.session(&world.admin);
+    let member = world.session(&world.member);
+    let cookie = ("cookie", admin.as_str());
+    let origin = ("origin", STUDIO);
+    let json_type = ("content-type", "application/json");
+    let write = |path: &str, content: &str| json!({"path": path, "content": content}).to_string();
+
+    for (method, body) in [
+        ("GET", String::new()),
+        ("PUT", write("notes.md", "# Notes\n")),
+        ("DELETE", json!({"path": "styles.css"}).to_string()),
+    ] {
+        let (status, answer) = world
+            .send(
+                method,
+                FILES,
+                &[("cookie", &member), origin, json_type],
+                &body,
+            )
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{method}: {answer}");
+        assert_eq!(answer["code"], "APP_ACCESS_DENIED", "{method}");
+        let (status, _) = world.send(method, FILES, &[origin, json_type], &body).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} anonymous");
+    }
+    let (status, none) = world.send("GET", FILES, &[cookie], "").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "no draft yet: {none}");
+    let (status, _) = world
+        .send("PUT", FILES, &[cookie, json_type], &write("notes.md", "x"))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "not from the Studio origin");
+
+    let (status, _) = world.send("POST", DRAFT, &[cookie, origin], "").await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, listed) = world.send("GET", FILES, &[cookie], "").await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    let files = listed["files"].as_array().unwrap();
+    let script = files
+        .iter()
+        .find(|file| file["path"] == "app.js")
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(script["content"].as_str().unwrap().contains("Sasha"));
+    assert_eq!(script["version"].as_str().unwrap().len(), 64);
+
+    // A new file, then a broken app.js: the status names the file and line.
+    let (status, added) = world
+        .send(
+            "PUT",
+            FILES,
+            &[cookie, origin, json_type],
+            &write("notes.md", "# Notes\n"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{added}");
+    assert_eq!(added["status"]["ok"], true, "{added}");
+    let (status, refused) = world
+        .send(
+            "PUT",
+            FILES,
+            &[cookie, origin, json_type],
+            &write("app.js", "x = 1;\n"),
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::CONFLICT,
+        "an existing file needs its version: {refused}"
+    );
+    let broken = json!({
+        "path": "app.js",
+        "content": "\"use strict\";\nimport x from \"y\";\n",
+        "expectedVersion": script["version"],
+    });
+    let (status, written) = world
+        .send(
+            "PUT",
+            FILES,
+            &[cookie, origin, json_type],
+            &broken.to_string(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{written}");
+    assert_eq!(written["status"]["ok"], false, "{written}");
+    let diagnostic = &written["status"]["diagnostics"][0];
+    assert_eq!(diagnostic["file"], "app.js", "{written}");
+    assert_eq!(diagnostic["line"], 2, "{written}");
+    let (_, listed) = world.send("GET", FILES, &[cookie], "").await;
+    assert!(
+        listed["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|file| file["path"] == "notes.md" && file["content"] == "# Notes\n"),
+        "{listed}"
+    );
+
+    // What the rules refuse, the editor's routes refuse too.
+    for (method, body) in [
+        ("PUT", write("../escape.js", "x")),
+        ("DELETE", json!({"path": "APP.md"}).to_string()),
+        (
+            "PUT",
+            json!({"path": "a.js", "content": "x", "draft": false}).to_string(),
+        ),
+    ] {
+        let (status, answer) = world
+            .send(method, FILES, &[cookie, origin, json_type], &body)
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{method} {body}: {answer}");
+    }
+    let (status, deleted) = world
+        .send(
+            "DELETE",
+            FILES,
+            &[cookie, origin, json_type],
+            &json!({"path": "notes.md", "expectedVersion": added["version"]}).to_string(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{deleted}");
+    // Live is untouched: the live app never had notes.md or the import.
+    assert!(!world.dir.path().join("docs/apps/notes/notes.md").exists());
+}

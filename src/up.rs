@@ -250,14 +250,17 @@ async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<Exit
     println!("  Sandbox    {}/app-sandbox", origins.sandbox);
     println!("  MCP        {studio}/mcp");
     println!("  Health     {studio}/healthz");
-    println!(
-        "  Dev admin  {} / {}   (kept in {})",
-        admin.username,
-        admin.password,
-        state_dir.join("dev-admin.json").display()
+    let (admin_line, password_line) = dev_admin_lines(
+        &admin,
+        &state_dir.join("dev-admin.json"),
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
     );
+    println!("{admin_line}");
     println!("  State      {}", state_dir.display());
     println!("Press Ctrl-C to stop.");
+    if let Some(line) = password_line {
+        eprintln!("{line}");
+    }
 
     let outcome = tokio::select! {
         _ = sasha_service::process::wait_for_signal() => {
@@ -488,6 +491,26 @@ struct DevAdmin {
     password: String,
 }
 
+/// The banner's dev-admin lines. The first, for stdout (which a log
+/// collector keeps, like every child's log line), names the user and the file
+/// that holds the password, never the password. The second, the password
+/// itself, only when `terminal` (stderr is a terminal, so a person reads it):
+/// printed once, after the banner, and never through `tracing`.
+fn dev_admin_lines(admin: &DevAdmin, record: &Path, terminal: bool) -> (String, Option<String>) {
+    let banner = format!(
+        "  Dev admin  {}   (password kept in {})",
+        admin.username,
+        record.display()
+    );
+    let password = terminal.then(|| {
+        format!(
+            "Dev admin password (shown on this terminal only): {}",
+            admin.password
+        )
+    });
+    (banner, password)
+}
+
 /// Reads `<state>/dev-admin.json`, generating it (mode 0600) on first start.
 fn dev_admin(state_dir: &Path) -> anyhow::Result<DevAdmin> {
     let path = state_dir.join("dev-admin.json");
@@ -534,6 +557,25 @@ mod tests {
         assert!(parse_ready("hello").is_none());
         assert!(parse_ready(r#"{"event":"other"}"#).is_none());
         assert!(parse_ready(r#"{"event":"ready","listeners":{"http":"nope"}}"#).is_none());
+    }
+
+    #[test]
+    fn the_dev_admin_password_is_shown_only_on_a_terminal() {
+        let admin = DevAdmin {
+            username: "admin".into(),
+            password: "Zq3hV9secretXy7Pw2LmN0aB".into(),
+        };
+        let record = Path::new("/state/dev-admin.json");
+        // Piped to a collector: the banner names the user and the file only.
+        let (banner, password) = dev_admin_lines(&admin, record, false);
+        assert!(!banner.contains(&admin.password), "{banner}");
+        assert!(banner.contains("admin") && banner.contains("/state/dev-admin.json"));
+        assert_eq!(password, None);
+        // On a terminal: the banner is the same, and one line holds the password.
+        let (tty_banner, password) = dev_admin_lines(&admin, record, true);
+        assert_eq!(tty_banner, banner);
+        let password = password.expect("a terminal is shown the password");
+        assert!(password.ends_with(&admin.password), "{password}");
     }
 
     #[test]

@@ -493,16 +493,25 @@ pub struct MutationOutcome {
 /// Maps a SQLite failure to the closed envelope and logs the internals (SQLite's
 /// message may quote SQL) under the error's diagnostic id. The grammar's work
 /// inside [`Engine::mutate`] should map its statement errors with this too.
+/// A constraint violation a caller caused is explained and logged by
+/// `service::constraints::explain` instead, with the code the caller is told.
 pub fn sql_error(error: rusqlite::Error) -> AppError {
+    let app = sql_error_of(&error);
+    tracing::warn!(diagnostic_id = %app.diagnostic_id, code = %app.code, %error, "data engine: sqlite failure");
+    app
+}
+
+/// [`sql_error`]'s mapping, without the log line.
+pub(crate) fn sql_error_of(error: &rusqlite::Error) -> AppError {
     use rusqlite::ErrorCode as E;
-    let (failure, message) = match &error {
+    let (failure, message) = match error {
         rusqlite::Error::SqliteFailure(failure, message) => (Some(failure), message.as_deref()),
         // Statement errors that point into the SQL text (a limit crossed while
         // preparing, say); the text itself goes only to the log.
         rusqlite::Error::SqlInputError { error, msg, .. } => (Some(error), Some(msg.as_str())),
         _ => (None, None),
     };
-    let app = match failure {
+    match failure {
         Some(failure) => match failure.code {
             E::DatabaseBusy | E::DatabaseLocked => AppError::new(
                 ErrorCode::DatabaseUnavailable,
@@ -540,9 +549,7 @@ pub fn sql_error(error: rusqlite::Error) -> AppError {
             _ => AppError::from_code(ErrorCode::Internal),
         },
         None => AppError::from_code(ErrorCode::Internal),
-    };
-    tracing::warn!(diagnostic_id = %app.diagnostic_id, code = %app.code, %error, "data engine: sqlite failure");
-    app
+    }
 }
 
 /// What a call on a damaged file (SQLite found a page or header it cannot

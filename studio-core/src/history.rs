@@ -218,6 +218,45 @@ pub(crate) async fn list(core: &Arc<Core>, app_id: &str) -> Result<Vec<Revision>
     Ok(revisions)
 }
 
+/// One revert of an app, for the History panel: when, by whom (their
+/// user name while they exist), from which revision to which.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RevertRecord {
+    pub(crate) at: i64,
+    pub(crate) user: Option<String>,
+    pub(crate) from: String,
+    pub(crate) to: String,
+}
+
+/// The reverts of `app_id`, newest first. The caller has been authorized
+/// for the app's history already (`answer`).
+pub(crate) async fn reverts(core: &Arc<Core>, app_id: &str) -> Result<Vec<RevertRecord>, AppError> {
+    let (store, app) = (core.store.clone(), app_id.to_owned());
+    blocking(move || {
+        let mut names: BTreeMap<String, Option<String>> = BTreeMap::new();
+        let mut out = Vec::new();
+        for entry in store.app_reverts(&app)? {
+            let user = match names.get(&entry.user_id) {
+                Some(name) => name.clone(),
+                None => {
+                    let name = store.user(&entry.user_id)?.map(|user| user.username);
+                    names.insert(entry.user_id.clone(), name.clone());
+                    name
+                }
+            };
+            out.push(RevertRecord {
+                at: entry.at,
+                user,
+                from: entry.from,
+                to: entry.to,
+            });
+        }
+        Ok(out)
+    })
+    .await
+}
+
 /// The refusal for a revision the ledger does not hold: pruned (it was once
 /// the app's) or never the app's (hidden).
 async fn missing_revision(core: &Arc<Core>, app_id: &str, revision: &str) -> AppError {

@@ -20,6 +20,7 @@ mod lifecycle;
 mod member_apps;
 mod openapi;
 mod replication;
+mod session;
 mod web;
 
 use std::sync::Arc;
@@ -47,6 +48,7 @@ pub(crate) fn router(core: Arc<Core>) -> axum::Router {
         .merge(studio_identity::http::routes().with_state(core.accounts.clone()))
         .merge(studio_assistant::http::routes().with_state(core.assistance.clone()))
         .merge(replication::routes())
+        .merge(session::routes())
         .fallback(web::not_found)
         .layer(axum::middleware::from_fn_with_state(
             core.clone(),

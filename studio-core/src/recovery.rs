@@ -94,6 +94,11 @@ pub(crate) struct RecoveryField {
     pub required: bool,
     /// The primary key or the owner field: shown, never edited.
     pub read_only: bool,
+    /// The declared table whose row this column names by its primary key (a
+    /// one-column reference), so the grid can show that row's name beside
+    /// the bare id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refers_to: Option<String>,
 }
 
 /// The descriptor of an app's declared tables, in name order.
@@ -122,6 +127,16 @@ pub(crate) fn descriptor(
                 break;
             }
             let read_only = column.primary_key || owner_field.as_deref() == Some(&column.name);
+            let refers_to = table
+                .foreign_keys
+                .iter()
+                .find(|key| {
+                    key.columns.len() == 1
+                        && key.columns[0] == column.name
+                        && key.parent_columns.len() <= 1
+                        && data.is_some_and(|data| data.tables.contains_key(&key.parent_table))
+                })
+                .map(|key| key.parent_table.clone());
             fields.push(RecoveryField {
                 name: column.name.clone(),
                 kinds: value_kinds(&column.declared_type).to_vec(),
@@ -129,6 +144,7 @@ pub(crate) fn descriptor(
                 nullable: !column.not_null && !column.primary_key,
                 required: column.not_null && column.default_value.is_none() && !read_only,
                 read_only,
+                refers_to,
             });
         }
         let tool = |operation| table_tool_name(app_id, table_name, operation);
@@ -227,6 +243,9 @@ mod tests {
         assert_eq!(field("note")["required"], false);
         assert_eq!(field("note")["nullable"], true);
         assert_eq!(field("project")["kinds"], serde_json::json!(["integer"]));
+        // A reference names its table, so the grid can show the project's name.
+        assert_eq!(field("project")["refersTo"], "projects");
+        assert!(field("hours").get("refersTo").is_none());
         assert_eq!(tables[1]["access"], "shared");
         assert!(tables[1]["ownerField"].is_null());
         // No SQL text anywhere.

@@ -81,6 +81,14 @@ export function me() {
   return request("GET", "/api/me");
 }
 
+/**
+ * `GET /api/session`: `{user}` (as `me` answers) or `{user: null}` when the
+ * page is not signed in, so an ordinary signed-out load is no 401 in the console.
+ */
+export function session() {
+  return request("GET", "/api/session");
+}
+
 /** `GET /api/apps`: `{apps, sandboxOrigin}`. */
 export function listApps() {
   return request("GET", "/api/apps");

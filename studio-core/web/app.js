@@ -34,7 +34,8 @@ import { appStudioPanel } from "./appstudio.js";
 import { withdrawConfirm, withdrawnPanel } from "./withdrawn.js";
 import { invitationCard, usersPanel } from "./users.js";
 import { assistantPane } from "./assistant.js";
-import { errorText, h, replaceChildren } from "./dom.js";
+import { errorContent, h, replaceChildren } from "./dom.js";
+import { checklist, checklistDismissed, createPanel, markOpened, memberPointers, needsAdminPage, WHAT_SASHA_IS } from "./orientation.js";
 import { createHost, styleVariables } from "./host.js";
 import { ACCESS, ROLES, SCOPES, isAppId } from "./vocabulary.js";
 
@@ -104,7 +105,7 @@ function appById(id) {
  */
 function route() {
   const hash = window.location.hash;
-  const none = { page: "home", appId: null, access: false, recovery: false, history: false, draft: false, requestId: null, studioAppId: null, inviteToken: null };
+  const none = { page: "home", appId: null, access: false, recovery: false, history: false, draft: false, requestId: null, studioAppId: null, studioNew: false, inviteToken: null };
   const invite = /^#\/(invite|reset)\/([A-Za-z0-9_-]{1,256})$/.exec(hash);
   if (invite) {
     return { ...none, page: "invite", inviteToken: invite[2], resetLink: invite[1] === "reset" };
@@ -118,6 +119,12 @@ function route() {
   }
   if (hash === "#/new") {
     return { ...none, page: "new" };
+  }
+  if (hash === "#/create") {
+    return { ...none, page: "create" };
+  }
+  if (hash === "#/create/studio") {
+    return { ...none, page: "studio", studioNew: true };
   }
   if (hash === "#/withdrawn") {
     return { ...none, page: "withdrawn" };
@@ -152,8 +159,10 @@ async function boot() {
     await showInvitation(route().inviteToken, route().resetLink);
     return;
   }
+  let session;
   try {
-    studio.user = await api.me();
+    // Signed out is an ordinary answer here, not a refused /api/me.
+    session = await api.session();
   } catch (error) {
     if (error.status === 401 || error.status === 404) {
       showLogin();
@@ -162,11 +171,17 @@ async function boot() {
     }
     return;
   }
+  if (!session || !session.user) {
+    showLogin();
+    return;
+  }
+  studio.user = session.user;
   await enterStudio();
 }
 
 function showFatal(error, retry) {
   studio.view = "fatal";
+  setTitle("Not available");
   const button = h("button", { type: "button", class: "button button-primary", text: "Try again", onclick: retry });
   replaceChildren(
     root,
@@ -177,7 +192,7 @@ function showFatal(error, retry) {
         "section",
         { class: "card", "aria-labelledby": "fatal-title" },
         h("h1", { class: "card-title", id: "fatal-title", text: "Sasha Studio is not available" }),
-        h("p", { class: "alert", role: "alert", text: errorText(error) }),
+        h("p", { class: "alert", role: "alert" }, errorContent(error)),
         button,
       ),
     ),
@@ -188,6 +203,7 @@ function showFatal(error, retry) {
 function showLogin(notice) {
   disposeAssistant();
   studio.view = "login";
+  setTitle("Sign in");
   studio.user = null;
   studio.shell = null;
   studio.apps = [];
@@ -219,7 +235,7 @@ function showLogin(notice) {
           submit.disabled = false;
           status.textContent = "";
           alert.hidden = false;
-          alert.textContent = errorText(error);
+          replaceChildren(alert, errorContent(error));
           password.select();
           password.focus();
           return;
@@ -312,6 +328,7 @@ async function showInvitation(token, reset = false) {
   disposeAssistant();
   studio.shell = null;
   studio.view = "invite";
+  setTitle(reset ? "Choose a new password" : "Invitation");
   const card = invitationCard({
     token,
     reset,
@@ -339,6 +356,7 @@ async function showConsent(requestId) {
   disposeAssistant();
   studio.shell = null;
   studio.view = "consent";
+  setTitle("Connect a client");
   const card = consentCard({
     requestId,
     user: studio.user,
@@ -441,19 +459,24 @@ function buildShell() {
   const appList = h("ul", { class: "app-list", role: "list" });
   // Everyone's way to their own apps (on phones, where the sidebar is hidden, the home page has one too).
   const studioLink = h("button", { type: "button", class: "button button-quiet button-block sidebar-studio", text: "App Studio", onclick: () => go("#/studio") });
-  const newAppButton = canCreateApps()
-    ? h("button", { type: "button", class: "button button-block sidebar-new", text: "New app", onclick: () => go("#/new") })
-    : null;
+  // The one way to a new app for everyone: the Create page offers the assistant, a template and App Studio's editor.
+  const newAppButton = h("button", { type: "button", class: "button button-block sidebar-new", text: "Create", onclick: () => go("#/create") });
+  // Phones: the sidebar is the menu, and holds what the compact header leaves out.
+  const menuConnections = h("a", { class: "button button-quiet button-block sidebar-phone-only", href: "#/connections", text: "Connected clients" });
+  const menuSignOut = h("button", { type: "button", class: "button button-quiet button-block sidebar-phone-only", text: "Sign out", onclick: signOut });
+  const menuButton = h("button", { type: "button", class: "button menu-toggle", text: "Menu", "aria-expanded": "false", "aria-controls": "sidebar" });
   const main = h("main", { class: "pane", id: "main", tabindex: "-1" });
   // The assistant beside the app pane, for every signed-in user.
   disposeAssistant();
   const assistantButton = h("button", { type: "button", class: "button assistant-toggle", text: "Assistant", "aria-expanded": "false", "aria-controls": "assistant" });
   const layout = h("div", { class: "layout" });
+  menuButton.addEventListener("click", () => setMenu(!layout.classList.contains("menu-open")));
   const assistant = assistantPane({
     onAppsChanged: async () => {
       // An approved change ran: an app may be new or changed.
       if (studio.shell && (await loadApps())) {
         renderSidebar(studio.openAppId);
+        refreshPaneHeader();
         if (route().page === "home") {
           // The home page's empty state counts the apps.
           render();
@@ -496,7 +519,8 @@ function buildShell() {
     h(
       "header",
       { class: "topbar" },
-      h("p", { class: "brand", text: "Sasha Studio" }),
+      h("p", { class: "brand" }, "Sasha", h("span", { class: "brand-suffix", text: " Studio" })),
+      menuButton,
       h("div", { class: "picker field-inline" }, h("label", { for: "app-picker", text: "App" }), picker),
       assistantButton,
       h(
@@ -512,17 +536,67 @@ function buildShell() {
   );
   replaceChildren(
     layout,
-    h("nav", { class: "sidebar", "aria-labelledby": "apps-heading" }, h("h2", { class: "sidebar-title", id: "apps-heading", text: "Apps" }), appList, newAppButton, studioLink, usersLink, withdrawnLink),
+    h(
+      "nav",
+      {
+        class: "sidebar",
+        id: "sidebar",
+        "aria-labelledby": "apps-heading",
+        // Phones: choosing anything in the menu closes it, the page already shown included.
+        onclick: (event) => {
+          if (event.target instanceof Element && event.target.closest("a, button")) {
+            setMenu(false);
+          }
+        },
+      },
+      h("h2", { class: "sidebar-title", id: "apps-heading", text: "Apps" }),
+      appList,
+      newAppButton,
+      studioLink,
+      usersLink,
+      withdrawnLink,
+      h("div", { class: "sidebar-account sidebar-phone-only" }, h("p", { class: "account-name", text: `${studio.user.username} · ${studio.user.role}` }), menuConnections, menuSignOut),
+    ),
     h("div", { class: "pane-wrap" }, status, alert, main),
     assistant.element,
   );
-  studio.shell = { picker, appList, main, status, alert, signOut: signOutButton, connectionsLink, withdrawnLink, usersLink, studioLink, newAppButton, pane: null };
+  studio.shell = { picker, appList, main, status, alert, signOut: signOutButton, connectionsLink, withdrawnLink, usersLink, studioLink, newAppButton, menuButton, layout, assistantButton, assistant, pane: null };
   studio.view = "shell";
 }
 
 function say(text) {
   if (studio.shell) {
     studio.shell.status.textContent = text;
+  }
+}
+
+/** The tab's title: the page, then "Sasha", so tabs and history tell pages apart. */
+function setTitle(page) {
+  document.title = page ? `${page} — Sasha` : "Sasha";
+}
+
+/** Opens or closes the phones' menu (the sidebar under the compact header). */
+function setMenu(open) {
+  if (!studio.shell) {
+    return;
+  }
+  studio.shell.layout.classList.toggle("menu-open", open);
+  studio.shell.menuButton.setAttribute("aria-expanded", String(open));
+}
+
+/** Opens the assistant pane (if closed) and puts `starter` in an empty message box. */
+function openAssistant(starter = "") {
+  if (!studio.shell) {
+    return;
+  }
+  if (!studio.shell.assistant.isOpen()) {
+    studio.shell.assistantButton.click();
+  }
+  const prompt = document.getElementById("assistant-prompt");
+  if (prompt && starter && prompt.value === "") {
+    prompt.value = starter;
+    prompt.focus();
+    prompt.setSelectionRange(starter.length, starter.length);
   }
 }
 
@@ -534,7 +608,7 @@ function showAlert(error) {
   alert.hidden = false;
   replaceChildren(
     alert,
-    h("span", { text: errorText(error) }),
+    h("span", {}, errorContent(error)),
     h("button", {
       type: "button",
       class: "button button-quiet",
@@ -588,9 +662,9 @@ function renderSidebar(openId) {
   picker.disabled = studio.apps.length === 0;
 }
 
-/** The New app button of the empty states (the sidebar is hidden on phones). */
+/** The Create button of the empty states (the sidebar is hidden on phones). */
 function newAppAction() {
-  return canCreateApps() ? h("button", { type: "button", class: "button button-primary empty-action", text: "New app", onclick: () => go("#/new") }) : null;
+  return h("button", { type: "button", class: "button button-primary empty-action", text: "Create", onclick: () => go("#/create") });
 }
 
 /** The App Studio button of the empty states, for everyone (the sidebar is hidden on phones). */
@@ -608,36 +682,94 @@ function usersAction() {
   return isAdmin() ? h("button", { type: "button", class: "button button-quiet empty-action empty-users", text: "Users", onclick: () => go("#/users") }) : null;
 }
 
+/** The admin's getting-started list above the home page, until dismissed. */
+function adminChecklist() {
+  if (!isAdmin() || checklistDismissed(studio.user.id)) {
+    return null;
+  }
+  return checklist({
+    user: studio.user,
+    apps: studio.apps,
+    go,
+    onDismiss: () => {
+      const list = studio.shell ? studio.shell.main.querySelector(".checklist") : null;
+      if (list) {
+        list.remove();
+      }
+      const heading = studio.shell ? studio.shell.main.querySelector("h1") : null;
+      if (heading) {
+        heading.setAttribute("tabindex", "-1");
+        heading.focus();
+      }
+    },
+  });
+}
+
 function emptyState() {
+  setTitle("Apps");
   if (studio.apps.length === 0) {
     const manager = canManageAccess();
     return h(
+      "div",
+      { class: "home" },
+      h(
+        "section",
+        { class: "empty", "aria-labelledby": "empty-title" },
+        h("h1", { class: "empty-title", id: "empty-title", text: `Welcome, ${studio.user.username}` }),
+        manager ? null : h("p", { class: "empty-intro", text: WHAT_SASHA_IS }),
+        h("p", {
+          text: canCreateApps()
+            ? "No apps yet — create one with Create, or ask another admin or staff member for access to theirs."
+            : manager
+              ? "No apps yet — add a valid app package to the apps folder, or ask another admin or staff member for access."
+              : "No apps yet — ask an admin or staff member for access.",
+        }),
+        manager ? newAppAction() : null,
+        manager ? studioAction() : null,
+        usersAction(),
+        withdrawnAction(),
+      ),
+      adminChecklist(),
+      manager ? null : memberPointers({ go, openAssistant }),
+    );
+  }
+  return h(
+    "div",
+    { class: "home" },
+    h(
       "section",
       { class: "empty", "aria-labelledby": "empty-title" },
-      h("h1", { class: "empty-title", id: "empty-title", text: `Welcome, ${studio.user.username}` }),
-      h("p", {
-        text: canCreateApps()
-          ? "No apps yet — create one with New app, or ask another admin or staff member for access to theirs."
-          : manager
-            ? "No apps yet — add a valid app package to the apps folder, or ask another admin or staff member for access."
-            : "No apps yet — ask an admin or staff member for access.",
-      }),
+      h("h1", { class: "empty-title", id: "empty-title", text: "Choose an app" }),
+      h("p", { text: "Pick an app from the list to open it here, or create a new one. One app is open at a time." }),
       newAppAction(),
       studioAction(),
       usersAction(),
       withdrawnAction(),
-    );
-  }
-  return h(
-    "section",
-    { class: "empty", "aria-labelledby": "empty-title" },
-    h("h1", { class: "empty-title", id: "empty-title", text: "Choose an app" }),
-    h("p", { text: canCreateApps() ? "Pick an app from the list to open it here, or create a new one. One app is open at a time." : "Pick an app from the list to open it here. One app is open at a time." }),
-    newAppAction(),
-    studioAction(),
-    usersAction(),
-    withdrawnAction(),
+    ),
+    adminChecklist(),
   );
+}
+
+/**
+ * A page the person's role does not include: said on the page, the address
+ * kept, instead of a silent redirect home.
+ */
+function showNeedsAdmin(title, reason) {
+  setTitle(`${title} needs an admin`);
+  const page = needsAdminPage({ title, reason, user: studio.user, go });
+  replaceChildren(studio.shell.main, page);
+  page.querySelector("h1").focus();
+}
+
+/** The Create page: ask the assistant, start from a template, or write it myself. */
+async function showCreate() {
+  await closeApp();
+  renderSidebar(null);
+  studio.shell.pane = null;
+  setTitle("Create an app");
+  const panel = createPanel({ canCreateShared: canCreateApps(), go, openAssistant });
+  replaceChildren(studio.shell.main, panel);
+  panel.querySelector("h1").focus();
 }
 
 /** The New app form in the pane; once created, the app opens. */
@@ -646,11 +778,13 @@ async function showNewApp() {
   renderSidebar(null);
   studio.shell.pane = null;
   if (!canCreateApps()) {
-    showAlert({ message: "Only admin and staff members can create apps.", code: "APP_ACCESS_DENIED" });
-    history.replaceState(null, "", "#/");
-    replaceChildren(studio.shell.main, emptyState());
+    showNeedsAdmin(
+      "New shared app",
+      "A shared app from a template is created by admin and staff members. You can build your own app in App Studio, or ask the assistant, from Create.",
+    );
     return;
   }
+  setTitle("New app");
   const panel = newAppPanel({
     onCancel: () => go("#/"),
     onUnauthenticated: () => {
@@ -686,15 +820,17 @@ async function showNewApp() {
  * in its editor. A preview it opens is the open host while it lasts, so
  * leaving the page (closeApp) closes it.
  */
-async function showStudio(studioAppId) {
+async function showStudio(studioAppId, startNew = false) {
   await closeApp();
   renderSidebar(null);
   studio.shell.pane = null;
+  setTitle("App Studio");
   const generation = studio.generation;
   const notice = studio.studioNotice;
   studio.studioNotice = "";
   const panel = appStudioPanel({
     editId: studioAppId,
+    startNew,
     notice,
     sandboxOrigin: studio.sandboxOrigin,
     hostVersion: VERSION,
@@ -732,11 +868,10 @@ async function showWithdrawn() {
   const notice = studio.withdrawnNotice;
   studio.withdrawnNotice = "";
   if (!isAdmin()) {
-    showAlert({ message: "Only admins can see withdrawn apps.", code: "APP_ACCESS_DENIED" });
-    history.replaceState(null, "", "#/");
-    replaceChildren(studio.shell.main, emptyState());
+    showNeedsAdmin("Withdrawn apps", "Withdrawn apps lists the apps an admin has hidden from everyone, to restore or delete them. Only admins can see it.");
     return;
   }
+  setTitle("Withdrawn apps");
   // The list of apps changes under the page: a restored app is back, a withdrawn one gone.
   const refresh = async () => {
     if (await loadApps()) {
@@ -761,11 +896,10 @@ async function showUsers() {
   renderSidebar(null);
   studio.shell.pane = null;
   if (!isAdmin()) {
-    showAlert({ message: "Only admins can manage users.", code: "APP_ACCESS_DENIED" });
-    history.replaceState(null, "", "#/");
-    replaceChildren(studio.shell.main, emptyState());
+    showNeedsAdmin("Users", "Users is where admins invite people, change their roles and remove them. Only admins can open it.");
     return;
   }
+  setTitle("Users");
   const panel = usersPanel({
     me: studio.user,
     onUnauthenticated: () => {
@@ -818,6 +952,13 @@ async function renderNow() {
   if (!studio.shell) {
     return;
   }
+  // Any new page closes the phones' menu it was chosen from.
+  setMenu(false);
+  if (current.page === "create") {
+    studio.shell.newAppButton.setAttribute("aria-current", "page");
+  } else {
+    studio.shell.newAppButton.removeAttribute("aria-current");
+  }
   if (current.page === "studio") {
     studio.shell.studioLink.setAttribute("aria-current", "page");
   } else {
@@ -842,6 +983,11 @@ async function renderNow() {
     await showNewApp();
     return;
   }
+  if (current.page === "create") {
+    studio.shell.connectionsLink.removeAttribute("aria-current");
+    await showCreate();
+    return;
+  }
   if (current.page === "withdrawn") {
     studio.shell.connectionsLink.removeAttribute("aria-current");
     await showWithdrawn();
@@ -854,7 +1000,7 @@ async function renderNow() {
   }
   if (current.page === "studio") {
     studio.shell.connectionsLink.removeAttribute("aria-current");
-    await showStudio(current.studioAppId);
+    await showStudio(current.studioAppId, current.studioNew);
     return;
   }
   const onConnections = current.page === "connections";
@@ -873,6 +1019,7 @@ async function renderNow() {
       },
     });
     replaceChildren(studio.shell.main, panel);
+    setTitle("Connected clients");
     panel.querySelector("h1").focus();
     return;
   }
@@ -963,6 +1110,11 @@ function appPane(app, mode) {
   const alert = h("div", { class: "alert", role: "alert", hidden: true });
   const frameSlot = h("div", { class: "frame-slot" });
   const accessSlot = h("div", { class: "access-slot" });
+  const heading = {
+    title: h("h1", { class: "app-title", id: "app-title", text: app.name }),
+    description: h("p", { class: "app-description", text: app.description }),
+    meta: h("p", { class: "app-meta", text: `Version ${app.version} · ${app.access} access` }),
+  };
   const lifecycleSlot = h("div", { class: "lifecycle-slot" });
   if (withdrawButton) {
     withdrawButton.addEventListener("click", () => toggleWithdraw(app, withdrawButton, lifecycleSlot));
@@ -976,9 +1128,9 @@ function appPane(app, mode) {
       h(
         "div",
         { class: "app-heading" },
-        h("h1", { class: "app-title", id: "app-title", text: app.name }),
-        h("p", { class: "app-description", text: app.description }),
-        h("p", { class: "app-meta", text: `Version ${app.version} · ${app.access} access` }),
+        heading.title,
+        heading.description,
+        heading.meta,
       ),
       h("div", { class: "app-actions" }, recoveryButton, historyButton, draftButton, accessButton, withdrawButton, closeButton),
     ),
@@ -988,7 +1140,27 @@ function appPane(app, mode) {
     alert,
     frameSlot,
   );
-  return { app, mode, element, status, alert, frameSlot, accessSlot, accessButton, accessOpen: false };
+  return { app, mode, element, status, alert, frameSlot, accessSlot, accessButton, accessOpen: false, heading };
+}
+
+/**
+ * After the apps were read again: the open app's header says what the app is
+ * now (a deploy, publish or revert may change its name, description and
+ * version), and the tab's title follows.
+ */
+function refreshPaneHeader() {
+  const pane = studio.shell ? studio.shell.pane : null;
+  const fresh = pane ? appById(pane.app.id) : null;
+  if (!pane || !fresh) {
+    return;
+  }
+  pane.app = fresh;
+  pane.heading.title.textContent = fresh.name;
+  pane.heading.description.textContent = fresh.description;
+  pane.heading.meta.textContent = `Version ${fresh.version} · ${fresh.access} access`;
+  if (pane.mode === "view") {
+    setTitle(fresh.name);
+  }
 }
 
 /** Opens or closes the in-pane withdraw confirmation under the app's header. */
@@ -1001,10 +1173,13 @@ function toggleWithdraw(app, button, slot) {
   }
   const confirm = withdrawConfirm({
     app,
-    onCancel: () => {
+    // Cancel and Escape put the focus back on Withdraw…; work elsewhere keeps it there.
+    onCancel: ({ refocus }) => {
       replaceChildren(slot);
       button.setAttribute("aria-expanded", "false");
-      button.focus();
+      if (refocus) {
+        button.focus();
+      }
     },
     onWithdrawn: async () => {
       // Gone for everyone, admins too: close it, reload the list, show the withdrawn apps.
@@ -1021,6 +1196,7 @@ function toggleWithdraw(app, button, slot) {
   });
   replaceChildren(slot, confirm.element);
   button.setAttribute("aria-expanded", "true");
+  confirm.dismissOn(button);
   confirm.focus();
 }
 
@@ -1032,7 +1208,7 @@ function paneFail(pane, error, retry) {
   pane.alert.hidden = false;
   replaceChildren(
     pane.alert,
-    h("p", { text: errorText(error) }),
+    h("p", {}, errorContent(error)),
     retry ? h("button", { type: "button", class: "button", text: "Try again", onclick: retry }) : null,
   );
   paneSay(pane, "");
@@ -1067,6 +1243,7 @@ async function openApp(app, retried = false, mode = "view") {
   const generation = studio.generation;
   clearAlert();
   const pane = appPane(app, mode);
+  setTitle(mode === "recovery" ? `Recovery of ${app.name}` : mode === "history" ? `History of ${app.name}` : mode === "draft" ? `Draft of ${app.name}` : app.name);
   studio.openAppId = app.id;
   studio.shell.pane = pane;
   replaceChildren(studio.shell.main, pane.element);
@@ -1074,6 +1251,7 @@ async function openApp(app, retried = false, mode = "view") {
     // The app's own view stays closed: recovery must work when it is broken.
     const panel = recoveryPanel({
       app,
+      me: studio.user,
       onClose: () => go(`#/apps/${app.id}`),
       onUnauthenticated: () => {
         sessionEnded();
@@ -1098,9 +1276,7 @@ async function openApp(app, retried = false, mode = "view") {
         if (await loadApps()) {
           const fresh = appById(app.id);
           renderSidebar(fresh ? fresh.id : null);
-          if (fresh) {
-            pane.app = fresh;
-          }
+          refreshPaneHeader();
         }
       },
       onUnauthenticated: () => {
@@ -1136,9 +1312,7 @@ async function openApp(app, retried = false, mode = "view") {
         if (await loadApps()) {
           const fresh = appById(app.id);
           renderSidebar(fresh ? fresh.id : null);
-          if (fresh) {
-            pane.app = fresh;
-          }
+          refreshPaneHeader();
         }
       },
       onClose: () => go(`#/apps/${app.id}`),
@@ -1197,6 +1371,9 @@ async function openApp(app, retried = false, mode = "view") {
     // The open app is the page's subject: its frame takes its whole height.
     fullHeight: true,
     onStateChange: (state) => {
+      if (state === "ready") {
+        markOpened(studio.user.id);
+      }
       const text = STATE_TEXT[state];
       if (text) {
         paneSay(pane, text(app.name));

@@ -25,7 +25,7 @@
 // package's diagnostics when there are some).
 
 import * as api from "./api.js";
-import { errorText, h, replaceChildren } from "./dom.js";
+import { dismissibleBy, errorContent, h, replaceChildren } from "./dom.js";
 import { diagnosticText, openPreviewSection } from "./drafts.js";
 import { byteText } from "./history.js";
 import { shareNameList } from "./users.js";
@@ -265,12 +265,13 @@ export function packageEditor({ say, fail, onEdit = () => {}, fallbackFocus = ()
 /**
  * The page. `options`: `{editId, notice, sandboxOrigin, hostVersion,
  * onOpenApp(id), onNavigate(hash, notice), onAppsChanged(),
- * onPreviewHost(host|null), onUnauthenticated()}`. `editId` opens that app's
+ * onPreviewHost(host|null), onUnauthenticated()}`. `startNew` opens a new
+ * app's editor on the starting template (the Create page's way in); `editId` opens that app's
  * files in the editor (`#/studio/<id>`); `notice` is said first (what led here,
  * such as a deployment); `onPreviewHost` hears of the preview's host when it
  * opens and closes, so the page closes it with everything else.
  */
-export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "", hostVersion = "0", onOpenApp = () => {}, onNavigate = () => {}, onAppsChanged = () => {}, onPreviewHost = () => {}, onUnauthenticated = () => {} } = {}) {
+export function appStudioPanel({ editId = null, startNew = false, notice = "", sandboxOrigin = "", hostVersion = "0", onOpenApp = () => {}, onNavigate = () => {}, onAppsChanged = () => {}, onPreviewHost = () => {}, onUnauthenticated = () => {} } = {}) {
   const status = h("p", { class: "status", role: "status", "aria-live": "polite" });
   const outcome = h("p", { class: "studio-outcome", hidden: true });
   const alert = h("div", { class: "alert", role: "alert", hidden: true });
@@ -312,7 +313,7 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
     const found = error && error.details && !listed ? list(error.details.diagnostics) : [];
     alert.hidden = false;
     const problems = found.length > 0 ? h("ul", { class: "draft-diagnostics", "aria-label": "What the server found" }, found.map((d) => h("li", { text: diagnosticText(d) }))) : null;
-    const text = h("div", { class: "draft-alert-text" }, h("p", { text: errorText(error) }), extra ? h("p", { text: extra }) : null, problems);
+    const text = h("div", { class: "draft-alert-text" }, h("p", {}, errorContent(error)), extra ? h("p", { text: extra }) : null, problems);
     replaceChildren(alert, text, h("button", { type: "button", class: "button button-quiet", text: "Dismiss", onclick: clearAlert }));
     say("");
   };
@@ -415,8 +416,11 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
   function confirmIn(slot, { title, text, yes, primary = false, run, onCancel = null }) {
     const yesButton = h("button", { type: "button", class: primary ? "button button-primary" : "button button-danger", text: yes });
     const no = h("button", { type: "button", class: "button button-quiet", text: "Cancel" });
+    // Escape, or work elsewhere on the page, cancels it too.
+    const done = dismissibleBy(slot, no);
     no.addEventListener("click", () => (onCancel ? onCancel() : inline && toggle(inline.where, inline.id, inline.kind)));
     yesButton.addEventListener("click", async () => {
+      done();
       yesButton.disabled = true;
       no.disabled = true;
       if ((await run()) === null) {
@@ -707,6 +711,9 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
       newButton.focus();
     });
     const heading = h("h2", { id: "studio-editor-heading", tabindex: "-1", text: fresh ? "New app" : `Editing ${app.name || app.id}` });
+    // Kept so a deploy can say what the app is now (its name and revision may change).
+    state.heading = heading;
+    state.meta = fresh ? null : h("p", { class: "studio-meta", text: appMeta(app) });
     const nameHint = `What people see, at most ${NAME_MAX} characters. Until you edit a file, the files below follow it.`;
     replaceChildren(
       editorSlot,
@@ -716,7 +723,7 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
         h("div", { class: "panel-header" }, heading, close),
         fresh
           ? h("div", { class: "field" }, h("label", { for: "studio-name", text: "Name" }), state.nameInput, h("p", { class: "hint", id: "studio-name-hint", text: nameHint }))
-          : h("p", { class: "studio-meta", text: appMeta(app) }),
+          : state.meta,
         h("p", { class: "hint", text: "Paste or type each file of the package. Check asks the validator; nothing runs until you preview or deploy, and then only in the app's sandbox." }),
         state.fileList,
         h("div", { class: "form-actions" }, addFile),
@@ -804,12 +811,18 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
     }
     state.app = deployed;
     state.revision = deployed.revision;
+    // The editor's header follows the deployed app.
+    state.heading.textContent = `Editing ${deployed.name || deployed.id || name}`;
+    if (state.meta && deployed.id) {
+      state.meta.textContent = appMeta(deployed);
+    }
     replaceChildren(state.diagnostics);
     const text = `Deployed ${deployed.name || name}, revision ${short(deployed.revision)}: it is live for you and everyone you share it with.`;
     await load({ quiet: true });
     await onAppsChanged();
+    // Said once, in the outcome line (the status line would say it twice).
     tell(text);
-    say(text);
+    say("");
   }
 
   /**
@@ -875,11 +888,11 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
     // the live files: preview it, then deploy it.
     const draft = answer.draft && typeof answer.draft === "object" ? answer.draft : null;
     openEditor(answer.app, draft ? draft.files || {} : answer.files || {});
+    // A notice (such as a deployment) is already the outcome line: said once.
     say(
-      notice ||
-        (draft
-          ? `Editing the saved draft of ${answer.app.name || id} (the live app is unchanged): Preview it, then Deploy.`
-          : `Editing ${answer.app.name || id}: ${plural(editor.rows.length, "file")}.`),
+      draft
+        ? `Editing the saved draft of ${answer.app.name || id} (the live app is unchanged): Preview it, then Deploy.`
+        : `Editing ${answer.app.name || id}: ${plural(editor.rows.length, "file")}.`,
     );
   }
 
@@ -905,10 +918,11 @@ export function appStudioPanel({ editId = null, notice = "", sandboxOrigin = "",
   );
   tell(notice);
   load().then((loaded) => {
-    if (loaded && editId) {
+    if (loaded && startNew && !newButton.hidden) {
+      // Create's "Write it myself": straight into a new app's editor.
+      newButton.click();
+    } else if (loaded && editId) {
       openForEditing(editId);
-    } else if (loaded && notice) {
-      say(notice);
     }
   });
   return panel;

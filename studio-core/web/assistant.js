@@ -26,7 +26,7 @@
 // tests/browser/assistant.mjs.
 
 import * as api from "./api.js";
-import { errorText, h, replaceChildren } from "./dom.js";
+import { dismissibleBy, errorText, h, replaceChildren } from "./dom.js";
 
 const NARROW = "(max-width: 767px)";
 /** How often a page reads again a running turn it does not stream. */
@@ -1073,11 +1073,14 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
     }
     const yes = h("button", { type: "button", class: "button button-danger", text: "Yes, delete" });
     const no = h("button", { type: "button", class: "button button-quiet", text: "Keep it" });
+    // Escape, or work elsewhere on the page, keeps it too.
+    const done = dismissibleBy(confirmSlot, no, deleteButton);
     no.addEventListener("click", () => {
       replaceChildren(confirmSlot);
       deleteButton.focus();
     });
     yes.addEventListener("click", async () => {
+      done();
       yes.disabled = true;
       no.disabled = true;
       try {

@@ -55,12 +55,24 @@ export function replaceChildren(element, ...children) {
 /**
  * An error as one line of text: its message, then its code and diagnostic id
  * when known, so a user can quote them. The nil id of a hidden refusal is left
- * out: there is nothing to diagnose.
+ * out: there is nothing to diagnose. Where a panel can show more than a line,
+ * `errorContent` keeps the code and id under "Details" instead.
  */
 export function errorText(error) {
+  const message = errorMessage(error);
+  const details = errorDetailParts(error);
+  return details.length > 0 ? `${message} (${details.join(", ")})` : message;
+}
+
+/** The error's own sentence, without its code or diagnostic id. */
+export function errorMessage(error) {
   const raw = (error && error.message) || "Something went wrong.";
   // Server messages are lowercase fragments; show them as sentences.
-  const message = raw.charAt(0).toUpperCase() + raw.slice(1);
+  return raw.charAt(0).toUpperCase() + raw.slice(1);
+}
+
+/** The code and the diagnostic id (not the nil one of a hidden refusal), as text parts. */
+function errorDetailParts(error) {
   const details = [];
   if (error && error.code) {
     details.push(error.code);
@@ -68,16 +80,33 @@ export function errorText(error) {
   if (error && error.diagnosticId && !/^[0-]+$/.test(error.diagnosticId)) {
     details.push(`diagnostic id ${error.diagnosticId}`);
   }
-  return details.length > 0 ? `${message} (${details.join(", ")})` : message;
+  return details;
+}
+
+/**
+ * An error as page content: the plain sentence first, then the code and the
+ * diagnostic id folded under "Details" (there to quote to an admin, not in
+ * the way of reading what happened).
+ */
+export function errorContent(error) {
+  const parts = errorDetailParts(error);
+  return [
+    h("span", { class: "error-message", text: errorMessage(error) }),
+    parts.length > 0
+      ? h("details", { class: "error-details" }, h("summary", { text: "Details" }), h("span", { class: "error-code", text: parts.join(" · ") }))
+      : null,
+  ];
 }
 
 /**
  * The messages of a panel: `say` writes its live status line, `fail` shows an
- * error in its alert (`describe` turns the error into text, `errorText` by
- * default) and clears the status, `clearAlert` hides the alert. With
- * `onUnauthenticated`, a 401 calls it instead: the session has ended.
+ * error in its alert (the sentence, with the code and diagnostic id under
+ * "Details"; `describe` may turn the error into other text, or into another
+ * error to show the same way) and clears the status, `clearAlert` hides the
+ * alert. With `onUnauthenticated`, a 401 calls it instead: the session has
+ * ended.
  */
-export function panelMessages(status, alert, { onUnauthenticated = null, describe = errorText } = {}) {
+export function panelMessages(status, alert, { onUnauthenticated = null, describe = null } = {}) {
   const say = (text) => {
     status.textContent = text;
   };
@@ -87,7 +116,12 @@ export function panelMessages(status, alert, { onUnauthenticated = null, describ
       return;
     }
     alert.hidden = false;
-    alert.textContent = describe(error);
+    const described = describe ? describe(error) : error;
+    if (typeof described === "string") {
+      alert.textContent = described;
+    } else {
+      replaceChildren(alert, errorContent(described));
+    }
     say("");
   };
   const clearAlert = () => {
@@ -139,4 +173,101 @@ export function copyButton(value, label = "Copy") {
     }, 2000);
   });
   return button;
+}
+
+/**
+ * The open confirmation panels (Withdraw, Delete, Revert…): each is closed by
+ * Escape (the newest first, focus back on the button that opened it), and by
+ * doing something else — pressing or focusing anything outside the panel and
+ * its opener — so a destructive question never lingers behind other work.
+ */
+const openPanels = [];
+let panelsWatched = false;
+
+function closePanel(entry, refocus) {
+  const index = openPanels.indexOf(entry);
+  if (index >= 0) {
+    openPanels.splice(index, 1);
+  }
+  entry.cancel({ refocus });
+}
+
+function livePanels() {
+  for (let index = openPanels.length - 1; index >= 0; index -= 1) {
+    if (!openPanels[index].element.isConnected) {
+      openPanels.splice(index, 1);
+    }
+  }
+  return openPanels;
+}
+
+function outside(entry, target) {
+  return !(target instanceof Node) || !(entry.element.contains(target) || (entry.opener && entry.opener.contains(target)));
+}
+
+function watchPanels() {
+  if (panelsWatched) {
+    return;
+  }
+  panelsWatched = true;
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || event.defaultPrevented) {
+      return;
+    }
+    const open = livePanels();
+    if (open.length > 0) {
+      event.preventDefault();
+      closePanel(open[open.length - 1], true);
+    }
+  });
+  const elsewhere = (event) => {
+    for (const entry of [...livePanels()]) {
+      if (outside(entry, event.target)) {
+        closePanel(entry, false);
+      }
+    }
+  };
+  document.addEventListener("pointerdown", elsewhere, true);
+  document.addEventListener("focusin", elsewhere, true);
+}
+
+/**
+ * Registers `element`, a confirmation panel just shown, to be closed by
+ * Escape or by work elsewhere: `cancel({refocus})` closes it (`refocus`:
+ * Escape put the focus back on `opener`; work elsewhere keeps it where it
+ * went). Answers `done()`, to call when the panel closes by its own buttons.
+ */
+export function dismissible(element, cancel, opener = null) {
+  watchPanels();
+  element.dataset.dismissible = "";
+  const entry = { element, cancel, opener };
+  openPanels.push(entry);
+  return () => {
+    const index = openPanels.indexOf(entry);
+    if (index >= 0) {
+      openPanels.splice(index, 1);
+    }
+  };
+}
+
+/**
+ * `dismissible` for a panel that its own Cancel button `no` closes: Escape
+ * presses it (which puts the focus back as Cancel does); work elsewhere
+ * presses it and leaves the focus where it went. Answers `done()`, to call
+ * when the panel's other button takes over.
+ */
+export function dismissibleBy(element, no, opener = null) {
+  const done = dismissible(
+    element,
+    ({ refocus }) => {
+      const went = document.activeElement;
+      no.click();
+      if (!refocus && went && went !== document.body && went.isConnected && !element.contains(went)) {
+        went.focus();
+      }
+    },
+    opener,
+  );
+  no.addEventListener("click", done);
+  return done;
 }

@@ -26,7 +26,7 @@
 // disabled until the draft differs from the live app and validates.
 
 import * as api from "./api.js";
-import { errorText, h, replaceChildren } from "./dom.js";
+import { dismissibleBy, errorContent, h, replaceChildren } from "./dom.js";
 import { packageEditor } from "./appstudio.js";
 import { createHost } from "./host.js";
 import { ROLES } from "./vocabulary.js";
@@ -218,7 +218,7 @@ export function draftPanel({
     alert.hidden = false;
     replaceChildren(
       alert,
-      h("div", { class: "draft-alert-text" }, h("p", { text: errorText(error) }), diagnostics.length > 0 ? diagnosticList(diagnostics, "What the server found") : null),
+      h("div", { class: "draft-alert-text" }, h("p", {}, errorContent(error)), diagnostics.length > 0 ? diagnosticList(diagnostics, "What the server found") : null),
       h("button", { type: "button", class: "button button-quiet", text: "Dismiss", onclick: clearAlert }),
     );
     say("");
@@ -615,11 +615,14 @@ export function draftPanel({
       publishButton.disabled = Boolean(publishBlocker());
       discardButton.disabled = false;
     };
+    // Escape, or work elsewhere on the page, cancels it too.
+    const done = dismissibleBy(confirmSlot, no, publishButton);
     no.addEventListener("click", () => {
       reset();
       publishButton.focus();
     });
     yes.addEventListener("click", async () => {
+      done();
       yes.disabled = true;
       no.disabled = true;
       clearAlert();
@@ -668,6 +671,8 @@ export function draftPanel({
     discardButton.disabled = true;
     const yes = h("button", { type: "button", class: "button button-danger", text: "Yes, discard" });
     const no = h("button", { type: "button", class: "button button-quiet", text: "Cancel" });
+    // Escape, or work elsewhere on the page, cancels it too.
+    const done = dismissibleBy(confirmSlot, no, discardButton);
     no.addEventListener("click", () => {
       replaceChildren(confirmSlot);
       publishButton.disabled = Boolean(publishBlocker());
@@ -675,6 +680,7 @@ export function draftPanel({
       discardButton.focus();
     });
     yes.addEventListener("click", async () => {
+      done();
       yes.disabled = true;
       no.disabled = true;
       clearAlert();

@@ -9,7 +9,7 @@
 // binary asset is named with its size instead of shown as base64.
 
 import * as api from "./api.js";
-import { errorText, h, panelMessages, replaceChildren } from "./dom.js";
+import { dismissible, h, panelMessages, replaceChildren } from "./dom.js";
 
 const SURFACE_TEXT = { mcp: "assistant (MCP)", studio: "Studio", filesystem: "found on disk", seed: "bundled" };
 
@@ -58,15 +58,31 @@ export function viewRevision(file, chosen, current) {
 }
 
 /**
+ * The revisions and the reverts in one list, newest first: `{revision}` or
+ * `{revert}` items. A revert and a revision of the same second: the revert
+ * first (a revert goes back to a revision recorded before it).
+ */
+export function historyEntries(revisions, reverts) {
+  const items = [
+    ...revisions.map((revision, index) => ({ at: Number(revision.recordedAt), order: index, revision })),
+    ...reverts.map((revert, index) => ({ at: Number(revert.at), order: index, revert })),
+  ];
+  items.sort((a, b) => b.at - a.at || (a.revert ? 0 : 1) - (b.revert ? 0 : 1) || a.order - b.order);
+  return items.map(({ revision, revert }) => (revert ? { revert } : { revision }));
+}
+
+/**
  * The panel. `options`: `{app, onReverted(reverted), onClose(), onUnauthenticated()}`.
  */
 export function historyPanel({ app, onReverted = () => {}, onClose = () => {}, onUnauthenticated = () => {} }) {
   const status = h("p", { class: "status", role: "status", "aria-live": "polite" });
   const alert = h("p", { class: "alert", role: "alert", hidden: true });
-  const { say, fail, clearAlert } = panelMessages(status, alert, { onUnauthenticated, describe: errorText });
+  const { say, fail, clearAlert } = panelMessages(status, alert, { onUnauthenticated });
   const list = h("ol", { class: "history-list", "aria-label": "Revisions, newest first" });
   const detail = h("div", { class: "history-detail" });
   let revisions = [];
+  /** The app's reverts (`{at, user, from, to}`), newest first: listed among the revisions. */
+  let reverts = [];
   let selected = null;
 
   const current = () => revisions.find((revision) => revision.current) || null;
@@ -81,6 +97,7 @@ export function historyPanel({ app, onReverted = () => {}, onClose = () => {}, o
       return;
     }
     revisions = Array.isArray(answer.revisions) ? answer.revisions : [];
+    reverts = Array.isArray(answer.reverts) ? answer.reverts : [];
     say(`${revisions.length} revision${revisions.length === 1 ? "" : "s"}.`);
     drawList();
     const again = keep && revisions.find((revision) => revision.revision === keep);
@@ -95,8 +112,18 @@ export function historyPanel({ app, onReverted = () => {}, onClose = () => {}, o
   function drawList() {
     replaceChildren(
       list,
-      revisions.map((revision) =>
-        h(
+      historyEntries(revisions, reverts).map(({ revision, revert }) =>
+        revert
+          ? h(
+              "li",
+              { class: "history-item history-revert", dataset: { from: revert.from, to: revert.to } },
+              h("span", { class: "history-summary", text: `Reverted to ${short(revert.to)}` }),
+              h("span", {
+                class: "history-meta",
+                text: `${when(revert.at)} · ${revert.user || "nobody known"} · from ${short(revert.from)}`,
+              }),
+            )
+          : h(
           "li",
           { class: revision === selected ? "history-item selected" : "history-item", dataset: { revision: revision.revision } },
           h(
@@ -151,12 +178,21 @@ export function historyPanel({ app, onReverted = () => {}, onClose = () => {}, o
       revertButton.disabled = true;
       const yes = h("button", { type: "button", class: "button button-danger", text: "Yes, revert" });
       const no = h("button", { type: "button", class: "button button-quiet", text: "Cancel" });
-      no.addEventListener("click", () => {
+      const close = ({ refocus }) => {
         replaceChildren(confirmSlot);
         revertButton.disabled = false;
-        revertButton.focus();
+        if (refocus) {
+          revertButton.focus();
+        }
+      };
+      // Escape, or work elsewhere on the page, closes the question too.
+      const done = dismissible(confirmSlot, close, revertButton);
+      no.addEventListener("click", () => {
+        done();
+        close({ refocus: true });
       });
       yes.addEventListener("click", async () => {
+        done();
         yes.disabled = true;
         no.disabled = true;
         clearAlert();

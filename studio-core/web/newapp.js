@@ -5,7 +5,7 @@
 // page's `<meta name="sasha-app-name-max|sasha-app-description-max">`.
 
 import * as api from "./api.js";
-import { errorText, h, panelMessages } from "./dom.js";
+import { h, panelMessages } from "./dom.js";
 import { APP_ID_MAX_CHARS, isAppId } from "./vocabulary.js";
 
 /** A bound the server put into the page, or `fallback` without one. */
@@ -50,7 +50,7 @@ export function newAppPanel({ onCreated = () => {}, onCancel = () => {}, onUnaut
   const descriptionMax = bound("sasha-app-description-max", 300);
   const status = h("p", { class: "status", role: "status", "aria-live": "polite" });
   const alert = h("p", { class: "alert", role: "alert", hidden: true });
-  const { say, fail, clearAlert } = panelMessages(status, alert, { onUnauthenticated, describe: errorText });
+  const { say, fail, clearAlert } = panelMessages(status, alert, { onUnauthenticated });
 
   const name = h("input", { id: "new-app-name", name: "name", type: "text", required: true, maxlength: nameMax, autocomplete: "off", "aria-describedby": "new-app-name-hint" });
   const id = h("input", {

@@ -10,7 +10,8 @@
 // a conflict reloads the table and says so instead of overwriting.
 
 import * as api from "./api.js";
-import { errorText, h, panelMessages, replaceChildren } from "./dom.js";
+import { h, panelMessages, replaceChildren } from "./dom.js";
+import { ROLES } from "./vocabulary.js";
 
 const MCP_PROTOCOL_VERSION = "2026-07-28";
 const CLIENT_INFO = { name: "sasha-studio-recovery", version: "1" };
@@ -189,11 +190,41 @@ function showValue(value) {
 }
 
 /**
+ * What a cell shows: a person's name for a user id, a referenced row's name
+ * beside its id (`Apollo (3)`), else the value. `name(value)` answers the
+ * name, or "" when none is known (the raw value then stays, nothing is guessed).
+ */
+export function cellText(value, name) {
+  if (value === null || value === undefined) {
+    return null;
+  }
+  const known = name ? name(value) : "";
+  return known ? known : String(value);
+}
+
+/**
+ * The name of a row for the grids of the tables that refer to it: its first
+ * text field that is not its owner, else "".
+ */
+export function rowName(table, row) {
+  for (const field of table.fields) {
+    if (field.readOnly || field.name === table.ownerField || !field.kinds.includes("string")) {
+      continue;
+    }
+    const value = row[field.name];
+    if (typeof value === "string" && value.trim() !== "") {
+      return value;
+    }
+  }
+  return "";
+}
+
+/**
  * Builds the recovery panel for `app` (`{id, name}`) and starts loading it.
  * `options`: `{app, onClose(), onUnauthenticated()}`.
  */
 export function recoveryPanel(options) {
-  const { app, onClose = () => {} } = options;
+  const { app, onClose = () => {}, me = null } = options;
   const onUnauthenticated = options.onUnauthenticated || (() => {});
   panelCount += 1;
   const prefix = `recovery-${panelCount}`;
@@ -203,11 +234,49 @@ export function recoveryPanel(options) {
 
   const { say, fail, clearAlert } = panelMessages(status, alert, {
     onUnauthenticated,
-    describe: (error) => (isStale(error) ? `${CONFLICT_TEXT} (APP_CONFLICT)` : errorText(error)),
+    describe: (error) => (isStale(error) ? { ...error, code: "APP_CONFLICT", message: CONFLICT_TEXT } : error),
   });
+
+  // Names in place of ids: people by user id (the signed-in person, and for
+  // admin and staff everyone, from the users list they may read) and rows of
+  // referenced tables by id (as each table loads). Each grid redraws when a
+  // name arrives.
+  const people = new Map(me ? [[me.id, me.username]] : []);
+  const rowNames = new Map();
+  const redraws = [];
+  const redrawAll = () => redraws.forEach((redraw) => redraw());
+  if (me && (me.role === ROLES.ADMIN || me.role === ROLES.STAFF)) {
+    api
+      .listUsers()
+      .then((answer) => {
+        for (const person of (answer && answer.users) || []) {
+          people.set(person.id, person.username);
+        }
+        redrawAll();
+      })
+      .catch(() => {});
+  }
+  const personName = (id) => people.get(String(id)) || "";
 
   function tableSection(descriptor, table) {
     const versionField = descriptor.versionField;
+    /** How a field's value reads: owners by name, references by the row's name and id. */
+    const namer = (field) => {
+      if (field.name === table.ownerField) {
+        return personName;
+      }
+      if (field.refersTo) {
+        return (id) => {
+          const named = (rowNames.get(field.refersTo) || new Map()).get(String(id));
+          return named ? `${named} (${id})` : "";
+        };
+      }
+      return null;
+    };
+    const showCell = (field, value) => {
+      const text = cellText(value, namer(field));
+      return text === null ? showValue(value) : h("span", { title: namer(field) && text !== String(value) ? String(value) : null, text });
+    };
     const headingId = `${prefix}-${table.name}`;
     const grid = h("div", { class: "recovery-grid" });
     const more = h("button", { type: "button", class: "button button-quiet", text: "Show more rows", hidden: true });
@@ -227,7 +296,10 @@ export function recoveryPanel(options) {
         state.rows = append ? state.rows.concat(page.rows) : page.rows;
         state.cursor = page.nextCursor || null;
         state.editing = null;
+        rowNames.set(table.name, new Map(state.rows.map((row) => [String(row.id), rowName(table, row)]).filter(([, name]) => name)));
         render();
+        // The tables that refer to this one can name its rows now.
+        redrawAll();
         say(message || `${table.name}: ${state.rows.length} ${state.rows.length === 1 ? "row" : "rows"} shown.`);
       } catch (error) {
         fail(error);
@@ -268,7 +340,7 @@ export function recoveryPanel(options) {
       return h(
         "tr",
         {},
-        table.fields.map((field) => h("td", {}, showValue(row[field.name]))),
+        table.fields.map((field) => h("td", {}, showCell(field, row[field.name]))),
         h("td", { class: "recovery-version", text: String(row[versionField]) }),
         h(
           "td",
@@ -362,7 +434,7 @@ export function recoveryPanel(options) {
               "li",
               {},
               h("strong", { text: entry.operation }),
-              ` ${entry.at} by ${entry.actor} via ${entry.source}`,
+              ` ${entry.at} by ${personName(entry.actor) || entry.actor} via ${entry.source}`,
               h("ul", {}, changed(entry)),
             ),
           ),
@@ -376,7 +448,7 @@ export function recoveryPanel(options) {
       const inputs = new Map();
       const cells = table.fields.map((field) => {
         if (field.readOnly) {
-          return h("td", {}, showValue(row[field.name]));
+          return h("td", {}, showCell(field, row[field.name]));
         }
         const input = fieldInput(field, `${prefix}-${table.name}-edit-${field.name}`, row[field.name], `${field.name} of ${table.name} row ${row.id}`);
         inputs.set(field.name, input);
@@ -603,6 +675,12 @@ export function recoveryPanel(options) {
       history,
       table.writable && table.tools.create ? createForm() : null,
     );
+    // Redrawn when a name arrives, unless a row is being edited.
+    redraws.push(() => {
+      if (state.editing === null && state.rows.length > 0) {
+        render();
+      }
+    });
     load();
     return section;
   }

@@ -14,7 +14,7 @@
 // `deletedText`) are what the Node tests in tests/withdrawn.test.mjs check.
 
 import * as api from "./api.js";
-import { errorText, h, replaceChildren } from "./dom.js";
+import { dismissible, errorContent, h, replaceChildren } from "./dom.js";
 
 /** Unix seconds as the browser's local date and time (the raw value if unusable). */
 export function whenText(seconds) {
@@ -82,8 +82,14 @@ export function withdrawConfirm({ app, onWithdrawn = () => {}, onCancel = () => 
   const alert = h("p", { class: "alert", role: "alert", hidden: true });
   const yes = h("button", { type: "button", class: "button button-danger", text: "Yes, withdraw" });
   const no = h("button", { type: "button", class: "button button-quiet", text: "Cancel" });
-  no.addEventListener("click", () => onCancel());
+  // Set once the panel is shown (`dismissible`): its own buttons unregister it.
+  let done = () => {};
+  no.addEventListener("click", () => {
+    done();
+    onCancel({ refocus: true });
+  });
   yes.addEventListener("click", async () => {
+    done();
     yes.disabled = true;
     no.disabled = true;
     alert.hidden = true;
@@ -99,7 +105,7 @@ export function withdrawConfirm({ app, onWithdrawn = () => {}, onCancel = () => 
       }
       status.textContent = "";
       alert.hidden = false;
-      alert.textContent = errorText(error);
+      replaceChildren(alert, errorContent(error));
       yes.disabled = false;
       no.disabled = false;
       return;
@@ -121,7 +127,14 @@ export function withdrawConfirm({ app, onWithdrawn = () => {}, onCancel = () => 
     h("div", { class: "form-actions" }, yes, no),
     status,
   );
-  return { element, focus: () => element.querySelector("h2").focus() };
+  return {
+    element,
+    focus: () => element.querySelector("h2").focus(),
+    /** Closes the panel on Escape or on work elsewhere (`opener`, the Withdraw… button, excepted). */
+    dismissOn: (opener) => {
+      done = dismissible(element, (how) => onCancel(how), opener);
+    },
+  };
 }
 
 /**
@@ -155,7 +168,7 @@ export function withdrawnPanel({ notice = "", onRestored = () => {}, onDeleted =
     alert.hidden = false;
     replaceChildren(
       alert,
-      h("span", { text: errorText(error) }),
+      h("span", {}, errorContent(error)),
       h("button", { type: "button", class: "button button-quiet", text: "Dismiss", onclick: clearAlert }),
     );
     say("");
@@ -224,12 +237,14 @@ export function withdrawnPanel({ notice = "", onRestored = () => {}, onDeleted =
         buttons.forEach((button) => {
           button.disabled = true;
         });
-        drawDeleteConfirm(entry, name, confirmSlot, () => {
+        drawDeleteConfirm(entry, name, confirmSlot, remove, ({ refocus }) => {
           replaceChildren(confirmSlot);
           buttons.forEach((button) => {
             button.disabled = false;
           });
-          remove.focus();
+          if (refocus) {
+            remove.focus();
+          }
         });
       });
     }
@@ -251,7 +266,9 @@ export function withdrawnPanel({ notice = "", onRestored = () => {}, onDeleted =
     );
   }
 
-  function drawDeleteConfirm(entry, name, slot, cancel) {
+  function drawDeleteConfirm(entry, name, slot, opener, cancel) {
+    // Escape, or work elsewhere on the page, closes the question too.
+    const done = dismissible(slot, cancel, opener);
     const ids = { data: `delete-data-${entry.app}`, typed: `delete-confirm-${entry.app}` };
     const dataBox = h("input", { type: "checkbox", id: ids.data, disabled: entry.dataDeleted });
     const typed = h("input", { type: "text", id: ids.typed, autocomplete: "off", autocapitalize: "none", spellcheck: "false" });
@@ -274,12 +291,16 @@ export function withdrawnPanel({ notice = "", onRestored = () => {}, onDeleted =
       }
     });
     typed.addEventListener("input", update);
-    no.addEventListener("click", cancel);
+    no.addEventListener("click", () => {
+      done();
+      cancel({ refocus: true });
+    });
     yes.addEventListener("click", async () => {
       const deleteData = dataBox.checked;
       if (!deleteReady({ deleteData, typed: typed.value, appId: entry.app })) {
         return;
       }
+      done();
       yes.disabled = true;
       no.disabled = true;
       dataBox.disabled = true;

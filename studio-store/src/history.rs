@@ -14,6 +14,18 @@ pub mod history_action {
     pub const APP_REVERTED: &str = "app-source.reverted";
 }
 
+/// One revert of an app, as the audit log holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevertEntry {
+    /// Unix seconds.
+    pub at: i64,
+    /// The user who reverted.
+    pub user_id: String,
+    /// The revision that was current, and the one reverted to.
+    pub from: String,
+    pub to: String,
+}
+
 impl Store {
     /// Records that `actor` reverted `app_id` from `before` to `after`.
     pub fn record_app_reverted(
@@ -38,6 +50,29 @@ impl Store {
         )?;
         transaction.commit()?;
         Ok(())
+    }
+
+    /// The reverts of `app_id`, newest first, from the audit log: the
+    /// History panel lists them beside the revisions, because reverting to a
+    /// revision the ledger holds adds no row to the ledger.
+    pub fn app_reverts(&self, app_id: &str) -> Result<Vec<RevertEntry>, StoreError> {
+        let connection = self.connection();
+        let mut statement = connection.prepare_cached(
+            "SELECT at, actor, before, after FROM authorization_audit_log
+             WHERE app_id = ?1 AND action = ?2
+             ORDER BY id DESC",
+        )?;
+        let entries = statement
+            .query_map((app_id, history_action::APP_REVERTED), |row| {
+                Ok(RevertEntry {
+                    at: row.get(0)?,
+                    user_id: row.get(1)?,
+                    from: row.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                    to: row.get::<_, Option<String>>(3)?.unwrap_or_default(),
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(entries)
     }
 
     /// Whether `revision` was ever registered as `app_id`'s current revision

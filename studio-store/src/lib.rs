@@ -71,7 +71,7 @@ pub use self::confirmations::{
 pub use self::drafts::{
     Current, Decision, Draft, DraftFile, DraftShape, Ending, Versions, draft_action,
 };
-pub use self::history::history_action;
+pub use self::history::{RevertEntry, history_action};
 pub use self::lifecycle::{Lifecycle, LifecycleRefusal, LifecycleResult, lifecycle_action};
 pub use self::member_apps::{
     Files, MEMBER_APPS_ENABLED, MemberApp, MemberCaps, MemberDeploy, MemberRefusal, member_action,

@@ -2,12 +2,12 @@
 // real `sasha up` over an empty apps folder, driven by role and label.
 //
 //  1. the dev admin signs in to an empty Studio: the empty state and the
-//     sidebar offer New app;
+//     sidebar offer Create, whose "Start from a template" is the New app form;
 //  2. the form suggests the id from the name, refuses an invalid id in place,
 //     then creates a data app; the new app opens in the sandbox at once;
 //  3. the app's own page adds a row through Sasha.data and lists it;
 //  4. the same id again is refused with APP_CONFLICT, in the form;
-//  5. a member sees no New app, the form refuses them, and the API answers
+//  5. a member sees no New app, the form's page says it needs an admin, and the API answers
 //     APP_ACCESS_DENIED;
 //  6. screenshots of the empty state, the form, the refusal and the created
 //     app at 1440 and 375 px.
@@ -53,13 +53,15 @@ async function run() {
   // --- 1. An empty Studio offers New app ------------------------------------
   await page.goto(`${STUDIO}/`);
   await signIn(page, ADMIN);
-  await page.getByText(/^No apps yet — create one with New app/).waitFor();
-  checks.ok(await sidebar(page).getByRole("button", { name: "New app" }).isVisible(), "the sidebar offers New app to the admin");
-  checks.ok(await page.getByRole("main").getByRole("button", { name: "New app" }).isVisible(), "the empty state offers New app too (the sidebar is hidden on phones)");
+  await page.getByText(/^No apps yet — create one with Create/).waitFor();
+  checks.ok(await sidebar(page).getByRole("button", { name: "Create", exact: true }).isVisible(), "the sidebar offers Create to the admin");
+  checks.ok(await page.getByRole("main").getByRole("button", { name: "Create", exact: true }).isVisible(), "the empty state offers Create too");
   await screenshot(page, "empty-with-new-app");
 
   // --- 2. The form ----------------------------------------------------------
-  await sidebar(page).getByRole("button", { name: "New app" }).click();
+  await sidebar(page).getByRole("button", { name: "Create", exact: true }).click();
+  await page.getByRole("heading", { name: "Create an app" }).waitFor();
+  await page.getByRole("button", { name: "Start from a template" }).click();
   await page.getByRole("heading", { name: "New app" }).waitFor();
   checks.equal(page.url().endsWith("#/new"), true, "New app has its own route");
   const name = page.getByLabel("Name", { exact: true });
@@ -124,7 +126,7 @@ async function run() {
   await member.getByText("No apps yet — ask an admin or staff member for access.").waitFor();
   checks.equal(await member.getByRole("button", { name: "New app" }).count(), 0, "a member is offered no New app");
   await member.goto(`${STUDIO}/#/new`);
-  await member.getByRole("alert").filter({ hasText: "Only admin and staff members can create apps." }).waitFor();
+  await member.getByRole("heading", { name: "New shared app needs an admin" }).waitFor();
   checks.equal(await member.getByRole("heading", { name: "New app" }).count(), 0, "the form refuses a member");
   const answer = await member.evaluate(async () => {
     const response = await fetch("/api/apps", {

@@ -199,7 +199,14 @@ async function run() {
   await screenshot(page, "draft-discard", confirm);
   await confirm.getByRole("button", { name: "Cancel" }).click();
   checks.equal(await confirm.getByRole("button").count(), 0, "Cancel keeps the draft");
-  await panel.getByRole("button", { name: "Discard draft…" }).click();
+  // Escape closes the question too, the focus back on the button that asked it.
+  const discard = panel.getByRole("button", { name: "Discard draft…" });
+  await discard.click();
+  await confirm.getByRole("button", { name: "Yes, discard" }).waitFor();
+  await page.keyboard.press("Escape");
+  checks.equal(await confirm.getByRole("button").count(), 0, "Escape keeps the draft");
+  checks.ok(await discard.evaluate((button) => button === document.activeElement), "and gives the focus back to Discard draft…");
+  await discard.click();
   await confirm.getByRole("button", { name: "Yes, discard" }).click();
   await panel.getByRole("heading", { name: "No draft" }).waitFor({ timeout: 20_000 });
   await panel.getByText("The draft is discarded; the live app is unchanged.").waitFor();

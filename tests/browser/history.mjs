@@ -7,7 +7,7 @@
 //  3. choosing the first shows what reverting to it would change (the added
 //     file removed, styles.css changed); "View file" shows styles.css as it
 //     was at the first revision, and a removed file at the current one;
-//  4. "Revert to this revision" asks in the panel; Cancel leaves everything;
+//  4. "Revert to this revision" asks in the panel; Cancel (and Escape) leaves everything;
 //     confirming reverts and the list marks the first revision current;
 //  5. screenshots of the list, the diff, the confirmation and the result at
 //     1440 and 375 px.
@@ -101,7 +101,14 @@ async function run() {
   await confirm.getByRole("button", { name: "Cancel" }).click();
   checks.equal(await confirm.getByRole("button").count(), 0, "Cancel closes the confirmation");
   checks.equal(await items.nth(0).getAttribute("data-revision"), SECOND, "and nothing changed");
-  await panel.getByRole("button", { name: "Revert to this revision" }).click();
+  // Escape closes the question too, and gives the focus back to the button that asked it.
+  const revertButton = panel.getByRole("button", { name: "Revert to this revision" });
+  await revertButton.click();
+  await confirm.getByRole("button", { name: "Yes, revert" }).waitFor();
+  await page.keyboard.press("Escape");
+  checks.equal(await confirm.getByRole("button").count(), 0, "Escape closes the confirmation");
+  checks.ok(await revertButton.evaluate((button) => button === document.activeElement), "and the focus is back on Revert to this revision");
+  await revertButton.click();
   await confirm.getByRole("button", { name: "Yes, revert" }).click();
   await panel.getByText(`Reverted ${NAME} to ${FIRST.slice(0, 12)}.`).waitFor({ timeout: 20_000 });
   await panel.locator(`.history-item[data-revision="${FIRST}"] .badge`).waitFor();
@@ -111,6 +118,11 @@ async function run() {
     FIRST,
     "the first revision is current again",
   );
+  // The revert adds no revision (the first one is current again), so History lists the revert itself, first.
+  const revertItem = panel.locator(".history-list > li").first();
+  checks.ok(await revertItem.evaluate((item) => item.classList.contains("history-revert")), "the revert is the newest entry in History");
+  const revertText = await revertItem.textContent();
+  checks.ok(revertText.includes(`Reverted to ${FIRST.slice(0, 12)}`) && revertText.includes(ADMIN.username), "it says what was reverted to and by whom", revertText);
   await screenshot(page, "history-reverted", panel);
 
   // --- 5. Back to the app, at the reverted revision -------------------------

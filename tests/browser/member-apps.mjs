@@ -394,6 +394,15 @@ async function run() {
   await mine(alice, NAME).getByRole("heading", { name: `Delete ${NAME}?` }).waitFor();
   await mine(alice, NAME).getByRole("button", { name: "Cancel" }).click();
   checks.equal(await mine(alice, NAME).getByRole("button", { name: "Yes, delete" }).count(), 0, "Cancel keeps the app");
+  // Escape, and a click elsewhere, close the question too.
+  await mine(alice, NAME).getByRole("button", { name: `Delete ${NAME}` }).click();
+  await mine(alice, NAME).getByRole("button", { name: "Yes, delete" }).waitFor();
+  await alice.keyboard.press("Escape");
+  checks.equal(await mine(alice, NAME).getByRole("button", { name: "Yes, delete" }).count(), 0, "Escape keeps the app");
+  await mine(alice, NAME).getByRole("button", { name: `Delete ${NAME}` }).click();
+  await mine(alice, NAME).getByRole("button", { name: "Yes, delete" }).waitFor();
+  await studioPanel(alice).getByRole("heading", { name: "App Studio", level: 1 }).click();
+  checks.equal(await mine(alice, NAME).getByRole("button", { name: "Yes, delete" }).count(), 0, "a click elsewhere keeps the app");
   await mine(alice, NAME).getByRole("button", { name: `Delete ${NAME}` }).click();
   await mine(alice, NAME).getByRole("button", { name: "Yes, delete" }).click();
   await said(alice, `Deleted ${NAME}.`);

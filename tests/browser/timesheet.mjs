@@ -738,6 +738,14 @@ async function run() {
   await page.getByRole("button", { name: "Recovery" }).click();
   const teamGrid = page.getByRole("region", { name: `Recovery: ${APP}` }).getByRole("region", { name: "entries", exact: true });
   await teamGrid.getByRole("table", { name: "Rows of entries" }).locator("tbody tr").nth(3).waitFor();
+  // People and projects by name, not by UUID and bare id (the id stays beside a project's name).
+  const teamBody = teamGrid.getByRole("table", { name: "Rows of entries" }).locator("tbody");
+  const named = await waitFor("the recovery grid to name owners and projects", async () => {
+    const text = await teamBody.textContent();
+    return text.includes(MEMBER.username) && text.includes(ADMIN.username) && /Apollo \(\d+\)/.test(text) ? text : null;
+  });
+  checks.ok(!named.includes(MEMBER.id), "the recovery grid names the entries' owners, with no user UUID", named);
+  checks.ok(true, "and names each entry's project beside its id");
   await fitsNarrow(page, checks, "the recovery grid with the team's entries");
   await screenshot(page, "recovery-entries", teamGrid);
   timings.narrow = Date.now() - at;

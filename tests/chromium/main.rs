@@ -17,6 +17,7 @@ mod interop;
 mod lifecycle;
 mod member_apps;
 mod oauth;
+mod orientation;
 mod people;
 mod replication;
 mod sandbox;

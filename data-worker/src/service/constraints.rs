@@ -23,7 +23,7 @@ use sasha_contract::data::{Access, DataContract, ForeignKey, ID_COLUMN, is_ident
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::{Map, Value, json};
 
-use crate::engine::{prepare_governed, sql_error};
+use crate::engine::{prepare_governed, sql_error, sql_error_of};
 
 /// What the failed write was doing.
 pub(crate) enum Write<'a> {
@@ -52,8 +52,8 @@ pub(crate) fn explain(
         }
         _ => return sql_error(error),
     };
-    // Logged with its diagnostic id like every SQLite failure.
-    let logged = sql_error(error);
+    // The plain mapping, for a kind of violation the caller cannot be told more about.
+    let fallback = sql_error_of(&error);
     let named = failed_columns(&message, table);
     let explained = match extended {
         ffi::SQLITE_CONSTRAINT_UNIQUE | ffi::SQLITE_CONSTRAINT_PRIMARYKEY if !named.is_empty() => {
@@ -102,12 +102,17 @@ pub(crate) fn explain(
         }
         ffi::SQLITE_CONSTRAINT_FOREIGNKEY => foreign_key(conn, contract, table, write, actor)
             .unwrap_or_else(|| broken_reference(table)),
-        _ => return logged,
+        _ => fallback.clone(),
     };
-    AppError {
-        diagnostic_id: logged.diagnostic_id,
+    let told = AppError {
+        diagnostic_id: fallback.diagnostic_id,
         ..explained
-    }
+    };
+    // A refused write is the caller's, not the platform's: logged once, at
+    // info, with the code and diagnostic id the caller was told (SQLite's own
+    // message, which may quote SQL, only here).
+    tracing::info!(diagnostic_id = %told.diagnostic_id, code = %told.code, %error, "data engine: a write broke a rule of its table; refused");
+    told
 }
 
 /// `t.a, t.b` after SQLite's "constraint failed: ", for `table` only.

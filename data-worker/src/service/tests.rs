@@ -663,6 +663,82 @@ fn a_broken_constraint_names_its_field_and_rule_never_sql() {
     assert_eq!(projects["rows"].as_array().unwrap().len(), 1);
 }
 
+/// A `tracing` writer that keeps what is logged, for the test to read.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[test]
+fn a_refused_write_is_logged_once_at_info_with_the_code_the_caller_was_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let worker = Worker::new(dir.path(), None).unwrap();
+    let contract = constraint_contract();
+    let call = |operation: &str, table: &str, json: Value| {
+        let mut request = request(&contract, operation, json, "");
+        request.table = table.into();
+        execute(&worker, request)
+    };
+    let ops = call(
+        "create",
+        "projects",
+        serde_json::json!({"values": {"name": "Ops"}, "idempotencyKey": "p1"}),
+    )
+    .unwrap();
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    // A typo in a form (hours out of range) and a taken name: what the person
+    // is told is what the log says, at info, once.
+    let (typo, taken) = tracing::subscriber::with_default(subscriber, || {
+        let typo = call(
+            "create",
+            "entries",
+            serde_json::json!({"values": {"project": ops["id"], "hours": 240.0}, "idempotencyKey": "e1"}),
+        )
+        .unwrap_err();
+        let taken = call(
+            "create",
+            "projects",
+            serde_json::json!({"values": {"name": "Ops"}, "idempotencyKey": "p2"}),
+        )
+        .unwrap_err();
+        (typo, taken)
+    });
+    assert_eq!(typo.code, ErrorCode::InputInvalid);
+    assert_eq!(taken.code, ErrorCode::Conflict);
+    let log = captured.text();
+    let lines: Vec<&str> = log.lines().collect();
+    for told in [&typo, &taken] {
+        let id = told.diagnostic_id.to_string();
+        let about: Vec<&&str> = lines.iter().filter(|line| line.contains(&id)).collect();
+        assert_eq!(about.len(), 1, "one line per refusal: {log}");
+        let line = about[0];
+        assert!(line.contains(" INFO "), "{line}");
+        assert!(line.contains(&format!("code={}", told.code)), "{line}");
+    }
+    assert!(!log.contains(" WARN "), "{log}");
+    assert!(!log.contains("sqlite failure"), "{log}");
+}
+
 /// Time Sheet's `entries` with a typed date and a worded rule.
 fn import_contract() -> DataContract {
     contract_of(

@@ -7,8 +7,10 @@
 //! are exactly the MCP history tools' (admin or staff with `manage` and a
 //! session holding `apps:invoke` + `apps:write`). The answers are the JSON
 //! the MCP tools put in `structuredContent` (mcp-gateway's
-//! `platform::history_result`), field for field; a revert made here is
-//! recorded with the `studio` surface.
+//! `platform::history_result`), field for field, and the list adds the app's
+//! reverts (`reverts`, from the audit log), which the ledger's one row per
+//! revision cannot show; a revert made here is recorded with the `studio`
+//! surface.
 
 use std::sync::Arc;
 
@@ -19,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use sasha_proto::{AppError, ErrorCode};
 use serde::Deserialize;
+use serde_json::json;
 use utoipa::ToSchema;
 
 use studio_identity::actor::Actor;
@@ -79,7 +82,7 @@ async fn ask_as(core: &Arc<Core>, actor: &Actor, app_id: String, operation: Oper
 
 /// `GET /api/apps/:appId/revisions`: the app's revisions, newest first.
 #[utoipa::path(get, path = "/api/apps/{appId}/revisions", params(("appId" = String, Path)), responses(
-    (status = 200, description = "`{app, revisions: [{revision, uri, recordedAt, user, surface, summary, files, bytes, current}]}`, newest first, as listAppRevisions answers; Cache-Control: no-store", body = Object),
+    (status = 200, description = "`{app, revisions: [{revision, uri, recordedAt, user, surface, summary, files, bytes, current}], reverts: [{at, user, from, to}]}`: the revisions newest first, as listAppRevisions answers, and the app's reverts newest first (a revert to a kept revision adds no revision); Cache-Control: no-store", body = Object),
     (status = 401, description = "anonymous", body = studio_identity::http::ErrorEnvelope),
     (status = 403, description = "not admin or staff with manage on the app, no apps:write, or an unknown app (APP_ACCESS_DENIED)", body = studio_identity::http::ErrorEnvelope),
     (status = 404, description = "hidden: a credential that does not resolve", body = studio_identity::http::ErrorEnvelope),
@@ -89,8 +92,31 @@ pub(crate) async fn list_revisions(
     Path(app_id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let operation = Operation::List;
-    ask(&core, &headers, app_id, operation).await
+    let actor = match super::caller::actor(&core, &headers).await {
+        Ok(actor) => actor,
+        Err(response) => return response,
+    };
+    let answered = crate::history::answer(
+        &core,
+        &actor,
+        &app_id,
+        Some(Operation::List),
+        RevisionSurface::Studio,
+    )
+    .await;
+    let Some(mut listed) = (match answered {
+        Ok(answer) => history_json(&app_id, answer),
+        Err(error) => return error.into_response(),
+    }) else {
+        return AppError::from_code(ErrorCode::Internal).into_response();
+    };
+    // A revert to a revision the ledger holds adds no revision; the panel
+    // lists the reverts themselves beside the revisions.
+    match crate::history::reverts(&core, &app_id).await {
+        Ok(reverts) => listed["reverts"] = json!(reverts),
+        Err(error) => return error.into_response(),
+    }
+    no_store(Json(listed))
 }
 
 #[derive(Deserialize)]

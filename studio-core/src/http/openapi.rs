@@ -22,7 +22,7 @@ use studio_assistant::http as assistant;
 use studio_identity::http::oauth::{connections, consent};
 use studio_identity::http::people;
 
-use super::{apps, create, drafts, history, lifecycle, member_apps, replication};
+use super::{apps, create, drafts, history, lifecycle, member_apps, replication, session};
 use crate::state::Core;
 
 /// `GET /api/openapi.json`.
@@ -41,6 +41,7 @@ pub(super) fn routes() -> axum::Router<Arc<Core>> {
         login,
         logout,
         me,
+        session::session,
         replication::replication_page,
         people::list_users,
         people::invite,
@@ -112,6 +113,7 @@ pub(super) fn routes() -> axum::Router<Arc<Core>> {
         studio_identity::http::sign_in::LoginRequest,
         apps::GrantRequest,
         studio_identity::http::sign_in::MeResponse,
+        session::SessionResponse,
         apps::AppDescriptor,
         apps::AppsResponse,
         create::CreateAppBody,

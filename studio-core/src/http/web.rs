@@ -113,6 +113,11 @@ const ASSETS: &[Asset] = &[
         bytes: include_str!("../../web/tokens.js"),
     },
     Asset {
+        name: "orientation.js",
+        content_type: JAVASCRIPT,
+        bytes: include_str!("../../web/orientation.js"),
+    },
+    Asset {
         name: "replication.js",
         content_type: JAVASCRIPT,
         bytes: include_str!("../../web/replication.js"),
@@ -286,7 +291,7 @@ mod tests {
         assert_eq!(header(&headers, "content-security-policy"), CSP);
         assert_eq!(header(&headers, "x-content-type-options"), "nosniff");
         assert_eq!(header(&headers, "referrer-policy"), "no-referrer");
-        assert!(body.contains("<title>Sasha Studio</title>"));
+        assert!(body.contains("<title>Sasha</title>"));
         assert!(body.contains(sasha_service::VERSION));
         assert!(!body.contains("__SASHA_VERSION__"));
         // Nothing inline: the policy would block it anyway.

@@ -626,6 +626,7 @@ async fn the_openapi_document_describes_every_route() {
         "POST /api/auth/login",
         "POST /api/auth/logout",
         "GET /api/me",
+        "GET /api/session",
         "GET /api/users",
         "POST /api/users",
         "PATCH /api/users/{username}",
@@ -989,12 +990,14 @@ async fn every_documented_route_refuses_every_caller_without_a_right() {
             .replace("{connectionId}", "x")
             .replace("{id}", "x")
     };
-    // Open to anyone by design: signing in and out, an invitation link (its
-    // 256-bit secret is the credential), and the member app authoring guide
-    // (public in the spec: builders fetch it as it is).
+    // Open to anyone by design: signing in and out, asking whether the page
+    // is signed in (`http::session`'s own test has its refusals), an
+    // invitation link (its 256-bit secret is the credential), and the member
+    // app authoring guide (public in the spec: builders fetch it as it is).
     let public = [
         "POST /api/auth/login",
         "POST /api/auth/logout",
+        "GET /api/session",
         "POST /api/invitation",
         "POST /api/invitation/accept",
         "GET /api/member-app-guide",

@@ -147,6 +147,8 @@ async fn history_routes_list_diff_and_revert_for_managers_only() {
     for field in ["uri", "recordedAt", "summary", "files", "bytes"] {
         assert!(!revisions[0][field].is_null(), "{field}: {listed}");
     }
+    // No revert yet.
+    assert_eq!(listed["reverts"], json!([]), "{listed}");
 
     // One file as it was at a revision; a file it did not have; no path.
     let (status, read) = world.send("GET", &file, &[("cookie", &admin)], "").await;
@@ -251,4 +253,13 @@ async fn history_routes_list_diff_and_revert_for_managers_only() {
     assert_eq!(current.len(), 1, "{listed}");
     assert_eq!(current[0]["revision"], first);
     assert_eq!(current[0]["user"], "ada");
+    // The revert adds no revision (the first one is current again, its row
+    // unchanged), so the list names the revert itself: who, from and to.
+    assert_eq!(listed["revisions"].as_array().unwrap().len(), 3, "{listed}");
+    let reverts = listed["reverts"].as_array().unwrap();
+    assert_eq!(reverts.len(), 1, "{listed}");
+    assert_eq!(reverts[0]["from"], third);
+    assert_eq!(reverts[0]["to"], first);
+    assert_eq!(reverts[0]["user"], "ada");
+    assert!(reverts[0]["at"].as_i64().unwrap() > 0, "{listed}");
 }

@@ -47,7 +47,7 @@ async fn the_studio_page_and_its_modules() {
     assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
     assert_eq!(page.header("referrer-policy"), Some("no-referrer"));
     assert!(page.header("set-cookie").is_none());
-    assert!(page.body.contains("<title>Sasha Studio</title>"));
+    assert!(page.body.contains("<title>Sasha</title>"));
 
     for (file, content_type) in [
         ("app.js", "text/javascript; charset=utf-8"),

@@ -502,6 +502,24 @@ function buildShell() {
     assistant.open();
   });
   studio.assistant = assistant;
+  // A change the assistant asked about outlives the page that showed it: after
+  // a reload (or in another tab) a note beside the closed pane's button says
+  // that one waits (beside, so the button keeps its name).
+  const waitingNote = h("span", { class: "assistant-waiting", role: "status", hidden: true });
+  api
+    .listConfirmations()
+    .then(({ confirmations = [] } = {}) => {
+      if (confirmations.length > 0 && studio.assistant === assistant && !assistant.isOpen()) {
+        waitingNote.textContent = confirmations.length === 1 ? "1 change waits for your approval" : `${confirmations.length} changes wait for your approval`;
+        waitingNote.hidden = false;
+      }
+    })
+    .catch(() => {
+      // The pane shows the cards when opened; nothing more to say here.
+    });
+  assistantButton.addEventListener("click", () => {
+    waitingNote.hidden = true;
+  });
   const status = h("p", { class: "status shell-status", role: "status", "aria-live": "polite" });
   const alert = h("div", { class: "alert shell-alert", role: "alert", hidden: true });
   const skip = h("a", {
@@ -523,6 +541,7 @@ function buildShell() {
       menuButton,
       h("div", { class: "picker field-inline" }, h("label", { for: "app-picker", text: "App" }), picker),
       assistantButton,
+      waitingNote,
       h(
         "div",
         { class: "account" },

@@ -26,7 +26,7 @@
 // tests/browser/assistant.mjs.
 
 import * as api from "./api.js";
-import { dismissibleBy, errorText, h, replaceChildren } from "./dom.js";
+import { dismissibleBy, errorContent, h, replaceChildren } from "./dom.js";
 
 const NARROW = "(max-width: 767px)";
 /** How often a page reads again a running turn it does not stream. */
@@ -478,7 +478,7 @@ export function confirmationCard(event, { decide, onUnauthenticated = () => {}, 
       }
       status.textContent = "";
       alert.hidden = false;
-      alert.textContent = errorText(error);
+      replaceChildren(alert, ...errorContent(error));
       if (error && (error.status === 404 || error.status === 409)) {
         settled = true;
         element.dataset.confirmation = "gone";
@@ -640,7 +640,7 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
       return;
     }
     alert.hidden = false;
-    alert.textContent = errorText(error);
+    replaceChildren(alert, ...errorContent(error));
     say("");
   };
 
@@ -930,7 +930,7 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
             block.setState("cancelled");
           }
         }
-        add(h("li", { class: "assistant-error alert", role: "alert", text: errorText(event.error || {}) }));
+        add(h("li", { class: "assistant-error alert", role: "alert" }, ...errorContent(event.error || {})));
         say("");
         break;
       default:
@@ -1003,7 +1003,7 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
         }
         fail(error);
       } else {
-        add(h("li", { class: "assistant-error alert", role: "alert", text: errorText(error) }));
+        add(h("li", { class: "assistant-error alert", role: "alert" }, ...errorContent(error)));
         say("");
       }
     } finally {

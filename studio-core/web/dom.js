@@ -52,18 +52,6 @@ export function replaceChildren(element, ...children) {
   append(element, children);
 }
 
-/**
- * An error as one line of text: its message, then its code and diagnostic id
- * when known, so a user can quote them. The nil id of a hidden refusal is left
- * out: there is nothing to diagnose. Where a panel can show more than a line,
- * `errorContent` keeps the code and id under "Details" instead.
- */
-export function errorText(error) {
-  const message = errorMessage(error);
-  const details = errorDetailParts(error);
-  return details.length > 0 ? `${message} (${details.join(", ")})` : message;
-}
-
 /** The error's own sentence, without its code or diagnostic id. */
 export function errorMessage(error) {
   const raw = (error && error.message) || "Something went wrong.";

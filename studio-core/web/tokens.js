@@ -12,7 +12,7 @@
 // shows it.
 
 import * as api from "./api.js";
-import { copyButton, errorText, fieldError, h, panelMessages, replaceChildren } from "./dom.js";
+import { copyButton, errorMessage, fieldError, h, panelMessages, replaceChildren } from "./dom.js";
 import { SCOPES } from "./vocabulary.js";
 
 function when(seconds, fallback) {
@@ -277,12 +277,12 @@ export function connectSections(options = {}) {
         say("");
         const field = error.details && error.details.field;
         if (field === "label") {
-          labelError.show(errorText(error));
+          labelError.show(errorMessage(error));
           label.focus();
         } else if (field === "scopes") {
-          showScopesError(errorText(error));
+          showScopesError(errorMessage(error));
         } else if (field === "expiresInDays") {
-          daysError.show(errorText(error));
+          daysError.show(errorMessage(error));
           days.focus();
         } else {
           fail(error);

@@ -19,7 +19,7 @@
 // request body, never in a URL path.
 
 import * as api from "./api.js";
-import { copyButton, errorText, fieldError, h, panelMessages, replaceChildren } from "./dom.js";
+import { copyButton, errorMessage, fieldError, h, panelMessages, replaceChildren } from "./dom.js";
 import { replicationSection } from "./replication.js";
 import { ACCESS, ROLES } from "./vocabulary.js";
 
@@ -224,11 +224,11 @@ export function usersPanel(options) {
       const field = error.details && error.details.field;
       if (field === "username") {
         say("");
-        usernameError.show(errorText(error));
+        usernameError.show(errorMessage(error));
         username.focus();
       } else if (field === "apps") {
         say("");
-        appsError.textContent = errorText(error);
+        appsError.textContent = errorMessage(error);
         appsError.hidden = false;
         const refused = appRows.find((choice) => choice.app.id === error.details.appId);
         (refused ? refused.box : appsField).focus();
@@ -548,7 +548,7 @@ export function invitationCard({ token, reset = false, onSignedIn = () => {}, on
               if (error.status === 404) {
                 gone();
               } else if (error.details && error.details.field === "password") {
-                passwordError.show(errorText(error));
+                passwordError.show(errorMessage(error));
                 password.focus();
               } else {
                 fail(error);

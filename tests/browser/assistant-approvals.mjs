@@ -136,8 +136,14 @@ async function scenario(pages) {
   checks.equal(await paneB.locator('.assistant-call[data-tool="createApp"]').getAttribute("data-state"), "waiting", "and the call waiting, not running");
   await screenshot(b, "approvals-second-tab", cardB);
 
-  // Tab A reloads: the card is back.
-  paneA = await reload(a);
+  // Tab A reloads: the closed pane's button says a change waits, and opened,
+  // the card is back.
+  await a.reload();
+  const waitingNote = a.locator(".assistant-waiting");
+  await waitingNote.waitFor({ timeout: 10_000 });
+  checks.equal(await waitingNote.textContent(), "1 change waits for your approval", "after a reload the header says a change waits");
+  paneA = await openPane(a);
+  checks.ok(!(await waitingNote.isVisible()), "and opening the pane clears it");
   card = paneA.locator('.assistant-card[data-tool="createApp"]');
   await card.waitFor({ timeout: 10_000 });
   checks.equal(await paneA.locator('.assistant-call[data-tool="createApp"]').getAttribute("data-state"), "waiting", "after a reload the call waits for a decision");

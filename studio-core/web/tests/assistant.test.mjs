@@ -422,7 +422,8 @@ test("a card no longer waiting says why and stays disabled", async () => {
   });
   assert.equal(card.element.byTag("a").length, 0, "a row change has no draft link");
   await card.element.button("Approve").click();
-  assert.match(card.element.textContent, /No such confirmation is waiting for you \(APP_RECORD_NOT_FOUND, diagnostic id d-9\)/);
+  // The sentence reads first; the code and diagnostic id wait under "Details".
+  assert.match(card.element.textContent, /No such confirmation is waiting for youDetailsAPP_RECORD_NOT_FOUND · diagnostic id d-9/);
   assert.equal(card.element.button("Approve").disabled, true);
   const timedOut = A.confirmationCard(CONFIRMATION, { decide: async () => ({}) });
   timedOut.decided(false);

@@ -1067,6 +1067,16 @@ async function renderNow() {
     await openApp(app, false, mode);
   }
   showAccess(access && canManageAccess());
+  // A page of the app the person's access does not include is said, not
+  // silently swapped for the app itself.
+  const asked = recovery ? "Recovery" : historyRoute ? "History" : draftRoute ? "The draft" : null;
+  if (asked && mode === "view") {
+    showAlert({ message: `${asked} of ${app.name} is for the people who manage it; here is the app itself.` });
+    history.replaceState(null, "", `#/apps/${app.id}`);
+  } else if (access && !canManageAccess()) {
+    showAlert({ message: `Who may use ${app.name} is changed by an admin or a staff member; here is the app itself.` });
+    history.replaceState(null, "", `#/apps/${app.id}`);
+  }
 }
 
 // ---------------------------------------------------------------------------

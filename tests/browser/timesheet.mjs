@@ -341,6 +341,21 @@ async function run() {
   checks.equal(await memberPage.getByRole("button", { name: "Recovery" }).count(), 0, "use access offers no recovery panel");
   const stillRefused = await memberPage.evaluate(async () => (await fetch("/api/apps/time-sheet-entry/recovery")).status);
   checks.equal(stillRefused, 404, "use access is not enough for the recovery descriptor (manage is)");
+  for (const [page, what] of [
+    ["recovery", "Recovery"],
+    ["history", "History"],
+  ]) {
+    await memberPage.goto(`${STUDIO}/#/apps/${APP_ID}/${page}`);
+    const said = memberPage.locator(".shell-alert, [role=alert]").filter({ hasText: `${what} of` });
+    await said.first().waitFor({ timeout: 10_000 });
+    checks.ok(
+      (await said.first().textContent()).includes("is for the people who manage it"),
+      `a member at the app's ${page} address is told it is for its managers, not silently shown the app`,
+    );
+    await view(memberPage).getByRole("heading", { name: "No projects yet" }).waitFor();
+  }
+  await memberPage.goto(`${STUDIO}/#/apps/${APP_ID}`);
+  memberApp = await openTimesheet(memberPage);
   await screenshot(memberPage, "first-run-member", memberApp.getByRole("heading", { name: "No projects yet" }));
   timings.memberFirstRun = Date.now() - at;
 

@@ -17,7 +17,7 @@
 //     still reads "Cancelled", never "Running…".
 //
 // Prints `confirmation <id>` for each decision posted and the screenshots at
-// 1440 and 375 px.
+// 1440 and 390 px.
 //
 // Environment (set by tests/chromium/assistant.rs): CHROMIUM, STUDIO_URL,
 // ADMIN_USER, ADMIN_PASSWORD, ARTIFACTS.

@@ -2,7 +2,7 @@
 // with a scripted model (tests/chromium/assistant.rs), driven by role and label.
 //
 //  1. the header's Assistant button opens the pane beside the app pane (a
-//     right column at 1440 px; over the main area with Close at 375 px, no
+//     right column at 1440 px; over the main area with Close at 390 px, no
 //     horizontal overflow); Shift+Enter is a new line, Enter sends;
 //  2. "Build me an expense log": the createApp call comes as a confirmation
 //     card (a sentence of what will happen, then behind "Show details" the
@@ -29,7 +29,7 @@
 //  8. the created app opens from the sidebar and shows the row.
 //
 // Prints `confirmation <id>` for each decision posted (the Rust side checks
-// that no id ever reached the model) and the screenshots at 1440 and 375 px.
+// that no id ever reached the model) and the screenshots at 1440 and 390 px.
 //
 // Environment (set by tests/chromium/assistant.rs): CHROMIUM, STUDIO_URL,
 // ADMIN_USER, ADMIN_PASSWORD, ARTIFACTS.
@@ -120,7 +120,7 @@ async function scenario(page) {
 
   await page.setViewportSize(NARROW);
   await page.waitForTimeout(250);
-  checks.ok(await pane.isVisible(), "at 375 px the pane is shown");
+  checks.ok(await pane.isVisible(), "at 390 px the pane is shown");
   checks.ok(!(await main.isVisible()), "over the main area");
   checks.ok(await pane.getByRole("button", { name: "Close the assistant" }).isVisible(), "with a close button");
   await page.setViewportSize(WIDE);
@@ -233,7 +233,7 @@ async function scenario(page) {
   const panel = page.locator(".draft-panel");
   await panel.getByRole("heading", { name: `Draft of ${NAME}` }).waitFor({ timeout: 20_000 });
   checks.ok(page.url().endsWith("#/apps/expense-log/draft"), "the link opens the Draft page", page.url());
-  // At 375 px the pane covers the page: close it for the Draft page's shots.
+  // At 390 px the pane covers the page: close it for the Draft page's shots.
   await pane.getByRole("button", { name: "Close the assistant" }).click();
   await panel.getByText("The draft validates.").waitFor({ timeout: 20_000 });
   const scriptFile = panel.getByRole("list", { name: "Changed files" }).locator('.draft-file[data-path="app.js"]');

@@ -11,8 +11,8 @@
 //     keeps Delete disabled until the app id is typed exactly; deleting says
 //     so (naming the data backup, printed as `backup <file>` for the Rust
 //     side) and the app is listed without Restore;
-//  5. screenshots of each step at 1440 and 375 px, with no horizontal
-//     overflow at 375 px.
+//  5. screenshots of each step at 1440 and 390 px, with no horizontal
+//     overflow at 390 px.
 //
 // Environment (set by tests/chromium/lifecycle.rs): CHROMIUM, STUDIO_URL,
 // ADMIN_USER, ADMIN_PASSWORD, ARTIFACTS.
@@ -42,13 +42,13 @@ if (backupLine) {
 }
 console.log(`${checks.passed} checks passed in ${((Date.now() - started) / 1000).toFixed(1)} s; screenshots in ${ARTIFACTS}`);
 
-/** Screenshots at both widths, checking at 375 px that nothing scrolls sideways. */
+/** Screenshots at both widths, checking at 390 px that nothing scrolls sideways. */
 async function screenshot(page, name, subject = null) {
   await screenshots(page, ARTIFACTS, name, taken, subject);
   await page.setViewportSize(NARROW);
   await page.waitForTimeout(150);
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-  checks.ok(overflow <= 0, `${name}: no horizontal overflow at 375 px`, { overflow });
+  checks.ok(overflow <= 0, `${name}: no horizontal overflow at 390 px`, { overflow });
   await page.setViewportSize(WIDE);
   await page.waitForTimeout(100);
 }

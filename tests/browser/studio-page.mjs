@@ -114,19 +114,19 @@ export function callTool(page, appId, name, args) {
   );
 }
 
-/** The viewports every screenshot is taken at: desktop and a 375 px phone. */
+/** The viewports every screenshot is taken at: desktop and a 390 px phone. */
 export const WIDE = { width: 1440, height: 900 };
-export const NARROW = { width: 375, height: 812 };
+export const NARROW = { width: 390, height: 844 };
 
 /** Two animation frames: the page has laid itself out at its new size. */
 function laidOut(page) {
   return page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
 }
 
-/** At 375 px the page scrolls vertically only; then back to the wide view. */
+/** At phone widths the page scrolls vertically only; then back to the wide view. */
 export async function fitsNarrow(page, checks, what) {
   // The phone widths people use most, from the narrowest.
-  for (const width of [NARROW.width, 390]) {
+  for (const width of [375, NARROW.width]) {
     await page.setViewportSize({ width, height: NARROW.height });
     await laidOut(page);
     // On overflow, the outermost elements that stick out say where to look.

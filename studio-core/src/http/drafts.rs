@@ -312,15 +312,8 @@ pub(crate) async fn write_file(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Err(response) = same_origin_json(&core.accounts, &method, &headers, true) {
-        return response;
-    }
-    let actor = match super::caller::actor(&core, &headers).await {
-        Ok(actor) => actor,
-        Err(response) => return response,
-    };
-    let body: FileWrite = match parse_body(&body) {
-        Ok(body) => body,
+    let (actor, body): (_, FileWrite) = match file_call(&core, &method, &headers, &body).await {
+        Ok(call) => call,
         Err(response) => return response,
     };
     let mut arguments = serde_json::json!({
@@ -360,15 +353,8 @@ pub(crate) async fn delete_file(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Err(response) = same_origin_json(&core.accounts, &method, &headers, true) {
-        return response;
-    }
-    let actor = match super::caller::actor(&core, &headers).await {
-        Ok(actor) => actor,
-        Err(response) => return response,
-    };
-    let body: FileDelete = match parse_body(&body) {
-        Ok(body) => body,
+    let (actor, body): (_, FileDelete) = match file_call(&core, &method, &headers, &body).await {
+        Ok(call) => call,
         Err(response) => return response,
     };
     let mut arguments = serde_json::json!({"app": app_id, "path": body.path, "draft": true});
@@ -384,6 +370,19 @@ pub(crate) async fn delete_file(
     )
     .await;
     change_answer(&app_id, deleted)
+}
+
+/// A draft-file call's caller and body: same-origin JSON from a signed-in
+/// person (the source tools decide what they may do).
+async fn file_call<T: serde::de::DeserializeOwned>(
+    core: &Arc<Core>,
+    method: &Method,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(Actor, T), Response> {
+    same_origin_json(&core.accounts, method, headers, true)?;
+    let actor = super::caller::actor(core, headers).await?;
+    Ok((actor, parse_body(body)?))
 }
 
 /// The body of `POST /api/apps/:appId/draft/publish`.

@@ -16,9 +16,9 @@
 //! What it must never do: leave a disabled or removed person a way in (their
 //! sessions and tokens go in the same transaction, and sign-in refuses
 //! them), leave the instance without an admin who can sign in, let a user
-//! who is no longer an admin change people, keep an invitation usable twice
-//! or after it expires, store a secret rather than its hash, or change
-//! anyone silently; give through an invitation an app its admin could not
+//! who is no longer an admin change people, keep a one-time link usable
+//! twice, after it expires or after its admin lost the power to make it,
+//! store a secret rather than its hash, or change anyone silently; give through an invitation an app its admin could not
 //! grant (checked when inviting, and again when it is accepted: an inviter
 //! who is no longer an admin gives nothing); or leave a session, token or
 //! MCP connection alive once a reset link set a new password.
@@ -78,6 +78,29 @@ impl LinkPurpose {
             )),
         }
     }
+}
+
+/// Whether the admin who made a one-time link (`invitations i`) can still
+/// make one: the operator, or an admin who still is one (enabled). A link is
+/// the power of the admin who made it, so it ends with that power: an admin
+/// demoted, disabled or removed cannot keep a reset link to another account,
+/// or an invitation to a new admin, to use later themselves.
+fn link_maker_acts() -> String {
+    format!(
+        "(i.created_by = '{ACTOR_OPERATOR}' OR EXISTS (SELECT 1 FROM users maker
+          WHERE maker.id = i.created_by AND maker.role = '{}' AND maker.disabled_at IS NULL))",
+        UserRole::Admin.as_str()
+    )
+}
+
+/// The one rule of a live one-time link (`invitations i JOIN users u`),
+/// with `?1` the secret's hash and `?2` now: not expired, for an enabled
+/// person, and its admin [still acting](link_maker_acts).
+fn live_link() -> String {
+    format!(
+        "i.secret_sha256 = ?1 AND i.expires_at > ?2 AND u.disabled_at IS NULL AND {}",
+        link_maker_acts()
+    )
 }
 
 /// A token's last use is written at most this often, so authenticating a
@@ -269,8 +292,9 @@ impl Store {
                     u.password_hash = '',
                     CASE WHEN i.purpose = 'invitation' THEN i.expires_at END,
                     CASE WHEN i.purpose = 'reset' AND i.expires_at > ?1 THEN i.expires_at END
-             FROM users u LEFT JOIN invitations i ON i.user_id = u.id
-             ORDER BY u.username {USERNAME_MATCHES}"
+             FROM users u LEFT JOIN invitations i ON i.user_id = u.id AND {}
+             ORDER BY u.username {USERNAME_MATCHES}",
+            link_maker_acts()
         ))?;
         let people = statement
             .query_map([self.now()], |row| {
@@ -635,9 +659,11 @@ impl Store {
         let connection = self.connection();
         let found = connection
             .query_row(
-                "SELECT u.username, u.role, i.expires_at, i.purpose FROM invitations i
-                 JOIN users u ON u.id = i.user_id
-                 WHERE i.secret_sha256 = ?1 AND i.expires_at > ?2 AND u.disabled_at IS NULL",
+                &format!(
+                    "SELECT u.username, u.role, i.expires_at, i.purpose FROM invitations i
+                     JOIN users u ON u.id = i.user_id WHERE {}",
+                    live_link()
+                ),
                 (secrets::secret_sha256(secret), self.now()),
                 |row| {
                     Ok(InvitationView {
@@ -676,7 +702,8 @@ impl Store {
             .query_row(
                 &format!(
                     "SELECT {USER_COLUMNS}, i.purpose FROM invitations i JOIN users u ON u.id = i.user_id
-                     WHERE i.secret_sha256 = ?1 AND i.expires_at > ?2 AND u.disabled_at IS NULL"
+                     WHERE {}",
+                    live_link()
                 ),
                 (secrets::secret_sha256(secret), now),
                 |row| Ok((user_from_row(row)?, row.get(4)?)),

@@ -413,7 +413,9 @@ fn an_invitation_gives_its_apps_once_accepted() {
     );
     assert!(store.invitation_apps("nora").unwrap().is_empty());
 
-    // An inviter demoted before the invitation is accepted gives nothing.
+    // An inviter demoted before the invitation is accepted gives nothing:
+    // their link is dead, and the link another admin makes instead does not
+    // give the apps the demoted one chose.
     let later = store
         .invite_user_with_apps(
             "omar",
@@ -423,8 +425,13 @@ fn an_invitation_gives_its_apps_once_accepted() {
         )
         .unwrap();
     store.set_role("bob", UserRole::Staff, &ada.id).unwrap();
-    store
+    let dead = store
         .accept_invitation(&later.secret, "a long enough password")
+        .unwrap();
+    assert!(dead.is_none(), "a demoted admin's link is dead");
+    let renewed = store.renew_invitation("omar", &ada.id).unwrap();
+    store
+        .accept_invitation(&renewed.secret, "a long enough password")
         .unwrap()
         .unwrap();
     assert_eq!(store.access("time-sheet", &later.user.id).unwrap(), None);

@@ -691,7 +691,11 @@ impl Store {
         password: &str,
     ) -> Result<Option<User>, StoreError> {
         validate_password(password)?;
-        if secret.is_empty() || secret.len() > super::MAX_SECRET_LEN {
+        // A dead link costs no argon2 work: the endpoint is anonymous and
+        // not throttled (the secret cannot be guessed), so hashing first
+        // would let anyone spend the server's CPU with made-up links. The
+        // transaction below looks again, so a link spent meanwhile is `None`.
+        if self.invitation(secret)?.is_none() {
             return Ok(None);
         }
         let hash = secrets::hash_password(password).map_err(StoreError::Database)?;

@@ -357,7 +357,9 @@ impl Store {
 
     /// Disables (`true`) or enables `username`, audited; `false` when they
     /// already were so. Disabling ends their sessions, revokes their tokens
-    /// and ends their MCP connections at once; grants stay, so enabling gives back what they had.
+    /// and ends their MCP connections at once; grants stay, so enabling gives
+    /// back what they had. An invited person's invitation goes, with the apps
+    /// it would have given.
     pub fn set_disabled(
         &self,
         username: &str,
@@ -390,6 +392,13 @@ impl Store {
         })?;
         if disabled {
             transaction.execute("DELETE FROM invitations WHERE user_id = ?1", [&user_id])?;
+            // Disabling an invited person withdraws their invitation, apps
+            // and all: a new link after enabling them gives no app the
+            // withdrawn one chose (nobody sees those choices any more).
+            transaction.execute(
+                "DELETE FROM invitation_grants WHERE user_id = ?1",
+                [&user_id],
+            )?;
             end_every_credential(&transaction, now, &user_id, "user disabled")?;
         }
         let state = |off: bool| if off { "disabled" } else { "active" };

@@ -1249,3 +1249,41 @@ async fn a_link_dies_when_its_admin_is_no_longer_one() {
     .await;
     assert_eq!(status, StatusCode::OK, "a live admin's new link works");
 }
+
+/// Disabling an invited person withdraws the invitation with the apps it
+/// would give: enabled again and sent a new link, they get no app the
+/// withdrawn invitation chose.
+#[tokio::test]
+async fn a_withdrawn_invitation_gives_no_apps_after_a_new_link() {
+    let world = World::new();
+    world.install(&["hello"]).await;
+    let ada = world.page(&world.admin);
+    let (status, invited) = ada
+        .call(
+            "POST",
+            "/api/users",
+            json!({"username": "nora", "role": "member",
+                   "apps": [{"appId": "hello", "access": "manage"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{invited}");
+    for status in ["disabled", "active"] {
+        let (answer, changed) = ada
+            .call("PATCH", "/api/users/nora", json!({"status": status}))
+            .await;
+        assert_eq!(answer, StatusCode::OK, "{status}: {changed}");
+    }
+    let (status, renewed) = ada
+        .call("POST", "/api/users/nora/invitation", Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{renewed}");
+    let (status, _, _) = anonymous(
+        &world,
+        "/api/invitation/accept",
+        json!({"token": secret_of(&renewed["invitation"]), "password": STRONG}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let nora = world.store().user_by_name("nora").unwrap().unwrap();
+    assert_eq!(world.store().access("hello", &nora.id).unwrap(), None);
+}

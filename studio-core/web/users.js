@@ -497,7 +497,7 @@ export function invitationCard({ token, reset = false, onSignedIn = () => {}, on
     heading.textContent = reset ? "This password reset link no longer works" : "This invitation link no longer works";
     replaceChildren(
       body,
-      h("p", { text: reset ? "It was already used, has expired, or a newer link replaced it. Ask an admin for a new one." : "It was already used, has expired, or a newer link replaced it. Ask the admin who invited you for a new link." }),
+      h("p", { text: `It was already used, has expired, was replaced by a newer link, or the admin who made it is no longer one. Ask an admin for a new ${reset ? "one" : "link"}.` }),
       h("button", { type: "button", class: "button", text: "Go to sign-in", onclick: onLeave }),
     );
     heading.focus();

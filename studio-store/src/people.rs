@@ -281,6 +281,10 @@ pub struct Person {
     /// When the password reset link an admin made them stops working, if
     /// one is open.
     pub reset_expires_at: Option<i64>,
+    /// The apps their open invitation gives once accepted (app id →
+    /// access), so every admin sees what an invitation holds, not only the
+    /// one who made it.
+    pub invitation_apps: BTreeMap<String, AppAccess>,
 }
 
 impl Store {
@@ -296,7 +300,7 @@ impl Store {
              ORDER BY u.username {USERNAME_MATCHES}",
             link_maker_acts()
         ))?;
-        let people = statement
+        let mut people = statement
             .query_map([self.now()], |row| {
                 Ok(Person {
                     user: user_from_row(row)?,
@@ -305,9 +309,26 @@ impl Store {
                     invited: row.get(6)?,
                     invitation_expires_at: row.get(7)?,
                     reset_expires_at: row.get(8)?,
+                    invitation_apps: BTreeMap::new(),
                 })
             })?
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<Vec<Person>, _>>()?;
+        let mut pending = connection
+            .prepare("SELECT user_id, app_id, access FROM invitation_grants ORDER BY app_id")?;
+        let pending = pending
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, AppAccess>(2)?,
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        for (user_id, app_id, access) in pending {
+            if let Some(person) = people.iter_mut().find(|person| person.user.id == user_id) {
+                person.invitation_apps.insert(app_id, access);
+            }
+        }
         Ok(people)
     }
 

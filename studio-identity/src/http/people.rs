@@ -70,6 +70,9 @@ fn person_json(person: &Person) -> Value {
         "disabled": person.disabled,
         "invitationExpiresAt": person.invitation_expires_at,
         "resetExpiresAt": person.reset_expires_at,
+        "invitationApps": person.invitation_apps.iter()
+            .map(|(app_id, access)| json!({ "appId": app_id, "access": access.as_str() }))
+            .collect::<Vec<_>>(),
     })
 }
 

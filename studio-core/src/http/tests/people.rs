@@ -1250,9 +1250,9 @@ async fn a_link_dies_when_its_admin_is_no_longer_one() {
     assert_eq!(status, StatusCode::OK, "a live admin's new link works");
 }
 
-/// Disabling an invited person withdraws the invitation with the apps it
-/// would give: enabled again and sent a new link, they get no app the
-/// withdrawn invitation chose.
+/// What an invitation gives is on the Users list for every admin, and
+/// disabling the invited person withdraws it with the invitation: enabled
+/// again and sent a new link, they get no app the withdrawn one chose.
 #[tokio::test]
 async fn a_withdrawn_invitation_gives_no_apps_after_a_new_link() {
     let world = World::new();
@@ -1267,6 +1267,25 @@ async fn a_withdrawn_invitation_gives_no_apps_after_a_new_link() {
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{invited}");
+    // Every admin sees what the invitation gives.
+    let gives = |listed: &Value| {
+        listed["users"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|person| person["username"] == "nora")
+            .unwrap()["invitationApps"]
+            .clone()
+    };
+    let bea = world
+        .store()
+        .create_user("bea", studio_store::UserRole::Admin, PASSWORD)
+        .unwrap();
+    let (_, listed) = world.page(&bea).get("/api/users").await;
+    assert_eq!(
+        gives(&listed),
+        json!([{"appId": "hello", "access": "manage"}])
+    );
     for status in ["disabled", "active"] {
         let (answer, changed) = ada
             .call("PATCH", "/api/users/nora", json!({"status": status}))
@@ -1277,6 +1296,8 @@ async fn a_withdrawn_invitation_gives_no_apps_after_a_new_link() {
         .call("POST", "/api/users/nora/invitation", Value::Null)
         .await;
     assert_eq!(status, StatusCode::OK, "{renewed}");
+    let (_, listed) = ada.get("/api/users").await;
+    assert_eq!(gives(&listed), json!([]), "the new link gives nothing");
     let (status, _, _) = anonymous(
         &world,
         "/api/invitation/accept",

@@ -344,6 +344,11 @@ async function showInvitation(token, reset = false) {
   });
   const main = h("main", { class: "center", id: "main", tabindex: "-1" }, card);
   replaceChildren(root, main);
+  // The card holds the secret now: it leaves the address bar and this
+  // history entry at once, so a shared computer's history, a restored
+  // session or a shoulder keeps no working link (reopening the link shows
+  // the card again).
+  history.replaceState(null, "", "#/");
   main.focus();
 }
 

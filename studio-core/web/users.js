@@ -376,13 +376,17 @@ export function usersPanel(options) {
           : typeof person.resetExpiresAt === "number"
             ? h("span", { class: "hint" }, " · reset link works until ", when(person.resetExpiresAt, ""))
             : null;
+    // What the invitation gives once accepted, for every admin to see.
+    const gives = person.status === "invited" && Array.isArray(person.invitationApps) && person.invitationApps.length > 0
+      ? h("span", { class: "hint", text: ` · gives ${person.invitationApps.map((app) => `${app.appId} (${app.access})`).join(", ")}` })
+      : null;
     return h(
       "tr",
       { dataset: { user: name } },
       h("td", {}, h("span", { class: "grant-name", text: name })),
       h("td", { dataset: { label: "Role" } }, roleCell),
       h("td", { dataset: { label: "Last sign-in" } }, when(person.lastSignInAt, "Never")),
-      h("td", { dataset: { label: "Status" } }, h("span", { class: `person-status person-${person.status}`, text: STATUS_TEXT[person.status] || person.status }), invitedUntil),
+      h("td", { dataset: { label: "Status" } }, h("span", { class: `person-status person-${person.status}`, text: STATUS_TEXT[person.status] || person.status }), invitedUntil, gives),
       h("td", { class: "grant-actions" }, actions),
     );
   }
@@ -497,7 +501,7 @@ export function invitationCard({ token, reset = false, onSignedIn = () => {}, on
     heading.textContent = reset ? "This password reset link no longer works" : "This invitation link no longer works";
     replaceChildren(
       body,
-      h("p", { text: reset ? "It was already used, has expired, or a newer link replaced it. Ask an admin for a new one." : "It was already used, has expired, or a newer link replaced it. Ask the admin who invited you for a new link." }),
+      h("p", { text: `It was already used, has expired, was replaced by a newer link, or the admin who made it is no longer one. Ask an admin for a new ${reset ? "one" : "link"}.` }),
       h("button", { type: "button", class: "button", text: "Go to sign-in", onclick: onLeave }),
     );
     heading.focus();

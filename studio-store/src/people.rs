@@ -16,9 +16,9 @@
 //! What it must never do: leave a disabled or removed person a way in (their
 //! sessions and tokens go in the same transaction, and sign-in refuses
 //! them), leave the instance without an admin who can sign in, let a user
-//! who is no longer an admin change people, keep an invitation usable twice
-//! or after it expires, store a secret rather than its hash, or change
-//! anyone silently; give through an invitation an app its admin could not
+//! who is no longer an admin change people, keep a one-time link usable
+//! twice, after it expires or after its admin lost the power to make it,
+//! store a secret rather than its hash, or change anyone silently; give through an invitation an app its admin could not
 //! grant (checked when inviting, and again when it is accepted: an inviter
 //! who is no longer an admin gives nothing); or leave a session, token or
 //! MCP connection alive once a reset link set a new password.
@@ -78,6 +78,29 @@ impl LinkPurpose {
             )),
         }
     }
+}
+
+/// Whether the admin who made a one-time link (`invitations i`) can still
+/// make one: the operator, or an admin who still is one (enabled). A link is
+/// the power of the admin who made it, so it ends with that power: an admin
+/// demoted, disabled or removed cannot keep a reset link to another account,
+/// or an invitation to a new admin, to use later themselves.
+fn link_maker_acts() -> String {
+    format!(
+        "(i.created_by = '{ACTOR_OPERATOR}' OR EXISTS (SELECT 1 FROM users maker
+          WHERE maker.id = i.created_by AND maker.role = '{}' AND maker.disabled_at IS NULL))",
+        UserRole::Admin.as_str()
+    )
+}
+
+/// The one rule of a live one-time link (`invitations i JOIN users u`),
+/// with `?1` the secret's hash and `?2` now: not expired, for an enabled
+/// person, and its admin [still acting](link_maker_acts).
+fn live_link() -> String {
+    format!(
+        "i.secret_sha256 = ?1 AND i.expires_at > ?2 AND u.disabled_at IS NULL AND {}",
+        link_maker_acts()
+    )
 }
 
 /// A token's last use is written at most this often, so authenticating a
@@ -258,6 +281,10 @@ pub struct Person {
     /// When the password reset link an admin made them stops working, if
     /// one is open.
     pub reset_expires_at: Option<i64>,
+    /// The apps their open invitation gives once accepted (app id →
+    /// access), so every admin sees what an invitation holds, not only the
+    /// one who made it.
+    pub invitation_apps: BTreeMap<String, AppAccess>,
 }
 
 impl Store {
@@ -269,10 +296,11 @@ impl Store {
                     u.password_hash = '',
                     CASE WHEN i.purpose = 'invitation' THEN i.expires_at END,
                     CASE WHEN i.purpose = 'reset' AND i.expires_at > ?1 THEN i.expires_at END
-             FROM users u LEFT JOIN invitations i ON i.user_id = u.id
-             ORDER BY u.username {USERNAME_MATCHES}"
+             FROM users u LEFT JOIN invitations i ON i.user_id = u.id AND {}
+             ORDER BY u.username {USERNAME_MATCHES}",
+            link_maker_acts()
         ))?;
-        let people = statement
+        let mut people = statement
             .query_map([self.now()], |row| {
                 Ok(Person {
                     user: user_from_row(row)?,
@@ -281,9 +309,26 @@ impl Store {
                     invited: row.get(6)?,
                     invitation_expires_at: row.get(7)?,
                     reset_expires_at: row.get(8)?,
+                    invitation_apps: BTreeMap::new(),
                 })
             })?
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<Vec<Person>, _>>()?;
+        let mut pending = connection
+            .prepare("SELECT user_id, app_id, access FROM invitation_grants ORDER BY app_id")?;
+        let pending = pending
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, AppAccess>(2)?,
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        for (user_id, app_id, access) in pending {
+            if let Some(person) = people.iter_mut().find(|person| person.user.id == user_id) {
+                person.invitation_apps.insert(app_id, access);
+            }
+        }
         Ok(people)
     }
 
@@ -333,7 +378,9 @@ impl Store {
 
     /// Disables (`true`) or enables `username`, audited; `false` when they
     /// already were so. Disabling ends their sessions, revokes their tokens
-    /// and ends their MCP connections at once; grants stay, so enabling gives back what they had.
+    /// and ends their MCP connections at once; grants stay, so enabling gives
+    /// back what they had. An invited person's invitation goes, with the apps
+    /// it would have given.
     pub fn set_disabled(
         &self,
         username: &str,
@@ -366,6 +413,13 @@ impl Store {
         })?;
         if disabled {
             transaction.execute("DELETE FROM invitations WHERE user_id = ?1", [&user_id])?;
+            // Disabling an invited person withdraws their invitation, apps
+            // and all: a new link after enabling them gives no app the
+            // withdrawn one chose (nobody sees those choices any more).
+            transaction.execute(
+                "DELETE FROM invitation_grants WHERE user_id = ?1",
+                [&user_id],
+            )?;
             end_every_credential(&transaction, now, &user_id, "user disabled")?;
         }
         let state = |off: bool| if off { "disabled" } else { "active" };
@@ -635,9 +689,11 @@ impl Store {
         let connection = self.connection();
         let found = connection
             .query_row(
-                "SELECT u.username, u.role, i.expires_at, i.purpose FROM invitations i
-                 JOIN users u ON u.id = i.user_id
-                 WHERE i.secret_sha256 = ?1 AND i.expires_at > ?2 AND u.disabled_at IS NULL",
+                &format!(
+                    "SELECT u.username, u.role, i.expires_at, i.purpose FROM invitations i
+                     JOIN users u ON u.id = i.user_id WHERE {}",
+                    live_link()
+                ),
                 (secrets::secret_sha256(secret), self.now()),
                 |row| {
                     Ok(InvitationView {
@@ -665,7 +721,11 @@ impl Store {
         password: &str,
     ) -> Result<Option<User>, StoreError> {
         validate_password(password)?;
-        if secret.is_empty() || secret.len() > super::MAX_SECRET_LEN {
+        // A dead link costs no argon2 work: the endpoint is anonymous and
+        // not throttled (the secret cannot be guessed), so hashing first
+        // would let anyone spend the server's CPU with made-up links. The
+        // transaction below looks again, so a link spent meanwhile is `None`.
+        if self.invitation(secret)?.is_none() {
             return Ok(None);
         }
         let hash = secrets::hash_password(password).map_err(StoreError::Database)?;
@@ -676,7 +736,8 @@ impl Store {
             .query_row(
                 &format!(
                     "SELECT {USER_COLUMNS}, i.purpose FROM invitations i JOIN users u ON u.id = i.user_id
-                     WHERE i.secret_sha256 = ?1 AND i.expires_at > ?2 AND u.disabled_at IS NULL"
+                     WHERE {}",
+                    live_link()
                 ),
                 (secrets::secret_sha256(secret), now),
                 |row| Ok((user_from_row(row)?, row.get(4)?)),

@@ -23,8 +23,16 @@ fn hasher() -> Argon2<'static> {
     Argon2::new(Algorithm::Argon2id, Version::V0x13, Params::DEFAULT)
 }
 
+/// How many passwords this process hashed: lets a test see that an
+/// anonymous request costs no argon2 work.
+#[cfg(test)]
+pub(super) static PASSWORDS_HASHED: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
 /// Hashes `password` with a fresh random salt into a PHC string.
 pub(super) fn hash_password(password: &str) -> Result<String, String> {
+    #[cfg(test)]
+    PASSWORDS_HASHED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     hasher()
         .hash_password(password.as_bytes())
         .map(|hash| hash.to_string())

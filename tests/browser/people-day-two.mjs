@@ -176,6 +176,8 @@ async function run() {
   const fresh = (await newStudioPage(browser, "rosa, new browser")).page;
   await fresh.goto(resetUrl);
   await fresh.getByRole("heading", { name: `Choose a new password, ${ROSA.username}` }).waitFor();
+  const resetSecret = resetUrl.split("/#/reset/")[1];
+  checks.ok(!fresh.url().includes(resetSecret), "the link's secret leaves the address bar and history once the card shows", fresh.url());
   await fitsNarrow(fresh, checks, "the reset card");
   await screenshot(fresh, "reset-card");
   await fresh.getByLabel("Password", { exact: true }).fill(ROSA.second);

@@ -70,6 +70,9 @@ fn person_json(person: &Person) -> Value {
         "disabled": person.disabled,
         "invitationExpiresAt": person.invitation_expires_at,
         "resetExpiresAt": person.reset_expires_at,
+        "invitationApps": person.invitation_apps.iter()
+            .map(|(app_id, access)| json!({ "appId": app_id, "access": access.as_str() }))
+            .collect::<Vec<_>>(),
     })
 }
 
@@ -411,6 +414,13 @@ pub async fn renew_invitation(
 /// `POST /api/users/:username/password-reset`: a one-time link with which an
 /// active person chooses a new password; nothing changes until they use it,
 /// and then their sessions, tokens and connected clients end.
+///
+/// Any admin may make one for any other person, another admin included: an
+/// admin can already disable or demote them, and the operator is not always
+/// at hand. Whoever holds the link can use it, the admin who made it too, so
+/// what keeps this honest is that it is visible: the audit names the admin
+/// who made the link, using it signs its person out everywhere (they notice
+/// at once), and the link dies when its admin stops being one.
 #[utoipa::path(tag = "people", post, path = "/api/users/{username}/password-reset", params(("username" = String, Path)), responses(
     (status = 200, description = "`{reset: {url, expiresAt}}`: the link is shown once", body = Object),
     (status = 403, description = "not an admin, your own account, or not from the Studio origin", body = ErrorEnvelope),

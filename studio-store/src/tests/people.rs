@@ -413,7 +413,9 @@ fn an_invitation_gives_its_apps_once_accepted() {
     );
     assert!(store.invitation_apps("nora").unwrap().is_empty());
 
-    // An inviter demoted before the invitation is accepted gives nothing.
+    // An inviter demoted before the invitation is accepted gives nothing:
+    // their link is dead, and the link another admin makes instead does not
+    // give the apps the demoted one chose.
     let later = store
         .invite_user_with_apps(
             "omar",
@@ -423,9 +425,48 @@ fn an_invitation_gives_its_apps_once_accepted() {
         )
         .unwrap();
     store.set_role("bob", UserRole::Staff, &ada.id).unwrap();
-    store
+    let dead = store
         .accept_invitation(&later.secret, "a long enough password")
+        .unwrap();
+    assert!(dead.is_none(), "a demoted admin's link is dead");
+    let renewed = store.renew_invitation("omar", &ada.id).unwrap();
+    store
+        .accept_invitation(&renewed.secret, "a long enough password")
         .unwrap()
         .unwrap();
     assert_eq!(store.access("time-sheet", &later.user.id).unwrap(), None);
+}
+
+/// Using a link is anonymous and not throttled, so a made-up, spent or
+/// expired link is answered before any password is hashed: nobody spends
+/// the server's argon2 work with links they do not hold. A live link still
+/// sets the password.
+#[test]
+fn a_dead_link_costs_no_password_hashing() {
+    use std::sync::atomic::Ordering;
+    let fixture = Fixture::new();
+    let store = &fixture.store;
+    fixture.user("ada", UserRole::Admin);
+    let invited = store
+        .invite_user("ivy", UserRole::Member, ACTOR_OPERATOR)
+        .unwrap();
+    let hashed = || secrets::PASSWORDS_HASHED.load(Ordering::SeqCst);
+    let before = hashed();
+    for secret in ["made-up", "", &"x".repeat(10_000)] {
+        let used = store
+            .accept_invitation(secret, "a long enough password")
+            .unwrap();
+        assert!(used.is_none());
+    }
+    assert_eq!(hashed(), before, "no argon2 work for a dead link");
+    let user = store
+        .accept_invitation(&invited.secret, "a long enough password")
+        .unwrap();
+    assert_eq!(user.map(|user| user.username).as_deref(), Some("ivy"));
+    assert_eq!(hashed(), before + 1);
+    let again = store
+        .accept_invitation(&invited.secret, "another long password")
+        .unwrap();
+    assert!(again.is_none(), "spent");
+    assert_eq!(hashed(), before + 1, "a spent link is dead too");
 }

@@ -1186,3 +1186,76 @@ async fn a_member_cannot_consent_to_apps_write() {
     assert_eq!(params["error"], "access_denied");
     assert_eq!(params["state"], "st-123");
 }
+
+/// A password reset ends every way in the person had, as the gateway and
+/// the API see them on their next request: the connected client's access
+/// token and refresh token, a personal API key, and the browser session;
+/// another person's connection lives on.
+#[tokio::test]
+async fn a_password_reset_ends_the_persons_connections_and_keys_at_their_next_request() {
+    let world = OAuth::start();
+    let admin = world.admin_cookie().await;
+    let client = world.client("Reset Client").await;
+    let mia_cookie = world.sign_in(MEMBER, PASSWORD).await;
+    let mia_tokens = world.connect(&mia_cookie, &client, &["apps:invoke"]).await;
+    let ada_tokens = world.connect(&admin, &client, &["apps:invoke"]).await;
+    let mia = world.store().user_by_name(MEMBER).unwrap().unwrap();
+    let key = world.world.bearer(&mia, &[Scope::AppsInvoke]);
+    // A key and a connected client are the gateway's, which asks
+    // `Authenticate` on every request ([`OAuth::accepted`]); a session is
+    // Studio's.
+    let me = |headers: Vec<(&'static str, String)>| {
+        let world = &world;
+        async move {
+            let headers: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(name, value)| (*name, value.as_str()))
+                .collect();
+            world.send("GET", "/api/apps", &headers, "").await.status
+        }
+    };
+    assert!(world.accepts(&mia_tokens).await);
+    let secret = key.strip_prefix("Bearer ").unwrap().to_owned();
+    assert!(world.accepted(&secret).await, "the API key works before");
+    assert_eq!(
+        me(vec![("cookie", mia_cookie.clone())]).await,
+        StatusCode::OK
+    );
+
+    let made = world
+        .send(
+            "POST",
+            "/api/users/mia/password-reset",
+            &[("cookie", &admin), ("origin", STUDIO)],
+            "",
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::OK);
+    let url = made.json()["reset"]["url"].as_str().unwrap().to_owned();
+    let token = url.split_once("/#/reset/").unwrap().1;
+    let used = world
+        .send(
+            "POST",
+            "/api/invitation/accept",
+            &[("origin", STUDIO), ("content-type", "application/json")],
+            &json!({"token": token, "password": "a brand new password"}).to_string(),
+        )
+        .await;
+    assert_eq!(used.status, StatusCode::OK);
+
+    assert!(!world.accepts(&mia_tokens).await, "the access token ended");
+    assert_oauth_error(
+        &world
+            .refresh(&client, mia_tokens["refresh_token"].as_str().unwrap())
+            .await,
+        StatusCode::BAD_REQUEST,
+        "invalid_grant",
+    );
+    assert!(!world.accepted(&secret).await, "the API key ended");
+    assert_ne!(
+        me(vec![("cookie", mia_cookie.clone())]).await,
+        StatusCode::OK,
+        "the browser session ended"
+    );
+    assert!(world.accepts(&ada_tokens).await, "ada's connection lives");
+}

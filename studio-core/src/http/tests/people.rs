@@ -1166,3 +1166,145 @@ async fn an_admin_resets_a_password_with_a_link_only_its_person_uses() {
     .await;
     assert_eq!(status, StatusCode::OK, "the expired link changed nothing");
 }
+
+/// A one-time link is the power of the admin who made it and ends with it:
+/// an admin who made a reset link for another person and an invitation for
+/// a new admin, then lost their role, cannot use either later to take an
+/// account or come back as an admin. Another admin's new link works.
+#[tokio::test]
+async fn a_link_dies_when_its_admin_is_no_longer_one() {
+    let world = World::new();
+    let bea = world
+        .store()
+        .create_user("bea", studio_store::UserRole::Admin, PASSWORD)
+        .unwrap();
+    let bea_page = world.page(&bea);
+    let (status, reset) = bea_page
+        .call("POST", "/api/users/mia/password-reset", Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{reset}");
+    let reset = reset["reset"]["url"].as_str().unwrap();
+    let reset = reset.split_once("/#/reset/").unwrap().1.to_owned();
+    let (status, invited) = bea_page
+        .call(
+            "POST",
+            "/api/users",
+            json!({"username": "eve", "role": "admin"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{invited}");
+    let invitation = secret_of(&invited["invitation"]);
+
+    for (how, uri, body) in [
+        ("demoted", "/api/users/bea", json!({"role": "member"})),
+        ("disabled", "/api/users/bea", json!({"status": "disabled"})),
+    ] {
+        if how == "disabled" {
+            // Back to admin first: only the loss of power under test counts.
+            world
+                .store()
+                .set_role("bea", studio_store::UserRole::Admin, &world.admin.id)
+                .unwrap();
+        }
+        let (status, changed) = world.page(&world.admin).call("PATCH", uri, body).await;
+        assert_eq!(status, StatusCode::OK, "{how}: {changed}");
+        for secret in [&reset, &invitation] {
+            let (status, _, view) =
+                anonymous(&world, "/api/invitation", json!({"token": secret})).await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{how}: {view}");
+            let (status, _, used) = anonymous(
+                &world,
+                "/api/invitation/accept",
+                json!({"token": secret, "password": STRONG}),
+            )
+            .await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{how}: {used}");
+        }
+    }
+    let (status, _, _) = anonymous(
+        &world,
+        "/api/auth/login",
+        json!({"username": "mia", "password": PASSWORD}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "mia's password is unchanged");
+    assert_eq!(audited(&world, people_action::PASSWORD_RESET), 0);
+    // The Users page shows neither link as working any more.
+    let (_, listed) = world.page(&world.admin).get("/api/users").await;
+    for person in listed["users"].as_array().unwrap() {
+        assert!(person["resetExpiresAt"].is_null(), "{person}");
+        assert!(person["invitationExpiresAt"].is_null(), "{person}");
+    }
+
+    let (status, renewed) = world
+        .page(&world.admin)
+        .call("POST", "/api/users/eve/invitation", Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{renewed}");
+    let (status, _, _) = anonymous(
+        &world,
+        "/api/invitation/accept",
+        json!({"token": secret_of(&renewed["invitation"]), "password": STRONG}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "a live admin's new link works");
+}
+
+/// What an invitation gives is on the Users list for every admin, and
+/// disabling the invited person withdraws it with the invitation: enabled
+/// again and sent a new link, they get no app the withdrawn one chose.
+#[tokio::test]
+async fn a_withdrawn_invitation_gives_no_apps_after_a_new_link() {
+    let world = World::new();
+    world.install(&["hello"]).await;
+    let ada = world.page(&world.admin);
+    let (status, invited) = ada
+        .call(
+            "POST",
+            "/api/users",
+            json!({"username": "nora", "role": "member",
+                   "apps": [{"appId": "hello", "access": "manage"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{invited}");
+    // Every admin sees what the invitation gives.
+    let gives = |listed: &Value| {
+        listed["users"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|person| person["username"] == "nora")
+            .unwrap()["invitationApps"]
+            .clone()
+    };
+    let bea = world
+        .store()
+        .create_user("bea", studio_store::UserRole::Admin, PASSWORD)
+        .unwrap();
+    let (_, listed) = world.page(&bea).get("/api/users").await;
+    assert_eq!(
+        gives(&listed),
+        json!([{"appId": "hello", "access": "manage"}])
+    );
+    for status in ["disabled", "active"] {
+        let (answer, changed) = ada
+            .call("PATCH", "/api/users/nora", json!({"status": status}))
+            .await;
+        assert_eq!(answer, StatusCode::OK, "{status}: {changed}");
+    }
+    let (status, renewed) = ada
+        .call("POST", "/api/users/nora/invitation", Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{renewed}");
+    let (_, listed) = ada.get("/api/users").await;
+    assert_eq!(gives(&listed), json!([]), "the new link gives nothing");
+    let (status, _, _) = anonymous(
+        &world,
+        "/api/invitation/accept",
+        json!({"token": secret_of(&renewed["invitation"]), "password": STRONG}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let nora = world.store().user_by_name("nora").unwrap().unwrap();
+    assert_eq!(world.store().access("hello", &nora.id).unwrap(), None);
+}

@@ -407,3 +407,43 @@ async fn sharing_and_deleting_from_a_model_need_the_persons_yes() {
         .await;
     assert_eq!(status, StatusCode::OK, "{deleted}");
 }
+
+/// User names ignore case, so a share does too, without telling which
+/// names exist: "OLA" (an account's name in another case) and "NOBODY" (no
+/// account) are each kept and listed once, folded alike, so the list never
+/// shows an account's own spelling beside the typed one; sharing "ola" after
+/// "OLA" adds no second entry, and stopping "Ola" ends the one share and its
+/// grant.
+#[tokio::test]
+async fn a_share_in_another_case_is_one_share_and_shows_no_account() {
+    let world = World::new();
+    let mia = world.page(&world.member);
+    let id = mia.deploy(true).await;
+    let ola = world.user("ola", UserRole::Member);
+    let shares = |typed: &'static str, remove: bool| {
+        let (mia, id) = (&mia, id.clone());
+        async move {
+            let (status, answer) = if remove {
+                let uri = format!("/api/member-apps/{id}/shares/{typed}");
+                mia.call("DELETE", &uri, Value::Null).await
+            } else {
+                let uri = format!("/api/member-apps/{id}/shares");
+                mia.call("POST", &uri, json!({"username": typed})).await
+            };
+            assert_eq!(status, StatusCode::OK, "{typed}: {answer}");
+            answer["app"]["shares"].clone()
+        }
+    };
+    assert_eq!(shares("OLA", false).await, json!(["ola"]));
+    assert_eq!(shares("NOBODY", false).await, json!(["nobody", "ola"]));
+    assert_eq!(world.page(&ola).app_ids().await, std::slice::from_ref(&id));
+    assert_eq!(
+        shares("ola", false).await,
+        json!(["nobody", "ola"]),
+        "one share per name"
+    );
+    let (_, listed) = mia.get("/api/member-apps").await;
+    assert_eq!(listed["apps"][0]["shares"], json!(["nobody", "ola"]));
+    assert_eq!(shares("Ola", true).await, json!(["nobody"]));
+    assert!(world.page(&ola).app_ids().await.is_empty());
+}

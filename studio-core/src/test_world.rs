@@ -30,6 +30,8 @@ pub(crate) struct World {
     pub(crate) admin: User,
     pub(crate) staff: User,
     pub(crate) member: User,
+    /// Where this world's data-worker listens (a replica dials it too).
+    data_url: String,
 }
 
 /// The actor a `CoreService` request with `principal` acts for, as the
@@ -78,25 +80,60 @@ impl World {
         data_url: &str,
     ) -> World {
         let dir = tempfile::tempdir().unwrap();
-        let docs = dir.path().join("docs");
-        std::fs::create_dir_all(docs.join("apps")).unwrap();
-        let (pki, _) = DevPki::ensure(&dir.path().join("pki")).unwrap();
-        let identity = Identity::load(&pki.files(Role::StudioCore)).unwrap();
-        let data = sasha_service::grpc::data_client(data_url, &identity).unwrap();
+        std::fs::create_dir_all(dir.path().join("docs/apps")).unwrap();
+        DevPki::ensure(&dir.path().join("pki")).unwrap();
         let clock = Arc::new(std::sync::atomic::AtomicI64::new(
             studio_store::system_clock(),
         ));
-        let reading = clock.clone();
-        let store = Store::open_with_clock(
-            &dir.path().join("core.sqlite"),
-            Arc::new(move || reading.load(std::sync::atomic::Ordering::SeqCst)),
-        )
-        .unwrap();
+        let core = World::core_over(dir.path(), &clock, chat, member_caps, data_url);
+        let store = &core.store;
         let admin = store.create_user("ada", UserRole::Admin, PASSWORD).unwrap();
         let staff = store.create_user("sam", UserRole::Staff, PASSWORD).unwrap();
         let member = store
             .create_user("mia", UserRole::Member, PASSWORD)
             .unwrap();
+        World {
+            dir,
+            core,
+            clock,
+            admin,
+            staff,
+            member,
+            data_url: data_url.to_owned(),
+        }
+    }
+
+    /// Another studio-core over this world's folder and core database, as a
+    /// second replica behind the proxy would be (no chat provider).
+    pub(crate) fn replica(&self) -> Arc<Core> {
+        World::core_over(
+            self.dir.path(),
+            &self.clock,
+            studio_assistant::provider::ChatService::new(None),
+            self.core.member_caps,
+            &self.data_url,
+        )
+    }
+
+    /// A studio-core over `dir` (its `docs`, `pki`, `uploads` and
+    /// `core.sqlite`), its store reading `clock`.
+    fn core_over(
+        dir: &std::path::Path,
+        clock: &Arc<std::sync::atomic::AtomicI64>,
+        chat: studio_assistant::provider::ChatService,
+        member_caps: studio_store::MemberCaps,
+        data_url: &str,
+    ) -> Arc<Core> {
+        let docs = dir.join("docs");
+        let (pki, _) = DevPki::ensure(&dir.join("pki")).unwrap();
+        let identity = Identity::load(&pki.files(Role::StudioCore)).unwrap();
+        let data = sasha_service::grpc::data_client(data_url, &identity).unwrap();
+        let reading = clock.clone();
+        let store = Store::open_with_clock(
+            &dir.join("core.sqlite"),
+            Arc::new(move || reading.load(std::sync::atomic::Ordering::SeqCst)),
+        )
+        .unwrap();
         let catalogue = Arc::new(Catalogue::new(&docs, 8));
         catalogue.refresh();
         let member_deploys = crate::state::deploy_throttle::DeployThrottle::new(&store);
@@ -108,7 +145,7 @@ impl World {
         // Router tests upload nothing: conversions are process tests
         // (`tests/process/assist.rs`), whose child is the real binary.
         let uploads = studio_uploads::UploadArea::new(
-            dir.path().join("uploads"),
+            dir.join("uploads"),
             studio_uploads::isolate::Converter::command(
                 "/bin/false",
                 std::iter::empty::<&str>(),
@@ -123,7 +160,7 @@ impl World {
             catalogue.clone(),
             "http://127.0.0.1:9/mcp".to_owned(),
         ));
-        let core = Arc::new(Core {
+        Arc::new(Core {
             origins: Origins {
                 studio: Origin::parse(STUDIO).unwrap(),
                 sandbox: Origin::parse("http://127.0.0.1:3007").unwrap(),
@@ -140,15 +177,7 @@ impl World {
             drafts: crate::state::draft_cache::DraftCache::default(),
             // Replication is process-tested (`tests/process/replication.rs`).
             replication: None,
-        });
-        World {
-            dir,
-            core,
-            clock,
-            admin,
-            staff,
-            member,
-        }
+        })
     }
 
     /// Copies the valid fixture packages `ids` (`tests/packages/valid`) into
@@ -298,6 +327,17 @@ impl World {
         headers: &[(&str, &str)],
         body: &str,
     ) -> Reply {
+        World::raw_on(&self.core, method, uri, headers, body).await
+    }
+
+    /// [`World::raw`] through the router of `core` (a [`World::replica`]).
+    pub(crate) async fn raw_on(
+        core: &Arc<Core>,
+        method: &str,
+        uri: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Reply {
         use http_body_util::BodyExt as _;
         use tower::ServiceExt as _;
         let mut request = http::Request::builder().method(method).uri(uri);
@@ -310,7 +350,7 @@ impl World {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let response = crate::http::router(self.core.clone())
+        let response = crate::http::router(core.clone())
             .oneshot(
                 request
                     .body(axum::body::Body::from(body.to_owned()))

@@ -1,18 +1,18 @@
-//! The OAuth 2.1 authorization server's process state: authorization
-//! requests parked while the person decides (at most [`MAX_PENDING`], each
-//! for [`PENDING_TTL`]) and the registration budget per client address
-//! ([`REGISTRATION_BUDGET`]). The endpoints are `crate::http::oauth`.
+//! The OAuth 2.1 authorization server's state: authorization requests
+//! parked while the person decides (at most [`MAX_PENDING`], each for
+//! [`PENDING_TTL`]), kept in the core database (`studio_store`'s
+//! `oauth_requests`) so any studio-core replica serves the consent page and
+//! the decision; and the registration budget per client address
+//! ([`REGISTRATION_BUDGET`]), kept in this process. The endpoints are
+//! `crate::http::oauth`.
 //!
-//! What it must never do: keep a parked request past its lifetime, park
-//! without bound, or outlive the process (a restart forgets parked
-//! requests; the person starts the connection again).
+//! What it must never do: hand out a parked request past its lifetime or
+//! twice, or park without bound.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use base64::Engine as _;
-use studio_store::Scope;
+use sasha_proto::AppError;
+use studio_store::{ParkedRequest, Store, blocking};
 
 use crate::throttle::{ClientAddress, KeyedThrottle};
 
@@ -23,38 +23,26 @@ pub const MAX_PENDING: usize = 10_000;
 /// Registrations one client address may make: 20 at once, then one every
 /// 3 s (20 a minute). The store's caps on clients stay global.
 pub const REGISTRATION_BUDGET: (u32, Duration) = (20, Duration::from_secs(3));
-/// The authorization server's process state: parked requests and the
-/// registration budgets. One studio-core serves the Studio origin.
+/// The authorization server's issuer, resource and registration budgets;
+/// its parked requests are the core database's.
 #[derive(Debug)]
 pub struct OAuthState {
     /// The issuer: the Studio origin.
     pub(crate) issuer: String,
     /// The one resource tokens are issued for: `<MCP_PUBLIC_ORIGIN>/mcp`.
     pub(crate) resource: String,
-    pending: Mutex<HashMap<String, Pending>>,
     /// Registrations per client address ([`REGISTRATION_BUDGET`]).
     registrations: KeyedThrottle<ClientAddress>,
 }
 
 /// A validated authorization request waiting for the person's decision.
-#[derive(Debug, Clone)]
-pub(crate) struct Pending {
-    pub(crate) client_id: String,
-    pub(crate) client_name: String,
-    pub(crate) redirect_uri: String,
-    pub(crate) state: Option<String>,
-    pub(crate) code_challenge: String,
-    pub(crate) requested: BTreeSet<Scope>,
-    pub(crate) created: Instant,
-    pub(crate) expires_at: i64,
-}
+pub(crate) type Pending = ParkedRequest;
 
 impl OAuthState {
     pub fn new(studio_origin: &str, mcp_origin: &str) -> OAuthState {
         OAuthState {
             issuer: studio_origin.to_owned(),
             resource: format!("{mcp_origin}/mcp"),
-            pending: Mutex::new(HashMap::new()),
             registrations: KeyedThrottle::new(
                 REGISTRATION_BUDGET.0,
                 REGISTRATION_BUDGET.1,
@@ -73,39 +61,26 @@ impl OAuthState {
         self.registrations.check(&client)
     }
 
-    /// Parks a request; `None` when too many are parked.
-    pub(crate) fn park(&self, pending: Pending) -> Option<String> {
-        let mut parked = self.pending.lock().ok()?;
-        if parked.len() >= MAX_PENDING {
-            parked.retain(|_, p| p.created.elapsed() < PENDING_TTL);
-        }
-        if parked.len() >= MAX_PENDING {
-            return None;
-        }
-        let id = random_id();
-        parked.insert(id.clone(), pending);
-        Some(id)
+    /// Parks a request and answers its id; `None` when too many are parked.
+    pub(crate) async fn park(
+        &self,
+        store: &Store,
+        pending: Pending,
+    ) -> Result<Option<String>, AppError> {
+        let store = store.clone();
+        let ttl = i64::try_from(PENDING_TTL.as_secs()).unwrap_or(i64::MAX);
+        blocking(move || store.park_oauth_request(&pending, ttl, MAX_PENDING)).await
     }
 
-    pub(crate) fn peek(&self, id: &str) -> Option<Pending> {
-        let parked = self.pending.lock().ok()?;
-        parked
-            .get(id)
-            .filter(|p| p.created.elapsed() < PENDING_TTL)
-            .cloned()
+    /// The parked request `id`, still waiting.
+    pub(crate) async fn peek(&self, store: &Store, id: &str) -> Result<Option<Pending>, AppError> {
+        let (store, id) = (store.clone(), id.to_owned());
+        blocking(move || store.peek_oauth_request(&id)).await
     }
 
-    pub(crate) fn take(&self, id: &str) -> Option<Pending> {
-        let mut parked = self.pending.lock().ok()?;
-        parked
-            .remove(id)
-            .filter(|p| p.created.elapsed() < PENDING_TTL)
+    /// Takes the parked request `id` for a decision, once.
+    pub(crate) async fn take(&self, store: &Store, id: &str) -> Result<Option<Pending>, AppError> {
+        let (store, id) = (store.clone(), id.to_owned());
+        blocking(move || store.take_oauth_request(&id)).await
     }
-}
-
-fn random_id() -> String {
-    use rand::RngCore as _;
-    let mut bytes = [0u8; 32];
-    rand::rng().fill_bytes(&mut bytes);
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }

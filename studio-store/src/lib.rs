@@ -37,6 +37,7 @@ mod history;
 mod lifecycle;
 mod member_apps;
 mod oauth;
+mod oauth_requests;
 mod people;
 mod schema;
 mod secrets;
@@ -83,6 +84,7 @@ pub use self::oauth::{
     REFRESH_TOKEN_PREFIX, RegisteredClient, UNCONSENTED_CLIENT_TTL_SECONDS, oauth_action,
     pkce_matches, valid_code_challenge,
 };
+pub use self::oauth_requests::ParkedRequest;
 pub use self::people::{
     INVITATION_TTL_SECONDS, Invitation, InvitationView, LinkPurpose, MAX_TOKEN_LABEL_CHARS, Person,
     RESET_TTL_SECONDS, Removed, TOKEN_USE_PRECISION_SECONDS, TokenEntry, people_action,

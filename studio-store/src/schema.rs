@@ -506,6 +506,28 @@ CREATE TABLE assistant_approvals (
 CREATE INDEX assistant_approvals_waiting ON assistant_approvals(user_id, decided_at);
 "#,
     },
+    Migration {
+        version: 17,
+        name: "parked oauth requests",
+        sql: r#"
+-- OAuth authorization requests waiting for the person's Allow or Deny (see
+-- store/oauth_requests.rs), in the database so that any studio-core replica
+-- serves the consent page and its decision. The id is the consent page's
+-- capability: only its sha256 is kept; taking a request deletes it.
+CREATE TABLE oauth_requests (
+    id_sha256      TEXT PRIMARY KEY,
+    client_id      TEXT NOT NULL,
+    client_name    TEXT NOT NULL,
+    redirect_uri   TEXT NOT NULL,
+    state          TEXT,
+    code_challenge TEXT NOT NULL,
+    scopes         TEXT NOT NULL,
+    created_at     INTEGER NOT NULL,
+    expires_at     INTEGER NOT NULL
+) STRICT;
+CREATE INDEX oauth_requests_by_expiry ON oauth_requests(expires_at);
+"#,
+    },
 ];
 
 /// The name of the migration that makes user names case-insensitive, before
@@ -643,7 +665,8 @@ mod tests {
                 (13, 2),
                 (14, 2),
                 (15, 2),
-                (16, 2)
+                (16, 2),
+                (17, 2)
             ]
         );
         let users: i64 = connection
@@ -659,7 +682,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 16);
+        assert_eq!(latest_version(), 17);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -702,6 +725,7 @@ mod tests {
                 (14, "member app shares".to_owned(), 3),
                 (15, CASE_FOLDED_NAMES.to_owned(), 3),
                 (16, "assistant approvals".to_owned(), 3),
+                (17, "parked oauth requests".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

@@ -7,7 +7,7 @@
 //!   and bounded in number (see `store::oauth`), with the redirect URI rules
 //!   below.
 //! - `GET /oauth/authorize`: the authorization code flow with PKCE (S256
-//!   only). A valid request is parked in memory for
+//!   only). A valid request is parked in the core database for
 //!   [`crate::authorization::PENDING_TTL`] and the
 //!   browser is sent to the Studio page (`/#/connect/<id>`), where the person
 //!   signs in and chooses scopes; the page then calls the consent API below.

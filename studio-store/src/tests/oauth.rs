@@ -499,3 +499,122 @@ fn a_refresh_token_expires_and_belongs_to_its_client() {
     // Not a refresh token at all.
     assert!(refresh(&fixture, &client, &tokens.access_token, None).is_err());
 }
+
+fn parked(state: Option<&str>) -> ParkedRequest {
+    ParkedRequest {
+        client_id: "sasha_client_x".into(),
+        client_name: "Test Client".into(),
+        redirect_uri: REDIRECT.into(),
+        state: state.map(str::to_owned),
+        code_challenge: CHALLENGE.into(),
+        requested: scopes(&[Scope::AppsInvoke, Scope::AppsWrite]),
+        expires_at: 0,
+    }
+}
+
+/// A request parked through one studio-core is read and decided through
+/// another over the same database (two replicas), once; its id is not stored.
+#[test]
+fn a_parked_request_is_decided_once_by_any_replica() {
+    let fixture = Fixture::new();
+    let other = fixture.reopen();
+    let id = fixture
+        .store
+        .park_oauth_request(&parked(Some("s-1")), 600, 10)
+        .unwrap()
+        .unwrap();
+    let read = other.peek_oauth_request(&id).unwrap().unwrap();
+    assert_eq!(read.state.as_deref(), Some("s-1"));
+    assert_eq!(
+        read.requested,
+        scopes(&[Scope::AppsInvoke, Scope::AppsWrite])
+    );
+    assert_eq!(read.expires_at, START + 600);
+    assert!(
+        other.peek_oauth_request(&id).unwrap().is_some(),
+        "peeking leaves it"
+    );
+    assert_eq!(other.take_oauth_request(&id).unwrap(), Some(read));
+    assert_eq!(
+        fixture.store.take_oauth_request(&id).unwrap(),
+        None,
+        "taken once"
+    );
+    assert_eq!(fixture.store.peek_oauth_request(&id).unwrap(), None);
+    let stored: i64 = rusqlite::Connection::open(fixture.path())
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM oauth_requests WHERE id_sha256 = ?1 OR client_id = ?1",
+            [&id],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(stored, 0);
+}
+
+/// Parked requests are bounded, expire, and an expired one makes room.
+#[test]
+fn parked_requests_are_bounded_and_expire() {
+    let fixture = Fixture::new();
+    let first = fixture
+        .store
+        .park_oauth_request(&parked(None), 600, 2)
+        .unwrap()
+        .unwrap();
+    assert!(
+        fixture
+            .store
+            .park_oauth_request(&parked(None), 600, 2)
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        fixture
+            .store
+            .park_oauth_request(&parked(None), 600, 2)
+            .unwrap(),
+        None,
+        "the bound holds"
+    );
+    assert!(fixture.store.take_oauth_request(&first).unwrap().is_some());
+    assert!(
+        fixture
+            .store
+            .park_oauth_request(&parked(None), 600, 2)
+            .unwrap()
+            .is_some(),
+        "taking one makes room"
+    );
+    let late = fixture.store.peek_oauth_request(&first).unwrap();
+    assert_eq!(late, None);
+    fixture.advance(600);
+    assert!(
+        fixture
+            .store
+            .park_oauth_request(&parked(None), 600, 2)
+            .unwrap()
+            .is_some(),
+        "expired ones are cleared"
+    );
+    let waiting: i64 = rusqlite::Connection::open(fixture.path())
+        .unwrap()
+        .query_row("SELECT count(*) FROM oauth_requests", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(waiting, 1);
+}
+
+/// A request past its expiry is neither shown nor decided.
+#[test]
+fn an_expired_request_is_neither_read_nor_taken() {
+    let fixture = Fixture::new();
+    let id = fixture
+        .store
+        .park_oauth_request(&parked(None), 600, 10)
+        .unwrap()
+        .unwrap();
+    fixture.advance(599);
+    assert!(fixture.store.peek_oauth_request(&id).unwrap().is_some());
+    fixture.advance(1);
+    assert_eq!(fixture.store.peek_oauth_request(&id).unwrap(), None);
+    assert_eq!(fixture.store.take_oauth_request(&id).unwrap(), None);
+}

@@ -1259,3 +1259,61 @@ async fn a_password_reset_ends_the_persons_connections_and_keys_at_their_next_re
     );
     assert!(world.accepts(&ada_tokens).await, "ada's connection lives");
 }
+
+/// Two studio-core replicas over one core database: an authorization parked
+/// by one is shown and decided by the other, its code is exchanged through
+/// the first, and the request is gone for both.
+#[tokio::test]
+async fn an_authorization_started_on_one_replica_is_decided_on_another() {
+    let oauth = OAuth::start();
+    let client = oauth.client("Two replicas").await;
+    let cookie = oauth.admin_cookie().await;
+    let id = oauth.request_id(&client, "apps:invoke").await;
+    let replica = oauth.world.replica();
+    let shown = World::raw_on(
+        &replica,
+        "GET",
+        &format!("/api/oauth/requests/{id}"),
+        &[("cookie", &cookie)],
+        "",
+    )
+    .await;
+    assert_eq!(shown.status, StatusCode::OK);
+    assert_eq!(
+        shown.json()["client"]["name"],
+        "Two replicas",
+        "{}",
+        shown.json()
+    );
+    let decided = World::raw_on(
+        &replica,
+        "POST",
+        &format!("/api/oauth/requests/{id}/approve"),
+        &[
+            ("origin", STUDIO),
+            ("cookie", &cookie),
+            ("content-type", "application/json"),
+        ],
+        &json!({"scopes": ["apps:invoke"]}).to_string(),
+    )
+    .await;
+    assert_eq!(decided.status, StatusCode::OK);
+    let redirect = url::Url::parse(decided.json()["redirectTo"].as_str().unwrap()).unwrap();
+    let code = redirect
+        .query_pairs()
+        .find(|(name, _)| name == "code")
+        .unwrap()
+        .1
+        .into_owned();
+    let (status, tokens) = oauth.exchange(&client, &code, VERIFIER).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    assert!(tokens["access_token"].is_string());
+    let again = oauth
+        .consent_call(&cookie, &id, "approve", json!({"scopes": ["apps:invoke"]}))
+        .await;
+    assert_eq!(
+        again.status,
+        StatusCode::NOT_FOUND,
+        "decided once, on any replica"
+    );
+}

@@ -1,5 +1,5 @@
 //! `GET /oauth/authorize`: the authorization code flow with PKCE (S256 only).
-//! A valid request is parked in memory for [`crate::authorization::PENDING_TTL`] and the
+//! A valid request is parked in the core database for [`crate::authorization::PENDING_TTL`] and the
 //! browser goes to the Studio page (`/#/connect/<id>`); a problem with the
 //! client or its redirect URI is a page in the browser.
 //!
@@ -10,7 +10,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -22,7 +21,7 @@ use super::params::{
 };
 use super::{MAX_STATE_CHARS, OAuthError};
 use crate::accounts::Accounts;
-use crate::authorization::{OAuthState, PENDING_TTL, Pending};
+use crate::authorization::{OAuthState, Pending};
 use crate::http::answers::no_store;
 use crate::http::caller::session_user;
 use studio_store::blocking;
@@ -102,7 +101,6 @@ pub(crate) async fn authorize(
             return refuse_authorization(&accounts, &headers, &refused, error, description).await;
         }
     };
-    let now = studio_store::system_clock();
     let pending = Pending {
         client_id: client.client_id.clone(),
         client_name: client.client_name.clone(),
@@ -110,12 +108,13 @@ pub(crate) async fn authorize(
         state: state.clone(),
         code_challenge: challenge,
         requested: requested_scopes(params.get("scope").map(String::as_str)),
-        created: Instant::now(),
-        expires_at: now.saturating_add(i64::try_from(PENDING_TTL.as_secs()).unwrap_or(600)),
+        // Set by the store from its clock when parked.
+        expires_at: 0,
     };
-    match accounts.oauth.park(pending) {
-        Some(id) => see_other(&format!("/#/connect/{id}")),
-        None => {
+    match accounts.oauth.park(&accounts.store, pending).await {
+        Ok(Some(id)) => see_other(&format!("/#/connect/{id}")),
+        Err(error) => error.into_response(),
+        Ok(None) => {
             refuse_authorization(
                 &accounts,
                 &headers,

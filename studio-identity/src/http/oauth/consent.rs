@@ -82,8 +82,10 @@ pub async fn request_details(
         Ok(principal) => principal,
         Err(response) => return response,
     };
-    let Some(pending) = accounts.oauth.peek(&id) else {
-        return hidden_not_found().into_response();
+    let pending = match accounts.oauth.peek(&accounts.store, &id).await {
+        Ok(Some(pending)) => pending,
+        Ok(None) => return hidden_not_found().into_response(),
+        Err(error) => return error.into_response(),
     };
     let role = principal.user.role;
     let names = |scopes: &mut dyn Iterator<Item = &Scope>| {
@@ -186,8 +188,10 @@ pub async fn approve(
         Err(error) => return error.into_response(),
     };
     // Only a valid decision consumes the request, so a refused one loses nothing.
-    let Some(pending) = accounts.oauth.take(&id) else {
-        return hidden_not_found().into_response();
+    let pending = match accounts.oauth.take(&accounts.store, &id).await {
+        Ok(Some(pending)) => pending,
+        Ok(None) => return hidden_not_found().into_response(),
+        Err(error) => return error.into_response(),
     };
     let store = accounts.store.clone();
     let (user_id, resource) = (principal.user.id.clone(), accounts.oauth.resource.clone());
@@ -235,8 +239,10 @@ pub async fn deny(
     if let Err(response) = signed_in_change(&accounts, &method, &headers, false).await {
         return response;
     }
-    let Some(pending) = accounts.oauth.take(&id) else {
-        return hidden_not_found().into_response();
+    let pending = match accounts.oauth.take(&accounts.store, &id).await {
+        Ok(Some(pending)) => pending,
+        Ok(None) => return hidden_not_found().into_response(),
+        Err(error) => return error.into_response(),
     };
     let mut pairs = vec![
         ("error", "access_denied"),

@@ -3,7 +3,6 @@
 //! credentials.
 
 use std::collections::BTreeSet;
-use std::time::Instant;
 
 use axum::http::{HeaderMap, HeaderValue, header};
 use base64::Engine as _;
@@ -13,7 +12,7 @@ use super::consent::chosen_scopes;
 use super::offered;
 use super::params::{parse_params, redirect_matches, redirect_uri_problem, requested_scopes};
 use super::token::basic_credentials;
-use crate::authorization::{MAX_PENDING, OAuthState, Pending, REGISTRATION_BUDGET};
+use crate::authorization::{OAuthState, REGISTRATION_BUDGET};
 use crate::throttle::ClientAddress;
 use studio_store::{Scope, UserRole};
 
@@ -131,30 +130,6 @@ fn requested_scopes_keep_only_what_mcp_clients_are_offered() {
         BTreeSet::from([Scope::AppsInvoke, Scope::AppsWrite])
     );
     assert_eq!(requested_scopes(None), BTreeSet::from([Scope::AppsInvoke]));
-}
-
-#[test]
-fn parked_requests_are_bounded_and_single_use() {
-    let state = OAuthState::new("http://localhost:3007", "http://localhost:3007");
-    let pending = Pending {
-        client_id: "c".into(),
-        client_name: "n".into(),
-        redirect_uri: "http://127.0.0.1/cb".into(),
-        state: None,
-        code_challenge: "x".repeat(43),
-        requested: BTreeSet::from([Scope::AppsInvoke]),
-        created: Instant::now(),
-        expires_at: 0,
-    };
-    let first = state.park(pending.clone()).unwrap();
-    for _ in 1..MAX_PENDING {
-        assert!(state.park(pending.clone()).is_some());
-    }
-    assert!(state.park(pending.clone()).is_none(), "the bound holds");
-    assert!(state.peek(&first).is_some());
-    assert!(state.take(&first).is_some());
-    assert!(state.take(&first).is_none(), "taken once");
-    assert!(state.park(pending).is_some(), "taking one makes room");
 }
 
 #[test]

@@ -117,6 +117,24 @@ function mine(page, name) {
   return studioPanel(page).getByRole("list", { name: "Your apps" }).getByRole("listitem").filter({ has: page.getByRole("heading", { name, exact: true }) });
 }
 
+/**
+ * Sends `text` once the assistant's previous turn has ended: Send is
+ * disabled while a turn runs (its last words can show a moment before it
+ * ends), and a person would wait for it too.
+ */
+async function ask(page, pane, text) {
+  const send = pane.getByRole("button", { name: "Send", exact: true });
+  const deadline = Date.now() + 30_000;
+  while (await send.isDisabled()) {
+    if (Date.now() > deadline) {
+      throw new Error(`the assistant's turn never ended before "${text}"`);
+    }
+    await page.waitForTimeout(100);
+  }
+  await pane.getByLabel("Message").fill(text);
+  await pane.getByLabel("Message").press("Enter");
+}
+
 async function run() {
   // --- 1. The admin makes sure members may make apps ------------------------
   const admin = (await newStudioPage(browser, "admin")).page;
@@ -137,8 +155,7 @@ async function run() {
   await signIn(bob, BOB);
   await bob.getByRole("button", { name: "Assistant", exact: true }).click();
   const pane = bob.getByRole("complementary", { name: "Assistant" });
-  await pane.getByLabel("Message").fill("Build me a habit log");
-  await pane.getByLabel("Message").press("Enter");
+  await ask(bob, pane, "Build me a habit log");
   await pane.locator('.assistant-call[data-tool="checkMyApp"][data-state="ok"]').waitFor({ timeout: 30_000 });
   checks.equal(await pane.locator('.assistant-card[data-tool="checkMyApp"]').count(), 0, "checking a member app needs no card");
   const deployCard = pane.locator('.assistant-card[data-tool="deployMyApp"]');
@@ -163,8 +180,7 @@ async function run() {
   await bobLog.getByRole("button", { name: "Add" }).click();
   await bobLog.getByRole("listitem").filter({ hasText: BOB_LOG_ROW }).waitFor({ timeout: 20_000 });
   checks.ok(true, "bob uses the app the assistant built");
-  await pane.getByLabel("Message").fill("Share it with alice");
-  await pane.getByLabel("Message").press("Enter");
+  await ask(bob, pane, "Share it with alice");
   const shareCard = pane.locator('.assistant-card[data-tool="shareMyApp"]');
   await shareCard.waitFor({ timeout: 30_000 });
   await shareCard.getByRole("button", { name: "Approve" }).click();
@@ -173,8 +189,7 @@ async function run() {
 
   // A change: the assistant reads the source and drafts it; bob previews the
   // draft in App Studio, then has the assistant deploy it.
-  await pane.getByLabel("Message").fill("Make the heading say Bob's habits");
-  await pane.getByLabel("Message").press("Enter");
+  await ask(bob, pane, "Make the heading say Bob's habits");
   await pane.locator('.assistant-call[data-tool="readMyApp"][data-state="ok"]').waitFor({ timeout: 30_000 });
   const draftCard = pane.locator('.assistant-card[data-tool="draftMyApp"]');
   await draftCard.waitFor({ timeout: 30_000 });
@@ -196,8 +211,7 @@ async function run() {
   checks.ok(true, "the draft previews in the sandbox with the new heading");
   await screenshot(bob, "studio-draft-preview");
   await bobEditor.getByRole("button", { name: "Close preview" }).click();
-  await pane.getByLabel("Message").fill("Looks good, deploy it");
-  await pane.getByLabel("Message").press("Enter");
+  await ask(bob, pane, "Looks good, deploy it");
   // The second deploy card (the first created the app).
   const updateCard = pane.locator('.assistant-card[data-tool="deployMyApp"]').nth(1);
   await updateCard.waitFor({ timeout: 30_000 });

@@ -135,6 +135,7 @@ async fn create(mcp: &Mcp, name: &str) -> Duration {
         {
             return started.elapsed();
         }
+        // Measured against another process (storage): poll, 50 ms apart.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("{name} was never acknowledged");

@@ -29,7 +29,10 @@ import * as api from "./api.js";
 import { dismissibleBy, errorContent, h, replaceChildren } from "./dom.js";
 
 const NARROW = "(max-width: 767px)";
-/** How often a page reads again a running turn it does not stream. */
+/**
+ * How often a page reads again a running turn it does not stream: another
+ * tab's turn sends this page no events, so it polls while the turn runs.
+ */
 const WATCH_INTERVAL_MS = 1500;
 
 function list(value) {

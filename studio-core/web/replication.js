@@ -167,7 +167,8 @@ export function replicationSection(options = {}) {
 
   async function refresh() {
     await load();
-    // Ask again only while the section is on the page.
+    // Lag changes with no event to the page: ask again (only while the
+    // section is on the page).
     setTimeout(() => {
       if (section.isConnected) {
         refresh();

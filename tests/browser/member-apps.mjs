@@ -129,6 +129,7 @@ async function ask(page, pane, text) {
     if (Date.now() > deadline) {
       throw new Error(`the assistant's turn never ended before "${text}"`);
     }
+    // The turn ends in the server; the page has no event to await.
     await page.waitForTimeout(100);
   }
   await pane.getByLabel("Message").fill(text);

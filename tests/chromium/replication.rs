@@ -54,6 +54,7 @@ async fn create_until_acknowledged(page: &mut Mcp, name: &str) -> i64 {
                 "{name} never acknowledged: {error}"
             ),
         }
+        // The roles decide this in other processes: look again shortly.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

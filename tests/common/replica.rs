@@ -111,6 +111,7 @@ impl Drop for ObjectStorage {
                 stopped = true;
                 break;
             }
+            // Drop cannot await the child's exit: poll it, 5 s at most.
             std::thread::sleep(Duration::from_millis(50));
         }
         if !stopped {
@@ -207,6 +208,7 @@ impl ObjectStorage {
                     storage.log()
                 ),
             }
+            // `weed mini` starts its S3 API a while after its process: poll.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         storage
@@ -316,15 +318,11 @@ impl Sidecar {
             .spawn()
             .expect("start sasha litestream");
         let control = sasha_replica::control::Control::new(socket);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while control.ping().await.is_err() {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "Litestream did not open {}",
-                socket.display()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        super::eventually(Duration::from_secs(30), "Litestream's socket", || {
+            let control = &control;
+            async move { control.ping().await.is_ok() }
+        })
+        .await;
         Sidecar {
             child,
             socket: socket.to_path_buf(),

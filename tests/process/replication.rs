@@ -251,6 +251,7 @@ async fn grant_once_registered(stack: &Stack, people: &People) {
             tokio::time::Instant::now() < deadline,
             "expense-log was never registered"
         );
+        // The catalogue registers it in studio-core's process: look again.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -865,6 +866,8 @@ async fn sync_writes_are_refused_while_object_storage_is_stopped_and_resume_afte
                     tokio::time::Instant::now() < deadline,
                     "writes were not acknowledged again"
                 );
+                // Storage's return is seen by the role's replicator, in
+                // another process: look again shortly.
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             other => panic!("{other:?}"),
@@ -1384,6 +1387,7 @@ async fn sasha_up_replicates_and_its_state_comes_back_after_the_disk_is_lost() {
             other => {
                 // Until the catalogue has registered the app.
                 assert!(tokio::time::Instant::now() < deadline, "{other:?}");
+                // The catalogue registers it in another process: look again.
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }

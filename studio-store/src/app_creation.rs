@@ -3,7 +3,7 @@
 //! first-discovery `grant.changed` entries) is [`Store::register_app`]'s, as
 //! for any package.
 
-use rusqlite::TransactionBehavior;
+use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 
 use super::{Store, StoreError, audit};
 
@@ -24,8 +24,8 @@ impl Store {
         revision: &str,
     ) -> Result<(), StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         audit(
             &transaction,
             now,

@@ -17,7 +17,7 @@
 //! What it must never do: list or decide one user's approval for another, or
 //! let a decided approval be decided again.
 
-use rusqlite::{OptionalExtension as _, TransactionBehavior};
+use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 use serde_json::Value;
 
 use super::{Store, StoreError};
@@ -93,7 +93,7 @@ pub enum ApprovalDecision {
     AlreadyEnded(ApprovalOutcome),
 }
 
-fn approval_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<(Approval, String)> {
+fn approval_of(row: &Row<'_>) -> Result<(Approval, String), DbError> {
     Ok((
         Approval {
             id: row.get(0)?,
@@ -130,8 +130,8 @@ impl Store {
     ) -> Result<Option<i64>, StoreError> {
         let now = self.now();
         let expires_at = now.saturating_add(ttl_seconds);
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         transaction.execute(
             "DELETE FROM assistant_approvals WHERE decided_at IS NOT NULL AND decided_at < ?1",
             [now - KEEP_DECIDED_SECONDS],
@@ -159,7 +159,7 @@ impl Store {
     /// `user_id`'s approvals still waiting for a decision, oldest first.
     pub fn waiting_approvals(&self, user_id: &str) -> Result<Vec<Approval>, StoreError> {
         let now = self.now();
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM assistant_approvals
              WHERE user_id = ?1 AND outcome IS NULL AND expires_at > ?2
@@ -182,8 +182,8 @@ impl Store {
         outcome: ApprovalOutcome,
     ) -> Result<ApprovalDecision, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let found: Option<(Option<String>, i64)> = transaction
             .query_row(
                 "SELECT outcome, expires_at FROM assistant_approvals
@@ -223,8 +223,8 @@ impl Store {
     /// already ended without a decision is ended: nothing of it runs.
     pub fn end_approval(&self, id: &str, outcome: ApprovalOutcome) -> Result<bool, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let ended = transaction.execute(
             "UPDATE assistant_approvals SET outcome = ?2, decided_at = ?3
              WHERE id = ?1 AND outcome IS NULL",
@@ -251,14 +251,14 @@ impl Store {
     /// start-up, when no turn of this process waits for any of them.
     pub fn expire_waiting_approvals(&self) -> Result<Vec<Approval>, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let rows: Vec<(Approval, String)> = {
             let mut statement = transaction.prepare(&format!(
                 "SELECT {COLUMNS} FROM assistant_approvals WHERE outcome IS NULL ORDER BY rowid"
             ))?;
             statement
-                .query_map([], approval_of)?
+                .query_map((), approval_of)?
                 .collect::<Result<_, _>>()?
         };
         transaction.execute(

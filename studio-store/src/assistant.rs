@@ -10,7 +10,7 @@
 //!
 //! What it must never do: answer one user's conversation to another.
 
-use rusqlite::{OptionalExtension as _, TransactionBehavior};
+use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 use serde_json::Value;
 
 use super::{Store, StoreError};
@@ -60,8 +60,8 @@ impl Store {
         let now = self.now();
         let id = uuid::Uuid::new_v4().to_string();
         let title = title_of(first_prompt);
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         transaction.execute(
             "INSERT INTO assistant_conversations (id, user_id, title, created_at, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?4)",
@@ -87,7 +87,7 @@ impl Store {
 
     /// `user_id`'s conversations, most recently used first.
     pub fn conversations(&self, user_id: &str) -> Result<Vec<Conversation>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare_cached(
             "SELECT id, title, created_at, updated_at FROM assistant_conversations
              WHERE user_id = ?1 ORDER BY updated_at DESC, rowid DESC",
@@ -111,7 +111,7 @@ impl Store {
         user_id: &str,
         id: &str,
     ) -> Result<Option<Conversation>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         Ok(connection
             .query_row(
                 "SELECT id, title, created_at, updated_at FROM assistant_conversations
@@ -132,7 +132,7 @@ impl Store {
     /// The messages of `user_id`'s conversation `id`, in order (empty for a
     /// conversation that is not theirs).
     pub fn conversation_messages(&self, user_id: &str, id: &str) -> Result<Vec<Value>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare_cached(
             "SELECT m.message_json FROM assistant_messages m
              JOIN assistant_conversations c ON c.id = m.conversation_id
@@ -159,8 +159,8 @@ impl Store {
         messages: &[Value],
     ) -> Result<bool, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let owned: bool = transaction.query_row(
             "SELECT EXISTS (SELECT 1 FROM assistant_conversations WHERE id = ?1 AND user_id = ?2)",
             (id, user_id),
@@ -196,7 +196,7 @@ impl Store {
 
     /// Removes `user_id`'s conversation `id`; false when there was none.
     pub fn delete_conversation(&self, user_id: &str, id: &str) -> Result<bool, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         Ok(connection.execute(
             "DELETE FROM assistant_conversations WHERE id = ?1 AND user_id = ?2",
             (id, user_id),

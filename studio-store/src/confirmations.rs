@@ -30,7 +30,7 @@
 
 use std::fmt;
 
-use rusqlite::{OptionalExtension as _, TransactionBehavior};
+use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 use sha2::{Digest as _, Sha256};
 
 use super::{MAX_SECRET_LEN, Store, StoreError, secrets};
@@ -189,8 +189,8 @@ impl Store {
         let now = self.now();
         let token = format!("{CONFIRMATION_TOKEN_PREFIX}{}", secrets::random_secret());
         let expires_at = now.saturating_add(CONFIRMATION_TTL_SECONDS);
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let user_known = transaction
             .query_row("SELECT 1 FROM users WHERE id = ?1", [call.user_id], |_| {
                 Ok(())
@@ -256,7 +256,7 @@ impl Store {
             return Ok(Err(ConfirmationRefusal::NotValid));
         }
         let now = self.now();
-        let connection = self.connection();
+        let connection = self.connection()?;
         let voided = connection.execute(
             "UPDATE confirmations SET expires_at = ?5
              WHERE token_sha256 = ?1 AND user_id = ?2 AND tool = ?3
@@ -288,8 +288,8 @@ impl Store {
             return Ok(Err(ConfirmationRefusal::NotValid));
         }
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let token_sha256 = secrets::secret_sha256(token);
         let found: Option<(String, i64, Option<i64>)> = transaction
             .query_row(

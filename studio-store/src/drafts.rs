@@ -15,7 +15,7 @@
 //! What it must never do: serve a file whose bytes do not match its
 //! address, or touch the live package folder.
 
-use rusqlite::{OptionalExtension as _, Transaction, TransactionBehavior};
+use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 use sha2::{Digest as _, Sha256};
 
 use super::{Store, StoreError, audit};
@@ -90,7 +90,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-fn read_draft(transaction: &Transaction<'_>, app_id: &str) -> Result<Option<Draft>, StoreError> {
+fn read_draft(transaction: &Tx<'_>, app_id: &str) -> Result<Option<Draft>, StoreError> {
     Ok(transaction
         .query_row(
             "SELECT app_id, preview_id, base_revision, created_by, created_at, updated_at
@@ -110,7 +110,7 @@ fn read_draft(transaction: &Transaction<'_>, app_id: &str) -> Result<Option<Draf
         .optional()?)
 }
 
-fn put_blob(transaction: &Transaction<'_>, bytes: &[u8]) -> Result<String, StoreError> {
+fn put_blob(transaction: &Tx<'_>, bytes: &[u8]) -> Result<String, StoreError> {
     let sha256 = sha256_hex(bytes);
     transaction.execute(
         "INSERT INTO revision_blobs (sha256, content) VALUES (?1, ?2)
@@ -122,7 +122,7 @@ fn put_blob(transaction: &Transaction<'_>, bytes: &[u8]) -> Result<String, Store
 
 /// Removes the blobs among `blobs` that no revision and no draft references.
 pub(super) fn drop_unreferenced_blobs(
-    transaction: &Transaction<'_>,
+    transaction: &Tx<'_>,
     blobs: &[String],
 ) -> Result<(), StoreError> {
     for sha256 in blobs {
@@ -143,8 +143,8 @@ fn size_i64(size: usize) -> i64 {
 impl Store {
     /// The app's draft, if it has one.
     pub fn draft(&self, app_id: &str) -> Result<Option<Draft>, StoreError> {
-        let mut connection = self.connection();
-        let transaction = connection.transaction()?;
+        let mut connection = self.connection()?;
+        let transaction = connection.read_transaction()?;
         read_draft(&transaction, app_id)
     }
 
@@ -159,8 +159,8 @@ impl Store {
         files: &[(String, Vec<u8>)],
     ) -> Result<(Draft, bool), StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let registered: bool = transaction.query_row(
             "SELECT EXISTS (SELECT 1 FROM app_registry WHERE app_id = ?1)",
             [app_id],
@@ -205,7 +205,7 @@ impl Store {
 
     /// The draft's files, by path.
     pub fn draft_files(&self, app_id: &str) -> Result<Vec<DraftFile>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare_cached(
             "SELECT path, sha256, size FROM app_draft_files WHERE app_id = ?1 ORDER BY path",
         )?;
@@ -224,7 +224,7 @@ impl Store {
     /// Every file of the draft with its bytes, by path, each checked against
     /// its address.
     pub fn draft_contents(&self, app_id: &str) -> Result<Vec<(DraftFile, Vec<u8>)>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare_cached(
             "SELECT f.path, f.sha256, f.size, b.content FROM app_draft_files f
              JOIN revision_blobs b ON b.sha256 = f.sha256
@@ -266,8 +266,8 @@ impl Store {
         rule: impl FnOnce(Option<&Current>, &DraftShape) -> Result<Decision, E>,
     ) -> Result<Option<Result<Versions, E>>, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         if read_draft(&transaction, app_id)?.is_none() {
             return Ok(None);
         }
@@ -352,8 +352,8 @@ impl Store {
         ending: Ending<'_>,
     ) -> Result<bool, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         match read_draft(&transaction, app_id)? {
             Some(draft) if draft.preview_id == preview_id => {}
             _ => return Ok(false),

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::{OptionalExtension as _, TransactionBehavior};
+use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 use sasha_contract::data::ReadPolicy;
 
 use super::{
@@ -36,8 +36,8 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let read_policy = serde_json::to_string(read_policy).unwrap_or_else(|_| "{}".to_owned());
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let previous: Option<String> = transaction
             .query_row(
                 "SELECT current_revision FROM app_registry WHERE app_id = ?1",
@@ -91,7 +91,7 @@ impl Store {
                         "SELECT id FROM users WHERE role IN ('admin', 'staff') ORDER BY username",
                     )?;
                     statement
-                        .query_map([], |row| row.get(0))?
+                        .query_map((), |row| row.get(0))?
                         .collect::<Result<_, _>>()?
                 };
                 for user_id in &privileged {
@@ -113,7 +113,7 @@ impl Store {
     /// The read policy of `app_id`'s last registered (valid) revision; `None`
     /// for an app never registered, or registered before the policy was kept.
     pub fn read_policy(&self, app_id: &str) -> Result<Option<ReadPolicy>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let text: Option<Option<String>> = connection
             .query_row(
                 "SELECT read_policy FROM app_registry WHERE app_id = ?1",
@@ -128,7 +128,7 @@ impl Store {
 
     /// The registry row of `app_id`.
     pub fn registered_app(&self, app_id: &str) -> Result<Option<RegisteredApp>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let app = connection
             .query_row(
                 "SELECT app_id, current_revision, schema_hash, actions_json, first_discovered_at, last_seen_at
@@ -142,13 +142,13 @@ impl Store {
 
     /// Every registered app id's row, by id (including apps no longer on disk).
     pub fn registered_apps(&self) -> Result<Vec<RegisteredApp>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare(
             "SELECT app_id, current_revision, schema_hash, actions_json, first_discovered_at, last_seen_at
              FROM app_registry ORDER BY app_id",
         )?;
         let apps = statement
-            .query_map([], registered_app_from_row)?
+            .query_map((), registered_app_from_row)?
             .collect::<Result<_, _>>()?;
         Ok(apps)
     }
@@ -166,8 +166,8 @@ impl Store {
     ) -> Result<(), StoreError> {
         let actor = actor.unwrap_or(ACTOR_SYSTEM);
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let app_known = transaction
             .query_row(
                 "SELECT 1 FROM app_registry WHERE app_id = ?1",
@@ -202,8 +202,8 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let actor = actor.unwrap_or(ACTOR_SYSTEM);
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let before: Option<AppAccess> = transaction
             .query_row(
                 "SELECT access FROM grants WHERE app_id = ?1 AND user_id = ?2",
@@ -237,7 +237,7 @@ impl Store {
     /// A withdrawn app grants nobody anything until it is restored (its
     /// grants stay as they are; see [`Store::withdraw_app`]).
     pub fn access(&self, app_id: &str, user_id: &str) -> Result<Option<AppAccess>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let access = connection
             .query_row(
                 "SELECT g.access FROM grants g JOIN app_registry r ON r.app_id = g.app_id
@@ -261,8 +261,8 @@ impl Store {
         actor: &str,
     ) -> Result<(), StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let known: bool = transaction.query_row(
             "SELECT EXISTS (SELECT 1 FROM app_registry WHERE app_id = ?1)",
             [app_id],
@@ -286,8 +286,9 @@ impl Store {
             return Err(StoreError::UnknownToken);
         }
         transaction.execute(
-            "INSERT OR IGNORE INTO token_write_consents (token_sha256, app_id, granted_by, granted_at)
-             VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO token_write_consents (token_sha256, app_id, granted_by, granted_at)
+             VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (token_sha256, app_id) DO NOTHING",
             (&hash, app_id, actor, now),
         )?;
         audit(
@@ -307,7 +308,7 @@ impl Store {
     /// Whether the token `secret` was consented to write `app_id` as a
     /// script; read on every call, so revoking the token ends it.
     pub fn write_consent(&self, secret: &str, app_id: &str) -> Result<bool, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let consented = connection
             .prepare_cached(
                 "SELECT EXISTS (SELECT 1 FROM token_write_consents c JOIN tokens t
@@ -321,7 +322,7 @@ impl Store {
     /// Every app `user_id` has a grant on, with the access (one query, for
     /// listing apps); withdrawn apps are left out.
     pub fn access_by_app(&self, user_id: &str) -> Result<BTreeMap<String, AppAccess>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare_cached(
             "SELECT g.app_id, g.access FROM grants g JOIN app_registry r ON r.app_id = g.app_id
              WHERE g.user_id = ?1 AND r.withdrawn_at IS NULL",
@@ -334,7 +335,7 @@ impl Store {
 
     /// Every grant on `app_id`, by username.
     pub fn grants(&self, app_id: &str) -> Result<Vec<Grant>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare(
             "SELECT g.app_id, g.user_id, u.username, g.access, g.granted_at, g.granted_by
              FROM grants g JOIN users u ON u.id = g.user_id
@@ -368,8 +369,8 @@ impl Store {
         after_sha256: Option<&str>,
     ) -> Result<(), StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         audit(
             &transaction,
             now,
@@ -386,11 +387,11 @@ impl Store {
 
     /// The audit log, oldest first; only `app_id`'s entries when given.
     pub fn audit_entries(&self, app_id: Option<&str>) -> Result<Vec<AuditEntry>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare(
             "SELECT id, at, actor, action, app_id, subject, before, after
              FROM authorization_audit_log
-             WHERE ?1 IS NULL OR app_id = ?1
+             WHERE CAST(?1 AS TEXT) IS NULL OR app_id = ?1
              ORDER BY id",
         )?;
         let entries = statement
@@ -411,7 +412,7 @@ impl Store {
     }
 }
 
-fn registered_app_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RegisteredApp> {
+fn registered_app_from_row(row: &Row<'_>) -> Result<RegisteredApp, DbError> {
     Ok(RegisteredApp {
         app_id: row.get(0)?,
         current_revision: row.get(1)?,

@@ -3,7 +3,7 @@
 //! the ledger no longer holds was ever one of the app's (so a pruned revision
 //! is told apart from one that never existed).
 
-use rusqlite::{OptionalExtension as _, TransactionBehavior};
+use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 
 use super::{Store, StoreError, action, audit};
 
@@ -36,8 +36,8 @@ impl Store {
         after: &str,
     ) -> Result<(), StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         audit(
             &transaction,
             now,
@@ -56,7 +56,7 @@ impl Store {
     /// History panel lists them beside the revisions, because reverting to a
     /// revision the ledger holds adds no row to the ledger.
     pub fn app_reverts(&self, app_id: &str) -> Result<Vec<RevertEntry>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare_cached(
             "SELECT at, actor, before, after FROM authorization_audit_log
              WHERE app_id = ?1 AND action = ?2
@@ -83,7 +83,7 @@ impl Store {
         app_id: &str,
         revision: &str,
     ) -> Result<bool, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         Ok(connection
             .query_row(
                 "SELECT 1 FROM authorization_audit_log

@@ -31,8 +31,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
-use rusqlite::{OptionalExtension as _, ToSql, Transaction, TransactionBehavior};
+use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 use sasha_package::assemble::{Resource, resource_uri, revision_of};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
@@ -190,7 +189,7 @@ fn corrupt(what: &str) -> StoreError {
 }
 
 /// Whether `app_id` has a registry row (the ledger only holds registered apps).
-fn registered(connection: &rusqlite::Connection, app_id: &str) -> Result<bool, StoreError> {
+fn registered(connection: &impl Sql, app_id: &str) -> Result<bool, StoreError> {
     Ok(connection
         .query_row(
             "SELECT 1 FROM app_registry WHERE app_id = ?1",
@@ -205,7 +204,7 @@ fn registered(connection: &rusqlite::Connection, app_id: &str) -> Result<bool, S
 type ExistingRow = (i64, Option<String>, RevisionSurface);
 
 fn existing(
-    connection: &rusqlite::Connection,
+    connection: &impl Sql,
     app_id: &str,
     revision: &str,
 ) -> Result<Option<ExistingRow>, StoreError> {
@@ -232,7 +231,7 @@ fn claims(origin: &RevisionOrigin, row: &ExistingRow) -> bool {
 /// current revision nor `keep`, then every blob and resource left without a
 /// reference. Returns how many revisions went.
 fn prune_app(
-    transaction: &Transaction<'_>,
+    transaction: &Tx<'_>,
     app_id: &str,
     retention: usize,
     keep: Option<&str>,
@@ -242,8 +241,8 @@ fn prune_app(
         let mut statement = transaction.prepare_cached(
             "SELECT r.id, r.revision FROM app_revisions r
              WHERE r.app_id = ?1
-               AND r.revision IS NOT ?3
-               AND r.revision IS NOT (SELECT current_revision FROM app_registry WHERE app_id = ?1)
+               AND r.revision IS DISTINCT FROM ?3
+               AND r.revision IS DISTINCT FROM (SELECT current_revision FROM app_registry WHERE app_id = ?1)
                AND r.id NOT IN (SELECT id FROM app_revisions WHERE app_id = ?1 ORDER BY id DESC LIMIT ?2)
              ORDER BY r.id",
         )?;
@@ -297,15 +296,15 @@ impl Store {
         // The common case, on every refresh of an unchanged app: a read, no
         // write lock, no hashing.
         {
-            let connection = self.connection();
+            let connection = self.connection()?;
             if let Some(row) = existing(&connection, app_id, revision)?
                 && !claims(origin, &row)
             {
                 return Ok(Recorded::Unchanged);
             }
         }
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         if !registered(&transaction, app_id)? {
             return Err(StoreError::UnknownApp);
         }
@@ -318,13 +317,13 @@ impl Store {
     /// `SASHA_REVISION_RETENTION` takes effect without waiting for a change).
     /// Returns how many revisions went.
     pub fn prune_revisions(&self, retention: usize) -> Result<usize, StoreError> {
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let apps: Vec<String> = {
             let mut statement =
                 transaction.prepare("SELECT DISTINCT app_id FROM app_revisions ORDER BY app_id")?;
             statement
-                .query_map([], |row| row.get(0))?
+                .query_map((), |row| row.get(0))?
                 .collect::<Result<_, _>>()?
         };
         let mut pruned = 0;
@@ -338,19 +337,19 @@ impl Store {
     /// `app_id`'s revisions in the ledger, newest first. `UnknownApp` for an
     /// app never registered.
     pub fn revisions(&self, app_id: &str) -> Result<Vec<RevisionEntry>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         if !registered(&connection, app_id)? {
             return Err(StoreError::UnknownApp);
         }
         let mut statement = connection.prepare_cached(
             "SELECT r.revision, r.recorded_at, r.user_id, r.surface, r.summary,
-                    count(f.path), coalesce(sum(f.size), 0),
+                    count(f.path), CAST(coalesce(sum(f.size), 0) AS BIGINT),
                     r.revision = g.current_revision
              FROM app_revisions r
              JOIN app_registry g ON g.app_id = r.app_id
              LEFT JOIN app_revision_files f ON f.revision_id = r.id
              WHERE r.app_id = ?1
-             GROUP BY r.id
+             GROUP BY r.id, g.current_revision
              ORDER BY r.id DESC",
         )?;
         let entries = statement
@@ -380,7 +379,7 @@ impl Store {
         app_id: &str,
         revision: &str,
     ) -> Result<Option<Vec<RevisionFile>>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         if !registered(&connection, app_id)? {
             return Err(StoreError::UnknownApp);
         }
@@ -417,7 +416,7 @@ impl Store {
         revision: &str,
         path: &str,
     ) -> Result<Option<Vec<u8>>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         if !registered(&connection, app_id)? {
             return Err(StoreError::UnknownApp);
         }
@@ -446,7 +445,7 @@ impl Store {
         app_id: &str,
         revision: &str,
     ) -> Result<Option<Resource>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         if !registered(&connection, app_id)? {
             return Err(StoreError::UnknownApp);
         }
@@ -489,7 +488,7 @@ impl Store {
 /// resource's bytes are hashed here, under the write lock: at most 1 MiB of
 /// package, hashed in well under a millisecond.
 pub(super) fn insert_revision(
-    transaction: &Transaction<'_>,
+    transaction: &Tx<'_>,
     now: i64,
     content: &RevisionContent<'_>,
     origin: &RevisionOrigin,
@@ -538,9 +537,9 @@ pub(super) fn insert_revision(
             &resource.html,
         ),
     )?;
-    transaction.execute(
+    let revision_id: i64 = transaction.query_row(
         "INSERT INTO app_revisions (app_id, revision, recorded_at, user_id, surface, summary)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
         (
             app_id,
             revision,
@@ -549,8 +548,8 @@ pub(super) fn insert_revision(
             origin.surface,
             &summary,
         ),
+        |row| row.get(0),
     )?;
-    let revision_id = transaction.last_insert_rowid();
     for (path, bytes, sha256) in &files {
         transaction.execute(
             "INSERT INTO revision_blobs (sha256, content) VALUES (?1, ?2)
@@ -642,7 +641,8 @@ mod tests {
         fn count(&self, table: &str) -> i64 {
             self.store
                 .connection()
-                .query_row(&format!("SELECT count(*) FROM {table}"), [], |row| {
+                .unwrap()
+                .query_row(&format!("SELECT count(*) FROM {table}"), (), |row| {
                     row.get(0)
                 })
                 .unwrap()
@@ -1020,7 +1020,8 @@ mod tests {
         // Bytes changed behind the ledger's back are refused, never served.
         store
             .connection()
-            .execute("UPDATE revision_blobs SET content = x'00'", [])
+            .unwrap()
+            .execute("UPDATE revision_blobs SET content = x'00'", ())
             .unwrap();
         assert!(matches!(
             store.revision_file("hello", &one.revision, "app.js"),
@@ -1028,7 +1029,8 @@ mod tests {
         ));
         store
             .connection()
-            .execute("UPDATE revision_resources SET html = 'other'", [])
+            .unwrap()
+            .execute("UPDATE revision_resources SET html = 'other'", ())
             .unwrap();
         assert!(matches!(
             store.revision_resource("hello", &one.revision),

@@ -30,6 +30,7 @@ mod app_creation;
 mod approvals;
 mod assistant;
 mod blocking;
+mod db;
 mod confirmations;
 mod drafts;
 mod grants;
@@ -40,6 +41,7 @@ mod oauth;
 mod oauth_requests;
 mod people;
 mod schema;
+mod schema_postgres;
 mod secrets;
 #[cfg(test)]
 mod tests;
@@ -53,8 +55,9 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
-use rusqlite::{Connection, OptionalExtension as _, ToSql, Transaction};
+use rusqlite::Connection;
+
+use crate::db::{Conn, DbError, OptionalExtension as _, Row, Sql, Tx};
 use serde::{Deserialize, Serialize};
 
 pub use sasha_contract::caller::{AppAccess, PrincipalKind, Role as UserRole, Scope};
@@ -174,20 +177,7 @@ macro_rules! wire_enum {
             }
         }
 
-        impl ToSql for $name {
-            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-                Ok(ToSqlOutput::from(self.as_str()))
-            }
-        }
-
-        impl FromSql for $name {
-            fn column_result(value: ValueRef<'_>) -> FromSqlResult<$name> {
-                value
-                    .as_str()?
-                    .parse()
-                    .map_err(|error| FromSqlError::Other(Box::new(error)))
-            }
-        }
+        $crate::db::bind_word!($name);
     };
 }
 
@@ -403,6 +393,11 @@ pub enum StoreError {
     /// replaced file).
     #[error("the core database cannot be read: {0}")]
     Unreadable(String),
+    /// PostgreSQL cannot be reached (down, restarting, refusing the
+    /// credentials, or every pooled connection busy): retryable, since the
+    /// database coming back clears it.
+    #[error("the core database cannot be reached: {0}")]
+    Unavailable(String),
     /// Anything else from SQLite or the file system. Never shown to users.
     #[error("core database error: {0}")]
     Database(String),
@@ -411,7 +406,10 @@ pub enum StoreError {
 impl StoreError {
     /// Whether the same call may succeed if simply retried.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, StoreError::Busy | StoreError::Unreadable(_))
+        matches!(
+            self,
+            StoreError::Busy | StoreError::Unreadable(_) | StoreError::Unavailable(_)
+        )
     }
 
     /// Whether the caller's input was refused (as opposed to a state conflict,
@@ -445,6 +443,37 @@ impl From<rusqlite::Error> for StoreError {
     }
 }
 
+impl From<DbError> for StoreError {
+    fn from(error: DbError) -> StoreError {
+        use postgres::error::SqlState;
+        match error {
+            DbError::Sqlite(error) => error.into(),
+            DbError::Postgres(error) => match error.code() {
+                // Waited out the lock timeout, or lost a race PostgreSQL
+                // detected: the same call succeeds when retried.
+                Some(
+                    &SqlState::LOCK_NOT_AVAILABLE
+                    | &SqlState::T_R_SERIALIZATION_FAILURE
+                    | &SqlState::T_R_DEADLOCK_DETECTED
+                    | &SqlState::QUERY_CANCELED,
+                ) => StoreError::Busy,
+                // Shutting down, restarting, out of connections.
+                Some(
+                    &SqlState::ADMIN_SHUTDOWN
+                    | &SqlState::CRASH_SHUTDOWN
+                    | &SqlState::CANNOT_CONNECT_NOW
+                    | &SqlState::TOO_MANY_CONNECTIONS,
+                ) => StoreError::Unavailable(error.to_string()),
+                Some(_) => StoreError::Database(error.to_string()),
+                // No SQL state: the connection itself failed.
+                None => StoreError::Unavailable(error.to_string()),
+            },
+            DbError::Unreachable(detail) => StoreError::Unavailable(detail),
+            other => StoreError::Database(other.to_string()),
+        }
+    }
+}
+
 /// The store's notion of now, in unix seconds; injectable for tests.
 pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 
@@ -457,25 +486,36 @@ pub fn system_clock() -> i64 {
         })
 }
 
-/// A handle on the core database. Cheap to clone; every clone shares one
-/// connection behind a mutex (calls are short, and argon2 work runs outside
-/// the lock).
+/// A handle on the core database. Cheap to clone. On SQLite every clone
+/// shares one connection behind a mutex (calls are short, and argon2 work
+/// runs outside the lock); on PostgreSQL every clone shares one pool.
 #[derive(Clone)]
 pub struct Store {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    connection: Mutex<Connection>,
-    /// Transactions committed through this handle's connections, counted
-    /// by SQLite's commit hook: studio-core confirms a request's writes in
+    backend: Backend,
+    /// Transactions committed through this handle's connections: counted by
+    /// SQLite's commit hook, where studio-core confirms a request's writes in
     /// object storage when the count moved while it ran (replication).
     commits: Arc<std::sync::atomic::AtomicU64>,
-    /// The device and inode `connection` has open: another file renamed to
-    /// `path` (a restored backup) is noticed and opened.
-    file: Mutex<Option<(u64, u64)>>,
     clock: Clock,
-    path: PathBuf,
+}
+
+enum Backend {
+    Sqlite {
+        connection: Mutex<Connection>,
+        /// The device and inode `connection` has open: another file renamed
+        /// to `path` (a restored backup) is noticed and opened.
+        file: Mutex<Option<(u64, u64)>>,
+        path: PathBuf,
+    },
+    Postgres {
+        pool: db::PgPool,
+        /// Where, for messages: the URL without its password.
+        place: String,
+    },
 }
 
 /// The device and inode at `path`, if there is a file.
@@ -489,7 +529,7 @@ fn file_id(path: &Path) -> Option<(u64, u64)> {
 impl fmt::Debug for Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Store")
-            .field("path", &self.inner.path)
+            .field("at", &self.place())
             .finish_non_exhaustive()
     }
 }
@@ -539,7 +579,7 @@ pub fn validate_password(password: &str) -> Result<(), StoreError> {
 /// The columns [`user_from_row`] reads, for `users u`.
 const USER_COLUMNS: &str = "u.id, u.username, u.role, u.created_at";
 
-fn user_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
+fn user_from_row(row: &Row<'_>) -> Result<User, DbError> {
     Ok(User {
         id: row.get(0)?,
         username: row.get(1)?,
@@ -568,7 +608,7 @@ fn scopes_from_text(text: &str) -> Result<BTreeSet<Scope>, StoreError> {
 /// Appends one audit entry inside the caller's transaction.
 #[allow(clippy::too_many_arguments, reason = "one argument per audit column")]
 fn audit(
-    transaction: &Transaction<'_>,
+    transaction: &Tx<'_>,
     at: i64,
     actor: &str,
     action: &str,
@@ -589,7 +629,7 @@ fn audit(
 /// audited as a grant change from what they held; `false` (nothing written)
 /// when they held it already. Every grant goes through here.
 fn set_grant(
-    transaction: &Transaction<'_>,
+    transaction: &Tx<'_>,
     now: i64,
     actor: &str,
     app_id: &str,
@@ -630,7 +670,7 @@ fn set_grant(
 
 /// Adds `user` with password hash `hash` inside `transaction`; a taken
 /// name is `UsernameTaken`. Every new user goes through here.
-fn insert_user(transaction: &Transaction<'_>, user: &User, hash: &str) -> Result<(), StoreError> {
+fn insert_user(transaction: &Tx<'_>, user: &User, hash: &str) -> Result<(), StoreError> {
     let taken = transaction
         .query_row(
             &format!("SELECT 1 FROM users WHERE username = ?1 {USERNAME_MATCHES}"),
@@ -719,12 +759,50 @@ impl Store {
         Ok(Store {
             inner: Arc::new(Inner {
                 commits,
-                connection: Mutex::new(connection),
-                file: Mutex::new(file_id(db_path)),
+                backend: Backend::Sqlite {
+                    connection: Mutex::new(connection),
+                    file: Mutex::new(file_id(db_path)),
+                    path: db_path.to_path_buf(),
+                },
                 clock,
-                path: db_path.to_path_buf(),
             }),
         })
+    }
+
+    /// Connects to the PostgreSQL database at `url` (`postgres://…`) with a
+    /// pool of `pool_size` connections, and applies every pending migration
+    /// (several replicas starting at once take turns). `ca_file` verifies the
+    /// server when the URL says `sslmode=require`.
+    pub fn connect(
+        url: &str,
+        pool_size: u32,
+        ca_file: Option<&Path>,
+        clock: Clock,
+    ) -> Result<Store, StoreError> {
+        let place = redacted(url);
+        let pool = db::connect_postgres(url, pool_size, ca_file).map_err(|error| {
+            StoreError::Unavailable(format!("{place}: {error}"))
+        })?;
+        let mut connection = Conn::postgres(&pool)?;
+        schema_postgres::migrate(&mut connection, clock())?;
+        drop(connection);
+        Ok(Store {
+            inner: Arc::new(Inner {
+                commits: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+                backend: Backend::Postgres { pool, place },
+                clock,
+            }),
+        })
+    }
+
+    /// Opens the core database `DATABASE_URL` names when it is set, else the
+    /// SQLite file at `db_path`: the one choice of backend every process
+    /// makes the same way.
+    pub fn open_configured(database_url: Option<&str>, db_path: &Path) -> Result<Store, StoreError> {
+        match database_url.filter(|url| !url.is_empty()) {
+            Some(url) => Store::connect(url, DEFAULT_POOL_SIZE, None, Arc::new(system_clock)),
+            None => Store::open(db_path),
+        }
     }
 
     /// A new connection on `db_path`, set up as [`Store::open`] sets one up.
@@ -738,7 +816,7 @@ impl Store {
     /// WAL, the connection's pragmas, and every pending migration.
     fn prepare(connection: &mut Connection, db_path: &Path, now: i64) -> Result<(), StoreError> {
         let mode: String =
-            connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+            connection.query_row("PRAGMA journal_mode = WAL", (), |row| row.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Database(format!(
                 "cannot switch {} to WAL (journal mode is {mode})",
@@ -750,12 +828,25 @@ impl Store {
         schema::migrate(connection, now)
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.inner.path
+    /// The database file, on SQLite.
+    pub fn path(&self) -> Option<&Path> {
+        match &self.inner.backend {
+            Backend::Sqlite { path, .. } => Some(path),
+            Backend::Postgres { .. } => None,
+        }
     }
 
-    /// How many transactions this handle has committed (any clone).
+    /// Where the database is, for messages: the file, or the URL without
+    /// its password.
+    pub fn place(&self) -> String {
+        match &self.inner.backend {
+            Backend::Sqlite { path, .. } => path.display().to_string(),
+            Backend::Postgres { place, .. } => place.clone(),
+        }
+    }
+
+    /// How many transactions this handle has committed (any clone; SQLite
+    /// only, where the count drives confirming replication).
     pub fn commits(&self) -> u64 {
         self.inner.commits.load(std::sync::atomic::Ordering::SeqCst)
     }
@@ -764,35 +855,40 @@ impl Store {
         (self.inner.clock)()
     }
 
-    /// Reads the schema's first page, proving the database answers (for
-    /// readiness). Waits behind a running write like any other call.
+    /// Reads the schema, proving the database answers (for readiness).
+    /// Waits behind a running write like any other call.
     pub fn check(&self) -> Result<(), StoreError> {
-        self.connection()
-            .query_row("SELECT count(*) FROM sqlite_schema", [], |row| {
-                row.get::<_, i64>(0)
-            })?;
+        let connection = self.connection()?;
+        let sql = match connection.dialect() {
+            db::Dialect::Sqlite => "SELECT count(*) FROM sqlite_schema",
+            db::Dialect::Postgres => "SELECT count(*) FROM information_schema.tables",
+        };
+        connection.query_row(sql, (), |row| row.get::<_, i64>(0))?;
         Ok(())
     }
 
-    /// The connection, reopened first when another file now sits at the
-    /// database's path (an administrator renamed a restored backup into
-    /// place after this one was found damaged): one `stat` per call, so
-    /// recovering needs no restart. A file that cannot be set up is tried
-    /// again on the next call.
-    fn connection(&self) -> MutexGuard<'_, Connection> {
+    /// A connection for one call. On SQLite, the one connection, reopened
+    /// first when another file now sits at the database's path (an
+    /// administrator renamed a restored backup into place after this one was
+    /// found damaged): one `stat` per call, so recovering needs no restart; a
+    /// file that cannot be set up is tried again on the next call. On
+    /// PostgreSQL, one from the pool.
+    fn connection(&self) -> Result<Conn<'_>, StoreError> {
+        let (connection, file, path) = match &self.inner.backend {
+            Backend::Postgres { pool, .. } => return Ok(Conn::postgres(pool)?),
+            Backend::Sqlite {
+                connection,
+                file,
+                path,
+            } => (connection, file, path),
+        };
         // A panic while holding the lock rolls back any open transaction when
         // it unwinds, so the connection is still usable.
-        let mut connection = self
-            .inner
-            .connection
+        let mut connection = connection
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut file = self
-            .inner
-            .file
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let now_at_path = file_id(&self.inner.path);
+        let mut file = file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let now_at_path = file_id(path);
         if now_at_path.is_some() && now_at_path != *file {
             // The old connection is closed first: closing the last connection
             // of a WAL database deletes `<path>-wal` by name, which must not
@@ -800,23 +896,40 @@ impl Store {
             if let Ok(placeholder) = Connection::open_in_memory() {
                 drop(std::mem::replace(&mut *connection, placeholder));
             }
-            match Store::reopen(&self.inner.path, self.now()).and_then(|mut fresh| {
+            match Store::reopen(path, self.now()).and_then(|mut fresh| {
                 count_commits(&mut fresh, &self.inner.commits)?;
                 Ok(fresh)
             }) {
                 Ok(fresh) => {
-                    tracing::warn!(path = %self.inner.path.display(), "core store: the database file was replaced; reopened it");
+                    tracing::warn!(path = %path.display(), "core store: the database file was replaced; reopened it");
                     *connection = fresh;
                     *file = now_at_path;
                 }
                 Err(error) => {
                     // Tried again on the next call.
                     *file = None;
-                    tracing::error!(path = %self.inner.path.display(), %error, "core store: the replaced database file cannot be opened");
+                    tracing::error!(path = %path.display(), %error, "core store: the replaced database file cannot be opened");
                 }
             }
         }
         drop(file);
-        connection
+        Ok(Conn::sqlite(connection))
+    }
+}
+
+/// Connections in a replica's pool when nothing else is configured.
+pub const DEFAULT_POOL_SIZE: u32 = 8;
+
+/// `url` without its password, for messages and logs.
+fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _password)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
     }
 }

@@ -11,7 +11,7 @@
 //! only for a withdrawn app, which stays withdrawn; a deleted package cannot
 //! be restored. The row is never removed, so the id is never reused.
 
-use rusqlite::{OptionalExtension as _, Transaction, TransactionBehavior};
+use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 
 use super::{Store, StoreError, audit};
 
@@ -66,7 +66,7 @@ pub enum LifecycleRefusal {
 /// `Ok(false)` when the app already was so (nothing written, nothing audited).
 pub type LifecycleResult = Result<bool, LifecycleRefusal>;
 
-fn read(transaction: &Transaction<'_>, app_id: &str) -> Result<Option<Lifecycle>, StoreError> {
+fn read(transaction: &Tx<'_>, app_id: &str) -> Result<Option<Lifecycle>, StoreError> {
     Ok(transaction
         .query_row(
             "SELECT current_revision, withdrawn_at, withdrawn_by, package_deleted_at, data_deleted_at
@@ -90,7 +90,7 @@ impl Store {
     /// Every withdrawn app (deleted ones included) with where it stands,
     /// by id.
     pub fn withdrawn_apps(&self) -> Result<Vec<(String, Lifecycle)>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare(
             "SELECT app_id, current_revision, withdrawn_at, withdrawn_by, package_deleted_at, data_deleted_at
              FROM app_registry WHERE withdrawn_at IS NOT NULL
@@ -98,7 +98,7 @@ impl Store {
              ORDER BY app_id",
         )?;
         let rows = statement
-            .query_map([], |row| {
+            .query_map((), |row| {
                 Ok((
                     row.get(0)?,
                     Lifecycle {
@@ -115,16 +115,16 @@ impl Store {
     }
 
     pub fn lifecycle(&self, app_id: &str) -> Result<Option<Lifecycle>, StoreError> {
-        let mut connection = self.connection();
-        let transaction = connection.transaction()?;
+        let mut connection = self.connection()?;
+        let transaction = connection.read_transaction()?;
         read(&transaction, app_id)
     }
 
     /// Withdraws `app_id` for everyone, audited as `app.withdrawn`.
     pub fn withdraw_app(&self, app_id: &str, actor: &str) -> Result<LifecycleResult, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let Some(state) = read(&transaction, app_id)? else {
             return Ok(Err(LifecycleRefusal::UnknownApp));
         };
@@ -153,8 +153,8 @@ impl Store {
     /// `app.restored`. Refused once its package was deleted.
     pub fn restore_app(&self, app_id: &str, actor: &str) -> Result<LifecycleResult, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let Some(state) = read(&transaction, app_id)? else {
             return Ok(Err(LifecycleRefusal::UnknownApp));
         };
@@ -190,8 +190,8 @@ impl Store {
         actor: &str,
     ) -> Result<LifecycleResult, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let Some(state) = read(&transaction, app_id)? else {
             return Ok(Err(LifecycleRefusal::UnknownApp));
         };
@@ -228,8 +228,8 @@ impl Store {
         backup: &str,
     ) -> Result<LifecycleResult, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let Some(state) = read(&transaction, app_id)? else {
             return Ok(Err(LifecycleRefusal::UnknownApp));
         };

@@ -25,7 +25,7 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::{OptionalExtension as _, Transaction, TransactionBehavior};
+use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
@@ -135,7 +135,7 @@ pub enum MemberRefusal {
     SharesCap(usize),
 }
 
-fn enabled(transaction: &Transaction<'_>) -> Result<bool, StoreError> {
+fn enabled(transaction: &Tx<'_>) -> Result<bool, StoreError> {
     let value: Option<String> = transaction
         .query_row(
             "SELECT value FROM settings WHERE name = ?1",
@@ -146,10 +146,10 @@ fn enabled(transaction: &Transaction<'_>) -> Result<bool, StoreError> {
     Ok(value.as_deref() != Some("false"))
 }
 
-fn count(transaction: &Transaction<'_>, author: Option<&str>) -> Result<usize, StoreError> {
+fn count(transaction: &Tx<'_>, author: Option<&str>) -> Result<usize, StoreError> {
     let count: i64 = transaction.query_row(
         "SELECT COUNT(*) FROM member_apps
-         WHERE deleted_at IS NULL AND promoted_at IS NULL AND (?1 IS NULL OR author_id = ?1)",
+         WHERE deleted_at IS NULL AND promoted_at IS NULL AND (CAST(?1 AS TEXT) IS NULL OR author_id = ?1)",
         [author],
         |row| row.get(0),
     )?;
@@ -160,7 +160,7 @@ fn count(transaction: &Transaction<'_>, author: Option<&str>) -> Result<usize, S
 /// not promoted): each kept revision's resource, and each distinct blob their
 /// revisions and drafts name. `octet_length` reads a value's size without
 /// reading the value.
-fn ledger_bytes(transaction: &Transaction<'_>, author: &str) -> Result<u64, StoreError> {
+fn ledger_bytes(transaction: &Tx<'_>, author: &str) -> Result<u64, StoreError> {
     let bytes: i64 = transaction.query_row(
         "WITH apps AS (
              SELECT app_id FROM member_apps WHERE author_id = ?1 AND promoted_at IS NULL
@@ -168,7 +168,7 @@ fn ledger_bytes(transaction: &Transaction<'_>, author: &str) -> Result<u64, Stor
          revisions AS (
              SELECT id, revision FROM app_revisions WHERE app_id IN (SELECT app_id FROM apps)
          )
-         SELECT
+         SELECT CAST(
              (SELECT COALESCE(SUM(octet_length(html) + octet_length(meta_json)), 0)
               FROM revision_resources WHERE revision IN (SELECT revision FROM revisions))
            + (SELECT COALESCE(SUM(size), 0) FROM (
@@ -176,7 +176,8 @@ fn ledger_bytes(transaction: &Transaction<'_>, author: &str) -> Result<u64, Stor
                   WHERE revision_id IN (SELECT id FROM revisions)
                   UNION
                   SELECT sha256, size FROM app_draft_files
-                  WHERE app_id IN (SELECT app_id FROM apps)))",
+                  WHERE app_id IN (SELECT app_id FROM apps)) AS files)
+           AS BIGINT)",
         [author],
         |row| row.get(0),
     )?;
@@ -186,7 +187,7 @@ fn ledger_bytes(transaction: &Transaction<'_>, author: &str) -> Result<u64, Stor
 /// Removes everything the ledger keeps of `app_id`: its revisions (their
 /// file rows go with them), its draft, and every blob and resource no other
 /// revision or draft references.
-fn reclaim(transaction: &Transaction<'_>, app_id: &str) -> Result<(), StoreError> {
+fn reclaim(transaction: &Tx<'_>, app_id: &str) -> Result<(), StoreError> {
     let blobs: Vec<String> = {
         let mut statement = transaction.prepare_cached(
             "SELECT f.sha256 FROM app_revision_files f
@@ -219,7 +220,7 @@ fn reclaim(transaction: &Transaction<'_>, app_id: &str) -> Result<(), StoreError
 
 /// `(author, revision, withdrawn)` of a live member app.
 fn live(
-    transaction: &Transaction<'_>,
+    transaction: &Tx<'_>,
     app_id: &str,
 ) -> Result<Option<(Option<String>, String, bool)>, StoreError> {
     Ok(transaction
@@ -239,7 +240,7 @@ const LISTED: &str = "SELECT m.app_id, m.name, m.author_id, u.username, m.revisi
      LEFT JOIN users u ON u.id = m.author_id
      WHERE m.deleted_at IS NULL AND m.promoted_at IS NULL";
 
-fn listed(row: &rusqlite::Row<'_>) -> rusqlite::Result<MemberApp> {
+fn listed(row: &Row<'_>) -> Result<MemberApp, DbError> {
     Ok(MemberApp {
         id: row.get(0)?,
         name: row.get(1)?,
@@ -257,8 +258,8 @@ fn listed(row: &rusqlite::Row<'_>) -> rusqlite::Result<MemberApp> {
 impl Store {
     /// Whether members may make their own apps (default on).
     pub fn member_apps_enabled(&self) -> Result<bool, StoreError> {
-        let mut connection = self.connection();
-        let transaction = connection.transaction()?;
+        let mut connection = self.connection()?;
+        let transaction = connection.read_transaction()?;
         enabled(&transaction)
     }
 
@@ -266,8 +267,8 @@ impl Store {
     /// when it already was so (nothing written).
     pub fn set_member_apps_enabled(&self, on: bool, actor: &str) -> Result<bool, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let before = enabled(&transaction)?;
         if before == on {
             return Ok(false);
@@ -310,8 +311,8 @@ impl Store {
             .iter()
             .map(|(_, bytes)| i64::try_from(bytes.len()).unwrap_or(i64::MAX))
             .sum();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         if !enabled(&transaction)? {
             return Ok(Err(MemberRefusal::Off));
         }
@@ -457,8 +458,8 @@ impl Store {
     /// The bytes the ledger keeps for `author`'s member apps, as a deploy
     /// counts them against [`MemberCaps::author_bytes`].
     pub fn member_ledger_bytes(&self, author: &str) -> Result<u64, StoreError> {
-        let mut connection = self.connection();
-        let transaction = connection.transaction()?;
+        let mut connection = self.connection()?;
+        let transaction = connection.read_transaction()?;
         ledger_bytes(&transaction, author)
     }
 
@@ -478,8 +479,8 @@ impl Store {
         max_shares: usize,
     ) -> Result<Result<(), MemberRefusal>, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let Some((author, _, withdrawn)) = live(&transaction, app_id)? else {
             return Ok(Err(MemberRefusal::Denied));
         };
@@ -489,7 +490,7 @@ impl Store {
         let holder: Option<String> = transaction
             .query_row(
                 &format!(
-                    "SELECT id FROM users WHERE username = ?1 {USERNAME_MATCHES} AND id IS NOT ?2"
+                    "SELECT id FROM users WHERE username = ?1 {USERNAME_MATCHES} AND id IS DISTINCT FROM ?2"
                 ),
                 (username, actor),
                 |row| row.get(0),
@@ -562,7 +563,7 @@ impl Store {
     }
 
     fn member_apps_where(&self, filter: &str, value: &str) -> Result<Vec<MemberApp>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare(&format!("{LISTED}{filter} ORDER BY m.app_id"))?;
         let mut apps: Vec<MemberApp> = statement
             .query_map([value], listed)?
@@ -587,7 +588,7 @@ impl Store {
     /// The current files of every live member app, by id: what the catalogue
     /// validates and serves (their bytes are checked against their address).
     pub fn member_sources(&self) -> Result<BTreeMap<String, Files>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare(
             "SELECT m.app_id, f.path, f.sha256, b.content
              FROM member_apps m
@@ -598,7 +599,7 @@ impl Store {
              ORDER BY m.app_id, f.path",
         )?;
         let mut sources: BTreeMap<String, Files> = BTreeMap::new();
-        let rows = statement.query_map([], |row| {
+        let rows = statement.query_map((), |row| {
             Ok((
                 row.get::<_, String>(0)?,
                 row.get::<_, String>(1)?,
@@ -624,8 +625,8 @@ impl Store {
     /// is never reused. `false` when there is no such live app.
     pub fn delete_member_app(&self, app_id: &str, actor: &str) -> Result<bool, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let Some((_, revision, _)) = live(&transaction, app_id)? else {
             return Ok(false);
         };
@@ -658,8 +659,8 @@ impl Store {
     /// Reclaims what the ledger still keeps of deleted member apps (deleted
     /// before deletion reclaimed it): at boot. Returns how many apps had some.
     pub fn reclaim_deleted_member_apps(&self) -> Result<usize, StoreError> {
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let apps: Vec<String> = {
             let mut statement = transaction.prepare(
                 "SELECT m.app_id FROM member_apps m WHERE m.deleted_at IS NOT NULL
@@ -667,7 +668,7 @@ impl Store {
                       OR EXISTS (SELECT 1 FROM app_drafts d WHERE d.app_id = m.app_id))",
             )?;
             statement
-                .query_map([], |row| row.get(0))?
+                .query_map((), |row| row.get(0))?
                 .collect::<Result<_, _>>()?
         };
         for app_id in &apps {
@@ -684,8 +685,8 @@ impl Store {
     /// such live app.
     pub fn promote_member_app(&self, app_id: &str, actor: &str) -> Result<bool, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let Some((_, revision, _)) = live(&transaction, app_id)? else {
             return Ok(false);
         };
@@ -727,7 +728,7 @@ impl Store {
 /// decide for the author. `Err` names the refusal for `actor`'s change of
 /// `user_id`'s grant to `access` (`None`: revoked); `Ok` for any other app.
 pub(super) fn check_member_grant(
-    transaction: &Transaction<'_>,
+    transaction: &Tx<'_>,
     app_id: &str,
     user_id: &str,
     access: Option<AppAccess>,

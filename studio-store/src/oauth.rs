@@ -30,7 +30,7 @@ use std::collections::BTreeSet;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use rusqlite::{OptionalExtension as _, Transaction, TransactionBehavior};
+use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
@@ -208,7 +208,7 @@ fn redirect_uris_from_text(text: &str) -> Result<Vec<String>, StoreError> {
         .map_err(|error| StoreError::Database(format!("stored redirect URIs: {error}")))
 }
 
-fn client_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(OAuthClient, String)> {
+fn client_from_row(row: &Row<'_>) -> Result<(OAuthClient, String), DbError> {
     let method: String = row.get(3)?;
     Ok((
         OAuthClient {
@@ -238,7 +238,7 @@ struct Presented {
 /// Looks up a presented secret with `sql`, which selects the columns of
 /// [`Presented`] in order for the secret's sha256 (`?1`).
 fn presented(
-    transaction: &Transaction<'_>,
+    transaction: &Tx<'_>,
     sql: &str,
     secret: &str,
 ) -> Result<Option<Presented>, StoreError> {
@@ -262,7 +262,7 @@ fn presented(
 /// Revokes a connection inside the caller's transaction, with its audit row.
 /// `false` when it was already revoked.
 fn revoke_grant(
-    transaction: &Transaction<'_>,
+    transaction: &Tx<'_>,
     now: i64,
     grant_id: &str,
     actor: &str,
@@ -321,15 +321,14 @@ impl Store {
             auth_method,
             created_at: now,
         };
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         transaction.execute(
             "DELETE FROM oauth_clients WHERE consented_at IS NULL AND created_at <= ?1",
             [now.saturating_sub(UNCONSENTED_CLIENT_TTL_SECONDS)],
         )?;
         let (unconsented, total): (i64, i64) = transaction.query_row(
-            "SELECT count(*) FILTER (WHERE consented_at IS NULL), count(*) FROM oauth_clients",
-            [],
+            "SELECT count(*) FILTER (WHERE consented_at IS NULL), count(*) FROM oauth_clients", (),
             |row| Ok((row.get(0)?, row.get(1)?)),
         )?;
         if unconsented >= MAX_UNCONSENTED_CLIENTS || total >= MAX_CLIENTS {
@@ -360,7 +359,7 @@ impl Store {
         if client_id.len() > MAX_SECRET_LEN {
             return Ok(None);
         }
-        let connection = self.connection();
+        let connection = self.connection()?;
         let found = connection
             .query_row(
                 "SELECT client_id, client_name, redirect_uris, auth_method, created_at
@@ -387,12 +386,12 @@ impl Store {
         if secret.len() > MAX_SECRET_LEN {
             return Ok(false);
         }
-        let connection = self.connection();
-        let found: Option<i64> = connection
+        let connection = self.connection()?;
+        let found: Option<()> = connection
             .query_row(
                 "SELECT 1 FROM oauth_clients WHERE client_id = ?1 AND secret_sha256 = ?2",
                 (client_id, secrets::secret_sha256(secret)),
-                |row| row.get(0),
+                |_| Ok(()),
             )
             .optional()?;
         Ok(found.is_some())
@@ -416,8 +415,8 @@ impl Store {
         let code = secrets::random_secret();
         let grant_id = uuid::Uuid::now_v7().to_string();
         let scopes = scopes_to_text(consent.scopes);
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         // Housekeeping: consents whose code was never exchanged, and spent or
         // expired codes.
         transaction.execute(
@@ -489,8 +488,8 @@ impl Store {
             return Ok(Err(OAuthRefusal::InvalidGrant("the code is not valid")));
         }
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let found = presented(
             &transaction,
             "SELECT c.grant_id, c.code_challenge, c.expires_at, c.used_at,
@@ -572,8 +571,8 @@ impl Store {
             return invalid();
         }
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let found = presented(
             &transaction,
             "SELECT r.grant_id, r.scopes, r.expires_at, r.used_at,
@@ -639,8 +638,8 @@ impl Store {
         }
         let now = self.now();
         let hash = secrets::secret_sha256(token);
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let refresh_grant: Option<(String, String)> = transaction
             .query_row(
                 "SELECT g.id, g.user_id FROM oauth_refresh_tokens r
@@ -672,7 +671,7 @@ impl Store {
 
     /// The user's live connections, newest first.
     pub fn oauth_connections(&self, user_id: &str) -> Result<Vec<Connection>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare(
             "SELECT g.id, g.client_id, c.client_name, g.redirect_uri, g.scopes, g.resource,
                     g.connected_at, g.last_used_at
@@ -719,7 +718,7 @@ impl Store {
         if client_id.len() > MAX_SECRET_LEN {
             return Ok(Vec::new());
         }
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare(
             "SELECT redirect_uri FROM oauth_grants
              WHERE user_id = ?1 AND client_id = ?2
@@ -742,8 +741,8 @@ impl Store {
         actor: &str,
     ) -> Result<bool, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let owned = transaction
             .query_row(
                 "SELECT 1 FROM oauth_grants WHERE id = ?1 AND user_id = ?2",
@@ -768,7 +767,7 @@ impl Store {
 /// connection's) defaults to the connection's; the user's role is applied
 /// again, so a demoted user's new tokens lose what the role no longer allows.
 fn issue_tokens(
-    transaction: &Transaction<'_>,
+    transaction: &Tx<'_>,
     now: i64,
     grant_id: &str,
     scopes: Option<&BTreeSet<Scope>>,

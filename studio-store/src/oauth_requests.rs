@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use rusqlite::{OptionalExtension as _, TransactionBehavior};
+use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 
 use super::{Scope, Store, StoreError, scopes_from_text, scopes_to_text, secrets};
 
@@ -29,7 +29,7 @@ pub struct ParkedRequest {
 const COLUMNS: &str =
     "client_id, client_name, redirect_uri, state, code_challenge, scopes, expires_at";
 
-fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(ParkedRequest, String)> {
+fn from_row(row: &Row<'_>) -> Result<(ParkedRequest, String), DbError> {
     Ok((
         ParkedRequest {
             client_id: row.get(0)?,
@@ -64,11 +64,11 @@ impl Store {
         let now = self.now();
         let expires_at = now.saturating_add(ttl_seconds);
         let id = secrets::random_secret();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         transaction.execute("DELETE FROM oauth_requests WHERE expires_at <= ?1", [now])?;
         let waiting: i64 =
-            transaction.query_row("SELECT count(*) FROM oauth_requests", [], |row| row.get(0))?;
+            transaction.query_row("SELECT count(*) FROM oauth_requests", (), |row| row.get(0))?;
         if usize::try_from(waiting).unwrap_or(usize::MAX) >= max {
             return Ok(None);
         }
@@ -76,17 +76,17 @@ impl Store {
             "INSERT INTO oauth_requests
                  (id_sha256, client_id, client_name, redirect_uri, state, code_challenge, scopes, created_at, expires_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            rusqlite::params![
+            (
                 secrets::secret_sha256(&id),
-                request.client_id,
-                request.client_name,
-                request.redirect_uri,
-                request.state,
-                request.code_challenge,
+                &request.client_id,
+                &request.client_name,
+                &request.redirect_uri,
+                &request.state,
+                &request.code_challenge,
                 scopes_to_text(&request.requested),
                 now,
                 expires_at,
-            ],
+            ),
         )?;
         transaction.commit()?;
         Ok(Some(id))
@@ -96,7 +96,7 @@ impl Store {
     pub fn peek_oauth_request(&self, id: &str) -> Result<Option<ParkedRequest>, StoreError> {
         let now = self.now();
         let found = self
-            .connection()
+            .connection()?
             .query_row(
                 &format!(
                     "SELECT {COLUMNS} FROM oauth_requests WHERE id_sha256 = ?1 AND expires_at > ?2"
@@ -113,7 +113,7 @@ impl Store {
     pub fn take_oauth_request(&self, id: &str) -> Result<Option<ParkedRequest>, StoreError> {
         let now = self.now();
         let found = self
-            .connection()
+            .connection()?
             .query_row(
                 &format!(
                     "DELETE FROM oauth_requests WHERE id_sha256 = ?1 AND expires_at > ?2

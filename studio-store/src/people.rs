@@ -23,7 +23,7 @@
 //! who is no longer an admin gives nothing); or leave a session, token or
 //! MCP connection alive once a reset link set a new password.
 
-use rusqlite::{OptionalExtension as _, TransactionBehavior};
+use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 use serde::Serialize;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -67,15 +67,14 @@ impl LinkPurpose {
         }
     }
 
-    fn from_stored(text: &str) -> rusqlite::Result<LinkPurpose> {
+    fn from_stored(text: &str) -> Result<LinkPurpose, DbError> {
         match text {
             "invitation" => Ok(LinkPurpose::Invitation),
             "reset" => Ok(LinkPurpose::Reset),
-            other => Err(rusqlite::Error::FromSqlConversionFailure(
-                0,
-                rusqlite::types::Type::Text,
-                format!("unknown link purpose {other:?}").into(),
-            )),
+            other => Err(DbError::Conversion {
+                index: 0,
+                detail: format!("unknown link purpose {other:?}"),
+            }),
         }
     }
 }
@@ -189,7 +188,7 @@ pub struct Removed {
 /// the operator (`sasha admin`, with the state folder in hand), or a user
 /// who is still an enabled admin.
 fn require_acting_admin(
-    transaction: &rusqlite::Transaction<'_>,
+    transaction: &Tx<'_>,
     actor: &str,
 ) -> Result<(), StoreError> {
     if actor == ACTOR_OPERATOR {
@@ -210,7 +209,7 @@ fn require_acting_admin(
 
 /// The admins who can act: enabled, and signed up (an invited admin without a
 /// password cannot sign in).
-fn acting_admins(transaction: &rusqlite::Transaction<'_>) -> Result<i64, StoreError> {
+fn acting_admins(transaction: &Tx<'_>) -> Result<i64, StoreError> {
     Ok(transaction.query_row(
         "SELECT count(*) FROM users WHERE role = ?1 AND disabled_at IS NULL AND password_hash <> ''",
         [UserRole::Admin],
@@ -221,7 +220,7 @@ fn acting_admins(transaction: &rusqlite::Transaction<'_>) -> Result<i64, StoreEr
 /// Runs `change` in `transaction` and refuses it (the transaction is then
 /// dropped, so rolled back) when it took away the last admin who can act.
 fn keeping_an_admin<T>(
-    transaction: &rusqlite::Transaction<'_>,
+    transaction: &Tx<'_>,
     change: impl FnOnce() -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
     let before = acting_admins(transaction)?;
@@ -235,7 +234,7 @@ fn keeping_an_admin<T>(
 const TOKEN_COLUMNS: &str = "t.id, t.kind, t.scopes, t.created_at, t.expires_at,
     t.revoked_at IS NOT NULL, t.grant_id IS NOT NULL, t.label, t.last_used_at";
 
-fn token_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<TokenEntry> {
+fn token_from_row(row: &Row<'_>) -> Result<TokenEntry, DbError> {
     Ok(TokenEntry {
         id: row.get(0)?,
         kind: row.get(1)?,
@@ -290,14 +289,14 @@ pub struct Person {
 impl Store {
     /// Every user, by name.
     pub fn people(&self) -> Result<Vec<Person>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare(&format!(
             "SELECT {USER_COLUMNS}, u.last_sign_in_at, u.disabled_at IS NOT NULL,
                     u.password_hash = '',
                     CASE WHEN i.purpose = 'invitation' THEN i.expires_at END,
                     CASE WHEN i.purpose = 'reset' AND i.expires_at > ?1 THEN i.expires_at END
              FROM users u LEFT JOIN invitations i ON i.user_id = u.id AND {}
-             ORDER BY u.username {USERNAME_MATCHES}",
+             ORDER BY lower(u.username)",
             link_maker_acts()
         ))?;
         let mut people = statement
@@ -316,7 +315,7 @@ impl Store {
         let mut pending = connection
             .prepare("SELECT user_id, app_id, access FROM invitation_grants ORDER BY app_id")?;
         let pending = pending
-            .query_map([], |row| {
+            .query_map((), |row| {
                 Ok((
                     row.get::<_, String>(0)?,
                     row.get::<_, String>(1)?,
@@ -342,8 +341,8 @@ impl Store {
         actor: &str,
     ) -> Result<bool, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         require_acting_admin(&transaction, actor)?;
         let user: User = transaction
             .query_row(
@@ -388,8 +387,8 @@ impl Store {
         actor: &str,
     ) -> Result<bool, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         require_acting_admin(&transaction, actor)?;
         let found: Option<(String, bool)> = transaction
             .query_row(
@@ -439,7 +438,7 @@ impl Store {
 
     /// Every token of `username` (newest first), revoked ones included.
     pub fn tokens_of(&self, username: &str) -> Result<Vec<TokenEntry>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let user: Option<String> = connection
             .query_row(
                 &format!("SELECT id FROM users WHERE username = ?1 {USERNAME_MATCHES}"),
@@ -467,8 +466,8 @@ impl Store {
         actor: &str,
     ) -> Result<bool, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let found: Option<(String, bool)> = transaction
             .query_row(
                 &format!(
@@ -530,8 +529,8 @@ impl Store {
             role,
             created_at: now,
         };
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         require_acting_admin(&transaction, actor)?;
         insert_user(&transaction, &user, "")?;
         for (app_id, access) in apps {
@@ -567,8 +566,8 @@ impl Store {
     /// stops working. `NotInvited` once they have a password.
     pub fn renew_invitation(&self, username: &str, actor: &str) -> Result<Invitation, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         require_acting_admin(&transaction, actor)?;
         let found: Option<(User, bool, bool)> = transaction
             .query_row(
@@ -621,8 +620,8 @@ impl Store {
         actor: &str,
     ) -> Result<Invitation, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         require_acting_admin(&transaction, actor)?;
         let found: Option<(User, bool, bool)> = transaction
             .query_row(
@@ -669,7 +668,7 @@ impl Store {
         &self,
         username: &str,
     ) -> Result<BTreeMap<String, AppAccess>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare(&format!(
             "SELECT g.app_id, g.access FROM invitation_grants g JOIN users u ON u.id = g.user_id
              WHERE u.username = ?1 {USERNAME_MATCHES} ORDER BY g.app_id"
@@ -686,7 +685,7 @@ impl Store {
         if secret.is_empty() || secret.len() > super::MAX_SECRET_LEN {
             return Ok(None);
         }
-        let connection = self.connection();
+        let connection = self.connection()?;
         let found = connection
             .query_row(
                 &format!(
@@ -730,8 +729,8 @@ impl Store {
         }
         let hash = secrets::hash_password(password).map_err(StoreError::Database)?;
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let found: Option<(User, String)> = transaction
             .query_row(
                 &format!(
@@ -790,8 +789,8 @@ impl Store {
     /// wrote keep running with no author, so nobody can change them.
     pub fn remove_user(&self, username: &str, actor: &str) -> Result<Removed, StoreError> {
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         require_acting_admin(&transaction, actor)?;
         let user_id: String = transaction
             .query_row(
@@ -848,7 +847,7 @@ impl Store {
     /// for them (not an MCP client's OAuth tokens, not the assistant's),
     /// newest first.
     pub fn personal_tokens(&self, user_id: &str) -> Result<Vec<TokenEntry>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare(&format!(
             "SELECT {TOKEN_COLUMNS} FROM tokens t
              WHERE t.user_id = ?1 AND t.kind = ?2 AND t.grant_id IS NULL AND t.revoked_at IS NULL
@@ -874,8 +873,8 @@ impl Store {
         let (secret, id) =
             self.mint_token_as(user_id, TokenKind::Access, scopes, ttl_seconds, Some(label))?;
         let now = self.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         audit(
             &transaction,
             now,
@@ -909,9 +908,9 @@ impl Store {
         if last_used_at.is_some_and(|at| now - at < TOKEN_USE_PRECISION_SECONDS) {
             return;
         }
-        let connection = self.connection();
-        let noted = connection
-            .execute(
+        let noted = self.connection().and_then(|connection| {
+            connection
+                .execute(
                 "UPDATE tokens SET last_used_at = ?2 WHERE id = ?1",
                 (id, now),
             )
@@ -921,7 +920,9 @@ impl Store {
                     (grant, now),
                 ),
                 None => Ok(0),
-            });
+            })
+                .map_err(StoreError::from)
+        });
         if let Err(error) = noted {
             tracing::debug!(%error, token = id, "a token's last use was not recorded");
         }
@@ -931,7 +932,7 @@ impl Store {
 /// Stores a new one-time link for `user_id` inside `transaction`: the
 /// secret for the link and when it expires.
 fn insert_invitation(
-    transaction: &rusqlite::Transaction<'_>,
+    transaction: &Tx<'_>,
     now: i64,
     user_id: &str,
     actor: &str,
@@ -958,7 +959,7 @@ fn insert_invitation(
 /// sessions, tokens, and MCP connections (so no refresh mints a new token),
 /// the connections recording `reason`.
 fn end_every_credential(
-    transaction: &rusqlite::Transaction<'_>,
+    transaction: &Tx<'_>,
     now: i64,
     user_id: &str,
     reason: &str,
@@ -980,7 +981,7 @@ fn end_every_credential(
 /// Refuses an app an admin cannot give with an invitation: one never
 /// registered, one withdrawn, or a member app (its author shares it).
 fn grantable_by_invitation(
-    transaction: &rusqlite::Transaction<'_>,
+    transaction: &Tx<'_>,
     app_id: &str,
 ) -> Result<(), StoreError> {
     let refuse = |reason| {
@@ -1020,7 +1021,7 @@ fn grantable_by_invitation(
 /// `transaction`, each granted by the admin who invited them and audited;
 /// none when that admin can no longer change people. The pending rows go.
 pub(super) fn grant_invitation_apps(
-    transaction: &rusqlite::Transaction<'_>,
+    transaction: &Tx<'_>,
     now: i64,
     user_id: &str,
 ) -> Result<(), StoreError> {

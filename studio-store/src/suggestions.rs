@@ -15,8 +15,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
-use rusqlite::{OptionalExtension as _, ToSql, TransactionBehavior};
+use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 use serde::{Deserialize, Serialize};
 
 use super::{ParseEnumError, Store, StoreError};
@@ -141,8 +140,8 @@ impl Store {
         };
         let now = self.now();
         let id = uuid::Uuid::now_v7().to_string();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let user_known = transaction
             .query_row("SELECT 1 FROM users WHERE id = ?1", [user_id], |_| Ok(()))
             .optional()?
@@ -188,7 +187,7 @@ impl Store {
     /// The newest `limit` suggestions, newest first (ties in the same second
     /// by id, which is time-ordered).
     pub fn suggestions(&self, limit: u32) -> Result<Vec<StoredSuggestion>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare(
             "SELECT s.id, s.created_at, s.user_id, u.username, s.kind, s.severity,
                     s.summary, s.detail, s.metadata_json

@@ -11,28 +11,89 @@ use super::*;
 const PASSWORD: &str = "correct horse battery";
 const START: i64 = 1_800_000_000;
 
-/// A temporary database with a manual clock.
+/// Which backend the fixtures of the running test open: the conformance
+/// suite runs each test once per backend ([`on_both!`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+thread_local! {
+    static BACKEND: std::cell::Cell<Backend> = const { std::cell::Cell::new(Backend::Sqlite) };
+}
+
+/// Runs `body` with fixtures on `backend`.
+fn with_backend(backend: Backend, body: fn()) {
+    BACKEND.with(|cell| cell.set(backend));
+    body();
+}
+
+/// One store test run on SQLite and on PostgreSQL: `name::sqlite` and
+/// `name::postgres`, the same body.
+macro_rules! on_both {
+    ($(#[$meta:meta])* fn $name:ident() $body:block) => {
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports, reason = "each body uses its own part of the parent's names")]
+            use super::*;
+
+            fn body() $body
+
+            #[test]
+            fn sqlite() {
+                with_backend(Backend::Sqlite, body);
+            }
+
+            #[test]
+            fn postgres() {
+                with_backend(Backend::Postgres, body);
+            }
+        }
+    };
+}
+pub(crate) use on_both;
+
+/// Where a fixture's database is.
+enum Place {
+    Sqlite(tempfile::TempDir),
+    Postgres(String),
+}
+
+/// A temporary database (a file in a temporary folder, or a fresh database
+/// on the shared test PostgreSQL) with a manual clock.
 struct Fixture {
-    dir: tempfile::TempDir,
+    place: Place,
     clock: Arc<AtomicI64>,
     store: Store,
 }
 
 impl Fixture {
     fn new() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
         let clock = Arc::new(AtomicI64::new(START));
-        let store = open_at(&dir.path().join("state/core.sqlite"), &clock);
-        Fixture { dir, clock, store }
+        let place = match BACKEND.with(std::cell::Cell::get) {
+            Backend::Sqlite => Place::Sqlite(tempfile::tempdir().unwrap()),
+            Backend::Postgres => Place::Postgres(sasha_testkit::postgres_database()),
+        };
+        let store = open_place(&place, &clock);
+        Fixture {
+            place,
+            clock,
+            store,
+        }
     }
 
+    /// The database file (tests of SQLite's own behaviour).
     fn path(&self) -> PathBuf {
-        self.dir.path().join("state/core.sqlite")
+        match &self.place {
+            Place::Sqlite(dir) => dir.path().join("state/core.sqlite"),
+            Place::Postgres(_) => panic!("a SQLite-only test ran on PostgreSQL"),
+        }
     }
 
-    /// Another handle on the same file, as a second process would have.
+    /// Another handle on the same database, as a second process would have.
     fn reopen(&self) -> Store {
-        open_at(&self.path(), &self.clock)
+        open_place(&self.place, &self.clock)
     }
 
     fn advance(&self, seconds: i64) {
@@ -43,12 +104,36 @@ impl Fixture {
         self.store.create_user(username, role, PASSWORD).unwrap()
     }
 
-    /// A raw connection, for reading what is really stored and for trying
-    /// what the API does not offer.
-    fn raw(&self) -> rusqlite::Connection {
+    /// A connection of the test's own, for reading what is really stored and
+    /// for trying what the API does not offer.
+    fn raw(&self) -> crate::db::Conn<'static> {
+        match &self.place {
+            Place::Sqlite(_) => crate::db::Conn::sqlite_owned(self.raw_sqlite()),
+            Place::Postgres(url) => {
+                let pool = crate::db::connect_postgres(url, 1, None).unwrap();
+                crate::db::Conn::postgres(&pool).unwrap()
+            }
+        }
+    }
+
+    /// The SQLite file's own connection (tests of SQLite's locking).
+    fn raw_sqlite(&self) -> rusqlite::Connection {
         let connection = rusqlite::Connection::open(self.path()).unwrap();
         connection.busy_timeout(Duration::from_secs(5)).unwrap();
         connection
+            .pragma_update(None, "foreign_keys", "ON")
+            .unwrap();
+        connection
+    }
+}
+
+fn open_place(place: &Place, clock: &Arc<AtomicI64>) -> Store {
+    match place {
+        Place::Sqlite(dir) => open_at(&dir.path().join("state/core.sqlite"), clock),
+        Place::Postgres(url) => {
+            let clock = clock.clone();
+            Store::connect(url, 4, None, Arc::new(move || clock.load(Ordering::SeqCst))).unwrap()
+        }
     }
 }
 
@@ -142,13 +227,13 @@ fn open_creates_the_file_privately_and_migrates_once() {
     let versions: Vec<i64> = raw
         .prepare("SELECT version FROM schema_migrations ORDER BY version")
         .unwrap()
-        .query_map([], |row| row.get(0))
+        .query_map((), |row| row.get(0))
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
     assert_eq!(versions, (1..=schema::latest_version()).collect::<Vec<_>>());
     let mode: String = raw
-        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .query_row("PRAGMA journal_mode", (), |row| row.get(0))
         .unwrap();
     assert_eq!(mode, "wal");
 }
@@ -159,8 +244,7 @@ fn a_database_from_a_newer_build_is_refused() {
     fixture
         .raw()
         .execute(
-            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)",
-            [],
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)", (),
         )
         .unwrap();
     let error = Store::open(&fixture.path()).unwrap_err();
@@ -191,7 +275,7 @@ fn concurrent_first_opens_of_one_file_all_succeed() {
     assert_eq!(Store::open(&path).unwrap().users().unwrap().len(), 4);
 }
 
-#[test]
+on_both! {
 fn two_handles_on_one_file_see_each_others_writes() {
     let fixture = Fixture::new();
     let other = fixture.reopen();
@@ -201,6 +285,7 @@ fn two_handles_on_one_file_see_each_others_writes() {
         .create_user("bob", UserRole::Member, PASSWORD)
         .unwrap();
     assert_eq!(fixture.store.user(&bob.id).unwrap(), Some(bob));
+}
 }
 
 #[test]
@@ -213,7 +298,7 @@ fn commits_are_counted_for_writes_and_not_for_reads() {
     fixture.user("alice", UserRole::Staff);
     assert!(fixture.store.commits() > before);
     // A handle reopened on a replaced file keeps counting.
-    let copy = fixture.dir.path().join("copy.sqlite");
+    let copy = fixture.path().with_file_name("copy.sqlite");
     std::fs::copy(fixture.path(), &copy).unwrap();
     std::fs::rename(&copy, fixture.path()).unwrap();
     let counted = fixture.store.commits();
@@ -223,7 +308,7 @@ fn commits_are_counted_for_writes_and_not_for_reads() {
 
 // --- users and passwords ---------------------------------------------------
 
-#[test]
+on_both! {
 fn users_sign_in_with_their_password_only() {
     let fixture = Fixture::new();
     let alice = fixture.user("alice", UserRole::Admin);
@@ -252,24 +337,25 @@ fn users_sign_in_with_their_password_only() {
     assert_eq!(store.user_by_name("nobody").unwrap(), None);
     assert_eq!(store.user("nobody").unwrap(), None);
 }
+}
 
-#[test]
+on_both! {
 fn passwords_are_stored_as_argon2id_only() {
     let fixture = Fixture::new();
     fixture.user("alice", UserRole::Member);
     let stored: String = fixture
         .raw()
         .query_row(
-            "SELECT password_hash FROM users WHERE username = 'alice'",
-            [],
+            "SELECT password_hash FROM users WHERE username = 'alice'", (),
             |row| row.get(0),
         )
         .unwrap();
     assert!(stored.starts_with("$argon2id$v=19$"), "{stored}");
     assert!(!stored.contains(PASSWORD));
 }
+}
 
-#[test]
+on_both! {
 fn usernames_and_passwords_are_checked() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -326,8 +412,9 @@ fn usernames_and_passwords_are_checked() {
         UserRole::Member
     );
 }
+}
 
-#[test]
+on_both! {
 fn set_password_replaces_it_and_ends_sessions() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -365,10 +452,11 @@ fn set_password_replaces_it_and_ends_sessions() {
         Err(StoreError::WeakPassword(_))
     ));
 }
+}
 
 // --- sessions ----------------------------------------------------------------
 
-#[test]
+on_both! {
 fn sessions_carry_role_scopes_and_expire_after_twelve_hours() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -405,12 +493,13 @@ fn sessions_carry_role_scopes_and_expire_after_twelve_hours() {
     store.create_session(&member.id).unwrap();
     let rows: i64 = fixture
         .raw()
-        .query_row("SELECT count(*) FROM sessions", [], |row| row.get(0))
+        .query_row("SELECT count(*) FROM sessions", (), |row| row.get(0))
         .unwrap();
     assert_eq!(rows, 1);
 }
+}
 
-#[test]
+on_both! {
 fn sessions_are_stored_hashed_and_end_on_sign_out() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -420,7 +509,7 @@ fn sessions_are_stored_hashed_and_end_on_sign_out() {
         .raw()
         .prepare("SELECT secret_sha256 FROM sessions")
         .unwrap()
-        .query_map([], |row| row.get(0))
+        .query_map((), |row| row.get(0))
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
@@ -441,10 +530,11 @@ fn sessions_are_stored_hashed_and_end_on_sign_out() {
         Err(StoreError::UnknownUser)
     ));
 }
+}
 
 // --- tokens ------------------------------------------------------------------
 
-#[test]
+on_both! {
 fn write_consent_goes_to_live_access_tokens_for_known_apps_only() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -496,8 +586,7 @@ fn write_consent_goes_to_live_access_tokens_for_known_apps_only() {
     let audited: i64 = fixture
         .raw()
         .query_row(
-            "SELECT count(*) FROM authorization_audit_log WHERE action = 'token.write-consent'",
-            [],
+            "SELECT count(*) FROM authorization_audit_log WHERE action = 'token.write-consent'", (),
             |row| row.get(0),
         )
         .unwrap();
@@ -506,8 +595,9 @@ fn write_consent_goes_to_live_access_tokens_for_known_apps_only() {
     assert!(store.revoke_token(&script).unwrap());
     assert!(!store.write_consent(&script, "expense-log").unwrap());
 }
+}
 
-#[test]
+on_both! {
 fn tokens_carry_exactly_the_minted_scopes() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -547,8 +637,9 @@ fn tokens_carry_exactly_the_minted_scopes() {
         scopes(&[Scope::ChatUse, Scope::AppsInvoke])
     );
 }
+}
 
-#[test]
+on_both! {
 fn a_member_cannot_mint_apps_write_and_empty_scopes_are_refused() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -590,9 +681,10 @@ fn a_member_cannot_mint_apps_write_and_empty_scopes_are_refused() {
     assert!(matches!(error, StoreError::UnknownUser), "{error}");
     let rows: i64 = fixture
         .raw()
-        .query_row("SELECT count(*) FROM tokens", [], |row| row.get(0))
+        .query_row("SELECT count(*) FROM tokens", (), |row| row.get(0))
         .unwrap();
     assert_eq!(rows, 0);
+}
 }
 
 #[test]
@@ -613,8 +705,7 @@ fn a_token_is_never_stored_as_itself() {
     let (kind, scope_text, hash): (String, String, String) = fixture
         .raw()
         .query_row(
-            "SELECT kind, scopes, secret_sha256 FROM tokens",
-            [],
+            "SELECT kind, scopes, secret_sha256 FROM tokens", (),
             |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
         )
         .unwrap();
@@ -637,7 +728,7 @@ fn a_token_is_never_stored_as_itself() {
     );
 }
 
-#[test]
+on_both! {
 fn token_kinds_have_their_prefixes_and_lifetimes() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -702,8 +793,9 @@ fn token_kinds_have_their_prefixes_and_lifetimes() {
         )
         .unwrap();
 }
+}
 
-#[test]
+on_both! {
 fn forged_revoked_and_relabelled_tokens_are_refused() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -728,10 +820,11 @@ fn forged_revoked_and_relabelled_tokens_are_refused() {
     assert!(!store.revoke_token(&token).unwrap());
     assert!(!store.revoke_token("sasha_at_unknown").unwrap());
 }
+}
 
+on_both! {
 /// A token's last use is recorded to the minute: the first use writes it,
 /// uses within [`TOKEN_USE_PRECISION_SECONDS`] do not, the next one does.
-#[test]
 fn a_tokens_last_use_is_recorded_to_the_minute() {
     let fixture = Fixture::new();
     let alice = fixture.user("alice", UserRole::Member);
@@ -751,8 +844,9 @@ fn a_tokens_last_use_is_recorded_to_the_minute() {
     fixture.store.token(&secret).unwrap().unwrap();
     assert_eq!(last_use(), Some(START + TOKEN_USE_PRECISION_SECONDS));
 }
+}
 
-#[test]
+on_both! {
 fn a_token_loses_a_scope_its_users_role_no_longer_allows() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -774,10 +868,11 @@ fn a_token_loses_a_scope_its_users_role_no_longer_allows() {
         scopes(&[Scope::AppsInvoke])
     );
 }
+}
 
 // --- registry and grants ---------------------------------------------------
 
-#[test]
+on_both! {
 fn first_discovery_grants_manage_to_admin_and_staff_existing_then() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -877,8 +972,9 @@ fn first_discovery_grants_manage_to_admin_and_staff_existing_then() {
         ]
     );
 }
+}
 
-#[test]
+on_both! {
 fn a_revoked_or_narrowed_grant_is_never_restored_by_rediscovery_or_restart() {
     let fixture = Fixture::new();
     let ada = fixture.user("ada", UserRole::Admin);
@@ -905,8 +1001,9 @@ fn a_revoked_or_narrowed_grant_is_never_restored_by_rediscovery_or_restart() {
         Some(AppAccess::Use)
     );
 }
+}
 
-#[test]
+on_both! {
 fn revocation_applies_to_the_very_next_check() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -931,8 +1028,9 @@ fn revocation_applies_to_the_very_next_check() {
     assert!(store.access_by_app(&mia.id).unwrap().is_empty());
     assert!(!store.revoke("time-sheet", &mia.id, None).unwrap());
 }
+}
 
-#[test]
+on_both! {
 fn grants_are_upserted_checked_and_audited() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -1004,8 +1102,9 @@ fn grants_are_upserted_checked_and_audited() {
         (Some("manage"), None)
     );
 }
+}
 
-#[test]
+on_both! {
 fn deleting_a_user_removes_their_grants_sessions_and_tokens() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -1016,17 +1115,17 @@ fn deleting_a_user_removes_their_grants_sessions_and_tokens() {
         .mint_token(&sam.id, TokenKind::Access, &scopes(&[Scope::ChatUse]), None)
         .unwrap();
     let raw = fixture.raw();
-    raw.pragma_update(None, "foreign_keys", "ON").unwrap();
     raw.execute("DELETE FROM users WHERE id = ?1", [&sam.id])
         .unwrap();
     assert!(store.grants("time-sheet").unwrap().is_empty());
     assert_eq!(store.session(&session).unwrap(), None);
     assert_eq!(store.token(&token).unwrap(), None);
 }
+}
 
 // --- the audit log -----------------------------------------------------------
 
-#[test]
+on_both! {
 fn source_changes_are_audited() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -1045,6 +1144,7 @@ fn source_changes_are_audited() {
     assert_eq!(entries[1].after, None);
     assert!(store.audit_entries(Some("other")).unwrap().is_empty());
 }
+}
 
 #[test]
 fn the_audit_log_cannot_be_changed_or_deleted() {
@@ -1056,7 +1156,7 @@ fn the_audit_log_cannot_be_changed_or_deleted() {
     assert_eq!(before.len(), 2);
     let first_id = before[0].id;
 
-    let raw = fixture.raw();
+    let raw = fixture.raw_sqlite();
     for sql in [
         "UPDATE authorization_audit_log SET actor = 'mallory'".to_owned(),
         "DELETE FROM authorization_audit_log".to_owned(),
@@ -1075,7 +1175,7 @@ fn the_audit_log_cannot_be_changed_or_deleted() {
              ON CONFLICT (id) DO UPDATE SET actor = 'mallory'"
         ),
     ] {
-        let error = raw.execute(&sql, []).unwrap_err();
+        let error = raw.execute(&sql, ()).unwrap_err();
         assert!(error.to_string().contains("append-only"), "{sql}: {error}");
     }
     // With recursive triggers on, REPLACE's implicit delete is refused too.
@@ -1084,8 +1184,7 @@ fn the_audit_log_cannot_be_changed_or_deleted() {
         &format!(
             "INSERT OR REPLACE INTO authorization_audit_log (id, at, actor, action)
              VALUES ({first_id}, 0, 'mallory', 'grant.changed')"
-        ),
-        [],
+        ), (),
     )
     .unwrap_err();
     assert_eq!(store.audit_entries(None).unwrap(), before);
@@ -1111,7 +1210,7 @@ fn errors_say_whether_to_retry() {
 #[test]
 fn a_held_write_lock_is_reported_as_busy_not_as_a_fault() {
     let fixture = Fixture::new();
-    let raw = fixture.raw();
+    let raw = fixture.raw_sqlite();
     raw.busy_timeout(Duration::from_millis(0)).unwrap();
     raw.execute_batch("BEGIN IMMEDIATE").unwrap();
     // The store waits its 5 s busy timeout, then reports Busy. Keep this
@@ -1119,6 +1218,9 @@ fn a_held_write_lock_is_reported_as_busy_not_as_a_fault() {
     fixture
         .store
         .connection()
+        .unwrap()
+        .as_sqlite()
+        .unwrap()
         .busy_timeout(Duration::from_millis(50))
         .unwrap();
     let error = fixture

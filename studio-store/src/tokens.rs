@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use rusqlite::OptionalExtension as _;
+use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 
 use super::{
     ACCESS_TOKEN_DEFAULT_TTL_SECONDS, CHAT_SESSION_TTL_SECONDS, MAX_SECRET_LEN, Principal, Scope,
@@ -74,10 +74,9 @@ impl Store {
         let now = self.now();
         let expires_at = ttl.map(|ttl| now.saturating_add(seconds_i64(ttl)));
         let secret = format!("{}{}", kind.prefix(), secrets::random_secret());
-        let connection = self.connection();
-        connection.execute(
+        let id: i64 = self.connection()?.query_row(
             "INSERT INTO tokens (kind, user_id, scopes, secret_sha256, created_at, expires_at, label)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
             (
                 kind,
                 user_id,
@@ -87,8 +86,9 @@ impl Store {
                 expires_at,
                 label,
             ),
+            |row| row.get(0),
         )?;
-        Ok((secret, connection.last_insert_rowid()))
+        Ok((secret, id))
     }
 
     /// The principal of a bearer token, or `None` when it is unknown, expired
@@ -105,7 +105,7 @@ impl Store {
         };
         let now = self.now();
         let found = {
-            let connection = self.connection();
+            let connection = self.connection()?;
             connection
                 .prepare_cached(&format!(
                     "SELECT {USER_COLUMNS}, t.kind, t.scopes, t.expires_at, t.audience,
@@ -152,7 +152,7 @@ impl Store {
     /// Revokes a token; `false` when it was unknown or already revoked.
     pub fn revoke_token(&self, secret: &str) -> Result<bool, StoreError> {
         let now = self.now();
-        let connection = self.connection();
+        let connection = self.connection()?;
         let changed = connection.execute(
             "UPDATE tokens SET revoked_at = ?1 WHERE secret_sha256 = ?2 AND revoked_at IS NULL",
             (now, secrets::secret_sha256(secret)),

@@ -7,7 +7,7 @@
 //! invited user sign in; or answer an unknown user name faster than a wrong
 //! password, which would tell which names exist.
 
-use rusqlite::{OptionalExtension as _, TransactionBehavior};
+use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 
 use super::{
     MAX_SECRET_LEN, Principal, PrincipalKind, SESSION_TTL_SECONDS, Store, StoreError, USER_COLUMNS,
@@ -34,8 +34,8 @@ impl Store {
             role,
             created_at: self.now(),
         };
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         insert_user(&transaction, &user, &hash)?;
         transaction.commit()?;
         Ok(user)
@@ -46,8 +46,8 @@ impl Store {
     pub fn set_password(&self, username: &str, password: &str) -> Result<(), StoreError> {
         validate_password(password)?;
         let hash = secrets::hash_password(password).map_err(StoreError::Database)?;
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let user_id: Option<String> = transaction
             .query_row(
                 &format!("SELECT id FROM users WHERE username = ?1 {USERNAME_MATCHES}"),
@@ -71,7 +71,7 @@ impl Store {
 
     /// The user called `username`, whatever its case.
     pub fn user_by_name(&self, username: &str) -> Result<Option<User>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let user = connection
             .query_row(
                 &format!(
@@ -86,7 +86,7 @@ impl Store {
 
     /// The user with id `id`.
     pub fn user(&self, id: &str) -> Result<Option<User>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let user = connection
             .query_row(
                 &format!("SELECT {USER_COLUMNS} FROM users u WHERE u.id = ?1"),
@@ -99,12 +99,12 @@ impl Store {
 
     /// Every user, by username.
     pub fn users(&self) -> Result<Vec<User>, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let mut statement = connection.prepare(&format!(
             "SELECT {USER_COLUMNS} FROM users u ORDER BY u.username"
         ))?;
         let users = statement
-            .query_map([], user_from_row)?
+            .query_map((), user_from_row)?
             .collect::<Result<_, _>>()?;
         Ok(users)
     }
@@ -114,7 +114,7 @@ impl Store {
     /// timing does not tell which usernames exist.
     pub fn verify_login(&self, username: &str, password: &str) -> Result<Option<User>, StoreError> {
         let found = {
-            let connection = self.connection();
+            let connection = self.connection()?;
             connection
                 .query_row(
                     &format!(
@@ -160,8 +160,8 @@ impl Store {
     pub fn create_session(&self, user_id: &str) -> Result<String, StoreError> {
         let now = self.now();
         let secret = secrets::random_secret();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
         let exists = transaction
             .query_row(
                 "SELECT 1 FROM users WHERE id = ?1 AND disabled_at IS NULL",
@@ -201,7 +201,7 @@ impl Store {
             return Ok(None);
         }
         let now = self.now();
-        let connection = self.connection();
+        let connection = self.connection()?;
         // Asked on every authenticated request: prepared once per connection.
         let found = connection
             .prepare_cached(&format!(
@@ -224,7 +224,7 @@ impl Store {
 
     /// Ends a browser session (sign-out). Unknown secrets are ignored.
     pub fn delete_session(&self, secret: &str) -> Result<(), StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         connection.execute(
             "DELETE FROM sessions WHERE secret_sha256 = ?1",
             [secrets::secret_sha256(secret)],

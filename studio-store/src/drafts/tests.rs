@@ -32,7 +32,8 @@ impl Fixture {
     fn blobs(&self) -> i64 {
         self.store
             .connection()
-            .query_row("SELECT count(*) FROM revision_blobs", [], |row| row.get(0))
+            .unwrap()
+            .query_row("SELECT count(*) FROM revision_blobs", (), |row| row.get(0))
             .unwrap()
     }
 

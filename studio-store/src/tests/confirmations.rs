@@ -23,11 +23,11 @@ fn issue(store: &Store, user_id: &str, key: &str) -> IssuedConfirmation {
 fn confirmation_rows(fixture: &Fixture) -> i64 {
     fixture
         .raw()
-        .query_row("SELECT count(*) FROM confirmations", [], |row| row.get(0))
+        .query_row("SELECT count(*) FROM confirmations", (), |row| row.get(0))
         .unwrap()
 }
 
-#[test]
+on_both! {
 fn a_confirmation_is_issued_then_redeemed_for_its_key() {
     let fixture = Fixture::new();
     let alice = fixture.user("alice", UserRole::Member);
@@ -57,14 +57,15 @@ fn a_confirmation_is_issued_then_redeemed_for_its_key() {
     );
     let redeemed_at: Option<i64> = fixture
         .raw()
-        .query_row("SELECT redeemed_at FROM confirmations", [], |row| {
+        .query_row("SELECT redeemed_at FROM confirmations", (), |row| {
             row.get(0)
         })
         .unwrap();
     assert_eq!(redeemed_at, Some(START + CONFIRMATION_TTL_SECONDS - 1));
 }
+}
 
-#[test]
+on_both! {
 fn a_second_redemption_answers_the_same_key() {
     let fixture = Fixture::new();
     let alice = fixture.user("alice", UserRole::Member);
@@ -86,14 +87,15 @@ fn a_second_redemption_answers_the_same_key() {
     // The first redemption's time is kept.
     let redeemed_at: Option<i64> = fixture
         .raw()
-        .query_row("SELECT redeemed_at FROM confirmations", [], |row| {
+        .query_row("SELECT redeemed_at FROM confirmations", (), |row| {
             row.get(0)
         })
         .unwrap();
     assert_eq!(redeemed_at, Some(START));
 }
+}
 
-#[test]
+on_both! {
 fn a_confirmation_is_refused_for_any_other_call_and_once_expired() {
     let fixture = Fixture::new();
     let alice = fixture.user("alice", UserRole::Member);
@@ -144,8 +146,9 @@ fn a_confirmation_is_refused_for_any_other_call_and_once_expired() {
     check(&alice.id, TOOL, ARGUMENTS, &issued.token);
     check(&alice.id, TOOL, ARGUMENTS, &unredeemed.token);
 }
+}
 
-#[test]
+on_both! {
 fn confirmation_inputs_are_bounded() {
     let fixture = Fixture::new();
     let alice = fixture.user("alice", UserRole::Member);
@@ -208,6 +211,7 @@ fn confirmation_inputs_are_bounded() {
     );
     assert_eq!(confirmation_rows(&fixture), 1);
 }
+}
 
 #[test]
 fn only_the_sha256_of_a_confirmation_token_is_stored() {
@@ -231,8 +235,7 @@ fn only_the_sha256_of_a_confirmation_token_is_stored() {
         .query_row(
             "SELECT token_sha256, user_id, tool, arguments_sha256, idempotency_key,
                     created_at, expires_at, redeemed_at
-             FROM confirmations",
-            [],
+             FROM confirmations", (),
             |row| {
                 Ok((
                     row.get(0)?,
@@ -274,7 +277,7 @@ fn only_the_sha256_of_a_confirmation_token_is_stored() {
     );
 }
 
-#[test]
+on_both! {
 fn a_user_holds_at_most_a_hundred_live_confirmations() {
     let fixture = Fixture::new();
     let alice = fixture.user("alice", UserRole::Member);
@@ -323,8 +326,9 @@ fn a_user_holds_at_most_a_hundred_live_confirmations() {
             .is_err()
     );
 }
+}
 
-#[test]
+on_both! {
 fn issuing_deletes_expired_confirmations() {
     let fixture = Fixture::new();
     let alice = fixture.user("alice", UserRole::Member);
@@ -341,7 +345,7 @@ fn issuing_deletes_expired_confirmations() {
         .raw()
         .prepare("SELECT idempotency_key FROM confirmations ORDER BY created_at, idempotency_key")
         .unwrap()
-        .query_map([], |row| row.get(0))
+        .query_map((), |row| row.get(0))
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
@@ -361,8 +365,9 @@ fn issuing_deletes_expired_confirmations() {
             .is_ok()
     );
 }
+}
 
-#[test]
+on_both! {
 fn confirmations_need_an_existing_user_and_go_with_it() {
     let fixture = Fixture::new();
     let alice = fixture.user("alice", UserRole::Member);
@@ -375,7 +380,6 @@ fn confirmations_need_an_existing_user_and_go_with_it() {
     );
     let issued = issue(&fixture.store, &alice.id, "key");
     let raw = fixture.raw();
-    raw.pragma_update(None, "foreign_keys", "ON").unwrap();
     raw.execute("DELETE FROM users WHERE id = ?1", [&alice.id])
         .unwrap();
     assert_eq!(confirmation_rows(&fixture), 0);
@@ -386,4 +390,5 @@ fn confirmations_need_an_existing_user_and_go_with_it() {
             .unwrap(),
         Err(ConfirmationRefusal::NotValid)
     );
+}
 }

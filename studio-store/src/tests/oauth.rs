@@ -87,7 +87,7 @@ fn pkce_checks_the_rfc_7636_example() {
     assert!(!valid_code_challenge("plain-challenge"));
 }
 
-#[test]
+on_both! {
 fn a_code_becomes_audience_bound_tokens_that_rotate() {
     let fixture = Fixture::new();
     let admin = fixture.user("ada", UserRole::Admin);
@@ -162,8 +162,9 @@ fn a_code_becomes_audience_bound_tokens_that_rotate() {
     );
     assert!(refresh(&fixture, &client, &third.refresh_token, None).is_ok());
 }
+}
 
-#[test]
+on_both! {
 fn a_reused_refresh_token_revokes_the_whole_connection() {
     let fixture = Fixture::new();
     let staff = fixture.user("sam", UserRole::Staff);
@@ -196,8 +197,9 @@ fn a_reused_refresh_token_revokes_the_whole_connection() {
         Some("a spent refresh token was presented again")
     );
 }
+}
 
-#[test]
+on_both! {
 fn a_code_works_once_and_only_with_its_own_proof() {
     let fixture = Fixture::new();
     let staff = fixture.user("sam", UserRole::Staff);
@@ -255,8 +257,9 @@ fn a_code_works_once_and_only_with_its_own_proof() {
     assert!(exchange(&fixture, &client, &code, VERIFIER).is_err());
     assert!(no_connections(&fixture, &staff));
 }
+}
 
-#[test]
+on_both! {
 fn consent_follows_the_role_and_demotion_narrows_new_tokens() {
     let fixture = Fixture::new();
     let member = fixture.user("mia", UserRole::Member);
@@ -297,8 +300,9 @@ fn consent_follows_the_role_and_demotion_narrows_new_tokens() {
     let renewed = refresh(&fixture, &client, &tokens.refresh_token, None).unwrap();
     assert_eq!(renewed.scopes, scopes(&[Scope::AppsInvoke]));
 }
+}
 
-#[test]
+on_both! {
 fn people_see_and_revoke_only_their_own_connections() {
     let fixture = Fixture::new();
     let staff = fixture.user("sam", UserRole::Staff);
@@ -336,8 +340,9 @@ fn people_see_and_revoke_only_their_own_connections() {
     assert!(!live(&fixture, &tokens.access_token));
     assert!(refresh(&fixture, &client, &tokens.refresh_token, None).is_err());
 }
+}
 
-#[test]
+on_both! {
 fn clients_revoke_their_own_tokens_only() {
     let fixture = Fixture::new();
     let staff = fixture.user("sam", UserRole::Staff);
@@ -379,8 +384,9 @@ fn clients_revoke_their_own_tokens_only() {
     assert!(!live(&fixture, &renewed.access_token));
     assert!(no_connections(&fixture, &staff));
 }
+}
 
-#[test]
+on_both! {
 fn registration_cannot_fill_the_database() {
     let fixture = Fixture::new();
     let staff = fixture.user("sam", UserRole::Staff);
@@ -420,7 +426,7 @@ fn registration_cannot_fill_the_database() {
     );
     let count: i64 = fixture
         .raw()
-        .query_row("SELECT count(*) FROM oauth_clients", [], |row| row.get(0))
+        .query_row("SELECT count(*) FROM oauth_clients", (), |row| row.get(0))
         .unwrap();
     assert_eq!(count, 2);
     assert!(
@@ -431,8 +437,9 @@ fn registration_cannot_fill_the_database() {
             .is_some()
     );
 }
+}
 
-#[test]
+on_both! {
 fn confidential_clients_get_a_secret_stored_only_as_a_hash() {
     let fixture = Fixture::new();
     let registered = fixture
@@ -471,8 +478,9 @@ fn confidential_clients_get_a_secret_stored_only_as_a_hash() {
         ClientAuthMethod::SecretBasic
     );
 }
+}
 
-#[test]
+on_both! {
 fn a_refresh_token_expires_and_belongs_to_its_client() {
     let fixture = Fixture::new();
     let staff = fixture.user("sam", UserRole::Staff);
@@ -499,6 +507,7 @@ fn a_refresh_token_expires_and_belongs_to_its_client() {
     // Not a refresh token at all.
     assert!(refresh(&fixture, &client, &tokens.access_token, None).is_err());
 }
+}
 
 fn parked(state: Option<&str>) -> ParkedRequest {
     ParkedRequest {
@@ -512,9 +521,9 @@ fn parked(state: Option<&str>) -> ParkedRequest {
     }
 }
 
+on_both! {
 /// A request parked through one studio-core is read and decided through
 /// another over the same database (two replicas), once; its id is not stored.
-#[test]
 fn a_parked_request_is_decided_once_by_any_replica() {
     let fixture = Fixture::new();
     let other = fixture.reopen();
@@ -541,8 +550,8 @@ fn a_parked_request_is_decided_once_by_any_replica() {
         "taken once"
     );
     assert_eq!(fixture.store.peek_oauth_request(&id).unwrap(), None);
-    let stored: i64 = rusqlite::Connection::open(fixture.path())
-        .unwrap()
+    let stored: i64 = fixture
+        .raw()
         .query_row(
             "SELECT count(*) FROM oauth_requests WHERE id_sha256 = ?1 OR client_id = ?1",
             [&id],
@@ -551,9 +560,10 @@ fn a_parked_request_is_decided_once_by_any_replica() {
         .unwrap();
     assert_eq!(stored, 0);
 }
+}
 
+on_both! {
 /// Parked requests are bounded, expire, and an expired one makes room.
-#[test]
 fn parked_requests_are_bounded_and_expire() {
     let fixture = Fixture::new();
     let first = fixture
@@ -596,15 +606,16 @@ fn parked_requests_are_bounded_and_expire() {
             .is_some(),
         "expired ones are cleared"
     );
-    let waiting: i64 = rusqlite::Connection::open(fixture.path())
-        .unwrap()
-        .query_row("SELECT count(*) FROM oauth_requests", [], |row| row.get(0))
+    let waiting: i64 = fixture
+        .raw()
+        .query_row("SELECT count(*) FROM oauth_requests", (), |row| row.get(0))
         .unwrap();
     assert_eq!(waiting, 1);
 }
+}
 
+on_both! {
 /// A request past its expiry is neither shown nor decided.
-#[test]
 fn an_expired_request_is_neither_read_nor_taken() {
     let fixture = Fixture::new();
     let id = fixture
@@ -617,4 +628,5 @@ fn an_expired_request_is_neither_read_nor_taken() {
     fixture.advance(1);
     assert_eq!(fixture.store.peek_oauth_request(&id).unwrap(), None);
     assert_eq!(fixture.store.take_oauth_request(&id).unwrap(), None);
+}
 }

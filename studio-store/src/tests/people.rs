@@ -19,7 +19,7 @@ fn admins(store: &Store) -> Vec<String> {
         .collect()
 }
 
-#[test]
+on_both! {
 fn the_last_admin_who_can_sign_in_is_never_taken_away() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -85,8 +85,9 @@ fn the_last_admin_who_can_sign_in_is_never_taken_away() {
     );
     assert_eq!(admins(store), ["bob"]);
 }
+}
 
-#[test]
+on_both! {
 fn a_demoted_admin_changes_nobody() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -128,10 +129,11 @@ fn a_demoted_admin_changes_nobody() {
         Err(StoreError::NotAdmin)
     ));
 }
+}
 
+on_both! {
 /// Two handles on one file, as two studio-core processes have: each demotes
 /// the other's admin at once, many times over. Every round leaves an admin.
-#[test]
 fn two_processes_demoting_each_other_at_once_leave_an_admin() {
     let fixture = Fixture::new();
     let other = fixture.reopen();
@@ -173,10 +175,11 @@ fn two_processes_demoting_each_other_at_once_leave_an_admin() {
         assert_eq!(refusals, 1, "round {round}: {first:?}, {second:?}");
     }
 }
+}
 
+on_both! {
 /// A name signs in whatever its case, is stored as typed, and no second
 /// account can hold it in another case, whichever way a person is made.
-#[test]
 fn user_names_are_one_name_whatever_their_case() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -222,11 +225,12 @@ fn user_names_are_one_name_whatever_their_case() {
         UserRole::Staff
     );
 }
+}
 
+on_both! {
 /// A reset link sets a new password once, within its day, and ends every
 /// session, token and MCP connection the person had; until it is used
 /// nothing changes. It is only for an active person.
-#[test]
 fn a_password_reset_link_works_once_and_ends_the_old_credentials() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -325,11 +329,12 @@ fn a_password_reset_link_works_once_and_ends_the_old_credentials() {
         Err(StoreError::UnknownUser)
     ));
 }
+}
 
+on_both! {
 /// An invitation gives its apps when it is accepted, granted by the
 /// inviting admin and audited; only apps that admin may grant, and nothing
 /// when they are no longer an admin by then.
-#[test]
 fn an_invitation_gives_its_apps_once_accepted() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -436,12 +441,13 @@ fn an_invitation_gives_its_apps_once_accepted() {
         .unwrap();
     assert_eq!(store.access("time-sheet", &later.user.id).unwrap(), None);
 }
+}
 
+on_both! {
 /// Using a link is anonymous and not throttled, so a made-up, spent or
 /// expired link is answered before any password is hashed: nobody spends
 /// the server's argon2 work with links they do not hold. A live link still
 /// sets the password.
-#[test]
 fn a_dead_link_costs_no_password_hashing() {
     use std::sync::atomic::Ordering;
     let fixture = Fixture::new();
@@ -469,4 +475,5 @@ fn a_dead_link_costs_no_password_hashing() {
         .unwrap();
     assert!(again.is_none(), "spent");
     assert_eq!(hashed(), before + 1, "a spent link is dead too");
+}
 }

@@ -28,7 +28,7 @@ fn summaries(store: &Store, limit: u32) -> Vec<String> {
         .collect()
 }
 
-#[test]
+on_both! {
 fn a_suggestion_is_recorded_and_read_back_whole() {
     let fixture = Fixture::new();
     let alice = fixture.user("alice", UserRole::Member);
@@ -112,8 +112,7 @@ fn a_suggestion_is_recorded_and_read_back_whole() {
     );
     let nulls: (Option<String>, Option<String>) = raw
         .query_row(
-            "SELECT detail, metadata_json FROM suggestions WHERE summary LIKE 'A bare%'",
-            [],
+            "SELECT detail, metadata_json FROM suggestions WHERE summary LIKE 'A bare%'", (),
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .unwrap();
@@ -139,8 +138,9 @@ fn a_suggestion_is_recorded_and_read_back_whole() {
     assert_eq!(lines[1]["metadata"], metadata);
     assert_eq!(lines[1]["detail"], "First line.\n\tSecond line.");
 }
+}
 
-#[test]
+on_both! {
 fn suggestions_are_listed_newest_first_up_to_the_limit() {
     let fixture = Fixture::new();
     let alice = fixture.user("alice", UserRole::Member);
@@ -175,8 +175,9 @@ fn suggestions_are_listed_newest_first_up_to_the_limit() {
         .collect();
     assert_eq!(usernames, ["bob", "alice", "bob", "alice"]);
 }
+}
 
-#[test]
+on_both! {
 fn a_user_records_at_most_fifty_suggestions_in_any_24_hours() {
     let fixture = Fixture::new();
     let alice = fixture.user("alice", UserRole::Member);
@@ -246,8 +247,9 @@ fn a_user_records_at_most_fifty_suggestions_in_any_24_hours() {
         .unwrap();
     assert_eq!(alice_rows, 70, "refused suggestions are not stored");
 }
+}
 
-#[test]
+on_both! {
 fn racing_suggestions_never_exceed_the_cap() {
     let fixture = Fixture::new();
     let alice = fixture.user("alice", UserRole::Member);
@@ -281,8 +283,9 @@ fn racing_suggestions_never_exceed_the_cap() {
     assert_eq!(recorded, 10);
     assert_eq!(fixture.store.suggestions(100).unwrap().len(), 50);
 }
+}
 
-#[test]
+on_both! {
 fn suggestions_need_an_existing_user_and_go_with_it() {
     let fixture = Fixture::new();
     let alice = fixture.user("alice", UserRole::Member);
@@ -295,8 +298,8 @@ fn suggestions_need_an_existing_user_and_go_with_it() {
     );
     record(&fixture.store, &alice.id, "from alice, who then leaves");
     let raw = fixture.raw();
-    raw.pragma_update(None, "foreign_keys", "ON").unwrap();
     raw.execute("DELETE FROM users WHERE id = ?1", [&alice.id])
         .unwrap();
     assert!(fixture.store.suggestions(10).unwrap().is_empty());
+}
 }

@@ -3,8 +3,6 @@
 //! first-discovery `grant.changed` entries) is [`Store::register_app`]'s, as
 //! for any package.
 
-use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
-
 use super::{Store, StoreError, audit};
 
 /// Audit actions of app creation.

@@ -17,7 +17,7 @@
 //! What it must never do: list or decide one user's approval for another, or
 //! let a decided approval be decided again.
 
-use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
+use crate::db::{DbError, OptionalExtension as _, Row, Sql};
 use serde_json::Value;
 
 use super::{Store, StoreError};

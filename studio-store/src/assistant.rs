@@ -10,7 +10,7 @@
 //!
 //! What it must never do: answer one user's conversation to another.
 
-use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
+use crate::db::{OptionalExtension as _, Sql};
 use serde_json::Value;
 
 use super::{Store, StoreError};

@@ -30,7 +30,7 @@
 
 use std::fmt;
 
-use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
+use crate::db::{OptionalExtension as _, Sql};
 use sha2::{Digest as _, Sha256};
 
 use super::{MAX_SECRET_LEN, Store, StoreError, secrets};

@@ -15,7 +15,7 @@
 //! What it must never do: serve a file whose bytes do not match its
 //! address, or touch the live package folder.
 
-use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
+use crate::db::{OptionalExtension as _, Sql, Tx};
 use sha2::{Digest as _, Sha256};
 
 use super::{Store, StoreError, audit};

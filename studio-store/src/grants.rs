@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
+use crate::db::{DbError, OptionalExtension as _, Row, Sql};
 use sasha_contract::data::ReadPolicy;
 
 use super::{

@@ -3,7 +3,7 @@
 //! the ledger no longer holds was ever one of the app's (so a pruned revision
 //! is told apart from one that never existed).
 
-use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
+use crate::db::{OptionalExtension as _, Sql};
 
 use super::{Store, StoreError, action, audit};
 

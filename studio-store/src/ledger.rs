@@ -31,7 +31,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
+use crate::db::{OptionalExtension as _, Sql, Tx};
 use sasha_package::assemble::{Resource, resource_uri, revision_of};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};

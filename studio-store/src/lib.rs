@@ -30,8 +30,8 @@ mod app_creation;
 mod approvals;
 mod assistant;
 mod blocking;
-mod db;
 mod confirmations;
+mod db;
 mod drafts;
 mod grants;
 mod history;
@@ -52,7 +52,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
@@ -780,9 +780,8 @@ impl Store {
         clock: Clock,
     ) -> Result<Store, StoreError> {
         let place = redacted(url);
-        let pool = db::connect_postgres(url, pool_size, ca_file).map_err(|error| {
-            StoreError::Unavailable(format!("{place}: {error}"))
-        })?;
+        let pool = db::connect_postgres(url, pool_size, ca_file)
+            .map_err(|error| StoreError::Unavailable(format!("{place}: {error}")))?;
         let mut connection = Conn::postgres(&pool)?;
         schema_postgres::migrate(&mut connection, clock())?;
         drop(connection);
@@ -798,7 +797,10 @@ impl Store {
     /// Opens the core database `DATABASE_URL` names when it is set, else the
     /// SQLite file at `db_path`: the one choice of backend every process
     /// makes the same way.
-    pub fn open_configured(database_url: Option<&str>, db_path: &Path) -> Result<Store, StoreError> {
+    pub fn open_configured(
+        database_url: Option<&str>,
+        db_path: &Path,
+    ) -> Result<Store, StoreError> {
         match database_url.filter(|url| !url.is_empty()) {
             Some(url) => Store::connect(url, DEFAULT_POOL_SIZE, None, Arc::new(system_clock)),
             None => Store::open(db_path),
@@ -926,7 +928,9 @@ fn redacted(url: &str) -> String {
         (Some(scheme), Some(at)) if at > scheme => {
             let credentials = &url[scheme + 3..at];
             match credentials.split_once(':') {
-                Some((user, _password)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                Some((user, _password)) => {
+                    format!("{}{user}:***{}", &url[..scheme + 3], &url[at..])
+                }
                 None => url.to_owned(),
             }
         }

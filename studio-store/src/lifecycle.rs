@@ -11,7 +11,7 @@
 //! only for a withdrawn app, which stays withdrawn; a deleted package cannot
 //! be restored. The row is never removed, so the id is never reused.
 
-use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
+use crate::db::{OptionalExtension as _, Sql, Tx};
 
 use super::{Store, StoreError, audit};
 

@@ -28,9 +28,9 @@
 
 use std::collections::BTreeSet;
 
+use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
@@ -328,7 +328,8 @@ impl Store {
             [now.saturating_sub(UNCONSENTED_CLIENT_TTL_SECONDS)],
         )?;
         let (unconsented, total): (i64, i64) = transaction.query_row(
-            "SELECT count(*) FILTER (WHERE consented_at IS NULL), count(*) FROM oauth_clients", (),
+            "SELECT count(*) FILTER (WHERE consented_at IS NULL), count(*) FROM oauth_clients",
+            (),
             |row| Ok((row.get(0)?, row.get(1)?)),
         )?;
         if unconsented >= MAX_UNCONSENTED_CLIENTS || total >= MAX_CLIENTS {

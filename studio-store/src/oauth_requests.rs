@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
+use crate::db::{DbError, OptionalExtension as _, Row, Sql};
 
 use super::{Scope, Store, StoreError, scopes_from_text, scopes_to_text, secrets};
 

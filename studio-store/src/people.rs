@@ -187,10 +187,7 @@ pub struct Removed {
 /// Refuses unless `actor` may change people now, read inside `transaction`:
 /// the operator (`sasha admin`, with the state folder in hand), or a user
 /// who is still an enabled admin.
-fn require_acting_admin(
-    transaction: &Tx<'_>,
-    actor: &str,
-) -> Result<(), StoreError> {
+fn require_acting_admin(transaction: &Tx<'_>, actor: &str) -> Result<(), StoreError> {
     if actor == ACTOR_OPERATOR {
         return Ok(());
     }
@@ -911,16 +908,16 @@ impl Store {
         let noted = self.connection().and_then(|connection| {
             connection
                 .execute(
-                "UPDATE tokens SET last_used_at = ?2 WHERE id = ?1",
-                (id, now),
-            )
-            .and_then(|_| match grant_id {
-                Some(grant) => connection.execute(
-                    "UPDATE oauth_grants SET last_used_at = ?2 WHERE id = ?1",
-                    (grant, now),
-                ),
-                None => Ok(0),
-            })
+                    "UPDATE tokens SET last_used_at = ?2 WHERE id = ?1",
+                    (id, now),
+                )
+                .and_then(|_| match grant_id {
+                    Some(grant) => connection.execute(
+                        "UPDATE oauth_grants SET last_used_at = ?2 WHERE id = ?1",
+                        (grant, now),
+                    ),
+                    None => Ok(0),
+                })
                 .map_err(StoreError::from)
         });
         if let Err(error) = noted {
@@ -980,10 +977,7 @@ fn end_every_credential(
 
 /// Refuses an app an admin cannot give with an invitation: one never
 /// registered, one withdrawn, or a member app (its author shares it).
-fn grantable_by_invitation(
-    transaction: &Tx<'_>,
-    app_id: &str,
-) -> Result<(), StoreError> {
+fn grantable_by_invitation(transaction: &Tx<'_>, app_id: &str) -> Result<(), StoreError> {
     let refuse = |reason| {
         Err(StoreError::InvitationGrant {
             app_id: app_id.to_owned(),

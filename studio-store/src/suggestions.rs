@@ -15,7 +15,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
+use crate::db::{OptionalExtension as _, Sql};
 use serde::{Deserialize, Serialize};
 
 use super::{ParseEnumError, Store, StoreError};

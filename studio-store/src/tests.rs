@@ -52,7 +52,6 @@ macro_rules! on_both {
         }
     };
 }
-pub(crate) use on_both;
 
 /// Where a fixture's database is.
 enum Place {
@@ -244,7 +243,8 @@ fn a_database_from_a_newer_build_is_refused() {
     fixture
         .raw()
         .execute(
-            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)", (),
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)",
+            (),
         )
         .unwrap();
     let error = Store::open(&fixture.path()).unwrap_err();
@@ -705,7 +705,8 @@ fn a_token_is_never_stored_as_itself() {
     let (kind, scope_text, hash): (String, String, String) = fixture
         .raw()
         .query_row(
-            "SELECT kind, scopes, secret_sha256 FROM tokens", (),
+            "SELECT kind, scopes, secret_sha256 FROM tokens",
+            (),
             |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
         )
         .unwrap();
@@ -1184,7 +1185,8 @@ fn the_audit_log_cannot_be_changed_or_deleted() {
         &format!(
             "INSERT OR REPLACE INTO authorization_audit_log (id, at, actor, action)
              VALUES ({first_id}, 0, 'mallory', 'grant.changed')"
-        ), (),
+        ),
+        (),
     )
     .unwrap_err();
     assert_eq!(store.audit_entries(None).unwrap(), before);

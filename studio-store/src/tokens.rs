@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
+use crate::db::{OptionalExtension as _, Sql};
 
 use super::{
     ACCESS_TOKEN_DEFAULT_TTL_SECONDS, CHAT_SESSION_TTL_SECONDS, MAX_SECRET_LEN, Principal, Scope,

@@ -7,7 +7,7 @@
 //! invited user sign in; or answer an unknown user name faster than a wrong
 //! password, which would tell which names exist.
 
-use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
+use crate::db::{OptionalExtension as _, Sql};
 
 use super::{
     MAX_SECRET_LEN, Principal, PrincipalKind, SESSION_TTL_SECONDS, Store, StoreError, USER_COLUMNS,

@@ -73,7 +73,10 @@ pub fn postgres_server() -> u16 {
         None => start(&home),
     };
     // The watchdog counts idle time from this file's last change.
-    let _ = fs::write(home.join("used"), format!("{:?}", std::time::SystemTime::now()));
+    let _ = fs::write(
+        home.join("used"),
+        format!("{:?}", std::time::SystemTime::now()),
+    );
     drop(lock);
     port
 }
@@ -98,7 +101,11 @@ pub fn postgres_database() -> String {
 
 /// The port of a server that answers, from a previous start.
 fn running_port(home: &Path) -> Option<u16> {
-    let port: u16 = fs::read_to_string(home.join("port")).ok()?.trim().parse().ok()?;
+    let port: u16 = fs::read_to_string(home.join("port"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
     TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1))
         .ok()
         .map(|_| port)
@@ -127,11 +134,20 @@ fn start(home: &Path) -> u16 {
     if effective_uid() == 0 {
         // The cluster's owner must own its folders; everyone may pass
         // through the parent to reach them.
-        run(Command::new("chown").args(["-R", "postgres:postgres"]).arg(home));
+        run(Command::new("chown")
+            .args(["-R", "postgres:postgres"])
+            .arg(home));
         run(Command::new("chmod").args(["0755"]).arg(home));
     }
     run(as_owner(&bin.join("initdb"))
-        .args(["--auth=trust", "--username", SUPERUSER, "--encoding=UTF8", "--locale=C.UTF-8", "-D"])
+        .args([
+            "--auth=trust",
+            "--username",
+            SUPERUSER,
+            "--encoding=UTF8",
+            "--locale=C.UTF-8",
+            "-D",
+        ])
         .arg(&data));
     let port = free_port();
     // Durability is not what these tests measure: no fsync, so creating a
@@ -176,7 +192,11 @@ fn watchdog(home: &Path, bin: &Path, data: &Path) {
            fi; \
          done",
         used = home.join("used").display(),
-        owner = if effective_uid() == 0 { "runuser -u postgres --" } else { "" },
+        owner = if effective_uid() == 0 {
+            "runuser -u postgres --"
+        } else {
+            ""
+        },
         pg_ctl = bin.join("pg_ctl").display(),
         data = data.display(),
     );

@@ -72,7 +72,8 @@ impl CoreWorld {
 
     /// A direct connection to the core database, waiting out core's writes.
     pub fn database(&self) -> rusqlite::Connection {
-        let connection = rusqlite::Connection::open(self.store.path()).unwrap();
+        let path = self.store.path().expect("a SQLite core database");
+        let connection = rusqlite::Connection::open(path).unwrap();
         connection.busy_timeout(Duration::from_secs(5)).unwrap();
         connection
     }

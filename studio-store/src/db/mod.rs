@@ -360,7 +360,10 @@ enum Target<'a> {
 /// The statements both a connection and a transaction run.
 pub(crate) trait Sql {
     #[doc(hidden)]
-    #[allow(private_interfaces, reason = "the seam between the trait and its two implementors")]
+    #[allow(
+        private_interfaces,
+        reason = "the seam between the trait and its two implementors"
+    )]
     fn target(&self) -> Target<'_>;
 
     fn dialect(&self) -> Dialect {
@@ -497,10 +500,6 @@ pub(crate) struct Statement<'a, S: Sql> {
 }
 
 impl<S: Sql> Statement<'_, S> {
-    pub(crate) fn execute(&mut self, params: impl Params) -> Result<usize, DbError> {
-        self.on.execute(&self.sql, params)
-    }
-
     pub(crate) fn query_row<T>(
         &mut self,
         params: impl Params,
@@ -515,13 +514,6 @@ impl<S: Sql> Statement<'_, S> {
         map: impl FnMut(&Row<'_>) -> Result<T, DbError>,
     ) -> Result<std::vec::IntoIter<Result<T, DbError>>, DbError> {
         self.on.query_map(&self.sql, params, map)
-    }
-
-    pub(crate) fn exists(&mut self, params: impl Params) -> Result<bool, DbError> {
-        self.on
-            .query_row(&self.sql, params, |_| Ok(()))
-            .optional()
-            .map(|found| found.is_some())
     }
 }
 
@@ -565,11 +557,13 @@ impl<'s> Conn<'s> {
         Ok(Tx {
             inner: match &mut self.inner {
                 ConnInner::Sqlite(connection) => TxInner::Sqlite(
-                    connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?,
+                    connection
+                        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?,
                 ),
                 #[cfg(test)]
                 ConnInner::SqliteOwned(connection) => TxInner::Sqlite(
-                    connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?,
+                    connection
+                        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?,
                 ),
                 ConnInner::Postgres(client) => {
                     TxInner::Postgres(self::postgres::begin_write(client.get_mut())?)
@@ -593,7 +587,8 @@ impl<'s> Conn<'s> {
         })
     }
 
-    /// The SQLite connection itself (its schema, pragmas and hooks).
+    /// The SQLite connection itself (tests set its pragmas).
+    #[cfg(test)]
     pub(crate) fn as_sqlite(&mut self) -> Option<&mut rusqlite::Connection> {
         match &mut self.inner {
             ConnInner::Sqlite(connection) => Some(connection),
@@ -605,7 +600,10 @@ impl<'s> Conn<'s> {
 }
 
 impl Sql for Conn<'_> {
-    #[allow(private_interfaces, reason = "the seam between the trait and its two implementors")]
+    #[allow(
+        private_interfaces,
+        reason = "the seam between the trait and its two implementors"
+    )]
     fn target(&self) -> Target<'_> {
         match &self.inner {
             ConnInner::Sqlite(connection) => Target::Sqlite(connection),
@@ -636,7 +634,10 @@ impl Tx<'_> {
 }
 
 impl Sql for Tx<'_> {
-    #[allow(private_interfaces, reason = "the seam between the trait and its two implementors")]
+    #[allow(
+        private_interfaces,
+        reason = "the seam between the trait and its two implementors"
+    )]
     fn target(&self) -> Target<'_> {
         match &self.inner {
             TxInner::Sqlite(transaction) => Target::Sqlite(transaction),

@@ -205,7 +205,10 @@ fn writes(sql: &str) -> bool {
 }
 
 fn parameters<'a>(values: &'a [Value<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
-    values.iter().map(|value| value as &(dyn ToSql + Sync)).collect()
+    values
+        .iter()
+        .map(|value| value as &(dyn ToSql + Sync))
+        .collect()
 }
 
 fn decode(rows: Vec<postgres::Row>) -> Result<Vec<Vec<OwnedValue>>, DbError> {
@@ -217,7 +220,9 @@ fn decode(rows: Vec<postgres::Row>) -> Result<Vec<Vec<OwnedValue>>, DbError> {
                         .map(|any| any.0)
                         .map_err(|error| DbError::Conversion {
                             index,
-                            detail: error.source().map_or_else(|| error.to_string(), ToString::to_string),
+                            detail: error
+                                .source()
+                                .map_or_else(|| error.to_string(), ToString::to_string),
                         })
                 })
                 .collect()
@@ -316,7 +321,12 @@ pub(crate) fn query_alone(
     let sql = numbered_placeholders(sql);
     let parameters = parameters(values);
     if first_only {
-        return decode(client.query_opt(sql.as_str(), &parameters)?.into_iter().collect());
+        return decode(
+            client
+                .query_opt(sql.as_str(), &parameters)?
+                .into_iter()
+                .collect(),
+        );
     }
     decode(client.query(sql.as_str(), &parameters)?)
 }

@@ -235,7 +235,8 @@ fn only_the_sha256_of_a_confirmation_token_is_stored() {
         .query_row(
             "SELECT token_sha256, user_id, tool, arguments_sha256, idempotency_key,
                     created_at, expires_at, redeemed_at
-             FROM confirmations", (),
+             FROM confirmations",
+            (),
             |row| {
                 Ok((
                     row.get(0)?,

@@ -57,8 +57,9 @@ use tokio_util::sync::CancellationToken;
 pub struct Config {
     /// `SASHA_GATEWAY_HTTP_ADDR`: the MCP HTTP listener (default `127.0.0.1:3014`).
     pub http_addr: SocketAddr,
-    /// `SASHA_CORE_GRPC_URL`: studio-core (default `https://127.0.0.1:3012`).
-    pub core_url: String,
+    /// `SASHA_CORE_GRPC_URL`: studio-core's replicas (default
+    /// `https://127.0.0.1:3012`).
+    pub core_urls: Vec<String>,
     /// `SASHA_DATA_GRPC_URL`: data-worker (default `https://127.0.0.1:3013`).
     pub data_url: String,
     /// `MCP_PUBLIC_ORIGIN`: the origin MCP clients use (default
@@ -90,7 +91,7 @@ impl Config {
         let studio = config::origin(env, "SASHA_PUBLIC_ORIGIN", config::DEFAULT_PUBLIC_ORIGIN)?;
         Ok(Config {
             http_addr: config::socket_addr(env, "SASHA_GATEWAY_HTTP_ADDR", "127.0.0.1:3014")?,
-            core_url: config::grpc_url(env, "SASHA_CORE_GRPC_URL", "https://127.0.0.1:3012")?,
+            core_urls: config::grpc_urls(env, "SASHA_CORE_GRPC_URL", "https://127.0.0.1:3012")?,
             data_url: config::grpc_url(env, "SASHA_DATA_GRPC_URL", "https://127.0.0.1:3013")?,
             mcp_origin: config::origin(env, "MCP_PUBLIC_ORIGIN", studio.as_str())?,
             studio_origin: studio,
@@ -273,7 +274,7 @@ pub struct Service {
 /// Builds the service over lazily connecting clients of `config`'s
 /// upstreams; `shutdown` ends `GET /mcp` listening streams.
 pub fn service(config: &Config, shutdown: CancellationToken) -> Result<Service, RoleError> {
-    let core = grpc::core_client(&config.core_url, &config.identity).map_err(|error| {
+    let core = grpc::core_replicas_client(&config.core_urls, &config.identity).map_err(|error| {
         RoleError::Config(ConfigError::new("SASHA_CORE_GRPC_URL", error.to_string()))
     })?;
     let data = grpc::data_client(&config.data_url, &config.identity).map_err(|error| {

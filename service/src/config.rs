@@ -71,6 +71,10 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SASHA_STATE_DIR", roles: "all", default: "./.sasha", meaning: "base of every default path below and of the development certificates" },
     Variable { name: "DOCS_ROOT", roles: "studio-core, data-worker", default: "$SASHA_STATE_DIR/docs", meaning: "the served docs tree; app packages live in DOCS_ROOT/apps/<app-id>/" },
     Variable { name: "DB_PATH", roles: "studio-core, data-worker", default: "$SASHA_STATE_DIR/core.sqlite", meaning: "the core SQLite database file" },
+    Variable { name: "DATABASE_URL", roles: "studio-core, sasha admin", default: "(unset: the SQLite file at DB_PATH)", meaning: "the core database on PostgreSQL, postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=require]; every studio-core replica shares it; not together with DATABASE_URL_FILE" },
+    Variable { name: "DATABASE_URL_FILE", roles: "studio-core, sasha admin", default: "(unset)", meaning: "file holding DATABASE_URL (trimmed), for a container secret; not together with DATABASE_URL" },
+    Variable { name: "SASHA_DATABASE_POOL_SIZE", roles: "studio-core, sasha admin", default: "8", meaning: "PostgreSQL connections each process keeps (1 to 256)" },
+    Variable { name: "SASHA_DATABASE_CA_FILE", roles: "studio-core, sasha admin", default: "(unset: the system's roots)", meaning: "PEM CA that verifies the PostgreSQL server when DATABASE_URL says sslmode=require" },
     Variable { name: "APP_DATA_ROOT", roles: "studio-core, data-worker", default: "<dirname(DB_PATH)>/apps", meaning: "one SQLite file per app; refused at boot if it is or resolves inside DOCS_ROOT" },
     Variable { name: "UPLOADS_ROOT", roles: "studio-core", default: "$SASHA_STATE_DIR/uploads", meaning: "documents users upload for the assistant, converted to Markdown, one folder per user; refused at boot if it is or resolves inside DOCS_ROOT" },
     Variable { name: "SASHA_PUBLIC_ORIGIN", roles: "studio-core, edge-sandbox, mcp-gateway", default: DEFAULT_PUBLIC_ORIGIN, meaning: "the Studio origin: absolute, no trailing slash, path, query, fragment, credentials or wildcard" },
@@ -92,7 +96,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SASHA_DATA_GRPC_ADDR", roles: "data-worker", default: "127.0.0.1:3013", meaning: "mTLS gRPC listen address of DataService" },
     Variable { name: "SASHA_GATEWAY_HTTP_ADDR", roles: "mcp-gateway", default: "127.0.0.1:3014", meaning: "HTTP listen address of /mcp" },
     Variable { name: "SASHA_GATEWAY_CALL_DEADLINE_SECS", roles: "mcp-gateway", default: "10", meaning: "seconds a request waits on studio-core or data-worker for authentication, the catalogue or a data operation (1 to 300); then APP_TIMEOUT (retryable)" },
-    Variable { name: "SASHA_CORE_GRPC_URL", roles: "mcp-gateway", default: "https://127.0.0.1:3012", meaning: "where the gateway reaches studio-core (https only)" },
+    Variable { name: "SASHA_CORE_GRPC_URL", roles: "mcp-gateway", default: "https://127.0.0.1:3012", meaning: "where the gateway reaches studio-core (https only); several replicas' URLs comma-separated, each call going to one that answers" },
     Variable { name: "SASHA_DATA_GRPC_URL", roles: "studio-core, mcp-gateway", default: "https://127.0.0.1:3013", meaning: "where core and the gateway reach data-worker (https only)" },
     Variable { name: "SASHA_TLS_CA", roles: "studio-core, data-worker, mcp-gateway", default: "$SASHA_STATE_DIR/certs/ca.pem", meaning: "PEM CA certificate every role trusts" },
     Variable { name: "SASHA_TLS_CERT", roles: "studio-core, data-worker, mcp-gateway", default: "$SASHA_STATE_DIR/certs/<role>.pem", meaning: "PEM certificate of this role (SAN <role>.sasha.internal)" },
@@ -189,7 +193,27 @@ pub fn count(
 /// An internal gRPC URL such as `https://127.0.0.1:3012`.
 pub fn grpc_url(env: &dyn Env, var: &'static str, default: &str) -> Result<String, ConfigError> {
     let text = env.var(var).unwrap_or_else(|| default.to_owned());
-    let url = url::Url::parse(&text)
+    check_grpc_url(var, &text)?;
+    Ok(text)
+}
+
+/// One or more internal gRPC URLs, comma-separated, for a role that runs as
+/// several replicas (each call goes to one that answers).
+pub fn grpc_urls(
+    env: &dyn Env,
+    var: &'static str,
+    default: &str,
+) -> Result<Vec<String>, ConfigError> {
+    let text = env.var(var).unwrap_or_else(|| default.to_owned());
+    let urls: Vec<String> = text.split(',').map(|url| url.trim().to_owned()).collect();
+    for url in &urls {
+        check_grpc_url(var, url)?;
+    }
+    Ok(urls)
+}
+
+fn check_grpc_url(var: &'static str, text: &str) -> Result<(), ConfigError> {
+    let url = url::Url::parse(text)
         .map_err(|_| ConfigError::new(var, format!("{text:?} is not an absolute URL")))?;
     if url.scheme() != "https" {
         return Err(ConfigError::new(
@@ -203,7 +227,7 @@ pub fn grpc_url(env: &dyn Env, var: &'static str, default: &str) -> Result<Strin
             format!("{text:?} has no host and port"),
         ));
     }
-    Ok(text)
+    Ok(())
 }
 
 /// The TLS files of `role`: `SASHA_TLS_CA`, `SASHA_TLS_CERT`, `SASHA_TLS_KEY`,

@@ -148,6 +148,40 @@ pub fn channel(
     ))
 }
 
+/// A channel to the replicas of `server` at `urls`: one URL is
+/// [`channel`]; several are balanced (tonic's power-of-two-choices over
+/// the endpoints that are connected), so a call goes to a replica that
+/// answers while another is down or restarting.
+pub fn balanced_channel(
+    urls: &[String],
+    identity: &Identity,
+    server: Role,
+) -> Result<TracedChannel, ConnectError> {
+    if let [url] = urls {
+        return channel(url, identity, server);
+    }
+    let endpoints = urls
+        .iter()
+        .map(|url| {
+            let error = |reason: String| ConnectError {
+                url: url.clone(),
+                reason,
+            };
+            Ok(Endpoint::from_shared(url.clone())
+                .map_err(|e| error(e.to_string()))?
+                .tls_config(identity.client_tls(server))
+                .map_err(|e| error(e.to_string()))?
+                .connect_timeout(CONNECT_TIMEOUT)
+                .timeout(CALL_TIMEOUT)
+                .tcp_nodelay(true))
+        })
+        .collect::<Result<Vec<_>, ConnectError>>()?;
+    Ok(InterceptedService::new(
+        Channel::balance_list(endpoints.into_iter()),
+        TraceContextInterceptor,
+    ))
+}
+
 /// Client for studio-core's `CoreService`.
 pub type CoreClient = sasha_proto::pb::core_service_client::CoreServiceClient<TracedChannel>;
 /// Client for data-worker's `DataService`.
@@ -156,6 +190,18 @@ pub type DataClient = sasha_proto::pb::data_service_client::DataServiceClient<Tr
 /// Connects a `CoreService` client.
 pub fn core_client(url: &str, identity: &Identity) -> Result<CoreClient, ConnectError> {
     Ok(CoreClient::new(channel(url, identity, Role::StudioCore)?))
+}
+
+/// Connects a `CoreService` client to one or more studio-core replicas.
+pub fn core_replicas_client(
+    urls: &[String],
+    identity: &Identity,
+) -> Result<CoreClient, ConnectError> {
+    Ok(CoreClient::new(balanced_channel(
+        urls,
+        identity,
+        Role::StudioCore,
+    )?))
 }
 
 /// Connects a `DataService` client.

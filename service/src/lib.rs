@@ -14,6 +14,7 @@
 //! processes; the process that owns a rule keeps it.
 
 pub mod config;
+pub mod core_database;
 pub mod files;
 pub mod grpc;
 pub mod health;

@@ -63,6 +63,7 @@ use std::sync::Arc;
 
 use sasha_service::Role;
 use sasha_service::config::{self, ConfigError, Env, Origins, StoragePaths};
+use sasha_service::core_database::CoreDatabase;
 use sasha_service::grpc as service_grpc;
 use sasha_service::health;
 use sasha_service::identity::Identity;
@@ -114,6 +115,9 @@ pub struct Config {
     /// `SASHA_REPLICA_*`: replication of the core database to object
     /// storage; `None` when `SASHA_REPLICA_URL` is unset.
     pub replica: Option<sasha_replica::ReplicaConfig>,
+    /// `DATABASE_URL` (PostgreSQL, shared by every replica), else the SQLite
+    /// file at `DB_PATH`.
+    pub database: CoreDatabase,
 }
 
 impl Config {
@@ -126,8 +130,19 @@ impl Config {
             .parent()
             .map(ToOwned::to_owned)
             .unwrap_or_default();
+        let database = CoreDatabase::from_env(env, &storage)?;
+        let replica = sasha_replica::ReplicaConfig::from_env(env, &database_folder)?;
+        if replica.is_some() && matches!(database, CoreDatabase::Postgres(_)) {
+            // Litestream replicates SQLite files; a PostgreSQL core database
+            // is replicated by PostgreSQL (its standby or managed service).
+            return Err(ConfigError::new(
+                sasha_replica::config::REPLICA_URL,
+                "studio-core's core database is PostgreSQL (DATABASE_URL), which replicates itself: unset SASHA_REPLICA_URL for studio-core (data-worker keeps it)",
+            ));
+        }
         Ok(Config {
-            replica: sasha_replica::ReplicaConfig::from_env(env, &database_folder)?,
+            database,
+            replica,
             assistant_mcp_url: assistant_mcp_url(env, &mcp_origin)?,
             mcp_origin,
             http_addr: config::socket_addr(env, "SASHA_CORE_HTTP_ADDR", "127.0.0.1:3011")?,
@@ -175,6 +190,28 @@ fn assistant_mcp_url(env: &dyn Env, mcp_origin: &config::Origin) -> Result<Strin
         ));
     }
     Ok(value)
+}
+
+/// Opens (and migrates) the core database `database` names, with the message
+/// an operator needs when it cannot: the variable, where, and why, never a
+/// password. Every process that opens the core database comes through here.
+pub fn open_store(database: &CoreDatabase) -> Result<Store, String> {
+    match database {
+        CoreDatabase::Sqlite(path) => Store::open(path)
+            .map_err(|error| format!("DB_PATH: cannot open the core database: {error}")),
+        CoreDatabase::Postgres(postgres) => Store::connect(
+            &postgres.url,
+            postgres.pool_size,
+            postgres.ca_file.as_deref(),
+            std::sync::Arc::new(studio_store::system_clock),
+        )
+        .map_err(|error| {
+            format!(
+                "DATABASE_URL: cannot open the core database at {}: {error}",
+                postgres.place()
+            )
+        }),
+    }
 }
 
 /// The already-bound listeners studio-core serves on.
@@ -258,13 +295,11 @@ pub async fn run_with_store(
     let store = if let Some(store) = store {
         store
     } else {
-        let db_path = config.storage.db_path.clone();
-        tokio::task::spawn_blocking(move || Store::open(&db_path))
+        let database = config.database.clone();
+        tokio::task::spawn_blocking(move || open_store(&database))
             .await
             .map_err(|error| RoleError::Startup(format!("cannot open the core database: {error}")))?
-            .map_err(|error| {
-                RoleError::Startup(format!("DB_PATH: cannot open the core database: {error}"))
-            })?
+            .map_err(RoleError::Startup)?
     };
     let replication = match replicator {
         Some(replicator) => {

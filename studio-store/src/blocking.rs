@@ -1,7 +1,7 @@
 //! The store seen from async code: [`blocking`] runs a store call on the
 //! blocking pool, and [`store_error`] turns a failure into the envelope a
 //! caller may see (`APP_NOT_READY` when retrying helps, the member app grant
-//! rule as `APP_ACCESS_DENIED`, anything else `APP_INTERNAL` with the detail
+//! rule as `APP_ACCESS_DENIED`, an unreachable PostgreSQL as `APP_NOT_READY`, anything else `APP_INTERNAL` with the detail
 //! logged under the same diagnostic id).
 //!
 //! What it must never do: show a database detail to a caller, or run store
@@ -26,6 +26,14 @@ pub fn store_error(error: StoreError) -> AppError {
                 "the core database cannot be read (damaged?); an administrator must restore it from a backup",
             );
             tracing::error!(diagnostic_id = %app_error.diagnostic_id, %detail, "core store: the database cannot be read");
+            app_error
+        }
+        StoreError::Unavailable(detail) => {
+            let app_error = AppError::new(
+                ErrorCode::NotReady,
+                "the core database cannot be reached just now; try again shortly",
+            );
+            tracing::error!(diagnostic_id = %app_error.diagnostic_id, %detail, "core store: the database cannot be reached");
             app_error
         }
         other => {

@@ -463,10 +463,10 @@ impl From<DbError> for StoreError {
                     | &SqlState::CRASH_SHUTDOWN
                     | &SqlState::CANNOT_CONNECT_NOW
                     | &SqlState::TOO_MANY_CONNECTIONS,
-                ) => StoreError::Unavailable(error.to_string()),
-                Some(_) => StoreError::Database(error.to_string()),
+                ) => StoreError::Unavailable(db::describe_postgres(&error)),
+                Some(_) => StoreError::Database(db::describe_postgres(&error)),
                 // No SQL state: the connection itself failed.
-                None => StoreError::Unavailable(error.to_string()),
+                None => StoreError::Unavailable(db::describe_postgres(&error)),
             },
             DbError::Unreachable(detail) => StoreError::Unavailable(detail),
             other => StoreError::Database(other.to_string()),
@@ -513,7 +513,7 @@ enum Backend {
     },
     Postgres {
         pool: db::PgPool,
-        /// Where, for messages: the URL without its password.
+        /// Where, for messages: host, port and database, no credentials.
         place: String,
     },
 }
@@ -779,9 +779,7 @@ impl Store {
         ca_file: Option<&Path>,
         clock: Clock,
     ) -> Result<Store, StoreError> {
-        let place = redacted(url);
-        let pool = db::connect_postgres(url, pool_size, ca_file)
-            .map_err(|error| StoreError::Unavailable(format!("{place}: {error}")))?;
+        let (pool, place) = db::connect_postgres(url, pool_size, ca_file)?;
         let mut connection = Conn::postgres(&pool)?;
         schema_postgres::migrate(&mut connection, clock())?;
         drop(connection);
@@ -792,19 +790,6 @@ impl Store {
                 clock,
             }),
         })
-    }
-
-    /// Opens the core database `DATABASE_URL` names when it is set, else the
-    /// SQLite file at `db_path`: the one choice of backend every process
-    /// makes the same way.
-    pub fn open_configured(
-        database_url: Option<&str>,
-        db_path: &Path,
-    ) -> Result<Store, StoreError> {
-        match database_url.filter(|url| !url.is_empty()) {
-            Some(url) => Store::connect(url, DEFAULT_POOL_SIZE, None, Arc::new(system_clock)),
-            None => Store::open(db_path),
-        }
     }
 
     /// A new connection on `db_path`, set up as [`Store::open`] sets one up.
@@ -838,8 +823,8 @@ impl Store {
         }
     }
 
-    /// Where the database is, for messages: the file, or the URL without
-    /// its password.
+    /// Where the database is, for messages: the file, or PostgreSQL's host,
+    /// port and database (never its credentials).
     pub fn place(&self) -> String {
         match &self.inner.backend {
             Backend::Sqlite { path, .. } => path.display().to_string(),
@@ -916,24 +901,5 @@ impl Store {
         }
         drop(file);
         Ok(Conn::sqlite(connection))
-    }
-}
-
-/// Connections in a replica's pool when nothing else is configured.
-pub const DEFAULT_POOL_SIZE: u32 = 8;
-
-/// `url` without its password, for messages and logs.
-fn redacted(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let credentials = &url[scheme + 3..at];
-            match credentials.split_once(':') {
-                Some((user, _password)) => {
-                    format!("{}{user}:***{}", &url[..scheme + 3], &url[at..])
-                }
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
     }
 }

@@ -109,7 +109,7 @@ impl Fixture {
         match &self.place {
             Place::Sqlite(_) => crate::db::Conn::sqlite_owned(self.raw_sqlite()),
             Place::Postgres(url) => {
-                let pool = crate::db::connect_postgres(url, 1, None).unwrap();
+                let (pool, _) = crate::db::connect_postgres(url, 1, None).unwrap();
                 crate::db::Conn::postgres(&pool).unwrap()
             }
         }

@@ -28,7 +28,7 @@ mod sqlite;
 use std::cell::RefCell;
 use std::sync::MutexGuard;
 
-pub(crate) use self::postgres::{PgPool, connect as connect_postgres};
+pub(crate) use self::postgres::{PgPool, connect as connect_postgres, describe as describe_postgres};
 
 /// One value bound to a statement or read from a row.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -79,18 +79,27 @@ pub(crate) fn connect(
     url: &str,
     size: u32,
     ca_file: Option<&std::path::Path>,
-) -> Result<PgPool, DbError> {
+) -> Result<(PgPool, String), DbError> {
     let mut config: postgres::Config = url
         .parse()
-        .map_err(|error: postgres::Error| DbError::Unreachable(format!("DATABASE_URL: {error}")))?;
+        .map_err(|error: postgres::Error| DbError::Unreachable(format!("not a PostgreSQL URL: {error}")))?;
+    let place = place(&config);
     config.options(&format!("-c lock_timeout={LOCK_TIMEOUT_MS}"));
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CHECKOUT_TIMEOUT);
+    }
     if config.get_application_name().is_none() {
         config.application_name("sasha studio-core");
     }
     let tls = config.get_ssl_mode() == postgres::config::SslMode::Require;
     let pool = if tls {
-        let manager =
-            PostgresConnectionManager::new(config, MakeRustlsConnect::new(tls_config(ca_file)?));
+        let connector = MakeRustlsConnect::new(tls_config(ca_file)?);
+        // One connection first, so a wrong password or an unreachable host
+        // is reported as itself rather than as the pool's time-out.
+        config
+            .connect(connector.clone())
+            .map_err(|error| DbError::Unreachable(describe(&error)))?;
+        let manager = PostgresConnectionManager::new(config, connector);
         PgPool::Tls(
             r2d2::Pool::builder()
                 .max_size(size)
@@ -100,6 +109,9 @@ pub(crate) fn connect(
         )
     } else {
         config.ssl_mode(postgres::config::SslMode::Disable);
+        config
+            .connect(NoTls)
+            .map_err(|error| DbError::Unreachable(describe(&error)))?;
         let manager = PostgresConnectionManager::new(config, NoTls);
         PgPool::Plain(
             r2d2::Pool::builder()
@@ -109,7 +121,31 @@ pub(crate) fn connect(
                 .map_err(unreachable)?,
         )
     };
-    Ok(pool)
+    Ok((pool, place))
+}
+
+/// `postgresql://host:port/database`, from the parsed URL: no credentials.
+fn place(config: &postgres::Config) -> String {
+    let host = match config.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(host)) => host.clone(),
+        Some(postgres::config::Host::Unix(path)) => path.display().to_string(),
+        None => "localhost".to_owned(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let database = config.get_dbname().unwrap_or_default();
+    format!("postgresql://{host}:{port}/{database}")
+}
+
+/// A connection failure in the server's words (a wrong password, an unknown
+/// database) or the network's (refused, timed out): never the URL.
+pub(crate) fn describe(error: &postgres::Error) -> String {
+    if let Some(db) = error.as_db_error() {
+        return db.message().to_owned();
+    }
+    match error.source() {
+        Some(source) => format!("{error}: {source}"),
+        None => error.to_string(),
+    }
 }
 
 fn unreachable(error: r2d2::Error) -> DbError {

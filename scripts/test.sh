@@ -115,5 +115,26 @@ fi
 export SASHA_LITESTREAM="$replica_venv/bin/litestream"
 export SASHA_WEED="$replica_venv/bin/weed"
 
+step "PostgreSQL 15 (the core store's suite and the replica tests; sasha-testkit starts it)"
+# Debian's server binaries only: the tests start one server per run on
+# loopback in its own data folder (as nginx is), never the package's service.
+if [ ! -x "${SASHA_TEST_PG_BIN:-/usr/lib/postgresql/15/bin}/postgres" ]; then
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql-15
+  as_root systemctl disable --now postgresql >/dev/null 2>&1 || true
+fi
+# The shared test server stops itself when idle; stop it at once when the run ends.
+stop_test_postgres() {
+  local data="${TMPDIR:-/tmp}/sasha-test-postgres-$(id -u)/data"
+  if [ -f "$data/postmaster.pid" ]; then
+    if [ "$(id -u)" = 0 ]; then
+      runuser -u postgres -- "${SASHA_TEST_PG_BIN:-/usr/lib/postgresql/15/bin}/pg_ctl" stop -m fast -D "$data" >/dev/null 2>&1 || true
+    else
+      "${SASHA_TEST_PG_BIN:-/usr/lib/postgresql/15/bin}/pg_ctl" stop -m fast -D "$data" >/dev/null 2>&1 || true
+    fi
+  fi
+}
+trap stop_test_postgres EXIT
+
 step "tests"
 cargo nextest run --workspace --locked --no-fail-fast

@@ -27,6 +27,7 @@ use clap::builder::TypedValueParser as _;
 use clap::{Args, Subcommand};
 use sasha_contract::caller::UnknownWord;
 use sasha_service::config::{Env as _, ProcessEnv, StoragePaths};
+use sasha_service::core_database::CoreDatabase;
 use studio_store::{
     ACTOR_OPERATOR, AppAccess, Scope, Store, StoreError, TokenKind, User, UserRole,
 };
@@ -700,11 +701,11 @@ fn run(
     reason = "called by `sasha up` once it provisions the dev admin"
 )]
 pub(crate) fn ensure_dev_admin(
-    db_path: &Path,
+    database: &CoreDatabase,
     username: &str,
     password: &str,
 ) -> anyhow::Result<()> {
-    let store = open_store(db_path)?;
+    let store = studio_core::open_store(database).map_err(|error| anyhow::anyhow!(error))?;
     if store.user_by_name(username)?.is_some() {
         return Ok(());
     }

@@ -33,11 +33,60 @@ use tokio::net::TcpListener;
 type Body = BoxBody<Bytes, hyper::Error>;
 
 /// Where each routed role listens.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub(crate) struct Backends {
     pub(crate) edge: SocketAddr,
-    pub(crate) core: SocketAddr,
+    pub(crate) core: Replicas,
     pub(crate) gateway: SocketAddr,
+}
+
+/// A role's replicas (`sasha up --core-replicas`): requests go round-robin,
+/// skipping for a moment one that refused a connection, as the production
+/// proxy's upstream does with `max_fails`.
+#[derive(Debug)]
+pub(crate) struct Replicas {
+    addresses: Vec<SocketAddr>,
+    next: std::sync::atomic::AtomicUsize,
+    down_until: std::sync::Mutex<Vec<Option<std::time::Instant>>>,
+}
+
+/// How long a replica that refused a connection is skipped.
+const REPLICA_DOWN_FOR: Duration = Duration::from_secs(2);
+
+impl Replicas {
+    pub(crate) fn new(addresses: Vec<SocketAddr>) -> Replicas {
+        let down_until = std::sync::Mutex::new(vec![None; addresses.len()]);
+        Replicas {
+            addresses,
+            next: std::sync::atomic::AtomicUsize::new(0),
+            down_until,
+        }
+    }
+
+    /// The next replica not known to be down (any one when all are).
+    fn pick(&self) -> SocketAddr {
+        let start = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let now = std::time::Instant::now();
+        let down = self
+            .down_until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        (0..self.addresses.len())
+            .map(|offset| (start + offset) % self.addresses.len())
+            .find(|index| down[*index].is_none_or(|until| until <= now))
+            .map_or(self.addresses[start % self.addresses.len()], |index| {
+                self.addresses[index]
+            })
+    }
+
+    fn refused(&self, address: SocketAddr) {
+        if let Some(index) = self.addresses.iter().position(|a| *a == address) {
+            self.down_until
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)[index] =
+                Some(std::time::Instant::now() + REPLICA_DOWN_FOR);
+        }
+    }
 }
 
 /// Binds the ingress on 127.0.0.1 and, when the machine has IPv6 loopback, on
@@ -172,7 +221,14 @@ async fn route(ingress: &Ingress, peer: SocketAddr, request: Request<Incoming>) 
     let host = request_host(&request);
     match choose(&ingress.origins, host.as_deref(), request.uri().path()) {
         Route::Edge => forward(ingress, ingress.backends.edge, peer, host, request).await,
-        Route::Core => forward(ingress, ingress.backends.core, peer, host, request).await,
+        Route::Core => {
+            let replica = ingress.backends.core.pick();
+            let (response, refused) = forward_to(ingress, replica, peer, host, request).await;
+            if refused {
+                ingress.backends.core.refused(replica);
+            }
+            response
+        }
         Route::Gateway => forward(ingress, ingress.backends.gateway, peer, host, request).await,
         Route::Health => health(ingress).await,
         Route::Misdirected => {
@@ -218,6 +274,17 @@ async fn forward(
     host: Option<String>,
     request: Request<Incoming>,
 ) -> Response<Body> {
+    forward_to(ingress, backend, peer, host, request).await.0
+}
+
+/// [`forward`], also telling whether the backend refused the connection.
+async fn forward_to(
+    ingress: &Ingress,
+    backend: SocketAddr,
+    peer: SocketAddr,
+    host: Option<String>,
+    request: Request<Incoming>,
+) -> (Response<Body>, bool) {
     let (mut parts, body) = request.into_parts();
     let path_and_query = parts
         .uri
@@ -225,10 +292,8 @@ async fn forward(
         .map(|pq| pq.as_str().to_owned())
         .unwrap_or_else(|| "/".to_owned());
     let Ok(uri) = format!("http://{backend}{path_and_query}").parse::<Uri>() else {
-        return error_response(AppError::new(
-            ErrorCode::InputInvalid,
-            "the request target is invalid",
-        ));
+        let refused = AppError::new(ErrorCode::InputInvalid, "the request target is invalid");
+        return (error_response(refused), false);
     };
     parts.uri = uri;
     parts.version = http::Version::HTTP_11;
@@ -255,7 +320,7 @@ async fn forward(
             for name in HOP_BY_HOP {
                 parts.headers.remove(name);
             }
-            Response::from_parts(parts, body.boxed())
+            (Response::from_parts(parts, body.boxed()), false)
         }
         Err(error) => {
             let app_error = AppError::new(
@@ -263,7 +328,7 @@ async fn forward(
                 "the service behind this route is not reachable",
             );
             tracing::warn!(%backend, %error, diagnostic_id = %app_error.diagnostic_id, "ingress could not reach a backend");
-            error_response(app_error)
+            (error_response(app_error), error.is_connect())
         }
     }
 }
@@ -286,7 +351,7 @@ async fn health(ingress: &Ingress) -> Response<Body> {
         .to_owned();
     let (edge, core, gateway) = tokio::join!(
         probe(ingress, ingress.backends.edge, &edge_host, "/app-sandbox"),
-        probe(ingress, ingress.backends.core, &studio_host, "/healthz"),
+        probe(ingress, ingress.backends.core.pick(), &studio_host, "/healthz"),
         probe(ingress, ingress.backends.gateway, &studio_host, "/healthz"),
     );
     let dependency = |report: &Option<serde_json::Value>, role: &str| {

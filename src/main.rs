@@ -58,6 +58,10 @@ enum Command {
         /// The ingress port on 127.0.0.1 (and ::1 when available).
         #[arg(long, value_name = "N", default_value_t = 3007)]
         port: u16,
+        /// How many studio-core replicas to run behind the ingress (1 to 8);
+        /// more than one needs DATABASE_URL (a PostgreSQL core database).
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=i64::from(up::MAX_CORE_REPLICAS)))]
+        core_replicas: u8,
     },
     /// Work with app packages.
     App {
@@ -222,7 +226,11 @@ impl From<RoleArg> for Role {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Up { state_dir, port } => up::main(state_dir, port),
+        Command::Up {
+            state_dir,
+            port,
+            core_replicas,
+        } => up::main(state_dir, port, core_replicas),
         Command::App {
             command: AppCommand::Check { dir },
         } => app_check(&dir),

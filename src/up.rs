@@ -19,6 +19,7 @@ use anyhow::{Context, anyhow, bail};
 use rand::Rng as _;
 use sasha_service::Role;
 use sasha_service::config::{Env, Origins, ProcessEnv};
+use sasha_service::core_database::CoreDatabase;
 use sasha_service::identity::DevPki;
 use sasha_service::process::EXIT_ON_STDIN_EOF;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -32,7 +33,10 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a role may take to stop after SIGTERM before it is killed.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub(crate) fn main(state_dir: Option<PathBuf>, port: u16) -> ExitCode {
+/// The most studio-core replicas `sasha up` starts.
+pub(crate) const MAX_CORE_REPLICAS: u8 = 8;
+
+pub(crate) fn main(state_dir: Option<PathBuf>, port: u16, core_replicas: u8) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -51,7 +55,7 @@ pub(crate) fn main(state_dir: Option<PathBuf>, port: u16) -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .init();
-    match runtime.block_on(supervise(state_dir, port)) {
+    match runtime.block_on(supervise(state_dir, port, core_replicas)) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("sasha up: {error:#}");
@@ -74,7 +78,11 @@ enum ChildEvent {
     Exited(String, u32, std::io::Result<ExitStatus>),
 }
 
-async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<ExitCode> {
+async fn supervise(
+    state_dir: Option<PathBuf>,
+    port: u16,
+    core_replicas: u8,
+) -> anyhow::Result<ExitCode> {
     let env = ProcessEnv;
     let state_dir = state_dir.unwrap_or_else(|| sasha_service::config::state_dir(&env));
     std::fs::create_dir_all(&state_dir)
@@ -111,6 +119,13 @@ async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<Exit
     storage_env.extend(overrides.clone());
     let storage = sasha_service::config::StoragePaths::from_env(&storage_env)
         .map_err(|error| anyhow!("invalid configuration: {error}"))?;
+    let database = CoreDatabase::from_env(&storage_env, &storage)
+        .map_err(|error| anyhow!("invalid configuration: {error}"))?;
+    if core_replicas > 1 && matches!(database, CoreDatabase::Sqlite(_)) {
+        bail!(
+            "--core-replicas {core_replicas} needs a core database every replica shares: set DATABASE_URL to a PostgreSQL database (the SQLite file has one writer)"
+        );
+    }
     // With replication on, a lost core database comes back from object
     // storage before anything here creates a fresh one.
     let database_folder = storage
@@ -135,13 +150,22 @@ async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<Exit
             println!("Restored the core database from object storage");
         }
     }
-    crate::admin::ensure_dev_admin(&storage.db_path, &admin.username, &admin.password)
+    crate::admin::ensure_dev_admin(&database, &admin.username, &admin.password)
         .context("cannot create the development administrator")?;
 
     let (events, mut event_receiver) = mpsc::channel(16);
     let mut running: Vec<Running> = Vec::new();
-    let mut addresses: HashMap<Role, HashMap<String, SocketAddr>> = HashMap::new();
-    for role in Role::ALL {
+    // Every replica's listeners, per role, in start order.
+    let mut addresses: HashMap<Role, Vec<HashMap<String, SocketAddr>>> = HashMap::new();
+    let starts = Role::ALL.into_iter().flat_map(|role| {
+        let copies = if role == Role::StudioCore {
+            core_replicas
+        } else {
+            1
+        };
+        std::iter::repeat_n(role, usize::from(copies))
+    });
+    for role in starts {
         let mut child_env = overrides.clone();
         let files = pki.files(role);
         child_env.insert("SASHA_TLS_CA".into(), files.ca.display().to_string());
@@ -157,11 +181,19 @@ async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<Exit
         ] {
             child_env.insert(var.into(), "127.0.0.1:0".into());
         }
-        if let Some(data) = addresses.get(&Role::DataWorker).and_then(|l| l.get("grpc")) {
-            child_env.insert("SASHA_DATA_GRPC_URL".into(), format!("https://{data}"));
+        let urls = |role: Role| -> Option<String> {
+            let urls: Vec<String> = addresses
+                .get(&role)?
+                .iter()
+                .filter_map(|listeners| Some(format!("https://{}", listeners.get("grpc")?)))
+                .collect();
+            (!urls.is_empty()).then(|| urls.join(","))
+        };
+        if let Some(data) = urls(Role::DataWorker) {
+            child_env.insert("SASHA_DATA_GRPC_URL".into(), data);
         }
-        if let Some(core) = addresses.get(&Role::StudioCore).and_then(|l| l.get("grpc")) {
-            child_env.insert("SASHA_CORE_GRPC_URL".into(), format!("https://{core}"));
+        if let Some(core) = urls(Role::StudioCore) {
+            child_env.insert("SASHA_CORE_GRPC_URL".into(), core);
         }
         if replica.is_some() && matches!(role, Role::StudioCore | Role::DataWorker) {
             // One replicator per role that owns databases, as a sidecar is
@@ -224,21 +256,34 @@ async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<Exit
                 );
             }
         };
-        addresses.insert(role, listeners);
+        addresses.entry(role).or_default().push(listeners);
         running.push(started);
     }
 
     // By the role's own readiness line: a role's replicator is also
     // running under the role's name, with no listeners.
-    let backend = |role: Role, listener: &str| -> anyhow::Result<SocketAddr> {
+    let replicas = |role: Role, listener: &str| -> anyhow::Result<Vec<SocketAddr>> {
         addresses
             .get(&role)
-            .and_then(|listeners| listeners.get(listener).copied())
-            .ok_or_else(|| anyhow!("{role} announced no {listener} listener"))
+            .into_iter()
+            .flatten()
+            .map(|listeners| {
+                listeners
+                    .get(listener)
+                    .copied()
+                    .ok_or_else(|| anyhow!("{role} announced no {listener} listener"))
+            })
+            .collect()
+    };
+    let backend = |role: Role, listener: &str| -> anyhow::Result<SocketAddr> {
+        replicas(role, listener)?
+            .first()
+            .copied()
+            .ok_or_else(|| anyhow!("{role} did not start"))
     };
     let backends = Backends {
         edge: backend(Role::EdgeSandbox, "http")?,
-        core: backend(Role::StudioCore, "http")?,
+        core: ingress::Replicas::new(replicas(Role::StudioCore, "http")?),
         gateway: backend(Role::McpGateway, "http")?,
     };
     let ingress_task = tokio::spawn(ingress::serve(listeners, origins.clone(), backends));
@@ -250,6 +295,10 @@ async fn supervise(state_dir: Option<PathBuf>, port: u16) -> anyhow::Result<Exit
     println!("  Sandbox    {}/app-sandbox", origins.sandbox);
     println!("  MCP        {studio}/mcp");
     println!("  Health     {studio}/healthz");
+    println!("  Core DB    {}", database.place());
+    if core_replicas > 1 {
+        println!("  Replicas   {core_replicas} of studio-core");
+    }
     let (admin_line, password_line) = dev_admin_lines(
         &admin,
         &state_dir.join("dev-admin.json"),

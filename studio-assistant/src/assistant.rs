@@ -18,14 +18,17 @@
 //! A confirmation is held in the core database (studio-store's
 //! `approvals`) with the card the page shows, so a reloaded page, a second
 //! tab or another device lists it (`GET /api/assistant/confirmations`) and
-//! can decide it; the turn that waits for it lives in this process, and a
+//! can decide it, through any studio-core replica; the turn that waits for
+//! it lives in one replica (the approval's `holder`), which takes a click
+//! recorded by another from the database within [`DECISION_POLL`], and a
 //! page going away does not end it (only Cancel, the timeout, or the turn's
 //! end does). The database decides which came first (a click, the timeout,
 //! a cancel); the loser changes nothing. A turn whose confirmation lapses
 //! or is cancelled ends, and its unanswered calls are stored as cancelled,
-//! never left running. When Studio restarts, every confirmation still
-//! waiting expires ([`crate::Assistance::expire_abandoned`]): its turn is
-//! gone, so nothing of it runs.
+//! never left running. When the replica holding a confirmation stops (it no
+//! longer says it is alive), the confirmation expires
+//! ([`crate::Assistance::expire_abandoned`], at every replica's start and
+//! heartbeat): its turn is gone, so nothing of it runs.
 //!
 //! This module keeps the turns running and the confirmations waiting; the
 //! routes are `crate::http`'s.
@@ -76,6 +79,10 @@ pub(crate) fn unrun_reason(outcome: ApprovalOutcome) -> &'static str {
     }
 }
 
+/// How often a waiting turn reads whether its confirmation was decided on
+/// another replica: a click there reaches it within this.
+pub const DECISION_POLL: Duration = Duration::from_millis(250);
+
 /// The turns running and the confirmations waiting, in this process.
 #[derive(Debug)]
 pub struct Assistant {
@@ -87,6 +94,9 @@ pub struct Assistant {
     /// Confirmations waiting for a person, by id, with the turn's end of the
     /// decision.
     pending: Mutex<HashMap<String, Pending>>,
+    /// This process among studio-core's replicas: the holder its waiting
+    /// approvals name, so a click on another replica reaches their turns.
+    replica: String,
 }
 
 #[derive(Debug)]
@@ -117,7 +127,13 @@ impl Assistant {
             mcp_url,
             running: Mutex::default(),
             pending: Mutex::default(),
+            replica: uuid::Uuid::new_v4().to_string(),
         }
+    }
+
+    /// This process's name among studio-core's replicas.
+    pub fn replica(&self) -> &str {
+        &self.replica
     }
 
     /// Claims `conversation` of `user_id` for one turn, which `cancel`
@@ -206,9 +222,9 @@ impl Assistant {
                     decide,
                 },
             );
-        let (store, id) = (store.clone(), approval.id.clone());
+        let (store, id, holder) = (store.clone(), approval.id.clone(), self.replica.clone());
         let seconds = i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX);
-        let held = blocking(move || store.hold_approval(&approval, seconds)).await;
+        let held = blocking(move || store.hold_approval(&approval, seconds, &holder)).await;
         match held {
             Ok(Some(expires_at)) => Ok((decision, expires_at)),
             Ok(None) => {
@@ -237,10 +253,30 @@ impl Assistant {
         cancel: &CancellationToken,
         timeout: Duration,
     ) -> Waited {
-        let ending = tokio::select! {
-            decided = &mut decision => return Self::decided(decided),
-            () = tokio::time::sleep(timeout) => ApprovalOutcome::Lapsed,
-            () = cancel.cancelled() => ApprovalOutcome::Cancelled,
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        // A click on another replica is recorded in the database only: read
+        // it there every DECISION_POLL as well as waiting on this process's
+        // own channel.
+        let mut poll = tokio::time::interval(DECISION_POLL);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let ending = loop {
+            tokio::select! {
+                decided = &mut decision => return Self::decided(decided),
+                () = &mut deadline => break ApprovalOutcome::Lapsed,
+                () = cancel.cancelled() => break ApprovalOutcome::Cancelled,
+                _ = poll.tick() => {
+                    let (reader, key) = (store.clone(), id.to_owned());
+                    if let Ok(Some(outcome)) = blocking(move || reader.approval_decision(&key)).await {
+                        self.forget(id);
+                        return if outcome == ApprovalOutcome::Approved {
+                            Waited::Approved
+                        } else {
+                            Waited::Declined
+                        };
+                    }
+                }
+            }
         };
         let (writer, key) = (store.clone(), id.to_owned());
         // A store that cannot answer ends it here: nothing runs undecided.
@@ -289,6 +325,33 @@ impl Assistant {
         id: &str,
         approve: bool,
     ) -> Result<(), AppError> {
+        let here = self
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(id);
+        if !here {
+            // Its turn waits on another replica, which reads the click from
+            // the database, unless that replica stopped: then nothing would
+            // run it, so it is refused as expired and not recorded (every
+            // replica's heartbeat ends such a card).
+            let (reader, user, conversation_id, key) = (
+                store.clone(),
+                user_id.to_owned(),
+                conversation.to_owned(),
+                id.to_owned(),
+            );
+            let live =
+                blocking(move || reader.approval_holder_live(&user, &conversation_id, &key))
+                    .await?;
+            if live == Some(false) {
+                return Err(AppError::new(
+                    ErrorCode::Conflict,
+                    unrun_reason(ApprovalOutcome::Expired),
+                )
+                .with_details(serde_json::json!({"outcome": "expired"})));
+            }
+        }
         let outcome = if approve {
             ApprovalOutcome::Approved
         } else {
@@ -329,9 +392,12 @@ impl Assistant {
         if handed {
             return Ok(());
         }
-        // Recorded, but no turn of this process waits for it: a turn that
-        // waits always takes a recorded decision (`wait`), so only one that
-        // failed unexpectedly is gone. Nothing runs.
+        if !here {
+            // Recorded; the turn of the live replica holding it reads it.
+            return Ok(());
+        }
+        // Recorded, but this process's turn stopped waiting between the
+        // check and the click (it failed unexpectedly): nothing runs.
         Err(
             AppError::new(ErrorCode::Conflict, unrun_reason(ApprovalOutcome::Expired))
                 .with_details(serde_json::json!({"outcome": "expired"})),

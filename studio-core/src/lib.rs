@@ -214,6 +214,32 @@ pub fn open_store(database: &CoreDatabase) -> Result<Store, String> {
     }
 }
 
+/// Says this replica is alive, then ends the confirmations of replicas that
+/// are not (their turns are gone, so nothing of them runs).
+async fn heartbeat(assistance: &studio_assistant::Assistance) {
+    let (store, replica) = (
+        assistance.store().clone(),
+        assistance.assistant().replica().to_owned(),
+    );
+    if let Err(error) = studio_store::blocking(move || store.note_replica(&replica)).await {
+        tracing::warn!(diagnostic_id = %error.diagnostic_id, "studio-core could not record that it is alive");
+        return;
+    }
+    match assistance.expire_abandoned().await {
+        Ok(0) => {}
+        Ok(expired) => tracing::info!(
+            expired,
+            "assistant: confirmations whose studio-core stopped expired; nothing of them ran"
+        ),
+        // They cannot run either way (no turn waits for them); the next
+        // heartbeat tries again.
+        Err(error) => tracing::warn!(
+            diagnostic_id = %error.diagnostic_id,
+            "assistant: confirmations whose studio-core stopped could not be expired"
+        ),
+    }
+}
+
 /// The already-bound listeners studio-core serves on.
 #[derive(Debug)]
 pub struct Listeners {
@@ -401,21 +427,26 @@ pub async fn run_with_store(
                 .map(|replication| replication.replicator.clone()),
         ),
     );
-    // No turn of this process waits for a confirmation yet: any the store
-    // still holds belonged to a turn before a restart, and expire.
-    match assistance.expire_abandoned().await {
-        Ok(0) => {}
-        Ok(expired) => tracing::info!(
-            expired,
-            "assistant: confirmations left waiting by the previous run expired; nothing of them ran"
-        ),
-        // They cannot run either way (no turn waits for them); their cards
-        // stay listed until they time out.
-        Err(error) => tracing::warn!(
-            diagnostic_id = %error.diagnostic_id,
-            "assistant: confirmations left waiting by the previous run could not be expired"
-        ),
-    }
+    // This replica says it is alive before it ends the confirmations of
+    // replicas that stopped (a previous run of this one among them), and
+    // keeps saying so: another replica's click then reaches its turns.
+    heartbeat(&assistance).await;
+    tokio::spawn({
+        let assistance = assistance.clone();
+        let shutdown = shutdown.clone();
+        async move {
+            let mut every = tokio::time::interval(std::time::Duration::from_secs(
+                studio_store::REPLICA_HEARTBEAT_SECONDS,
+            ));
+            every.tick().await;
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    _ = every.tick() => heartbeat(&assistance).await,
+                }
+            }
+        }
+    });
     let core = Arc::new(Core {
         origins: config.origins.clone(),
         data,

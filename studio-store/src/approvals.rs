@@ -115,6 +115,13 @@ fn with_card((mut approval, card): (Approval, String)) -> Result<Approval, Store
     Ok(approval)
 }
 
+/// How often a running studio-core says it is alive (`note_replica`).
+pub const REPLICA_HEARTBEAT_SECONDS: u64 = 5;
+/// A replica silent this long is gone: its waiting approvals end.
+pub const REPLICA_LIVE_SECONDS: i64 = 30;
+/// A replica silent this long is forgotten.
+const FORGET_REPLICA_SECONDS: i64 = 24 * 60 * 60;
+
 const COLUMNS: &str =
     "id, user_id, conversation_id, call_id, tool, card_json, created_at, expires_at";
 
@@ -127,6 +134,7 @@ impl Store {
         &self,
         approval: &Approval,
         ttl_seconds: i64,
+        holder: &str,
     ) -> Result<Option<i64>, StoreError> {
         let now = self.now();
         let expires_at = now.saturating_add(ttl_seconds);
@@ -138,8 +146,8 @@ impl Store {
         )?;
         let held = transaction.execute(
             "INSERT INTO assistant_approvals
-             (id, user_id, conversation_id, call_id, tool, card_json, created_at, expires_at)
-             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+             (id, user_id, conversation_id, call_id, tool, card_json, created_at, expires_at, holder)
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
              WHERE EXISTS (SELECT 1 FROM assistant_conversations WHERE id = ?3 AND user_id = ?2)",
             (
                 &approval.id,
@@ -150,6 +158,7 @@ impl Store {
                 approval.card.to_string(),
                 now,
                 expires_at,
+                holder,
             ),
         )? == 1;
         transaction.commit()?;
@@ -247,24 +256,93 @@ impl Store {
         Ok(!decided)
     }
 
-    /// Ends every approval still waiting as expired, and answers them: at
-    /// start-up, when no turn of this process waits for any of them.
+    /// The person's decision on approval `id`, once recorded: how a turn
+    /// waiting on one replica learns of a click another replica took.
+    pub fn approval_decision(&self, id: &str) -> Result<Option<ApprovalOutcome>, StoreError> {
+        let outcome: Option<Option<String>> = self
+            .connection()?
+            .query_row(
+                "SELECT outcome FROM assistant_approvals WHERE id = ?1",
+                [id],
+                |row| row.get(0),
+            )
+            .optional()?;
+        Ok(outcome
+            .flatten()
+            .and_then(|outcome| ApprovalOutcome::parse(&outcome))
+            .filter(|outcome| {
+                matches!(outcome, ApprovalOutcome::Approved | ApprovalOutcome::Declined)
+            }))
+    }
+
+    /// Records that studio-core replica `id` is alive now (first call: that
+    /// it started), and forgets replicas not seen for a day.
+    pub fn note_replica(&self, id: &str) -> Result<(), StoreError> {
+        let now = self.now();
+        let mut connection = self.connection()?;
+        let transaction = connection.write_transaction()?;
+        transaction.execute(
+            "INSERT INTO core_replicas (id, started_at, seen_at) VALUES (?1, ?2, ?2)
+             ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at",
+            (id, now),
+        )?;
+        transaction.execute(
+            "DELETE FROM core_replicas WHERE seen_at < ?1",
+            [now - FORGET_REPLICA_SECONDS],
+        )?;
+        transaction.commit()?;
+        Ok(())
+    }
+
+    /// Whether the replica whose turn waits for `user_id`'s approval `id` in
+    /// `conversation_id` is alive (said so within
+    /// [`REPLICA_LIVE_SECONDS`]); `None` when no such approval waits.
+    pub fn approval_holder_live(
+        &self,
+        user_id: &str,
+        conversation_id: &str,
+        id: &str,
+    ) -> Result<Option<bool>, StoreError> {
+        let now = self.now();
+        Ok(self
+            .connection()?
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM core_replicas r
+                                WHERE r.id = a.holder AND r.seen_at > ?4)
+                 FROM assistant_approvals a
+                 WHERE a.id = ?1 AND a.user_id = ?2 AND a.conversation_id = ?3
+                   AND a.outcome IS NULL",
+                (id, user_id, conversation_id, now - REPLICA_LIVE_SECONDS),
+                |row| row.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Ends as expired every approval still waiting whose turn is gone (its
+    /// replica stopped saying it is alive, or it names none), and answers
+    /// them: at start-up and every heartbeat, so a card of a replica that
+    /// died ends within [`REPLICA_LIVE_SECONDS`] while the cards of live
+    /// replicas keep waiting.
     pub fn expire_waiting_approvals(&self) -> Result<Vec<Approval>, StoreError> {
         let now = self.now();
         let mut connection = self.connection()?;
         let transaction = connection.write_transaction()?;
+        const ABANDONED: &str = "outcome IS NULL AND (holder IS NULL OR holder NOT IN
+             (SELECT id FROM core_replicas WHERE seen_at > ?1))";
         let rows: Vec<(Approval, String)> = {
             let mut statement = transaction.prepare(&format!(
-                "SELECT {COLUMNS} FROM assistant_approvals WHERE outcome IS NULL ORDER BY rowid"
+                "SELECT {COLUMNS} FROM assistant_approvals WHERE {ABANDONED} ORDER BY rowid"
             ))?;
             statement
-                .query_map((), approval_of)?
+                .query_map([now - REPLICA_LIVE_SECONDS], approval_of)?
                 .collect::<Result<_, _>>()?
         };
         transaction.execute(
-            "UPDATE assistant_approvals SET outcome = 'expired', decided_at = ?1
-             WHERE outcome IS NULL",
-            [now],
+            &format!(
+                "UPDATE assistant_approvals SET outcome = 'expired', decided_at = ?2
+                 WHERE {ABANDONED}"
+            ),
+            (now - REPLICA_LIVE_SECONDS, now),
         )?;
         transaction.commit()?;
         rows.into_iter().map(with_card).collect()
@@ -306,12 +384,12 @@ mod tests {
         // Not into another user's conversation.
         assert_eq!(
             store
-                .hold_approval(&approval("a1", &bob.id, &first.id), far)
+                .hold_approval(&approval("a1", &bob.id, &first.id), far, "replica-1")
                 .unwrap(),
             None
         );
         let expires_at = store
-            .hold_approval(&approval("a1", &ada.id, &first.id), far)
+            .hold_approval(&approval("a1", &ada.id, &first.id), far, "replica-1")
             .unwrap()
             .unwrap();
         let waiting = store.waiting_approvals(&ada.id).unwrap();
@@ -351,7 +429,7 @@ mod tests {
 
         // The turn's end wins when it comes first.
         store
-            .hold_approval(&approval("a2", &ada.id, &first.id), far)
+            .hold_approval(&approval("a2", &ada.id, &first.id), far, "replica-1")
             .unwrap();
         assert!(store.end_approval("a2", ApprovalOutcome::Lapsed).unwrap());
         assert_eq!(
@@ -362,7 +440,7 @@ mod tests {
         );
         // Past its deadline it is neither listed nor decided.
         store
-            .hold_approval(&approval("a3", &ada.id, &first.id), 0)
+            .hold_approval(&approval("a3", &ada.id, &first.id), 0, "replica-1")
             .unwrap();
         assert!(store.waiting_approvals(&ada.id).unwrap().is_empty());
         assert_eq!(
@@ -374,7 +452,7 @@ mod tests {
 
         // At start-up every waiting one expires, and is answered once.
         store
-            .hold_approval(&approval("a4", &ada.id, &second.id), far)
+            .hold_approval(&approval("a4", &ada.id, &second.id), far, "replica-1")
             .unwrap();
         let expired = store.expire_waiting_approvals().unwrap();
         assert_eq!(
@@ -391,7 +469,7 @@ mod tests {
         // Deleting the conversation deletes its approvals; a turn still
         // waiting for one ends it (nothing runs) instead of waiting on.
         store
-            .hold_approval(&approval("a5", &ada.id, &second.id), far)
+            .hold_approval(&approval("a5", &ada.id, &second.id), far, "replica-1")
             .unwrap();
         assert!(store.delete_conversation(&ada.id, &second.id).unwrap());
         assert!(store.end_approval("a5", ApprovalOutcome::Lapsed).unwrap());

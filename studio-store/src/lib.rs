@@ -63,7 +63,10 @@ use serde::{Deserialize, Serialize};
 pub use sasha_contract::caller::{AppAccess, PrincipalKind, Role as UserRole, Scope};
 
 pub use self::app_creation::creation_action;
-pub use self::approvals::{Approval, ApprovalDecision, ApprovalOutcome, KEEP_DECIDED_SECONDS};
+pub use self::approvals::{
+    Approval, ApprovalDecision, ApprovalOutcome, KEEP_DECIDED_SECONDS, REPLICA_HEARTBEAT_SECONDS,
+    REPLICA_LIVE_SECONDS,
+};
 pub use self::assistant::{Conversation, MAX_CONVERSATIONS, MAX_MESSAGES};
 pub use self::blocking::{blocking, store_error};
 pub use self::confirmations::{

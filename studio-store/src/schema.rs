@@ -528,7 +528,27 @@ CREATE TABLE oauth_requests (
 CREATE INDEX oauth_requests_by_expiry ON oauth_requests(expires_at);
 "#,
     },
+    Migration {
+        version: 18,
+        name: "studio-core replicas",
+        sql: REPLICAS_SQLITE,
+    },
 ];
+
+/// Migration 18 on SQLite (see `schema/postgres_18.sql` for PostgreSQL's).
+/// Each running studio-core records itself and says it is alive every few
+/// seconds; a waiting approval names the replica whose turn waits for it, so
+/// a click on any replica reaches that turn, and only a replica that stopped
+/// answering has its cards ended.
+const REPLICAS_SQLITE: &str = r#"
+CREATE TABLE core_replicas (
+    id         TEXT PRIMARY KEY,
+    started_at INTEGER NOT NULL,
+    seen_at    INTEGER NOT NULL
+) STRICT;
+CREATE INDEX core_replicas_by_seen ON core_replicas(seen_at);
+ALTER TABLE assistant_approvals ADD COLUMN holder TEXT;
+"#;
 
 /// The name of the migration that makes user names case-insensitive, before
 /// which [`refuse_case_variant_names`] runs.
@@ -666,7 +686,8 @@ mod tests {
                 (14, 2),
                 (15, 2),
                 (16, 2),
-                (17, 2)
+                (17, 2),
+                (18, 2)
             ]
         );
         let users: i64 = connection
@@ -682,7 +703,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 17);
+        assert_eq!(latest_version(), 18);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -726,6 +747,7 @@ mod tests {
                 (15, CASE_FOLDED_NAMES.to_owned(), 3),
                 (16, "assistant approvals".to_owned(), 3),
                 (17, "parked oauth requests".to_owned(), 3),
+                (18, "studio-core replicas".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

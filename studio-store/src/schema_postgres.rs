@@ -21,11 +21,18 @@ struct Migration {
 }
 
 /// Every PostgreSQL migration, in order.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 17,
-    name: "the schema of SQLite version 17",
-    sql: include_str!("schema/postgres.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 17,
+        name: "the schema of SQLite version 17",
+        sql: include_str!("schema/postgres.sql"),
+    },
+    Migration {
+        version: 18,
+        name: "studio-core replicas",
+        sql: include_str!("schema/postgres_18.sql"),
+    },
+];
 
 /// The lock replicas take turns on while migrating ("sasha-mg").
 const MIGRATION_LOCK: i64 = 0x7361_7368_612d_6d67;

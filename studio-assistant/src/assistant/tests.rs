@@ -273,3 +273,74 @@ async fn turns_are_one_per_conversation_bounded_per_user_and_cancelled_by_their_
     drop(held);
     assistant.claim("bob", "one-more", token()).unwrap();
 }
+
+/// Two studio-core replicas share the store: a click taken by the one
+/// without the turn is recorded there and reaches the turn that waits on the
+/// other, which runs it; the card is decided once.
+#[tokio::test]
+async fn a_click_on_another_replica_reaches_the_waiting_turn() {
+    let (_dir, store, ada, _bob, one, _two) = world();
+    let holding = Arc::new(Assistant::new("http://127.0.0.1:9/mcp".into()));
+    let other = Assistant::new("http://127.0.0.1:9/mcp".into());
+    assert_ne!(holding.replica(), other.replica());
+    store.note_replica(holding.replica()).unwrap();
+    let (decision, _) = holding
+        .hold(&store, approval(ID, &ada, &one), Duration::from_secs(600))
+        .await
+        .unwrap();
+    let waiting = tokio::spawn({
+        let (holding, store) = (holding.clone(), store.clone());
+        async move {
+            holding
+                .wait(
+                    &store,
+                    ID,
+                    decision,
+                    &CancellationToken::new(),
+                    Duration::from_secs(600),
+                )
+                .await
+        }
+    });
+    other.decide(&store, &ada, &one, ID, true).await.unwrap();
+    assert_eq!(waiting.await.unwrap(), Waited::Approved);
+    let replay = other.decide(&store, &ada, &one, ID, true).await.unwrap_err();
+    assert_eq!(replay.code, ErrorCode::RecordNotFound, "decided once");
+}
+
+/// A click for a card whose replica stopped (it no longer says it is alive)
+/// is refused as expired, and every replica's heartbeat ends such cards:
+/// nothing of them runs, while a live replica's cards keep waiting.
+#[tokio::test]
+async fn the_cards_of_a_stopped_replica_expire_and_a_live_ones_wait() {
+    let (_dir, store, ada, _bob, one, two) = world();
+    let stopped = Assistant::new("http://127.0.0.1:9/mcp".into());
+    let live = Assistant::new("http://127.0.0.1:9/mcp".into());
+    let other = Assistant::new("http://127.0.0.1:9/mcp".into());
+    store.note_replica(live.replica()).unwrap();
+    let _kept = stopped
+        .hold(&store, approval(ID, &ada, &one), Duration::from_secs(600))
+        .await
+        .unwrap();
+    let second = "fedcba9876543210fedcba9876543210";
+    let _waits = live
+        .hold(&store, approval(second, &ada, &two), Duration::from_secs(600))
+        .await
+        .unwrap();
+    let refused = other.decide(&store, &ada, &one, ID, true).await.unwrap_err();
+    assert_eq!(refused.code, ErrorCode::Conflict, "{refused:?}");
+    let expired: Vec<String> = store
+        .expire_waiting_approvals()
+        .unwrap()
+        .into_iter()
+        .map(|approval| approval.id)
+        .collect();
+    assert_eq!(expired, [ID.to_owned()], "the stopped replica's card ends");
+    let waiting: Vec<String> = store
+        .waiting_approvals(&ada)
+        .unwrap()
+        .into_iter()
+        .map(|approval| approval.id)
+        .collect();
+    assert_eq!(waiting, [second.to_owned()], "the live replica's card waits");
+}

@@ -524,6 +524,7 @@ async fn a_restart_expires_waiting_confirmations_and_cancels_their_calls() {
                 expires_at: 0,
             },
             600,
+            "the-run-before",
         )
         .unwrap();
     assert_eq!(world.core.assistance.expire_abandoned().await.unwrap(), 1);

@@ -93,9 +93,15 @@ NGINX_TEMPLATE_VARS = {
     "SASHA_LISTEN",
     "SASHA_TLS_CERT_FILE",
     "SASHA_TLS_KEY_FILE",
-    "STUDIO_CORE_HTTP",
+    "STUDIO_CORE_SERVERS",
     "EDGE_SANDBOX_HTTP",
     "MCP_GATEWAY_SERVERS",
+}
+# The template variables holding `server host:port;` lines, one per replica
+# of a role, and the role's HTTP listen variable.
+NGINX_SERVER_VARS = {
+    "STUDIO_CORE_SERVERS": ("studio-core", "SASHA_CORE_HTTP_ADDR"),
+    "MCP_GATEWAY_SERVERS": ("mcp-gateway", "SASHA_GATEWAY_HTTP_ADDR"),
 }
 NGINX_ENVSUBST_FILTER = "^(SASHA_|STUDIO_|EDGE_|MCP_)"
 
@@ -105,7 +111,7 @@ CADDY_SANDBOX_HOST = "views.example.net"
 CADDY_ENV = {
     "SASHA_STUDIO_HOST": CADDY_STUDIO_HOST,
     "SASHA_SANDBOX_HOST": CADDY_SANDBOX_HOST,
-    "STUDIO_CORE_HTTP": "studio-core:3011",
+    "STUDIO_CORE_UPSTREAMS": "studio-core-1:3011 studio-core-2:3011",
     "EDGE_SANDBOX_HTTP": "edge-sandbox:3010",
     "MCP_GATEWAY_UPSTREAMS": "mcp-gateway-1:3014 mcp-gateway-2:3014",
 }
@@ -685,29 +691,26 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
     p.check(set_vars == NGINX_TEMPLATE_VARS, w, f"sets {sorted(set_vars)}, the agreed template variables are {sorted(NGINX_TEMPLATE_VARS)}")
     p.check(env.get("SASHA_STUDIO_HOST") == studio_host, w, f"SASHA_STUDIO_HOST must be {studio_host}")
     p.check(env.get("SASHA_SANDBOX_HOST") == sandbox_host, w, f"SASHA_SANDBOX_HOST must be {sandbox_host}")
-    for var, role, listen_var in (
-        ("STUDIO_CORE_HTTP", "studio-core", "SASHA_CORE_HTTP_ADDR"),
-        ("EDGE_SANDBOX_HTTP", "edge-sandbox", "SASHA_EDGE_ADDR"),
-    ):
-        host, _, port = env.get(var, "").partition(":")
-        target = aliases.get(host)
-        p.check(target is not None and roles.get(target) == role, w, f"{var} must name the {role} service")
-        if target:
-            p.check(
-                port.isdigit() and int(port) == addr_port(service_env(services[target]).get(listen_var, "")),
-                w,
-                f"{var} must use {role}'s {listen_var} port",
-            )
-    servers = re.findall(r"server\s+([^\s;]+)\s*[^;]*;", env.get("MCP_GATEWAY_SERVERS", ""))
-    p.check(bool(servers), w, "MCP_GATEWAY_SERVERS must hold `server host:port;` lines")
-    for server in servers:
-        host, _, port = server.partition(":")
+    host, _, port = env.get("EDGE_SANDBOX_HTTP", "").partition(":")
+    target = aliases.get(host)
+    p.check(target is not None and roles.get(target) == "edge-sandbox", w, "EDGE_SANDBOX_HTTP must name the edge-sandbox service")
+    if target:
         p.check(
-            host in aliases and roles.get(aliases[host]) == "mcp-gateway" and port.isdigit()
-            and int(port) == addr_port(service_env(gateway).get("SASHA_GATEWAY_HTTP_ADDR", "")),
+            port.isdigit() and int(port) == addr_port(service_env(services[target]).get("SASHA_EDGE_ADDR", "")),
             w,
-            f"MCP_GATEWAY_SERVERS names {server}, not the gateway service's port",
+            "EDGE_SANDBOX_HTTP must use edge-sandbox's SASHA_EDGE_ADDR port",
         )
+    for var, (role, listen_var) in NGINX_SERVER_VARS.items():
+        servers = re.findall(r"server\s+([^\s;]+)\s*[^;]*;", env.get(var, ""))
+        p.check(bool(servers), w, f"{var} must hold `server host:port;` lines")
+        listen = addr_port(service_env(services.get(by_role.get(role, ""), {})).get(listen_var, ""))
+        for server in servers:
+            host, _, port = server.partition(":")
+            p.check(
+                host in aliases and roles.get(aliases[host]) == role and port.isdigit() and int(port) == listen,
+                w,
+                f"{var} names {server}, not the {role} service's {listen_var} port",
+            )
     template_mount = [
         c for c in proxy.get("configs") or [] if isinstance(c, dict) and c.get("target", "").startswith("/etc/nginx/templates/")
     ]
@@ -1287,11 +1290,16 @@ def check_caddy(root: Path, p: Problems, tls_cert: str | None, tls_key: str | No
     limit = body_limit(studio, metadata_paths)
     p.check(limit is not None and limit <= MIB, where, f"{OAUTH_RESOURCE_METADATA} bodies must be small, limit is {limit}")
     rest = proxies(studio, ())
-    p.check(
-        len(rest) == 1 and [u.get("dial") for u in rest[0].get("upstreams") or []] == [CADDY_ENV["STUDIO_CORE_HTTP"]],
+    if p.check(
+        len(rest) == 1 and [u.get("dial") for u in rest[0].get("upstreams") or []] == CADDY_ENV["STUDIO_CORE_UPSTREAMS"].split(),
         where,
-        "everything else on the studio host must reach studio-core",
-    )
+        "everything else on the studio host must reach every studio-core replica",
+    ):
+        p.check(
+            ((rest[0].get("load_balancing") or {}).get("try_duration") or 0) > 0,
+            where,
+            "studio-core's route must retry another replica when one refuses (lb_try_duration)",
+        )
     limit = body_limit(studio, ())
     p.check(limit is not None and limit <= MIB, where, f"studio-core bodies must be small, limit is {limit}")
     p.check(

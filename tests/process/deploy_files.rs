@@ -234,8 +234,16 @@ fn a_broken_field_fails_each_check() {
             "caddy",
             "deploy/caddy/Caddyfile",
             "handle @mcp_metadata {\n\t\trequest_body {\n\t\t\tmax_size 1KiB\n\t\t}\n\t\treverse_proxy {$MCP_GATEWAY_UPSTREAMS}",
-            "handle @mcp_metadata {\n\t\trequest_body {\n\t\t\tmax_size 1KiB\n\t\t}\n\t\treverse_proxy {$STUDIO_CORE_HTTP}",
+            "handle @mcp_metadata {\n\t\trequest_body {\n\t\t\tmax_size 1KiB\n\t\t}\n\t\treverse_proxy {$STUDIO_CORE_UPSTREAMS}",
             "/.well-known/oauth-protected-resource/* to every gateway replica",
+        ),
+        // Caddy: studio-core's replicas without a retry on the next one.
+        (
+            "caddy",
+            "deploy/caddy/Caddyfile",
+            "\t\t\tlb_try_duration 5s\n\t\t\tfail_duration 10s\n",
+            "\t\t\tfail_duration 10s\n",
+            "studio-core's route must retry another replica when one refuses",
         ),
         // Caddy: an unknown subdirective.
         (

@@ -602,7 +602,10 @@ fn main() {
         ("SASHA_STUDIO_HOST", STUDIO_HOST.to_owned()),
         ("SASHA_SANDBOX_HOST", SANDBOX_HOST.to_owned()),
         ("SASHA_LISTEN", format!("127.0.0.1:{proxy_port} ssl")),
-        ("STUDIO_CORE_HTTP", format!("127.0.0.1:{core_http}")),
+        (
+            "STUDIO_CORE_SERVERS",
+            format!("server 127.0.0.1:{core_http};"),
+        ),
         // Not under load here; nginx needs an address for its upstream.
         ("EDGE_SANDBOX_HTTP", format!("127.0.0.1:{}", port())),
         (

@@ -11,13 +11,16 @@ line per check group and every problem found; exits 1 if there was any.
   .dockerignore.
 - compose: deploy/compose.yaml against the Compose Specification's JSON schema
   (as vendored by PyPI `check-jsonschema`), as written and after interpolating
-  its defaults; then the layout rules (named volumes only, four separate state
-  volumes, a scalable gateway, hardening, certificates, origins, the proxy's
-  template variables, each database owner's replicator).
+  its defaults; then the layout rules (named volumes only, separate state
+  volumes, the PostgreSQL core database and its secrets, studio-core and the
+  gateway scalable, hardening, certificates, origins, the proxy's template
+  variables, data-worker's replicator).
 - kubernetes: every document under deploy/k8s/ against the Kubernetes JSON
   schemas of several versions (PyPI `kubernetes-validate`, strict: unknown
   fields are errors); then the same layout rules across the objects (the
-  replicators as native sidecars).
+  core database from a Secret, replicas spread over nodes with disruption
+  budgets, shared volumes ReadWriteMany, the replicator as a native
+  sidecar).
 - caddy: `caddy validate` and `caddy adapt` of deploy/caddy/Caddyfile (Debian's
   caddy) with every placeholder set, then the adapted routes and headers.
   Needs --tls-cert/--tls-key: a certificate for the two example hostnames.
@@ -52,9 +55,12 @@ KUBERNETES_VERSIONS = ["1.31.0", "1.37.0"]
 # agree).
 STORAGE_VARS = ["DB_PATH", "DOCS_ROOT", "APP_DATA_ROOT", "UPLOADS_ROOT"]
 
-# The state folders each role opens (README.md, "Configuration").
+# The state folders each role opens (README.md, "Configuration"). The core
+# database (DB_PATH's folder, DB_DIR) is not among them: the deployments put
+# it on PostgreSQL (CORE_DATABASE_FILE below), which every studio-core
+# replica shares; the SQLite file is for one process (`sasha up`).
 ROLE_FOLDERS = {
-    "studio-core": ["DB_DIR", "DOCS_ROOT", "UPLOADS_ROOT"],
+    "studio-core": ["DOCS_ROOT", "UPLOADS_ROOT"],
     "data-worker": ["APP_DATA_ROOT"],
     "mcp-gateway": [],
     "edge-sandbox": [],
@@ -71,14 +77,31 @@ ROLE_LISTENERS = {
 # The roles that hold an mTLS identity.
 GRPC_ROLES = ["studio-core", "data-worker", "mcp-gateway"]
 
-# The roles that own databases, each replicated by a Litestream sidecar
+# The roles that own SQLite databases, each replicated by a Litestream sidecar
 # (`sasha litestream --socket <folder>/.litestream.sock`) on the volume of
-# this folder (docs/operating.md, "Replication").
-REPLICATED_ROLES = {"studio-core": "DB_DIR", "data-worker": "APP_DATA_ROOT"}
+# this folder (docs/operating.md, "Replication"). studio-core's core database
+# is PostgreSQL, which keeps itself: studio-core refuses SASHA_REPLICA_URL
+# beside DATABASE_URL, so it must see that variable unset or empty.
+REPLICATED_ROLES = {"data-worker": "APP_DATA_ROOT"}
 # The socket a role looks for in that folder (sasha-replica's SOCKET_NAME).
 REPLICA_SOCKET_NAME = ".litestream.sock"
 # The object storage credentials a role and its replicator share.
 REPLICA_CREDENTIALS = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]
+
+# The core database on PostgreSQL: studio-core (and every process that opens
+# the core database) reads the URL, password included, from the file
+# DATABASE_URL_FILE names, a mounted secret; DATABASE_URL itself is never
+# written into a deployment file. studio-core runs at least CORE_MIN_REPLICAS.
+CORE_DATABASE_FILE = "DATABASE_URL_FILE"
+CORE_DATABASE_URL = "DATABASE_URL"
+CORE_MIN_REPLICAS = 2
+# Compose's PostgreSQL: the image (a variable with this default), its data
+# folder (the image's PGDATA), and the variables its entrypoint reads.
+POSTGRES_SERVICE = "postgres"
+POSTGRES_DEFAULT_IMAGE = "postgres:15"
+POSTGRES_DATA = "/var/lib/postgresql/data"
+# A URL with a password in it: postgres://user:password@…
+URL_WITH_PASSWORD = re.compile(r"postgres(?:ql)?://[^/@\s]*:[^/@\s]+@")
 
 # Which gRPC URL names which role, and that role's listen variable.
 GRPC_URLS = {
@@ -93,9 +116,15 @@ NGINX_TEMPLATE_VARS = {
     "SASHA_LISTEN",
     "SASHA_TLS_CERT_FILE",
     "SASHA_TLS_KEY_FILE",
-    "STUDIO_CORE_HTTP",
+    "STUDIO_CORE_SERVERS",
     "EDGE_SANDBOX_HTTP",
     "MCP_GATEWAY_SERVERS",
+}
+# The template variables holding `server host:port;` lines, one per replica
+# of a role, and the role's HTTP listen variable.
+NGINX_SERVER_VARS = {
+    "STUDIO_CORE_SERVERS": ("studio-core", "SASHA_CORE_HTTP_ADDR"),
+    "MCP_GATEWAY_SERVERS": ("mcp-gateway", "SASHA_GATEWAY_HTTP_ADDR"),
 }
 NGINX_ENVSUBST_FILTER = "^(SASHA_|STUDIO_|EDGE_|MCP_)"
 
@@ -105,7 +134,7 @@ CADDY_SANDBOX_HOST = "views.example.net"
 CADDY_ENV = {
     "SASHA_STUDIO_HOST": CADDY_STUDIO_HOST,
     "SASHA_SANDBOX_HOST": CADDY_SANDBOX_HOST,
-    "STUDIO_CORE_HTTP": "studio-core:3011",
+    "STUDIO_CORE_UPSTREAMS": "studio-core-1:3011 studio-core-2:3011",
     "EDGE_SANDBOX_HTTP": "edge-sandbox:3010",
     "MCP_GATEWAY_UPSTREAMS": "mcp-gateway-1:3014 mcp-gateway-2:3014",
 }
@@ -370,6 +399,27 @@ def service_mounts(where: str, service: dict, volumes: dict, p: Problems) -> lis
     return mounts
 
 
+def service_secrets(service: dict) -> dict[str, str]:
+    """The secrets a service mounts: {path in the container: secret name}.
+    Compose mounts a secret at /run/secrets/<target>, the target defaulting
+    to its name; an absolute target is the path itself."""
+    paths = {}
+    for entry in service.get("secrets") or []:
+        source = entry if isinstance(entry, str) else entry.get("source", "")
+        target = source if isinstance(entry, str) else entry.get("target") or source
+        paths[target if target.startswith("/") else posixpath.join("/run/secrets", target)] = source
+    return paths
+
+
+def git_ignores_everything(folder: Path) -> bool:
+    """Whether folder/.gitignore ignores every file in it but itself."""
+    ignore = folder / ".gitignore"
+    if not ignore.is_file():
+        return False
+    lines = {line.strip() for line in ignore.read_text().splitlines() if line.strip() and not line.startswith("#")}
+    return "*" in lines
+
+
 def volume_at(mounts: list[dict], path: str) -> dict | None:
     """The mount holding path (the deepest one)."""
     best = None
@@ -398,9 +448,9 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
 
     services: dict = doc.get("services") or {}
     volumes: dict = doc.get("volumes") or {}
-    for name in ("certs", "data-worker", "studio-core", "mcp-gateway", "edge-sandbox", "proxy"):
+    for name in ("certs", POSTGRES_SERVICE, "data-worker", "studio-core", "mcp-gateway", "edge-sandbox", "proxy"):
         p.check(name in services, where, f"there is no service {name}")
-    for name in ("core-db", "docs", "app-data", "uploads", "certs"):
+    for name in ("docs", "app-data", "uploads", "certs"):
         p.check(name in volumes, where, f"there is no named volume {name}")
 
     roles: dict[str, str] = {}
@@ -427,6 +477,15 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
             "security_opt must include no-new-privileges:true",
         )
         p.check("privileged" not in service, w, "must not be privileged")
+        for secret in service_secrets(service).values():
+            p.check(secret in (doc.get("secrets") or {}), w, f"mounts the secret {secret}, which the top-level secrets do not define")
+        # Secrets come from files, never from this file.
+        for var, value in service_env(service).items():
+            p.check(
+                not URL_WITH_PASSWORD.search(value) and not (var.endswith("PASSWORD") and value),
+                w,
+                f"{var} holds a password; read it from a secret file ({CORE_DATABASE_FILE}, POSTGRES_PASSWORD_FILE)",
+            )
         # Only the proxy publishes a port on the host (a port on the host's
         # loopback, such as the trace viewer's, is not reachable from outside).
         for port in service.get("ports") or []:
@@ -451,10 +510,11 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
             )
 
     by_role = {role: name for name, role in roles.items()}
-    # The scalable gateway.
-    gateway = services.get(by_role.get("mcp-gateway", ""), {})
-    p.check("container_name" not in gateway, where, "mcp-gateway must not set container_name: it is scaled")
-    p.check(not gateway.get("ports"), where, "mcp-gateway must publish no port: replicas would collide")
+    # The scalable roles: several replicas of one service.
+    for role in ("studio-core", "mcp-gateway"):
+        service = services.get(by_role.get(role, ""), {})
+        p.check("container_name" not in service, where, f"{role} must not set container_name: it is scaled")
+        p.check(not service.get("ports"), where, f"{role} must publish no port: replicas would collide")
 
     # Certificates.
     certs_name = by_role.get("certs")
@@ -477,13 +537,17 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
         command = backup.get("command") or []
         out = command[command.index("--out") + 1] if "--out" in command[:-1] else ""
         folders = storage_folders(env)
-        for folder in ("DB_DIR", "APP_DATA_ROOT"):
-            mount = volume_at(mounts[backup_name], folders[folder])
-            p.check(
-                mount is not None and mount["target"] == posixpath.normpath(folders[folder]),
-                w,
-                f"must mount the {folder} volume at {folders[folder]}",
-            )
+        mount = volume_at(mounts[backup_name], folders["APP_DATA_ROOT"])
+        p.check(
+            mount is not None and mount["target"] == posixpath.normpath(folders["APP_DATA_ROOT"]),
+            w,
+            f"must mount the APP_DATA_ROOT volume at {folders['APP_DATA_ROOT']}",
+        )
+        p.check(
+            volume_at(mounts[backup_name], folders["DB_DIR"]) is None,
+            w,
+            f"must mount nothing at DB_DIR ({folders['DB_DIR']}): the core database is PostgreSQL",
+        )
         target = volume_at(mounts[backup_name], out)
         p.check(
             target is not None and target["target"] == posixpath.normpath(out) and not target["read_only"],
@@ -492,7 +556,8 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
         )
         if target is not None:
             p.check(
-                target["source"] not in ("core-db", "docs", "app-data", "uploads", "certs"),
+                target["source"] not in ("docs", "app-data", "uploads", "certs")
+                and not any(m["source"] == target["source"] for m in mounts.get(POSTGRES_SERVICE, [])),
                 w,
                 "must write to a volume of its own",
             )
@@ -538,10 +603,12 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
             if source in owners:
                 p.add(where, f"volume {source} holds both {owners[source]} and {folder}")
             owners[source] = folder
-    for folder in ("DB_DIR", "DOCS_ROOT", "APP_DATA_ROOT", "UPLOADS_ROOT"):
+    for folder in ("DOCS_ROOT", "APP_DATA_ROOT", "UPLOADS_ROOT"):
         p.check(folder in folder_volume, where, f"no role mounts a volume for {folder}")
 
-    # Replication: each role that owns databases has its replicator in the
+    check_compose_postgres(p, where, raw, services, mounts, by_role)
+
+    # Replication: each role that owns SQLite databases has its replicator in the
     # `replication` profile, on the role's database volume at the same path,
     # with the role's default socket, the same credentials and a way out to
     # object storage; the role starts after it when it runs.
@@ -685,29 +752,26 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
     p.check(set_vars == NGINX_TEMPLATE_VARS, w, f"sets {sorted(set_vars)}, the agreed template variables are {sorted(NGINX_TEMPLATE_VARS)}")
     p.check(env.get("SASHA_STUDIO_HOST") == studio_host, w, f"SASHA_STUDIO_HOST must be {studio_host}")
     p.check(env.get("SASHA_SANDBOX_HOST") == sandbox_host, w, f"SASHA_SANDBOX_HOST must be {sandbox_host}")
-    for var, role, listen_var in (
-        ("STUDIO_CORE_HTTP", "studio-core", "SASHA_CORE_HTTP_ADDR"),
-        ("EDGE_SANDBOX_HTTP", "edge-sandbox", "SASHA_EDGE_ADDR"),
-    ):
-        host, _, port = env.get(var, "").partition(":")
-        target = aliases.get(host)
-        p.check(target is not None and roles.get(target) == role, w, f"{var} must name the {role} service")
-        if target:
-            p.check(
-                port.isdigit() and int(port) == addr_port(service_env(services[target]).get(listen_var, "")),
-                w,
-                f"{var} must use {role}'s {listen_var} port",
-            )
-    servers = re.findall(r"server\s+([^\s;]+)\s*[^;]*;", env.get("MCP_GATEWAY_SERVERS", ""))
-    p.check(bool(servers), w, "MCP_GATEWAY_SERVERS must hold `server host:port;` lines")
-    for server in servers:
-        host, _, port = server.partition(":")
+    host, _, port = env.get("EDGE_SANDBOX_HTTP", "").partition(":")
+    target = aliases.get(host)
+    p.check(target is not None and roles.get(target) == "edge-sandbox", w, "EDGE_SANDBOX_HTTP must name the edge-sandbox service")
+    if target:
         p.check(
-            host in aliases and roles.get(aliases[host]) == "mcp-gateway" and port.isdigit()
-            and int(port) == addr_port(service_env(gateway).get("SASHA_GATEWAY_HTTP_ADDR", "")),
+            port.isdigit() and int(port) == addr_port(service_env(services[target]).get("SASHA_EDGE_ADDR", "")),
             w,
-            f"MCP_GATEWAY_SERVERS names {server}, not the gateway service's port",
+            "EDGE_SANDBOX_HTTP must use edge-sandbox's SASHA_EDGE_ADDR port",
         )
+    for var, (role, listen_var) in NGINX_SERVER_VARS.items():
+        servers = re.findall(r"server\s+([^\s;]+)\s*[^;]*;", env.get(var, ""))
+        p.check(bool(servers), w, f"{var} must hold `server host:port;` lines")
+        listen = addr_port(service_env(services.get(by_role.get(role, ""), {})).get(listen_var, ""))
+        for server in servers:
+            host, _, port = server.partition(":")
+            p.check(
+                host in aliases and roles.get(aliases[host]) == role and port.isdigit() and int(port) == listen,
+                w,
+                f"{var} names {server}, not the {role} service's {listen_var} port",
+            )
     template_mount = [
         c for c in proxy.get("configs") or [] if isinstance(c, dict) and c.get("target", "").startswith("/etc/nginx/templates/")
     ]
@@ -724,12 +788,109 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
         targets = [s.get("target") for s in proxy.get("secrets") or [] if isinstance(s, dict)]
         p.check(env.get(var) in targets, w, f"{var} ({env.get(var)}) must be a mounted secret")
     for name, secret in (doc.get("secrets") or {}).items():
-        file = str(secret.get("file", ""))
+        file = (path.parent / str(secret.get("file", ""))).resolve()
         p.check(
-            (path.parent / file).resolve().is_relative_to((root / "deploy/tls").resolve()),
+            "file" in secret
+            and file.is_relative_to((root / "deploy").resolve())
+            and git_ignores_everything(file.parent),
             where,
-            f"secret {name} must come from deploy/tls/, which git ignores",
+            f"secret {name} must be a file in a folder of deploy/ whose .gitignore ignores everything (deploy/tls/, deploy/secrets/)",
         )
+
+
+def check_compose_postgres(
+    p: Problems,
+    where: str,
+    raw: dict,
+    services: dict,
+    mounts: dict[str, list[dict]],
+    by_role: dict[str, str],
+) -> None:
+    """The core database: a PostgreSQL service with its own volume, a
+    healthcheck and its password from a secret file; studio-core (and every
+    other process that opens the core database) reading its URL from a
+    secret file, waiting for it, in several replicas."""
+    postgres = services.get(POSTGRES_SERVICE)
+    if postgres is None:
+        return
+    w = f"{where}: service {POSTGRES_SERVICE}"
+    image = str(((raw.get("services") or {}).get(POSTGRES_SERVICE) or {}).get("image", ""))
+    p.check(
+        re.fullmatch(r"\$\{[A-Z][A-Z0-9_]*:-" + re.escape(POSTGRES_DEFAULT_IMAGE) + r"\}", image) is not None,
+        w,
+        f"image must be a variable defaulting to {POSTGRES_DEFAULT_IMAGE}, like the other images, is {image!r}",
+    )
+    test = " ".join(map(str, (postgres.get("healthcheck") or {}).get("test") or []))
+    p.check(
+        "pg_isready" in test and re.search(r"(--host=|-h\s*)127\.0\.0\.1", test) is not None,
+        w,
+        "the healthcheck must ask pg_isready over TCP (--host=127.0.0.1): while a new volume is initialized "
+        "the server listens on its socket only",
+    )
+    data = volume_at(mounts.get(POSTGRES_SERVICE, []), POSTGRES_DATA)
+    if p.check(
+        data is not None and data["target"] == POSTGRES_DATA and not data["read_only"],
+        w,
+        f"must keep its data on a named volume mounted at {POSTGRES_DATA}",
+    ):
+        others = [n for n, ms in mounts.items() if n != POSTGRES_SERVICE and any(m["source"] == data["source"] for m in ms)]
+        p.check(not others, w, f"its volume {data['source']} is its own, also mounted by {others}")
+    env = service_env(postgres)
+    secrets = service_secrets(postgres)
+    p.check("POSTGRES_PASSWORD" not in env, w, "POSTGRES_PASSWORD must not be set: use POSTGRES_PASSWORD_FILE")
+    p.check(
+        env.get("POSTGRES_PASSWORD_FILE") in secrets,
+        w,
+        f"POSTGRES_PASSWORD_FILE ({env.get('POSTGRES_PASSWORD_FILE')}) must be a mounted secret, mounts {sorted(secrets)}",
+    )
+    for var in ("POSTGRES_USER", "POSTGRES_DB"):
+        p.check(bool(env.get(var)), w, f"{var} must name the database's owner and database")
+    p.check(not postgres.get("ports"), w, "must publish no port")
+    internal = {n for n, net in (raw.get("networks") or {}).items() if (net or {}).get("internal") is True}
+    networks = set(postgres.get("networks") or {})
+    p.check(bool(networks) and networks <= internal, w, f"must join only internal networks {sorted(internal)}, joins {sorted(networks)}")
+
+    # Every service that opens the core database reads the same secret file,
+    # studio-core's, which is not postgres's password.
+    core = by_role.get("studio-core")
+    password_secret = secrets.get(env.get("POSTGRES_PASSWORD_FILE", ""))
+
+    def url_secret(service: dict) -> str | None:
+        return service_secrets(service).get(service_env(service).get(CORE_DATABASE_FILE, ""))
+
+    core_url_secret = url_secret(services.get(core or "", {}))
+    p.check(
+        core_url_secret is not None and core_url_secret != password_secret,
+        f"{where}: service {core}",
+        f"{CORE_DATABASE_FILE} must be a secret of its own, mounted (postgres's password is {password_secret})",
+    )
+    for name, service in services.items():
+        env = service_env(service)
+        if name != core and CORE_DATABASE_FILE not in env and CORE_DATABASE_URL not in env:
+            continue
+        w = f"{where}: service {name}"
+        p.check(CORE_DATABASE_URL not in env, w, f"{CORE_DATABASE_URL} must not be set: read it from a secret ({CORE_DATABASE_FILE})")
+        p.check(
+            url_secret(service) is not None and url_secret(service) == core_url_secret,
+            w,
+            f"{CORE_DATABASE_FILE} ({env.get(CORE_DATABASE_FILE)}) must be studio-core's mounted secret {core_url_secret}",
+        )
+        p.check(
+            "SASHA_REPLICA_URL" not in env,
+            w,
+            "must not pass SASHA_REPLICA_URL: it is data-worker's, and studio-core refuses it beside a PostgreSQL core database",
+        )
+    studio = services.get(core or "", {})
+    w = f"{where}: service {core}"
+    depends = studio.get("depends_on") or {}
+    condition = (depends.get(POSTGRES_SERVICE) or {}).get("condition") if isinstance(depends, dict) else None
+    p.check(condition == "service_healthy", w, f"must depend on {POSTGRES_SERVICE} with condition service_healthy")
+    replicas = ((studio.get("deploy") or {}).get("replicas"))
+    p.check(
+        str(replicas).isdigit() and int(replicas) >= CORE_MIN_REPLICAS,
+        w,
+        f"must run at least {CORE_MIN_REPLICAS} replicas (deploy.replicas), runs {replicas}",
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -889,6 +1050,8 @@ def check_kubernetes(root: Path, p: Problems, image_env: dict[str, str]) -> None
             )
             # State folders: exactly the ones the role uses, each its own volume.
             mounts = {posixpath.normpath(m["mountPath"]): m for m in container.get("volumeMounts") or []}
+            for path, mount in mounts.items():
+                p.check(mount["name"] in volumes or mount["name"] in claim_templates, c, f"mounts {mount['name']} at {path}, which is not a volume of the pod")
             state_sources = {}
             for folder in ROLE_FOLDERS.get(role, []):
                 mount = mounts.get(posixpath.normpath(folders[folder]))
@@ -1002,8 +1165,17 @@ def check_kubernetes(root: Path, p: Problems, image_env: dict[str, str]) -> None
     example_names = {(d.get("metadata") or {}).get("name") for d in examples}
     p.check("sasha-replica" in example_names, "deploy/k8s/secrets", "must describe the Secret sasha-replica")
     core = workloads.get("studio-core", {})
-    p.check(core.get("kind") == "Deployment" and (core.get("spec") or {}).get("replicas") == 1, "studio-core", "must be a Deployment of 1 replica")
-    p.check(((core.get("spec") or {}).get("strategy") or {}).get("type") == "Recreate", "studio-core", "must update with Recreate (one SQLite writer)")
+    p.check(
+        core.get("kind") == "Deployment" and ((core.get("spec") or {}).get("replicas") or 0) >= CORE_MIN_REPLICAS,
+        "studio-core",
+        f"must be a Deployment of at least {CORE_MIN_REPLICAS} replicas",
+    )
+    p.check(
+        ((core.get("spec") or {}).get("strategy") or {}).get("type") == "Recreate",
+        "studio-core",
+        "must update with Recreate (a newer build migrates the core database, which an older one then refuses)",
+    )
+    check_kubernetes_core_database(p, config, core, examples)
     data = workloads.get("data-worker", {})
     p.check(data.get("kind") == "StatefulSet" and (data.get("spec") or {}).get("replicas") == 1, "data-worker", "must be a StatefulSet of 1 replica")
     p.check(bool((data.get("spec") or {}).get("volumeClaimTemplates")), "data-worker", "must claim APP_DATA_ROOT with a volumeClaimTemplate")
@@ -1024,13 +1196,56 @@ def check_kubernetes(root: Path, p: Problems, image_env: dict[str, str]) -> None
             "HorizontalPodAutoscaler",
             "must target 70 % CPU",
         )
-    pdb_targets = []
+    # Replicated workloads: how many replicas each runs at least (the
+    # autoscaler's minimum where one owns the count).
+    replicas = {}
+    for role, obj in workloads.items():
+        name = (obj.get("metadata") or {}).get("name")
+        hpa = next((h for h in hpas if ((h.get("spec") or {}).get("scaleTargetRef") or {}).get("name") == name), None)
+        replicas[role] = ((hpa or {}).get("spec") or {}).get("minReplicas") or (obj.get("spec") or {}).get("replicas") or 1
+    pdb_targets = {}
     for (kind, name), obj in objects.items():
         if kind == "PodDisruptionBudget":
             selector = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-            pdb_targets += [r for r, w in workloads.items() if selector and selector.items() <= pod_labels(w).items()]
-    for role in ("mcp-gateway", "edge-sandbox"):
-        p.check(role in pdb_targets, role, "needs a PodDisruptionBudget")
+            for role, workload in workloads.items():
+                if selector and selector.items() <= pod_labels(workload).items():
+                    pdb_targets[role] = obj
+    for role, count in replicas.items():
+        if count < 2:
+            p.check(role not in pdb_targets, role, "a budget on a single replica would block node drains forever")
+            continue
+        # A node going away takes one replica, not all: the replicas spread
+        # over nodes, and a drain evicts them one at a time.
+        budget = (pdb_targets.get(role) or {}).get("spec") or {}
+        if p.check(role in pdb_targets, role, "runs several replicas: needs a PodDisruptionBudget"):
+            minimum = budget.get("minAvailable")
+            p.check(
+                isinstance(minimum, int) and 1 <= minimum < count,
+                f"PodDisruptionBudget for {role}",
+                f"minAvailable must be at least 1 and below its {count} replicas (or drains block), is {minimum}",
+            )
+        spec = pod_spec(workloads[role]) or {}
+        labels = pod_labels(workloads[role])
+        selectors = [
+            (c.get("labelSelector") or {}).get("matchLabels") or {}
+            for c in spec.get("topologySpreadConstraints") or []
+            if c.get("topologyKey") == "kubernetes.io/hostname"
+        ]
+        p.check(
+            any(selector and selector.items() <= labels.items() for selector in selectors),
+            role,
+            "runs several replicas: must spread them over nodes (topologySpreadConstraints on kubernetes.io/hostname)",
+        )
+        # Its persistent volumes are mounted on every node it runs on.
+        for volume in spec.get("volumes") or []:
+            claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+            if claim:
+                modes = ((get("PersistentVolumeClaim", claim).get("spec") or {}).get("accessModes")) or []
+                p.check(
+                    "ReadWriteMany" in modes,
+                    role,
+                    f"runs several replicas on different nodes: PersistentVolumeClaim {claim} must be ReadWriteMany, is {modes}",
+                )
 
     # Services select workloads and name their ports.
     services = {}
@@ -1165,6 +1380,64 @@ def check_kubernetes(root: Path, p: Problems, image_env: dict[str, str]) -> None
     p.check(len(hash_keys) == 1, "Ingress for mcp-gateway", f"every Ingress of the gateway must hash alike, they use {hash_keys}")
 
 
+def check_kubernetes_core_database(p: Problems, config: dict, core: dict, examples: list[dict]) -> None:
+    """studio-core reads the core database's URL from a Secret: as the file
+    DATABASE_URL_FILE names (a mounted Secret volume) or as DATABASE_URL from
+    a secretKeyRef, never as a value in a manifest; and it sees
+    SASHA_REPLICA_URL empty (sasha-config's value is data-worker's)."""
+    w = "Deployment/studio-core container studio-core"
+    p.check(
+        CORE_DATABASE_URL not in config and not any(URL_WITH_PASSWORD.search(str(v)) for v in config.values()),
+        "ConfigMap sasha-config",
+        f"must not hold {CORE_DATABASE_URL} or a password: it goes in a Secret",
+    )
+    spec = pod_spec(core) or {}
+    container = next((c for c in spec.get("containers") or [] if container_role(c) == "studio-core"), {})
+    env = {e.get("name"): e for e in container.get("env") or []}
+    for name, entry in env.items():
+        p.check(not URL_WITH_PASSWORD.search(str(entry.get("value", ""))), w, f"{name} holds a password: take it from a Secret")
+    secrets = {(d.get("metadata") or {}).get("name"): d for d in examples}
+
+    def secret_keys(name: str) -> set[str]:
+        secret = secrets.get(name) or {}
+        return set(secret.get("stringData") or {}) | set(secret.get("data") or {})
+
+    url, url_file = env.get(CORE_DATABASE_URL), env.get(CORE_DATABASE_FILE)
+    if not p.check(
+        (url is None) != (url_file is None),
+        w,
+        f"must set exactly one of {CORE_DATABASE_URL} (from a Secret) and {CORE_DATABASE_FILE} (a mounted Secret)",
+    ):
+        return
+    if url is not None:
+        ref = (url.get("valueFrom") or {}).get("secretKeyRef") or {}
+        p.check("value" not in url and bool(ref), w, f"{CORE_DATABASE_URL} must come from a secretKeyRef")
+        p.check(ref.get("key") in secret_keys(ref.get("name", "")), w, f"Secret {ref.get('name')} (deploy/k8s/secrets/) has no key {ref.get('key')}")
+        p.check(ref.get("optional") is not True, w, f"{CORE_DATABASE_URL}'s Secret must not be optional")
+    else:
+        path = str(url_file.get("value", ""))
+        mounts = {posixpath.normpath(m["mountPath"]): m for m in container.get("volumeMounts") or []}
+        mount = mounts.get(posixpath.dirname(path))
+        volumes = {v.get("name"): v for v in spec.get("volumes") or []}
+        secret = (volumes.get((mount or {}).get("name")) or {}).get("secret") or {}
+        if p.check(
+            mount is not None and mount.get("readOnly") is True and bool(secret),
+            w,
+            f"{CORE_DATABASE_FILE} ({path}) must be a file of a Secret volume mounted read-only",
+        ):
+            name = secret.get("secretName", "")
+            items = {i.get("path"): i.get("key") for i in secret.get("items") or []}
+            key = items.get(posixpath.basename(path), None if items else posixpath.basename(path))
+            p.check(key in secret_keys(name), w, f"Secret {name} (deploy/k8s/secrets/) has no key for {path}")
+            p.check(secret.get("optional") is not True, w, "the core database's Secret must not be optional")
+    replica_url = env.get("SASHA_REPLICA_URL")
+    p.check(
+        "SASHA_REPLICA_URL" not in config or (replica_url is not None and replica_url.get("value") == "" and "valueFrom" not in replica_url),
+        w,
+        "must set SASHA_REPLICA_URL empty: sasha-config's is data-worker's, and studio-core refuses it beside a PostgreSQL core database",
+    )
+
+
 # ---------------------------------------------------------------------------
 # Caddy
 
@@ -1287,11 +1560,16 @@ def check_caddy(root: Path, p: Problems, tls_cert: str | None, tls_key: str | No
     limit = body_limit(studio, metadata_paths)
     p.check(limit is not None and limit <= MIB, where, f"{OAUTH_RESOURCE_METADATA} bodies must be small, limit is {limit}")
     rest = proxies(studio, ())
-    p.check(
-        len(rest) == 1 and [u.get("dial") for u in rest[0].get("upstreams") or []] == [CADDY_ENV["STUDIO_CORE_HTTP"]],
+    if p.check(
+        len(rest) == 1 and [u.get("dial") for u in rest[0].get("upstreams") or []] == CADDY_ENV["STUDIO_CORE_UPSTREAMS"].split(),
         where,
-        "everything else on the studio host must reach studio-core",
-    )
+        "everything else on the studio host must reach every studio-core replica",
+    ):
+        p.check(
+            ((rest[0].get("load_balancing") or {}).get("try_duration") or 0) > 0,
+            where,
+            "studio-core's route must retry another replica when one refuses (lb_try_duration)",
+        )
     limit = body_limit(studio, ())
     p.check(limit is not None and limit <= MIB, where, f"studio-core bodies must be small, limit is {limit}")
     p.check(

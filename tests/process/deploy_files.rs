@@ -4,8 +4,10 @@
 //! Specification's JSON schema, every manifest under `deploy/k8s/` against the
 //! Kubernetes JSON schemas (strict), and `deploy/caddy/Caddyfile` with Debian's
 //! `caddy validate` and `caddy adapt`; then it checks that the files agree with
-//! each other and with the platform's rules (separate state volumes, a
-//! scalable gateway, one trusted hop, certificates, origins, probes, grace
+//! each other and with the platform's rules (separate state volumes, the
+//! PostgreSQL core database with its password and URL from secret files,
+//! studio-core and the gateway scalable, replicas spread over nodes with
+//! disruption budgets, one trusted hop, certificates, origins, probes, grace
 //! periods). Each test fails with the validator's report.
 //!
 //! `scripts/test.sh` installs the validators into `$CARGO_TARGET_DIR/deploy-venv`
@@ -177,14 +179,47 @@ fn a_broken_field_fails_each_check() {
             "docs:/var/lib/sasha/app-data",
             "volume docs holds both",
         ),
-        // Compose: the core database's replicator on another volume than
-        // the database (it would replicate files it cannot see).
+        // Compose: the app databases' replicator on another volume than
+        // the databases (it would replicate files it cannot see).
         (
             "compose",
             "deploy/compose.yaml",
-            "      - core-db:/var/lib/sasha/db\n    networks:\n      egress: {}",
-            "      - docs:/var/lib/sasha/db\n    networks:\n      egress: {}",
-            "must mount exactly studio-core's volume of DB_DIR",
+            "      - app-data:/var/lib/sasha/app-data\n    networks:\n      egress: {}",
+            "      - docs:/var/lib/sasha/app-data\n    networks:\n      egress: {}",
+            "must mount exactly data-worker's volume of APP_DATA_ROOT",
+        ),
+        // Compose: studio-core starting before PostgreSQL accepts connections.
+        (
+            "compose",
+            "deploy/compose.yaml",
+            "      postgres:\n        condition: service_healthy\n",
+            "      postgres:\n        condition: service_started\n",
+            "must depend on postgres with condition service_healthy",
+        ),
+        // Compose: the core database's URL, password and all, written inline.
+        (
+            "compose",
+            "deploy/compose.yaml",
+            "  DATABASE_URL_FILE: /run/secrets/core-database-url\n",
+            "  DATABASE_URL: postgres://sasha:hunter2@postgres:5432/sasha\n",
+            "DATABASE_URL must not be set: read it from a secret (DATABASE_URL_FILE)",
+        ),
+        // Compose: pg_isready on the socket, which answers while a new volume
+        // is still being initialized.
+        (
+            "compose",
+            "deploy/compose.yaml",
+            "\"pg_isready\", \"--host=127.0.0.1\", ",
+            "\"pg_isready\", ",
+            "the healthcheck must ask pg_isready over TCP",
+        ),
+        // Compose: one fixed studio-core container, which cannot scale.
+        (
+            "compose",
+            "deploy/compose.yaml",
+            "    deploy:\n      replicas: 2\n",
+            "    container_name: studio-core\n",
+            "studio-core must not set container_name: it is scaled",
         ),
         // Kubernetes: data-worker's replicator as a plain init container,
         // which would have to finish before the role starts.
@@ -202,6 +237,48 @@ fn a_broken_field_fails_each_check() {
             "containerPort: 3010",
             "containerPort: \"3010\"",
             "'3010' is not of type 'integer'",
+        ),
+        // Kubernetes: studio-core back to one replica.
+        (
+            "kubernetes",
+            "deploy/k8s/40-studio-core.yaml",
+            "  replicas: 2\n",
+            "  replicas: 1\n",
+            "must be a Deployment of at least 2 replicas",
+        ),
+        // Kubernetes: studio-core's disruption budget selecting no pod.
+        (
+            "kubernetes",
+            "deploy/k8s/40-studio-core.yaml",
+            "  minAvailable: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: studio-core\n",
+            "  minAvailable: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: studio-core-old\n",
+            "studio-core: runs several replicas: needs a PodDisruptionBudget",
+        ),
+        // Kubernetes: the core database's URL as a plain value.
+        (
+            "kubernetes",
+            "deploy/k8s/40-studio-core.yaml",
+            "            - name: DATABASE_URL_FILE\n              value: /etc/sasha/database/url\n",
+            "            - name: DATABASE_URL\n              value: postgres://sasha:hunter2@db:5432/sasha\n",
+            "DATABASE_URL must come from a secretKeyRef",
+        ),
+        // Kubernetes: sasha-config's replication URL reaching studio-core,
+        // which refuses it beside a PostgreSQL core database.
+        (
+            "kubernetes",
+            "deploy/k8s/40-studio-core.yaml",
+            "            - name: SASHA_REPLICA_URL\n              value: \"\"\n",
+            "",
+            "must set SASHA_REPLICA_URL empty",
+        ),
+        // Kubernetes: a volume of two replicas on different nodes that only
+        // one node can mount.
+        (
+            "kubernetes",
+            "deploy/k8s/20-storage.yaml",
+            "  accessModes: [ReadWriteMany]\n",
+            "  accessModes: [ReadWriteOnce]\n",
+            "PersistentVolumeClaim docs must be ReadWriteMany",
         ),
         // Kubernetes: a field the schema does not know (strict validation).
         (
@@ -234,8 +311,16 @@ fn a_broken_field_fails_each_check() {
             "caddy",
             "deploy/caddy/Caddyfile",
             "handle @mcp_metadata {\n\t\trequest_body {\n\t\t\tmax_size 1KiB\n\t\t}\n\t\treverse_proxy {$MCP_GATEWAY_UPSTREAMS}",
-            "handle @mcp_metadata {\n\t\trequest_body {\n\t\t\tmax_size 1KiB\n\t\t}\n\t\treverse_proxy {$STUDIO_CORE_HTTP}",
+            "handle @mcp_metadata {\n\t\trequest_body {\n\t\t\tmax_size 1KiB\n\t\t}\n\t\treverse_proxy {$STUDIO_CORE_UPSTREAMS}",
             "/.well-known/oauth-protected-resource/* to every gateway replica",
+        ),
+        // Caddy: studio-core's replicas without a retry on the next one.
+        (
+            "caddy",
+            "deploy/caddy/Caddyfile",
+            "\t\t\tlb_try_duration 5s\n\t\t\tfail_duration 10s\n",
+            "\t\t\tfail_duration 10s\n",
+            "studio-core's route must retry another replica when one refuses",
         ),
         // Caddy: an unknown subdirective.
         (

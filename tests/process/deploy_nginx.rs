@@ -141,8 +141,8 @@ async fn nginx_in_front_of_two_gateways_routes_protects_and_loses_no_write() {
         ("SASHA_SANDBOX_HOST", SANDBOX_HOST.to_owned()),
         ("SASHA_LISTEN", format!("127.0.0.1:{nginx_port} ssl")),
         (
-            "STUDIO_CORE_HTTP",
-            backends.core.listener("http").to_string(),
+            "STUDIO_CORE_SERVERS",
+            format!("server {};", backends.core.listener("http")),
         ),
         ("EDGE_SANDBOX_HTTP", edge.listener("http").to_string()),
         (

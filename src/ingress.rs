@@ -351,7 +351,12 @@ async fn health(ingress: &Ingress) -> Response<Body> {
         .to_owned();
     let (edge, core, gateway) = tokio::join!(
         probe(ingress, ingress.backends.edge, &edge_host, "/app-sandbox"),
-        probe(ingress, ingress.backends.core.pick(), &studio_host, "/healthz"),
+        probe(
+            ingress,
+            ingress.backends.core.pick(),
+            &studio_host,
+            "/healthz"
+        ),
         probe(ingress, ingress.backends.gateway, &studio_host, "/healthz"),
     );
     let dependency = |report: &Option<serde_json::Value>, role: &str| {

@@ -274,9 +274,10 @@ pub struct Service {
 /// Builds the service over lazily connecting clients of `config`'s
 /// upstreams; `shutdown` ends `GET /mcp` listening streams.
 pub fn service(config: &Config, shutdown: CancellationToken) -> Result<Service, RoleError> {
-    let core = grpc::core_replicas_client(&config.core_urls, &config.identity).map_err(|error| {
-        RoleError::Config(ConfigError::new("SASHA_CORE_GRPC_URL", error.to_string()))
-    })?;
+    let core =
+        grpc::core_replicas_client(&config.core_urls, &config.identity).map_err(|error| {
+            RoleError::Config(ConfigError::new("SASHA_CORE_GRPC_URL", error.to_string()))
+        })?;
     let data = grpc::data_client(&config.data_url, &config.identity).map_err(|error| {
         RoleError::Config(ConfigError::new("SASHA_DATA_GRPC_URL", error.to_string()))
     })?;

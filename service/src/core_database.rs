@@ -146,7 +146,8 @@ impl CoreDatabase {
 /// the error never repeats the URL (it may hold a password).
 fn check_url(var: &'static str, text: &str) -> Result<(), ConfigError> {
     let shape = "must be postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=require]";
-    let url = url::Url::parse(text).map_err(|error| ConfigError::new(var, format!("{shape} ({error})")))?;
+    let url = url::Url::parse(text)
+        .map_err(|error| ConfigError::new(var, format!("{shape} ({error})")))?;
     if !matches!(url.scheme(), "postgres" | "postgresql") {
         return Err(ConfigError::new(
             var,
@@ -157,7 +158,10 @@ fn check_url(var: &'static str, text: &str) -> Result<(), ConfigError> {
         return Err(ConfigError::new(var, format!("{shape}: it names no host")));
     }
     if url.path().trim_start_matches('/').is_empty() {
-        return Err(ConfigError::new(var, format!("{shape}: it names no database")));
+        return Err(ConfigError::new(
+            var,
+            format!("{shape}: it names no database"),
+        ));
     }
     for (key, value) in url.query_pairs() {
         if key == "sslmode" && !matches!(value.as_ref(), "disable" | "prefer" | "require") {
@@ -203,7 +207,10 @@ mod tests {
     #[test]
     fn a_url_names_postgresql_with_its_pool() {
         let CoreDatabase::Postgres(config) = read(&[
-            ("DATABASE_URL", "postgres://sasha:s3cret@db.internal:5432/sasha?sslmode=require"),
+            (
+                "DATABASE_URL",
+                "postgres://sasha:s3cret@db.internal:5432/sasha?sslmode=require",
+            ),
             ("SASHA_DATABASE_POOL_SIZE", "16"),
         ])
         .unwrap() else {
@@ -234,28 +241,57 @@ mod tests {
     #[test]
     fn bad_settings_are_refused_naming_the_variable_never_the_password() {
         for (vars, var, says) in [
-            (vec![("DATABASE_URL", "mysql://u:pw@h/db")], "DATABASE_URL", "scheme"),
-            (vec![("DATABASE_URL", "postgres://u:pw@h")], "DATABASE_URL", "no database"),
-            (vec![("DATABASE_URL", "not a url pw")], "DATABASE_URL", "must be"),
+            (
+                vec![("DATABASE_URL", "mysql://u:pw@h/db")],
+                "DATABASE_URL",
+                "scheme",
+            ),
+            (
+                vec![("DATABASE_URL", "postgres://u:pw@h")],
+                "DATABASE_URL",
+                "no database",
+            ),
+            (
+                vec![("DATABASE_URL", "not a url pw")],
+                "DATABASE_URL",
+                "must be",
+            ),
             (
                 vec![("DATABASE_URL", "postgres://u:pw@h/db?sslmode=verify-full")],
                 "DATABASE_URL",
                 "sslmode",
             ),
             (
-                vec![("DATABASE_URL", "postgres://u:pw@h/db"), ("DATABASE_URL_FILE", "/x")],
+                vec![
+                    ("DATABASE_URL", "postgres://u:pw@h/db"),
+                    ("DATABASE_URL_FILE", "/x"),
+                ],
                 "DATABASE_URL_FILE",
                 "not both",
             ),
-            (vec![("DATABASE_URL_FILE", "/nonexistent/url")], "DATABASE_URL_FILE", "cannot read"),
             (
-                vec![("DATABASE_URL", "postgres://u:pw@h/db"), ("SASHA_DATABASE_POOL_SIZE", "0")],
+                vec![("DATABASE_URL_FILE", "/nonexistent/url")],
+                "DATABASE_URL_FILE",
+                "cannot read",
+            ),
+            (
+                vec![
+                    ("DATABASE_URL", "postgres://u:pw@h/db"),
+                    ("SASHA_DATABASE_POOL_SIZE", "0"),
+                ],
                 "SASHA_DATABASE_POOL_SIZE",
                 "1 to 256",
             ),
-            (vec![("SASHA_DATABASE_POOL_SIZE", "4")], "SASHA_DATABASE_POOL_SIZE", "PostgreSQL"),
             (
-                vec![("DATABASE_URL", "postgres://u:pw@h/db"), ("SASHA_DATABASE_CA_FILE", "/nope")],
+                vec![("SASHA_DATABASE_POOL_SIZE", "4")],
+                "SASHA_DATABASE_POOL_SIZE",
+                "PostgreSQL",
+            ),
+            (
+                vec![
+                    ("DATABASE_URL", "postgres://u:pw@h/db"),
+                    ("SASHA_DATABASE_CA_FILE", "/nope"),
+                ],
                 "SASHA_DATABASE_CA_FILE",
                 "readable",
             ),

@@ -341,9 +341,8 @@ impl Assistant {
                 conversation.to_owned(),
                 id.to_owned(),
             );
-            let live =
-                blocking(move || reader.approval_holder_live(&user, &conversation_id, &key))
-                    .await?;
+            let live = blocking(move || reader.approval_holder_live(&user, &conversation_id, &key))
+                .await?;
             if live == Some(false) {
                 return Err(AppError::new(
                     ErrorCode::Conflict,

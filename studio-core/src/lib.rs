@@ -357,7 +357,7 @@ pub async fn run_with_store(
         &config.storage.docs_root,
         config.revision_history,
     ));
-    member_apps::load_into_catalogue(&store, &catalogue);
+    member_apps::load_into_catalogue(&store, &catalogue).await;
     let discovered = {
         let catalogue = catalogue.clone();
         tokio::task::spawn_blocking(move || catalogue.refresh())

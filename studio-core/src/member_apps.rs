@@ -565,11 +565,12 @@ pub(crate) fn current_files(core: &Core, app_id: &str) -> BTreeMap<String, Vec<u
 
 /// Hands the stored member apps to the catalogue (at boot; afterwards each
 /// change hands over its own app).
-pub(crate) fn load_into_catalogue(
+pub(crate) async fn load_into_catalogue(
     core_store: &studio_store::Store,
     catalogue: &crate::catalogue::Catalogue,
 ) {
-    match core_store.member_sources() {
+    let store = core_store.clone();
+    match studio_store::blocking(move || store.member_sources()).await {
         Ok(sources) => {
             for (id, files) in sources {
                 let mut source = PackageSource::default();
@@ -579,7 +580,10 @@ pub(crate) fn load_into_catalogue(
                 catalogue.set_member(&id, Some(source));
             }
         }
-        Err(error) => tracing::error!(%error, "cannot load the member apps; none are served"),
+        Err(error) => tracing::error!(
+            diagnostic_id = %error.diagnostic_id,
+            "cannot load the member apps; none are served"
+        ),
     }
 }
 

@@ -271,7 +271,10 @@ impl Store {
             .flatten()
             .and_then(|outcome| ApprovalOutcome::parse(&outcome))
             .filter(|outcome| {
-                matches!(outcome, ApprovalOutcome::Approved | ApprovalOutcome::Declined)
+                matches!(
+                    outcome,
+                    ApprovalOutcome::Approved | ApprovalOutcome::Declined
+                )
             }))
     }
 

@@ -201,6 +201,12 @@ fn watchdog(home: &Path, bin: &Path, data: &Path) {
         data = data.display(),
     );
     let _ = File::create(home.join("used"));
+    // Detached on purpose: it outlives this test process and stops the
+    // server; init reaps it.
+    #[allow(
+        clippy::zombie_processes,
+        reason = "the watchdog outlives this process"
+    )]
     Command::new("setsid")
         .args(["sh", "-c", &script])
         .stdin(Stdio::null())

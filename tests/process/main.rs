@@ -21,6 +21,7 @@ mod cli;
 mod confirm;
 mod contract;
 mod core_grpc;
+mod core_replicas;
 mod data;
 mod deploy_files;
 mod deploy_nginx;

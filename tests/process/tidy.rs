@@ -48,9 +48,10 @@ const TEST_ONLY_SERVICE_EDGES: [(&str, &str); 2] = [
 /// dependencies are all on lower layers, so the graph is a DAG one can
 /// draw. The four service crates share a layer and so never depend on each
 /// other; the studio crates below studio-core each own one job of the
-/// control plane and depend downward only.
+/// control plane and depend downward only. sasha-testkit (throwaway
+/// engines for tests) depends on no workspace crate.
 const LAYERS: [&[&str]; 10] = [
-    &["sasha-contract"],
+    &["sasha-contract", "sasha-testkit"],
     &["sasha-proto", "sasha-package"],
     &["sasha-service"],
     &["sasha-replica"],

@@ -304,7 +304,10 @@ async fn a_click_on_another_replica_reaches_the_waiting_turn() {
     });
     other.decide(&store, &ada, &one, ID, true).await.unwrap();
     assert_eq!(waiting.await.unwrap(), Waited::Approved);
-    let replay = other.decide(&store, &ada, &one, ID, true).await.unwrap_err();
+    let replay = other
+        .decide(&store, &ada, &one, ID, true)
+        .await
+        .unwrap_err();
     assert_eq!(replay.code, ErrorCode::RecordNotFound, "decided once");
 }
 
@@ -324,10 +327,17 @@ async fn the_cards_of_a_stopped_replica_expire_and_a_live_ones_wait() {
         .unwrap();
     let second = "fedcba9876543210fedcba9876543210";
     let _waits = live
-        .hold(&store, approval(second, &ada, &two), Duration::from_secs(600))
+        .hold(
+            &store,
+            approval(second, &ada, &two),
+            Duration::from_secs(600),
+        )
         .await
         .unwrap();
-    let refused = other.decide(&store, &ada, &one, ID, true).await.unwrap_err();
+    let refused = other
+        .decide(&store, &ada, &one, ID, true)
+        .await
+        .unwrap_err();
     assert_eq!(refused.code, ErrorCode::Conflict, "{refused:?}");
     let expired: Vec<String> = store
         .expire_waiting_approvals()
@@ -342,5 +352,9 @@ async fn the_cards_of_a_stopped_replica_expire_and_a_live_ones_wait() {
         .into_iter()
         .map(|approval| approval.id)
         .collect();
-    assert_eq!(waiting, [second.to_owned()], "the live replica's card waits");
+    assert_eq!(
+        waiting,
+        [second.to_owned()],
+        "the live replica's card waits"
+    );
 }

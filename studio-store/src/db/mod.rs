@@ -28,7 +28,9 @@ mod sqlite;
 use std::cell::RefCell;
 use std::sync::MutexGuard;
 
-pub(crate) use self::postgres::{PgPool, connect as connect_postgres, describe as describe_postgres};
+pub(crate) use self::postgres::{
+    PgPool, connect as connect_postgres, describe as describe_postgres,
+};
 
 /// One value bound to a statement or read from a row.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -528,7 +530,7 @@ enum ConnInner<'s> {
     /// A connection of its own (tests reading what is really stored).
     #[cfg(test)]
     SqliteOwned(rusqlite::Connection),
-    Postgres(RefCell<self::postgres::PgClient>),
+    Postgres(Box<RefCell<self::postgres::PgClient>>),
 }
 
 impl<'s> Conn<'s> {
@@ -547,7 +549,7 @@ impl<'s> Conn<'s> {
 
     pub(crate) fn postgres(pool: &PgPool) -> Result<Conn<'static>, DbError> {
         Ok(Conn {
-            inner: ConnInner::Postgres(RefCell::new(self::postgres::checkout(pool)?)),
+            inner: ConnInner::Postgres(Box::new(RefCell::new(self::postgres::checkout(pool)?))),
         })
     }
 

@@ -80,9 +80,9 @@ pub(crate) fn connect(
     size: u32,
     ca_file: Option<&std::path::Path>,
 ) -> Result<(PgPool, String), DbError> {
-    let mut config: postgres::Config = url
-        .parse()
-        .map_err(|error: postgres::Error| DbError::Unreachable(format!("not a PostgreSQL URL: {error}")))?;
+    let mut config: postgres::Config = url.parse().map_err(|error: postgres::Error| {
+        DbError::Unreachable(format!("not a PostgreSQL URL: {error}"))
+    })?;
     let place = place(&config);
     config.options(&format!("-c lock_timeout={LOCK_TIMEOUT_MS}"));
     if config.get_connect_timeout().is_none() {

@@ -62,7 +62,7 @@ async fn a_member_deploys_an_app_only_they_manage() {
 
     // After a restart the app is loaded back from the core database.
     let catalogue = crate::catalogue::Catalogue::new(&world.dir.path().join("docs"), 4);
-    crate::member_apps::load_into_catalogue(world.store(), &catalogue);
+    crate::member_apps::load_into_catalogue(world.store(), &catalogue).await;
     let snapshot = catalogue.refresh();
     assert!(
         snapshot

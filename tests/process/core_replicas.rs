@@ -1,0 +1,521 @@
+//! studio-core in two replicas on one PostgreSQL core database (the shared
+//! test server of `sasha-testkit`, a fresh database per test), each a real
+//! process: what one replica records, the other acts on. A session made on
+//! one is honoured by the other; a grant revoked through one refuses the very
+//! next MCP call through a gateway pinned to the other; a sessionless
+//! confirmation issued through one replica is redeemed through the other.
+//! Then, behind nginx (the production template) and two gateways that know
+//! both replicas, one replica is SIGKILLed under 8 clients of mixed traffic:
+//! no acknowledged write is lost or doubled, every error a client saw was
+//! retryable, and the sessions go on working. A wrong or unreachable
+//! `DATABASE_URL` stops the role with one line naming it.
+//!
+//! `scripts/test.sh` installs PostgreSQL and nginx; without them these tests
+//! fail rather than skipping.
+
+use crate::common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::mcp::{Mcp, structured};
+use common::{Harness, RoleProcess, copy_dir, free_port, nginx, root};
+use sasha_service::Role;
+use serde_json::{Value, json};
+use studio_store::{AppAccess, Scope, Store, TokenKind, UserRole};
+
+const PASSWORD: &str = "correct horse battery";
+const STUDIO_HOST: &str = "studio.sasha.test";
+const SANDBOX_HOST: &str = "views.sasha-sandbox.test";
+const CLIENTS: usize = 8;
+const WRITES_PER_CLIENT: usize = 60;
+
+/// Runs blocking store work (PostgreSQL's client blocks) off the test's
+/// async runtime, as studio-core does with `blocking`.
+fn off_runtime<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| scope.spawn(work).join().unwrap())
+}
+
+/// Runs `work` on a store of its own on `url`, off the test's async runtime
+/// (PostgreSQL's blocking client may neither run nor be dropped on it, as
+/// studio-core's own store work runs in `blocking`).
+fn with_store<T: Send>(url: &str, work: impl FnOnce(&Store) -> T + Send) -> T {
+    off_runtime(|| {
+        let store = Store::connect(url, 1, None, Arc::new(studio_store::system_clock)).unwrap();
+        work(&store)
+    })
+}
+
+/// A harness whose studio-core replicas share a fresh PostgreSQL database,
+/// with the expense-log app in the docs they share, and the database's URL.
+fn harness_on_postgres() -> (Harness, String) {
+    let mut harness = Harness::new();
+    let url = off_runtime(sasha_testkit::postgres_database);
+    harness.env.insert("DATABASE_URL".into(), url.clone());
+    copy_dir(
+        &common::mcp::fixture("expense-log"),
+        &harness.path().join("docs/apps/expense-log"),
+    );
+    (harness, url)
+}
+
+/// A studio-core replica on `data`.
+async fn core(harness: &Harness, data: &RoleProcess) -> RoleProcess {
+    harness
+        .start(
+            Role::StudioCore,
+            &[(
+                "SASHA_DATA_GRPC_URL",
+                format!("https://{}", data.listener("grpc")),
+            )],
+        )
+        .await
+}
+
+/// A gateway reaching `cores` (several: balanced) and `data`.
+async fn gateway(harness: &Harness, data: &RoleProcess, cores: &[&RoleProcess]) -> RoleProcess {
+    let urls: Vec<String> = cores
+        .iter()
+        .map(|core| format!("https://{}", core.listener("grpc")))
+        .collect();
+    harness
+        .start(
+            Role::McpGateway,
+            &[
+                (
+                    "SASHA_DATA_GRPC_URL",
+                    format!("https://{}", data.listener("grpc")),
+                ),
+                ("SASHA_CORE_GRPC_URL", urls.join(",")),
+            ],
+        )
+        .await
+}
+
+/// Signs `username` in through the replica at `core` (its own listener):
+/// the session cookie `name=value`.
+async fn sign_in(core: &RoleProcess, username: &str) -> String {
+    let login = common::http_client()
+        .post(format!("http://{}/api/auth/login", core.listener("http")))
+        .header("host", "localhost:3007")
+        .header("origin", common::mcp::STUDIO_ORIGIN)
+        .json(&json!({"username": username, "password": PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    assert!(login.status().is_success(), "{}", login.status());
+    login
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok()?.split(';').next().map(str::to_owned))
+        .find(|pair| pair.starts_with("sasha_session"))
+        .expect("the sign-in sets the session cookie")
+}
+
+async fn me(core: &RoleProcess, cookie: &str) -> reqwest::StatusCode {
+    common::http_client()
+        .get(format!("http://{}/api/me", core.listener("http")))
+        .header("host", "localhost:3007")
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+#[tokio::test]
+async fn what_one_replica_records_the_other_acts_on() {
+    let (harness, url) = harness_on_postgres();
+    let admin = with_store(&url, |store| {
+        store.create_user("ada", UserRole::Admin, PASSWORD).unwrap()
+    });
+    let member = with_store(&url, |store| {
+        store
+            .create_user("mia", UserRole::Member, PASSWORD)
+            .unwrap()
+    });
+    let data = harness.start(Role::DataWorker, &[]).await;
+    let one = core(&harness, &data).await;
+    let two = core(&harness, &data).await;
+    let via_one = gateway(&harness, &data, &[&one]).await;
+    let via_two = gateway(&harness, &data, &[&two]).await;
+
+    // A session made on one replica is honoured by the other.
+    let cookie = sign_in(&one, "ada").await;
+    assert_eq!(me(&two, &cookie).await, 200);
+    assert_eq!(me(&one, &cookie).await, 200);
+
+    // The member's access, granted through one replica's API.
+    let grant = common::http_client()
+        .put(format!(
+            "http://{}/api/apps/expense-log/access/{}",
+            one.listener("http"),
+            member.id
+        ))
+        .header("host", "localhost:3007")
+        .header("origin", common::mcp::STUDIO_ORIGIN)
+        .header("cookie", &cookie)
+        .json(&json!({"access": "use"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(grant.status().is_success(), "{}", grant.status());
+    let scopes: BTreeSet<Scope> = [Scope::AppsInvoke].into_iter().collect();
+    let token = with_store(&url, |store| {
+        store
+            .mint_token(&member.id, TokenKind::Access, &scopes, None)
+            .unwrap()
+    });
+    let mcp = |gateway: &RoleProcess| {
+        Mcp::sessionless(&format!("http://{}/mcp", gateway.listener("http")), &token)
+            .eliciting(|_| json!({}))
+    };
+    for gateway in [&via_one, &via_two] {
+        let listed = mcp(gateway)
+            .call("app__expense_log__categories__list", json!({}))
+            .await;
+        assert!(listed.result()["isError"] != true, "{}", listed.body);
+    }
+
+    // A sessionless confirmation: asked through the gateway of one replica,
+    // answered through the gateway of the other.
+    let tool = "app__expense_log__categories__create";
+    let arguments = json!({"values": {"name": "Travel"}, "idempotencyKey": "cross-1"});
+    let asked = mcp(&via_one)
+        .request("tools/call", json!({"name": tool, "arguments": arguments}))
+        .await;
+    let state = asked.result()["requestState"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no input request: {}", asked.body))
+        .to_owned();
+    let answered = mcp(&via_two)
+        .request(
+            "tools/call",
+            json!({"name": tool, "arguments": arguments, "requestState": state,
+                   "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}}),
+        )
+        .await;
+    assert_eq!(structured(&answered)["name"], "Travel", "{}", answered.body);
+
+    // Revoked through the other replica: the very next call through either
+    // gateway is refused.
+    let revoked = common::http_client()
+        .delete(format!(
+            "http://{}/api/apps/expense-log/access/{}",
+            two.listener("http"),
+            member.id
+        ))
+        .header("host", "localhost:3007")
+        .header("origin", common::mcp::STUDIO_ORIGIN)
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert!(revoked.status().is_success(), "{}", revoked.status());
+    assert_eq!(
+        with_store(&url, |store| store
+            .access("expense-log", &member.id)
+            .unwrap()),
+        None
+    );
+    for gateway in [&via_one, &via_two] {
+        let refused = mcp(gateway)
+            .call("app__expense_log__categories__list", json!({}))
+            .await;
+        // The tool is no longer the member's: not listed, so not found.
+        let text = refused.body.to_string();
+        assert!(
+            refused.body["error"]["code"] == -32602 && text.contains("not found"),
+            "refused after the revocation: {text}"
+        );
+    }
+    // The admin's own access was never touched.
+    assert_eq!(
+        with_store(&url, |store| store
+            .access("expense-log", &admin.id)
+            .unwrap()),
+        Some(AppAccess::Manage)
+    );
+}
+
+/// One MCP create through nginx with the Studio page's credentials; `Err`
+/// for what a client retries (a transport failure, a gateway or proxy
+/// status, or an answer the envelope marks retryable), a panic for anything
+/// else.
+async fn create_through_nginx(
+    http: &reqwest::Client,
+    studio: &str,
+    session: &str,
+    arguments: &Value,
+) -> Result<Value, String> {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {
+            "name": "app__expense_log__categories__create", "arguments": arguments,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": common::mcp::SESSIONLESS,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "replica-test", "version": "1"},
+            },
+        },
+    });
+    let response = http
+        .post(format!("{studio}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", common::mcp::SESSIONLESS)
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "app__expense_log__categories__create")
+        .header("cookie", format!("__Host-sasha_session={session}"))
+        .header("origin", studio)
+        .header("sasha-app", "expense-log")
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(|error| format!("transport: {error}"))?;
+    let status = response.status().as_u16();
+    let text = response
+        .text()
+        .await
+        .map_err(|error| format!("body: {error}"))?;
+    if matches!(status, 502..=504) {
+        return Err(format!("status {status}"));
+    }
+    let json = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|data| data.contains("\"result\"") || data.contains("\"error\""))
+        .unwrap_or(&text)
+        .to_owned();
+    let message: Value =
+        serde_json::from_str(&json).map_err(|error| format!("json: {error}: {text}"))?;
+    let result = &message["result"];
+    if status == 200 && result["isError"] != true {
+        return Ok(result["structuredContent"].clone());
+    }
+    let envelope = if result["isError"] == true {
+        result["structuredContent"]["error"].clone()
+    } else {
+        message["error"]["data"].clone()
+    };
+    assert_eq!(
+        envelope["retryable"], true,
+        "only retryable errors while a replica dies: {status} {message}"
+    );
+    Err(format!("retryable: {envelope}"))
+}
+
+#[tokio::test]
+async fn a_replica_killed_under_load_loses_no_write_and_no_session() {
+    let (mut harness, url) = harness_on_postgres();
+    let nginx_port = free_port();
+    let studio = format!("https://{STUDIO_HOST}:{nginx_port}");
+    harness
+        .env
+        .insert("SASHA_PUBLIC_ORIGIN".into(), studio.clone());
+    harness.env.insert(
+        "SASHA_APP_SANDBOX_ORIGIN".into(),
+        format!("https://{SANDBOX_HOST}:{nginx_port}"),
+    );
+    let staff = with_store(&url, |store| {
+        store.create_user("sam", UserRole::Staff, PASSWORD).unwrap()
+    });
+    let data = harness.start(Role::DataWorker, &[]).await;
+    let one = core(&harness, &data).await;
+    let two = core(&harness, &data).await;
+    let gateways = [
+        gateway(&harness, &data, &[&one, &two]).await,
+        gateway(&harness, &data, &[&two, &one]).await,
+    ];
+    let edge = harness.start(Role::EdgeSandbox, &[]).await;
+
+    let tls = harness.path().join("public-tls");
+    let cert_pem = nginx::public_tls(&tls, &[STUDIO_HOST, SANDBOX_HOST]);
+    let server = |process: &RoleProcess| format!("server {};", process.listener("http"));
+    let mut values = BTreeMap::from([
+        ("SASHA_STUDIO_HOST", STUDIO_HOST.to_owned()),
+        ("SASHA_SANDBOX_HOST", SANDBOX_HOST.to_owned()),
+        ("SASHA_LISTEN", format!("127.0.0.1:{nginx_port} ssl")),
+        (
+            "STUDIO_CORE_SERVERS",
+            format!("{}\n    {}", server(&one), server(&two)),
+        ),
+        ("EDGE_SANDBOX_HTTP", edge.listener("http").to_string()),
+        (
+            "MCP_GATEWAY_SERVERS",
+            format!("{}\n    {}", server(&gateways[0]), server(&gateways[1])),
+        ),
+    ]);
+    values.extend(nginx::tls_values(&tls));
+    let proxy = nginx::start(
+        &harness.path().join("nginx"),
+        &root().join("deploy/nginx/sasha.conf.template"),
+        values,
+    );
+    let http = nginx::client(nginx_port, &cert_pem, &[STUDIO_HOST, SANDBOX_HOST]);
+    let mut up = false;
+    for _ in 0..100 {
+        if http.get(format!("{studio}/healthz")).send().await.is_ok() {
+            up = true;
+            break;
+        }
+        // nginx starts in the background; it answers within moments.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(up, "nginx did not come up:\n{}", proxy.error_log());
+    let sessions: Vec<String> = (0..CLIENTS)
+        .map(|_| with_store(&url, |store| store.create_session(&staff.id).unwrap()))
+        .collect();
+
+    // Each client: a keyed write, then its session read back, over and over.
+    let done = Arc::new(AtomicUsize::new(0));
+    let retried = Arc::new(AtomicUsize::new(0));
+    let mut clients = Vec::new();
+    for (client, session) in sessions.iter().enumerate() {
+        let (http, studio, session, done, retried) = (
+            http.clone(),
+            studio.clone(),
+            session.clone(),
+            done.clone(),
+            retried.clone(),
+        );
+        clients.push(tokio::spawn(async move {
+            let mut rows = Vec::new();
+            let mut latencies = Vec::new();
+            for n in 0..WRITES_PER_CLIENT {
+                let name = format!("c{client}-{n}");
+                let arguments =
+                    json!({"values": {"name": name}, "idempotencyKey": format!("k-{client}-{n}")});
+                let mut attempts = 0;
+                let row = loop {
+                    attempts += 1;
+                    let started = Instant::now();
+                    match create_through_nginx(&http, &studio, &session, &arguments).await {
+                        Ok(row) => {
+                            latencies.push((Instant::now(), started.elapsed()));
+                            break row;
+                        }
+                        Err(error) => {
+                            assert!(attempts < 40, "write {name} keeps failing: {error}");
+                            retried.fetch_add(1, Ordering::SeqCst);
+                            // A client's back-off before it retries.
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                    }
+                };
+                assert_eq!(row["name"], name);
+                rows.push(row["id"].as_i64().unwrap());
+                let me = http
+                    .get(format!("{studio}/api/me"))
+                    .header("cookie", format!("__Host-sasha_session={session}"))
+                    .send()
+                    .await;
+                if let Ok(me) = me {
+                    assert!(
+                        me.status() == 200 || me.status().as_u16() >= 502,
+                        "the session keeps working: {}",
+                        me.status()
+                    );
+                }
+                done.fetch_add(1, Ordering::SeqCst);
+            }
+            (rows, latencies)
+        }));
+    }
+    while done.load(Ordering::SeqCst) < CLIENTS * WRITES_PER_CLIENT / 3 {
+        // Polled: the clients decide when a third of the writes are in.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let served = |process: &RoleProcess| {
+        process
+            .stderr()
+            .lines()
+            .filter(|line| line.contains(" path=/api/me "))
+            .count()
+    };
+    assert!(
+        served(&one) > 0 && served(&two) > 0,
+        "nginx spreads Studio requests over both replicas"
+    );
+    let mut one = one;
+    one.child.start_kill().unwrap();
+    one.child.wait().await.unwrap();
+    let killed = Instant::now();
+
+    let mut ids = BTreeSet::new();
+    let mut after = Vec::new();
+    for client in clients {
+        let (rows, latencies) = client.await.unwrap();
+        for id in rows {
+            assert!(ids.insert(id), "row {id} answered to two writes");
+        }
+        after.extend(
+            latencies
+                .into_iter()
+                .filter(|(at, _)| *at > killed + Duration::from_secs(2))
+                .map(|(_, latency)| latency),
+        );
+    }
+    assert_eq!(ids.len(), CLIENTS * WRITES_PER_CLIENT);
+    let data_file = rusqlite::Connection::open_with_flags(
+        harness.path().join("apps/expense-log.sqlite"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let count = |sql: &str| -> i64 { data_file.query_row(sql, [], |row| row.get(0)).unwrap() };
+    assert_eq!(
+        count("SELECT COUNT(*) FROM categories"),
+        (CLIENTS * WRITES_PER_CLIENT) as i64,
+        "no write lost, none doubled"
+    );
+    // Every session still works through the survivor.
+    for session in &sessions {
+        let me = http
+            .get(format!("{studio}/api/me"))
+            .header("cookie", format!("__Host-sasha_session={session}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(me.status(), 200);
+    }
+    after.sort();
+    let p99 = after
+        .get((after.len() * 99 / 100).min(after.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or_default();
+    println!(
+        "{} writes by {CLIENTS} clients through nginx; {} retried after a replica was killed; p99 of writes from 2 s after the kill: {:.1} ms over {} writes",
+        CLIENTS * WRITES_PER_CLIENT,
+        retried.load(Ordering::SeqCst),
+        p99.as_secs_f64() * 1000.0,
+        after.len()
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_or_unreachable_database_url_stops_the_role_naming_it() {
+    let harness = Harness::new();
+    let url = off_runtime(sasha_testkit::postgres_database);
+    let wrong_database = format!("{}_missing", url);
+    let closed = format!("postgres://sasha:s3cret@127.0.0.1:{}/sasha", free_port());
+    for (value, says) in [
+        (wrong_database.as_str(), "does not exist"),
+        (closed.as_str(), "DATABASE_URL"),
+        ("mysql://sasha:s3cret@127.0.0.1/sasha", "scheme"),
+    ] {
+        let (status, stderr) = harness
+            .boot_failure(Role::StudioCore, &[("DATABASE_URL", value)])
+            .await;
+        assert!(!status.success(), "{value}");
+        assert!(stderr.contains("DATABASE_URL"), "{value}: {stderr}");
+        assert!(stderr.contains(says), "{value}: {stderr}");
+        assert!(
+            !stderr.contains("s3cret"),
+            "the password is never printed: {stderr}"
+        );
+    }
+}

@@ -201,6 +201,10 @@ fn watchdog(home: &Path, bin: &Path, data: &Path) {
         data = data.display(),
     );
     let _ = File::create(home.join("used"));
+    #[allow(
+        clippy::zombie_processes,
+        reason = "the watchdog outlives the test process that starts it; init reaps it"
+    )]
     Command::new("setsid")
         .args(["sh", "-c", &script])
         .stdin(Stdio::null())

@@ -275,6 +275,7 @@ impl Store {
 mod tests {
     use super::*;
     use crate::UserRole;
+    use crate::tests::{Fixture, on_both};
     use serde_json::json;
 
     fn approval(id: &str, user: &str, conversation: &str) -> Approval {
@@ -290,16 +291,12 @@ mod tests {
         }
     }
 
-    #[test]
+    on_both! {
     fn an_approval_is_decided_once_by_its_user_for_its_conversation() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("core.sqlite")).unwrap();
-        let ada = store
-            .create_user("ada", UserRole::Admin, "correct horse battery")
-            .unwrap();
-        let bob = store
-            .create_user("bob", UserRole::Member, "correct horse battery")
-            .unwrap();
+        let fixture = Fixture::new();
+        let store = &fixture.store;
+        let ada = fixture.user("ada", UserRole::Admin);
+        let bob = fixture.user("bob", UserRole::Member);
         let first = store.create_conversation(&ada.id, "one").unwrap();
         let second = store.create_conversation(&ada.id, "two").unwrap();
         let far = 600;
@@ -401,5 +398,6 @@ mod tests {
                 .unwrap(),
             ApprovalDecision::NotWaiting
         );
+    }
     }
 }

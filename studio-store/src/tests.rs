@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use super::*;
 
 const PASSWORD: &str = "correct horse battery";
-const START: i64 = 1_800_000_000;
+pub(crate) const START: i64 = 1_800_000_000;
 
 /// Which backend the fixtures of the running test open: the conformance
 /// suite runs each test once per backend ([`on_both!`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Backend {
+pub(crate) enum Backend {
     Sqlite,
     Postgres,
 }
@@ -24,13 +24,14 @@ thread_local! {
 }
 
 /// Runs `body` with fixtures on `backend`.
-fn with_backend(backend: Backend, body: fn()) {
+pub(crate) fn with_backend(backend: Backend, body: fn()) {
     BACKEND.with(|cell| cell.set(backend));
     body();
 }
 
 /// One store test run on SQLite and on PostgreSQL: `name::sqlite` and
-/// `name::postgres`, the same body.
+/// `name::postgres`, the same body. Any test module of the crate uses it
+/// (`use crate::tests::on_both;`) with [`Fixture`].
 macro_rules! on_both {
     ($(#[$meta:meta])* fn $name:ident() $body:block) => {
         $(#[$meta])*
@@ -42,16 +43,17 @@ macro_rules! on_both {
 
             #[test]
             fn sqlite() {
-                with_backend(Backend::Sqlite, body);
+                $crate::tests::with_backend($crate::tests::Backend::Sqlite, body);
             }
 
             #[test]
             fn postgres() {
-                with_backend(Backend::Postgres, body);
+                $crate::tests::with_backend($crate::tests::Backend::Postgres, body);
             }
         }
     };
 }
+pub(crate) use on_both;
 
 /// Where a fixture's database is.
 enum Place {
@@ -61,14 +63,14 @@ enum Place {
 
 /// A temporary database (a file in a temporary folder, or a fresh database
 /// on the shared test PostgreSQL) with a manual clock.
-struct Fixture {
+pub(crate) struct Fixture {
     place: Place,
     clock: Arc<AtomicI64>,
-    store: Store,
+    pub(crate) store: Store,
 }
 
 impl Fixture {
-    fn new() -> Fixture {
+    pub(crate) fn new() -> Fixture {
         let clock = Arc::new(AtomicI64::new(START));
         let place = match BACKEND.with(std::cell::Cell::get) {
             Backend::Sqlite => Place::Sqlite(tempfile::tempdir().unwrap()),
@@ -91,21 +93,21 @@ impl Fixture {
     }
 
     /// Another handle on the same database, as a second process would have.
-    fn reopen(&self) -> Store {
+    pub(crate) fn reopen(&self) -> Store {
         open_place(&self.place, &self.clock)
     }
 
-    fn advance(&self, seconds: i64) {
+    pub(crate) fn advance(&self, seconds: i64) {
         self.clock.fetch_add(seconds, Ordering::SeqCst);
     }
 
-    fn user(&self, username: &str, role: UserRole) -> User {
+    pub(crate) fn user(&self, username: &str, role: UserRole) -> User {
         self.store.create_user(username, role, PASSWORD).unwrap()
     }
 
     /// A connection of the test's own, for reading what is really stored and
     /// for trying what the API does not offer.
-    fn raw(&self) -> crate::db::Conn<'static> {
+    pub(crate) fn raw(&self) -> crate::db::Conn<'static> {
         match &self.place {
             Place::Sqlite(_) => crate::db::Conn::sqlite_owned(self.raw_sqlite()),
             Place::Postgres(url) => {

@@ -1,38 +1,37 @@
-//! The drafts store on a real core database in a temporary folder: starting
+//! The drafts store on a real core database, SQLite and PostgreSQL: starting
 //! once, compare-and-set changes, the audit rows, and that ending a draft or
 //! pruning the ledger removes exactly the blobs nothing else holds.
 
 use super::*;
+use crate::tests::on_both;
 use crate::{RevisionContent, RevisionOrigin, UserRole};
 
+/// The crate's fixture (on the backend of the running test) with an admin
+/// and the registered app `notes`.
 struct Fixture {
-    _dir: tempfile::TempDir,
+    shared: crate::tests::Fixture,
     store: Store,
     user: String,
 }
 
 impl Fixture {
     fn new() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("core.sqlite")).unwrap();
-        let user = store
-            .create_user("ada", UserRole::Admin, "correct horse battery")
-            .unwrap()
-            .id;
+        let shared = crate::tests::Fixture::new();
+        let store = shared.store.clone();
+        let user = shared.user("ada", UserRole::Admin).id;
         store
             .register_app("notes", "r1", None, "[]", &Default::default())
             .unwrap();
         Fixture {
-            _dir: dir,
+            shared,
             store,
             user,
         }
     }
 
     fn blobs(&self) -> i64 {
-        self.store
-            .connection()
-            .unwrap()
+        self.shared
+            .raw()
             .query_row("SELECT count(*) FROM revision_blobs", (), |row| row.get(0))
             .unwrap()
     }
@@ -62,7 +61,7 @@ fn files(pairs: &[(&str, &str)]) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-#[test]
+on_both! {
 fn a_draft_starts_once_and_shares_unchanged_bytes() {
     let fixture = Fixture::new();
     let live = files(&[("APP.md", "manifest"), ("app.js", "let a = 1;")]);
@@ -94,8 +93,9 @@ fn a_draft_starts_once_and_shares_unchanged_bytes() {
         Err(StoreError::UnknownApp)
     ));
 }
+}
 
-#[test]
+on_both! {
 fn a_change_sees_the_current_file_and_its_rule_decides() {
     let fixture = Fixture::new();
     assert!(fixture.write("a.md", b"x").is_none(), "no draft yet");
@@ -155,8 +155,9 @@ fn a_change_sees_the_current_file_and_its_rule_decides() {
         ]
     );
 }
+}
 
-#[test]
+on_both! {
 fn ending_a_draft_keeps_the_bytes_a_revision_holds() {
     let fixture = Fixture::new();
     let html = "<!doctype html><html lang=\"en\"><head><title>x</title></head><body></body></html>";
@@ -211,8 +212,9 @@ fn ending_a_draft_keeps_the_bytes_a_revision_holds() {
             .unwrap()
     );
 }
+}
 
-#[test]
+on_both! {
 fn pruning_the_ledger_keeps_the_bytes_a_draft_holds() {
     let fixture = Fixture::new();
     fixture
@@ -243,4 +245,5 @@ fn pruning_the_ledger_keeps_the_bytes_a_draft_holds() {
     assert_eq!(fixture.store.revisions("notes").unwrap().len(), 1);
     let contents = fixture.store.draft_contents("notes").unwrap();
     assert_eq!(contents[0].1, b"kept by the draft");
+}
 }

@@ -1149,7 +1149,22 @@ fn source_changes_are_audited() {
 }
 }
 
-#[test]
+/// An error with every error beneath it: the PostgreSQL client's own
+/// message is only "db error", the server's words are its source.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+on_both! {
+/// No statement changes or removes an audit row, whatever way it is put:
+/// each is refused as append-only and every row stays as it was. SQLite's
+/// REPLACE and PostgreSQL's TRUNCATE are each engine's own spellings.
 fn the_audit_log_cannot_be_changed_or_deleted() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -1159,17 +1174,14 @@ fn the_audit_log_cannot_be_changed_or_deleted() {
     assert_eq!(before.len(), 2);
     let first_id = before[0].id;
 
-    let raw = fixture.raw_sqlite();
-    for sql in [
+    let mut raw = fixture.raw();
+    let mut refused = vec![
         "UPDATE authorization_audit_log SET actor = 'mallory'".to_owned(),
+        format!("UPDATE authorization_audit_log SET actor = 'mallory' WHERE id = {first_id}"),
         "DELETE FROM authorization_audit_log".to_owned(),
         format!("DELETE FROM authorization_audit_log WHERE id = {first_id}"),
         format!(
-            "INSERT OR REPLACE INTO authorization_audit_log (id, at, actor, action)
-             VALUES ({first_id}, 0, 'mallory', 'grant.changed')"
-        ),
-        format!(
-            "REPLACE INTO authorization_audit_log (id, at, actor, action)
+            "INSERT INTO authorization_audit_log (id, at, actor, action)
              VALUES ({first_id}, 0, 'mallory', 'grant.changed')"
         ),
         format!(
@@ -1177,20 +1189,41 @@ fn the_audit_log_cannot_be_changed_or_deleted() {
              VALUES ({first_id}, 0, 'mallory', 'grant.changed')
              ON CONFLICT (id) DO UPDATE SET actor = 'mallory'"
         ),
-    ] {
-        let error = raw.execute(&sql, ()).unwrap_err();
-        assert!(error.to_string().contains("append-only"), "{sql}: {error}");
+    ];
+    match raw.dialect() {
+        crate::db::Dialect::Sqlite => refused.extend([
+            format!(
+                "INSERT OR REPLACE INTO authorization_audit_log (id, at, actor, action)
+                 VALUES ({first_id}, 0, 'mallory', 'grant.changed')"
+            ),
+            format!(
+                "REPLACE INTO authorization_audit_log (id, at, actor, action)
+                 VALUES ({first_id}, 0, 'mallory', 'grant.changed')"
+            ),
+        ]),
+        crate::db::Dialect::Postgres => refused.extend([
+            "TRUNCATE authorization_audit_log".to_owned(),
+            "TRUNCATE authorization_audit_log RESTART IDENTITY CASCADE".to_owned(),
+        ]),
     }
-    // With recursive triggers on, REPLACE's implicit delete is refused too.
-    raw.pragma_update(None, "recursive_triggers", "ON").unwrap();
-    raw.execute(
-        &format!(
-            "INSERT OR REPLACE INTO authorization_audit_log (id, at, actor, action)
-             VALUES ({first_id}, 0, 'mallory', 'grant.changed')"
-        ),
-        (),
-    )
-    .unwrap_err();
+    for sql in &refused {
+        let error = chain(&raw.execute(sql, ()).unwrap_err());
+        assert!(error.contains("append-only"), "{sql}: {error}");
+    }
+    // With recursive triggers on, SQLite's REPLACE deletes the row it
+    // replaces through the delete trigger: refused too.
+    if let Some(sqlite) = raw.as_sqlite() {
+        sqlite.pragma_update(None, "recursive_triggers", "ON").unwrap();
+        sqlite
+            .execute(
+                &format!(
+                    "INSERT OR REPLACE INTO authorization_audit_log (id, at, actor, action)
+                     VALUES ({first_id}, 0, 'mallory', 'grant.changed')"
+                ),
+                (),
+            )
+            .unwrap_err();
+    }
     assert_eq!(store.audit_entries(None).unwrap(), before);
 
     // Appending still works, with ids never reused.
@@ -1199,7 +1232,9 @@ fn the_audit_log_cannot_be_changed_or_deleted() {
         .unwrap();
     let after = store.audit_entries(None).unwrap();
     assert_eq!(after.len(), 3);
+    assert_eq!(after[..2], before[..]);
     assert!(after[2].id > after[1].id);
+}
 }
 
 #[test]

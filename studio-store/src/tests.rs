@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Barrier};
 
 use super::*;
 
@@ -157,6 +157,41 @@ fn register(store: &Store, app_id: &str, revision: &str) -> bool {
             &Default::default(),
         )
         .unwrap()
+}
+
+/// How many handles race for one thing in the race tests.
+pub(crate) const RACERS: usize = 8;
+
+/// `count` handles on the fixture's database, as that many studio-core
+/// processes or replicas hold: on SQLite each its own connection to the
+/// file, on PostgreSQL each its own pool.
+pub(crate) fn handles(fixture: &Fixture, count: usize) -> Vec<Store> {
+    (0..count).map(|_| fixture.reopen()).collect()
+}
+
+/// Runs `step` on every handle at once, each on its own thread, released
+/// together by a barrier so their transactions overlap; the answers in the
+/// handles' order. Only the store's own serialisation of writers (SQLite's
+/// IMMEDIATE lock, PostgreSQL's writers' lock) orders them.
+pub(crate) fn race<T: Send>(handles: &[Store], step: impl Fn(usize, &Store) -> T + Sync) -> Vec<T> {
+    let barrier = Barrier::new(handles.len());
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = handles
+            .iter()
+            .enumerate()
+            .map(|(n, store)| {
+                let (barrier, step) = (&barrier, &step);
+                scope.spawn(move || {
+                    barrier.wait();
+                    step(n, store)
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|thread| thread.join().unwrap())
+            .collect()
+    })
 }
 
 // --- enums -------------------------------------------------------------------
@@ -978,6 +1013,61 @@ fn first_discovery_grants_manage_to_admin_and_staff_existing_then() {
 }
 
 on_both! {
+/// Eight processes discover one new app at the same instant: exactly one
+/// discovery is its first, and its grants and their audit rows exist once.
+fn racing_first_discoveries_grant_and_audit_once() {
+    let fixture = Fixture::new();
+    let ada = fixture.user("ada", UserRole::Admin);
+    let sam = fixture.user("sam", UserRole::Staff);
+    fixture.user("mia", UserRole::Member);
+    let handles = handles(&fixture, RACERS);
+    for round in 0..3 {
+        let app_id = format!("time-sheet-{round}");
+        let answers = race(&handles, |_, store| {
+            store
+                .register_app(&app_id, "rev-1", None, "[]", &Default::default())
+                .map_err(|error| error.to_string())
+        });
+        let firsts = answers
+            .iter()
+            .filter(|answer| *answer.as_ref().unwrap())
+            .count();
+        assert_eq!(firsts, 1, "round {round}: {answers:?}");
+        let grants: Vec<_> = fixture
+            .store
+            .grants(&app_id)
+            .unwrap()
+            .into_iter()
+            .map(|grant| (grant.username, grant.access))
+            .collect();
+        assert_eq!(
+            grants,
+            [
+                ("ada".to_owned(), AppAccess::Manage),
+                ("sam".to_owned(), AppAccess::Manage)
+            ]
+        );
+        let log: Vec<_> = fixture
+            .store
+            .audit_entries(Some(&app_id))
+            .unwrap()
+            .into_iter()
+            .map(|entry| (entry.action, entry.subject))
+            .collect();
+        assert_eq!(
+            log,
+            [
+                (action::APP_REGISTERED.to_owned(), None),
+                (action::GRANT_CHANGED.to_owned(), Some(ada.id.clone())),
+                (action::GRANT_CHANGED.to_owned(), Some(sam.id.clone())),
+            ],
+            "round {round}"
+        );
+    }
+}
+}
+
+on_both! {
 fn a_revoked_or_narrowed_grant_is_never_restored_by_rediscovery_or_restart() {
     let fixture = Fixture::new();
     let ada = fixture.user("ada", UserRole::Admin);
@@ -1272,6 +1362,7 @@ fn a_held_write_lock_is_reported_as_busy_not_as_a_fault() {
 }
 
 mod confirmations;
+mod member_apps;
 mod oauth;
 mod people;
 mod suggestions;

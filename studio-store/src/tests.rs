@@ -2,7 +2,7 @@
 //! the tests move by hand.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Barrier};
 
@@ -76,7 +76,7 @@ impl Fixture {
             Backend::Sqlite => Place::Sqlite(tempfile::tempdir().unwrap()),
             Backend::Postgres => Place::Postgres(sasha_testkit::postgres_database()),
         };
-        let store = open_place(&place, &clock);
+        let store = open_place(&place, &clock).unwrap();
         Fixture {
             place,
             clock,
@@ -94,6 +94,11 @@ impl Fixture {
 
     /// Another handle on the same database, as a second process would have.
     pub(crate) fn reopen(&self) -> Store {
+        self.try_reopen().unwrap()
+    }
+
+    /// [`Fixture::reopen`], which may fail.
+    fn try_reopen(&self) -> Result<Store, StoreError> {
         open_place(&self.place, &self.clock)
     }
 
@@ -128,19 +133,13 @@ impl Fixture {
     }
 }
 
-fn open_place(place: &Place, clock: &Arc<AtomicI64>) -> Store {
-    match place {
-        Place::Sqlite(dir) => open_at(&dir.path().join("state/core.sqlite"), clock),
-        Place::Postgres(url) => {
-            let clock = clock.clone();
-            Store::connect(url, 4, None, Arc::new(move || clock.load(Ordering::SeqCst))).unwrap()
-        }
-    }
-}
-
-fn open_at(path: &Path, clock: &Arc<AtomicI64>) -> Store {
+fn open_place(place: &Place, clock: &Arc<AtomicI64>) -> Result<Store, StoreError> {
     let clock = clock.clone();
-    Store::open_with_clock(path, Arc::new(move || clock.load(Ordering::SeqCst))).unwrap()
+    let clock: Clock = Arc::new(move || clock.load(Ordering::SeqCst));
+    match place {
+        Place::Sqlite(dir) => Store::open_with_clock(&dir.path().join("state/core.sqlite"), clock),
+        Place::Postgres(url) => Store::connect(url, 4, None, clock),
+    }
 }
 
 fn scopes(list: &[Scope]) -> BTreeSet<Scope> {
@@ -274,7 +273,7 @@ fn open_creates_the_file_privately_and_migrates_once() {
     assert_eq!(mode, "wal");
 }
 
-#[test]
+on_both! {
 fn a_database_from_a_newer_build_is_refused() {
     let fixture = Fixture::new();
     fixture
@@ -284,11 +283,12 @@ fn a_database_from_a_newer_build_is_refused() {
             (),
         )
         .unwrap();
-    let error = Store::open(&fixture.path()).unwrap_err();
+    let error = fixture.try_reopen().err().unwrap();
     assert!(
         error.to_string().contains("newer than this build"),
         "{error}"
     );
+}
 }
 
 #[test]

@@ -1,8 +1,12 @@
 //! The studio-core every in-process test of the app lifecycle builds: a
 //! docs tree, a core database with an admin, a staff user and a member, and
 //! a data-worker client that reaches nothing (its port is closed) or the
-//! stand-in of `crate::test_data_worker`, all in a temporary folder. Test
-//! modules add the helpers they need in their own `impl World` blocks.
+//! stand-in of `crate::test_data_worker`, all in a temporary folder. The
+//! core database is `core.sqlite` in that folder, or, for a world built
+//! [`World::on`] [`Database::Postgres`], a fresh database on the shared test
+//! PostgreSQL (`sasha_testkit`); [`on_both_databases!`] runs one test on
+//! each. Test modules add the helpers they need in their own `impl World`
+//! blocks.
 
 use std::sync::Arc;
 
@@ -21,6 +25,50 @@ pub(crate) const STUDIO: &str = "http://localhost:3007";
 /// The scopes of a connection that may change apps.
 pub(crate) const WRITER: [&str; 3] = ["chat:use", "apps:invoke", "apps:write"];
 
+/// Which core database a [`World`]'s studio-core opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Database {
+    /// `core.sqlite` in the world's folder.
+    Sqlite,
+    /// A fresh database on the shared test PostgreSQL, every replica of the
+    /// world connected to it as studio-core replicas are (`DATABASE_URL`).
+    Postgres,
+}
+
+/// A router-tier test run on each core database: `name::sqlite` and
+/// `name::postgres`, the same body with `$database` naming its [`Database`]
+/// (build worlds with [`World::on`]). The attributes, `#[tokio::test]` with
+/// its runtime among them, go on both.
+macro_rules! on_both_databases {
+    ($(#[$attribute:meta])* async fn $name:ident($database:ident) $body:block) => {
+        mod $name {
+            #[allow(unused_imports, reason = "each body uses its own part of the parent's names")]
+            use super::*;
+
+            async fn body($database: $crate::test_world::Database) $body
+
+            $(#[$attribute])*
+            async fn sqlite() {
+                body($crate::test_world::Database::Sqlite).await;
+            }
+
+            $(#[$attribute])*
+            async fn postgres() {
+                body($crate::test_world::Database::Postgres).await;
+            }
+        }
+    };
+}
+pub(crate) use on_both_databases;
+
+/// Where a world's core database is: the SQLite file's folder is the
+/// world's own; a PostgreSQL database is named by its URL.
+#[derive(Debug, Clone)]
+enum CoreDatabase {
+    Sqlite,
+    Postgres(String),
+}
+
 pub(crate) struct World {
     pub(crate) dir: tempfile::TempDir,
     pub(crate) core: Arc<Core>,
@@ -32,6 +80,50 @@ pub(crate) struct World {
     pub(crate) member: User,
     /// Where this world's data-worker listens (a replica dials it too).
     data_url: String,
+    /// The core database every replica of this world opens.
+    database: CoreDatabase,
+    /// Last, so dropped after the world's cores: every store it opened.
+    stores: Stores,
+}
+
+/// The stores a [`World`] opened, dropped after the rest of it and off the
+/// runtime: the last handle on a PostgreSQL store closes its connections by
+/// blocking on the client's own runtime, which tokio refuses inside another
+/// (a test's body runs inside one).
+#[derive(Default)]
+struct Stores(std::sync::Mutex<Vec<Store>>);
+
+impl Stores {
+    fn keep(&self, store: &Store) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(store.clone());
+    }
+}
+
+impl Drop for Stores {
+    fn drop(&mut self) {
+        let stores = std::mem::take(
+            self.0
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        off_runtime(move || drop(stores));
+    }
+}
+
+/// Runs `work`, which calls the store itself, on a thread of its own,
+/// outside the test's runtime: the PostgreSQL client blocks on a runtime of
+/// its own, which tokio refuses inside another (studio-core calls the store
+/// through `studio_store::blocking`). A panic in `work` is the caller's.
+pub(crate) fn off_runtime<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(work)
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
 /// The actor a `CoreService` request with `principal` acts for, as the
@@ -42,12 +134,27 @@ pub(crate) fn actor_of(principal: &pb::Principal) -> studio_identity::actor::Act
 
 impl World {
     pub(crate) fn new() -> World {
-        World::with_chat(studio_assistant::provider::ChatService::new(None))
+        World::on(Database::Sqlite)
+    }
+
+    /// A world whose core database is `database`.
+    pub(crate) fn on(database: Database) -> World {
+        World::build(
+            studio_assistant::provider::ChatService::new(None),
+            crate::member_apps::MEMBER_CAPS,
+            "https://127.0.0.1:9",
+            database,
+        )
     }
 
     /// A world whose chat (and assistant) provider is `chat`.
     pub(crate) fn with_chat(chat: studio_assistant::provider::ChatService) -> World {
-        World::build(chat, crate::member_apps::MEMBER_CAPS, "https://127.0.0.1:9")
+        World::build(
+            chat,
+            crate::member_apps::MEMBER_CAPS,
+            "https://127.0.0.1:9",
+            Database::Sqlite,
+        )
     }
 
     /// A world whose member tier has the caps `caps` (a test of a bound too
@@ -57,6 +164,7 @@ impl World {
             studio_assistant::provider::ChatService::new(None),
             caps,
             "https://127.0.0.1:9",
+            Database::Sqlite,
         )
     }
 
@@ -69,6 +177,7 @@ impl World {
             studio_assistant::provider::ChatService::new(None),
             crate::member_apps::MEMBER_CAPS,
             &url,
+            Database::Sqlite,
         );
         crate::test_data_worker::serve(fake, listener, &world.dir.path().join("pki"));
         world
@@ -78,6 +187,7 @@ impl World {
         chat: studio_assistant::provider::ChatService,
         member_caps: studio_store::MemberCaps,
         data_url: &str,
+        database: Database,
     ) -> World {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("docs/apps")).unwrap();
@@ -85,13 +195,32 @@ impl World {
         let clock = Arc::new(std::sync::atomic::AtomicI64::new(
             studio_store::system_clock(),
         ));
-        let core = World::core_over(dir.path(), &clock, chat, member_caps, data_url);
+        let database = match database {
+            Database::Sqlite => CoreDatabase::Sqlite,
+            Database::Postgres => {
+                CoreDatabase::Postgres(off_runtime(sasha_testkit::postgres_database))
+            }
+        };
+        let stores = Stores::default();
+        let core = World::core_over(
+            dir.path(),
+            &database,
+            &stores,
+            &clock,
+            chat,
+            member_caps,
+            data_url,
+        );
         let store = &core.store;
-        let admin = store.create_user("ada", UserRole::Admin, PASSWORD).unwrap();
-        let staff = store.create_user("sam", UserRole::Staff, PASSWORD).unwrap();
-        let member = store
-            .create_user("mia", UserRole::Member, PASSWORD)
-            .unwrap();
+        let (admin, staff, member) = off_runtime(|| {
+            (
+                store.create_user("ada", UserRole::Admin, PASSWORD).unwrap(),
+                store.create_user("sam", UserRole::Staff, PASSWORD).unwrap(),
+                store
+                    .create_user("mia", UserRole::Member, PASSWORD)
+                    .unwrap(),
+            )
+        });
         World {
             dir,
             core,
@@ -100,6 +229,8 @@ impl World {
             staff,
             member,
             data_url: data_url.to_owned(),
+            database,
+            stores,
         }
     }
 
@@ -108,6 +239,8 @@ impl World {
     pub(crate) fn replica(&self) -> Arc<Core> {
         World::core_over(
             self.dir.path(),
+            &self.database,
+            &self.stores,
             &self.clock,
             studio_assistant::provider::ChatService::new(None),
             self.core.member_caps,
@@ -115,10 +248,13 @@ impl World {
         )
     }
 
-    /// A studio-core over `dir` (its `docs`, `pki`, `uploads` and
-    /// `core.sqlite`), its store reading `clock`.
+    /// A studio-core over `dir` (its `docs`, `pki`, `uploads` and, on
+    /// SQLite, `core.sqlite`) and `database`, its store reading `clock` and
+    /// kept in `stores`.
     fn core_over(
         dir: &std::path::Path,
+        database: &CoreDatabase,
+        stores: &Stores,
         clock: &Arc<std::sync::atomic::AtomicI64>,
         chat: studio_assistant::provider::ChatService,
         member_caps: studio_store::MemberCaps,
@@ -129,11 +265,19 @@ impl World {
         let identity = Identity::load(&pki.files(Role::StudioCore)).unwrap();
         let data = sasha_service::grpc::data_client(data_url, &identity).unwrap();
         let reading = clock.clone();
-        let store = Store::open_with_clock(
-            &dir.join("core.sqlite"),
-            Arc::new(move || reading.load(std::sync::atomic::Ordering::SeqCst)),
-        )
+        let clock: studio_store::Clock =
+            Arc::new(move || reading.load(std::sync::atomic::Ordering::SeqCst));
+        let store = off_runtime(|| match database {
+            CoreDatabase::Sqlite => Store::open_with_clock(&dir.join("core.sqlite"), clock),
+            CoreDatabase::Postgres(url) => Store::connect(
+                url,
+                sasha_service::core_database::DEFAULT_POOL_SIZE,
+                None,
+                clock,
+            ),
+        })
         .unwrap();
+        stores.keep(&store);
         let catalogue = Arc::new(Catalogue::new(&docs, 8));
         catalogue.refresh();
         let member_deploys = crate::state::deploy_throttle::DeployThrottle::new(&store);
@@ -255,7 +399,7 @@ impl World {
 
     /// A signed-in browser session of `user`, as its `Cookie` header value.
     pub(crate) fn session(&self, user: &User) -> String {
-        let secret = self.store().create_session(&user.id).unwrap();
+        let secret = off_runtime(|| self.store().create_session(&user.id).unwrap());
         format!("sasha_session={secret}")
     }
 
@@ -263,10 +407,11 @@ impl World {
     /// header value.
     pub(crate) fn bearer(&self, user: &User, scopes: &[studio_store::Scope]) -> String {
         let scopes = scopes.iter().copied().collect();
-        let token = self
-            .store()
-            .mint_token(&user.id, studio_store::TokenKind::Access, &scopes, None)
-            .unwrap();
+        let token = off_runtime(|| {
+            self.store()
+                .mint_token(&user.id, studio_store::TokenKind::Access, &scopes, None)
+                .unwrap()
+        });
         format!("Bearer {token}")
     }
 

@@ -356,6 +356,7 @@ impl Store {
 mod tests {
     use super::*;
     use crate::UserRole;
+    use crate::tests::{Fixture, on_both};
     use serde_json::json;
 
     fn approval(id: &str, user: &str, conversation: &str) -> Approval {
@@ -371,16 +372,12 @@ mod tests {
         }
     }
 
-    #[test]
+    on_both! {
     fn an_approval_is_decided_once_by_its_user_for_its_conversation() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("core.sqlite")).unwrap();
-        let ada = store
-            .create_user("ada", UserRole::Admin, "correct horse battery")
-            .unwrap();
-        let bob = store
-            .create_user("bob", UserRole::Member, "correct horse battery")
-            .unwrap();
+        let fixture = Fixture::new();
+        let store = &fixture.store;
+        let ada = fixture.user("ada", UserRole::Admin);
+        let bob = fixture.user("bob", UserRole::Member);
         let first = store.create_conversation(&ada.id, "one").unwrap();
         let second = store.create_conversation(&ada.id, "two").unwrap();
         let far = 600;
@@ -482,5 +479,6 @@ mod tests {
                 .unwrap(),
             ApprovalDecision::NotWaiting
         );
+    }
     }
 }

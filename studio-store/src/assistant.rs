@@ -208,18 +208,15 @@ impl Store {
 mod tests {
     use super::*;
     use crate::UserRole;
+    use crate::tests::{Fixture, on_both};
     use serde_json::json;
 
-    #[test]
+    on_both! {
     fn conversations_are_their_users_and_bounded() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("core.sqlite")).unwrap();
-        let ada = store
-            .create_user("ada", UserRole::Admin, "correct horse battery")
-            .unwrap();
-        let bob = store
-            .create_user("bob", UserRole::Member, "correct horse battery")
-            .unwrap();
+        let fixture = Fixture::new();
+        let store = &fixture.store;
+        let ada = fixture.user("ada", UserRole::Admin);
+        let bob = fixture.user("bob", UserRole::Member);
         let first = store
             .create_conversation(&ada.id, "  log 3 hours\non Apollo  ")
             .unwrap();
@@ -273,5 +270,6 @@ mod tests {
         assert_eq!(kept[0], json!({"n": 5}));
         assert!(store.delete_conversation(&bob.id, &long.id).unwrap());
         assert!(store.conversations(&bob.id).unwrap().is_empty());
+    }
     }
 }

@@ -594,41 +594,26 @@ pub(crate) fn test_resource(app_id: &str, html: &str) -> Resource {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicI64, Ordering};
-
     use super::*;
 
     use super::test_resource as resource;
+    use crate::tests::{START, on_both};
 
-    const START: i64 = 1_800_000_000;
-
-    /// A temporary core database with a clock the tests move by hand.
+    /// The crate's fixture, on the backend of the running test.
     struct Fixture {
-        _dir: tempfile::TempDir,
-        clock: Arc<AtomicI64>,
+        shared: crate::tests::Fixture,
         store: Store,
     }
 
     impl Fixture {
         fn new() -> Fixture {
-            let dir = tempfile::tempdir().unwrap();
-            let clock = Arc::new(AtomicI64::new(START));
-            let reader = clock.clone();
-            let store = Store::open_with_clock(
-                &dir.path().join("core.sqlite"),
-                Arc::new(move || reader.load(Ordering::SeqCst)),
-            )
-            .unwrap();
-            Fixture {
-                _dir: dir,
-                clock,
-                store,
-            }
+            let shared = crate::tests::Fixture::new();
+            let store = shared.store.clone();
+            Fixture { shared, store }
         }
 
         fn advance(&self, seconds: i64) {
-            self.clock.fetch_add(seconds, Ordering::SeqCst);
+            self.shared.advance(seconds);
         }
 
         /// Registers `app_id` with `revision` as its current one.
@@ -639,9 +624,8 @@ mod tests {
         }
 
         fn count(&self, table: &str) -> i64 {
-            self.store
-                .connection()
-                .unwrap()
+            self.shared
+                .raw()
                 .query_row(&format!("SELECT count(*) FROM {table}"), (), |row| {
                     row.get(0)
                 })
@@ -687,8 +671,7 @@ mod tests {
         }
     }
 
-    /// A resource of `app_id` whose revision is the real hash of its parts.
-    #[test]
+    on_both! {
     fn revisions_sharing_a_file_store_its_bytes_once() {
         let fixture = Fixture::new();
         let (one, two) = (resource("hello", "<p>1</p>"), resource("hello", "<p>2</p>"));
@@ -755,8 +738,9 @@ mod tests {
             Some(one)
         );
     }
+    }
 
-    #[test]
+    on_both! {
     fn recording_is_idempotent() {
         let fixture = Fixture::new();
         let one = resource("hello", "<p>1</p>");
@@ -794,8 +778,9 @@ mod tests {
             assert_eq!(fixture.count(table), rows, "{table}");
         }
     }
+    }
 
-    #[test]
+    on_both! {
     fn an_authored_change_takes_over_only_its_own_found_on_disk_row() {
         let fixture = Fixture::new();
         let (one, two) = (resource("hello", "<p>1</p>"), resource("hello", "<p>2</p>"));
@@ -836,8 +821,9 @@ mod tests {
             RevisionSurface::Seed
         );
     }
+    }
 
-    #[test]
+    on_both! {
     fn revisions_are_listed_newest_first() {
         let fixture = Fixture::new();
         let revisions: Vec<Resource> = (1..=3)
@@ -867,8 +853,9 @@ mod tests {
         assert_eq!(entries[0].uri, revisions[2].uri);
         assert_eq!((entries[0].files, entries[0].bytes), (1, 1));
     }
+    }
 
-    #[test]
+    on_both! {
     fn retention_prunes_old_revisions_and_their_files_but_never_the_current() {
         let fixture = Fixture::new();
         let revisions: Vec<Resource> = (1..=5)
@@ -947,8 +934,9 @@ mod tests {
         );
         assert_eq!(fixture.listed("hello").len(), 2);
     }
+    }
 
-    #[test]
+    on_both! {
     fn unknown_apps_revisions_and_bad_content_are_refused() {
         let fixture = Fixture::new();
         let one = resource("hello", "<p>1</p>");
@@ -1021,7 +1009,7 @@ mod tests {
         store
             .connection()
             .unwrap()
-            .execute("UPDATE revision_blobs SET content = x'00'", ())
+            .execute("UPDATE revision_blobs SET content = ?1", [vec![0_u8]])
             .unwrap();
         assert!(matches!(
             store.revision_file("hello", &one.revision, "app.js"),
@@ -1036,6 +1024,7 @@ mod tests {
             store.revision_resource("hello", &one.revision),
             Err(StoreError::Database(_))
         ));
+    }
     }
 
     #[test]

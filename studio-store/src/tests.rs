@@ -2,19 +2,19 @@
 //! the tests move by hand.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Barrier};
 
 use super::*;
 
 const PASSWORD: &str = "correct horse battery";
-const START: i64 = 1_800_000_000;
+pub(crate) const START: i64 = 1_800_000_000;
 
 /// Which backend the fixtures of the running test open: the conformance
 /// suite runs each test once per backend ([`on_both!`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Backend {
+pub(crate) enum Backend {
     Sqlite,
     Postgres,
 }
@@ -24,13 +24,14 @@ thread_local! {
 }
 
 /// Runs `body` with fixtures on `backend`.
-fn with_backend(backend: Backend, body: fn()) {
+pub(crate) fn with_backend(backend: Backend, body: fn()) {
     BACKEND.with(|cell| cell.set(backend));
     body();
 }
 
 /// One store test run on SQLite and on PostgreSQL: `name::sqlite` and
-/// `name::postgres`, the same body.
+/// `name::postgres`, the same body. Any test module of the crate uses it
+/// (`use crate::tests::on_both;`) with [`Fixture`].
 macro_rules! on_both {
     ($(#[$meta:meta])* fn $name:ident() $body:block) => {
         $(#[$meta])*
@@ -42,16 +43,17 @@ macro_rules! on_both {
 
             #[test]
             fn sqlite() {
-                with_backend(Backend::Sqlite, body);
+                $crate::tests::with_backend($crate::tests::Backend::Sqlite, body);
             }
 
             #[test]
             fn postgres() {
-                with_backend(Backend::Postgres, body);
+                $crate::tests::with_backend($crate::tests::Backend::Postgres, body);
             }
         }
     };
 }
+pub(crate) use on_both;
 
 /// Where a fixture's database is.
 enum Place {
@@ -61,20 +63,20 @@ enum Place {
 
 /// A temporary database (a file in a temporary folder, or a fresh database
 /// on the shared test PostgreSQL) with a manual clock.
-struct Fixture {
+pub(crate) struct Fixture {
     place: Place,
     clock: Arc<AtomicI64>,
-    store: Store,
+    pub(crate) store: Store,
 }
 
 impl Fixture {
-    fn new() -> Fixture {
+    pub(crate) fn new() -> Fixture {
         let clock = Arc::new(AtomicI64::new(START));
         let place = match BACKEND.with(std::cell::Cell::get) {
             Backend::Sqlite => Place::Sqlite(tempfile::tempdir().unwrap()),
             Backend::Postgres => Place::Postgres(sasha_testkit::postgres_database()),
         };
-        let store = open_place(&place, &clock);
+        let store = open_place(&place, &clock).unwrap();
         Fixture {
             place,
             clock,
@@ -91,21 +93,26 @@ impl Fixture {
     }
 
     /// Another handle on the same database, as a second process would have.
-    fn reopen(&self) -> Store {
+    pub(crate) fn reopen(&self) -> Store {
+        self.try_reopen().unwrap()
+    }
+
+    /// [`Fixture::reopen`], which may fail.
+    fn try_reopen(&self) -> Result<Store, StoreError> {
         open_place(&self.place, &self.clock)
     }
 
-    fn advance(&self, seconds: i64) {
+    pub(crate) fn advance(&self, seconds: i64) {
         self.clock.fetch_add(seconds, Ordering::SeqCst);
     }
 
-    fn user(&self, username: &str, role: UserRole) -> User {
+    pub(crate) fn user(&self, username: &str, role: UserRole) -> User {
         self.store.create_user(username, role, PASSWORD).unwrap()
     }
 
     /// A connection of the test's own, for reading what is really stored and
     /// for trying what the API does not offer.
-    fn raw(&self) -> crate::db::Conn<'static> {
+    pub(crate) fn raw(&self) -> crate::db::Conn<'static> {
         match &self.place {
             Place::Sqlite(_) => crate::db::Conn::sqlite_owned(self.raw_sqlite()),
             Place::Postgres(url) => {
@@ -126,19 +133,13 @@ impl Fixture {
     }
 }
 
-fn open_place(place: &Place, clock: &Arc<AtomicI64>) -> Store {
-    match place {
-        Place::Sqlite(dir) => open_at(&dir.path().join("state/core.sqlite"), clock),
-        Place::Postgres(url) => {
-            let clock = clock.clone();
-            Store::connect(url, 4, None, Arc::new(move || clock.load(Ordering::SeqCst))).unwrap()
-        }
-    }
-}
-
-fn open_at(path: &Path, clock: &Arc<AtomicI64>) -> Store {
+fn open_place(place: &Place, clock: &Arc<AtomicI64>) -> Result<Store, StoreError> {
     let clock = clock.clone();
-    Store::open_with_clock(path, Arc::new(move || clock.load(Ordering::SeqCst))).unwrap()
+    let clock: Clock = Arc::new(move || clock.load(Ordering::SeqCst));
+    match place {
+        Place::Sqlite(dir) => Store::open_with_clock(&dir.path().join("state/core.sqlite"), clock),
+        Place::Postgres(url) => Store::connect(url, 4, None, clock),
+    }
 }
 
 fn scopes(list: &[Scope]) -> BTreeSet<Scope> {
@@ -155,6 +156,41 @@ fn register(store: &Store, app_id: &str, revision: &str) -> bool {
             &Default::default(),
         )
         .unwrap()
+}
+
+/// How many handles race for one thing in the race tests.
+pub(crate) const RACERS: usize = 8;
+
+/// `count` handles on the fixture's database, as that many studio-core
+/// processes or replicas hold: on SQLite each its own connection to the
+/// file, on PostgreSQL each its own pool.
+pub(crate) fn handles(fixture: &Fixture, count: usize) -> Vec<Store> {
+    (0..count).map(|_| fixture.reopen()).collect()
+}
+
+/// Runs `step` on every handle at once, each on its own thread, released
+/// together by a barrier so their transactions overlap; the answers in the
+/// handles' order. Only the store's own serialisation of writers (SQLite's
+/// IMMEDIATE lock, PostgreSQL's writers' lock) orders them.
+pub(crate) fn race<T: Send>(handles: &[Store], step: impl Fn(usize, &Store) -> T + Sync) -> Vec<T> {
+    let barrier = Barrier::new(handles.len());
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = handles
+            .iter()
+            .enumerate()
+            .map(|(n, store)| {
+                let (barrier, step) = (&barrier, &step);
+                scope.spawn(move || {
+                    barrier.wait();
+                    step(n, store)
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|thread| thread.join().unwrap())
+            .collect()
+    })
 }
 
 // --- enums -------------------------------------------------------------------
@@ -237,7 +273,7 @@ fn open_creates_the_file_privately_and_migrates_once() {
     assert_eq!(mode, "wal");
 }
 
-#[test]
+on_both! {
 fn a_database_from_a_newer_build_is_refused() {
     let fixture = Fixture::new();
     fixture
@@ -247,11 +283,12 @@ fn a_database_from_a_newer_build_is_refused() {
             (),
         )
         .unwrap();
-    let error = Store::open(&fixture.path()).unwrap_err();
+    let error = fixture.try_reopen().err().unwrap();
     assert!(
         error.to_string().contains("newer than this build"),
         "{error}"
     );
+}
 }
 
 #[test]
@@ -976,6 +1013,61 @@ fn first_discovery_grants_manage_to_admin_and_staff_existing_then() {
 }
 
 on_both! {
+/// Eight processes discover one new app at the same instant: exactly one
+/// discovery is its first, and its grants and their audit rows exist once.
+fn racing_first_discoveries_grant_and_audit_once() {
+    let fixture = Fixture::new();
+    let ada = fixture.user("ada", UserRole::Admin);
+    let sam = fixture.user("sam", UserRole::Staff);
+    fixture.user("mia", UserRole::Member);
+    let handles = handles(&fixture, RACERS);
+    for round in 0..3 {
+        let app_id = format!("time-sheet-{round}");
+        let answers = race(&handles, |_, store| {
+            store
+                .register_app(&app_id, "rev-1", None, "[]", &Default::default())
+                .map_err(|error| error.to_string())
+        });
+        let firsts = answers
+            .iter()
+            .filter(|answer| *answer.as_ref().unwrap())
+            .count();
+        assert_eq!(firsts, 1, "round {round}: {answers:?}");
+        let grants: Vec<_> = fixture
+            .store
+            .grants(&app_id)
+            .unwrap()
+            .into_iter()
+            .map(|grant| (grant.username, grant.access))
+            .collect();
+        assert_eq!(
+            grants,
+            [
+                ("ada".to_owned(), AppAccess::Manage),
+                ("sam".to_owned(), AppAccess::Manage)
+            ]
+        );
+        let log: Vec<_> = fixture
+            .store
+            .audit_entries(Some(&app_id))
+            .unwrap()
+            .into_iter()
+            .map(|entry| (entry.action, entry.subject))
+            .collect();
+        assert_eq!(
+            log,
+            [
+                (action::APP_REGISTERED.to_owned(), None),
+                (action::GRANT_CHANGED.to_owned(), Some(ada.id.clone())),
+                (action::GRANT_CHANGED.to_owned(), Some(sam.id.clone())),
+            ],
+            "round {round}"
+        );
+    }
+}
+}
+
+on_both! {
 fn a_revoked_or_narrowed_grant_is_never_restored_by_rediscovery_or_restart() {
     let fixture = Fixture::new();
     let ada = fixture.user("ada", UserRole::Admin);
@@ -1147,7 +1239,22 @@ fn source_changes_are_audited() {
 }
 }
 
-#[test]
+/// An error with every error beneath it: the PostgreSQL client's own
+/// message is only "db error", the server's words are its source.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+on_both! {
+/// No statement changes or removes an audit row, whatever way it is put:
+/// each is refused as append-only and every row stays as it was. SQLite's
+/// REPLACE and PostgreSQL's TRUNCATE are each engine's own spellings.
 fn the_audit_log_cannot_be_changed_or_deleted() {
     let fixture = Fixture::new();
     let store = &fixture.store;
@@ -1157,17 +1264,14 @@ fn the_audit_log_cannot_be_changed_or_deleted() {
     assert_eq!(before.len(), 2);
     let first_id = before[0].id;
 
-    let raw = fixture.raw_sqlite();
-    for sql in [
+    let mut raw = fixture.raw();
+    let mut refused = vec![
         "UPDATE authorization_audit_log SET actor = 'mallory'".to_owned(),
+        format!("UPDATE authorization_audit_log SET actor = 'mallory' WHERE id = {first_id}"),
         "DELETE FROM authorization_audit_log".to_owned(),
         format!("DELETE FROM authorization_audit_log WHERE id = {first_id}"),
         format!(
-            "INSERT OR REPLACE INTO authorization_audit_log (id, at, actor, action)
-             VALUES ({first_id}, 0, 'mallory', 'grant.changed')"
-        ),
-        format!(
-            "REPLACE INTO authorization_audit_log (id, at, actor, action)
+            "INSERT INTO authorization_audit_log (id, at, actor, action)
              VALUES ({first_id}, 0, 'mallory', 'grant.changed')"
         ),
         format!(
@@ -1175,20 +1279,41 @@ fn the_audit_log_cannot_be_changed_or_deleted() {
              VALUES ({first_id}, 0, 'mallory', 'grant.changed')
              ON CONFLICT (id) DO UPDATE SET actor = 'mallory'"
         ),
-    ] {
-        let error = raw.execute(&sql, ()).unwrap_err();
-        assert!(error.to_string().contains("append-only"), "{sql}: {error}");
+    ];
+    match raw.dialect() {
+        crate::db::Dialect::Sqlite => refused.extend([
+            format!(
+                "INSERT OR REPLACE INTO authorization_audit_log (id, at, actor, action)
+                 VALUES ({first_id}, 0, 'mallory', 'grant.changed')"
+            ),
+            format!(
+                "REPLACE INTO authorization_audit_log (id, at, actor, action)
+                 VALUES ({first_id}, 0, 'mallory', 'grant.changed')"
+            ),
+        ]),
+        crate::db::Dialect::Postgres => refused.extend([
+            "TRUNCATE authorization_audit_log".to_owned(),
+            "TRUNCATE authorization_audit_log RESTART IDENTITY CASCADE".to_owned(),
+        ]),
     }
-    // With recursive triggers on, REPLACE's implicit delete is refused too.
-    raw.pragma_update(None, "recursive_triggers", "ON").unwrap();
-    raw.execute(
-        &format!(
-            "INSERT OR REPLACE INTO authorization_audit_log (id, at, actor, action)
-             VALUES ({first_id}, 0, 'mallory', 'grant.changed')"
-        ),
-        (),
-    )
-    .unwrap_err();
+    for sql in &refused {
+        let error = chain(&raw.execute(sql, ()).unwrap_err());
+        assert!(error.contains("append-only"), "{sql}: {error}");
+    }
+    // With recursive triggers on, SQLite's REPLACE deletes the row it
+    // replaces through the delete trigger: refused too.
+    if let Some(sqlite) = raw.as_sqlite() {
+        sqlite.pragma_update(None, "recursive_triggers", "ON").unwrap();
+        sqlite
+            .execute(
+                &format!(
+                    "INSERT OR REPLACE INTO authorization_audit_log (id, at, actor, action)
+                     VALUES ({first_id}, 0, 'mallory', 'grant.changed')"
+                ),
+                (),
+            )
+            .unwrap_err();
+    }
     assert_eq!(store.audit_entries(None).unwrap(), before);
 
     // Appending still works, with ids never reused.
@@ -1197,7 +1322,9 @@ fn the_audit_log_cannot_be_changed_or_deleted() {
         .unwrap();
     let after = store.audit_entries(None).unwrap();
     assert_eq!(after.len(), 3);
+    assert_eq!(after[..2], before[..]);
     assert!(after[2].id > after[1].id);
+}
 }
 
 #[test]
@@ -1235,6 +1362,7 @@ fn a_held_write_lock_is_reported_as_busy_not_as_a_fault() {
 }
 
 mod confirmations;
+mod member_apps;
 mod oauth;
 mod people;
 mod suggestions;

@@ -11,7 +11,7 @@ use sasha_package::manifest::MEMBER_ID_PREFIX;
 use sasha_proto::pb;
 use serde_json::{Value, json};
 
-use crate::test_world::{PASSWORD, Page, STUDIO, World};
+use crate::test_world::{PASSWORD, Page, STUDIO, World, off_runtime};
 use studio_store::{AppAccess, MemberCaps, User, UserRole};
 
 /// The scopes of a member's browser session.
@@ -68,12 +68,12 @@ fn member_files(files: &Value) -> Vec<pb::MemberFile> {
 
 impl World {
     fn user(&self, name: &str, role: UserRole) -> User {
-        self.store().create_user(name, role, PASSWORD).unwrap()
+        off_runtime(|| self.store().create_user(name, role, PASSWORD).unwrap())
     }
 
     /// The live member app `id`'s current revision.
     fn revision(&self, id: &str) -> String {
-        self.store().member_app(id).unwrap().unwrap().revision
+        off_runtime(|| self.store().member_app(id).unwrap().unwrap().revision)
     }
 
     /// `CoreService.MemberApps` for `user` (a member app author's scopes).

@@ -1,38 +1,38 @@
-//! The drafts store on a real core database in a temporary folder: starting
-//! once, compare-and-set changes, the audit rows, and that ending a draft or
-//! pruning the ledger removes exactly the blobs nothing else holds.
+//! The drafts store on a real core database, SQLite and PostgreSQL: starting
+//! once, compare-and-set changes (racing writers among them), the audit
+//! rows, and that ending a draft or pruning the ledger removes exactly the
+//! blobs nothing else holds.
 
 use super::*;
+use crate::tests::{RACERS, handles, on_both, race};
 use crate::{RevisionContent, RevisionOrigin, UserRole};
 
+/// The crate's fixture (on the backend of the running test) with an admin
+/// and the registered app `notes`.
 struct Fixture {
-    _dir: tempfile::TempDir,
+    shared: crate::tests::Fixture,
     store: Store,
     user: String,
 }
 
 impl Fixture {
     fn new() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("core.sqlite")).unwrap();
-        let user = store
-            .create_user("ada", UserRole::Admin, "correct horse battery")
-            .unwrap()
-            .id;
+        let shared = crate::tests::Fixture::new();
+        let store = shared.store.clone();
+        let user = shared.user("ada", UserRole::Admin).id;
         store
             .register_app("notes", "r1", None, "[]", &Default::default())
             .unwrap();
         Fixture {
-            _dir: dir,
+            shared,
             store,
             user,
         }
     }
 
     fn blobs(&self) -> i64 {
-        self.store
-            .connection()
-            .unwrap()
+        self.shared
+            .raw()
             .query_row("SELECT count(*) FROM revision_blobs", (), |row| row.get(0))
             .unwrap()
     }
@@ -62,7 +62,7 @@ fn files(pairs: &[(&str, &str)]) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-#[test]
+on_both! {
 fn a_draft_starts_once_and_shares_unchanged_bytes() {
     let fixture = Fixture::new();
     let live = files(&[("APP.md", "manifest"), ("app.js", "let a = 1;")]);
@@ -94,8 +94,9 @@ fn a_draft_starts_once_and_shares_unchanged_bytes() {
         Err(StoreError::UnknownApp)
     ));
 }
+}
 
-#[test]
+on_both! {
 fn a_change_sees_the_current_file_and_its_rule_decides() {
     let fixture = Fixture::new();
     assert!(fixture.write("a.md", b"x").is_none(), "no draft yet");
@@ -155,8 +156,9 @@ fn a_change_sees_the_current_file_and_its_rule_decides() {
         ]
     );
 }
+}
 
-#[test]
+on_both! {
 fn ending_a_draft_keeps_the_bytes_a_revision_holds() {
     let fixture = Fixture::new();
     let html = "<!doctype html><html lang=\"en\"><head><title>x</title></head><body></body></html>";
@@ -211,8 +213,9 @@ fn ending_a_draft_keeps_the_bytes_a_revision_holds() {
             .unwrap()
     );
 }
+}
 
-#[test]
+on_both! {
 fn pruning_the_ledger_keeps_the_bytes_a_draft_holds() {
     let fixture = Fixture::new();
     fixture
@@ -243,4 +246,70 @@ fn pruning_the_ledger_keeps_the_bytes_a_draft_holds() {
     assert_eq!(fixture.store.revisions("notes").unwrap().len(), 1);
     let contents = fixture.store.draft_contents("notes").unwrap();
     assert_eq!(contents[0].1, b"kept by the draft");
+}
+}
+
+/// A racing writer's refusal: the file is no longer at the version it
+/// expected; `current` is the one it has now.
+#[derive(Debug, PartialEq, Eq)]
+struct Conflict {
+    current: Option<String>,
+}
+
+on_both! {
+/// Eight replicas write one draft file at the same instant, each expecting
+/// the version they all read: exactly one write wins, every other is told
+/// the file changed and to what, and the file holds the winner's bytes.
+fn racing_writers_with_one_expected_version_change_the_file_once() {
+    let fixture = Fixture::new();
+    fixture
+        .store
+        .start_draft("notes", &fixture.user, "r1", &files(&[("a.md", "base")]))
+        .unwrap();
+    let handles = handles(&fixture.shared, RACERS);
+    let mut expected = sha256_hex(b"base");
+    for round in 0..3 {
+        let bytes = |n: usize| format!("round {round}, racer {n}").into_bytes();
+        let answers = race(&handles, |n, store| {
+            store
+                .change_draft_file("notes", "a.md", &fixture.user, |current, _| {
+                    let current = current.map(|file| file.version.clone());
+                    if current.as_ref() == Some(&expected) {
+                        Ok(Some(bytes(n)))
+                    } else {
+                        Err(Conflict { current })
+                    }
+                })
+                .map_err(|error| error.to_string())
+        });
+        let won: Vec<usize> = (0..RACERS)
+            .filter(|n| matches!(answers[*n], Ok(Some(Ok(_)))))
+            .collect();
+        assert_eq!(won.len(), 1, "round {round}: {answers:?}");
+        let winner = sha256_hex(&bytes(won[0]));
+        for (n, answer) in answers.iter().enumerate() {
+            let wanted = if n == won[0] {
+                Ok((Some(expected.clone()), Some(winner.clone())))
+            } else {
+                Err(Conflict {
+                    current: Some(winner.clone()),
+                })
+            };
+            assert_eq!(answer, &Ok(Some(wanted)), "round {round}: racer {n}");
+        }
+        let contents = fixture.store.draft_contents("notes").unwrap();
+        assert_eq!(contents.len(), 1);
+        assert_eq!(contents[0].1, bytes(won[0]), "round {round}: the winner's bytes");
+        expected = winner;
+    }
+    let changes = fixture
+        .store
+        .audit_entries(Some("notes"))
+        .unwrap()
+        .into_iter()
+        .filter(|entry| entry.action == draft_action::DRAFT_CHANGED)
+        .count();
+    assert_eq!(changes, 3, "one change a round");
+    assert_eq!(fixture.blobs(), 1, "only the last winner's bytes are kept");
+}
 }

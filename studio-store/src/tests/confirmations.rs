@@ -1,4 +1,5 @@
-//! Confirmations: issue, redeem, decline, bounds, expiry and the per-user cap.
+//! Confirmations: issue, redeem (once, however many redeem it at once),
+//! decline, bounds, expiry and the per-user cap.
 
 use super::*;
 
@@ -391,5 +392,38 @@ fn confirmations_need_an_existing_user_and_go_with_it() {
             .unwrap(),
         Err(ConfirmationRefusal::NotValid)
     );
+}
+}
+
+on_both! {
+/// Eight replicas redeem one confirmation at the same instant: every one
+/// answers the key fixed at issue, and exactly one is its first redemption
+/// (the one whose write runs; the others replay under the same key).
+fn racing_redemptions_of_one_confirmation_redeem_it_once() {
+    let fixture = Fixture::new();
+    let alice = fixture.user("alice", UserRole::Member);
+    let handles = handles(&fixture, RACERS);
+    for round in 0..3 {
+        let key = format!("key-{round}");
+        let issued = issue(&fixture.store, &alice.id, &key);
+        let answers = race(&handles, |_, store| {
+            store
+                .redeem_confirmation(&call(&alice.id, TOOL, ARGUMENTS), &issued.token)
+                .map_err(|error| error.to_string())
+        });
+        let redeemed: Vec<RedeemedConfirmation> = answers
+            .into_iter()
+            .map(|answer| answer.unwrap().unwrap())
+            .collect();
+        assert!(
+            redeemed.iter().all(|r| r.idempotency_key == key),
+            "round {round}: {redeemed:?}"
+        );
+        assert_eq!(
+            redeemed.iter().filter(|r| r.first_redemption).count(),
+            1,
+            "round {round}: {redeemed:?}"
+        );
+    }
 }
 }

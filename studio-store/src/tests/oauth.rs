@@ -1,4 +1,6 @@
-//! OAuth connections: codes, audience-bound tokens, rotation, reuse detection, consent and revocation.
+//! OAuth connections: codes (exchanged once, however many exchange one at
+//! once), audience-bound tokens, rotation, reuse detection, consent and
+//! revocation.
 
 use super::*;
 
@@ -255,6 +257,56 @@ fn a_code_works_once_and_only_with_its_own_proof() {
     let code = consent(&fixture, &client, &staff, &[Scope::AppsInvoke]);
     fixture.advance(OAUTH_CODE_TTL_SECONDS);
     assert!(exchange(&fixture, &client, &code, VERIFIER).is_err());
+    assert!(no_connections(&fixture, &staff));
+}
+}
+
+on_both! {
+/// Eight replicas exchange one code at the same instant: exactly one token
+/// pair is issued; every other exchange is a reuse, refused, and revokes the
+/// connection as a reused code does.
+fn racing_exchanges_of_one_code_issue_one_token_pair() {
+    let fixture = Fixture::new();
+    let staff = fixture.user("sam", UserRole::Staff);
+    let client = oauth_client(&fixture);
+    let handles = handles(&fixture, RACERS);
+    for round in 0..3 {
+        let code = consent(&fixture, &client, &staff, &[Scope::AppsInvoke]);
+        let answers = race(&handles, |_, store| {
+            store
+                .oauth_exchange_code(&CodeExchange {
+                    client_id: &client.client_id,
+                    code: &code,
+                    redirect_uri: REDIRECT,
+                    code_verifier: VERIFIER,
+                    resource: Some(RESOURCE),
+                })
+                .map_err(|error| error.to_string())
+        });
+        let issued: Vec<&IssuedTokens> = answers
+            .iter()
+            .filter_map(|answer| answer.as_ref().unwrap().as_ref().ok())
+            .collect();
+        assert_eq!(issued.len(), 1, "round {round}: {answers:?}");
+        for answer in &answers {
+            assert!(
+                matches!(answer, Ok(Ok(_) | Err(OAuthRefusal::InvalidGrant(_)))),
+                "round {round}: {answer:?}"
+            );
+        }
+        let access: i64 = fixture
+            .raw()
+            .query_row(
+                "SELECT count(*) FROM tokens WHERE grant_id IS NOT NULL",
+                (),
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(access, round + 1, "round {round}: one access token per code");
+        // The reuses revoked the connection: its one pair is dead too.
+        assert!(!live(&fixture, &issued[0].access_token));
+        assert!(refresh(&fixture, &client, &issued[0].refresh_token, None).is_err());
+    }
     assert!(no_connections(&fixture, &staff));
 }
 }

@@ -1,8 +1,9 @@
 //! People changes and the admins an instance keeps: the last admin who can
 //! sign in is never demoted, disabled or removed, a user demoted a moment ago
-//! changes nobody, and two processes demoting each other at the same instant
-//! (each with its own connection, so only SQLite's IMMEDIATE lock orders
-//! them) leave one admin.
+//! changes nobody, two processes demoting each other at the same instant
+//! (each with its own connection, so only the store's serialisation of
+//! writers orders them) leave one admin, and a one-time link accepted by
+//! several at once is accepted once.
 
 use std::sync::Barrier;
 
@@ -475,5 +476,82 @@ fn a_dead_link_costs_no_password_hashing() {
         .unwrap();
     assert!(again.is_none(), "spent");
     assert_eq!(hashed(), before + 1, "a spent link is dead too");
+}
+}
+
+on_both! {
+/// Eight replicas accept one invitation link, then one reset link, at the
+/// same instant, each with its own password: exactly one acceptance each
+/// (the others find the link spent), audited once; the invitation's app is
+/// granted once; the password that holds is the one acceptance's.
+fn racing_acceptances_of_one_link_accept_it_once() {
+    let fixture = Fixture::new();
+    let store = &fixture.store;
+    let ada = fixture.user("ada", UserRole::Admin);
+    register(store, "time-sheet", "rev-1");
+    let apps = BTreeMap::from([("time-sheet".to_owned(), AppAccess::Use)]);
+    let invitation = store
+        .invite_user_with_apps("ivy", UserRole::Member, &apps, &ada.id)
+        .unwrap();
+    let ivy = invitation.user.clone();
+    let handles = handles(&fixture, RACERS);
+    let password = |n: usize| format!("racer {n}'s long new password");
+    let mut invitation = Some(invitation);
+    for purpose in [
+        people_action::INVITATION_ACCEPTED,
+        people_action::PASSWORD_RESET,
+    ] {
+        // The reset link once the invitation is accepted.
+        let link = match invitation.take() {
+            Some(invitation) => invitation,
+            None => store.password_reset_link("ivy", &ada.id).unwrap(),
+        };
+        let answers = race(&handles, |n, store| {
+            store
+                .accept_invitation(&link.secret, &password(n))
+                .map_err(|error| error.to_string())
+        });
+        let accepted: Vec<usize> = answers
+            .iter()
+            .enumerate()
+            .filter_map(|(n, answer)| match answer {
+                Ok(Some(user)) => {
+                    assert_eq!(user.id, ivy.id);
+                    Some(n)
+                }
+                Ok(None) => None,
+                Err(error) => panic!("{purpose}: racer {n}: {error}"),
+            })
+            .collect();
+        assert_eq!(accepted.len(), 1, "{purpose}: {answers:?}");
+        let audited = store
+            .audit_entries(None)
+            .unwrap()
+            .into_iter()
+            .filter(|entry| entry.action == purpose && entry.subject.as_deref() == Some(&ivy.id))
+            .count();
+        assert_eq!(audited, 1, "{purpose}");
+        for n in 0..RACERS {
+            assert_eq!(
+                store.verify_login("ivy", &password(n)).unwrap().is_some(),
+                n == accepted[0],
+                "{purpose}: racer {n}'s password"
+            );
+        }
+    }
+    // The invitation's app was granted once.
+    assert_eq!(
+        store.access("time-sheet", &ivy.id).unwrap(),
+        Some(AppAccess::Use)
+    );
+    let grants = store
+        .audit_entries(Some("time-sheet"))
+        .unwrap()
+        .into_iter()
+        .filter(|entry| {
+            entry.action == action::GRANT_CHANGED && entry.subject.as_deref() == Some(&ivy.id)
+        })
+        .count();
+    assert_eq!(grants, 1);
 }
 }

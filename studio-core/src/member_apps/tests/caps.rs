@@ -2,10 +2,14 @@
 //! deploys, an author's bytes in the ledger, and the deploy throttle.
 
 use super::*;
+use crate::test_world::on_both_databases;
 
+on_both_databases! {
+/// More deploys than one author may hold, all at once through the router:
+/// exactly the cap's worth are created, the rest refused with the cap named.
 #[tokio::test]
-async fn concurrent_deploys_never_pass_the_per_author_cap() {
-    let world = World::new();
+async fn concurrent_deploys_never_pass_the_per_author_cap(database) {
+    let world = World::on(database);
     let mia = world.page(&world.member);
     let attempts = crate::member_apps::MAX_MEMBER_APPS_PER_AUTHOR + 5;
     let deploys = (0..attempts).map(|_| {
@@ -31,11 +35,7 @@ async fn concurrent_deploys_never_pass_the_per_author_cap() {
         );
     }
     assert_eq!(
-        world
-            .store()
-            .member_apps(Some(&world.member.id))
-            .unwrap()
-            .len(),
+        off_runtime(|| world.store().member_apps(Some(&world.member.id)).unwrap()).len(),
         crate::member_apps::MAX_MEMBER_APPS_PER_AUTHOR
     );
     // Deleting one frees a place.
@@ -50,12 +50,14 @@ async fn concurrent_deploys_never_pass_the_per_author_cap() {
     assert_eq!(status, StatusCode::OK);
     mia.deploy(false).await;
 }
+}
 
+on_both_databases! {
+/// The store's one transaction, raced by threads: several authors deploy at
+/// once against small caps.
 #[tokio::test]
-async fn the_instance_cap_holds_across_concurrent_authors() {
-    // The store's one transaction, raced by threads: several authors deploy
-    // at once against small caps.
-    let world = World::new();
+async fn the_instance_cap_holds_across_concurrent_authors(database) {
+    let world = World::on(database);
     let store = world.store().clone();
     let authors: Vec<User> = (0..4)
         .map(|n| world.user(&format!("author{n}"), UserRole::Member))
@@ -109,7 +111,7 @@ async fn the_instance_cap_holds_across_concurrent_authors() {
             "{refusal:?}"
         );
     }
-    let apps = store.member_apps(None).unwrap();
+    let apps = off_runtime(|| store.member_apps(None).unwrap());
     assert_eq!(apps.len(), 5);
     for author in &authors {
         assert!(
@@ -119,6 +121,7 @@ async fn the_instance_cap_holds_across_concurrent_authors() {
                 <= 3
         );
     }
+}
 }
 
 #[tokio::test]

@@ -515,10 +515,28 @@ enum Backend {
         path: PathBuf,
     },
     Postgres {
-        pool: db::PgPool,
+        /// Always `Some` until the handle's last clone drops it (`Drop`).
+        pool: Option<db::PgPool>,
         /// Where, for messages: host, port and database, no credentials.
         place: String,
     },
+}
+
+impl Drop for Inner {
+    /// PostgreSQL's blocking client closes its connections by blocking on a
+    /// runtime of its own, which tokio forbids on an async thread: the last
+    /// handle dropped there (studio-core's shutdown, a test) hands the pool
+    /// to a plain thread to close.
+    fn drop(&mut self) {
+        if let Backend::Postgres { pool, .. } = &mut self.backend
+            && let Some(pool) = pool.take()
+            && tokio::runtime::Handle::try_current().is_ok()
+        {
+            let _ = std::thread::Builder::new()
+                .name("core-store-close".into())
+                .spawn(move || drop(pool));
+        }
+    }
 }
 
 /// The device and inode at `path`, if there is a file.
@@ -789,7 +807,10 @@ impl Store {
         Ok(Store {
             inner: Arc::new(Inner {
                 commits: Arc::new(std::sync::atomic::AtomicU64::new(0)),
-                backend: Backend::Postgres { pool, place },
+                backend: Backend::Postgres {
+                    pool: Some(pool),
+                    place,
+                },
                 clock,
             }),
         })
@@ -865,7 +886,12 @@ impl Store {
     /// PostgreSQL, one from the pool.
     fn connection(&self) -> Result<Conn<'_>, StoreError> {
         let (connection, file, path) = match &self.inner.backend {
-            Backend::Postgres { pool, .. } => return Ok(Conn::postgres(pool)?),
+            Backend::Postgres { pool, .. } => {
+                let pool = pool
+                    .as_ref()
+                    .ok_or_else(|| StoreError::Unavailable("the store is being closed".into()))?;
+                return Ok(Conn::postgres(pool)?);
+            }
             Backend::Sqlite {
                 connection,
                 file,

@@ -111,8 +111,18 @@ fn running_port(home: &Path) -> Option<u16> {
         .map(|_| port)
 }
 
-/// Creates the cluster (again, if a stale one is there) and starts it.
+/// Creates the shared cluster (again, if a stale one is there), starts it,
+/// and watches it for idleness.
 fn start(home: &Path) -> u16 {
+    let port = create_and_start(home, false);
+    watchdog(home, &bin_dir(), &home.join("data"));
+    port
+}
+
+/// Creates a cluster in `home` (again, if a stale one is there) and starts
+/// it on a free loopback port; `durable` keeps PostgreSQL's own fsync
+/// settings (for tests that stop or crash it).
+fn create_and_start(home: &Path, durable: bool) -> u16 {
     let bin = bin_dir();
     assert!(
         bin.join("postgres").exists(),
@@ -150,13 +160,17 @@ fn start(home: &Path) -> u16 {
         ])
         .arg(&data));
     let port = free_port();
-    // Durability is not what these tests measure: no fsync, so creating a
-    // database per test costs milliseconds. Process tests that kill the
-    // database start their own server with the defaults.
+    // Durability is not what most tests measure: no fsync, so creating a
+    // database per test costs milliseconds. A server of a test's own that
+    // it stops or crashes keeps the defaults.
+    let fast = if durable {
+        ""
+    } else {
+        "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
+    };
     let settings = format!(
         "listen_addresses = '127.0.0.1'\nport = {port}\nunix_socket_directories = ''\n\
-         fsync = off\nsynchronous_commit = off\nfull_page_writes = off\nmax_connections = 400\n\
-         shared_buffers = 64MB\n"
+         {fast}max_connections = 400\nshared_buffers = 64MB\n"
     );
     fs::OpenOptions::new()
         .append(true)
@@ -168,7 +182,6 @@ fn start(home: &Path) -> u16 {
         .arg(home.join("server.log"))
         .arg("-D")
         .arg(&data));
-    watchdog(home, &bin, &data);
     fs::write(home.join("port"), port.to_string()).expect("record the test PostgreSQL port");
     let started = Instant::now();
     while running_port(home).is_none() {
@@ -232,4 +245,64 @@ fn free_port() -> u16 {
         .and_then(|listener| listener.local_addr())
         .map(|address| address.port())
         .expect("find a free loopback port")
+}
+
+/// A PostgreSQL server of one test's own, with PostgreSQL's durable
+/// defaults, for tests that stop, restart or crash it; stopped and removed
+/// when dropped.
+pub struct PrivateServer {
+    home: PathBuf,
+    port: u16,
+}
+
+impl PrivateServer {
+    pub fn start() -> PrivateServer {
+        let home = std::env::temp_dir().join(format!(
+            "sasha-test-postgres-private-{:016x}",
+            rand::random::<u64>()
+        ));
+        fs::create_dir_all(&home).expect("create a private PostgreSQL folder");
+        let port = create_and_start(&home, true);
+        PrivateServer { home, port }
+    }
+
+    /// A fresh database on this server, and its URL.
+    pub fn database(&self) -> String {
+        let name = format!("t{:016x}", rand::random::<u64>());
+        let server = url(self.port, "postgres");
+        let mut client = postgres::Client::connect(&server, postgres::NoTls)
+            .unwrap_or_else(|error| panic!("connect to the private PostgreSQL: {error}"));
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .unwrap_or_else(|error| panic!("create a test database: {error}"));
+        url(self.port, &name)
+    }
+
+    /// Stops the server (`fast`: sessions are ended, as in a restart).
+    pub fn stop(&self) {
+        run(as_owner(&bin_dir().join("pg_ctl"))
+            .args(["stop", "-m", "fast", "-w", "-D"])
+            .arg(self.home.join("data")));
+    }
+
+    /// Starts it again on the same port.
+    pub fn start_again(&self) {
+        run(as_owner(&bin_dir().join("pg_ctl"))
+            .args(["start", "-w", "-t", "60", "-l"])
+            .arg(self.home.join("server.log"))
+            .arg("-D")
+            .arg(self.home.join("data")));
+    }
+}
+
+impl Drop for PrivateServer {
+    fn drop(&mut self) {
+        let _ = as_owner(&bin_dir().join("pg_ctl"))
+            .args(["stop", "-m", "immediate", "-D"])
+            .arg(self.home.join("data"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let _ = fs::remove_dir_all(&self.home);
+    }
 }

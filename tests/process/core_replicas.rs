@@ -519,3 +519,50 @@ async fn a_wrong_or_unreachable_database_url_stops_the_role_naming_it() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_postgresql_restart_gives_retryable_errors_and_studio_core_recovers_by_itself() {
+    let server = off_runtime(sasha_testkit::PrivateServer::start);
+    let url = off_runtime(|| server.database());
+    let mut harness = Harness::new();
+    harness.env.insert("DATABASE_URL".into(), url.clone());
+    with_store(&url, |store| {
+        store.create_user("ada", UserRole::Admin, PASSWORD).unwrap()
+    });
+    let data = harness.start(Role::DataWorker, &[]).await;
+    let studio = core(&harness, &data).await;
+    let cookie = sign_in(&studio, "ada").await;
+    assert_eq!(me(&studio, &cookie).await, 200);
+
+    off_runtime(|| server.stop());
+    let down = common::http_client()
+        .get(format!("http://{}/api/me", studio.listener("http")))
+        .header("host", "localhost:3007")
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(down.status(), 503);
+    let envelope: Value = down.json().await.unwrap();
+    assert_eq!(envelope["code"], "APP_NOT_READY", "{envelope}");
+    assert_eq!(envelope["retryable"], true, "{envelope}");
+    assert!(
+        !envelope.to_string().contains("postgres"),
+        "no database detail reaches the caller: {envelope}"
+    );
+
+    off_runtime(|| server.start_again());
+    // The pool drops the broken connections and opens new ones on the
+    // next calls; the same process answers again.
+    let mut status = reqwest::StatusCode::SERVICE_UNAVAILABLE;
+    for _ in 0..100 {
+        status = me(&studio, &cookie).await;
+        if status == 200 {
+            break;
+        }
+        // Polled: PostgreSQL finishes starting in its own time.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(status, 200, "studio-core recovered without a restart");
+    assert!(common::process_alive(studio.child.id().unwrap()));
+}

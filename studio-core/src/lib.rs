@@ -41,6 +41,7 @@ mod member_apps;
 #[cfg(any(test, feature = "oracle"))]
 pub mod oracle;
 mod package_dir;
+mod peers;
 mod previews;
 mod read_guard;
 mod recovery;
@@ -357,6 +358,10 @@ pub async fn run_with_store(
         &config.storage.docs_root,
         config.revision_history,
     ));
+    let followed_from = peers::head(&store).await.unwrap_or_else(|error| {
+        tracing::warn!(diagnostic_id = %error.diagnostic_id, "studio-core could not read the audit log's end; it follows the other replicas from the start");
+        0
+    });
     member_apps::load_into_catalogue(&store, &catalogue).await;
     let discovered = {
         let catalogue = catalogue.clone();
@@ -461,6 +466,7 @@ pub async fn run_with_store(
         drafts: state::draft_cache::DraftCache::default(),
         replication,
     });
+    tokio::spawn(peers::follow(core.clone(), followed_from, shutdown.clone()));
     let http_addr = listeners
         .http
         .local_addr()

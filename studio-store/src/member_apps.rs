@@ -23,7 +23,7 @@
 //! recorded author be changed by anyone, or answer a share differently for a
 //! name no account holds.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::db::{DbError, OptionalExtension as _, Row, Sql, Tx};
 use serde::Serialize;
@@ -588,6 +588,47 @@ impl Store {
     /// The current files of every live member app, by id: what the catalogue
     /// validates and serves (their bytes are checked against their address).
     pub fn member_sources(&self) -> Result<BTreeMap<String, Files>, StoreError> {
+        self.member_sources_of(None)
+    }
+
+    /// The live member app `app_id`'s files, as [`Store::member_sources`]
+    /// gives them; `None` when it is not a live member app (deleted,
+    /// promoted, or never one).
+    pub fn member_source(&self, app_id: &str) -> Result<Option<Files>, StoreError> {
+        Ok(self.member_sources_of(Some(app_id))?.remove(app_id))
+    }
+
+    /// The member apps whose deploys, deletions or promotions were audited
+    /// after audit row `after`, and the newest audit row now: how a
+    /// studio-core replica learns what another changed. Audit rows are
+    /// numbered in commit order (one writer at a time on both backends),
+    /// so nothing committed is skipped.
+    pub fn member_changes_since(&self, after: i64) -> Result<(i64, BTreeSet<String>), StoreError> {
+        let connection = self.connection()?;
+        let newest: i64 = connection.query_row(
+            "SELECT CAST(coalesce(max(id), 0) AS BIGINT) FROM authorization_audit_log",
+            (),
+            |row| row.get(0),
+        )?;
+        let apps = connection
+            .query_map(
+                "SELECT DISTINCT app_id FROM authorization_audit_log
+                 WHERE id > ?1 AND id <= ?2 AND app_id IS NOT NULL
+                   AND action IN (?3, ?4, ?5)",
+                (
+                    after,
+                    newest,
+                    member_action::MEMBER_APP_DEPLOYED,
+                    member_action::MEMBER_APP_DELETED,
+                    member_action::MEMBER_APP_PROMOTED,
+                ),
+                |row| row.get::<_, String>(0),
+            )?
+            .collect::<Result<_, _>>()?;
+        Ok((newest, apps))
+    }
+
+    fn member_sources_of(&self, app_id: Option<&str>) -> Result<BTreeMap<String, Files>, StoreError> {
         let connection = self.connection()?;
         let mut statement = connection.prepare(
             "SELECT m.app_id, f.path, f.sha256, b.content
@@ -596,10 +637,11 @@ impl Store {
              JOIN app_revision_files f ON f.revision_id = r.id
              JOIN revision_blobs b ON b.sha256 = f.sha256
              WHERE m.deleted_at IS NULL AND m.promoted_at IS NULL
+               AND (CAST(?1 AS TEXT) IS NULL OR m.app_id = ?1)
              ORDER BY m.app_id, f.path",
         )?;
         let mut sources: BTreeMap<String, Files> = BTreeMap::new();
-        let rows = statement.query_map((), |row| {
+        let rows = statement.query_map((app_id,), |row| {
             Ok((
                 row.get::<_, String>(0)?,
                 row.get::<_, String>(1)?,

@@ -708,3 +708,50 @@ async fn a_text_file_hidden_in_base64_is_refused() {
         Some(&logo)
     );
 }
+
+/// Two replicas share the core database: a member app deployed through one
+/// is served by the other once it has read the audit log (every second in a
+/// running replica), and deleting it through the first removes it there.
+#[tokio::test]
+async fn a_member_app_deployed_through_one_replica_is_served_by_the_other() {
+    let world = World::new();
+    let replica = world.replica();
+    let from = crate::peers::head(world.store()).await.unwrap();
+    let mia = world.page(&world.member);
+    let (status, created) = mia.create(package(true, false)).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id = created["app"]["id"].as_str().unwrap().to_owned();
+    let revision = created["app"]["revision"].as_str().unwrap().to_owned();
+    assert!(!replica.catalogue.is_member(&id), "not before it follows");
+
+    let followed = crate::peers::catch_up(&replica, from).await.unwrap();
+    assert!(followed > from);
+    assert!(replica.catalogue.is_member(&id));
+    assert!(
+        replica
+            .catalogue
+            .current()
+            .valid()
+            .any(|(listed, package)| *listed == id && package.resource.revision == revision),
+        "the other replica serves the same revision"
+    );
+    // Nothing new: nothing changes.
+    assert_eq!(
+        crate::peers::catch_up(&replica, followed).await.unwrap(),
+        followed
+    );
+
+    let (status, deleted) = mia
+        .call("DELETE", &format!("/api/member-apps/{id}"), Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{deleted}");
+    crate::peers::catch_up(&replica, followed).await.unwrap();
+    assert!(!replica.catalogue.is_member(&id), "gone on the other replica too");
+    assert!(
+        !replica
+            .catalogue
+            .current()
+            .valid()
+            .any(|(listed, _)| *listed == id)
+    );
+}

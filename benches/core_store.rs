@@ -67,8 +67,7 @@ fn start_stack(database: Option<&str>, replicas: usize) -> Stack {
     let staff = match database {
         None => Staff::create(state.path()),
         Some(url) => {
-            let store =
-                Store::connect(url, 2, None, Arc::new(studio_store::system_clock)).unwrap();
+            let store = Store::connect(url, 2, None, Arc::new(studio_store::system_clock)).unwrap();
             let user = store
                 .create_user("bench", UserRole::Staff, "correct horse battery")
                 .unwrap();
@@ -222,10 +221,7 @@ fn main() {
         .unwrap();
     let server = sasha_testkit::PrivateServer::start();
     let mut runs = vec![measure(&runtime, "SQLite, 1 replica", None, 1, c1, c8_each)];
-    for (label, replicas) in [
-        ("PostgreSQL, 1 replica", 1),
-        ("PostgreSQL, 2 replicas", 2),
-    ] {
+    for (label, replicas) in [("PostgreSQL, 1 replica", 1), ("PostgreSQL, 2 replicas", 2)] {
         let url = server.database();
         runs.push(measure(&runtime, label, Some(&url), replicas, c1, c8_each));
     }

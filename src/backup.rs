@@ -20,7 +20,9 @@
 //! Everything is written into a hidden staging folder in DIR and renamed to
 //! `DIR/<timestamp>/` at the end, so a backup folder is complete or absent.
 //! The docs tree (`DOCS_ROOT`, the app packages) and `UPLOADS_ROOT` are plain
-//! files and are not copied here.
+//! files and are not copied here, nor is a PostgreSQL core database
+//! (`DATABASE_URL`): that is backed up with PostgreSQL's own tools, and the
+//! manifest says so.
 
 use std::io::Read as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
@@ -31,6 +33,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, anyhow, bail};
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags};
+use sasha_service::config::ProcessEnv;
+use sasha_service::core_database::CoreDatabase;
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
@@ -51,7 +55,13 @@ pub(crate) const DELETED_DIR: &str = "deleted-apps";
 struct Manifest {
     /// When the backup started, RFC 3339 UTC.
     created_at: String,
-    core: Copied,
+    /// The SQLite core database; absent when the core database is
+    /// PostgreSQL's ([`Manifest::core_database`] says where).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    core: Option<Copied>,
+    /// Where a PostgreSQL core database is (no credentials), not copied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    core_database: Option<String>,
     apps: Vec<AppCopy>,
     /// Left out when there are none, so such a manifest reads as before.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -91,7 +101,17 @@ pub(crate) fn main(out: &Path, state_dir: Option<&Path>) -> ExitCode {
 /// Takes the backup and returns its folder.
 fn run(out: &Path, state_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
     let storage = crate::admin::storage_paths(state_dir)?;
-    if !storage.db_path.is_file() {
+    let postgres = match CoreDatabase::from_env(&ProcessEnv, &storage)
+        .map_err(|error| anyhow!("invalid configuration: {error}"))?
+    {
+        CoreDatabase::Postgres(postgres) => Some(postgres.place()),
+        CoreDatabase::Sqlite(_) => None,
+    };
+    if let Some(place) = &postgres {
+        eprintln!(
+            "sasha backup: the core database is PostgreSQL ({place}): not copied here; back it up with pg_dump or your database service's backups"
+        );
+    } else if !storage.db_path.is_file() {
         bail!(
             "no core database at {}: check --state-dir (or DB_PATH)",
             storage.db_path.display()
@@ -108,7 +128,10 @@ fn run(out: &Path, state_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
         .create(&staging)
         .with_context(|| format!("cannot create {}", staging.display()))?;
     let outcome = (|| {
-        let core = copy_database(&storage.db_path, &staging, CORE_FILE)?;
+        let core = match &postgres {
+            None => Some(copy_database(&storage.db_path, &staging, CORE_FILE)?),
+            Some(_) => None,
+        };
         let mut copies = Vec::new();
         if !apps.is_empty() {
             std::fs::DirBuilder::new()
@@ -141,6 +164,7 @@ fn run(out: &Path, state_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
         let manifest = Manifest {
             created_at: rfc3339(started),
             core,
+            core_database: postgres.clone(),
             apps: copies,
             deleted_apps: deleted_copies,
             sasha_version: sasha_service::VERSION,

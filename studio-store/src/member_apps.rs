@@ -628,7 +628,10 @@ impl Store {
         Ok((newest, apps))
     }
 
-    fn member_sources_of(&self, app_id: Option<&str>) -> Result<BTreeMap<String, Files>, StoreError> {
+    fn member_sources_of(
+        &self,
+        app_id: Option<&str>,
+    ) -> Result<BTreeMap<String, Files>, StoreError> {
         let connection = self.connection()?;
         let mut statement = connection.prepare(
             "SELECT m.app_id, f.path, f.sha256, b.content

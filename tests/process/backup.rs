@@ -374,3 +374,43 @@ async fn backup_fails_with_one_line_without_a_core_database() {
     assert!(output.stdout.is_empty());
     assert!(!dir.path().join("out").exists(), "nothing is created");
 }
+
+/// With a PostgreSQL core database (`DATABASE_URL`), a backup copies the app
+/// databases, says the core database is PostgreSQL's to back up, and records
+/// where it is (no credentials) instead of a copy.
+#[tokio::test]
+async fn a_postgresql_core_database_is_named_not_copied() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(state.join("apps")).unwrap();
+    let output = tokio::process::Command::new(common::sasha_bin())
+        .args(["backup", "--out"])
+        .arg(dir.path().join("out"))
+        .arg("--state-dir")
+        .arg(&state)
+        .env_clear()
+        .env(
+            "DATABASE_URL",
+            "postgres://sasha:s3cret@db.internal:5432/sasha",
+        )
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the core database is PostgreSQL"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+    let folder = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("manifest.json")).unwrap())
+            .unwrap();
+    assert!(manifest.get("core").is_none(), "{manifest}");
+    assert_eq!(
+        manifest["coreDatabase"], "postgres://sasha:***@db.internal:5432/sasha",
+        "{manifest}"
+    );
+    assert!(!folder.join("core.sqlite").exists());
+}

@@ -746,7 +746,10 @@ async fn a_member_app_deployed_through_one_replica_is_served_by_the_other() {
         .await;
     assert_eq!(status, StatusCode::OK, "{deleted}");
     crate::peers::catch_up(&replica, followed).await.unwrap();
-    assert!(!replica.catalogue.is_member(&id), "gone on the other replica too");
+    assert!(
+        !replica.catalogue.is_member(&id),
+        "gone on the other replica too"
+    );
     assert!(
         !replica
             .catalogue

@@ -1,5 +1,6 @@
 //! `sasha admin`: the operator CLI for a state folder's core database (users,
-//! passwords, access tokens, app grants, and reading improvement suggestions).
+//! passwords, access tokens, app grants, reading improvement suggestions, and
+//! copying the database into PostgreSQL with `migrate-core`).
 //!
 //! It works on the database file through `studio_store`, the same code
 //! studio-core uses, so it is safe while the stack runs (WAL, immediate
@@ -8,13 +9,16 @@
 //! `operator`).
 //!
 //! What it must not do: print a secret other than the token `token mint` was
-//! asked for (and that only on stdout, alone), take passwords anywhere but
-//! `--password` or one line of stdin, or edit the database by hand.
+//! asked for (and that only on stdout, alone), print a database URL's
+//! password, take passwords anywhere but `--password` or one line of stdin
+//! (or, for `migrate-core`, the URL, which may come from `DATABASE_URL`), or
+//! edit the database by hand.
 //!
 //! Exit status: 0 on success, 2 when the command line or an input is refused
-//! (usage, username, password, scopes, lifetime), 1 for anything else (unknown
-//! user or app, a taken username, a database fault). Errors are one line on
-//! stderr.
+//! (usage, username, password, scopes, lifetime, a `migrate-core` target that
+//! is not empty or a source at another schema version), 1 for anything else
+//! (unknown user or app, a taken username, a database fault). Errors are one
+//! line on stderr.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -26,10 +30,13 @@ use anyhow::Context as _;
 use clap::builder::TypedValueParser as _;
 use clap::{Args, Subcommand};
 use sasha_contract::caller::UnknownWord;
-use sasha_service::config::{Env as _, ProcessEnv, StoragePaths};
-use sasha_service::core_database::CoreDatabase;
+use sasha_service::config::{Env, ProcessEnv, StoragePaths};
+use sasha_service::core_database::{
+    CoreDatabase, DATABASE_CA_FILE, DATABASE_POOL_SIZE, DATABASE_URL, DATABASE_URL_FILE,
+    PostgresConfig,
+};
 use studio_store::{
-    ACTOR_OPERATOR, AppAccess, Scope, Store, StoreError, TokenKind, User, UserRole,
+    ACTOR_OPERATOR, AppAccess, CopyError, Scope, Store, StoreError, TokenKind, User, UserRole,
 };
 
 /// `sasha admin …`.
@@ -124,6 +131,32 @@ pub(crate) enum AdminCommand {
             value_parser = clap::value_parser!(u32).range(1..=10_000)
         )]
         limit: u32,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Copy the core database into an empty PostgreSQL database, to run
+    /// studio-core on PostgreSQL (DATABASE_URL) from then on.
+    ///
+    /// Creates the schema in the target, copies every table in one
+    /// transaction, and commits only once each table's row count and the
+    /// sha256 of its rows are the same read from both databases; then prints
+    /// the rows copied per table. The target must be empty: if any of its
+    /// core tables holds a row, nothing is written (exit 2). So is a core
+    /// database at another schema version than this build's. The SQLite file
+    /// is only read. Stop studio-core first: what it writes after the copy
+    /// began is not copied.
+    MigrateCore {
+        /// The database to copy into:
+        /// postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=require];
+        /// default: the one DATABASE_URL or DATABASE_URL_FILE names, which
+        /// keeps the password out of the process list. Its password is never
+        /// printed
+        #[arg(long, value_name = "URL")]
+        to: Option<String>,
+        /// PEM CA that verifies the server when the URL says sslmode=require
+        /// (default: SASHA_DATABASE_CA_FILE, else the system's roots)
+        #[arg(long, value_name = "FILE")]
+        ca_file: Option<PathBuf>,
         #[command(flatten)]
         state: StateArgs,
     },
@@ -327,6 +360,9 @@ fn exit_status(error: &anyhow::Error) -> u8 {
             || cause
                 .downcast_ref::<StoreError>()
                 .is_some_and(StoreError::is_invalid_input)
+            || cause
+                .downcast_ref::<CopyError>()
+                .is_some_and(CopyError::is_refused_input)
     });
     if refused_input { 2 } else { 1 }
 }
@@ -681,6 +717,38 @@ fn run(
                 }
             }
         }
+        AdminCommand::MigrateCore { to, ca_file, state } => {
+            let storage = storage_paths(state.state_dir.as_deref())?;
+            let target = migration_target(&ProcessEnv, to, ca_file.as_deref(), &storage)?;
+            let db_path = existing(storage.db_path)?;
+            let report =
+                studio_store::copy_to_postgres(&db_path, &target.url, target.ca_file.as_deref())
+                    .with_context(|| {
+                        format!("cannot copy {} into PostgreSQL", db_path.display())
+                    })?;
+            writeln!(
+                output,
+                "copied {} into {}",
+                db_path.display(),
+                report.target
+            )?;
+            let width = report
+                .tables
+                .iter()
+                .map(|table| table.table.len())
+                .max()
+                .unwrap_or(0)
+                .max("TABLE".len());
+            writeln!(output, "{:width$}  {:>9}", "TABLE", "ROWS")?;
+            for table in &report.tables {
+                writeln!(output, "{:width$}  {:>9}", table.table, table.rows)?;
+            }
+            writeln!(
+                output,
+                "verified: in all {} tables, the row count and the sha256 of the rows are the same in both databases",
+                report.tables.len()
+            )?;
+        }
         AdminCommand::Suggestions { limit, state } => {
             let store = open_existing(&state)?;
             // JSON escapes every control character, so a line is one line
@@ -769,14 +837,61 @@ fn open_store(db_path: &Path) -> anyhow::Result<Store> {
 /// Opens an existing database; a missing one is most likely a wrong
 /// `--state-dir`, which must not silently create a new state folder.
 fn open_existing(state: &StateArgs) -> anyhow::Result<Store> {
-    let db_path = db_path(state)?;
+    open_store(&existing(db_path(state)?)?)
+}
+
+/// `db_path`, which must name a file.
+fn existing(db_path: PathBuf) -> anyhow::Result<PathBuf> {
     if !db_path.exists() {
         anyhow::bail!(
             "no core database at {}: check --state-dir, or add a user first with `sasha admin user add`",
             db_path.display()
         );
     }
-    open_store(&db_path)
+    Ok(db_path)
+}
+
+/// The PostgreSQL database `migrate-core` copies into: `--to` and
+/// `--ca-file`, else the core database the environment names, read and
+/// checked exactly as studio-core reads it. A refusal names the flag or the
+/// variable, never the URL.
+fn migration_target(
+    env: &dyn Env,
+    to: Option<String>,
+    ca_file: Option<&Path>,
+    storage: &StoragePaths,
+) -> anyhow::Result<PostgresConfig> {
+    let mut vars: HashMap<String, String> = [
+        DATABASE_URL,
+        DATABASE_URL_FILE,
+        DATABASE_POOL_SIZE,
+        DATABASE_CA_FILE,
+    ]
+    .into_iter()
+    .filter_map(|name| Some((name.to_owned(), env.var(name)?)))
+    .collect();
+    let given_url = to.is_some();
+    if let Some(url) = to {
+        vars.remove(DATABASE_URL_FILE);
+        vars.insert(DATABASE_URL.to_owned(), url);
+    }
+    if let Some(path) = ca_file {
+        let path = path
+            .to_str()
+            .ok_or_else(|| usage(format!("--ca-file {} is not UTF-8", path.display())))?;
+        vars.insert(DATABASE_CA_FILE.to_owned(), path.to_owned());
+    }
+    match CoreDatabase::from_env(&vars, storage) {
+        Ok(CoreDatabase::Postgres(config)) => Ok(config),
+        Ok(CoreDatabase::Sqlite(_)) => Err(usage(
+            "name the PostgreSQL database to copy into: --to postgres://USER@HOST/DATABASE, or DATABASE_URL",
+        )),
+        Err(error) => Err(usage(match error.var {
+            DATABASE_URL if given_url => format!("--to: {}", error.reason),
+            DATABASE_CA_FILE if ca_file.is_some() => format!("--ca-file: {}", error.reason),
+            _ => error.to_string(),
+        })),
+    }
 }
 
 fn find_user(store: &Store, username: &str) -> anyhow::Result<User> {
@@ -932,6 +1047,55 @@ mod tests {
         assert_eq!(read("no newline").unwrap(), "no newline");
         assert_eq!(read("  spaced  \n").unwrap(), "  spaced  ");
         assert_eq!(exit_status(&read("").unwrap_err()), 2);
+    }
+
+    #[test]
+    fn the_migration_target_is_the_flag_else_the_configured_database() {
+        let storage = storage_paths(Some(Path::new("/tmp/state"))).unwrap();
+        let env = |vars: &[(&str, &str)]| -> HashMap<String, String> {
+            vars.iter()
+                .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+                .collect()
+        };
+        let target = |vars: &[(&str, &str)], to: Option<&str>| {
+            migration_target(&env(vars), to.map(str::to_owned), None, &storage)
+        };
+        let configured = "postgres://sasha:pw@db.example.com/sasha";
+        let given = "postgresql://other.example.com:5433/copy?sslmode=require";
+        assert_eq!(target(&[], Some(given)).unwrap().url, given);
+        assert_eq!(
+            target(&[(DATABASE_URL, configured)], Some(given))
+                .unwrap()
+                .url,
+            given
+        );
+        assert_eq!(
+            target(&[(DATABASE_URL, configured)], None).unwrap().url,
+            configured
+        );
+        for (vars, to, said) in [
+            (&[][..], None, "name the PostgreSQL database"),
+            (
+                &[][..],
+                Some("mysql://sasha:pw@db/sasha"),
+                "--to: must be postgres://",
+            ),
+            (
+                &[][..],
+                Some("postgres://sasha:pw@db.example.com/"),
+                "--to: must be",
+            ),
+            (
+                &[(DATABASE_URL, "sqlite:///x?password=pw")][..],
+                None,
+                "DATABASE_URL: must be",
+            ),
+        ] {
+            let error = target(vars, to).unwrap_err();
+            assert_eq!(exit_status(&error), 2, "{to:?}");
+            assert!(error.to_string().contains(said), "{error}");
+            assert!(!error.to_string().contains("pw"), "{error}");
+        }
     }
 
     #[test]

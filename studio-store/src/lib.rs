@@ -31,6 +31,7 @@ mod approvals;
 mod assistant;
 mod blocking;
 mod confirmations;
+mod copy;
 mod db;
 mod drafts;
 mod grants;
@@ -75,6 +76,7 @@ pub use self::confirmations::{
     MAX_CONFIRMATION_TOOL_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_LIVE_CONFIRMATIONS_PER_USER,
     RedeemedConfirmation,
 };
+pub use self::copy::{CopyError, CopyReport, TableCopy, copy_to_postgres};
 pub use self::drafts::{
     Current, Decision, Draft, DraftFile, DraftShape, Ending, Versions, draft_action,
 };

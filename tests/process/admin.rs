@@ -972,3 +972,114 @@ fn tokens_are_listed_without_secrets_and_revoked_by_number() {
         .count();
     assert_eq!(audited, 1);
 }
+
+#[test]
+fn migrate_core_copies_the_state_folder_into_an_empty_postgresql_once() {
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path();
+    let run = admin(
+        state,
+        &[
+            "user",
+            "add",
+            "ada",
+            "--role",
+            "admin",
+            "--password",
+            PASSWORD,
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    // The test server trusts loopback and ignores the password: it is there
+    // to show it is never printed.
+    let secret = "hunter2-never-shown";
+    let url = sasha_testkit::postgres_database().replacen(
+        "postgres://postgres@",
+        &format!("postgres://postgres:{secret}@"),
+        1,
+    );
+    assert!(url.contains(secret), "{url}");
+
+    let run = admin(state, &["migrate-core", "--to", &url], None);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stderr, "", "{run:?}");
+    assert!(!run.stdout.contains(secret), "{run:?}");
+    let lines: Vec<Vec<&str>> = run
+        .stdout
+        .lines()
+        .map(|line| line.split_whitespace().collect())
+        .collect();
+    assert!(lines[0].starts_with(&["copied"]), "{run:?}");
+    assert!(
+        lines[0]
+            .last()
+            .unwrap()
+            .starts_with("postgresql://127.0.0.1:"),
+        "{run:?}"
+    );
+    assert_eq!(lines[1], ["TABLE", "ROWS"], "{run:?}");
+    for table in ["users", "authorization_audit_log", "tokens"] {
+        assert!(
+            lines.iter().any(|line| line.len() == 2 && line[0] == table),
+            "{table}: {run:?}"
+        );
+    }
+    assert!(lines.contains(&vec!["users", "1"]), "{run:?}");
+    assert!(lines.contains(&vec!["tokens", "0"]), "{run:?}");
+    let last = run.stdout.lines().last().unwrap();
+    assert!(last.starts_with("verified: in all "), "{run:?}");
+    // The copy is the installation: ada signs in against PostgreSQL.
+    let copy = Store::connect(
+        &url,
+        1,
+        None,
+        std::sync::Arc::new(studio_store::system_clock),
+    )
+    .unwrap();
+    assert!(copy.verify_login("ada", PASSWORD).unwrap().is_some());
+
+    // Again, through DATABASE_URL: refused, nothing written, and the
+    // password still unsaid.
+    let run = admin_with_env(
+        &["migrate-core", "--state-dir", state.to_str().unwrap()],
+        &[("DATABASE_URL", Path::new(&url))],
+        None,
+    );
+    assert_refused(&run, 2, "not empty");
+    assert!(run.stderr.contains("nothing was written"), "{run:?}");
+    assert!(!run.stderr.contains(secret), "{run:?}");
+    assert_eq!(copy.users().unwrap().len(), 1);
+
+    // A database that cannot be reached: a fault, named without its password.
+    let unreachable = format!("postgres://postgres:{secret}@127.0.0.1:1/nowhere");
+    let run = admin(state, &["migrate-core", "--to", &unreachable], None);
+    assert_refused(&run, 1, "cannot copy");
+    assert!(run.stderr.contains("refused"), "{run:?}");
+    assert!(!run.stderr.contains(secret), "{run:?}");
+
+    // Another kind of URL is refused before anything is opened.
+    let run = admin(state, &["migrate-core", "--to", "sqlite:///tmp/x"], None);
+    assert_refused(&run, 2, "--to: must be postgres://");
+    let run = admin(state, &["migrate-core"], None);
+    assert_refused(&run, 2, "name the PostgreSQL database to copy into");
+
+    // The help says what it does and never shows DATABASE_URL's value.
+    let help = Command::new(common::sasha_bin())
+        .args(["admin", "migrate-core", "--help"])
+        .env("DATABASE_URL", &url)
+        .output()
+        .unwrap();
+    assert!(help.status.success());
+    let help = String::from_utf8(help.stdout).unwrap();
+    for needle in [
+        "--to",
+        "DATABASE_URL_FILE",
+        "must be empty",
+        "nothing is written",
+        "--state-dir",
+    ] {
+        assert!(help.contains(needle), "{needle}: {help}");
+    }
+    assert!(!help.contains(secret), "{help}");
+}

@@ -42,7 +42,9 @@ pub(crate) enum Value<'a> {
     Blob(&'a [u8]),
 }
 
-/// A value read from PostgreSQL, owned (its row is decoded once).
+/// A value read from PostgreSQL, owned (its row is decoded once); also any
+/// column read as whatever kind it holds (`copy`, which moves rows without
+/// knowing their types).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum OwnedValue {
     Null,
@@ -61,6 +63,24 @@ impl OwnedValue {
             OwnedValue::Text(value) => Value::Text(value),
             OwnedValue::Blob(value) => Value::Blob(value),
         }
+    }
+}
+
+impl Bind for OwnedValue {
+    fn bind(&self) -> Value<'_> {
+        self.as_value()
+    }
+}
+
+impl Column for OwnedValue {
+    fn column(value: Value<'_>) -> Result<OwnedValue, String> {
+        Ok(match value {
+            Value::Null => OwnedValue::Null,
+            Value::Integer(value) => OwnedValue::Integer(value),
+            Value::Real(value) => OwnedValue::Real(value),
+            Value::Text(text) => OwnedValue::Text(text.to_owned()),
+            Value::Blob(bytes) => OwnedValue::Blob(bytes.to_vec()),
+        })
     }
 }
 

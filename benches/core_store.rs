@@ -259,6 +259,7 @@ fn main() {
     }
     println!("{report}");
     let dir = results_dir("core-store");
+    std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("results.md"), &report).unwrap();
     eprintln!("core-store bench: written to {}", dir.display());
 }

@@ -387,7 +387,10 @@ fn run(
                 Some(password) => password,
                 None => read_password(input, prompt)?,
             };
-            let store = open_store(&db_path(&state)?)?;
+            let store = match configured_postgres(&state)? {
+                Some(database) => open_postgres(&database)?,
+                None => open_store(&db_path(&state)?)?,
+            };
             let user = add_user(&store, &username, role, &password)?;
             writeln!(output, "{}", user.id)?;
         }
@@ -837,7 +840,24 @@ fn open_store(db_path: &Path) -> anyhow::Result<Store> {
 /// Opens an existing database; a missing one is most likely a wrong
 /// `--state-dir`, which must not silently create a new state folder.
 fn open_existing(state: &StateArgs) -> anyhow::Result<Store> {
-    open_store(&existing(db_path(state)?)?)
+    match configured_postgres(state)? {
+        Some(database) => open_postgres(&database),
+        None => open_store(&existing(db_path(state)?)?),
+    }
+}
+
+/// The PostgreSQL core database `DATABASE_URL` (or `DATABASE_URL_FILE`)
+/// names, read exactly as studio-core reads it; `None` for the SQLite file.
+fn configured_postgres(state: &StateArgs) -> anyhow::Result<Option<CoreDatabase>> {
+    let storage = storage_paths(state.state_dir.as_deref())?;
+    match CoreDatabase::from_env(&ProcessEnv, &storage).map_err(|error| usage(error.to_string()))? {
+        database @ CoreDatabase::Postgres(_) => Ok(Some(database)),
+        CoreDatabase::Sqlite(_) => Ok(None),
+    }
+}
+
+fn open_postgres(database: &CoreDatabase) -> anyhow::Result<Store> {
+    studio_core::open_store(database).map_err(|error| anyhow::anyhow!(error))
 }
 
 /// `db_path`, which must name a file.

@@ -128,8 +128,8 @@ fn source_version(found: i64, expected: i64) -> String {
     if found < expected {
         format!(
             "the SQLite core database has schema version {found}, this build's is {expected}; \
-             nothing was written: upgrade it first (start studio-core on it once, or run \
-             `sasha admin user list`), then copy it"
+             nothing was written: upgrade it first (start this build's studio-core on it once, \
+             or run `sasha admin user list` with DATABASE_URL unset), then copy it"
         )
     } else {
         format!(

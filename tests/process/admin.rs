@@ -1083,3 +1083,51 @@ fn migrate_core_copies_the_state_folder_into_an_empty_postgresql_once() {
     }
     assert!(!help.contains(secret), "{help}");
 }
+
+/// With `DATABASE_URL`, every admin command works on the PostgreSQL core
+/// database studio-core's replicas share, not on the state folder's file.
+#[test]
+fn admin_commands_work_on_the_postgresql_core_database_the_environment_names() {
+    let state = tempfile::tempdir().unwrap();
+    let url = sasha_testkit::postgres_database();
+    let env = [
+        ("DATABASE_URL", Path::new(&url)),
+        ("SASHA_STATE_DIR", state.path()),
+    ];
+    let run = admin_with_env(
+        &[
+            "user",
+            "add",
+            "ada",
+            "--role",
+            "admin",
+            "--password",
+            PASSWORD,
+        ],
+        &env,
+        None,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let run = admin_with_env(&["user", "list"], &env, None);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.starts_with("ada"), "{run:?}");
+    assert!(
+        !state.path().join("core.sqlite").exists(),
+        "no SQLite file is made"
+    );
+    let copy = Store::connect(
+        &url,
+        1,
+        None,
+        std::sync::Arc::new(studio_store::system_clock),
+    )
+    .unwrap();
+    assert!(copy.verify_login("ada", PASSWORD).unwrap().is_some());
+    // A wrong URL is refused naming the variable.
+    let run = admin_with_env(
+        &["user", "list"],
+        &[("DATABASE_URL", Path::new("mysql://x@h/db"))],
+        None,
+    );
+    assert_refused(&run, 2, "DATABASE_URL");
+}

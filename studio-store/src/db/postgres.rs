@@ -10,9 +10,9 @@
 //! What it must never do: run a write without the writers' lock, build SQL
 //! from a value, or let a broken connection go back into the pool (r2d2
 //! drops a client whose connection closed). A checked-out connection is not
-//! tested first: that is one more round trip on every store call (measured
-//! in bench/README.md), and a connection PostgreSQL closed (a restart) fails
-//! its one call as retryable and is dropped.
+//! tested first: that would be one more round trip to the server on every
+//! store call, and a connection PostgreSQL closed (a restart) fails its one
+//! call as retryable and is dropped.
 
 use std::cell::RefCell;
 use std::error::Error as StdError;

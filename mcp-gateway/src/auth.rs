@@ -292,20 +292,18 @@ pub async fn authenticate(
         credential,
         resource: gateway.oauth.resource.clone(),
     };
-    let mut core = gateway.core.clone();
     let answer = match &call_app {
         Some(app) => {
             let known = gateway.contracts.hint(app);
-            grpc::within(
-                Role::StudioCore,
-                gateway.call_deadline,
-                TRY_AGAIN,
-                core.authorize_call(pb::AuthorizeCallRequest {
-                    credential: Some(authenticate),
-                    app_id: app.clone(),
-                    known_contract_hash: known.clone(),
-                }),
-            )
+            let request = pb::AuthorizeCallRequest {
+                credential: Some(authenticate),
+                app_id: app.clone(),
+                known_contract_hash: known.clone(),
+            };
+            grpc::within_read(Role::StudioCore, gateway.call_deadline, TRY_AGAIN, || {
+                let (mut core, request) = (gateway.core.clone(), request.clone());
+                async move { core.authorize_call(request).await }
+            })
             .await
             .map(|reply| {
                 let prefetched = reply.catalogue.as_ref().and_then(|catalogue| {
@@ -322,12 +320,10 @@ pub async fn authenticate(
                 (reply.principal.unwrap_or_default(), prefetched)
             })
         }
-        None => grpc::within(
-            Role::StudioCore,
-            gateway.call_deadline,
-            TRY_AGAIN,
-            core.authenticate(authenticate),
-        )
+        None => grpc::within_read(Role::StudioCore, gateway.call_deadline, TRY_AGAIN, || {
+            let (mut core, request) = (gateway.core.clone(), authenticate.clone());
+            async move { core.authenticate(request).await }
+        })
         .await
         .map(|principal| (principal, None)),
     };

@@ -200,18 +200,16 @@ pub async fn fetch(
     known_contract_hash: String,
     preview: Option<&str>,
 ) -> Result<Catalogue, AppError> {
-    let mut core = core.clone();
-    let reply = grpc::within(
-        Role::StudioCore,
-        deadline,
-        crate::TRY_AGAIN,
-        core.get_catalogue(pb::CatalogueRequest {
-            principal: Some(principal.clone()),
-            app_id: app_id.unwrap_or_default().to_owned(),
-            known_contract_hash,
-            preview: preview.unwrap_or_default().to_owned(),
-        }),
-    )
+    let request = pb::CatalogueRequest {
+        principal: Some(principal.clone()),
+        app_id: app_id.unwrap_or_default().to_owned(),
+        known_contract_hash,
+        preview: preview.unwrap_or_default().to_owned(),
+    };
+    let reply = grpc::within_read(Role::StudioCore, deadline, crate::TRY_AGAIN, || {
+        let (mut core, request) = (core.clone(), request.clone());
+        async move { core.get_catalogue(request).await }
+    })
     .await?;
     Catalogue::try_from(&reply).map_err(|error| unreadable(&error))
 }

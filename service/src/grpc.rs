@@ -209,6 +209,30 @@ pub fn data_client(url: &str, identity: &Identity) -> Result<DataClient, Connect
     Ok(DataClient::new(channel(url, identity, Role::DataWorker)?))
 }
 
+/// [`within`] for a read a replica of `role` answers as well as another:
+/// a call that failed because its replica could not be reached (one killed
+/// mid-call answers `APP_NOT_READY`) is made once more within what is left
+/// of `deadline`, which a balanced channel sends to a replica that answers.
+/// Only for calls that change nothing.
+pub async fn within_read<T, Fut>(
+    role: Role,
+    deadline: Duration,
+    after: &str,
+    mut call: impl FnMut() -> Fut,
+) -> Result<T, sasha_proto::AppError>
+where
+    Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+{
+    let started = std::time::Instant::now();
+    match within(role, deadline, after, call()).await {
+        Err(error) if error.code == sasha_proto::ErrorCode::NotReady => {
+            let left = deadline.saturating_sub(started.elapsed());
+            within(role, left, after, call()).await
+        }
+        answer => answer,
+    }
+}
+
 /// Runs `call` to `role` and gives its answer, or `APP_TIMEOUT` (retryable)
 /// naming `role` once `deadline` has passed: for calls a person is waiting
 /// on (authentication, the catalogue, a data operation), where the channel's
@@ -347,4 +371,51 @@ pub fn not_ready(rpc: &str) -> tonic::Status {
         format!("{rpc} is not available in this build yet"),
     )
     .to_status()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// A read whose replica could not be reached is made once more (and
+    /// only once); any other answer is the caller's at once.
+    #[tokio::test]
+    async fn a_read_is_made_once_more_only_when_its_replica_was_unreachable() {
+        let calls = AtomicUsize::new(0);
+        let answered = within_read(Role::StudioCore, Duration::from_secs(5), "", || {
+            let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
+            async move {
+                if first {
+                    Err(tonic::Status::unavailable("connection refused"))
+                } else {
+                    Ok(tonic::Response::new(7_u8))
+                }
+            }
+        })
+        .await;
+        assert_eq!(answered.unwrap(), 7);
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+
+        let calls = AtomicUsize::new(0);
+        let unreachable = within_read(Role::StudioCore, Duration::from_secs(5), "", || {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async { Err::<tonic::Response<u8>, _>(tonic::Status::unavailable("down")) }
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(unreachable.code, sasha_proto::ErrorCode::NotReady);
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "once more, not again");
+
+        let calls = AtomicUsize::new(0);
+        let refused = within_read(Role::StudioCore, Duration::from_secs(5), "", || {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async { Err::<tonic::Response<u8>, _>(tonic::Status::permission_denied("no")) }
+        })
+        .await
+        .unwrap_err();
+        assert_ne!(refused.code, sasha_proto::ErrorCode::NotReady);
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "a refusal is not repeated");
+    }
 }

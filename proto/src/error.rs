@@ -145,8 +145,15 @@ impl AppError {
         // Without an envelope the status came from the transport, not from a
         // Sasha handler: a refused or dropped connection reads as Unavailable or
         // Cancelled, and both mean the other process could not be reached.
-        let from_transport = std::error::Error::source(status)
-            .is_some_and(|source| source.downcast_ref::<tonic::transport::Error>().is_some());
+        // A call in flight on a connection the peer dropped (a replica killed
+        // under a balanced channel) arrives as `Unknown` with the transport
+        // error's own words and without it as the source: seen in
+        // tests/process/core_replicas.rs, where it was read as internal.
+        let from_transport =
+            std::iter::successors(std::error::Error::source(status), |error| error.source())
+                .any(|error| error.is::<tonic::transport::Error>())
+                || (status.code() == tonic::Code::Unknown
+                    && status.message() == TRANSPORT_ERROR_MESSAGE);
         let code = match status.code() {
             _ if from_transport => ErrorCode::NotReady,
             tonic::Code::Unavailable | tonic::Code::Cancelled => ErrorCode::NotReady,
@@ -166,6 +173,9 @@ impl AppError {
         error
     }
 }
+
+/// How tonic words a status made from its transport's error.
+const TRANSPORT_ERROR_MESSAGE: &str = "transport error";
 
 impl From<AppError> for tonic::Status {
     fn from(error: AppError) -> tonic::Status {
@@ -250,6 +260,12 @@ mod tests {
         assert_eq!(dropped.code, ErrorCode::NotReady);
         let late = AppError::from_status(&tonic::Status::deadline_exceeded("deadline"));
         assert_eq!(late.code, ErrorCode::Timeout);
+        // A call in flight when its peer was killed (a balanced channel).
+        let cut = AppError::from_status(&tonic::Status::unknown("transport error"));
+        assert_eq!(cut.code, ErrorCode::NotReady);
+        assert!(cut.retryable);
+        let other = AppError::from_status(&tonic::Status::unknown("something else"));
+        assert_eq!(other.code, ErrorCode::Internal);
     }
 
     #[test]

@@ -251,48 +251,18 @@ async fn create_through_nginx(
     session: &str,
     arguments: &Value,
 ) -> Result<Value, String> {
-    let body = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {
-            "name": "app__expense_log__categories__create", "arguments": arguments,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": common::mcp::SESSIONLESS,
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "replica-test", "version": "1"},
-            },
-        },
-    });
-    let response = http
-        .post(format!("{studio}/mcp"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", common::mcp::SESSIONLESS)
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "app__expense_log__categories__create")
-        .header("cookie", format!("__Host-sasha_session={session}"))
-        .header("origin", studio)
-        .header("sasha-app", "expense-log")
-        .body(body.to_string())
-        .send()
-        .await
-        .map_err(|error| format!("transport: {error}"))?;
-    let status = response.status().as_u16();
-    let text = response
-        .text()
-        .await
-        .map_err(|error| format!("body: {error}"))?;
+    let (status, message) = nginx::studio_call(
+        http,
+        studio,
+        session,
+        "expense-log",
+        "app__expense_log__categories__create",
+        arguments,
+    )
+    .await?;
     if matches!(status, 502..=504) {
         return Err(format!("status {status}"));
     }
-    let json = text
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .map(str::trim)
-        .find(|data| data.contains("\"result\"") || data.contains("\"error\""))
-        .unwrap_or(&text)
-        .to_owned();
-    let message: Value =
-        serde_json::from_str(&json).map_err(|error| format!("json: {error}: {text}"))?;
     let result = &message["result"];
     if status == 200 && result["isError"] != true {
         return Ok(result["structuredContent"].clone());

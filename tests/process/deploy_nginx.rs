@@ -34,9 +34,8 @@ const SANDBOX_HOST: &str = "views.sasha-sandbox.test";
 const WRITERS: usize = 4;
 const WRITES: usize = 100;
 
-/// One MCP request of the Studio page (session cookie, `Sasha-App`, its
-/// Origin) through nginx; the JSON-RPC message, or `Err` for a transport
-/// failure or a gateway error status.
+/// One MCP request of the Studio page through nginx; the JSON-RPC message,
+/// or `Err` for a transport failure or a gateway error status.
 async fn studio_call(
     http: &reqwest::Client,
     studio: &str,
@@ -44,47 +43,10 @@ async fn studio_call(
     name: &str,
     arguments: &Value,
 ) -> Result<Value, String> {
-    let body = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {
-            "name": name, "arguments": arguments,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": common::mcp::SESSIONLESS,
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "nginx-test", "version": "1"},
-            },
-        },
-    });
-    let response = http
-        .post(format!("{studio}/mcp"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", common::mcp::SESSIONLESS)
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", name)
-        .header("cookie", format!("__Host-sasha_session={session}"))
-        .header("origin", studio)
-        .header("sasha-app", "expense-log")
-        .body(body.to_string())
-        .send()
-        .await
-        .map_err(|error| format!("transport: {error}"))?;
-    let status = response.status().as_u16();
-    let text = response
-        .text()
-        .await
-        .map_err(|error| format!("body: {error}"))?;
-    if status != 200 {
-        return Err(format!("status {status}: {text}"));
+    match nginx::studio_call(http, studio, session, "expense-log", name, arguments).await? {
+        (200, message) => Ok(message),
+        (status, message) => Err(format!("status {status}: {message}")),
     }
-    let json = text
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .map(str::trim)
-        .find(|data| data.contains("\"result\"") || data.contains("\"error\""))
-        .unwrap_or(&text)
-        .to_owned();
-    serde_json::from_str(&json).map_err(|error| format!("json: {error}: {text}"))
 }
 
 #[tokio::test]

@@ -494,6 +494,7 @@ pub async fn run_with_store(
         shutdown.clone(),
     );
 
+    let stopping = core.assistance.clone();
     probes.ready_when(move || {
         let core = core.clone();
         async move { grpc::health::readiness(&core).await }
@@ -515,8 +516,34 @@ pub async fn run_with_store(
             result
         }
     );
+    stopped(&stopping).await;
     grpc_result.map_err(|error| RoleError::Runtime(error.to_string()))?;
     http_result.map_err(|error| RoleError::Runtime(error.to_string()))
+}
+
+/// This replica's servers have stopped, and its turns with them: it stops
+/// saying it is alive, and the cards its turns held expire now, not once
+/// its silence is noticed.
+async fn stopped(assistance: &studio_assistant::Assistance) {
+    let (store, replica) = (
+        assistance.store().clone(),
+        assistance.assistant().replica().to_owned(),
+    );
+    if let Err(error) = studio_store::blocking(move || store.forget_replica(&replica)).await {
+        tracing::warn!(diagnostic_id = %error.diagnostic_id, "studio-core could not record that it stopped; its cards expire once its silence is noticed");
+        return;
+    }
+    match assistance.expire_abandoned().await {
+        Ok(0) => {}
+        Ok(expired) => tracing::info!(
+            expired,
+            "assistant: confirmations left waiting by this run expired as studio-core stopped; nothing of them ran"
+        ),
+        Err(error) => tracing::warn!(
+            diagnostic_id = %error.diagnostic_id,
+            "assistant: confirmations left waiting by this run could not be expired; any replica's next heartbeat does"
+        ),
+    }
 }
 
 /// Seeds the bundled apps under the knowledge flock and logs every outcome. A

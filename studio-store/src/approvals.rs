@@ -297,6 +297,14 @@ impl Store {
         Ok(())
     }
 
+    /// Forgets studio-core replica `id` as it stops: its waiting approvals
+    /// are then ended by the next expiry (its own, or any replica's).
+    pub fn forget_replica(&self, id: &str) -> Result<(), StoreError> {
+        self.connection()?
+            .execute("DELETE FROM core_replicas WHERE id = ?1", [id])?;
+        Ok(())
+    }
+
     /// Whether the replica whose turn waits for `user_id`'s approval `id` in
     /// `conversation_id` is alive (said so within
     /// [`REPLICA_LIVE_SECONDS`]); `None` when no such approval waits.

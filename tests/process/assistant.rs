@@ -714,9 +714,10 @@ async fn bad_tool_calls_and_bad_providers_end_clearly_and_write_nothing() {
     assert!(world.store.registered_apps().unwrap().is_empty());
 }
 
-/// Studio restarts while a card waits: nothing of it runs; at start-up the
-/// card expires, its call is stored as cancelled (never "running"), it is no
-/// longer listed, and a click on it is told that Studio restarted (409).
+/// Studio restarts while a card waits: nothing of it runs; as studio-core
+/// stops, the card expires, its call is stored as cancelled (never
+/// "running"), it is no longer listed, and a click on it after the restart is
+/// told that Studio restarted (409).
 #[tokio::test]
 async fn a_card_waiting_when_studio_restarts_expires_and_its_call_reads_cancelled() {
     let world = World::start(
@@ -745,6 +746,12 @@ async fn a_card_waiting_when_studio_restarts_expires_and_its_call_reads_cancelle
     } = world;
     up.signal(nix::sys::signal::Signal::SIGTERM);
     assert!(up.wait(Duration::from_secs(30)).await.success());
+    assert!(
+        up.stderr_text()
+            .contains("confirmations left waiting by this run expired as studio-core stopped"),
+        "{}",
+        up.stderr_text()
+    );
     let port = up.port;
     drop(up);
     let up = UpProcess::start_with(
@@ -764,14 +771,6 @@ async fn a_card_waiting_when_studio_restarts_expires_and_its_call_reads_cancelle
         store,
         studio,
     };
-    assert!(
-        world
-            .up
-            .stderr_text()
-            .contains("confirmations left waiting by the previous run expired"),
-        "{}",
-        world.up.stderr_text()
-    );
     let get = |path: String| {
         let cookie = admin.clone();
         let url = format!("{}{path}", world.studio);

@@ -447,3 +447,57 @@ pub fn token(store: &Store, user: &User, scopes: &[Scope]) -> String {
         .mint_token(&user.id, TokenKind::Access, &scopes, None)
         .unwrap()
 }
+
+/// One MCP `tools/call` of the Studio page (its `__Host-` session cookie,
+/// `Sasha-App`, its Origin) through the proxy at `studio` (https): the status and
+/// the JSON-RPC message (the event stream's answer, or the body), or `Err`
+/// for a transport failure or a body that is no JSON.
+pub async fn studio_call_through_proxy(
+    http: &reqwest::Client,
+    studio: &str,
+    session: &str,
+    app: &str,
+    name: &str,
+    arguments: &serde_json::Value,
+) -> Result<(u16, serde_json::Value), String> {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {
+            "name": name, "arguments": arguments,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": SESSIONLESS,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "nginx-test", "version": "1"},
+            },
+        },
+    });
+    let response = http
+        .post(format!("{studio}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", SESSIONLESS)
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+        .header("cookie", format!("__Host-sasha_session={session}"))
+        .header("origin", studio)
+        .header("sasha-app", app)
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(|error| format!("transport: {error}"))?;
+    let status = response.status().as_u16();
+    let text = response
+        .text()
+        .await
+        .map_err(|error| format!("body: {error}"))?;
+    let json = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|data| data.contains("\"result\"") || data.contains("\"error\""))
+        .unwrap_or(&text)
+        .to_owned();
+    serde_json::from_str(&json)
+        .map(|message| (status, message))
+        .map_err(|error| format!("status {status}, json: {error}: {text}"))
+}

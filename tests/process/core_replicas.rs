@@ -251,7 +251,7 @@ async fn create_through_nginx(
     session: &str,
     arguments: &Value,
 ) -> Result<Value, String> {
-    let (status, message) = nginx::studio_call(
+    let (status, message) = common::mcp::studio_call_through_proxy(
         http,
         studio,
         session,

@@ -43,7 +43,16 @@ async fn studio_call(
     name: &str,
     arguments: &Value,
 ) -> Result<Value, String> {
-    match nginx::studio_call(http, studio, session, "expense-log", name, arguments).await? {
+    match common::mcp::studio_call_through_proxy(
+        http,
+        studio,
+        session,
+        "expense-log",
+        name,
+        arguments,
+    )
+    .await?
+    {
         (200, message) => Ok(message),
         (status, message) => Err(format!("status {status}: {message}")),
     }

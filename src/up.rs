@@ -150,8 +150,21 @@ async fn supervise(
             println!("Restored the core database from object storage");
         }
     }
-    crate::admin::ensure_dev_admin(&database, &admin.username, &admin.password)
+    {
+        // Store work is blocking (PostgreSQL's client may not run on an
+        // async thread).
+        let (database, username, password) = (
+            database.clone(),
+            admin.username.clone(),
+            admin.password.clone(),
+        );
+        tokio::task::spawn_blocking(move || {
+            crate::admin::ensure_dev_admin(&database, &username, &password)
+        })
+        .await
+        .context("the development administrator's set-up stopped")?
         .context("cannot create the development administrator")?;
+    }
 
     let (events, mut event_receiver) = mpsc::channel(16);
     let mut running: Vec<Running> = Vec::new();

@@ -441,10 +441,21 @@ impl UpProcess {
     /// [`UpProcess::start`] with `env` (which its children inherit) instead
     /// of turning seeding off.
     pub async fn start_with(state_dir: &Path, port: u16, env: &[(&str, &str)]) -> UpProcess {
+        UpProcess::start_with_args(state_dir, port, &[], env).await
+    }
+
+    /// [`UpProcess::start_with`] with more command-line arguments.
+    pub async fn start_with_args(
+        state_dir: &Path,
+        port: u16,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> UpProcess {
         let mut child = Command::new(sasha_bin())
             .args(["up", "--state-dir"])
             .arg(state_dir)
             .args(["--port", &port.to_string()])
+            .args(args)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("RUST_LOG", "info")

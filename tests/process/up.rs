@@ -370,3 +370,76 @@ async fn a_fresh_start_a_sign_in_and_an_app_open_stay_under_twenty_log_lines() {
         );
     }
 }
+
+/// `sasha up --core-replicas 2` on a PostgreSQL core database: two
+/// studio-core processes behind the ingress, the dev admin made once in
+/// PostgreSQL, a sign-in through one honoured by both as the ingress takes
+/// turns, and the health report whole.
+#[tokio::test]
+async fn two_core_replicas_on_postgresql_serve_one_sign_in() {
+    let state = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let url = std::thread::spawn(sasha_testkit::postgres_database)
+        .join()
+        .unwrap();
+    let up = UpProcess::start_with_args(
+        state.path(),
+        port,
+        &["--core-replicas", "2"],
+        &[("SASHA_BUNDLED_APPS", "off"), ("DATABASE_URL", &url)],
+    )
+    .await;
+    let stdout = up.stdout_text();
+    assert_eq!(
+        stdout.matches("Started studio-core (pid").count(),
+        2,
+        "{stdout}"
+    );
+    assert!(stdout.contains("Replicas   2 of studio-core"), "{stdout}");
+    assert!(stdout.contains("Core DB    postgres://"), "{stdout}");
+    assert!(!state.path().join("core.sqlite").exists());
+
+    let studio = format!("http://localhost:{port}");
+    let (_, cookie) = common::sign_in_dev_admin(state.path(), &studio).await;
+    for turn in 0..6 {
+        let me = common::http_client()
+            .get(format!("{studio}/api/me"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(me.status(), 200, "request {turn}");
+    }
+    let health: serde_json::Value = common::http_client()
+        .get(format!("{studio}/healthz"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["ok"], true, "{health}");
+}
+
+/// More than one studio-core needs a core database they all share: without
+/// `DATABASE_URL` nothing starts and the line says what to set.
+#[tokio::test]
+async fn several_core_replicas_on_the_sqlite_file_are_refused() {
+    let state = tempfile::tempdir().unwrap();
+    let output = tokio::process::Command::new(common::sasha_bin())
+        .args(["up", "--state-dir"])
+        .arg(state.path())
+        .args(["--port", &common::free_port().to_string()])
+        .args(["--core-replicas", "2"])
+        .env_remove("DATABASE_URL")
+        .env_remove("DATABASE_URL_FILE")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--core-replicas 2"), "{stderr}");
+    assert!(stderr.contains("DATABASE_URL"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("Started"));
+}

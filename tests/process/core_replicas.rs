@@ -536,3 +536,150 @@ async fn a_postgresql_restart_gives_retryable_errors_and_studio_core_recovers_by
     assert_eq!(status, 200, "studio-core recovered without a restart");
     assert!(common::process_alive(studio.child.id().unwrap()));
 }
+
+/// One turn's server-sent events, read until an event of `kind` (or the
+/// end: `None`).
+async fn event_of(
+    response: &mut reqwest::Response,
+    buffer: &mut String,
+    kind: &str,
+) -> Option<Value> {
+    loop {
+        while let Some(end) = buffer.find("\n\n") {
+            let frame: String = buffer.drain(..end + 2).collect();
+            let data: String = frame
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(str::trim_start)
+                .collect();
+            if data.is_empty() {
+                continue;
+            }
+            let event: Value = serde_json::from_str(&data).unwrap();
+            if event["type"] == kind {
+                return Some(event);
+            }
+        }
+        let chunk = tokio::time::timeout(Duration::from_secs(30), response.chunk())
+            .await
+            .expect("an event within 30 s")
+            .unwrap()?;
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+#[tokio::test]
+async fn an_assistant_card_shown_by_one_replica_is_approved_through_the_other() {
+    use common::fake_llm::{FakeLlm, Step, script};
+
+    let fake = FakeLlm::start(script(vec![Step::Calls(vec![(
+        "createApp".to_owned(),
+        json!({"app": "field-log", "name": "Field log", "description": "What we saw", "withTable": false}),
+    )])]))
+    .await;
+    let (mut harness, url) = harness_on_postgres();
+    let gateway_port = free_port();
+    harness.env.extend([
+        ("SASHA_CHAT_BASE_URL".to_owned(), fake.base_url.clone()),
+        ("SASHA_CHAT_MODEL".to_owned(), "fake".to_owned()),
+        (
+            "SASHA_ASSISTANT_MCP_URL".to_owned(),
+            format!("http://127.0.0.1:{gateway_port}/mcp"),
+        ),
+    ]);
+    with_store(&url, |store| {
+        store.create_user("ada", UserRole::Admin, PASSWORD).unwrap()
+    });
+    let data = harness.start(Role::DataWorker, &[]).await;
+    let one = core(&harness, &data).await;
+    let two = core(&harness, &data).await;
+    let _gateway = harness
+        .start(
+            Role::McpGateway,
+            &[
+                (
+                    "SASHA_DATA_GRPC_URL",
+                    format!("https://{}", data.listener("grpc")),
+                ),
+                (
+                    "SASHA_CORE_GRPC_URL",
+                    format!(
+                        "https://{},https://{}",
+                        one.listener("grpc"),
+                        two.listener("grpc")
+                    ),
+                ),
+                (
+                    "SASHA_GATEWAY_HTTP_ADDR",
+                    format!("127.0.0.1:{gateway_port}"),
+                ),
+            ],
+        )
+        .await;
+    let cookie = sign_in(&one, "ada").await;
+    let post = |core: &RoleProcess, path: &str, body: Value| {
+        common::http_client()
+            .post(format!("http://{}{path}", core.listener("http")))
+            .header("host", "localhost:3007")
+            .header("origin", common::mcp::STUDIO_ORIGIN)
+            .header("cookie", &cookie)
+            .json(&body)
+            .send()
+    };
+    let created = post(&one, "/api/assistant/conversations", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let conversation = created.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // The turn runs on the first replica and waits there for the click.
+    let mut turn = post(
+        &one,
+        &format!("/api/assistant/conversations/{conversation}/turn"),
+        json!({"prompt": "make me a field log"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(turn.status(), 200);
+    let mut buffer = String::new();
+    let card = event_of(&mut turn, &mut buffer, "confirmation")
+        .await
+        .expect("a card");
+    let id = card["id"].as_str().unwrap().to_owned();
+    // The second replica lists it and takes the click.
+    let listed: Value = common::http_client()
+        .get(format!(
+            "http://{}/api/assistant/confirmations",
+            two.listener("http")
+        ))
+        .header("host", "localhost:3007")
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["confirmations"][0]["id"], id.as_str(), "{listed}");
+    let decided = post(
+        &two,
+        &format!("/api/assistant/confirmations/{id}"),
+        json!({"approve": true, "conversation": conversation}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        decided.status(),
+        200,
+        "{}",
+        decided.text().await.unwrap_or_default()
+    );
+    // The turn on the first replica runs the approved call and ends.
+    let done = event_of(&mut turn, &mut buffer, "done").await;
+    assert!(done.is_some(), "the turn ended: {buffer}");
+    let registered = with_store(&url, |store| store.registered_app("field-log").unwrap());
+    assert!(registered.is_some(), "the approved createApp ran");
+}

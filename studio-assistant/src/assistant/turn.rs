@@ -211,8 +211,17 @@ struct Token {
 
 impl Drop for Token {
     fn drop(&mut self) {
-        if let Err(error) = self.store.revoke_token(&self.secret) {
-            tracing::warn!(%error, "assistant: the turn's token was not revoked; it expires by itself");
+        let (store, secret) = (self.store.clone(), std::mem::take(&mut self.secret));
+        let revoke = move || {
+            if let Err(error) = store.revoke_token(&secret) {
+                tracing::warn!(%error, "assistant: the turn's token was not revoked; it expires by itself");
+            }
+        };
+        // Drop cannot await, and store work never runs on an async thread
+        // (PostgreSQL's blocking client refuses to).
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(revoke)),
+            Err(_) => revoke(),
         }
     }
 }

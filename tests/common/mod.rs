@@ -279,6 +279,37 @@ impl RoleProcess {
         self.stderr.lock().unwrap().clone()
     }
 
+    /// SIGSTOP, then waits until the kernel reports every thread stopped:
+    /// `kill` returns before a thread running on another core has stopped,
+    /// and a request sent in between could still be answered.
+    pub async fn pause(&self) {
+        self.signal(nix::sys::signal::Signal::SIGSTOP);
+        let pid = self.child.id().expect("pid");
+        let stopped = || {
+            std::fs::read_dir(format!("/proc/{pid}/task"))
+                .map(|tasks| {
+                    tasks.flatten().all(|task| {
+                        std::fs::read_to_string(task.path().join("stat"))
+                            .ok()
+                            .and_then(|stat| {
+                                stat.rsplit_once(") ")
+                                    .map(|(_, rest)| rest.starts_with('T'))
+                            })
+                            .unwrap_or(true)
+                    })
+                })
+                .unwrap_or(true)
+        };
+        for _ in 0..200 {
+            if stopped() {
+                return;
+            }
+            // The kernel stops each thread in its own time.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("{} (pid {pid}) did not stop", self.role);
+    }
+
     /// SIGTERM, then wait for a clean exit.
     pub async fn stop(mut self) -> ExitStatus {
         let pid = self.child.id().expect("pid") as i32;

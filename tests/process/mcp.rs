@@ -130,7 +130,7 @@ async fn a_stalled_data_worker_or_studio_core_is_a_retryable_timeout_and_recover
     // Well past the deadline, well short of the channel's own 30 s bound.
     let bound = std::time::Duration::from_secs(20);
 
-    backends.data.signal(Signal::SIGSTOP);
+    backends.data.pause().await;
     let started = std::time::Instant::now();
     let stalled = page.call(create, travel.clone()).await;
     let waited = started.elapsed();
@@ -153,7 +153,7 @@ async fn a_stalled_data_worker_or_studio_core_is_a_retryable_timeout_and_recover
     assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
     assert_eq!(rows[0]["id"], retried["id"]);
 
-    backends.core.signal(Signal::SIGSTOP);
+    backends.core.pause().await;
     let started = std::time::Instant::now();
     let stalled = page.call(list, json!({})).await;
     let waited = started.elapsed();

@@ -226,6 +226,11 @@ async fn heartbeat(assistance: &studio_assistant::Assistance) {
         tracing::warn!(diagnostic_id = %error.diagnostic_id, "studio-core could not record that it is alive");
         return;
     }
+    // Throttle cells whose every slot is back hold nothing worth keeping.
+    let store = assistance.store().clone();
+    if let Err(error) = studio_store::blocking(move || store.forget_full_throttle_cells()).await {
+        tracing::warn!(diagnostic_id = %error.diagnostic_id, "studio-core could not forget full throttle cells; the next heartbeat does");
+    }
     match assistance.expire_abandoned().await {
         Ok(0) => {}
         Ok(expired) => tracing::info!(

@@ -681,7 +681,7 @@ pub(crate) async fn deploy(
         )
         .with_details(json!({"summary": question})));
     }
-    core.member_deploys.admit(user_id)?;
+    core.member_deploys.admit(user_id).await?;
     let actions_json = serde_json::to_string(&package.actions).unwrap_or_else(|_| "[]".into());
     let read_policy = package
         .data

@@ -37,7 +37,7 @@ impl Accounts {
             oauth: OAuthState::new(studio.as_str(), mcp_origin),
             store,
             studio,
-            login_throttle: LoginThrottle::default(),
+            login_throttle: LoginThrottle,
         }
     }
 

@@ -32,7 +32,7 @@ pub struct OAuthState {
     /// The one resource tokens are issued for: `<MCP_PUBLIC_ORIGIN>/mcp`.
     pub(crate) resource: String,
     /// Registrations per client address ([`REGISTRATION_BUDGET`]).
-    registrations: KeyedThrottle<ClientAddress>,
+    registrations: KeyedThrottle,
 }
 
 /// A validated authorization request waiting for the person's decision.
@@ -44,9 +44,9 @@ impl OAuthState {
             issuer: studio_origin.to_owned(),
             resource: format!("{mcp_origin}/mcp"),
             registrations: KeyedThrottle::new(
+                "oauth-registration",
                 REGISTRATION_BUDGET.0,
                 REGISTRATION_BUDGET.1,
-                governor::clock::DefaultClock::default(),
             ),
         }
     }
@@ -57,8 +57,12 @@ impl OAuthState {
     }
 
     /// Counts one registration from `client`, or says how long it must wait.
-    pub(crate) fn admit_registration(&self, client: ClientAddress) -> Result<(), Duration> {
-        self.registrations.check(&client)
+    pub(crate) async fn admit_registration(
+        &self,
+        store: &Store,
+        client: ClientAddress,
+    ) -> Result<Result<(), Duration>, AppError> {
+        self.registrations.check(store, &client.key()).await
     }
 
     /// Parks a request and answers its id; `None` when too many are parked.

@@ -1,18 +1,20 @@
 //! Throttles attackers cannot turn against users: sign-in attempts slowed
 //! per (user name, client address) with growing delays and per address
-//! ([`LoginThrottle`]), and the keyed GCRA limiter with a bounded table
-//! ([`KeyedThrottle`]) that OAuth registrations and member app deploys use
-//! too, keyed on the one trusted proxy hop's client address
-//! ([`ClientAddress`]).
+//! ([`LoginThrottle`]), and the keyed limiter ([`KeyedThrottle`]) that OAuth
+//! registrations and member app deploys use too, keyed on the one trusted
+//! proxy hop's client address ([`ClientAddress`]). Their cells live in the
+//! core database (`Store::take_throttle_slots`, a GCRA per key), so every
+//! studio-core replica spends one budget per key.
 //!
 //! What it must never do: key a throttle on the user name alone (failures
-//! from one address never slow that name from another), grow a table without
-//! bound, or take a cell from a refused attempt.
+//! from one address never slow that name from another), or take a cell from
+//! a refused attempt (an attempt's cells are taken all or none).
 
 use std::time::Duration;
 
-use governor::clock::{Clock, DefaultClock};
 use http::HeaderMap;
+use sasha_proto::AppError;
+use studio_store::{Store, Tier, blocking};
 
 /// Sign-in attempts one (user name, client address) pair may make, as
 /// `(burst, then one more per period)` tiers; an attempt must fit every tier.
@@ -26,11 +28,6 @@ pub const SIGN_IN_PAIR_TIERS: [(u32, Duration); 3] = [
 /// Sign-in attempts one client address may make, whatever the user names
 /// (password spraying): 300 at once, then one a second.
 pub const SIGN_IN_ADDRESS_TIER: (u32, Duration) = (300, Duration::from_secs(1));
-/// The most keys one throttle table holds (see [`KeyedThrottle`]).
-pub const MAX_THROTTLE_KEYS: usize = 100_000;
-/// Stale keys are dropped every this many checks.
-const THROTTLE_HOUSEKEEPING_EVERY: u64 = 4_096;
-
 /// Where a request comes from, as a throttle key: the address the one trusted
 /// proxy hop (nginx, Caddy, ingress-nginx or `sasha up`'s ingress) writes into
 /// `X-Forwarded-For`, replacing whatever the client sent there
@@ -68,180 +65,74 @@ impl ClientAddress {
     }
 }
 
-type GcraLimiter<K, C> = governor::RateLimiter<
-    K,
-    governor::state::keyed::DefaultKeyedStateStore<K>,
-    C,
-    governor::middleware::NoOpMiddleware<<C as Clock>::Instant>,
->;
-
-/// One keyed GCRA rate limiter (`governor`) whose table of keys is bounded.
-///
-/// governor forgets nothing by itself: every [`THROTTLE_HOUSEKEEPING_EVERY`]
-/// checks, and whenever the table reaches [`MAX_THROTTLE_KEYS`], keys whose
-/// state equals a fresh one (their burst fully refilled) are dropped. If that
-/// frees less than a quarter of the table, every key is recent and the table
-/// starts afresh: a flood that fills it forgets its own keys too, and filling
-/// it takes that many distinct keys within the quota's refill time, each
-/// passing the tiers in front (an address's budget, an argon2 verification).
-/// Refusing new keys instead would let such a flood lock everyone out.
-pub struct KeyedThrottle<K, C: Clock = DefaultClock>
-where
-    K: std::hash::Hash + Eq + Clone,
-{
-    quota: governor::Quota,
-    clock: C,
-    /// The limiter; replaced whole (under the write lock) when the table is
-    /// full of recent keys, read-locked for every check.
-    limiter: std::sync::RwLock<GcraLimiter<K, C>>,
-    /// Checks made, for housekeeping.
-    checks: std::sync::atomic::AtomicU64,
-}
-
-impl<K, C> std::fmt::Debug for KeyedThrottle<K, C>
-where
-    K: std::hash::Hash + Eq + Clone,
-    C: Clock,
-{
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("KeyedThrottle")
-            .field("quota", &self.quota)
-            .finish_non_exhaustive()
+impl ClientAddress {
+    /// The address as a throttle key's part.
+    pub fn key(self) -> String {
+        self.0.iter().map(|byte| format!("{byte:02x}")).collect()
     }
 }
 
-impl<K, C> KeyedThrottle<K, C>
-where
-    K: std::hash::Hash + Eq + Clone,
-    C: Clock + Clone,
-{
-    /// `burst` checks at once, then one more per `period`, per key.
-    pub fn new(burst: u32, period: Duration, clock: C) -> KeyedThrottle<K, C> {
-        let burst = std::num::NonZeroU32::new(burst).unwrap_or(std::num::NonZeroU32::MIN);
-        let quota = governor::Quota::with_period(period)
-            .unwrap_or_else(|| governor::Quota::per_second(std::num::NonZeroU32::MIN))
-            .allow_burst(burst);
+/// One keyed limiter: `burst` checks at once, then one more per `period`,
+/// per key, counted in the core database under `scope`.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyedThrottle {
+    scope: &'static str,
+    tier: Tier,
+}
+
+impl KeyedThrottle {
+    pub const fn new(scope: &'static str, burst: u32, period: Duration) -> KeyedThrottle {
         KeyedThrottle {
-            quota,
-            limiter: std::sync::RwLock::new(governor::RateLimiter::hashmap_with_clock(
-                quota,
-                clock.clone(),
-            )),
-            clock,
-            checks: std::sync::atomic::AtomicU64::new(0),
+            scope,
+            tier: Tier { burst, period },
         }
     }
 
     /// Takes one cell for `key`: `Ok` when it conforms, else how long until
     /// one would (nothing is taken then).
-    pub fn check(&self, key: &K) -> Result<(), Duration> {
-        self.housekeep();
-        let limiter = self
-            .limiter
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        limiter
-            .check_key(key)
-            .map_err(|not_until| not_until.wait_time_from(self.clock.now()))
-    }
-
-    /// The number of keys held.
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.limiter
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
-    }
-
-    fn housekeep(&self) {
-        let checks = self
-            .checks
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let full = {
-            let limiter = self
-                .limiter
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let full = limiter.len() >= MAX_THROTTLE_KEYS;
-            if full || checks.is_multiple_of(THROTTLE_HOUSEKEEPING_EVERY) {
-                limiter.retain_recent();
-                limiter.shrink_to_fit();
-            }
-            full && limiter.len() > MAX_THROTTLE_KEYS / 4 * 3
-        };
-        if full {
-            tracing::warn!(
-                keys = MAX_THROTTLE_KEYS,
-                "a throttle table is full of recent keys; it starts afresh"
-            );
-            *self
-                .limiter
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                governor::RateLimiter::hashmap_with_clock(self.quota, self.clock.clone());
-        }
+    pub async fn check(&self, store: &Store, key: &str) -> Result<Result<(), Duration>, AppError> {
+        let (store, key, tier) = (store.clone(), format!("{}:{key}", self.scope), self.tier);
+        blocking(move || store.take_throttle_slots(&[(key.as_str(), tier)])).await
     }
 }
 
-/// The key of one (user name, client address) pair: 16 bytes of the sha256
-/// of the lowercased name and the address, so a long name costs no memory.
-type SignInPair = [u8; 16];
+/// Sign-in attempts: each takes a cell from its client address's budget
+/// ([`SIGN_IN_ADDRESS_TIER`]) and from each tier of its (user name, client
+/// address) pair ([`SIGN_IN_PAIR_TIERS`]), all or none; a tier without a
+/// cell refuses the attempt with how long to wait. User names count
+/// lowercased whether or not they exist, so throttling reveals nothing;
+/// failures from one address never slow the same name from another.
+#[derive(Debug, Default)]
+pub struct LoginThrottle;
 
-fn sign_in_pair(username: &str, client: ClientAddress) -> SignInPair {
-    use sha2::Digest as _;
-    let mut hash = sha2::Sha256::new();
-    hash.update(client.0);
-    hash.update(username.to_lowercase().as_bytes());
-    let digest = hash.finalize();
-    let mut key = [0; 16];
-    key.copy_from_slice(&digest[..16]);
-    key
-}
-
-/// Slows password guessing without letting anyone lock a user out. Every
-/// sign-in attempt (whatever its outcome, before the password is checked)
-/// takes a cell from its client address's budget ([`SIGN_IN_ADDRESS_TIER`])
-/// and from each tier of its (user name, client address) pair
-/// ([`SIGN_IN_PAIR_TIERS`]), shortest first; a tier without a cell refuses
-/// the attempt with how long to wait. User names count lowercased whether or
-/// not they exist, so throttling reveals nothing; failures from one address
-/// never slow the same name from another. Process memory: one studio-core
-/// serves the API.
-#[derive(Debug)]
-pub struct LoginThrottle<C: Clock = DefaultClock> {
-    /// Attempts per client address, any user name.
-    addresses: KeyedThrottle<ClientAddress, C>,
-    /// Attempts per (user name, client address), one limiter per tier.
-    pairs: [KeyedThrottle<SignInPair, C>; 3],
-}
-
-impl Default for LoginThrottle {
-    fn default() -> LoginThrottle {
-        LoginThrottle::with_clock(DefaultClock::default())
-    }
-}
-
-impl<C: Clock + Clone> LoginThrottle<C> {
-    pub fn with_clock(clock: C) -> LoginThrottle<C> {
-        let (burst, period) = SIGN_IN_ADDRESS_TIER;
-        LoginThrottle {
-            addresses: KeyedThrottle::new(burst, period, clock.clone()),
-            pairs: SIGN_IN_PAIR_TIERS
-                .map(|(burst, period)| KeyedThrottle::new(burst, period, clock.clone())),
-        }
-    }
-
+impl LoginThrottle {
     /// Admits one sign-in attempt for `username` from `client`, or says how
     /// long that pair (or that address) must wait.
-    pub fn admit(&self, username: &str, client: ClientAddress) -> Result<(), Duration> {
-        self.addresses.check(&client)?;
-        let pair = sign_in_pair(username, client);
-        for tier in &self.pairs {
-            tier.check(&pair)?;
+    pub async fn admit(
+        &self,
+        store: &Store,
+        username: &str,
+        client: ClientAddress,
+    ) -> Result<Result<(), Duration>, AppError> {
+        let address = client.key();
+        let name = username.to_lowercase();
+        let (burst, period) = SIGN_IN_ADDRESS_TIER;
+        let mut cells = vec![(format!("sign-in-address:{address}"), Tier { burst, period })];
+        for (tier, (burst, period)) in SIGN_IN_PAIR_TIERS.into_iter().enumerate() {
+            cells.push((
+                format!("sign-in-pair:{tier}:{address}:{name}"),
+                Tier { burst, period },
+            ));
         }
-        Ok(())
+        let store = store.clone();
+        blocking(move || {
+            let cells: Vec<(&str, Tier)> = cells
+                .iter()
+                .map(|(key, tier)| (key.as_str(), *tier))
+                .collect();
+            store.take_throttle_slots(&cells)
+        })
+        .await
     }
 }
 
@@ -262,8 +153,9 @@ pub fn try_again_in(wait: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use std::net::IpAddr;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicI64, Ordering};
 
-    use governor::clock::FakeRelativeClock;
     use http::HeaderValue;
 
     use super::*;
@@ -272,38 +164,60 @@ mod tests {
         ClientAddress::from_ip(Some(text.parse::<IpAddr>().unwrap()))
     }
 
-    /// Attempts in a row that `throttle` admits for `name` from `client` now.
-    fn admitted(
-        throttle: &LoginThrottle<FakeRelativeClock>,
-        name: &str,
-        client: ClientAddress,
-    ) -> usize {
-        (0..100)
-            .take_while(|_| throttle.admit(name, client).is_ok())
-            .count()
+    /// A core database with a clock the test moves.
+    fn store() -> (tempfile::TempDir, Arc<AtomicI64>, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(AtomicI64::new(1_800_000_000));
+        let store = open(dir.path(), &clock);
+        (dir, clock, store)
     }
 
-    #[test]
-    fn sign_in_delays_grow_per_pair_and_never_cross_addresses() {
-        let clock = FakeRelativeClock::default();
-        let throttle = LoginThrottle::with_clock(clock.clone());
+    /// Another handle on the database in `dir`, as another replica has.
+    fn open(dir: &std::path::Path, clock: &Arc<AtomicI64>) -> Store {
+        let reading = clock.clone();
+        Store::open_with_clock(
+            &dir.join("core.sqlite"),
+            Arc::new(move || reading.load(Ordering::SeqCst)),
+        )
+        .unwrap()
+    }
+
+    /// Attempts in a row that are admitted for `name` from `client` now.
+    async fn admitted(store: &Store, name: &str, client: ClientAddress) -> usize {
+        let mut count = 0;
+        while count < 100
+            && LoginThrottle
+                .admit(store, name, client)
+                .await
+                .unwrap()
+                .is_ok()
+        {
+            count += 1;
+        }
+        count
+    }
+
+    #[tokio::test]
+    async fn sign_in_delays_grow_per_pair_and_never_cross_addresses() {
+        let (_dir, clock, store) = store();
         let (a, b) = (address("192.0.2.1"), address("198.51.100.7"));
-        assert_eq!(admitted(&throttle, "ada", a), 5, "five at once");
-        let wait = throttle.admit("ADA", a).unwrap_err();
+        assert_eq!(admitted(&store, "ada", a).await, 5, "five at once");
+        let wait = LoginThrottle
+            .admit(&store, "ADA", a)
+            .await
+            .unwrap()
+            .unwrap_err();
         assert_eq!(wait, Duration::from_secs(10), "the name counts lowercased");
         // Another address, and another name from the same address, are not slowed.
-        assert!(throttle.admit("ada", b).is_ok());
-        assert!(throttle.admit("bea", a).is_ok());
+        assert!(LoginThrottle.admit(&store, "ada", b).await.unwrap().is_ok());
+        assert!(LoginThrottle.admit(&store, "bea", a).await.unwrap().is_ok());
         // Then one every 10 s until ten, one a minute until twenty, then one
         // every 15 minutes: the wait after each refusal grows.
         let mut waits = Vec::new();
         for _ in 0..40 {
-            match throttle.admit("ada", a) {
-                Ok(()) => {}
-                Err(wait) => {
-                    waits.push(wait);
-                    clock.advance(wait);
-                }
+            if let Err(wait) = LoginThrottle.admit(&store, "ada", a).await.unwrap() {
+                waits.push(wait);
+                clock.fetch_add(i64::try_from(wait.as_secs()).unwrap(), Ordering::SeqCst);
             }
         }
         assert!(waits.windows(2).all(|pair| pair[0] <= pair[1]), "{waits:?}");
@@ -325,22 +239,64 @@ mod tests {
             "{waits:?}"
         );
         // The pair recovers in time; b's attempts never depended on a's.
-        clock.advance(Duration::from_secs(20 * 15 * 60));
-        assert_eq!(admitted(&throttle, "ada", a), 5);
+        clock.fetch_add(20 * 15 * 60, Ordering::SeqCst);
+        assert_eq!(admitted(&store, "ada", a).await, 5);
     }
 
-    #[test]
-    fn one_address_cannot_spray_unlimited_names() {
-        let clock = FakeRelativeClock::default();
-        let throttle = LoginThrottle::with_clock(clock.clone());
+    #[tokio::test]
+    async fn one_address_cannot_spray_unlimited_names() {
+        let (_dir, clock, store) = store();
         let a = address("192.0.2.1");
         for n in 0..SIGN_IN_ADDRESS_TIER.0 {
-            assert!(throttle.admit(&format!("user{n}"), a).is_ok());
+            assert!(
+                LoginThrottle
+                    .admit(&store, &format!("user{n}"), a)
+                    .await
+                    .unwrap()
+                    .is_ok()
+            );
         }
-        assert_eq!(throttle.admit("another", a), Err(Duration::from_secs(1)));
-        assert!(throttle.admit("another", address("192.0.2.2")).is_ok());
-        clock.advance(Duration::from_secs(1));
-        assert!(throttle.admit("another", a).is_ok());
+        assert_eq!(
+            LoginThrottle.admit(&store, "another", a).await.unwrap(),
+            Err(Duration::from_secs(1))
+        );
+        assert!(
+            LoginThrottle
+                .admit(&store, "another", address("192.0.2.2"))
+                .await
+                .unwrap()
+                .is_ok()
+        );
+        clock.fetch_add(1, Ordering::SeqCst);
+        assert!(
+            LoginThrottle
+                .admit(&store, "another", a)
+                .await
+                .unwrap()
+                .is_ok()
+        );
+    }
+
+    /// Two studio-core replicas on one core database spend one budget: the
+    /// five attempts a pair has are five across both, not five each.
+    #[tokio::test]
+    async fn replicas_share_one_budget_per_key() {
+        let (dir, clock, store) = store();
+        let other = open(dir.path(), &clock);
+        let a = address("192.0.2.1");
+        assert_eq!(admitted(&store, "ada", a).await, 5);
+        assert!(
+            LoginThrottle
+                .admit(&other, "ada", a)
+                .await
+                .unwrap()
+                .is_err(),
+            "the other replica sees the spent budget"
+        );
+        let registrations = KeyedThrottle::new("test", 2, Duration::from_secs(60));
+        assert!(registrations.check(&store, "k").await.unwrap().is_ok());
+        assert!(registrations.check(&other, "k").await.unwrap().is_ok());
+        assert!(registrations.check(&store, "k").await.unwrap().is_err());
     }
 
     #[test]
@@ -357,37 +313,7 @@ mod tests {
             HeaderValue::from_static("6.6.6.6, 192.0.2.1"),
         );
         assert_eq!(ClientAddress::of(&headers), address("192.0.2.1"));
-    }
-
-    #[test]
-    fn throttle_tables_stay_bounded() {
-        let clock = FakeRelativeClock::default();
-        let throttle: KeyedThrottle<u64, _> =
-            KeyedThrottle::new(2, Duration::from_secs(60), clock.clone());
-        // Keys whose burst has refilled are dropped.
-        for key in 0..1_000 {
-            assert!(throttle.check(&key).is_ok());
-        }
-        clock.advance(Duration::from_secs(120));
-        for key in 1_000..(1_000 + THROTTLE_HOUSEKEEPING_EVERY) {
-            assert!(throttle.check(&key).is_ok());
-        }
-        assert!(
-            throttle.len() <= THROTTLE_HOUSEKEEPING_EVERY as usize,
-            "{}",
-            throttle.len()
-        );
-        // A table full of recent keys starts afresh instead of growing.
-        let started = std::time::Instant::now();
-        for key in 0..(MAX_THROTTLE_KEYS as u64 * 2) {
-            let _ = throttle.check(&(key + 1_000_000));
-            assert!(throttle.len() <= MAX_THROTTLE_KEYS + 1);
-        }
-        println!(
-            "{} checks over a full table took {:?}",
-            MAX_THROTTLE_KEYS * 2,
-            started.elapsed()
-        );
+        assert_eq!(address("192.0.2.1").key().len(), 32);
     }
 
     #[test]

@@ -46,6 +46,7 @@ mod schema_postgres;
 mod secrets;
 #[cfg(test)]
 mod tests;
+mod throttles;
 mod tokens;
 mod users;
 
@@ -101,6 +102,7 @@ pub use self::suggestions::{
     MAX_SUGGESTIONS_PER_DAY, SUGGESTION_WINDOW_SECONDS, StoredSuggestion, Suggestion,
     SuggestionKind, SuggestionMetadata, SuggestionRefusal, SuggestionResult, SuggestionSeverity,
 };
+pub use self::throttles::Tier;
 
 /// A browser session lasts this long from sign-in (no sliding renewal).
 pub const SESSION_TTL_SECONDS: i64 = 12 * 60 * 60;

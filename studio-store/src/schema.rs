@@ -533,6 +533,20 @@ CREATE INDEX oauth_requests_by_expiry ON oauth_requests(expires_at);
         name: "studio-core replicas",
         sql: REPLICAS_SQLITE,
     },
+    Migration {
+        version: 19,
+        name: "throttle cells",
+        sql: r#"
+-- The sign-in, registration and deploy throttles' cells (store/throttles.rs),
+-- in the database so every studio-core replica spends one budget per key:
+-- the sha256 of the key and its theoretical arrival time in milliseconds.
+CREATE TABLE throttle_cells (
+    key_sha256 TEXT PRIMARY KEY,
+    tat_ms     INTEGER NOT NULL
+) STRICT;
+CREATE INDEX throttle_cells_by_arrival ON throttle_cells(tat_ms);
+"#,
+    },
 ];
 
 /// Migration 18 on SQLite (see `schema/postgres_18.sql` for PostgreSQL's).
@@ -687,7 +701,8 @@ mod tests {
                 (15, 2),
                 (16, 2),
                 (17, 2),
-                (18, 2)
+                (18, 2),
+                (19, 2)
             ]
         );
         let users: i64 = connection
@@ -703,7 +718,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 18);
+        assert_eq!(latest_version(), 19);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -748,6 +763,7 @@ mod tests {
                 (16, "assistant approvals".to_owned(), 3),
                 (17, "parked oauth requests".to_owned(), 3),
                 (18, "studio-core replicas".to_owned(), 3),
+                (19, "throttle cells".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

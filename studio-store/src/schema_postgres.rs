@@ -32,6 +32,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "studio-core replicas",
         sql: include_str!("schema/postgres_18.sql"),
     },
+    Migration {
+        version: 19,
+        name: "throttle cells",
+        sql: include_str!("schema/postgres_19.sql"),
+    },
 ];
 
 /// The lock replicas take turns on while migrating ("sasha-mg").

@@ -149,11 +149,11 @@ impl Store {
         if !user_known {
             return Ok(Err(SuggestionRefusal::UnknownUser));
         }
-        // A count of stored rows, not a `governor` limiter like the sign-in
-        // and registration throttles (`studio_identity::throttle::KeyedThrottle`): this cap is a
-        // durable quota over a rolling day, decided in the transaction that
-        // inserts, so it survives a restart; a GCRA limiter in process memory
-        // would start empty after every one.
+        // A count of stored rows, not a throttle cell like the sign-in and
+        // registration throttles (`throttles.rs`): this cap is a quota over
+        // a rolling day of what is stored, decided in the transaction that
+        // inserts, where a rate limiter would refill with time whatever was
+        // kept.
         let recent: i64 = transaction.query_row(
             "SELECT count(*) FROM suggestions WHERE user_id = ?1 AND created_at > ?2",
             (user_id, now.saturating_sub(SUGGESTION_WINDOW_SECONDS)),

@@ -1366,3 +1366,4 @@ mod member_apps;
 mod oauth;
 mod people;
 mod suggestions;
+mod throttles;

@@ -1,6 +1,7 @@
 //! Each author's member app deploys, throttled: a burst, then one per
-//! period, in the sign-in throttles' keyed GCRA limiter counting in the
-//! store's clock. Part of studio-core's shared state.
+//! period, in the sign-in throttles' keyed limiter, whose cells are in the
+//! core database (every replica spends one budget). Part of studio-core's
+//! shared state.
 //!
 //! What it must never do: let one author spend another's budget (the key
 //! is the author's own user id), or bound anything durable (the caps and
@@ -18,42 +19,33 @@ use studio_store::Store;
 pub(crate) const MEMBER_DEPLOY_BURST: u32 = 50;
 /// After the burst, one more deploy per this period.
 pub(crate) const MEMBER_DEPLOY_PERIOD: Duration = Duration::from_secs(60);
-/// The store's clock as governor reads one, so the deploy throttle counts in
-/// the time the store keeps (which tests move with the store's).
-#[derive(Debug, Clone)]
-pub(crate) struct StoreClock(Store);
-
-impl governor::clock::Clock for StoreClock {
-    type Instant = governor::nanos::Nanos;
-
-    fn now(&self) -> Self::Instant {
-        let seconds = u64::try_from(self.0.timestamp()).unwrap_or(0);
-        seconds.saturating_mul(1_000_000_000).into()
-    }
-}
-
 /// Each author's deploys: [`MEMBER_DEPLOY_BURST`] at once, then one per
 /// [`MEMBER_DEPLOY_PERIOD`], in the sign-in throttles' keyed GCRA limiter.
 /// Only the author can spend their own budget, so it cannot be turned
-/// against anyone else. Process memory: each studio-core counts its own and
-/// a restart forgets; what bounds the core database is the byte budget and
-/// the caps in the store, and this bounds how fast anyone churns it.
+/// against anyone else. What bounds the core database is the byte budget
+/// and the caps in the store; this bounds how fast anyone churns it.
 #[derive(Debug)]
-pub(crate) struct DeployThrottle(KeyedThrottle<String, StoreClock>);
+pub(crate) struct DeployThrottle {
+    store: Store,
+    throttle: KeyedThrottle,
+}
 
 impl DeployThrottle {
     pub(crate) fn new(store: &Store) -> DeployThrottle {
-        DeployThrottle(KeyedThrottle::new(
-            MEMBER_DEPLOY_BURST,
-            MEMBER_DEPLOY_PERIOD,
-            StoreClock(store.clone()),
-        ))
+        DeployThrottle {
+            store: store.clone(),
+            throttle: KeyedThrottle::new(
+                "member-deploy",
+                MEMBER_DEPLOY_BURST,
+                MEMBER_DEPLOY_PERIOD,
+            ),
+        }
     }
 
     /// Takes one of `author`'s deploys, or refuses with how long to wait
     /// (`APP_BUSY`, retryable, `details.retryAfterSeconds`).
-    pub(crate) fn admit(&self, author: &str) -> Result<(), AppError> {
-        self.0.check(&author.to_owned()).map_err(|wait| {
+    pub(crate) async fn admit(&self, author: &str) -> Result<(), AppError> {
+        self.throttle.check(&self.store, author).await?.map_err(|wait| {
             AppError::new(
                 ErrorCode::Busy,
                 format!(

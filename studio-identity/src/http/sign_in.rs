@@ -58,11 +58,19 @@ pub async fn login(
     // Before the password is checked, so a slowed pair learns nothing and
     // costs no argon2 work.
     let client = ClientAddress::of(&headers);
-    if let Err(wait) = accounts.login_throttle.admit(&request.username, client) {
-        return throttled(
-            wait,
-            "too many sign-in attempts for this user name from your address",
-        );
+    match accounts
+        .login_throttle
+        .admit(&accounts.store, &request.username, client)
+        .await
+    {
+        Ok(Ok(())) => {}
+        Ok(Err(wait)) => {
+            return throttled(
+                wait,
+                "too many sign-in attempts for this user name from your address",
+            );
+        }
+        Err(error) => return error.into_response(),
     }
     let store = accounts.store.clone();
     let outcome = blocking(move || {

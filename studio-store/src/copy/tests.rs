@@ -303,6 +303,16 @@ fn populate(source: &Source) -> Seeded {
     store.set_member_apps_enabled(true, ACTOR_OPERATOR).unwrap();
     // The one studio-core that ran on the SQLite file.
     store.note_replica("replica-1").unwrap();
+    store
+        .take_throttle_slots(&[(
+            "sign-in-address:somewhere",
+            crate::Tier {
+                burst: 5,
+                period: std::time::Duration::from_secs(10),
+            },
+        )])
+        .unwrap()
+        .unwrap();
 
     // The assistant: conversations and approvals made within one second, so
     // only rowid orders them.

@@ -135,7 +135,9 @@ async fn register_client(
     } = registration(body)?;
     if let Err(wait) = accounts
         .oauth
-        .admit_registration(ClientAddress::of(headers))
+        .admit_registration(&accounts.store, ClientAddress::of(headers))
+        .await
+        .map_err(|error| OAuthError::from_store(&error))?
     {
         let mut error = OAuthError::new(
             "temporarily_unavailable",

@@ -132,22 +132,29 @@ fn requested_scopes_keep_only_what_mcp_clients_are_offered() {
     assert_eq!(requested_scopes(None), BTreeSet::from([Scope::AppsInvoke]));
 }
 
-#[test]
-fn registrations_are_budgeted_per_client_address() {
+#[tokio::test]
+async fn registrations_are_budgeted_per_client_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = studio_store::Store::open(&dir.path().join("core.sqlite")).unwrap();
     let state = OAuthState::new("http://localhost:3007", "http://localhost:3007");
     let address = |text: &str| ClientAddress::from_ip(Some(text.parse().unwrap()));
     for _ in 0..REGISTRATION_BUDGET.0 {
-        assert!(state.admit_registration(address("192.0.2.1")).is_ok());
+        let admitted = state.admit_registration(&store, address("192.0.2.1")).await;
+        assert!(admitted.unwrap().is_ok());
     }
-    let wait = state.admit_registration(address("192.0.2.1")).unwrap_err();
+    let wait = state
+        .admit_registration(&store, address("192.0.2.1"))
+        .await
+        .unwrap()
+        .unwrap_err();
     assert!(wait <= REGISTRATION_BUDGET.1, "{wait:?}");
     // Another address, and the no-proxy address, have their own budgets.
-    assert!(state.admit_registration(address("192.0.2.2")).is_ok());
-    assert!(
-        state
-            .admit_registration(ClientAddress::from_ip(None))
-            .is_ok()
-    );
+    let other = state.admit_registration(&store, address("192.0.2.2")).await;
+    assert!(other.unwrap().is_ok());
+    let unproxied = state
+        .admit_registration(&store, ClientAddress::from_ip(None))
+        .await;
+    assert!(unproxied.unwrap().is_ok());
 }
 
 #[test]

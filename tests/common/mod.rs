@@ -300,14 +300,11 @@ impl RoleProcess {
                 })
                 .unwrap_or(true)
         };
-        for _ in 0..200 {
-            if stopped() {
-                return;
-            }
-            // The kernel stops each thread in its own time.
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        panic!("{} (pid {pid}) did not stop", self.role);
+        eventually(Duration::from_secs(1), "every thread stopping", || {
+            let stopped = stopped();
+            async move { stopped }
+        })
+        .await;
     }
 
     /// SIGTERM, then wait for a clean exit.

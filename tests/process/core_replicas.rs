@@ -321,22 +321,17 @@ async fn a_replica_killed_under_load_loses_no_write_and_no_session() {
         ),
     ]);
     values.extend(nginx::tls_values(&tls));
-    let proxy = nginx::start(
+    let _proxy = nginx::start(
         &harness.path().join("nginx"),
         &root().join("deploy/nginx/sasha.conf.template"),
         values,
     );
     let http = nginx::client(nginx_port, &cert_pem, &[STUDIO_HOST, SANDBOX_HOST]);
-    let mut up = false;
-    for _ in 0..100 {
-        if http.get(format!("{studio}/healthz")).send().await.is_ok() {
-            up = true;
-            break;
-        }
-        // nginx starts in the background; it answers within moments.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(up, "nginx did not come up:\n{}", proxy.error_log());
+    common::eventually(Duration::from_secs(5), "nginx answering", || {
+        let (http, health) = (http.clone(), format!("{studio}/healthz"));
+        async move { http.get(health).send().await.is_ok() }
+    })
+    .await;
     let sessions: Vec<String> = (0..CLIENTS)
         .map(|_| with_store(&url, |store| store.create_session(&staff.id).unwrap()))
         .collect();
@@ -396,10 +391,11 @@ async fn a_replica_killed_under_load_loses_no_write_and_no_session() {
             (rows, latencies)
         }));
     }
-    while done.load(Ordering::SeqCst) < CLIENTS * WRITES_PER_CLIENT / 3 {
-        // Polled: the clients decide when a third of the writes are in.
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    common::eventually(Duration::from_secs(60), "a third of the writes", || {
+        let done = done.clone();
+        async move { done.load(Ordering::SeqCst) >= CLIENTS * WRITES_PER_CLIENT / 3 }
+    })
+    .await;
     let served = |process: &RoleProcess| {
         process
             .stderr()
@@ -524,16 +520,15 @@ async fn a_postgresql_restart_gives_retryable_errors_and_studio_core_recovers_by
     off_runtime(|| server.start_again());
     // The pool drops the broken connections and opens new ones on the
     // next calls; the same process answers again.
-    let mut status = reqwest::StatusCode::SERVICE_UNAVAILABLE;
-    for _ in 0..100 {
-        status = me(&studio, &cookie).await;
-        if status == 200 {
-            break;
-        }
-        // Polled: PostgreSQL finishes starting in its own time.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(status, 200, "studio-core recovered without a restart");
+    common::eventually(
+        Duration::from_secs(10),
+        "studio-core answering again without a restart",
+        || {
+            let (studio, cookie) = (&studio, &cookie);
+            async move { me(studio, cookie).await == 200 }
+        },
+    )
+    .await;
     assert!(common::process_alive(studio.child.id().unwrap()));
 }
 

@@ -358,7 +358,7 @@ fn validate_with_source(dir: &Path) -> (Validation, Option<PackageSource>) {
 
 /// The package folders in `apps_dir`: every real directory except `_shared`
 /// and dot-folders. A symlinked folder is still listed: the validator refuses it.
-fn discover(apps_dir: &Path) -> Vec<(String, PathBuf)> {
+pub(crate) fn discover(apps_dir: &Path) -> Vec<(String, PathBuf)> {
     let Ok(entries) = std::fs::read_dir(apps_dir) else {
         return Vec::new();
     };
@@ -378,7 +378,7 @@ fn discover(apps_dir: &Path) -> Vec<(String, PathBuf)> {
 }
 
 /// A cheap identity of a package folder's current state.
-fn fingerprint(dir: &Path) -> String {
+pub(crate) fn fingerprint(dir: &Path) -> String {
     use std::os::unix::fs::MetadataExt;
     let mut hasher = Sha256::new();
     let mut stack = vec![(dir.to_path_buf(), String::new())];

@@ -801,9 +801,14 @@ pub(crate) async fn publish(
         .map(|(file, bytes)| (file.path, bytes))
         .collect();
     let (id, tree) = (app_id.to_owned(), core.source.clone());
+    let (store, packages) = (core.store.clone(), core.packages.clone());
+    // The swap and its settling as the package's head, under one hold of
+    // the app's lock: no other replica's head is taken in between.
     tokio::task::spawn_blocking(move || {
         tree.with_app_lock(&id, || {
+            let before = packages.overtaken(&id);
             swap_package(&apps_dir, &staging, &id, &written)
+                .map(|()| crate::registry::settle_change(&store, &packages, &id, before))
         })
     })
     .await
@@ -815,7 +820,7 @@ pub(crate) async fn publish(
         );
         tracing::error!(diagnostic_id = %failure.diagnostic_id, app_id, %error, "publishing a draft's files failed");
         failure
-    })?;
+    })??;
     let revision = package.resource.revision.clone();
     end(
         core,

@@ -448,12 +448,17 @@ async fn revert(
     let (id, tree) = (app_id.to_owned(), core.source.clone());
     // Under the source tools' lock of this app: a write racing the revert
     // lands before the swap (and is replaced) or after it, never inside it.
+    let (store, packages) = (core.store.clone(), core.packages.clone());
     tokio::task::spawn_blocking(move || {
-        tree.with_app_lock(&id, || swap_package(&apps_dir, &staging, &id, &written))
+        tree.with_app_lock(&id, || {
+            let before = packages.overtaken(&id);
+            swap_package(&apps_dir, &staging, &id, &written)
+                .map(|()| crate::registry::settle_change(&store, &packages, &id, before))
+        })
     })
     .await
     .map_err(|_| AppError::from_code(ErrorCode::Internal))?
-    .map_err(internal("reverting the package's files failed"))?;
+    .map_err(internal("reverting the package's files failed"))??;
 
     let (store, app, user, before, after) = (
         core.store.clone(),

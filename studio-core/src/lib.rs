@@ -41,6 +41,7 @@ mod member_apps;
 #[cfg(any(test, feature = "oracle"))]
 pub mod oracle;
 mod package_dir;
+mod package_sync;
 mod peers;
 mod previews;
 mod read_guard;
@@ -354,15 +355,21 @@ pub async fn run_with_store(
         }
         None => None,
     };
+    let catalogue = Arc::new(Catalogue::new(
+        &config.storage.docs_root,
+        config.revision_history,
+    ));
+    let source = Arc::new(source::SourceTree::new(catalogue.apps_dir()));
+    let packages = Arc::new(package_sync::PackageSync::open(&config.storage.docs_root));
+    // The folders take what other replicas changed before the seeder looks
+    // at them, and give what the seeder changed before the first listing.
+    registry::settle_packages(&store, &packages, &source, registry::Scope::Every).await;
     let seeded = if config.bundled_apps == seed::BundledApps::Seed {
         seed_bundled_apps(config.storage.docs_root.clone()).await
     } else {
         BTreeSet::new()
     };
-    let catalogue = Arc::new(Catalogue::new(
-        &config.storage.docs_root,
-        config.revision_history,
-    ));
+    registry::settle_packages(&store, &packages, &source, registry::Scope::Every).await;
     let followed_from = peers::head(&store).await.unwrap_or_else(|error| {
         tracing::warn!(diagnostic_id = %error.diagnostic_id, "studio-core could not read the audit log's end; it follows the other replicas from the start");
         0
@@ -391,13 +398,28 @@ pub async fn run_with_store(
     let retention = config.revision_retention;
     register_apps(&store, &discovered, retention, &seeded).await;
     prune_revisions(&store, retention).await;
-    let registrar = store.clone();
+    let registrar = (
+        store.clone(),
+        packages.clone(),
+        source.clone(),
+        catalogue.clone(),
+    );
     catalogue::watch(
         catalogue.clone(),
         shutdown.clone(),
         Arc::new(move |snapshot: Arc<Snapshot>| {
-            let store = registrar.clone();
+            let (store, packages, source, catalogue) = registrar.clone();
             tokio::spawn(async move {
+                // A folder edited here becomes its head; a head taken in
+                // means the catalogue reads again.
+                let mut snapshot = snapshot;
+                if registry::settle_packages(&store, &packages, &source, registry::Scope::Every)
+                    .await
+                    && let Ok(again) =
+                        tokio::task::spawn_blocking(move || catalogue.refresh()).await
+                {
+                    snapshot = again;
+                }
                 register_apps(&store, &snapshot, retention, &BTreeSet::new()).await
             });
         }),
@@ -466,7 +488,8 @@ pub async fn run_with_store(
         revision_retention: config.revision_retention,
         member_caps: member_apps::MEMBER_CAPS,
         member_deploys,
-        source: Arc::new(source::SourceTree::new(catalogue.apps_dir())),
+        source,
+        packages,
         catalogue,
         drafts: state::draft_cache::DraftCache::default(),
         replication,

@@ -129,6 +129,22 @@ pub(crate) fn swap_package(
     outcome
 }
 
+/// Removes the package folder `apps_dir/<id>` whole: renamed into a fresh
+/// slot of `staging` (so the catalogue never sees half a package), then
+/// removed. A folder that is already gone is no error.
+pub(crate) fn remove_package(apps_dir: &Path, staging: &Path, id: &str) -> io::Result<()> {
+    let _serial = SWAP_STAGING.lock().unwrap_or_else(PoisonError::into_inner);
+    prepare_staging(staging, "revert")?;
+    let slot = staging.join(format!("{id}-{:016x}", rand::random::<u64>()));
+    std::fs::create_dir(&slot)?;
+    let outcome = match std::fs::rename(apps_dir.join(id), slot.join(id)) {
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other.and_then(|()| sync_dir(apps_dir)),
+    };
+    let _ = std::fs::remove_dir_all(&slot);
+    outcome
+}
+
 /// Swaps `staged` and `dest` atomically (`RENAME_EXCHANGE`); when `dest` is
 /// gone, renames `staged` there without replacing anything. A file system
 /// without the exchange gets two renames (the package is briefly absent,

@@ -1,12 +1,14 @@
 //! What this studio-core replica learns from the others through the core
-//! database: a member app deployed, deleted or promoted through another
-//! replica is read from the audit log every [`FOLLOW_EVERY`] and its files
-//! (or its absence) handed to this replica's catalogue, so every replica
-//! serves the same member apps. Packages under `DOCS_ROOT` need nothing
-//! here: every replica's watcher sees the shared folder.
+//! database, every [`FOLLOW_EVERY`]: a package under `DOCS_ROOT` whose head
+//! another replica moved is written into this replica's folder
+//! (`crate::package_sync`), and a member app deployed, deleted or promoted
+//! through another replica is read from the audit log and its files (or its
+//! absence) handed to this replica's catalogue, so every replica serves the
+//! same apps without sharing a disk.
 //!
-//! What it must never do: change the database (it only reads), or take an
-//! app's files from anywhere but the revision ledger.
+//! What it must never do: change the database (it only reads; a package it
+//! settles is one whose head moved, which it takes), or take an app's files
+//! from anywhere but the core database.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,9 +46,19 @@ pub(crate) async fn follow(core: Arc<Core>, mut after: i64, shutdown: Cancellati
 /// Hands every member app changed after audit row `after` to the catalogue
 /// and answers the newest audit row.
 pub(crate) async fn catch_up(core: &Core, after: i64) -> Result<i64, sasha_proto::AppError> {
+    let took = crate::registry::settle_packages(
+        &core.store,
+        &core.packages,
+        &core.source,
+        crate::registry::Scope::Moved,
+    )
+    .await;
     let store = core.store.clone();
     let (newest, apps) = blocking(move || store.member_changes_since(after)).await?;
     if apps.is_empty() {
+        if took {
+            crate::registry::refresh_catalogue(core).await;
+        }
         return Ok(newest);
     }
     for app in apps {
@@ -73,3 +85,6 @@ pub(crate) async fn head(store: &studio_store::Store) -> Result<i64, sasha_proto
         .await
         .map(|(newest, _)| newest)
 }
+
+#[cfg(test)]
+mod tests;

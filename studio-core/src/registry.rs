@@ -16,11 +16,16 @@ use sasha_package::sql::ReadPolicy;
 use studio_store::Store;
 
 use crate::catalogue::Snapshot;
+use crate::package_sync::{PackageSync, Settled};
+use crate::source::SourceTree;
 use crate::state::Core;
 
 /// Re-reads the catalogue now (only changed packages are validated again) and
 /// registers what became valid, as the file watcher would a moment later.
+/// Every package folder is settled with its head first, so a change made
+/// here reaches the other replicas before the caller answers.
 pub(crate) async fn refresh_catalogue(core: &Core) -> Arc<Snapshot> {
+    settle_packages(&core.store, &core.packages, &core.source, Scope::Every).await;
     let catalogue = core.catalogue.clone();
     let snapshot = match tokio::task::spawn_blocking(move || catalogue.refresh()).await {
         Ok(snapshot) => snapshot,
@@ -74,4 +79,94 @@ pub(crate) async fn register_apps(
     if let Err(error) = outcome {
         tracing::error!(%error, "app registration failed");
     }
+}
+
+/// Which packages [`settle_packages`] looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Every folder, head and base: what a refresh or the watcher needs.
+    Every,
+    /// Those whose head moved away from this replica's base: what following
+    /// the other replicas needs, without reading every folder.
+    Moved,
+}
+
+/// Settles `scope`'s package folders with their heads in the core database
+/// (`crate::package_sync`), each under its app's source lock, off the async
+/// threads. Answers whether a folder was written from a head (the caller
+/// refreshes the catalogue then). A failure is logged; the next settle
+/// tries again.
+pub(crate) async fn settle_packages(
+    store: &Store,
+    packages: &Arc<PackageSync>,
+    tree: &Arc<SourceTree>,
+    scope: Scope,
+) -> bool {
+    let (store, packages, tree) = (store.clone(), packages.clone(), tree.clone());
+    let settled = tokio::task::spawn_blocking(move || {
+        let heads = store.package_head_generations()?;
+        let ids: Vec<String> = match scope {
+            Scope::Every => packages.known_ids(&heads).into_iter().collect(),
+            Scope::Moved => {
+                let bases = packages.base_generations();
+                heads
+                    .iter()
+                    .filter(|(id, generation)| bases.get(*id) != Some(generation))
+                    .map(|(id, _)| id.clone())
+                    .collect()
+            }
+        };
+        let mut took = false;
+        for id in ids {
+            match tree.with_app_lock(&id, || packages.settle(&store, &id, &heads)) {
+                Ok(Settled::Took(_) | Settled::Overtaken(_)) => took = true,
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::error!(app_id = %id, %error, "the package could not be settled with the core database; the next refresh tries again")
+                }
+            }
+        }
+        Ok::<bool, studio_store::StoreError>(took)
+    })
+    .await;
+    match settled {
+        Ok(Ok(took)) => took,
+        Ok(Err(error)) => {
+            tracing::error!(%error, "the package heads could not be read from the core database; the next refresh tries again");
+            false
+        }
+        Err(error) => {
+            tracing::error!(%error, "settling the package folders failed");
+            false
+        }
+    }
+}
+
+/// Settles the package `app_id` after a change this replica made to its
+/// folder (under the app's source lock, which the caller holds): the
+/// change is advanced as the head, or, when another replica's change got
+/// there first, refused with `APP_CONFLICT` (the folder then holds the
+/// other change; this one is kept aside). Blocking.
+pub(crate) fn settle_change(
+    store: &Store,
+    packages: &PackageSync,
+    app_id: &str,
+    overtaken_before: u64,
+) -> Result<(), sasha_proto::AppError> {
+    let heads = store
+        .package_head_generations()
+        .map_err(studio_store::store_error)?;
+    let settled = packages
+        .settle(store, app_id, &heads)
+        .map_err(studio_store::store_error)?;
+    if matches!(settled, Settled::Overtaken(_)) || packages.overtaken(app_id) != overtaken_before {
+        return Err(sasha_proto::AppError::new(
+            sasha_proto::ErrorCode::Conflict,
+            format!(
+                "{app_id} was changed through another studio-core at the same moment; this change was not kept: read the app's files again and repeat it"
+            ),
+        )
+        .with_details(serde_json::json!({ "app": app_id, "reason": "changed-elsewhere" })));
+    }
+    Ok(())
 }

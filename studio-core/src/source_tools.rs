@@ -161,6 +161,22 @@ pub(crate) async fn run(
     } else {
         ReadGuard::default()
     };
+    // A change starts from the package's head (a change another replica
+    // made is taken first) and is settled as the new head before its answer.
+    let packages = core.packages.clone();
+    let settle = {
+        let (store, packages, tree, app) = (
+            core.store.clone(),
+            packages.clone(),
+            tree.clone(),
+            app.clone(),
+        );
+        move |before: u64| {
+            tree.with_app_lock(&app, || {
+                crate::registry::settle_change(&store, &packages, &app, before)
+            })
+        }
+    };
     let vet_tree = tree.clone();
     let vet_app = app.clone();
     let vet = move |path: &str, bytes: Option<&[u8]>| vet(&guard, &vet_tree, &vet_app, path, bytes);
@@ -207,7 +223,10 @@ pub(crate) async fn run(
                 crate::source::content_bytes(&path, &content, arguments.encoding.as_deref())?;
             let expected = arguments.expected_version;
             tokio::task::spawn_blocking(move || {
-                tree.write(&app, &path, &content, expected.as_deref(), &vet)
+                let before = packages.overtaken(&app);
+                settle(before)?;
+                let change = tree.write(&app, &path, &content, expected.as_deref(), &vet)?;
+                settle(before).map(|()| change)
             })
             .await
         }
@@ -216,13 +235,24 @@ pub(crate) async fn run(
             let old = required(arguments.old_string, "oldString")?;
             let new = required(arguments.new_string, "newString")?;
             let expected = required(arguments.expected_version, "expectedVersion")?;
-            tokio::task::spawn_blocking(move || tree.edit(&app, &path, &old, &new, &expected, &vet))
-                .await
+            tokio::task::spawn_blocking(move || {
+                let before = packages.overtaken(&app);
+                settle(before)?;
+                let change = tree.edit(&app, &path, &old, &new, &expected, &vet)?;
+                settle(before).map(|()| change)
+            })
+            .await
         }
         "deleteAppFile" => {
             let path = required(arguments.path, "path")?;
             let expected = required(arguments.expected_version, "expectedVersion")?;
-            tokio::task::spawn_blocking(move || tree.delete(&app, &path, &expected, &vet)).await
+            tokio::task::spawn_blocking(move || {
+                let before = packages.overtaken(&app);
+                settle(before)?;
+                let change = tree.delete(&app, &path, &expected, &vet)?;
+                settle(before).map(|()| change)
+            })
+            .await
         }
         _ => return Err(invalid("unknown source operation")),
     }

@@ -44,6 +44,9 @@ pub(crate) struct Core {
     pub(crate) member_deploys: DeployThrottle,
     /// The package folders, for the source tools.
     pub(crate) source: Arc<SourceTree>,
+    /// The package folders as a working copy of the heads in the core
+    /// database (`crate::package_sync`).
+    pub(crate) packages: Arc<crate::package_sync::PackageSync>,
     /// The chat provider, app chat and uploads (`CoreService.Chat`,
     /// `CoreService.Upload`) and the Studio assistant (studio-assistant).
     pub(crate) assistance: Arc<studio_assistant::Assistance>,

@@ -204,6 +204,7 @@ impl World {
         let stores = Stores::default();
         let core = World::core_over(
             dir.path(),
+            &dir.path().join("docs"),
             &database,
             &stores,
             &clock,
@@ -239,6 +240,7 @@ impl World {
     pub(crate) fn replica(&self) -> Arc<Core> {
         World::core_over(
             self.dir.path(),
+            &self.dir.path().join("docs"),
             &self.database,
             &self.stores,
             &self.clock,
@@ -248,11 +250,28 @@ impl World {
         )
     }
 
-    /// A studio-core over `dir` (its `docs`, `pki`, `uploads` and, on
+    /// Another studio-core on this world's core database with a `DOCS_ROOT`
+    /// of its own (`docs`, kept by the caller), as a replica on another node
+    /// would be.
+    pub(crate) fn replica_with_docs(&self, docs: &std::path::Path) -> Arc<Core> {
+        World::core_over(
+            self.dir.path(),
+            docs,
+            &self.database,
+            &self.stores,
+            &self.clock,
+            studio_assistant::provider::ChatService::new(None),
+            self.core.member_caps,
+            &self.data_url,
+        )
+    }
+
+    /// A studio-core over `dir` (its `pki`, `uploads` and, on
     /// SQLite, `core.sqlite`) and `database`, its store reading `clock` and
     /// kept in `stores`.
     fn core_over(
         dir: &std::path::Path,
+        docs: &std::path::Path,
         database: &CoreDatabase,
         stores: &Stores,
         clock: &Arc<std::sync::atomic::AtomicI64>,
@@ -260,7 +279,7 @@ impl World {
         member_caps: studio_store::MemberCaps,
         data_url: &str,
     ) -> Arc<Core> {
-        let docs = dir.join("docs");
+        let docs = docs.to_owned();
         let (pki, _) = DevPki::ensure(&dir.join("pki")).unwrap();
         let identity = Identity::load(&pki.files(Role::StudioCore)).unwrap();
         let data = sasha_service::grpc::data_client(data_url, &identity).unwrap();
@@ -316,6 +335,7 @@ impl World {
             member_caps,
             member_deploys,
             source: Arc::new(crate::source::SourceTree::new(catalogue.apps_dir())),
+            packages: Arc::new(crate::package_sync::PackageSync::open(&docs)),
             catalogue,
             revision_retention: 64,
             drafts: crate::state::draft_cache::DraftCache::default(),

@@ -86,7 +86,7 @@ pub struct Ending<'a> {
     pub after: Option<&'a str>,
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+pub(super) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
@@ -110,7 +110,7 @@ fn read_draft(transaction: &Tx<'_>, app_id: &str) -> Result<Option<Draft>, Store
         .optional()?)
 }
 
-fn put_blob(transaction: &Tx<'_>, bytes: &[u8]) -> Result<String, StoreError> {
+pub(super) fn put_blob(transaction: &Tx<'_>, bytes: &[u8]) -> Result<String, StoreError> {
     let sha256 = sha256_hex(bytes);
     transaction.execute(
         "INSERT INTO revision_blobs (sha256, content) VALUES (?1, ?2)
@@ -120,7 +120,8 @@ fn put_blob(transaction: &Tx<'_>, bytes: &[u8]) -> Result<String, StoreError> {
     Ok(sha256)
 }
 
-/// Removes the blobs among `blobs` that no revision and no draft references.
+/// Removes the blobs among `blobs` that no revision, no draft and no package
+/// head references.
 pub(super) fn drop_unreferenced_blobs(
     transaction: &Tx<'_>,
     blobs: &[String],
@@ -129,7 +130,8 @@ pub(super) fn drop_unreferenced_blobs(
         transaction.execute(
             "DELETE FROM revision_blobs WHERE sha256 = ?1
              AND NOT EXISTS (SELECT 1 FROM app_revision_files WHERE sha256 = ?1)
-             AND NOT EXISTS (SELECT 1 FROM app_draft_files WHERE sha256 = ?1)",
+             AND NOT EXISTS (SELECT 1 FROM app_draft_files WHERE sha256 = ?1)
+             AND NOT EXISTS (SELECT 1 FROM package_head_files WHERE sha256 = ?1)",
             [sha256],
         )?;
     }

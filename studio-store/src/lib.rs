@@ -40,6 +40,7 @@ mod lifecycle;
 mod member_apps;
 mod oauth;
 mod oauth_requests;
+mod package_heads;
 mod people;
 mod schema;
 mod schema_postgres;
@@ -94,6 +95,7 @@ pub use self::oauth::{
     pkce_matches, valid_code_challenge,
 };
 pub use self::oauth_requests::ParkedRequest;
+pub use self::package_heads::{Advanced, PackageHead};
 pub use self::people::{
     INVITATION_TTL_SECONDS, Invitation, InvitationView, LinkPurpose, MAX_TOKEN_LABEL_CHARS, Person,
     RESET_TTL_SECONDS, Removed, TOKEN_USE_PRECISION_SECONDS, TokenEntry, people_action,

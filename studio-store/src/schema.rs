@@ -547,6 +547,31 @@ CREATE TABLE throttle_cells (
 CREATE INDEX throttle_cells_by_arrival ON throttle_cells(tat_ms);
 "#,
     },
+    Migration {
+        version: 20,
+        name: "package heads",
+        sql: r#"
+-- The current files of every package under DOCS_ROOT/apps (store/package_heads.rs),
+-- so studio-core replicas share packages without sharing a disk: a generation
+-- that rises on every change, the digest of the file set ('' once removed),
+-- and the files as the revision ledger's blobs.
+CREATE TABLE package_heads (
+    app_id     TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL CHECK (generation > 0),
+    digest     TEXT NOT NULL,
+    deleted    INTEGER NOT NULL CHECK (deleted IN (0, 1)),
+    changed_at INTEGER NOT NULL
+) STRICT;
+CREATE TABLE package_head_files (
+    app_id TEXT NOT NULL REFERENCES package_heads(app_id) ON DELETE CASCADE,
+    path   TEXT NOT NULL,
+    sha256 TEXT NOT NULL REFERENCES revision_blobs(sha256),
+    size   INTEGER NOT NULL,
+    PRIMARY KEY (app_id, path)
+) STRICT;
+CREATE INDEX package_head_files_by_blob ON package_head_files(sha256);
+"#,
+    },
 ];
 
 /// Migration 18 on SQLite (see `schema/postgres_18.sql` for PostgreSQL's).
@@ -702,7 +727,8 @@ mod tests {
                 (16, 2),
                 (17, 2),
                 (18, 2),
-                (19, 2)
+                (19, 2),
+                (20, 2)
             ]
         );
         let users: i64 = connection
@@ -718,7 +744,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 19);
+        assert_eq!(latest_version(), 20);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -764,6 +790,7 @@ mod tests {
                 (17, "parked oauth requests".to_owned(), 3),
                 (18, "studio-core replicas".to_owned(), 3),
                 (19, "throttle cells".to_owned(), 3),
+                (20, "package heads".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

@@ -178,8 +178,24 @@ async fn supervise(
         };
         std::iter::repeat_n(role, usize::from(copies))
     });
+    let mut core_started = 0_u8;
     for role in starts {
         let mut child_env = overrides.clone();
+        if role == Role::StudioCore {
+            core_started += 1;
+            // Replicas share the core database, never a disk: the first
+            // works in DOCS_ROOT (where authors edit), each other one in a
+            // folder of its own that it fills from the database.
+            if core_started > 1 {
+                let docs = state_dir
+                    .join("core-replicas")
+                    .join(core_started.to_string())
+                    .join("docs");
+                std::fs::create_dir_all(&docs)
+                    .with_context(|| format!("cannot create {}", docs.display()))?;
+                child_env.insert("DOCS_ROOT".into(), docs.display().to_string());
+            }
+        }
         let files = pki.files(role);
         child_env.insert("SASHA_TLS_CA".into(), files.ca.display().to_string());
         child_env.insert("SASHA_TLS_CERT".into(), files.cert.display().to_string());

@@ -1,7 +1,8 @@
 //! studio-core in two replicas on one PostgreSQL core database (the shared
 //! test server of `sasha-testkit`, a fresh database per test), each a real
-//! process: what one replica records, the other acts on. A session made on
-//! one is honoured by the other; a grant revoked through one refuses the very
+//! process with a `DOCS_ROOT` of its own (no shared disk): what one replica
+//! records, the other acts on. A source tool's change through one is served
+//! by the other; a session made on one is honoured by the other; a grant revoked through one refuses the very
 //! next MCP call through a gateway pinned to the other; a sessionless
 //! confirmation issued through one replica is redeemed through the other.
 //! Then, behind nginx (the production template) and two gateways that know
@@ -49,7 +50,8 @@ fn with_store<T: Send>(url: &str, work: impl FnOnce(&Store) -> T + Send) -> T {
 }
 
 /// A harness whose studio-core replicas share a fresh PostgreSQL database,
-/// with the expense-log app in the docs they share, and the database's URL.
+/// with the expense-log app in the first replica's docs (the others take it
+/// from the database), and the database's URL.
 fn harness_on_postgres() -> (Harness, String) {
     let mut harness = Harness::new();
     let url = off_runtime(sasha_testkit::postgres_database);
@@ -61,15 +63,19 @@ fn harness_on_postgres() -> (Harness, String) {
     (harness, url)
 }
 
-/// A studio-core replica on `data`.
-async fn core(harness: &Harness, data: &RoleProcess) -> RoleProcess {
+/// A studio-core replica on `data`, with a `DOCS_ROOT` of its own
+/// (`<harness>/<docs>`): replicas share the core database, never a disk.
+async fn core(harness: &Harness, data: &RoleProcess, docs: &str) -> RoleProcess {
     harness
         .start(
             Role::StudioCore,
-            &[(
-                "SASHA_DATA_GRPC_URL",
-                format!("https://{}", data.listener("grpc")),
-            )],
+            &[
+                (
+                    "SASHA_DATA_GRPC_URL",
+                    format!("https://{}", data.listener("grpc")),
+                ),
+                ("DOCS_ROOT", harness.path().join(docs).display().to_string()),
+            ],
         )
         .await
 }
@@ -138,8 +144,8 @@ async fn what_one_replica_records_the_other_acts_on() {
             .unwrap()
     });
     let data = harness.start(Role::DataWorker, &[]).await;
-    let one = core(&harness, &data).await;
-    let two = core(&harness, &data).await;
+    let one = core(&harness, &data, "docs").await;
+    let two = core(&harness, &data, "docs-two").await;
     let via_one = gateway(&harness, &data, &[&one]).await;
     let via_two = gateway(&harness, &data, &[&two]).await;
 
@@ -199,6 +205,65 @@ async fn what_one_replica_records_the_other_acts_on() {
         )
         .await;
     assert_eq!(structured(&answered)["name"], "Travel", "{}", answered.body);
+
+    // A source tool's change through one replica is served by the other,
+    // whose DOCS_ROOT is its own: the package travels through the database.
+    let writer_scopes: BTreeSet<Scope> = [Scope::ChatUse, Scope::AppsInvoke, Scope::AppsWrite]
+        .into_iter()
+        .collect();
+    let writer = with_store(&url, |store| {
+        store
+            .mint_token(&admin.id, TokenKind::Access, &writer_scopes, None)
+            .unwrap()
+    });
+    let source = |gateway: &RoleProcess| {
+        Mcp::sessionless(&format!("http://{}/mcp", gateway.listener("http")), &writer)
+    };
+    let read = |gateway: &RoleProcess| {
+        let mut mcp = source(gateway);
+        async move {
+            let read = mcp
+                .call(
+                    "readAppFile",
+                    json!({"app": "expense-log", "path": "APP.md"}),
+                )
+                .await;
+            structured(&read).clone()
+        }
+    };
+    let before = read(&via_one).await;
+    let changed = format!(
+        "{}\n<!-- changed through one replica -->\n",
+        before["content"].as_str().unwrap()
+    );
+    let written = source(&via_one)
+        .call(
+            "writeAppFile",
+            json!({"app": "expense-log", "path": "APP.md", "content": changed,
+                   "expectedVersion": before["version"]}),
+        )
+        .await;
+    assert_eq!(
+        structured(&written)["status"]["ok"],
+        true,
+        "{}",
+        written.body
+    );
+    common::eventually(
+        Duration::from_secs(10),
+        "the change served by the other replica",
+        || {
+            let read = read(&via_two);
+            let changed = changed.clone();
+            async move { read.await["content"].as_str() == Some(changed.as_str()) }
+        },
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(harness.path().join("docs-two/apps/expense-log/APP.md")).unwrap(),
+        changed,
+        "written into the other replica's own folder"
+    );
 
     // Revoked through the other replica: the very next call through either
     // gateway is refused.
@@ -295,8 +360,8 @@ async fn a_replica_killed_under_load_loses_no_write_and_no_session() {
         store.create_user("sam", UserRole::Staff, PASSWORD).unwrap()
     });
     let data = harness.start(Role::DataWorker, &[]).await;
-    let one = core(&harness, &data).await;
-    let two = core(&harness, &data).await;
+    let one = core(&harness, &data, "docs").await;
+    let two = core(&harness, &data, "docs-two").await;
     let gateways = [
         gateway(&harness, &data, &[&one, &two]).await,
         gateway(&harness, &data, &[&two, &one]).await,
@@ -496,7 +561,7 @@ async fn a_postgresql_restart_gives_retryable_errors_and_studio_core_recovers_by
         store.create_user("ada", UserRole::Admin, PASSWORD).unwrap()
     });
     let data = harness.start(Role::DataWorker, &[]).await;
-    let studio = core(&harness, &data).await;
+    let studio = core(&harness, &data, "docs").await;
     let cookie = sign_in(&studio, "ada").await;
     assert_eq!(me(&studio, &cookie).await, 200);
 
@@ -586,8 +651,8 @@ async fn an_assistant_card_shown_by_one_replica_is_approved_through_the_other() 
         store.create_user("ada", UserRole::Admin, PASSWORD).unwrap()
     });
     let data = harness.start(Role::DataWorker, &[]).await;
-    let one = core(&harness, &data).await;
-    let two = core(&harness, &data).await;
+    let one = core(&harness, &data, "docs").await;
+    let two = core(&harness, &data, "docs-two").await;
     let _gateway = harness
         .start(
             Role::McpGateway,

@@ -374,7 +374,8 @@ async fn a_fresh_start_a_sign_in_and_an_app_open_stay_under_twenty_log_lines() {
 /// `sasha up --core-replicas 2` on a PostgreSQL core database: two
 /// studio-core processes behind the ingress, the dev admin made once in
 /// PostgreSQL, a sign-in through one honoured by both as the ingress takes
-/// turns, and the health report whole.
+/// turns, the health report whole, and the second replica's own `DOCS_ROOT`
+/// filled from the database with what the first seeded.
 #[tokio::test]
 async fn two_core_replicas_on_postgresql_serve_one_sign_in() {
     let state = tempfile::tempdir().unwrap();
@@ -386,7 +387,7 @@ async fn two_core_replicas_on_postgresql_serve_one_sign_in() {
         state.path(),
         port,
         &["--core-replicas", "2"],
-        &[("SASHA_BUNDLED_APPS", "off"), ("DATABASE_URL", &url)],
+        &[("DATABASE_URL", &url)],
     )
     .await;
     let stdout = up.stdout_text();
@@ -419,6 +420,26 @@ async fn two_core_replicas_on_postgresql_serve_one_sign_in() {
         .await
         .unwrap();
     assert_eq!(health["ok"], true, "{health}");
+
+    // The second replica works in a folder of its own, filled from the
+    // core database with the packages the first seeded into DOCS_ROOT.
+    let packages = |docs: &std::path::Path| -> Vec<String> {
+        let mut ids: Vec<String> = std::fs::read_dir(docs.join("apps"))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .filter(|id| !id.starts_with('.') && id != "_shared")
+            .collect();
+        ids.sort();
+        ids
+    };
+    let first = packages(&state.path().join("docs"));
+    assert!(first.contains(&"time-sheet-entry".to_owned()), "{first:?}");
+    let second = state.path().join("core-replicas/2/docs");
+    assert_eq!(packages(&second), first);
+    assert_eq!(
+        std::fs::read(second.join("apps/time-sheet-entry/APP.md")).unwrap(),
+        std::fs::read(state.path().join("docs/apps/time-sheet-entry/APP.md")).unwrap()
+    );
 }
 
 /// More than one studio-core needs a core database they all share: without

@@ -37,6 +37,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "throttle cells",
         sql: include_str!("schema/postgres_19.sql"),
     },
+    Migration {
+        version: 20,
+        name: "uploaded documents",
+        sql: include_str!("schema/postgres_20.sql"),
+    },
 ];
 
 /// The lock replicas take turns on while migrating ("sasha-mg").

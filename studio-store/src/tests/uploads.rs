@@ -186,7 +186,7 @@ on_both! {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(left, [bob.id.clone()]);
+        assert_eq!(left, [bob.id]);
         assert_eq!(store.upload_names(&ada.id).unwrap(), Vec::<String>::new());
     }
 }

@@ -19,8 +19,11 @@
 //!
 //! Everything is written into a hidden staging folder in DIR and renamed to
 //! `DIR/<timestamp>/` at the end, so a backup folder is complete or absent.
-//! The docs tree (`DOCS_ROOT`, the app packages) and `UPLOADS_ROOT` are plain
-//! files and are not copied here, nor is a PostgreSQL core database
+//! The documents users upload are rows of the core database, so they are in
+//! its copy. The docs tree (`DOCS_ROOT`, the app packages) is plain files and
+//! is not copied here (nor is `UPLOADS_ROOT`, which holds at most what an
+//! earlier build wrote there, imported into the core database at
+//! studio-core's boot), nor is a PostgreSQL core database
 //! (`DATABASE_URL`): that is backed up with PostgreSQL's own tools, and the
 //! manifest says so.
 

@@ -132,9 +132,10 @@ enum Command {
     /// Uses SQLite's online backup API (each copy is one committed state of its
     /// database), checks every copy with PRAGMA integrity_check and writes
     /// manifest.json with each file's size and sha256. The folder appears
-    /// complete or not at all; its path is printed. DOCS_ROOT and UPLOADS_ROOT
-    /// are plain files and are not copied. Exits 1 on failure, with one line
-    /// on stderr.
+    /// complete or not at all; its path is printed. Uploaded documents are in
+    /// the core database's copy; DOCS_ROOT and UPLOADS_ROOT (an earlier
+    /// build's upload folder) are plain files and are not copied. Exits 1 on
+    /// failure, with one line on stderr.
     Backup {
         /// The folder backups go into (created if needed).
         #[arg(long, value_name = "DIR")]
@@ -152,8 +153,9 @@ enum Command {
     /// before --at, restored with litestream (SASHA_LITESTREAM, default
     /// `litestream` on PATH) using AWS_ACCESS_KEY_ID and
     /// AWS_SECRET_ACCESS_KEY, and passes PRAGMA integrity_check. DOCS_ROOT is
-    /// rebuilt from the revision ledger in the restored core database, and
-    /// the uploaded documents come back from object storage. DIR must be new
+    /// rebuilt from the revision ledger in the restored core database, which
+    /// holds the uploaded documents; those an earlier build mirrored to
+    /// object storage are imported into it. DIR must be new
     /// or empty (with --app,
     /// only that app's file must not exist); everything appears at once, with
     /// restore-manifest.json saying what came from where. Exits 2 when an

@@ -7,10 +7,11 @@
 //! (latest without it), with `litestream restore`; checks every file with
 //! `PRAGMA integrity_check`; rebuilds `DOCS_ROOT` from the revision ledger in
 //! the restored core database (each catalogue app's current revision, file
-//! by file, as its bytes' sha256 vouches); brings `UPLOADS_ROOT` back from
-//! the documents mirrored in object storage (`sasha_replica::files`, those
-//! stored by `--at`); and writes `restore-manifest.json` saying what came
-//! from where.
+//! by file, as its bytes' sha256 vouches); imports into it the uploaded
+//! documents a build before uploads moved into the core database mirrored
+//! to object storage (`sasha_replica::files`, those stored by `--at`, kept
+//! in `UPLOADS_ROOT` as they came); and writes `restore-manifest.json`
+//! saying what came from where.
 //!
 //! Everything is written into a staging folder beside the target and moved
 //! into place last, so the state folder appears whole or not at all; a
@@ -385,13 +386,15 @@ async fn restore_all(
     }
     private_folder(&staged(&target.app_data_root))?;
     let docs = rebuild_docs(&core.file, &staged(&target.docs_root))?;
-    // Opening the store may have brought the file up to this build's schema.
-    (core.bytes, core.sha256) = digest(&core.file)?;
     let uploads_folder = staged(&target.uploads_root);
     private_folder(&uploads_folder)?;
-    let uploads = sasha_replica::files::download_missing(store, &uploads_folder, at)
+    sasha_replica::files::download_missing(store, &uploads_folder, at)
         .await
         .map_err(|reason| failed(format!("cannot restore the uploaded documents: {reason}")))?;
+    let uploads = import_uploads(&core.file, &uploads_folder)?;
+    // Opening the store may have brought the file up to this build's
+    // schema, and the import wrote to it.
+    (core.bytes, core.sha256) = digest(&core.file)?;
 
     let relative = |path: &Path| -> String {
         path.strip_prefix(&staging.path)
@@ -420,8 +423,8 @@ async fn restore_all(
             "apps": docs,
         },
         "uploads": {
-            "source": "the documents mirrored in object storage",
-            "documents": uploads,
+            "source": "rows of the restored core database; documents an earlier build mirrored to object storage are imported into it",
+            "imported": uploads,
         },
     });
     write_manifest(&staging.path.join(MANIFEST), &manifest)?;
@@ -446,7 +449,7 @@ async fn restore_all(
     staging.keep = true;
     sync_folder(state_dir.parent().unwrap_or(Path::new("/")));
     Ok(format!(
-        "Restored the core database and {} app databases ({} docs packages, {} uploaded documents) into {}; see {}",
+        "Restored the core database and {} app databases ({} docs packages, {} uploaded documents of an earlier build imported) into {}; see {}",
         apps.len(),
         docs.len(),
         uploads,
@@ -566,6 +569,17 @@ fn sync_folder(folder: &Path) {
 /// Writes every catalogue app's current revision from the ledger of the
 /// core database at `core` into `docs_root/apps/<id>/`: not member apps
 /// (the ledger alone holds them) and not deleted ones. Gives the app ids.
+/// Imports the documents in `uploads_folder` (mirrored by a build before
+/// uploads moved into the core database, just downloaded) into the restored
+/// core database; says how many.
+fn import_uploads(core: &Path, uploads_folder: &Path) -> Result<usize, Stop> {
+    let store = studio_store::Store::open(core)
+        .map_err(|error| failed(format!("cannot open the restored core database: {error}")))?;
+    studio_uploads::import::import_folder(&store, uploads_folder)
+        .map(|report| report.imported)
+        .map_err(|error| failed(format!("cannot import the uploaded documents: {error}")))
+}
+
 fn rebuild_docs(core: &Path, docs_root: &Path) -> Result<Vec<String>, Stop> {
     let store = studio_store::Store::open(core)
         .map_err(|error| failed(format!("cannot open the restored core database: {error}")))?;

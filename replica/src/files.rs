@@ -1,16 +1,19 @@
-//! Plain files that must outlive a lost volume like the databases do: the
-//! documents users upload for the assistant (`UPLOADS_ROOT/<user-id>/<name>`).
-//! Each is written once under a name never reused, so it is mirrored object
-//! by object when it is stored ([`crate::Replicator::mirror`]), at
+//! The documents users uploaded for the assistant, as builds before they
+//! moved into the core database kept them: plain files
+//! (`UPLOADS_ROOT/<user-id>/<name>`), each mirrored to object storage as
+//! one object when it was stored, at
 //!
 //! ```text
 //! <prefix>/uploads/<user-id>/<name>      one uploaded document (Markdown)
 //! ```
 //!
-//! and brought back by [`download_missing`]: at a role's boot for what its
-//! volume lacks, and by `sasha restore` (as of an instant, by each object's
-//! stored-at metadata). `DOCS_ROOT` is not here: catalogue packages are
-//! rebuilt from the revision ledger in the core database.
+//! Nothing is mirrored here any more (a document is a row of the core
+//! database, replicated with it); the objects such a build left are brought
+//! back by [`download_missing`], at studio-core's boot for what its volume
+//! lacks and by `sasha restore` (as of an instant, by each object's
+//! stored-at metadata), into an upload folder that studio-core imports.
+//! `DOCS_ROOT` is not here: catalogue packages are rebuilt from the revision
+//! ledger in the core database.
 //!
 //! What it must never do: write outside the folder it is given (every name
 //! is one checked path segment), replace a file that exists, or follow a

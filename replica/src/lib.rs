@@ -13,7 +13,7 @@
 //! Modules: [`url`] (`SASHA_REPLICA_URL`), [`config`] (every replication
 //! variable), [`control`] (the control socket's HTTP API), [`s3`] (listing,
 //! reading, writing and deleting in the bucket), [`layout`] (keys and
-//! generations), [`files`] (the uploaded documents, mirrored file by file),
+//! generations), [`files`] (uploaded documents an earlier build mirrored file by file),
 //! [`litestream`] (the executable: the daemon's config, restore) and
 //! [`replicator`] (the gate).
 //!

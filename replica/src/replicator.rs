@@ -52,8 +52,6 @@ use crate::s3::{ObjectStore, StorageError};
 pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
 /// How often registrations are checked and lag is looked at.
 pub const WATCH_EVERY: Duration = Duration::from_secs(5);
-/// How long async mode keeps retrying to mirror a file ([`Replicator::mirror`]).
-pub const MIRROR_RETRY_FOR: Duration = Duration::from_secs(600);
 
 /// Why a write could not be acknowledged, or a database not replicated.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -387,46 +385,6 @@ impl Replicator {
             objects = deleted,
             "replication: the database's replica was deleted"
         );
-        Ok(())
-    }
-
-    /// Keeps a copy of `bytes` at `under` (a path below the prefix, such as
-    /// [`crate::files::upload_path`]) in object storage. Sync mode: it is
-    /// there when this returns `Ok`, within `SASHA_REPLICA_SYNC_TIMEOUT_SECS`,
-    /// and the caller acknowledges only then. Async mode: it is stored in the
-    /// background, retried for up to [`MIRROR_RETRY_FOR`], and this returns
-    /// at once.
-    pub async fn mirror(&self, under: String, bytes: Vec<u8>) -> Result<(), ReplicaError> {
-        let store = self.inner.store.clone();
-        if self.inner.config.mode == Mode::Sync {
-            return match tokio::time::timeout(
-                self.inner.config.sync_timeout,
-                store.put_file(&under, bytes),
-            )
-            .await
-            {
-                Ok(stored) => stored.map_err(ReplicaError::from),
-                Err(_) => Err(ReplicaError::Storage(StorageError::Unreachable {
-                    location: store.url().describe(),
-                    detail: "timed out".to_owned(),
-                })),
-            };
-        }
-        tokio::spawn(async move {
-            let started = Instant::now();
-            loop {
-                match store.put_file(&under, bytes.clone()).await {
-                    Ok(()) => return,
-                    Err(error) if started.elapsed() >= MIRROR_RETRY_FOR => {
-                        tracing::error!(path = %under, %error, "replication: a file was not mirrored to object storage");
-                        return;
-                    }
-                    // Storage is down; the file is already on local disk,
-                    // so a slow retry costs nothing but time.
-                    Err(_) => tokio::time::sleep(Duration::from_secs(2)).await,
-                }
-            }
-        });
         Ok(())
     }
 

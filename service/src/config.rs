@@ -76,7 +76,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SASHA_DATABASE_POOL_SIZE", roles: "studio-core, sasha admin", default: "8", meaning: "PostgreSQL connections each process keeps (1 to 256)" },
     Variable { name: "SASHA_DATABASE_CA_FILE", roles: "studio-core, sasha admin", default: "(unset: the system's roots)", meaning: "PEM CA that verifies the PostgreSQL server when DATABASE_URL says sslmode=require" },
     Variable { name: "APP_DATA_ROOT", roles: "studio-core, data-worker", default: "<dirname(DB_PATH)>/apps", meaning: "one SQLite file per app; refused at boot if it is or resolves inside DOCS_ROOT" },
-    Variable { name: "UPLOADS_ROOT", roles: "studio-core", default: "$SASHA_STATE_DIR/uploads", meaning: "documents users upload for the assistant, converted to Markdown, one folder per user; refused at boot if it is or resolves inside DOCS_ROOT" },
+    Variable { name: "UPLOADS_ROOT", roles: "studio-core", default: "$SASHA_STATE_DIR/uploads", meaning: "an upload folder of an earlier build (one folder per user, Markdown), imported into the core database at boot and left as it is; nothing is written there; refused at boot if it is or resolves inside DOCS_ROOT" },
     Variable { name: "SASHA_PUBLIC_ORIGIN", roles: "studio-core, edge-sandbox, mcp-gateway", default: DEFAULT_PUBLIC_ORIGIN, meaning: "the Studio origin: absolute, no trailing slash, path, query, fragment, credentials or wildcard" },
     Variable { name: "SASHA_APP_SANDBOX_ORIGIN", roles: "studio-core, edge-sandbox", default: DEFAULT_SANDBOX_ORIGIN, meaning: "the sandbox origin; same rules, and its hostname must differ from the Studio's" },
     Variable { name: "MCP_PUBLIC_ORIGIN", roles: "mcp-gateway, studio-core", default: "$SASHA_PUBLIC_ORIGIN", meaning: "the origin MCP clients use for /mcp; OAuth access tokens are bound to <origin>/mcp" },
@@ -444,8 +444,10 @@ pub struct StoragePaths {
     pub db_path: PathBuf,
     /// `APP_DATA_ROOT`: one SQLite file per app; never inside `DOCS_ROOT`.
     pub app_data_root: PathBuf,
-    /// `UPLOADS_ROOT`: uploaded documents as Markdown, `<UPLOADS_ROOT>/<user-id>/`;
-    /// never inside `DOCS_ROOT`, so an upload is never served.
+    /// `UPLOADS_ROOT`: where an earlier build kept uploaded documents as
+    /// Markdown, `<UPLOADS_ROOT>/<user-id>/`, imported into the core database
+    /// at studio-core's boot; never inside `DOCS_ROOT`, so such a document is
+    /// never served.
     pub uploads_root: PathBuf,
 }
 

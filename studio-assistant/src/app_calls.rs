@@ -5,11 +5,12 @@
 //! session holding `apps:invoke`, `use` on the app, the app valid at exactly
 //! the revision the host has open, and the capability (`chat: true` or
 //! `files: true`) declared in its manifest. A chat prompt's `@<name>.md`
-//! references are resolved in the caller's own upload area before the turn.
+//! references are resolved among the caller's own uploaded documents before
+//! the turn.
 //!
 //! What it must never do: run a turn or store a document for anyone but a
 //! browser session with `use` on the app at the revision it has open, or
-//! read another user's upload area.
+//! read another user's uploaded documents.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -222,7 +223,7 @@ pub async fn chat(assistance: Arc<Assistance>, call: ChatCall) -> Result<ChatEve
     )))
 }
 
-/// Converts and stores one upload in the caller's area.
+/// Converts and stores one upload among the caller's documents.
 pub async fn upload(
     assistance: &Assistance,
     call: UploadCall,
@@ -237,16 +238,9 @@ pub async fn upload(
     .await?;
     let uploads = assistance.uploads.clone();
     let files = call.files;
-    let owner = user_id.clone();
-    let descriptors = tokio::task::spawn_blocking(move || uploads.store(&owner, files))
+    tokio::task::spawn_blocking(move || uploads.store(&user_id, files))
         .await
-        .map_err(|_| AppError::from_code(ErrorCode::Internal))??;
-    let names: Vec<String> = descriptors
-        .iter()
-        .map(|descriptor| descriptor.converted.clone())
-        .collect();
-    assistance.mirror_uploads(&user_id, &names).await?;
-    Ok(descriptors)
+        .map_err(|_| AppError::from_code(ErrorCode::Internal))?
 }
 
 #[cfg(test)]

@@ -46,14 +46,12 @@ pub struct Assistance {
     store: Store,
     /// The provider: app chat turns and the assistant's completions.
     chat: ChatService,
-    /// The users' converted documents, below `UPLOADS_ROOT`.
+    /// The users' converted documents, in the core database.
     uploads: Arc<UploadArea>,
     /// studio-core's catalogue, as the assistant reads it.
     apps: Arc<dyn AppCatalogue>,
     /// The Studio assistant's running turns and waiting confirmations.
     assistant: Arc<Assistant>,
-    /// Where stored documents are mirrored when replication is on.
-    replicator: Option<sasha_replica::Replicator>,
 }
 
 impl Assistance {
@@ -75,47 +73,7 @@ impl Assistance {
             uploads,
             apps,
             assistant: Arc::new(Assistant::new(mcp_url)),
-            replicator: None,
         }
-    }
-
-    /// Mirrors every document stored from now on to object storage
-    /// (`SASHA_REPLICA_URL`).
-    pub fn with_upload_mirror(
-        mut self,
-        replicator: Option<sasha_replica::Replicator>,
-    ) -> Assistance {
-        self.replicator = replicator;
-        self
-    }
-
-    /// Mirrors the documents `names` just stored in `user_id`'s upload area
-    /// (read back from the area): in sync mode the upload is answered only
-    /// once they are in object storage, else it is the retryable
-    /// `APP_DATABASE_UNAVAILABLE` (the documents stay stored here).
-    async fn mirror_uploads(&self, user_id: &str, names: &[String]) -> Result<(), AppError> {
-        let Some(replicator) = &self.replicator else {
-            return Ok(());
-        };
-        for name in names {
-            let Some(path) = sasha_replica::files::upload_path(user_id, name) else {
-                // The area's own names are plain segments; nothing else is
-                // stored.
-                continue;
-            };
-            let (area, user, document) = (self.uploads.clone(), user_id.to_owned(), name.clone());
-            let text = tokio::task::spawn_blocking(move || area.read(&user, &document))
-                .await
-                .map_err(|_| AppError::from_code(sasha_proto::ErrorCode::Internal))??;
-            let Some(text) = text else {
-                continue;
-            };
-            replicator
-                .mirror(path, text.into_bytes())
-                .await
-                .map_err(|error| error.to_app_error())?;
-        }
-        Ok(())
     }
 
     /// Ends every confirmation still waiting in the store as expired (at

@@ -266,6 +266,23 @@ pub async fn serve_from_env(env: impl Env, shutdown: CancellationToken) -> Resul
     run(config, Listeners { http, grpc, health }, shutdown).await
 }
 
+/// Imports the documents of an upload folder an earlier build wrote
+/// (`UPLOADS_ROOT`, an installation upgraded in place, or documents just
+/// brought back from object storage) into the core database, keeping each
+/// name; the folder is left as it is, and importing again changes nothing.
+async fn import_uploads(store: &Store, uploads_root: &std::path::Path) -> Result<(), RoleError> {
+    let (store, root) = (store.clone(), uploads_root.to_path_buf());
+    tokio::task::spawn_blocking(move || studio_uploads::import::import_folder(&store, &root))
+        .await
+        .map_err(|error| RoleError::Startup(format!("UPLOADS_ROOT: the import failed: {error}")))?
+        .map(|_| ())
+        .map_err(|error| {
+            RoleError::Startup(format!(
+                "UPLOADS_ROOT: cannot import the uploaded documents into the core database: {error}"
+            ))
+        })
+}
+
 /// Serves studio-core on `listeners` until `shutdown` is cancelled.
 pub async fn run(
     config: Config,
@@ -355,6 +372,7 @@ pub async fn run_with_store(
         }
         None => None,
     };
+    import_uploads(&store, &config.storage.uploads_root).await?;
     let catalogue = Arc::new(Catalogue::new(
         &config.storage.docs_root,
         config.revision_history,
@@ -437,28 +455,21 @@ pub async fn run_with_store(
         config.mcp_origin.as_str(),
     ));
     let uploads = studio_uploads::UploadArea::new(
-        config.storage.uploads_root.clone(),
+        store.clone(),
         studio_uploads::isolate::Converter::this_executable().map_err(|error| {
             RoleError::Startup(format!(
                 "cannot find this executable to convert documents with: {error}"
             ))
         })?,
     );
-    let assistance = Arc::new(
-        studio_assistant::Assistance::new(
-            accounts.clone(),
-            store.clone(),
-            studio_assistant::provider::ChatService::new(config.chat.clone()),
-            Arc::new(uploads),
-            catalogue.clone(),
-            config.assistant_mcp_url.clone(),
-        )
-        .with_upload_mirror(
-            replication
-                .as_ref()
-                .map(|replication| replication.replicator.clone()),
-        ),
-    );
+    let assistance = Arc::new(studio_assistant::Assistance::new(
+        accounts.clone(),
+        store.clone(),
+        studio_assistant::provider::ChatService::new(config.chat.clone()),
+        Arc::new(uploads),
+        catalogue.clone(),
+        config.assistant_mcp_url.clone(),
+    ));
     // This replica says it is alive before it ends the confirmations of
     // replicas that stopped (a previous run of this one among them), and
     // keeps saying so: another replica's click then reaches its turns.

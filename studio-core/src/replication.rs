@@ -15,10 +15,11 @@
 //! a read does (a token's last use), are never held back, so sign-ins of
 //! existing sessions and every read go on while object storage is away.
 //!
-//! The documents users upload (`UPLOADS_ROOT`) are files, not rows: each is
-//! mirrored to object storage when it is stored, before the upload is
-//! answered in sync mode (studio-assistant mirrors them), and those a
-//! lost volume took are brought back at boot ([`restore_missing_uploads`]).
+//! The documents users upload are rows of the core database, replicated
+//! with it. Builds before that mirrored each as an object of its own
+//! (`sasha_replica::files`); those a lost volume took are brought back into
+//! `UPLOADS_ROOT` at boot ([`restore_missing_uploads`]), from where the boot
+//! imports them into the database like any upload folder.
 //!
 //! What it must never do: turn a refusal into a replication error (only a
 //! successful answer is replaced), or hold back a read.
@@ -83,8 +84,10 @@ impl CoreReplication {
     }
 }
 
-/// Brings back every uploaded document object storage holds that
-/// `uploads_root` lacks (a lost or new volume); says how many.
+/// Brings back every uploaded document an earlier build mirrored to object
+/// storage that `uploads_root` lacks (a lost or new volume); says how many.
+/// Nothing is mirrored any more, so after the first boot there is nothing
+/// to bring back.
 pub(crate) async fn restore_missing_uploads(
     replicator: &Replicator,
     uploads_root: &Path,

@@ -454,8 +454,8 @@ impl SourceTree {
     /// no-follow opens (`cap-fs-ext`'s `open_dir_nofollow`, `FollowSymlinks::No`)
     /// cover only the last segment (`open_dir_nofollow("link/sub")` succeeds).
     /// Refusing every link would still take this segment-by-segment walk,
-    /// only through another layer; and the renames beside it (`uploads::area`,
-    /// `package_dir`, `history`, `seed`) need `renameat2` with
+    /// only through another layer; and the renames beside it (`package_dir`,
+    /// `history`, `seed`) need `renameat2` with
     /// `RENAME_NOREPLACE` or `RENAME_EXCHANGE`, which cap-std does not offer.
     fn open_in(
         &self,

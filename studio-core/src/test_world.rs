@@ -308,7 +308,7 @@ impl World {
         // Router tests upload nothing: conversions are process tests
         // (`tests/process/assist.rs`), whose child is the real binary.
         let uploads = studio_uploads::UploadArea::new(
-            dir.join("uploads"),
+            store.clone(),
             studio_uploads::isolate::Converter::command(
                 "/bin/false",
                 std::iter::empty::<&str>(),

@@ -3,11 +3,12 @@
 //! registry and grants, the append-only authorization audit log,
 //! confirmation tokens for model-invoked writes (`confirmations`), the
 //! revision ledger (`ledger`: every validated revision's files and resource,
-//! content-addressed), drafts, member apps, the assistant's conversations and
-//! improvement suggestions. This is the only code that opens `DB_PATH`;
-//! studio-core and the operator CLI (`sasha admin`) both go through it,
-//! possibly at the same time, so every write runs in a `BEGIN IMMEDIATE`
-//! transaction on a WAL database with a 5 s busy timeout.
+//! content-addressed), drafts, member apps, the assistant's conversations,
+//! the documents users upload (`uploads`) and improvement suggestions. This
+//! is the only code that opens `DB_PATH`; studio-core and the operator CLI
+//! (`sasha admin`) both go through it, possibly at the same time, so every
+//! write runs in a `BEGIN IMMEDIATE` transaction on a WAL database with a
+//! 5 s busy timeout.
 //!
 //! The API is blocking (rusqlite); async callers run it through
 //! [`blocking`], which also turns a [`StoreError`] into the envelope
@@ -49,6 +50,7 @@ mod secrets;
 mod tests;
 mod throttles;
 mod tokens;
+mod uploads;
 mod users;
 
 use std::collections::BTreeSet;
@@ -105,6 +107,7 @@ pub use self::suggestions::{
     SuggestionKind, SuggestionMetadata, SuggestionRefusal, SuggestionResult, SuggestionSeverity,
 };
 pub use self::throttles::Tier;
+pub use self::uploads::{Imported, NewUpload, UploadOutcome};
 
 /// A browser session lasts this long from sign-in (no sliding renewal).
 pub const SESSION_TTL_SECONDS: i64 = 12 * 60 * 60;

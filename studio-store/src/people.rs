@@ -782,8 +782,9 @@ impl Store {
 
     /// Removes `username`, audited: every grant they held ends (one
     /// `grant.changed` row each), their sessions, tokens, MCP connections,
-    /// invitation and conversations go with them, and the member apps they
-    /// wrote keep running with no author, so nobody can change them.
+    /// invitation, conversations and uploaded documents go with them, and
+    /// the member apps they wrote keep running with no author, so nobody can
+    /// change them.
     pub fn remove_user(&self, username: &str, actor: &str) -> Result<Removed, StoreError> {
         let now = self.now();
         let mut connection = self.connection()?;

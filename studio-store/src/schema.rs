@@ -549,6 +549,25 @@ CREATE INDEX throttle_cells_by_arrival ON throttle_cells(tat_ms);
     },
     Migration {
         version: 20,
+        name: "uploaded documents",
+        sql: r#"
+-- The documents users upload for the assistant, converted to Markdown
+-- (store/uploads.rs; at most 5 MiB each, bounded by studio-uploads), in the
+-- database so every studio-core replica reads what any of them stored, with
+-- no shared disk. The primary key decides a name: of two uploads racing for
+-- `brief.md`, one stores it and the other moves on to `brief-2.md`. A user's
+-- documents go with the user.
+CREATE TABLE uploads (
+    user_id    TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    name       TEXT NOT NULL,
+    markdown   TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (user_id, name)
+) STRICT;
+"#,
+    },
+    Migration {
+        version: 22,
         name: "package heads",
         sql: r#"
 -- The current files of every package under DOCS_ROOT/apps (store/package_heads.rs),
@@ -728,7 +747,8 @@ mod tests {
                 (17, 2),
                 (18, 2),
                 (19, 2),
-                (20, 2)
+                (20, 2),
+                (22, 2)
             ]
         );
         let users: i64 = connection
@@ -744,7 +764,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 20);
+        assert_eq!(latest_version(), 22);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -790,7 +810,8 @@ mod tests {
                 (17, "parked oauth requests".to_owned(), 3),
                 (18, "studio-core replicas".to_owned(), 3),
                 (19, "throttle cells".to_owned(), 3),
-                (20, "package heads".to_owned(), 3),
+                (20, "uploaded documents".to_owned(), 3),
+                (22, "package heads".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

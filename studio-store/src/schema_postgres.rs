@@ -39,8 +39,13 @@ const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 20,
-        name: "package heads",
+        name: "uploaded documents",
         sql: include_str!("schema/postgres_20.sql"),
+    },
+    Migration {
+        version: 22,
+        name: "package heads",
+        sql: include_str!("schema/postgres_22.sql"),
     },
 ];
 

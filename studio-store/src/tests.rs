@@ -1367,3 +1367,4 @@ mod oauth;
 mod people;
 mod suggestions;
 mod throttles;
+mod uploads;

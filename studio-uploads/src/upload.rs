@@ -1,21 +1,33 @@
 //! One upload, all or nothing: the limits first, then every file converted
 //! to Markdown in a confined child of its own ([`crate::isolate`]), then all
-//! of them stored in the user's area ([`crate::area`]), or none.
+//! of them stored in the core database in one transaction, or none.
 //!
 //! What it must never do: store part of an upload, trust the browser's MIME
-//! type, or let a path or a converter's own error text reach the answer.
-
-use std::path::PathBuf;
+//! type, or let a converter's own error text reach the answer.
 
 use sasha_contract::tools::{too_many_upload_bytes, too_many_upload_files};
 use sasha_proto::{AppError, ErrorCode};
 use serde::Serialize;
+use studio_store::{NewUpload, Store, UploadOutcome, store_error};
 
-use crate::area::{Area, Converted};
 use crate::isolate::Converter;
 use crate::limits::{MAX_FILES, MAX_TOTAL_BYTES};
 use crate::names;
 use crate::refusal::Refusal;
+
+/// Most names tried for one document before giving up: `brief.md` …
+/// `brief-10000.md`.
+const MAX_NAME_ATTEMPTS: usize = 10_000;
+
+/// One file converted and ready to store.
+#[derive(Debug)]
+struct Converted {
+    /// [`names::display_name`] of the uploaded name.
+    original: String,
+    /// [`names::safe_stem`] of the original's stem: the first name tried.
+    stem: String,
+    markdown: String,
+}
 
 /// One uploaded file as it arrives.
 #[derive(Debug, Clone)]
@@ -33,29 +45,25 @@ pub struct Descriptor {
     /// The uploaded file's name (last path segment, bounded, control
     /// characters removed).
     pub original: String,
-    /// The stored Markdown document's name in the user's area, e.g. `brief.md`.
+    /// The stored Markdown document's name among the user's, e.g. `brief.md`.
     pub converted: String,
 }
 
-/// The upload areas below `UPLOADS_ROOT`, one folder per user.
+/// Each user's uploaded documents, in the core database.
 #[derive(Debug)]
 pub struct UploadArea {
-    area: Area,
+    store: Store,
     converter: Converter,
 }
 
 impl UploadArea {
-    /// The areas below `root` (`UPLOADS_ROOT`), converting with `converter`.
-    /// Nothing is created until the first [`UploadArea::store`].
-    pub fn new(root: PathBuf, converter: Converter) -> UploadArea {
-        UploadArea {
-            area: Area::new(root),
-            converter,
-        }
+    /// The documents kept in `store`, converting with `converter`.
+    pub fn new(store: Store, converter: Converter) -> UploadArea {
+        UploadArea { store, converter }
     }
 
-    /// Converts every file to Markdown and stores them all in `user_id`'s
-    /// area, or stores nothing. Blocking: call it on a blocking thread.
+    /// Converts every file to Markdown and stores them all for `user_id`,
+    /// or stores nothing. Blocking: call it on a blocking thread.
     #[tracing::instrument(skip_all, fields(user_id, files = files.len()))]
     pub fn store(
         &self,
@@ -65,7 +73,30 @@ impl UploadArea {
         check_user_id(user_id)?;
         check_limits(&files)?;
         let converted = convert_all(&self.converter, files)?;
-        let stored = self.area.store(user_id, &converted)?;
+        let documents = converted
+            .iter()
+            .map(|document| NewUpload {
+                names: (1..=MAX_NAME_ATTEMPTS)
+                    .map(|attempt| names::candidate(&document.stem, attempt)),
+                markdown: &document.markdown,
+            })
+            .collect();
+        let stored = match self
+            .store
+            .store_uploads(user_id, documents)
+            .map_err(store_error)?
+        {
+            UploadOutcome::Stored(stored) => stored,
+            UploadOutcome::NoFreeName(index) => {
+                let stem = converted
+                    .get(index)
+                    .map_or("", |document| document.stem.as_str());
+                return Err(AppError::new(
+                    ErrorCode::ResourceLimit,
+                    format!("too many uploaded documents share the name {stem}; rename the file"),
+                ));
+            }
+        };
         Ok(converted
             .into_iter()
             .zip(stored)
@@ -87,32 +118,48 @@ impl UploadArea {
                 "this is not the name of an uploaded document",
             ));
         }
-        self.area.read(user_id, converted)
+        self.store.upload(user_id, converted).map_err(store_error)
     }
 
     /// The names of `user_id`'s stored documents, sorted; empty when the user
     /// has uploaded nothing.
     pub fn list(&self, user_id: &str) -> Result<Vec<String>, AppError> {
         check_user_id(user_id)?;
-        self.area.list(user_id)
+        self.store.upload_names(user_id).map_err(store_error)
     }
+}
+
+/// Converted text as the database keeps it: PostgreSQL's text holds no NUL
+/// character, so none is stored on either backend (a PDF's text layer may
+/// carry one; it never shows).
+pub(crate) fn storable(markdown: String) -> String {
+    if markdown.contains('\0') {
+        markdown.replace('\0', "")
+    } else {
+        markdown
+    }
+}
+
+/// Whether `user_id` looks like a user id of the core store (uuid-like):
+/// 1 to 64 of `[A-Za-z0-9_-]`.
+pub(crate) fn is_user_id(user_id: &str) -> bool {
+    (1..=64).contains(&user_id.len())
+        && user_id
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
 }
 
 /// User ids come from the core store (uuid-like); anything else reaching here
 /// is a bug in the caller, not the user's doing.
 fn check_user_id(user_id: &str) -> Result<(), AppError> {
-    let valid = (1..=64).contains(&user_id.len())
-        && user_id
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_');
-    if valid {
+    if is_user_id(user_id) {
         return Ok(());
     }
     let refused = AppError::from_code(ErrorCode::Internal);
     tracing::error!(
         diagnostic_id = %refused.diagnostic_id,
         user_id_bytes = user_id.len(),
-        "upload area asked for a user id outside [A-Za-z0-9_-]{{1,64}}"
+        "uploads asked for a user id outside [A-Za-z0-9_-]{{1,64}}"
     );
     Err(refused)
 }
@@ -192,7 +239,7 @@ fn convert_one(converter: &Converter, file: IncomingFile) -> Result<Converted, (
         Ok(markdown) => Ok(Converted {
             stem: names::safe_stem(stem),
             original,
-            markdown,
+            markdown: storable(markdown),
         }),
         Err(refusal) => Err((original, refusal)),
     }
@@ -212,5 +259,11 @@ mod tests {
             let error = check_user_id(bad).unwrap_err();
             assert_eq!(error.code, ErrorCode::Internal, "{bad}");
         }
+    }
+
+    #[test]
+    fn stored_text_holds_no_nul() {
+        assert_eq!(storable("a\0b\0".to_owned()), "ab");
+        assert_eq!(storable("é 日本".to_owned()), "é 日本");
     }
 }

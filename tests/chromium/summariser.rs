@@ -90,14 +90,15 @@ async fn the_summariser_uploads_and_streams_in_chromium() {
     let sent = summary.to_string();
     assert!(sent.contains("Ship the beta in March with two pilot customers."));
     assert!(sent.contains("Revenue grew by 12 percent."));
-    // Only the two good documents were stored, as Markdown, outside DOCS_ROOT.
-    let mut stored: Vec<String> = std::fs::read_dir(state.path().join("uploads"))
+    // Only the two good documents were stored, as Markdown, in the core
+    // database.
+    let store = studio_store::Store::open(&state.path().join("core.sqlite")).unwrap();
+    let stored: Vec<String> = store
+        .users()
         .unwrap()
-        .flatten()
-        .flat_map(|user| std::fs::read_dir(user.path()).unwrap().flatten())
-        .map(|file| file.file_name().to_string_lossy().into_owned())
+        .iter()
+        .flat_map(|user| store.upload_names(&user.id).unwrap())
         .collect();
-    stored.sort();
     assert_eq!(stored, ["brief.md", "report.md"]);
     println!("screenshots in {}", artifacts.display());
 }

@@ -34,6 +34,16 @@ impl World {
     /// The summariser example and the `hello` fixture (no chat, no files),
     /// with chat pointing at `fake` (or unconfigured).
     async fn start(fake: Option<FakeLlm>, core_env: &[(&str, String)]) -> World {
+        World::start_after(fake, core_env, |_, _| ()).await
+    }
+
+    /// [`World::start`], calling `before` with the state folder and the
+    /// user's id before studio-core starts.
+    async fn start_after(
+        fake: Option<FakeLlm>,
+        core_env: &[(&str, String)],
+        before: impl FnOnce(&std::path::Path, &str),
+    ) -> World {
         let harness = Harness::new();
         let apps = harness.path().join("docs/apps");
         common::copy_dir(&common::root().join("examples").join(APP), &apps.join(APP));
@@ -42,6 +52,7 @@ impl World {
         let staff = store
             .create_user("sam", UserRole::Staff, "correct horse battery")
             .unwrap();
+        before(harness.path(), &staff.id);
         let mut env: Vec<(&str, String)> = core_env.to_vec();
         if let Some(fake) = &fake {
             env.push(("SASHA_CHAT_BASE_URL", fake.base_url.clone()));
@@ -114,20 +125,24 @@ async fn upload(client: &mut Mcp, files: Vec<Value>) -> Exchange {
         .await
 }
 
-/// The stored Markdown documents of the world's only user.
+/// The stored Markdown documents of the world's only user, as the core
+/// database holds them.
 fn stored(world: &World) -> Vec<String> {
-    let root = world.harness.path().join("uploads");
-    let mut names: Vec<String> = std::fs::read_dir(&root)
-        .map(|users| {
-            users
-                .flatten()
-                .flat_map(|user| std::fs::read_dir(user.path()).unwrap().flatten())
-                .map(|entry| entry.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut names: Vec<String> = world
+        .store
+        .users()
+        .unwrap()
+        .iter()
+        .flat_map(|user| world.store.upload_names(&user.id).unwrap())
+        .collect();
     names.sort();
     names
+}
+
+/// The stored document `name` of the world's only user.
+fn document(world: &World, name: &str) -> String {
+    let user = &world.store.users().unwrap()[0];
+    world.store.upload(&user.id, name).unwrap().unwrap()
 }
 
 #[tokio::test]
@@ -259,18 +274,14 @@ async fn documents_are_converted_stored_and_referenced_by_chat() {
         stored(&world),
         ["Brief.md", "costs.md", "notes.md", "page.md", "report.md"]
     );
-    let upload_dir = std::fs::read_dir(world.harness.path().join("uploads"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let page = std::fs::read_to_string(upload_dir.join("page.md")).unwrap();
+    // In the core database, not on studio-core's disk.
+    assert!(!world.harness.path().join("uploads").exists());
+    let page = document(&world, "page.md");
     assert!(
         page.contains("Title") && page.contains("Body") && !page.contains("alert"),
         "{page}"
     );
-    let report = std::fs::read_to_string(upload_dir.join("report.md")).unwrap();
+    let report = document(&world, "report.md");
     assert!(report.contains("Revenue grew by 12 percent"), "{report}");
     // The same name again is stored under a new, unique name.
     let again = ui
@@ -307,6 +318,56 @@ async fn documents_are_converted_stored_and_referenced_by_chat() {
             .as_str()
             .unwrap()
             .contains("nothing-here.md")
+    );
+}
+
+/// An upload folder an earlier build left (`UPLOADS_ROOT/<user>/<name>.md`)
+/// is imported at boot: its documents keep their names, chat reads them,
+/// new uploads go around them, and the folder is left as it was.
+#[tokio::test]
+async fn an_earlier_builds_upload_folder_is_imported_at_boot() {
+    let fake = FakeLlm::start(Behaviour::Echo).await;
+    let world = World::start_after(Some(fake), &[], |state, user| {
+        let folder = state.join("uploads").join(user);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("notes-3.md"), "Kept from the old build.\n").unwrap();
+        std::fs::write(folder.join(".sasha-tmp-00ff"), "half written").unwrap();
+    })
+    .await;
+    assert_eq!(stored(&world), ["notes-3.md"]);
+    assert_eq!(document(&world, "notes-3.md"), "Kept from the old build.\n");
+    let mut ui = world.studio(APP);
+    let answer = chat(&mut ui, "Summarise @notes-3.md", true).await;
+    assert_eq!(
+        structured(&answer)["text"],
+        "Turn 1: Summarise @notes-3.md [documents: notes-3.md]"
+    );
+    let sent = world.fake().requests().last().unwrap().to_string();
+    assert!(sent.contains("Kept from the old build."), "{sent}");
+    let uploaded = upload(&mut ui, vec![file("notes-3.txt", b"newer\n")]).await;
+    assert_eq!(
+        structured(&uploaded)["files"],
+        json!([{"original": "notes-3.txt", "converted": "notes-3-2.md"}])
+    );
+    let folder = world.harness.path().join("uploads");
+    let mut left: Vec<String> = std::fs::read_dir(
+        folder.join(
+            std::fs::read_dir(&folder)
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .file_name(),
+        ),
+    )
+    .unwrap()
+    .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+    .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [".sasha-tmp-00ff", "notes-3.md"],
+        "the folder is only read"
     );
 }
 

@@ -512,7 +512,8 @@ async fn sync_replication_loses_no_acknowledged_write_with_the_volumes() {
         .unwrap()
         .to_owned();
 
-    // A document handed to the assistant: acknowledged once mirrored.
+    // A document handed to the assistant: a row of the core database,
+    // acknowledged once replicated with it.
     let mut summariser = Mcp::studio_page(&stack.mcp_url(), &people.staff_session, FILES_APP);
     let uploaded = summariser
         .call(
@@ -557,6 +558,17 @@ async fn sync_replication_loses_no_acknowledged_write_with_the_volumes() {
     lose_database(&state.join("core.sqlite"));
     let writes = writers.finish().await;
     drop((data, core, gateway));
+
+    // A document a build before uploads moved into the core database
+    // mirrored as an object of its own.
+    storage
+        .store(PREFIX)
+        .put_file(
+            &sasha_replica::files::upload_path(&people.staff_id, "older.md").unwrap(),
+            b"Mirrored by an earlier build.\n".to_vec(),
+        )
+        .await
+        .unwrap();
 
     // `sasha restore` into a fresh state folder.
     let fresh = Harness::new();
@@ -607,6 +619,8 @@ async fn sync_replication_loses_no_acknowledged_write_with_the_volumes() {
 
     // The acknowledged grant and published revision survived the core
     // database's volume; the app's package is back from the ledger.
+    // The uploaded document is in the restored core database, and the one
+    // an earlier build mirrored was imported into it, under its name.
     {
         let core = Store::open(&restored_state.join("core.sqlite")).unwrap();
         assert_eq!(
@@ -615,20 +629,22 @@ async fn sync_replication_loses_no_acknowledged_write_with_the_volumes() {
         );
         let app = core.registered_app("field-notes").unwrap().unwrap();
         assert_eq!(app.current_revision, revision);
+        let document = core.upload(&people.staff_id, "brief.md").unwrap().unwrap();
+        assert!(document.contains("The brief, backed up."), "{document}");
+        assert_eq!(
+            core.upload(&people.staff_id, "older.md")
+                .unwrap()
+                .as_deref(),
+            Some("Mirrored by an earlier build.\n")
+        );
     }
+    assert_eq!(manifest["uploads"]["imported"], 1, "{manifest}");
     assert!(
         restored_state
             .join("docs/apps/field-notes/APP.md")
             .is_file()
     );
     assert!(restored_state.join("docs/apps").join(APP).is_dir());
-    // The uploaded document came back from object storage too.
-    let document = std::fs::read_to_string(
-        restored_state.join(format!("uploads/{}/brief.md", people.staff_id)),
-    )
-    .unwrap();
-    assert!(document.contains("The brief, backed up."), "{document}");
-    assert_eq!(manifest["uploads"]["documents"], 1, "{manifest}");
     eprintln!(
         "sync: {} acknowledged, {} unacknowledged at the kill, 0 acknowledged lost",
         writes.acknowledged.len(),

@@ -1,21 +1,22 @@
-//! `studio_uploads` end to end on a temporary folder, each file
-//! converted by the real conversion child (`sasha convert-document`): every
-//! fixture is generated here (DOCX with the `zip` crate or by hand, PDF with
-//! lopdf, deflate bombs bit by bit), so no binary file is checked in.
+//! `studio_uploads` end to end over a core store in a temporary folder (and,
+//! for two replicas, on the test PostgreSQL), each file converted by the real
+//! conversion child (`sasha convert-document`): every fixture is generated
+//! here (DOCX with the `zip` crate or by hand, PDF with lopdf, deflate bombs
+//! bit by bit), so no binary file is checked in.
 
 use crate::common::documents;
 
 use documents::{docx_with_body as docx, paragraph, pdf_with, text_pdf, zip};
 use std::path::Path;
+use std::sync::Barrier;
 use std::time::Duration;
 
 use lopdf::content::{Content, Operation};
 use lopdf::{Object, Stream, dictionary};
 use sasha_proto::ErrorCode;
+use studio_store::{Store, UserRole};
 use studio_uploads::isolate::{Converter, WALL_LIMIT};
 use studio_uploads::{Descriptor, IncomingFile, MAX_FILES, MAX_TOTAL_BYTES, UploadArea};
-
-const USER: &str = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
 
 fn file(name: &str, data: impl Into<Vec<u8>>) -> IncomingFile {
     IncomingFile {
@@ -25,17 +26,23 @@ fn file(name: &str, data: impl Into<Vec<u8>>) -> IncomingFile {
     }
 }
 
-fn area() -> (tempfile::TempDir, UploadArea) {
+fn converter() -> Converter {
+    Converter::command(
+        env!("CARGO_BIN_EXE_sasha"),
+        ["convert-document"],
+        WALL_LIMIT,
+    )
+}
+
+/// Uploads over a SQLite core store in a temporary folder, and the id of
+/// its one user.
+fn area() -> (tempfile::TempDir, UploadArea, String) {
     let dir = tempfile::tempdir().unwrap();
-    let area = UploadArea::new(
-        dir.path().join("uploads"),
-        Converter::command(
-            env!("CARGO_BIN_EXE_sasha"),
-            ["convert-document"],
-            WALL_LIMIT,
-        ),
-    );
-    (dir, area)
+    let store = Store::open(&dir.path().join("core.sqlite")).unwrap();
+    let user = store
+        .create_user("ada", UserRole::Member, "correct horse battery")
+        .unwrap();
+    (dir, UploadArea::new(store, converter()), user.id)
 }
 
 fn converted(descriptors: &[Descriptor]) -> Vec<&str> {
@@ -177,7 +184,7 @@ fn zip_one_entry(name: &str, deflated: &[u8], declared: u32) -> Vec<u8> {
 
 #[test]
 fn every_supported_type_converts() {
-    let (_dir, area) = area();
+    let (_dir, area, user) = area();
     let document = docx(&format!(
         "{}{}{}{}{}<w:tbl><w:tblPr/><w:tr>{}{}</w:tr><w:tr>{}{}</w:tr></w:tbl>{}",
         paragraph(Some("Heading1"), "Project brief"),
@@ -196,7 +203,7 @@ fn every_supported_type_converts() {
                 <ul><li>one</li><li>two</li></ul></body></html>";
     let stored = area
         .store(
-            USER,
+            &user,
             vec![
                 file("notes.txt", "plain\r\nnotes\n"),
                 file("readme.md", "# Title\n\nSome *markdown*.\n"),
@@ -225,7 +232,7 @@ fn every_supported_type_converts() {
         ]
     );
     assert_eq!(stored[5].original, "brief.docx");
-    let read = |name: &str| area.read(USER, name).unwrap().unwrap();
+    let read = |name: &str| area.read(&user, name).unwrap().unwrap();
 
     assert_eq!(read("notes.md"), "plain\nnotes\n");
     assert_eq!(read("readme.md"), "# Title\n\nSome *markdown*.\n");
@@ -254,7 +261,7 @@ fn every_supported_type_converts() {
          line one  \nline two\n\n| Owner | Due |\n| --- | --- |\n| Ada | Friday |\n\n### Notes\n"
     );
     assert_eq!(
-        area.list(USER).unwrap(),
+        area.list(&user).unwrap(),
         [
             "brief.md",
             "minutes.md",
@@ -268,33 +275,36 @@ fn every_supported_type_converts() {
 
 #[test]
 fn the_file_count_is_limited() {
-    let (dir, area) = area();
+    let (_dir, area, user) = area();
     let files = (0..=MAX_FILES)
         .map(|i| file(&format!("f{i}.txt"), "x"))
         .collect();
-    let error = area.store(USER, files).unwrap_err();
+    let error = area.store(&user, files).unwrap_err();
     assert_eq!(error.code, ErrorCode::ResourceLimit);
     assert_eq!(error.message, "upload at most 10 files at a time");
-    assert!(!dir.path().join("uploads").exists());
+    assert!(area.list(&user).unwrap().is_empty());
 
-    let error = area.store(USER, Vec::new()).unwrap_err();
+    let error = area.store(&user, Vec::new()).unwrap_err();
     assert_eq!(error.code, ErrorCode::InputInvalid);
 }
 
 #[test]
 fn the_total_size_is_limited() {
-    let (_dir, area) = area();
+    let (_dir, area, user) = area();
     let half = vec![b'a'; 13 * 1024 * 1024];
     let error = area
-        .store(USER, vec![file("a.txt", half.clone()), file("b.txt", half)])
+        .store(
+            &user,
+            vec![file("a.txt", half.clone()), file("b.txt", half)],
+        )
         .unwrap_err();
     assert_eq!(error.code, ErrorCode::ResourceLimit);
     assert_eq!(error.message, "upload at most 25 MiB in total");
     // Exactly the limit is allowed.
     let exact = vec![b'b'; MAX_TOTAL_BYTES];
-    let stored = area.store(USER, vec![file("big.txt", exact)]).unwrap();
+    let stored = area.store(&user, vec![file("big.txt", exact)]).unwrap();
     assert_eq!(converted(&stored), ["big.md"]);
-    let big = area.read(USER, "big.md").unwrap().unwrap();
+    let big = area.read(&user, "big.md").unwrap().unwrap();
     assert!(big.len() <= studio_uploads::MAX_MARKDOWN_BYTES);
     assert!(
         big.ends_with("the rest was left out.]_\n"),
@@ -305,8 +315,8 @@ fn the_total_size_is_limited() {
 
 #[test]
 fn renamed_binaries_are_refused_and_nothing_is_stored() {
-    let (_dir, area) = area();
-    area.store(USER, vec![file("before.txt", "kept")]).unwrap();
+    let (_dir, area, user) = area();
+    area.store(&user, vec![file("before.txt", "kept")]).unwrap();
     let mut elf = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0".to_vec();
     elf.extend_from_slice(&[0u8; 64]);
     let random: Vec<u8> = (0..4096u32)
@@ -314,7 +324,7 @@ fn renamed_binaries_are_refused_and_nothing_is_stored() {
         .collect();
     let error = area
         .store(
-            USER,
+            &user,
             vec![
                 file("fine.txt", "fine"),
                 file("notes.txt", elf),
@@ -350,22 +360,22 @@ fn renamed_binaries_are_refused_and_nothing_is_stored() {
     );
     expect("empty.csv", "the file is empty");
     assert!(!refused.iter().any(|(name, _)| name == "fine.txt"));
-    assert_eq!(area.list(USER).unwrap(), ["before.md"]);
+    assert_eq!(area.list(&user).unwrap(), ["before.md"]);
 }
 
 #[test]
 fn an_encrypted_pdf_is_refused() {
-    let (_dir, area) = area();
+    let (_dir, area, user) = area();
     let encrypted = documents::encrypted_pdf();
     let error = area
-        .store(USER, vec![file("locked.pdf", encrypted)])
+        .store(&user, vec![file("locked.pdf", encrypted)])
         .unwrap_err();
     assert_eq!(error.message, "1 of 1 file could not be converted");
     assert_eq!(
         refusals(&error),
         [("locked.pdf".to_owned(), "the PDF is encrypted".to_owned())]
     );
-    assert!(area.list(USER).unwrap().is_empty());
+    assert!(area.list(&user).unwrap().is_empty());
 }
 
 /// A one-page PDF whose page resources hold `depth` nested arrays, written
@@ -413,20 +423,20 @@ fn deeply_nested_pdf(depth: usize) -> Vec<u8> {
 /// the child, and this process (the parent) goes on to the next upload.
 #[test]
 fn deeply_nested_objects_cost_at_most_the_conversion_child() {
-    let (_dir, area) = area();
-    match area.store(USER, vec![file("deep.pdf", deeply_nested_pdf(1_000_000))]) {
+    let (_dir, area, user) = area();
+    match area.store(&user, vec![file("deep.pdf", deeply_nested_pdf(1_000_000))]) {
         Ok(stored) => assert_eq!(converted(&stored), ["deep.md"]),
         Err(error) => assert_eq!(error.code, ErrorCode::UploadFailed, "{error:?}"),
     }
     let next = area
-        .store(USER, vec![file("next.txt", "still here")])
+        .store(&user, vec![file("next.txt", "still here")])
         .unwrap();
     assert_eq!(converted(&next), ["next.md"]);
 }
 
 #[test]
 fn damaged_and_hostile_pdfs_are_refused() {
-    let (_dir, area) = area();
+    let (_dir, area, user) = area();
     let good = text_pdf(&["hello"]);
     let truncated = good[..good.len() / 3].to_vec();
     // A content stream that inflates to 300 MiB.
@@ -464,7 +474,7 @@ fn damaged_and_hostile_pdfs_are_refused() {
     let no_text = pdf_with(&[], |_, _, _| {});
     let error = area
         .store(
-            USER,
+            &user,
             vec![
                 file("truncated.pdf", truncated),
                 file("bomb.pdf", bomb),
@@ -497,7 +507,7 @@ fn damaged_and_hostile_pdfs_are_refused() {
         reason("blank.pdf")
     );
     assert_eq!(reason("text.pdf"), "the PDF is damaged or not a valid PDF");
-    assert!(area.list(USER).unwrap().is_empty());
+    assert!(area.list(&user).unwrap().is_empty());
 }
 
 /// ASCII85 of `data` (the PDF filter's encoding, with its `~>` end).
@@ -526,7 +536,7 @@ fn ascii85(data: &[u8]) -> Vec<u8> {
 fn a_bomb_behind_another_filter_is_caught_while_loading() {
     // The raw scan cannot see through ASCII85; the load filter decodes the
     // chain as lopdf would and stops at the budget.
-    let (_dir, area) = area();
+    let (_dir, area, user) = area();
     let hidden = pdf_with(&["hidden"], |document, resources, operations| {
         let mut zlib = vec![0x78, 0x01];
         zlib.extend_from_slice(&deflate_bomb(b'q', 300 * 1024 * 1024));
@@ -545,7 +555,7 @@ fn a_bomb_behind_another_filter_is_caught_while_loading() {
         operations.push(Operation::new("Do", vec!["Big".into()]));
     });
     let error = area
-        .store(USER, vec![file("hidden.pdf", hidden)])
+        .store(&user, vec![file("hidden.pdf", hidden)])
         .unwrap_err();
     assert_eq!(
         refusals(&error)[0].1,
@@ -555,7 +565,7 @@ fn a_bomb_behind_another_filter_is_caught_while_loading() {
 
 #[test]
 fn pdf_images_are_skipped_not_read() {
-    let (_dir, area) = area();
+    let (_dir, area, user) = area();
     let with_image = pdf_with(&["caption text"], |document, resources, operations| {
         let image = document.add_object(Stream::new(
             dictionary! {
@@ -572,15 +582,15 @@ fn pdf_images_are_skipped_not_read() {
         operations.push(Operation::new("Do", vec!["Im1".into()]));
     });
     let stored = area
-        .store(USER, vec![file("figure.pdf", with_image)])
+        .store(&user, vec![file("figure.pdf", with_image)])
         .unwrap();
-    let text = area.read(USER, &stored[0].converted).unwrap().unwrap();
+    let text = area.read(&user, &stored[0].converted).unwrap().unwrap();
     assert!(text.contains("caption text"), "{text}");
 }
 
 #[test]
 fn malformed_docx_files_are_refused() {
-    let (_dir, area) = area();
+    let (_dir, area, user) = area();
     let not_word = zip(&[("xl/workbook.xml", b"<workbook/>")]);
     let mut broken = b"PK\x03\x04".to_vec();
     broken.extend_from_slice(&[0x55; 300]);
@@ -591,7 +601,7 @@ fn malformed_docx_files_are_refused() {
     let legacy = b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1rest of an OLE file".to_vec();
     let error = area
         .store(
-            USER,
+            &user,
             vec![
                 file("sheet.docx", not_word),
                 file("broken.docx", broken),
@@ -617,7 +627,7 @@ fn malformed_docx_files_are_refused() {
 
 #[test]
 fn docx_zip_bombs_are_refused_quickly() {
-    let (_dir, area) = area();
+    let (_dir, area, user) = area();
     let size = 200 * 1024 * 1024;
     let bomb = deflate_bomb(b' ', size);
     assert!(bomb.len() < 2 * 1024 * 1024);
@@ -625,7 +635,7 @@ fn docx_zip_bombs_are_refused_quickly() {
     // fast is the benchmarks' business, not a test's.)
     let declared = zip_one_entry("word/document.xml", &bomb, size as u32);
     let error = area
-        .store(USER, vec![file("bomb.docx", declared)])
+        .store(&user, vec![file("bomb.docx", declared)])
         .unwrap_err();
     assert_eq!(
         refusals(&error)[0].1,
@@ -634,23 +644,23 @@ fn docx_zip_bombs_are_refused_quickly() {
     // Declared small: the limited reader stops it.
     let lying = zip_one_entry("word/document.xml", &bomb, 1000);
     let error = area
-        .store(USER, vec![file("liar.docx", lying)])
+        .store(&user, vec![file("liar.docx", lying)])
         .unwrap_err();
     let reason = &refusals(&error)[0].1;
     assert!(
         reason.contains("expands to more than 50 MiB") || reason.contains("damaged"),
         "{reason}"
     );
-    assert!(area.list(USER).unwrap().is_empty());
+    assert!(area.list(&user).unwrap().is_empty());
 }
 
 #[test]
 fn names_are_safe_and_unique() {
-    let (_dir, area) = area();
+    let (_dir, area, user) = area();
     let long = format!("{}.txt", "n".repeat(300));
     let stored = area
         .store(
-            USER,
+            &user,
             vec![
                 file("../../etc/passwd.txt", "a"),
                 file(".hidden.md", "b"),
@@ -688,40 +698,33 @@ fn names_are_safe_and_unique() {
     // Later batches never overwrite.
     let again = area
         .store(
-            USER,
+            &user,
             vec![file("brief.docx.txt", "x"), file("brief.txt", "third")],
         )
         .unwrap();
     assert_eq!(converted(&again), ["brief.docx.md", "brief-3.md"]);
-    assert_eq!(area.read(USER, "brief.md").unwrap().unwrap(), "first");
-    assert_eq!(area.read(USER, "brief-2.md").unwrap().unwrap(), "second");
-    assert_eq!(area.read(USER, "brief-3.md").unwrap().unwrap(), "third");
+    assert_eq!(area.read(&user, "brief.md").unwrap().unwrap(), "first");
+    assert_eq!(area.read(&user, "brief-2.md").unwrap().unwrap(), "second");
+    assert_eq!(area.read(&user, "brief-3.md").unwrap().unwrap(), "third");
     // Another user's area is separate.
     assert!(area.list("someone-else").unwrap().is_empty());
     assert_eq!(area.read("someone-else", "brief.md").unwrap(), None);
 }
 
 #[test]
-fn stored_files_and_folders_are_private() {
-    use std::os::unix::fs::PermissionsExt as _;
-    let (dir, area) = area();
-    area.store(USER, vec![file("a.txt", "a")]).unwrap();
-    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
-    let folder = dir.path().join("uploads").join(USER);
-    assert_eq!(mode(&folder), 0o700);
-    assert_eq!(mode(&folder.join("a.md")), 0o600);
-    let leftovers: Vec<_> = std::fs::read_dir(&folder)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name())
-        .filter(|name| name.to_string_lossy().starts_with('.'))
-        .collect();
-    assert!(leftovers.is_empty(), "{leftovers:?}");
+fn an_upload_for_a_user_who_is_gone_stores_nothing() {
+    let (_dir, area, user) = area();
+    let gone = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
+    let error = area.store(gone, vec![file("a.txt", "a")]).unwrap_err();
+    assert_eq!(error.code, ErrorCode::Internal);
+    assert!(area.list(gone).unwrap().is_empty());
+    assert!(area.list(&user).unwrap().is_empty());
 }
 
 #[test]
-fn read_refuses_traversal_and_links() {
-    let (dir, area) = area();
-    area.store(USER, vec![file("brief.txt", "hello")]).unwrap();
+fn read_refuses_names_the_rule_would_not_produce() {
+    let (_dir, area, user) = area();
+    area.store(&user, vec![file("brief.txt", "hello")]).unwrap();
     for bad in [
         "../brief.md",
         "../../etc/passwd",
@@ -731,31 +734,88 @@ fn read_refuses_traversal_and_links() {
         "brief.txt",
         "",
     ] {
-        let error = area.read(USER, bad).unwrap_err();
+        let error = area.read(&user, bad).unwrap_err();
         assert_eq!(error.code, ErrorCode::InputInvalid, "{bad}");
     }
-    assert_eq!(area.read(USER, "missing.md").unwrap(), None);
-    // A symlink planted in the area is neither read nor listed.
-    let outside = dir.path().join("secret.txt");
-    std::fs::write(&outside, "secret").unwrap();
-    let folder = dir.path().join("uploads").join(USER);
-    std::os::unix::fs::symlink(&outside, folder.join("evil.md")).unwrap();
-    assert_eq!(area.read(USER, "evil.md").unwrap(), None);
-    assert_eq!(area.list(USER).unwrap(), ["brief.md"]);
-    // A symlinked user folder is refused, not followed.
-    let elsewhere = dir.path().join("elsewhere");
-    std::fs::create_dir(&elsewhere).unwrap();
-    std::fs::write(elsewhere.join("brief.md"), "planted").unwrap();
-    std::os::unix::fs::symlink(&elsewhere, dir.path().join("uploads").join("linked-user")).unwrap();
-    let error = area.read("linked-user", "brief.md").unwrap_err();
-    assert_eq!(error.code, ErrorCode::Internal);
-    let error = area
-        .store("linked-user", vec![file("x.txt", "x")])
-        .unwrap_err();
-    assert_eq!(error.code, ErrorCode::Internal);
-    assert!(!elsewhere.join("x.md").exists());
+    assert_eq!(area.read(&user, "missing.md").unwrap(), None);
+    assert_eq!(area.read(&user, "brief.md").unwrap().unwrap(), "hello");
     // Invalid user ids are an internal error.
     assert_eq!(area.list("../x").unwrap_err().code, ErrorCode::Internal);
+    assert_eq!(
+        area.read("a/b", "brief.md").unwrap_err().code,
+        ErrorCode::Internal
+    );
+}
+
+/// Two studio-core replicas on one PostgreSQL database, each with its own
+/// store and uploads, as `CoreService.Upload` and chat use them: what one
+/// stores the other reads, and two uploads of one name at the same instant,
+/// one through each, take two names.
+#[test]
+fn an_upload_through_one_replica_is_read_through_another() {
+    let url = sasha_testkit::postgres_database();
+    let open = || {
+        Store::connect(
+            &url,
+            2,
+            None,
+            std::sync::Arc::new(studio_store::system_clock),
+        )
+        .unwrap()
+    };
+    let (one, two) = (open(), open());
+    let user = one
+        .create_user("ada", UserRole::Member, "correct horse battery")
+        .unwrap()
+        .id;
+    let replicas = [
+        UploadArea::new(one, converter()),
+        UploadArea::new(two, converter()),
+    ];
+    let stored = replicas[0]
+        .store(&user, vec![file("notes.csv", "a,b\n1,2\n")])
+        .unwrap();
+    assert_eq!(converted(&stored), ["notes.md"]);
+    assert_eq!(
+        replicas[1].read(&user, "notes.md").unwrap().unwrap(),
+        "| a | b |\n| --- | --- |\n| 1 | 2 |\n"
+    );
+
+    let barrier = Barrier::new(2);
+    let names: Vec<String> = std::thread::scope(|scope| {
+        let racers: Vec<_> = replicas
+            .iter()
+            .enumerate()
+            .map(|(n, replica)| {
+                let (barrier, user) = (&barrier, &user);
+                scope.spawn(move || {
+                    barrier.wait();
+                    let text = format!("from replica {n}");
+                    let stored = replica.store(user, vec![file("brief.txt", text)]).unwrap();
+                    stored[0].converted.clone()
+                })
+            })
+            .collect();
+        racers
+            .into_iter()
+            .map(|racer| racer.join().unwrap())
+            .collect()
+    });
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["brief-2.md", "brief.md"]);
+    for (n, name) in names.iter().enumerate() {
+        for replica in &replicas {
+            assert_eq!(
+                replica.read(&user, name).unwrap().unwrap(),
+                format!("from replica {n}")
+            );
+        }
+    }
+    assert_eq!(
+        replicas[1].list(&user).unwrap(),
+        ["brief-2.md", "brief.md", "notes.md"]
+    );
 }
 
 /// The real conversion child confines itself before it reads a byte of the

@@ -314,6 +314,23 @@ fn populate(source: &Source) -> Seeded {
         .unwrap()
         .unwrap();
 
+    // Uploaded documents, with names and text beyond ASCII.
+    store
+        .store_uploads(
+            &ada,
+            vec![
+                crate::NewUpload {
+                    names: vec!["brief.md".to_owned()],
+                    markdown: "# Brief\n\né, 日本, and a\ttab\n",
+                },
+                crate::NewUpload {
+                    names: vec!["Ärger.md".to_owned()],
+                    markdown: "| a | b |\n| --- | --- |\n",
+                },
+            ],
+        )
+        .unwrap();
+
     // The assistant: conversations and approvals made within one second, so
     // only rowid orders them.
     source.advance(60);
@@ -512,6 +529,14 @@ fn answers(store: &Store, seeded: &Seeded) -> Vec<(&'static str, String)> {
         "suggestions",
         format!("{:?}", store.suggestions(100).unwrap()),
     );
+    let uploads = store.upload_names(&seeded.ada).unwrap();
+    say("upload names", format!("{uploads:?}"));
+    for name in &uploads {
+        say(
+            "upload",
+            format!("{:?}", store.upload(&seeded.ada, name).unwrap()),
+        );
+    }
     out
 }
 

@@ -547,6 +547,28 @@ CREATE TABLE throttle_cells (
 CREATE INDEX throttle_cells_by_arrival ON throttle_cells(tat_ms);
 "#,
     },
+    Migration {
+        version: 21,
+        name: "app chat conversations",
+        sql: r#"
+-- App chat's conversations (store/app_chat.rs), in the database so a chat
+-- continues on whichever studio-core replica its next turn lands: per user
+-- and app, the kept messages as a JSON array of {role, content}. used_seq
+-- orders every use (the least recently used goes first); last_used (unix
+-- seconds) expires an idle one. Gone with the user; an app's are removed
+-- when its package is deleted (its registry row stays).
+CREATE TABLE app_chat_conversations (
+    user_id       TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    app_id        TEXT NOT NULL REFERENCES app_registry(app_id),
+    messages_json TEXT NOT NULL,
+    last_used     INTEGER NOT NULL,
+    used_seq      INTEGER NOT NULL UNIQUE,
+    PRIMARY KEY (user_id, app_id)
+) STRICT;
+CREATE INDEX app_chat_conversations_by_app ON app_chat_conversations(app_id);
+CREATE INDEX app_chat_conversations_by_use ON app_chat_conversations(last_used);
+"#,
+    },
 ];
 
 /// Migration 18 on SQLite (see `schema/postgres_18.sql` for PostgreSQL's).
@@ -702,7 +724,8 @@ mod tests {
                 (16, 2),
                 (17, 2),
                 (18, 2),
-                (19, 2)
+                (19, 2),
+                (21, 2)
             ]
         );
         let users: i64 = connection
@@ -718,7 +741,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 19);
+        assert_eq!(latest_version(), 21);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -764,6 +787,7 @@ mod tests {
                 (17, "parked oauth requests".to_owned(), 3),
                 (18, "studio-core replicas".to_owned(), 3),
                 (19, "throttle cells".to_owned(), 3),
+                (21, "app chat conversations".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

@@ -37,6 +37,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "throttle cells",
         sql: include_str!("schema/postgres_19.sql"),
     },
+    Migration {
+        version: 21,
+        name: "app chat conversations",
+        sql: include_str!("schema/postgres_21.sql"),
+    },
 ];
 
 /// The lock replicas take turns on while migrating ("sasha-mg").

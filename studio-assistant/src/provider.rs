@@ -1,8 +1,8 @@
 //! The chat provider: one OpenAI-compatible streaming `/chat/completions`
 //! endpoint (Ollama, llama.cpp, vLLM, a hosted API), through which app chat
 //! runs its turns (`Sasha.chat.execute`, with the app's conversation kept in
-//! the core database, see [`conversation`]) and the Studio assistant its
-//! completion rounds.
+//! the core database: `provider/conversation.rs`) and the Studio assistant
+//! its completion rounds.
 //!
 //! [`ChatService::execute`] streams the growing answer to its caller and returns
 //! the final text. It never lets the provider's words about itself reach the

@@ -802,9 +802,6 @@ impl CoreService for CoreGrpc {
 }
 
 #[cfg(test)]
-mod chat_tests;
-
-#[cfg(test)]
 mod tests {
     use std::path::Path;
 

@@ -2,7 +2,8 @@
 //! core database, each with its own chat service: the proxy balances turns
 //! without affinity, so a chat's next turn on the other replica continues
 //! the conversation the first kept in the database. The provider is the fake
-//! (`tests/common/fake_llm.rs`) echoing how many user turns it was sent.
+//! (`tests/common/fake_llm.rs`) echoing how many user turns it was sent. With
+//! the assistant's router tests, as both run turns against that fake.
 
 use std::sync::Arc;
 
@@ -18,10 +19,7 @@ use crate::Core;
 use crate::grpc::{CoreGrpc, EntryCache};
 use crate::test_world::{WRITER, World, on_both_databases};
 
-#[path = "../../../tests/common/fake_llm.rs"]
-mod fake_llm;
-
-use fake_llm::{Behaviour, FakeLlm};
+use super::fake_llm::{Behaviour, FakeLlm};
 
 /// The example app that declares `chat: true`.
 const APP: &str = "document-summariser";

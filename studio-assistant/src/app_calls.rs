@@ -196,9 +196,9 @@ pub async fn chat(assistance: Arc<Assistance>, call: ChatCall) -> Result<ChatEve
     let (events, receiver) = mpsc::channel::<Result<ChatEvent, AppError>>(8);
     let (updates, mut texts) = mpsc::channel::<String>(8);
     let cancel = CancellationToken::new();
-    let service = assistance.chat.clone();
+    let (service, store) = (assistance.chat.clone(), assistance.store.clone());
     tokio::spawn(async move {
-        let run = service.execute(turn, updates, cancel.clone());
+        let run = service.execute(&store, turn, updates, cancel.clone());
         tokio::pin!(run);
         let mut listening = true;
         let outcome = loop {

@@ -2,7 +2,8 @@
 //! OpenAI-compatible chat provider (`SASHA_CHAT_*`):
 //!
 //! - [`provider`]: the provider client (streaming completions, tool calls,
-//!   turn limits) and app chat's conversations, kept in memory;
+//!   turn limits) and app chat's turns, whose conversations the core
+//!   database keeps;
 //! - [`app_calls`]: `CoreService.Chat` and `CoreService.Upload`, an open
 //!   app's chat turn and document upload, each checked again here;
 //! - [`assistant`]: the Studio assistant, whose tools are the person's own

@@ -1,7 +1,8 @@
 //! The chat provider: one OpenAI-compatible streaming `/chat/completions`
 //! endpoint (Ollama, llama.cpp, vLLM, a hosted API), through which app chat
-//! runs its turns (`Sasha.chat.execute`, with the app's conversation
-//! remembered in memory) and the Studio assistant its completion rounds.
+//! runs its turns (`Sasha.chat.execute`, with the app's conversation kept in
+//! the core database: `provider/conversation.rs`) and the Studio assistant
+//! its completion rounds.
 //!
 //! [`ChatService::execute`] streams the growing answer to its caller and returns
 //! the final text. It never lets the provider's words about itself reach the
@@ -9,9 +10,10 @@
 //! the provider's detail is logged under the error's diagnostic id.
 //!
 //! What it must not do: follow a redirect to another origin, pick up a proxy
-//! from the environment, keep a conversation on disk, or let a failed or
-//! cancelled turn change a conversation. At most one turn runs per user and
-//! app, and at most [`DEFAULT_MAX_CONCURRENT_TURNS`] in all.
+//! from the environment, keep a conversation anywhere but the core database,
+//! or let a failed or cancelled turn change a conversation. On one replica at
+//! most one turn runs per user and app, and at most
+//! [`DEFAULT_MAX_CONCURRENT_TURNS`] in all.
 
 mod config;
 mod conversation;
@@ -30,12 +32,13 @@ use std::time::Duration;
 
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::json;
+use studio_store::{AppChatLimits, AppChatMessage, Store};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use self::config::{ChatConfig, DEFAULT_IDLE_TIMEOUT_SECS, DEFAULT_TURN_TIMEOUT_SECS};
-use self::conversation::{ConversationKey, Conversations, Message};
+use self::conversation::ConversationKey;
 use self::sse::{Event, SseParser, StreamError};
 
 /// The longest prompt, in characters.
@@ -79,7 +82,8 @@ pub struct ChatDocument {
 /// shrink them.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
-    pub(crate) conversations: conversation::Limits,
+    /// App chat's conversations (kept by the store, which enforces them).
+    pub(crate) conversations: AppChatLimits,
     /// Turns running at once in all.
     pub(crate) max_concurrent_turns: usize,
     /// Document text per turn.
@@ -93,7 +97,7 @@ pub(crate) struct Limits {
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
-            conversations: conversation::Limits::default(),
+            conversations: AppChatLimits::default(),
             max_concurrent_turns: DEFAULT_MAX_CONCURRENT_TURNS,
             max_document_bytes: MAX_DOCUMENT_BYTES,
             update_interval: Duration::from_millis(50),
@@ -102,8 +106,8 @@ impl Default for Limits {
     }
 }
 
-/// The chat service: the provider client, the conversations and the turn
-/// slots. Cheap to clone; clones share everything.
+/// The chat service: the provider client and the turn slots. Cheap to clone;
+/// clones share everything. The conversations are the store's.
 #[derive(Clone)]
 pub struct ChatService {
     inner: Arc<Inner>,
@@ -114,11 +118,11 @@ struct Inner {
     /// every turn answers `APP_CHAT_UNAVAILABLE`.
     provider: Option<Provider>,
     limits: Limits,
-    /// Held only for short, non-blocking reads and updates.
-    conversations: Mutex<Conversations>,
-    /// The (user, app) pairs with a turn running. A pair is added before the
-    /// turn reads its conversation and removed (by [`TurnSlot`]'s drop) after
-    /// the turn recorded its exchange, so read-then-append never races.
+    /// The (user, app) pairs with a turn running on this replica. A pair is
+    /// added before the turn reads its conversation and removed (by
+    /// [`TurnSlot`]'s drop) after the turn recorded its exchange. Turns of
+    /// one pair on two replicas may overlap; each exchange is still appended
+    /// whole, under the store's bounds.
     in_flight: Mutex<HashSet<ConversationKey>>,
     /// One permit per running turn, [`Limits::max_concurrent_turns`] in all.
     turns: Arc<Semaphore>,
@@ -164,7 +168,6 @@ impl ChatService {
             inner: Arc::new(Inner {
                 provider,
                 limits,
-                conversations: Mutex::new(Conversations::new(limits.conversations)),
                 in_flight: Mutex::new(HashSet::new()),
                 turns: Arc::new(Semaphore::new(limits.max_concurrent_turns)),
             }),
@@ -176,7 +179,8 @@ impl ChatService {
         self.inner.provider.is_some()
     }
 
-    /// Runs one turn. Sends the full accumulated text on `updates` after each
+    /// Runs one turn, continuing the conversation `store` keeps for the
+    /// user and app unless it is a new session. Sends the full accumulated text on `updates` after each
     /// received delta (at most one update per 50 ms; the latest text wins when
     /// the receiver is slow), and returns the final text, which is also the
     /// last update sent when the channel had room. Stops the upstream HTTP
@@ -186,10 +190,12 @@ impl ChatService {
     /// `APP_CHAT_UNAVAILABLE` (not configured), `APP_BUSY` (this app already
     /// has a turn running, or too many turns run), `APP_TIMEOUT` (whole-turn
     /// or idle limit), `APP_CANCELLED`, `APP_CHAT_FAILED` (anything the
-    /// provider did wrong; retryable unless retrying cannot help).
+    /// provider did wrong; retryable unless retrying cannot help),
+    /// `APP_NOT_READY` (the core database cannot be reached: retryable).
     #[tracing::instrument(skip_all, fields(app_id = %turn.app_id, user_id = %turn.user_id, new_session = turn.new_session))]
     pub async fn execute(
         &self,
+        store: &Store,
         turn: ChatTurn,
         updates: mpsc::Sender<String>,
         cancel: CancellationToken,
@@ -206,11 +212,11 @@ impl ChatService {
             app_id: turn.app_id.clone(),
         };
         let _slot = self.claim(&key)?;
+        let limits = self.inner.limits.conversations;
         let history = if turn.new_session {
             Vec::new()
         } else {
-            self.conversations()
-                .history(&key, std::time::Instant::now())
+            conversation::history(store, &key, limits).await?
         };
         let body = request_body(
             &provider.config.model,
@@ -223,13 +229,8 @@ impl ChatService {
         // connection: the provider sees the disconnect and stops generating.
         match outcome.map(|completion| completion.content) {
             Ok(answer) => {
-                self.conversations().record(
-                    &key,
-                    &turn.prompt,
-                    &answer,
-                    turn.new_session,
-                    std::time::Instant::now(),
-                );
+                conversation::record(store, &key, &turn.prompt, &answer, turn.new_session, limits)
+                    .await?;
                 Ok(answer)
             }
             Err(failure) => Err(failure.into_app_error()),
@@ -301,13 +302,6 @@ impl ChatService {
             _permit: permit,
         })
     }
-
-    fn conversations(&self) -> std::sync::MutexGuard<'_, Conversations> {
-        self.inner
-            .conversations
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
 }
 
 /// A running turn's claim on its (user, app) pair and on a global permit;
@@ -349,7 +343,7 @@ pub(crate) fn check_prompt(prompt: &str) -> Result<(), AppError> {
 fn request_body(
     model: &str,
     turn: &ChatTurn,
-    history: &[Message],
+    history: &[AppChatMessage],
     max_document_bytes: usize,
 ) -> serde_json::Value {
     let mut messages = vec![json!({

@@ -149,11 +149,19 @@ impl World {
 
     /// A world whose chat (and assistant) provider is `chat`.
     pub(crate) fn with_chat(chat: studio_assistant::provider::ChatService) -> World {
+        World::with_chat_on(Database::Sqlite, chat)
+    }
+
+    /// [`World::with_chat`] on the core database `database`.
+    pub(crate) fn with_chat_on(
+        database: Database,
+        chat: studio_assistant::provider::ChatService,
+    ) -> World {
         World::build(
             chat,
             crate::member_apps::MEMBER_CAPS,
             "https://127.0.0.1:9",
-            Database::Sqlite,
+            database,
         )
     }
 
@@ -238,13 +246,21 @@ impl World {
     /// Another studio-core over this world's folder and core database, as a
     /// second replica behind the proxy would be (no chat provider).
     pub(crate) fn replica(&self) -> Arc<Core> {
+        self.replica_with_chat(studio_assistant::provider::ChatService::new(None))
+    }
+
+    /// [`World::replica`] whose chat (and assistant) provider is `chat`.
+    pub(crate) fn replica_with_chat(
+        &self,
+        chat: studio_assistant::provider::ChatService,
+    ) -> Arc<Core> {
         World::core_over(
             self.dir.path(),
             &self.dir.path().join("docs"),
             &self.database,
             &self.stores,
             &self.clock,
-            studio_assistant::provider::ChatService::new(None),
+            chat,
             self.core.member_caps,
             &self.data_url,
         )

@@ -4,11 +4,11 @@
 //! confirmation tokens for model-invoked writes (`confirmations`), the
 //! revision ledger (`ledger`: every validated revision's files and resource,
 //! content-addressed), drafts, member apps, the assistant's conversations,
-//! the documents users upload (`uploads`) and improvement suggestions. This
-//! is the only code that opens `DB_PATH`; studio-core and the operator CLI
-//! (`sasha admin`) both go through it, possibly at the same time, so every
-//! write runs in a `BEGIN IMMEDIATE` transaction on a WAL database with a
-//! 5 s busy timeout.
+//! the documents users upload (`uploads`), app chat's conversations
+//! (`app_chat`) and improvement suggestions. This is the only code that
+//! opens `DB_PATH`; studio-core and the operator CLI (`sasha admin`) both go
+//! through it, possibly at the same time, so every write runs in a `BEGIN
+//! IMMEDIATE` transaction on a WAL database with a 5 s busy timeout.
 //!
 //! The API is blocking (rusqlite); async callers run it through
 //! [`blocking`], which also turns a [`StoreError`] into the envelope
@@ -27,6 +27,7 @@
 //! `oauth`, `people`, …); this module keeps the shared types and helpers and
 //! opening the database.
 
+mod app_chat;
 mod app_creation;
 mod approvals;
 mod assistant;
@@ -67,6 +68,7 @@ use serde::{Deserialize, Serialize};
 
 pub use sasha_contract::caller::{AppAccess, PrincipalKind, Role as UserRole, Scope};
 
+pub use self::app_chat::{AppChatLimits, AppChatMessage, AppChatRole, TRUNCATED_NOTE};
 pub use self::app_creation::creation_action;
 pub use self::approvals::{
     Approval, ApprovalDecision, ApprovalOutcome, KEEP_DECIDED_SECONDS, REPLICA_HEARTBEAT_SECONDS,

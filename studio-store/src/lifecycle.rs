@@ -183,7 +183,8 @@ impl Store {
     }
 
     /// Records that `actor` deleted the package of the withdrawn `app_id`
-    /// (`app.deleted`). `Ok(false)` when it was recorded before.
+    /// (`app.deleted`) and removes its app chat conversations. `Ok(false)`
+    /// when it was recorded before.
     pub fn record_app_deleted(
         &self,
         app_id: &str,
@@ -205,6 +206,7 @@ impl Store {
             "UPDATE app_registry SET package_deleted_at = ?2 WHERE app_id = ?1",
             (app_id, now),
         )?;
+        crate::app_chat::forget_app(&transaction, app_id)?;
         audit(
             &transaction,
             now,

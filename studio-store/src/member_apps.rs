@@ -666,8 +666,9 @@ impl Store {
 
     /// Deletes the live member app `app_id`: it leaves every list and
     /// catalogue at once (withdrawn, package deleted), what the ledger kept of
-    /// it is reclaimed (see the module), its grants and audit stay and its id
-    /// is never reused. `false` when there is no such live app.
+    /// it is reclaimed (see the module), so are its app chat conversations,
+    /// its grants and audit stay and its id is never reused. `false` when
+    /// there is no such live app.
     pub fn delete_member_app(&self, app_id: &str, actor: &str) -> Result<bool, StoreError> {
         let now = self.now();
         let mut connection = self.connection()?;
@@ -681,6 +682,7 @@ impl Store {
         )?;
         transaction.execute("DELETE FROM member_app_shares WHERE app_id = ?1", [app_id])?;
         reclaim(&transaction, app_id)?;
+        crate::app_chat::forget_app(&transaction, app_id)?;
         transaction.execute(
             "UPDATE app_registry SET withdrawn_at = COALESCE(withdrawn_at, ?2),
                 withdrawn_by = COALESCE(withdrawn_by, ?3), package_deleted_at = ?2

@@ -567,6 +567,28 @@ CREATE TABLE uploads (
 "#,
     },
     Migration {
+        version: 21,
+        name: "app chat conversations",
+        sql: r#"
+-- App chat's conversations (store/app_chat.rs), in the database so a chat
+-- continues on whichever studio-core replica its next turn lands: per user
+-- and app, the kept messages as a JSON array of {role, content}. used_seq
+-- orders every use (the least recently used goes first); last_used (unix
+-- seconds) expires an idle one. Gone with the user; an app's are removed
+-- when its package is deleted (its registry row stays).
+CREATE TABLE app_chat_conversations (
+    user_id       TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    app_id        TEXT NOT NULL REFERENCES app_registry(app_id),
+    messages_json TEXT NOT NULL,
+    last_used     INTEGER NOT NULL,
+    used_seq      INTEGER NOT NULL UNIQUE,
+    PRIMARY KEY (user_id, app_id)
+) STRICT;
+CREATE INDEX app_chat_conversations_by_app ON app_chat_conversations(app_id);
+CREATE INDEX app_chat_conversations_by_use ON app_chat_conversations(last_used);
+"#,
+    },
+    Migration {
         version: 22,
         name: "package heads",
         sql: r#"
@@ -748,6 +770,7 @@ mod tests {
                 (18, 2),
                 (19, 2),
                 (20, 2),
+                (21, 2),
                 (22, 2)
             ]
         );
@@ -811,6 +834,7 @@ mod tests {
                 (18, "studio-core replicas".to_owned(), 3),
                 (19, "throttle cells".to_owned(), 3),
                 (20, "uploaded documents".to_owned(), 3),
+                (21, "app chat conversations".to_owned(), 3),
                 (22, "package heads".to_owned(), 3),
             ]
         );

@@ -43,6 +43,11 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("schema/postgres_20.sql"),
     },
     Migration {
+        version: 21,
+        name: "app chat conversations",
+        sql: include_str!("schema/postgres_21.sql"),
+    },
+    Migration {
         version: 22,
         name: "package heads",
         sql: include_str!("schema/postgres_22.sql"),

@@ -2,6 +2,7 @@
 //! and the `SASHA_CHAT_*` configuration.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -26,9 +27,48 @@ fn config(fake: &FakeLlm) -> ChatConfig {
     }
 }
 
-fn turn(app_id: &str, prompt: &str) -> ChatTurn {
+/// The core database the turns' conversations are kept in: a SQLite file
+/// with the users alice and bob and the apps notes and todo (the store's own
+/// tests run every call on PostgreSQL too). Clones share it.
+#[derive(Clone)]
+struct Db {
+    _dir: Arc<tempfile::TempDir>,
+    store: Store,
+    alice: String,
+    bob: String,
+}
+
+fn db() -> Db {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("core.sqlite")).unwrap();
+    for app in ["notes", "todo"] {
+        store
+            .register_app(app, "rev-1", None, r#"{"actions":[]}"#, &Default::default())
+            .unwrap();
+    }
+    let user = |name: &str| {
+        store
+            .create_user(
+                name,
+                studio_store::UserRole::Member,
+                "correct horse battery",
+            )
+            .unwrap()
+            .id
+    };
+    let (alice, bob) = (user("alice"), user("bob"));
+    Db {
+        _dir: Arc::new(dir),
+        store,
+        alice,
+        bob,
+    }
+}
+
+/// alice's turn in `app_id`.
+fn turn(db: &Db, app_id: &str, prompt: &str) -> ChatTurn {
     ChatTurn {
-        user_id: "alice".to_owned(),
+        user_id: db.alice.clone(),
         app_id: app_id.to_owned(),
         app_name: "Meeting Notes".to_owned(),
         prompt: prompt.to_owned(),
@@ -42,10 +82,14 @@ fn deltas(words: &[&str]) -> Vec<String> {
 }
 
 /// Runs a turn with a roomy channel and returns its result and every update.
-async fn run(service: &ChatService, turn: ChatTurn) -> (Result<String, AppError>, Vec<String>) {
+async fn run(
+    db: &Db,
+    service: &ChatService,
+    turn: ChatTurn,
+) -> (Result<String, AppError>, Vec<String>) {
     let (sender, mut receiver) = mpsc::channel(64);
     let result = service
-        .execute(turn, sender, CancellationToken::new())
+        .execute(&db.store, turn, sender, CancellationToken::new())
         .await;
     let mut updates = Vec::new();
     while let Ok(update) = receiver.try_recv() {
@@ -70,12 +114,18 @@ fn messages(request: &Value) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn streaming_sends_growing_full_text_and_returns_the_answer() {
+    let db = db();
     let fake = FakeLlm::start(Behaviour::Stream(
         deltas(&["Dear ", "team, ", "thanks."]),
         Duration::from_millis(80),
     ))
     .await;
-    let (result, updates) = run(&service(&fake), turn("notes", "Draft a thank-you")).await;
+    let (result, updates) = run(
+        &db,
+        &service(&fake),
+        turn(&db, "notes", "Draft a thank-you"),
+    )
+    .await;
     assert_eq!(result.unwrap(), "Dear team, thanks.");
     assert_eq!(updates, ["Dear ", "Dear team, ", "Dear team, thanks."]);
     let request = &fake.requests()[0];
@@ -99,9 +149,10 @@ async fn streaming_sends_growing_full_text_and_returns_the_answer() {
 
 #[tokio::test]
 async fn fast_deltas_are_coalesced_and_the_last_update_is_the_answer() {
+    let db = db();
     let words: Vec<String> = (0..40).map(|n| format!("w{n} ")).collect();
     let fake = FakeLlm::start(Behaviour::Stream(words.clone(), Duration::from_millis(2))).await;
-    let (result, updates) = run(&service(&fake), turn("notes", "Count")).await;
+    let (result, updates) = run(&db, &service(&fake), turn(&db, "notes", "Count")).await;
     let answer = result.unwrap();
     assert_eq!(answer, words.concat());
     assert!(updates.len() < 40, "{} updates", updates.len());
@@ -113,12 +164,16 @@ async fn fast_deltas_are_coalesced_and_the_last_update_is_the_answer() {
 
 #[tokio::test]
 async fn the_api_key_is_sent_as_a_bearer_token() {
+    let db = db();
     let fake = FakeLlm::start(Behaviour::Stream(deltas(&["ok"]), Duration::ZERO)).await;
     let service = ChatService::new(Some(ChatConfig {
         api_key: Some("sk-test".to_owned()),
         ..config(&fake)
     }));
-    run(&service, turn("notes", "hi")).await.0.unwrap();
+    run(&db, &service, turn(&db, "notes", "hi"))
+        .await
+        .0
+        .unwrap();
     assert_eq!(
         fake.authorizations.lock().unwrap()[0].as_deref(),
         Some("Bearer sk-test")
@@ -127,16 +182,19 @@ async fn the_api_key_is_sent_as_a_bearer_token() {
 
 #[tokio::test]
 async fn a_conversation_continues_until_a_new_session() {
+    let db = db();
     let fake = FakeLlm::start(Behaviour::Echo).await;
     let service = service(&fake);
-    let first = run(&service, turn("notes", "Summarise the meeting"))
+    let first = run(&db, &service, turn(&db, "notes", "Summarise the meeting"))
         .await
         .0;
     assert_eq!(
         first.unwrap(),
         "Turn 1: Summarise the meeting [documents: none]"
     );
-    let second = run(&service, turn("notes", "Shorter please")).await.0;
+    let second = run(&db, &service, turn(&db, "notes", "Shorter please"))
+        .await
+        .0;
     assert_eq!(second.unwrap(), "Turn 2: Shorter please [documents: none]");
     let requests = fake.requests();
     let history = messages(&requests[1]);
@@ -152,51 +210,130 @@ async fn a_conversation_continues_until_a_new_session() {
         ]
     );
     // Another app of the same user has its own conversation.
-    let other = run(&service, turn("todo", "Hello")).await.0;
+    let other = run(&db, &service, turn(&db, "todo", "Hello")).await.0;
     assert_eq!(other.unwrap(), "Turn 1: Hello [documents: none]");
     // A new session starts over, and replaces the old conversation.
     let fresh = run(
+        &db,
         &service,
         ChatTurn {
             new_session: true,
-            ..turn("notes", "Start over")
+            ..turn(&db, "notes", "Start over")
         },
     )
     .await
     .0;
     assert_eq!(fresh.unwrap(), "Turn 1: Start over [documents: none]");
-    let after = run(&service, turn("notes", "And then")).await.0;
+    let after = run(&db, &service, turn(&db, "notes", "And then")).await.0;
     assert_eq!(after.unwrap(), "Turn 2: And then [documents: none]");
+}
+
+/// The conversation is the database's: a second replica (its own service
+/// and its own handle on the same database) continues it, and a service
+/// started afresh (a restart) still has it.
+#[tokio::test]
+async fn a_conversation_continues_on_another_replica_and_after_a_restart() {
+    let db = db();
+    let fake = FakeLlm::start(Behaviour::Echo).await;
+    let first = run(&db, &service(&fake), turn(&db, "notes", "Plan the week"))
+        .await
+        .0;
+    assert_eq!(first.unwrap(), "Turn 1: Plan the week [documents: none]");
+    let replica = Db {
+        store: Store::open(&db._dir.path().join("core.sqlite")).unwrap(),
+        ..db.clone()
+    };
+    let second = run(&replica, &service(&fake), turn(&db, "notes", "And Friday?"))
+        .await
+        .0;
+    assert_eq!(second.unwrap(), "Turn 2: And Friday? [documents: none]");
+    assert_eq!(
+        messages(&fake.requests()[1])[1..3],
+        [
+            ("user".to_owned(), "Plan the week".to_owned()),
+            (
+                "assistant".to_owned(),
+                "Turn 1: Plan the week [documents: none]".to_owned()
+            ),
+        ]
+    );
+}
+
+/// The service's conversation bounds are the ones the store applies.
+#[tokio::test]
+async fn the_services_conversation_bounds_reach_the_store() {
+    let db = db();
+    let fake = FakeLlm::start(Behaviour::Echo).await;
+    let short = ChatService::with_limits(
+        Some(config(&fake)),
+        Limits {
+            conversations: AppChatLimits {
+                max_messages: 2,
+                ..AppChatLimits::default()
+            },
+            ..Limits::default()
+        },
+    );
+    for prompt in ["one", "two", "three"] {
+        run(&db, &short, turn(&db, "notes", prompt))
+            .await
+            .0
+            .unwrap();
+    }
+    let kept = messages(&fake.requests()[2]);
+    assert_eq!(
+        kept[1..],
+        [
+            ("user".to_owned(), "two".to_owned()),
+            (
+                "assistant".to_owned(),
+                "Turn 2: two [documents: none]".to_owned()
+            ),
+            ("user".to_owned(), "three".to_owned()),
+        ]
+    );
 }
 
 #[tokio::test]
 async fn a_failed_turn_leaves_the_conversation_alone() {
+    let db = db();
     let fake = FakeLlm::start(Behaviour::Echo).await;
     let service = service(&fake);
-    run(&service, turn("notes", "One")).await.0.unwrap();
+    run(&db, &service, turn(&db, "notes", "One"))
+        .await
+        .0
+        .unwrap();
     fake.set_behaviour(Behaviour::Fail(500));
-    run(&service, turn("notes", "Lost")).await.0.unwrap_err();
+    run(&db, &service, turn(&db, "notes", "Lost"))
+        .await
+        .0
+        .unwrap_err();
     // A failed new session does not forget the old conversation either.
     run(
+        &db,
         &service,
         ChatTurn {
             new_session: true,
-            ..turn("notes", "Fresh")
+            ..turn(&db, "notes", "Fresh")
         },
     )
     .await
     .0
     .unwrap_err();
     fake.set_behaviour(Behaviour::Echo);
-    let answer = run(&service, turn("notes", "Two")).await.0.unwrap();
+    let answer = run(&db, &service, turn(&db, "notes", "Two"))
+        .await
+        .0
+        .unwrap();
     assert_eq!(answer, "Turn 2: Two [documents: none]");
 }
 
 #[tokio::test]
 async fn referenced_documents_are_included_within_the_budget() {
+    let db = db();
     let fake = FakeLlm::start(Behaviour::Echo).await;
     let service = service(&fake);
-    let mut turn = turn("notes", "Summarise @minutes.md and @budget.md");
+    let mut turn = turn(&db, "notes", "Summarise @minutes.md and @budget.md");
     turn.documents = vec![
         ChatDocument {
             name: "minutes.md".to_owned(),
@@ -207,7 +344,7 @@ async fn referenced_documents_are_included_within_the_budget() {
             markdown: "| item | cost |".to_owned(),
         },
     ];
-    let answer = run(&service, turn.clone()).await.0.unwrap();
+    let answer = run(&db, &service, turn.clone()).await.0.unwrap();
     assert_eq!(
         answer,
         "Turn 1: Summarise @minutes.md and @budget.md [documents: minutes.md, budget.md]"
@@ -225,7 +362,7 @@ async fn referenced_documents_are_included_within_the_budget() {
             ..Limits::default()
         },
     );
-    run(&small, turn).await.0.unwrap();
+    run(&db, &small, turn).await.0.unwrap();
     let system = &messages(&fake.requests()[1])[0].1;
     assert!(
         system.contains(&format!(
@@ -250,13 +387,17 @@ fn document_names_and_closing_tags_are_neutralised() {
 
 #[tokio::test]
 async fn a_slow_first_byte_times_out() {
+    let db = db();
     let fake = FakeLlm::start(Behaviour::Slow(Duration::from_secs(5))).await;
     let service = ChatService::new(Some(ChatConfig {
         idle_timeout: Duration::from_millis(300),
         ..config(&fake)
     }));
     let started = std::time::Instant::now();
-    let error = run(&service, turn("notes", "hi")).await.0.unwrap_err();
+    let error = run(&db, &service, turn(&db, "notes", "hi"))
+        .await
+        .0
+        .unwrap_err();
     assert_eq!(error.code, ErrorCode::Timeout);
     assert!(error.retryable);
     assert!(started.elapsed() < Duration::from_secs(2));
@@ -268,6 +409,7 @@ async fn a_slow_first_byte_times_out() {
 
 #[tokio::test]
 async fn a_gap_in_the_stream_times_out() {
+    let db = db();
     let fake = FakeLlm::start(Behaviour::Stream(
         deltas(&["a", "b"]),
         Duration::from_secs(5),
@@ -277,13 +419,14 @@ async fn a_gap_in_the_stream_times_out() {
         idle_timeout: Duration::from_millis(300),
         ..config(&fake)
     }));
-    let (result, updates) = run(&service, turn("notes", "hi")).await;
+    let (result, updates) = run(&db, &service, turn(&db, "notes", "hi")).await;
     assert_eq!(result.unwrap_err().code, ErrorCode::Timeout);
     assert!(updates.is_empty(), "{updates:?}");
 }
 
 #[tokio::test]
 async fn the_whole_turn_has_a_limit() {
+    let db = db();
     // Every gap is within the idle limit, but the answer takes too long.
     let fake = FakeLlm::start(Behaviour::Stream(
         deltas(&["a"; 20]),
@@ -294,7 +437,7 @@ async fn the_whole_turn_has_a_limit() {
         turn_timeout: Duration::from_millis(500),
         ..config(&fake)
     }));
-    let (result, updates) = run(&service, turn("notes", "hi")).await;
+    let (result, updates) = run(&db, &service, turn(&db, "notes", "hi")).await;
     let error = result.unwrap_err();
     assert_eq!(error.code, ErrorCode::Timeout);
     assert_eq!(
@@ -307,9 +450,10 @@ async fn the_whole_turn_has_a_limit() {
 
 #[tokio::test]
 async fn a_server_error_is_a_retryable_chat_failure() {
+    let db = db();
     for status in [500, 503, 429] {
         let fake = FakeLlm::start(Behaviour::Fail(status)).await;
-        let error = run(&service(&fake), turn("notes", "hi"))
+        let error = run(&db, &service(&fake), turn(&db, "notes", "hi"))
             .await
             .0
             .unwrap_err();
@@ -325,9 +469,10 @@ async fn a_server_error_is_a_retryable_chat_failure() {
 
 #[tokio::test]
 async fn an_auth_error_is_not_retryable_and_hides_the_provider_body() {
+    let db = db();
     for status in [401, 403] {
         let fake = FakeLlm::start(Behaviour::Fail(status)).await;
-        let error = run(&service(&fake), turn("notes", "hi"))
+        let error = run(&db, &service(&fake), turn(&db, "notes", "hi"))
             .await
             .0
             .unwrap_err();
@@ -339,7 +484,7 @@ async fn an_auth_error_is_not_retryable_and_hides_the_provider_body() {
         assert!(error.message.contains("credentials"), "{}", error.message);
     }
     let fake = FakeLlm::start(Behaviour::Fail(404)).await;
-    let error = run(&service(&fake), turn("notes", "hi"))
+    let error = run(&db, &service(&fake), turn(&db, "notes", "hi"))
         .await
         .0
         .unwrap_err();
@@ -349,9 +494,10 @@ async fn an_auth_error_is_not_retryable_and_hides_the_provider_body() {
 
 #[tokio::test]
 async fn a_stream_cut_mid_way_is_a_chat_failure() {
+    let db = db();
     let fake = FakeLlm::start(Behaviour::CutMidStream(deltas(&["Half ", "an "]))).await;
     let service = service(&fake);
-    let (result, updates) = run(&service, turn("notes", "hi")).await;
+    let (result, updates) = run(&db, &service, turn(&db, "notes", "hi")).await;
     let error = result.unwrap_err();
     assert_eq!(error.code, ErrorCode::ChatFailed);
     assert!(error.retryable);
@@ -360,22 +506,29 @@ async fn a_stream_cut_mid_way_is_a_chat_failure() {
     let mut frames = super::fake_llm::frames(&["Half "]);
     frames.truncate(frames.len() - 2);
     fake.set_behaviour(Behaviour::Raw(frames.concat()));
-    let error = run(&service, turn("notes", "hi")).await.0.unwrap_err();
+    let error = run(&db, &service, turn(&db, "notes", "hi"))
+        .await
+        .0
+        .unwrap_err();
     assert_eq!(error.code, ErrorCode::ChatFailed);
     // Nothing was remembered from either.
     fake.set_behaviour(Behaviour::Echo);
-    let answer = run(&service, turn("notes", "hi")).await.0.unwrap();
+    let answer = run(&db, &service, turn(&db, "notes", "hi"))
+        .await
+        .0
+        .unwrap();
     assert!(answer.starts_with("Turn 1:"), "{answer}");
 }
 
 #[tokio::test]
 async fn tolerant_streams_are_read_and_bad_ones_refused() {
+    let db = db();
     let fake = FakeLlm::start(Behaviour::Raw(String::new())).await;
     let service = service(&fake);
     let check = |body: &str| {
         fake.set_behaviour(Behaviour::Raw(body.to_owned()));
-        let service = service.clone();
-        async move { run(&service, turn("notes", "hi")).await.0 }
+        let (service, db) = (service.clone(), db.clone());
+        async move { run(&db, &service, turn(&db, "notes", "hi")).await.0 }
     };
     // CRLF, comments, a role-only chunk, and an end after finish_reason
     // without [DONE].
@@ -409,6 +562,7 @@ async fn tolerant_streams_are_read_and_bad_ones_refused() {
 /// A turn streaming from a slow provider, started with `cancel` and past its
 /// first update ("one "); the provider, the service, the turn and the updates.
 async fn a_slow_turn_under_way(
+    db: &Db,
     cancel: CancellationToken,
 ) -> (
     FakeLlm,
@@ -427,8 +581,12 @@ async fn a_slow_turn_under_way(
     }));
     let (sender, mut receiver) = mpsc::channel(8);
     let task = tokio::spawn({
-        let service = service.clone();
-        async move { service.execute(turn("notes", "go"), sender, cancel).await }
+        let (service, db) = (service.clone(), db.clone());
+        async move {
+            service
+                .execute(&db.store, turn(&db, "notes", "go"), sender, cancel)
+                .await
+        }
     });
     assert_eq!(receiver.recv().await.unwrap(), "one ");
     (fake, service, task, receiver)
@@ -436,8 +594,9 @@ async fn a_slow_turn_under_way(
 
 #[tokio::test]
 async fn cancelling_stops_the_upstream_request() {
+    let db = db();
     let cancel = CancellationToken::new();
-    let (fake, service, task, _receiver) = a_slow_turn_under_way(cancel.clone()).await;
+    let (fake, service, task, _receiver) = a_slow_turn_under_way(&db, cancel.clone()).await;
     cancel.cancel();
     let error = task.await.unwrap().unwrap_err();
     assert_eq!(error.code, ErrorCode::Cancelled);
@@ -448,13 +607,18 @@ async fn cancelling_stops_the_upstream_request() {
     assert_eq!(fake.completed.load(Ordering::SeqCst), 0);
     // The slot is free again, and nothing was remembered.
     fake.set_behaviour(Behaviour::Echo);
-    let answer = run(&service, turn("notes", "again")).await.0.unwrap();
+    let answer = run(&db, &service, turn(&db, "notes", "again"))
+        .await
+        .0
+        .unwrap();
     assert!(answer.starts_with("Turn 1:"), "{answer}");
 }
 
 #[tokio::test]
 async fn dropping_the_receiver_stops_the_upstream_request() {
-    let (fake, _service, task, receiver) = a_slow_turn_under_way(CancellationToken::new()).await;
+    let db = db();
+    let (fake, _service, task, receiver) =
+        a_slow_turn_under_way(&db, CancellationToken::new()).await;
     drop(receiver);
     let error = task.await.unwrap().unwrap_err();
     assert_eq!(error.code, ErrorCode::Cancelled);
@@ -464,6 +628,7 @@ async fn dropping_the_receiver_stops_the_upstream_request() {
 
 #[tokio::test]
 async fn one_turn_per_user_and_app_at_a_time() {
+    let db = db();
     let fake = FakeLlm::start(Behaviour::Stream(
         deltas(&["slow ", "answer"]),
         Duration::from_millis(300),
@@ -471,25 +636,29 @@ async fn one_turn_per_user_and_app_at_a_time() {
     .await;
     let service = service(&fake);
     let first = tokio::spawn({
-        let service = service.clone();
-        async move { run(&service, turn("notes", "first")).await.0 }
+        let (service, db) = (service.clone(), db.clone());
+        async move { run(&db, &service, turn(&db, "notes", "first")).await.0 }
     });
     // Wait until the first turn reached the provider.
     while fake.requests().is_empty() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let busy = run(&service, turn("notes", "second")).await.0.unwrap_err();
+    let busy = run(&db, &service, turn(&db, "notes", "second"))
+        .await
+        .0
+        .unwrap_err();
     assert_eq!(busy.code, ErrorCode::Busy);
     assert_eq!(busy.message, BUSY_APP_MESSAGE);
     assert!(busy.retryable);
     // Another app, and another user of the same app, proceed.
-    let other_app = run(&service, turn("todo", "third")).await.0;
+    let other_app = run(&db, &service, turn(&db, "todo", "third")).await.0;
     assert_eq!(other_app.unwrap(), "slow answer");
     let other_user = run(
+        &db,
         &service,
         ChatTurn {
-            user_id: "bob".to_owned(),
-            ..turn("notes", "fourth")
+            user_id: db.bob.clone(),
+            ..turn(&db, "notes", "fourth")
         },
     )
     .await
@@ -497,12 +666,16 @@ async fn one_turn_per_user_and_app_at_a_time() {
     assert_eq!(other_user.unwrap(), "slow answer");
     assert_eq!(first.await.unwrap().unwrap(), "slow answer");
     // The slot is free once the first turn is over.
-    run(&service, turn("notes", "fifth")).await.0.unwrap();
+    run(&db, &service, turn(&db, "notes", "fifth"))
+        .await
+        .0
+        .unwrap();
     assert_eq!(fake.requests().len(), 4, "the busy turn never reached it");
 }
 
 #[tokio::test]
 async fn the_global_cap_answers_busy() {
+    let db = db();
     let fake = FakeLlm::start(Behaviour::Stream(
         deltas(&["slow"]),
         Duration::from_millis(300),
@@ -516,24 +689,34 @@ async fn the_global_cap_answers_busy() {
         },
     );
     let first = tokio::spawn({
-        let service = service.clone();
-        async move { run(&service, turn("notes", "first")).await.0 }
+        let (service, db) = (service.clone(), db.clone());
+        async move { run(&db, &service, turn(&db, "notes", "first")).await.0 }
     });
     while fake.requests().is_empty() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let busy = run(&service, turn("todo", "second")).await.0.unwrap_err();
+    let busy = run(&db, &service, turn(&db, "todo", "second"))
+        .await
+        .0
+        .unwrap_err();
     assert_eq!(busy.code, ErrorCode::Busy);
     assert!(busy.message.contains("too many chat turns"));
     first.await.unwrap().unwrap();
-    run(&service, turn("todo", "third")).await.0.unwrap();
+    run(&db, &service, turn(&db, "todo", "third"))
+        .await
+        .0
+        .unwrap();
 }
 
 #[tokio::test]
 async fn unconfigured_chat_is_unavailable_with_an_admin_message() {
+    let db = db();
     let service = ChatService::new(None);
     assert!(!service.available());
-    let error = run(&service, turn("notes", "hi")).await.0.unwrap_err();
+    let error = run(&db, &service, turn(&db, "notes", "hi"))
+        .await
+        .0
+        .unwrap_err();
     assert_eq!(error.code, ErrorCode::ChatUnavailable);
     assert_eq!(
         error.message,
@@ -543,20 +726,24 @@ async fn unconfigured_chat_is_unavailable_with_an_admin_message() {
 
 #[tokio::test]
 async fn prompts_are_checked_first() {
+    let db = db();
     let service = ChatService::new(None);
     for prompt in [
         String::new(),
         "  \n\t".to_owned(),
         "x".repeat(MAX_PROMPT_CHARS + 1),
     ] {
-        let error = run(&service, turn("notes", &prompt)).await.0.unwrap_err();
+        let error = run(&db, &service, turn(&db, "notes", &prompt))
+            .await
+            .0
+            .unwrap_err();
         assert_eq!(error.code, ErrorCode::InputInvalid, "{}", prompt.len());
     }
     // The limit counts characters, not bytes.
     let fake = FakeLlm::start(Behaviour::Stream(deltas(&["ok"]), Duration::ZERO)).await;
     let long = "é".repeat(MAX_PROMPT_CHARS);
     assert_eq!(
-        run(&self::service(&fake), turn("notes", &long))
+        run(&db, &self::service(&fake), turn(&db, "notes", &long))
             .await
             .0
             .unwrap(),
@@ -566,6 +753,7 @@ async fn prompts_are_checked_first() {
 
 #[tokio::test]
 async fn an_unreachable_provider_is_a_retryable_chat_failure() {
+    let db = db();
     // Bind and drop a listener so the port is (almost certainly) closed.
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -575,7 +763,10 @@ async fn an_unreachable_provider_is_a_retryable_chat_failure() {
         idle_timeout: Duration::from_secs(1),
         ..ChatConfig::new(&format!("http://127.0.0.1:{port}/v1"), "m").unwrap()
     }));
-    let error = run(&service, turn("notes", "hi")).await.0.unwrap_err();
+    let error = run(&db, &service, turn(&db, "notes", "hi"))
+        .await
+        .0
+        .unwrap_err();
     assert_eq!(error.code, ErrorCode::ChatFailed);
     assert!(error.retryable);
     assert_eq!(error.message, "the chat provider could not be reached");
@@ -583,6 +774,7 @@ async fn an_unreachable_provider_is_a_retryable_chat_failure() {
 
 #[tokio::test]
 async fn https_goes_through_rustls_with_ring() {
+    let db = db();
     // The fake speaks plain HTTP, so the TLS handshake fails; what matters is
     // that the https client exists (no missing crypto provider) and the
     // failure is a clean chat failure.
@@ -590,7 +782,10 @@ async fn https_goes_through_rustls_with_ring() {
     let https = fake.base_url.replace("http://", "https://");
     let service = ChatService::new(Some(ChatConfig::new(&https, "m").unwrap()));
     assert!(service.available());
-    let error = run(&service, turn("notes", "hi")).await.0.unwrap_err();
+    let error = run(&db, &service, turn(&db, "notes", "hi"))
+        .await
+        .0
+        .unwrap_err();
     assert_eq!(error.code, ErrorCode::ChatFailed);
     assert!(fake.requests().is_empty());
 }

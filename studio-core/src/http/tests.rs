@@ -2,6 +2,7 @@
 //! the real router of a `crate::test_world::World`, one module per area.
 
 mod api;
+mod app_chat;
 mod assistant;
 mod drafts;
 #[path = "../../../tests/common/fake_llm.rs"]

@@ -11,10 +11,10 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use super::*;
 use crate::ledger::test_resource;
 use crate::{
-    ACTOR_OPERATOR, AppAccess, Approval, ClientAuthMethod, CodeExchange, ConfirmedCall, Consent,
-    Conversation, Decision, MemberCaps, MemberDeploy, ParkedRequest, RevisionContent,
-    RevisionOrigin, RevisionSurface, Scope, Suggestion, SuggestionKind, SuggestionSeverity,
-    TokenKind, UserRole,
+    ACTOR_OPERATOR, AppAccess, AppChatLimits, Approval, ClientAuthMethod, CodeExchange,
+    ConfirmedCall, Consent, Conversation, Decision, MemberCaps, MemberDeploy, ParkedRequest,
+    RevisionContent, RevisionOrigin, RevisionSurface, Scope, Suggestion, SuggestionKind,
+    SuggestionSeverity, TokenKind, UserRole,
 };
 
 const PASSWORD: &str = "correct horse battery";
@@ -369,6 +369,18 @@ fn populate(source: &Source) -> Seeded {
             .unwrap();
     }
 
+    // App chat: one conversation in the notes app.
+    store
+        .record_app_chat(
+            &ada,
+            "notes",
+            "Summarise é",
+            "Done, 日本",
+            false,
+            &AppChatLimits::default(),
+        )
+        .unwrap();
+
     let confirmation = store
         .issue_confirmation(
             &ConfirmedCall {
@@ -514,6 +526,15 @@ fn answers(store: &Store, seeded: &Seeded) -> Vec<(&'static str, String)> {
             "{:?}",
             store
                 .conversation_messages(&seeded.ada, &seeded.conversations[7].id)
+                .unwrap()
+        ),
+    );
+    say(
+        "app chat",
+        format!(
+            "{:?}",
+            store
+                .app_chat_history(&seeded.ada, "notes", &AppChatLimits::default())
                 .unwrap()
         ),
     );

@@ -60,10 +60,18 @@ STORAGE_VARS = ["DB_PATH", "DOCS_ROOT", "APP_DATA_ROOT", "UPLOADS_ROOT"]
 # it on PostgreSQL (CORE_DATABASE_FILE below), which every studio-core
 # replica shares; the SQLite file is for one process (`sasha up`).
 ROLE_FOLDERS = {
-    "studio-core": ["DOCS_ROOT", "UPLOADS_ROOT"],
+    "studio-core": [],
     "data-worker": ["APP_DATA_ROOT"],
     "mcp-gateway": [],
     "edge-sandbox": [],
+}
+
+# The folders a role keeps as a working copy of what the core database holds
+# (docs/decisions/0042-package-heads.md): one of its own per replica, on
+# memory (a Compose tmpfs, a Kubernetes emptyDir), never a shared or
+# persistent volume, so no replica needs a disk another can reach.
+ROLE_WORKING_COPIES = {
+    "studio-core": ["DOCS_ROOT"],
 }
 
 # The listen address variables of each role.
@@ -369,6 +377,13 @@ def service_role(service: dict) -> str | None:
     return None
 
 
+def service_tmpfs(service: dict) -> list[str]:
+    """The service's tmpfs mounts (`tmpfs:` as a string or a list, each
+    `path[:options]`)."""
+    tmpfs = service.get("tmpfs") or []
+    return [tmpfs] if isinstance(tmpfs, str) else [str(entry) for entry in tmpfs]
+
+
 def service_mounts(where: str, service: dict, volumes: dict, p: Problems) -> list[dict]:
     """Each entry of `volumes` as {source, target, read_only}; anything that is
     not a named volume of the top-level list is a problem."""
@@ -450,7 +465,7 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
     volumes: dict = doc.get("volumes") or {}
     for name in ("certs", POSTGRES_SERVICE, "data-worker", "studio-core", "mcp-gateway", "edge-sandbox", "proxy"):
         p.check(name in services, where, f"there is no service {name}")
-    for name in ("docs", "app-data", "uploads", "certs"):
+    for name in ("app-data", "certs"):
         p.check(name in volumes, where, f"there is no named volume {name}")
 
     roles: dict[str, str] = {}
@@ -556,7 +571,7 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
         )
         if target is not None:
             p.check(
-                target["source"] not in ("docs", "app-data", "uploads", "certs")
+                target["source"] not in ("app-data", "certs")
                 and not any(m["source"] == target["source"] for m in mounts.get(POSTGRES_SERVICE, [])),
                 w,
                 "must write to a volume of its own",
@@ -589,6 +604,12 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
             ):
                 p.check(not mount["read_only"], w, f"{folder} must be writable")
                 folder_volume.setdefault(folder, set()).add(mount["source"])
+        # A working copy is a tmpfs of the service's own, never a volume.
+        tmpfs = {posixpath.normpath(str(entry).split(":", 1)[0]) for entry in service_tmpfs(services[name])}
+        for folder in ROLE_WORKING_COPIES.get(role, []):
+            copy = posixpath.normpath(folders[folder])
+            p.check(copy in tmpfs, w, f"{folder} ({copy}) is a working copy of the core database: it must be a tmpfs of the service, one per replica")
+            p.check(volume_at(mounts[name], copy) is None, w, f"{folder} ({copy}) must not be on a volume: replicas would share it")
         # A role mounts no state folder it does not use.
         used = {posixpath.normpath(folders[f]) for f in ROLE_FOLDERS[role]}
         for mount in mounts[name]:
@@ -603,8 +624,7 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
             if source in owners:
                 p.add(where, f"volume {source} holds both {owners[source]} and {folder}")
             owners[source] = folder
-    for folder in ("DOCS_ROOT", "APP_DATA_ROOT", "UPLOADS_ROOT"):
-        p.check(folder in folder_volume, where, f"no role mounts a volume for {folder}")
+    p.check("APP_DATA_ROOT" in folder_volume, where, "no role mounts a volume for APP_DATA_ROOT")
 
     check_compose_postgres(p, where, raw, services, mounts, by_role)
 
@@ -1071,6 +1091,15 @@ def check_kubernetes(root: Path, p: Problems, image_env: dict[str, str]) -> None
                 c,
                 f"state folders share a volume: {state_sources}",
             )
+            # A working copy is an emptyDir of the pod's own.
+            for folder in ROLE_WORKING_COPIES.get(role, []):
+                mount = mounts.get(posixpath.normpath(folders[folder]))
+                if p.check(mount is not None, c, f"must mount an emptyDir at {folder} ({folders[folder]})"):
+                    p.check(
+                        "emptyDir" in volumes.get(mount["name"], {}),
+                        c,
+                        f"{folder} is a working copy of the core database: it must be an emptyDir, one per pod, never a persistent volume",
+                    )
             targets = list(mounts)
             for i, a in enumerate(targets):
                 for b in targets[i + 1 :]:

@@ -171,13 +171,22 @@ fn a_broken_field_fails_each_check() {
             "OTEL_EXPORTER_OTLP_ENDPOINT: http://otel-collector:4318",
             "must name the collector's Service and port",
         ),
-        // Compose: app data inside the docs volume.
+        // Compose: studio-core's working copy of the packages on a named
+        // volume, which its replicas would share.
         (
             "compose",
             "deploy/compose.yaml",
-            "app-data:/var/lib/sasha/app-data",
-            "docs:/var/lib/sasha/app-data",
-            "volume docs holds both",
+            "      - certs:/certs:ro\n    networks:\n      backend:\n        aliases: [studio-core.sasha.internal]",
+            "      - app-data:/var/lib/sasha/docs\n      - certs:/certs:ro\n    networks:\n      backend:\n        aliases: [studio-core.sasha.internal]",
+            "DOCS_ROOT (/var/lib/sasha/docs) must not be on a volume: replicas would share it",
+        ),
+        // Compose: studio-core's working copy in the read-only image.
+        (
+            "compose",
+            "deploy/compose.yaml",
+            "      - /var/lib/sasha/docs:uid=10001,gid=10001,mode=0750\n",
+            "",
+            "it must be a tmpfs of the service, one per replica",
         ),
         // Compose: the app databases' replicator on another volume than
         // the databases (it would replicate files it cannot see).
@@ -185,7 +194,7 @@ fn a_broken_field_fails_each_check() {
             "compose",
             "deploy/compose.yaml",
             "      - app-data:/var/lib/sasha/app-data\n    networks:\n      egress: {}",
-            "      - docs:/var/lib/sasha/app-data\n    networks:\n      egress: {}",
+            "      - backups:/var/lib/sasha/app-data\n    networks:\n      egress: {}",
             "must mount exactly data-worker's volume of APP_DATA_ROOT",
         ),
         // Compose: studio-core starting before PostgreSQL accepts connections.
@@ -271,14 +280,14 @@ fn a_broken_field_fails_each_check() {
             "",
             "must set SASHA_REPLICA_URL empty",
         ),
-        // Kubernetes: a volume of two replicas on different nodes that only
-        // one node can mount.
+        // Kubernetes: studio-core's working copy of the packages on a
+        // persistent volume, which would have to follow pods between nodes.
         (
             "kubernetes",
-            "deploy/k8s/20-storage.yaml",
-            "  accessModes: [ReadWriteMany]\n",
-            "  accessModes: [ReadWriteOnce]\n",
-            "PersistentVolumeClaim docs must be ReadWriteMany",
+            "deploy/k8s/40-studio-core.yaml",
+            "          emptyDir:\n            sizeLimit: 1Gi\n",
+            "          persistentVolumeClaim:\n            claimName: docs\n",
+            "DOCS_ROOT is a working copy of the core database: it must be an emptyDir",
         ),
         // Kubernetes: a field the schema does not know (strict validation).
         (

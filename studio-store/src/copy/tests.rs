@@ -369,6 +369,18 @@ fn populate(source: &Source) -> Seeded {
             .unwrap();
     }
 
+    // A package head: the working copy of notes that replicas share.
+    let head_files = std::collections::BTreeMap::from([
+        ("APP.md".to_owned(), "# Notes é\n".as_bytes().to_vec()),
+        ("ui/logo.png".to_owned(), vec![0x89, b'P', b'N', b'G', 0, 1]),
+    ]);
+    assert_eq!(
+        store
+            .advance_package_head("notes", 0, "digest-1", Some(&head_files))
+            .unwrap(),
+        crate::Advanced::To(1)
+    );
+
     // App chat: one conversation in the notes app.
     store
         .record_app_chat(
@@ -549,6 +561,14 @@ fn answers(store: &Store, seeded: &Seeded) -> Vec<(&'static str, String)> {
     say(
         "suggestions",
         format!("{:?}", store.suggestions(100).unwrap()),
+    );
+    say(
+        "package heads",
+        format!(
+            "{:?} {:?}",
+            store.package_head_generations().unwrap(),
+            store.package_head("notes").unwrap()
+        ),
     );
     let uploads = store.upload_names(&seeded.ada).unwrap();
     say("upload names", format!("{uploads:?}"));

@@ -134,6 +134,30 @@ pub(crate) enum AdminCommand {
         #[command(flatten)]
         state: StateArgs,
     },
+    /// Gives the core database what the folders hold: every package folder
+    /// under DOCS_ROOT/apps (or FROM/apps) becomes its package's current
+    /// files, over what the database held (running studio-core replicas
+    /// take it within a second), and every document under UPLOADS_ROOT that
+    /// the database lacks is imported under its name. Prints one line per
+    /// package and the documents' counts. For moving packages in, and for an
+    /// installation whose folders were volumes of their own before.
+    Import {
+        /// The docs folder to read packages from (its apps/ folder);
+        /// default: DOCS_ROOT
+        #[arg(long, value_name = "DIR")]
+        from: Option<PathBuf>,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Writes every app package the core database holds, as files, into
+    /// TO/apps/<app-id>/ (TO/apps must not hold a folder of that name).
+    ExportPackages {
+        /// The docs folder to write into
+        #[arg(long, value_name = "DIR")]
+        to: PathBuf,
+        #[command(flatten)]
+        state: StateArgs,
+    },
     /// Copy the core database into an empty PostgreSQL database, to run
     /// studio-core on PostgreSQL (DATABASE_URL) from then on.
     ///
@@ -719,6 +743,50 @@ fn run(
                     }
                 }
             }
+        }
+        AdminCommand::Import { from, state } => {
+            let storage = storage_paths(state.state_dir.as_deref())?;
+            let store = open_existing(&state)?;
+            let docs = from.unwrap_or_else(|| storage.docs_root.clone());
+            let packages =
+                studio_core::package_sync::import_packages(&store, &docs.join("apps"))
+                    .with_context(|| format!("cannot import the packages of {}", docs.display()))?;
+            let mut unreadable = 0;
+            for (id, outcome) in &packages {
+                match outcome {
+                    studio_core::package_sync::Imported::Head(generation) => {
+                        writeln!(output, "{id}	imported (generation {generation})")?;
+                    }
+                    studio_core::package_sync::Imported::Unchanged => {
+                        writeln!(output, "{id}	unchanged")?;
+                    }
+                    studio_core::package_sync::Imported::Unreadable(reason) => {
+                        unreadable += 1;
+                        writeln!(output, "{id}	not imported: {reason}")?;
+                    }
+                }
+            }
+            let documents = studio_uploads::import::import_folder(&store, &storage.uploads_root)
+                .map_err(|error| anyhow::anyhow!("UPLOADS_ROOT: {error}"))?;
+            writeln!(
+                output,
+                "documents: {} imported, {} already there, {} of users who are gone, {} skipped",
+                documents.imported, documents.present, documents.orphaned, documents.skipped
+            )?;
+            if unreadable > 0 {
+                anyhow::bail!(
+                    "{unreadable} package folders could not be read in full and were not imported"
+                );
+            }
+        }
+        AdminCommand::ExportPackages { to, state } => {
+            let store = open_existing(&state)?;
+            let written = studio_core::package_sync::export_packages(&store, &to.join("apps"))
+                .with_context(|| format!("cannot export the packages into {}", to.display()))?;
+            for id in &written {
+                writeln!(output, "{}", to.join("apps").join(id).display())?;
+            }
+            writeln!(output, "{} packages written", written.len())?;
         }
         AdminCommand::MigrateCore { to, ca_file, state } => {
             let storage = storage_paths(state.state_dir.as_deref())?;

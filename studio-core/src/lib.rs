@@ -41,7 +41,7 @@ mod member_apps;
 #[cfg(any(test, feature = "oracle"))]
 pub mod oracle;
 mod package_dir;
-mod package_sync;
+pub mod package_sync;
 mod peers;
 mod previews;
 mod read_guard;

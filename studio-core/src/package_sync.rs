@@ -350,6 +350,76 @@ impl PackageSync {
     }
 }
 
+/// What [`import_packages`] did with one folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Imported {
+    /// Its files are now the head, at this generation.
+    Head(i64),
+    /// The head already held exactly these files.
+    Unchanged,
+    /// Not imported: the folder could not be read in full (why).
+    Unreadable(String),
+}
+
+/// Makes every package folder under `apps_dir` its package's head: the
+/// operator's import (`sasha admin import`), where the folder wins over
+/// whatever the head holds. Running replicas take each within a second.
+/// Blocking. A head another replica moves at the same moment is retried.
+pub fn import_packages(
+    store: &Store,
+    apps_dir: &Path,
+) -> Result<Vec<(String, Imported)>, StoreError> {
+    let mut imported = Vec::new();
+    for (id, dir) in crate::catalogue::discover(apps_dir) {
+        if id == crate::seed::SHARED {
+            continue;
+        }
+        let outcome = match read_folder(&dir) {
+            Folder::Unreadable(reason) => Imported::Unreadable(reason),
+            Folder::Absent => continue,
+            Folder::Files { digest, files } => loop {
+                let head = store.package_head(&id)?;
+                let from = match &head {
+                    Some(head) if head.digest == digest => break Imported::Unchanged,
+                    Some(head) => head.generation,
+                    None => 0,
+                };
+                if let Advanced::To(generation) =
+                    store.advance_package_head(&id, from, &digest, Some(&files))?
+                {
+                    break Imported::Head(generation);
+                }
+            },
+        };
+        imported.push((id, outcome));
+    }
+    Ok(imported)
+}
+
+/// Writes every package head (not the removed ones) into a new folder of
+/// its own under `apps_dir`, which must not hold one of that name yet: the
+/// operator's export (`sasha admin export-packages`). Answers the ids
+/// written. Blocking.
+pub fn export_packages(store: &Store, apps_dir: &Path) -> Result<Vec<String>, StoreError> {
+    std::fs::create_dir_all(apps_dir).map_err(|error| {
+        StoreError::Database(format!("cannot create {}: {error}", apps_dir.display()))
+    })?;
+    let mut written = Vec::new();
+    for id in store.package_head_generations()?.into_keys() {
+        let Some(files) = store.package_head(&id)?.and_then(|head| head.files) else {
+            continue;
+        };
+        crate::package_dir::write_tree(&apps_dir.join(&id), &files).map_err(|error| {
+            StoreError::Database(format!(
+                "cannot write {}: {error}",
+                apps_dir.join(&id).display()
+            ))
+        })?;
+        written.push(id);
+    }
+    Ok(written)
+}
+
 /// Reads a package folder in full, with the validator's reading rules.
 fn read_folder(dir: &Path) -> Folder {
     match std::fs::symlink_metadata(dir) {

@@ -583,6 +583,8 @@ fn help_shows_every_form() {
         "connections",
         "disconnect",
         "member-apps",
+        "import",
+        "export-packages",
     ] {
         assert!(top.contains(form), "{top}");
     }
@@ -1130,4 +1132,108 @@ fn admin_commands_work_on_the_postgresql_core_database_the_environment_names() {
         None,
     );
     assert_refused(&run, 2, "DATABASE_URL");
+}
+
+/// `import` makes each package folder its package's head in the core
+/// database (the folder wins), imports the documents an earlier build kept
+/// as files, and says what it did per package; `export-packages` writes the
+/// heads back out as folders; a folder that cannot be read in full is named
+/// and refused, and nothing of it is taken.
+#[test]
+fn packages_and_documents_are_imported_into_the_core_database_and_exported_again() {
+    let state = tempfile::tempdir().unwrap();
+    let ada = store(state.path())
+        .create_user("ada", UserRole::Admin, PASSWORD)
+        .unwrap();
+    let apps = state.path().join("docs/apps");
+    std::fs::create_dir_all(apps.join("notes/ui")).unwrap();
+    std::fs::write(apps.join("notes/APP.md"), "# Notes\n").unwrap();
+    std::fs::write(apps.join("notes/ui/index.html"), "<p>notes</p>").unwrap();
+    std::fs::create_dir_all(state.path().join(format!("uploads/{}", ada.id))).unwrap();
+    std::fs::write(
+        state.path().join(format!("uploads/{}/brief.md", ada.id)),
+        "# Brief\n",
+    )
+    .unwrap();
+
+    let run = admin(state.path(), &["import"], None);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        run.stdout,
+        "notes\timported (generation 1)\ndocuments: 1 imported, 0 already there, 0 of users who are gone, 0 skipped\n"
+    );
+    let head = store(state.path()).package_head("notes").unwrap().unwrap();
+    assert_eq!(head.files.unwrap()["ui/index.html"], b"<p>notes</p>");
+    assert_eq!(
+        store(state.path()).upload_names(&ada.id).unwrap(),
+        ["brief.md"]
+    );
+
+    // Again: nothing new; then a changed folder wins over the head.
+    let again = admin(state.path(), &["import"], None);
+    assert!(
+        again
+            .stdout
+            .starts_with("notes\tunchanged\ndocuments: 0 imported, 1 already there"),
+        "{again:?}"
+    );
+    std::fs::write(apps.join("notes/APP.md"), "# Notes, changed\n").unwrap();
+    let changed = admin(state.path(), &["import"], None);
+    assert!(
+        changed
+            .stdout
+            .starts_with("notes\timported (generation 2)\n"),
+        "{changed:?}"
+    );
+
+    // Exported: exactly the head's files, in a folder of its own.
+    let out = tempfile::tempdir().unwrap();
+    let exported = admin(
+        state.path(),
+        &["export-packages", "--to", out.path().to_str().unwrap()],
+        None,
+    );
+    assert_eq!(exported.code, 0, "{exported:?}");
+    assert!(
+        exported.stdout.ends_with("1 packages written\n"),
+        "{exported:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.path().join("apps/notes/APP.md")).unwrap(),
+        "# Notes, changed\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.path().join("apps/notes/ui/index.html")).unwrap(),
+        "<p>notes</p>"
+    );
+    // Never over a folder that is there.
+    let refused = admin(
+        state.path(),
+        &["export-packages", "--to", out.path().to_str().unwrap()],
+        None,
+    );
+    assert_refused(&refused, 1, "cannot export the packages");
+
+    // A folder holding a link is not read in full: named, not imported.
+    std::os::unix::fs::symlink("/etc/passwd", apps.join("notes/linked.md")).unwrap();
+    let unreadable = admin(state.path(), &["import"], None);
+    assert_eq!(unreadable.code, 1, "{unreadable:?}");
+    assert!(
+        unreadable.stdout.starts_with("notes\tnot imported: "),
+        "{unreadable:?}"
+    );
+    assert!(
+        unreadable
+            .stderr
+            .contains("1 package folders could not be read in full"),
+        "{unreadable:?}"
+    );
+    assert_eq!(
+        store(state.path())
+            .package_head("notes")
+            .unwrap()
+            .unwrap()
+            .generation,
+        2
+    );
 }

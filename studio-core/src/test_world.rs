@@ -61,6 +61,13 @@ macro_rules! on_both_databases {
 }
 pub(crate) use on_both_databases;
 
+/// The folders of one studio-core of a world: its state (`pki`, `uploads`
+/// and, on SQLite, `core.sqlite`) and its `DOCS_ROOT`.
+struct Folders<'a> {
+    state: &'a std::path::Path,
+    docs: &'a std::path::Path,
+}
+
 /// Where a world's core database is: the SQLite file's folder is the
 /// world's own; a PostgreSQL database is named by its URL.
 #[derive(Debug, Clone)]
@@ -211,8 +218,10 @@ impl World {
         };
         let stores = Stores::default();
         let core = World::core_over(
-            dir.path(),
-            &dir.path().join("docs"),
+            Folders {
+                state: dir.path(),
+                docs: &dir.path().join("docs"),
+            },
             &database,
             &stores,
             &clock,
@@ -255,8 +264,10 @@ impl World {
         chat: studio_assistant::provider::ChatService,
     ) -> Arc<Core> {
         World::core_over(
-            self.dir.path(),
-            &self.dir.path().join("docs"),
+            Folders {
+                state: self.dir.path(),
+                docs: &self.dir.path().join("docs"),
+            },
             &self.database,
             &self.stores,
             &self.clock,
@@ -271,8 +282,10 @@ impl World {
     /// would be.
     pub(crate) fn replica_with_docs(&self, docs: &std::path::Path) -> Arc<Core> {
         World::core_over(
-            self.dir.path(),
-            docs,
+            Folders {
+                state: self.dir.path(),
+                docs,
+            },
             &self.database,
             &self.stores,
             &self.clock,
@@ -286,8 +299,7 @@ impl World {
     /// SQLite, `core.sqlite`) and `database`, its store reading `clock` and
     /// kept in `stores`.
     fn core_over(
-        dir: &std::path::Path,
-        docs: &std::path::Path,
+        folders: Folders<'_>,
         database: &CoreDatabase,
         stores: &Stores,
         clock: &Arc<std::sync::atomic::AtomicI64>,
@@ -295,7 +307,7 @@ impl World {
         member_caps: studio_store::MemberCaps,
         data_url: &str,
     ) -> Arc<Core> {
-        let docs = docs.to_owned();
+        let (dir, docs) = (folders.state, folders.docs.to_owned());
         let (pki, _) = DevPki::ensure(&dir.join("pki")).unwrap();
         let identity = Identity::load(&pki.files(Role::StudioCore)).unwrap();
         let data = sasha_service::grpc::data_client(data_url, &identity).unwrap();

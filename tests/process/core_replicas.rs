@@ -2,9 +2,11 @@
 //! test server of `sasha-testkit`, a fresh database per test), each a real
 //! process with a `DOCS_ROOT` of its own (no shared disk): what one replica
 //! records, the other acts on. A source tool's change through one is served
-//! by the other; a session made on one is honoured by the other; a grant revoked through one refuses the very
-//! next MCP call through a gateway pinned to the other; a sessionless
-//! confirmation issued through one replica is redeemed through the other.
+//! by the other; a session made on one is honoured by the other; a grant
+//! revoked through one refuses the very next MCP call through a gateway
+//! pinned to the other; a sessionless
+//! confirmation issued through one replica is redeemed through the other;
+//! an MCP client's OAuth connection changes replica at every step.
 //! Then, behind nginx (the production template) and two gateways that know
 //! both replicas, one replica is SIGKILLed under 8 clients of mixed traffic:
 //! no acknowledged write is lost or doubled, every error a client saw was
@@ -304,6 +306,166 @@ async fn what_one_replica_records_the_other_acts_on() {
             .unwrap()),
         Some(AppAccess::Manage)
     );
+}
+
+/// An MCP client's OAuth connection made across the replicas, each step on
+/// another process than the one before: registered through one, its
+/// authorization request parked by one and approved by a person signed in
+/// on the other, its code exchanged through the first and its refresh token
+/// spent through the second; the access token then works through a gateway
+/// pinned to either, and the spent refresh token replayed through the first
+/// ends the connection on both.
+#[tokio::test]
+async fn an_oauth_connection_moves_between_replicas_at_every_step() {
+    let (harness, url) = harness_on_postgres();
+    with_store(&url, |store| {
+        store.create_user("ada", UserRole::Admin, PASSWORD).unwrap();
+    });
+    let data = harness.start(Role::DataWorker, &[]).await;
+    let one = core(&harness, &data, "docs").await;
+    let two = core(&harness, &data, "docs-two").await;
+    let via_one = gateway(&harness, &data, &[&one]).await;
+    let via_two = gateway(&harness, &data, &[&two]).await;
+    // Installs the TLS provider every client of the harness uses.
+    let _ = common::http_client();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let at = |core: &RoleProcess, path: &str| format!("http://{}{path}", core.listener("http"));
+    let studio = common::mcp::STUDIO_ORIGIN;
+    let resource = format!("{studio}/mcp");
+    let redirect = "http://127.0.0.1:4567/callback";
+    let verifier = "a-verifier-long-enough-to-satisfy-rfc-7636-rules-0123456789";
+    let challenge = {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier))
+    };
+
+    let registered: Value = http
+        .post(at(&one, "/oauth/register"))
+        .header("host", "localhost:3007")
+        .json(&json!({
+            "client_name": "Across replicas",
+            "redirect_uris": [redirect],
+            "token_endpoint_auth_method": "none",
+            "grant_types": ["authorization_code", "refresh_token"],
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let client = registered["client_id"].as_str().unwrap().to_owned();
+
+    let mut authorize = url::Url::parse(&at(&one, "/oauth/authorize")).unwrap();
+    authorize.query_pairs_mut().extend_pairs([
+        ("response_type", "code"),
+        ("client_id", client.as_str()),
+        ("redirect_uri", redirect),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+        ("state", "st-1"),
+        ("scope", "apps:invoke"),
+        ("resource", resource.as_str()),
+    ]);
+    let parked = http
+        .get(authorize)
+        .header("host", "localhost:3007")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(parked.status(), 303);
+    let request = parked.headers()["location"]
+        .to_str()
+        .unwrap()
+        .strip_prefix("/#/connect/")
+        .expect("a redirect to the consent page")
+        .to_owned();
+
+    // The person signs in on the other replica, which finds the request.
+    let cookie = sign_in(&two, "ada").await;
+    let approved: Value = http
+        .post(at(&two, &format!("/api/oauth/requests/{request}/approve")))
+        .header("host", "localhost:3007")
+        .header("origin", studio)
+        .header("cookie", &cookie)
+        .json(&json!({"scopes": ["apps:invoke"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let back = url::Url::parse(approved["redirectTo"].as_str().unwrap()).unwrap();
+    let code = back
+        .query_pairs()
+        .find(|(name, _)| name == "code")
+        .map(|(_, value)| value.into_owned())
+        .expect("a code");
+
+    let token = |core: &RoleProcess, form: Vec<(&'static str, String)>| {
+        let request = http
+            .post(at(core, "/oauth/token"))
+            .header("host", "localhost:3007")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(
+                url::form_urlencoded::Serializer::new(String::new())
+                    .extend_pairs(&form)
+                    .finish(),
+            );
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status();
+            (status, response.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, tokens) = token(
+        &one,
+        vec![
+            ("grant_type", "authorization_code".into()),
+            ("client_id", client.clone()),
+            ("code", code.clone()),
+            ("redirect_uri", redirect.into()),
+            ("code_verifier", verifier.into()),
+            ("resource", resource.clone()),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{tokens}");
+
+    let refresh = |core: &RoleProcess, refresh_token: &str| {
+        token(
+            core,
+            vec![
+                ("grant_type", "refresh_token".into()),
+                ("client_id", client.clone()),
+                ("refresh_token", refresh_token.to_owned()),
+            ],
+        )
+    };
+    let first_refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let (status, renewed) = refresh(&two, &first_refresh).await;
+    assert_eq!(status, 200, "{renewed}");
+    let access = renewed["access_token"].as_str().unwrap();
+    let listed = |gateway: &RoleProcess| {
+        let mut mcp = Mcp::sessionless(&format!("http://{}/mcp", gateway.listener("http")), access);
+        async move { mcp.request("tools/list", json!({})).await.status }
+    };
+    assert_eq!((listed(&via_one).await, listed(&via_two).await), (200, 200));
+
+    // The spent refresh token, replayed through the first replica, is
+    // refused there and ends the whole connection (RFC 9700 §4.14.2): the
+    // token the second replica issued stops working through either gateway.
+    let (status, replayed) = refresh(&one, &first_refresh).await;
+    assert_eq!(
+        (status.as_u16(), &replayed["error"]),
+        (400, &json!("invalid_grant")),
+        "{replayed}"
+    );
+    assert_eq!((listed(&via_one).await, listed(&via_two).await), (401, 401));
 }
 
 /// One MCP create through nginx with the Studio page's credentials; `Err`

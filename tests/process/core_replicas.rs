@@ -102,6 +102,21 @@ async fn gateway(harness: &Harness, data: &RoleProcess, cores: &[&RoleProcess]) 
         .await
 }
 
+/// An access token of `user_id` with `scopes`, minted in the database.
+fn access_token(url: &str, user_id: &str, scopes: &[Scope]) -> String {
+    let scopes: BTreeSet<Scope> = scopes.iter().copied().collect();
+    with_store(url, |store| {
+        store
+            .mint_token(user_id, TokenKind::Access, &scopes, None)
+            .unwrap()
+    })
+}
+
+/// A sessionless MCP client of the gateway `gateway` with `token`.
+fn through(gateway: &RoleProcess, token: &str) -> Mcp {
+    Mcp::sessionless(&format!("http://{}/mcp", gateway.listener("http")), token)
+}
+
 /// Signs `username` in through the replica at `core` (its own listener):
 /// the session cookie `name=value`.
 async fn sign_in(core: &RoleProcess, username: &str) -> String {
@@ -171,16 +186,8 @@ async fn what_one_replica_records_the_other_acts_on() {
         .await
         .unwrap();
     assert!(grant.status().is_success(), "{}", grant.status());
-    let scopes: BTreeSet<Scope> = [Scope::AppsInvoke].into_iter().collect();
-    let token = with_store(&url, |store| {
-        store
-            .mint_token(&member.id, TokenKind::Access, &scopes, None)
-            .unwrap()
-    });
-    let mcp = |gateway: &RoleProcess| {
-        Mcp::sessionless(&format!("http://{}/mcp", gateway.listener("http")), &token)
-            .eliciting(|_| json!({}))
-    };
+    let token = access_token(&url, &member.id, &[Scope::AppsInvoke]);
+    let mcp = |gateway: &RoleProcess| through(gateway, &token).eliciting(|_| json!({}));
     for gateway in [&via_one, &via_two] {
         let listed = mcp(gateway)
             .call("app__expense_log__categories__list", json!({}))
@@ -210,17 +217,12 @@ async fn what_one_replica_records_the_other_acts_on() {
 
     // A source tool's change through one replica is served by the other,
     // whose DOCS_ROOT is its own: the package travels through the database.
-    let writer_scopes: BTreeSet<Scope> = [Scope::ChatUse, Scope::AppsInvoke, Scope::AppsWrite]
-        .into_iter()
-        .collect();
-    let writer = with_store(&url, |store| {
-        store
-            .mint_token(&admin.id, TokenKind::Access, &writer_scopes, None)
-            .unwrap()
-    });
-    let source = |gateway: &RoleProcess| {
-        Mcp::sessionless(&format!("http://{}/mcp", gateway.listener("http")), &writer)
-    };
+    let writer = access_token(
+        &url,
+        &admin.id,
+        &[Scope::ChatUse, Scope::AppsInvoke, Scope::AppsWrite],
+    );
+    let source = |gateway: &RoleProcess| through(gateway, &writer);
     let read = |gateway: &RoleProcess| {
         let mut mcp = source(gateway);
         async move {
@@ -451,7 +453,7 @@ async fn an_oauth_connection_moves_between_replicas_at_every_step() {
     assert_eq!(status, 200, "{renewed}");
     let access = renewed["access_token"].as_str().unwrap();
     let listed = |gateway: &RoleProcess| {
-        let mut mcp = Mcp::sessionless(&format!("http://{}/mcp", gateway.listener("http")), access);
+        let mut mcp = through(gateway, access);
         async move { mcp.request("tools/list", json!({})).await.status }
     };
     assert_eq!((listed(&via_one).await, listed(&via_two).await), (200, 200));

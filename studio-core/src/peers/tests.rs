@@ -58,15 +58,25 @@ fn served(core: &Core) -> Option<String> {
         .map(|(_, package)| package.resource.revision.clone())
 }
 
+/// A world with the app `notes` and a second replica on its core database
+/// with a `DOCS_ROOT` of its own (kept by the caller), caught up: the world,
+/// that folder, the replica and the audit row it follows from.
+async fn two_replicas(
+    database: crate::test_world::Database,
+) -> (World, tempfile::TempDir, Arc<Core>, i64) {
+    let world = World::on(database);
+    world.create_as_admin("notes", false).await;
+    let docs = tempfile::tempdir().unwrap();
+    let other = world.replica_with_docs(docs.path());
+    let from = crate::peers::head(world.store()).await.unwrap();
+    crate::peers::catch_up(&other, from).await.unwrap();
+    (world, docs, other, from)
+}
+
 on_both_databases! {
     #[tokio::test]
     async fn replicas_without_a_shared_disk_serve_each_others_package_changes(database) {
-        let world = World::on(database);
-        world.create_as_admin("notes", false).await;
-        let docs = tempfile::tempdir().unwrap();
-        let other = world.replica_with_docs(docs.path());
-        let from = crate::peers::head(world.store()).await.unwrap();
-        crate::peers::catch_up(&other, from).await.unwrap();
+        let (world, _docs, other, from) = two_replicas(database).await;
         assert_eq!(served(&other), served(&world.core), "the installed package reached the other disk");
 
         // A source tool's change through the first is served by the second.
@@ -112,12 +122,7 @@ on_both_databases! {
 on_both_databases! {
     #[tokio::test]
     async fn a_change_that_loses_to_another_replicas_is_refused_and_kept_aside(database) {
-        let world = World::on(database);
-        world.create_as_admin("notes", false).await;
-        let docs = tempfile::tempdir().unwrap();
-        let other = world.replica_with_docs(docs.path());
-        let from = crate::peers::head(world.store()).await.unwrap();
-        crate::peers::catch_up(&other, from).await.unwrap();
+        let (world, docs, other, from) = two_replicas(database).await;
 
         // Someone edits the second replica's folder, and before it settles,
         // a change to the same package lands through the first.

@@ -5,9 +5,9 @@
 //! database and every app database (or, with `--app`, one app database)
 //! from each database's newest generation that began at or before `--at`
 //! (latest without it), with `litestream restore`; checks every file with
-//! `PRAGMA integrity_check`; rebuilds `DOCS_ROOT` from the revision ledger in
-//! the restored core database (each catalogue app's current revision, file
-//! by file, as its bytes' sha256 vouches); imports into it the uploaded
+//! `PRAGMA integrity_check`; rebuilds `DOCS_ROOT` from the restored core
+//! database (each package's head, else its app's current revision in the
+//! revision ledger, file by file, as its bytes' sha256 vouches); imports into it the uploaded
 //! documents a build before uploads moved into the core database mirrored
 //! to object storage (`sasha_replica::files`, those stored by `--at`, kept
 //! in `UPLOADS_ROOT` as they came); and writes `restore-manifest.json`
@@ -419,7 +419,7 @@ async fn restore_all(
         "databases": std::iter::once(&core).chain(apps.iter()).map(entry).collect::<Vec<_>>(),
         "appsWithoutStateAtThatInstant": absent,
         "docs": {
-            "source": "the revision ledger in the restored core database",
+            "source": "the package heads in the restored core database (the revision ledger for an app without one)",
             "apps": docs,
         },
         "uploads": {
@@ -566,9 +566,6 @@ fn sync_folder(folder: &Path) {
     let _ = std::fs::File::open(folder).and_then(|folder| folder.sync_all());
 }
 
-/// Writes every catalogue app's current revision from the ledger of the
-/// core database at `core` into `docs_root/apps/<id>/`: not member apps
-/// (the ledger alone holds them) and not deleted ones. Gives the app ids.
 /// Imports the documents in `uploads_folder` (mirrored by a build before
 /// uploads moved into the core database, just downloaded) into the restored
 /// core database; says how many.
@@ -580,6 +577,11 @@ fn import_uploads(core: &Path, uploads_folder: &Path) -> Result<usize, Stop> {
         .map_err(|error| failed(format!("cannot import the uploaded documents: {error}")))
 }
 
+/// Writes every package of the core database at `core` into
+/// `docs_root/apps/<id>/`: its head (the exact files it had, valid or not),
+/// else, for a database from before package heads, its app's current
+/// revision from the ledger; never member apps (the ledger alone holds
+/// them) or deleted ones. Gives the app ids.
 fn rebuild_docs(core: &Path, docs_root: &Path) -> Result<Vec<String>, Stop> {
     let store = studio_store::Store::open(core)
         .map_err(|error| failed(format!("cannot open the restored core database: {error}")))?;
@@ -588,9 +590,30 @@ fn rebuild_docs(core: &Path, docs_root: &Path) -> Result<Vec<String>, Stop> {
     let ledger = |error: studio_store::StoreError| {
         failed(format!("cannot read the revision ledger: {error}"))
     };
+    let heads = store.package_head_generations().map_err(ledger)?;
     let mut written = Vec::new();
+    for id in heads.keys() {
+        if sasha_contract::ids::AppId::parse(id).is_err() {
+            continue;
+        }
+        if let Some(files) = store
+            .package_head(id)
+            .map_err(ledger)?
+            .and_then(|head| head.files)
+        {
+            write_package(
+                &apps_dir.join(id),
+                id,
+                files
+                    .iter()
+                    .map(|(path, bytes)| (path.as_str(), bytes.clone())),
+            )?;
+            written.push(id.clone());
+        }
+    }
     for app in store.registered_apps().map_err(ledger)? {
-        if sasha_contract::ids::AppId::parse(&app.app_id).is_err()
+        if heads.contains_key(&app.app_id)
+            || sasha_contract::ids::AppId::parse(&app.app_id).is_err()
             || store.member_app(&app.app_id).map_err(ledger)?.is_some()
             || store
                 .lifecycle(&app.app_id)
@@ -607,30 +630,48 @@ fn rebuild_docs(core: &Path, docs_root: &Path) -> Result<Vec<String>, Stop> {
             // package cannot be rebuilt, and the manifest does not list it.
             continue;
         };
-        let folder = apps_dir.join(&app.app_id);
+        let mut contents = Vec::with_capacity(files.len());
         for file in files {
-            let relative = Path::new(&file.path);
-            let plain = relative
-                .components()
-                .all(|component| matches!(component, Component::Normal(_)));
-            if !plain {
-                return Err(failed(format!(
-                    "the ledger names a file outside app {}'s folder",
-                    app.app_id
-                )));
-            }
             let bytes = store
                 .revision_file(&app.app_id, &app.current_revision, &file.path)
                 .map_err(ledger)?
                 .ok_or_else(|| failed(format!("the ledger lacks a file of app {}", app.app_id)))?;
-            let path = folder.join(relative);
-            if let Some(parent) = path.parent() {
-                private_folder(parent)?;
-            }
-            std::fs::write(&path, bytes)
-                .map_err(|error| failed(format!("cannot write {}: {error}", path.display())))?;
+            contents.push((file.path, bytes));
         }
+        write_package(
+            &apps_dir.join(&app.app_id),
+            &app.app_id,
+            contents
+                .iter()
+                .map(|(path, bytes)| (path.as_str(), bytes.clone())),
+        )?;
         written.push(app.app_id);
     }
     Ok(written)
+}
+
+/// Writes one package's files below `folder`, each a plain relative path.
+fn write_package<'a>(
+    folder: &Path,
+    id: &str,
+    files: impl Iterator<Item = (&'a str, Vec<u8>)>,
+) -> Result<(), Stop> {
+    for (path, bytes) in files {
+        let relative = Path::new(path);
+        let plain = relative
+            .components()
+            .all(|component| matches!(component, Component::Normal(_)));
+        if !plain {
+            return Err(failed(format!(
+                "the core database names a file outside app {id}'s folder"
+            )));
+        }
+        let path = folder.join(relative);
+        if let Some(parent) = path.parent() {
+            private_folder(parent)?;
+        }
+        std::fs::write(&path, bytes)
+            .map_err(|error| failed(format!("cannot write {}: {error}", path.display())))?;
+    }
+    Ok(())
 }

@@ -198,7 +198,15 @@ impl PackageSync {
             (None, Some(folder)) => !matches!(folder, Folder::Absent),
         };
         let base_generation = base.as_ref().map_or(0, |base| base.generation);
-        let head = heads.get(id).copied().unwrap_or(0);
+        // `heads` may predate a settle of this replica that ran since (the
+        // caller read it before taking this app's lock): a head that seems
+        // to have moved is read again before it is taken for another
+        // replica's. One that seems not to have moved needs no read: the
+        // advance below is checked against the database's generation.
+        let mut head = heads.get(id).copied().unwrap_or(0);
+        if head != base_generation {
+            head = store.package_head_generation(id)?;
+        }
         if head == base_generation {
             match &folder {
                 _ if !changed => {

@@ -60,6 +60,20 @@ impl Store {
         Ok(rows)
     }
 
+    /// The generation of `app_id`'s head, `0` when no replica has advanced
+    /// one: what a replica reads again before it calls the head moved.
+    pub fn package_head_generation(&self, app_id: &str) -> Result<i64, StoreError> {
+        Ok(self
+            .connection()?
+            .query_row(
+                "SELECT generation FROM package_heads WHERE app_id = ?1",
+                [app_id],
+                |row| row.get(0),
+            )
+            .optional()?
+            .unwrap_or(0))
+    }
+
     /// The head of `app_id` with its files, or `None` when no replica has
     /// advanced one.
     pub fn package_head(&self, app_id: &str) -> Result<Option<PackageHead>, StoreError> {
@@ -207,6 +221,7 @@ mod tests {
             // The blobs of files no head, revision or draft names are gone.
             assert_eq!(count(&fixture, "revision_blobs"), 1);
             assert_eq!(store.package_head_generations().unwrap(), BTreeMap::from([("notes".to_owned(), 2)]));
+            assert_eq!((store.package_head_generation("notes").unwrap(), store.package_head_generation("other").unwrap()), (2, 0));
         }
     }
 

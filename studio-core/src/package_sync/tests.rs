@@ -234,3 +234,21 @@ fn the_shared_folder_and_hidden_folders_are_never_packages() {
         ["notes"]
     );
 }
+
+#[test]
+fn a_settle_on_heads_read_before_this_replicas_own_advance_gives_the_folder() {
+    let (_db, store) = store();
+    let one = Node::new();
+    let stale = store.package_head_generations().unwrap();
+    one.write("notes", "APP.md", "v1");
+    assert_eq!(one.settle(&store, "notes"), Settled::Gave(1));
+    // A second settle began before the first advanced, and the folder
+    // changed again meanwhile: the change is this replica's, not a loss.
+    one.write("notes", "APP.md", "v2");
+    assert_eq!(
+        one.sync.settle(&store, "notes", &stale).unwrap(),
+        Settled::Gave(2)
+    );
+    assert_eq!(one.files("notes"), text(&[("APP.md", "v2")]));
+    assert_eq!(one.sync.overtaken("notes"), 0);
+}

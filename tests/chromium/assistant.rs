@@ -43,7 +43,6 @@ use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::fake_llm::{self, FakeLlm, Step};
 use common::{UpProcess, browser_artifacts, free_port, http_client};
 use serde_json::{Value, json};
-use studio_store::Store;
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(300);
 const APP: &str = "expense-log";
@@ -316,7 +315,7 @@ async fn the_assistant_builds_an_app_and_uses_it_with_every_change_approved() {
     assert!(script.starts_with("\"use strict\";"), "{script}");
     assert!(script.ends_with(HEADING_LINE), "{script}");
     assert!(!script.contains("import x"), "{script}");
-    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+    let store = common::core_database::core_store(state.path());
     let registered = store.registered_app(APP).unwrap().unwrap();
     assert_eq!(
         registered.current_revision, now,
@@ -462,7 +461,7 @@ async fn approvals_survive_a_reload_and_show_in_every_tab() {
 
     // The approved app exists once; neither the declined nor the cancelled
     // file was written (no draft was ever made).
-    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+    let store = common::core_database::core_store(state.path());
     assert!(store.registered_app("notes").unwrap().is_some());
     let package = state.path().join("docs/apps/notes");
     assert!(package.join("APP.md").exists());

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::{UpProcess, browser_artifacts, free_port};
-use studio_store::{Store, UserRole};
+use studio_store::UserRole;
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(90);
 const APP: &str = "field-notes";
@@ -31,7 +31,7 @@ async fn the_new_app_form_creates_an_app_that_opens_and_stores_rows() {
         &std::fs::read_to_string(state.path().join("dev-admin.json")).unwrap(),
     )
     .unwrap();
-    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+    let store = common::core_database::core_store(state.path());
     let member_password = "member correct horse battery";
     let member = store
         .create_user("mia", UserRole::Member, member_password)

@@ -27,7 +27,6 @@ use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::mcp::{Mcp, SESSIONLESS, structured};
 use common::{UpProcess, browser_artifacts, free_port, http_client};
 use serde_json::{Value, json};
-use studio_store::Store;
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 const APP: &str = "field-notes";
@@ -204,7 +203,7 @@ async fn the_draft_page_reviews_previews_and_publishes() {
             .contains("Now with notes"),
         "a draft changed after its review went live"
     );
-    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+    let store = common::core_database::core_store(state.path());
     assert_eq!(
         store.registered_app(APP).unwrap().unwrap().current_revision,
         first
@@ -321,7 +320,7 @@ async fn a_catalogue_app_is_edited_on_its_draft_page() {
     let script = std::fs::read_to_string(package.join("app.js")).unwrap();
     assert!(script.contains("Edited on the Draft page"), "{script}");
     assert!(!script.contains("import x"), "{script}");
-    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+    let store = common::core_database::core_store(state.path());
     let registered = store.registered_app(DIARY).unwrap().unwrap();
     assert_ne!(
         registered.current_revision.as_str(),

@@ -19,7 +19,6 @@ use std::time::Duration;
 use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::{UpProcess, browser_artifacts, free_port, http_client};
 use serde_json::{Value, json};
-use studio_store::Store;
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(90);
 const APP: &str = "field-notes";
@@ -105,7 +104,7 @@ async fn the_history_panel_lists_diffs_and_reverts() {
         std::fs::read_to_string(package.join("styles.css")).unwrap(),
         styles_first
     );
-    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+    let store = common::core_database::core_store(state.path());
     let registered = store.registered_app(APP).unwrap().unwrap();
     assert_eq!(registered.current_revision, first);
     let audit = store.audit_entries(Some(APP)).unwrap();

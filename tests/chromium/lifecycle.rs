@@ -22,7 +22,6 @@ use std::time::Duration;
 use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::{UpProcess, browser_artifacts, free_port, http_client};
 use serde_json::json;
-use studio_store::Store;
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 const APP: &str = "site-visits";
@@ -100,7 +99,7 @@ async fn an_admin_withdraws_restores_and_deletes_an_app() {
     }
 
     // The withdrawal, the restore and the deletion are audited, in that order.
-    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+    let store = common::core_database::core_store(state.path());
     let audit = store.audit_entries(Some(APP)).unwrap();
     let actions: Vec<&str> = audit.iter().map(|entry| entry.action.as_str()).collect();
     for action in ["app.withdrawn", "app.restored", "app.deleted"] {

@@ -27,7 +27,7 @@ use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::fake_llm::{self, FakeLlm, Step};
 use common::{UpProcess, browser_artifacts, free_port, root};
 use serde_json::{Value, json};
-use studio_store::{Store, UserRole};
+use studio_store::UserRole;
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(180);
 const PASSWORD: &str = "member correct horse battery";
@@ -197,7 +197,7 @@ async fn members_make_share_and_delete_their_own_apps_in_app_studio() {
         ],
     )
     .await;
-    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+    let store = common::core_database::core_store(state.path());
     let alice = store
         .create_user("alice", UserRole::Member, PASSWORD)
         .unwrap();
@@ -294,7 +294,7 @@ async fn members_make_share_and_delete_their_own_apps_in_app_studio() {
         "{}",
         requests[2]
     );
-    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+    let store = common::core_database::core_store(state.path());
     let log = store
         .member_apps(Some(&bob.id))
         .unwrap()

@@ -20,7 +20,7 @@ use std::time::Duration;
 use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::fake_llm::{self, FakeLlm};
 use common::{UpProcess, browser_artifacts, free_port};
-use studio_store::{Store, UserRole};
+use studio_store::UserRole;
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(150);
 
@@ -45,7 +45,7 @@ async fn a_first_sign_in_is_oriented_and_the_shell_works_on_a_phone() {
         &std::fs::read_to_string(state.path().join("dev-admin.json")).unwrap(),
     )
     .unwrap();
-    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+    let store = common::core_database::core_store(state.path());
     let member_password = "member correct horse battery";
     let member = store
         .create_user("mia", UserRole::Member, member_password)

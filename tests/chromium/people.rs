@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::{UpProcess, browser_artifacts, free_port};
-use studio_store::{AppAccess, Store, UserRole, action, people_action};
+use studio_store::{AppAccess, UserRole, action, people_action};
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -32,7 +32,7 @@ async fn people_clients_and_the_full_height_app_on_the_second_day() {
     )
     .unwrap();
     let admin_name = admin["username"].as_str().unwrap();
-    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+    let store = common::core_database::core_store(state.path());
     let member_password = "mia's own long password";
     store
         .create_user("mia", UserRole::Member, member_password)

@@ -169,7 +169,7 @@ async fn a_hostile_app_pasted_into_app_studio_is_caged_the_same_in_chromium() {
     let port = free_port();
     let _up = UpProcess::start(state.path(), port).await;
     let studio = format!("http://localhost:{port}");
-    let store = studio_store::Store::open(&state.path().join("core.sqlite")).unwrap();
+    let store = common::core_database::core_store(state.path());
     let password = "member correct horse battery";
     store
         .create_user("mallory", studio_store::UserRole::Member, password)

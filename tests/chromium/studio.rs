@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::{UpProcess, browser_artifacts, copy_dir, free_port, root};
-use studio_store::{Store, UserRole};
+use studio_store::UserRole;
 
 /// How long the whole browser scenario may take (it needs about 30 s, 15 of
 /// which are the initialization timeout, run alongside the rest).
@@ -62,7 +62,7 @@ async fn the_studio_works_end_to_end_in_chromium() {
         &std::fs::read_to_string(state.path().join("dev-admin.json")).unwrap(),
     )
     .unwrap();
-    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+    let store = common::core_database::core_store(state.path());
     let member = store
         .create_user(MEMBER, UserRole::Member, MEMBER_PASSWORD)
         .unwrap();

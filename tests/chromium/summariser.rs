@@ -92,7 +92,7 @@ async fn the_summariser_uploads_and_streams_in_chromium() {
     assert!(sent.contains("Revenue grew by 12 percent."));
     // Only the two good documents were stored, as Markdown, in the core
     // database.
-    let store = studio_store::Store::open(&state.path().join("core.sqlite")).unwrap();
+    let store = common::core_database::core_store(state.path());
     let stored: Vec<String> = store
         .users()
         .unwrap()

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::mcp::token;
 use common::{UpProcess, browser_artifacts, free_port, node_program, root, run_node};
-use studio_store::{Scope, Store, UserRole};
+use studio_store::{Scope, UserRole};
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 const APP: &str = "time-sheet-entry";
@@ -53,7 +53,7 @@ async fn time_sheet_entry_works_end_to_end_in_chromium() {
         seeded.join("APP.md").is_file(),
         "sasha up seeds the bundled Time Sheet Entry into an empty docs root"
     );
-    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+    let store = common::core_database::core_store(state.path());
     let member_password = "member correct horse battery";
     let member = store
         .create_user("mia", UserRole::Member, member_password)
@@ -333,7 +333,7 @@ async fn a_new_organisation_invites_grants_and_logs_hours_without_cli_or_uuid() 
     assert_eq!(refused.status(), reqwest::StatusCode::UNAUTHORIZED);
 
     // Who did what is in the audit, by the people who did it.
-    let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+    let store = common::core_database::core_store(state.path());
     let maria = store.user_by_name("maria").unwrap().unwrap();
     assert_eq!(maria.role, UserRole::Member);
     assert!(

@@ -2,13 +2,13 @@
 //! the test and `CoreService` reached over mTLS as the gateway reaches it.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use sasha_proto::pb;
 use sasha_service::identity::Identity;
 use sasha_service::{Role, grpc};
-use studio_store::{Scope, Store, TokenKind, User, UserRole};
+use studio_store::{Scope, TokenKind, User, UserRole};
 
+use super::core_database::{CoreSql, CoreStore};
 use super::{Harness, RoleProcess};
 
 pub struct CoreWorld {
@@ -16,13 +16,13 @@ pub struct CoreWorld {
     pub data: RoleProcess,
     pub core: RoleProcess,
     /// The core database, opened (and migrated) before studio-core starts.
-    pub store: Store,
+    pub store: CoreStore,
 }
 
 impl CoreWorld {
     pub async fn start() -> CoreWorld {
         let harness = Harness::new();
-        let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+        let store = harness.store();
         let data = harness.start(Role::DataWorker, &[]).await;
         let data_url = format!("https://{}", data.listener("grpc"));
         let core = harness
@@ -70,17 +70,15 @@ impl CoreWorld {
             .into_inner()
     }
 
-    /// A direct connection to the core database, waiting out core's writes.
-    pub fn database(&self) -> rusqlite::Connection {
-        let path = self.store.path().expect("a SQLite core database");
-        let connection = rusqlite::Connection::open(path).unwrap();
-        connection.busy_timeout(Duration::from_secs(5)).unwrap();
-        connection
+    /// A direct SQL connection to the core database (on SQLite, waiting out
+    /// core's writes).
+    pub fn database(&self) -> CoreSql {
+        self.harness.core_sql()
     }
 }
 
 /// A token of `kind` with `scopes` for the user `user_id`.
-pub fn mint(store: &Store, user_id: &str, kind: TokenKind, scopes: &[Scope]) -> String {
+pub fn mint(store: &CoreStore, user_id: &str, kind: TokenKind, scopes: &[Scope]) -> String {
     let scopes: BTreeSet<Scope> = scopes.iter().copied().collect();
     store.mint_token(user_id, kind, &scopes, None).unwrap()
 }

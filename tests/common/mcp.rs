@@ -7,8 +7,9 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use studio_store::{Scope, Store, TokenKind, User, UserRole};
+use studio_store::{Scope, TokenKind, User, UserRole};
 
+use super::core_database::CoreStore;
 use super::{Backends, Harness, copy_dir};
 
 pub const SESSIONLESS: &str = "2026-07-28";
@@ -364,7 +365,7 @@ pub fn fixture(id: &str) -> std::path::PathBuf {
 pub struct McpWorld {
     pub harness: Harness,
     pub backends: Backends,
-    pub store: Store,
+    pub store: CoreStore,
     pub staff: User,
     pub member: User,
     pub staff_token: String,
@@ -376,7 +377,7 @@ impl McpWorld {
         let apps = harness.path().join("docs/apps");
         copy_dir(&fixture("hello"), &apps.join("hello"));
         copy_dir(&fixture("expense-log"), &apps.join("expense-log"));
-        let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+        let store = harness.store();
         let staff = store
             .create_user("sam", UserRole::Staff, "correct horse battery")
             .unwrap();
@@ -441,7 +442,7 @@ impl McpWorld {
     }
 }
 
-pub fn token(store: &Store, user: &User, scopes: &[Scope]) -> String {
+pub fn token(store: &CoreStore, user: &User, scopes: &[Scope]) -> String {
     let scopes: BTreeSet<Scope> = scopes.iter().copied().collect();
     store
         .mint_token(&user.id, TokenKind::Access, &scopes, None)

@@ -17,6 +17,7 @@ use tokio::process::{Child, Command};
 
 pub mod browser;
 pub mod core;
+pub mod core_database;
 pub mod documents;
 pub mod fake_llm;
 pub mod lockdown;
@@ -43,14 +44,26 @@ pub struct Harness {
 }
 
 impl Harness {
+    /// A fresh state folder; its roles use the core database
+    /// [`core_database`] chooses for the run.
     pub fn new() -> Harness {
         let dir = tempfile::tempdir().expect("temp dir");
         let (pki, _) = DevPki::ensure(&dir.path().join("certs")).expect("dev pki");
-        Harness {
-            dir,
-            pki,
-            env: HashMap::new(),
-        }
+        let env = core_database::core_env(dir.path())
+            .into_iter()
+            .map(|(key, value)| (key.to_owned(), value))
+            .collect();
+        Harness { dir, pki, env }
+    }
+
+    /// The core database of this state folder, opened beside its roles.
+    pub fn store(&self) -> core_database::CoreStore {
+        core_database::core_store(self.path())
+    }
+
+    /// A direct SQL connection to this state folder's core database.
+    pub fn core_sql(&self) -> core_database::CoreSql {
+        core_database::core_sql(self.path())
     }
 
     pub fn path(&self) -> &Path {
@@ -487,6 +500,7 @@ impl UpProcess {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("RUST_LOG", "info")
+            .envs(core_database::core_env(state_dir))
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

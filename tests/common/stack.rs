@@ -4,8 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use studio_store::{AppAccess, Store, UserRole};
+use studio_store::{AppAccess, UserRole};
 
+use super::core_database::{CoreStore, core_store};
 use super::{UpProcess, copy_dir, free_port, root};
 
 /// The member's password.
@@ -17,7 +18,7 @@ pub struct UpStack {
     pub up: UpProcess,
     pub port: u16,
     /// The core database, opened beside the running studio-core.
-    pub store: Store,
+    pub store: CoreStore,
     pub admin_name: String,
     pub admin_password: String,
     pub member_id: String,
@@ -39,7 +40,7 @@ impl UpStack {
             &std::fs::read_to_string(state.path().join("dev-admin.json")).unwrap(),
         )
         .unwrap();
-        let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+        let store = core_store(state.path());
         let admin_name = admin["username"].as_str().unwrap().to_owned();
         let admin_id = store.user_by_name(&admin_name).unwrap().unwrap().id;
         let member = store

@@ -10,6 +10,7 @@ use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use common::core_database::CoreStore;
 use studio_store::{
     AppAccess, ClientAuthMethod, CodeExchange, Consent, PrincipalKind, Scope, Store, UserRole,
 };
@@ -51,12 +52,18 @@ fn admin_with_env(args: &[&str], env: &[(&str, &Path)], stdin: Option<&str>) -> 
     }
 }
 
-/// Runs `sasha admin ARGS --state-dir STATE`.
+/// Runs `sasha admin ARGS --state-dir STATE`, on the state's core database
+/// (`common::core_database`).
 fn admin(state: &Path, args: &[&str], stdin: Option<&str>) -> Run {
     let mut args = args.to_vec();
     let state = state.to_str().unwrap();
     args.extend(["--state-dir", state]);
-    admin_with_env(&args, &[], stdin)
+    let core = common::core_database::core_env(Path::new(state));
+    let env: Vec<(&str, &Path)> = core
+        .iter()
+        .map(|(key, value)| (*key, Path::new(value)))
+        .collect();
+    admin_with_env(&args, &env, stdin)
 }
 
 /// Asserts a failed run: its status, nothing on stdout, and exactly one line
@@ -69,8 +76,8 @@ fn assert_refused(run: &Run, code: i32, needle: &str) {
     assert!(run.stderr.contains(needle), "{run:?}");
 }
 
-fn store(state: &Path) -> Store {
-    Store::open(&state.join("core.sqlite")).unwrap()
+fn store(state: &Path) -> CoreStore {
+    common::core_database::core_store(state)
 }
 
 #[test]
@@ -239,27 +246,15 @@ fn a_minted_token_may_be_consented_to_write_an_app_as_a_script() {
     let token = run.stdout.trim_end();
     assert!(store.write_consent(token, "expense-log").unwrap());
     // An app never discovered: refused, and no usable token is left behind.
-    let tokens_before: i64 = rusqlite::Connection::open(state.join("core.sqlite"))
-        .unwrap()
-        .query_row(
-            "SELECT count(*) FROM tokens WHERE revoked_at IS NULL",
-            [],
-            |row| row.get(0),
-        )
-        .unwrap();
+    let tokens_before: i64 = common::core_database::core_sql(state)
+        .count("SELECT count(*) FROM tokens WHERE revoked_at IS NULL");
     assert_refused(
         &mint(&["expense-log", "never-seen"]),
         1,
         "no such app never-seen",
     );
-    let tokens_after: i64 = rusqlite::Connection::open(state.join("core.sqlite"))
-        .unwrap()
-        .query_row(
-            "SELECT count(*) FROM tokens WHERE revoked_at IS NULL",
-            [],
-            |row| row.get(0),
-        )
-        .unwrap();
+    let tokens_after: i64 = common::core_database::core_sql(state)
+        .count("SELECT count(*) FROM tokens WHERE revoked_at IS NULL");
     assert_eq!(tokens_after, tokens_before);
 }
 

@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::Path;
 
+use common::core_database::CoreStore;
 use common::{Harness, RawResponse, copy_dir, raw_http};
 use sasha_service::Role;
 use studio_store::{Scope, Store, TokenKind, UserRole};
@@ -82,8 +83,8 @@ impl Stack {
         self.core.listener("http")
     }
 
-    fn store(&self) -> Store {
-        Store::open(&self.harness.path().join("core.sqlite")).unwrap()
+    fn store(&self) -> CoreStore {
+        self.harness.store()
     }
 }
 
@@ -97,7 +98,7 @@ const PASSWORD: &str = "correct horse battery staple";
 async fn a_revoked_manage_stays_revoked_across_restart_and_rediscovery() {
     let harness = Harness::new();
     copy_dir(&fixture("hello"), &harness.path().join("docs/apps/hello"));
-    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+    let store = harness.store();
     let admin = store.create_user("ada", UserRole::Admin, PASSWORD).unwrap();
     let staff = store.create_user("sam", UserRole::Staff, PASSWORD).unwrap();
     let all = scopes(&[Scope::ChatUse, Scope::AppsInvoke]);
@@ -237,7 +238,7 @@ async fn a_revoked_manage_stays_revoked_across_restart_and_rediscovery() {
 #[tokio::test]
 async fn https_studio_sets_a_host_prefixed_secure_cookie() {
     let harness = Harness::new();
-    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+    let store = harness.store();
     store.create_user("ada", UserRole::Admin, PASSWORD).unwrap();
     let data = harness.start(Role::DataWorker, &[]).await;
     let core = harness

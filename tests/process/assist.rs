@@ -13,11 +13,12 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use common::Harness;
+use common::core_database::CoreStore;
 use common::documents;
 use common::fake_llm::{Behaviour, FakeLlm};
 use common::mcp::{self, Exchange, Mcp, structured, tool_error, tool_names};
 use serde_json::{Value, json};
-use studio_store::{Scope, Store, UserRole};
+use studio_store::{Scope, UserRole};
 
 const APP: &str = "document-summariser";
 const STUDIO: &str = mcp::STUDIO_ORIGIN;
@@ -25,7 +26,7 @@ const STUDIO: &str = mcp::STUDIO_ORIGIN;
 struct World {
     harness: Harness,
     backends: common::Backends,
-    store: Store,
+    store: CoreStore,
     session: String,
     fake: Option<FakeLlm>,
 }
@@ -48,7 +49,7 @@ impl World {
         let apps = harness.path().join("docs/apps");
         common::copy_dir(&common::root().join("examples").join(APP), &apps.join(APP));
         common::copy_dir(&mcp::fixture("hello"), &apps.join("hello"));
-        let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+        let store = harness.store();
         let staff = store
             .create_user("sam", UserRole::Staff, "correct horse battery")
             .unwrap();

@@ -14,10 +14,11 @@ use crate::common;
 
 use std::time::Duration;
 
+use common::core_database::CoreStore;
 use common::fake_llm::{self, FakeLlm, Step};
 use common::{UpProcess, free_port, http_client};
 use serde_json::{Value, json};
-use studio_store::{Store, UserRole};
+use studio_store::UserRole;
 
 const STUDIO_HOST: &str = "localhost";
 
@@ -26,7 +27,7 @@ struct World {
     state: tempfile::TempDir,
     up: UpProcess,
     fake: FakeLlm,
-    store: Store,
+    store: CoreStore,
     studio: String,
 }
 
@@ -46,7 +47,7 @@ impl World {
         ];
         env.extend_from_slice(extra);
         let up = UpProcess::start_with(state.path(), port, &env).await;
-        let store = Store::open(&state.path().join("core.sqlite")).unwrap();
+        let store = common::core_database::core_store(state.path());
         World {
             state,
             up,
@@ -537,8 +538,10 @@ async fn a_publish_card_publishes_only_the_draft_it_showed() {
     // While the card waits, someone else's change lands in the draft.
     let changed = world
         .store
-        .change_draft_file("field-log", "app.js", &admin_id, |_, _| {
-            Ok::<_, std::convert::Infallible>(Some(b"fetch('/everyone');\n".to_vec()))
+        .with(|store| {
+            store.change_draft_file("field-log", "app.js", &admin_id, |_, _| {
+                Ok::<_, std::convert::Infallible>(Some(b"fetch('/everyone');\n".to_vec()))
+            })
         })
         .unwrap();
     assert!(matches!(changed, Some(Ok(_))), "{changed:?}");

@@ -19,7 +19,7 @@ use common::mcp::{self, Mcp, structured};
 use common::{Harness, copy_dir};
 use serde_json::{Value, json};
 use sha2::Digest as _;
-use studio_store::{Store, UserRole};
+use studio_store::UserRole;
 
 const APP: &str = "expense-log";
 const STUDIO: &str = "http://localhost:3007";
@@ -154,7 +154,7 @@ async fn backups_taken_under_writes_restore_into_a_working_stack() {
     let harness = Harness::new();
     let fixture = mcp::fixture(APP);
     copy_dir(&fixture, &harness.path().join("docs/apps").join(APP));
-    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+    let store = harness.store();
     let staff = store
         .create_user("sam", UserRole::Staff, "correct horse battery")
         .unwrap();

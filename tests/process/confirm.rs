@@ -118,37 +118,24 @@ async fn a_token_issued_on_one_connection_redeems_on_another_for_the_same_key() 
     );
 
     // Core stores the token's sha256 and the call it is bound to, never the token.
-    let (token_sha256, user_id, tool, arguments_sha256, key): (
-        String,
-        String,
-        String,
-        String,
-        String,
-    ) = world
-        .database()
-        .query_row(
-            "SELECT token_sha256, user_id, tool, arguments_sha256, idempotency_key
-             FROM confirmations",
-            [],
-            |row| {
-                Ok((
-                    row.get(0)?,
-                    row.get(1)?,
-                    row.get(2)?,
-                    row.get(3)?,
-                    row.get(4)?,
-                ))
-            },
-        )
-        .unwrap();
+    let rows = world.database().texts(
+        "SELECT token_sha256, user_id, tool, arguments_sha256, idempotency_key
+         FROM confirmations",
+    );
+    let [row] = rows.as_slice() else {
+        panic!("one confirmation row: {rows:?}");
+    };
+    let [token_sha256, user_id, tool, arguments_sha256, key] = row.as_slice() else {
+        panic!("five columns: {row:?}");
+    };
     assert_eq!(
-        token_sha256,
+        *token_sha256,
         hex::encode(sha2::Sha256::digest(issued.token.as_bytes()))
     );
-    assert_eq!(user_id, world.staff.user_id);
+    assert_eq!(*user_id, world.staff.user_id);
     assert_eq!(tool, TOOL);
     assert_eq!(
-        arguments_sha256,
+        *arguments_sha256,
         hex::encode(sha2::Sha256::digest(ARGUMENTS.as_bytes()))
     );
     assert_eq!(key, "key-1");
@@ -177,13 +164,13 @@ async fn a_token_issued_on_one_connection_redeems_on_another_for_the_same_key() 
             .into_inner();
         assert_eq!(again, redeemed);
     }
-    let redeemed_at: Option<i64> = world
+    let redeemed_at = world
         .database()
-        .query_row("SELECT redeemed_at FROM confirmations", [], |row| {
-            row.get(0)
-        })
-        .unwrap();
-    assert!(redeemed_at.is_some_and(|at| at >= before));
+        .integers("SELECT redeemed_at FROM confirmations");
+    assert!(
+        matches!(redeemed_at.as_slice(), [Some(at)] if *at >= before),
+        "{redeemed_at:?}"
+    );
 }
 
 #[tokio::test]
@@ -239,23 +226,17 @@ async fn a_token_is_refused_alike_for_any_other_call() {
     // so the row's expiry is.)
     world
         .database()
-        .execute("UPDATE confirmations SET expires_at = ?1", [now() - 1])
-        .unwrap();
+        .execute("UPDATE confirmations SET expires_at = $1", now() - 1);
     let error = refused(&mut client, redeem(&world.staff, token)).await;
     assert_eq!(error.code, ErrorCode::ConfirmationRequired);
     assert_eq!(error.message, NOT_VALID);
 
     // Issuing deletes the expired row.
     client.confirm(issue(&world.staff, "key-2")).await.unwrap();
-    let keys: Vec<String> = world
+    let keys = world
         .database()
-        .prepare("SELECT idempotency_key FROM confirmations")
-        .unwrap()
-        .query_map([], |row| row.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    assert_eq!(keys, ["key-2"]);
+        .texts("SELECT idempotency_key FROM confirmations");
+    assert_eq!(keys, [["key-2"]]);
 }
 
 #[tokio::test]
@@ -293,10 +274,7 @@ async fn only_a_principal_with_apps_invoke_may_confirm() {
         let error = refused(&mut client, request).await;
         assert_eq!(error.code, ErrorCode::Unauthenticated);
     }
-    let rows: i64 = world
-        .database()
-        .query_row("SELECT count(*) FROM confirmations", [], |row| row.get(0))
-        .unwrap();
+    let rows = world.database().count("SELECT count(*) FROM confirmations");
     assert_eq!(rows, 1, "no refused call issued a token");
 }
 

@@ -27,7 +27,7 @@ use common::fake_llm::{Behaviour, FakeLlm};
 use common::{Harness, RoleProcess, copy_dir, free_port, nginx, root};
 use sasha_service::Role;
 use serde_json::{Value, json};
-use studio_store::{Store, UserRole};
+use studio_store::UserRole;
 
 const STUDIO_HOST: &str = "studio.sasha.test";
 const SANDBOX_HOST: &str = "views.sasha-sandbox.test";
@@ -85,7 +85,7 @@ async fn nginx_in_front_of_two_gateways_routes_protects_and_loses_no_write() {
         &root().join("examples/document-summariser"),
         &apps.join("document-summariser"),
     );
-    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+    let store = harness.store();
     let staff = store
         .create_user("sam", UserRole::Staff, "correct horse battery")
         .unwrap();

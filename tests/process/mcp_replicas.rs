@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::mcp::{LEGACY, Mcp, structured};
 use common::{Harness, copy_dir};
 use serde_json::{Value, json};
-use studio_store::{Scope, Store, TokenKind, UserRole};
+use studio_store::{Scope, TokenKind, UserRole};
 
 const WRITES: usize = 80;
 const WORKERS: usize = 4;
@@ -56,7 +56,7 @@ async fn a_replica_dies_and_every_write_lands_exactly_once() {
     let harness = Harness::new();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/packages/valid/expense-log");
     copy_dir(&fixture, &harness.path().join("docs/apps/expense-log"));
-    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+    let store = harness.store();
     let staff = store
         .create_user("sam", UserRole::Staff, "correct horse battery")
         .unwrap();

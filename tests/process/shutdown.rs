@@ -18,7 +18,7 @@ use common::mcp::{self, Exchange, Mcp, structured};
 use common::{Harness, RoleProcess};
 use sasha_service::Role;
 use serde_json::json;
-use studio_store::{Store, UserRole};
+use studio_store::UserRole;
 
 const APP: &str = "document-summariser";
 const STUDIO: &str = "http://localhost:3007";
@@ -38,7 +38,7 @@ impl Stack {
         let harness = Harness::new();
         let apps = harness.path().join("docs/apps");
         common::copy_dir(&common::root().join("examples").join(APP), &apps.join(APP));
-        let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+        let store = harness.store();
         let staff = store
             .create_user("sam", UserRole::Staff, "correct horse battery")
             .unwrap();

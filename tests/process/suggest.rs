@@ -63,9 +63,7 @@ impl World {
     }
 
     fn rows(&self) -> i64 {
-        self.database()
-            .query_row("SELECT count(*) FROM suggestions", [], |row| row.get(0))
-            .unwrap()
+        self.database().count("SELECT count(*) FROM suggestions")
     }
 }
 
@@ -130,6 +128,7 @@ fn admin_suggestions(state: &Path, args: &[&str]) -> Run {
         .arg("--state-dir")
         .arg(state)
         .env_clear()
+        .envs(common::core_database::core_env(state))
         .output()
         .expect("run sasha admin suggestions");
     Run {

@@ -21,7 +21,7 @@ use std::time::Duration;
 use common::mcp::{Mcp, confirmed_call, confirmed_create, structured, token, tool_error};
 use common::{Harness, copy_dir, node_program, root};
 use serde_json::json;
-use studio_store::{AppAccess, Scope, Store, UserRole};
+use studio_store::{AppAccess, Scope, UserRole};
 use tokio::process::Command;
 
 const APP: &str = "time-sheet-entry";
@@ -34,7 +34,7 @@ async fn members_cannot_write_projects_and_managers_read_every_members_hours() {
         &root().join("apps").join(APP),
         &harness.path().join("docs/apps").join(APP),
     );
-    let store = Store::open(&harness.path().join("core.sqlite")).unwrap();
+    let store = harness.store();
     // Staff existing when the app is first discovered get `manage`.
     let manager = store
         .create_user("sam", UserRole::Staff, "correct horse battery")

@@ -97,7 +97,7 @@ async fn a_tool_call_asks_studio_core_once() {
         &common::mcp::fixture("expense-log"),
         &harness.path().join("docs/apps/expense-log"),
     );
-    let store = studio_store::Store::open(&harness.path().join("core.sqlite")).unwrap();
+    let store = harness.store();
     let staff = store
         .create_user(
             "sam",

@@ -4,6 +4,7 @@
 //! here (DOCX with the `zip` crate or by hand, PDF with lopdf, deflate bombs
 //! bit by bit), so no binary file is checked in.
 
+use crate::common;
 use crate::common::documents;
 
 use documents::{docx_with_body as docx, paragraph, pdf_with, text_pdf, zip};
@@ -34,15 +35,15 @@ fn converter() -> Converter {
     )
 }
 
-/// Uploads over a SQLite core store in a temporary folder, and the id of
-/// its one user.
+/// Uploads over the run's core store (`common::core_database`) for a
+/// temporary state folder, and the id of its one user.
 fn area() -> (tempfile::TempDir, UploadArea, String) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("core.sqlite")).unwrap();
+    let store = common::core_database::core_store(dir.path());
     let user = store
         .create_user("ada", UserRole::Member, "correct horse battery")
         .unwrap();
-    (dir, UploadArea::new(store, converter()), user.id)
+    (dir, UploadArea::new(store.handle(), converter()), user.id)
 }
 
 fn converted(descriptors: &[Descriptor]) -> Vec<&str> {

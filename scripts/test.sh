@@ -156,11 +156,6 @@ pg_pass_excluded=(
   'test(=suggest::admin_suggestions_refuses_bad_limits_and_a_missing_database)'  # a missing core.sqlite
   'test(=up::several_core_replicas_on_the_sqlite_file_are_refused)'  # removes DATABASE_URL: replicas on the SQLite file
   'test(/^replication::/)'  # Litestream replicates the core SQLite file; PostgreSQL is replicated by its own HA
-  # A product bug on PostgreSQL, to be fixed in studio-core: registry::settle_packages
-  # reads the package heads before taking each app's lock, so a settle racing
-  # another one takes its own fresh advance for another replica's and moves the
-  # folder's newer edit aside (the edit is lost; ~1 run in 4 under load).
-  'test(=catalogue::discovery_follows_the_docs_tree)'
   # Already on PostgreSQL, setting DATABASE_URL themselves (they ran above):
   'test(/^core_replicas::/)'
   'test(=admin::migrate_core_copies_the_state_folder_into_an_empty_postgresql_once)'

@@ -21,8 +21,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use sasha_contract::data::ReadPolicy;
 use studio_store::{
     AppAccess, AuditEntry, ClientAuthMethod, CodeExchange, Consent, Draft, DraftFile, Grant,
-    Invitation, IssuedTokens, Lifecycle, MemberApp, OAuthRefusal, Principal, RegisteredApp,
-    RegisteredClient, RevisionEntry, Scope, Store, StoreError, TokenKind, User, UserRole,
+    Invitation, IssuedTokens, Lifecycle, MemberApp, OAuthRefusal, PackageHead, Principal,
+    RegisteredApp, RegisteredClient, RevisionEntry, Scope, Store, StoreError, TokenKind, User,
+    UserRole,
 };
 
 /// The switch: the environment variable, and its one non-default value.
@@ -174,6 +175,7 @@ impl CoreStore {
             actions_json: &str,
             read_policy: &ReadPolicy
         ) -> bool;
+        fn package_head(app_id: &str) -> Option<PackageHead>;
         fn registered_app(app_id: &str) -> Option<RegisteredApp>;
         fn registered_apps() -> Vec<RegisteredApp>;
         fn revision_file(app_id: &str, revision: &str, path: &str) -> Option<Vec<u8>>;

@@ -19,6 +19,8 @@
 // that did not start a running turn follows it by reading the conversation
 // again until it ends. Closing the page does not end a turn; Cancel does
 // (`POST …/cancel`), and a call a turn never answered reads "Cancelled".
+// A Send always goes to the conversation shown: no load that began before it
+// (the pane's first list of conversations included) may switch it after.
 //
 // The pure parts (`diffLineKind`, `rowFields`, `draftHref`, `prettyJson`,
 // `transcriptItems`, `callStatusText`) and the summary rendering are what
@@ -626,8 +628,14 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
     turn: null,
     /** A running turn this page follows (started elsewhere, or before a reload): `{id, timer, seen}`. */
     watch: null,
-    /** Bumped by each transcript load, so a slower earlier one gives up. */
+    /**
+     * Bumped whenever the conversation shown changes (a transcript load, or
+     * a Send that begins a turn), so a slower earlier load gives up rather
+     * than replace what the person now sees.
+     */
     generation: 0,
+    /** The transcript load in flight (`showConversation`), which a Send waits for. */
+    reading: null,
   };
 
   const say = (text) => {
@@ -789,7 +797,21 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
     watching.timer = setTimeout(tick, WATCH_INTERVAL_MS);
   }
 
-  async function showConversation(id) {
+  /**
+   * Shows conversation `id` (`null`: a new one, started by the next Send).
+   * While its transcript loads, `pane.reading` holds the load.
+   */
+  function showConversation(id) {
+    const shown = readAndShow(id).finally(() => {
+      if (pane.reading === shown) {
+        pane.reading = null;
+      }
+    });
+    pane.reading = shown;
+    return shown;
+  }
+
+  async function readAndShow(id) {
     stopWatching();
     if (!pane.turn) {
       setBusy(false);
@@ -827,6 +849,9 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
   async function load() {
     say("Loading the assistant…");
     clearAlert();
+    // The person may start a conversation (or choose one) before the list
+    // comes back: then that one stays shown, whatever the list says.
+    const generation = pane.generation;
     let answer;
     let listing;
     let waiting;
@@ -845,6 +870,14 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
     } else {
       form.hidden = false;
       unavailable.hidden = true;
+    }
+    if (generation !== pane.generation) {
+      // The person started or chose a conversation while the list was
+      // read: it stays shown, and listed even if the list predates it.
+      const listed = list(listing.conversations);
+      pane.conversations = [...pane.conversations.filter((c) => !listed.some((l) => l.id === c.id)), ...listed];
+      renderPicker();
+      return;
     }
     pane.conversations = list(listing.conversations);
     say("");
@@ -955,6 +988,14 @@ export function assistantPane({ onAppsChanged = () => {}, onUnauthenticated = ()
     const turn = { controller: new AbortController(), bubble: null, calls: new Map(), cards: new Map(), cardsByCall: new Map(), changed: false, ended: false };
     pane.turn = turn;
     setBusy(true);
+    // The prompt goes to the conversation the person sees: one whose
+    // transcript is still loading is drawn first, and no load begun before
+    // this Send may replace it afterwards (the pane's first load, whose list
+    // predates a conversation this Send starts, included).
+    while (pane.reading) {
+      await pane.reading;
+    }
+    pane.generation += 1;
     let id = pane.currentId;
     if (id === null) {
       say("Starting a conversation…");

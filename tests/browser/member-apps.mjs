@@ -3,7 +3,9 @@
 // driven by role and label.
 //
 //  1. the admin makes sure "Let members make their own apps" is on;
-//  1b. bob asks the assistant (a scripted provider) "Build me a habit log":
+//  1b. bob asks the assistant (a scripted provider) "Build me a habit log"
+//     (the pane's first list of conversations held back until that turn
+//     runs, so the list predates his conversation and must not undo it):
 //     it lists his apps and checks the package (read-only, no card), then
 //     deployMyApp shows a card naming the new member app with each file's
 //     diff; he approves, the app appears in his sidebar, he adds a row in it,
@@ -154,10 +156,37 @@ async function run() {
   const bob = (await newStudioPage(browser, "bob")).page;
   await bob.goto(`${STUDIO}/`);
   await signIn(bob, BOB);
+  // The pane's first list of conversations comes back only once bob's first
+  // turn is under way (a loaded machine's ordering, made certain here): the
+  // list, read before he started that conversation, must not take it away,
+  // or his next message would go to a new conversation he never chose.
+  let releaseList;
+  const firstTurnRuns = new Promise((resolve) => {
+    releaseList = resolve;
+  });
+  let listDelivered;
+  const listHeld = new Promise((resolve) => {
+    listDelivered = resolve;
+  });
+  const isList = (url) => url.pathname === "/api/assistant/conversations";
+  await bob.route(isList, async (route) => {
+    if (route.request().method() !== "GET") {
+      await route.fallback();
+      return;
+    }
+    const response = await route.fetch();
+    await firstTurnRuns;
+    await route.fulfill({ response });
+    listDelivered();
+  });
   await bob.getByRole("button", { name: "Assistant", exact: true }).click();
   const pane = bob.getByRole("complementary", { name: "Assistant" });
   await ask(bob, pane, "Build me a habit log");
   await pane.locator('.assistant-call[data-tool="checkMyApp"][data-state="ok"]').waitFor({ timeout: 30_000 });
+  releaseList();
+  await listHeld;
+  await bob.unroute(isList);
+  const picker = pane.getByLabel("Conversation", { exact: true });
   checks.equal(await pane.locator('.assistant-card[data-tool="checkMyApp"]').count(), 0, "checking a member app needs no card");
   const deployCard = pane.locator('.assistant-card[data-tool="deployMyApp"]');
   await deployCard.waitFor({ timeout: 30_000 });
@@ -181,12 +210,15 @@ async function run() {
   await bobLog.getByRole("button", { name: "Add" }).click();
   await bobLog.getByRole("listitem").filter({ hasText: BOB_LOG_ROW }).waitFor({ timeout: 20_000 });
   checks.ok(true, "bob uses the app the assistant built");
+  const conversation = await picker.inputValue();
+  checks.ok(conversation !== "", "the pane still shows the conversation bob started, its list read before it began", await picker.textContent());
   await ask(bob, pane, "Share it with alice");
   const shareCard = pane.locator('.assistant-card[data-tool="shareMyApp"]');
   await shareCard.waitFor({ timeout: 30_000 });
   await shareCard.getByRole("button", { name: "Approve" }).click();
   await pane.getByText("Shared with alice.", { exact: true }).waitFor({ timeout: 30_000 });
   checks.ok(true, "the assistant shares it once bob approves");
+  checks.equal(await picker.inputValue(), conversation, "and bob asked it in the conversation that built the app");
 
   // A change: the assistant reads the source and drafts it; bob previews the
   // draft in App Studio, then has the assistant deploy it.

@@ -87,10 +87,15 @@ pub(crate) fn connect(
         DbError::Unreachable(format!("not a PostgreSQL URL: {error}"))
     })?;
     let place = place(&config);
-    config.options(&format!(
-        "-c lock_timeout={}",
-        lock_timeout.as_millis().max(1)
-    ));
+    // After the URL's own `options` (a `search_path`, say), which are kept:
+    // the last `-c` of a setting wins, so the wait stays the store's rule.
+    // Zero would mean no limit to PostgreSQL.
+    let ours = format!("-c lock_timeout={}", lock_timeout.as_millis().max(1));
+    let options = match config.get_options() {
+        Some(theirs) if !theirs.trim().is_empty() => format!("{theirs} {ours}"),
+        _ => ours,
+    };
+    config.options(&options);
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CHECKOUT_TIMEOUT);
     }

@@ -163,3 +163,25 @@ fn the_servers_errors_say_whether_to_retry() {
         assert!(expected, "{condition}: {error:?}");
     }
 }
+
+#[test]
+fn the_urls_own_options_are_kept_beside_the_lock_timeout() {
+    let url = format!(
+        "{}?options=-c%20statement_timeout%3D4321%20-c%20lock_timeout%3D999999",
+        sasha_testkit::postgres_database()
+    );
+    let store = Store::connect(&url, 1, None, fixed_clock()).unwrap();
+    let setting = |name: &str| -> String {
+        store
+            .connection()
+            .unwrap()
+            .query_row(&format!("SHOW {name}"), (), |row| row.get(0))
+            .unwrap()
+    };
+    assert_eq!(setting("statement_timeout"), "4321ms");
+    // The writers' lock waits the store's time, whatever the URL says.
+    assert_eq!(
+        setting("lock_timeout"),
+        format!("{}s", BUSY_TIMEOUT.as_secs())
+    );
+}

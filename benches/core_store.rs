@@ -12,9 +12,15 @@
 //!   through MCP from the Studio page (every call authorised by studio-core's
 //!   `AuthorizeCall` against the core database) at 1 client (p50, p99) and
 //!   at 8 clients (ops/s, p50, p99).
+//! - per configuration, `AuthorizeCall` on its own (the per-call
+//!   authorisation a gateway asks for: a bearer access token and one app),
+//!   through studio-core's gRPC service with the gateway's mTLS identity, and
+//!   in the store tier (the three reads its one blocking hop makes:
+//!   `token`, `access`, `write_consent`, on a handle of the bench's own) at
+//!   1 client (p50, p99) and 8 (calls/s, p50, p99).
 //!
-//!   cargo bench --bench core_store             # 400 c1, 8×150 c8
-//!   cargo bench --bench core_store -- --quick  # 60 c1, 8×20 c8
+//!   cargo bench --bench core_store             # 400 c1, 8×150 c8; AuthorizeCall 2000 c1, 8×500 c8
+//!   cargo bench --bench core_store -- --quick  # 60 c1, 8×20 c8; AuthorizeCall 200 c1, 8×50 c8
 //!
 //! Needs PostgreSQL 15 (`scripts/test.sh` installs it). Nothing here is
 //! asserted; it prints a Markdown report, also written to results.md under
@@ -31,8 +37,9 @@ use common::fixture::{Staff, copy_tree, start_gateway, stop};
 use common::mcp::Mcp;
 use common::report::{ms, percentile, results_dir};
 use common::start_role;
-use sasha_service::Role;
-use sasha_service::identity::DevPki;
+use sasha_proto::pb;
+use sasha_service::identity::{DevPki, Identity};
+use sasha_service::{Role, grpc};
 use serde_json::json;
 use studio_store::{Store, UserRole};
 
@@ -43,9 +50,17 @@ const WARM_UP: usize = 20;
 
 /// One configuration's roles; dropping it stops them.
 struct Stack {
-    _state: tempfile::TempDir,
+    state: tempfile::TempDir,
     roles: Vec<Child>,
     core_http: String,
+    /// Every studio-core replica's gRPC URL.
+    core_grpc: Vec<String>,
+    /// The gateway's mTLS identity, which `CoreService` admits.
+    gateway_identity: Identity,
+    /// The PostgreSQL URL, or `None` for the SQLite file in `state`.
+    database: Option<String>,
+    /// The staff user the MCP client's credentials are of.
+    user_id: String,
     mcp: Mcp,
 }
 
@@ -101,11 +116,103 @@ fn start_stack(database: Option<&str>, replicas: usize) -> Stack {
         origin: common::mcp::DEFAULT_ORIGIN.to_owned(),
         client: "bench-core-store",
     };
+    let gateway_identity = Identity::load(&pki.files(Role::McpGateway)).unwrap();
     Stack {
-        _state: state,
+        state,
         roles,
         core_http,
+        core_grpc: core_urls,
+        gateway_identity,
+        database: database.map(ToOwned::to_owned),
+        user_id: staff.id,
         mcp,
+    }
+}
+
+/// Latencies at one client, and at eight with the wall time they took.
+struct Concurrency {
+    c1: Vec<Duration>,
+    c8: (Vec<Duration>, Duration),
+}
+
+/// `AuthorizeCall` through studio-core's gRPC service, as the gateway calls
+/// it for a `tools/call` with a bearer token (the contract hash it already
+/// holds passed back, so the answer does not carry the contract).
+async fn authorize_over_grpc(stack: &Stack, c1: usize, c8_each: usize) -> Concurrency {
+    let client = grpc::core_replicas_client(&stack.core_grpc, &stack.gateway_identity).unwrap();
+    let request = |known: &str| pb::AuthorizeCallRequest {
+        credential: Some(pb::AuthenticateRequest {
+            kind: "bearer".into(),
+            credential: stack.mcp.token.clone(),
+            resource: String::new(),
+        }),
+        app_id: APP.into(),
+        known_contract_hash: known.to_owned(),
+    };
+    let first = client.clone().authorize_call(request("")).await.unwrap();
+    let apps = first.into_inner().catalogue.unwrap().apps;
+    assert_eq!(apps.len(), 1, "the bench user is not granted {APP}");
+    let known = apps[0].contract.as_ref().map(|c| c.hash.clone()).unwrap();
+    let time = |mut client: grpc::CoreClient, request: pb::AuthorizeCallRequest, n: usize| async move {
+        let mut times = Vec::with_capacity(n);
+        for _ in 0..(WARM_UP + n) {
+            let started = Instant::now();
+            let reply = client.authorize_call(request.clone()).await.unwrap();
+            times.push(started.elapsed());
+            assert_eq!(reply.into_inner().catalogue.unwrap().apps.len(), 1);
+        }
+        times.split_off(WARM_UP)
+    };
+    let c1 = time(client.clone(), request(&known), c1).await;
+    let started = Instant::now();
+    let clients: Vec<_> = (0..8)
+        .map(|_| tokio::spawn(time(client.clone(), request(&known), c8_each)))
+        .collect();
+    let mut eight = Vec::new();
+    for client in clients {
+        eight.extend(client.await.unwrap());
+    }
+    Concurrency {
+        c1,
+        c8: (eight, started.elapsed()),
+    }
+}
+
+/// The store calls of `AuthorizeCall`'s one blocking hop (see
+/// `authorize_call` in studio-core's `grpc.rs`), on a handle of the bench's
+/// own: the SQLite file's one connection, or a pool of 8 (studio-core's
+/// default), from 1 and 8 threads.
+fn authorize_in_store(stack: &Stack, c1: usize, c8_each: usize) -> Concurrency {
+    let store = match &stack.database {
+        None => Store::open(&stack.state.path().join("core.sqlite")).unwrap(),
+        Some(url) => Store::connect(url, 8, None, Arc::new(studio_store::system_clock)).unwrap(),
+    };
+    let token = stack.mcp.token.as_str();
+    let user_id = stack.user_id.as_str();
+    let time = |n: usize| {
+        let mut times = Vec::with_capacity(n);
+        for _ in 0..(WARM_UP + n) {
+            let started = Instant::now();
+            let principal = store.token(token).unwrap().unwrap();
+            let access = store.access(APP, &principal.user.id).unwrap();
+            assert!(access.is_some() && principal.user.id == user_id);
+            store.write_consent(token, APP).unwrap();
+            times.push(started.elapsed());
+        }
+        times.split_off(WARM_UP)
+    };
+    let c1 = time(c1);
+    let started = Instant::now();
+    let eight: Vec<Duration> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..8).map(|_| scope.spawn(|| time(c8_each))).collect();
+        threads
+            .into_iter()
+            .flat_map(|thread| thread.join().unwrap())
+            .collect()
+    });
+    Concurrency {
+        c1,
+        c8: (eight, started.elapsed()),
     }
 }
 
@@ -134,6 +241,16 @@ struct Measured {
     me: Vec<Duration>,
     c1: Vec<Vec<Duration>>,
     c8: Vec<(Vec<Duration>, Duration)>,
+    /// `AuthorizeCall` through gRPC, and its store calls alone.
+    authorize: [Concurrency; 2],
+}
+
+/// How many `AuthorizeCall`s at one client and per client at eight.
+struct Counts {
+    c1: usize,
+    c8_each: usize,
+    authorize_c1: usize,
+    authorize_c8_each: usize,
 }
 
 fn measure(
@@ -141,12 +258,12 @@ fn measure(
     label: &'static str,
     database: Option<&str>,
     replicas: usize,
-    c1: usize,
-    c8_each: usize,
+    counts: &Counts,
 ) -> Measured {
+    let (c1, c8_each) = (counts.c1, counts.c8_each);
     let stack = start_stack(database, replicas);
     let mcp = &stack.mcp;
-    let measured = runtime.block_on(async {
+    let (me, c1_times, c8_times, over_grpc) = runtime.block_on(async {
         for i in 0..WARM_UP {
             call(mcp, CREATE, &format!("warm-{i}")).await;
         }
@@ -200,30 +317,49 @@ fn measure(
             }
             eights.push((eight, started.elapsed()));
         }
-        Measured {
-            label,
-            me,
-            c1: singles,
-            c8: eights,
-        }
+        let over_grpc =
+            authorize_over_grpc(&stack, counts.authorize_c1, counts.authorize_c8_each).await;
+        (me, singles, eights, over_grpc)
     });
+    let in_store = authorize_in_store(&stack, counts.authorize_c1, counts.authorize_c8_each);
     eprintln!("core-store bench: {label} done");
-    measured
+    Measured {
+        label,
+        me,
+        c1: c1_times,
+        c8: c8_times,
+        authorize: [over_grpc, in_store],
+    }
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|arg| arg == "--quick");
-    let (c1, c8_each) = if quick { (60, 20) } else { (400, 150) };
+    let counts = if quick {
+        Counts {
+            c1: 60,
+            c8_each: 20,
+            authorize_c1: 200,
+            authorize_c8_each: 50,
+        }
+    } else {
+        Counts {
+            c1: 400,
+            c8_each: 150,
+            authorize_c1: 2000,
+            authorize_c8_each: 500,
+        }
+    };
+    let (c1, c8_each) = (counts.c1, counts.c8_each);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
     let server = sasha_testkit::PrivateServer::start();
-    let mut runs = vec![measure(&runtime, "SQLite, 1 replica", None, 1, c1, c8_each)];
+    let mut runs = vec![measure(&runtime, "SQLite, 1 replica", None, 1, &counts)];
     for (label, replicas) in [("PostgreSQL, 1 replica", 1), ("PostgreSQL, 2 replicas", 2)] {
         let url = server.database();
-        runs.push(measure(&runtime, label, Some(&url), replicas, c1, c8_each));
+        runs.push(measure(&runtime, label, Some(&url), replicas, &counts));
     }
 
     let mut report = format!(
@@ -250,6 +386,35 @@ fn main() {
                 " {:.2} / {:.2} ms | {rate:.0}, {:.2} / {:.2} ms |",
                 ms(percentile(&run.c1[index], 0.5)),
                 ms(percentile(&run.c1[index], 0.99)),
+                ms(percentile(eight, 0.5)),
+                ms(percentile(eight, 0.99)),
+            ));
+        }
+        report.push_str(&row);
+        report.push('\n');
+    }
+    report.push_str(&format!(
+        "\n## AuthorizeCall on its own\n\n\
+         A bearer access token and one app; {} calls at 1 client, 8 × {} at 8 clients. \
+         gRPC: studio-core's service over mTLS, as the gateway calls it (two replicas: \
+         balanced over both). Store: its three reads (token, access, write consent) in \
+         process, on a handle of the bench's own.\n\n\
+         | configuration | gRPC c1 p50 / p99 | gRPC c8 calls/s, p50 / p99 | store c1 p50 / p99 | store c8 calls/s, p50 / p99 |\n\
+         |---|---|---|---|---|\n",
+        counts.authorize_c1, counts.authorize_c8_each
+    ));
+    for run in &mut runs {
+        let mut row = format!("| {} |", run.label);
+        for tier in &mut run.authorize {
+            tier.c1.sort();
+            let (eight, wall) = &mut tier.c8;
+            eight.sort();
+            #[allow(clippy::cast_precision_loss, reason = "a rate for a report")]
+            let rate = eight.len() as f64 / wall.as_secs_f64();
+            row.push_str(&format!(
+                " {:.3} / {:.3} ms | {rate:.0}, {:.3} / {:.3} ms |",
+                ms(percentile(&tier.c1, 0.5)),
+                ms(percentile(&tier.c1, 0.99)),
                 ms(percentile(eight, 0.5)),
                 ms(percentile(eight, 0.99)),
             ));

@@ -31,7 +31,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use sha2::{Digest as _, Sha256};
 
@@ -235,7 +234,7 @@ fn open_read_only(path: &Path) -> Result<rusqlite::Connection, StoreError> {
         }
         other => other,
     })?;
-    connection.busy_timeout(Duration::from_secs(5))?;
+    connection.busy_timeout(crate::BUSY_TIMEOUT)?;
     Ok(connection)
 }
 

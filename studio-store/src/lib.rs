@@ -8,7 +8,8 @@
 //! (`app_chat`) and improvement suggestions. This is the only code that
 //! opens `DB_PATH`; studio-core and the operator CLI (`sasha admin`) both go
 //! through it, possibly at the same time, so every write runs in a `BEGIN
-//! IMMEDIATE` transaction on a WAL database with a 5 s busy timeout.
+//! IMMEDIATE` transaction on a WAL database with a 5 s busy timeout
+//! ([`BUSY_TIMEOUT`], also PostgreSQL's wait for the writers' lock).
 //!
 //! The API is blocking (rusqlite); async callers run it through
 //! [`blocking`], which also turns a [`StoreError`] into the envelope
@@ -127,6 +128,10 @@ pub const MAX_PASSWORD_BYTES: usize = 1024;
 pub const ACTOR_SYSTEM: &str = "system";
 /// The audit actor of changes made with the operator CLI.
 pub const ACTOR_OPERATOR: &str = "operator";
+/// How long a call waits for another writer before it fails as
+/// [`StoreError::Busy`]: SQLite's busy timeout, and on PostgreSQL the
+/// `lock_timeout` of every pooled connection (the writers' lock included).
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longer presented credentials are refused without a lookup.
 const MAX_SECRET_LEN: usize = 256;
 
@@ -772,7 +777,7 @@ impl Store {
                 })?;
         }
         let mut connection = Connection::open(db_path)?;
-        connection.busy_timeout(Duration::from_secs(5))?;
+        connection.busy_timeout(BUSY_TIMEOUT)?;
         // Several processes may open a fresh file at once (studio-core and the
         // operator CLI). Switching the journal to WAL can answer busy without
         // waiting on SQLite's busy handler, so the switch and the migration
@@ -780,7 +785,7 @@ impl Store {
         let started = std::time::Instant::now();
         loop {
             match Store::prepare(&mut connection, db_path, clock()) {
-                Err(StoreError::Busy) if started.elapsed() < Duration::from_secs(5) => {
+                Err(StoreError::Busy) if started.elapsed() < BUSY_TIMEOUT => {
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 outcome => break outcome?,
@@ -804,14 +809,27 @@ impl Store {
     /// Connects to the PostgreSQL database at `url` (`postgres://…`) with a
     /// pool of `pool_size` connections, and applies every pending migration
     /// (several replicas starting at once take turns). `ca_file` verifies the
-    /// server when the URL says `sslmode=require`.
+    /// server when the URL says `sslmode=require`. A write waits
+    /// [`BUSY_TIMEOUT`] for the writers' lock.
     pub fn connect(
         url: &str,
         pool_size: u32,
         ca_file: Option<&Path>,
         clock: Clock,
     ) -> Result<Store, StoreError> {
-        let (pool, place) = db::connect_postgres(url, pool_size, ca_file)?;
+        Store::connect_waiting(url, pool_size, ca_file, BUSY_TIMEOUT, clock)
+    }
+
+    /// [`Store::connect`], a write waiting `lock_timeout` for the writers'
+    /// lock (tests of a held lock wait milliseconds, not seconds).
+    pub(crate) fn connect_waiting(
+        url: &str,
+        pool_size: u32,
+        ca_file: Option<&Path>,
+        lock_timeout: Duration,
+        clock: Clock,
+    ) -> Result<Store, StoreError> {
+        let (pool, place) = db::connect_postgres(url, pool_size, ca_file, lock_timeout)?;
         let mut connection = Conn::postgres(&pool)?;
         schema_postgres::migrate(&mut connection, clock())?;
         drop(connection);
@@ -830,7 +848,7 @@ impl Store {
     /// A new connection on `db_path`, set up as [`Store::open`] sets one up.
     fn reopen(db_path: &Path, now: i64) -> Result<Connection, StoreError> {
         let mut connection = Connection::open(db_path)?;
-        connection.busy_timeout(Duration::from_secs(5))?;
+        connection.busy_timeout(BUSY_TIMEOUT)?;
         Store::prepare(&mut connection, db_path, now)?;
         Ok(connection)
     }

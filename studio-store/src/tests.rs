@@ -116,7 +116,8 @@ impl Fixture {
         match &self.place {
             Place::Sqlite(_) => crate::db::Conn::sqlite_owned(self.raw_sqlite()),
             Place::Postgres(url) => {
-                let (pool, _) = crate::db::connect_postgres(url, 1, None).unwrap();
+                let (pool, _) =
+                    crate::db::connect_postgres(url, 1, None, crate::BUSY_TIMEOUT).unwrap();
                 crate::db::Conn::postgres(&pool).unwrap()
             }
         }
@@ -1365,6 +1366,7 @@ mod confirmations;
 mod member_apps;
 mod oauth;
 mod people;
+mod postgres;
 mod suggestions;
 mod throttles;
 mod uploads;

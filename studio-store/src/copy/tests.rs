@@ -75,7 +75,7 @@ fn scopes(list: &[Scope]) -> BTreeSet<Scope> {
 
 /// A raw connection on the PostgreSQL database at `url`.
 fn postgres(url: &str) -> Conn<'static> {
-    let (pool, _) = crate::db::connect_postgres(url, 1, None).unwrap();
+    let (pool, _) = crate::db::connect_postgres(url, 1, None, crate::BUSY_TIMEOUT).unwrap();
     Conn::postgres(&pool).unwrap()
 }
 

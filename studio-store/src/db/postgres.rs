@@ -32,10 +32,6 @@ use super::{DbError, OwnedValue, Value};
 /// "sasha-wr".
 const WRITERS_LOCK: i64 = 0x7361_7368_612d_7772;
 
-/// How long a statement waits for a lock (the writers' lock included)
-/// before the call fails as busy, matching SQLite's 5 s busy timeout.
-const LOCK_TIMEOUT_MS: u32 = 5_000;
-
 /// How long a call waits for a pooled connection before the database counts
 /// as unreachable.
 const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -78,16 +74,28 @@ impl std::ops::DerefMut for PgClient {
 /// against `ca_file`, or the system's roots without one); `disable` and
 /// `prefer`, the default, connect in the clear (the default suits a database
 /// on the same host or private network; say `sslmode=require` otherwise).
+/// Every connection's statements wait `lock_timeout` for a lock (the
+/// writers' lock included) before the call fails as busy
+/// (`crate::BUSY_TIMEOUT`, as on SQLite).
 pub(crate) fn connect(
     url: &str,
     size: u32,
     ca_file: Option<&std::path::Path>,
+    lock_timeout: Duration,
 ) -> Result<(PgPool, String), DbError> {
     let mut config: postgres::Config = url.parse().map_err(|error: postgres::Error| {
         DbError::Unreachable(format!("not a PostgreSQL URL: {error}"))
     })?;
     let place = place(&config);
-    config.options(&format!("-c lock_timeout={LOCK_TIMEOUT_MS}"));
+    // After the URL's own `options` (a `search_path`, say), which are kept:
+    // the last `-c` of a setting wins, so the wait stays the store's rule.
+    // Zero would mean no limit to PostgreSQL.
+    let ours = format!("-c lock_timeout={}", lock_timeout.as_millis().max(1));
+    let options = match config.get_options() {
+        Some(theirs) if !theirs.trim().is_empty() => format!("{theirs} {ours}"),
+        _ => ours,
+    };
+    config.options(&options);
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CHECKOUT_TIMEOUT);
     }
@@ -101,7 +109,7 @@ pub(crate) fn connect(
         // is reported as itself rather than as the pool's time-out.
         config
             .connect(connector.clone())
-            .map_err(|error| DbError::Unreachable(describe(&error)))?;
+            .map_err(|error| DbError::Unreachable(describe_tls(&error, ca_file)))?;
         let manager = PostgresConnectionManager::new(config, connector);
         PgPool::Tls(
             r2d2::Pool::builder()
@@ -151,6 +159,34 @@ pub(crate) fn describe(error: &postgres::Error) -> String {
         Some(source) => format!("{error}: {source}"),
         None => error.to_string(),
     }
+}
+
+/// [`describe`] for a TLS connection; when rustls refused the server's
+/// certificate, also what it was verified against, which is what an
+/// operator changes (`SASHA_DATABASE_CA_FILE`, or the server's certificate).
+fn describe_tls(error: &postgres::Error, ca_file: Option<&std::path::Path>) -> String {
+    let described = describe(error);
+    let mut next: Option<&(dyn StdError + 'static)> = error.source();
+    while let Some(cause) = next {
+        // rustls's error travels inside an io::Error, whose `source` skips it.
+        let refusal = cause.downcast_ref::<rustls::Error>().or_else(|| {
+            cause
+                .downcast_ref::<std::io::Error>()
+                .and_then(std::io::Error::get_ref)
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        });
+        if let Some(rustls::Error::InvalidCertificate(why)) = refusal {
+            let roots = ca_file.map_or_else(
+                || "the system's root certificates".to_owned(),
+                |path| format!("the CA file {}", path.display()),
+            );
+            return format!(
+                "the server's TLS certificate was refused ({why:?}), verified against {roots}"
+            );
+        }
+        next = cause.source();
+    }
+    described
 }
 
 fn unreachable(error: r2d2::Error) -> DbError {

@@ -50,8 +50,10 @@ export function accessPanel(options) {
     }
   }
 
-  // Everyone, by name: the picker completes user names, never ids.
-  api
+  // Everyone, by name: the picker completes user names, never ids. A name
+  // submitted before this answers waits for it: a person who types fast (or
+  // a slow server) is never told a real name does not exist.
+  const directory = api
     .listUsers()
     .then(({ users }) => {
       for (const person of users || []) {
@@ -212,6 +214,11 @@ export function accessPanel(options) {
           fail({ message: "Enter the user name of the person to add." });
           userInput.focus();
           return;
+        }
+        if (!byName.has(typed.toLowerCase())) {
+          submit.disabled = true;
+          await directory;
+          submit.disabled = false;
         }
         const userId = byName.get(typed.toLowerCase());
         if (!userId) {

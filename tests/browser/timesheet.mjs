@@ -318,12 +318,28 @@ async function run() {
     refusedList,
   );
 
+  // The panel's list of everyone answers only after the admin has pressed
+  // Grant access, as it can on a loaded server: the name is looked up once
+  // it is there, never refused as unknown meanwhile.
+  const isUserList = (url) => new URL(url).pathname === "/api/users";
+  let releaseUsers;
+  const usersHeld = new Promise((resolve) => {
+    releaseUsers = resolve;
+  });
+  await page.route(isUserList, async (route) => {
+    const response = await route.fetch();
+    await usersHeld;
+    await route.fulfill({ response });
+  });
   await page.getByRole("button", { name: "Manage access" }).click();
   const accessPanel = page.getByRole("region", { name: `Access to ${APP}` });
   await accessPanel.getByLabel("User name").fill(MEMBER.username);
   await accessPanel.getByLabel("Access", { exact: true }).selectOption("use");
   await accessPanel.getByRole("button", { name: "Grant access" }).click();
+  releaseUsers();
   await accessPanel.getByRole("status").filter({ hasText: `${MEMBER.username} now has use access.` }).waitFor();
+  await page.unroute(isUserList);
+  checks.ok(await accessPanel.getByRole("alert").isHidden(), "a name submitted before the list of everyone arrives is not refused as unknown");
   checks.ok(true, "the admin grants the member use in the access panel");
   await page.getByRole("button", { name: "Hide access" }).click();
 

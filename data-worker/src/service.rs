@@ -370,11 +370,13 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
                 source: CallSource::Import,
                 ..meta()?
             };
-            engine.mutate(
+            let count = rows.len();
+            engine.mutate_rows(
                 app,
                 &contract,
                 receipt(&idempotency_key),
                 meta,
+                count,
                 move |transaction| {
                     let mut audit = Vec::with_capacity(rows.len());
                     for (row, statement, values) in &rows {

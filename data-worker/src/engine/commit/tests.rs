@@ -231,3 +231,63 @@ fn reads_do_not_wait_for_the_writer_and_stay_governed() {
     drop(held);
     reader.join().unwrap();
 }
+
+/// A mutation of many rows (an import) may run for its rows' budget past the
+/// engine's deadline; the same work as a one-row mutation is stopped.
+#[test]
+fn a_mutation_of_many_rows_runs_for_its_rows_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = contract();
+    let engine = Engine::with_deadline(dir.path(), Duration::from_millis(20));
+    engine.open(APP, &contract).unwrap();
+    // About a tenth of a second of SQLite's own work: past 20 ms, far within
+    // the 10 s that 20,000 rows are given.
+    let slow = |name: &'static str| {
+        move |tx: &Connection| {
+            tx.query_row(
+                "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000) \
+                 SELECT count(*) FROM c",
+                [],
+                |row| row.get::<_, i64>(0),
+            )
+            .map_err(sql_error)?;
+            create_category(name)(tx)
+        }
+    };
+    let stopped = engine
+        .mutate(
+            APP,
+            &contract,
+            receipt("alice", "one", &json!({})),
+            meta(),
+            slow("one"),
+        )
+        .unwrap_err();
+    assert_eq!(stopped.code, ErrorCode::DatabaseUnavailable);
+    assert!(stopped.message.contains("time limit"), "{stopped:?}");
+    engine
+        .mutate_rows(
+            APP,
+            &contract,
+            receipt("alice", "many", &json!({})),
+            meta(),
+            20_000,
+            slow("many"),
+        )
+        .unwrap();
+    assert_eq!(
+        count(
+            &raw(&dir),
+            "SELECT count(*) FROM categories WHERE name = 'many'"
+        ),
+        1
+    );
+    assert_eq!(
+        row_budget(Duration::from_secs(2), 1),
+        Duration::from_secs(2)
+    );
+    assert_eq!(
+        row_budget(Duration::from_secs(2), 10_000),
+        Duration::from_secs(5)
+    );
+}

@@ -153,12 +153,7 @@ pub(crate) fn settle_change(
     app_id: &str,
     overtaken_before: u64,
 ) -> Result<(), sasha_proto::AppError> {
-    let heads = store
-        .package_head_generations()
-        .map_err(studio_store::store_error)?;
-    let settled = packages
-        .settle(store, app_id, &heads)
-        .map_err(studio_store::store_error)?;
+    let settled = settle_app(store, packages, app_id)?;
     if matches!(settled, Settled::Overtaken(_)) || packages.overtaken(app_id) != overtaken_before {
         return Err(sasha_proto::AppError::new(
             sasha_proto::ErrorCode::Conflict,
@@ -169,4 +164,22 @@ pub(crate) fn settle_change(
         .with_details(serde_json::json!({ "app": app_id, "reason": "changed-elsewhere" })));
     }
     Ok(())
+}
+
+/// Settles the package `app_id` alone against its head as the database has
+/// it now (blocking; the caller holds the app's source lock): before a
+/// source tool reads it, so a change made through another replica a moment
+/// ago is read, not the folder's older files.
+pub(crate) fn settle_app(
+    store: &Store,
+    packages: &PackageSync,
+    app_id: &str,
+) -> Result<Settled, sasha_proto::AppError> {
+    let generation = store
+        .package_head_generation(app_id)
+        .map_err(studio_store::store_error)?;
+    let heads = std::collections::BTreeMap::from([(app_id.to_owned(), generation)]);
+    packages
+        .settle(store, app_id, &heads)
+        .map_err(studio_store::store_error)
 }

@@ -177,6 +177,29 @@ pub(crate) async fn run(
             })
         }
     };
+    if matches!(operation, "listAppFiles" | "readAppFile" | "checkApp") {
+        // What another replica changed a moment ago is read, not this
+        // folder's older files (the follower would take it within a second).
+        let (store, packages, tree, app) = (
+            core.store.clone(),
+            packages.clone(),
+            tree.clone(),
+            app.clone(),
+        );
+        let settled = tokio::task::spawn_blocking(move || {
+            tree.with_app_lock(&app, || {
+                crate::registry::settle_app(&store, &packages, &app)
+            })
+        })
+        .await
+        .map_err(|_| AppError::from_code(ErrorCode::Internal))??;
+        if matches!(
+            settled,
+            crate::package_sync::Settled::Took(_) | crate::package_sync::Settled::Overtaken(_)
+        ) {
+            crate::registry::refresh_catalogue(core).await;
+        }
+    }
     let vet_tree = tree.clone();
     let vet_app = app.clone();
     let vet = move |path: &str, bytes: Option<&[u8]>| vet(&guard, &vet_tree, &vet_app, path, bytes);

@@ -42,6 +42,25 @@ async fn write(
     Ok(status.revision.unwrap())
 }
 
+/// readAppFile through `core` as the world's staff writer: the content, or
+/// `None` when the file does not exist there.
+async fn read_through_tools(world: &World, core: &Arc<Core>, path: &str) -> Option<String> {
+    let arguments = serde_json::json!({"app": "notes", "path": path});
+    match crate::grpc::calls::source_files(
+        core,
+        Some(&world.writer()),
+        "readAppFile",
+        "notes",
+        &arguments.to_string(),
+    )
+    .await
+    {
+        Ok(reply) => Some(reply.content.unwrap_or_default()),
+        Err(error) if error.code == ErrorCode::RecordNotFound => None,
+        Err(error) => panic!("{error:?}"),
+    }
+}
+
 fn read(core: &Core, path: &str) -> Option<String> {
     core.source
         .read("notes", path)
@@ -81,7 +100,9 @@ on_both_databases! {
 
         // A source tool's change through the first is served by the second.
         let revision = write(&world, &world.core, "extra.md", "# From one\n").await.unwrap();
-        assert_eq!(read(&other, "extra.md"), None, "not before it follows");
+        assert_eq!(read(&other, "extra.md"), None, "not in its folder before it follows");
+        // A source tool reading through the second reads it at once.
+        assert_eq!(read_through_tools(&world, &other, "extra.md").await.as_deref(), Some("# From one\n"));
         crate::peers::catch_up(&other, from).await.unwrap();
         assert_eq!(read(&other, "extra.md").as_deref(), Some("# From one\n"));
         assert_eq!(served(&other).as_deref(), Some(revision.as_str()));

@@ -224,15 +224,7 @@ async fn call(mcp: &Mcp, name: &str, key: &str) -> Duration {
     } else {
         json!({"limit": 20})
     };
-    for _ in 0..200 {
-        let started = Instant::now();
-        if mcp.call(true, name, arguments.clone()).await.is_some() {
-            return started.elapsed();
-        }
-        // The roles answer in their own time at start: poll, 50 ms apart.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{name} {key} was never answered");
+    mcp.timed_call(name, arguments).await
 }
 
 /// One configuration's measurements.
@@ -293,15 +285,7 @@ fn measure(
             let started = Instant::now();
             let clients: Vec<_> = (0..8)
                 .map(|client| {
-                    let mcp = Mcp {
-                        http: mcp.http.clone(),
-                        url: mcp.url.clone(),
-                        session: mcp.session.clone(),
-                        token: mcp.token.clone(),
-                        app: APP.to_owned(),
-                        origin: mcp.origin.clone(),
-                        client: "bench-core-store",
-                    };
+                    let mcp = mcp.clone();
                     tokio::spawn(async move {
                         let mut times = Vec::new();
                         for i in 0..c8_each {

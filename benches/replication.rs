@@ -122,23 +122,11 @@ fn start_stack(
 /// Creates the category `name`, retrying until the catalogue knows the app;
 /// the time of the acknowledged call.
 async fn create(mcp: &Mcp, name: &str) -> Duration {
-    for _ in 0..200 {
-        let started = Instant::now();
-        if mcp
-            .call(
-                true,
-                CREATE,
-                json!({"values": {"name": name}, "idempotencyKey": name}),
-            )
-            .await
-            .is_some()
-        {
-            return started.elapsed();
-        }
-        // Measured against another process (storage): poll, 50 ms apart.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{name} was never acknowledged");
+    mcp.timed_call(
+        CREATE,
+        json!({"values": {"name": name}, "idempotencyKey": name}),
+    )
+    .await
 }
 
 fn measure_writes(
@@ -162,15 +150,7 @@ fn measure_writes(
         let started = Instant::now();
         let clients: Vec<_> = (0..8)
             .map(|client| {
-                let mcp = Mcp {
-                    http: mcp.http.clone(),
-                    url: mcp.url.clone(),
-                    session: mcp.session.clone(),
-                    token: mcp.token.clone(),
-                    app: APP.to_owned(),
-                    origin: mcp.origin.clone(),
-                    client: "bench-replication",
-                };
+                let mcp = mcp.clone();
                 tokio::spawn(async move {
                     let mut times = Vec::new();
                     for i in 0..c8_each {

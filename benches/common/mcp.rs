@@ -12,6 +12,7 @@ pub(crate) const DEFAULT_ORIGIN: &str = "http://localhost:3007";
 /// The MCP client: writes come from the Studio page with the app open
 /// (session cookie, `Sasha-App`, `Origin`; source `ui`, no confirmation), reads
 /// from a staff user's bearer token, both sessionless (protocol 2026-07-28).
+#[derive(Clone)]
 pub(crate) struct Mcp {
     pub(crate) http: reqwest::Client,
     pub(crate) url: String,
@@ -66,6 +67,22 @@ impl Mcp {
         } else {
             request.header("authorization", format!("Bearer {}", self.token))
         }
+    }
+
+    /// Calls `name` from the page until it is answered (the catalogue knows
+    /// the app only a moment after the roles say they are ready); the time
+    /// of the answered call.
+    pub(crate) async fn timed_call(&self, name: &str, arguments: Value) -> std::time::Duration {
+        for _ in 0..200 {
+            let started = std::time::Instant::now();
+            if self.call(true, name, arguments.clone()).await.is_some() {
+                return started.elapsed();
+            }
+            // Another process comes ready in its own time, which the bench
+            // cannot pause or be told of: look again shortly.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("{name} was never answered");
     }
 
     /// Returns the tool's structured result, or `None` on any failure (the

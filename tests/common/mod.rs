@@ -704,6 +704,33 @@ pub fn golden(path: &Path, actual: &str) {
     expect_test::expect_file![path].assert_eq(actual);
 }
 
+/// The next JSON event of a server-sent event stream: complete frames are
+/// taken from `buffer`, more is read from `response` while none is there (an
+/// event within 30 s, or the test fails); `None` when the stream ended.
+pub async fn next_sse_event(
+    response: &mut reqwest::Response,
+    buffer: &mut String,
+) -> Option<serde_json::Value> {
+    loop {
+        while let Some(end) = buffer.find("\n\n") {
+            let frame: String = buffer.drain(..end + 2).collect();
+            let data: String = frame
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(str::trim_start)
+                .collect();
+            if !data.is_empty() {
+                return Some(serde_json::from_str(&data).unwrap());
+            }
+        }
+        let chunk = tokio::time::timeout(Duration::from_secs(30), response.chunk())
+            .await
+            .expect("an event within 30 s")
+            .unwrap()?;
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
 /// Polls until `check` holds, failing after `limit` with `what`: a process
 /// test waits for a condition, never for a fixed time.
 pub async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)

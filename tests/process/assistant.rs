@@ -145,27 +145,9 @@ struct Turn {
 impl Turn {
     /// The next event; `None` when the stream ended.
     async fn next(&mut self) -> Option<Value> {
-        loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let frame: String = self.buffer.drain(..end + 2).collect();
-                let data: String = frame
-                    .lines()
-                    .filter_map(|line| line.strip_prefix("data:"))
-                    .map(str::trim_start)
-                    .collect();
-                if data.is_empty() {
-                    continue;
-                }
-                let event: Value = serde_json::from_str(&data).unwrap();
-                self.seen.push(event.clone());
-                return Some(event);
-            }
-            let chunk = tokio::time::timeout(Duration::from_secs(30), self.response.chunk())
-                .await
-                .expect("an event within 30 s")
-                .unwrap()?;
-            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
-        }
+        let event = common::next_sse_event(&mut self.response, &mut self.buffer).await?;
+        self.seen.push(event.clone());
+        Some(event)
     }
 
     /// Reads until an event of `kind`; panics if the turn ends first.

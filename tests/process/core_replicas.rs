@@ -768,28 +768,12 @@ async fn event_of(
     buffer: &mut String,
     kind: &str,
 ) -> Option<Value> {
-    loop {
-        while let Some(end) = buffer.find("\n\n") {
-            let frame: String = buffer.drain(..end + 2).collect();
-            let data: String = frame
-                .lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .map(str::trim_start)
-                .collect();
-            if data.is_empty() {
-                continue;
-            }
-            let event: Value = serde_json::from_str(&data).unwrap();
-            if event["type"] == kind {
-                return Some(event);
-            }
+    while let Some(event) = common::next_sse_event(response, buffer).await {
+        if event["type"] == kind {
+            return Some(event);
         }
-        let chunk = tokio::time::timeout(Duration::from_secs(30), response.chunk())
-            .await
-            .expect("an event within 30 s")
-            .unwrap()?;
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
     }
+    None
 }
 
 #[tokio::test]

@@ -112,6 +112,7 @@ fn main() {
         let client = grpc::data_client(&url, &identity).unwrap();
         let call = |operation: &'static str, table: &'static str, body: serde_json::Value| {
             let request = ExecuteRequest {
+                epoch: 0,
                 app_id: "expense-log".into(),
                 contract_hash: contract.hash.clone(),
                 actor: Some(Actor { user_id: "bench".into(), access: AppAccess::Use.to_wire() }),

@@ -8,6 +8,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/sasha/v1/convert.proto",
         "proto/sasha/v1/core.proto",
         "proto/sasha/v1/data.proto",
+        "proto/sasha/v1/placement.proto",
     ];
     for proto in protos {
         println!("cargo:rerun-if-changed={proto}");

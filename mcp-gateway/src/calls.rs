@@ -108,6 +108,7 @@ pub async fn execute(
     };
     let mut request = ExecuteRequest {
         app_id: app_id.to_owned(),
+        epoch: 0,
         contract_hash: hash.to_owned(),
         actor: Some(Actor {
             user_id: call.caller.principal.user_id.clone(),

@@ -52,6 +52,9 @@ fn grpc_code(code: ErrorCode) -> tonic::Code {
     }
 }
 
+/// `details.reason` of [`AppError::not_owner`].
+const NOT_OWNER: &str = "not-owner";
+
 /// A failure in the closed envelope. `message` and `details` must be safe to show
 /// to the end user; put internals in a log line with `diagnostic_id` instead.
 #[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
@@ -87,6 +90,29 @@ impl AppError {
     pub fn with_details(mut self, details: serde_json::Value) -> AppError {
         self.details = Some(details);
         self
+    }
+
+    /// A data-worker's refusal of a call for an app it does not own at the
+    /// epoch the call names (the app moved, or its lease lapsed): retryable,
+    /// naming the app. A caller that sees it asks where the app is now and
+    /// tries once more ([`AppError::is_not_owner`]).
+    pub fn not_owner(app_id: &str) -> AppError {
+        AppError::new(
+            ErrorCode::NotReady,
+            format!("the data of app {app_id} is moving between workers; try again"),
+        )
+        .with_details(serde_json::json!({"reason": NOT_OWNER, "appId": app_id}))
+    }
+
+    /// Whether this is [`AppError::not_owner`]'s refusal.
+    pub fn is_not_owner(&self) -> bool {
+        self.code == ErrorCode::NotReady
+            && self
+                .details
+                .as_ref()
+                .and_then(|details| details.get("reason"))
+                .and_then(serde_json::Value::as_str)
+                == Some(NOT_OWNER)
     }
 
     /// The error as the JSON envelope the spec defines.

@@ -15,6 +15,7 @@
 
 pub mod config;
 pub mod core_database;
+pub mod data_plane;
 pub mod files;
 pub mod grpc;
 pub mod health;

@@ -76,6 +76,7 @@ pub(crate) async fn migration_drift(
         .clone()
         .migration_drift(pb::MigrationDriftRequest {
             app_id: app_id.to_owned(),
+            epoch: 0,
             contract_hash: contract.hash.clone(),
             contract: Some(pb::DataContract::from(contract)),
         })
@@ -98,6 +99,7 @@ pub(crate) async fn apply_contract(
         .clone()
         .apply_contract(pb::ApplyContractRequest {
             app_id: app_id.to_owned(),
+            epoch: 0,
             contract: Some(pb::DataContract::from(contract)),
             dry_run,
             approved_by_admin: approved_by_admin.to_owned(),
@@ -121,6 +123,7 @@ pub(crate) async fn tables_with_rows(
         .clone()
         .tables_with_rows(pb::TablesWithRowsRequest {
             app_id: app_id.to_owned(),
+            epoch: 0,
             tables: tables.into_iter().collect(),
         })
         .await
@@ -135,6 +138,7 @@ pub(crate) async fn remove_preview(data: &DataClient, app_id: &str, preview: &st
         .clone()
         .remove_preview(pb::RemovePreviewRequest {
             app_id: app_id.to_owned(),
+            epoch: 0,
             preview: preview.to_owned(),
         })
         .await;
@@ -152,6 +156,7 @@ pub(crate) async fn remove_app_data(
         .clone()
         .remove_app_data(pb::RemoveAppDataRequest {
             app_id: app_id.to_owned(),
+            epoch: 0,
         })
         .await
         .map_err(|status| AppError::from_status(&status))?

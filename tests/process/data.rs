@@ -65,6 +65,7 @@ impl Client {
         let mut data = self.data.clone();
         let reply = data
             .execute(ExecuteRequest {
+                epoch: 0,
                 app_id: self.app.into(),
                 contract_hash: self.contract.hash.clone(),
                 actor: Some(Actor {
@@ -299,6 +300,7 @@ async fn governed_operations_owner_scoping_versions_and_idempotency() {
     let mut data = client.data.clone();
     let schema = data
         .describe_schema(sasha_proto::pb::DescribeSchemaRequest {
+            epoch: 0,
             app_id: "expense-log".into(),
             contract_hash: client.contract.hash.clone(),
             contract: Some(client.wire.clone()),
@@ -326,6 +328,7 @@ async fn governed_operations_owner_scoping_versions_and_idempotency() {
     );
     let drift = data
         .migration_drift(sasha_proto::pb::MigrationDriftRequest {
+            epoch: 0,
             app_id: "expense-log".into(),
             contract_hash: client.contract.hash.clone(),
             contract: Some(client.wire.clone()),

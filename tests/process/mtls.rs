@@ -100,6 +100,7 @@ async fn the_data_lifecycle_answers_studio_core_only() {
         async move {
             client
                 .remove_preview(sasha_proto::pb::RemovePreviewRequest {
+                    epoch: 0,
                     app_id: "hello".into(),
                     preview: String::new(),
                 })

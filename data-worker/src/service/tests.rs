@@ -50,6 +50,7 @@ const SECOND: &str = "ALTER TABLE notes ADD COLUMN pinned INTEGER;";
 
 fn request(contract: &DataContract, operation: &str, json: Value, preview: &str) -> ExecuteRequest {
     ExecuteRequest {
+        epoch: 0,
         app_id: APP.into(),
         contract_hash: contract.hash.clone(),
         actor: Some(pb::Actor {
@@ -180,6 +181,7 @@ async fn the_data_lifecycle_is_studio_cores_alone() {
         };
         let apply = by(Request::new(())).map(|()| pb::ApplyContractRequest {
             app_id: APP.into(),
+            epoch: 0,
             contract: Some(pb::DataContract::from(&live)),
             dry_run: true,
             approved_by_admin: String::new(),
@@ -188,11 +190,15 @@ async fn the_data_lifecycle_is_studio_cores_alone() {
         assert_eq!(status.code(), tonic::Code::PermissionDenied, "{caller:?}");
         let remove = by(Request::new(())).map(|()| pb::RemovePreviewRequest {
             app_id: APP.into(),
+            epoch: 0,
             preview: String::new(),
         });
         let status = worker.remove_preview(remove).await.unwrap_err();
         assert_eq!(status.code(), tonic::Code::PermissionDenied, "{caller:?}");
-        let delete = by(Request::new(())).map(|()| pb::RemoveAppDataRequest { app_id: APP.into() });
+        let delete = by(Request::new(())).map(|()| pb::RemoveAppDataRequest {
+            app_id: APP.into(),
+            epoch: 0,
+        });
         let status = worker.remove_app_data(delete).await.unwrap_err();
         assert_eq!(status.code(), tonic::Code::PermissionDenied, "{caller:?}");
     }
@@ -209,6 +215,7 @@ async fn apply_contract_verifies_and_publishes_a_draft() {
     let draft = contract_with(&[FIRST, SECOND]);
     let ask = |contract: pb::DataContract, dry_run: bool| {
         worker.apply_contract(from_core(pb::ApplyContractRequest {
+            epoch: 0,
             app_id: APP.into(),
             contract: Some(contract),
             dry_run,
@@ -224,6 +231,7 @@ async fn apply_contract_verifies_and_publishes_a_draft() {
     let status = worker
         .apply_contract(from_core(pb::ApplyContractRequest {
             app_id: APP.into(),
+            epoch: 0,
             contract: None,
             dry_run: true,
             approved_by_admin: String::new(),
@@ -256,6 +264,7 @@ async fn apply_contract_verifies_and_publishes_a_draft() {
     let removed = worker
         .remove_preview(from_core(pb::RemovePreviewRequest {
             app_id: APP.into(),
+            epoch: 0,
             preview: String::new(),
         }))
         .await

@@ -290,6 +290,7 @@ async fn data_service_refuses_on_a_data_call_and_applies_an_approved_publication
 
     let publish = |approved_by_admin: &str| {
         let mut request = Request::new(pb::ApplyContractRequest {
+            epoch: 0,
             app_id: APP.into(),
             contract: Some(pb::DataContract::from(&grab)),
             dry_run: false,

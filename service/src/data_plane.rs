@@ -1,0 +1,215 @@
+//! Which data-worker a call for an app goes to, for the roles that call
+//! data-workers (studio-core and mcp-gateway).
+//!
+//! With one data-worker (`SASHA_DATA_PLACEMENT=single`, the default) every
+//! call goes to `SASHA_DATA_GRPC_URL` with epoch 0. With several
+//! (`leases`), each app has one owning worker and an epoch, decided by
+//! studio-core in the core database; a caller keeps the route it last
+//! learned per app, sends the epoch with the call, and when the worker
+//! answers [`AppError::is_not_owner`] asks again ([`Locate`]) and tries once
+//! more. A call that could not reach its worker forgets the route, so the
+//! next call asks where the app is now.
+//!
+//! What it must never do: decide where an app goes, retry a call that may
+//! have run (only the not-owner refusal, which a worker gives before
+//! anything runs, is retried), or retry more than once.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use sasha_proto::{AppError, ErrorCode};
+
+use crate::grpc::{self, DataClient};
+use crate::identity::Identity;
+
+/// `SASHA_DATA_PLACEMENT`: how the data plane is laid out.
+pub const DATA_PLACEMENT: &str = "SASHA_DATA_PLACEMENT";
+
+/// How the data plane is laid out (`SASHA_DATA_PLACEMENT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `single`: one data-worker at `SASHA_DATA_GRPC_URL` holds every app.
+    Single,
+    /// `leases`: data-workers hold leases and own apps by placement.
+    Leases,
+}
+
+impl Layout {
+    /// Reads `SASHA_DATA_PLACEMENT` (`single` when unset).
+    pub fn from_env(env: &dyn crate::config::Env) -> Result<Layout, crate::config::ConfigError> {
+        match env.var(DATA_PLACEMENT).as_deref().map(str::trim) {
+            None | Some("") | Some("single") => Ok(Layout::Single),
+            Some("leases") => Ok(Layout::Leases),
+            Some(other) => Err(crate::config::ConfigError::new(
+                DATA_PLACEMENT,
+                format!("{other:?} is neither \"single\" nor \"leases\""),
+            )),
+        }
+    }
+}
+
+/// Where one app's data is served now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    pub worker_id: String,
+    /// The worker's `https://` URL.
+    pub url: String,
+    /// The owner's epoch: every call carries it.
+    pub epoch: u64,
+}
+
+/// A future the [`Locate`] trait returns.
+pub type LocateFuture<'a> = Pin<Box<dyn Future<Output = Result<Route, AppError>> + Send + 'a>>;
+
+/// Asks where an app's data is served: studio-core reads the core database,
+/// mcp-gateway asks studio-core (`PlacementService.Locate`).
+pub trait Locate: Send + Sync + 'static {
+    fn locate<'a>(&'a self, app_id: &'a str) -> LocateFuture<'a>;
+}
+
+enum Inner {
+    Single(DataClient),
+    Leases {
+        locate: Arc<dyn Locate>,
+        identity: Identity,
+        routes: Mutex<HashMap<String, Route>>,
+        clients: Mutex<HashMap<String, DataClient>>,
+    },
+}
+
+/// The data plane as a caller sees it: cheap to clone.
+#[derive(Clone)]
+pub struct DataPlane(Arc<Inner>);
+
+impl std::fmt::Debug for DataPlane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &*self.0 {
+            Inner::Single(_) => f.write_str("DataPlane::Single"),
+            Inner::Leases { .. } => f.write_str("DataPlane::Leases"),
+        }
+    }
+}
+
+impl DataPlane {
+    /// One data-worker holds every app; calls carry epoch 0.
+    pub fn single(client: DataClient) -> DataPlane {
+        DataPlane(Arc::new(Inner::Single(client)))
+    }
+
+    /// Apps are placed on leased workers; `locate` says where.
+    pub fn leased(locate: Arc<dyn Locate>, identity: Identity) -> DataPlane {
+        DataPlane(Arc::new(Inner::Leases {
+            locate,
+            identity,
+            routes: Mutex::new(HashMap::new()),
+            clients: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// Runs `call` against the worker that owns `app_id`, with the epoch the
+    /// call must carry; once more, after asking again, when that worker
+    /// answers that it does not own the app at that epoch.
+    pub async fn call<T, F, Fut>(&self, app_id: &str, mut call: F) -> Result<T, AppError>
+    where
+        F: FnMut(DataClient, u64) -> Fut,
+        Fut: Future<Output = Result<T, AppError>>,
+    {
+        let (client, epoch) = match self.route(app_id, false).await? {
+            Routed::Single(client) => return call(client, 0).await,
+            Routed::Worker(client, epoch) => (client, epoch),
+        };
+        match call(client, epoch).await {
+            Err(error) if error.is_not_owner() => {
+                let Routed::Worker(client, epoch) = self.route(app_id, true).await? else {
+                    return Err(error);
+                };
+                let again = call(client, epoch).await;
+                if let Err(error) = &again {
+                    self.forget_if_unreachable(app_id, error);
+                }
+                again
+            }
+            Err(error) => {
+                self.forget_if_unreachable(app_id, &error);
+                Err(error)
+            }
+            ok => ok,
+        }
+    }
+
+    /// The route `call` would take now (asking when none is known or
+    /// `fresh`): for health reports and tests.
+    pub async fn locate(&self, app_id: &str) -> Result<Option<Route>, AppError> {
+        match &*self.0 {
+            Inner::Single(_) => Ok(None),
+            Inner::Leases { locate, routes, .. } => {
+                let route = locate.locate(app_id).await?;
+                lock(routes).insert(app_id.to_owned(), route.clone());
+                Ok(Some(route))
+            }
+        }
+    }
+
+    async fn route(&self, app_id: &str, fresh: bool) -> Result<Routed, AppError> {
+        let (locate, identity, routes, clients) = match &*self.0 {
+            Inner::Single(client) => return Ok(Routed::Single(client.clone())),
+            Inner::Leases {
+                locate,
+                identity,
+                routes,
+                clients,
+            } => (locate, identity, routes, clients),
+        };
+        let known = if fresh {
+            None
+        } else {
+            lock(routes).get(app_id).cloned()
+        };
+        let route = match known {
+            Some(route) => route,
+            None => {
+                let route = locate.locate(app_id).await?;
+                lock(routes).insert(app_id.to_owned(), route.clone());
+                route
+            }
+        };
+        let client = {
+            let mut clients = lock(clients);
+            match clients.get(&route.url) {
+                Some(client) => client.clone(),
+                None => {
+                    let client = grpc::data_client(&route.url, identity).map_err(|error| {
+                        tracing::error!(%error, worker = %route.worker_id, "a data-worker's URL is not usable");
+                        AppError::from_code(ErrorCode::NotReady)
+                    })?;
+                    clients.insert(route.url.clone(), client.clone());
+                    client
+                }
+            }
+        };
+        Ok(Routed::Worker(client, route.epoch))
+    }
+
+    /// A worker that could not be reached may have been lost: the next call
+    /// asks where the app is rather than trying it again.
+    fn forget_if_unreachable(&self, app_id: &str, error: &AppError) {
+        if let Inner::Leases { routes, .. } = &*self.0
+            && matches!(error.code, ErrorCode::NotReady | ErrorCode::Timeout)
+        {
+            lock(routes).remove(app_id);
+        }
+    }
+}
+
+enum Routed {
+    Single(DataClient),
+    Worker(DataClient, u64),
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -35,6 +35,7 @@ mod mcp_sdk;
 mod mtls;
 mod oauth;
 mod packages;
+mod placement;
 mod previews;
 mod read_guard;
 mod replication;

@@ -336,13 +336,14 @@ impl Writers {
     fn spawn(world: &World, gateway: &RoleProcess) -> Writers {
         let stop = Arc::new(AtomicBool::new(false));
         let writes: Arc<Mutex<Writes>> = Arc::default();
-        let tasks = (0..WRITERS)
+        // Never more writers than apps: each writer has at least one.
+        let tasks = (0..WRITERS.min(world.apps.len()))
             .map(|writer| {
                 let mut mine: Vec<(String, Mcp)> = world
                     .apps
                     .iter()
                     .enumerate()
-                    .filter(|(n, _)| n % WRITERS == writer)
+                    .filter(|(n, _)| n % WRITERS.min(world.apps.len()) == writer)
                     .map(|(_, app)| (app.clone(), world.page(gateway, app)))
                     .collect();
                 let (stop, writes) = (stop.clone(), writes.clone());

@@ -1,6 +1,7 @@
 //! `sasha admin`: the operator CLI for a state folder's core database (users,
-//! passwords, access tokens, app grants, reading improvement suggestions, and
-//! copying the database into PostgreSQL with `migrate-core`).
+//! passwords, access tokens, app grants, reading improvement suggestions,
+//! the data-workers' leases and each app's placement, and copying the
+//! database into PostgreSQL with `migrate-core`).
 //!
 //! It works on the database file through `studio_store`, the same code
 //! studio-core uses, so it is safe while the stack runs (WAL, immediate
@@ -15,9 +16,10 @@
 //! edit the database by hand.
 //!
 //! Exit status: 0 on success, 2 when the command line or an input is refused
-//! (usage, username, password, scopes, lifetime, a `migrate-core` target that
-//! is not empty or a source at another schema version), 1 for anything else
-//! (unknown user or app, a taken username, a database fault). Errors are one
+//! (usage, username, password, scopes, lifetime, an app or worker id, a
+//! `migrate-core` target that is not empty or a source at another schema
+//! version), 1 for anything else (unknown user, app or worker, a taken
+//! username, a move the placement refuses, a database fault). Errors are one
 //! line on stderr.
 
 use std::collections::{BTreeSet, HashMap};
@@ -36,7 +38,8 @@ use sasha_service::core_database::{
     PostgresConfig,
 };
 use studio_store::{
-    ACTOR_OPERATOR, AppAccess, CopyError, Scope, Store, StoreError, TokenKind, User, UserRole,
+    ACTOR_OPERATOR, AppAccess, CopyError, DataWorker, Moved, Scope, Store, StoreError, TokenKind,
+    User, UserRole, WorkerId,
 };
 
 /// `sasha admin …`.
@@ -158,6 +161,26 @@ pub(crate) enum AdminCommand {
         #[command(flatten)]
         state: StateArgs,
     },
+    /// List the data-workers that hold or held a lease (SASHA_DATA_PLACEMENT=leases):
+    /// id, URL, whether it replicates, what is left of its lease (by the
+    /// database's clock) or `lapsed`, whether it drains, and how many apps it
+    /// owns; or drain or undrain one.
+    #[command(args_conflicts_with_subcommands = true)]
+    Workers {
+        #[command(subcommand)]
+        command: Option<WorkersCommand>,
+        /// Print one JSON object per worker and line instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Where each app's data is served (SASHA_DATA_PLACEMENT=leases), and
+    /// moving an app to another data-worker.
+    Apps {
+        #[command(subcommand)]
+        command: AppsCommand,
+    },
     /// Copy the core database into an empty PostgreSQL database, to run
     /// studio-core on PostgreSQL (DATABASE_URL) from then on.
     ///
@@ -181,6 +204,56 @@ pub(crate) enum AdminCommand {
         /// (default: SASHA_DATABASE_CA_FILE, else the system's roots)
         #[arg(long, value_name = "FILE")]
         ca_file: Option<PathBuf>,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+}
+
+/// `sasha admin workers …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum WorkersCommand {
+    /// Drain a data-worker: it is given no new app, and while it renews its
+    /// lease its apps move to other workers one at a time, each handed over
+    /// with a final sync (only a worker that replicates can hand apps over).
+    Drain {
+        /// The worker's id (SASHA_DATA_WORKER_ID)
+        worker_id: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Let a draining data-worker take new apps again; the move in flight,
+    /// if any, finishes.
+    Undrain {
+        /// The worker's id (SASHA_DATA_WORKER_ID)
+        worker_id: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+}
+
+/// `sasha admin apps …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum AppsCommand {
+    /// List every placed app: app, the data-worker that owns it, its epoch
+    /// (raised on every change of owner), and where it is moving, if it is.
+    Placement {
+        /// Print one JSON object per app and line instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Move an app's data to another data-worker. Its owner finishes the
+    /// calls running, makes a final sync and hands it over on its next
+    /// renewal; an owner whose lease lapsed is not waited for. Both workers
+    /// must replicate to object storage, and the target must hold a live
+    /// lease and not drain.
+    Move {
+        /// The app id, e.g. time-sheet
+        app_id: String,
+        /// The data-worker to move it to
+        #[arg(long, value_name = "WORKER")]
+        to: String,
         #[command(flatten)]
         state: StateArgs,
     },
@@ -820,6 +893,134 @@ fn run(
                 report.tables.len()
             )?;
         }
+        AdminCommand::Workers {
+            command: None,
+            json,
+            state,
+        } => {
+            let store = open_existing(&state)?;
+            for worker in store.workers()? {
+                if json {
+                    writeln!(output, "{}", worker_json(&worker))?;
+                } else {
+                    writeln!(
+                        output,
+                        "{}\t{}\t{}\t{}\t{}\t{} apps",
+                        worker.worker_id,
+                        worker.url,
+                        if worker.replicated {
+                            "replicated"
+                        } else {
+                            "not replicated"
+                        },
+                        worker.lease_left.map_or_else(
+                            || format!("lapsed (renewed {} ago)", seconds(worker.renewed_ago)),
+                            |left| format!("lease {} left", seconds(left)),
+                        ),
+                        if worker.draining {
+                            "draining"
+                        } else {
+                            "active"
+                        },
+                        worker.apps
+                    )?;
+                }
+            }
+        }
+        AdminCommand::Workers {
+            command: Some(WorkersCommand::Drain { worker_id, state }),
+            ..
+        } => {
+            let worker = worker_id_arg(&worker_id)?;
+            let store = open_existing(&state)?;
+            let changed = store.set_draining(&worker, true)??;
+            let listed = store
+                .workers()?
+                .into_iter()
+                .find(|listed| listed.worker_id == worker_id);
+            let (apps, replicated) = listed.map_or((0, false), |w| (w.apps, w.replicated));
+            if !changed {
+                writeln!(
+                    output,
+                    "{worker_id} was already draining; {apps} apps left on it"
+                )?;
+            } else if replicated {
+                writeln!(
+                    output,
+                    "{worker_id} is draining: it takes no new app, and its {apps} apps move to other workers one at a time while it renews its lease"
+                )?;
+            } else {
+                writeln!(
+                    output,
+                    "{worker_id} is draining: it takes no new app; it does not replicate to object storage, so its {apps} apps stay on it"
+                )?;
+            }
+        }
+        AdminCommand::Workers {
+            command: Some(WorkersCommand::Undrain { worker_id, state }),
+            ..
+        } => {
+            let worker = worker_id_arg(&worker_id)?;
+            let store = open_existing(&state)?;
+            if store.set_draining(&worker, false)?? {
+                writeln!(output, "{worker_id} takes new apps again")?;
+            } else {
+                writeln!(output, "{worker_id} was not draining")?;
+            }
+        }
+        AdminCommand::Apps {
+            command: AppsCommand::Placement { json, state },
+        } => {
+            let store = open_existing(&state)?;
+            for placement in store.placements()? {
+                let (moving_to, reason) = placement
+                    .moving
+                    .as_ref()
+                    .map_or((None, None), |(to, reason)| {
+                        (Some(to), Some(reason.as_str()))
+                    });
+                if json {
+                    let line = serde_json::json!({
+                        "appId": placement.app_id,
+                        "workerId": placement.worker_id,
+                        "epoch": placement.epoch,
+                        "movingTo": moving_to,
+                        "moveReason": reason,
+                    });
+                    writeln!(output, "{line}")?;
+                } else {
+                    writeln!(
+                        output,
+                        "{}\t{}\tepoch {}\t{}",
+                        placement.app_id,
+                        placement.worker_id,
+                        placement.epoch,
+                        match (moving_to, reason) {
+                            (Some(to), Some(reason)) => format!("moving to {to} ({reason})"),
+                            _ => "-".to_owned(),
+                        }
+                    )?;
+                }
+            }
+        }
+        AdminCommand::Apps {
+            command: AppsCommand::Move { app_id, to, state },
+        } => {
+            let app = sasha_contract::AppId::parse(&app_id)
+                .map_err(|error| usage(format!("invalid app id {app_id:?}: {error}")))?;
+            let target = worker_id_arg(&to)?;
+            let store = open_existing(&state)?;
+            match store.request_move(&app, &target)?? {
+                Moved::Now { epoch } => writeln!(
+                    output,
+                    "{app_id} moved to {to} at epoch {epoch} (its owner's lease had lapsed)"
+                )?,
+                Moved::HandingOver => writeln!(
+                    output,
+                    "{app_id} is being handed over to {to}: its owner finishes the calls running, syncs and releases it on its next renewal (`sasha admin apps placement` shows when it has moved)"
+                )?,
+            }
+        }
         AdminCommand::Suggestions { limit, state } => {
             let store = open_existing(&state)?;
             // JSON escapes every control character, so a line is one line
@@ -980,6 +1181,32 @@ fn migration_target(
             _ => error.to_string(),
         })),
     }
+}
+
+/// A worker id named on the command line (exit 2 when it cannot be one).
+fn worker_id_arg(text: &str) -> anyhow::Result<WorkerId> {
+    WorkerId::parse(text)
+        .map_err(|error| usage(format!("invalid data-worker id {text:?}: {error}")))
+}
+
+/// A duration as whole seconds with one decimal, e.g. `9.4s`.
+fn seconds(duration: std::time::Duration) -> String {
+    format!("{:.1}s", duration.as_secs_f64())
+}
+
+/// One worker as `workers --json` prints it.
+fn worker_json(worker: &DataWorker) -> serde_json::Value {
+    let millis =
+        |duration: std::time::Duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+    serde_json::json!({
+        "workerId": worker.worker_id,
+        "url": worker.url,
+        "replicated": worker.replicated,
+        "leaseLeftMs": worker.lease_left.map(millis),
+        "renewedAgoMs": millis(worker.renewed_ago),
+        "draining": worker.draining,
+        "apps": worker.apps,
+    })
 }
 
 fn find_user(store: &Store, username: &str) -> anyhow::Result<User> {

@@ -12,6 +12,10 @@
 //! and back one to one ([`crate::tools`]), and no id is built from anything a
 //! path could be made of.
 //!
+//! A data-worker's id ([`check_worker_id`]) is a looser name (an operator's
+//! or a StatefulSet's pod name), checked by the one rule here wherever one
+//! is read.
+//!
 //! This module must never say whether an app exists or who may use it: an
 //! [`AppId`] is a well-formed name, nothing more.
 
@@ -168,6 +172,56 @@ impl PartialEq<&str> for AppId {
     }
 }
 
+/// Most characters of a data-worker's id (`SASHA_DATA_WORKER_ID`): a DNS
+/// label's length, so a StatefulSet's pod name (`data-worker-0`) fits.
+pub const MAX_WORKER_ID_CHARS: usize = 63;
+
+/// Why a text is not a data-worker id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerIdError {
+    /// Nothing, or more than [`MAX_WORKER_ID_CHARS`] characters.
+    Length,
+    /// A character other than a letter, a digit, '-', '.' or '_'.
+    Character,
+}
+
+impl fmt::Display for WorkerIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WorkerIdError::Length => write!(
+                f,
+                "a data-worker id has 1 to {MAX_WORKER_ID_CHARS} characters"
+            ),
+            WorkerIdError::Character => {
+                f.write_str("a data-worker id holds only letters, digits, '-', '.' and '_'")
+            }
+        }
+    }
+}
+
+impl std::error::Error for WorkerIdError {}
+
+/// Checks a data-worker id: 1 to [`MAX_WORKER_ID_CHARS`] ASCII letters,
+/// digits, '-', '.' and '_'. The one rule: data-worker reads it for
+/// `SASHA_DATA_WORKER_ID`, the core database's placement for every worker it
+/// records, and the operator CLI for the worker it names.
+pub fn check_worker_id(id: &str) -> Result<(), WorkerIdError> {
+    if id.is_empty() || id.len() > MAX_WORKER_ID_CHARS {
+        return Err(if id.is_ascii() || id.is_empty() {
+            WorkerIdError::Length
+        } else {
+            WorkerIdError::Character
+        });
+    }
+    if !id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+    {
+        return Err(WorkerIdError::Character);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -197,6 +251,30 @@ mod tests {
         ] {
             assert_eq!(check_kebab_id(bad), Err(why), "{bad}");
             assert!(AppId::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn worker_ids() {
+        for ok in [
+            "w",
+            "data-worker-0",
+            "node_7.example",
+            "W1",
+            &"a".repeat(63),
+        ] {
+            assert_eq!(check_worker_id(ok), Ok(()), "{ok}");
+        }
+        for (bad, why) in [
+            ("", WorkerIdError::Length),
+            (&"a".repeat(64) as &str, WorkerIdError::Length),
+            ("a b", WorkerIdError::Character),
+            ("a/b", WorkerIdError::Character),
+            ("a:b", WorkerIdError::Character),
+            ("é", WorkerIdError::Character),
+            (&"é".repeat(40), WorkerIdError::Character),
+        ] {
+            assert_eq!(check_worker_id(bad), Err(why), "{bad}");
         }
     }
 

@@ -1,7 +1,7 @@
 //! The one definition of what Sasha's processes and the validator agree on
 //! about apps and their data, with no process, network or parser in it.
 //!
-//! - [`ids`]: the kebab id rule and [`ids::AppId`].
+//! - [`ids`]: the kebab id rule, [`ids::AppId`] and the data-worker id rule.
 //! - [`caller`]: roles, scopes, principal kinds, app access and call sources.
 //! - [`data`]: the data contract (declared tables, access, owner field,
 //!   columns, migrations, reserved columns) and its hash.

@@ -56,12 +56,15 @@ impl Role {
     }
 
     /// The roles whose certificates a gRPC server of this role accepts.
-    /// data-worker is called by core and the gateway; core only by the gateway;
+    /// data-worker is called by core and the gateway; core by the gateway
+    /// (`CoreService`, `PlacementService.Locate`) and by data-workers, which
+    /// renew their leases (`PlacementService.Renew`, the only call core
+    /// answers a data-worker: each service checks [`peer_role`] per call);
     /// the gateway and the edge serve no gRPC.
     pub fn allowed_callers(self) -> &'static [Role] {
         match self {
             Role::DataWorker => &[Role::StudioCore, Role::McpGateway],
-            Role::StudioCore => &[Role::McpGateway],
+            Role::StudioCore => &[Role::McpGateway, Role::DataWorker],
             Role::McpGateway | Role::EdgeSandbox => &[],
         }
     }
@@ -540,7 +543,10 @@ mod tests {
             Role::DataWorker.allowed_callers(),
             &[Role::StudioCore, Role::McpGateway]
         );
-        assert_eq!(Role::StudioCore.allowed_callers(), &[Role::McpGateway]);
+        assert_eq!(
+            Role::StudioCore.allowed_callers(),
+            &[Role::McpGateway, Role::DataWorker]
+        );
     }
 
     #[test]

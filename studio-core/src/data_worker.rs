@@ -3,17 +3,21 @@
 //! contract applied (or tried), which owner-scoped tables hold rows, and a
 //! preview's or a deleted app's data removed. The wire messages stay here.
 //!
+//! Every call goes through the data plane ([`DataPlane::call`]): to the one
+//! data-worker with epoch 0, or to the app's owner with the epoch its
+//! placement names (asking again once when the owner says the app moved).
+//!
 //! What it must never do: read or write an app's data itself (only
-//! data-worker opens an app's file), or turn a failed call into an answer
-//! (every failure is the caller's `AppError`, or logged where nothing waits
-//! for it).
+//! data-worker opens an app's file), call a data-worker but through the
+//! data plane, or turn a failed call into an answer (every failure is the
+//! caller's `AppError`, or logged where nothing waits for it).
 
 use std::collections::BTreeSet;
 
 use sasha_contract::data::DataContract;
 use sasha_proto::AppError;
 use sasha_proto::pb;
-use sasha_service::grpc::DataClient;
+use sasha_service::data_plane::DataPlane;
 
 /// How an applied migration differs from a contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,23 +69,33 @@ pub(crate) struct RemovedData {
     pub(crate) bytes: u64,
 }
 
+/// A `DataService` failure as the caller's error.
+fn failed(status: tonic::Status) -> AppError {
+    AppError::from_status(&status)
+}
+
 /// The applied migrations of `app_id`'s live database that `contract` does
 /// not keep as they were.
 pub(crate) async fn migration_drift(
-    data: &DataClient,
+    data: &DataPlane,
     app_id: &str,
     contract: &DataContract,
 ) -> Result<Vec<Drift>, AppError> {
+    let request = pb::MigrationDriftRequest {
+        app_id: app_id.to_owned(),
+        epoch: 0,
+        contract_hash: contract.hash.clone(),
+        contract: Some(pb::DataContract::from(contract)),
+    };
     let reply = data
-        .clone()
-        .migration_drift(pb::MigrationDriftRequest {
-            app_id: app_id.to_owned(),
-            epoch: 0,
-            contract_hash: contract.hash.clone(),
-            contract: Some(pb::DataContract::from(contract)),
+        .call(app_id, |mut client, epoch| {
+            let request = pb::MigrationDriftRequest {
+                epoch,
+                ..request.clone()
+            };
+            async move { client.migration_drift(request).await.map_err(failed) }
         })
-        .await
-        .map_err(|status| AppError::from_status(&status))?;
+        .await?;
     Ok(reply.get_ref().drift.iter().map(Drift::from).collect())
 }
 
@@ -89,23 +103,28 @@ pub(crate) async fn migration_drift(
 /// transaction (`dry_run`: only says what it would apply). A widening of who
 /// reads rows passes only with `approved_by_admin` naming the admin.
 pub(crate) async fn apply_contract(
-    data: &DataClient,
+    data: &DataPlane,
     app_id: &str,
     contract: &DataContract,
     dry_run: bool,
     approved_by_admin: &str,
 ) -> Result<Applied, AppError> {
+    let request = pb::ApplyContractRequest {
+        app_id: app_id.to_owned(),
+        epoch: 0,
+        contract: Some(pb::DataContract::from(contract)),
+        dry_run,
+        approved_by_admin: approved_by_admin.to_owned(),
+    };
     let reply = data
-        .clone()
-        .apply_contract(pb::ApplyContractRequest {
-            app_id: app_id.to_owned(),
-            epoch: 0,
-            contract: Some(pb::DataContract::from(contract)),
-            dry_run,
-            approved_by_admin: approved_by_admin.to_owned(),
+        .call(app_id, |mut client, epoch| {
+            let request = pb::ApplyContractRequest {
+                epoch,
+                ..request.clone()
+            };
+            async move { client.apply_contract(request).await.map_err(failed) }
         })
-        .await
-        .map_err(|status| AppError::from_status(&status))?
+        .await?
         .into_inner();
     Ok(Applied {
         applied: reply.applied,
@@ -115,51 +134,56 @@ pub(crate) async fn apply_contract(
 
 /// Which of `tables` of `app_id` hold rows now.
 pub(crate) async fn tables_with_rows(
-    data: &DataClient,
+    data: &DataPlane,
     app_id: &str,
     tables: BTreeSet<String>,
 ) -> Result<BTreeSet<String>, AppError> {
+    let tables: Vec<String> = tables.into_iter().collect();
     let reply = data
-        .clone()
-        .tables_with_rows(pb::TablesWithRowsRequest {
-            app_id: app_id.to_owned(),
-            epoch: 0,
-            tables: tables.into_iter().collect(),
+        .call(app_id, |mut client, epoch| {
+            let request = pb::TablesWithRowsRequest {
+                app_id: app_id.to_owned(),
+                epoch,
+                tables: tables.clone(),
+            };
+            async move { client.tables_with_rows(request).await.map_err(failed) }
         })
-        .await
-        .map_err(|status| AppError::from_status(&status))?;
+        .await?;
     Ok(reply.into_inner().tables.into_iter().collect())
 }
 
 /// Removes the scratch data of `app_id`'s preview `preview`. Scratch data
 /// only: a failure is logged, and the next preview of this id never comes.
-pub(crate) async fn remove_preview(data: &DataClient, app_id: &str, preview: &str) {
+pub(crate) async fn remove_preview(data: &DataPlane, app_id: &str, preview: &str) {
     let removed = data
-        .clone()
-        .remove_preview(pb::RemovePreviewRequest {
-            app_id: app_id.to_owned(),
-            epoch: 0,
-            preview: preview.to_owned(),
+        .call(app_id, |mut client, epoch| {
+            let request = pb::RemovePreviewRequest {
+                app_id: app_id.to_owned(),
+                epoch,
+                preview: preview.to_owned(),
+            };
+            async move { client.remove_preview(request).await.map_err(failed) }
         })
         .await;
-    if let Err(status) = removed {
-        tracing::warn!(%app_id, code = ?status.code(), "a preview's scratch data was not removed");
+    if let Err(error) = removed {
+        tracing::warn!(%app_id, code = ?error.code, diagnostic_id = %error.diagnostic_id, "a preview's scratch data was not removed");
     }
 }
 
 /// Removes `app_id`'s data file, backed up by data-worker first.
 pub(crate) async fn remove_app_data(
-    data: &DataClient,
+    data: &DataPlane,
     app_id: &str,
 ) -> Result<RemovedData, AppError> {
     let removed = data
-        .clone()
-        .remove_app_data(pb::RemoveAppDataRequest {
-            app_id: app_id.to_owned(),
-            epoch: 0,
+        .call(app_id, |mut client, epoch| {
+            let request = pb::RemoveAppDataRequest {
+                app_id: app_id.to_owned(),
+                epoch,
+            };
+            async move { client.remove_app_data(request).await.map_err(failed) }
         })
-        .await
-        .map_err(|status| AppError::from_status(&status))?
+        .await?
         .into_inner();
     Ok(RemovedData {
         backup: removed.removed.then(|| removed.backup_file.clone()),

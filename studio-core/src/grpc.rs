@@ -1,7 +1,9 @@
 //! `CoreService`: what mcp-gateway asks studio-core, over mTLS gRPC, and
 //! studio-core's wire: requests become domain calls and answers become
-//! replies here and in [`convert`], the only files of the crate besides the
-//! data-worker client (`crate::data_worker`) that name `pb::…`.
+//! replies here, in [`convert`] and in [`placement`] (`PlacementService`),
+//! the only files of the crate besides the data-worker client
+//! (`crate::data_worker`) that name `pb::…`. [`router`] is the listener's
+//! every service: `CoreService` answers mcp-gateway's certificate alone.
 //!
 //! Every answer is computed fresh from the store and the catalogue: a revoked
 //! grant is gone on the very next call. The gateway passes back the principal
@@ -14,6 +16,7 @@
 pub(crate) mod calls;
 pub(crate) mod convert;
 pub(crate) mod health;
+pub(crate) mod placement;
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -27,6 +30,7 @@ use studio_assistant::app_calls::{ChatCall, ChatEvent, UploadCall};
 use studio_identity::actor::Actor;
 use studio_uploads::IncomingFile;
 use tokio_stream::{Stream, StreamExt as _};
+use tonic::service::interceptor::InterceptedService;
 use tonic::{Request, Response, Status};
 
 use sasha_package::manifest::{Capabilities, DataCapability};
@@ -52,6 +56,48 @@ pub(crate) fn service(core: Arc<Core>) -> CoreServiceServer<CoreGrpc> {
         entries: Arc::default(),
     })
     .max_decoding_message_size(MAX_CORE_MESSAGE)
+}
+
+/// Every service of studio-core's gRPC listener, as studio-core serves
+/// them: `CoreService`, for mcp-gateway's certificate alone
+/// ([`only_the_gateway`], refusing before the replication gate admits
+/// anything), and `PlacementService`, each behind the replication gate.
+pub(crate) fn router(core: Arc<Core>) -> tonic::transport::server::Router {
+    let replication = core.replication.clone();
+    sasha_service::grpc::server_builder()
+        .add_service(InterceptedService::new(
+            crate::replication::DurableCalls::new(service(core.clone()), replication.clone()),
+            only_the_gateway,
+        ))
+        .add_service(crate::replication::DurableCalls::new(
+            placement::service(core),
+            replication,
+        ))
+}
+
+/// Refuses a call unless the caller's certificate is `role`'s: the mTLS
+/// handshake admitted every role that may call studio-core
+/// (`Role::allowed_callers`), and each RPC answers one of them.
+pub(crate) fn only_from<T>(
+    request: &Request<T>,
+    role: sasha_service::Role,
+    refusal: &'static str,
+) -> Result<(), Status> {
+    if sasha_service::identity::peer_role(request) == Some(role) {
+        return Ok(());
+    }
+    Err(AppError::new(ErrorCode::AccessDenied, refusal).to_status())
+}
+
+/// `CoreService` answers mcp-gateway alone: a data-worker, admitted by the
+/// handshake to renew its lease, is refused every call before it runs.
+fn only_the_gateway(request: Request<()>) -> Result<Request<()>, Status> {
+    only_from(
+        &request,
+        sasha_service::Role::McpGateway,
+        "only mcp-gateway calls CoreService",
+    )?;
+    Ok(request)
 }
 
 /// The `CoreService` implementation.

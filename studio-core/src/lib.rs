@@ -43,6 +43,7 @@ pub mod oracle;
 mod package_dir;
 pub mod package_sync;
 mod peers;
+mod placement;
 mod previews;
 mod read_guard;
 mod recovery;
@@ -66,6 +67,7 @@ use std::sync::Arc;
 use sasha_service::Role;
 use sasha_service::config::{self, ConfigError, Env, Origins, StoragePaths};
 use sasha_service::core_database::CoreDatabase;
+use sasha_service::data_plane::DataPlane;
 use sasha_service::grpc as service_grpc;
 use sasha_service::health;
 use sasha_service::identity::Identity;
@@ -85,8 +87,9 @@ pub struct Config {
     pub http_addr: SocketAddr,
     /// `SASHA_CORE_GRPC_ADDR`: the `CoreService` listener (default `127.0.0.1:3012`).
     pub grpc_addr: SocketAddr,
-    /// `SASHA_DATA_GRPC_URL`: data-worker (default `https://127.0.0.1:3013`).
-    pub data_url: String,
+    /// `SASHA_DATA_PLACEMENT` and what its layout reads: data-worker's URL
+    /// (`single`), or the lease granted to data-workers (`leases`).
+    pub data_plane: DataPlaneConfig,
     /// `SASHA_PUBLIC_ORIGIN` and `SASHA_APP_SANDBOX_ORIGIN`.
     pub origins: Origins,
     /// `MCP_PUBLIC_ORIGIN` (default `SASHA_PUBLIC_ORIGIN`): OAuth access
@@ -149,7 +152,7 @@ impl Config {
             mcp_origin,
             http_addr: config::socket_addr(env, "SASHA_CORE_HTTP_ADDR", "127.0.0.1:3011")?,
             grpc_addr: config::socket_addr(env, "SASHA_CORE_GRPC_ADDR", "127.0.0.1:3012")?,
-            data_url: config::grpc_url(env, "SASHA_DATA_GRPC_URL", "https://127.0.0.1:3013")?,
+            data_plane: DataPlaneConfig::from_env(env)?,
             origins,
             storage,
             identity: config::identity(env, Role::StudioCore)?,
@@ -169,6 +172,57 @@ impl Config {
             chat: studio_assistant::provider::ChatConfig::from_env(env)?,
             health_addr: health::health_addr(env)?,
         })
+    }
+}
+
+/// How studio-core reaches app data (`SASHA_DATA_PLACEMENT`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataPlaneConfig {
+    /// `single`: one data-worker at `SASHA_DATA_GRPC_URL` (default
+    /// `https://127.0.0.1:3013`) holds every app.
+    Single { url: String },
+    /// `leases`: data-workers renew leases here (`PlacementService`) and
+    /// each app has one owner; `SASHA_DATA_GRPC_URL` is not read. `lease`
+    /// is `SASHA_DATA_LEASE_SECS`.
+    Leases { lease: std::time::Duration },
+}
+
+/// `SASHA_DATA_LEASE_SECS`: what a lease lasts from its renewal. At least
+/// 2 s, so a worker renewing every tenth of it (no more often than every
+/// 200 ms) has several tries before it lapses; at most 300 s, the longest a
+/// lost worker's apps should wait.
+const DATA_LEASE_SECS: &str = "SASHA_DATA_LEASE_SECS";
+const DEFAULT_DATA_LEASE_SECS: u64 = 10;
+const MIN_DATA_LEASE_SECS: u64 = 2;
+const MAX_DATA_LEASE_SECS: u64 = 300;
+
+impl DataPlaneConfig {
+    fn from_env(env: &dyn Env) -> Result<DataPlaneConfig, ConfigError> {
+        Ok(match sasha_service::data_plane::Layout::from_env(env)? {
+            sasha_service::data_plane::Layout::Single => DataPlaneConfig::Single {
+                url: config::grpc_url(env, "SASHA_DATA_GRPC_URL", "https://127.0.0.1:3013")?,
+            },
+            sasha_service::data_plane::Layout::Leases => DataPlaneConfig::Leases {
+                lease: data_lease(env)?,
+            },
+        })
+    }
+}
+
+fn data_lease(env: &dyn Env) -> Result<std::time::Duration, ConfigError> {
+    let Some(text) = env.var(DATA_LEASE_SECS) else {
+        return Ok(std::time::Duration::from_secs(DEFAULT_DATA_LEASE_SECS));
+    };
+    match text.parse::<u64>() {
+        Ok(secs) if (MIN_DATA_LEASE_SECS..=MAX_DATA_LEASE_SECS).contains(&secs) => {
+            Ok(std::time::Duration::from_secs(secs))
+        }
+        _ => Err(ConfigError::new(
+            DATA_LEASE_SECS,
+            format!(
+                "{text:?} is not a whole number of seconds from {MIN_DATA_LEASE_SECS} to {MAX_DATA_LEASE_SECS}"
+            ),
+        )),
     }
 }
 
@@ -321,9 +375,14 @@ pub async fn run_with_store(
             RoleError::Startup(format!("cannot create {}: {error}", dir.display()))
         })?;
     }
-    let data = service_grpc::data_client(&config.data_url, &config.identity).map_err(|error| {
-        RoleError::Config(ConfigError::new("SASHA_DATA_GRPC_URL", error.to_string()))
-    })?;
+    let data_layout = match &config.data_plane {
+        DataPlaneConfig::Single { url } => state::DataLayout::Single(
+            service_grpc::data_client(url, &config.identity).map_err(|error| {
+                RoleError::Config(ConfigError::new("SASHA_DATA_GRPC_URL", error.to_string()))
+            })?,
+        ),
+        DataPlaneConfig::Leases { lease } => state::DataLayout::Leases { lease: *lease },
+    };
     let replicator = match config.replica.clone() {
         Some(replica) => {
             let replicator = sasha_replica::Replicator::connect(replica)
@@ -490,9 +549,16 @@ pub async fn run_with_store(
             }
         }
     });
+    let data = match &data_layout {
+        state::DataLayout::Single(client) => DataPlane::single(client.clone()),
+        state::DataLayout::Leases { .. } => {
+            placement::leased_data_plane(&store, config.identity.clone())
+        }
+    };
     let core = Arc::new(Core {
         origins: config.origins.clone(),
         data,
+        data_layout,
         accounts,
         assistance,
         store,
@@ -515,11 +581,7 @@ pub async fn run_with_store(
         .local_addr()
         .map_err(|e| RoleError::Startup(e.to_string()))?;
 
-    // An upload carries up to 25 MiB of documents in one message.
-    let grpc_router = service_grpc::server_builder().add_service(replication::DurableCalls::new(
-        grpc::service(core.clone()),
-        core.replication.clone(),
-    ));
+    let grpc_router = grpc::router(core.clone());
     let grpc_server = service_grpc::serve_mtls(
         grpc_router,
         listeners.grpc,

@@ -6,9 +6,9 @@
 //!
 //! The gate sits where a write is acknowledged, not in each store call: a
 //! state-changing request (an HTTP method other than GET, HEAD and OPTIONS;
-//! a `CoreService` call other than the reads the gateway makes on every
-//! request) is admitted first (async mode pauses writes past the lag
-//! bound), and when the store committed anything while it ran
+//! a `CoreService` or `PlacementService` call other than the reads the
+//! gateway makes on every request) is admitted first (async mode pauses
+//! writes past the lag bound), and when the store committed anything while it ran
 //! ([`studio_store::Store::commits`]), its successful answer waits for one
 //! sync-and-wait; if object storage does not confirm, the caller gets the
 //! retryable `APP_DATABASE_UNAVAILABLE` instead. Reads, and the bookkeeping
@@ -108,8 +108,9 @@ fn changes_state(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-/// The `CoreService` calls the gateway makes to read, on every request.
-const CORE_READS: [&str; 8] = [
+/// The calls the gateway makes to read, on every request: `CoreService`'s,
+/// and `PlacementService.Locate`.
+const CORE_READS: [&str; 9] = [
     "Health",
     "Authenticate",
     "AuthorizeCall",
@@ -119,10 +120,14 @@ const CORE_READS: [&str; 8] = [
     "GetCatalogue",
     // A stream: its turns are conversations kept in memory.
     "Chat",
+    // It places an app not placed yet; a worker serves that placement only
+    // once a renewal grants it, and a renewal (a write) is answered only
+    // when everything committed before it is confirmed.
+    "Locate",
 ];
 
-/// Whether a `CoreService` call (by its path `/sasha.v1.CoreService/<Method>`)
-/// may change state.
+/// Whether a `CoreService` or `PlacementService` call (by its path
+/// `/sasha.v1.<Service>/<Method>`) may change state.
 fn call_changes_state(path: &str) -> bool {
     let method = path.rsplit('/').next().unwrap_or_default();
     !CORE_READS.contains(&method)
@@ -235,5 +240,7 @@ mod tests {
         assert!(!call_changes_state("/sasha.v1.CoreService/GetCatalogue"));
         assert!(call_changes_state("/sasha.v1.CoreService/Confirm"));
         assert!(call_changes_state("/sasha.v1.CoreService/MemberApps"));
+        assert!(call_changes_state("/sasha.v1.PlacementService/Renew"));
+        assert!(!call_changes_state("/sasha.v1.PlacementService/Locate"));
     }
 }

@@ -1,6 +1,6 @@
 //! The state studio-core's HTTP and gRPC surfaces share, and every domain
 //! function reads: the store, the live catalogue, the accounts, the
-//! assistance, the data-worker client, and what this process keeps in
+//! assistance, the data plane, and what this process keeps in
 //! memory ([`draft_cache`], [`deploy_throttle`]).
 //!
 //! What it must never do: hold a decision (an access, a grant, a
@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use sasha_proto::AppError;
 use sasha_service::config::Origins;
+use sasha_service::data_plane::DataPlane;
 use sasha_service::grpc::DataClient;
 use studio_store::{AppAccess, Store};
 
@@ -28,7 +29,11 @@ use draft_cache::DraftCache;
 #[derive(Debug)]
 pub(crate) struct Core {
     pub(crate) origins: Origins,
-    pub(crate) data: DataClient,
+    /// Where each app's data is served: every call to a data-worker goes
+    /// through it (`crate::data_worker`), with the epoch it routes by.
+    pub(crate) data: DataPlane,
+    /// How the data plane is laid out (`SASHA_DATA_PLACEMENT`).
+    pub(crate) data_layout: DataLayout,
     /// The live app catalogue.
     pub(crate) catalogue: Arc<Catalogue>,
     /// Revisions kept per app in the revision ledger (`SASHA_REVISION_RETENTION`).
@@ -54,6 +59,16 @@ pub(crate) struct Core {
     pub(crate) drafts: DraftCache,
     /// The core database's replication, when on: the write gate.
     pub(crate) replication: Option<crate::replication::CoreReplication>,
+}
+
+/// The data plane's layout as studio-core serves it.
+#[derive(Debug, Clone)]
+pub(crate) enum DataLayout {
+    /// One data-worker holds every app; its client answers health.
+    Single(DataClient),
+    /// Data-workers renew leases here (`PlacementService`), each granted
+    /// `lease` (`SASHA_DATA_LEASE_SECS`).
+    Leases { lease: std::time::Duration },
 }
 
 impl Core {

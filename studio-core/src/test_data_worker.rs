@@ -1,9 +1,11 @@
 //! A stand-in data-worker for studio-core's in-process tests: the real
 //! `DataService` over the real mTLS (the test world's development PKI, the
 //! data-worker role), answering from what the test set instead of from app
-//! files. It says which tables hold rows (`TablesWithRows`), reports no
-//! migration drift, and records every `ApplyContract` it is asked, approval
-//! included, so a router test can see what studio-core asked of data-worker.
+//! files. It says which tables hold rows (`TablesWithRows`, recording the
+//! epoch each names, and refusing any but the one it is told it owns, as a
+//! worker in the `leases` layout does), reports no migration drift, and
+//! records every `ApplyContract` it is asked, approval included, so a router
+//! test can see what studio-core asked of data-worker.
 //! The engine's own behaviour is data-worker's tests' business.
 //!
 //! Every other call is `unimplemented`: a test that reaches one learns it at
@@ -25,9 +27,30 @@ pub(crate) struct FakeData {
     with_rows: Mutex<BTreeMap<String, BTreeSet<String>>>,
     /// Every `ApplyContract` request, in order.
     applied: Mutex<Vec<pb::ApplyContractRequest>>,
+    /// The epoch of every `TablesWithRows` it was asked, in order.
+    epochs: Mutex<Vec<u64>>,
+    /// When set, the one epoch it serves: a `TablesWithRows` naming another
+    /// is refused as a worker that does not own the app refuses it.
+    owned_epoch: Mutex<Option<u64>>,
 }
 
 impl FakeData {
+    /// From now on it serves `TablesWithRows` at `epoch` only.
+    pub(crate) fn own_at(&self, epoch: u64) {
+        *self
+            .owned_epoch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(epoch);
+    }
+
+    /// The epochs the `TablesWithRows` calls so far named, refused ones too.
+    pub(crate) fn epochs(&self) -> Vec<u64> {
+        self.epochs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// From now on `table` of `app_id` holds rows.
     pub(crate) fn put_rows(&self, app_id: &str, table: &str) {
         self.with_rows
@@ -114,6 +137,19 @@ impl DataService for Service {
         request: Request<pb::TablesWithRowsRequest>,
     ) -> Result<Response<pb::TablesWithRowsReply>, Status> {
         let request = request.into_inner();
+        self.0
+            .epochs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(request.epoch);
+        let owned = *self
+            .0
+            .owned_epoch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if owned.is_some_and(|epoch| epoch != request.epoch) {
+            return Err(sasha_proto::AppError::not_owner(&request.app_id).to_status());
+        }
         let held = self
             .0
             .with_rows

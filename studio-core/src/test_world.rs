@@ -1,7 +1,9 @@
 //! The studio-core every in-process test of the app lifecycle builds: a
 //! docs tree, a core database with an admin, a staff user and a member, and
 //! a data-worker client that reaches nothing (its port is closed) or the
-//! stand-in of `crate::test_data_worker`, all in a temporary folder. The
+//! stand-in of `crate::test_data_worker`, or data-workers leasing from
+//! it ([`World::with_leases`]), all in a temporary folder; its gRPC
+//! listener can be served ([`World::serve_grpc`]). The
 //! core database is `core.sqlite` in that folder, or, for a world built
 //! [`World::on`] [`Database::Postgres`], a fresh database on the shared test
 //! PostgreSQL (`sasha_testkit`); [`on_both_databases!`] runs one test on
@@ -85,12 +87,21 @@ pub(crate) struct World {
     pub(crate) admin: User,
     pub(crate) staff: User,
     pub(crate) member: User,
-    /// Where this world's data-worker listens (a replica dials it too).
-    data_url: String,
+    /// This world's data plane (a replica uses it too).
+    data: WorldData,
     /// The core database every replica of this world opens.
     database: CoreDatabase,
     /// Last, so dropped after the world's cores: every store it opened.
     stores: Stores,
+}
+
+/// A world's data plane: one data-worker at a URL (its port closed, or the
+/// stand-in of `crate::test_data_worker`), or data-workers leasing from
+/// studio-core, each lease lasting `lease`.
+#[derive(Debug, Clone)]
+pub(crate) enum WorldData {
+    Single(String),
+    Leases(std::time::Duration),
 }
 
 /// The stores a [`World`] opened, dropped after the rest of it and off the
@@ -149,7 +160,7 @@ impl World {
         World::build(
             studio_assistant::provider::ChatService::new(None),
             crate::member_apps::MEMBER_CAPS,
-            "https://127.0.0.1:9",
+            &WorldData::Single("https://127.0.0.1:9".to_owned()),
             database,
         )
     }
@@ -167,7 +178,7 @@ impl World {
         World::build(
             chat,
             crate::member_apps::MEMBER_CAPS,
-            "https://127.0.0.1:9",
+            &WorldData::Single("https://127.0.0.1:9".to_owned()),
             database,
         )
     }
@@ -178,7 +189,7 @@ impl World {
         World::build(
             studio_assistant::provider::ChatService::new(None),
             caps,
-            "https://127.0.0.1:9",
+            &WorldData::Single("https://127.0.0.1:9".to_owned()),
             Database::Sqlite,
         )
     }
@@ -191,17 +202,28 @@ impl World {
         let world = World::build(
             studio_assistant::provider::ChatService::new(None),
             crate::member_apps::MEMBER_CAPS,
-            &url,
+            &WorldData::Single(url),
             Database::Sqlite,
         );
         crate::test_data_worker::serve(fake, listener, &world.dir.path().join("pki"));
         world
     }
 
+    /// A world on `database` whose data-workers lease from studio-core,
+    /// each lease lasting `lease` (`SASHA_DATA_PLACEMENT=leases`).
+    pub(crate) fn with_leases(database: Database, lease: std::time::Duration) -> World {
+        World::build(
+            studio_assistant::provider::ChatService::new(None),
+            crate::member_apps::MEMBER_CAPS,
+            &WorldData::Leases(lease),
+            database,
+        )
+    }
+
     fn build(
         chat: studio_assistant::provider::ChatService,
         member_caps: studio_store::MemberCaps,
-        data_url: &str,
+        data: &WorldData,
         database: Database,
     ) -> World {
         let dir = tempfile::tempdir().unwrap();
@@ -227,7 +249,7 @@ impl World {
             &clock,
             chat,
             member_caps,
-            data_url,
+            data,
         );
         let store = &core.store;
         let (admin, staff, member) = off_runtime(|| {
@@ -246,7 +268,7 @@ impl World {
             admin,
             staff,
             member,
-            data_url: data_url.to_owned(),
+            data: data.clone(),
             database,
             stores,
         }
@@ -273,7 +295,7 @@ impl World {
             &self.clock,
             chat,
             self.core.member_caps,
-            &self.data_url,
+            &self.data,
         )
     }
 
@@ -291,7 +313,7 @@ impl World {
             &self.clock,
             studio_assistant::provider::ChatService::new(None),
             self.core.member_caps,
-            &self.data_url,
+            &self.data,
         )
     }
 
@@ -305,12 +327,11 @@ impl World {
         clock: &Arc<std::sync::atomic::AtomicI64>,
         chat: studio_assistant::provider::ChatService,
         member_caps: studio_store::MemberCaps,
-        data_url: &str,
+        data: &WorldData,
     ) -> Arc<Core> {
         let (dir, docs) = (folders.state, folders.docs.to_owned());
         let (pki, _) = DevPki::ensure(&dir.join("pki")).unwrap();
         let identity = Identity::load(&pki.files(Role::StudioCore)).unwrap();
-        let data = sasha_service::grpc::data_client(data_url, &identity).unwrap();
         let reading = clock.clone();
         let clock: studio_store::Clock =
             Arc::new(move || reading.load(std::sync::atomic::Ordering::SeqCst));
@@ -325,6 +346,19 @@ impl World {
         })
         .unwrap();
         stores.keep(&store);
+        let (data, data_layout) = match data {
+            WorldData::Single(url) => {
+                let client = sasha_service::grpc::data_client(url, &identity).unwrap();
+                (
+                    sasha_service::data_plane::DataPlane::single(client.clone()),
+                    crate::state::DataLayout::Single(client),
+                )
+            }
+            WorldData::Leases(lease) => (
+                crate::placement::leased_data_plane(&store, identity),
+                crate::state::DataLayout::Leases { lease: *lease },
+            ),
+        };
         let catalogue = Arc::new(Catalogue::new(&docs, 8));
         catalogue.refresh();
         let member_deploys = crate::state::deploy_throttle::DeployThrottle::new(&store);
@@ -357,6 +391,7 @@ impl World {
                 sandbox: Origin::parse("http://127.0.0.1:3007").unwrap(),
             },
             data,
+            data_layout,
             accounts,
             assistance,
             store,
@@ -461,6 +496,33 @@ impl World {
                 .unwrap()
         });
         format!("Bearer {token}")
+    }
+
+    /// The identity of `role` in this world's development PKI.
+    pub(crate) fn identity(&self, role: Role) -> Identity {
+        let (pki, _) = DevPki::ensure(&self.dir.path().join("pki")).unwrap();
+        Identity::load(&pki.files(role)).unwrap()
+    }
+
+    /// Serves this world's studio-core gRPC listener ([`crate::grpc::router`],
+    /// every service as studio-core serves them) over the real mTLS on a
+    /// port of its own, until the test ends; its URL.
+    pub(crate) async fn serve_grpc(&self) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("https://{}", listener.local_addr().unwrap());
+        let router = crate::grpc::router(self.core.clone());
+        let identity = self.identity(Role::StudioCore);
+        tokio::spawn(async move {
+            let _ = sasha_service::grpc::serve_mtls(
+                router,
+                listener,
+                &identity,
+                Role::StudioCore,
+                tokio_util::sync::CancellationToken::new(),
+            )
+            .await;
+        });
+        url
     }
 
     /// Moves the store's clock `seconds` ahead.

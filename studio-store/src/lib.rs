@@ -5,11 +5,13 @@
 //! revision ledger (`ledger`: every validated revision's files and resource,
 //! content-addressed), drafts, member apps, the assistant's conversations,
 //! the documents users upload (`uploads`), app chat's conversations
-//! (`app_chat`) and improvement suggestions. This is the only code that
-//! opens `DB_PATH`; studio-core and the operator CLI (`sasha admin`) both go
-//! through it, possibly at the same time, so every write runs in a `BEGIN
-//! IMMEDIATE` transaction on a WAL database with a 5 s busy timeout
-//! ([`BUSY_TIMEOUT`], also PostgreSQL's wait for the writers' lock).
+//! (`app_chat`), improvement suggestions, and where each app's data is
+//! served when several data-workers share the data plane (`placement`).
+//! This is the only code that opens `DB_PATH`; studio-core and the operator
+//! CLI (`sasha admin`) both go through it, possibly at the same time, so
+//! every write runs in a `BEGIN IMMEDIATE` transaction on a WAL database
+//! with a 5 s busy timeout ([`BUSY_TIMEOUT`], also PostgreSQL's wait for the
+//! writers' lock).
 //!
 //! The API is blocking (rusqlite); async callers run it through
 //! [`blocking`], which also turns a [`StoreError`] into the envelope
@@ -214,12 +216,17 @@ wire_enum! {
 
 // Declared after `wire_enum!`, which they use.
 mod ledger;
+mod placement;
 mod suggestions;
 
 pub use self::ledger::{
     DEFAULT_REVISION_RETENTION, MAX_REVISION_SUMMARY_CHARS, Recorded, RevisionContent,
     RevisionEntry, RevisionFile, RevisionOrigin, RevisionSurface, SUMMARY_FOUND_ON_DISK,
     SUMMARY_SEEDED,
+};
+pub use self::placement::{
+    Assignment, DataWorker, InvalidWorkerUrl, LeaseGrant, MAX_WORKER_URL_CHARS, Moved, Placement,
+    PlacementEvent, PlacementReason, PlacementRefusal, Released, Route, WorkerId, WorkerUrl,
 };
 
 impl TokenKind {

@@ -613,6 +613,94 @@ CREATE TABLE package_head_files (
 CREATE INDEX package_head_files_by_blob ON package_head_files(sha256);
 "#,
     },
+    Migration {
+        version: 23,
+        name: "data-worker placement",
+        sql: r#"
+-- Where each app's data is served when several data-workers share the data
+-- plane (store/placement.rs). Every time here is the database's own clock in
+-- unix milliseconds, read inside the transaction that writes it.
+--
+-- A worker's lease: it may serve until lease_until_ms; past it, its apps may
+-- be handed to another worker (only if it replicates to object storage).
+CREATE TABLE data_workers (
+    worker_id      TEXT PRIMARY KEY,
+    url            TEXT NOT NULL,
+    replicated     INTEGER NOT NULL CHECK (replicated IN (0, 1)),
+    lease_until_ms INTEGER NOT NULL,
+    renewed_at_ms  INTEGER NOT NULL,
+    draining       INTEGER NOT NULL DEFAULT 0 CHECK (draining IN (0, 1))
+) STRICT;
+
+-- Each app's one owner and its epoch, the fencing token every data call
+-- carries: it rises by one on every change of owner and never goes down
+-- (the triggers refuse an update that lowers it or changes the owner
+-- without raising it, and a delete or replace that would let it start
+-- again). move_to is a planned move the owner is handing over for
+-- (move_reason: an operator's move or a drain).
+CREATE TABLE app_placements (
+    app_id        TEXT PRIMARY KEY,
+    worker_id     TEXT NOT NULL REFERENCES data_workers(worker_id),
+    epoch         INTEGER NOT NULL CHECK (epoch > 0),
+    move_to       TEXT REFERENCES data_workers(worker_id),
+    move_reason   TEXT CHECK (move_reason IN ('move', 'drain')),
+    changed_at_ms INTEGER NOT NULL,
+    CHECK ((move_to IS NULL) = (move_reason IS NULL)),
+    CHECK (move_to IS NULL OR move_to <> worker_id)
+) STRICT;
+CREATE INDEX app_placements_by_worker ON app_placements(worker_id, app_id);
+CREATE INDEX app_placements_by_move ON app_placements(move_to);
+CREATE TRIGGER app_placements_epoch_rises
+    BEFORE UPDATE ON app_placements
+    WHEN NEW.app_id <> OLD.app_id
+        OR NEW.epoch < OLD.epoch
+        OR (NEW.worker_id <> OLD.worker_id AND NEW.epoch <= OLD.epoch)
+BEGIN
+    SELECT RAISE(ABORT, 'an app''s epoch only rises, and rises with every change of owner');
+END;
+CREATE TRIGGER app_placements_no_delete
+    BEFORE DELETE ON app_placements
+BEGIN
+    SELECT RAISE(ABORT, 'an app''s placement is never removed, so its epoch never starts again');
+END;
+CREATE TRIGGER app_placements_no_replace
+    BEFORE INSERT ON app_placements
+    WHEN EXISTS (SELECT 1 FROM app_placements WHERE app_id = NEW.app_id)
+BEGIN
+    SELECT RAISE(ABORT, 'an app''s placement is never removed, so its epoch never starts again');
+END;
+
+-- Every change of owner, append-only like authorization_audit_log (the
+-- same three triggers). One row per (app, epoch): no epoch is given twice.
+CREATE TABLE placement_events (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    app_id      TEXT NOT NULL,
+    epoch       INTEGER NOT NULL CHECK (epoch > 0),
+    from_worker TEXT,
+    to_worker   TEXT NOT NULL,
+    reason      TEXT NOT NULL CHECK (reason IN ('placed', 'failover', 'move', 'drain')),
+    at_ms       INTEGER NOT NULL,
+    UNIQUE (app_id, epoch)
+) STRICT;
+CREATE TRIGGER placement_events_no_update
+    BEFORE UPDATE ON placement_events
+BEGIN
+    SELECT RAISE(ABORT, 'placement_events is append-only');
+END;
+CREATE TRIGGER placement_events_no_delete
+    BEFORE DELETE ON placement_events
+BEGIN
+    SELECT RAISE(ABORT, 'placement_events is append-only');
+END;
+CREATE TRIGGER placement_events_no_replace
+    BEFORE INSERT ON placement_events
+    WHEN NEW.id IS NOT NULL
+        AND EXISTS (SELECT 1 FROM placement_events WHERE id = NEW.id)
+BEGIN
+    SELECT RAISE(ABORT, 'placement_events is append-only');
+END;
+"#,
+    },
 ];
 
 /// Migration 18 on SQLite (see `schema/postgres_18.sql` for PostgreSQL's).
@@ -771,7 +859,8 @@ mod tests {
                 (19, 2),
                 (20, 2),
                 (21, 2),
-                (22, 2)
+                (22, 2),
+                (23, 2)
             ]
         );
         let users: i64 = connection
@@ -787,7 +876,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 22);
+        assert_eq!(latest_version(), 23);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -836,6 +925,7 @@ mod tests {
                 (20, "uploaded documents".to_owned(), 3),
                 (21, "app chat conversations".to_owned(), 3),
                 (22, "package heads".to_owned(), 3),
+                (23, "data-worker placement".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

@@ -52,6 +52,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "package heads",
         sql: include_str!("schema/postgres_22.sql"),
     },
+    Migration {
+        version: 23,
+        name: "data-worker placement",
+        sql: include_str!("schema/postgres_23.sql"),
+    },
 ];
 
 /// The lock replicas take turns on while migrating ("sasha-mg").

@@ -1242,7 +1242,7 @@ fn source_changes_are_audited() {
 
 /// An error with every error beneath it: the PostgreSQL client's own
 /// message is only "db error", the server's words are its source.
-fn chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

@@ -1232,3 +1232,209 @@ fn packages_and_documents_are_imported_into_the_core_database_and_exported_again
         2
     );
 }
+
+/// The data-workers' leases and each app's placement, as the operator
+/// reads and changes them: listing (a table, or JSON), draining and
+/// undraining a worker, moving an app (handed over by a live owner, at
+/// once from a lapsed one), and every refusal one line with its status.
+#[test]
+fn workers_and_placements_are_listed_drained_and_moved_by_the_operator() {
+    use std::time::Duration;
+    use studio_store::{WorkerId, WorkerUrl};
+
+    let state = tempfile::tempdir().unwrap();
+    let store = store(state.path());
+    let empty = admin(state.path(), &["workers"], None);
+    assert_eq!((empty.code, empty.stdout.as_str()), (0, ""), "{empty:?}");
+
+    let worker = |id: &str| WorkerId::parse(id).unwrap();
+    let renew = |id: &str, port: u16, replicated: bool, lease: Duration| {
+        let url = WorkerUrl::parse(&format!("https://127.0.0.1:{port}")).unwrap();
+        store.with(|store| {
+            store
+                .renew(&worker(id), &url, replicated, &[], lease)
+                .unwrap()
+        });
+    };
+    let place = |app_id: &str| {
+        let app = sasha_contract::AppId::parse(app_id).unwrap();
+        store.with(|store| store.locate(&app).unwrap().unwrap().worker_id)
+    };
+    let long = Duration::from_secs(600);
+    // `gone` alone holds `archive`; `w1` alone takes `notes` and
+    // `time-sheet` while `gone` drains.
+    renew("gone", 4001, true, long);
+    assert_eq!(place("archive"), "gone");
+    let drain = |id: &str, on: bool| {
+        store.with(|store| store.set_draining(&worker(id), on).unwrap().unwrap());
+    };
+    drain("gone", true);
+    renew("w1", 4011, true, long);
+    assert_eq!(place("notes"), "w1");
+    assert_eq!(place("time-sheet"), "w1");
+    drain("gone", false);
+    renew("w2", 4012, true, long);
+    renew("w3", 4013, false, long);
+    renew("gone", 4001, true, Duration::from_millis(200));
+    // A lease is timed by the database's clock, which the test cannot move:
+    // wait for `gone`'s 200 ms to pass.
+    std::thread::sleep(Duration::from_millis(400));
+
+    let listed = admin(state.path(), &["workers"], None);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    let lines: Vec<Vec<&str>> = listed
+        .stdout
+        .lines()
+        .map(|line| line.split('\t').collect())
+        .collect();
+    assert_eq!(lines.len(), 4, "{listed:?}");
+    let row = |id: &str| lines.iter().find(|line| line[0] == id).unwrap().clone();
+    let w1 = row("w1");
+    assert_eq!(w1[1], "https://127.0.0.1:4011");
+    assert_eq!(w1[2], "replicated");
+    assert!(
+        w1[3].starts_with("lease ") && w1[3].ends_with("s left"),
+        "{w1:?}"
+    );
+    assert_eq!(w1[4..], ["active", "2 apps"]);
+    assert_eq!(row("w3")[2], "not replicated");
+    let gone = row("gone");
+    assert!(gone[3].starts_with("lapsed (renewed "), "{gone:?}");
+    assert_eq!(gone[5], "1 apps");
+    let json = admin(state.path(), &["workers", "--json"], None);
+    let workers: Vec<serde_json::Value> = json
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let w1 = workers.iter().find(|w| w["workerId"] == "w1").unwrap();
+    assert!(w1["leaseLeftMs"].as_u64().unwrap() > 0, "{w1}");
+    assert_eq!(
+        (w1["apps"].as_u64(), w1["draining"].as_bool()),
+        (Some(2), Some(false))
+    );
+    let gone = workers.iter().find(|w| w["workerId"] == "gone").unwrap();
+    assert!(gone["leaseLeftMs"].is_null(), "{gone}");
+
+    let placement = admin(state.path(), &["apps", "placement"], None);
+    assert_eq!(
+        placement.stdout,
+        "archive\tgone\tepoch 1\t-\nnotes\tw1\tepoch 1\t-\ntime-sheet\tw1\tepoch 1\t-\n",
+        "{placement:?}"
+    );
+
+    // Moves.
+    let moved = admin(state.path(), &["apps", "move", "notes", "--to", "w2"], None);
+    assert_eq!(moved.code, 0, "{moved:?}");
+    assert!(
+        moved
+            .stdout
+            .starts_with("notes is being handed over to w2: "),
+        "{moved:?}"
+    );
+    let placement = admin(state.path(), &["apps", "placement"], None);
+    assert!(
+        placement
+            .stdout
+            .contains("notes\tw1\tepoch 1\tmoving to w2 (move)\n"),
+        "{placement:?}"
+    );
+    let json = admin(state.path(), &["apps", "placement", "--json"], None);
+    let notes: serde_json::Value =
+        serde_json::from_str(json.stdout.lines().nth(1).unwrap()).unwrap();
+    assert_eq!(
+        notes,
+        serde_json::json!({"appId": "notes", "workerId": "w1", "epoch": 1, "movingTo": "w2", "moveReason": "move"})
+    );
+    let at_once = admin(
+        state.path(),
+        &["apps", "move", "archive", "--to", "w2"],
+        None,
+    );
+    assert_eq!(
+        at_once.stdout, "archive moved to w2 at epoch 2 (its owner's lease had lapsed)\n",
+        "{at_once:?}"
+    );
+    for (args, code, needle) in [
+        (
+            &["apps", "move", "time-sheet", "--to", "gone"][..],
+            1,
+            "data-worker gone's lease has lapsed",
+        ),
+        (
+            &["apps", "move", "time-sheet", "--to", "w3"],
+            1,
+            "data-worker w3 does not replicate",
+        ),
+        (
+            &["apps", "move", "time-sheet", "--to", "nobody"],
+            1,
+            "no data-worker nobody has ever renewed a lease",
+        ),
+        (
+            &["apps", "move", "time-sheet", "--to", "w1"],
+            1,
+            "app time-sheet is already on data-worker w1",
+        ),
+        (
+            &["apps", "move", "unplaced", "--to", "w2"],
+            1,
+            "app unplaced has no placement yet",
+        ),
+        (
+            &["apps", "move", "Not_An_App", "--to", "w2"],
+            2,
+            "invalid app id \"Not_An_App\"",
+        ),
+        (
+            &["apps", "move", "notes", "--to", "a b"],
+            2,
+            "invalid data-worker id \"a b\"",
+        ),
+        (
+            &["workers", "drain", "nobody"],
+            1,
+            "no data-worker nobody has ever renewed a lease",
+        ),
+        (&["workers", "undrain", "a/b"], 2, "invalid data-worker id"),
+    ] {
+        assert_refused(&admin(state.path(), args, None), code, needle);
+    }
+
+    // Drains.
+    let drained = admin(state.path(), &["workers", "drain", "w1"], None);
+    assert_eq!(
+        drained.stdout,
+        "w1 is draining: it takes no new app, and its 2 apps move to other workers one at a time while it renews its lease\n",
+        "{drained:?}"
+    );
+    let again = admin(state.path(), &["workers", "drain", "w1"], None);
+    assert_eq!(again.stdout, "w1 was already draining; 2 apps left on it\n");
+    let local = admin(state.path(), &["workers", "drain", "w3"], None);
+    assert!(local.stdout.contains("does not replicate"), "{local:?}");
+    let listed = admin(state.path(), &["workers"], None);
+    assert!(listed.stdout.contains("\tdraining\t2 apps\n"), "{listed:?}");
+    let undrained = admin(state.path(), &["workers", "undrain", "w1"], None);
+    assert_eq!(undrained.stdout, "w1 takes new apps again\n");
+    let again = admin(state.path(), &["workers", "undrain", "w1"], None);
+    assert_eq!(again.stdout, "w1 was not draining\n");
+
+    let help = |args: &[&str]| {
+        let output = Command::new(common::sasha_bin())
+            .args(args)
+            .arg("--help")
+            .output()
+            .unwrap();
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let workers = help(&["admin", "workers"]);
+    assert!(
+        workers.contains("drain") && workers.contains("undrain"),
+        "{workers}"
+    );
+    let apps = help(&["admin", "apps"]);
+    assert!(
+        apps.contains("placement") && apps.contains("move"),
+        "{apps}"
+    );
+}

@@ -1,10 +1,11 @@
 //! mTLS between processes: data-worker accepts only studio-core and mcp-gateway,
-//! studio-core accepts only mcp-gateway. A plaintext client, a client whose
-//! certificate comes from another CA, and a client of the wrong role are refused
-//! during the handshake; a client that expects one role but reaches another
-//! refuses the server. The calls that are studio-core's alone (a draft's
+//! studio-core accepts mcp-gateway and data-workers. A plaintext client, a client
+//! whose certificate comes from another CA, and a client of the wrong role are
+//! refused during the handshake; a client that expects one role but reaches
+//! another refuses the server. The calls that are studio-core's alone (a draft's
 //! migrations, previews, deleting data) read the caller's role from its
-//! certificate and refuse the gateway.
+//! certificate and refuse the gateway; so does studio-core's `CoreService`,
+//! which a data-worker (admitted to renew its lease) is refused.
 
 use crate::common;
 
@@ -130,7 +131,7 @@ async fn wrong_role_is_refused() {
             "{role} → data-worker: {error:?}"
         );
     }
-    for role in [Role::EdgeSandbox, Role::DataWorker, Role::StudioCore] {
+    for role in [Role::EdgeSandbox, Role::StudioCore] {
         let error = core_health(&core_url, &identity_of(&harness, role))
             .await
             .unwrap_err();
@@ -140,6 +141,12 @@ async fn wrong_role_is_refused() {
             "{role} → studio-core: {error:?}"
         );
     }
+    // A data-worker passes the handshake (it renews its lease with
+    // studio-core) and is refused every CoreService call.
+    let error = core_health(&core_url, &identity_of(&harness, Role::DataWorker))
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::AccessDenied, "{error:?}");
     common::eventually(
         Duration::from_secs(5),
         "data-worker logging the refusal",

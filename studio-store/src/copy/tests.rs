@@ -381,6 +381,23 @@ fn populate(source: &Source) -> Seeded {
         crate::Advanced::To(1)
     );
 
+    // The data plane's placement: notes on w1, being moved to w2, and w1
+    // draining.
+    let (w1, w2) = (
+        crate::WorkerId::parse("w1").unwrap(),
+        crate::WorkerId::parse("w2").unwrap(),
+    );
+    let lease = std::time::Duration::from_secs(600);
+    let notes = sasha_contract::AppId::parse("notes").unwrap();
+    for (worker, port) in [(&w1, 3013), (&w2, 3023)] {
+        let url = crate::WorkerUrl::parse(&format!("https://127.0.0.1:{port}")).unwrap();
+        store.renew(worker, &url, true, &[], lease).unwrap();
+        // Placed while w1 is the only worker.
+        store.locate(&notes).unwrap().unwrap();
+    }
+    store.request_move(&notes, &w2).unwrap().unwrap();
+    store.set_draining(&w1, true).unwrap().unwrap();
+
     // App chat: one conversation in the notes app.
     store
         .record_app_chat(
@@ -568,6 +585,24 @@ fn answers(store: &Store, seeded: &Seeded) -> Vec<(&'static str, String)> {
             "{:?} {:?}",
             store.package_head_generations().unwrap(),
             store.package_head("notes").unwrap()
+        ),
+    );
+    // A lease's remaining time moves with the clock: the rest must match.
+    let workers: Vec<_> = store
+        .workers()
+        .unwrap()
+        .into_iter()
+        .map(|w| (w.worker_id, w.url, w.replicated, w.draining, w.apps))
+        .collect();
+    say("data-workers", format!("{workers:?}"));
+    say("placements", format!("{:?}", store.placements().unwrap()));
+    say(
+        "placement events",
+        format!(
+            "{:?}",
+            store
+                .placement_events(&sasha_contract::AppId::parse("notes").unwrap())
+                .unwrap()
         ),
     );
     let uploads = store.upload_names(&seeded.ada).unwrap();

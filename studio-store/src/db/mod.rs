@@ -369,6 +369,23 @@ pub(crate) enum Dialect {
     Postgres,
 }
 
+impl Dialect {
+    /// The database's own clock, now, in unix milliseconds, as an SQL
+    /// expression: the one place it is spelled per engine ([`Sql::now_ms`]
+    /// reads it). PostgreSQL's `clock_timestamp()` is the instant the
+    /// statement runs, where `now()` would be the start of the transaction,
+    /// before it waited for the writers' lock; SQLite's `'subsec'` keeps the
+    /// milliseconds of its clock.
+    pub(crate) fn now_ms(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "CAST(round(unixepoch('subsec') * 1000) AS INTEGER)",
+            Dialect::Postgres => {
+                "CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS BIGINT)"
+            }
+        }
+    }
+}
+
 /// Where a statement runs: a connection outside a transaction, or inside one.
 enum Target<'a> {
     Sqlite(&'a rusqlite::Connection),
@@ -405,6 +422,14 @@ pub(crate) trait Sql {
             }
             Target::PostgresTransaction(run) => run.execute(sql, &values),
         }
+    }
+
+    /// The database's own clock, now, in unix milliseconds: what a lease is
+    /// timed by, so every studio-core replica and the operator CLI agree on
+    /// it whatever their own clocks say.
+    fn now_ms(&self) -> Result<i64, DbError> {
+        let sql = format!("SELECT {}", self.dialect().now_ms());
+        self.query_row(&sql, (), |row| row.get(0))
     }
 
     /// Runs several statements without parameters (schema, tests).

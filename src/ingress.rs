@@ -333,6 +333,26 @@ async fn forward_to(
     }
 }
 
+/// Whether the data plane serves, as studio-core's deep health (or else the
+/// gateway's) reports it: with one data-worker, its `data-worker`
+/// dependency; with several holding leases, its `data-workers` one (some
+/// worker holds a live lease), since no one worker speaks for them.
+fn data_plane_ok(core: Option<&serde_json::Value>, gateway: Option<&serde_json::Value>) -> bool {
+    let dependency = |report: Option<&serde_json::Value>, role: &str| {
+        report.and_then(|report| {
+            report["dependencies"]
+                .as_array()?
+                .iter()
+                .find(|d| d["role"] == role)
+                .and_then(|d| d["ok"].as_bool())
+        })
+    };
+    dependency(core, "data-worker")
+        .or_else(|| dependency(core, "data-workers"))
+        .or_else(|| dependency(gateway, "data-worker"))
+        .unwrap_or(false)
+}
+
 /// `GET /healthz`: every role's state, probed through its own public surface.
 async fn health(ingress: &Ingress) -> Response<Body> {
     let edge_host = ingress
@@ -359,23 +379,12 @@ async fn health(ingress: &Ingress) -> Response<Body> {
         ),
         probe(ingress, ingress.backends.gateway, &studio_host, "/healthz"),
     );
-    let dependency = |report: &Option<serde_json::Value>, role: &str| {
-        report.as_ref().and_then(|report| {
-            report["dependencies"]
-                .as_array()?
-                .iter()
-                .find(|d| d["role"] == role)
-                .and_then(|d| d["ok"].as_bool())
-        })
-    };
     let role_ok = |report: &Option<serde_json::Value>| {
         report
             .as_ref()
             .is_some_and(|report| report["role"].is_string())
     };
-    let data_ok = dependency(&core.1, "data-worker")
-        .or_else(|| dependency(&gateway.1, "data-worker"))
-        .unwrap_or(false);
+    let data_ok = data_plane_ok(core.1.as_ref(), gateway.1.as_ref());
     let roles = serde_json::json!({
         "edge-sandbox": {"ok": edge.0 == Some(StatusCode::OK)},
         "studio-core": {"ok": role_ok(&core.1)},
@@ -456,6 +465,27 @@ fn error_response(error: AppError) -> Response<Body> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_data_plane_is_read_from_core_with_one_worker_or_several() {
+        use serde_json::json;
+        let report = |role: &str, ok: bool| json!({"dependencies": [{"role": role, "ok": ok}]});
+        let one = report("data-worker", true);
+        assert!(data_plane_ok(Some(&one), None));
+        assert!(!data_plane_ok(Some(&report("data-worker", false)), None));
+        // With leases core reports whether any worker holds a lease, and
+        // the gateway asks no worker.
+        let leased = report("data-workers", true);
+        let gateway = json!({"dependencies": [{"role": "studio-core", "ok": true}]});
+        assert!(data_plane_ok(Some(&leased), Some(&gateway)));
+        assert!(!data_plane_ok(
+            Some(&report("data-workers", false)),
+            Some(&gateway)
+        ));
+        // Core unreachable: the gateway's own probe of its one worker.
+        assert!(data_plane_ok(None, Some(&report("data-worker", true))));
+        assert!(!data_plane_ok(None, Some(&gateway)));
+    }
 
     #[test]
     fn routes_like_the_production_proxy() {

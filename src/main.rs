@@ -62,6 +62,12 @@ enum Command {
         /// more than one needs DATABASE_URL (a PostgreSQL core database).
         #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=i64::from(up::MAX_CORE_REPLICAS)))]
         core_replicas: u8,
+        /// How many data-workers to run (1 to 8); more than one hold leases
+        /// from studio-core and share the apps, and need SASHA_REPLICA_URL
+        /// (a worker taking over a lost one's apps restores them from object
+        /// storage).
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=i64::from(up::MAX_DATA_WORKERS)))]
+        workers: u8,
     },
     /// Work with app packages.
     App {
@@ -232,7 +238,15 @@ fn main() -> ExitCode {
             state_dir,
             port,
             core_replicas,
-        } => up::main(state_dir, port, core_replicas),
+            workers,
+        } => up::main(
+            state_dir,
+            port,
+            up::Copies {
+                core_replicas,
+                workers,
+            },
+        ),
         Command::App {
             command: AppCommand::Check { dir },
         } => app_check(&dir),

@@ -6,6 +6,12 @@
 //! on its readiness line), then serves the development ingress. It never restarts
 //! a child: if one exits, it names it, stops the rest and exits non-zero.
 //!
+//! `--workers N` (N > 1) runs N data-workers holding leases from studio-core
+//! (`SASHA_DATA_PLACEMENT=leases`): studio-core starts first, then the
+//! workers, each with its own name, data folder and replicator, then the
+//! gateway. A worker taking over a lost one's apps restores them from object
+//! storage, so this needs `SASHA_REPLICA_URL`.
+//!
 //! Children get a pipe as stdin and `SASHA_EXIT_ON_STDIN_EOF=1`, so they stop
 //! even when the supervisor is killed outright and cannot signal them.
 
@@ -20,6 +26,7 @@ use rand::Rng as _;
 use sasha_service::Role;
 use sasha_service::config::{Env, Origins, ProcessEnv};
 use sasha_service::core_database::CoreDatabase;
+use sasha_service::data_plane::{self, Layout};
 use sasha_service::identity::DevPki;
 use sasha_service::process::EXIT_ON_STDIN_EOF;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -35,8 +42,19 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The most studio-core replicas `sasha up` starts.
 pub(crate) const MAX_CORE_REPLICAS: u8 = 8;
+/// The most data-workers `sasha up` starts.
+pub(crate) const MAX_DATA_WORKERS: u8 = 8;
 
-pub(crate) fn main(state_dir: Option<PathBuf>, port: u16, core_replicas: u8) -> ExitCode {
+/// How many of each role `sasha up` runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Copies {
+    /// `--core-replicas`.
+    pub(crate) core_replicas: u8,
+    /// `--workers`: data-workers.
+    pub(crate) workers: u8,
+}
+
+pub(crate) fn main(state_dir: Option<PathBuf>, port: u16, copies: Copies) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -55,7 +73,7 @@ pub(crate) fn main(state_dir: Option<PathBuf>, port: u16, core_replicas: u8) -> 
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .init();
-    match runtime.block_on(supervise(state_dir, port, core_replicas)) {
+    match runtime.block_on(supervise(state_dir, port, copies)) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("sasha up: {error:#}");
@@ -78,11 +96,65 @@ enum ChildEvent {
     Exited(String, u32, std::io::Result<ExitStatus>),
 }
 
+/// One child role to start: its role and which copy of it (from 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Start {
+    role: Role,
+    copy: u8,
+}
+
+impl Start {
+    /// The data-worker's name in the placement (`SASHA_DATA_WORKER_ID`).
+    fn worker_id(self) -> String {
+        format!("worker-{}", self.copy)
+    }
+
+    /// How the supervisor names the child in its lines: the role, and a
+    /// leased worker's name.
+    fn label(self, layout: Layout) -> String {
+        match (self.role, layout) {
+            (Role::DataWorker, Layout::Leases) => format!("{} {}", self.role, self.worker_id()),
+            _ => self.role.to_string(),
+        }
+    }
+}
+
+/// The roles in the order they start, each after what it calls is ready:
+/// with one data-worker it comes first (studio-core calls it); with leases
+/// studio-core does (workers renew their leases with it), then the workers,
+/// then the gateway.
+fn start_order(layout: Layout, copies: Copies) -> Vec<Start> {
+    let order = match layout {
+        Layout::Single => Role::ALL,
+        Layout::Leases => [
+            Role::StudioCore,
+            Role::DataWorker,
+            Role::McpGateway,
+            Role::EdgeSandbox,
+        ],
+    };
+    order
+        .into_iter()
+        .flat_map(|role| {
+            let count = match role {
+                Role::StudioCore => copies.core_replicas,
+                Role::DataWorker => copies.workers,
+                _ => 1,
+            };
+            (1..=count).map(move |copy| Start { role, copy })
+        })
+        .collect()
+}
+
 async fn supervise(
     state_dir: Option<PathBuf>,
     port: u16,
-    core_replicas: u8,
+    copies: Copies,
 ) -> anyhow::Result<ExitCode> {
+    let Copies {
+        core_replicas,
+        workers,
+    } = copies;
     let env = ProcessEnv;
     let state_dir = state_dir.unwrap_or_else(|| sasha_service::config::state_dir(&env));
     std::fs::create_dir_all(&state_dir)
@@ -135,7 +207,26 @@ async fn supervise(
         .unwrap_or_default();
     let replica = sasha_replica::ReplicaConfig::from_env(&storage_env, &database_folder)
         .map_err(|error| anyhow!("invalid configuration: {error}"))?;
-    if let Some(replica) = &replica {
+    // Several workers share the apps by leases; one keeps today's layout
+    // unless the environment asks for leases.
+    let layout = if workers > 1 {
+        Layout::Leases
+    } else {
+        Layout::from_env(&storage_env).map_err(|error| anyhow!("invalid configuration: {error}"))?
+    };
+    if workers > 1 && replica.is_none() {
+        bail!(
+            "--workers {workers} needs object storage: set {} (a worker that takes over a lost worker's apps restores them from their replicas; without it they would wait for the lost worker)",
+            sasha_replica::config::REPLICA_URL
+        );
+    }
+    if layout == Layout::Leases {
+        overrides.insert(data_plane::DATA_PLACEMENT.into(), "leases".into());
+    }
+    // Litestream replicates SQLite files: a PostgreSQL core database
+    // replicates itself, and studio-core refuses SASHA_REPLICA_URL over it.
+    let core_replicated = replica.is_some() && matches!(database, CoreDatabase::Sqlite(_));
+    if let Some(replica) = replica.as_ref().filter(|_| core_replicated) {
         let store = sasha_replica::s3::ObjectStore::new(&replica.url, &replica.credentials)
             .map_err(|error| anyhow!("{}: {error}", sasha_replica::config::REPLICA_URL))?;
         if sasha_replica::replicator::restore_if_missing(
@@ -170,31 +261,35 @@ async fn supervise(
     let mut running: Vec<Running> = Vec::new();
     // Every replica's listeners, per role, in start order.
     let mut addresses: HashMap<Role, Vec<HashMap<String, SocketAddr>>> = HashMap::new();
-    let starts = Role::ALL.into_iter().flat_map(|role| {
-        let copies = if role == Role::StudioCore {
-            core_replicas
-        } else {
-            1
-        };
-        std::iter::repeat_n(role, usize::from(copies))
-    });
-    let mut core_started = 0_u8;
-    for role in starts {
+    for next in start_order(layout, copies) {
+        let Start { role, copy } = next;
+        let label = next.label(layout);
         let mut child_env = overrides.clone();
-        if role == Role::StudioCore {
-            core_started += 1;
-            // Replicas share the core database, never a disk: the first
-            // works in DOCS_ROOT (where authors edit), each other one in a
-            // folder of its own that it fills from the database.
-            if core_started > 1 {
-                let docs = state_dir
-                    .join("core-replicas")
-                    .join(core_started.to_string())
-                    .join("docs");
-                std::fs::create_dir_all(&docs)
-                    .with_context(|| format!("cannot create {}", docs.display()))?;
-                child_env.insert("DOCS_ROOT".into(), docs.display().to_string());
-            }
+        // Replicas share the core database, never a disk: the first works
+        // in DOCS_ROOT (where authors edit), each other one in a folder of
+        // its own that it fills from the database.
+        if role == Role::StudioCore && copy > 1 {
+            let docs = state_dir
+                .join("core-replicas")
+                .join(copy.to_string())
+                .join("docs");
+            std::fs::create_dir_all(&docs)
+                .with_context(|| format!("cannot create {}", docs.display()))?;
+            child_env.insert("DOCS_ROOT".into(), docs.display().to_string());
+        }
+        // Leased workers share no disk either: each has its name and its
+        // own data folder, and advertises the address it binds.
+        if role == Role::DataWorker && layout == Layout::Leases {
+            child_env.insert("SASHA_DATA_WORKER_ID".into(), next.worker_id());
+            child_env.insert(
+                "APP_DATA_ROOT".into(),
+                state_dir
+                    .join("workers")
+                    .join(next.worker_id())
+                    .join("apps")
+                    .display()
+                    .to_string(),
+            );
         }
         let files = pki.files(role);
         child_env.insert("SASHA_TLS_CA".into(), files.ca.display().to_string());
@@ -218,39 +313,55 @@ async fn supervise(
                 .collect();
             (!urls.is_empty()).then(|| urls.join(","))
         };
-        if let Some(data) = urls(Role::DataWorker) {
+        // With leases, where each app is served is asked of studio-core.
+        if layout == Layout::Single
+            && let Some(data) = urls(Role::DataWorker)
+        {
             child_env.insert("SASHA_DATA_GRPC_URL".into(), data);
         }
         if let Some(core) = urls(Role::StudioCore) {
             child_env.insert("SASHA_CORE_GRPC_URL".into(), core);
         }
-        if replica.is_some() && matches!(role, Role::StudioCore | Role::DataWorker) {
+        if role == Role::StudioCore && replica.is_some() && !core_replicated {
+            // Empty reads as unset: data-workers keep replicating.
+            child_env.insert(sasha_replica::config::REPLICA_URL.into(), String::new());
+        }
+        let replicated = match role {
+            Role::StudioCore => core_replicated,
+            Role::DataWorker => replica.is_some(),
+            _ => false,
+        };
+        if replicated {
             // One replicator per role that owns databases, as a sidecar is
             // in production; started first and stopped after its role.
-            let socket = state_dir.join("replica").join(format!("{role}.sock"));
-            let replicator = match start_replicator(role, &socket, &child_env, events.clone()).await
-            {
-                Ok(replicator) => replicator,
-                Err(error) => {
-                    stop_all(&running).await;
-                    return Err(error);
-                }
+            let socket = match (role, layout) {
+                (Role::DataWorker, Layout::Leases) => format!("{role}-{copy}.sock"),
+                _ => format!("{role}.sock"),
             };
-            println!("Started the replicator of {role} (pid {})", replicator.pid);
+            let socket = state_dir.join("replica").join(socket);
+            let replicator =
+                match start_replicator(&label, &socket, &child_env, events.clone()).await {
+                    Ok(replicator) => replicator,
+                    Err(error) => {
+                        stop_all(&running).await;
+                        return Err(error);
+                    }
+                };
+            println!("Started the replicator of {label} (pid {})", replicator.pid);
             running.push(replicator);
             child_env.insert(
                 sasha_replica::config::REPLICA_SOCKET.into(),
                 socket.display().to_string(),
             );
         }
-        let started = match start(role, &child_env, events.clone()) {
+        let started = match start(role, &label, &child_env, events.clone()) {
             Ok(started) => started,
             Err(error) => {
                 stop_all(&running).await;
                 return Err(error);
             }
         };
-        println!("Started {role} (pid {})", started.pid);
+        println!("Started {label} (pid {})", started.pid);
         let ready = tokio::time::timeout(READY_TIMEOUT, async {
             loop {
                 match event_receiver.recv().await {
@@ -280,7 +391,7 @@ async fn supervise(
                 stop_all(&running).await;
                 terminate(started.pid).await;
                 bail!(
-                    "{role} did not become ready within {}s",
+                    "{label} did not become ready within {}s",
                     READY_TIMEOUT.as_secs()
                 );
             }
@@ -327,6 +438,9 @@ async fn supervise(
     println!("  Core DB    {}", database.place());
     if core_replicas > 1 {
         println!("  Replicas   {core_replicas} of studio-core");
+    }
+    if layout == Layout::Leases {
+        println!("  Workers    {workers} data-workers holding leases");
     }
     let (admin_line, password_line) = dev_admin_lines(
         &admin,
@@ -377,9 +491,11 @@ async fn next_exit(
     }
 }
 
-/// Spawns `sasha serve <role>` and the tasks that relay its output and watch it.
+/// Spawns `sasha serve <role>` and the tasks that relay its output and watch
+/// it; `label` names it in the lines it relays and in its exit.
 fn start(
     role: Role,
+    label: &str,
     env: &HashMap<String, String>,
     events: mpsc::Sender<ChildEvent>,
 ) -> anyhow::Result<Running> {
@@ -395,22 +511,26 @@ fn start(
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .with_context(|| format!("cannot start {role}"))?;
-    let pid = child.id().ok_or_else(|| anyhow!("{role} exited at once"))?;
+        .with_context(|| format!("cannot start {label}"))?;
+    let pid = child
+        .id()
+        .ok_or_else(|| anyhow!("{label} exited at once"))?;
     let stdin = child
         .stdin
         .take()
-        .ok_or_else(|| anyhow!("no stdin pipe for {role}"))?;
+        .ok_or_else(|| anyhow!("no stdin pipe for {label}"))?;
     if let Some(stderr) = child.stderr.take() {
+        let label = label.to_owned();
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                eprintln!("[{role}] {line}");
+                eprintln!("[{label}] {line}");
             }
         });
     }
     let stdout = child.stdout.take();
     let ready_events = events.clone();
+    let out_label = label.to_owned();
     tokio::spawn(async move {
         let Some(stdout) = stdout else { return };
         let mut lines = BufReader::new(stdout).lines();
@@ -419,15 +539,14 @@ fn start(
                 Some(listeners) => {
                     let _ = ready_events.send(ChildEvent::Ready(role, listeners)).await;
                 }
-                None => println!("[{role}] {line}"),
+                None => println!("[{out_label}] {line}"),
             }
         }
     });
+    let label = label.to_owned();
     tokio::spawn(async move {
         let status = child.wait().await;
-        let _ = events
-            .send(ChildEvent::Exited(role.to_string(), pid, status))
-            .await;
+        let _ = events.send(ChildEvent::Exited(label, pid, status)).await;
     });
     Ok(Running { pid, _stdin: stdin })
 }
@@ -435,10 +554,10 @@ fn start(
 /// How long a replicator may take before its control socket answers.
 const REPLICATOR_READY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Starts `sasha litestream --socket SOCKET` for `role` and waits until the
-/// socket answers.
+/// Starts `sasha litestream --socket SOCKET` for the role `role` names and
+/// waits until the socket answers.
 async fn start_replicator(
-    role: Role,
+    role: &str,
     socket: &Path,
     env: &HashMap<String, String>,
     events: mpsc::Sender<ChildEvent>,
@@ -464,6 +583,7 @@ async fn start_replicator(
         .take()
         .ok_or_else(|| anyhow!("no stdin pipe for {label}"))?;
     if let Some(stderr) = child.stderr.take() {
+        let role = role.to_owned();
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
@@ -624,6 +744,63 @@ fn dev_admin(state_dir: &Path) -> anyhow::Result<DevAdmin> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn order(layout: Layout, core_replicas: u8, workers: u8) -> Vec<(Role, u8)> {
+        let copies = Copies {
+            core_replicas,
+            workers,
+        };
+        start_order(layout, copies)
+            .into_iter()
+            .map(|start| (start.role, start.copy))
+            .collect()
+    }
+
+    #[test]
+    fn one_data_worker_starts_first_and_leased_workers_after_studio_core() {
+        use Role::{DataWorker, EdgeSandbox, McpGateway, StudioCore};
+        // `sasha up` as it always was.
+        assert_eq!(
+            order(Layout::Single, 1, 1),
+            [
+                (DataWorker, 1),
+                (StudioCore, 1),
+                (McpGateway, 1),
+                (EdgeSandbox, 1)
+            ]
+        );
+        assert_eq!(
+            order(Layout::Single, 2, 1),
+            [
+                (DataWorker, 1),
+                (StudioCore, 1),
+                (StudioCore, 2),
+                (McpGateway, 1),
+                (EdgeSandbox, 1)
+            ]
+        );
+        // Workers renew their leases with studio-core; the gateway asks it
+        // where each app is.
+        assert_eq!(
+            order(Layout::Leases, 2, 3),
+            [
+                (StudioCore, 1),
+                (StudioCore, 2),
+                (DataWorker, 1),
+                (DataWorker, 2),
+                (DataWorker, 3),
+                (McpGateway, 1),
+                (EdgeSandbox, 1)
+            ]
+        );
+        let worker = Start {
+            role: DataWorker,
+            copy: 2,
+        };
+        assert_eq!(worker.worker_id(), "worker-2");
+        assert_eq!(worker.label(Layout::Leases), "data-worker worker-2");
+        assert_eq!(worker.label(Layout::Single), "data-worker");
+    }
 
     #[test]
     fn readiness_lines_parse() {

@@ -11,9 +11,14 @@
 //! ones only the hash, and then studio-core leaves the contract out of the
 //! per-call catalogue too. A worker that restarted answers `contractRequired` and
 //! the call is repeated once with the contract.
+//!
+//! Each call goes to the app's owner through the data plane, with the owner's
+//! epoch. What a worker was handed is remembered with that epoch: a new owner
+//! (a higher epoch) has been handed nothing.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use sasha_contract::actions::{CompiledAction, Direction, Operation, WhereClause};
 use sasha_contract::caller::CallSource;
@@ -22,7 +27,8 @@ use sasha_proto::convert::ToWire;
 use sasha_proto::pb::{self, Actor, ExecuteRequest};
 use sasha_proto::{AppError, ErrorCode};
 use sasha_service::Role;
-use sasha_service::grpc::{self, DataClient};
+use sasha_service::data_plane::DataPlane;
+use sasha_service::grpc;
 use serde_json::{Map, Value, json};
 
 use crate::auth::Caller;
@@ -42,9 +48,19 @@ pub struct DataCall<'a> {
     pub action_id: Option<&'a str>,
 }
 
-/// The contract hash this replica last handed to data-worker, per app.
+/// The contract hash this replica last handed to each app's owner, and that
+/// owner's epoch (0 with one data-worker). The epoch rises with every change
+/// of owner, so a hash handed at another epoch was handed to another worker:
+/// the entry is dropped, and the new owner gets the contract.
 #[derive(Debug, Default)]
-pub struct KnownContracts(Mutex<HashMap<String, String>>);
+pub struct KnownContracts(Mutex<HashMap<String, Handed>>);
+
+/// What one app's owner was handed.
+#[derive(Debug)]
+struct Handed {
+    epoch: u64,
+    hash: String,
+}
 
 impl KnownContracts {
     /// The hash to name in `CatalogueRequest.known_contract_hash` for `app_id`
@@ -54,22 +70,39 @@ impl KnownContracts {
         self.0
             .lock()
             .ok()
-            .and_then(|known| known.get(app_id).cloned())
+            .and_then(|known| known.get(app_id).map(|handed| handed.hash.clone()))
             .unwrap_or_default()
     }
 
-    fn knows(&self, app_id: &str, hash: &str) -> bool {
-        self.0
-            .lock()
-            .is_ok_and(|known| known.get(app_id).is_some_and(|known| known == hash))
+    /// Whether the owner at `epoch` was handed `hash`. An entry of another
+    /// epoch is dropped: the app changed owner since, so the next
+    /// catalogue read carries the contract again.
+    fn knows(&self, app_id: &str, hash: &str, epoch: u64) -> bool {
+        let Ok(mut known) = self.0.lock() else {
+            return false;
+        };
+        match known.get(app_id) {
+            Some(handed) if handed.epoch == epoch => handed.hash == hash,
+            Some(_) => {
+                known.remove(app_id);
+                false
+            }
+            None => false,
+        }
     }
 
-    fn learn(&self, app_id: &str, hash: &str) {
+    fn learn(&self, app_id: &str, hash: &str, epoch: u64) {
         if let Ok(mut known) = self.0.lock() {
             if known.len() > 10_000 {
                 known.clear();
             }
-            known.insert(app_id.to_owned(), hash.to_owned());
+            known.insert(
+                app_id.to_owned(),
+                Handed {
+                    epoch,
+                    hash: hash.to_owned(),
+                },
+            );
         }
     }
 }
@@ -80,14 +113,16 @@ impl KnownContracts {
 const WRITE_MAY_LAND: &str =
     "a change may still be applied: retry it with the same idempotency key";
 
-/// Runs `call` through data-worker and returns its result, parsed and as the
-/// JSON text data-worker sent (a tool result's text content). The catalogue entry
-/// carries the contract unless this replica had already handed that hash to
-/// data-worker; when the worker no longer has it (it restarted) and the entry
-/// lacks it, `fetch_contract` asks studio-core for it (the caller's grant is
-/// checked again) and the call is repeated once with it.
+/// Runs `call` through the app's data-worker and returns its result, parsed
+/// and as the JSON text data-worker sent (a tool result's text content). The
+/// catalogue entry carries the contract unless this replica had already
+/// handed that hash to the app's owner; when the worker does not have it (it
+/// restarted, or it is a new owner) and the entry lacks it, `fetch_contract`
+/// asks studio-core for it (the caller's grant is checked again) and the call
+/// is repeated once with it. A worker that does not own the app at the epoch
+/// sent is asked once more after a fresh route ([`DataPlane::call`]).
 pub async fn execute(
-    data: &DataClient,
+    data: &DataPlane,
     deadline: std::time::Duration,
     known: &KnownContracts,
     call: DataCall<'_>,
@@ -106,7 +141,7 @@ pub async fn execute(
     } else {
         CallSource::Mcp
     };
-    let mut request = ExecuteRequest {
+    let request = ExecuteRequest {
         app_id: app_id.to_owned(),
         epoch: 0,
         contract_hash: hash.to_owned(),
@@ -118,11 +153,8 @@ pub async fn execute(
         operation: call.operation.to_owned(),
         table: call.table.to_owned(),
         request_json: call.request.to_string(),
-        contract: if known.knows(app_id, hash) {
-            None
-        } else {
-            contract.clone()
-        },
+        // Per attempt: whether its worker was handed it already.
+        contract: None,
         source: source.to_wire(),
         app_revision: call.app.revision.clone(),
         action_id: call.action_id.unwrap_or("").to_owned(),
@@ -135,42 +167,68 @@ pub async fn execute(
             .as_ref()
             .and(call.app.preview_scope.clone()),
     };
-    let mut client = data.clone();
-    let reply = match grpc::within(
-        Role::DataWorker,
-        deadline,
-        WRITE_MAY_LAND,
-        client.execute(request.clone()),
-    )
-    .await
-    {
-        Ok(reply) => reply,
-        Err(error) => {
-            let wants_contract = error.code == ErrorCode::NotReady
-                && error.details.as_ref().is_some_and(|details| {
-                    details.get("contractRequired") == Some(&Value::Bool(true))
-                });
-            if !wants_contract || request.contract.is_some() {
-                return Err(error);
-            }
-            request.contract = Some(match contract {
+    // Whether the last attempt carried the contract: a worker asking for
+    // one it was just sent is not asked again.
+    let carried = AtomicBool::new(false);
+    let attempt = |client, epoch, contract: Option<pb::DataContract>| {
+        let mut request = request.clone();
+        request.epoch = epoch;
+        carried.store(contract.is_some(), Ordering::SeqCst);
+        request.contract = contract;
+        execute_once(client, deadline, request)
+    };
+    let first = data
+        .call(app_id, |client, epoch| {
+            let handed = known.knows(app_id, hash, epoch);
+            attempt(client, epoch, if handed { None } else { contract.clone() })
+        })
+        .await;
+    let (reply, epoch) = match first {
+        Err(error) if wants_contract(&error) && !carried.load(Ordering::SeqCst) => {
+            let contract = match contract {
                 Some(contract) => contract,
                 None => fetch_contract().await?,
-            });
-            grpc::within(
-                Role::DataWorker,
-                deadline,
-                WRITE_MAY_LAND,
-                client.execute(request),
-            )
+            };
+            data.call(app_id, |client, epoch| {
+                attempt(client, epoch, Some(contract.clone()))
+            })
             .await?
         }
+        answer => answer?,
     };
-    known.learn(app_id, hash);
+    known.learn(app_id, hash, epoch);
     let text = reply.result_json;
     let value =
         serde_json::from_str(&text).map_err(|_| AppError::from_code(ErrorCode::Internal))?;
     Ok((value, text))
+}
+
+/// One `Execute` at the worker `client` reaches, with the epoch it answered
+/// at.
+async fn execute_once(
+    mut client: grpc::DataClient,
+    deadline: std::time::Duration,
+    request: ExecuteRequest,
+) -> Result<(pb::ExecuteReply, u64), AppError> {
+    let epoch = request.epoch;
+    grpc::within(
+        Role::DataWorker,
+        deadline,
+        WRITE_MAY_LAND,
+        client.execute(request),
+    )
+    .await
+    .map(|reply| (reply, epoch))
+}
+
+/// Whether a worker asks for the contract it lacks (it restarted, or it
+/// has just gained the app).
+fn wants_contract(error: &AppError) -> bool {
+    error.code == ErrorCode::NotReady
+        && error
+            .details
+            .as_ref()
+            .is_some_and(|details| details.get("contractRequired") == Some(&Value::Bool(true)))
 }
 
 /// Shapes an action's result to its declared `resultSchema`: an object whose
@@ -385,6 +443,26 @@ mod tests {
                 field: "hours".into(),
             }],
         }))
+    }
+
+    #[test]
+    fn a_contract_handed_to_one_owner_is_not_known_to_the_next() {
+        let known = KnownContracts::default();
+        assert_eq!(known.hint("hello"), "");
+        known.learn("hello", "h1", 1);
+        assert_eq!(known.hint("hello"), "h1");
+        assert!(known.knows("hello", "h1", 1));
+        assert!(!known.knows("hello", "h2", 1), "another hash");
+        // The app changed owner (epoch 2): nothing was handed to it, and the
+        // next catalogue read asks for the contract again.
+        assert!(!known.knows("hello", "h1", 2));
+        assert_eq!(known.hint("hello"), "");
+        assert!(!known.knows("hello", "h1", 1));
+        known.learn("hello", "h1", 2);
+        assert!(known.knows("hello", "h1", 2));
+        // One data-worker: epoch 0 throughout.
+        known.learn("other", "h3", 0);
+        assert!(known.knows("other", "h3", 0));
     }
 
     #[test]

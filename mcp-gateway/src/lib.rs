@@ -14,8 +14,9 @@
 //! resources, confirmation), [`calls`] (governed data calls and actions),
 //! [`assist`] (the open app's chat and document upload), [`catalogue`] (the
 //! caller's catalogue, read once into typed apps),
-//! [`tools`] (the per-caller app tool list) and [`platform`] (the source tools,
-//! `getDocs`, `suggestImprovement`).
+//! [`tools`] (the per-caller app tool list), [`platform`] (the source tools,
+//! `getDocs`, `suggestImprovement`) and [`placement`] (where an app's data is
+//! served when several data-workers share it).
 
 pub mod assist;
 pub mod auth;
@@ -26,6 +27,7 @@ pub mod member;
 /// property test; never in a service build.
 #[cfg(any(test, feature = "oracle"))]
 pub mod oracle;
+pub mod placement;
 pub mod platform;
 pub mod schemas;
 pub mod server;
@@ -45,7 +47,8 @@ use sasha_proto::pb::HealthRequest;
 use sasha_proto::{AppError, ErrorCode};
 use sasha_service::Role;
 use sasha_service::config::{self, ConfigError, Env};
-use sasha_service::grpc::{self, CoreClient, DataClient};
+use sasha_service::data_plane::{DataPlane, Layout};
+use sasha_service::grpc::{self, CoreClient};
 use sasha_service::health;
 use sasha_service::identity::Identity;
 use sasha_service::process::{RoleError, announce_ready, bind};
@@ -60,7 +63,12 @@ pub struct Config {
     /// `SASHA_CORE_GRPC_URL`: studio-core's replicas (default
     /// `https://127.0.0.1:3012`).
     pub core_urls: Vec<String>,
-    /// `SASHA_DATA_GRPC_URL`: data-worker (default `https://127.0.0.1:3013`).
+    /// `SASHA_DATA_PLACEMENT`: one data-worker (`single`, the default) or
+    /// several holding leases (`leases`).
+    pub placement: Layout,
+    /// `SASHA_DATA_GRPC_URL`: the one data-worker of the `single` layout
+    /// (default `https://127.0.0.1:3013`); with leases each app's worker is
+    /// asked of studio-core instead, and this is not read.
     pub data_url: String,
     /// `MCP_PUBLIC_ORIGIN`: the origin MCP clients use (default
     /// `SASHA_PUBLIC_ORIGIN`, itself defaulting to `http://localhost:3007`).
@@ -89,10 +97,17 @@ const TRY_AGAIN: &str = "try again";
 impl Config {
     pub fn from_env(env: &dyn Env) -> Result<Config, ConfigError> {
         let studio = config::origin(env, "SASHA_PUBLIC_ORIGIN", config::DEFAULT_PUBLIC_ORIGIN)?;
+        let placement = Layout::from_env(env)?;
         Ok(Config {
             http_addr: config::socket_addr(env, "SASHA_GATEWAY_HTTP_ADDR", "127.0.0.1:3014")?,
             core_urls: config::grpc_urls(env, "SASHA_CORE_GRPC_URL", "https://127.0.0.1:3012")?,
-            data_url: config::grpc_url(env, "SASHA_DATA_GRPC_URL", "https://127.0.0.1:3013")?,
+            placement,
+            data_url: match placement {
+                Layout::Single => {
+                    config::grpc_url(env, "SASHA_DATA_GRPC_URL", "https://127.0.0.1:3013")?
+                }
+                Layout::Leases => String::new(),
+            },
             mcp_origin: config::origin(env, "MCP_PUBLIC_ORIGIN", studio.as_str())?,
             studio_origin: studio,
             identity: config::identity(env, Role::McpGateway)?,
@@ -135,7 +150,9 @@ pub async fn serve_from_env(env: impl Env, shutdown: CancellationToken) -> Resul
 #[derive(Debug)]
 pub struct Gateway {
     core: CoreClient,
-    data: DataClient,
+    /// Every `DataService` call goes through it, carrying the owner's epoch
+    /// (0 with one data-worker).
+    data: DataPlane,
     /// `SASHA_GATEWAY_CALL_DEADLINE_SECS`: how long a caller waits on
     /// studio-core or data-worker for authentication, the catalogue or a
     /// data operation (see [`grpc::within`]).
@@ -143,6 +160,7 @@ pub struct Gateway {
     studio_origin: config::Origin,
     cookie_name: &'static str,
     sessions: auth::SessionOwners,
+    /// The contract hashes each app's current owner was handed.
     contracts: calls::KnownContracts,
     validators: schemas::Validators,
     /// Upload bodies being read or handled: [`UPLOADS_AT_ONCE`] permits, each
@@ -272,15 +290,56 @@ pub struct Service {
 }
 
 /// Builds the service over lazily connecting clients of `config`'s
-/// upstreams; `shutdown` ends `GET /mcp` listening streams.
+/// upstreams; `shutdown` ends `GET /mcp` listening streams. With one
+/// data-worker its calls go to `SASHA_DATA_GRPC_URL`; with leases, to each
+/// app's owner as studio-core's `PlacementService` names it.
 pub fn service(config: &Config, shutdown: CancellationToken) -> Result<Service, RoleError> {
+    // One balanced channel to core's replicas: a Locate goes to a replica
+    // that answers, like the gateway's other calls to core.
+    let core_channel =
+        grpc::balanced_channel(&config.core_urls, &config.identity, Role::StudioCore)
+            .map_err(core_url_error)?;
+    let core = CoreClient::new(core_channel.clone());
+    let placement = grpc::PlacementClient::new(core_channel);
+    let data = match config.placement {
+        Layout::Single => DataPlane::single(
+            grpc::data_client(&config.data_url, &config.identity).map_err(|error| {
+                RoleError::Config(ConfigError::new("SASHA_DATA_GRPC_URL", error.to_string()))
+            })?,
+        ),
+        Layout::Leases => DataPlane::leased(
+            Arc::new(placement::CorePlacement::new(
+                placement,
+                config.call_deadline,
+            )),
+            config.identity.clone(),
+        ),
+    };
+    build(config, core, data, shutdown)
+}
+
+fn core_url_error(error: grpc::ConnectError) -> RoleError {
+    RoleError::Config(ConfigError::new("SASHA_CORE_GRPC_URL", error.to_string()))
+}
+
+/// [`service`] over `data` instead of the data plane `config` describes:
+/// for tests that stand in for studio-core's placement.
+pub fn service_with_data_plane(
+    config: &Config,
+    data: DataPlane,
+    shutdown: CancellationToken,
+) -> Result<Service, RoleError> {
     let core =
-        grpc::core_replicas_client(&config.core_urls, &config.identity).map_err(|error| {
-            RoleError::Config(ConfigError::new("SASHA_CORE_GRPC_URL", error.to_string()))
-        })?;
-    let data = grpc::data_client(&config.data_url, &config.identity).map_err(|error| {
-        RoleError::Config(ConfigError::new("SASHA_DATA_GRPC_URL", error.to_string()))
-    })?;
+        grpc::core_replicas_client(&config.core_urls, &config.identity).map_err(core_url_error)?;
+    build(config, core, data, shutdown)
+}
+
+fn build(
+    config: &Config,
+    core: CoreClient,
+    data: DataPlane,
+    shutdown: CancellationToken,
+) -> Result<Service, RoleError> {
     let gateway = Arc::new(Gateway {
         core,
         data,
@@ -612,19 +671,25 @@ fn is_upload_call(body: &[u8]) -> bool {
 }
 
 /// `GET /healthz`: the gateway, studio-core (which checks data-worker in turn)
-/// and data-worker, asked concurrently.
+/// and, with one data-worker, data-worker, asked concurrently.
 #[tracing::instrument(skip_all, name = "gateway.healthz")]
 async fn healthz(State(gateway): State<Arc<Gateway>>) -> Response {
     grpc::health_http_response(&health(&gateway).await)
 }
 
 /// The gateway can serve when studio-core (which checks data-worker in turn)
-/// and data-worker both answer: `/healthz` and readiness alike.
+/// and data-worker both answer: `/healthz` and readiness alike. With leases
+/// no one worker speaks for the data plane (a lost one's apps move), so
+/// studio-core's answer, which knows the workers' leases, is the one asked.
 async fn health(gateway: &Gateway) -> sasha_proto::pb::HealthReply {
     let mut core = gateway.core.clone();
-    let mut data = gateway.data.clone();
+    let core_health =
+        grpc::dependency_health(Role::StudioCore, core.health(HealthRequest { deep: true }));
+    let Some(mut data) = gateway.data.single_client() else {
+        return grpc::health_reply(Role::McpGateway, vec![core_health.await]);
+    };
     let (core_health, data_health) = tokio::join!(
-        grpc::dependency_health(Role::StudioCore, core.health(HealthRequest { deep: true })),
+        core_health,
         grpc::dependency_health(Role::DataWorker, data.health(HealthRequest { deep: false })),
     );
     grpc::health_reply(Role::McpGateway, vec![core_health, data_health])
@@ -658,6 +723,50 @@ async fn end_listen_streams_on_shutdown(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> std::collections::HashMap<String, String> {
+        let (pki, _) =
+            sasha_service::identity::DevPki::ensure(&CERTS.path().join("certs")).unwrap();
+        let files = pki.files(Role::McpGateway);
+        let mut env: std::collections::HashMap<String, String> = [
+            ("SASHA_TLS_CA", files.ca.display().to_string()),
+            ("SASHA_TLS_CERT", files.cert.display().to_string()),
+            ("SASHA_TLS_KEY", files.key.display().to_string()),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect();
+        for (name, value) in pairs {
+            env.insert((*name).to_owned(), (*value).to_owned());
+        }
+        env
+    }
+
+    static CERTS: std::sync::LazyLock<tempfile::TempDir> =
+        std::sync::LazyLock::new(|| tempfile::tempdir().unwrap());
+
+    #[test]
+    fn the_data_plane_layout_decides_whether_the_one_workers_url_is_read() {
+        let single = Config::from_env(&env(&[])).unwrap();
+        assert_eq!(single.placement, Layout::Single);
+        assert_eq!(single.data_url, "https://127.0.0.1:3013");
+        let refused = Config::from_env(&env(&[("SASHA_DATA_GRPC_URL", "http://plain:1")]))
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("SASHA_DATA_GRPC_URL"), "{refused}");
+        // With leases each app's worker is asked of studio-core; the one
+        // worker's URL is not read.
+        let leased = Config::from_env(&env(&[
+            ("SASHA_DATA_PLACEMENT", "leases"),
+            ("SASHA_DATA_GRPC_URL", "http://plain:1"),
+        ]))
+        .unwrap();
+        assert_eq!(leased.placement, Layout::Leases);
+        let refused = Config::from_env(&env(&[("SASHA_DATA_PLACEMENT", "several")]))
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("SASHA_DATA_PLACEMENT"), "{refused}");
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_body_that_stops_arriving_is_cut_at_its_deadline() {

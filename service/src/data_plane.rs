@@ -116,26 +116,36 @@ impl DataPlane {
         F: FnMut(DataClient, u64) -> Fut,
         Fut: Future<Output = Result<T, AppError>>,
     {
-        let (client, epoch) = match self.route(app_id, false).await? {
+        let (client, route) = match self.route(app_id, false).await? {
             Routed::Single(client) => return call(client, 0).await,
-            Routed::Worker(client, epoch) => (client, epoch),
+            Routed::Worker(client, route) => (client, route),
         };
-        match call(client, epoch).await {
+        match call(client, route.epoch).await {
             Err(error) if error.is_not_owner() => {
-                let Routed::Worker(client, epoch) = self.route(app_id, true).await? else {
+                let Routed::Worker(client, route) = self.route(app_id, true).await? else {
                     return Err(error);
                 };
-                let again = call(client, epoch).await;
+                let again = call(client, route.epoch).await;
                 if let Err(error) = &again {
-                    self.forget_if_unreachable(app_id, error);
+                    self.forget_if_unreachable(app_id, &route, error);
                 }
                 again
             }
             Err(error) => {
-                self.forget_if_unreachable(app_id, &error);
+                self.forget_if_unreachable(app_id, &route, &error);
                 Err(error)
             }
             ok => ok,
+        }
+    }
+
+    /// The one data-worker's client in the `single` layout (what a role's
+    /// health asks); `None` with leases, where no one worker speaks for the
+    /// data plane.
+    pub fn single_client(&self) -> Option<DataClient> {
+        match &*self.0 {
+            Inner::Single(client) => Some(client.clone()),
+            Inner::Leases { .. } => None,
         }
     }
 
@@ -175,38 +185,53 @@ impl DataPlane {
                 route
             }
         };
-        let client = {
-            let mut clients = lock(clients);
-            match clients.get(&route.url) {
-                Some(client) => client.clone(),
-                None => {
-                    let client = grpc::data_client(&route.url, identity).map_err(|error| {
-                        tracing::error!(%error, worker = %route.worker_id, "a data-worker's URL is not usable");
-                        AppError::from_code(ErrorCode::NotReady)
-                    })?;
-                    clients.insert(route.url.clone(), client.clone());
+        let cached = lock(clients).get(&route.url).cloned();
+        let client = match cached {
+            Some(client) => client,
+            None => match grpc::data_client(&route.url, identity) {
+                Ok(client) => {
+                    lock(clients).insert(route.url.clone(), client.clone());
                     client
                 }
-            }
+                Err(error) => {
+                    tracing::error!(%error, worker = %route.worker_id, "a data-worker's URL is not usable");
+                    // Not kept: the next call asks again rather than
+                    // failing on this URL until the process restarts.
+                    forget(routes, app_id, &route);
+                    return Err(AppError::from_code(ErrorCode::NotReady));
+                }
+            },
         };
-        Ok(Routed::Worker(client, route.epoch))
+        Ok(Routed::Worker(client, route))
     }
 
     /// A worker that could not be reached may have been lost: the next call
-    /// asks where the app is rather than trying it again.
-    fn forget_if_unreachable(&self, app_id: &str, error: &AppError) {
+    /// asks where the app is rather than trying it again. Only the route
+    /// this call took is forgotten, not a newer one another call learned.
+    fn forget_if_unreachable(&self, app_id: &str, route: &Route, error: &AppError) {
         if let Inner::Leases { routes, .. } = &*self.0
             && matches!(error.code, ErrorCode::NotReady | ErrorCode::Timeout)
         {
-            lock(routes).remove(app_id);
+            forget(routes, app_id, route);
         }
+    }
+}
+
+/// Removes `app_id`'s route when it is still `route`.
+fn forget(routes: &Mutex<HashMap<String, Route>>, app_id: &str, route: &Route) {
+    let mut routes = lock(routes);
+    if routes.get(app_id) == Some(route) {
+        routes.remove(app_id);
     }
 }
 
 enum Routed {
     Single(DataClient),
-    Worker(DataClient, u64),
+    Worker(DataClient, Route),
 }
+
+#[cfg(test)]
+mod router_tests;
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex

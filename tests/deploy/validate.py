@@ -13,14 +13,16 @@ line per check group and every problem found; exits 1 if there was any.
   (as vendored by PyPI `check-jsonschema`), as written and after interpolating
   its defaults; then the layout rules (named volumes only, separate state
   volumes, the PostgreSQL core database and its secrets, studio-core and the
-  gateway scalable, hardening, certificates, origins, the proxy's template
-  variables, data-worker's replicator).
+  gateway scalable, several data-workers holding leases, each with its own
+  name, volume, replicator and address, hardening, certificates, origins,
+  the proxy's template variables).
 - kubernetes: every document under deploy/k8s/ against the Kubernetes JSON
   schemas of several versions (PyPI `kubernetes-validate`, strict: unknown
   fields are errors); then the same layout rules across the objects (the
   core database from a Secret, replicas spread over nodes with disruption
   budgets, shared volumes ReadWriteMany, the replicator as a native
-  sidecar).
+  sidecar, data-workers as a StatefulSet of several pods named by the
+  downward API, each with its own volume and replication on).
 - caddy: `caddy validate` and `caddy adapt` of deploy/caddy/Caddyfile (Debian's
   caddy) with every placeholder set, then the adapted routes and headers.
   Needs --tls-cert/--tls-key: a certificate for the two example hostnames.
@@ -114,8 +116,24 @@ URL_WITH_PASSWORD = re.compile(r"postgres(?:ql)?://[^/@\s]*:[^/@\s]+@")
 # Which gRPC URL names which role, and that role's listen variable.
 GRPC_URLS = {
     "SASHA_CORE_GRPC_URL": ("studio-core", "SASHA_CORE_GRPC_ADDR"),
-    "SASHA_DATA_GRPC_URL": ("data-worker", "SASHA_DATA_GRPC_ADDR"),
 }
+
+# Several data-workers (docs/operating.md, "Several data-workers"): the roles
+# that take part in the placement run with SASHA_DATA_PLACEMENT=leases, and
+# none is given the one worker's SASHA_DATA_GRPC_URL (leases ignore it: each
+# app's owner is asked of studio-core). Each worker has its own name
+# (SASHA_DATA_WORKER_ID), renews its lease with studio-core
+# (SASHA_CORE_GRPC_URL), advertises its own address
+# (SASHA_DATA_ADVERTISE_URL) and keeps its apps on a volume of its own,
+# replicated: a worker taking over a lost one's apps restores them from
+# object storage.
+PLACEMENT = "SASHA_DATA_PLACEMENT"
+PLACEMENT_LEASES = "leases"
+PLACEMENT_ROLES = ["studio-core", "data-worker", "mcp-gateway"]
+SINGLE_WORKER_URL = "SASHA_DATA_GRPC_URL"
+WORKER_ID = "SASHA_DATA_WORKER_ID"
+ADVERTISE_URL = "SASHA_DATA_ADVERTISE_URL"
+DATA_WORKERS_MIN = 2
 
 # The variables the nginx template and the compose proxy agree on.
 NGINX_TEMPLATE_VARS = {
@@ -463,10 +481,9 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
 
     services: dict = doc.get("services") or {}
     volumes: dict = doc.get("volumes") or {}
-    for name in ("certs", POSTGRES_SERVICE, "data-worker", "studio-core", "mcp-gateway", "edge-sandbox", "proxy"):
+    for name in ("certs", POSTGRES_SERVICE, "studio-core", "mcp-gateway", "edge-sandbox", "proxy"):
         p.check(name in services, where, f"there is no service {name}")
-    for name in ("app-data", "certs"):
-        p.check(name in volumes, where, f"there is no named volume {name}")
+    p.check("certs" in volumes, where, "there is no named volume certs")
 
     roles: dict[str, str] = {}
     mounts: dict[str, list[dict]] = {}
@@ -525,6 +542,19 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
             )
 
     by_role = {role: name for name, role in roles.items()}
+    workers = sorted(name for name, role in roles.items() if role == "data-worker")
+    p.check(
+        len(workers) >= DATA_WORKERS_MIN,
+        where,
+        f"must run at least {DATA_WORKERS_MIN} data-worker services, runs {workers}",
+    )
+    # Each worker's volume of APP_DATA_ROOT (checked below).
+    worker_volumes: dict[str, str] = {}
+    for name in workers:
+        folder = storage_folders(service_env(services[name]))["APP_DATA_ROOT"]
+        mount = volume_at(mounts[name], folder) if folder else None
+        if mount is not None:
+            worker_volumes[name] = mount["source"]
     # The scalable roles: several replicas of one service.
     for role in ("studio-core", "mcp-gateway"):
         service = services.get(by_role.get(role, ""), {})
@@ -540,24 +570,32 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
         certs_volume = volume_at(mounts[certs_name], "/certs")
         p.check(certs_volume is not None and not certs_volume["read_only"], where, "the certs job must write /certs")
 
-    # The backup job sees both databases, on the roles' volumes, and writes
-    # only to its own; `up` never starts it.
-    backup_name = by_role.get("backup")
-    if backup_name is not None:
+    # The backup jobs: each sees one data-worker's databases on its volume,
+    # and writes only to a volume of the jobs' own; `up` never starts them;
+    # every worker's databases have one.
+    backups = sorted(name for name, role in roles.items() if role == "backup")
+    state_volumes = set(worker_volumes.values()) | {"certs"} | {
+        m["source"] for m in mounts.get(POSTGRES_SERVICE, [])
+    }
+    backed_up: dict[str, list[str]] = {}
+    for backup_name in backups:
         w = f"{where}: service {backup_name}"
         backup = services[backup_name]
         env = service_env(backup)
         check_storage_layout(p, w, env)
         p.check("backup" in (backup.get("profiles") or []), w, "must be in a profile, so `up` does not run it")
         command = backup.get("command") or []
-        out = command[command.index("--out") + 1] if "--out" in command[:-1] else ""
+        out = posixpath.normpath(command[command.index("--out") + 1]) if "--out" in command[:-1] else ""
         folders = storage_folders(env)
         mount = volume_at(mounts[backup_name], folders["APP_DATA_ROOT"])
-        p.check(
-            mount is not None and mount["target"] == posixpath.normpath(folders["APP_DATA_ROOT"]),
+        if p.check(
+            mount is not None
+            and mount["target"] == posixpath.normpath(folders["APP_DATA_ROOT"])
+            and mount["source"] in worker_volumes.values(),
             w,
-            f"must mount the APP_DATA_ROOT volume at {folders['APP_DATA_ROOT']}",
-        )
+            f"must mount one data-worker's APP_DATA_ROOT volume at {folders['APP_DATA_ROOT']}",
+        ):
+            backed_up.setdefault(mount["source"], []).append(backup_name)
         p.check(
             volume_at(mounts[backup_name], folders["DB_DIR"]) is None,
             w,
@@ -565,24 +603,26 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
         )
         target = volume_at(mounts[backup_name], out)
         p.check(
-            target is not None and target["target"] == posixpath.normpath(out) and not target["read_only"],
+            bool(out) and target is not None and not target["read_only"],
             w,
-            f"--out {out!r} must be the mount point of a writable named volume",
+            f"--out {out!r} must be in a writable named volume",
         )
         if target is not None:
-            p.check(
-                target["source"] not in ("app-data", "certs")
-                and not any(m["source"] == target["source"] for m in mounts.get(POSTGRES_SERVICE, [])),
-                w,
-                "must write to a volume of its own",
-            )
+            p.check(target["source"] not in state_volumes, w, "must write to a volume of the backup jobs' own")
         if image_env:
             for var in STORAGE_VARS:
                 p.check(env.get(var) == image_env.get(var), w, f"{var} differs from the image's")
+    if backups:
+        for name, volume in worker_volumes.items():
+            p.check(
+                len(backed_up.get(volume, [])) == 1,
+                f"{where}: service {name}",
+                f"its volume {volume} must have exactly one backup job, has {backed_up.get(volume, [])}",
+            )
 
     # Storage: the same layout everywhere, four separate volumes.
     layouts = {}
-    folder_volume: dict[str, set[str]] = {}
+    folder_volume: dict[str, dict[str, str]] = {}
     for name, role in roles.items():
         if role not in ROLE_FOLDERS:
             continue
@@ -603,7 +643,7 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
                 f"{folder} ({folders[folder]}) must be exactly the mount point of a named volume",
             ):
                 p.check(not mount["read_only"], w, f"{folder} must be writable")
-                folder_volume.setdefault(folder, set()).add(mount["source"])
+                folder_volume.setdefault(folder, {})[name] = mount["source"]
         # A working copy is a tmpfs of the service's own, never a volume.
         tmpfs = {posixpath.normpath(str(entry).split(":", 1)[0]) for entry in service_tmpfs(services[name])}
         for folder in ROLE_WORKING_COPIES.get(role, []):
@@ -616,25 +656,36 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
             if mount["source"] != "certs":
                 p.check(mount["target"] in used, w, f"mounts {mount['source']} at {mount['target']}, which it does not use")
     p.check(len({json.dumps(v, sort_keys=True) for v in layouts.values()}) <= 1, where, f"storage layouts differ: {layouts}")
-    for folder, sources in folder_volume.items():
-        p.check(len(sources) == 1, where, f"{folder} is on different volumes in different services: {sorted(sources)}")
+    # Every data-worker keeps its apps on a volume of its own.
+    for folder, by_service in folder_volume.items():
+        sharing: dict[str, list[str]] = {}
+        for name, source in by_service.items():
+            sharing.setdefault(source, []).append(name)
+        for source, names in sharing.items():
+            p.check(
+                len(names) == 1,
+                where,
+                f"every data-worker needs its own volume of {folder}: {sorted(names)} share {source}",
+            )
     owners: dict[str, str] = {}
-    for folder, sources in folder_volume.items():
-        for source in sources:
+    for folder, by_service in folder_volume.items():
+        for source in set(by_service.values()):
             if source in owners:
                 p.add(where, f"volume {source} holds both {owners[source]} and {folder}")
             owners[source] = folder
     p.check("APP_DATA_ROOT" in folder_volume, where, "no role mounts a volume for APP_DATA_ROOT")
 
     check_compose_postgres(p, where, raw, services, mounts, by_role)
+    check_compose_placement(p, where, services, roles, aliases)
 
     # Replication: each role that owns SQLite databases has its replicator in the
     # `replication` profile, on the role's database volume at the same path,
     # with the role's default socket, the same credentials and a way out to
     # object storage; the role starts after it when it runs.
-    for role, folder_var in REPLICATED_ROLES.items():
-        name = by_role.get(role)
-        if name is None:
+    claimed: set[str] = set()
+    for name, role in sorted(roles.items()):
+        folder_var = REPLICATED_ROLES.get(role)
+        if folder_var is None:
             continue
         w = f"{where}: service {name}"
         env = service_env(services[name])
@@ -642,13 +693,23 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
             p.check(var in env, w, f"must pass {var} (empty: replication off)")
         folder = posixpath.normpath(storage_folders(env)[folder_var])
         socket = posixpath.join(folder, REPLICA_SOCKET_NAME)
+        role_mount = volume_at(mounts[name], folder)
+        # Every worker's socket is at the same path, each on its own volume:
+        # a worker's replicator is the one on its volume.
         sidecars = [
             other
             for other, service in services.items()
             if (service.get("command") or [])[:3] == ["litestream", "--socket", socket]
+            and role_mount is not None
+            and any(m["source"] == role_mount["source"] for m in mounts[other])
         ]
-        if not p.check(len(sidecars) == 1, w, f"needs exactly one replicator running `litestream --socket {socket}`, has {sidecars}"):
+        if not p.check(
+            len(sidecars) == 1,
+            w,
+            f"needs exactly one replicator running `litestream --socket {socket}` on its volume, has {sidecars}",
+        ):
             continue
+        claimed.add(sidecars[0])
         sidecar = services[sidecars[0]]
         s_where = f"{where}: service {sidecars[0]}"
         p.check(sidecar.get("image") == services[name].get("image"), s_where, "must run the role's image (sasha litestream)")
@@ -675,6 +736,9 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
             w,
             f"must depend on {sidecars[0]} with required: false (started first when the profile runs)",
         )
+    for name, service in services.items():
+        if (service.get("command") or [])[:2] == ["litestream", "--socket"]:
+            p.check(name in claimed, f"{where}: service {name}", "replicates no data-worker's volume")
 
     # Roles: listeners, health, shutdown, TLS, dependencies.
     origins: dict[str, set[str]] = {}
@@ -816,6 +880,79 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
             where,
             f"secret {name} must be a file in a folder of deploy/ whose .gitignore ignores everything (deploy/tls/, deploy/secrets/)",
         )
+
+
+def check_compose_placement(
+    p: Problems,
+    where: str,
+    services: dict,
+    roles: dict[str, str],
+    aliases: dict[str, str],
+) -> None:
+    """Several data-workers: the leases layout in every role that takes part,
+    no single worker's URL, each worker named once and advertising its own
+    address, and the boot order studio-core, workers, gateway."""
+    names = {role: sorted(n for n, r in roles.items() if r == role) for role in PLACEMENT_ROLES}
+    for role in PLACEMENT_ROLES:
+        for name in names[role]:
+            env = service_env(services[name])
+            w = f"{where}: service {name}"
+            p.check(
+                env.get(PLACEMENT) == PLACEMENT_LEASES,
+                w,
+                f"{PLACEMENT} must be {PLACEMENT_LEASES} (several data-workers), is {env.get(PLACEMENT)!r}",
+            )
+            p.check(
+                SINGLE_WORKER_URL not in env,
+                w,
+                f"must not pass {SINGLE_WORKER_URL}: with leases each app's worker is asked of studio-core",
+            )
+    ids: dict[str, str] = {}
+    for name in names["data-worker"]:
+        env = service_env(services[name])
+        w = f"{where}: service {name}"
+        worker_id = env.get(WORKER_ID, "")
+        if p.check(bool(worker_id), w, f"must be named by {WORKER_ID}"):
+            p.check(worker_id not in ids, w, f"{WORKER_ID} {worker_id} is also {ids.get(worker_id)}'s")
+            ids[worker_id] = name
+        p.check(
+            "SASHA_CORE_GRPC_URL" in env,
+            w,
+            "must reach studio-core (SASHA_CORE_GRPC_URL) to renew its lease",
+        )
+        match = re.fullmatch(r"https://([^:/]+):(\d+)", env.get(ADVERTISE_URL, ""))
+        listen = addr_port(env.get("SASHA_DATA_GRPC_ADDR", ""))
+        p.check(
+            match is not None and aliases.get(match.group(1)) == name and int(match.group(2)) == listen,
+            w,
+            f"{ADVERTISE_URL} must be https://<this service>:{listen}, is {env.get(ADVERTISE_URL)!r}",
+        )
+
+    def condition(name: str, other: str) -> str | None:
+        depends = services[name].get("depends_on") or {}
+        return ((depends.get(other) or {}).get("condition")) if isinstance(depends, dict) else None
+
+    for core in names["studio-core"]:
+        for worker in names["data-worker"]:
+            p.check(
+                condition(core, worker) is None,
+                f"{where}: service {core}",
+                f"must not wait for {worker}: studio-core starts first (the workers renew their leases with it)",
+            )
+    for worker in names["data-worker"]:
+        for core in names["studio-core"]:
+            p.check(
+                condition(worker, core) == "service_healthy",
+                f"{where}: service {worker}",
+                f"must depend on {core} with condition service_healthy",
+            )
+    for gateway in names["mcp-gateway"]:
+        for other in names["studio-core"] + names["data-worker"]:
+            p.check(
+                condition(gateway, other) == "service_healthy",
+                f"{where}: service {gateway}",
+                f"must depend on {other} with condition service_healthy",
+            )
 
 
 def check_compose_postgres(
@@ -1206,8 +1343,12 @@ def check_kubernetes(root: Path, p: Problems, image_env: dict[str, str]) -> None
     )
     check_kubernetes_core_database(p, config, core, examples)
     data = workloads.get("data-worker", {})
-    p.check(data.get("kind") == "StatefulSet" and (data.get("spec") or {}).get("replicas") == 1, "data-worker", "must be a StatefulSet of 1 replica")
-    p.check(bool((data.get("spec") or {}).get("volumeClaimTemplates")), "data-worker", "must claim APP_DATA_ROOT with a volumeClaimTemplate")
+    p.check(
+        data.get("kind") == "StatefulSet" and ((data.get("spec") or {}).get("replicas") or 0) >= DATA_WORKERS_MIN,
+        "data-worker",
+        f"must be a StatefulSet of at least {DATA_WORKERS_MIN} replicas",
+    )
+    check_kubernetes_placement(p, config, workloads, objects)
     edge = workloads.get("edge-sandbox", {})
     p.check(((edge.get("spec") or {}).get("replicas") or 0) >= 2, "edge-sandbox", "must run at least 2 replicas")
     gateway = workloads.get("mcp-gateway", {})
@@ -1320,7 +1461,8 @@ def check_kubernetes(root: Path, p: Problems, image_env: dict[str, str]) -> None
         "NetworkPolicy",
         "there must be a default deny of ingress in the namespace",
     )
-    allowed_callers = {"studio-core": {"mcp-gateway"}, "data-worker": {"studio-core", "mcp-gateway"}}
+    # A data-worker calls studio-core too: it renews its lease there.
+    allowed_callers = {"studio-core": {"mcp-gateway", "data-worker"}, "data-worker": {"studio-core", "mcp-gateway"}}
     for role, callers in allowed_callers.items():
         labels = pod_labels(workloads.get(role, {}))
         admitted = set()
@@ -1407,6 +1549,89 @@ def check_kubernetes(root: Path, p: Problems, image_env: dict[str, str]) -> None
         if role == "mcp-gateway"
     }
     p.check(len(hash_keys) == 1, "Ingress for mcp-gateway", f"every Ingress of the gateway must hash alike, they use {hash_keys}")
+
+
+def check_kubernetes_placement(p: Problems, config: dict, workloads: dict, objects: dict) -> None:
+    """Several data-workers: the leases layout for every role that takes
+    part and no single worker's URL; each pod of the StatefulSet its own
+    worker, named by the downward API, advertising its stable name under the
+    headless governing Service, with its own volume from the claim template;
+    replication on, since a worker taking over restores from object
+    storage."""
+    p.check(
+        config.get(PLACEMENT) == PLACEMENT_LEASES,
+        "ConfigMap sasha-config",
+        f"{PLACEMENT} must be {PLACEMENT_LEASES} (several data-workers), is {config.get(PLACEMENT)!r}",
+    )
+    p.check(
+        SINGLE_WORKER_URL not in config,
+        "ConfigMap sasha-config",
+        f"must not hold {SINGLE_WORKER_URL}: with leases each app's worker is asked of studio-core",
+    )
+    for role in PLACEMENT_ROLES:
+        obj = workloads.get(role) or {}
+        for container in (pod_spec(obj) or {}).get("containers") or []:
+            w = f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')} container {container.get('name')}"
+            env = {e.get("name"): e for e in container.get("env") or []}
+            if PLACEMENT in env:
+                p.check(env[PLACEMENT].get("value") == PLACEMENT_LEASES, w, f"must not set {PLACEMENT} other than {PLACEMENT_LEASES}")
+            p.check(SINGLE_WORKER_URL not in env, w, f"must not set {SINGLE_WORKER_URL}")
+
+    data = workloads.get("data-worker") or {}
+    spec = data.get("spec") or {}
+    w = "StatefulSet/data-worker"
+    pod = pod_spec(data) or {}
+    container = next((c for c in pod.get("containers") or [] if container_role(c) == "data-worker"), {})
+    c = f"{w} container {container.get('name')}"
+    entries = container.get("env") or []
+    names = [e.get("name") for e in entries]
+    env = {e.get("name"): e for e in entries}
+    worker_id = env.get(WORKER_ID) or {}
+    p.check(
+        ((worker_id.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath") == "metadata.name",
+        c,
+        f"{WORKER_ID} must be the pod's name (valueFrom.fieldRef metadata.name): one worker per pod, stable across restarts",
+    )
+    service_name = spec.get("serviceName", "")
+    service = objects.get(("Service", service_name)) or {}
+    p.check(
+        (service.get("spec") or {}).get("clusterIP") == "None",
+        w,
+        f"its serviceName {service_name!r} must be a headless Service (clusterIP: None): it names each pod",
+    )
+    ports = {port.get("name"): port.get("containerPort") for port in container.get("ports") or []}
+    listen = addr_port(env.get("SASHA_DATA_GRPC_ADDR", {}).get("value", ""))
+    expected = f"https://$({WORKER_ID}).{service_name}:{listen}"
+    p.check(
+        (env.get(ADVERTISE_URL) or {}).get("value") == expected and listen in ports.values(),
+        c,
+        f"{ADVERTISE_URL} must be {expected}: the pod's stable name under its headless Service",
+    )
+    if WORKER_ID in names and ADVERTISE_URL in names:
+        p.check(
+            names.index(WORKER_ID) < names.index(ADVERTISE_URL),
+            c,
+            f"{WORKER_ID} must come before {ADVERTISE_URL}, which refers to it",
+        )
+    folder = posixpath.normpath(storage_folders(config).get("APP_DATA_ROOT", ""))
+    templates = {(t.get("metadata") or {}).get("name") for t in spec.get("volumeClaimTemplates") or []}
+    mount = next(
+        (m for m in container.get("volumeMounts") or [] if posixpath.normpath(m.get("mountPath", "")) == folder),
+        {},
+    )
+    p.check(
+        mount.get("name") in templates,
+        c,
+        f"APP_DATA_ROOT ({folder}) must come from a volumeClaimTemplate: every worker needs its own volume",
+    )
+    if (spec.get("replicas") or 0) > 1:
+        replica_url = config.get("SASHA_REPLICA_URL", "")
+        override = env.get("SASHA_REPLICA_URL")
+        p.check(
+            bool(replica_url) and (override is None or bool(override.get("value") or override.get("valueFrom"))),
+            c,
+            "several data-workers need replication: set SASHA_REPLICA_URL (a worker taking over a lost one's apps restores them from object storage; without it they wait for it)",
+        )
 
 
 def check_kubernetes_core_database(p: Problems, config: dict, core: dict, examples: list[dict]) -> None:

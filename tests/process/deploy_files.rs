@@ -6,9 +6,11 @@
 //! `caddy validate` and `caddy adapt`; then it checks that the files agree with
 //! each other and with the platform's rules (separate state volumes, the
 //! PostgreSQL core database with its password and URL from secret files,
-//! studio-core and the gateway scalable, replicas spread over nodes with
-//! disruption budgets, one trusted hop, certificates, origins, probes, grace
-//! periods). Each test fails with the validator's report.
+//! studio-core and the gateway scalable, several data-workers holding leases,
+//! each with its own name, volume, replicator and address, replicas spread
+//! over nodes with disruption budgets, one trusted hop, certificates,
+//! origins, probes, grace periods). Each test fails with the validator's
+//! report.
 //!
 //! `scripts/test.sh` installs the validators into `$CARGO_TARGET_DIR/deploy-venv`
 //! (from `tests/deploy/requirements.txt`) and Debian's caddy; without them these
@@ -188,14 +190,72 @@ fn a_broken_field_fails_each_check() {
             "",
             "it must be a tmpfs of the service, one per replica",
         ),
-        // Compose: the app databases' replicator on another volume than
-        // the databases (it would replicate files it cannot see).
+        // Compose: a worker's replicator on another volume than the
+        // worker's databases (it would replicate files it cannot see).
         (
             "compose",
             "deploy/compose.yaml",
-            "      - app-data:/var/lib/sasha/app-data\n    networks:\n      egress: {}",
+            "      - app-data-1:/var/lib/sasha/app-data\n    networks:\n      egress: {}",
             "      - backups:/var/lib/sasha/app-data\n    networks:\n      egress: {}",
-            "must mount exactly data-worker's volume of APP_DATA_ROOT",
+            "service data-worker-1: needs exactly one replicator",
+        ),
+        // Compose: the second worker's replicator on the first worker's
+        // volume: one worker replicated twice, the other not at all.
+        (
+            "compose",
+            "deploy/compose.yaml",
+            "      - app-data-2:/var/lib/sasha/app-data\n    networks:\n      egress: {}",
+            "      - app-data-1:/var/lib/sasha/app-data\n    networks:\n      egress: {}",
+            "service data-worker-2: needs exactly one replicator",
+        ),
+        // Compose: two workers on one volume of app databases.
+        (
+            "compose",
+            "deploy/compose.yaml",
+            "      - app-data-2:/var/lib/sasha/app-data\n      - certs:/certs:ro",
+            "      - app-data-1:/var/lib/sasha/app-data\n      - certs:/certs:ro",
+            "every data-worker needs its own volume of APP_DATA_ROOT",
+        ),
+        // Compose: a worker without its name in the placement.
+        (
+            "compose",
+            "deploy/compose.yaml",
+            "      SASHA_DATA_WORKER_ID: data-worker-2\n",
+            "",
+            "service data-worker-2: must be named by SASHA_DATA_WORKER_ID",
+        ),
+        // Compose: a worker advertising the other's address.
+        (
+            "compose",
+            "deploy/compose.yaml",
+            "SASHA_DATA_ADVERTISE_URL: https://data-worker-2:3013",
+            "SASHA_DATA_ADVERTISE_URL: https://data-worker-1:3013",
+            "SASHA_DATA_ADVERTISE_URL must be https://<this service>:3013",
+        ),
+        // Compose: studio-core left in the single layout.
+        (
+            "compose",
+            "deploy/compose.yaml",
+            "*internal-ca, *core-database, *placement]",
+            "*internal-ca, *core-database]",
+            "service studio-core: SASHA_DATA_PLACEMENT must be leases",
+        ),
+        // Compose: the gateway given one worker's URL.
+        (
+            "compose",
+            "deploy/compose.yaml",
+            "      SASHA_GATEWAY_HTTP_ADDR: 0.0.0.0:3014\n",
+            "      SASHA_GATEWAY_HTTP_ADDR: 0.0.0.0:3014\n      SASHA_DATA_GRPC_URL: https://data-worker-1:3013\n",
+            "must not pass SASHA_DATA_GRPC_URL",
+        ),
+        // Compose: a worker starting before studio-core, whose leases it
+        // needs.
+        (
+            "compose",
+            "deploy/compose.yaml",
+            "      studio-core:\n        condition: service_healthy\n      data-worker-1-replicator:",
+            "      data-worker-1-replicator:",
+            "service data-worker-1: must depend on studio-core with condition service_healthy",
         ),
         // Compose: studio-core starting before PostgreSQL accepts connections.
         (
@@ -238,6 +298,55 @@ fn a_broken_field_fails_each_check() {
             "          restartPolicy: Always\n",
             "",
             "must be a native sidecar (restartPolicy: Always)",
+        ),
+        // Kubernetes: back to one data-worker.
+        (
+            "kubernetes",
+            "deploy/k8s/30-data-worker.yaml",
+            "  replicas: 3\n",
+            "  replicas: 1\n",
+            "must be a StatefulSet of at least 2 replicas",
+        ),
+        // Kubernetes: every pod given the same worker name.
+        (
+            "kubernetes",
+            "deploy/k8s/30-data-worker.yaml",
+            "              valueFrom:\n                fieldRef:\n                  fieldPath: metadata.name\n",
+            "              value: data-worker\n",
+            "SASHA_DATA_WORKER_ID must be the pod's name",
+        ),
+        // Kubernetes: every pod advertising the Service, not itself.
+        (
+            "kubernetes",
+            "deploy/k8s/30-data-worker.yaml",
+            "value: https://$(SASHA_DATA_WORKER_ID).data-worker:3013",
+            "value: https://data-worker:3013",
+            "SASHA_DATA_ADVERTISE_URL must be https://$(SASHA_DATA_WORKER_ID).data-worker:3013",
+        ),
+        // Kubernetes: several workers without replication.
+        (
+            "kubernetes",
+            "deploy/k8s/10-config.yaml",
+            "  SASHA_REPLICA_URL: s3://sasha-replica/sasha?region=eu-west-1\n",
+            "  SASHA_REPLICA_URL: \"\"\n",
+            "several data-workers need replication",
+        ),
+        // Kubernetes: the single layout in sasha-config.
+        (
+            "kubernetes",
+            "deploy/k8s/10-config.yaml",
+            "  SASHA_DATA_PLACEMENT: leases\n",
+            "  SASHA_DATA_PLACEMENT: single\n",
+            "SASHA_DATA_PLACEMENT must be leases",
+        ),
+        // Kubernetes: studio-core closed to the workers renewing their
+        // leases.
+        (
+            "kubernetes",
+            "deploy/k8s/80-network-policy.yaml",
+            "                values: [mcp-gateway, data-worker]\n",
+            "                values: [mcp-gateway]\n",
+            "NetworkPolicy for studio-core: admits ['mcp-gateway'], its callers are ['data-worker', 'mcp-gateway']",
         ),
         // Kubernetes: a port that is not an integer, against the schema.
         (

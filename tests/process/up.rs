@@ -442,6 +442,60 @@ async fn two_core_replicas_on_postgresql_serve_one_sign_in() {
     );
 }
 
+/// Replication beside a PostgreSQL core database: PostgreSQL keeps the
+/// core database, so studio-core runs without a replicator and with
+/// `SASHA_REPLICA_URL` empty (it refuses one over PostgreSQL), while
+/// data-worker keeps replicating. Before, studio-core was handed the
+/// variable and stopped at boot, and `sasha up` with it.
+#[tokio::test]
+async fn replication_beside_a_postgresql_core_database_is_data_workers_alone() {
+    let storage = common::replica::ObjectStorage::start().await;
+    let state = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let url = std::thread::spawn(sasha_testkit::postgres_database)
+        .join()
+        .unwrap();
+    let replica_url = storage.url("core-on-postgresql");
+    let litestream = common::replica::litestream().display().to_string();
+    let up = UpProcess::start_with_args(
+        state.path(),
+        port,
+        &["--core-replicas", "2"],
+        &[
+            ("DATABASE_URL", &url),
+            ("SASHA_BUNDLED_APPS", "off"),
+            ("SASHA_REPLICA_URL", &replica_url),
+            ("SASHA_LITESTREAM", &litestream),
+            ("AWS_ACCESS_KEY_ID", common::replica::ACCESS_KEY),
+            ("AWS_SECRET_ACCESS_KEY", common::replica::SECRET_KEY),
+        ],
+    )
+    .await;
+    let stdout = up.stdout_text();
+    assert_eq!(
+        stdout.matches("Started studio-core (pid").count(),
+        2,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Started the replicator of data-worker (pid"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("Started the replicator of studio-core"),
+        "{stdout}"
+    );
+    let health: serde_json::Value = common::http_client()
+        .get(format!("http://localhost:{port}/healthz"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["ok"], true, "{health}");
+}
+
 /// More than one studio-core needs a core database they all share: without
 /// `DATABASE_URL` nothing starts and the line says what to set.
 #[tokio::test]
@@ -463,4 +517,44 @@ async fn several_core_replicas_on_the_sqlite_file_are_refused() {
     assert!(stderr.contains("--core-replicas 2"), "{stderr}");
     assert!(stderr.contains("DATABASE_URL"), "{stderr}");
     assert!(!String::from_utf8_lossy(&output.stdout).contains("Started"));
+}
+
+/// Several data-workers share the apps by leases, and a worker taking over
+/// a lost one's apps restores them from object storage: without
+/// `SASHA_REPLICA_URL` nothing starts and the line says what to set.
+#[tokio::test]
+async fn several_data_workers_without_object_storage_are_refused() {
+    let state = tempfile::tempdir().unwrap();
+    let output = tokio::process::Command::new(common::sasha_bin())
+        .args(["up", "--state-dir"])
+        .arg(state.path())
+        .args(["--port", &common::free_port().to_string()])
+        .args(["--workers", "2"])
+        .env_remove("SASHA_REPLICA_URL")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--workers 2"), "{stderr}");
+    assert!(stderr.contains("SASHA_REPLICA_URL"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("Started"));
+    assert!(!state.path().join("workers").exists());
+
+    // No data-worker at all is not a layout.
+    let output = tokio::process::Command::new(common::sasha_bin())
+        .args(["up", "--state-dir"])
+        .arg(state.path())
+        .args(["--workers", "0"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("--workers"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }

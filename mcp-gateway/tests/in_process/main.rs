@@ -2,7 +2,8 @@
 //! `oneshot` in front of real studio-core and data-worker served in this
 //! process over a temporary folder ([`world`]). The home of the gateway's
 //! refusal matrices: every tool family × every kind of caller × every
-//! confirmation outcome, the hidden-404 rules and the body bounds.
+//! confirmation outcome, the hidden-404 rules and the body bounds; and the
+//! routing of data calls over several data-workers ([`placement`]).
 //!
 //! Process tests (`tests/process/mcp*.rs` at the root) keep only what needs
 //! processes: mutual TLS between processes, replicas, killed and stalled
@@ -25,6 +26,7 @@ mod hidden;
 mod history;
 mod lifecycle;
 mod listing;
+mod placement;
 mod refusals;
 mod sessions;
 mod source;

@@ -50,6 +50,9 @@ pub struct World {
     /// The staff user's `chat:use apps:invoke` token.
     pub staff_token: String,
     gateway: mcp_gateway::Service,
+    /// The gateway's configuration, for another gateway over the same roles
+    /// ([`World::gateway_over`]).
+    gateway_config: mcp_gateway::Config,
     /// Stops studio-core and data-worker when the world is dropped.
     stop: tokio_util::sync::DropGuard,
     /// studio-core's and data-worker's `run`.
@@ -64,6 +67,7 @@ async fn serve(
     store: &Store,
 ) -> (
     mcp_gateway::Service,
+    mcp_gateway::Config,
     CancellationToken,
     Vec<tokio::task::JoinHandle<Result<(), sasha_service::process::RoleError>>>,
 ) {
@@ -103,7 +107,7 @@ async fn serve(
     ))
     .unwrap();
     let gateway = mcp_gateway::service(&gateway_config, stop.clone()).unwrap();
-    (gateway, stop, vec![data, core])
+    (gateway, gateway_config, stop, vec![data, core])
 }
 
 /// The environment a role reads, as the process harness gives it: the state
@@ -196,7 +200,7 @@ impl World {
         let member = store
             .create_user("mia", UserRole::Member, PASSWORD)
             .unwrap();
-        let (gateway, stop, roles) = serve(dir.path(), &store).await;
+        let (gateway, gateway_config, stop, roles) = serve(dir.path(), &store).await;
         let staff_token = token(&store, &staff, &[Scope::ChatUse, Scope::AppsInvoke]);
         let world = World {
             dir,
@@ -207,6 +211,7 @@ impl World {
             member,
             staff_token,
             gateway,
+            gateway_config,
             stop: stop.drop_guard(),
             roles,
         };
@@ -235,6 +240,7 @@ impl World {
             member,
             staff_token,
             gateway,
+            gateway_config: _,
             stop,
             roles,
         } = self;
@@ -250,7 +256,7 @@ impl World {
             Arc::new(move || reading.load(Ordering::SeqCst)),
         )
         .unwrap();
-        let (gateway, stop, roles) = serve(dir.path(), &store).await;
+        let (gateway, gateway_config, stop, roles) = serve(dir.path(), &store).await;
         let world = World {
             dir,
             store,
@@ -260,6 +266,7 @@ impl World {
             member,
             staff_token,
             gateway,
+            gateway_config,
             stop: stop.drop_guard(),
             roles,
         };
@@ -274,6 +281,24 @@ impl World {
     /// The gateway's HTTP service, for one request.
     pub fn router(&self) -> axum::Router {
         self.gateway.router.clone()
+    }
+
+    /// Another gateway in front of this world's studio-core, whose data
+    /// calls go through `data` (a data plane the test routes).
+    pub fn gateway_over(&self, data: sasha_service::data_plane::DataPlane) -> mcp_gateway::Service {
+        mcp_gateway::service_with_data_plane(&self.gateway_config, data, CancellationToken::new())
+            .unwrap()
+    }
+
+    /// The one data-worker's URL (`https://127.0.0.1:<port>`).
+    pub fn data_url(&self) -> &str {
+        &self.gateway_config.data_url
+    }
+
+    /// `role`'s development identity, as the roles of this world load it.
+    pub fn identity(&self, role: sasha_service::Role) -> sasha_service::identity::Identity {
+        let (pki, _) = DevPki::ensure(&self.path().join("certs")).unwrap();
+        sasha_service::identity::Identity::load(&pki.files(role)).unwrap()
     }
 
     /// Moves studio-core's clock `seconds` ahead.

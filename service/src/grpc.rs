@@ -204,6 +204,23 @@ pub fn core_replicas_client(
     )?))
 }
 
+/// Client for studio-core's `PlacementService` (a data-worker renewing its
+/// lease).
+pub type PlacementClient =
+    sasha_proto::pb::placement_service_client::PlacementServiceClient<TracedChannel>;
+
+/// Connects a `PlacementService` client to one or more studio-core replicas.
+pub fn placement_client(
+    urls: &[String],
+    identity: &Identity,
+) -> Result<PlacementClient, ConnectError> {
+    Ok(PlacementClient::new(balanced_channel(
+        urls,
+        identity,
+        Role::StudioCore,
+    )?))
+}
+
 /// Connects a `DataService` client.
 pub fn data_client(url: &str, identity: &Identity) -> Result<DataClient, ConnectError> {
     Ok(DataClient::new(channel(url, identity, Role::DataWorker)?))

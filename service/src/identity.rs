@@ -56,12 +56,14 @@ impl Role {
     }
 
     /// The roles whose certificates a gRPC server of this role accepts.
-    /// data-worker is called by core and the gateway; core only by the gateway;
-    /// the gateway and the edge serve no gRPC.
+    /// data-worker is called by core and the gateway; core by the gateway,
+    /// and by data-workers renewing their leases (`PlacementService.Renew`,
+    /// the only call core serves them); the gateway and the edge serve no
+    /// gRPC.
     pub fn allowed_callers(self) -> &'static [Role] {
         match self {
             Role::DataWorker => &[Role::StudioCore, Role::McpGateway],
-            Role::StudioCore => &[Role::McpGateway],
+            Role::StudioCore => &[Role::McpGateway, Role::DataWorker],
             Role::McpGateway | Role::EdgeSandbox => &[],
         }
     }
@@ -540,7 +542,10 @@ mod tests {
             Role::DataWorker.allowed_callers(),
             &[Role::StudioCore, Role::McpGateway]
         );
-        assert_eq!(Role::StudioCore.allowed_callers(), &[Role::McpGateway]);
+        assert_eq!(
+            Role::StudioCore.allowed_callers(),
+            &[Role::McpGateway, Role::DataWorker]
+        );
     }
 
     #[test]

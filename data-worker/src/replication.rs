@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use sasha_proto::AppError;
 use sasha_replica::{Database, Replicator};
 
-use crate::engine::{self, durable::Durability};
+use crate::engine;
+use crate::engine::durable::{Admission, Durability};
 
 /// The engine's durability gate over this role's replicator.
 pub(crate) struct ReplicatedApps {
@@ -21,13 +22,14 @@ pub(crate) struct ReplicatedApps {
 }
 
 impl Durability for ReplicatedApps {
-    fn admit(&self, _app_id: &str, path: &Path) -> Result<(), AppError> {
+    fn admit(&self, _app_id: &str, path: &Path) -> Result<Admission, AppError> {
         self.replicator
             .admit(path)
-            .map_err(|error| error.to_app_error())
+            .map_err(|error| error.to_app_error())?;
+        Ok(Admission { epoch: 0 })
     }
 
-    fn committed(&self, app_id: &str, path: &Path) -> Result<(), AppError> {
+    fn committed(&self, app_id: &str, path: &Path, _: Admission) -> Result<(), AppError> {
         self.replicator
             .committed_blocking(&Database::App(app_id.to_owned()), path)
             .map_err(|error| error.to_app_error())

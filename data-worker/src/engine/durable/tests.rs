@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::super::tests::{APP, contract, count, create_category, meta, raw, receipt};
 use super::super::{Approval, Engine, STATEMENT_DEADLINE};
-use super::Durability;
+use super::{Admission, Durability};
 
 /// A gate whose three answers the test sets, counting confirmations.
 #[derive(Default)]
@@ -32,16 +32,17 @@ fn unavailable() -> AppError {
 }
 
 impl Durability for Gate {
-    fn admit(&self, app_id: &str, _: &Path) -> Result<(), AppError> {
+    fn admit(&self, app_id: &str, _: &Path) -> Result<Admission, AppError> {
         assert_eq!(app_id, APP);
         if self.refuse_admit.load(Ordering::SeqCst) {
             return Err(unavailable());
         }
-        Ok(())
+        Ok(Admission { epoch: 0 })
     }
 
-    fn committed(&self, app_id: &str, path: &Path) -> Result<(), AppError> {
+    fn committed(&self, app_id: &str, path: &Path, admission: Admission) -> Result<(), AppError> {
         assert_eq!(app_id, APP);
+        assert_eq!(admission, Admission { epoch: 0 });
         assert!(path.ends_with(format!("{APP}.sqlite")));
         self.confirmations.fetch_add(1, Ordering::SeqCst);
         if self.refuse_confirm.load(Ordering::SeqCst) {

@@ -92,11 +92,16 @@ impl Durability for Fenced {
     }
 
     fn removing(&self, app_id: &str, path: &Path) -> Result<(), AppError> {
-        // Removing the replica is a write: only the owner, under its lease.
-        self.ownership.admit_write(app_id, Instant::now())?;
+        // Removing the replica is a write: only the owner, under its lease,
+        // and only the history up to its own epoch.
+        let admission = self.ownership.admit_write(app_id, Instant::now())?;
         match &self.replicator {
             Some(replicator) => replicator
-                .forget_blocking(&Database::App(app_id.to_owned()), path)
+                .forget_through_epoch_blocking(
+                    &Database::App(app_id.to_owned()),
+                    path,
+                    admission.epoch,
+                )
                 .map_err(|error| error.to_app_error()),
             None => Ok(()),
         }

@@ -594,6 +594,7 @@ impl Replicator {
     /// storage cannot be reached the deletion stops here, with nothing
     /// removed.
     pub async fn forget(&self, database: &Database, path: &Path) -> Result<(), ReplicaError> {
+        let _registrations = self.inner.registrations.lock().await;
         self.inner
             .control
             .unregister(path, self.inner.config.sync_timeout)
@@ -614,6 +615,58 @@ impl Replicator {
     /// [`Replicator::forget`] from a blocking thread.
     pub fn forget_blocking(&self, database: &Database, path: &Path) -> Result<(), ReplicaError> {
         self.inner.runtime.block_on(self.forget(database, path))
+    }
+
+    /// [`Replicator::forget`] for the owner of `database` at `epoch`: only
+    /// the generations of epochs up to its own are deleted, each on its own,
+    /// so a later owner's history (were this owner's lease to lapse while it
+    /// deletes) is never touched; the database's folder goes last, once no
+    /// generation is left in it.
+    pub async fn forget_through_epoch(
+        &self,
+        database: &Database,
+        path: &Path,
+        epoch: u64,
+    ) -> Result<(), ReplicaError> {
+        let _registrations = self.inner.registrations.lock().await;
+        self.inner
+            .control
+            .unregister(path, self.inner.config.sync_timeout)
+            .await?;
+        self.lock().remove(path);
+        let mut deleted = 0;
+        for generation in generations(&self.inner.store, database).await? {
+            if generation.epoch() <= epoch {
+                let below = format!("{}/", database.generation_path(&generation));
+                deleted += self.inner.store.delete_below(&below).await?;
+            }
+        }
+        if generations(&self.inner.store, database).await?.is_empty() {
+            // The emptied folder itself (listed by stores with real folders).
+            deleted += self.inner.store.delete_below(&database.dir()).await?;
+        }
+        layout::remove_local_state(path).map_err(|error| {
+            ReplicaError::Local(format!("cannot clear replication state: {error}"))
+        })?;
+        tracing::info!(
+            database = database.label(),
+            objects = deleted,
+            through_epoch = epoch,
+            "replication: the database's replica was deleted"
+        );
+        Ok(())
+    }
+
+    /// [`Replicator::forget_through_epoch`] from a blocking thread.
+    pub fn forget_through_epoch_blocking(
+        &self,
+        database: &Database,
+        path: &Path,
+        epoch: u64,
+    ) -> Result<(), ReplicaError> {
+        self.inner
+            .runtime
+            .block_on(self.forget_through_epoch(database, path, epoch))
     }
 
     /// Every tracked database's state, most behind first.

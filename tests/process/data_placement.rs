@@ -15,7 +15,10 @@
 //! - at every step the old epoch is refused, by both workers, and object
 //!   storage holds one generation per epoch;
 //! - the app's data removed by its owner at epoch 3 takes its replica up to
-//!   that epoch only.
+//!   that epoch only;
+//! - split brain: a worker stalled (SIGSTOP) past its lease while the app
+//!   moves is refused every read and write from the moment it resumes, and
+//!   the new owner holds every acknowledged row.
 
 use crate::common;
 
@@ -39,19 +42,28 @@ use tonic::{Request, Response, Status};
 
 const APP: &str = "expense-log";
 const PREFIX: &str = "placement";
+/// The lease the placement grants: renewals every second.
 const LEASE_MS: u64 = 10_000;
 /// How long one awaited step (a renewal, a restore) may take.
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// The placement as the test decides it: each worker's grant, and every
 /// renewal received.
-#[derive(Default)]
 struct Placement {
+    lease_ms: u64,
     grants: Mutex<HashMap<String, Vec<pb::Assignment>>>,
     renewals: Mutex<Vec<RenewRequest>>,
 }
 
 impl Placement {
+    fn new(lease_ms: u64) -> Arc<Placement> {
+        Arc::new(Placement {
+            lease_ms,
+            grants: Mutex::new(HashMap::new()),
+            renewals: Mutex::new(Vec::new()),
+        })
+    }
+
     fn grant(&self, worker: &str, apps: &[(u64, bool)]) {
         let apps = apps
             .iter()
@@ -92,7 +104,7 @@ impl PlacementService for Served {
             .unwrap_or_default();
         self.0.renewals.lock().unwrap().push(request);
         Ok(Response::new(LeaseGrant {
-            lease_ms: LEASE_MS,
+            lease_ms: self.0.lease_ms,
             apps,
         }))
     }
@@ -218,56 +230,102 @@ fn data_root(harness: &Harness, worker: &str) -> PathBuf {
     harness.path().join(worker).join("apps")
 }
 
+/// Object storage, the placement served as studio-core, and two leased
+/// data-workers replicating in sync mode, each with its own Litestream
+/// sidecar and data root.
+struct World {
+    storage: ObjectStorage,
+    harness: Harness,
+    placement: Arc<Placement>,
+    worker_a: common::RoleProcess,
+    worker_b: common::RoleProcess,
+    sidecar_b: Sidecar,
+    a: Client,
+    b: Client,
+    _sidecar_a: Sidecar,
+    _stop: tokio_util::sync::DropGuard,
+}
+
+impl World {
+    /// Everything started, worker A granted the app at epoch 1.
+    async fn start(lease_ms: u64) -> World {
+        let storage = ObjectStorage::start().await;
+        let harness = Harness::new();
+        let placement = Placement::new(lease_ms);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let core_url = format!("https://{}", listener.local_addr().unwrap());
+        let core_identity = Identity::load(&harness.tls(Role::StudioCore)).unwrap();
+        let router = grpc::server_builder()
+            .add_service(PlacementServiceServer::new(Served(Arc::clone(&placement))));
+        let stop = tokio_util::sync::CancellationToken::new();
+        let serving = stop.clone();
+        tokio::spawn(async move {
+            let _ =
+                grpc::serve_mtls(router, listener, &core_identity, Role::StudioCore, serving).await;
+        });
+
+        let sockets = harness.path().join("sockets");
+        std::fs::create_dir_all(&sockets).unwrap();
+        let worker_env = |worker: &str| {
+            let mut env = replica::role_env(
+                &storage,
+                PREFIX,
+                &sockets.join(format!("{worker}.sock")),
+                "sync",
+            );
+            env.extend([
+                ("SASHA_DATA_PLACEMENT", "leases".to_owned()),
+                ("SASHA_DATA_WORKER_ID", worker.to_owned()),
+                ("SASHA_CORE_GRPC_URL", core_url.clone()),
+                (
+                    "APP_DATA_ROOT",
+                    data_root(&harness, worker).display().to_string(),
+                ),
+            ]);
+            env
+        };
+        let sidecar_a = Sidecar::start(&sockets.join("worker-a.sock")).await;
+        let sidecar_b = Sidecar::start(&sockets.join("worker-b.sock")).await;
+        placement.grant("worker-a", &[(1, false)]);
+        let worker_a = harness
+            .start(Role::DataWorker, &worker_env("worker-a"))
+            .await;
+        let worker_b = harness
+            .start(Role::DataWorker, &worker_env("worker-b"))
+            .await;
+        let a = Client::new(&harness, worker_a.listener("grpc"));
+        let b = Client::new(&harness, worker_b.listener("grpc"));
+        a.until_served(1).await;
+        World {
+            storage,
+            harness,
+            placement,
+            worker_a,
+            worker_b,
+            sidecar_b,
+            a,
+            b,
+            _sidecar_a: sidecar_a,
+            _stop: stop.drop_guard(),
+        }
+    }
+}
+
 #[tokio::test]
 async fn an_app_moves_between_leased_workers_through_its_replica_and_keeps_every_acknowledged_row()
 {
-    let storage = ObjectStorage::start().await;
-    let harness = Harness::new();
-    let placement = Arc::new(Placement::default());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let core_url = format!("https://{}", listener.local_addr().unwrap());
-    let core_identity = Identity::load(&harness.tls(Role::StudioCore)).unwrap();
-    let router = grpc::server_builder()
-        .add_service(PlacementServiceServer::new(Served(Arc::clone(&placement))));
-    let stop = tokio_util::sync::CancellationToken::new();
-    let _stop = stop.clone().drop_guard();
-    tokio::spawn(async move {
-        let _ = grpc::serve_mtls(router, listener, &core_identity, Role::StudioCore, stop).await;
-    });
-
-    let sockets = harness.path().join("sockets");
-    std::fs::create_dir_all(&sockets).unwrap();
-    let worker_env = |worker: &str| {
-        let mut env = replica::role_env(
-            &storage,
-            PREFIX,
-            &sockets.join(format!("{worker}.sock")),
-            "sync",
-        );
-        env.extend([
-            ("SASHA_DATA_PLACEMENT", "leases".to_owned()),
-            ("SASHA_DATA_WORKER_ID", worker.to_owned()),
-            ("SASHA_CORE_GRPC_URL", core_url.clone()),
-            (
-                "APP_DATA_ROOT",
-                data_root(&harness, worker).display().to_string(),
-            ),
-        ]);
-        env
-    };
-    let _sidecar_a = Sidecar::start(&sockets.join("worker-a.sock")).await;
-    let sidecar_b = Sidecar::start(&sockets.join("worker-b.sock")).await;
-    placement.grant("worker-a", &[(1, false)]);
-    let worker_a = harness
-        .start(Role::DataWorker, &worker_env("worker-a"))
-        .await;
-    let worker_b = harness
-        .start(Role::DataWorker, &worker_env("worker-b"))
-        .await;
-    let a = Client::new(&harness, worker_a.listener("grpc"));
-    let b = Client::new(&harness, worker_b.listener("grpc"));
-
-    a.until_served(1).await;
+    let World {
+        storage,
+        harness,
+        placement,
+        worker_a,
+        worker_b,
+        sidecar_b,
+        a,
+        b,
+        _sidecar_a,
+        _stop,
+    } = World::start(LEASE_MS).await;
     let mut acknowledged = Vec::new();
     for name in ["Travel", "Food", "Rent"] {
         a.create(1, name).await.unwrap();
@@ -367,4 +425,39 @@ async fn an_app_moves_between_leased_workers_through_its_replica_and_keeps_every
             .join(format!("{APP}.sqlite"))
             .exists()
     );
+}
+
+/// Split brain: worker A stalls (SIGSTOP) past its lease while it owns the
+/// app; the app moves to B, which serves A's acknowledged rows and takes
+/// writes; A resumes and is refused every read and write at its old epoch,
+/// from its first instant back (its lease lapsed while it was stopped), and
+/// nothing it held is lost.
+#[tokio::test]
+async fn a_worker_stalled_past_its_lease_serves_nothing_when_it_resumes() {
+    // A short lease (renewals every 400 ms), so the stall past it is short;
+    // long enough that a loaded machine does not lapse it by accident.
+    const SHORT_LEASE_MS: u64 = 4_000;
+    let world = World::start(SHORT_LEASE_MS).await;
+    let (a, b, placement) = (&world.a, &world.b, &world.placement);
+    for name in ["Travel", "Food"] {
+        a.create(1, name).await.unwrap();
+    }
+    world.worker_a.pause().await;
+    // Its last renewal left before the stall; its deadline, 9/10 of the
+    // lease after that, passes while it is stopped.
+    tokio::time::sleep(Duration::from_millis(SHORT_LEASE_MS)).await;
+    placement.grant("worker-a", &[]);
+    placement.grant("worker-b", &[(2, false)]);
+    b.until_served(2).await;
+    b.create(2, "Rent").await.unwrap();
+
+    world.worker_a.signal(nix::sys::signal::Signal::SIGCONT);
+    a.assert_refused(1).await;
+    a.assert_refused(2).await;
+    assert_eq!(
+        b.names(2).await.unwrap(),
+        ["Food", "Rent", "Travel"],
+        "every acknowledged row, each once"
+    );
+    assert_eq!(epochs(&world.storage).await, [1, 2]);
 }

@@ -25,7 +25,8 @@
 //!     listed in the next renewal.
 //!
 //!   A step that fails (object storage away) is tried again every second,
-//!   the app refused meanwhile.
+//!   the app refused meanwhile. At most [`CONCURRENT_TAKE_OVERS`] gained
+//!   apps are restored at once.
 //!
 //! What it must never do: serve an app before its file continues the newest
 //! history in object storage (when replicating); release an app while a
@@ -58,6 +59,11 @@ const FIRST_RENEW_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long a failed step of an app's task waits before it is tried again.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// How many gained apps are brought up to date at once: each restore is a
+/// `litestream restore` process and a download, and a worker taking over a
+/// lost worker's apps gains them all in one renewal.
+pub const CONCURRENT_TAKE_OVERS: usize = 4;
 
 /// Where a file a restore superseded is set aside, below `APP_DATA_ROOT`:
 /// one copy per app, the latest (an operator's evidence of what a stale
@@ -98,6 +104,8 @@ struct Placement {
     renew_now: Notify,
     /// Each app's task, by app id, woken when its state changed.
     tasks: Mutex<HashMap<String, Arc<Notify>>>,
+    /// Bounds the take-overs running at once ([`CONCURRENT_TAKE_OVERS`]).
+    take_overs: tokio::sync::Semaphore,
     shutdown: CancellationToken,
 }
 
@@ -113,6 +121,7 @@ pub(crate) fn start(
         files,
         renew_now: Notify::new(),
         tasks: Mutex::new(HashMap::new()),
+        take_overs: tokio::sync::Semaphore::new(CONCURRENT_TAKE_OVERS),
         shutdown,
     });
     tokio::spawn(renew_forever(placement, renewer));
@@ -315,6 +324,13 @@ async fn step(
                 return Step::Again;
             }
             if *prepared != Prepared::At(owned.epoch) {
+                // The semaphore is never closed.
+                let Ok(_permit) = placement.take_overs.acquire().await else {
+                    return Step::Settled;
+                };
+                if ownership.owned(app_id) != Some(owned) {
+                    return Step::Again;
+                }
                 match take_over(&placement.files, app_id, owned.epoch).await {
                     Ok(()) => *prepared = Prepared::At(owned.epoch),
                     Err(error) => {

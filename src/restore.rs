@@ -192,7 +192,11 @@ async fn restore(request: Request, env: &dyn Env) -> Result<String, Stop> {
     let first_generations = generations(&store, &first)
         .await
         .map_err(|error| failed(format!("--from: {error}")))?;
-    let Some(earliest) = first_generations.first() else {
+    // The one that began first: generations order by epoch before time.
+    let Some(earliest) = first_generations
+        .iter()
+        .min_by_key(|generation| generation.began_millis())
+    else {
         return Err(usage(format!(
             "--from: {} holds no {} database",
             url.describe(),

@@ -669,21 +669,35 @@ impl Engine {
         }
     }
 
-    /// Everything committed to `app_id`'s live file so far may be
-    /// acknowledged once this is `Ok` (always, without durability).
-    fn confirm_durable(&self, app_id: &str) -> Result<(), AppError> {
+    /// Everything committed to `app_id`'s live file so far, by a write
+    /// admitted under `admission`, may be acknowledged once this is `Ok`
+    /// (always, without durability).
+    fn confirm_durable(&self, app_id: &str, admission: durable::Admission) -> Result<(), AppError> {
         match &self.inner.durability {
-            Some(durability) => durability.committed(app_id, &self.live_path(app_id)),
+            Some(durability) => durability.committed(app_id, &self.live_path(app_id), admission),
             None => Ok(()),
         }
     }
 
-    /// Whether a write to `app_id`'s live file may begin now.
-    fn admit_write(&self, app_id: &str) -> Result<(), AppError> {
+    /// Whether a write to `app_id`'s live file may begin now, and under
+    /// what.
+    fn admit_write(&self, app_id: &str) -> Result<durable::Admission, AppError> {
         match &self.inner.durability {
             Some(durability) => durability.admit(app_id, &self.live_path(app_id)),
-            None => Ok(()),
+            None => Ok(durable::Admission { epoch: 0 }),
         }
+    }
+
+    /// Closes the app's live connections, its writer and its readers, so
+    /// that the next call opens the file afresh: the app moved to another
+    /// worker, or its file is about to be replaced by a restore. A batch
+    /// running on the writer finishes first; a reader that is out finishes
+    /// on the old file and is closed when it comes back.
+    pub fn close(&self, app_id: &str) {
+        let slot = self.slot(app_id);
+        let mut handle = slot.handle.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.readers.reset("");
+        drop(handle.take());
     }
 
     /// The slot kept under `key` (an app id, or a preview's [`preview::slot_key`]),
@@ -792,11 +806,13 @@ impl Engine {
                 drift: found,
             });
         }
+        let admission = self.admit_write(app_id)?;
         let (_, applied) = ready(&mut slot, &path, contract, approval)?;
         drop(slot);
         // A publication is acknowledged like a write: once its migrations
-        // are in object storage.
-        self.confirm_durable(app_id)?;
+        // are in object storage (and, with several workers, while this one
+        // still owns the app at the epoch it was admitted under).
+        self.confirm_durable(app_id, admission)?;
         tracing::info!(
             app_id,
             applied = applied.len(),

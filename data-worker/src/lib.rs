@@ -17,11 +17,21 @@
 //! record nor shows anyone a row they cannot read live;
 //! publishing the draft (`ApplyContract`) applies its pending migrations to the
 //! live file in one transaction, refusing when an applied migration drifted.
+//!
+//! With one data-worker (`SASHA_DATA_PLACEMENT=single`, the default) it
+//! serves every app at epoch 0. With several (`leases`) it renews a lease
+//! with studio-core's placement and serves only the apps granted to it, at
+//! their epochs ([`ownership`], [`placement`]); with replication it brings a
+//! gained app's file up to the newest history in object storage before
+//! serving it, and never restores every app at boot.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
 
 use sasha_proto::pb::data_service_server::DataServiceServer;
 use sasha_service::config::{self, ConfigError, Env, StoragePaths};
+use sasha_service::data_plane::{self, Layout};
 use sasha_service::health;
 use sasha_service::identity::Identity;
 use sasha_service::process::{RoleError, announce_ready, bind};
@@ -29,10 +39,78 @@ use sasha_service::{Role, grpc};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::ownership::Ownership;
+
 pub mod engine;
 pub mod grammar;
+mod ownership;
+pub mod placement;
 mod replication;
 mod service;
+
+/// `SASHA_DATA_ADVERTISE_URL`: where callers reach this worker.
+pub const ADVERTISE_URL: &str = "SASHA_DATA_ADVERTISE_URL";
+/// `SASHA_CORE_GRPC_URL`: studio-core's replicas, whose placement grants
+/// the leases.
+pub const CORE_GRPC_URL: &str = "SASHA_CORE_GRPC_URL";
+
+/// With `SASHA_DATA_PLACEMENT=leases`: who this worker is and where it
+/// renews its lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseSettings {
+    /// `SASHA_DATA_WORKER_ID` (required): its stable name in the placement.
+    pub worker_id: String,
+    /// `SASHA_DATA_ADVERTISE_URL`: where callers reach it; `None` for
+    /// `https://` and the address the gRPC listener is bound to.
+    pub advertise_url: Option<String>,
+    /// `SASHA_CORE_GRPC_URL`: studio-core's replicas (default
+    /// `https://127.0.0.1:3012`).
+    pub core_urls: Vec<String>,
+}
+
+impl LeaseSettings {
+    fn from_env(env: &dyn Env) -> Result<LeaseSettings, ConfigError> {
+        let worker_id = env.var(data_plane::WORKER_ID).ok_or_else(|| {
+            ConfigError::new(
+                data_plane::WORKER_ID,
+                "required with SASHA_DATA_PLACEMENT=leases: this worker's stable name in the placement",
+            )
+        })?;
+        if !data_plane::is_worker_id(&worker_id) {
+            return Err(ConfigError::new(
+                data_plane::WORKER_ID,
+                format!(
+                    "{worker_id:?} is not a worker id: 1 to {} letters, digits, '-', '.' or '_'",
+                    data_plane::MAX_WORKER_ID
+                ),
+            ));
+        }
+        let advertise_url = match env.var(ADVERTISE_URL) {
+            Some(_) => Some(config::grpc_url(env, ADVERTISE_URL, "")?),
+            None => None,
+        };
+        Ok(LeaseSettings {
+            worker_id,
+            advertise_url,
+            core_urls: config::grpc_urls(env, CORE_GRPC_URL, "https://127.0.0.1:3012")?,
+        })
+    }
+
+    /// The URL this worker advertises, its gRPC listener bound to `bound`.
+    fn advertised(&self, bound: SocketAddr) -> Result<String, ConfigError> {
+        match &self.advertise_url {
+            Some(url) => Ok(url.clone()),
+            None if bound.ip().is_unspecified() => Err(ConfigError::new(
+                ADVERTISE_URL,
+                format!(
+                    "required when the gRPC listener is bound to {bound}: nobody can reach \
+                     that address; set the https:// URL callers use"
+                ),
+            )),
+            None => Ok(format!("https://{bound}")),
+        }
+    }
+}
 
 /// data-worker's configuration, read once at boot.
 #[derive(Debug, Clone)]
@@ -50,6 +128,9 @@ pub struct Config {
     /// `SASHA_REPLICA_*`: replication of every app database to object
     /// storage; `None` when `SASHA_REPLICA_URL` is unset.
     pub replica: Option<sasha_replica::ReplicaConfig>,
+    /// `SASHA_DATA_PLACEMENT=leases` and its settings; `None` for `single`
+    /// (one data-worker holds every app).
+    pub leases: Option<LeaseSettings>,
 }
 
 impl Config {
@@ -61,6 +142,10 @@ impl Config {
             storage,
             identity: config::identity(env, Role::DataWorker)?,
             health_addr: health::health_addr(env)?,
+            leases: match Layout::from_env(env)? {
+                Layout::Single => None,
+                Layout::Leases => Some(LeaseSettings::from_env(env)?),
+            },
         })
     }
 }
@@ -100,45 +185,97 @@ pub async fn run(
         .grpc
         .local_addr()
         .map_err(|e| RoleError::Startup(e.to_string()))?;
+    let advertised = match &config.leases {
+        Some(leases) => Some(leases.advertised(grpc_addr).map_err(RoleError::Config)?),
+        None => None,
+    };
     let replicator = match config.replica.clone() {
         Some(replica) => {
             let replicator = sasha_replica::Replicator::connect(replica)
                 .await
                 .map_err(RoleError::Config)?;
-            replication::prepare(&replicator, &config.storage.app_data_root)
-                .await
-                .map_err(|error| RoleError::Startup(format!("SASHA_REPLICA_URL: {error}")))?;
+            // With leases an app's file is brought up to date when the app
+            // is granted, never all at boot: most are another worker's.
+            if config.leases.is_none() {
+                replication::prepare(&replicator, &config.storage.app_data_root)
+                    .await
+                    .map_err(|error| RoleError::Startup(format!("SASHA_REPLICA_URL: {error}")))?;
+            }
             Some(replicator)
         }
         None => None,
     };
-    let worker =
-        service::Worker::new(&config.storage.app_data_root, replicator).map_err(|error| {
-            RoleError::Startup(format!(
-                "APP_DATA_ROOT: cannot prepare {}: {error}",
-                config.storage.app_data_root.display()
-            ))
-        })?;
+    let ownership = match config.leases {
+        Some(_) => Ownership::leased(replicator.is_some()),
+        None => Ownership::single(),
+    };
+    let worker = service::Worker::new(
+        &config.storage.app_data_root,
+        replicator.clone(),
+        Arc::clone(&ownership),
+    )
+    .map_err(|error| {
+        RoleError::Startup(format!(
+            "APP_DATA_ROOT: cannot prepare {}: {error}",
+            config.storage.app_data_root.display()
+        ))
+    })?;
+    if let (Some(leases), Some(url)) = (&config.leases, advertised) {
+        let client =
+            grpc::placement_client(&leases.core_urls, &config.identity).map_err(|error| {
+                RoleError::Config(ConfigError::new(CORE_GRPC_URL, error.to_string()))
+            })?;
+        tracing::info!(worker_id = %leases.worker_id, %url, replicated = replicator.is_some(), "placement: leases from studio-core");
+        placement::start(
+            Arc::clone(&ownership),
+            placement::Renewer {
+                worker_id: leases.worker_id.clone(),
+                url,
+                replicated: replicator.is_some(),
+                client,
+            },
+            placement::Files {
+                engine: worker.engine().clone(),
+                replicator,
+                root: config.storage.app_data_root.clone(),
+            },
+            shutdown.clone(),
+        );
+    }
     let router = grpc::server_builder().add_service(DataServiceServer::new(worker));
     let root = config.storage.app_data_root.clone();
+    let lease = Arc::clone(&ownership);
     probes.ready_when(move || {
         let root = root.clone();
+        let lease = Arc::clone(&lease);
         async move {
             let usable = tokio::task::spawn_blocking(move || storage_usable(&root))
                 .await
                 .unwrap_or(false);
-            grpc::health_reply(
-                Role::DataWorker,
-                vec![sasha_proto::pb::DependencyHealth {
-                    role: "app-data-root".to_owned(),
-                    ok: usable,
-                    detail: if usable {
+            let mut dependencies = vec![sasha_proto::pb::DependencyHealth {
+                role: "app-data-root".to_owned(),
+                ok: usable,
+                detail: if usable {
+                    String::new()
+                } else {
+                    "APP_DATA_ROOT is not a readable and writable folder".to_owned()
+                },
+            }];
+            if lease.layout() == Layout::Leases {
+                // Ready once a lease is held: before it, every call is
+                // refused.
+                let live = lease.lease_live(Instant::now());
+                dependencies.push(sasha_proto::pb::DependencyHealth {
+                    role: "placement-lease".to_owned(),
+                    ok: live,
+                    detail: if live {
                         String::new()
                     } else {
-                        "APP_DATA_ROOT is not a readable and writable folder".to_owned()
+                        "no live lease from studio-core's placement".to_owned()
                     },
-                }],
-            )
+                });
+            }
+            grpc::health_reply(Role::DataWorker, dependencies)
         }
     });
     announce_ready(

@@ -14,10 +14,18 @@
 //! contract: its pending migrations are applied to the live file in one
 //! transaction, unless an applied migration drifted (then nothing is), or with
 //! `dry_run` only reported from a read-only look at the file.
+//!
+//! Every app-scoped call is checked against this worker's ownership first
+//! ([`crate::ownership`]): with one data-worker it must name epoch 0; with
+//! leases the lease must be live and the app served here at the epoch the
+//! call names, or the call is refused (`AppError::not_owner`) before
+//! anything runs. The call counts as running until its work ends, and its
+//! answer is checked once more before it leaves.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use sasha_contract::caller::{AppAccess, CallSource};
 use sasha_contract::data::{Access, DataContract, PreviewScope, contract_hash};
@@ -29,6 +37,7 @@ use sasha_proto::pb::{
     TablesWithRowsRequest,
 };
 use sasha_proto::{AppError, ErrorCode};
+use sasha_service::data_plane::Layout;
 use sasha_service::{Role, grpc};
 use serde_json::{Map, Value};
 use tonic::{Request, Response, Status};
@@ -39,6 +48,7 @@ use crate::engine::{
     ReceiptKey, Target, sql_error,
 };
 use crate::grammar::{self, Statement, TableSpec, csv::at_row};
+use crate::ownership::{Effect, Ownership};
 use constraints::Write;
 use sasha_contract::grammar::MAX_CSV_ROWS;
 
@@ -53,6 +63,9 @@ pub(crate) struct Worker {
     cursor_secret: Arc<[u8; 32]>,
     /// Replication of the app databases, when on (for `Health`).
     replicator: Option<sasha_replica::Replicator>,
+    /// Which apps this worker serves, at which epoch: checked before every
+    /// app-scoped call and at the durability gate.
+    ownership: Arc<Ownership>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -62,22 +75,60 @@ impl std::fmt::Debug for Worker {
 }
 
 impl Worker {
-    /// A worker over `app_data_root`, its live commits gated on
-    /// `replicator` when replication is on.
+    /// A worker over `app_data_root` serving what `ownership` says, its
+    /// live commits gated on `replicator` when replication is on and, with
+    /// leases, on the owner's fence.
     pub(crate) fn new(
         app_data_root: &Path,
         replicator: Option<sasha_replica::Replicator>,
+        ownership: Arc<Ownership>,
     ) -> std::io::Result<Worker> {
-        let durability = replicator.clone().map(|replicator| {
-            Arc::new(crate::replication::ReplicatedApps { replicator })
-                as Arc<dyn crate::engine::durable::Durability>
-        });
+        use crate::engine::durable::Durability;
+        let durability: Option<Arc<dyn Durability>> = match ownership.layout() {
+            Layout::Leases => Some(Arc::new(crate::replication::Fenced {
+                ownership: Arc::clone(&ownership),
+                replicator: replicator.clone(),
+            })),
+            Layout::Single => replicator.clone().map(|replicator| {
+                Arc::new(crate::replication::ReplicatedApps { replicator }) as Arc<dyn Durability>
+            }),
+        };
         Ok(Worker {
             engine: Engine::durable(app_data_root, crate::engine::STATEMENT_DEADLINE, durability),
             contracts: Arc::new(Mutex::new(HashMap::new())),
             cursor_secret: Arc::new(cursor_secret(app_data_root)?),
             replicator,
+            ownership,
         })
+    }
+
+    /// The engine the worker runs calls on (the lease loop closes an app's
+    /// connections through it).
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Runs `work` for an app-scoped call of `app_id` naming `epoch` on the
+    /// blocking pool, if this worker serves the app at that epoch now (see
+    /// the module header). The call counts as running until `work` returns,
+    /// even when the caller went away meanwhile.
+    async fn owned_call<T: Send + 'static>(
+        &self,
+        app_id: &str,
+        epoch: u64,
+        effect: Effect,
+        work: impl FnOnce(&Worker) -> Result<T, AppError> + Send + 'static,
+    ) -> Result<T, Status> {
+        let call = self
+            .ownership
+            .begin_call(app_id, epoch, Instant::now())
+            .map_err(|error| error.to_status())?;
+        let worker = self.clone();
+        blocking(move || {
+            let result = work(&worker);
+            call.finish(result, effect, Instant::now())
+        })
+        .await
     }
 
     /// The verified contract for `hash`: from the cache, or decoded from the
@@ -610,8 +661,17 @@ impl DataService for Worker {
         span.record("app_id", request.app_id.as_str());
         span.record("operation", request.operation.as_str());
         span.record("table", request.table.as_str());
-        let worker = self.clone();
-        let result = blocking(move || execute(&worker, request)).await?;
+        let effect = if sasha_contract::grammar::is_mutating(&request.operation) {
+            Effect::Writes
+        } else {
+            Effect::Reads
+        };
+        let (app_id, epoch) = (request.app_id.clone(), request.epoch);
+        let result = self
+            .owned_call(&app_id, epoch, effect, move |worker| {
+                execute(worker, request)
+            })
+            .await?;
         Ok(Response::new(ExecuteReply {
             result_json: result.to_string(),
         }))
@@ -622,12 +682,14 @@ impl DataService for Worker {
         request: Request<DescribeSchemaRequest>,
     ) -> Result<Response<SchemaDescription>, Status> {
         let request = request.into_inner();
-        let worker = self.clone();
-        let schema = blocking(move || {
-            let contract = worker.contract(&request.contract_hash, request.contract.as_ref())?;
-            worker.engine.describe(request.app_id.as_str(), &contract)
-        })
-        .await?;
+        let (app_id, epoch) = (request.app_id.clone(), request.epoch);
+        let schema = self
+            .owned_call(&app_id, epoch, Effect::Reads, move |worker| {
+                let contract =
+                    worker.contract(&request.contract_hash, request.contract.as_ref())?;
+                worker.engine.describe(request.app_id.as_str(), &contract)
+            })
+            .await?;
         Ok(Response::new(SchemaDescription {
             schema: Some(pb::Schema::from(&schema)),
         }))
@@ -638,12 +700,14 @@ impl DataService for Worker {
         request: Request<MigrationDriftRequest>,
     ) -> Result<Response<MigrationDriftReply>, Status> {
         let request = request.into_inner();
-        let worker = self.clone();
-        let drift = blocking(move || {
-            let contract = worker.contract(&request.contract_hash, request.contract.as_ref())?;
-            worker.engine.migration_drift(&request.app_id, &contract)
-        })
-        .await?;
+        let (app_id, epoch) = (request.app_id.clone(), request.epoch);
+        let drift = self
+            .owned_call(&app_id, epoch, Effect::Reads, move |worker| {
+                let contract =
+                    worker.contract(&request.contract_hash, request.contract.as_ref())?;
+                worker.engine.migration_drift(&request.app_id, &contract)
+            })
+            .await?;
         Ok(Response::new(MigrationDriftReply {
             drift: drift.iter().map(drift_to_wire).collect(),
         }))
@@ -654,13 +718,14 @@ impl DataService for Worker {
         request: Request<TablesWithRowsRequest>,
     ) -> Result<Response<TablesWithRowsReply>, Status> {
         let request = request.into_inner();
-        let worker = self.clone();
-        let tables = blocking(move || {
-            worker
-                .engine
-                .tables_with_rows(&request.app_id, &request.tables)
-        })
-        .await?;
+        let (app_id, epoch) = (request.app_id.clone(), request.epoch);
+        let tables = self
+            .owned_call(&app_id, epoch, Effect::Reads, move |worker| {
+                worker
+                    .engine
+                    .tables_with_rows(&request.app_id, &request.tables)
+            })
+            .await?;
         Ok(Response::new(TablesWithRowsReply { tables }))
     }
 
@@ -674,8 +739,13 @@ impl DataService for Worker {
         let span = tracing::Span::current();
         span.record("app_id", request.app_id.as_str());
         span.record("dry_run", request.dry_run);
-        let worker = self.clone();
-        let application = blocking(move || {
+        let (app_id, epoch) = (request.app_id.clone(), request.epoch);
+        let effect = if request.dry_run {
+            Effect::Reads
+        } else {
+            Effect::Writes
+        };
+        let application = self.owned_call(&app_id, epoch, effect, move |worker| {
             let Some(supplied) = request.contract.as_ref() else {
                 return Err(AppError::new(
                     ErrorCode::InputInvalid,
@@ -693,8 +763,8 @@ impl DataService for Worker {
             worker
                 .engine
                 .apply_contract(&request.app_id, &contract, request.dry_run, approval)
-        })
-        .await?;
+        });
+        let application = application.await?;
         Ok(Response::new(pb::ApplyContractReply {
             applied: application.applied,
             drift: application.drift.iter().map(drift_to_wire).collect(),
@@ -709,13 +779,14 @@ impl DataService for Worker {
         only_studio_core(&request)?;
         let request = request.into_inner();
         tracing::Span::current().record("app_id", request.app_id.as_str());
-        let worker = self.clone();
-        let removed_files = blocking(move || {
-            worker
-                .engine
-                .remove_previews(&request.app_id, &request.preview)
-        })
-        .await?;
+        let (app_id, epoch) = (request.app_id.clone(), request.epoch);
+        let removed_files = self
+            .owned_call(&app_id, epoch, Effect::Local, move |worker| {
+                worker
+                    .engine
+                    .remove_previews(&request.app_id, &request.preview)
+            })
+            .await?;
         Ok(Response::new(pb::RemovePreviewReply { removed_files }))
     }
 
@@ -727,8 +798,14 @@ impl DataService for Worker {
         only_studio_core(&request)?;
         let request = request.into_inner();
         tracing::Span::current().record("app_id", request.app_id.as_str());
-        let worker = self.clone();
-        let removed = blocking(move || worker.engine.back_up_and_remove(&request.app_id)).await?;
+        let (app_id, epoch) = (request.app_id.clone(), request.epoch);
+        // Its success is not withheld once done: the file is gone, and the
+        // replica's removal passed the owner's fence at the gate.
+        let removed = self
+            .owned_call(&app_id, epoch, Effect::Local, move |worker| {
+                worker.engine.back_up_and_remove(&request.app_id)
+            })
+            .await?;
         Ok(Response::new(match removed {
             Some(removed) => pb::RemoveAppDataReply {
                 removed: true,

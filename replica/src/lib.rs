@@ -31,4 +31,4 @@ pub mod url;
 
 pub use config::{Mode, ReplicaConfig};
 pub use layout::{Database, Generation};
-pub use replicator::{DatabaseState, ReplicaError, Replicator};
+pub use replicator::{DatabaseState, InPlace, ReplicaError, Replicator};

@@ -7,6 +7,16 @@
 //!   recorded beside it, or under a new one (see [`crate::layout`]).
 //!   [`Replicator::restore_missing`] brings a database whose file is gone
 //!   back from its newest generation before anything opens it.
+//! - **Owners under a lease** (data-workers with `SASHA_DATA_PLACEMENT=leases`,
+//!   issue 47). An app database is tracked under its owner's epoch
+//!   ([`Replicator::track_at_epoch`]: a recorded generation of another epoch
+//!   is never continued). A worker that gains an app first brings its file
+//!   up to the newest history in object storage
+//!   ([`Replicator::restore_in_place`]: kept when it continues that history,
+//!   otherwise replaced, staged and renamed, by a restore of it), and one
+//!   that loses an app stops replicating it ([`Replicator::stop_tracking`])
+//!   and leaves object storage alone: the history is the next owner's to
+//!   continue. A hand-over ends with [`Replicator::flush`].
 //! - **Sync mode.** [`Replicator::committed`] is called after a commit and
 //!   before its answer: one sync-and-wait control call (Litestream copies
 //!   the WAL's committed frames into a local LTX file and uploads every
@@ -123,6 +133,10 @@ struct Inner {
     /// The runtime the blocking entry points run their calls on.
     runtime: tokio::runtime::Handle,
     databases: Mutex<HashMap<PathBuf, Tracked>>,
+    /// Held while a database's registration with Litestream changes
+    /// (register, unregister, restore in place), so that re-registering a
+    /// database Litestream forgot never races a worker letting it go.
+    registrations: tokio::sync::Mutex<()>,
     /// Wakes the async flusher after a commit.
     flush: tokio::sync::Notify,
 }
@@ -194,6 +208,7 @@ impl Replicator {
                 store,
                 runtime: tokio::runtime::Handle::current(),
                 databases: Mutex::new(HashMap::new()),
+                registrations: tokio::sync::Mutex::new(()),
                 flush: tokio::sync::Notify::new(),
             }),
         };
@@ -243,7 +258,28 @@ impl Replicator {
     /// replicated, or restored into a new generation, is not protected until
     /// it is); in async mode the flusher takes it within the lag bound.
     pub async fn track(&self, database: &Database, path: &Path) -> Result<(), ReplicaError> {
-        self.register(database, path).await?;
+        self.track_under(database, path, None).await
+    }
+
+    /// [`Replicator::track`] for the owner of `database` at `epoch`: the
+    /// recorded generation is continued only when it has that epoch;
+    /// otherwise a new generation of that epoch begins.
+    pub async fn track_at_epoch(
+        &self,
+        database: &Database,
+        path: &Path,
+        epoch: u64,
+    ) -> Result<(), ReplicaError> {
+        self.track_under(database, path, Some(epoch)).await
+    }
+
+    async fn track_under(
+        &self,
+        database: &Database,
+        path: &Path,
+        epoch: Option<u64>,
+    ) -> Result<(), ReplicaError> {
+        self.register(database, path, epoch).await?;
         match self.inner.config.mode {
             Mode::Sync => self.sync_and_wait(database, path).await.map(|_| ()),
             Mode::Async => {
@@ -253,10 +289,18 @@ impl Replicator {
         }
     }
 
-    /// Registers `database` with Litestream under its recorded generation, or
-    /// a new one.
-    async fn register(&self, database: &Database, path: &Path) -> Result<(), ReplicaError> {
-        let generation = match layout::recorded_generation(path) {
+    /// Registers `database` with Litestream under its recorded generation
+    /// (when `epoch` is given, only one of that epoch), or a new one.
+    async fn register(
+        &self,
+        database: &Database,
+        path: &Path,
+        epoch: Option<u64>,
+    ) -> Result<(), ReplicaError> {
+        let _registrations = self.inner.registrations.lock().await;
+        let recorded = layout::recorded_generation(path)
+            .filter(|recorded| epoch.is_none_or(|epoch| recorded.epoch() == epoch));
+        let generation = match recorded {
             Some(generation) => generation,
             None => {
                 // Litestream may still replicate an older file at this path
@@ -268,7 +312,11 @@ impl Replicator {
                 layout::remove_local_state(path).map_err(|error| {
                     ReplicaError::Local(format!("cannot clear replication state: {error}"))
                 })?;
-                let generation = Generation::begin();
+                let generation = match epoch {
+                    None => Generation::begin(),
+                    Some(epoch) => Generation::begin_in(epoch)
+                        .map_err(|error| ReplicaError::Local(error.to_string()))?,
+                };
                 layout::record_generation(path, &generation).map_err(|error| {
                     ReplicaError::Local(format!("cannot record the generation: {error}"))
                 })?;
@@ -302,6 +350,154 @@ impl Replicator {
                 lag_reported: false,
             });
         tracked.generation = generation;
+        Ok(())
+    }
+
+    /// Registers `path` with Litestream again under the generation this
+    /// process tracks it in (Litestream forgot it: its sidecar restarted).
+    /// Says whether it did: a database no longer tracked is left alone.
+    async fn register_again(&self, path: &Path) -> Result<bool, ReplicaError> {
+        let _registrations = self.inner.registrations.lock().await;
+        let tracked = self
+            .lock()
+            .get(path)
+            .map(|tracked| (tracked.database.clone(), tracked.generation.clone()));
+        let Some((database, generation)) = tracked else {
+            return Ok(false);
+        };
+        let url = self
+            .inner
+            .config
+            .url
+            .litestream_url(&database.generation_path(&generation));
+        self.inner.control.register(path, &url).await?;
+        Ok(true)
+    }
+
+    /// Stops replicating `path` (Litestream's final sync included) and
+    /// forgets it, leaving object storage and the generation record as they
+    /// are: another owner continues the history from object storage, and
+    /// the record tells a later [`Replicator::restore_in_place`] which
+    /// history the local file holds.
+    pub async fn stop_tracking(
+        &self,
+        database: &Database,
+        path: &Path,
+    ) -> Result<(), ReplicaError> {
+        let _registrations = self.inner.registrations.lock().await;
+        // Forgotten first: a failed unregister must not leave it to the
+        // watcher to register again.
+        let was_tracked = self.lock().remove(path).is_some();
+        self.inner
+            .control
+            .unregister(path, self.inner.config.sync_timeout)
+            .await?;
+        if was_tracked {
+            tracing::info!(
+                database = database.label(),
+                "replication: stopped; object storage keeps the history"
+            );
+        }
+        Ok(())
+    }
+
+    /// Brings the file at `path` up to the newest history of `database` in
+    /// object storage, before its new owner serves it: Litestream lets go
+    /// of the file; then, newest generation first (see [`crate::layout`]
+    /// for the order), the file is kept when its recorded generation is
+    /// the newest one holding data ([`InPlace::Continues`]) or none holds
+    /// any ([`InPlace::Empty`]); otherwise that generation's latest state
+    /// is restored beside the file and replaces it
+    /// ([`layout::replace_with_restored`], the old file set aside in
+    /// `aside`). The caller has closed every connection to the file and
+    /// tracks it afterwards ([`Replicator::track_at_epoch`]); until then it
+    /// is not tracked.
+    pub async fn restore_in_place(
+        &self,
+        database: &Database,
+        path: &Path,
+        aside: &Path,
+    ) -> Result<InPlace, ReplicaError> {
+        let _registrations = self.inner.registrations.lock().await;
+        self.lock().remove(path);
+        self.inner
+            .control
+            .unregister(path, self.inner.config.sync_timeout)
+            .await?;
+        let generations = generations(&self.inner.store, database).await?;
+        let recorded = layout::recorded_generation(path);
+        let staged = layout::staged_restore_path(path);
+        let local = |what: &str, error: std::io::Error| {
+            ReplicaError::Local(format!("cannot {what}: {error}"))
+        };
+        for generation in generations.iter().rev() {
+            if recorded.as_ref() == Some(generation) {
+                return Ok(InPlace::Continues(generation.clone()));
+            }
+            layout::remove_staged(&staged)
+                .map_err(|error| local("clear an earlier staged restore", error))?;
+            let url = self
+                .inner
+                .store
+                .url()
+                .litestream_url(&database.generation_path(generation));
+            let restored = litestream::restore(
+                &self.inner.config.litestream,
+                &self.inner.config.credentials,
+                &url,
+                &staged,
+                &Target::Latest,
+            )
+            .await;
+            match restored {
+                Ok(Restored::Written { .. }) => {
+                    let set_aside = layout::replace_with_restored(path, &staged, aside)
+                        .map_err(|error| local("put the restored database in place", error));
+                    if set_aside.is_err() {
+                        let _ = layout::remove_staged(&staged);
+                    }
+                    let set_aside = set_aside?;
+                    tracing::warn!(
+                        database = database.label(),
+                        from = generation.as_str(),
+                        superseded = ?set_aside,
+                        "replication: the database was restored from object storage in place of its local file"
+                    );
+                    return Ok(InPlace::Restored {
+                        from: generation.clone(),
+                        set_aside,
+                    });
+                }
+                Ok(Restored::Nothing) => continue,
+                Err(failure) => {
+                    let _ = layout::remove_staged(&staged);
+                    return Err(ReplicaError::Local(match failure {
+                        RestoreFailure::OutOfRange => {
+                            "litestream restore refused the generation's range".to_owned()
+                        }
+                        RestoreFailure::Failed(reason) => reason,
+                    }));
+                }
+            }
+        }
+        Ok(InPlace::Empty)
+    }
+
+    /// Makes object storage hold everything committed to `path` so far (one
+    /// sync-and-wait, whatever the mode): the final sync of a hand-over. A
+    /// database this process does not track has nothing of its own there.
+    pub async fn flush(&self, database: &Database, path: &Path) -> Result<(), ReplicaError> {
+        let Some(seen) = self.lock().get(path).map(|tracked| tracked.committed) else {
+            return Ok(());
+        };
+        self.sync_and_wait(database, path).await?;
+        let mut databases = self.lock();
+        if let Some(tracked) = databases.get_mut(path) {
+            tracked.confirmed = tracked.confirmed.max(seen);
+            if tracked.committed <= tracked.confirmed {
+                tracked.behind_since = None;
+            }
+        }
         Ok(())
     }
 
@@ -349,6 +545,33 @@ impl Replicator {
         }
     }
 
+    /// [`Replicator::committed`] for the owner of `database` at `epoch`: a
+    /// database not tracked yet (a new app's first commit) is tracked under
+    /// that epoch.
+    pub async fn committed_at_epoch(
+        &self,
+        database: &Database,
+        path: &Path,
+        epoch: u64,
+    ) -> Result<(), ReplicaError> {
+        if !self.is_tracked(path) {
+            return self.track_at_epoch(database, path, epoch).await;
+        }
+        self.committed(database, path).await
+    }
+
+    /// [`Replicator::committed_at_epoch`] from a blocking thread.
+    pub fn committed_at_epoch_blocking(
+        &self,
+        database: &Database,
+        path: &Path,
+        epoch: u64,
+    ) -> Result<(), ReplicaError> {
+        self.inner
+            .runtime
+            .block_on(self.committed_at_epoch(database, path, epoch))
+    }
+
     /// Async mode: one more commit of `path` for the flusher to confirm.
     fn count_commit(&self, path: &Path) {
         let mut databases = self.lock();
@@ -371,6 +594,7 @@ impl Replicator {
     /// storage cannot be reached the deletion stops here, with nothing
     /// removed.
     pub async fn forget(&self, database: &Database, path: &Path) -> Result<(), ReplicaError> {
+        let _registrations = self.inner.registrations.lock().await;
         self.inner
             .control
             .unregister(path, self.inner.config.sync_timeout)
@@ -391,6 +615,58 @@ impl Replicator {
     /// [`Replicator::forget`] from a blocking thread.
     pub fn forget_blocking(&self, database: &Database, path: &Path) -> Result<(), ReplicaError> {
         self.inner.runtime.block_on(self.forget(database, path))
+    }
+
+    /// [`Replicator::forget`] for the owner of `database` at `epoch`: only
+    /// the generations of epochs up to its own are deleted, each on its own,
+    /// so a later owner's history (were this owner's lease to lapse while it
+    /// deletes) is never touched; the database's folder goes last, once no
+    /// generation is left in it.
+    pub async fn forget_through_epoch(
+        &self,
+        database: &Database,
+        path: &Path,
+        epoch: u64,
+    ) -> Result<(), ReplicaError> {
+        let _registrations = self.inner.registrations.lock().await;
+        self.inner
+            .control
+            .unregister(path, self.inner.config.sync_timeout)
+            .await?;
+        self.lock().remove(path);
+        let mut deleted = 0;
+        for generation in generations(&self.inner.store, database).await? {
+            if generation.epoch() <= epoch {
+                let below = format!("{}/", database.generation_path(&generation));
+                deleted += self.inner.store.delete_below(&below).await?;
+            }
+        }
+        if generations(&self.inner.store, database).await?.is_empty() {
+            // The emptied folder itself (listed by stores with real folders).
+            deleted += self.inner.store.delete_below(&database.dir()).await?;
+        }
+        layout::remove_local_state(path).map_err(|error| {
+            ReplicaError::Local(format!("cannot clear replication state: {error}"))
+        })?;
+        tracing::info!(
+            database = database.label(),
+            objects = deleted,
+            through_epoch = epoch,
+            "replication: the database's replica was deleted"
+        );
+        Ok(())
+    }
+
+    /// [`Replicator::forget_through_epoch`] from a blocking thread.
+    pub fn forget_through_epoch_blocking(
+        &self,
+        database: &Database,
+        path: &Path,
+        epoch: u64,
+    ) -> Result<(), ReplicaError> {
+        self.inner
+            .runtime
+            .block_on(self.forget_through_epoch(database, path, epoch))
     }
 
     /// Every tracked database's state, most behind first.
@@ -424,8 +700,7 @@ impl Replicator {
         let started = Instant::now();
         let timeout = self.inner.config.sync_timeout;
         let mut result = self.inner.control.sync(path, true, timeout).await;
-        if matches!(result, Err(ControlError::NotRegistered)) {
-            self.register(database, path).await?;
+        if matches!(result, Err(ControlError::NotRegistered)) && self.register_again(path).await? {
             result = self.inner.control.sync(path, true, timeout).await;
         }
         let mut databases = self.lock();
@@ -511,12 +786,16 @@ impl Replicator {
                     .map(|(path, tracked)| (path.clone(), tracked.database.clone()))
                     .collect();
                 for (path, database) in missing {
-                    tracing::warn!(
-                        database = database.label(),
-                        "replication: Litestream no longer replicates a database; registering it again"
-                    );
-                    if let Err(error) = self.track(&database, &path).await {
-                        tracing::error!(database = database.label(), %error, "replication: cannot register again");
+                    match self.register_again(&path).await {
+                        Ok(true) => tracing::warn!(
+                            database = database.label(),
+                            "replication: Litestream no longer replicated a database; registered it again"
+                        ),
+                        // Let go of meanwhile (an app that moved).
+                        Ok(false) => {}
+                        Err(error) => {
+                            tracing::error!(database = database.label(), %error, "replication: cannot register again");
+                        }
                     }
                 }
             }
@@ -545,6 +824,22 @@ impl Replicator {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// What [`Replicator::restore_in_place`] did with a database's local file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InPlace {
+    /// The local file continues the newest generation holding data: kept.
+    Continues(Generation),
+    /// No generation in object storage holds data: the local file, if any,
+    /// is kept.
+    Empty,
+    /// The newest generation holding data was restored in place of the
+    /// local file; a file that was there is now at `set_aside`.
+    Restored {
+        from: Generation,
+        set_aside: Option<PathBuf>,
+    },
 }
 
 /// A failure's reason for health: which part failed, never its text.
@@ -594,7 +889,8 @@ pub async fn restore_if_missing(
     Ok(restored.is_some())
 }
 
-/// Every generation of `database` in object storage, oldest first.
+/// Every generation of `database` in object storage, in their order
+/// (epoch, began, random: see [`crate::layout`]), so the newest is last.
 pub async fn generations(
     store: &ObjectStore,
     database: &Database,
@@ -611,8 +907,11 @@ pub async fn generations(
 
 /// Restores `database` into `output` from the newest generation that began
 /// at or before `at` (latest when `None`) and holds data at that instant,
-/// trying older generations when a newer one holds none yet. Says which
-/// generation it restored, or `None` when object storage holds none.
+/// trying older generations when a newer one holds none yet. Newest is the
+/// generations' order: the highest epoch first, so the history of the
+/// latest owner is taken over a stale owner's generation that began later
+/// by its clock. Says which generation it restored, or `None` when object
+/// storage holds none.
 pub async fn restore_newest(
     store: &ObjectStore,
     litestream_bin: &Path,
@@ -625,10 +924,7 @@ pub async fn restore_newest(
         .await
         .map_err(|error| error.to_string())?;
     let at_millis = at.map(|at| (at.unix_timestamp_nanos() / 1_000_000) as i64);
-    for generation in generations.iter().rev() {
-        if at_millis.is_some_and(|at| generation.began_millis() > at) {
-            continue;
-        }
+    for generation in restore_order(&generations, at_millis) {
         let path = database.generation_path(generation);
         let url = store.url().litestream_url(&path);
         let restored = match at {
@@ -645,6 +941,18 @@ pub async fn restore_newest(
         }
     }
     Ok(None)
+}
+
+/// The generations a restore at `at_millis` (latest when `None`) tries, in
+/// the order it tries them: newest first among those that began at or
+/// before it.
+fn restore_order(generations: &[Generation], at_millis: Option<i64>) -> Vec<&Generation> {
+    let mut order: Vec<&Generation> = generations
+        .iter()
+        .filter(|generation| at_millis.is_none_or(|at| generation.began_millis() <= at))
+        .collect();
+    order.sort_by(|a, b| b.cmp(a));
+    order
 }
 
 async fn restore_or_fail(
@@ -765,5 +1073,53 @@ impl Replicator {
                 })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_restore_tries_the_highest_epoch_first_among_those_begun_by_then() {
+        let generation = |name: &str| Generation::parse(name).unwrap();
+        // An older build's history, then owners at epochs 1 and 2; the stale
+        // owner of epoch 1 began another generation after epoch 2's by its
+        // clock (it was restored after losing its volume, say).
+        let generations = vec![
+            generation("1765000000000-00000000"),
+            generation("e000000000001-1765000001000-00000000"),
+            generation("e000000000002-1765000002000-00000000"),
+            generation("e000000000001-1765000003000-00000000"),
+        ];
+        let names = |order: Vec<&Generation>| -> Vec<String> {
+            order.iter().map(|g| g.as_str().to_owned()).collect()
+        };
+        assert_eq!(
+            names(restore_order(&generations, None)),
+            [
+                "e000000000002-1765000002000-00000000",
+                "e000000000001-1765000003000-00000000",
+                "e000000000001-1765000001000-00000000",
+                "1765000000000-00000000",
+            ]
+        );
+        assert_eq!(
+            names(restore_order(&generations, Some(1_765_000_002_500))),
+            [
+                "e000000000002-1765000002000-00000000",
+                "e000000000001-1765000001000-00000000",
+                "1765000000000-00000000",
+            ],
+            "began after the instant: never tried"
+        );
+        assert_eq!(
+            names(restore_order(&generations, Some(1_765_000_001_999))),
+            [
+                "e000000000001-1765000001000-00000000",
+                "1765000000000-00000000",
+            ]
+        );
+        assert!(restore_order(&generations, Some(1_764_999_999_999)).is_empty());
     }
 }

@@ -23,6 +23,7 @@ mod contract;
 mod core_grpc;
 mod core_replicas;
 mod data;
+mod data_placement;
 mod deploy_files;
 mod deploy_nginx;
 mod docs;

@@ -19,7 +19,10 @@
 //! With replication on, the batch's commit is also confirmed in object
 //! storage ([`super::durable`]) before any mutation of it is answered with
 //! success, by one call for the whole batch; a receipt replayed from an
-//! earlier, unconfirmed commit passes the same gate.
+//! earlier, unconfirmed commit passes the same gate. With several
+//! data-workers the same gate admits the batch only under the owner's live
+//! lease and answers it only if the lease is still live at the epoch it was
+//! admitted under.
 //!
 //! What it must never do: acknowledge a mutation before the commit that
 //! holds it returned (with `synchronous = FULL`, after the WAL's fsync) and,
@@ -244,14 +247,16 @@ impl Engine {
         live: Option<&str>,
         mut jobs: Vec<Job>,
     ) -> (bool, Vec<Job>) {
-        if let Some(app_id) = live
-            && let Err(error) = self.admit_write(app_id)
-        {
-            for job in &jobs {
-                job.answer(Err(error.clone()));
+        let admission = match live.map(|app_id| self.admit_write(app_id)) {
+            None => None,
+            Some(Ok(admission)) => Some(admission),
+            Some(Err(error)) => {
+                for job in &jobs {
+                    job.answer(Err(error.clone()));
+                }
+                return (false, Vec::new());
             }
-            return (false, Vec::new());
-        }
+        };
         let guard = Arc::clone(&handle.guard);
         // Declared before the transaction so it is dropped after it: the
         // rollback on an early return runs as the engine's own statement.
@@ -302,8 +307,8 @@ impl Engine {
             let committed = tx.commit().map_err(sql_error);
             // One confirmation for the whole batch: everything committed so
             // far, replays of stored receipts included, is in object storage.
-            let durable = match (&committed, live) {
-                (Ok(()), Some(app_id)) => self.confirm_durable(app_id),
+            let durable = match (&committed, live, admission) {
+                (Ok(()), Some(app_id), Some(admission)) => self.confirm_durable(app_id, admission),
                 _ => Ok(()),
             };
             for (job, result) in jobs.iter().zip(results) {

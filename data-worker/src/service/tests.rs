@@ -119,7 +119,7 @@ fn bodies(worker: &Worker, contract: &DataContract, preview: &str) -> Vec<Value>
 #[test]
 fn execute_runs_a_preview_on_its_scratch_copy_only() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
     let live = contract_with(&[FIRST]);
     let create = |contract: &DataContract, body: &str, preview: &str| {
         execute(
@@ -169,7 +169,7 @@ fn from_core<T>(message: T) -> Request<T> {
 #[tokio::test]
 async fn the_data_lifecycle_is_studio_cores_alone() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
     let live = contract_with(&[FIRST]);
     worker.engine.open(APP, &live).unwrap();
     for caller in [None, Some(Role::McpGateway)] {
@@ -209,7 +209,7 @@ async fn the_data_lifecycle_is_studio_cores_alone() {
 #[tokio::test]
 async fn apply_contract_verifies_and_publishes_a_draft() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
     let live = contract_with(&[FIRST]);
     worker.engine.open(APP, &live).unwrap();
     let draft = contract_with(&[FIRST, SECOND]);
@@ -334,7 +334,7 @@ fn policy_contract() -> DataContract {
 #[test]
 fn write_policies_and_manager_reads_follow_the_callers_grant() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
     let contract = policy_contract();
     let call = |user: &str, access: &str, operation: &str, table: &str, json: Value| {
         execute(
@@ -421,7 +421,7 @@ fn write_policies_and_manager_reads_follow_the_callers_grant() {
 #[test]
 fn a_rows_history_is_read_like_the_row_and_paged() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
     let contract = policy_contract();
     let call = |user: &str, access: &str, operation: &str, json: Value| {
         execute(
@@ -526,7 +526,7 @@ fn constraint_contract() -> DataContract {
 #[test]
 fn a_broken_constraint_names_its_field_and_rule_never_sql() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
     let contract = constraint_contract();
     let call = |operation: &str, table: &str, json: Value| {
         let mut request = request(&contract, operation, json, "");
@@ -695,7 +695,7 @@ impl Captured {
 #[test]
 fn a_refused_write_is_logged_once_at_info_with_the_code_the_caller_was_told() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
     let contract = constraint_contract();
     let call = |operation: &str, table: &str, json: Value| {
         let mut request = request(&contract, operation, json, "");
@@ -787,7 +787,7 @@ fn timesheet_csv(rows: usize) -> String {
 #[test]
 fn a_csv_imports_all_or_nothing_and_exports_like_a_list() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
     let contract = import_contract();
     let call = |user: &str, access: &str, operation: &str, json: Value| {
         let mut request = acting(&contract, (user, access), operation, "entries", json);
@@ -964,7 +964,7 @@ fn a_csv_imports_all_or_nothing_and_exports_like_a_list() {
 #[test]
 fn import_follows_the_write_policy() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
     let contract = policy_contract();
     let mut request = request(
         &contract,
@@ -984,7 +984,7 @@ fn import_follows_the_write_policy() {
 #[test]
 fn an_export_never_hands_a_spreadsheet_a_formula_and_imports_back_unchanged() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
     let contract = import_contract();
     let call = |user: &str, access: &str, operation: &str, json: Value| {
         let mut request = acting(&contract, (user, access), operation, "entries", json);
@@ -1090,7 +1090,7 @@ fn reference_contract() -> DataContract {
 #[test]
 fn a_reference_to_another_owners_row_answers_like_a_missing_one_and_cannot_pin_it() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
     let contract = reference_contract();
     let key = std::sync::atomic::AtomicUsize::new(0);
     let call = |user: &str, operation: &str, table: &str, mut json: Value| {
@@ -1225,7 +1225,7 @@ fn a_reference_to_another_owners_row_answers_like_a_missing_one_and_cannot_pin_i
 #[test]
 fn a_reused_row_id_shows_no_one_the_history_of_anothers_row() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
     let contract = policy_contract();
     let call = |user: &str, access: &str, operation: &str, json: Value| {
         execute(

@@ -3,17 +3,27 @@
 //! once confirmed, a refusal keeps its own error, an unadmitted write writes
 //! nothing, an unconfirmed publication is not acknowledged, and a replica
 //! that cannot be removed keeps the app's file.
+//!
+//! Then the owner's fence with leases, without replication
+//! ([`crate::replication::Fenced`] over a real [`Ownership`]): no write
+//! without a live lease; a write whose lease lapses, or whose app changes
+//! epoch, while its batch runs is committed but not acknowledged, and its
+//! retry replays once the lease is live again; a publication and a removal
+//! need the lease too.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use sasha_proto::{AppError, ErrorCode};
 use serde_json::json;
 
 use super::super::tests::{APP, contract, count, create_category, meta, raw, receipt};
 use super::super::{Approval, Engine, STATEMENT_DEADLINE};
-use super::Durability;
+use super::{Admission, Durability};
+use crate::ownership::{Assignment, Grant, Ownership};
+use crate::replication::Fenced;
 
 /// A gate whose three answers the test sets, counting confirmations.
 #[derive(Default)]
@@ -32,16 +42,17 @@ fn unavailable() -> AppError {
 }
 
 impl Durability for Gate {
-    fn admit(&self, app_id: &str, _: &Path) -> Result<(), AppError> {
+    fn admit(&self, app_id: &str, _: &Path) -> Result<Admission, AppError> {
         assert_eq!(app_id, APP);
         if self.refuse_admit.load(Ordering::SeqCst) {
             return Err(unavailable());
         }
-        Ok(())
+        Ok(Admission { epoch: 0 })
     }
 
-    fn committed(&self, app_id: &str, path: &Path) -> Result<(), AppError> {
+    fn committed(&self, app_id: &str, path: &Path, admission: Admission) -> Result<(), AppError> {
         assert_eq!(app_id, APP);
+        assert_eq!(admission, Admission { epoch: 0 });
         assert!(path.ends_with(format!("{APP}.sqlite")));
         self.confirmations.fetch_add(1, Ordering::SeqCst);
         if self.refuse_confirm.load(Ordering::SeqCst) {
@@ -169,4 +180,148 @@ fn a_replica_that_cannot_be_removed_keeps_the_app_file() {
     gate.refuse_removal.store(false, Ordering::SeqCst);
     assert!(engine.back_up_and_remove(APP).unwrap().is_some());
     assert!(!dir.path().join(format!("{APP}.sqlite")).exists());
+}
+
+const LEASE: Duration = Duration::from_secs(60);
+
+fn grant_at(epoch: u64) -> Grant {
+    Grant {
+        lease: LEASE,
+        apps: vec![Assignment {
+            app_id: APP.to_owned(),
+            epoch,
+            hand_over: false,
+        }],
+    }
+}
+
+/// An engine fenced by a leased ownership (no replication), serving `APP`
+/// at epoch 1 under a live lease.
+fn fenced(dir: &tempfile::TempDir) -> (Engine, Arc<Ownership>) {
+    let ownership = Ownership::leased(false);
+    ownership.renewed(Instant::now(), &grant_at(1));
+    assert!(ownership.restored(APP, 1));
+    let gate = Arc::new(Fenced {
+        ownership: Arc::clone(&ownership),
+        replicator: None,
+    });
+    (
+        Engine::durable(dir.path(), STATEMENT_DEADLINE, Some(gate)),
+        ownership,
+    )
+}
+
+/// The same grant, asked for long enough ago that its lease has lapsed.
+fn lapse(ownership: &Ownership, epoch: u64) {
+    ownership.renewed(Instant::now() - LEASE, &grant_at(epoch));
+}
+
+fn create_then(
+    engine: &Engine,
+    key: &str,
+    name: &str,
+    meanwhile: impl Fn() + Send + 'static,
+) -> Result<serde_json::Value, AppError> {
+    let input = json!({"name": name});
+    let create = create_category(name);
+    engine.mutate(
+        APP,
+        &contract(),
+        receipt("alice", key, &input),
+        meta(),
+        move |tx| {
+            let outcome = create(tx);
+            meanwhile();
+            outcome
+        },
+    )
+}
+
+fn assert_may_have_landed(error: &AppError) {
+    assert_eq!(error.code, ErrorCode::DatabaseUnavailable, "{error:?}");
+    assert!(error.retryable);
+    assert!(!error.is_not_owner(), "never not-owner: it may have landed");
+    assert!(
+        error.message.contains("same idempotency key"),
+        "{}",
+        error.message
+    );
+}
+
+#[test]
+fn with_leases_no_write_runs_without_a_live_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, ownership) = fenced(&dir);
+    create(&engine, "k1", "Travel").unwrap();
+    lapse(&ownership, 1);
+    let refused = create(&engine, "k2", "Food").unwrap_err();
+    assert_eq!(refused.code, ErrorCode::DatabaseUnavailable);
+    assert!(refused.retryable);
+    assert!(
+        refused.message.contains("nothing was written"),
+        "{}",
+        refused.message
+    );
+    assert_eq!(count(&raw(&dir), "SELECT count(*) FROM categories"), 1);
+    let refused = engine
+        .apply_contract(APP, &contract(), false, Approval::None)
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::DatabaseUnavailable);
+    assert_eq!(
+        engine.back_up_and_remove(APP).unwrap_err().code,
+        ErrorCode::DatabaseUnavailable,
+        "the replica's removal is a write"
+    );
+    assert_eq!(count(&raw(&dir), "SELECT count(*) FROM categories"), 1);
+}
+
+#[test]
+fn with_leases_a_write_whose_lease_lapses_before_its_commit_is_confirmed_is_not_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, ownership) = fenced(&dir);
+    let during = Arc::clone(&ownership);
+    let refused = create_then(&engine, "k1", "Travel", move || lapse(&during, 1)).unwrap_err();
+    assert_may_have_landed(&refused);
+    // Committed locally, never acknowledged.
+    assert_eq!(count(&raw(&dir), "SELECT count(*) FROM categories"), 1);
+
+    // Renewed at the same epoch (nobody else owned it meanwhile): the retry
+    // with the same key replays the receipt, once.
+    ownership.renewed(Instant::now(), &grant_at(1));
+    let replayed = create(&engine, "k1", "Travel").unwrap();
+    assert_eq!(replayed["name"], "Travel");
+    assert_eq!(count(&raw(&dir), "SELECT count(*) FROM categories"), 1);
+    assert_eq!(count(&raw(&dir), "SELECT count(*) FROM _sasha_audit"), 1);
+}
+
+#[test]
+fn with_leases_a_write_admitted_under_an_epoch_the_app_lost_is_not_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, ownership) = fenced(&dir);
+    let during = Arc::clone(&ownership);
+    // Moved away and back at epoch 2 while the batch ran: the lease is live,
+    // the epoch is not the one it was admitted under.
+    let refused = create_then(&engine, "k1", "Travel", move || {
+        during.renewed(Instant::now(), &grant_at(2));
+        assert!(during.restored(APP, 2));
+    })
+    .unwrap_err();
+    assert_may_have_landed(&refused);
+    assert!(ownership.lease_live(Instant::now()));
+    create(&engine, "k2", "Food").unwrap();
+}
+
+#[test]
+fn with_leases_a_refusal_keeps_its_own_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, ownership) = fenced(&dir);
+    create(&engine, "k1", "Travel").unwrap();
+    let during = Arc::clone(&ownership);
+    // A unique violation rolled back: nothing landed, and it says so.
+    assert_eq!(
+        create_then(&engine, "k2", "Travel", move || lapse(&during, 1))
+            .unwrap_err()
+            .code,
+        ErrorCode::Conflict
+    );
 }

@@ -76,13 +76,10 @@ impl LeaseSettings {
                 "required with SASHA_DATA_PLACEMENT=leases: this worker's stable name in the placement",
             )
         })?;
-        if !data_plane::is_worker_id(&worker_id) {
+        if let Err(why) = sasha_contract::ids::check_worker_id(&worker_id) {
             return Err(ConfigError::new(
                 data_plane::WORKER_ID,
-                format!(
-                    "{worker_id:?} is not a worker id: 1 to {} letters, digits, '-', '.' or '_'",
-                    data_plane::MAX_WORKER_ID
-                ),
+                format!("{worker_id:?}: {why}"),
             ));
         }
         let advertise_url = match env.var(ADVERTISE_URL) {

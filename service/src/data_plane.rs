@@ -53,20 +53,6 @@ impl Layout {
 /// `SASHA_DATA_WORKER_ID`: a data-worker's stable name in the placement.
 pub const WORKER_ID: &str = "SASHA_DATA_WORKER_ID";
 
-/// The longest worker id.
-pub const MAX_WORKER_ID: usize = 63;
-
-/// Whether `text` is a worker id: 1 to [`MAX_WORKER_ID`] ASCII letters,
-/// digits, `-`, `.` and `_` (it names the worker in the core database, in
-/// logs and in `sasha admin`).
-pub fn is_worker_id(text: &str) -> bool {
-    !text.is_empty()
-        && text.len() <= MAX_WORKER_ID
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
-}
-
 /// Where one app's data is served now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route {
@@ -254,31 +240,4 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn worker_ids_are_short_plain_names() {
-        for good in [
-            "w1",
-            "data-worker-0",
-            "node_a.zone-1",
-            &"a".repeat(MAX_WORKER_ID),
-        ] {
-            assert!(is_worker_id(good), "{good}");
-        }
-        for bad in [
-            "",
-            "a b",
-            "w/1",
-            "wörker",
-            "w:1",
-            &"a".repeat(MAX_WORKER_ID + 1),
-        ] {
-            assert!(!is_worker_id(bad), "{bad}");
-        }
-    }
 }

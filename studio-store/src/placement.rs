@@ -607,6 +607,9 @@ impl Store {
         let mut connection = self.connection()?;
         let transaction = connection.write_transaction()?;
         let now_ms = transaction.now_ms()?;
+        // A granted lease never shortens (a lower SASHA_DATA_LEASE_SECS, or
+        // a grant the worker never received): the worker may still count
+        // on the deadline an earlier answer gave it.
         transaction.execute(
             "INSERT INTO data_workers
                  (worker_id, url, replicated, lease_until_ms, renewed_at_ms, draining)
@@ -614,7 +617,10 @@ impl Store {
              ON CONFLICT (worker_id) DO UPDATE SET
                 url = excluded.url,
                 replicated = excluded.replicated,
-                lease_until_ms = excluded.lease_until_ms,
+                lease_until_ms = CASE
+                    WHEN data_workers.lease_until_ms > excluded.lease_until_ms
+                    THEN data_workers.lease_until_ms
+                    ELSE excluded.lease_until_ms END,
                 renewed_at_ms = excluded.renewed_at_ms",
             (
                 worker_id.as_str(),

@@ -4,9 +4,10 @@
 //! only at the current epoch, drains one app at a time, racing renewals, the
 //! operator's refusals, and the append-only events.
 //!
-//! A test that needs a lease to lapse gives it [`SHORT`] and sleeps past it
-//! ([`lapse`]); every other lease is [`LONG`], so nothing depends on how
-//! fast the test runs.
+//! A test that needs a fresh lease to lapse by the clock gives it [`SHORT`]
+//! and sleeps past it ([`lapse`]); one that lapses a lease it renewed ends it
+//! in the table ([`expire`]); every other lease is [`LONG`], so nothing
+//! depends on how fast the test runs.
 
 use std::collections::BTreeSet;
 
@@ -23,6 +24,20 @@ const SHORT: Duration = Duration::from_millis(200);
 /// database's own clock, which a test cannot move.
 fn lapse() {
     std::thread::sleep(SHORT * 2);
+}
+
+/// Ends `id`'s lease now in the table, as its last renewal running out
+/// would. A renewal never shortens a granted lease, so a test that lapses a
+/// worker it renewed with [`LONG`] ends the lease here rather than waiting.
+fn expire(fixture: &Fixture, id: &str) {
+    use crate::db::Sql as _;
+    let raw = fixture.raw();
+    let now = raw.now_ms().unwrap();
+    raw.execute(
+        "UPDATE data_workers SET lease_until_ms = ?1 WHERE worker_id = ?2",
+        (now - 1, id),
+    )
+    .unwrap();
 }
 
 fn worker(id: &str) -> WorkerId {
@@ -186,16 +201,25 @@ on_both! {
         };
         assert!((database_ms - system_ms).abs() < 60_000, "{database_ms} vs {system_ms}");
 
-        // A renewal records what the worker says now.
+        // A renewal records what the worker says now, and never shortens
+        // the lease an earlier answer granted: the worker may count on it.
         let moved = WorkerUrl::parse("https://10.0.0.7:3013").unwrap();
         store.renew(&worker("w1"), &moved, false, &[], SHORT).unwrap();
         lapse();
         let [listed] = &store.workers().unwrap()[..] else { panic!("one worker") };
-        assert_eq!(listed.lease_left, None, "lapsed");
+        assert!(listed.lease_left.is_some_and(|left| left > SHORT), "{listed:?}");
         assert_eq!(listed.url, moved.as_str());
         assert!(!listed.replicated);
-        renew(store, "w1", true, LONG);
-        assert!(store.workers().unwrap()[0].lease_left.is_some(), "live again");
+
+        // A short lease lapses, and the next renewal makes it live again.
+        renew(store, "w2", true, SHORT);
+        lapse();
+        let of_w2 = |store: &Store| {
+            store.workers().unwrap().into_iter().find(|w| w.worker_id == "w2").unwrap()
+        };
+        assert_eq!(of_w2(store).lease_left, None, "lapsed");
+        renew(store, "w2", true, LONG);
+        assert!(of_w2(store).lease_left.is_some(), "live again");
     }
 }
 
@@ -260,10 +284,10 @@ on_both! {
         assert_eq!(held(&renew(store, "w2", true, LONG)), []);
         assert_eq!(owner(store, "notes"), ("w1".to_owned(), 1), "w1 is live");
         assert_eq!(
-            held(&renew(store, "w1", true, SHORT)),
+            held(&renew(store, "w1", true, LONG)),
             [("notes".to_owned(), 1, false)]
         );
-        lapse();
+        expire(&fixture, "w1");
         assert_eq!(
             held(&renew(store, "w2", true, LONG)),
             [("notes".to_owned(), 2, false)]
@@ -297,9 +321,8 @@ on_both! {
         store.set_draining(&worker("a"), false).unwrap().unwrap();
         assert_eq!(owner(store, "moved").0, "a");
         assert_eq!(owner(store, "kept").0, "local");
-        renew(store, "a", true, SHORT);
-        renew(store, "local", false, SHORT);
-        lapse();
+        expire(&fixture, "a");
+        expire(&fixture, "local");
         renew(store, "plain", false, LONG);
 
         // Only a worker that does not replicate is live: nothing moves.
@@ -334,8 +357,7 @@ on_both! {
         }
         renew(store, "b", true, LONG);
         renew(store, "c", true, LONG);
-        renew(store, "lost", true, SHORT);
-        lapse();
+        expire(&fixture, "lost");
         let racers = handles(&fixture, 2);
         let grants = race(&racers, |n, store| renew(store, ["b", "c"][n], true, LONG));
         for app_id in &apps {
@@ -465,11 +487,11 @@ on_both! {
         store.set_draining(&worker("drained"), true).unwrap().unwrap();
         renew(store, "plain", false, LONG);
         renew(store, "target", true, LONG);
-        // The short leases last, then waited out: `owner` and `gone` lapse,
-        // and no renewal comes after to fail `notes` over.
-        renew(store, "owner", true, SHORT);
-        renew(store, "gone", true, SHORT);
-        lapse();
+        // `owner` and `gone` lapse, and no renewal comes after to fail
+        // `notes` over.
+        renew(store, "gone", true, LONG);
+        expire(&fixture, "owner");
+        expire(&fixture, "gone");
         let before = store.placements().unwrap();
 
         let refused = |app_id: &str, to: &str| {
@@ -520,12 +542,10 @@ on_both! {
         renew(store, "w2", true, LONG);
         store.request_move(&app("notes"), &worker("w2")).unwrap().unwrap();
         release(store, "w1", &[("notes", 1)]);
-        renew(store, "w2", true, SHORT);
-        lapse();
+        expire(&fixture, "w2");
         assert_eq!(held(&renew(store, "w1", true, LONG)), [("notes".to_owned(), 3, false)]);
         renew(store, "w2", true, LONG);
-        renew(store, "w1", true, SHORT);
-        lapse();
+        expire(&fixture, "w1");
         assert_eq!(
             store.request_move(&app("notes"), &worker("w2")).unwrap(),
             Ok(Moved::Now { epoch: 4 })

@@ -158,13 +158,14 @@ pg_pass_excluded=(
   'test(/^replication::/)'  # Litestream replicates the core SQLite file; PostgreSQL is replicated by its own HA
   # Already on PostgreSQL, setting DATABASE_URL themselves (they ran above):
   'test(/^core_replicas::/)'
+  'test(/^placement::/)'
   'test(=admin::migrate_core_copies_the_state_folder_into_an_empty_postgresql_once)'
   'test(=admin::admin_commands_work_on_the_postgresql_core_database_the_environment_names)'
   'test(=up::two_core_replicas_on_postgresql_serve_one_sign_in)'
   'test(=uploads::an_upload_through_one_replica_is_read_through_another)'
   # Start no studio-core and open no core database: a second pass would
   # repeat them unchanged.
-  'test(/^(cli|contract|data|deploy_files|docs|edge_sandbox|packages|runtime|tidy|web_host)::/)'
+  'test(/^(cli|contract|data|data_placement|deploy_files|docs|edge_sandbox|packages|runtime|tidy|web_host)::/)'
 )
 pg_pass_filter="not ($(IFS='|'; echo "${pg_pass_excluded[*]}"))"
 SASHA_TEST_CORE_DATABASE=postgres \

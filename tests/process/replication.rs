@@ -1457,3 +1457,77 @@ async fn sasha_up_replicates_and_its_state_comes_back_after_the_disk_is_lost() {
     ));
     drop(up);
 }
+
+/// `sasha up --workers 2` runs two leased data-workers beside one
+/// studio-core: both hold a lease, the app is placed on one of them, served
+/// through the dev ingress, and `sasha admin` lists both workers.
+#[tokio::test]
+async fn sasha_up_with_two_workers_places_each_app_on_one_leased_worker() {
+    let storage = ObjectStorage::start().await;
+    let folder = tempfile::tempdir().unwrap();
+    let state = folder.path().join("state");
+    copy_dir(&mcp::fixture(APP), &state.join("docs/apps").join(APP));
+    let env = up_env(&storage);
+    let env: Vec<(&str, &str)> = env
+        .iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .collect();
+    let port = free_port();
+    let up = UpProcess::start_with_args(&state, port, &["--workers", "2"], &env).await;
+    let studio = format!("http://localhost:{port}");
+    let (_, cookie) = common::sign_in_dev_admin(&state, &studio).await;
+    let mut page = up_page(port, &cookie);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let id = loop {
+        match create_category(&mut page, "placed").await {
+            Answer::Ack(id) => break id,
+            other => {
+                // Until the catalogue registered the app and its owner
+                // restored and serves it.
+                assert!(tokio::time::Instant::now() < deadline, "{other:?}");
+                // Both happen in other processes: look again.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let listed = page.call(LIST, json!({})).await;
+    assert_eq!(mcp::structured(&listed)["rows"][0]["id"], id);
+
+    let admin = |args: &[&str]| {
+        let output = std::process::Command::new(common::sasha_bin())
+            .arg("admin")
+            .args(args)
+            .args(["--state-dir", &state.display().to_string()])
+            .envs(common::core_database::core_env(&state))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let workers = admin(&["workers"]);
+    let lines: Vec<&str> = workers.lines().collect();
+    assert_eq!(lines.len(), 2, "{workers}");
+    for (line, id) in lines.iter().zip(["worker-1", "worker-2"]) {
+        assert!(line.starts_with(&format!("{id}\t")), "{workers}");
+        assert!(
+            line.contains("\treplicated\t") && line.contains("s left"),
+            "{workers}"
+        );
+    }
+    let placement = admin(&["apps", "placement"]);
+    let row: Vec<&str> = placement
+        .lines()
+        .find(|line| line.starts_with(&format!("{APP}\t")))
+        .unwrap_or_else(|| panic!("{placement}"))
+        .split('\t')
+        .collect();
+    assert!(["worker-1", "worker-2"].contains(&row[1]), "{placement}");
+    // The owner's own folder holds the app's file; the other's does not.
+    let owner_file = state
+        .join("workers")
+        .join(row[1])
+        .join("apps")
+        .join(format!("{APP}.sqlite"));
+    assert!(owner_file.exists(), "{}", owner_file.display());
+    drop(up);
+}

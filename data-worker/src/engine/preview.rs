@@ -384,7 +384,8 @@ impl Engine {
         }
         // The copy holds only what the previewer reads live, so the draft's
         // contract runs on it whatever it widens (see `Approval::PreviewCopy`).
-        match open_applying(&path, contract, Approval::PreviewCopy).map(|(handle, _)| handle) {
+        let opened = open_applying(&path, &self.inner.root, contract, Approval::PreviewCopy);
+        match opened.map(|(handle, _)| handle) {
             Ok(handle) => {
                 if fresh {
                     tracing::info!(

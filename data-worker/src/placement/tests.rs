@@ -403,7 +403,7 @@ async fn a_hand_over_is_released_in_the_renewal_after_the_running_call_ends() {
     let root = state.path().join("apps");
     crate::engine::files::private_root(&root).unwrap();
     let ownership = Ownership::leased(true);
-    let worker = Worker::new(&root, None, Arc::clone(&ownership)).unwrap();
+    let worker = Worker::new(&root, None, Arc::clone(&ownership));
     let identity = Identity::load(&pki.files(Role::DataWorker)).unwrap();
     let grpc_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = grpc_listener.local_addr().unwrap();

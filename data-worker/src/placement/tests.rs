@@ -531,7 +531,7 @@ fn the_leases_layout_is_configured_in_one_line_per_mistake() {
         (
             vec![("SASHA_DATA_WORKER_ID", Some("worker a"))],
             "SASHA_DATA_WORKER_ID",
-            "is not a worker id",
+            "holds only letters, digits",
         ),
         (
             vec![("SASHA_DATA_ADVERTISE_URL", Some("http://w:3013"))],

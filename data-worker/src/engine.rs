@@ -1,5 +1,6 @@
 //! The storage engine: one hardened SQLite file per app, its migrations, the
-//! platform's own tables (`_sasha_migrations`, `_sasha_idempotency`, `_sasha_audit`)
+//! platform's own tables (`_sasha_migrations`, `_sasha_idempotency`, `_sasha_audit`,
+//! `_sasha_read_policy` ([`guard`]), `_sasha_cursor_key` ([`cursor_key`]))
 //! and the two ways governed statements reach it: [`Engine::query`] for reads and
 //! [`Engine::mutate`] for one write with its receipt and audit row in one
 //! transaction.
@@ -49,6 +50,7 @@ use sasha_proto::{AppError, ErrorCode};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
+pub use cursor_key::CursorKey;
 pub use guard::Approval;
 
 /// How long one governed statement (or one whole mutation) may run before the
@@ -273,6 +275,8 @@ struct Handle {
     /// A preview's connection: the name of the scratch file it has open,
     /// which says whose copy it is and for which contract and scope.
     scratch: Option<String>,
+    /// The key of the file's list cursors, read once setup made sure of it.
+    cursor_key: CursorKey,
 }
 
 /// What the authorizer and the progress handler consult; shared with the
@@ -736,6 +740,7 @@ impl Engine {
             ready(
                 &mut handle,
                 &self.live_path(app_id),
+                &self.inner.root,
                 contract,
                 Approval::None,
             )
@@ -752,6 +757,22 @@ impl Engine {
         contract: &DataContract,
     ) -> Result<(), AppError> {
         self.with_handle(target, contract, |_| Ok(()))
+    }
+
+    /// The key of `target`'s list cursors ([`cursor_key`]): the app's own,
+    /// kept in its database (a preview's copy holds live's), read once per
+    /// connection. Opens the file for `contract` first when needed, like a
+    /// read.
+    pub fn cursor_key<'t>(
+        &self,
+        target: impl Into<Target<'t>>,
+        contract: &DataContract,
+    ) -> Result<CursorKey, AppError> {
+        let target = target.into();
+        if let (app_id, None) = target.split()? {
+            return self.live_cursor_key(app_id, contract);
+        }
+        self.with_handle(target, contract, |handle| Ok(handle.cursor_key))
     }
 
     /// Applies `contract`'s pending migrations to the app's live file (a
@@ -807,7 +828,7 @@ impl Engine {
             });
         }
         let admission = self.admit_write(app_id)?;
-        let (_, applied) = ready(&mut slot, &path, contract, approval)?;
+        let (_, applied) = ready(&mut slot, &path, &self.inner.root, contract, approval)?;
         drop(slot);
         // A publication is acknowledged like a write: once its migrations
         // are in object storage (and, with several workers, while this one
@@ -1068,11 +1089,13 @@ impl Engine {
 }
 
 /// Opens and hardens the file, sets it up for `contract` under the read
-/// guard's `approval`, then installs the authorizer (last, so setup's own
-/// PRAGMAs and DDL are not refused); gives back the migration files setup
-/// applied.
+/// guard's `approval` (a key for its cursors seeded from `app_data_root`'s
+/// old one when it needs one, see [`cursor_key`]), reads its cursor key,
+/// then installs the authorizer (last, so setup's own PRAGMAs and DDL are
+/// not refused); gives back the migration files setup applied.
 fn open_applying(
     path: &Path,
+    app_data_root: &Path,
     contract: &DataContract,
     approval: Approval<'_>,
 ) -> Result<(Handle, Vec<String>), AppError> {
@@ -1093,13 +1116,15 @@ fn open_applying(
     let mut conn = open_file(path, flags)?;
     harden(&mut conn, &guard).map_err(sql_error)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    let applied = setup(&mut conn, contract, approval)?;
+    let applied = setup(&mut conn, Some(app_data_root), contract, approval)?;
+    let cursor_key = cursor_key::read(&conn)?;
     govern(&mut conn, &guard, contract)?;
     let handle = Handle {
         conn,
         guard,
         contract_hash: contract.hash.clone(),
         scratch: None,
+        cursor_key,
     };
     Ok((handle, applied))
 }
@@ -1158,6 +1183,7 @@ fn copy_committed_state(source: &Path, flags: OpenFlags, target: &Path) -> Resul
 fn ready<'s>(
     slot: &'s mut Option<Handle>,
     path: &Path,
+    app_data_root: &Path,
     contract: &DataContract,
     approval: Approval<'_>,
 ) -> Result<(&'s mut Handle, Vec<String>), AppError> {
@@ -1166,7 +1192,7 @@ fn ready<'s>(
         Some(handle) => {
             let guard = Arc::clone(&handle.guard);
             let _trusted = TrustScope::new(&guard, true);
-            let applied = setup(&mut handle.conn, contract, approval)?;
+            let applied = setup(&mut handle.conn, Some(app_data_root), contract, approval)?;
             set_declared(&guard, contract);
             // Cached statements were authorized against the old contract's
             // reach; a new contract authorizes everything again.
@@ -1175,7 +1201,7 @@ fn ready<'s>(
             applied
         }
         None => {
-            let (handle, applied) = open_applying(path, contract, approval)?;
+            let (handle, applied) = open_applying(path, app_data_root, contract, approval)?;
             *slot = Some(handle);
             applied
         }
@@ -1357,7 +1383,9 @@ fn drift(applied: &[Applied], contract: &DataContract) -> Vec<Drift> {
         .collect()
 }
 
-/// In one IMMEDIATE transaction: the platform tables, every pending migration
+/// In one IMMEDIATE transaction: the app's cursor key when it has none yet
+/// ([`cursor_key::ensure`], seeded from `app_data_root`'s old key when the
+/// file was set up before), the platform tables, every pending migration
 /// (recorded with its checksum), `_sasha_version` on every declared table, the
 /// compatibility check and the read guard ([`guard`]: no row read more widely
 /// or owned by someone else without `approval`; the policy recorded). Anything
@@ -1365,12 +1393,14 @@ fn drift(applied: &[Applied], contract: &DataContract) -> Vec<Drift> {
 /// applied, in order.
 fn setup(
     conn: &mut Connection,
+    app_data_root: Option<&Path>,
     contract: &DataContract,
     approval: Approval<'_>,
 ) -> Result<Vec<String>, AppError> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_error)?;
+    cursor_key::ensure(&tx, app_data_root)?;
     tx.execute_batch(PLATFORM_SQL).map_err(sql_error)?;
     let applied = applied_migrations(&tx).map_err(sql_error)?;
     let is_applied = |migration: &Migration| {
@@ -1571,6 +1601,7 @@ fn read_rows(
 }
 
 pub mod commit;
+pub mod cursor_key;
 pub mod durable;
 pub mod files;
 pub mod guard;

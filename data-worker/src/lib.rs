@@ -210,13 +210,7 @@ pub async fn run(
         &config.storage.app_data_root,
         replicator.clone(),
         Arc::clone(&ownership),
-    )
-    .map_err(|error| {
-        RoleError::Startup(format!(
-            "APP_DATA_ROOT: cannot prepare {}: {error}",
-            config.storage.app_data_root.display()
-        ))
-    })?;
+    );
     if let (Some(leases), Some(url)) = (&config.leases, advertised) {
         let client =
             grpc::placement_client(&leases.core_urls, &config.identity).map_err(|error| {

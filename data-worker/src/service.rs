@@ -58,9 +58,6 @@ pub(crate) struct Worker {
     engine: Engine,
     /// Contracts by hash, as callers supplied and the worker verified them.
     contracts: Arc<Mutex<HashMap<String, Arc<DataContract>>>>,
-    /// Key of the HMAC that binds list cursors to actor and query; kept in
-    /// `APP_DATA_ROOT` so cursors survive a restart.
-    cursor_secret: Arc<[u8; 32]>,
     /// Replication of the app databases, when on (for `Health`).
     replicator: Option<sasha_replica::Replicator>,
     /// Which apps this worker serves, at which epoch: checked before every
@@ -82,7 +79,7 @@ impl Worker {
         app_data_root: &Path,
         replicator: Option<sasha_replica::Replicator>,
         ownership: Arc<Ownership>,
-    ) -> std::io::Result<Worker> {
+    ) -> Worker {
         use crate::engine::durable::Durability;
         let durability: Option<Arc<dyn Durability>> = match ownership.layout() {
             Layout::Leases => Some(Arc::new(crate::replication::Fenced {
@@ -93,13 +90,12 @@ impl Worker {
                 Arc::new(crate::replication::ReplicatedApps { replicator }) as Arc<dyn Durability>
             }),
         };
-        Ok(Worker {
+        Worker {
             engine: Engine::durable(app_data_root, crate::engine::STATEMENT_DEADLINE, durability),
             contracts: Arc::new(Mutex::new(HashMap::new())),
-            cursor_secret: Arc::new(cursor_secret(app_data_root)?),
             replicator,
             ownership,
-        })
+        }
     }
 
     /// The engine the worker runs calls on (the lease loop closes an app's
@@ -182,27 +178,6 @@ fn drift_to_wire(drift: &Drift) -> pb::Drift {
         applied_checksum: drift.applied_checksum.clone(),
         contract_checksum: drift.contract_checksum.clone(),
     }
-}
-
-/// Reads or creates the 32-byte cursor key (mode 0600).
-fn cursor_secret(app_data_root: &Path) -> std::io::Result<[u8; 32]> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let path = app_data_root.join(".cursor-key");
-    if let Ok(bytes) = std::fs::read(&path)
-        && let Ok(key) = <[u8; 32]>::try_from(bytes.as_slice())
-    {
-        return Ok(key);
-    }
-    let key: [u8; 32] = rand::random();
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&path)?;
-    file.write_all(&key)?;
-    Ok(key)
 }
 
 /// Runs a statement inside the mutation's transaction (a write ending in
@@ -373,23 +348,26 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
             Some(&statement.columns),
         )
     };
-    // One page of the governed list, as `list` answers it and `export` reads.
-    let list_page = |query: &grammar::ListQuery| {
-        let secret = worker.cursor_secret.as_slice();
-        let (statement, plan) = grammar::list_statement(&read_spec, query, &actor, secret)?;
-        Ok::<_, AppError>(plan.finish_page(read(&statement)?, secret))
+    // One page of the governed list, as `list` answers it and `export` reads,
+    // its cursors under the app's own key (kept in its data, so a cursor
+    // outlives a move of the app to another worker).
+    let list_page = |query: &grammar::ListQuery, key: &crate::engine::CursorKey| {
+        let (statement, plan) = grammar::list_statement(&read_spec, query, &actor, key.as_bytes())?;
+        Ok::<_, AppError>(plan.finish_page(read(&statement)?, key.as_bytes()))
     };
     match parsed {
         grammar::Request::List(query) => {
-            let (rows, next) = list_page(&query)?;
+            let key = engine.cursor_key(app, &contract)?;
+            let (rows, next) = list_page(&query, &key)?;
             Ok(serde_json::json!({"rows": rows, "nextCursor": next}))
         }
         grammar::Request::Export(mut query) => {
             // Page after page of the governed list, so an export reads exactly
             // the rows (and owner scope) a list would.
+            let key = engine.cursor_key(app, &contract)?;
             let mut rows = Vec::new();
             let next = loop {
-                let (page, next) = list_page(&query)?;
+                let (page, next) = list_page(&query, &key)?;
                 rows.extend(page);
                 match next {
                     Some(cursor) if rows.len() < MAX_CSV_ROWS => query.cursor = Some(cursor),

@@ -14,6 +14,8 @@
 //!   aside) and serves every acknowledged row;
 //! - at every step the old epoch is refused, by both workers, and object
 //!   storage holds one generation per epoch;
+//! - a list cursor A issued at epoch 1 is accepted by B at epoch 2 and by A
+//!   again at epoch 3 (the key is the app's, in its data, not a worker's);
 //! - the app's data removed by its owner at epoch 3 takes its replica up to
 //!   that epoch only;
 //! - split brain: a worker stalled (SIGSTOP) past its lease while the app
@@ -177,6 +179,27 @@ impl Client {
         Ok(names)
     }
 
+    /// One page of one name (in id order) after `cursor`, and the next
+    /// cursor.
+    async fn page(
+        &self,
+        epoch: u64,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<String>, Option<String>), AppError> {
+        let mut request = json!({"limit": 1});
+        if let Some(cursor) = cursor {
+            request["cursor"] = cursor.into();
+        }
+        let listed = self.call(epoch, "list", request).await?;
+        let names = listed["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| row["name"].as_str().unwrap().to_owned())
+            .collect();
+        Ok((names, listed["nextCursor"].as_str().map(str::to_owned)))
+    }
+
     async fn create(&self, epoch: u64, name: &str) -> Result<Value, AppError> {
         self.call(
             epoch,
@@ -333,6 +356,9 @@ async fn an_app_moves_between_leased_workers_through_its_replica_and_keeps_every
     }
     b.assert_refused(1).await;
     assert_eq!(epochs(&storage).await, [1]);
+    let (first, cursor) = a.page(1, None).await.unwrap();
+    assert_eq!(first, ["Travel"]);
+    let cursor = cursor.unwrap();
 
     // A planned move: A hands over (final sync), then B owns it at epoch 2.
     placement.grant("worker-a", &[(1, true)]);
@@ -357,6 +383,8 @@ async fn an_app_moves_between_leased_workers_through_its_replica_and_keeps_every
         acknowledged,
         "A's rows, from A's replica"
     );
+    let (second, next) = b.page(2, Some(&cursor)).await.unwrap();
+    assert_eq!(second, ["Food"], "A's cursor, read by B");
     b.create(2, "Books").await.unwrap();
     acknowledged.push("Books".to_owned());
     acknowledged.sort();
@@ -378,6 +406,9 @@ async fn an_app_moves_between_leased_workers_through_its_replica_and_keeps_every
         acknowledged,
         "every acknowledged row"
     );
+    let (third, _) = a.page(3, next.as_deref()).await.unwrap();
+    assert_eq!(third, ["Rent"], "B's cursor, read by A");
+    assert_eq!(a.page(3, Some(&cursor)).await.unwrap().0, ["Food"]);
     a.assert_refused(1).await;
     a.assert_refused(2).await;
     let superseded = data_root(&harness, "worker-a")

@@ -204,6 +204,7 @@ impl Engine {
             match ready(
                 &mut handle,
                 &self.live_path(app_id),
+                &self.inner.root,
                 contract,
                 super::Approval::None,
             ) {

@@ -509,7 +509,7 @@ pub fn setup_for_oracle(
     contract: &DataContract,
     approval: Approval<'_>,
 ) -> Result<Vec<String>, AppError> {
-    super::setup(conn, contract, approval)
+    super::setup(conn, None, contract, approval)
 }
 
 #[cfg(any(test, feature = "oracle"))]

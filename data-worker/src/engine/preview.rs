@@ -20,7 +20,8 @@
 //! of an owner-scoped table only the rows naming the previewer, of a table
 //! the live contract does not declare nothing; of the platform's tables only
 //! the previewer's idempotency receipts and the audit entries whose row
-//! images are of rows they may read. Deleted content is overwritten
+//! images are of rows they may read (the others, the app's cursor key among
+//! them, stay as live has them). Deleted content is overwritten
 //! (`secure_delete`). Only then is the copy opened through the engine's
 //! ordinary hardened `open()`: the draft's pending migrations are applied in
 //! one transaction (a failure is `APP_MIGRATION_FAILED` and removes the fresh
@@ -35,7 +36,9 @@
 //! previewer (the draft changed, the live policy or their grant changed)
 //! closes that connection, deletes their older scratch files (with their
 //! `-wal`/`-shm`) and copies live afresh. After a restart a scratch file whose
-//! name matches is opened again as it was left.
+//! name matches is opened again as it was left. Scratch copies are this
+//! worker's own, never replicated: on the worker an app moves to, a preview
+//! starts again from a fresh copy of live.
 //!
 //! Lock order: a preview slot, then (only while copying) the app's live slot;
 //! nothing holds a live slot while taking a preview slot.
@@ -194,7 +197,9 @@ fn remove_preview_files(dir: &Path, prefix: &str, keep: Option<&str>) -> std::io
 /// - `_sasha_audit`: an entry stays when its table is kept whole, or when
 ///   each row image it holds (before, after) is a row the previewer owns;
 ///   its append-only triggers are dropped for this and put back by the
-///   setup every open runs.
+///   setup every open runs;
+/// - every other platform table (the migrations applied, the read policy,
+///   the cursor key): kept as live has it.
 ///
 /// Foreign keys are not enforced here: a kept row may refer to one that went.
 fn keep_visible(path: &Path, scope: &PreviewScope, previewer: &str) -> rusqlite::Result<()> {
@@ -384,7 +389,8 @@ impl Engine {
         }
         // The copy holds only what the previewer reads live, so the draft's
         // contract runs on it whatever it widens (see `Approval::PreviewCopy`).
-        match open_applying(&path, contract, Approval::PreviewCopy).map(|(handle, _)| handle) {
+        let opened = open_applying(&path, &self.inner.root, contract, Approval::PreviewCopy);
+        match opened.map(|(handle, _)| handle) {
             Ok(handle) => {
                 if fresh {
                     tracing::info!(

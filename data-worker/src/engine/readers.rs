@@ -23,6 +23,7 @@ use rusqlite::OpenFlags;
 use sasha_contract::data::DataContract;
 use sasha_proto::{AppError, ErrorCode};
 
+use super::cursor_key::{self, CursorKey};
 use super::{
     DeadlineScope, Engine, Guard, STATEMENT_CACHE, Slot, forget_if_damaged, govern, harden,
     open_file, read_rows, ready, sql_error, trusted_guard,
@@ -60,6 +61,8 @@ struct Reader {
     conn: rusqlite::Connection,
     guard: Arc<Guard>,
     generation: u64,
+    /// The file's cursor key, read when the reader opened it.
+    cursor_key: CursorKey,
 }
 
 impl Pool {
@@ -110,6 +113,18 @@ impl Engine {
         forget_if_damaged(&slot, result)
     }
 
+    /// The cursor key of the app's live file, as one of its readers read it
+    /// (see [`Engine::cursor_key`]).
+    pub(super) fn live_cursor_key(
+        &self,
+        app_id: &str,
+        contract: &DataContract,
+    ) -> Result<CursorKey, AppError> {
+        let slot = self.slot(app_id);
+        let result = self.read_on(&slot, app_id, contract, |reader| Ok(reader.cursor_key));
+        forget_if_damaged(&slot, result)
+    }
+
     /// Runs `read` on one of `slot`'s readers (opening one, or having the
     /// writer set the file up for `contract`, when needed).
     fn read_on<R>(
@@ -156,6 +171,7 @@ impl Engine {
         ready(
             &mut handle,
             &self.live_path(app_id),
+            &self.inner.root,
             contract,
             super::Approval::None,
         )?;
@@ -183,12 +199,16 @@ impl Engine {
         let mut conn = open_file(&self.live_path(app_id), flags)?;
         harden(&mut conn, &guard).map_err(sql_error)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        // Still trusted: the writer's setup made the key before any reader
+        // of this contract opens.
+        let cursor_key = cursor_key::read(&conn)?;
         // A reader never turns trust on again.
         govern(&mut conn, &guard, contract)?;
         Ok(Reader {
             conn,
             guard,
             generation,
+            cursor_key,
         })
     }
 }

@@ -250,8 +250,13 @@ fn only_package_shaped_app_ids_become_files() {
 #[test]
 fn configuration_is_hardened() {
     let dir = tempfile::tempdir().unwrap();
-    let (handle, _) =
-        open_applying(&dir.path().join("x.sqlite"), &contract(), Approval::None).unwrap();
+    let (handle, _) = open_applying(
+        &dir.path().join("x.sqlite"),
+        dir.path(),
+        &contract(),
+        Approval::None,
+    )
+    .unwrap();
     let conn = &handle.conn;
     let _trusted = TrustScope::new(&handle.guard, true);
     assert!(conn.db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE).unwrap());
@@ -482,6 +487,8 @@ fn the_authorizer_confines_governed_statements_to_declared_tables() {
         "SELECT * FROM _sasha_audit",
         "SELECT * FROM _sasha_idempotency",
         "SELECT * FROM _sasha_migrations",
+        "SELECT * FROM _sasha_cursor_key",
+        "SELECT hex(key) FROM main._SASHA_CURSOR_KEY",
         "SELECT * FROM sqlite_master",
         "SELECT * FROM sqlite_schema",
         "SELECT * FROM main.sqlite_master",
@@ -520,6 +527,10 @@ fn the_authorizer_confines_governed_statements_to_declared_tables() {
     for sql in [
         "DELETE FROM _sasha_audit",
         "INSERT INTO _sasha_idempotency VALUES ('a', 'b', 'c', 'd', 'e', 'f')",
+        "UPDATE _sasha_cursor_key SET key = zeroblob(32)",
+        "DELETE FROM _sasha_cursor_key",
+        "INSERT OR REPLACE INTO _sasha_cursor_key VALUES (1, zeroblob(32))",
+        "DROP TABLE _sasha_cursor_key",
         "PRAGMA foreign_keys = OFF",
         "COMMIT",
         "DROP TABLE expenses",
@@ -543,6 +554,13 @@ fn the_authorizer_confines_governed_statements_to_declared_tables() {
     assert_eq!(count(&conn, "SELECT count(*) FROM _sasha_idempotency"), 1);
     assert_eq!(count(&conn, "SELECT count(*) FROM _sasha_audit"), 1);
     assert_eq!(count(&conn, "SELECT count(*) FROM categories"), 1);
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT count(*) FROM _sasha_cursor_key WHERE key != zeroblob(32)"
+        ),
+        1
+    );
 }
 
 #[test]

@@ -10,6 +10,10 @@
 //!   hand over, and never lists it as released;
 //! - a hand-over refuses new calls at once and is listed in the renewal
 //!   after the running call ends, not before;
+//! - a release core answers by calling the move off (the target can no
+//!   longer take the app: the app comes back at the same epoch, no longer
+//!   to hand over) is served again, reads and writes, and not released
+//!   again;
 //! - the configuration of the leases layout: each bad value one line
 //!   naming its variable.
 //!
@@ -50,6 +54,9 @@ const PATIENCE: Duration = Duration::from_secs(30);
 /// What the test's placement answers, and every renewal it was sent.
 struct Fake {
     grant: Mutex<LeaseGrant>,
+    /// The grant that answers the first renewal releasing something, and
+    /// every one after (core applies a release in the renewal carrying it).
+    on_release: Mutex<Option<LeaseGrant>>,
     /// Answer `UNAVAILABLE` instead (studio-core not answering).
     refuse: std::sync::atomic::AtomicBool,
     renewals: Mutex<Vec<RenewRequest>>,
@@ -61,6 +68,7 @@ impl Fake {
     fn new(apps: &[(&str, u64, bool)]) -> Arc<Fake> {
         Arc::new(Fake {
             grant: Mutex::new(grant(apps)),
+            on_release: Mutex::new(None),
             refuse: std::sync::atomic::AtomicBool::new(false),
             renewals: Mutex::new(Vec::new()),
             answered: watch::Sender::new(0),
@@ -69,6 +77,11 @@ impl Fake {
 
     fn set(&self, apps: &[(&str, u64, bool)]) {
         *self.grant.lock().unwrap() = grant(apps);
+    }
+
+    /// Answers the first renewal that releases something with `apps`.
+    fn on_release(&self, apps: &[(&str, u64, bool)]) {
+        *self.on_release.lock().unwrap() = Some(grant(apps));
     }
 
     fn count(&self) -> usize {
@@ -131,7 +144,13 @@ impl PlacementService for Placement {
         if self.0.refuse.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(Status::unavailable("studio-core is away"));
         }
-        self.0.renewals.lock().unwrap().push(request.into_inner());
+        let request = request.into_inner();
+        if !request.released.is_empty()
+            && let Some(answer) = self.0.on_release.lock().unwrap().take()
+        {
+            *self.0.grant.lock().unwrap() = answer;
+        }
+        self.0.renewals.lock().unwrap().push(request);
         let grant = self.0.grant.lock().unwrap().clone();
         self.0.answered.send_modify(|count| *count += 1);
         Ok(Response::new(grant))
@@ -388,22 +407,21 @@ async fn a_leased_worker_serves_what_it_is_granted_at_its_epoch_only() {
     assert!(fake.renewals().iter().all(|r| r.released.is_empty()));
 }
 
-#[tokio::test]
-async fn a_hand_over_is_released_in_the_renewal_after_the_running_call_ends() {
-    let state = tempfile::tempdir().unwrap();
+/// A leased worker renewing with `fake`, with the parts `boot` puts
+/// together, but one that reports replicating (its final sync has nothing
+/// to upload): a worker that does not replicate never hands over. Gives
+/// its ownership and a caller, once `APP` is served at epoch 1.
+async fn replicating_worker(
+    state: &tempfile::TempDir,
+    fake: &Arc<Fake>,
+    shutdown: &CancellationToken,
+) -> (Arc<Ownership>, Caller) {
     let (pki, _) = DevPki::ensure(&state.path().join("certs")).unwrap();
-    let shutdown = CancellationToken::new();
-    let _stop = shutdown.clone().drop_guard();
-    let fake = Fake::new(&[(APP, 1, false)]);
-    let core_url = serve_placement(fake.clone(), &pki, &shutdown).await;
-
-    // The worker's parts as `boot` puts them together, but one that reports
-    // replicating (its final sync has nothing to upload): a worker that
-    // does not replicate never hands over.
+    let core_url = serve_placement(fake.clone(), &pki, shutdown).await;
     let root = state.path().join("apps");
     crate::engine::files::private_root(&root).unwrap();
     let ownership = Ownership::leased(true);
-    let worker = Worker::new(&root, None, Arc::clone(&ownership)).unwrap();
+    let worker = Worker::new(&root, None, Arc::clone(&ownership));
     let identity = Identity::load(&pki.files(Role::DataWorker)).unwrap();
     let grpc_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = grpc_listener.local_addr().unwrap();
@@ -430,6 +448,16 @@ async fn a_hand_over_is_released_in_the_renewal_after_the_running_call_ends() {
     });
     let caller = Caller::new(addr, &pki);
     caller.until_served(1).await;
+    (ownership, caller)
+}
+
+#[tokio::test]
+async fn a_hand_over_is_released_in_the_renewal_after_the_running_call_ends() {
+    let state = tempfile::tempdir().unwrap();
+    let shutdown = CancellationToken::new();
+    let _stop = shutdown.clone().drop_guard();
+    let fake = Fake::new(&[(APP, 1, false)]);
+    let (ownership, caller) = replicating_worker(&state, &fake, &shutdown).await;
     caller.create(1, "k1", "first").await.unwrap();
 
     // A call is running (its guard held) when the move begins.
@@ -472,6 +500,58 @@ async fn a_hand_over_is_released_in_the_renewal_after_the_running_call_ends() {
     assert_not_owner(caller.bodies(1).await);
     assert_not_owner(caller.bodies(2).await);
     assert_eq!(ownership.owned(APP), None);
+}
+
+#[tokio::test]
+async fn a_move_core_calls_off_after_the_release_is_served_again_at_the_same_epoch() {
+    let state = tempfile::tempdir().unwrap();
+    let shutdown = CancellationToken::new();
+    let _stop = shutdown.clone().drop_guard();
+    let fake = Fake::new(&[(APP, 1, false)]);
+    let (ownership, caller) = replicating_worker(&state, &fake, &shutdown).await;
+    caller.create(1, "k1", "first").await.unwrap();
+
+    // Asked to hand the app over; by the time it is released the target
+    // can no longer take it, so core answers that very renewal with the
+    // app at the same epoch, no longer to hand over.
+    fake.on_release(&[(APP, 1, false)]);
+    fake.set(&[(APP, 1, true)]);
+    let release = fake.first_release().await;
+    assert_eq!(
+        release.released,
+        [pb::Owned {
+            app_id: APP.into(),
+            epoch: 1
+        }]
+    );
+
+    // Served again, reads and writes, at epoch 1 only; never released again.
+    caller.until_served(1).await;
+    assert_eq!(
+        ownership.owned(APP),
+        Some(crate::ownership::Owned {
+            epoch: 1,
+            phase: Phase::Serving
+        })
+    );
+    caller.create(1, "k2", "second").await.unwrap();
+    assert_eq!(
+        caller.bodies(1).await.unwrap(),
+        [json!("first"), json!("second")]
+    );
+    assert_not_owner(caller.bodies(2).await);
+    fake.after(2).await;
+    let renewals = fake.renewals();
+    let at = renewals
+        .iter()
+        .position(|renewal| !renewal.released.is_empty())
+        .unwrap();
+    assert!(
+        renewals[at + 1..]
+            .iter()
+            .all(|renewal| renewal.released.is_empty()),
+        "released again: {renewals:?}"
+    );
 }
 
 #[test]
@@ -531,7 +611,7 @@ fn the_leases_layout_is_configured_in_one_line_per_mistake() {
         (
             vec![("SASHA_DATA_WORKER_ID", Some("worker a"))],
             "SASHA_DATA_WORKER_ID",
-            "is not a worker id",
+            "holds only letters, digits",
         ),
         (
             vec![("SASHA_DATA_ADVERTISE_URL", Some("http://w:3013"))],

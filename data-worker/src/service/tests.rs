@@ -119,7 +119,7 @@ fn bodies(worker: &Worker, contract: &DataContract, preview: &str) -> Vec<Value>
 #[test]
 fn execute_runs_a_preview_on_its_scratch_copy_only() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single());
     let live = contract_with(&[FIRST]);
     let create = |contract: &DataContract, body: &str, preview: &str| {
         execute(
@@ -169,7 +169,7 @@ fn from_core<T>(message: T) -> Request<T> {
 #[tokio::test]
 async fn the_data_lifecycle_is_studio_cores_alone() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single());
     let live = contract_with(&[FIRST]);
     worker.engine.open(APP, &live).unwrap();
     for caller in [None, Some(Role::McpGateway)] {
@@ -209,7 +209,7 @@ async fn the_data_lifecycle_is_studio_cores_alone() {
 #[tokio::test]
 async fn apply_contract_verifies_and_publishes_a_draft() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single());
     let live = contract_with(&[FIRST]);
     worker.engine.open(APP, &live).unwrap();
     let draft = contract_with(&[FIRST, SECOND]);
@@ -334,7 +334,7 @@ fn policy_contract() -> DataContract {
 #[test]
 fn write_policies_and_manager_reads_follow_the_callers_grant() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single());
     let contract = policy_contract();
     let call = |user: &str, access: &str, operation: &str, table: &str, json: Value| {
         execute(
@@ -421,7 +421,7 @@ fn write_policies_and_manager_reads_follow_the_callers_grant() {
 #[test]
 fn a_rows_history_is_read_like_the_row_and_paged() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single());
     let contract = policy_contract();
     let call = |user: &str, access: &str, operation: &str, json: Value| {
         execute(
@@ -526,7 +526,7 @@ fn constraint_contract() -> DataContract {
 #[test]
 fn a_broken_constraint_names_its_field_and_rule_never_sql() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single());
     let contract = constraint_contract();
     let call = |operation: &str, table: &str, json: Value| {
         let mut request = request(&contract, operation, json, "");
@@ -695,7 +695,7 @@ impl Captured {
 #[test]
 fn a_refused_write_is_logged_once_at_info_with_the_code_the_caller_was_told() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single());
     let contract = constraint_contract();
     let call = |operation: &str, table: &str, json: Value| {
         let mut request = request(&contract, operation, json, "");
@@ -787,7 +787,7 @@ fn timesheet_csv(rows: usize) -> String {
 #[test]
 fn a_csv_imports_all_or_nothing_and_exports_like_a_list() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single());
     let contract = import_contract();
     let call = |user: &str, access: &str, operation: &str, json: Value| {
         let mut request = acting(&contract, (user, access), operation, "entries", json);
@@ -964,7 +964,7 @@ fn a_csv_imports_all_or_nothing_and_exports_like_a_list() {
 #[test]
 fn import_follows_the_write_policy() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single());
     let contract = policy_contract();
     let mut request = request(
         &contract,
@@ -984,7 +984,7 @@ fn import_follows_the_write_policy() {
 #[test]
 fn an_export_never_hands_a_spreadsheet_a_formula_and_imports_back_unchanged() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single());
     let contract = import_contract();
     let call = |user: &str, access: &str, operation: &str, json: Value| {
         let mut request = acting(&contract, (user, access), operation, "entries", json);
@@ -1090,7 +1090,7 @@ fn reference_contract() -> DataContract {
 #[test]
 fn a_reference_to_another_owners_row_answers_like_a_missing_one_and_cannot_pin_it() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single());
     let contract = reference_contract();
     let key = std::sync::atomic::AtomicUsize::new(0);
     let call = |user: &str, operation: &str, table: &str, mut json: Value| {
@@ -1225,7 +1225,7 @@ fn a_reference_to_another_owners_row_answers_like_a_missing_one_and_cannot_pin_i
 #[test]
 fn a_reused_row_id_shows_no_one_the_history_of_anothers_row() {
     let dir = tempfile::tempdir().unwrap();
-    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single()).unwrap();
+    let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single());
     let contract = policy_contract();
     let call = |user: &str, access: &str, operation: &str, json: Value| {
         execute(
@@ -1287,4 +1287,154 @@ fn a_reused_row_id_shows_no_one_the_history_of_anothers_row() {
     )
     .unwrap();
     assert_eq!(everyone["entries"].as_array().unwrap().len(), 3);
+}
+
+/// One page of alice's list of notes (two a page) after `cursor`: the
+/// bodies and the next cursor.
+fn page(
+    worker: &Worker,
+    contract: &DataContract,
+    cursor: Option<&str>,
+) -> Result<(Vec<Value>, Option<String>), AppError> {
+    let mut query = serde_json::json!({"limit": 2});
+    if let Some(cursor) = cursor {
+        query["cursor"] = cursor.into();
+    }
+    let listed = execute(worker, request(contract, "list", query, ""))?;
+    let bodies = listed["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["body"].clone())
+        .collect();
+    Ok((bodies, listed["nextCursor"].as_str().map(str::to_owned)))
+}
+
+/// A worker over `root` whose `APP_DATA_ROOT` holds `old_key` as an older
+/// data-worker's key for every app.
+fn worker_with_old_key(root: &Path, old_key: [u8; 32]) -> Worker {
+    std::fs::write(root.join(crate::engine::cursor_key::LEGACY_FILE), old_key).unwrap();
+    Worker::new(root, None, crate::ownership::Ownership::single())
+}
+
+/// The app's committed state copied into `root`, as the worker the app
+/// moves to holds it (restored from object storage, or handed over).
+fn copy_live_into(from: &Path, root: &Path) {
+    let source = rusqlite::Connection::open(from.join(format!("{APP}.sqlite"))).unwrap();
+    let target = root.join(format!("{APP}.sqlite"));
+    source
+        .execute("VACUUM INTO ?1", [target.to_str().unwrap()])
+        .unwrap();
+}
+
+/// The cursor a cursor with its MAC's last character changed.
+fn forged(cursor: &str) -> String {
+    let mut forged = cursor.to_owned();
+    let last = forged.pop().unwrap();
+    forged.push(if last == 'A' { 'B' } else { 'A' });
+    forged
+}
+
+fn assert_bad_cursor(result: Result<(Vec<Value>, Option<String>), AppError>) {
+    let error = result.unwrap_err();
+    assert_eq!(error.code, ErrorCode::InputInvalid, "{error:?}");
+    assert!(error.message.contains("cursor"), "{}", error.message);
+}
+
+#[test]
+fn a_list_cursor_is_accepted_by_the_worker_the_app_moves_to() {
+    let live = contract_with(&[FIRST]);
+    let old = tempfile::tempdir().unwrap();
+    let owner = worker_with_old_key(old.path(), [1; 32]);
+    for body in ["one", "two", "three"] {
+        execute(
+            &owner,
+            request(
+                &live,
+                "create",
+                serde_json::json!({"values": {"body": body}, "idempotencyKey": body}),
+                "",
+            ),
+        )
+        .unwrap();
+    }
+    let (first, cursor) = page(&owner, &live, None).unwrap();
+    assert_eq!(first, ["one", "two"]);
+    let cursor = cursor.unwrap();
+
+    // The new owner has an APP_DATA_ROOT of its own, with another
+    // worker-wide key from before keys were per app.
+    let new = tempfile::tempdir().unwrap();
+    copy_live_into(old.path(), new.path());
+    let next_owner = worker_with_old_key(new.path(), [2; 32]);
+    assert_eq!(
+        page(&next_owner, &live, Some(&cursor)).unwrap(),
+        (vec![Value::from("three")], None)
+    );
+    assert_bad_cursor(page(&next_owner, &live, Some(&forged(&cursor))));
+    // The old owner still reads it the same way (nothing was rekeyed).
+    assert_eq!(page(&owner, &live, Some(&cursor)).unwrap().0, ["three"]);
+}
+
+#[test]
+fn a_cursor_issued_before_keys_were_per_app_keeps_working() {
+    let live = contract_with(&[FIRST]);
+    let old_key = [3; 32];
+    // The cursor an older worker gave alice for the second page, under its
+    // worker-wide key (the grammar's MAC is unchanged).
+    let (declaration, table) = live.declared_table("notes").unwrap();
+    let spec = TableSpec::new(table, declaration);
+    let grammar::Request::List(query) =
+        grammar::parse_value("list", &spec, serde_json::json!({"limit": 2})).unwrap()
+    else {
+        panic!("a list");
+    };
+    let (_, plan) = grammar::list_statement(&spec, &query, "alice", &old_key).unwrap();
+    let rows = (1..=3)
+        .map(|id| serde_json::json!({"id": id}).as_object().unwrap().clone())
+        .collect();
+    let old_cursor = plan.finish_page(rows, &old_key).1.unwrap();
+
+    // A file that older worker set up: data, and no key of its own.
+    let set_up_before = |dir: &tempfile::TempDir| {
+        let worker = Worker::new(dir.path(), None, crate::ownership::Ownership::single());
+        for body in ["one", "two", "three"] {
+            execute(
+                &worker,
+                request(
+                    &live,
+                    "create",
+                    serde_json::json!({"values": {"body": body}, "idempotencyKey": body}),
+                    "",
+                ),
+            )
+            .unwrap();
+        }
+        drop(worker);
+        rusqlite::Connection::open(dir.path().join(format!("{APP}.sqlite")))
+            .unwrap()
+            .execute_batch("DROP TABLE _sasha_cursor_key")
+            .unwrap();
+    };
+
+    // Its worker upgraded: the file keeps the old key, and the cursor works.
+    let dir = tempfile::tempdir().unwrap();
+    set_up_before(&dir);
+    let upgraded = worker_with_old_key(dir.path(), old_key);
+    assert_eq!(
+        page(&upgraded, &live, Some(&old_cursor)).unwrap(),
+        (vec![Value::from("three")], None)
+    );
+    assert_eq!(
+        page(&upgraded, &live, None).unwrap().1.as_deref(),
+        Some(old_cursor.as_str())
+    );
+    assert_bad_cursor(page(&upgraded, &live, Some(&forged(&old_cursor))));
+
+    // The same file under a worker whose old key was another: the file
+    // takes that one, which the cursor does not match.
+    let dir = tempfile::tempdir().unwrap();
+    set_up_before(&dir);
+    let other = worker_with_old_key(dir.path(), [4; 32]);
+    assert_bad_cursor(page(&other, &live, Some(&old_cursor)));
 }

@@ -259,8 +259,7 @@ async fn data_service_refuses_on_a_data_call_and_applies_an_approved_publication
     let dir = tempfile::tempdir().unwrap();
     populated(&dir);
     let worker =
-        crate::service::Worker::new(dir.path(), None, crate::ownership::Ownership::single())
-            .unwrap();
+        crate::service::Worker::new(dir.path(), None, crate::ownership::Ownership::single());
     let grab = contract(&[GRAB], owned(0, false));
     // A data call bringing the new contract (as the gateway does).
     let status = worker

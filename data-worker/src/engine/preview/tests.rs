@@ -148,6 +148,36 @@ fn a_preview_of_an_app_without_data_starts_empty() {
     assert_eq!(files_in(dir.path()), [PREVIEW_DIR]);
 }
 
+/// Scratch copies are this worker's own and never replicated: the worker
+/// an app moves to holds its live file (handed over or restored from
+/// object storage) and no scratch copy, so a preview there starts again
+/// from live, its own earlier rows gone, and keeps live's cursor key.
+#[test]
+fn a_preview_on_the_worker_an_app_moved_to_starts_again_from_live() {
+    let old = tempfile::tempdir().unwrap();
+    let contract = contract();
+    let engine = Engine::new(old.path());
+    add_category(&engine, &contract, "alice", "k1", "Travel");
+    add_in_preview(&engine, P1, &contract, "k2", "Food");
+    add_category(&engine, &contract, "alice", "k3", "Books");
+    assert_eq!(names(&engine, preview(P1), &contract), ["Food", "Travel"]);
+    let key = engine.cursor_key(APP, &contract).unwrap();
+    assert_eq!(engine.cursor_key(preview(P1), &contract).unwrap(), key);
+
+    let new = tempfile::tempdir().unwrap();
+    let live = new.path().join(format!("{APP}.sqlite"));
+    raw(&old)
+        .execute("VACUUM INTO ?1", [live.to_str().unwrap()])
+        .unwrap();
+    let engine = Engine::new(new.path());
+    assert_eq!(names(&engine, preview(P1), &contract), ["Books", "Travel"]);
+    assert!(scratch(&new, P1, &contract).exists());
+    assert_eq!(engine.cursor_key(preview(P1), &contract).unwrap(), key);
+    // Live is only the copy's source.
+    assert_eq!(names(&engine, APP.into(), &contract), ["Books", "Travel"]);
+    assert_eq!(count(&raw(&new), "SELECT count(*) FROM _sasha_audit"), 2);
+}
+
 #[test]
 fn a_changed_draft_gets_a_fresh_copy_with_its_migration() {
     let dir = tempfile::tempdir().unwrap();

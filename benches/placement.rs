@@ -433,6 +433,8 @@ fn failover(
         }
         let mut back: BTreeMap<String, Duration> = BTreeMap::new();
         while back.len() < moved.len() {
+            // The writers record each acknowledgement as it comes; look at
+            // their record often enough to time a take-over to 20 ms.
             std::thread::sleep(Duration::from_millis(20));
             let writes = writes.lock().unwrap();
             for app in &moved {
@@ -472,6 +474,8 @@ fn failover(
         );
         cluster.workers.insert(victim.clone(), worker);
         while !cluster.leased(&victim) {
+            // The lease is granted in other processes and only shows in
+            // the core database: look again shortly.
             std::thread::sleep(Duration::from_millis(50));
         }
     }

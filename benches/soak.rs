@@ -783,6 +783,8 @@ fn main() {
                     .then(|| owner_of_app(&state) == role.name);
                 let killed_at = since(Instant::now());
                 let wiped = role.kill_node();
+                // The outage itself: a worker stays down past its lease so
+                // its app fails over, any other role for a moment.
                 std::thread::sleep(role.downtime);
                 role.start(&state, &pki, &runtime);
                 let ready_at = since(Instant::now());

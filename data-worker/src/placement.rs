@@ -57,7 +57,10 @@ pub const MIN_RENEW_EVERY: Duration = Duration::from_millis(200);
 /// lease is.
 const FIRST_RENEW_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How long a failed step of an app's task waits before it is tried again.
+/// How long a failed step of an app's task waits before it is tried again:
+/// the failure is object storage or Litestream being away, which sends no
+/// event when it returns, so the task looks again on a timer (a change of
+/// the app's state wakes it sooner).
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// How many gained apps are brought up to date at once: each restore is a
@@ -184,6 +187,9 @@ async fn renew_forever(placement: Arc<Placement>, renewer: Renewer) {
                 }
             }
         }
+        // The lease is timed by the core database's clock, which the worker
+        // can only learn by asking: it renews on a timer, ten times a lease,
+        // or at once after a release.
         tokio::select! {
             () = tokio::time::sleep(renew_every(lease)) => {}
             () = placement.renew_now.notified() => {}

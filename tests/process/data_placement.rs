@@ -475,7 +475,8 @@ async fn a_worker_stalled_past_its_lease_serves_nothing_when_it_resumes() {
     }
     world.worker_a.pause().await;
     // Its last renewal left before the stall; its deadline, 9/10 of the
-    // lease after that, passes while it is stopped.
+    // lease after that, passes while it is stopped. A real wait: the lease
+    // is counted by another process's monotonic clock, which no test moves.
     tokio::time::sleep(Duration::from_millis(SHORT_LEASE_MS)).await;
     placement.grant("worker-a", &[]);
     placement.grant("worker-b", &[(2, false)]);

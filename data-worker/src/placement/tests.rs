@@ -294,6 +294,7 @@ impl Caller {
                 started.elapsed() < PATIENCE,
                 "the app is still served at epoch {epoch}"
             );
+            // As above: only the answer tells a remote caller.
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }

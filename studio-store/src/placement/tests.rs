@@ -4,10 +4,10 @@
 //! only at the current epoch, drains one app at a time, racing renewals, the
 //! operator's refusals, and the append-only events.
 //!
-//! A test that needs a fresh lease to lapse by the clock gives it [`SHORT`]
-//! and sleeps past it ([`lapse`]); one that lapses a lease it renewed ends it
-//! in the table ([`expire`]); every other lease is [`LONG`], so nothing
-//! depends on how fast the test runs.
+//! A lapse is made by ending the lease in the table ([`expire`]); only the
+//! test of the database's clock itself gives a lease [`SHORT`] and sleeps
+//! past it ([`lapse`]). Every other lease is [`LONG`], so nothing depends on
+//! how fast the test runs.
 
 use std::collections::BTreeSet;
 
@@ -205,7 +205,6 @@ on_both! {
         // the lease an earlier answer granted: the worker may count on it.
         let moved = WorkerUrl::parse("https://10.0.0.7:3013").unwrap();
         store.renew(&worker("w1"), &moved, false, &[], SHORT).unwrap();
-        lapse();
         let [listed] = &store.workers().unwrap()[..] else { panic!("one worker") };
         assert!(listed.lease_left.is_some_and(|left| left > SHORT), "{listed:?}");
         assert_eq!(listed.url, moved.as_str());
@@ -232,8 +231,8 @@ on_both! {
         let fixture = Fixture::new();
         let store = &fixture.store;
         assert_eq!(store.locate(&app("notes")).unwrap(), None, "no worker at all");
-        renew(store, "lapsed", true, SHORT);
-        lapse();
+        renew(store, "lapsed", true, LONG);
+        expire(&fixture, "lapsed");
         assert_eq!(store.locate(&app("notes")).unwrap(), None, "no live worker");
         assert!(store.placements().unwrap().is_empty());
 

@@ -167,6 +167,17 @@ impl Cluster {
         }
     }
 
+    /// The apps client number `client` of [`CLIENTS`] cycles over, with
+    /// their page clients.
+    fn share_of(&self, client: usize) -> Vec<(String, Mcp)> {
+        self.pages
+            .iter()
+            .enumerate()
+            .filter(|(n, _)| n % CLIENTS == client)
+            .map(|(_, (app, page))| (app.clone(), page.clone()))
+            .collect()
+    }
+
     /// Each app's owner, read from the control plane.
     fn owners(&self) -> BTreeMap<String, String> {
         let connection = rusqlite::Connection::open(self.state.path().join("core.sqlite")).unwrap();
@@ -273,22 +284,12 @@ impl Phase {
 /// [`CLIENTS`] clients, each over its share of the apps, creating (or
 /// listing) for `seconds`.
 fn load(runtime: &tokio::runtime::Runtime, cluster: &Cluster, create: bool, seconds: u64) -> Phase {
-    let apps: Vec<(String, Mcp)> = cluster
-        .pages
-        .iter()
-        .map(|(a, p)| (a.clone(), p.clone()))
-        .collect();
     runtime.block_on(async {
         let until = Instant::now() + Duration::from_secs(seconds);
         let started = Instant::now();
         let tasks: Vec<_> = (0..CLIENTS)
             .map(|client| {
-                let mine: Vec<(String, Mcp)> = apps
-                    .iter()
-                    .enumerate()
-                    .filter(|(n, _)| n % CLIENTS == client)
-                    .map(|(_, app)| app.clone())
-                    .collect();
+                let mine = cluster.share_of(client);
                 tokio::spawn(async move {
                     let mut latencies = Vec::new();
                     let mut n = 0;
@@ -350,19 +351,9 @@ fn failover(
 ) -> (Vec<Duration>, Vec<Duration>, usize, Vec<String>) {
     let stop_flag = Arc::new(AtomicBool::new(false));
     let writes: Arc<Mutex<Writes>> = Arc::default();
-    let apps: Vec<(String, Mcp)> = cluster
-        .pages
-        .iter()
-        .map(|(a, p)| (a.clone(), p.clone()))
-        .collect();
     let tasks: Vec<_> = (0..CLIENTS)
         .map(|client| {
-            let mine: Vec<(String, Mcp)> = apps
-                .iter()
-                .enumerate()
-                .filter(|(n, _)| n % CLIENTS == client)
-                .map(|(_, app)| app.clone())
-                .collect();
+            let mine = cluster.share_of(client);
             let (stop_flag, writes) = (stop_flag.clone(), writes.clone());
             runtime.spawn(async move {
                 for n in 0.. {

@@ -66,9 +66,9 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// How many gained apps are brought up to date at once: each restore is a
 /// `litestream restore` process and a download, and a worker taking over a
 /// lost worker's apps gains them all in one renewal. Measured on 2 cores
-/// (`benches/placement.rs`, a worker of 10 to 15 apps lost): with 4 the
-/// slowest app of a kill was back in 21.2 s at p90, with 8 in 17.6 s; the
-/// restores wait on object storage more than on the CPU.
+/// (`benches/placement.rs`, 20 losses of a worker of 10 to 15 apps): with 4
+/// the slowest app of a loss was back in 21.2 s at p90, with 8 in 18.0 s;
+/// the restores wait on object storage more than on the CPU.
 pub const CONCURRENT_TAKE_OVERS: usize = 8;
 
 /// Where a file a restore superseded is set aside, below `APP_DATA_ROOT`:

@@ -799,4 +799,4 @@ impl DataService for Worker {
 mod constraints;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

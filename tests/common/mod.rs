@@ -19,6 +19,7 @@ pub mod browser;
 pub mod core;
 pub mod core_database;
 pub mod documents;
+pub mod expense_file;
 pub mod fake_llm;
 pub mod lockdown;
 pub mod mcp;

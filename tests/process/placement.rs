@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::expense_file::{assert_one_audit_row_and_receipt_per_row, categories};
 use common::mcp::{self, Mcp};
 use common::replica::{self, ObjectStorage, Sidecar};
 use common::{Harness, RoleProcess, copy_dir, eventually};
@@ -468,26 +469,11 @@ impl Writers {
     }
 }
 
-fn count(connection: &rusqlite::Connection, sql: &str) -> i64 {
-    connection.query_row(sql, [], |row| row.get(0)).unwrap()
-}
-
 /// Every app's file on its owner holds exactly the acknowledged creates
-/// with their ids, and one audit row and one receipt per row.
+/// with their ids, each once, and one audit row and one receipt per row.
 fn assert_exactly_the_acknowledged_writes(world: &World, writes: &Writes) {
     for app in &world.apps {
         let file = world.owner_file(app);
-        let connection = rusqlite::Connection::open(&file).unwrap();
-        connection.busy_timeout(Duration::from_secs(5)).unwrap();
-        let rows: BTreeMap<String, i64> = connection
-            .prepare("SELECT name, id FROM categories")
-            .unwrap()
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        let total = count(&connection, "SELECT count(*) FROM categories");
-        assert_eq!(total as usize, rows.len(), "{app}: no name written twice");
         let acknowledged: BTreeMap<String, i64> = writes
             .acknowledged
             .iter()
@@ -495,22 +481,11 @@ fn assert_exactly_the_acknowledged_writes(world: &World, writes: &Writes) {
             .map(|(key, (_, id))| (key.clone(), *id))
             .collect();
         assert_eq!(
-            rows, acknowledged,
+            categories(&file),
+            acknowledged,
             "{app}: exactly the acknowledged writes, with their ids"
         );
-        let audited = count(
-            &connection,
-            "SELECT count(*) FROM _sasha_audit WHERE table_name = 'categories' AND operation = 'create'",
-        );
-        let receipts = count(
-            &connection,
-            "SELECT count(*) FROM _sasha_idempotency WHERE operation = 'categories.create'",
-        );
-        assert_eq!(
-            (audited, receipts),
-            (total, total),
-            "{app}: one of each per row"
-        );
+        assert_one_audit_row_and_receipt_per_row(&file);
     }
 }
 

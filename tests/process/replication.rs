@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::expense_file::{assert_one_audit_row_and_receipt_per_row, categories};
 use common::mcp::{self, Mcp};
 use common::replica::{self, ObjectStorage, Sidecar};
 use common::{
@@ -394,49 +395,6 @@ impl Writers {
         assert!(writes.early.is_empty(), "{:?}", writes.early);
         writes
     }
-}
-
-fn count(connection: &rusqlite::Connection, sql: &str) -> i64 {
-    connection.query_row(sql, [], |row| row.get(0)).unwrap()
-}
-
-/// The categories of an app file: name to id.
-fn categories(file: &Path) -> BTreeMap<String, i64> {
-    let connection = rusqlite::Connection::open(file).unwrap();
-    connection.busy_timeout(Duration::from_secs(5)).unwrap();
-    let rows: Vec<(String, i64)> = connection
-        .prepare("SELECT name, id FROM categories")
-        .unwrap()
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    let names: BTreeSet<&String> = rows.iter().map(|(name, _)| name).collect();
-    assert_eq!(names.len(), rows.len(), "no name twice");
-    rows.into_iter().collect()
-}
-
-/// Every category of the app file has exactly one create audit row and one
-/// receipt, and there are no others.
-fn assert_one_audit_row_and_receipt_per_row(file: &Path) {
-    let connection = rusqlite::Connection::open(file).unwrap();
-    connection.busy_timeout(Duration::from_secs(5)).unwrap();
-    let rows = count(&connection, "SELECT count(*) FROM categories");
-    let audited = count(
-        &connection,
-        "SELECT count(*) FROM _sasha_audit WHERE table_name = 'categories' AND operation = 'create'",
-    );
-    let receipts = count(
-        &connection,
-        "SELECT count(*) FROM _sasha_idempotency WHERE operation = 'categories.create'",
-    );
-    assert_eq!((audited, receipts), (rows, rows), "one of each per row");
-    let unaudited = count(
-        &connection,
-        "SELECT count(*) FROM categories c WHERE (SELECT count(*) FROM _sasha_audit a \
-         WHERE a.table_name = 'categories' AND a.operation = 'create' AND a.record_id = CAST(c.id AS TEXT)) != 1",
-    );
-    assert_eq!(unaudited, 0, "every row has exactly its own audit row");
 }
 
 /// Retries every key the writers sent through `stack` and checks the app
@@ -1352,6 +1310,33 @@ fn up_env(storage: &ObjectStorage) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// `sasha up` on `state` and `port` with `args`, replicating to `storage`.
+async fn start_up(storage: &ObjectStorage, state: &Path, port: u16, args: &[&str]) -> UpProcess {
+    let env = up_env(storage);
+    let env: Vec<(&str, &str)> = env
+        .iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .collect();
+    UpProcess::start_with_args(state, port, args, &env).await
+}
+
+/// Creates the category `name` from `page` once `sasha up` serves the app
+/// (its catalogue registered it and, with several workers, its owner
+/// serves it); the row's id.
+async fn create_once_served(page: &mut Mcp, name: &str) -> i64 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match create_category(page, name).await {
+            Answer::Ack(id) => return id,
+            other => {
+                assert!(tokio::time::Instant::now() < deadline, "{other:?}");
+                // Both happen in other processes: look again.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
 /// The pid `sasha up` printed for `role`'s replicator.
 fn replicator_pid(up: &UpProcess, role: Role) -> u32 {
     let prefix = format!("Started the replicator of {role} (pid ");
@@ -1382,13 +1367,8 @@ async fn sasha_up_replicates_and_its_state_comes_back_after_the_disk_is_lost() {
     let folder = tempfile::tempdir().unwrap();
     let state = folder.path().join("state");
     copy_dir(&mcp::fixture(APP), &state.join("docs/apps").join(APP));
-    let env = up_env(&storage);
-    let env: Vec<(&str, &str)> = env
-        .iter()
-        .map(|(name, value)| (*name, value.as_str()))
-        .collect();
     let port = free_port();
-    let mut up = UpProcess::start_with(&state, port, &env).await;
+    let mut up = start_up(&storage, &state, port, &[]).await;
     let replicators = [
         replicator_pid(&up, Role::StudioCore),
         replicator_pid(&up, Role::DataWorker),
@@ -1396,18 +1376,7 @@ async fn sasha_up_replicates_and_its_state_comes_back_after_the_disk_is_lost() {
     let studio = format!("http://localhost:{port}");
     let (admin, cookie) = common::sign_in_dev_admin(&state, &studio).await;
     let mut page = up_page(port, &cookie);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let id = loop {
-        match create_category(&mut page, "kept").await {
-            Answer::Ack(id) => break id,
-            other => {
-                // Until the catalogue has registered the app.
-                assert!(tokio::time::Instant::now() < deadline, "{other:?}");
-                // The catalogue registers it in another process: look again.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    };
+    let id = create_once_served(&mut page, "kept").await;
     // /healthz through the dev ingress shows both roles replicating.
     let health = common::http_client()
         .get(format!("{studio}/healthz"))
@@ -1439,7 +1408,7 @@ async fn sasha_up_replicates_and_its_state_comes_back_after_the_disk_is_lost() {
     // The admin's password is the one it had (dev-admin.json is the
     // operator's note of it, not replicated).
     std::fs::write(state.join("dev-admin.json"), admin.to_string()).unwrap();
-    let up = UpProcess::start_with(&state, port, &env).await;
+    let up = start_up(&storage, &state, port, &[]).await;
     let (_, cookie) = common::sign_in_dev_admin(&state, &studio).await;
     let mut page = up_page(port, &cookie);
     let listed = page.call(LIST, json!({})).await;
@@ -1467,29 +1436,12 @@ async fn sasha_up_with_two_workers_places_each_app_on_one_leased_worker() {
     let folder = tempfile::tempdir().unwrap();
     let state = folder.path().join("state");
     copy_dir(&mcp::fixture(APP), &state.join("docs/apps").join(APP));
-    let env = up_env(&storage);
-    let env: Vec<(&str, &str)> = env
-        .iter()
-        .map(|(name, value)| (*name, value.as_str()))
-        .collect();
     let port = free_port();
-    let up = UpProcess::start_with_args(&state, port, &["--workers", "2"], &env).await;
+    let up = start_up(&storage, &state, port, &["--workers", "2"]).await;
     let studio = format!("http://localhost:{port}");
     let (_, cookie) = common::sign_in_dev_admin(&state, &studio).await;
     let mut page = up_page(port, &cookie);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let id = loop {
-        match create_category(&mut page, "placed").await {
-            Answer::Ack(id) => break id,
-            other => {
-                // Until the catalogue registered the app and its owner
-                // restored and serves it.
-                assert!(tokio::time::Instant::now() < deadline, "{other:?}");
-                // Both happen in other processes: look again.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    };
+    let id = create_once_served(&mut page, "placed").await;
     let listed = page.call(LIST, json!({})).await;
     assert_eq!(mcp::structured(&listed)["rows"][0]["id"], id);
 

@@ -496,27 +496,38 @@ async fn replication_beside_a_postgresql_core_database_is_data_workers_alone() {
     assert_eq!(health["ok"], true, "{health}");
 }
 
+/// Runs `sasha up` on `state` with `args` and without the variables
+/// `unset`, expecting it to refuse before it starts anything: its stderr.
+async fn up_refused(state: &std::path::Path, args: &[&str], unset: &[&str]) -> String {
+    let mut command = tokio::process::Command::new(common::sasha_bin());
+    command
+        .args(["up", "--state-dir"])
+        .arg(state)
+        .args(["--port", &common::free_port().to_string()])
+        .args(args)
+        .stdin(std::process::Stdio::null());
+    for name in unset {
+        command.env_remove(name);
+    }
+    let output = command.output().await.unwrap();
+    assert!(!output.status.success(), "{output:?}");
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("Started"));
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 /// More than one studio-core needs a core database they all share: without
 /// `DATABASE_URL` nothing starts and the line says what to set.
 #[tokio::test]
 async fn several_core_replicas_on_the_sqlite_file_are_refused() {
     let state = tempfile::tempdir().unwrap();
-    let output = tokio::process::Command::new(common::sasha_bin())
-        .args(["up", "--state-dir"])
-        .arg(state.path())
-        .args(["--port", &common::free_port().to_string()])
-        .args(["--core-replicas", "2"])
-        .env_remove("DATABASE_URL")
-        .env_remove("DATABASE_URL_FILE")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = up_refused(
+        state.path(),
+        &["--core-replicas", "2"],
+        &["DATABASE_URL", "DATABASE_URL_FILE"],
+    )
+    .await;
     assert!(stderr.contains("--core-replicas 2"), "{stderr}");
     assert!(stderr.contains("DATABASE_URL"), "{stderr}");
-    assert!(!String::from_utf8_lossy(&output.stdout).contains("Started"));
 }
 
 /// Several data-workers share the apps by leases, and a worker taking over
@@ -525,36 +536,12 @@ async fn several_core_replicas_on_the_sqlite_file_are_refused() {
 #[tokio::test]
 async fn several_data_workers_without_object_storage_are_refused() {
     let state = tempfile::tempdir().unwrap();
-    let output = tokio::process::Command::new(common::sasha_bin())
-        .args(["up", "--state-dir"])
-        .arg(state.path())
-        .args(["--port", &common::free_port().to_string()])
-        .args(["--workers", "2"])
-        .env_remove("SASHA_REPLICA_URL")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = up_refused(state.path(), &["--workers", "2"], &["SASHA_REPLICA_URL"]).await;
     assert!(stderr.contains("--workers 2"), "{stderr}");
     assert!(stderr.contains("SASHA_REPLICA_URL"), "{stderr}");
-    assert!(!String::from_utf8_lossy(&output.stdout).contains("Started"));
     assert!(!state.path().join("workers").exists());
 
     // No data-worker at all is not a layout.
-    let output = tokio::process::Command::new(common::sasha_bin())
-        .args(["up", "--state-dir"])
-        .arg(state.path())
-        .args(["--workers", "0"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .unwrap();
-    assert!(!output.status.success());
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("--workers"),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stderr = up_refused(state.path(), &["--workers", "0"], &[]).await;
+    assert!(stderr.contains("--workers"), "{stderr}");
 }

@@ -26,9 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sasha_contract::caller::{AppAccess, CallSource};
-use sasha_contract::data::{
-    Access, DataContract, Migration, TableDeclaration, contract_hash, read_schema, sha256_hex,
-};
+use sasha_contract::data::DataContract;
 use sasha_proto::AppError;
 use sasha_proto::convert::ToWire;
 use sasha_proto::pb::placement_service_server::{PlacementService, PlacementServiceServer};
@@ -174,31 +172,9 @@ async fn serve_placement(fake: Arc<Fake>, pki: &DevPki, shutdown: &CancellationT
     url
 }
 
+/// The one-table contract the worker's service tests use.
 fn contract() -> DataContract {
-    let sql = "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);";
-    let replay = rusqlite::Connection::open_in_memory().unwrap();
-    replay.execute_batch(sql).unwrap();
-    let migrations = vec![Migration {
-        file: "migrations/001-notes.sql".to_owned(),
-        number: 1,
-        checksum: sha256_hex(sql.as_bytes()),
-        sql: sql.to_owned(),
-    }];
-    let tables = std::collections::BTreeMap::from([(
-        "notes".to_owned(),
-        TableDeclaration {
-            access: Access::Shared,
-            owner_field: None,
-            write: Default::default(),
-            managers_read_all: false,
-        },
-    )]);
-    DataContract {
-        schema: read_schema(&replay).unwrap(),
-        hash: contract_hash(&tables, &migrations),
-        migrations,
-        tables,
-    }
+    crate::service::tests::contract_with(&[crate::service::tests::FIRST])
 }
 
 /// A caller of the worker, as the gateway calls it.

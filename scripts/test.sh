@@ -8,7 +8,8 @@
 # runs: cargo fmt --check, cargo clippy -D warnings, a check that the fuzz
 # targets still build, and the whole test suite (unit, process, conformance
 # and browser tests) with cargo-nextest, then the process tests a second time
-# with studio-core on PostgreSQL.
+# with studio-core on PostgreSQL, then the compose stack under podman
+# (deploy/test-compose.sh).
 #
 # Builds go to CARGO_TARGET_DIR, by default a folder outside the clone shared by
 # every checkout on this machine, so a fresh clone reuses compiled dependencies.
@@ -170,4 +171,11 @@ pg_pass_excluded=(
 pg_pass_filter="not ($(IFS='|'; echo "${pg_pass_excluded[*]}"))"
 SASHA_TEST_CORE_DATABASE=postgres \
   cargo nextest run --locked --no-fail-fast --test process -E "$pg_pass_filter" || status=$?
+
+step "the compose stack under podman (deploy/test-compose.sh)"
+# Images from Debian packages and the sasha binary the tests above built,
+# `compose up` through the proxy in Chromium and an MCP SDK client, a gateway
+# killed under writes, backups, `down -v`. It installs podman, runc,
+# debootstrap and podman-compose when missing.
+./deploy/test-compose.sh || status=$?
 exit "$status"

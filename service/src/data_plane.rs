@@ -6,23 +6,34 @@
 //! (`leases`), each app has one owning worker and an epoch, decided by
 //! studio-core in the core database; a caller keeps the route it last
 //! learned per app, sends the epoch with the call, and when the worker
-//! answers [`AppError::is_not_owner`] asks again ([`Locate`]) and tries once
-//! more. A call that could not reach its worker forgets the route, so the
-//! next call asks where the app is now.
+//! answers [`AppError::is_not_owner`] asks again ([`Locate`]) and tries
+//! again at once. A worker learns of an app placed on it only at its next
+//! renewal (a tenth of a lease), so the first calls to a newly placed or
+//! moved app may meet an owner that has not taken it up yet: those are asked
+//! again after growing pauses, for at most [`NOT_OWNER_WAIT`]. A call that
+//! could not reach its worker forgets the route, so the next call asks where
+//! the app is now.
 //!
 //! What it must never do: decide where an app goes, retry a call that may
 //! have run (only the not-owner refusal, which a worker gives before
-//! anything runs, is retried), or retry more than once.
+//! anything runs, is retried), or keep retrying past [`NOT_OWNER_WAIT`].
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use sasha_proto::{AppError, ErrorCode};
 
 use crate::grpc::{self, DataClient};
 use crate::identity::Identity;
+
+/// How long a call keeps asking for an app's owner while each owner it is
+/// sent to answers not-owner: long enough for a worker's next renewal (a
+/// tenth of the default 10 s lease) and its taking up of a new app, short
+/// enough that a caller hears of a longer move as a retryable error.
+pub const NOT_OWNER_WAIT: Duration = Duration::from_secs(3);
 
 /// `SASHA_DATA_PLACEMENT`: how the data plane is laid out.
 pub const DATA_PLACEMENT: &str = "SASHA_DATA_PLACEMENT";
@@ -112,8 +123,9 @@ impl DataPlane {
     }
 
     /// Runs `call` against the worker that owns `app_id`, with the epoch the
-    /// call must carry; once more, after asking again, when that worker
-    /// answers that it does not own the app at that epoch.
+    /// call must carry; again, after asking again, while the worker answers
+    /// that it does not own the app at that epoch (for at most
+    /// [`NOT_OWNER_WAIT`]).
     pub async fn call<T, F, Fut>(&self, app_id: &str, mut call: F) -> Result<T, AppError>
     where
         F: FnMut(DataClient, u64) -> Fut,
@@ -125,14 +137,30 @@ impl DataPlane {
         };
         match call(client, route.epoch).await {
             Err(error) if error.is_not_owner() => {
-                let Routed::Worker(client, route) = self.route(app_id, true).await? else {
-                    return Err(error);
-                };
-                let again = call(client, route.epoch).await;
-                if let Err(error) = &again {
-                    self.forget_if_unreachable(app_id, &route, error);
+                let deadline = tokio::time::Instant::now() + NOT_OWNER_WAIT;
+                let mut pause = Duration::ZERO;
+                let mut refusal = error;
+                loop {
+                    tokio::time::sleep(pause).await;
+                    let Routed::Worker(client, route) = self.route(app_id, true).await? else {
+                        return Err(refusal);
+                    };
+                    match call(client, route.epoch).await {
+                        Err(error)
+                            if error.is_not_owner()
+                                && tokio::time::Instant::now() + pause < deadline =>
+                        {
+                            refusal = error;
+                            pause = (pause * 2)
+                                .clamp(Duration::from_millis(50), Duration::from_millis(500));
+                        }
+                        Err(error) => {
+                            self.forget_if_unreachable(app_id, &route, &error);
+                            return Err(error);
+                        }
+                        ok => return ok,
+                    }
                 }
-                again
             }
             Err(error) => {
                 self.forget_if_unreachable(app_id, &route, &error);

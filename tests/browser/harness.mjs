@@ -141,15 +141,17 @@ export async function handshake(info) {
  * Debian's Chromium (never a downloaded browser), headless. Chromium's own
  * OS-level sandbox cannot start as root, so only then it runs with
  * `--no-sandbox`; the web platform's isolation under test (origins, iframe
- * sandbox flags, CSP) is enforced the same either way.
+ * sandbox flags, CSP) is enforced the same either way. `args` are more
+ * command-line switches.
  */
-export async function launchChromium() {
+export async function launchChromium(args = []) {
   const asRoot = typeof process.getuid === "function" && process.getuid() === 0;
   return chromium.launch({
     executablePath: env("CHROMIUM"),
     headless: true,
     chromiumSandbox: !asRoot,
     timeout: 30_000,
+    args,
   });
 }
 

@@ -269,14 +269,25 @@ def check_dockerfile(root: Path, p: Problems) -> dict[str, str]:
             stages.append({"image": image, "name": name, "commands": []})
         elif stages:
             stages[-1]["commands"].append(command)
-    if not p.check(len(stages) == 2, where, f"expected a build and a runtime stage, found {len(stages)}"):
+    by_name = {stage["name"]: stage for stage in stages}
+    expected = ["litestream", "build", "base", "prebuilt", "runtime"]
+    if not p.check(
+        [stage["name"] for stage in stages] == expected,
+        where,
+        f"expected the stages {expected} (the default target last), found {[stage['name'] for stage in stages]}",
+    ):
         return {}
-    build, runtime = stages
+    build, base = by_name["build"], by_name["base"]
     p.check(build["image"] == "rust:1.95-bookworm", where, f"the build stage is {build['image']}, not rust:1.95-bookworm")
     p.check(
-        runtime["image"] in ("debian:bookworm-slim", "gcr.io/distroless/cc-debian12"),
+        by_name["litestream"]["image"] == "litestream/litestream:0.5.17",
         where,
-        f"the runtime stage is {runtime['image']}",
+        f"LITESTREAM_IMAGE defaults to {by_name['litestream']['image']}, not litestream/litestream:0.5.17",
+    )
+    p.check(
+        base["image"] in ("debian:bookworm-slim", "gcr.io/distroless/cc-debian12"),
+        where,
+        f"the runtime base is {base['image']}",
     )
     runs = " ".join(" ".join(c.value) for c in build["commands"] if c.cmd == "RUN")
     p.check(
@@ -284,6 +295,21 @@ def check_dockerfile(root: Path, p: Problems) -> dict[str, str]:
         where,
         "the build stage must run `cargo build --release --locked --bin sasha`",
     )
+    # The two targets add the binary to the base, and nothing else.
+    for name, source in (("prebuilt", None), ("runtime", "build")):
+        stage = by_name[name]
+        copies = [c for c in stage["commands"]]
+        p.check(stage["image"] == "base", where, f"the {name} stage must start from base")
+        p.check(
+            len(copies) == 1
+            and copies[0].cmd == "COPY"
+            and copies[0].value[-1] == "/usr/local/bin/sasha"
+            and (source is None) == (not any(flag.startswith("--from=") for flag in copies[0].flags))
+            and (source is None or f"--from={source}" in copies[0].flags),
+            where,
+            f"the {name} stage must only COPY the sasha binary{' from the ' + source + ' stage' if source else ' from its context'}",
+        )
+    runtime = base
     by_cmd: dict[str, list] = {}
     for command in runtime["commands"]:
         by_cmd.setdefault(command.cmd, []).append(command)
@@ -529,16 +555,24 @@ def check_compose(root: Path, p: Problems, image_env: dict[str, str]) -> None:
                 p.check(not published, w, f"publishes {port}; only the proxy is reachable from outside")
     for name, role in roles.items():
         p.check(role in ROLE_FOLDERS or role in ("certs", "backup"), where, f"service {name} runs an unknown role {role}")
-    # Traces: every serving role exports to the collector, which exists.
+    # Traces: an optional profile. The collector and the viewer start only
+    # with `--profile traces`; a role exports nowhere unless told to, and
+    # then only to the collector.
     if p.check("otel-collector" in services, where, "there is no otel-collector service"):
+        for name in ("otel-collector", "jaeger"):
+            p.check(
+                "traces" in (services.get(name, {}).get("profiles") or []),
+                f"{where}: service {name}",
+                "must be in the traces profile: its image comes only from a registry",
+            )
         for name, role in roles.items():
             if role in ("certs", "backup"):
                 continue
             endpoint = service_env(services[name]).get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
             p.check(
-                endpoint.startswith("http://otel-collector:"),
+                endpoint == "" or endpoint.startswith("http://otel-collector:"),
                 f"{where}: service {name}",
-                "must export its spans to the otel-collector service (OTEL_EXPORTER_OTLP_ENDPOINT)",
+                "exports its spans nowhere by default, or to the otel-collector service (OTEL_EXPORTER_OTLP_ENDPOINT)",
             )
 
     by_role = {role: name for name, role in roles.items()}
@@ -1527,9 +1561,10 @@ def check_kubernetes(root: Path, p: Problems, image_env: dict[str, str]) -> None
         actual = annotations.get(f"nginx.ingress.kubernetes.io/{key}")
         p.check(actual == value, "Ingress for /mcp", f"{key} must be {value}, is {actual}")
     p.check(
-        "$http_mcp_session_id" in annotations.get("nginx.ingress.kubernetes.io/upstream-hash-by", ""),
+        annotations.get("nginx.ingress.kubernetes.io/upstream-hash-by", "").startswith("$http_authorization")
+        and "$http_mcp_session_id" not in annotations.get("nginx.ingress.kubernetes.io/upstream-hash-by", ""),
         "Ingress for /mcp",
-        "must hash on Mcp-Session-Id",
+        "must hash on the client's credential (Authorization), never on Mcp-Session-Id, which the initialize lacks",
     )
     p.check(
         int(annotations.get("nginx.ingress.kubernetes.io/proxy-read-timeout", "60")) >= 600,
@@ -1802,7 +1837,7 @@ def check_caddy(root: Path, p: Problems, tls_cert: str | None, tls_key: str | No
         handler = mcp[0]
         p.check([u.get("dial") for u in handler.get("upstreams") or []] == gateways, where, "/mcp must reach every gateway replica")
         policy = ((handler.get("load_balancing") or {}).get("selection_policy")) or {}
-        p.check(policy == {"policy": "header", "field": "Mcp-Session-Id"}, where, f"/mcp must balance on Mcp-Session-Id, does {policy}")
+        p.check(policy == {"policy": "header", "field": "Authorization"}, where, f"/mcp must balance on the client's credential (Authorization), does {policy}")
         p.check(handler.get("flush_interval") == -1, where, "/mcp must flush at once (flush_interval -1)")
     p.check(body_limit(studio, mcp_paths) == 37 * MIB, where, "/mcp bodies must be limited to 37 MiB")
     metadata = proxies(studio, metadata_paths)

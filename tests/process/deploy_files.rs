@@ -1,5 +1,6 @@
-//! The deployment files, checked by real validators (no container engine or
-//! cluster is needed): `tests/deploy/validate.py` parses the Dockerfile with
+//! The deployment files, checked by real validators (no cluster runs here;
+//! `deploy/test-compose.sh` starts the compose stack itself under podman):
+//! `tests/deploy/validate.py` parses the Dockerfile with
 //! BuildKit's parser, validates `deploy/compose.yaml` against the Compose
 //! Specification's JSON schema, every manifest under `deploy/k8s/` against the
 //! Kubernetes JSON schemas (strict), and `deploy/caddy/Caddyfile` with Debian's
@@ -161,9 +162,17 @@ fn a_broken_field_fails_each_check() {
         (
             "compose",
             "deploy/compose.yaml",
-            "${OTEL_EXPORTER_OTLP_ENDPOINT:-http://otel-collector:4317}",
-            "${OTEL_EXPORTER_OTLP_ENDPOINT:-http://elsewhere:4317}",
-            "must export its spans to the otel-collector service",
+            "OTEL_EXPORTER_OTLP_ENDPOINT: ${OTEL_EXPORTER_OTLP_ENDPOINT:-}",
+            "OTEL_EXPORTER_OTLP_ENDPOINT: ${OTEL_EXPORTER_OTLP_ENDPOINT:-http://elsewhere:4317}",
+            "or to the otel-collector service",
+        ),
+        // Compose: the trace viewer started by every `up`.
+        (
+            "compose",
+            "deploy/compose.yaml",
+            "  jaeger:\n    <<: *hardening\n    profiles: [traces]\n",
+            "  jaeger:\n    <<: *hardening\n",
+            "must be in the traces profile",
         ),
         // Kubernetes: sasha-config naming no collector Service.
         (
@@ -186,7 +195,7 @@ fn a_broken_field_fails_each_check() {
         (
             "compose",
             "deploy/compose.yaml",
-            "      - /var/lib/sasha/docs:uid=10001,gid=10001,mode=0750\n",
+            "      - /var/lib/sasha/docs:${SASHA_TMPFS_OPTIONS:-uid=10001,gid=10001,mode=0750}\n",
             "",
             "it must be a tmpfs of the service, one per replica",
         ),
@@ -286,7 +295,7 @@ fn a_broken_field_fails_each_check() {
         (
             "compose",
             "deploy/compose.yaml",
-            "    deploy:\n      replicas: 2\n",
+            "    deploy:\n      mode: replicated\n      replicas: 2\n",
             "    container_name: studio-core\n",
             "studio-core must not set container_name: it is scaled",
         ),
@@ -420,7 +429,7 @@ fn a_broken_field_fails_each_check() {
         (
             "kubernetes",
             "deploy/k8s/70-ingress.yaml",
-            "    # of /mcp off.\n    nginx.ingress.kubernetes.io/upstream-hash-by: \"$http_mcp_session_id$remote_addr\"\n",
+            "    # of /mcp off.\n    nginx.ingress.kubernetes.io/upstream-hash-by: \"$http_authorization$remote_addr\"\n",
             "    # of /mcp off.\n",
             "every Ingress of the gateway must hash alike",
         ),
@@ -447,6 +456,14 @@ fn a_broken_field_fails_each_check() {
             "flush_interval -1",
             "flush_intervall -1",
             "unrecognized subdirective flush_intervall",
+        ),
+        // Dockerfile: a prebuilt image that also builds (or adds) more.
+        (
+            "dockerfile",
+            "Dockerfile",
+            "FROM base AS prebuilt\nCOPY sasha /usr/local/bin/sasha\n",
+            "FROM base AS prebuilt\nCOPY sasha /usr/local/bin/sasha\nCOPY sasha /usr/local/bin/other\n",
+            "the prebuilt stage must only COPY the sasha binary",
         ),
         // Dockerfile: running as root.
         (

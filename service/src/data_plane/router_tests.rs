@@ -1,5 +1,5 @@
 //! The data plane's router: the single layout's epoch 0, kept and fresh
-//! routes, the one retry after a not-owner answer, and what a lost worker
+//! routes, the retries after a not-owner answer, and what a lost worker
 //! or a refusal does to the route, against a placement the test sets.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -163,27 +163,66 @@ async fn a_stale_route_is_asked_again_and_tried_once_more() {
     assert_eq!(placement.asked(), 2);
 }
 
-#[tokio::test]
-async fn a_second_not_owner_answer_is_the_callers_and_the_route_is_forgotten() {
+#[tokio::test(start_paused = true)]
+async fn not_owner_answers_past_the_wait_are_the_callers_and_the_route_is_forgotten() {
     let placement = Placement::new(route("worker-1", 1));
     let (plane, _dir) = leased(&placement);
     let calls = AtomicUsize::new(0);
+    let started = tokio::time::Instant::now();
     let refused = plane
         .call("hello", |_, epoch| {
             calls.fetch_add(1, Ordering::SeqCst);
-            // The worker is still restoring the app it gained.
+            // The worker never takes up the app it was given.
             async move { worker(epoch, 0) }
         })
         .await
         .unwrap_err();
+    let waited = started.elapsed();
     assert!(refused.is_not_owner() && refused.retryable, "{refused:?}");
-    assert_eq!(calls.load(Ordering::SeqCst), 2, "once more, not again");
-    assert_eq!(placement.asked(), 2);
+    assert!(
+        waited <= NOT_OWNER_WAIT && waited >= NOT_OWNER_WAIT - Duration::from_millis(500),
+        "asked for {waited:?}"
+    );
+    let made = calls.load(Ordering::SeqCst);
+    assert!(
+        (3..=12).contains(&made),
+        "{made} calls: again with growing pauses"
+    );
+    assert_eq!(placement.asked(), made);
     plane
         .call("hello", |_, epoch| async move { worker(epoch, 1) })
         .await
         .unwrap();
-    assert_eq!(placement.asked(), 3, "the next call asks where the app is");
+    assert_eq!(
+        placement.asked(),
+        made + 1,
+        "the next call asks where the app is"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_worker_that_takes_up_its_new_app_within_the_wait_serves_the_call() {
+    let placement = Placement::new(route("worker-1", 1));
+    let (plane, _dir) = leased(&placement);
+    let started = tokio::time::Instant::now();
+    // The worker learns of the app at its renewal, a second from now.
+    let served = plane
+        .call("hello", |_, epoch| async move {
+            let owned = if started.elapsed() >= Duration::from_secs(1) {
+                1
+            } else {
+                0
+            };
+            worker(epoch, owned)
+        })
+        .await
+        .unwrap();
+    assert_eq!(served, 1);
+    assert!(
+        started.elapsed() < Duration::from_millis(1_600),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]

@@ -1,0 +1,71 @@
+// The compose stack in real Chromium (deploy/test-compose.sh): through the
+// nginx proxy's TLS on two hostnames, an administrator signs in to Studio,
+// opens the bundled Time Sheet Entry in its sandbox on the other hostname,
+// adds a project and logs hours; after a reload (a fresh page, any
+// studio-core replica) the week still shows them.
+//
+// Environment: CHROMIUM, STUDIO_URL (https://studio.localhost:PORT),
+// SANDBOX_HOST (views.localtest.me), ADMIN_USER, ADMIN_PASSWORD, ARTIFACTS.
+// The proxy listens on loopback: both hostnames are mapped to 127.0.0.1 (the
+// machine's resolver knows neither) and its certificate is the test's own.
+
+import fs from "node:fs";
+
+import { Checks, env, launchChromium, runAndClose } from "./harness.mjs";
+import { innerFrame, openApp, signIn, WIDE } from "./studio-page.mjs";
+
+const STUDIO = env("STUDIO_URL");
+const ADMIN = { username: env("ADMIN_USER"), password: env("ADMIN_PASSWORD") };
+const ARTIFACTS = env("ARTIFACTS");
+fs.mkdirSync(ARTIFACTS, { recursive: true });
+const APP = "Time Sheet Entry";
+
+const checks = new Checks();
+const taken = [];
+const hosts = [new URL(STUDIO).hostname, env("SANDBOX_HOST")];
+const browser = await launchChromium([`--host-resolver-rules=${hosts.map((host) => `MAP ${host} 127.0.0.1`).join(", ")}`]);
+await runAndClose(browser, run, taken);
+console.log(`${checks.passed} checks passed`);
+
+async function run() {
+  const context = await browser.newContext({ viewport: WIDE, locale: "en-GB", timezoneId: "Europe/London", ignoreHTTPSErrors: true });
+  const page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  page.on("pageerror", (error) => console.log(`  [page error] ${error.message}`));
+  await page.goto(`${STUDIO}/`);
+  await signIn(page, ADMIN);
+  checks.ok(true, "the administrator made with sasha admin signs in through the proxy");
+
+  await openApp(page, APP);
+  let app = innerFrame(page, APP);
+  await app.getByRole("heading", { name: APP }).waitFor();
+  checks.ok(true, "Time Sheet Entry opens in its sandbox on the other hostname");
+  // Its first data call places the app on a data-worker.
+  await app
+    .getByRole("heading", { name: "No projects yet" })
+    .waitFor({ timeout: 60_000 })
+    .catch(async (error) => {
+      throw new Error(`${error.message}\nthe app's view shows:\n${await app.locator("body").innerText().catch(() => "(nothing)")}`);
+    });
+  await app.getByLabel("Project name", { exact: true }).fill("Compose");
+  await app.getByRole("button", { name: "Add your first project" }).click();
+  await app.getByRole("status").filter({ hasText: "Added the project Compose." }).waitFor();
+  checks.ok(true, "a project is added from the app's first run");
+
+  await app.getByLabel("Project", { exact: true }).selectOption({ label: "Compose" });
+  await app.getByLabel("Hours", { exact: true }).fill("6.5");
+  await app.getByLabel("Note", { exact: true }).fill("through the proxy");
+  await app.getByRole("button", { name: "Log hours" }).click();
+  await app.getByRole("status").filter({ hasText: "Logged 6.50 hours for Compose" }).waitFor();
+  checks.equal(await app.locator("#week-total").textContent(), "6.50", "the logged hours are the week's total");
+  const shot = `${ARTIFACTS}/compose-time-sheet.png`;
+  await page.screenshot({ path: shot });
+  taken.push(shot);
+
+  await page.reload();
+  await openApp(page, APP);
+  app = innerFrame(page, APP);
+  await app.getByRole("heading", { name: APP }).waitFor();
+  await app.getByRole("table", { name: "Hours per project" }).getByText("Compose").waitFor();
+  checks.equal(await app.locator("#week-total").textContent(), "6.50", "after a reload the week still holds the hours");
+}

@@ -1,0 +1,198 @@
+// The compose stack through the official MCP TypeScript SDK client
+// (deploy/test-compose.sh): a token minted with `sasha admin token mint`
+// lists and calls tools through the nginx proxy (each write confirmed through
+// elicitation, as a person at the client would); then 8 clients make keyed
+// writes while one of three gateway containers is SIGKILLed. Every write is
+// acknowledged exactly once (its idempotency key retried after a transport
+// error or a retryable envelope, never after a refusal), and the list tool
+// returns each acknowledged row once.
+//
+// Inputs (environment): MCP_URL (https://studio.localhost:PORT/mcp), PROXY_CA
+// (the proxy's certificate), TOKEN (apps:invoke), KILL_COMMAND (run once a
+// third of the writes are acknowledged).
+
+import assert from 'node:assert/strict';
+import { execSync } from 'node:child_process';
+import fs from 'node:fs';
+import https from 'node:https';
+import { Readable } from 'node:stream';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+import { check, done, input } from './harness.mjs';
+
+const MCP_URL = new URL(input('MCP_URL'));
+const CA = fs.readFileSync(input('PROXY_CA'));
+const TOKEN = input('TOKEN');
+const KILL_COMMAND = input('KILL_COMMAND');
+const PREFIX = 'app__time_sheet_entry__';
+const WRITERS = 8;
+const WRITES = 240;
+/** Attempts of one write before the test gives up on it. */
+const ATTEMPTS = 40;
+
+/**
+ * The SDK's fetch, over node:https: the proxy listens on loopback under a
+ * hostname this machine's resolver does not know, so every name resolves to
+ * 127.0.0.1; TLS is verified against the test's own certificate, with the
+ * hostname as SNI. Responses stream (the SDK reads event streams).
+ */
+function loopbackFetch(url, init = {}) {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const request = https.request(
+      {
+        host: target.hostname,
+        port: target.port,
+        path: `${target.pathname}${target.search}`,
+        method: init.method ?? 'GET',
+        headers: Object.fromEntries(new Headers(init.headers)),
+        ca: CA,
+        servername: target.hostname,
+        lookup: (_host, options, callback) =>
+          options.all ? callback(null, [{ address: '127.0.0.1', family: 4 }]) : callback(null, '127.0.0.1', 4),
+        signal: init.signal,
+      },
+      (response) => {
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(response.headers)) {
+          for (const one of Array.isArray(value) ? value : [value]) {
+            headers.append(name, one);
+          }
+        }
+        const empty = [204, 304].includes(response.statusCode) || request.method === 'HEAD';
+        resolve(
+          new Response(empty ? null : Readable.toWeb(response), {
+            status: response.statusCode,
+            statusText: response.statusMessage,
+            headers,
+          }),
+        );
+      },
+    );
+    request.on('error', reject);
+    request.end(init.body ?? undefined);
+  });
+}
+
+/**
+ * An SDK client with the token that declares elicitation and accepts every
+ * confirmation it is asked for, as a person at the client would.
+ */
+async function connect() {
+  const client = new Client({ name: 'sasha-compose-test', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { confirm: true } }));
+  const transport = new StreamableHTTPClientTransport(MCP_URL, {
+    fetch: loopbackFetch,
+    requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } },
+  });
+  await client.connect(transport);
+  return client;
+}
+
+let client;
+await check('the SDK client connects through the proxy with the minted token', async () => {
+  client = await connect();
+});
+
+await check('tools/list offers the bundled apps\' tools', async () => {
+  const { tools } = await client.listTools();
+  const names = tools.map((tool) => tool.name);
+  assert.ok(names.includes(`${PREFIX}projects__create`), `no projects__create in ${names.join(', ')}`);
+});
+
+await check('a tool call reads the app\'s rows', async () => {
+  const result = await client.callTool({ name: `${PREFIX}projects__list`, arguments: {} });
+  assert.notEqual(result.isError, true, JSON.stringify(result));
+  assert.ok(Array.isArray(result.structuredContent?.rows), JSON.stringify(result));
+});
+
+const errors = { transport: 0, retryable: 0 };
+let acknowledged = 0;
+let killed = false;
+
+/** One keyed write, retried with its key until acknowledged. */
+async function write(state, n) {
+  const args = { values: { name: `compose-${n}` }, idempotencyKey: `compose-write-${n}` };
+  for (let attempt = 1; attempt <= ATTEMPTS; attempt += 1) {
+    let result;
+    try {
+      state.client ??= await connect();
+      result = await state.client.callTool({ name: `${PREFIX}projects__create`, arguments: args });
+    } catch (error) {
+      // The killed gateway's connection, or nginx's 502 for it: a new
+      // client, the same key. Any other HTTP status is a failure.
+      const status = error?.code;
+      assert.ok(
+        typeof status !== 'number' || status < 0 || [502, 503, 504].includes(status),
+        `write ${n}: ${error?.stack ?? error}`,
+      );
+      errors.transport += 1;
+      state.client = null;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      continue;
+    }
+    if (result.isError) {
+      const envelope = result.structuredContent?.error;
+      assert.equal(envelope?.retryable, true, `write ${n} refused: ${JSON.stringify(result)}`);
+      errors.retryable += 1;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      continue;
+    }
+    assert.equal(result.structuredContent.name, `compose-${n}`);
+    acknowledged += 1;
+    if (!killed && acknowledged >= WRITES / 3) {
+      killed = true;
+      execSync(KILL_COMMAND, { stdio: 'inherit' });
+    }
+    return result.structuredContent.id;
+  }
+  throw new Error(`write ${n} was not acknowledged in ${ATTEMPTS} attempts`);
+}
+
+const ids = new Map();
+await check(`${WRITERS} clients write ${WRITES} keyed rows while a gateway is killed`, async () => {
+  await Promise.all(
+    Array.from({ length: WRITERS }, async (_, writer) => {
+      const state = { client: null };
+      for (let n = writer; n < WRITES; n += WRITERS) {
+        ids.set(n, await write(state, n));
+      }
+      await state.client?.close();
+    }),
+  );
+  assert.ok(killed, 'the gateway was killed during the writes');
+  assert.equal(ids.size, WRITES);
+  assert.equal(new Set(ids.values()).size, WRITES, 'two writes answered with one row');
+  console.log(`writes ${WRITES}, transport errors ${errors.transport}, retryable envelopes ${errors.retryable}`);
+});
+
+await check('the list tool returns every acknowledged row once, and no other', async () => {
+  await client.close();
+  client = await connect();
+  const seen = new Map();
+  let cursor;
+  do {
+    const result = await client.callTool({
+      name: `${PREFIX}projects__list`,
+      arguments: { limit: 100, ...(cursor ? { cursor } : {}) },
+    });
+    assert.notEqual(result.isError, true, JSON.stringify(result));
+    for (const row of result.structuredContent.rows) {
+      if (row.name.startsWith('compose-')) {
+        assert.ok(!seen.has(row.name), `${row.name} twice`);
+        seen.set(row.name, row.id);
+      }
+    }
+    cursor = result.structuredContent.nextCursor;
+  } while (cursor);
+  assert.equal(seen.size, WRITES, `${seen.size} rows for ${WRITES} acknowledged writes`);
+  for (const [n, id] of ids) {
+    assert.equal(seen.get(`compose-${n}`), id, `write ${n}`);
+  }
+});
+
+await client.close();
+done();

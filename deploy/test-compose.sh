@@ -22,10 +22,13 @@
 #     signs in to Studio in Chromium, opens Time Sheet Entry and logs hours
 #     (tests/browser/compose.mjs); an MCP SDK client calls a tool with a
 #     token from `sasha admin token mint` (tests/mcp-client/compose.mjs).
-#  4. `up --scale mcp-gateway=3`, then one gateway container SIGKILLed under
-#     8 clients of keyed writes: none lost, none twice, only retryable errors.
-#  5. Both data-workers hold leases and the apps are placed on them; the
-#     apps' databases reach the bucket.
+#  4. `up --scale mcp-gateway=3`, then the gateway container serving 8
+#     clients of keyed writes SIGKILLed under them: none lost, none twice,
+#     only the killed gateway's errors and retryable ones.
+#  5. The data-worker that owns the app is SIGKILLed with its replicator: the
+#     other takes the app over at the next epoch from the bucket and serves
+#     every acknowledged row and the next write. Both workers held leases,
+#     and the app's database is in the bucket.
 #  6. `compose run --rm backup-1` and `backup-2` write their copies.
 #  7. `compose down -v` leaves no container, volume or network of the project.
 #
@@ -247,8 +250,8 @@ step "an administrator and a token, with sasha admin in the studio-core containe
 core=$(containers_of studio-core | head -n 1)
 admin_password=$(openssl rand -hex 12)
 # The first `sasha admin` right after the stack turns healthy may time out
-# reaching PostgreSQL (5 s), which a second one does not: an open problem,
-# measured here rather than hidden.
+# (5 s) reaching PostgreSQL under podman, and a later one not (seen to take up
+# to 26 s here, then 0.3 s a call): an open problem, timed here, not hidden.
 admin_started=$(now)
 until printf '%s\n' "$admin_password" | podman exec -i "$core" sasha admin user add admin --role admin >/dev/null 2>"$WORK/admin.log"; do
   grep -q "the core database cannot be reached" "$WORK/admin.log" || fail "sasha admin user add: $(cat "$WORK/admin.log")"
@@ -257,7 +260,7 @@ done
 echo "timing first-admin-command $(since "$admin_started") s"
 # Apps registered before an administrator existed have no manager yet.
 podman exec "$core" sasha admin grant time-sheet-entry admin manage >/dev/null
-token=$(podman exec "$core" sasha admin token mint admin --scopes apps:invoke)
+token=$(podman exec "$core" sasha admin token mint admin --scopes apps:invoke --write-app time-sheet-entry)
 
 step "Chromium through the proxy: sign in, Time Sheet Entry, log hours"
 CHROMIUM="${CHROMIUM:-$(command -v chromium)}" STUDIO_URL="https://studio.localhost:$port" \
@@ -270,12 +273,26 @@ wait_healthy mcp-gateway
 [ "$(containers_of mcp-gateway | wc -l)" -eq 3 ] || fail "--scale mcp-gateway=3 runs $(containers_of mcp-gateway | wc -l)"
 # nginx resolves the replicas when it starts (deploy/README.md).
 podman restart "$proxy" >/dev/null
-victim=$(containers_of mcp-gateway | tail -n 1)
 
-step "an MCP SDK client with a minted token; 8 writers while $victim is killed"
+step "an MCP SDK client with a minted token; 8 writers while their gateway is killed"
+writes_started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 MCP_URL="https://studio.localhost:$port/mcp" PROXY_CA="$WORK/deploy/tls/tls.crt" TOKEN="$token" \
-  KILL_COMMAND="podman kill --signal KILL $victim" node tests/mcp-client/compose.mjs || fail "the MCP part failed"
+  KILL_COMMAND="tests/compose/kill-busiest-gateway.sh $PROJECT $writes_started $WORK/killed" \
+  FAILOVER_COMMAND="tests/compose/kill-app-owner.sh $PROJECT time-sheet-entry $WORK/lost-owner" \
+  node tests/mcp-client/compose.mjs || fail "the MCP part failed"
+read -r served victim < "$WORK/killed"
+[ "$served" -gt 0 ] || fail "no gateway served the writers before the kill"
 [ "$(podman inspect -f '{{.State.Status}}' "$victim")" != running ] || fail "$victim was not killed"
+echo "killed $victim after it had served $served of the writers' requests"
+read -r lost_worker lost_epoch < "$WORK/lost-owner"
+moved=$(podman exec "$core" sasha admin apps placement --json | python3 -c 'import json, sys
+for line in sys.stdin:
+    row = json.loads(line)
+    if row["appId"] == "time-sheet-entry":
+        print(row["workerId"], row["epoch"])')
+[ "$moved" != "$lost_worker $lost_epoch" ] && [ "${moved#* }" -eq $((lost_epoch + 1)) ] \
+  || fail "time-sheet-entry did not move from $lost_worker at epoch $lost_epoch to a new owner at the next epoch: $moved"
+echo "time-sheet-entry moved from $lost_worker (epoch $lost_epoch) to ${moved% *} (epoch ${moved#* })"
 
 step "both data-workers lease apps; their databases reach the bucket"
 podman exec "$core" sasha admin workers --json > "$WORK/workers.json"

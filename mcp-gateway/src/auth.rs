@@ -74,6 +74,9 @@ pub struct Caller {
     /// The tool a `tools/call` names in its `Mcp-Name` header, decoded once
     /// here; the call reuses it when its body names the same tool.
     pub named: Option<Arc<NamedTool>>,
+    /// The credential as it was sent, for a call that names its app only in
+    /// its body ([`authorize_call`]); `None` for callers made in tests.
+    pub credential: Option<AuthenticateRequest>,
 }
 
 /// A tool name as a request's header carries it, and what it names.
@@ -105,6 +108,7 @@ impl Caller {
             preview: None,
             prefetched: None,
             named: None,
+            credential: None,
         })
     }
 
@@ -295,30 +299,7 @@ pub async fn authenticate(
     let answer = match &call_app {
         Some(app) => {
             let known = gateway.contracts.hint(app);
-            let request = pb::AuthorizeCallRequest {
-                credential: Some(authenticate),
-                app_id: app.clone(),
-                known_contract_hash: known.clone(),
-            };
-            grpc::within_read(Role::StudioCore, gateway.call_deadline, TRY_AGAIN, || {
-                let (mut core, request) = (gateway.core.clone(), request.clone());
-                async move { core.authorize_call(request).await }
-            })
-            .await
-            .map(|reply| {
-                let prefetched = reply.catalogue.as_ref().and_then(|catalogue| {
-                    crate::catalogue::Catalogue::try_from(catalogue)
-                        .ok()
-                        .map(|catalogue| {
-                            Arc::new(Prefetched {
-                                app_id: app.clone(),
-                                known_contract_hash: known,
-                                catalogue,
-                            })
-                        })
-                });
-                (reply.principal.unwrap_or_default(), prefetched)
-            })
+            authorize_call(&gateway, authenticate.clone(), app, known).await
         }
         None => grpc::within_read(Role::StudioCore, gateway.call_deadline, TRY_AGAIN, || {
             let (mut core, request) = (gateway.core.clone(), authenticate.clone());
@@ -391,6 +372,7 @@ pub async fn authenticate(
     caller.preview = preview;
     caller.prefetched = prefetched;
     caller.named = named;
+    caller.credential = Some(authenticate);
     request.extensions_mut().insert(caller);
     let response = next.run(request).await;
     match &session {
@@ -409,6 +391,39 @@ pub async fn authenticate(
         }
     }
     response
+}
+
+/// `AuthorizeCall`: who `credential` is, and `app_id` as they may use it
+/// now (with what only the credential carries, a script's write consent),
+/// both read fresh in one round trip to core.
+pub async fn authorize_call(
+    gateway: &Gateway,
+    credential: AuthenticateRequest,
+    app_id: &str,
+    known_contract_hash: String,
+) -> Result<(pb::Principal, Option<Arc<Prefetched>>), AppError> {
+    let request = pb::AuthorizeCallRequest {
+        credential: Some(credential),
+        app_id: app_id.to_owned(),
+        known_contract_hash: known_contract_hash.clone(),
+    };
+    let reply = grpc::within_read(Role::StudioCore, gateway.call_deadline, TRY_AGAIN, || {
+        let (mut core, request) = (gateway.core.clone(), request.clone());
+        async move { core.authorize_call(request).await }
+    })
+    .await?;
+    let prefetched = reply.catalogue.as_ref().and_then(|catalogue| {
+        crate::catalogue::Catalogue::try_from(catalogue)
+            .ok()
+            .map(|catalogue| {
+                Arc::new(Prefetched {
+                    app_id: app_id.to_owned(),
+                    known_contract_hash,
+                    catalogue,
+                })
+            })
+    });
+    Ok((reply.principal.unwrap_or_default(), prefetched))
 }
 
 #[cfg(test)]

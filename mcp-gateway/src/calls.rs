@@ -120,7 +120,7 @@ const WRITE_MAY_LAND: &str =
 /// restarted, or it is a new owner) and the entry lacks it, `fetch_contract`
 /// asks studio-core for it (the caller's grant is checked again) and the call
 /// is repeated once with it. A worker that does not own the app at the epoch
-/// sent is asked once more after a fresh route ([`DataPlane::call`]).
+/// sent is asked again after a fresh route ([`DataPlane::call`]).
 pub async fn execute(
     data: &DataPlane,
     deadline: std::time::Duration,

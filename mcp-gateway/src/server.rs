@@ -173,6 +173,24 @@ impl SashaMcp {
         {
             return Ok(prefetched.catalogue.clone());
         }
+        // One app for a bearer access token whose call named its tool only in
+        // the body (an older client sends no Mcp-Name): as `AuthorizeCall`
+        // reads it with the credential, like a call that named it, so a
+        // script's write consent holds whichever way the tool was named.
+        if let (Some(app), None, Some(credential)) = (app_id, &caller.preview, &caller.credential)
+            && caller.kind == sasha_contract::caller::PrincipalKind::Access
+        {
+            let (_, prefetched) = crate::auth::authorize_call(
+                &self.gateway,
+                credential.clone(),
+                app,
+                known_contract_hash.clone(),
+            )
+            .await?;
+            if let Some(prefetched) = prefetched {
+                return Ok(prefetched.catalogue.clone());
+            }
+        }
         // A draft preview sees its one app, as the draft, and nothing else.
         let app_id = match &caller.preview {
             Some(_) => caller.bound_app.as_ref().map(AppId::as_str),

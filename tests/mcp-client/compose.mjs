@@ -1,15 +1,19 @@
 // The compose stack through the official MCP TypeScript SDK client
 // (deploy/test-compose.sh): a token minted with `sasha admin token mint`
-// lists and calls tools through the nginx proxy (each write confirmed through
-// elicitation, as a person at the client would); then 8 clients make keyed
+// lists and calls tools through the nginx proxy; its writes, with the
+// operator's consent to write the app as a script, need no confirmation
+// although the SDK names each tool only in the body; then 8 clients make keyed
 // writes while one of three gateway containers is SIGKILLed. Every write is
 // acknowledged exactly once (its idempotency key retried after a transport
 // error or a retryable envelope, never after a refusal), and the list tool
-// returns each acknowledged row once.
+// returns each acknowledged row once. Last, the data-worker that owns the app
+// is killed: the other takes the app over from the replica, and serves every
+// acknowledged row and the next write.
 //
 // Inputs (environment): MCP_URL (https://studio.localhost:PORT/mcp), PROXY_CA
-// (the proxy's certificate), TOKEN (apps:invoke), KILL_COMMAND (run once a
-// third of the writes are acknowledged).
+// (the proxy's certificate), TOKEN (apps:invoke, consented to write
+// time-sheet-entry), KILL_COMMAND (run once a third of the writes are
+// acknowledged).
 
 import assert from 'node:assert/strict';
 import { execSync } from 'node:child_process';
@@ -27,6 +31,9 @@ const MCP_URL = new URL(input('MCP_URL'));
 const CA = fs.readFileSync(input('PROXY_CA'));
 const TOKEN = input('TOKEN');
 const KILL_COMMAND = input('KILL_COMMAND');
+const FAILOVER_COMMAND = input('FAILOVER_COMMAND');
+/** A lease (10 s), a renewal and the restore, with room for a loaded machine. */
+const FAILOVER_WITHIN_MS = 120_000;
 const PREFIX = 'app__time_sheet_entry__';
 const WRITERS = 8;
 const WRITES = 240;
@@ -77,13 +84,20 @@ function loopbackFetch(url, init = {}) {
   });
 }
 
+/** Confirmations the server asked for: a script's token is asked none. */
+let asked = 0;
+
 /**
- * An SDK client with the token that declares elicitation and accepts every
- * confirmation it is asked for, as a person at the client would.
+ * An SDK client with the token. It declares elicitation, and counts (and
+ * accepts) any confirmation it is asked for, which a consented script's
+ * writes must not need.
  */
 async function connect() {
   const client = new Client({ name: 'sasha-compose-test', version: '1.0.0' }, { capabilities: { elicitation: {} } });
-  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { confirm: true } }));
+  client.setRequestHandler(ElicitRequestSchema, async () => {
+    asked += 1;
+    return { action: 'accept', content: { confirm: true } };
+  });
   const transport = new StreamableHTTPClientTransport(MCP_URL, {
     fetch: loopbackFetch,
     requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } },
@@ -122,13 +136,18 @@ async function write(state, n) {
       state.client ??= await connect();
       result = await state.client.callTool({ name: `${PREFIX}projects__create`, arguments: args });
     } catch (error) {
-      // The killed gateway's connection, or nginx's 502 for it: a new
-      // client, the same key. Any other HTTP status is a failure.
+      // The killed gateway's connection, nginx's 502 for it, or the 404 for
+      // a session that died with it (the client must then initialize again,
+      // as the MCP transport specifies): a new client, the same key. Any
+      // other HTTP status is a failure.
       const status = error?.code;
       assert.ok(
-        typeof status !== 'number' || status < 0 || [502, 503, 504].includes(status),
+        typeof status !== 'number' || status < 0 || [404, 502, 503, 504].includes(status),
         `write ${n}: ${error?.stack ?? error}`,
       );
+      if (status === 404) {
+        assert.match(String(error.message), /Session not found/, `write ${n}: ${error.message}`);
+      }
       errors.transport += 1;
       state.client = null;
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -166,12 +185,12 @@ await check(`${WRITERS} clients write ${WRITES} keyed rows while a gateway is ki
   assert.ok(killed, 'the gateway was killed during the writes');
   assert.equal(ids.size, WRITES);
   assert.equal(new Set(ids.values()).size, WRITES, 'two writes answered with one row');
+  assert.equal(asked, 0, 'the script token\'s writes asked for no confirmation');
   console.log(`writes ${WRITES}, transport errors ${errors.transport}, retryable envelopes ${errors.retryable}`);
 });
 
-await check('the list tool returns every acknowledged row once, and no other', async () => {
-  await client.close();
-  client = await connect();
+/** Every `compose-` row the list tool returns, by name; retryable refusals are returned as `null`. */
+async function listed() {
   const seen = new Map();
   let cursor;
   do {
@@ -179,7 +198,10 @@ await check('the list tool returns every acknowledged row once, and no other', a
       name: `${PREFIX}projects__list`,
       arguments: { limit: 100, ...(cursor ? { cursor } : {}) },
     });
-    assert.notEqual(result.isError, true, JSON.stringify(result));
+    if (result.isError) {
+      assert.equal(result.structuredContent?.error?.retryable, true, JSON.stringify(result));
+      return null;
+    }
     for (const row of result.structuredContent.rows) {
       if (row.name.startsWith('compose-')) {
         assert.ok(!seen.has(row.name), `${row.name} twice`);
@@ -188,10 +210,41 @@ await check('the list tool returns every acknowledged row once, and no other', a
     }
     cursor = result.structuredContent.nextCursor;
   } while (cursor);
+  return seen;
+}
+
+await check('the list tool returns every acknowledged row once, and no other', async () => {
+  await client.close();
+  client = await connect();
+  const seen = await listed();
+  assert.ok(seen, 'the list was refused');
   assert.equal(seen.size, WRITES, `${seen.size} rows for ${WRITES} acknowledged writes`);
   for (const [n, id] of ids) {
     assert.equal(seen.get(`compose-${n}`), id, `write ${n}`);
   }
+});
+
+await check('after the data-worker holding the app is killed, its new owner serves every acknowledged row', async () => {
+  execSync(FAILOVER_COMMAND, { stdio: 'inherit' });
+  const killedAt = Date.now();
+  const deadline = killedAt + FAILOVER_WITHIN_MS;
+  let seen = null;
+  let retryable = 0;
+  while (seen === null) {
+    assert.ok(Date.now() < deadline, `the app was not served again within ${FAILOVER_WITHIN_MS} ms`);
+    seen = await listed();
+    if (seen === null) {
+      retryable += 1;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+  assert.equal(seen.size, WRITES, `${seen.size} rows after the failover`);
+  for (const [n, id] of ids) {
+    assert.equal(seen.get(`compose-${n}`), id, `write ${n} after the failover`);
+  }
+  const after = await write({ client }, WRITES);
+  assert.ok(![...ids.values()].includes(after), 'the new owner writes a new row');
+  console.log(`timing failover ${((Date.now() - killedAt) / 1000).toFixed(1)} s (${retryable} retryable answers before the new owner served)`);
 });
 
 await client.close();

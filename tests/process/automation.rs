@@ -1,8 +1,9 @@
 //! A script's token (issue 26): an operator consents, at mint time, to a
 //! token writing one app without a model confirmation. Through the real
-//! gateway its create runs at once and is audited as `automation`; the same
-//! user's token without consent still needs the person's confirmation; a
-//! revoked token is refused outright. The consent rules themselves are the
+//! gateway its create runs at once and is audited as `automation`, whether
+//! the call names its tool in headers or, from an older client, only in its
+//! body; the same user's token without consent still needs the person's
+//! confirmation; a revoked token is refused outright. The consent rules themselves are the
 //! store's unit tests; the CLI flag is `tests/process/admin.rs`'s.
 
 use crate::common;
@@ -35,6 +36,19 @@ async fn a_consented_script_token_writes_without_confirmation_as_automation() {
         world.audit_sources()
     );
 
+    // An older client names the tool only in the body (no Mcp-Name header):
+    // the consent holds the same.
+    let mut older = common::mcp::Mcp::new(
+        &world.url(),
+        vec![("authorization".to_owned(), format!("Bearer {script}"))],
+        common::mcp::LEGACY,
+    );
+    older.initialize().await;
+    let made = older
+        .call("app__expense_log__categories__create", create("Older"))
+        .await;
+    assert_eq!(structured(&made)["name"], "Older", "{:?}", made.body);
+
     // The same user's token without consent is a model's: it needs the person.
     let mut as_model = world.client(&world.staff_token);
     let asked = as_model
@@ -59,7 +73,7 @@ async fn a_consented_script_token_writes_without_confirmation_as_automation() {
             .iter()
             .filter(|(_, source)| source == "automation")
             .count(),
-        1,
+        2,
         "{sources:?}"
     );
 }

@@ -19,7 +19,8 @@
 #     profile (collector, Jaeger) is left out: its images come only from a
 #     registry.
 #  3. Through the proxy: an administrator made with `sasha admin user add`
-#     signs in to Studio in Chromium, opens Time Sheet Entry and logs hours
+#     (who manages the bundled apps, which no one managed before) signs in to
+#     Studio in Chromium, opens Time Sheet Entry and logs hours
 #     (tests/browser/compose.mjs); an MCP SDK client calls a tool with a
 #     token from `sasha admin token mint` (tests/mcp-client/compose.mjs).
 #  4. `up --scale mcp-gateway=3`, then the gateway container serving 8
@@ -258,8 +259,6 @@ until printf '%s\n' "$admin_password" | podman exec -i "$core" sasha admin user 
   [ "$(since "$admin_started" | cut -d. -f1)" -lt 60 ] || fail "sasha admin cannot reach the core database: $(cat "$WORK/admin.log")"
 done
 echo "timing first-admin-command $(since "$admin_started") s"
-# Apps registered before an administrator existed have no manager yet.
-podman exec "$core" sasha admin grant time-sheet-entry admin manage >/dev/null
 token=$(podman exec "$core" sasha admin token mint admin --scopes apps:invoke --write-app time-sheet-entry)
 
 step "Chromium through the proxy: sign in, Time Sheet Entry, log hours"

@@ -281,7 +281,8 @@ pub(crate) enum UserCommand {
         /// letter; sign-in ignores case, and two names cannot differ only by it
         username: String,
         /// The user's role: admin and staff may hold apps:write and receive
-        /// manage on newly discovered apps; members get nothing automatically
+        /// manage on newly discovered apps, and when made, on apps no one
+        /// manages; members get nothing automatically
         #[arg(long, value_parser = word(UserRole::ALL, UserRole::as_str, UserRole::parse))]
         role: UserRole,
         /// The password (at least 12 characters); default: one line of stdin

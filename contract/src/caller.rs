@@ -112,8 +112,8 @@ macro_rules! closed_vocabulary {
 
 closed_vocabulary! {
     /// A user's role. Admin and staff may hold `apps:write` and are granted
-    /// `manage` on an app's first discovery; members get nothing
-    /// automatically.
+    /// `manage` on an app's first discovery, and when they are made, on
+    /// every app no one manages; members get nothing automatically.
     Role, "role", "admin, staff or member" {
         Admin => "admin",
         Staff => "staff",

@@ -912,6 +912,34 @@ fn a_token_loses_a_scope_its_users_role_no_longer_allows() {
 // --- registry and grants ---------------------------------------------------
 
 on_both! {
+fn the_first_admin_or_staff_made_after_discovery_manages_the_apps_no_one_manages() {
+    let fixture = Fixture::new();
+    let store = &fixture.store;
+    // Discovered before anyone could manage them (no users yet).
+    assert!(register(store, "time-sheet", "rev-1"));
+    assert!(register(store, "expenses", "rev-1"));
+    let mia = fixture.user("mia", UserRole::Member);
+    assert_eq!(store.access("time-sheet", &mia.id).unwrap(), None, "members get nothing");
+
+    let ada = fixture.user("ada", UserRole::Admin);
+    for app in ["expenses", "time-sheet"] {
+        assert_eq!(store.access(app, &ada.id).unwrap(), Some(AppAccess::Manage), "{app}");
+    }
+    let grants = store.grants("time-sheet").unwrap();
+    assert!(grants.iter().all(|g| g.granted_by == ACTOR_SYSTEM), "{grants:?}");
+
+    // Managed now: a later admin or staff gets nothing, as before.
+    let sam = fixture.user("sam", UserRole::Staff);
+    assert_eq!(store.access("time-sheet", &sam.id).unwrap(), None);
+    // An app whose only manager was moved down to use is unmanaged again.
+    store.grant("expenses", &ada.id, AppAccess::Use, None).unwrap();
+    let tom = fixture.user("tom", UserRole::Staff);
+    assert_eq!(store.access("expenses", &tom.id).unwrap(), Some(AppAccess::Manage));
+    assert_eq!(store.access("time-sheet", &tom.id).unwrap(), None);
+}
+}
+
+on_both! {
 fn first_discovery_grants_manage_to_admin_and_staff_existing_then() {
     let fixture = Fixture::new();
     let store = &fixture.store;

@@ -10,15 +10,20 @@
 use crate::db::{OptionalExtension as _, Sql};
 
 use super::{
-    MAX_SECRET_LEN, Principal, PrincipalKind, SESSION_TTL_SECONDS, Store, StoreError, USER_COLUMNS,
-    USERNAME_MATCHES, User, UserRole, insert_user, secrets, user_from_row, validate_password,
-    validate_username,
+    ACTOR_SYSTEM, AppAccess, MAX_SECRET_LEN, Principal, PrincipalKind, SESSION_TTL_SECONDS, Store,
+    StoreError, USER_COLUMNS, USERNAME_MATCHES, User, UserRole, insert_user, secrets, set_grant,
+    user_from_row, validate_password, validate_username,
 };
 
 impl Store {
     // --- users -----------------------------------------------------------
 
     /// Creates a user. The password is hashed before the database is locked.
+    /// An admin or staff user receives `manage` on every app no one manages
+    /// (audited as `system`): apps discovered before any admin or staff
+    /// existed, as an installation's bundled apps are when its first
+    /// administrator is made after it started, would otherwise have no
+    /// manager at all.
     pub fn create_user(
         &self,
         username: &str,
@@ -37,6 +42,26 @@ impl Store {
         let mut connection = self.connection()?;
         let transaction = connection.write_transaction()?;
         insert_user(&transaction, &user, &hash)?;
+        if matches!(role, UserRole::Admin | UserRole::Staff) {
+            let unmanaged: Vec<String> = transaction
+                .prepare(
+                    "SELECT app_id FROM app_registry r WHERE NOT EXISTS
+                       (SELECT 1 FROM grants g WHERE g.app_id = r.app_id AND g.access = ?1)
+                     ORDER BY app_id",
+                )?
+                .query_map([AppAccess::Manage], |row| row.get(0))?
+                .collect::<Result<_, _>>()?;
+            for app_id in &unmanaged {
+                set_grant(
+                    &transaction,
+                    user.created_at,
+                    ACTOR_SYSTEM,
+                    app_id,
+                    &user.id,
+                    AppAccess::Manage,
+                )?;
+            }
+        }
         transaction.commit()?;
         Ok(user)
     }

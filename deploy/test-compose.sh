@@ -216,6 +216,7 @@ wait_healthy() {
 stage() { compose up -d --no-deps "$@" > "$WORK/up.log" 2>&1 || fail "compose up $*: $(grep -i error "$WORK/up.log" | tail -n 5)"; }
 
 step "compose up, one dependency stage at a time"
+echo "left out: the traces profile (otel-collector, jaeger), whose images come only from a registry"
 up_started=$(now)
 stage certs postgres object-storage
 [ "$(podman wait "$(containers_of certs)")" = 0 ] || fail "the certs job failed"
@@ -225,6 +226,7 @@ deadline=$((SECONDS + HEALTHY_WITHIN))
 # `weed mini` serves its shell's master a while after it starts: retry.
 until podman exec "$storage" sh -c 'echo "s3.bucket.create -name sasha" | weed shell -master=localhost:9333' 2>&1 | grep -q 'created\|already exists'; do
   [ "$SECONDS" -lt "$deadline" ] || fail "the object storage made no bucket"
+  # Its master answers a few seconds after the process starts.
   sleep 1
 done
 stage studio-core
@@ -239,6 +241,7 @@ deadline=$((SECONDS + HEALTHY_WITHIN))
 until curl -fsS --cacert "$WORK/deploy/tls/tls.crt" --resolve "studio.localhost:$port:127.0.0.1" \
   "https://studio.localhost:$port/" -o /dev/null 2>/dev/null; do
   [ "$SECONDS" -lt "$deadline" ] || fail "the proxy does not answer on https://studio.localhost:$port"
+  # nginx renders its template and starts its workers after the container starts.
   sleep 1
 done
 echo "timing up-to-healthy $(since "$up_started") s"

@@ -141,6 +141,8 @@ impl DataPlane {
                 let mut pause = Duration::ZERO;
                 let mut refusal = error;
                 loop {
+                    // Zero the first time; then the owner's renewal, a tenth
+                    // of a lease, is what the pause waits for.
                     tokio::time::sleep(pause).await;
                     let Routed::Worker(client, route) = self.route(app_id, true).await? else {
                         return Err(refusal);

@@ -150,6 +150,8 @@ async function write(state, n) {
       }
       errors.transport += 1;
       state.client = null;
+      // A real stack, so a real pause: nginx needs a moment to leave the
+      // killed gateway out before the same key is sent again.
       await new Promise((resolve) => setTimeout(resolve, 100));
       continue;
     }
@@ -157,6 +159,8 @@ async function write(state, n) {
       const envelope = result.structuredContent?.error;
       assert.equal(envelope?.retryable, true, `write ${n} refused: ${JSON.stringify(result)}`);
       errors.retryable += 1;
+      // Retryable means "not yet" (an app moving, a worker restoring): ask
+      // again shortly, as a client should.
       await new Promise((resolve) => setTimeout(resolve, 100));
       continue;
     }
@@ -235,6 +239,8 @@ await check('after the data-worker holding the app is killed, its new owner serv
     seen = await listed();
     if (seen === null) {
       retryable += 1;
+      // The new owner takes over within a lease and a restore (seconds):
+      // polled twice a second until FAILOVER_WITHIN_MS.
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }

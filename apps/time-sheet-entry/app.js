@@ -574,18 +574,62 @@ function projectItem(project) {
   return item;
 }
 
+/**
+ * The rename form open in the projects panel, as the person left it: a
+ * redraw (another tab's write, a re-read after a conflict) must not close
+ * it under their typing.
+ */
+function openRename() {
+  const form = document.querySelector("#projects .rename-form:not([hidden])");
+  if (!form) {
+    return null;
+  }
+  const input = form.querySelector("input");
+  const error = errorOf(input);
+  return {
+    id: form.closest("li[data-id]").dataset.id,
+    value: input.value,
+    focused: document.activeElement === input,
+    start: input.selectionStart,
+    end: input.selectionEnd,
+    error: error.hidden ? "" : error.textContent,
+  };
+}
+
+/** Opens `kept` (from `openRename`) again in the redrawn panel, if its project is still there. */
+function reopenRename(kept) {
+  const item = kept && document.querySelector(`#projects li[data-id="${kept.id}"]`);
+  if (!item) {
+    return;
+  }
+  const form = item.querySelector(".rename-form");
+  const input = form.querySelector("input");
+  form.hidden = false;
+  item.querySelector(".rename").setAttribute("aria-expanded", "true");
+  input.value = kept.value;
+  if (kept.error) {
+    setFieldError(input, kept.error);
+  }
+  if (kept.focused) {
+    input.focus();
+    input.setSelectionRange(kept.start, kept.end);
+  }
+}
+
 function renderProjectsPanel() {
   const show = state.manages === true && state.projects.length > 0;
   $("projects").hidden = !show;
   if (!show) {
     return;
   }
+  const kept = openRename();
   const open = openProjects();
   const retired = state.projects.filter((project) => !isOpen(project));
   $("open-projects").replaceChildren(...open.map(projectItem));
   $("no-open-projects").hidden = open.length > 0;
   $("retired-projects").replaceChildren(...retired.map(projectItem));
   $("retired-projects-block").hidden = retired.length === 0;
+  reopenRename(kept);
 }
 
 function render() {

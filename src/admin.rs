@@ -277,8 +277,8 @@ pub(crate) enum UserCommand {
     ///
     /// printf '%s\n' "$PW" | sasha admin user add alice --role staff
     Add {
-        /// 3–64 characters of letters, digits, '.', '_' and '-', starting with a
-        /// letter; sign-in ignores case, and two names cannot differ only by it
+        /// 3–128 characters of letters, digits, '.', '_', '-', '@' and '+',
+        /// starting with a letter; sign-in ignores case, and two names cannot differ only by it
         username: String,
         /// The user's role: admin and staff may hold apps:write and receive
         /// manage on newly discovered apps, and when made, on apps no one

@@ -176,7 +176,7 @@ export function usersPanel(options) {
         { class: "field" },
         h("label", { for: "invite-username", text: "User name" }),
         username,
-        h("p", { class: "hint", id: "invite-username-hint", text: "3–64 characters: letters, digits, '.', '_' and '-', starting with a letter. Sign-in ignores upper and lower case." }),
+        h("p", { class: "hint", id: "invite-username-hint", text: "3–128 characters: letters, digits, '.', '_', '-', '@' and '+', starting with a letter. Sign-in ignores upper and lower case." }),
         usernameError.element,
       ),
       h("div", { class: "field" }, h("label", { for: "invite-role", text: "Role" }), role),

@@ -18,6 +18,7 @@
 mod accounts;
 pub mod actor;
 pub mod authorization;
+pub mod group_roles;
 #[allow(
     clippy::result_large_err,
     reason = "guards return the finished refusal, as axum handlers do; boxing it buys nothing"

@@ -269,6 +269,39 @@ pub struct User {
     pub role: UserRole,
     /// Unix seconds.
     pub created_at: i64,
+    /// Where the account comes from, so who may change it (`users.source`,
+    /// migration 24).
+    pub source: UserSource,
+}
+
+/// Where an account comes from (`users.source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UserSource {
+    /// Made here (an invitation, `sasha admin user add`): signs in with a
+    /// password set here.
+    Password,
+    /// Made at its first sign-in through the organisation's OpenID provider;
+    /// has no password.
+    Oidc,
+    /// Provisioned by the organisation's directory over SCIM; has no password.
+    Scim,
+}
+
+impl UserSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UserSource::Password => "password",
+            UserSource::Oidc => "oidc",
+            UserSource::Scim => "scim",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<UserSource> {
+        [UserSource::Password, UserSource::Oidc, UserSource::Scim]
+            .into_iter()
+            .find(|source| source.as_str() == text)
+    }
 }
 
 /// An authenticated caller: who, how, and with which scopes.
@@ -387,6 +420,12 @@ pub enum StoreError {
         "that user has not accepted their invitation yet; make them a new invitation link instead"
     )]
     StillInvited,
+    /// A password, or a link to set one, for a person who signs in through
+    /// the organisation's provider.
+    #[error(
+        "that user signs in through the organisation's identity provider and has no password here"
+    )]
+    SignsInElsewhere,
     /// An app an invitation would grant that the inviting admin cannot give.
     #[error("you cannot give access to {app_id} with an invitation: {reason}")]
     InvitationGrant {
@@ -578,24 +617,29 @@ impl fmt::Debug for Store {
     }
 }
 
-/// Checks a username: 3–64 characters of `[A-Za-z0-9._-]`, starting with a
-/// letter. A name is stored as typed and compared without regard to case
+/// The longest user name: room for an e-mail address.
+pub const MAX_USERNAME_CHARS: usize = 128;
+
+/// Checks a username: 3–128 characters of `[A-Za-z0-9._@+-]`, starting with
+/// a letter (an organisation's provider names people by e-mail address). A name is stored as typed and compared without regard to case
 /// (ASCII, so SQLite's `NOCASE` folds it exactly): "Mia" signs in as "mia",
 /// and two names differing only by case cannot both exist
 /// ([`USERNAME_MATCHES`], the unique index of migration 15).
 pub fn validate_username(username: &str) -> Result<(), StoreError> {
     let invalid = |reason: &str| Err(StoreError::InvalidUsername(reason.to_owned()));
-    if !(3..=64).contains(&username.len()) {
-        return invalid("it must have 3 to 64 characters");
+    if !(3..=MAX_USERNAME_CHARS).contains(&username.len()) {
+        return invalid(&format!(
+            "it must have 3 to {MAX_USERNAME_CHARS} characters"
+        ));
     }
     if !username.starts_with(|c: char| c.is_ascii_alphabetic()) {
         return invalid("it must start with a letter");
     }
     if !username
         .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@' | '+'))
     {
-        return invalid("it may contain only letters, digits, '.', '_' and '-'");
+        return invalid("it may contain only letters, digits, '.', '_', '-', '@' and '+'");
     }
     Ok(())
 }
@@ -621,14 +665,26 @@ pub fn validate_password(password: &str) -> Result<(), StoreError> {
 }
 
 /// The columns [`user_from_row`] reads, for `users u`.
-const USER_COLUMNS: &str = "u.id, u.username, u.role, u.created_at";
+const USER_COLUMNS: &str = "u.id, u.username, u.role, u.created_at, u.source";
+/// The index of the first column a query selects after [`USER_COLUMNS`].
+const AFTER_USER: usize = 5;
+
+/// Whether `users u` can sign in at all: an account made here needs its
+/// password (an invited person has '' until they accept); one from the
+/// organisation's provider signs in there. The one rule of "signed up".
+const SIGNED_UP: &str = "(u.password_hash <> '' OR u.source <> 'password')";
 
 fn user_from_row(row: &Row<'_>) -> Result<User, DbError> {
+    let source: String = row.get(4)?;
     Ok(User {
         id: row.get(0)?,
         username: row.get(1)?,
         role: row.get(2)?,
         created_at: row.get(3)?,
+        source: UserSource::parse(&source).ok_or_else(|| DbError::Conversion {
+            index: 4,
+            detail: format!("unknown user source {source:?}"),
+        })?,
     })
 }
 
@@ -727,9 +783,16 @@ fn insert_user(transaction: &Tx<'_>, user: &User, hash: &str) -> Result<(), Stor
         return Err(StoreError::UsernameTaken);
     }
     transaction.execute(
-        "INSERT INTO users (id, username, role, password_hash, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-        (&user.id, &user.username, user.role, hash, user.created_at),
+        "INSERT INTO users (id, username, role, password_hash, created_at, source)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        (
+            &user.id,
+            &user.username,
+            user.role,
+            hash,
+            user.created_at,
+            user.source.as_str(),
+        ),
     )?;
     Ok(())
 }

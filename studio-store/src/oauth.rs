@@ -35,7 +35,7 @@ use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
 use super::{
-    MAX_SECRET_LEN, Scope, Store, StoreError, TokenKind, USER_COLUMNS, User, audit,
+    AFTER_USER, MAX_SECRET_LEN, Scope, Store, StoreError, TokenKind, USER_COLUMNS, User, audit,
     scopes_from_text, scopes_to_text, secrets, user_from_row,
 };
 
@@ -779,7 +779,13 @@ fn issue_tokens(
              JOIN users u ON u.id = g.user_id WHERE g.id = ?1"
         ),
         [grant_id],
-        |row| Ok((user_from_row(row)?, row.get(4)?, row.get(5)?)),
+        |row| {
+            Ok((
+                user_from_row(row)?,
+                row.get(AFTER_USER)?,
+                row.get(AFTER_USER + 1)?,
+            ))
+        },
     )?;
     let mut scopes = match scopes {
         Some(scopes) => scopes.clone(),

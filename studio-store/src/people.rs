@@ -29,9 +29,9 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
-    ACTOR_OPERATOR, AppAccess, Scope, Store, StoreError, TokenKind, USER_COLUMNS, USERNAME_MATCHES,
-    User, UserRole, action, audit, insert_user, member_apps, secrets, set_grant, user_from_row,
-    validate_password, validate_username,
+    ACTOR_OPERATOR, AFTER_USER, AppAccess, SIGNED_UP, Scope, Store, StoreError, TokenKind,
+    USER_COLUMNS, USERNAME_MATCHES, User, UserRole, UserSource, action, audit, insert_user,
+    member_apps, secrets, set_grant, user_from_row, validate_password, validate_username,
 };
 
 /// An invitation link works for this long, once.
@@ -132,6 +132,9 @@ pub mod people_action {
     pub const USER_REMOVED: &str = "user.removed";
     /// A person made a token for themselves: `after` its number.
     pub const TOKEN_CREATED: &str = "token.created";
+    /// The organisation's provider made a person (their first sign-in, or
+    /// SCIM): `subject` their id, `before` their source, `after` their role.
+    pub const USER_PROVISIONED: &str = "user.provisioned";
 }
 
 /// One of a person's tokens as listed: never its secret (only its hash is
@@ -204,11 +207,13 @@ fn require_acting_admin(transaction: &Tx<'_>, actor: &str) -> Result<(), StoreEr
     }
 }
 
-/// The admins who can act: enabled, and signed up (an invited admin without a
-/// password cannot sign in).
+/// The admins who can act: enabled, and [signed up](SIGNED_UP) (an invited
+/// admin without a password cannot sign in).
 fn acting_admins(transaction: &Tx<'_>) -> Result<i64, StoreError> {
     Ok(transaction.query_row(
-        "SELECT count(*) FROM users WHERE role = ?1 AND disabled_at IS NULL AND password_hash <> ''",
+        &format!(
+            "SELECT count(*) FROM users u WHERE u.role = ?1 AND u.disabled_at IS NULL AND {SIGNED_UP}"
+        ),
         [UserRole::Admin],
         |row| row.get(0),
     )?)
@@ -289,7 +294,7 @@ impl Store {
         let connection = self.connection()?;
         let mut statement = connection.prepare(&format!(
             "SELECT {USER_COLUMNS}, u.last_sign_in_at, u.disabled_at IS NOT NULL,
-                    u.password_hash = '',
+                    NOT {SIGNED_UP},
                     CASE WHEN i.purpose = 'invitation' THEN i.expires_at END,
                     CASE WHEN i.purpose = 'reset' AND i.expires_at > ?1 THEN i.expires_at END
              FROM users u LEFT JOIN invitations i ON i.user_id = u.id AND {}
@@ -300,11 +305,11 @@ impl Store {
             .query_map([self.now()], |row| {
                 Ok(Person {
                     user: user_from_row(row)?,
-                    last_sign_in_at: row.get(4)?,
-                    disabled: row.get(5)?,
-                    invited: row.get(6)?,
-                    invitation_expires_at: row.get(7)?,
-                    reset_expires_at: row.get(8)?,
+                    last_sign_in_at: row.get(AFTER_USER)?,
+                    disabled: row.get(AFTER_USER + 1)?,
+                    invited: row.get(AFTER_USER + 2)?,
+                    invitation_expires_at: row.get(AFTER_USER + 3)?,
+                    reset_expires_at: row.get(AFTER_USER + 4)?,
                     invitation_apps: BTreeMap::new(),
                 })
             })?
@@ -525,6 +530,7 @@ impl Store {
             username: username.to_owned(),
             role,
             created_at: now,
+            source: UserSource::Password,
         };
         let mut connection = self.connection()?;
         let transaction = connection.write_transaction()?;
@@ -569,11 +575,17 @@ impl Store {
         let found: Option<(User, bool, bool)> = transaction
             .query_row(
                 &format!(
-                    "SELECT {USER_COLUMNS}, u.password_hash = '', u.disabled_at IS NOT NULL
+                    "SELECT {USER_COLUMNS}, NOT {SIGNED_UP}, u.disabled_at IS NOT NULL
                      FROM users u WHERE u.username = ?1 {USERNAME_MATCHES}"
                 ),
                 [username],
-                |row| Ok((user_from_row(row)?, row.get(4)?, row.get(5)?)),
+                |row| {
+                    Ok((
+                        user_from_row(row)?,
+                        row.get(AFTER_USER)?,
+                        row.get(AFTER_USER + 1)?,
+                    ))
+                },
             )
             .optional()?;
         let (user, invited, disabled) = found.ok_or(StoreError::UnknownUser)?;
@@ -623,16 +635,25 @@ impl Store {
         let found: Option<(User, bool, bool)> = transaction
             .query_row(
                 &format!(
-                    "SELECT {USER_COLUMNS}, u.password_hash = '', u.disabled_at IS NOT NULL
+                    "SELECT {USER_COLUMNS}, NOT {SIGNED_UP}, u.disabled_at IS NOT NULL
                      FROM users u WHERE u.username = ?1 {USERNAME_MATCHES}"
                 ),
                 [username],
-                |row| Ok((user_from_row(row)?, row.get(4)?, row.get(5)?)),
+                |row| {
+                    Ok((
+                        user_from_row(row)?,
+                        row.get(AFTER_USER)?,
+                        row.get(AFTER_USER + 1)?,
+                    ))
+                },
             )
             .optional()?;
         let (user, invited, disabled) = found.ok_or(StoreError::UnknownUser)?;
         if disabled {
             return Err(StoreError::UserDisabled);
+        }
+        if user.source != UserSource::Password {
+            return Err(StoreError::SignsInElsewhere);
         }
         if invited {
             return Err(StoreError::StillInvited);
@@ -736,7 +757,7 @@ impl Store {
                     live_link()
                 ),
                 (secrets::secret_sha256(secret), now),
-                |row| Ok((user_from_row(row)?, row.get(4)?)),
+                |row| Ok((user_from_row(row)?, row.get(AFTER_USER)?)),
             )
             .optional()?;
         let Some((user, purpose)) = found else {

@@ -701,6 +701,19 @@ BEGIN
 END;
 "#,
     },
+    Migration {
+        version: 24,
+        name: "user sources",
+        sql: r#"
+-- Where each account comes from (store/lib.rs UserSource): made here with a
+-- password ('password'), at a first sign-in through the organisation's
+-- OpenID provider ('oidc'), or by its directory over SCIM ('scim'). Only a
+-- 'password' account ever has a password; an empty password_hash means
+-- "invited" only for those.
+ALTER TABLE users ADD COLUMN source TEXT NOT NULL DEFAULT 'password'
+    CHECK (source IN ('password', 'oidc', 'scim'));
+"#,
+    },
 ];
 
 /// Migration 18 on SQLite (see `schema/postgres_18.sql` for PostgreSQL's).
@@ -860,7 +873,8 @@ mod tests {
                 (20, 2),
                 (21, 2),
                 (22, 2),
-                (23, 2)
+                (23, 2),
+                (24, 2)
             ]
         );
         let users: i64 = connection
@@ -876,7 +890,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 23);
+        assert_eq!(latest_version(), 24);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -926,6 +940,7 @@ mod tests {
                 (21, "app chat conversations".to_owned(), 3),
                 (22, "package heads".to_owned(), 3),
                 (23, "data-worker placement".to_owned(), 3),
+                (24, "user sources".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

@@ -57,6 +57,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "data-worker placement",
         sql: include_str!("schema/postgres_23.sql"),
     },
+    Migration {
+        version: 24,
+        name: "user sources",
+        sql: include_str!("schema/postgres_24.sql"),
+    },
 ];
 
 /// The lock replicas take turns on while migrating ("sasha-mg").

@@ -401,10 +401,12 @@ fn usernames_and_passwords_are_checked() {
         "ab",
         "1abc",
         "al ice",
-        "alice@example",
+        "alice#example",
+        "alice/ops",
         "ålice",
         "-alice",
-        &"a".repeat(65),
+        "@alice.example",
+        &"a".repeat(MAX_USERNAME_CHARS + 1),
     ] {
         let error = store
             .create_user(bad, UserRole::Member, PASSWORD)
@@ -415,7 +417,14 @@ fn usernames_and_passwords_are_checked() {
         );
         assert!(error.is_invalid_input());
     }
-    for good in ["abc", "a.b_c-9", "Alice", &"a".repeat(64)] {
+    for good in [
+        "abc",
+        "a.b_c-9",
+        "Alice",
+        "ada.l@example.com",
+        "sam+ops@example.org",
+        &"a".repeat(MAX_USERNAME_CHARS),
+    ] {
         store.create_user(good, UserRole::Member, PASSWORD).unwrap();
     }
     let error = store

@@ -12,9 +12,9 @@ use std::collections::BTreeSet;
 use crate::db::{OptionalExtension as _, Sql};
 
 use super::{
-    ACCESS_TOKEN_DEFAULT_TTL_SECONDS, CHAT_SESSION_TTL_SECONDS, MAX_SECRET_LEN, Principal, Scope,
-    Store, StoreError, TOKEN_MAX_TTL_SECONDS, TokenKind, USER_COLUMNS, scopes_from_text,
-    scopes_to_text, seconds_i64, secrets, user_from_row,
+    ACCESS_TOKEN_DEFAULT_TTL_SECONDS, AFTER_USER, CHAT_SESSION_TTL_SECONDS, MAX_SECRET_LEN,
+    Principal, Scope, Store, StoreError, TOKEN_MAX_TTL_SECONDS, TokenKind, USER_COLUMNS,
+    scopes_from_text, scopes_to_text, seconds_i64, secrets, user_from_row,
 };
 
 impl Store {
@@ -119,13 +119,13 @@ impl Store {
                 .query_row((secrets::secret_sha256(secret), now), |row| {
                     Ok((
                         user_from_row(row)?,
-                        row.get::<_, TokenKind>(4)?,
-                        row.get::<_, String>(5)?,
-                        row.get::<_, Option<i64>>(6)?,
-                        row.get::<_, Option<String>>(7)?,
-                        row.get::<_, i64>(8)?,
-                        row.get::<_, Option<i64>>(9)?,
-                        row.get::<_, Option<String>>(10)?,
+                        row.get::<_, TokenKind>(AFTER_USER)?,
+                        row.get::<_, String>(AFTER_USER + 1)?,
+                        row.get::<_, Option<i64>>(AFTER_USER + 2)?,
+                        row.get::<_, Option<String>>(AFTER_USER + 3)?,
+                        row.get::<_, i64>(AFTER_USER + 4)?,
+                        row.get::<_, Option<i64>>(AFTER_USER + 5)?,
+                        row.get::<_, Option<String>>(AFTER_USER + 6)?,
                     ))
                 })
                 .optional()?

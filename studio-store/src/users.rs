@@ -9,21 +9,19 @@
 
 use crate::db::{OptionalExtension as _, Sql};
 
+use super::people::people_action;
 use super::{
-    ACTOR_SYSTEM, AppAccess, MAX_SECRET_LEN, Principal, PrincipalKind, SESSION_TTL_SECONDS, Store,
-    StoreError, USER_COLUMNS, USERNAME_MATCHES, User, UserRole, insert_user, secrets, set_grant,
-    user_from_row, validate_password, validate_username,
+    ACTOR_SYSTEM, AFTER_USER, AppAccess, MAX_SECRET_LEN, Principal, PrincipalKind,
+    SESSION_TTL_SECONDS, Store, StoreError, USER_COLUMNS, USERNAME_MATCHES, User, UserRole,
+    UserSource, audit, insert_user, secrets, set_grant, user_from_row, validate_password,
+    validate_username,
 };
 
 impl Store {
     // --- users -----------------------------------------------------------
 
-    /// Creates a user. The password is hashed before the database is locked.
-    /// An admin or staff user receives `manage` on every app no one manages
-    /// (audited as `system`): apps discovered before any admin or staff
-    /// existed, as an installation's bundled apps are when its first
-    /// administrator is made after it started, would otherwise have no
-    /// manager at all.
+    /// Creates a user who signs in with `password`. The password is hashed
+    /// before the database is locked.
     pub fn create_user(
         &self,
         username: &str,
@@ -33,15 +31,62 @@ impl Store {
         validate_username(username)?;
         validate_password(password)?;
         let hash = secrets::hash_password(password).map_err(StoreError::Database)?;
+        self.add_user(username, role, UserSource::Password, &hash, None)
+    }
+
+    /// Creates a user from the organisation's identity provider (`source`
+    /// `Oidc` or `Scim`), audited as `user.provisioned` by `actor`. They
+    /// have no password: password sign-in never admits them, and no link or
+    /// operator can give them one ([`StoreError::SignsInElsewhere`]).
+    pub fn create_user_from(
+        &self,
+        source: UserSource,
+        username: &str,
+        role: UserRole,
+        actor: &str,
+    ) -> Result<User, StoreError> {
+        validate_username(username)?;
+        if source == UserSource::Password {
+            return Err(StoreError::SignsInElsewhere);
+        }
+        self.add_user(username, role, source, "", Some(actor))
+    }
+
+    /// Every new user goes through here. An admin or staff user receives
+    /// `manage` on every app no one manages (audited as `system`): apps
+    /// discovered before any admin or staff existed, as an installation's
+    /// bundled apps are when its first administrator is made after it
+    /// started, would otherwise have no manager at all.
+    fn add_user(
+        &self,
+        username: &str,
+        role: UserRole,
+        source: UserSource,
+        hash: &str,
+        provisioned_by: Option<&str>,
+    ) -> Result<User, StoreError> {
         let user = User {
             id: uuid::Uuid::now_v7().to_string(),
             username: username.to_owned(),
             role,
             created_at: self.now(),
+            source,
         };
         let mut connection = self.connection()?;
         let transaction = connection.write_transaction()?;
-        insert_user(&transaction, &user, &hash)?;
+        insert_user(&transaction, &user, hash)?;
+        if let Some(actor) = provisioned_by {
+            audit(
+                &transaction,
+                user.created_at,
+                actor,
+                people_action::USER_PROVISIONED,
+                None,
+                Some(&user.id),
+                Some(source.as_str()),
+                Some(role.as_str()),
+            )?;
+        }
         if matches!(role, UserRole::Admin | UserRole::Staff) {
             let unmanaged: Vec<String> = transaction
                 .prepare(
@@ -67,20 +112,26 @@ impl Store {
     }
 
     /// Replaces a user's password and signs them out of every browser
-    /// session. Tokens stay valid (they have their own expiry and revocation).
+    /// session; `SignsInElsewhere` for a person from the organisation's
+    /// provider. Tokens stay valid (they have their own expiry and revocation).
     pub fn set_password(&self, username: &str, password: &str) -> Result<(), StoreError> {
         validate_password(password)?;
         let hash = secrets::hash_password(password).map_err(StoreError::Database)?;
         let mut connection = self.connection()?;
         let transaction = connection.write_transaction()?;
-        let user_id: Option<String> = transaction
+        let found: Option<(String, String)> = transaction
             .query_row(
-                &format!("SELECT id FROM users WHERE username = ?1 {USERNAME_MATCHES}"),
+                &format!("SELECT id, source FROM users WHERE username = ?1 {USERNAME_MATCHES}"),
                 [username],
-                |row| row.get(0),
+                |row| Ok((row.get(0)?, row.get(1)?)),
             )
             .optional()?;
-        let user_id = user_id.ok_or(StoreError::UnknownUser)?;
+        let (user_id, source) = found.ok_or(StoreError::UnknownUser)?;
+        // A second way in beside the provider would outlive the directory's
+        // removal of the person.
+        if source != UserSource::Password.as_str() {
+            return Err(StoreError::SignsInElsewhere);
+        }
         transaction.execute(
             "UPDATE users SET password_hash = ?1 WHERE id = ?2",
             (&hash, &user_id),
@@ -150,8 +201,8 @@ impl Store {
                     |row| {
                         Ok((
                             user_from_row(row)?,
-                            row.get::<_, String>(4)?,
-                            row.get::<_, bool>(5)?,
+                            row.get::<_, String>(AFTER_USER)?,
+                            row.get::<_, bool>(AFTER_USER + 1)?,
                         ))
                     },
                 )
@@ -235,7 +286,7 @@ impl Store {
                  WHERE s.secret_sha256 = ?1 AND s.expires_at > ?2"
             ))?
             .query_row((secrets::secret_sha256(secret), now), |row| {
-                Ok((user_from_row(row)?, row.get::<_, i64>(4)?))
+                Ok((user_from_row(row)?, row.get::<_, i64>(AFTER_USER)?))
             })
             .optional()?;
         Ok(found.map(|(user, expires_at)| Principal {

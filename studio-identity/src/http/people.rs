@@ -103,6 +103,7 @@ fn refusal(error: StoreError) -> Response {
         StoreError::InvalidTtl(_) => (ErrorCode::InputInvalid, "expiresInDays"),
         StoreError::NotInvited
         | StoreError::StillInvited
+        | StoreError::SignsInElsewhere
         | StoreError::UserDisabled
         | StoreError::LastAdmin => (ErrorCode::Conflict, "username"),
         StoreError::NotAdmin => {

@@ -555,3 +555,61 @@ fn racing_acceptances_of_one_link_accept_it_once() {
     assert_eq!(grants, 1);
 }
 }
+
+on_both! {
+fn people_from_the_provider_sign_up_without_a_password_and_never_get_one() {
+    let fixture = Fixture::new();
+    let store = &fixture.store;
+    let ada = fixture.user("ada", UserRole::Admin);
+    assert_eq!(ada.source, UserSource::Password);
+    let oidc = store
+        .create_user_from(UserSource::Oidc, "olu@example.com", UserRole::Admin, "oidc:test")
+        .unwrap();
+    assert_eq!(oidc.source, UserSource::Oidc);
+    assert_eq!(store.user(&oidc.id).unwrap().unwrap(), oidc);
+    // Not "invited" though their password is empty: they sign in at the
+    // provider, so they count among the admins who can act.
+    assert_eq!(admins(store), ["ada", "olu@example.com"]);
+    store.set_role("ada", UserRole::Member, &oidc.id).unwrap();
+    assert!(matches!(
+        store.set_role("olu@example.com", UserRole::Member, ACTOR_OPERATOR),
+        Err(StoreError::LastAdmin)
+    ));
+    // No password sign-in, no password and no link to set one.
+    assert_eq!(store.verify_login("olu@example.com", "").unwrap(), None);
+    assert!(matches!(
+        store.set_password("olu@example.com", "a long enough password"),
+        Err(StoreError::SignsInElsewhere)
+    ));
+    assert!(matches!(
+        store.password_reset_link("olu@example.com", &oidc.id),
+        Err(StoreError::SignsInElsewhere)
+    ));
+    assert!(matches!(
+        store.renew_invitation("olu@example.com", &oidc.id),
+        Err(StoreError::NotInvited)
+    ));
+    assert!(matches!(
+        store.create_user_from(UserSource::Password, "pat", UserRole::Member, "x"),
+        Err(StoreError::SignsInElsewhere)
+    ));
+    let scim = store
+        .create_user_from(UserSource::Scim, "sam+ops@example.com", UserRole::Member, "scim:1")
+        .unwrap();
+    assert_eq!(scim.source, UserSource::Scim);
+    let audited: Vec<(String, String, Option<String>, Option<String>)> = store
+        .audit_entries(None)
+        .unwrap()
+        .into_iter()
+        .filter(|entry| entry.action == people_action::USER_PROVISIONED)
+        .map(|entry| (entry.actor, entry.subject.unwrap_or_default(), entry.before, entry.after))
+        .collect();
+    assert_eq!(
+        audited,
+        [
+            ("oidc:test".to_owned(), oidc.id.clone(), Some("oidc".to_owned()), Some("admin".to_owned())),
+            ("scim:1".to_owned(), scim.id.clone(), Some("scim".to_owned()), Some("member".to_owned())),
+        ]
+    );
+}
+}

@@ -49,6 +49,7 @@ mod package_heads;
 mod people;
 mod schema;
 mod schema_postgres;
+mod scim;
 mod secrets;
 #[cfg(test)]
 mod tests;
@@ -106,6 +107,11 @@ pub use self::package_heads::{Advanced, PackageHead};
 pub use self::people::{
     INVITATION_TTL_SECONDS, Invitation, InvitationView, LinkPurpose, MAX_TOKEN_LABEL_CHARS, Person,
     RESET_TTL_SECONDS, Removed, TOKEN_USE_PRECISION_SECONDS, TokenEntry, people_action,
+};
+pub use self::scim::{
+    MAX_LIVE_SCIM_TOKENS, MAX_SCIM_TOKEN_LABEL_CHARS, MAX_SCIM_VALUE_CHARS, RoleFor,
+    SCIM_ACTOR_PREFIX, ScimAttributes, ScimDirectoryView, ScimGroup, ScimGroupAttributes,
+    ScimGroupRef, ScimMember, ScimPage, ScimPerson, ScimQuery, ScimToken, scim_action,
 };
 pub use self::suggestions::{
     MAX_SUGGESTIONS_PER_DAY, SUGGESTION_WINDOW_SECONDS, StoredSuggestion, Suggestion,
@@ -426,6 +432,22 @@ pub enum StoreError {
         "that user signs in through the organisation's identity provider and has no password here"
     )]
     SignsInElsewhere,
+    /// A change Studio cannot make to a person the organisation's directory
+    /// provisions (SCIM): their role follows the directory's groups.
+    #[error(
+        "that person's role comes from the organisation's directory (SCIM): change their groups there"
+    )]
+    ManagedByDirectory,
+    /// A SCIM attribute another resource already holds (`externalId`, a
+    /// group's `displayName`).
+    #[error("{0} is already taken")]
+    ScimTaken(&'static str),
+    /// A SCIM attribute value Sasha does not accept.
+    #[error("{0}")]
+    InvalidScimValue(String),
+    /// No SCIM group has that id.
+    #[error("no such group")]
+    UnknownScimGroup,
     /// An app an invitation would grant that the inviting admin cannot give.
     #[error("you cannot give access to {app_id} with an invitation: {reason}")]
     InvitationGrant {
@@ -488,6 +510,7 @@ impl StoreError {
                 | StoreError::NoScopes
                 | StoreError::InvalidTtl(_)
                 | StoreError::InvalidTokenLabel(_)
+                | StoreError::InvalidScimValue(_)
         )
     }
 }

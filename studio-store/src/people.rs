@@ -190,7 +190,7 @@ pub struct Removed {
 /// Refuses unless `actor` may change people now, read inside `transaction`:
 /// the operator (`sasha admin`, with the state folder in hand), or a user
 /// who is still an enabled admin.
-fn require_acting_admin(transaction: &Tx<'_>, actor: &str) -> Result<(), StoreError> {
+pub(super) fn require_acting_admin(transaction: &Tx<'_>, actor: &str) -> Result<(), StoreError> {
     if actor == ACTOR_OPERATOR {
         return Ok(());
     }
@@ -359,20 +359,12 @@ impl Store {
         if user.role == role {
             return Ok(false);
         }
-        keeping_an_admin(&transaction, || {
-            transaction.execute("UPDATE users SET role = ?2 WHERE id = ?1", (&user.id, role))?;
-            Ok(())
-        })?;
-        audit(
-            &transaction,
-            now,
-            actor,
-            people_action::USER_ROLE_CHANGED,
-            None,
-            Some(&user.id),
-            Some(user.role.as_str()),
-            Some(role.as_str()),
-        )?;
+        // The directory's groups decide a provisioned person's role; a role
+        // set here would last only until its next change.
+        if user.source == UserSource::Scim {
+            return Err(StoreError::ManagedByDirectory);
+        }
+        change_role(&transaction, now, &user, role, actor)?;
         transaction.commit()?;
         Ok(true)
     }
@@ -405,35 +397,27 @@ impl Store {
         if was == disabled {
             return Ok(false);
         }
-        keeping_an_admin(&transaction, || {
-            transaction.execute(
-                "UPDATE users SET disabled_at = ?2 WHERE id = ?1",
-                (&user_id, disabled.then_some(now)),
-            )?;
-            Ok(())
-        })?;
-        if disabled {
-            transaction.execute("DELETE FROM invitations WHERE user_id = ?1", [&user_id])?;
-            // Disabling an invited person withdraws their invitation, apps
-            // and all: a new link after enabling them gives no app the
-            // withdrawn one chose (nobody sees those choices any more).
-            transaction.execute(
-                "DELETE FROM invitation_grants WHERE user_id = ?1",
+        // A provisioned person is enabled by the directory's word and their
+        // groups, which Store::scim_hold weighs; disabling one here holds them
+        // disabled whatever the directory says next.
+        let provisioned = transaction
+            .query_row(
+                "SELECT 1 FROM scim_people WHERE user_id = ?1",
                 [&user_id],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some();
+        if provisioned {
+            if !disabled {
+                return Err(StoreError::ManagedByDirectory);
+            }
+            transaction.execute(
+                "UPDATE scim_people SET held = ?2 WHERE user_id = ?1",
+                (&user_id, true),
             )?;
-            end_every_credential(&transaction, now, &user_id, "user disabled")?;
         }
-        let state = |off: bool| if off { "disabled" } else { "active" };
-        audit(
-            &transaction,
-            now,
-            actor,
-            people_action::USER_STATUS_CHANGED,
-            None,
-            Some(&user_id),
-            Some(state(was)),
-            Some(state(disabled)),
-        )?;
+        change_status(&transaction, now, &user_id, was, disabled, actor)?;
         transaction.commit()?;
         Ok(true)
     }
@@ -819,47 +803,9 @@ impl Store {
             )
             .optional()?
             .ok_or(StoreError::UnknownUser)?;
-        let grants: Vec<(String, AppAccess)> = transaction
-            .prepare("SELECT app_id, access FROM grants WHERE user_id = ?1 ORDER BY app_id")?
-            .query_map([&user_id], |row| Ok((row.get(0)?, row.get(1)?)))?
-            .collect::<Result<_, _>>()?;
-        for (app_id, access) in &grants {
-            audit(
-                &transaction,
-                now,
-                actor,
-                action::GRANT_CHANGED,
-                Some(app_id),
-                Some(&user_id),
-                Some(access.as_str()),
-                None,
-            )?;
-        }
-        let orphaned = transaction.execute(
-            "UPDATE member_apps SET author_id = NULL WHERE author_id = ?1",
-            [&user_id],
-        )?;
-        // Everything else of theirs cascades from the row.
-        keeping_an_admin(&transaction, || {
-            transaction.execute("DELETE FROM users WHERE id = ?1", [&user_id])?;
-            Ok(())
-        })?;
-        audit(
-            &transaction,
-            now,
-            actor,
-            people_action::USER_REMOVED,
-            None,
-            Some(&user_id),
-            Some(username),
-            None,
-        )?;
+        let removed = remove_in(&transaction, now, &user_id, username, actor)?;
         transaction.commit()?;
-        Ok(Removed {
-            user_id,
-            grants_revoked: grants.len(),
-            member_apps_orphaned: orphaned,
-        })
+        Ok(removed)
     }
 
     /// The live tokens `user_id` made for themselves or an operator minted
@@ -946,6 +892,132 @@ impl Store {
             tracing::debug!(%error, token = id, "a token's last use was not recorded");
         }
     }
+}
+
+/// Removes `user_id` (named `username`) inside `transaction`, audited as
+/// `actor`: every grant they held ends (one `grant.changed` row each), their
+/// sessions, tokens, MCP connections, invitation, conversations and uploaded
+/// documents go with them, and the member apps they wrote keep running with
+/// no author. Refused ([`StoreError::LastAdmin`]) when it takes away the last
+/// admin who can act. The one removal Studio, the operator and SCIM share.
+pub(super) fn remove_in(
+    transaction: &Tx<'_>,
+    now: i64,
+    user_id: &str,
+    username: &str,
+    actor: &str,
+) -> Result<Removed, StoreError> {
+    let grants: Vec<(String, AppAccess)> = transaction
+        .prepare("SELECT app_id, access FROM grants WHERE user_id = ?1 ORDER BY app_id")?
+        .query_map([user_id], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    for (app_id, access) in &grants {
+        audit(
+            transaction,
+            now,
+            actor,
+            action::GRANT_CHANGED,
+            Some(app_id),
+            Some(user_id),
+            Some(access.as_str()),
+            None,
+        )?;
+    }
+    let orphaned = transaction.execute(
+        "UPDATE member_apps SET author_id = NULL WHERE author_id = ?1",
+        [user_id],
+    )?;
+    // Everything else of theirs cascades from the row.
+    keeping_an_admin(transaction, || {
+        transaction.execute("DELETE FROM users WHERE id = ?1", [user_id])?;
+        Ok(())
+    })?;
+    audit(
+        transaction,
+        now,
+        actor,
+        people_action::USER_REMOVED,
+        None,
+        Some(user_id),
+        Some(username),
+        None,
+    )?;
+    Ok(Removed {
+        user_id: user_id.to_owned(),
+        grants_revoked: grants.len(),
+        member_apps_orphaned: orphaned,
+    })
+}
+
+/// Gives `user` the role `role` inside `transaction`, audited as `actor`;
+/// refused ([`StoreError::LastAdmin`]) when it takes away the last admin who
+/// can act. The one role change Studio, the operator and SCIM share.
+pub(super) fn change_role(
+    transaction: &Tx<'_>,
+    now: i64,
+    user: &User,
+    role: UserRole,
+    actor: &str,
+) -> Result<(), StoreError> {
+    keeping_an_admin(transaction, || {
+        transaction.execute("UPDATE users SET role = ?2 WHERE id = ?1", (&user.id, role))?;
+        Ok(())
+    })?;
+    audit(
+        transaction,
+        now,
+        actor,
+        people_action::USER_ROLE_CHANGED,
+        None,
+        Some(&user.id),
+        Some(user.role.as_str()),
+        Some(role.as_str()),
+    )
+}
+
+/// Disables (`true`) or enables `user_id`, who was `was`, inside
+/// `transaction`, audited as `actor`. Disabling ends their sessions, revokes
+/// their tokens and ends their MCP connections in the same transaction, and
+/// withdraws an open invitation; refused ([`StoreError::LastAdmin`]) when it
+/// takes away the last admin who can act. The one status change Studio, the
+/// operator and SCIM share.
+pub(super) fn change_status(
+    transaction: &Tx<'_>,
+    now: i64,
+    user_id: &str,
+    was: bool,
+    disabled: bool,
+    actor: &str,
+) -> Result<(), StoreError> {
+    keeping_an_admin(transaction, || {
+        transaction.execute(
+            "UPDATE users SET disabled_at = ?2 WHERE id = ?1",
+            (user_id, disabled.then_some(now)),
+        )?;
+        Ok(())
+    })?;
+    if disabled {
+        transaction.execute("DELETE FROM invitations WHERE user_id = ?1", [user_id])?;
+        // Disabling an invited person withdraws their invitation, apps
+        // and all: a new link after enabling them gives no app the
+        // withdrawn one chose (nobody sees those choices any more).
+        transaction.execute(
+            "DELETE FROM invitation_grants WHERE user_id = ?1",
+            [user_id],
+        )?;
+        end_every_credential(transaction, now, user_id, "user disabled")?;
+    }
+    let state = |off: bool| if off { "disabled" } else { "active" };
+    audit(
+        transaction,
+        now,
+        actor,
+        people_action::USER_STATUS_CHANGED,
+        None,
+        Some(user_id),
+        Some(state(was)),
+        Some(state(disabled)),
+    )
 }
 
 /// Stores a new one-time link for `user_id` inside `transaction`: the

@@ -714,6 +714,61 @@ ALTER TABLE users ADD COLUMN source TEXT NOT NULL DEFAULT 'password'
     CHECK (source IN ('password', 'oidc', 'scim'));
 "#,
     },
+    Migration {
+        version: 26,
+        name: "SCIM provisioning",
+        sql: r#"
+-- SCIM 2.0 provisioning (store/scim.rs): the organisation's directory
+-- creates, changes, deactivates and removes people (users.source = 'scim')
+-- and the groups whose memberships give them their role.
+--
+-- The bearer tokens an admin mints for the provider. Only sha256 of the
+-- secret is stored; a revoked token stays listed (revoked_at), and its
+-- number names it in the audit log (actor 'scim-token:<id>').
+CREATE TABLE scim_tokens (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    secret_sha256 TEXT NOT NULL UNIQUE,
+    label         TEXT NOT NULL,
+    created_by    TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    revoked_at    INTEGER,
+    last_used_at  INTEGER
+) STRICT;
+
+-- What the provider says of each person it provisioned; their SCIM id is
+-- users.id. `active` is the provider's word; `held` is a Studio admin's
+-- disable of the person, which the provider's changes never undo. A person
+-- is enabled only while active, not held, and in a group that maps to a role.
+CREATE TABLE scim_people (
+    user_id      TEXT PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
+    external_id  TEXT UNIQUE,
+    display_name TEXT,
+    given_name   TEXT,
+    family_name  TEXT,
+    email        TEXT,
+    active       INTEGER NOT NULL CHECK (active IN (0, 1)),
+    held         INTEGER NOT NULL DEFAULT 0 CHECK (held IN (0, 1)),
+    updated_at   INTEGER NOT NULL
+) STRICT;
+
+-- The provider's groups and who is in them. Names are unique whatever their
+-- case, as user names are.
+CREATE TABLE scim_groups (
+    id           TEXT PRIMARY KEY,
+    display_name TEXT NOT NULL,
+    external_id  TEXT UNIQUE,
+    created_at   INTEGER NOT NULL,
+    updated_at   INTEGER NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX scim_groups_by_folded_name ON scim_groups(display_name COLLATE NOCASE);
+CREATE TABLE scim_members (
+    group_id TEXT NOT NULL REFERENCES scim_groups(id) ON DELETE CASCADE,
+    user_id  TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    PRIMARY KEY (group_id, user_id)
+) STRICT;
+CREATE INDEX scim_members_by_user ON scim_members(user_id);
+"#,
+    },
 ];
 
 /// Migration 18 on SQLite (see `schema/postgres_18.sql` for PostgreSQL's).
@@ -874,7 +929,8 @@ mod tests {
                 (21, 2),
                 (22, 2),
                 (23, 2),
-                (24, 2)
+                (24, 2),
+                (26, 2)
             ]
         );
         let users: i64 = connection
@@ -890,7 +946,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 24);
+        assert_eq!(latest_version(), 26);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -941,6 +997,7 @@ mod tests {
                 (22, "package heads".to_owned(), 3),
                 (23, "data-worker placement".to_owned(), 3),
                 (24, "user sources".to_owned(), 3),
+                (26, "SCIM provisioning".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

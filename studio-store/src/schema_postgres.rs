@@ -62,6 +62,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "user sources",
         sql: include_str!("schema/postgres_24.sql"),
     },
+    Migration {
+        version: 26,
+        name: "SCIM provisioning",
+        sql: include_str!("schema/postgres_26.sql"),
+    },
 ];
 
 /// The lock replicas take turns on while migrating ("sasha-mg").

@@ -17,6 +17,10 @@ use super::{
     validate_username,
 };
 
+/// What a caller does inside the transaction that made a user.
+pub(super) type AfterInsert<'a> =
+    &'a dyn Fn(&crate::db::Tx<'_>, &User, i64) -> Result<(), StoreError>;
+
 impl Store {
     // --- users -----------------------------------------------------------
 
@@ -31,7 +35,7 @@ impl Store {
         validate_username(username)?;
         validate_password(password)?;
         let hash = secrets::hash_password(password).map_err(StoreError::Database)?;
-        self.add_user(username, role, UserSource::Password, &hash, None)
+        self.add_user(username, role, UserSource::Password, &hash, None, None)
     }
 
     /// Creates a user from the organisation's identity provider (`source`
@@ -49,7 +53,25 @@ impl Store {
         if source == UserSource::Password {
             return Err(StoreError::SignsInElsewhere);
         }
-        self.add_user(username, role, source, "", Some(actor))
+        self.add_user(username, role, source, "", Some(actor), None)
+    }
+
+    /// [`Store::create_user_from`], then `then` in the same transaction
+    /// (with the new user and now): SCIM records what the directory says of
+    /// them and settles their role and status, or nothing is made.
+    pub(super) fn create_user_from_then(
+        &self,
+        source: UserSource,
+        username: &str,
+        role: UserRole,
+        actor: &str,
+        then: AfterInsert<'_>,
+    ) -> Result<User, StoreError> {
+        validate_username(username)?;
+        if source == UserSource::Password {
+            return Err(StoreError::SignsInElsewhere);
+        }
+        self.add_user(username, role, source, "", Some(actor), Some(then))
     }
 
     /// Every new user goes through here. An admin or staff user receives
@@ -64,6 +86,7 @@ impl Store {
         source: UserSource,
         hash: &str,
         provisioned_by: Option<&str>,
+        then: Option<AfterInsert<'_>>,
     ) -> Result<User, StoreError> {
         let user = User {
             id: uuid::Uuid::now_v7().to_string(),
@@ -106,6 +129,9 @@ impl Store {
                     AppAccess::Manage,
                 )?;
             }
+        }
+        if let Some(then) = then {
+            then(&transaction, &user, user.created_at)?;
         }
         transaction.commit()?;
         Ok(user)

@@ -124,6 +124,35 @@ fn populate(source: &Source) -> Seeded {
     let session = store.create_session(&ada).unwrap();
     assert!(store.verify_login("ada", PASSWORD).unwrap().is_some());
 
+    // The directory's token, a person it provisioned and their group.
+    let (_, scim_token) = store.mint_scim_token("Entra ID", ACTOR_OPERATOR).unwrap();
+    let scim_actor = format!("{}{}", crate::SCIM_ACTOR_PREFIX, scim_token.id);
+    let everyone = |_: &[&str]| Some(UserRole::Member);
+    let lin = store
+        .scim_create_user(
+            &crate::ScimAttributes {
+                user_name: "lin@example.org".into(),
+                external_id: Some("e-lin".into()),
+                display_name: Some("Lin".into()),
+                active: true,
+                ..Default::default()
+            },
+            &scim_actor,
+            &everyone,
+        )
+        .unwrap();
+    store
+        .scim_create_group(
+            &crate::ScimGroupAttributes {
+                display_name: "Sasha Users".into(),
+                external_id: Some("g-users".into()),
+                members: [lin.user.id.clone()].into(),
+            },
+            &scim_actor,
+            &everyone,
+        )
+        .unwrap();
+
     // The catalogue: two apps, two revisions of one, a withdrawn one.
     let first = test_resource("notes", "<p>1</p>");
     let second = test_resource("notes", "<p>2</p>");
@@ -457,6 +486,25 @@ fn answers(store: &Store, seeded: &Seeded) -> Vec<(&'static str, String)> {
     let mut say = |label, answer: String| out.push((label, answer));
     say("users", format!("{:?}", store.users().unwrap()));
     say("people", format!("{:?}", store.people().unwrap()));
+    say(
+        "scim people",
+        format!(
+            "{:?}",
+            store.scim_users(&crate::ScimQuery::All, 0, 100).unwrap()
+        ),
+    );
+    say(
+        "scim groups",
+        format!(
+            "{:?}",
+            store.scim_groups(&crate::ScimQuery::All, 0, 100).unwrap()
+        ),
+    );
+    say("scim tokens", format!("{:?}", store.scim_tokens().unwrap()));
+    say(
+        "scim directory",
+        format!("{:?}", store.scim_directory().unwrap()),
+    );
     say(
         "login",
         format!("{:?}", store.verify_login("ada", PASSWORD).unwrap()),

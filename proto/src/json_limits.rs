@@ -117,6 +117,21 @@ pub const STUDIO_API: JsonLimits = JsonLimits {
     max_depth: 8,
 };
 
+/// studio-core's SCIM bodies (`/scim/v2`, from the organisation's
+/// directory).
+///
+/// - 256 KiB: the largest is a group PATCH or PUT naming its members; Entra
+///   ID sends member changes in batches, and a person's body is a few
+///   hundred bytes. 256 KiB holds a PUT of a few thousand members.
+/// - 10,000 values: a member is an object of one to four strings (up to 9
+///   values), so about a thousand members a request.
+/// - depth 8: a PATCH nests `Operations[].value[].value` (depth 4).
+pub const SCIM_REQUEST: JsonLimits = JsonLimits {
+    max_bytes: 256 * KIB,
+    max_values: 10_000,
+    max_depth: 8,
+};
+
 impl JsonLimits {
     /// At most what a body within these limits costs once parsed: its bytes
     /// (strings never grow when decoded) and [`PARSED_VALUE_COST`] per value.

@@ -123,6 +123,9 @@ pub struct Config {
     /// `DATABASE_URL` (PostgreSQL, shared by every replica), else the SQLite
     /// file at `DB_PATH`.
     pub database: CoreDatabase,
+    /// `SASHA_SSO_*_GROUPS`: the role the organisation's groups give (SCIM
+    /// memberships settle roles by it).
+    pub group_roles: studio_identity::group_roles::GroupRoles,
 }
 
 impl Config {
@@ -171,6 +174,7 @@ impl Config {
             bundled_apps: seed::BundledApps::from_env(env)?,
             chat: studio_assistant::provider::ChatConfig::from_env(env)?,
             health_addr: health::health_addr(env)?,
+            group_roles: studio_identity::group_roles::GroupRoles::from_env(env)?,
         })
     }
 }
@@ -508,11 +512,29 @@ pub async fn run_with_store(
         ))
     })?;
     let member_deploys = state::deploy_throttle::DeployThrottle::new(&store);
-    let accounts = Arc::new(studio_identity::Accounts::new(
-        store.clone(),
-        config.origins.studio.clone(),
-        config.mcp_origin.as_str(),
-    ));
+    let accounts = Arc::new(
+        studio_identity::Accounts::new(
+            store.clone(),
+            config.origins.studio.clone(),
+            config.mcp_origin.as_str(),
+        )
+        .with_group_roles(config.group_roles.clone()),
+    );
+    // The group mapping may have changed since the last start: every person
+    // the directory provisions gets the role and status it gives now.
+    {
+        let (store, roles) = (store.clone(), config.group_roles.clone());
+        studio_store::blocking(move || {
+            store.scim_settle_everyone(&|groups| roles.role_for(groups.iter().copied()))
+        })
+        .await
+        .map_err(|error| {
+            RoleError::Startup(format!(
+                "cannot settle the people the directory provisions: {}",
+                error.message
+            ))
+        })?;
+    }
     let uploads = studio_uploads::UploadArea::new(
         store.clone(),
         studio_uploads::isolate::Converter::this_executable().map_err(|error| {

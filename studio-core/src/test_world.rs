@@ -24,6 +24,11 @@ use studio_store::{PrincipalKind, Scope, Store, User, UserRole};
 
 pub(crate) const PASSWORD: &str = "correct horse battery";
 pub(crate) const STUDIO: &str = "http://localhost:3007";
+/// The organisation's groups a world maps to admin, staff and member
+/// (`SASHA_SSO_*_GROUPS`).
+pub(crate) const GROUP_ADMINS: &str = "Sasha Admins";
+pub(crate) const GROUP_STAFF: &str = "Sasha Staff";
+pub(crate) const GROUP_MEMBERS: &str = "Sasha Users";
 /// The scopes of a connection that may change apps.
 pub(crate) const WRITER: [&str; 3] = ["chat:use", "apps:invoke", "apps:write"];
 
@@ -362,11 +367,14 @@ impl World {
         let catalogue = Arc::new(Catalogue::new(&docs, 8));
         catalogue.refresh();
         let member_deploys = crate::state::deploy_throttle::DeployThrottle::new(&store);
-        let accounts = Arc::new(studio_identity::Accounts::new(
-            store.clone(),
-            Origin::parse(STUDIO).unwrap(),
-            STUDIO,
-        ));
+        let accounts = Arc::new(
+            studio_identity::Accounts::new(store.clone(), Origin::parse(STUDIO).unwrap(), STUDIO)
+                .with_group_roles(studio_identity::group_roles::GroupRoles::new(
+                    &[GROUP_ADMINS],
+                    &[GROUP_STAFF],
+                    &[GROUP_MEMBERS],
+                )),
+        );
         // Router tests upload nothing: conversions are process tests
         // (`tests/process/assist.rs`), whose child is the real binary.
         let uploads = studio_uploads::UploadArea::new(

@@ -5,10 +5,13 @@
 //! What it must never do: hold an access decision (grants and scopes are
 //! read fresh from the store on every request).
 
+use std::sync::Arc;
+
 use sasha_service::config::Origin;
 use studio_store::Store;
 
 use crate::authorization::OAuthState;
+use crate::group_roles::GroupRoles;
 use crate::throttle::LoginThrottle;
 
 /// What identity's routes serve from: the core database, the Studio origin,
@@ -27,6 +30,9 @@ pub struct Accounts {
     /// The OAuth authorization server's parked requests and registration
     /// budgets.
     pub(crate) oauth: OAuthState,
+    /// Which role the organisation's groups give (`SASHA_SSO_*_GROUPS`):
+    /// SCIM memberships settle roles by it.
+    pub(crate) group_roles: Arc<GroupRoles>,
 }
 
 impl Accounts {
@@ -38,7 +44,19 @@ impl Accounts {
             store,
             studio,
             login_throttle: LoginThrottle,
+            group_roles: Arc::new(GroupRoles::default()),
         }
+    }
+
+    /// These accounts with the organisation's group mapping.
+    pub fn with_group_roles(mut self, group_roles: GroupRoles) -> Accounts {
+        self.group_roles = Arc::new(group_roles);
+        self
+    }
+
+    /// The organisation's group mapping.
+    pub fn group_roles(&self) -> &GroupRoles {
+        &self.group_roles
     }
 
     /// Session cookies get `Secure` and the `__Host-` prefix when Studio is

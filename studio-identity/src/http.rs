@@ -19,6 +19,7 @@ pub(crate) mod answers;
 pub mod caller;
 pub mod oauth;
 pub mod people;
+pub mod scim;
 pub mod sign_in;
 
 pub use answers::{
@@ -29,7 +30,7 @@ pub use answers::{
 /// `/api/me`), people, reset links and tokens (`/api/users*`, `/api/invitation*`,
 /// `/api/tokens*`), and the OAuth 2.1 authorization server (RFC 8414
 /// metadata, `/oauth/*`, and the consent and connections API under
-/// `/api/oauth/*`).
+/// `/api/oauth/*`), and SCIM provisioning (`/scim/v2/*`, `/api/scim/tokens`).
 pub fn routes() -> axum::Router<Arc<Accounts>> {
     axum::Router::new()
         .route("/api/auth/login", post(sign_in::login))
@@ -89,4 +90,5 @@ pub fn routes() -> axum::Router<Arc<Accounts>> {
             "/api/oauth/connections/{id}",
             delete(oauth::connections::revoke_connection),
         )
+        .merge(scim::routes())
 }

@@ -21,6 +21,7 @@ use utoipa::OpenApi;
 use studio_assistant::http as assistant;
 use studio_identity::http::oauth::{connections, consent};
 use studio_identity::http::people;
+use studio_identity::http::scim::tokens as scim_tokens;
 
 use super::{apps, create, drafts, history, lifecycle, member_apps, replication, session};
 use crate::state::Core;
@@ -54,6 +55,9 @@ pub(super) fn routes() -> axum::Router<Arc<Core>> {
         people::list_tokens,
         people::create_token,
         people::revoke_token,
+        scim_tokens::list,
+        scim_tokens::mint,
+        scim_tokens::revoke,
         apps::list_apps,
         create::create_app,
         apps::resource,
@@ -145,6 +149,7 @@ pub(super) fn routes() -> axum::Router<Arc<Core>> {
         consent::Decision,
         connections::ConnectionEntry,
         connections::ConnectionsResponse,
+        scim_tokens::MintBody,
         assistant::CreateBody,
         assistant::TurnBody,
         assistant::ConfirmBody

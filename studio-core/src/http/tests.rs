@@ -11,3 +11,4 @@ mod history;
 mod lifecycle;
 mod oauth;
 mod people;
+mod scim;

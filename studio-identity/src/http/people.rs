@@ -43,16 +43,18 @@ use crate::http::answers::{ErrorEnvelope, hidden_not_found, no_store, parse_body
 use crate::http::caller::{same_origin_json, session_user, session_write, user};
 use crate::http::sign_in::signed_in;
 use studio_store::{
-    ACCESS_TOKEN_DEFAULT_TTL_SECONDS, AppAccess, Invitation, LinkPurpose, Person, Principal, Scope,
-    StoreError, TOKEN_MAX_TTL_SECONDS, UserRole,
+    ACCESS_TOKEN_DEFAULT_TTL_SECONDS, AppAccess, Invitation, LinkPurpose, Person, Principal,
+    ScimDirectoryView, Scope, StoreError, TOKEN_MAX_TTL_SECONDS, UserRole,
 };
 use studio_store::{blocking, store_error};
 
 const DAY_SECONDS: u64 = 24 * 60 * 60;
 
 /// A person as the Users page shows them: `status` is `active`, `invited`
-/// or `disabled`.
-fn person_json(person: &Person) -> Value {
+/// or `disabled`; `source` where they come from (`password`, `oidc`,
+/// `scim`), and for a person the directory provisions, `directory`: its
+/// word (`active`), an admin's hold here (`held`) and their groups.
+fn person_json(person: &Person, directory: Option<&ScimDirectoryView>) -> Value {
     let status = if person.disabled {
         "disabled"
     } else if person.invited {
@@ -73,7 +75,35 @@ fn person_json(person: &Person) -> Value {
         "invitationApps": person.invitation_apps.iter()
             .map(|(app_id, access)| json!({ "appId": app_id, "access": access.as_str() }))
             .collect::<Vec<_>>(),
+        "source": person.user.source.as_str(),
+        "directory": directory,
     })
+}
+
+/// Everyone with their directory records.
+fn people_with_directory(
+    store: &studio_store::Store,
+) -> Result<Vec<(Person, Option<ScimDirectoryView>)>, StoreError> {
+    let mut directory = store.scim_directory()?;
+    Ok(store
+        .people()?
+        .into_iter()
+        .map(|person| {
+            let record = directory.remove(&person.user.id);
+            (person, record)
+        })
+        .collect())
+}
+
+/// One person by name (any case), with their directory record.
+fn person_named(
+    store: &studio_store::Store,
+    username: &str,
+) -> Result<(Person, Option<ScimDirectoryView>), StoreError> {
+    people_with_directory(store)?
+        .into_iter()
+        .find(|(person, _)| person.user.username.eq_ignore_ascii_case(username))
+        .ok_or(StoreError::UnknownUser)
 }
 
 /// The link an invited person (or one resetting their password) opens: the
@@ -104,6 +134,7 @@ fn refusal(error: StoreError) -> Response {
         StoreError::NotInvited
         | StoreError::StillInvited
         | StoreError::SignsInElsewhere
+        | StoreError::ManagedByDirectory
         | StoreError::UserDisabled
         | StoreError::LastAdmin => (ErrorCode::Conflict, "username"),
         StoreError::NotAdmin => {
@@ -124,8 +155,9 @@ fn refusal(error: StoreError) -> Response {
         .into_response()
 }
 
-/// The signed-in admin making a change to people.
-async fn admin(
+/// The signed-in admin making a change to people (or to the directory's
+/// SCIM tokens).
+pub(crate) async fn admin(
     accounts: &Arc<Accounts>,
     method: &Method,
     headers: &HeaderMap,
@@ -173,9 +205,12 @@ pub async fn list_users(State(accounts): State<Arc<Accounts>>, headers: HeaderMa
         return hidden_not_found().into_response();
     }
     let store = accounts.store.clone();
-    match blocking(move || store.people()).await {
+    match blocking(move || people_with_directory(&store)).await {
         Ok(people) => {
-            let users: Vec<Value> = people.iter().map(person_json).collect();
+            let users: Vec<Value> = people
+                .iter()
+                .map(|(person, directory)| person_json(person, directory.as_ref()))
+                .collect();
             no_store(Json(json!({ "users": users })))
         }
         Err(error) => error.into_response(),
@@ -266,7 +301,7 @@ pub async fn invite(
     match outcome {
         Ok(Ok((invitation, person))) => {
             let answer = json!({
-                "user": person_json(&person),
+                "user": person_json(&person, None),
                 "invitation": invitation_json(&accounts, &invitation),
             });
             (StatusCode::CREATED, no_store(Json(answer))).into_response()
@@ -333,24 +368,28 @@ pub async fn change(
         )
         .into_response();
     }
-    let store = accounts.store.clone();
+    let (store, roles) = (accounts.store.clone(), accounts.group_roles.clone());
     let outcome = tokio::task::spawn_blocking(move || {
+        let (_, directory) = person_named(&store, &username)?;
         let changed = match (body.role, disabled) {
             (Some(role), _) => store.set_role(&username, role, &actor.user.id)?,
+            // A person the directory provisions is held disabled here, or
+            // given back to the directory's word (and their groups).
+            (None, Some(disabled)) if directory.is_some() => {
+                store.scim_hold(&username, disabled, &actor.user.id, &|groups| {
+                    roles.role_for(groups.iter().copied())
+                })?
+            }
             (None, Some(disabled)) => store.set_disabled(&username, disabled, &actor.user.id)?,
             (None, None) => false,
         };
-        let person = store
-            .people()?
-            .into_iter()
-            .find(|person| person.user.username.eq_ignore_ascii_case(&username))
-            .ok_or(StoreError::UnknownUser)?;
-        Ok::<_, StoreError>((changed, person))
+        let (person, directory) = person_named(&store, &username)?;
+        Ok::<_, StoreError>((changed, person, directory))
     })
     .await;
     match outcome {
-        Ok(Ok((changed, person))) => no_store(Json(
-            json!({ "user": person_json(&person), "changed": changed }),
+        Ok(Ok((changed, person, directory))) => no_store(Json(
+            json!({ "user": person_json(&person, directory.as_ref()), "changed": changed }),
         )),
         Ok(Err(error)) => refusal(error),
         Err(_) => AppError::from_code(ErrorCode::Internal).into_response(),

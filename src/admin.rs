@@ -55,6 +55,12 @@ pub(crate) enum AdminCommand {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// SCIM provisioning by the organisation's directory (Entra ID, Okta,
+    /// Google, Keycloak): the bearer tokens it calls /scim/v2 with.
+    Scim {
+        #[command(subcommand)]
+        command: ScimCommand,
+    },
     /// Give a user `use` or `manage` access to an app, replacing what they had.
     ///
     /// The app must have been discovered (as a valid package) at least once.
@@ -395,6 +401,48 @@ pub(crate) enum TokenCommand {
     },
 }
 
+/// `sasha admin scim …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ScimCommand {
+    /// The directory's bearer tokens.
+    Token {
+        #[command(subcommand)]
+        command: ScimTokenCommand,
+    },
+}
+
+/// `sasha admin scim token …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ScimTokenCommand {
+    /// Mint a SCIM token and print only the token on stdout: paste it into
+    /// the directory's provisioning settings (the tenant URL is Studio's
+    /// origin and /scim/v2). It creates, changes and removes people and
+    /// groups until it is revoked.
+    Mint {
+        /// What it is for, e.g. "Entra ID"
+        label: String,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// List the SCIM tokens, newest first: number, name, created, by whom,
+    /// last used, status. Never a secret: only hashes are stored.
+    List {
+        /// Print one JSON object per token and line instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Revoke a SCIM token by its number (from `scim token list`); the
+    /// directory's next call is refused.
+    Revoke {
+        /// The token's number
+        id: i64,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+}
+
 /// Where the core database is.
 #[derive(Debug, Args)]
 pub(crate) struct StateArgs {
@@ -674,6 +722,9 @@ fn run(
             }
             writeln!(output, "{token}")?;
         }
+        AdminCommand::Scim {
+            command: ScimCommand::Token { command },
+        } => scim_token(command, output)?,
         AdminCommand::Grant {
             app_id,
             username,
@@ -1316,6 +1367,56 @@ fn rfc3339(unix: i64) -> String {
         seconds % 3600 / 60,
         seconds % 60
     )
+}
+
+/// `sasha admin scim token …`, as the operator.
+fn scim_token(command: ScimTokenCommand, output: &mut dyn Write) -> anyhow::Result<()> {
+    match command {
+        ScimTokenCommand::Mint { label, state } => {
+            let store = open_existing(&state)?;
+            let (secret, _) = store
+                .mint_scim_token(&label, ACTOR_OPERATOR)
+                .context("cannot mint a SCIM token")?;
+            writeln!(output, "{secret}")?;
+        }
+        ScimTokenCommand::List { json, state } => {
+            let store = open_existing(&state)?;
+            for token in store.scim_tokens()? {
+                if json {
+                    writeln!(output, "{}", serde_json::to_string(&token)?)?;
+                } else {
+                    writeln!(
+                        output,
+                        "{}\t{}\tcreated {} by {}\tlast used {}\t{}",
+                        token.id,
+                        token.label,
+                        rfc3339(token.created_at),
+                        token.created_by,
+                        token
+                            .last_used_at
+                            .map_or_else(|| "never".to_owned(), rfc3339),
+                        if token.revoked_at.is_some() {
+                            "revoked"
+                        } else {
+                            "active"
+                        }
+                    )?;
+                }
+            }
+        }
+        ScimTokenCommand::Revoke { id, state } => {
+            let store = open_existing(&state)?;
+            match store.revoke_scim_token(id, ACTOR_OPERATOR) {
+                Ok(true) => writeln!(output, "SCIM token {id} is revoked")?,
+                Ok(false) => writeln!(output, "SCIM token {id} already was revoked")?,
+                Err(StoreError::UnknownToken) => {
+                    anyhow::bail!("there is no SCIM token number {id}")
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1441,3 +1441,46 @@ fn workers_and_placements_are_listed_drained_and_moved_by_the_operator() {
         "{apps}"
     );
 }
+
+#[test]
+fn scim_tokens_are_minted_listed_and_revoked_and_printed_once() {
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path();
+    let core = store(state);
+
+    let run = admin(state, &["scim", "token", "mint", "Entra ID"], None);
+    assert_eq!(run.code, 0, "{run:?}");
+    let secret = run.stdout.trim_end().to_owned();
+    assert_eq!(run.stdout, format!("{secret}\n"), "only the token");
+    assert!(
+        core.with(|store| store.scim_token_actor(&secret).unwrap())
+            .is_some(),
+        "it works"
+    );
+
+    let run = admin(state, &["scim", "token", "list", "--json"], None);
+    assert_eq!(run.code, 0, "{run:?}");
+    let listed: serde_json::Value = serde_json::from_str(run.stdout.trim_end()).unwrap();
+    assert_eq!(listed["label"], "Entra ID");
+    assert_eq!(listed["createdBy"], "operator");
+    assert!(!run.stdout.contains(&secret), "never printed again");
+    let id = listed["id"].as_i64().unwrap().to_string();
+
+    let run = admin(state, &["scim", "token", "revoke", &id], None);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        core.with(|store| store.scim_token_actor(&secret).unwrap())
+            .is_none(),
+        "revoked"
+    );
+    assert_refused(
+        &admin(state, &["scim", "token", "revoke", "99"], None),
+        1,
+        "no SCIM token number 99",
+    );
+    assert_refused(
+        &admin(state, &["scim", "token", "mint", " "], None),
+        2,
+        "give it a name",
+    );
+}

@@ -145,6 +145,21 @@ export function changeUser(username, change) {
   return request("PATCH", `/api/users/${segment(username)}`, change);
 }
 
+/** `GET /api/scim/tokens` (admins): `{tokens: [{id, label, createdAt, lastUsedAt, revokedAt}], base}`. */
+export function listScimTokens() {
+  return request("GET", "/api/scim/tokens");
+}
+
+/** `POST /api/scim/tokens` (admins): `{secret, token, base}`; the secret is shown once. */
+export function mintScimToken(label) {
+  return request("POST", "/api/scim/tokens", { label });
+}
+
+/** `DELETE /api/scim/tokens/:id` (admins): `{revoked}`. */
+export function revokeScimToken(id) {
+  return request("DELETE", `/api/scim/tokens/${segment(String(id))}`);
+}
+
 /** `DELETE /api/users/:username` (admins): `{removed: {grantsRevoked, memberAppsOrphaned}}`. */
 export function removeUser(username) {
   return request("DELETE", `/api/users/${segment(username)}`);

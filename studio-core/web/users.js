@@ -1,7 +1,9 @@
 // People: the Users page (`#/users`, admins) and the card an invitation link
 // (`#/invite/<secret>`) or a password reset link (`#/reset/<secret>`) opens.
 //
-// The Users page lists everyone with role, last sign-in and status; invites a
+// The Users page lists everyone with where they come from (a password set
+// here, the organisation's OpenID provider, or its directory over SCIM), role,
+// last sign-in and status; invites a
 // person by name and role, optionally with apps they can open as soon as
 // they accept, and shows their one-time link to send them; makes an active
 // person a one-time password reset link (never a password: only its person
@@ -9,7 +11,12 @@
 // dialog), disables, enables and removes (asking first). The admin's own row
 // has no controls: the server refuses changes to yourself, so an instance
 // always keeps the admin who is acting. User names are one name whatever
-// their case, as the server compares them. Below them, the state of
+// their case, as the server compares them. A person the directory provisions
+// (SCIM) has their role from the directory's groups, so it shows as text
+// saying so; an admin may still disable them here (an emergency brake the
+// directory does not undo) and enable them again, which gives them back to
+// the directory's word. Below them, the directory's SCIM tokens (minted
+// here, the secret shown once, revoked here), then the state of
 // replication to object storage (`./replication.js`). Last, the names App
 // Studio's Share form suggests (`shareNameList`).
 //
@@ -80,6 +87,27 @@ function when(seconds, fallback) {
 }
 
 const STATUS_TEXT = { active: "Active", invited: "Invited", disabled: "Disabled" };
+
+/** Where a person comes from (`source` of `/api/users`). */
+const SOURCE_TEXT = { password: "Password", oidc: "Single sign-on", scim: "Directory (SCIM)" };
+
+/** Why the directory keeps a SCIM person from signing in, or null. */
+export function directoryHold(person) {
+  const directory = person.directory;
+  if (!directory) {
+    return null;
+  }
+  if (directory.held) {
+    return "disabled by an admin here";
+  }
+  if (!directory.active) {
+    return "deactivated in the directory";
+  }
+  if (person.status === "disabled") {
+    return "in no group that gives a role";
+  }
+  return null;
+}
 
 /**
  * The Users page; starts loading at once. `options`: `{me, onUnauthenticated(),
@@ -280,6 +308,7 @@ export function usersPanel(options) {
             "tr",
             {},
             h("th", { scope: "col", text: "User" }),
+            h("th", { scope: "col", text: "Source" }),
             h("th", { scope: "col", text: "Role" }),
             h("th", { scope: "col", text: "Last sign-in" }),
             h("th", { scope: "col", text: "Status" }),
@@ -294,9 +323,12 @@ export function usersPanel(options) {
   function row(person) {
     const name = person.username;
     const yourself = sameName(name, me.username);
+    const managed = person.source === "scim";
     const roleCell = yourself
       ? h("span", { text: `${person.role} (you)` })
-      : (() => {
+      : managed
+        ? h("span", {}, person.role, h("span", { class: "hint", text: " · from the directory's groups" }))
+        : (() => {
           const select = h(
             "select",
             { "aria-label": `Role of ${name}` },
@@ -334,7 +366,7 @@ export function usersPanel(options) {
           }),
         );
       }
-      if (person.status === "active") {
+      if (person.status === "active" && (person.source || "password") === "password") {
         actions.push(
           h("button", {
             type: "button",
@@ -345,20 +377,33 @@ export function usersPanel(options) {
           }),
         );
       }
+      // A SCIM person disabled by the directory (not by an admin here) is
+      // enabled there, not here.
+      const hold = directoryHold(person);
       const disabled = person.status === "disabled";
+      const enableHere = !managed || !disabled || (person.directory && person.directory.held);
+      if (enableHere) {
+        const enableText = managed ? `${name} is back to the directory's word.` : `${name} may sign in again.`;
+        actions.push(
+          h("button", {
+            type: "button",
+            class: "button button-quiet",
+            text: disabled ? "Enable" : "Disable",
+            "aria-label": `${disabled ? "Enable" : "Disable"} ${name}`,
+            onclick: (event) => {
+              const until = managed ? "until you enable them here, whatever the directory says" : "until you enable them";
+              if (!disabled && !confirm(`Disable ${name}? They are signed out at once, their tokens and connected clients stop working, and they cannot sign in ${until}. Their access to apps is kept.`)) {
+                return;
+              }
+              change(name, { status: disabled ? "active" : "disabled" }, disabled ? enableText : `${name} is disabled.`, event.currentTarget);
+            },
+          }),
+        );
+      }
+      if (managed && hold && !enableHere) {
+        actions.push(h("span", { class: "hint", text: `Enable them in the directory (${hold}).` }));
+      }
       actions.push(
-        h("button", {
-          type: "button",
-          class: "button button-quiet",
-          text: disabled ? "Enable" : "Disable",
-          "aria-label": `${disabled ? "Enable" : "Disable"} ${name}`,
-          onclick: (event) => {
-            if (!disabled && !confirm(`Disable ${name}? They are signed out at once, their tokens and connected clients stop working, and they cannot sign in until you enable them. Their access to apps is kept.`)) {
-              return;
-            }
-            change(name, { status: disabled ? "active" : "disabled" }, disabled ? `${name} may sign in again.` : `${name} is disabled.`, event.currentTarget);
-          },
-        }),
         h("button", {
           type: "button",
           class: "button button-quiet button-danger",
@@ -380,13 +425,18 @@ export function usersPanel(options) {
     const gives = person.status === "invited" && Array.isArray(person.invitationApps) && person.invitationApps.length > 0
       ? h("span", { class: "hint", text: ` · gives ${person.invitationApps.map((app) => `${app.appId} (${app.access})`).join(", ")}` })
       : null;
+    const groups = person.directory && Array.isArray(person.directory.groups) && person.directory.groups.length > 0
+      ? h("span", { class: "hint", text: ` · groups: ${person.directory.groups.join(", ")}` })
+      : null;
+    const directoryNote = directoryHold(person) ? h("span", { class: "hint", text: ` · ${directoryHold(person)}` }) : null;
     return h(
       "tr",
-      { dataset: { user: name } },
+      { dataset: { user: name, source: person.source || "password" } },
       h("td", {}, h("span", { class: "grant-name", text: name })),
+      h("td", { dataset: { label: "Source" } }, h("span", { class: "person-source", text: SOURCE_TEXT[person.source] || SOURCE_TEXT.password }), groups),
       h("td", { dataset: { label: "Role" } }, roleCell),
       h("td", { dataset: { label: "Last sign-in" } }, when(person.lastSignInAt, "Never")),
-      h("td", { dataset: { label: "Status" } }, h("span", { class: `person-status person-${person.status}`, text: STATUS_TEXT[person.status] || person.status }), invitedUntil, gives),
+      h("td", { dataset: { label: "Status" } }, h("span", { class: `person-status person-${person.status}`, text: STATUS_TEXT[person.status] || person.status }), invitedUntil, gives, directoryNote),
       h("td", { class: "grant-actions" }, actions),
     );
   }
@@ -471,10 +521,155 @@ export function usersPanel(options) {
     alert,
     list,
     form,
+    scimSection({ say, fail, clearAlert, confirm }),
     replicationSection({ onUnauthenticated }),
   );
   load();
   return panel;
+}
+
+/**
+ * The directory's SCIM tokens: the provisioning URL to paste into Entra ID,
+ * Okta, Google or Keycloak, a token minted for it (its secret shown once),
+ * and the tokens made so far, each revocable.
+ */
+function scimSection({ say, fail, clearAlert, confirm }) {
+  const list = h("div", { class: "scim-tokens" });
+  const secretBox = h("div", { class: "invitation-link", hidden: true });
+  const label = h("input", { id: "scim-label", type: "text", required: true, autocomplete: "off", placeholder: "Entra ID" });
+  const labelError = fieldError(label, "scim-label-error");
+  const mint = h("button", { type: "submit", class: "button", text: "Mint a SCIM token" });
+  let base = "";
+
+  async function load() {
+    let answer;
+    try {
+      answer = await api.listScimTokens();
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    base = answer.base;
+    const tokens = answer.tokens || [];
+    replaceChildren(
+      list,
+      h("p", { class: "hint" }, "Tenant URL for the directory: ", h("code", { text: base })),
+      tokens.length === 0
+        ? h("p", { class: "hint", text: "No SCIM token yet." })
+        : h(
+            "table",
+            { class: "grants-table" },
+            h("caption", { class: "visually-hidden", text: "SCIM tokens" }),
+            h("thead", {}, h("tr", {}, ["Name", "Made", "Last used", "Status"].map((text) => h("th", { scope: "col", text })), h("th", { scope: "col" }, h("span", { class: "visually-hidden", text: "Actions" })))),
+            h(
+              "tbody",
+              {},
+              tokens.map((token) =>
+                h(
+                  "tr",
+                  { dataset: { scimToken: String(token.id) } },
+                  h("td", { text: token.label }),
+                  h("td", {}, when(token.createdAt, "")),
+                  h("td", {}, when(token.lastUsedAt, "Never")),
+                  h("td", { text: token.revokedAt ? "Revoked" : "Active" }),
+                  h(
+                    "td",
+                    { class: "grant-actions" },
+                    token.revokedAt
+                      ? null
+                      : h("button", {
+                          type: "button",
+                          class: "button button-quiet button-danger",
+                          text: "Revoke…",
+                          "aria-label": `Revoke the SCIM token ${token.label}`,
+                          onclick: (event) => revoke(token, event.currentTarget),
+                        }),
+                  ),
+                ),
+              ),
+            ),
+          ),
+    );
+  }
+
+  async function revoke(token, button) {
+    if (!confirm(`Revoke the SCIM token ${token.label}? The directory's next call is refused, and nobody is provisioned or deprovisioned through it until you mint a new one.`)) {
+      return;
+    }
+    clearAlert();
+    button.disabled = true;
+    try {
+      await api.revokeScimToken(token.id);
+    } catch (error) {
+      button.disabled = false;
+      fail(error);
+      return;
+    }
+    secretBox.hidden = true;
+    say(`The SCIM token ${token.label} is revoked.`);
+    await load();
+  }
+
+  async function mintToken() {
+    clearAlert();
+    labelError.clear();
+    const name = label.value.trim();
+    if (name === "") {
+      labelError.show("Name it after the directory that will use it.");
+      label.focus();
+      return;
+    }
+    mint.disabled = true;
+    let answer;
+    try {
+      answer = await api.mintScimToken(name);
+    } catch (error) {
+      mint.disabled = false;
+      if (error.details && error.details.field === "label") {
+        labelError.show(errorMessage(error));
+        label.focus();
+      } else {
+        fail(error);
+      }
+      return;
+    }
+    mint.disabled = false;
+    label.value = "";
+    const secret = h("input", { id: "scim-secret", type: "text", readonly: true, value: answer.secret, "aria-describedby": "scim-secret-hint" });
+    replaceChildren(
+      secretBox,
+      h("label", { for: "scim-secret", text: `Secret token for ${name}` }),
+      h("div", { class: "copy-row" }, secret, copyButton(() => answer.secret, "Copy token")),
+      h("p", { class: "hint", id: "scim-secret-hint" }, "Paste it into the directory's provisioning settings with the tenant URL ", h("code", { text: answer.base }), ". Whoever holds it can create, change and remove people and make admins through groups. It is not shown again."),
+    );
+    secretBox.hidden = false;
+    secret.focus();
+    secret.select();
+    say(`A SCIM token for ${name} is minted.`);
+    await load();
+  }
+
+  load();
+  return h(
+    "section",
+    { class: "scim-section", "aria-labelledby": "scim-heading" },
+    h("h2", { class: "section-title", id: "scim-heading", text: "Provisioning from your directory (SCIM)" }),
+    h("p", { class: "hint", text: "Entra ID, Okta, Google Workspace and Keycloak can create, deactivate and remove people here, and set their role through the groups that SASHA_SSO_ADMIN_GROUPS, SASHA_SSO_STAFF_GROUPS and SASHA_SSO_MEMBER_GROUPS name. A person in no such group cannot sign in." }),
+    list,
+    h(
+      "form",
+      {
+        class: "grant-form",
+        novalidate: true,
+        onsubmit: (event) => {
+          event.preventDefault();
+          mintToken();
+        },
+      },
+      h("div", { class: "form-row" }, h("div", { class: "field" }, h("label", { for: "scim-label", text: "Token name" }), label, labelError.element), mint),
+    ),
+    secretBox,
+  );
 }
 
 /**

@@ -1,14 +1,14 @@
 // Behaviour tests of the people and connected-clients modules' pure parts
 // under Node's built-in runner: each client's steps made from the server's
 // own MCP URL, when hosted clients can reach Sasha, the names Share
-// suggests (never one a member did not type before), and user names that
-// ignore case.
+// suggests (never one a member did not type before), user names that
+// ignore case, and why the directory keeps a provisioned person out.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { clientGuides, reachableFromInternet } from "../tokens.js";
-import { sameName, shareNames } from "../users.js";
+import { directoryHold, sameName, shareNames } from "../users.js";
 
 test("every client's steps name this server's MCP URL", () => {
   const url = "https://studio.example.org/mcp";
@@ -72,4 +72,13 @@ test("user names are one name whatever their case", () => {
   assert.equal(sameName("Ada", "ada"), true);
   assert.equal(sameName("ada", "adam"), false);
   assert.equal(sameName(undefined, ""), true);
+});
+
+test("the Users page says why the directory keeps a provisioned person out", () => {
+  const person = (status, directory) => ({ status, source: "scim", directory });
+  assert.equal(directoryHold({ status: "active", source: "password" }), null);
+  assert.equal(directoryHold(person("active", { active: true, held: false, groups: ["Staff"] })), null);
+  assert.equal(directoryHold(person("disabled", { active: false, held: false, groups: [] })), "deactivated in the directory");
+  assert.equal(directoryHold(person("disabled", { active: true, held: false, groups: [] })), "in no group that gives a role");
+  assert.equal(directoryHold(person("disabled", { active: true, held: true, groups: ["Staff"] })), "disabled by an admin here");
 });

@@ -41,6 +41,7 @@ mod previews;
 mod read_guard;
 mod replication;
 mod runtime;
+mod scim;
 mod seed;
 mod shutdown;
 mod studio_web;

@@ -712,64 +712,27 @@ impl Store {
         Ok(ScimPage { total, items })
     }
 
-    /// Replaces what the directory says of person `id` (a PUT, or a PATCH
-    /// applied to what it said), then settles their role and status; a new
-    /// user name renames them. Audited.
-    pub fn scim_replace_user(
+    /// Replaces what the directory says of person `id` with what `change`
+    /// makes of what it said (a PUT ignores it; a PATCH applies its
+    /// operations to it), then settles their role and status; a new user
+    /// name renames them. Audited. `change` runs inside the transaction, so
+    /// two PATCHes at once each see the other's change.
+    pub fn scim_update_user<E: From<StoreError>>(
         &self,
         id: &str,
-        attributes: &ScimAttributes,
         actor: &str,
         role_for: RoleFor<'_>,
-    ) -> Result<ScimPerson, StoreError> {
-        validate_attributes(attributes)?;
+        change: impl FnOnce(&ScimPerson) -> Result<ScimAttributes, E>,
+    ) -> Result<ScimPerson, E> {
         let now = self.now();
         let mut connection = self.connection()?;
-        let transaction = connection.write_transaction()?;
+        let transaction = connection.write_transaction().map_err(StoreError::from)?;
         require_live_token(&transaction, actor)?;
         let before = person_in(&transaction, id)?.ok_or(StoreError::UnknownUser)?;
-        external_id_free(
-            &transaction,
-            "scim_people",
-            "user_id",
-            attributes.external_id.as_deref(),
-            id,
-        )?;
-        if before.user.username != attributes.user_name {
-            let taken = transaction
-                .query_row(
-                    &format!(
-                        "SELECT 1 FROM users WHERE username = ?1 {USERNAME_MATCHES} AND id <> ?2"
-                    ),
-                    (&attributes.user_name, id),
-                    |_| Ok(()),
-                )
-                .optional()?
-                .is_some();
-            if taken {
-                return Err(StoreError::UsernameTaken);
-            }
-            transaction.execute(
-                "UPDATE users SET username = ?2 WHERE id = ?1",
-                (id, &attributes.user_name),
-            )?;
-        }
-        if before.attributes != *attributes {
-            write_attributes(&transaction, now, id, attributes)?;
-            audit(
-                &transaction,
-                now,
-                actor,
-                scim_action::USER_CHANGED,
-                None,
-                Some(id),
-                Some(&before.user.username),
-                Some(&attributes.user_name),
-            )?;
-        }
-        settle(&transaction, now, id, actor, role_for)?;
+        let attributes = change(&before)?;
+        replace_person(&transaction, now, &before, &attributes, actor, role_for)?;
         let after = person_in(&transaction, id)?.ok_or(StoreError::UnknownUser)?;
-        transaction.commit()?;
+        transaction.commit().map_err(StoreError::from)?;
         Ok(after)
     }
 
@@ -934,65 +897,27 @@ impl Store {
         Ok(ScimPage { total, items })
     }
 
-    /// Replaces group `id`'s name, external id and members (a PUT, or a
-    /// PATCH applied to it), audited; the role and status of everyone who
-    /// joined or left follow.
-    pub fn scim_replace_group(
+    /// Replaces group `id`'s name, external id and members with what
+    /// `change` makes of them (a PUT ignores them; a PATCH applies its
+    /// operations), audited; the role and status of everyone who joined or
+    /// left follow. `change` runs inside the transaction, so two member
+    /// PATCHes at once both land.
+    pub fn scim_update_group<E: From<StoreError>>(
         &self,
         id: &str,
-        attributes: &ScimGroupAttributes,
         actor: &str,
         role_for: RoleFor<'_>,
-    ) -> Result<ScimGroup, StoreError> {
-        validate_group(attributes)?;
+        change: impl FnOnce(&ScimGroup) -> Result<ScimGroupAttributes, E>,
+    ) -> Result<ScimGroup, E> {
         let now = self.now();
         let mut connection = self.connection()?;
-        let transaction = connection.write_transaction()?;
+        let transaction = connection.write_transaction().map_err(StoreError::from)?;
         require_live_token(&transaction, actor)?;
         let before = group_in(&transaction, id)?.ok_or(StoreError::UnknownScimGroup)?;
-        group_name_free(&transaction, &attributes.display_name, id)?;
-        external_id_free(
-            &transaction,
-            "scim_groups",
-            "id",
-            attributes.external_id.as_deref(),
-            id,
-        )?;
-        provisioned(&transaction, &attributes.members)?;
-        let renamed = before.display_name != attributes.display_name;
-        if renamed || before.external_id != attributes.external_id {
-            transaction.execute(
-                "UPDATE scim_groups SET display_name = ?2, external_id = ?3, updated_at = ?4
-                 WHERE id = ?1",
-                (
-                    id,
-                    &attributes.display_name,
-                    attributes.external_id.as_deref(),
-                    now,
-                ),
-            )?;
-        }
-        if renamed {
-            audit(
-                &transaction,
-                now,
-                actor,
-                scim_action::GROUP_RENAMED,
-                None,
-                Some(id),
-                Some(&before.display_name),
-                Some(&attributes.display_name),
-            )?;
-        }
-        set_members(&transaction, now, id, &attributes.members, actor, role_for)?;
-        if renamed || before.external_id != attributes.external_id {
-            // A new name or id may map differently: everyone in it settles.
-            for member in &attributes.members {
-                settle(&transaction, now, member, actor, role_for)?;
-            }
-        }
+        let attributes = change(&before)?;
+        replace_group(&transaction, now, &before, &attributes, actor, role_for)?;
         let group = group_in(&transaction, id)?.ok_or(StoreError::UnknownScimGroup)?;
-        transaction.commit()?;
+        transaction.commit().map_err(StoreError::from)?;
         Ok(group)
     }
 
@@ -1092,8 +1017,122 @@ fn set_members(
             None,
         )?;
     }
+    if members != &current {
+        transaction.execute(
+            "UPDATE scim_groups SET updated_at = ?2 WHERE id = ?1",
+            (group_id, now),
+        )?;
+    }
     for changed in members.symmetric_difference(&current) {
         settle(transaction, now, changed, actor, role_for)?;
+    }
+    Ok(())
+}
+
+/// Records `attributes` as what the directory says of `before`, renaming
+/// them if the user name changed, and settles them. Audited.
+fn replace_person(
+    transaction: &Tx<'_>,
+    now: i64,
+    before: &ScimPerson,
+    attributes: &ScimAttributes,
+    actor: &str,
+    role_for: RoleFor<'_>,
+) -> Result<(), StoreError> {
+    validate_attributes(attributes)?;
+    let id = before.user.id.as_str();
+    external_id_free(
+        transaction,
+        "scim_people",
+        "user_id",
+        attributes.external_id.as_deref(),
+        id,
+    )?;
+    if before.user.username != attributes.user_name {
+        let taken = transaction
+            .query_row(
+                &format!("SELECT 1 FROM users WHERE username = ?1 {USERNAME_MATCHES} AND id <> ?2"),
+                (&attributes.user_name, id),
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some();
+        if taken {
+            return Err(StoreError::UsernameTaken);
+        }
+        transaction.execute(
+            "UPDATE users SET username = ?2 WHERE id = ?1",
+            (id, &attributes.user_name),
+        )?;
+    }
+    if before.attributes != *attributes {
+        write_attributes(transaction, now, id, attributes)?;
+        audit(
+            transaction,
+            now,
+            actor,
+            scim_action::USER_CHANGED,
+            None,
+            Some(id),
+            Some(&before.user.username),
+            Some(&attributes.user_name),
+        )?;
+    }
+    settle(transaction, now, id, actor, role_for)
+}
+
+/// Records `attributes` as group `before`'s, audited, and settles everyone
+/// whose groups changed.
+fn replace_group(
+    transaction: &Tx<'_>,
+    now: i64,
+    before: &ScimGroup,
+    attributes: &ScimGroupAttributes,
+    actor: &str,
+    role_for: RoleFor<'_>,
+) -> Result<(), StoreError> {
+    validate_group(attributes)?;
+    let id = before.id.as_str();
+    group_name_free(transaction, &attributes.display_name, id)?;
+    external_id_free(
+        transaction,
+        "scim_groups",
+        "id",
+        attributes.external_id.as_deref(),
+        id,
+    )?;
+    provisioned(transaction, &attributes.members)?;
+    let renamed = before.display_name != attributes.display_name;
+    if renamed || before.external_id != attributes.external_id {
+        transaction.execute(
+            "UPDATE scim_groups SET display_name = ?2, external_id = ?3, updated_at = ?4
+                 WHERE id = ?1",
+            (
+                id,
+                &attributes.display_name,
+                attributes.external_id.as_deref(),
+                now,
+            ),
+        )?;
+    }
+    if renamed {
+        audit(
+            transaction,
+            now,
+            actor,
+            scim_action::GROUP_RENAMED,
+            None,
+            Some(id),
+            Some(&before.display_name),
+            Some(&attributes.display_name),
+        )?;
+    }
+    set_members(transaction, now, id, &attributes.members, actor, role_for)?;
+    if renamed || before.external_id != attributes.external_id {
+        // A new name or id may map differently: everyone in it settles.
+        for member in &attributes.members {
+            settle(transaction, now, member, actor, role_for)?;
+        }
     }
     Ok(())
 }

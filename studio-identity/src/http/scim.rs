@@ -288,6 +288,19 @@ pub async fn run<T: Send + 'static>(
     }
 }
 
+/// Runs a store call whose own step may refuse as SCIM does (a PATCH
+/// applied inside the store's transaction) on the blocking pool.
+pub async fn run_scim<T: Send + 'static>(
+    call: impl FnOnce() -> Result<T, ScimError> + Send + 'static,
+) -> Result<T, ScimError> {
+    match tokio::task::spawn_blocking(call).await {
+        Ok(result) => result,
+        Err(_) => Err(ScimError::from_app(AppError::from_code(
+            sasha_proto::ErrorCode::Internal,
+        ))),
+    }
+}
+
 /// A request body as JSON: bounded first, then parsed; a body axum refused
 /// to buffer (too large) is SCIM's 413 too.
 pub fn json_body(body: Result<Bytes, BytesRejection>) -> Result<Value, ScimError> {

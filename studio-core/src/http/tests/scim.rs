@@ -9,7 +9,7 @@
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::test_world::{Database, STUDIO, World, off_runtime, on_both_databases};
+use crate::test_world::{Database, GROUP_MEMBERS, STUDIO, World, off_runtime, on_both_databases};
 use studio_store::{ACTOR_OPERATOR, UserRole};
 
 const USER: &str = "urn:ietf:params:scim:schemas:core:2.0:User";
@@ -679,4 +679,40 @@ async fn an_admin_mints_lists_and_revokes_scim_tokens_shown_once() {
             .any(|e| e.action == "scim.token-minted" && e.actor == world.admin.id)
     );
     assert!(audit.iter().any(|e| e.action == "scim.token-revoked"));
+}
+
+on_both_databases! {
+/// Okta pushes group memberships in parallel: member PATCHes to one group at
+/// the same instant each apply to the members the group has when their
+/// transaction runs, so none is lost. On each core database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn member_patches_at_once_all_land(database) {
+    const PEOPLE: usize = 8;
+    let (world, token) = world_on_with_token(database);
+    let mut ids = Vec::new();
+    for n in 0..PEOPLE {
+        ids.push(create_user(&world, &token, &format!("p{n}@example.org")).await);
+    }
+    let group = create_group(&world, &token, GROUP_MEMBERS, &[]).await;
+    let patches = ids.iter().map(|id| {
+        let body = json!({"schemas": [PATCH], "Operations": [
+            {"op": "add", "path": "members", "value": [{"value": id}]}
+        ]})
+        .to_string();
+        let (world, token, group) = (&world, &token, &group);
+        async move {
+            scim(world, Some(token), "PATCH", &format!("/scim/v2/Groups/{group}"), &body).await
+        }
+    });
+    for (status, _, body) in futures::future::join_all(patches).await {
+        assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    }
+    let (_, _, listed) = scim(&world, Some(&token), "GET", &format!("/scim/v2/Groups/{group}"), "").await;
+    assert_eq!(listed["members"].as_array().unwrap().len(), PEOPLE, "{listed}");
+    let people = off_runtime(|| world.store().people().unwrap());
+    for id in &ids {
+        let person = people.iter().find(|p| &p.user.id == id).unwrap();
+        assert!(!person.disabled, "every member may sign in");
+    }
+}
 }

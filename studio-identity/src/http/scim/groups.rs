@@ -26,7 +26,7 @@ use studio_store::{ScimGroup, ScimGroupAttributes, ScimQuery};
 use super::users::canonical;
 use super::{
     ScimError, date_time, json_body, list_request, list_response, message, patch, require_schemas,
-    run, scim_actor, scim_json, version,
+    run, run_scim, scim_actor, scim_json, version,
 };
 use crate::accounts::Accounts;
 
@@ -303,17 +303,22 @@ pub async fn read(
     outcome.await.unwrap_or_else(IntoResponse::into_response)
 }
 
+/// Stores what `change` makes of group `id` (inside the store's
+/// transaction).
 async fn store_group(
     accounts: &Arc<Accounts>,
     id: String,
-    attributes: ScimGroupAttributes,
     actor: String,
+    change: impl FnOnce(&ScimGroup) -> Result<ScimGroupAttributes, ScimError> + Send + 'static,
 ) -> Result<ScimGroup, ScimError> {
     let (store, roles) = (accounts.store.clone(), accounts.group_roles.clone());
-    run(move || {
-        store.scim_replace_group(&id, &attributes, &actor, &|groups| {
-            roles.role_for(groups.iter().copied())
-        })
+    run_scim(move || {
+        store.scim_update_group(
+            &id,
+            &actor,
+            &|groups| roles.role_for(groups.iter().copied()),
+            change,
+        )
     })
     .await
 }
@@ -328,16 +333,16 @@ pub async fn replace(
     let outcome = async {
         let actor = scim_actor(&accounts, &headers).await?;
         let attributes = attributes(json_body(body)?)?;
-        found(&accounts, &id).await?;
-        let group = store_group(&accounts, id, attributes, actor).await?;
+        let group = store_group(&accounts, id, actor, move |_| Ok(attributes)).await?;
         Ok::<_, ScimError>(answer(&accounts, StatusCode::OK, &group))
     };
     outcome.await.unwrap_or_else(IntoResponse::into_response)
 }
 
 /// `PATCH /scim/v2/Groups/{id}`: a new name, or members added and removed
-/// as Entra and Okta send them. Answers 204, as Entra expects of a group
-/// PATCH (the members list may be long).
+/// as Entra and Okta send them, applied to the members the group has at that
+/// moment (two PATCHes at once both land). Answers 204, as Entra expects of a
+/// group PATCH (the members list may be long).
 pub async fn patch(
     State(accounts): State<Arc<Accounts>>,
     Path(id): Path<String>,
@@ -347,11 +352,12 @@ pub async fn patch(
     let outcome = async {
         let actor = scim_actor(&accounts, &headers).await?;
         let operations: PatchOp = message(json_body(body)?)?;
-        let group = found(&accounts, &id).await?;
-        let mut resource = writable(&group);
-        patch::apply(&mut resource, operations, schema_urns::GROUP)?;
-        let attributes = attributes(Value::Object(resource))?;
-        store_group(&accounts, id, attributes, actor).await?;
+        store_group(&accounts, id, actor, move |group| {
+            let mut resource = writable(group);
+            patch::apply(&mut resource, operations, schema_urns::GROUP)?;
+            attributes(Value::Object(resource))
+        })
+        .await?;
         Ok::<_, ScimError>(StatusCode::NO_CONTENT.into_response())
     };
     outcome.await.unwrap_or_else(IntoResponse::into_response)

@@ -24,7 +24,7 @@ use studio_store::{ScimAttributes, ScimPerson, ScimQuery};
 
 use super::{
     ScimError, date_time, json_body, list_request, list_response, message, patch, require_schemas,
-    run, scim_actor, scim_json, version,
+    run, run_scim, scim_actor, scim_json, version,
 };
 use crate::accounts::Accounts;
 
@@ -344,18 +344,22 @@ async fn found(accounts: &Accounts, id: &str) -> Result<ScimPerson, ScimError> {
         .ok_or_else(|| ScimError::not_found("person", id))
 }
 
-/// Stores `attributes` as person `id`'s, then answers them.
+/// Stores what `change` makes of person `id`'s attributes (inside the
+/// store's transaction), then answers them.
 async fn store_person(
     accounts: &Arc<Accounts>,
     id: String,
-    attributes: ScimAttributes,
     actor: String,
+    change: impl FnOnce(&ScimPerson) -> Result<ScimAttributes, ScimError> + Send + 'static,
 ) -> Result<Response, ScimError> {
     let (store, roles) = (accounts.store.clone(), accounts.group_roles.clone());
-    let person = run(move || {
-        store.scim_replace_user(&id, &attributes, &actor, &|groups| {
-            roles.role_for(groups.iter().copied())
-        })
+    let person = run_scim(move || {
+        store.scim_update_user(
+            &id,
+            &actor,
+            &|groups| roles.role_for(groups.iter().copied()),
+            change,
+        )
     })
     .await?;
     Ok(answer(accounts, StatusCode::OK, &person))
@@ -371,14 +375,14 @@ pub async fn replace(
     let outcome = async {
         let actor = scim_actor(&accounts, &headers).await?;
         let attributes = attributes(json_body(body)?)?;
-        found(&accounts, &id).await?;
-        store_person(&accounts, id, attributes, actor).await
+        store_person(&accounts, id, actor, move |_| Ok(attributes)).await
     };
     outcome.await.unwrap_or_else(IntoResponse::into_response)
 }
 
 /// `PATCH /scim/v2/Users/{id}`: Entra's and Okta's changes, deactivation
-/// (`active: false`, or Entra's `"False"`) among them.
+/// (`active: false`, or Entra's `"False"`) among them, applied to what the
+/// directory said last.
 pub async fn patch(
     State(accounts): State<Arc<Accounts>>,
     Path(id): Path<String>,
@@ -388,11 +392,12 @@ pub async fn patch(
     let outcome = async {
         let actor = scim_actor(&accounts, &headers).await?;
         let operations: PatchOp = message(json_body(body)?)?;
-        let person = found(&accounts, &id).await?;
-        let mut resource = writable(&person);
-        patch::apply(&mut resource, operations, schema_urns::USER)?;
-        let attributes = attributes(Value::Object(resource))?;
-        store_person(&accounts, id, attributes, actor).await
+        store_person(&accounts, id, actor, move |person| {
+            let mut resource = writable(person);
+            patch::apply(&mut resource, operations, schema_urns::USER)?;
+            attributes(Value::Object(resource))
+        })
+        .await
     };
     outcome.await.unwrap_or_else(IntoResponse::into_response)
 }

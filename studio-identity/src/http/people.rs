@@ -193,7 +193,7 @@ fn not_yourself(actor: &Principal, username: &str) -> Result<(), Response> {
 /// people who give access (admin and staff): the access panel names people
 /// by user name from this list.
 #[utoipa::path(tag = "people", get, path = "/api/users", responses(
-    (status = 200, description = "`{users: [{id, username, role, createdAt, lastSignInAt, status, disabled, invitationExpiresAt}]}` by name; status is active, invited or disabled", body = Object),
+    (status = 200, description = "`{users: [{id, username, role, createdAt, lastSignInAt, status, disabled, invitationExpiresAt, source, directory}]}` by name; status is active, invited or disabled; source is password, oidc or scim; directory, for a person the directory provisions, is `{active, held, groups}`", body = Object),
     (status = 401, description = "anonymous", body = ErrorEnvelope),
     (status = 404, description = "hidden: not admin or staff, or a bad credential", body = ErrorEnvelope)))]
 pub async fn list_users(State(accounts): State<Arc<Accounts>>, headers: HeaderMap) -> Response {
@@ -329,7 +329,7 @@ pub struct ChangeBody {
     (status = 400, description = "neither or both of role and status, or an unknown status", body = ErrorEnvelope),
     (status = 403, description = "not an admin (read again in the change's transaction), your own account, or not from the Studio origin", body = ErrorEnvelope),
     (status = 404, description = "hidden: no such user", body = ErrorEnvelope),
-    (status = 409, description = "it would leave no admin who can sign in (APP_CONFLICT, details.field = username)", body = ErrorEnvelope)))]
+    (status = 409, description = "it would leave no admin who can sign in, or the organisation's directory owns this person's role or enabling (APP_CONFLICT, details.field = username)", body = ErrorEnvelope)))]
 pub async fn change(
     State(accounts): State<Arc<Accounts>>,
     Path(username): Path<String>,

@@ -50,6 +50,7 @@ mod people;
 mod schema;
 mod schema_postgres;
 mod secrets;
+mod sso;
 #[cfg(test)]
 mod tests;
 mod throttles;
@@ -106,6 +107,10 @@ pub use self::package_heads::{Advanced, PackageHead};
 pub use self::people::{
     INVITATION_TTL_SECONDS, Invitation, InvitationView, LinkPurpose, MAX_TOKEN_LABEL_CHARS, Person,
     RESET_TTL_SECONDS, Removed, TOKEN_USE_PRECISION_SECONDS, TokenEntry, people_action,
+};
+pub use self::sso::{
+    ACTOR_IDENTITY_PROVIDER, MAX_SSO_ATTEMPTS, SSO_ATTEMPT_TTL_SECONDS, SsoAttempt, SsoPerson,
+    SsoSignIn, TakenAttempt,
 };
 pub use self::suggestions::{
     MAX_SUGGESTIONS_PER_DAY, SUGGESTION_WINDOW_SECONDS, StoredSuggestion, Suggestion,
@@ -963,6 +968,13 @@ impl Store {
 
     fn now(&self) -> i64 {
         (self.inner.clock)()
+    }
+
+    /// The store's clock in unix seconds (a test's injected one), for checks
+    /// made outside the database that must agree with it, such as an ID
+    /// token's expiry.
+    pub fn clock_seconds(&self) -> i64 {
+        self.now()
     }
 
     /// Reads the schema, proving the database answers (for readiness).

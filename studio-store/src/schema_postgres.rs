@@ -62,6 +62,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "user sources",
         sql: include_str!("schema/postgres_24.sql"),
     },
+    Migration {
+        version: 25,
+        name: "sign-in through an OpenID provider",
+        sql: include_str!("schema/postgres_25.sql"),
+    },
 ];
 
 /// The lock replicas take turns on while migrating ("sasha-mg").

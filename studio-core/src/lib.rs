@@ -123,6 +123,9 @@ pub struct Config {
     /// `DATABASE_URL` (PostgreSQL, shared by every replica), else the SQLite
     /// file at `DB_PATH`.
     pub database: CoreDatabase,
+    /// `SASHA_OIDC_*` and `SASHA_SSO_*`: the identity provider people sign
+    /// in through, if any, and whether passwords still work.
+    pub sign_in: studio_identity::sso::SignInConfig,
 }
 
 impl Config {
@@ -146,6 +149,7 @@ impl Config {
             ));
         }
         Ok(Config {
+            sign_in: studio_identity::sso::SignInConfig::from_env(env, &origins.studio)?,
             database,
             replica,
             assistant_mcp_url: assistant_mcp_url(env, &mcp_origin)?,
@@ -508,11 +512,19 @@ pub async fn run_with_store(
         ))
     })?;
     let member_deploys = state::deploy_throttle::DeployThrottle::new(&store);
-    let accounts = Arc::new(studio_identity::Accounts::new(
-        store.clone(),
-        config.origins.studio.clone(),
-        config.mcp_origin.as_str(),
-    ));
+    let accounts = Arc::new(
+        studio_identity::Accounts::new(
+            store.clone(),
+            config.origins.studio.clone(),
+            config.mcp_origin.as_str(),
+        )
+        .with_sign_in(config.sign_in.clone())
+        .map_err(|error| {
+            RoleError::Startup(format!(
+                "cannot make the identity provider's client: {error}"
+            ))
+        })?,
+    );
     let uploads = studio_uploads::UploadArea::new(
         store.clone(),
         studio_uploads::isolate::Converter::this_executable().map_err(|error| {

@@ -8,7 +8,10 @@
 use sasha_service::config::Origin;
 use studio_store::Store;
 
+use std::sync::Arc;
+
 use crate::authorization::OAuthState;
+use crate::sso::{SignIn, SignInConfig};
 use crate::throttle::LoginThrottle;
 
 /// What identity's routes serve from: the core database, the Studio origin,
@@ -27,6 +30,8 @@ pub struct Accounts {
     /// The OAuth authorization server's parked requests and registration
     /// budgets.
     pub(crate) oauth: OAuthState,
+    /// The identity provider, if any, and who may use a password.
+    pub(crate) sign_in: SignIn,
 }
 
 impl Accounts {
@@ -38,7 +43,17 @@ impl Accounts {
             store,
             studio,
             login_throttle: LoginThrottle,
+            sign_in: SignIn::default(),
         }
+    }
+
+    /// These accounts signing people in as `config` says (an identity
+    /// provider, passwords off); ID tokens' expiry is checked against the
+    /// store's clock.
+    pub fn with_sign_in(mut self, config: SignInConfig) -> Result<Accounts, String> {
+        let store = self.store.clone();
+        self.sign_in = SignIn::new(config, Arc::new(move || store.clock_seconds()))?;
+        Ok(self)
     }
 
     /// Session cookies get `Secure` and the `__Host-` prefix when Studio is

@@ -139,6 +139,9 @@ pub mod people_action {
     /// maps to a role: `subject` the user, `before` the role they had; their
     /// sessions, tokens and MCP connections ended.
     pub const SSO_NO_ROLE: &str = "user.sso-no-role";
+    /// A person was bound to a subject at the identity provider (their
+    /// first sign-in there): `subject` the user, `after` the issuer.
+    pub const SSO_BOUND: &str = "user.sso-bound";
 }
 
 /// One of a person's tokens as listed: never its secret (only its hash is

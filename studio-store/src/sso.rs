@@ -303,6 +303,16 @@ impl Store {
                      VALUES (?1, ?2, ?3, ?4)",
                     (person.issuer, person.subject, &user.id, now),
                 )?;
+                audit(
+                    &transaction,
+                    now,
+                    ACTOR_IDENTITY_PROVIDER,
+                    people_action::SSO_BOUND,
+                    None,
+                    Some(&user.id),
+                    None,
+                    Some(person.issuer),
+                )?;
                 Found { user, disabled }
             }
         };

@@ -128,5 +128,16 @@ on_both! {
             store.sso_sign_in(&person("s4", "erin", Some(UserRole::Member))).unwrap(),
             SsoSignIn::NameBound
         );
+        let bound: Vec<_> = store
+            .audit_entries(None)
+            .unwrap()
+            .into_iter()
+            .filter(|entry| entry.action == "user.sso-bound")
+            .map(|entry| (entry.actor, entry.after))
+            .collect();
+        assert_eq!(
+            bound,
+            [(ACTOR_IDENTITY_PROVIDER.to_owned(), Some("https://idp.example".to_owned()))]
+        );
     }
 }

@@ -75,6 +75,7 @@ if ! command -v chromium >/dev/null 2>&1 && [ -z "${CHROMIUM:-}" ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
 fi
 npm_install tests/browser
+npm_install tests/oidc
 
 step "nginx (tests/process/deploy_nginx.rs runs deploy/nginx in front of the roles)"
 # Debian's nginx, started by the test itself on loopback; the package's own

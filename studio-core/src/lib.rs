@@ -123,6 +123,9 @@ pub struct Config {
     /// `DATABASE_URL` (PostgreSQL, shared by every replica), else the SQLite
     /// file at `DB_PATH`.
     pub database: CoreDatabase,
+    /// `SASHA_OIDC_*` and `SASHA_SSO_*`: the identity provider people sign
+    /// in through, if any, and whether passwords still work.
+    pub sign_in: studio_identity::sso::SignInConfig,
     /// `SASHA_SSO_*_GROUPS`: the role the organisation's groups give (SCIM
     /// memberships settle roles by it).
     pub group_roles: studio_identity::group_roles::GroupRoles,
@@ -149,6 +152,7 @@ impl Config {
             ));
         }
         Ok(Config {
+            sign_in: studio_identity::sso::SignInConfig::from_env(env, &origins.studio)?,
             database,
             replica,
             assistant_mcp_url: assistant_mcp_url(env, &mcp_origin)?,
@@ -518,6 +522,12 @@ pub async fn run_with_store(
             config.origins.studio.clone(),
             config.mcp_origin.as_str(),
         )
+        .with_sign_in(config.sign_in.clone())
+        .map_err(|error| {
+            RoleError::Startup(format!(
+                "cannot make the identity provider's client: {error}"
+            ))
+        })?
         .with_group_roles(config.group_roles.clone()),
     );
     // The group mapping may have changed since the last start: every person

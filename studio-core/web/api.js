@@ -71,6 +71,14 @@ export function login(username, password) {
   return request("POST", "/api/auth/login", { username, password });
 }
 
+/**
+ * `GET /api/auth/providers`: `{sso: {name, start} | null, passwords}`, how
+ * people sign in here (`passwords` false: only the break-glass admin may use one).
+ */
+export function providers() {
+  return request("GET", "/api/auth/providers");
+}
+
 /** `POST /api/auth/logout`. */
 export function logout() {
   return request("POST", "/api/auth/logout");

@@ -250,6 +250,9 @@ function showLogin(notice) {
     submit,
     status,
   );
+  // Filled once /api/auth/providers answers: "Sign in with <provider>", and
+  // when passwords are off, the form behind a small administrator link.
+  const sso = h("div", { class: "stack", id: "login-sso", hidden: true });
   replaceChildren(
     root,
     h(
@@ -263,11 +266,59 @@ function showLogin(notice) {
         connecting
           ? h("p", { class: "hint", text: "A client is asking to connect to Sasha as you. Sign in to see what it asks for and to allow or deny it." })
           : null,
+        sso,
         form,
       ),
     ),
   );
   username.focus();
+  offerProvider(sso, form, username);
+}
+
+/**
+ * Shows "Sign in with <provider>" above the password form when Studio has an
+ * identity provider; the provider sends the person back to this very route
+ * (a connection request's consent card included). With passwords off, the
+ * form waits behind "Administrator sign-in" for the break-glass admin.
+ */
+async function offerProvider(sso, form, username) {
+  let providers;
+  try {
+    providers = await api.providers();
+  } catch {
+    return; // The password form still works; nothing to offer.
+  }
+  if (!providers.sso || !sso.isConnected) {
+    return;
+  }
+  const returnTo = "/" + (location.hash || "#/");
+  const start = `${providers.sso.start}?return_to=${encodeURIComponent(returnTo)}`;
+  const button = h("a", {
+    class: "button button-primary button-block",
+    id: "login-sso-button",
+    href: start,
+    text: `Sign in with ${providers.sso.name}`,
+  });
+  replaceChildren(sso, button);
+  sso.hidden = false;
+  if (providers.passwords) {
+    sso.append(h("p", { class: "hint", text: "Or sign in with your Sasha user name and password:" }));
+    return;
+  }
+  form.hidden = true;
+  const admin = h("button", {
+    type: "button",
+    class: "button button-quiet button-inline",
+    id: "login-admin-link",
+    text: "Administrator sign-in",
+    onclick: () => {
+      admin.hidden = true;
+      form.hidden = false;
+      username.focus();
+    },
+  });
+  sso.append(admin);
+  button.focus();
 }
 
 async function signOut() {

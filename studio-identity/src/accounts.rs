@@ -12,6 +12,7 @@ use studio_store::Store;
 
 use crate::authorization::OAuthState;
 use crate::group_roles::GroupRoles;
+use crate::sso::{SignIn, SignInConfig};
 use crate::throttle::LoginThrottle;
 
 /// What identity's routes serve from: the core database, the Studio origin,
@@ -30,6 +31,8 @@ pub struct Accounts {
     /// The OAuth authorization server's parked requests and registration
     /// budgets.
     pub(crate) oauth: OAuthState,
+    /// The identity provider, if any, and who may use a password.
+    pub(crate) sign_in: SignIn,
     /// Which role the organisation's groups give (`SASHA_SSO_*_GROUPS`):
     /// SCIM memberships settle roles by it.
     pub(crate) group_roles: Arc<GroupRoles>,
@@ -44,6 +47,7 @@ impl Accounts {
             store,
             studio,
             login_throttle: LoginThrottle,
+            sign_in: SignIn::default(),
             group_roles: Arc::new(GroupRoles::default()),
         }
     }
@@ -57,6 +61,15 @@ impl Accounts {
     /// The organisation's group mapping.
     pub fn group_roles(&self) -> &GroupRoles {
         &self.group_roles
+    }
+
+    /// These accounts signing people in as `config` says (an identity
+    /// provider, passwords off); ID tokens' expiry is checked against the
+    /// store's clock.
+    pub fn with_sign_in(mut self, config: SignInConfig) -> Result<Accounts, String> {
+        let store = self.store.clone();
+        self.sign_in = SignIn::new(config, Arc::new(move || store.clock_seconds()))?;
+        Ok(self)
     }
 
     /// Session cookies get `Secure` and the `__Host-` prefix when Studio is

@@ -21,13 +21,14 @@ pub mod oauth;
 pub mod people;
 pub mod scim;
 pub mod sign_in;
+pub mod sso;
 
 pub use answers::{
     ErrorEnvelope, hidden_not_found, no_store, parse_body, parse_body_within, unauthenticated,
 };
 
 /// Identity's routes, all on the Studio host: sign-in (`/api/auth/*`,
-/// `/api/me`), people, reset links and tokens (`/api/users*`, `/api/invitation*`,
+/// `/api/me`, and through the identity provider `/auth/oidc/*`), people, reset links and tokens (`/api/users*`, `/api/invitation*`,
 /// `/api/tokens*`), and the OAuth 2.1 authorization server (RFC 8414
 /// metadata, `/oauth/*`, and the consent and connections API under
 /// `/api/oauth/*`), and SCIM provisioning (`/scim/v2/*`, `/api/scim/tokens`).
@@ -36,6 +37,9 @@ pub fn routes() -> axum::Router<Arc<Accounts>> {
         .route("/api/auth/login", post(sign_in::login))
         .route("/api/auth/logout", post(sign_in::logout))
         .route("/api/me", get(sign_in::me))
+        .route("/api/auth/providers", get(sso::providers))
+        .route(sso::START_PATH, get(sso::start))
+        .route(crate::sso::config::CALLBACK_PATH, get(sso::callback))
         .route("/api/users", get(people::list_users).post(people::invite))
         .route(
             "/api/users/{username}",

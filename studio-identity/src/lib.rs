@@ -24,6 +24,7 @@ pub mod group_roles;
     reason = "guards return the finished refusal, as axum handlers do; boxing it buys nothing"
 )]
 pub mod http;
+pub mod sso;
 pub mod throttle;
 
 pub use accounts::Accounts;

@@ -51,6 +51,7 @@ mod schema;
 mod schema_postgres;
 mod scim;
 mod secrets;
+mod sso;
 #[cfg(test)]
 mod tests;
 mod throttles;
@@ -112,6 +113,10 @@ pub use self::scim::{
     MAX_LIVE_SCIM_TOKENS, MAX_SCIM_TOKEN_LABEL_CHARS, MAX_SCIM_VALUE_CHARS, RoleFor,
     SCIM_ACTOR_PREFIX, ScimAttributes, ScimDirectoryView, ScimGroup, ScimGroupAttributes,
     ScimGroupRef, ScimMember, ScimPage, ScimPerson, ScimQuery, ScimToken, scim_action,
+};
+pub use self::sso::{
+    ACTOR_IDENTITY_PROVIDER, MAX_SSO_ATTEMPTS, SSO_ATTEMPT_TTL_SECONDS, SsoAttempt, SsoPerson,
+    SsoSignIn, TakenAttempt,
 };
 pub use self::suggestions::{
     MAX_SUGGESTIONS_PER_DAY, SUGGESTION_WINDOW_SECONDS, StoredSuggestion, Suggestion,
@@ -986,6 +991,13 @@ impl Store {
 
     fn now(&self) -> i64 {
         (self.inner.clock)()
+    }
+
+    /// The store's clock in unix seconds (a test's injected one), for checks
+    /// made outside the database that must agree with it, such as an ID
+    /// token's expiry.
+    pub fn clock_seconds(&self) -> i64 {
+        self.now()
     }
 
     /// Reads the schema, proving the database answers (for readiness).

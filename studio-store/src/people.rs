@@ -135,6 +135,13 @@ pub mod people_action {
     /// The organisation's provider made a person (their first sign-in, or
     /// SCIM): `subject` their id, `before` their source, `after` their role.
     pub const USER_PROVISIONED: &str = "user.provisioned";
+    /// A person signed in through the identity provider with no group that
+    /// maps to a role: `subject` the user, `before` the role they had; their
+    /// sessions, tokens and MCP connections ended.
+    pub const SSO_NO_ROLE: &str = "user.sso-no-role";
+    /// A person was bound to a subject at the identity provider (their
+    /// first sign-in there): `subject` the user, `after` the issuer.
+    pub const SSO_BOUND: &str = "user.sso-bound";
 }
 
 /// One of a person's tokens as listed: never its secret (only its hash is
@@ -221,7 +228,7 @@ fn acting_admins(transaction: &Tx<'_>) -> Result<i64, StoreError> {
 
 /// Runs `change` in `transaction` and refuses it (the transaction is then
 /// dropped, so rolled back) when it took away the last admin who can act.
-fn keeping_an_admin<T>(
+pub(super) fn keeping_an_admin<T>(
     transaction: &Tx<'_>,
     change: impl FnOnce() -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
@@ -1049,7 +1056,7 @@ fn insert_invitation(
 /// Ends every way `user_id` is signed in, inside `transaction`: browser
 /// sessions, tokens, and MCP connections (so no refresh mints a new token),
 /// the connections recording `reason`.
-fn end_every_credential(
+pub(super) fn end_every_credential(
     transaction: &Tx<'_>,
     now: i64,
     user_id: &str,

@@ -715,6 +715,35 @@ ALTER TABLE users ADD COLUMN source TEXT NOT NULL DEFAULT 'password'
 "#,
     },
     Migration {
+        version: 25,
+        name: "sign-in through an OpenID provider",
+        sql: r#"
+-- A started sign-in through the organisation's OpenID provider
+-- (store/sso.rs), until the provider sends the browser back: only the hashes
+-- of the state and of the browser's attempt cookie are kept; used once
+-- (used_at), for ten minutes.
+CREATE TABLE sso_attempts (
+    state_sha256   TEXT PRIMARY KEY,
+    browser_sha256 TEXT NOT NULL,
+    nonce          TEXT NOT NULL,
+    pkce_verifier  TEXT NOT NULL,
+    return_to      TEXT NOT NULL,
+    created_at     INTEGER NOT NULL,
+    used_at        INTEGER
+) STRICT;
+CREATE INDEX sso_attempts_by_creation ON sso_attempts(created_at);
+
+-- Whom each provider subject is: one subject per person, removed with them.
+CREATE TABLE sso_identities (
+    issuer     TEXT NOT NULL,
+    subject    TEXT NOT NULL,
+    user_id    TEXT NOT NULL UNIQUE REFERENCES users(id) ON DELETE CASCADE,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (issuer, subject)
+) STRICT;
+"#,
+    },
+    Migration {
         version: 26,
         name: "SCIM provisioning",
         sql: r#"
@@ -930,6 +959,7 @@ mod tests {
                 (22, 2),
                 (23, 2),
                 (24, 2),
+                (25, 2),
                 (26, 2)
             ]
         );
@@ -997,6 +1027,7 @@ mod tests {
                 (22, "package heads".to_owned(), 3),
                 (23, "data-worker placement".to_owned(), 3),
                 (24, "user sources".to_owned(), 3),
+                (25, "sign-in through an OpenID provider".to_owned(), 3),
                 (26, "SCIM provisioning".to_owned(), 3),
             ]
         );

@@ -63,6 +63,11 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("schema/postgres_24.sql"),
     },
     Migration {
+        version: 25,
+        name: "sign-in through an OpenID provider",
+        sql: include_str!("schema/postgres_25.sql"),
+    },
+    Migration {
         version: 26,
         name: "SCIM provisioning",
         sql: include_str!("schema/postgres_26.sql"),

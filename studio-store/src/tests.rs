@@ -1404,6 +1404,7 @@ mod member_apps;
 mod oauth;
 mod people;
 mod postgres;
+mod sso;
 mod suggestions;
 mod throttles;
 mod uploads;

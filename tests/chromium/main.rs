@@ -21,6 +21,7 @@ mod orientation;
 mod people;
 mod replication;
 mod sandbox;
+mod sso;
 mod studio;
 mod summariser;
 mod timesheet;

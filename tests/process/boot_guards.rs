@@ -289,3 +289,53 @@ async fn an_unusable_core_database_is_one_clear_line() {
         );
     }
 }
+
+/// Sign-in through an identity provider that cannot work stops studio-core
+/// before it serves: a provider setting without its issuer, passwords off
+/// without a provider, an issuer without a client or any group mapping.
+#[tokio::test]
+async fn identity_provider_guards() {
+    let harness = Harness::new();
+    let secret = harness.dir.path().join("oidc-secret");
+    std::fs::write(&secret, "s3cret\n").unwrap();
+    let secret = secret.to_str().unwrap();
+    let issuer = ("SASHA_OIDC_ISSUER", "https://login.example.com/tenant/v2.0");
+    for (env, var, fragment) in [
+        (
+            vec![("SASHA_OIDC_CLIENT_ID", "studio")],
+            "SASHA_OIDC_CLIENT_ID",
+            "SASHA_OIDC_ISSUER is not",
+        ),
+        (
+            vec![("SASHA_SSO_ONLY", "1")],
+            "SASHA_SSO_ONLY",
+            "SASHA_OIDC_ISSUER is not",
+        ),
+        (
+            vec![issuer, ("SASHA_OIDC_CLIENT_SECRET_FILE", secret)],
+            "SASHA_OIDC_CLIENT_ID",
+            "is required",
+        ),
+        (
+            vec![
+                issuer,
+                ("SASHA_OIDC_CLIENT_ID", "studio"),
+                ("SASHA_OIDC_CLIENT_SECRET_FILE", secret),
+            ],
+            "SASHA_SSO_MEMBER_GROUPS",
+            "nobody can sign in",
+        ),
+        (
+            vec![
+                ("SASHA_OIDC_ISSUER", "http://login.example.com"),
+                ("SASHA_OIDC_CLIENT_ID", "studio"),
+                ("SASHA_OIDC_CLIENT_SECRET_FILE", secret),
+                ("SASHA_SSO_MEMBER_GROUPS", "*"),
+            ],
+            "SASHA_OIDC_ISSUER",
+            "must be https",
+        ),
+    ] {
+        refused(&harness, Role::StudioCore, &env, var, fragment).await;
+    }
+}

@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use studio_identity::http::ErrorEnvelope;
 use studio_identity::http::sign_in::{__path_login, __path_logout, __path_me};
+use studio_identity::http::sso::__path_providers;
 use utoipa::OpenApi;
 
 use studio_assistant::http as assistant;
@@ -42,6 +43,7 @@ pub(super) fn routes() -> axum::Router<Arc<Core>> {
         login,
         logout,
         me,
+        providers,
         session::session,
         replication::replication_page,
         people::list_users,
@@ -117,6 +119,8 @@ pub(super) fn routes() -> axum::Router<Arc<Core>> {
         studio_identity::http::sign_in::LoginRequest,
         apps::GrantRequest,
         studio_identity::http::sign_in::MeResponse,
+        studio_identity::http::sso::ProvidersResponse,
+        studio_identity::http::sso::SsoProvider,
         session::SessionResponse,
         apps::AppDescriptor,
         apps::AppsResponse,

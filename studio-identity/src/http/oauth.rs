@@ -151,6 +151,11 @@ impl OAuthError {
         self.error
     }
 
+    /// What is wrong, for a person.
+    pub(crate) fn description(&self) -> &str {
+        &self.description
+    }
+
     pub(crate) fn new(error: &'static str, description: impl Into<String>) -> OAuthError {
         let (status, code) = match error {
             "invalid_client" => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthenticated),

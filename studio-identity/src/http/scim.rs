@@ -447,12 +447,8 @@ pub fn list_response(total: i64, start: i64, resources: Vec<Value>) -> Response 
 
 /// Unix seconds as SCIM's dateTime (RFC 3339, UTC).
 pub fn date_time(unix: i64) -> String {
-    time::OffsetDateTime::from_unix_timestamp(unix)
-        .ok()
-        .and_then(|at| {
-            at.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
+    chrono::DateTime::from_timestamp(unix, 0)
+        .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
         .unwrap_or_default()
 }
 

@@ -17,12 +17,13 @@ use axum::response::{IntoResponse, Response};
 use sasha_proto::{AppError, ErrorCode};
 use sasha_service::web::{cookie, session_cookie_name};
 use serde::{Deserialize, Serialize};
-use studio_store::{Principal, blocking};
+use studio_store::{Principal, UserRole, blocking};
 use utoipa::ToSchema;
 
 use crate::accounts::Accounts;
 use crate::http::answers::{ErrorEnvelope, no_store, parse_body, throttled, uuid_nil};
 use crate::http::caller::{same_origin_json, user};
+use crate::sso::PasswordPolicy;
 use crate::throttle::ClientAddress;
 
 /// Sign-in credentials.
@@ -38,7 +39,7 @@ pub struct LoginRequest {
     (status = 200, description = "signed in; sets the session cookie", body = MeResponse),
     (status = 400, description = "malformed body", body = ErrorEnvelope),
     (status = 401, description = "wrong user name or password", body = ErrorEnvelope),
-    (status = 403, description = "not from the Studio origin", body = ErrorEnvelope),
+    (status = 403, description = "not from the Studio origin; or password sign-in is turned off (SASHA_SSO_ONLY) and this is not the break-glass admin (APP_ACCESS_DENIED)", body = ErrorEnvelope),
     (status = 415, description = "body is not application/json", body = ErrorEnvelope),
     (status = 429, description = "too many sign-in attempts for this user name from this client address, or from this address; retryable, see Retry-After", body = ErrorEnvelope),
     (status = 503, description = "account store busy; retry", body = ErrorEnvelope)))]
@@ -73,18 +74,27 @@ pub async fn login(
         Err(error) => return error.into_response(),
     }
     let store = accounts.store.clone();
+    let passwords = accounts.sign_in.passwords.clone();
     let outcome = blocking(move || {
         let Some(user) = store.verify_login(&request.username, &request.password)? else {
-            return Ok(None);
+            return Ok(Login::Wrong);
         };
+        // Checked after the password, so only someone who knows it learns
+        // that passwords are off, and the break-glass admin's name is not
+        // told apart from any other.
+        if !(passwords.admits(&user.username) && user.role == UserRole::Admin)
+            && passwords != PasswordPolicy::Everyone
+        {
+            return Ok(Login::PasswordsOff);
+        }
         let secret = store.create_session(&user.id)?;
         let principal = store.session(&secret)?;
-        Ok(principal.map(|principal| (secret, principal)))
+        Ok(principal.map_or(Login::Wrong, |principal| Login::SignedIn(secret, principal)))
     })
     .await;
     match outcome {
-        Ok(Some((secret, principal))) => signed_in(&accounts, &secret, &principal),
-        Ok(None) => {
+        Ok(Login::SignedIn(secret, principal)) => signed_in(&accounts, &secret, &principal),
+        Ok(Login::Wrong) => {
             let mut error = AppError::new(
                 ErrorCode::Unauthenticated,
                 "the user name or password is wrong",
@@ -92,13 +102,43 @@ pub async fn login(
             error.diagnostic_id = uuid_nil();
             error.into_response()
         }
+        Ok(Login::PasswordsOff) => AppError::new(
+            ErrorCode::AccessDenied,
+            match &accounts.sign_in.provider {
+                Some(provider) => format!(
+                    "password sign-in is turned off on this Studio: use \"Sign in with {}\"",
+                    provider.config().provider_name
+                ),
+                None => "password sign-in is turned off on this Studio".to_owned(),
+            },
+        )
+        .into_response(),
         Err(error) => error.into_response(),
     }
+}
+
+/// How a password sign-in was decided.
+enum Login {
+    SignedIn(String, Principal),
+    Wrong,
+    /// The password is right, but passwords are off for this person.
+    PasswordsOff,
 }
 
 /// The answer that starts a browser session: the caller, with the session
 /// cookie for `secret`.
 pub(crate) fn signed_in(accounts: &Accounts, secret: &str, principal: &Principal) -> Response {
+    let mut response = no_store(Json(me_json(principal)));
+    if let Some(value) = session_cookie(accounts, secret) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+/// The session cookie for `secret`, however the person signed in: `HttpOnly`,
+/// `SameSite=Lax`, and `__Host-` and `Secure` when Studio is served over
+/// https.
+pub(crate) fn session_cookie(accounts: &Accounts, secret: &str) -> Option<HeaderValue> {
     let cookie = format!(
         "{}={secret}; Path=/; HttpOnly; SameSite=Lax{}",
         session_cookie_name(accounts.secure_cookies()),
@@ -108,11 +148,7 @@ pub(crate) fn signed_in(accounts: &Accounts, secret: &str, principal: &Principal
             ""
         }
     );
-    let mut response = no_store(Json(me_json(principal)));
-    if let Ok(value) = HeaderValue::from_str(&cookie) {
-        response.headers_mut().insert(header::SET_COOKIE, value);
-    }
-    response
+    HeaderValue::from_str(&cookie).ok()
 }
 
 /// `POST /api/auth/logout`: ends the browser session.

@@ -123,6 +123,29 @@ fn populate(source: &Source) -> Seeded {
     store.set_disabled("dee", true, ACTOR_OPERATOR).unwrap();
     let session = store.create_session(&ada).unwrap();
     assert!(store.verify_login("ada", PASSWORD).unwrap().is_some());
+    // Sign-in through the identity provider: a person bound to a subject,
+    // and a sign-in under way.
+    store
+        .sso_sign_in(&crate::SsoPerson {
+            issuer: "https://idp.example",
+            subject: "subject-of-eve",
+            username: "eve@example.com",
+            role: Some(UserRole::Member),
+        })
+        .unwrap();
+    assert!(
+        store
+            .begin_sso_attempt(
+                "a state",
+                "a browser",
+                &crate::SsoAttempt {
+                    nonce: "a nonce".into(),
+                    pkce_verifier: "a verifier".into(),
+                    return_to: "/#/apps".into(),
+                },
+            )
+            .unwrap()
+    );
 
     // The directory's token, a person it provisioned and their group.
     let (_, scim_token) = store.mint_scim_token("Entra ID", ACTOR_OPERATOR).unwrap();

@@ -625,6 +625,7 @@ async fn the_openapi_document_describes_every_route() {
     let expected: BTreeSet<String> = [
         "POST /api/auth/login",
         "POST /api/auth/logout",
+        "GET /api/auth/providers",
         "GET /api/me",
         "GET /api/session",
         "GET /api/users",
@@ -993,13 +994,15 @@ async fn every_documented_route_refuses_every_caller_without_a_right() {
             .replace("{connectionId}", "x")
             .replace("{id}", "x")
     };
-    // Open to anyone by design: signing in and out, asking whether the page
-    // is signed in (`http::session`'s own test has its refusals), an
+    // Open to anyone by design: signing in and out and how one signs in
+    // here, asking whether the page is signed in (`http::session`'s own test
+    // has its refusals), an
     // invitation link (its 256-bit secret is the credential), and the member
     // app authoring guide (public in the spec: builders fetch it as it is).
     let public = [
         "POST /api/auth/login",
         "POST /api/auth/logout",
+        "GET /api/auth/providers",
         "GET /api/session",
         "POST /api/invitation",
         "POST /api/invitation/accept",

@@ -11,6 +11,9 @@
 
 use std::sync::Arc;
 
+use sasha_proto::{AppError, ErrorCode};
+use studio_store::UserRole;
+
 pub mod claims;
 pub mod client;
 pub mod config;
@@ -31,6 +34,29 @@ pub struct SignIn {
 }
 
 impl SignIn {
+    /// Whether `username`, of `role`, may hold and use a password here:
+    /// everyone, unless passwords are off (`SASHA_SSO_ONLY`); then only the
+    /// break-glass admin, while they are an admin.
+    pub(crate) fn password_admits(&self, username: &str, role: UserRole) -> bool {
+        self.passwords == PasswordPolicy::Everyone
+            || (self.passwords.admits(username) && role == UserRole::Admin)
+    }
+
+    /// The refusal of a password, or a link to set one, where passwords are
+    /// off for the person.
+    pub(crate) fn passwords_off(&self) -> AppError {
+        AppError::new(
+            ErrorCode::AccessDenied,
+            match &self.provider {
+                Some(provider) => format!(
+                    "password sign-in is turned off on this Studio: use \"Sign in with {}\"",
+                    provider.config().provider_name
+                ),
+                None => "password sign-in is turned off on this Studio".to_owned(),
+            },
+        )
+    }
+
     /// Sign-in as `config` says, checking ID tokens' expiry against `clock`
     /// (unix seconds, the store's).
     pub fn new(

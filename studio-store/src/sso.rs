@@ -13,7 +13,7 @@
 
 use crate::db::{OptionalExtension as _, Sql as _, Tx};
 
-use super::people::{end_every_credential, keeping_an_admin, people_action};
+use super::people::{change_role, end_every_credential, people_action};
 use super::{
     AFTER_USER, Store, StoreError, USER_COLUMNS, USERNAME_MATCHES, User, UserRole, UserSource,
     audit, secrets, user_from_row,
@@ -271,9 +271,6 @@ impl Store {
         let found = match bound {
             Some(found) => found,
             None => {
-                let Some(role) = person.role else {
-                    return Ok(Decided::Done(SsoSignIn::NoRole { existing: false }));
-                };
                 let named = transaction
                     .query_row(
                         &format!(
@@ -287,7 +284,10 @@ impl Store {
                     )
                     .optional()?;
                 let Some(((user, disabled), has_subject)) = named else {
-                    return Ok(Decided::Create(role));
+                    return Ok(match person.role {
+                        Some(role) => Decided::Create(role),
+                        None => Decided::Done(SsoSignIn::NoRole { existing: false }),
+                    });
                 };
                 if user.source == UserSource::Password {
                     return Ok(Decided::Done(SsoSignIn::PasswordAccount));
@@ -332,13 +332,23 @@ enum Decided {
 }
 
 /// Gives a known, enabled `user` the role their groups map to (audited when
-/// it changes), or, when none does, ends their credentials (audited).
+/// it changes), or, when none does, ends their credentials (audited). A
+/// person the directory provisioned keeps the role and status SCIM settled
+/// (the directory owns them, decision 0046): the ID token's groups, which
+/// some providers do not send at all, neither raise nor end them.
 fn follow_groups(
     transaction: &Tx<'_>,
     now: i64,
     mut user: User,
     role: Option<UserRole>,
 ) -> Result<SsoSignIn, StoreError> {
+    if user.source == UserSource::Scim {
+        return Ok(SsoSignIn::SignedIn {
+            user,
+            created: false,
+            changed_from: None,
+        });
+    }
     let Some(role) = role else {
         end_every_credential(transaction, now, &user.id, "no group maps to a role")?;
         audit(
@@ -361,20 +371,7 @@ fn follow_groups(
             changed_from: None,
         });
     }
-    keeping_an_admin(transaction, || {
-        transaction.execute("UPDATE users SET role = ?2 WHERE id = ?1", (&user.id, role))?;
-        Ok(())
-    })?;
-    audit(
-        transaction,
-        now,
-        ACTOR_IDENTITY_PROVIDER,
-        people_action::USER_ROLE_CHANGED,
-        None,
-        Some(&user.id),
-        Some(before.as_str()),
-        Some(role.as_str()),
-    )?;
+    change_role(transaction, now, &user, role, ACTOR_IDENTITY_PROVIDER)?;
     user.role = role;
     Ok(SsoSignIn::SignedIn {
         user,

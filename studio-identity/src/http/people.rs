@@ -42,6 +42,7 @@ use crate::accounts::Accounts;
 use crate::http::answers::{ErrorEnvelope, hidden_not_found, no_store, parse_body};
 use crate::http::caller::{same_origin_json, session_user, session_write, user};
 use crate::http::sign_in::signed_in;
+use crate::sso::PasswordPolicy;
 use studio_store::{
     ACCESS_TOKEN_DEFAULT_TTL_SECONDS, AppAccess, Invitation, LinkPurpose, Person, Principal,
     ScimDirectoryView, Scope, StoreError, TOKEN_MAX_TTL_SECONDS, UserRole,
@@ -118,6 +119,24 @@ fn invitation_json(accounts: &Accounts, invitation: &Invitation) -> Value {
         "url": format!("{}/#/{page}/{}", accounts.studio.as_str(), invitation.secret),
         "expiresAt": invitation.expires_at,
     })
+}
+
+/// Refuses a link that sets a password for `username` where passwords are
+/// off for them (`SASHA_SSO_ONLY`): accepting it would start a session that
+/// never went through the provider. Nothing to check while passwords are on;
+/// an unknown name is left to the store's own answer.
+async fn password_link_allowed(accounts: &Accounts, username: &str) -> Result<(), Response> {
+    if accounts.sign_in.passwords == PasswordPolicy::Everyone {
+        return Ok(());
+    }
+    let (store, name) = (accounts.store.clone(), username.to_owned());
+    match blocking(move || store.user_by_name(&name)).await {
+        Ok(Some(user)) if !accounts.sign_in.password_admits(&user.username, user.role) => {
+            Err(accounts.sign_in.passwords_off().into_response())
+        }
+        Ok(_) => Ok(()),
+        Err(error) => Err(error.into_response()),
+    }
 }
 
 /// A store refusal as the field it is about, for the page to show there.
@@ -282,6 +301,9 @@ pub async fn invite(
         Ok(body) => body,
         Err(response) => return response,
     };
+    if !accounts.sign_in.password_admits(&body.username, body.role) {
+        return accounts.sign_in.passwords_off().into_response();
+    }
     let apps = match invitation_apps(&body.apps) {
         Ok(apps) => apps,
         Err(response) => return response,
@@ -439,6 +461,9 @@ pub async fn renew_invitation(
         Ok(actor) => actor,
         Err(response) => return response,
     };
+    if let Err(response) = password_link_allowed(&accounts, &username).await {
+        return response;
+    }
     let store = accounts.store.clone();
     match tokio::task::spawn_blocking(move || store.renew_invitation(&username, &actor.user.id))
         .await
@@ -477,6 +502,9 @@ pub async fn password_reset(
         Err(response) => return response,
     };
     if let Err(response) = not_yourself(&actor, &username) {
+        return response;
+    }
+    if let Err(response) = password_link_allowed(&accounts, &username).await {
         return response;
     }
     let store = accounts.store.clone();
@@ -553,6 +581,16 @@ pub async fn accept_invitation(
         Ok(body) => body,
         Err(response) => return response,
     };
+    if accounts.sign_in.passwords != PasswordPolicy::Everyone {
+        let (store, token) = (accounts.store.clone(), body.token.clone());
+        match blocking(move || store.invitation(&token)).await {
+            Ok(Some(link)) if !accounts.sign_in.password_admits(&link.username, link.role) => {
+                return accounts.sign_in.passwords_off().into_response();
+            }
+            Ok(_) => {}
+            Err(error) => return error.into_response(),
+        }
+    }
     let store = accounts.store.clone();
     let outcome = tokio::task::spawn_blocking(move || {
         let Some(user) = store.accept_invitation(&body.token, &body.password)? else {

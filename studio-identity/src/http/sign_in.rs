@@ -17,13 +17,12 @@ use axum::response::{IntoResponse, Response};
 use sasha_proto::{AppError, ErrorCode};
 use sasha_service::web::{cookie, session_cookie_name};
 use serde::{Deserialize, Serialize};
-use studio_store::{Principal, UserRole, blocking};
+use studio_store::{Principal, blocking};
 use utoipa::ToSchema;
 
 use crate::accounts::Accounts;
 use crate::http::answers::{ErrorEnvelope, no_store, parse_body, throttled, uuid_nil};
 use crate::http::caller::{same_origin_json, user};
-use crate::sso::PasswordPolicy;
 use crate::throttle::ClientAddress;
 
 /// Sign-in credentials.
@@ -74,7 +73,7 @@ pub async fn login(
         Err(error) => return error.into_response(),
     }
     let store = accounts.store.clone();
-    let passwords = accounts.sign_in.passwords.clone();
+    let policy = Arc::clone(&accounts);
     let outcome = blocking(move || {
         let Some(user) = store.verify_login(&request.username, &request.password)? else {
             return Ok(Login::Wrong);
@@ -82,9 +81,7 @@ pub async fn login(
         // Checked after the password, so only someone who knows it learns
         // that passwords are off, and the break-glass admin's name is not
         // told apart from any other.
-        if !(passwords.admits(&user.username) && user.role == UserRole::Admin)
-            && passwords != PasswordPolicy::Everyone
-        {
+        if !policy.sign_in.password_admits(&user.username, user.role) {
             return Ok(Login::PasswordsOff);
         }
         let secret = store.create_session(&user.id)?;
@@ -102,17 +99,7 @@ pub async fn login(
             error.diagnostic_id = uuid_nil();
             error.into_response()
         }
-        Ok(Login::PasswordsOff) => AppError::new(
-            ErrorCode::AccessDenied,
-            match &accounts.sign_in.provider {
-                Some(provider) => format!(
-                    "password sign-in is turned off on this Studio: use \"Sign in with {}\"",
-                    provider.config().provider_name
-                ),
-                None => "password sign-in is turned off on this Studio".to_owned(),
-            },
-        )
-        .into_response(),
+        Ok(Login::PasswordsOff) => accounts.sign_in.passwords_off().into_response(),
         Err(error) => error.into_response(),
     }
 }

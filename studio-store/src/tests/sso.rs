@@ -141,3 +141,41 @@ on_both! {
         );
     }
 }
+
+on_both! {
+    /// The directory owns a provisioned person's role and status: the ID
+    /// token's groups, missing or different, neither refuse nor change them
+    /// (Google sends no groups claim; SCIM does the mapping).
+    fn a_provisioned_persons_role_stays_the_directorys() {
+        let fixture = Fixture::new();
+        let store = &fixture.store;
+        fixture.user("root", UserRole::Admin);
+        let fay = store
+            .create_user_from(UserSource::Scim, "fay@example.com", UserRole::Staff, ACTOR_OPERATOR)
+            .unwrap();
+        for groups in [None, Some(UserRole::Admin), Some(UserRole::Member), None] {
+            let SsoSignIn::SignedIn { user, created: false, changed_from: None } =
+                store.sso_sign_in(&person("s5", "fay@example.com", groups)).unwrap()
+            else {
+                panic!("the provisioned person signs in whatever the token's groups ({groups:?})");
+            };
+            assert_eq!((&user.id, user.role), (&fay.id, UserRole::Staff));
+        }
+        let changes = store
+            .audit_entries(None)
+            .unwrap()
+            .into_iter()
+            .filter(|entry| {
+                entry.subject.as_deref() == Some(&fay.id)
+                    && ["user.role-changed", "user.sso-no-role"].contains(&entry.action.as_str())
+            })
+            .count();
+        assert_eq!(changes, 0);
+        // A disabled one is refused, bound or not.
+        store.set_disabled("fay@example.com", true, ACTOR_OPERATOR).unwrap();
+        assert_eq!(
+            store.sso_sign_in(&person("s5", "fay@example.com", Some(UserRole::Staff))).unwrap(),
+            SsoSignIn::Disabled
+        );
+    }
+}

@@ -626,6 +626,98 @@ async fn sso_only_refuses_passwords_except_the_break_glass_admin() {
     );
 }
 
+impl World {
+    async fn post(&self, uri: &str, cookie: Option<&str>, body: Value) -> Response {
+        let mut request = Request::post(uri)
+            .header(header::ORIGIN, STUDIO)
+            .header(header::CONTENT_TYPE, "application/json");
+        if let Some(cookie) = cookie {
+            request = request.header(header::COOKIE, cookie);
+        }
+        self.router
+            .clone()
+            .oneshot(request.body(Body::from(body.to_string())).unwrap())
+            .await
+            .unwrap()
+    }
+}
+
+/// An access refusal naming the provider, with no session cookie.
+async fn passwords_are_off(response: Response) {
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    assert!(set_cookies(&response).is_empty());
+    let envelope: Value = serde_json::from_str(&body_text(response).await).unwrap();
+    assert_eq!(envelope["code"], "APP_ACCESS_DENIED");
+    assert!(
+        envelope["message"]
+            .as_str()
+            .unwrap()
+            .contains("Sign in with Example SSO"),
+        "{envelope}"
+    );
+}
+
+/// With passwords off, no link sets a password for anyone but the
+/// break-glass admin: an invitation made before is not accepted (it would
+/// sign its person in past the provider), and none is made or renewed.
+#[tokio::test]
+async fn sso_only_makes_and_honours_no_password_link() {
+    let world = world_with(PasswordPolicy::BreakGlassOnly(Some("root".into())), None).await;
+    let root = world
+        .store
+        .create_user("root", UserRole::Admin, "the break glass password")
+        .unwrap();
+    world
+        .store
+        .create_user("pam", UserRole::Admin, "another long password")
+        .unwrap();
+    let earlier = world
+        .store
+        .invite_user("ivy", UserRole::Member, &root.id)
+        .unwrap();
+    let accept = json!({ "token": earlier.secret, "password": "ivy's own long password" });
+    passwords_are_off(world.post("/api/invitation/accept", None, accept).await).await;
+    assert_eq!(
+        world
+            .store
+            .verify_login("ivy", "ivy's own long password")
+            .unwrap(),
+        None,
+        "the refused link set no password"
+    );
+    let root_session = session(&world.login("root", "the break glass password").await);
+    let invite = json!({ "username": "zed@example.com", "role": "member" });
+    passwords_are_off(world.post("/api/users", Some(&root_session), invite).await).await;
+    assert!(
+        world
+            .store
+            .user_by_name("zed@example.com")
+            .unwrap()
+            .is_none()
+    );
+    for uri in ["/api/users/ivy/invitation", "/api/users/pam/password-reset"] {
+        passwords_are_off(world.post(uri, Some(&root_session), json!({})).await).await;
+    }
+    // Passwords on: the same invitation is made as before.
+    let open = world_with(PasswordPolicy::Everyone, None).await;
+    let admin = open
+        .store
+        .create_user("root", UserRole::Admin, "the break glass password")
+        .unwrap();
+    let link = open
+        .store
+        .invite_user("ivy", UserRole::Member, &admin.id)
+        .unwrap();
+    let accepted = open
+        .post(
+            "/api/invitation/accept",
+            None,
+            json!({ "token": link.secret, "password": "ivy's own long password" }),
+        )
+        .await;
+    assert_eq!(accepted.status(), StatusCode::OK);
+}
+
 #[tokio::test]
 async fn passwords_work_alongside_the_provider_unless_turned_off() {
     let world = world().await;

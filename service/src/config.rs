@@ -99,6 +99,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SASHA_OIDC_SCOPES", roles: "studio-core", default: "openid profile email", meaning: "space-separated scopes asked for; must include openid" },
     Variable { name: "SASHA_OIDC_GROUPS_CLAIM", roles: "studio-core", default: "groups", meaning: "the ID-token claim whose strings are the person's groups (Entra ID: groups or roles; Keycloak: groups with a group mapper)" },
     Variable { name: "SASHA_OIDC_USERNAME_CLAIM", roles: "studio-core", default: "(unset: preferred_username, then email)", meaning: "the ID-token claim that is the Sasha user name" },
+    Variable { name: "SASHA_OIDC_CA_FILE", roles: "studio-core", default: "(unset: the public web's roots)", meaning: "PEM CA certificates trusted beside the public roots for reaching the provider, when it is behind the organisation's own certificate authority" },
     Variable { name: "SASHA_OIDC_PROVIDER_NAME", roles: "studio-core", default: "single sign-on", meaning: "shown on the sign-in button as Sign in with <name> (at most 64 characters)" },
     Variable { name: "SASHA_SSO_ONLY", roles: "studio-core", default: "0", meaning: "1: password sign-in is refused (APP_ACCESS_DENIED) for everyone but SASHA_SSO_BREAK_GLASS_ADMIN; needs SASHA_OIDC_ISSUER" },
     Variable { name: "SASHA_SSO_BREAK_GLASS_ADMIN", roles: "studio-core", default: "(unset: with SASHA_SSO_ONLY, nobody; sasha admin still works)", meaning: "the one admin who may still sign in with a password when SASHA_SSO_ONLY=1" },

@@ -124,11 +124,9 @@ pub struct Config {
     /// file at `DB_PATH`.
     pub database: CoreDatabase,
     /// `SASHA_OIDC_*` and `SASHA_SSO_*`: the identity provider people sign
-    /// in through, if any, and whether passwords still work.
+    /// in through, if any, whether passwords still work, and the role the
+    /// organisation's groups give (SCIM memberships settle roles by it).
     pub sign_in: studio_identity::sso::SignInConfig,
-    /// `SASHA_SSO_*_GROUPS`: the role the organisation's groups give (SCIM
-    /// memberships settle roles by it).
-    pub group_roles: studio_identity::group_roles::GroupRoles,
 }
 
 impl Config {
@@ -178,7 +176,6 @@ impl Config {
             bundled_apps: seed::BundledApps::from_env(env)?,
             chat: studio_assistant::provider::ChatConfig::from_env(env)?,
             health_addr: health::health_addr(env)?,
-            group_roles: studio_identity::group_roles::GroupRoles::from_env(env)?,
         })
     }
 }
@@ -527,13 +524,12 @@ pub async fn run_with_store(
             RoleError::Startup(format!(
                 "cannot make the identity provider's client: {error}"
             ))
-        })?
-        .with_group_roles(config.group_roles.clone()),
+        })?,
     );
     // The group mapping may have changed since the last start: every person
     // the directory provisions gets the role and status it gives now.
     {
-        let (store, roles) = (store.clone(), config.group_roles.clone());
+        let (store, roles) = (store.clone(), config.sign_in.group_roles.clone());
         studio_store::blocking(move || {
             store.scim_settle_everyone(&|groups| roles.role_for(groups.iter().copied()))
         })

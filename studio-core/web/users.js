@@ -535,7 +535,7 @@ export function usersPanel(options) {
  */
 function scimSection({ say, fail, clearAlert, confirm }) {
   const list = h("div", { class: "scim-tokens" });
-  const secretBox = h("div", { class: "invitation-link", hidden: true });
+  const secretBox = h("div", { class: "token-secret", hidden: true });
   const label = h("input", { id: "scim-label", type: "text", required: true, autocomplete: "off", placeholder: "Entra ID" });
   const labelError = fieldError(label, "scim-label-error");
   const mint = h("button", { type: "submit", class: "button", text: "Mint a SCIM token" });

@@ -64,10 +64,11 @@ impl Accounts {
     }
 
     /// These accounts signing people in as `config` says (an identity
-    /// provider, passwords off); ID tokens' expiry is checked against the
+    /// provider, passwords off, the group mapping SCIM reads too); ID tokens' expiry is checked against the
     /// store's clock.
     pub fn with_sign_in(mut self, config: SignInConfig) -> Result<Accounts, String> {
         let store = self.store.clone();
+        self.group_roles = Arc::new(config.group_roles.clone());
         self.sign_in = SignIn::new(config, Arc::new(move || store.clock_seconds()))?;
         Ok(self)
     }

@@ -116,6 +116,18 @@ async function run() {
   const promoted = await me(second.page);
   checks.equal([promoted.username, promoted.role], ["alice", "admin"], "moved to sasha-admins at the provider, alice signs in as an admin");
   checks.equal(callbacks.length, 1, "the provider sent the browser back once");
+  // The Users page says where each person comes from.
+  await second.page.getByRole("navigation", { name: "Apps" }).getByRole("button", { name: "Users" }).click();
+  const users = second.page.locator(".users-panel");
+  await users.getByRole("heading", { name: "Users", level: 1 }).waitFor();
+  const aliceRow = users.locator('tr[data-user="alice"]');
+  await aliceRow.waitFor();
+  checks.equal(
+    (await aliceRow.locator(".person-source").textContent()).trim(),
+    "Single sign-on",
+    "the Users page shows alice comes from single sign-on",
+  );
+  await screenshots(second.page, ARTIFACTS, "users-sources", taken);
   const replay = await second.page.goto(callbacks[0]);
   checks.equal(replay.status(), 400, "the replayed callback is refused");
   checks.ok(

@@ -316,7 +316,7 @@ async fn finish(
             true,
         ));
     }
-    let role = config
+    let role = accounts
         .group_roles
         .role_for(person.groups.iter().map(String::as_str));
     let store = accounts.store.clone();

@@ -1,7 +1,9 @@
 //! The HTTP client the relying party reaches the provider with: the
 //! workspace's reqwest, handed to `openidconnect` through its async client
 //! hook ([`AsyncHttpClient`]), so the crate brings no HTTP stack of its own.
-//! https through rustls with the ring provider and the webpki roots.
+//! https through rustls with the ring provider and the webpki roots, plus
+//! the organisation's own certificate authority when `SASHA_OIDC_CA_FILE`
+//! names one.
 //!
 //! What it must never do: follow a redirect (a discovery document or token
 //! endpoint that redirects could send a request anywhere), take a proxy from
@@ -13,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openidconnect::{AsyncHttpClient, HttpRequest, HttpResponse};
+use rustls::pki_types::CertificateDer;
 
 /// How long connecting to the provider may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -34,10 +37,11 @@ pub struct ProviderClient {
 }
 
 impl ProviderClient {
-    /// A client that follows no redirect and uses no proxy.
-    pub fn new() -> Result<ProviderClient, String> {
+    /// A client that follows no redirect and uses no proxy, trusting the
+    /// public web's roots and `extra_roots`.
+    pub fn new(extra_roots: &[CertificateDer<'static>]) -> Result<ProviderClient, String> {
         let http = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls_config()?)
+            .tls_backend_preconfigured(tls_config(extra_roots)?)
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(CONNECT_TIMEOUT)
@@ -88,10 +92,16 @@ impl<'c> AsyncHttpClient<'c> for ProviderClient {
     }
 }
 
-fn tls_config() -> Result<rustls::ClientConfig, String> {
-    let roots = rustls::RootCertStore {
+fn tls_config(extra_roots: &[CertificateDer<'static>]) -> Result<rustls::ClientConfig, String> {
+    let mut roots = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
+    let (_, unusable) = roots.add_parsable_certificates(extra_roots.iter().cloned());
+    if unusable > 0 {
+        return Err(format!(
+            "{unusable} certificate(s) of SASHA_OIDC_CA_FILE cannot be a trust anchor"
+        ));
+    }
     let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
@@ -113,4 +123,89 @@ pub(super) fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    use super::*;
+
+    /// An https server on loopback whose certificate for `localhost` is
+    /// signed by a private CA: (its URL, the CA certificate).
+    async fn private_provider() -> (String, CertificateDer<'static>) {
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+        let issuer = rcgen::Issuer::new(ca_params, ca_key);
+        let leaf_params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        let leaf_key = rcgen::KeyPair::generate().unwrap();
+        let leaf = leaf_params.signed_by(&leaf_key, &issuer).unwrap();
+        let server = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der().clone()],
+            PrivateKeyDer::from_pem_slice(leaf_key.serialize_pem().as_bytes()).unwrap(),
+        )
+        .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(socket).await else {
+                        return;
+                    };
+                    let mut request = [0u8; 4096];
+                    let _ = tls.read(&mut request).await;
+                    let _ = tls
+                        .write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
+                        )
+                        .await;
+                    let _ = tls.shutdown().await;
+                });
+            }
+        });
+        (format!("https://localhost:{port}/"), ca_cert.der().clone())
+    }
+
+    fn get(url: &str) -> HttpRequest {
+        http::Request::get(url).body(Vec::new()).unwrap()
+    }
+
+    /// A provider behind the organisation's own CA is reached only with that
+    /// CA named (`SASHA_OIDC_CA_FILE`); without it the handshake fails, as
+    /// the public roots do not vouch for it.
+    #[tokio::test]
+    async fn a_private_certificate_authority_is_trusted_only_when_named() {
+        let (url, ca) = private_provider().await;
+        let refused = ProviderClient::new(&[]).unwrap().send(get(&url)).await;
+        let error = refused.expect_err("an unknown CA is refused").0;
+        assert!(error.contains("certificate"), "{error}");
+        let answer = ProviderClient::new(&[ca])
+            .unwrap()
+            .send(get(&url))
+            .await
+            .unwrap();
+        assert_eq!(
+            (answer.status().as_u16(), answer.body().as_slice()),
+            (200, &b"{}"[..])
+        );
+    }
 }

@@ -11,6 +11,8 @@
 use std::fmt;
 use std::path::Path;
 
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject as _;
 use sasha_service::config::{ConfigError, Env, Origin};
 
 use crate::group_roles::GroupRoles;
@@ -30,8 +32,9 @@ const MAX_SECRET_FILE_BYTES: u64 = 8 * 1024;
 
 /// The variables that mean something only with `SASHA_OIDC_ISSUER` (the
 /// group lists do not: SCIM provisioning reads them too).
-const NEEDS_ISSUER: [&str; 7] = [
+const NEEDS_ISSUER: [&str; 8] = [
     "SASHA_OIDC_CLIENT_ID",
+    "SASHA_OIDC_CA_FILE",
     "SASHA_OIDC_CLIENT_SECRET_FILE",
     "SASHA_OIDC_SCOPES",
     "SASHA_OIDC_GROUPS_CLAIM",
@@ -47,6 +50,10 @@ pub struct SignInConfig {
     pub provider: Option<ProviderConfig>,
     /// Who may still sign in with a password.
     pub passwords: PasswordPolicy,
+    /// Which role the organisation's groups give (`SASHA_SSO_*_GROUPS`): the
+    /// provider's groups claim at each sign-in, SCIM memberships at each
+    /// change. Read here only, even without a provider, for SCIM.
+    pub group_roles: GroupRoles,
 }
 
 /// Who may sign in with a password.
@@ -91,7 +98,9 @@ pub struct ProviderConfig {
     pub username_claim: Option<String>,
     /// Shown on the sign-in button: "Sign in with <name>".
     pub provider_name: String,
-    pub group_roles: GroupRoles,
+    /// `SASHA_OIDC_CA_FILE`'s certificates, trusted beside the public web's
+    /// roots: a provider behind the organisation's own certificate authority.
+    pub ca_certificates: Vec<CertificateDer<'static>>,
 }
 
 impl fmt::Debug for ProviderConfig {
@@ -105,6 +114,7 @@ impl fmt::Debug for ProviderConfig {
             .field("groups_claim", &self.groups_claim)
             .field("username_claim", &self.username_claim)
             .field("provider_name", &self.provider_name)
+            .field("ca_certificates", &self.ca_certificates.len())
             .finish_non_exhaustive()
     }
 }
@@ -114,6 +124,7 @@ impl fmt::Debug for SignInConfig {
         f.debug_struct("SignInConfig")
             .field("provider", &self.provider)
             .field("passwords", &self.passwords)
+            .field("group_roles", &self.group_roles)
             .finish()
     }
 }
@@ -122,6 +133,7 @@ impl SignInConfig {
     /// Reads the `SASHA_OIDC_*` and `SASHA_SSO_*` variables for Studio at
     /// `studio`.
     pub fn from_env(env: &dyn Env, studio: &Origin) -> Result<SignInConfig, ConfigError> {
+        let group_roles = GroupRoles::from_env(env)?;
         let break_glass = env.var("SASHA_SSO_BREAK_GLASS_ADMIN");
         let Some(issuer) = env.var("SASHA_OIDC_ISSUER") else {
             if let Some(var) = NEEDS_ISSUER.into_iter().find(|var| env.var(var).is_some()) {
@@ -136,7 +148,10 @@ impl SignInConfig {
                     "names the one admin who may still use a password when SASHA_SSO_ONLY is on, and it is not",
                 ));
             }
-            return Ok(SignInConfig::default());
+            return Ok(SignInConfig {
+                group_roles,
+                ..SignInConfig::default()
+            });
         };
         let provider = ProviderConfig {
             issuer: issuer_url(issuer.trim())?,
@@ -148,9 +163,9 @@ impl SignInConfig {
                 .unwrap_or_else(|| DEFAULT_GROUPS_CLAIM.to_owned()),
             username_claim: claim_name(env, "SASHA_OIDC_USERNAME_CLAIM")?,
             provider_name: provider_name(env.var("SASHA_OIDC_PROVIDER_NAME"))?,
-            group_roles: GroupRoles::from_env(env)?,
+            ca_certificates: ca_certificates(env.var("SASHA_OIDC_CA_FILE").as_deref())?,
         };
-        if !provider.group_roles.is_configured() {
+        if !group_roles.is_configured() {
             return Err(ConfigError::new(
                 "SASHA_SSO_MEMBER_GROUPS",
                 "with SASHA_OIDC_ISSUER set, name the groups that give a role (SASHA_SSO_ADMIN_GROUPS, SASHA_SSO_STAFF_GROUPS or SASHA_SSO_MEMBER_GROUPS; '*' in the member list admits everyone the provider vouches for), or nobody can sign in",
@@ -185,6 +200,7 @@ impl SignInConfig {
         Ok(SignInConfig {
             provider: Some(provider),
             passwords,
+            group_roles,
         })
     }
 }
@@ -224,6 +240,24 @@ fn issuer_url(text: &str) -> Result<String, ConfigError> {
 }
 
 /// The client secret: the file's trimmed content, not empty.
+/// The PEM certificates of `SASHA_OIDC_CA_FILE`; none when it is unset.
+fn ca_certificates(path: Option<&str>) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
+    let var = "SASHA_OIDC_CA_FILE";
+    let Some(path) = path.map(str::trim) else {
+        return Ok(Vec::new());
+    };
+    let certificates: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+        .and_then(Iterator::collect)
+        .map_err(|error| ConfigError::new(var, format!("cannot read {path}: {error}")))?;
+    if certificates.is_empty() {
+        return Err(ConfigError::new(
+            var,
+            format!("{path} holds no PEM certificate"),
+        ));
+    }
+    Ok(certificates)
+}
+
 fn read_secret_file(path: &str) -> Result<String, ConfigError> {
     let var = "SASHA_OIDC_CLIENT_SECRET_FILE";
     let size = std::fs::metadata(Path::new(path))
@@ -424,6 +458,28 @@ mod tests {
                     c
                 },
                 "SASHA_SSO_BREAK_GLASS_ADMIN",
+            ),
+            (
+                vec![("SASHA_OIDC_CA_FILE", "/etc/ssl/corp.pem".into())],
+                "SASHA_OIDC_CA_FILE",
+            ),
+            (
+                {
+                    let mut c = complete(dir.path());
+                    c.push(("SASHA_OIDC_CA_FILE", "/nonexistent/corp.pem".into()));
+                    c
+                },
+                "SASHA_OIDC_CA_FILE",
+            ),
+            (
+                {
+                    let not_pem = dir.path().join("not.pem");
+                    std::fs::write(&not_pem, "no certificate here\n").unwrap();
+                    let mut c = complete(dir.path());
+                    c.push(("SASHA_OIDC_CA_FILE", not_pem.to_str().unwrap().to_owned()));
+                    c
+                },
+                "SASHA_OIDC_CA_FILE",
             ),
         ];
         for (pairs, var) in cases {

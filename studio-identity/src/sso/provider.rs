@@ -155,8 +155,8 @@ impl RelyingParty {
         clock: Arc<dyn Fn() -> i64 + Send + Sync>,
     ) -> Result<RelyingParty, String> {
         Ok(RelyingParty {
+            http: ProviderClient::new(&config.ca_certificates)?,
             config,
-            http: ProviderClient::new()?,
             clock,
             discovered: tokio::sync::Mutex::new(None),
         })

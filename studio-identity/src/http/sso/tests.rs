@@ -50,7 +50,7 @@ fn provider_config(issuer: &str) -> ProviderConfig {
         groups_claim: "groups".to_owned(),
         username_claim: None,
         provider_name: "Example SSO".to_owned(),
-        group_roles: GroupRoles::new(&["sasha-admins"], &["sasha-staff"], &["sasha-members"]),
+        ca_certificates: Vec::new(),
     }
 }
 
@@ -69,6 +69,7 @@ async fn world_with(passwords: PasswordPolicy, issuer: Option<&str>) -> World {
         .with_sign_in(SignInConfig {
             provider: Some(provider_config(&issuer)),
             passwords,
+            group_roles: GroupRoles::new(&["sasha-admins"], &["sasha-staff"], &["sasha-members"]),
         })
         .unwrap();
     World {

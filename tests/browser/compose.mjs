@@ -27,12 +27,34 @@ const browser = await launchChromium([`--host-resolver-rules=${hosts.map((host) 
 await runAndClose(browser, run, taken);
 console.log(`${checks.passed} checks passed`);
 
+/**
+ * Loads the Studio page until its sign-in form shows. Through podman's
+ * published port on a loaded host, a few of the page's parallel module
+ * requests have stalled at the connection (never reaching nginx, whose log
+ * shows the others) and the page never ran; a reload opens new connections.
+ * Each reload is printed.
+ */
+async function openSignIn(page) {
+  for (let attempt = 1; ; attempt += 1) {
+    await page.goto(`${STUDIO}/`);
+    try {
+      await page.getByLabel("User name").waitFor({ timeout: 20_000 });
+      return;
+    } catch (error) {
+      if (attempt === 3) {
+        throw error;
+      }
+      console.log(`the Studio page did not finish loading within 20 s (attempt ${attempt}); loading it again`);
+    }
+  }
+}
+
 async function run() {
   const context = await browser.newContext({ viewport: WIDE, locale: "en-GB", timezoneId: "Europe/London", ignoreHTTPSErrors: true });
   const page = await context.newPage();
   page.setDefaultTimeout(20_000);
   page.on("pageerror", (error) => console.log(`  [page error] ${error.message}`));
-  await page.goto(`${STUDIO}/`);
+  await openSignIn(page);
   await signIn(page, ADMIN);
   checks.ok(true, "the administrator made with sasha admin signs in through the proxy");
 

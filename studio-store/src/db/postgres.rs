@@ -35,12 +35,6 @@ const WRITERS_LOCK: i64 = 0x7361_7368_612d_7772;
 /// How long a call waits for a pooled connection before the database counts
 /// as unreachable.
 const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Connections a pool opens before it is ready; the rest open when a call
-/// needs one. r2d2's default (all of them) made `build` wait for every one of
-/// the pool's connections within [`CHECKOUT_TIMEOUT`]: a `sasha admin` call,
-/// which needs one, failed when any of eight stalled (seen under podman on a
-/// loaded 2-core host, where a connection now and then took 5 s).
-const MIN_IDLE: u32 = 1;
 
 /// The pool, with or without TLS as the URL's `sslmode` asks.
 #[derive(Clone)]
@@ -120,7 +114,6 @@ pub(crate) fn connect(
         PgPool::Tls(
             r2d2::Pool::builder()
                 .max_size(size)
-                .min_idle(Some(MIN_IDLE))
                 .connection_timeout(CHECKOUT_TIMEOUT)
                 .test_on_check_out(false)
                 .build(manager)
@@ -135,7 +128,6 @@ pub(crate) fn connect(
         PgPool::Plain(
             r2d2::Pool::builder()
                 .max_size(size)
-                .min_idle(Some(MIN_IDLE))
                 .connection_timeout(CHECKOUT_TIMEOUT)
                 .test_on_check_out(false)
                 .build(manager)

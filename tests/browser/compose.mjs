@@ -62,13 +62,27 @@ async function run() {
   let app = innerFrame(page, APP);
   await app.getByRole("heading", { name: APP }).waitFor();
   checks.ok(true, "Time Sheet Entry opens in its sandbox on the other hostname");
-  // Its first data call places the app on a data-worker.
-  await app
-    .getByRole("heading", { name: "No projects yet" })
-    .waitFor({ timeout: 60_000 })
-    .catch(async (error) => {
-      throw new Error(`${error.message}\nthe app's view shows:\n${await app.locator("body").innerText().catch(() => "(nothing)")}`);
-    });
+  // Its first data call places the app on a data-worker. A retryable
+  // answer (the new owner's first call has passed the gateway's 10 s
+  // deadline under podman) is shown in the app, which a person answers by
+  // reloading: so does the test, up to four times, each printed.
+  const started = Date.now();
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await app.getByRole("heading", { name: "No projects yet" }).waitFor({ timeout: 30_000 });
+      break;
+    } catch (error) {
+      const shows = await app.locator("body").innerText().catch(() => "(nothing)");
+      if (attempt === 5 || !/retry|did not answer|not ready/i.test(shows)) {
+        throw new Error(`${error.message}\nthe app's view shows:\n${shows}`);
+      }
+      console.log(`the app's first data call answered retryably (attempt ${attempt}); reloading`);
+      await page.reload();
+      await openApp(page, APP);
+      app = innerFrame(page, APP);
+    }
+  }
+  console.log(`timing first-data-call ${((Date.now() - started) / 1000).toFixed(1)} s`);
   await app.getByLabel("Project name", { exact: true }).fill("Compose");
   await app.getByRole("button", { name: "Add your first project" }).click();
   await app.getByRole("status").filter({ hasText: "Added the project Compose." }).waitFor();

@@ -280,12 +280,7 @@ pub async fn scim_actor(accounts: &Accounts, headers: &HeaderMap) -> Result<Stri
 pub async fn run<T: Send + 'static>(
     call: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, ScimError> {
-    match tokio::task::spawn_blocking(call).await {
-        Ok(result) => result.map_err(ScimError::from),
-        Err(_) => Err(ScimError::from_app(AppError::from_code(
-            sasha_proto::ErrorCode::Internal,
-        ))),
-    }
+    run_scim(move || call().map_err(ScimError::from)).await
 }
 
 /// Runs a store call whose own step may refuse as SCIM does (a PATCH

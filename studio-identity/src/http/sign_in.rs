@@ -122,20 +122,33 @@ pub(crate) fn signed_in(accounts: &Accounts, secret: &str, principal: &Principal
     response
 }
 
-/// The session cookie for `secret`, however the person signed in: `HttpOnly`,
-/// `SameSite=Lax`, and `__Host-` and `Secure` when Studio is served over
-/// https.
+/// Every cookie Studio sets: `HttpOnly`, `SameSite=Lax`, for the whole
+/// origin, `Secure` when Studio is served over https (the caller's `name`
+/// then carries `__Host-`); `max_age` `None` lasts the browser session, `0`
+/// removes it.
+pub(crate) fn studio_cookie(
+    accounts: &Accounts,
+    name: &str,
+    value: &str,
+    max_age: Option<i64>,
+) -> Option<HeaderValue> {
+    let max_age = max_age.map(|seconds| format!("; Max-Age={seconds}"));
+    let secure = if accounts.secure_cookies() {
+        "; Secure"
+    } else {
+        ""
+    };
+    HeaderValue::from_str(&format!(
+        "{name}={value}; Path=/; HttpOnly; SameSite=Lax{}{secure}",
+        max_age.unwrap_or_default()
+    ))
+    .ok()
+}
+
+/// The session cookie for `secret`, however the person signed in.
 pub(crate) fn session_cookie(accounts: &Accounts, secret: &str) -> Option<HeaderValue> {
-    let cookie = format!(
-        "{}={secret}; Path=/; HttpOnly; SameSite=Lax{}",
-        session_cookie_name(accounts.secure_cookies()),
-        if accounts.secure_cookies() {
-            "; Secure"
-        } else {
-            ""
-        }
-    );
-    HeaderValue::from_str(&cookie).ok()
+    let name = session_cookie_name(accounts.secure_cookies());
+    studio_cookie(accounts, name, secret, None)
 }
 
 /// `POST /api/auth/logout`: ends the browser session.
@@ -158,15 +171,7 @@ pub async fn logout(
         }
     }
     let mut response = StatusCode::NO_CONTENT.into_response();
-    let clear = format!(
-        "{name}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{}",
-        if accounts.secure_cookies() {
-            "; Secure"
-        } else {
-            ""
-        }
-    );
-    if let Ok(value) = HeaderValue::from_str(&clear) {
+    if let Some(value) = studio_cookie(&accounts, name, "", Some(0)) {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
     response

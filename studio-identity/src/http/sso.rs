@@ -19,7 +19,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use openidconnect::CsrfToken;
 use sasha_proto::ErrorCode;
 use sasha_service::web::cookie;
@@ -30,7 +30,7 @@ use utoipa::ToSchema;
 use crate::accounts::Accounts;
 use crate::http::answers::no_store;
 use crate::http::oauth::params::parse_params;
-use crate::http::sign_in::session_cookie;
+use crate::http::sign_in::{session_cookie, studio_cookie};
 use crate::sso::claims::vouched;
 use crate::sso::page::Refusal;
 use crate::sso::provider::{Failure, TokenProblem};
@@ -53,13 +53,8 @@ fn attempt_cookie_name(secure: bool) -> &'static str {
 }
 
 fn attempt_cookie(accounts: &Accounts, value: &str, max_age: i64) -> Option<HeaderValue> {
-    let secure = accounts.secure_cookies();
-    HeaderValue::from_str(&format!(
-        "{}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{}",
-        attempt_cookie_name(secure),
-        if secure { "; Secure" } else { "" }
-    ))
-    .ok()
+    let name = attempt_cookie_name(accounts.secure_cookies());
+    studio_cookie(accounts, name, value, Some(max_age))
 }
 
 /// The attempt cookie's removal.
@@ -153,7 +148,8 @@ pub async fn start(
             )
             .page(None);
         }
-        Err(error) => return error.into_response(),
+        // A page, like every answer of a navigation here, never an envelope.
+        Err(error) => return store_refusal(&error).page(None),
     }
     let Ok(location) = HeaderValue::from_str(&started.url) else {
         return Refusal::provider_down("the provider's authorization URL is not a header value")

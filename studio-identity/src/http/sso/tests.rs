@@ -765,3 +765,105 @@ async fn a_callback_naming_another_issuer_is_refused() {
     refused(response, StatusCode::BAD_REQUEST, "does not use").await;
     assert!(world.store.user_by_name("pia").unwrap().is_none());
 }
+
+/// The provider's own refusal (the person cancelled, or is not assigned to
+/// the app there) is a page; the attempt cookie goes, and nobody is made.
+#[tokio::test]
+async fn a_provider_that_refuses_the_person_is_a_page() {
+    let world = world().await;
+    let started = world.start("/#/apps").await;
+    let response = world
+        .get(
+            &format!(
+                "/auth/oidc/callback?error=access_denied&error_description=not+assigned&state={}",
+                started.state
+            ),
+            Some(&started.cookie),
+        )
+        .await;
+    assert!(
+        set_cookies(&response)
+            .iter()
+            .any(|c| c.starts_with("sasha_sso=;")),
+        "the attempt cookie is removed"
+    );
+    refused(response, StatusCode::FORBIDDEN, "did not sign you in").await;
+    assert_eq!(world.store.users().unwrap(), []);
+}
+
+/// A callback without its state or code, or with a parameter twice, is
+/// refused before anything is asked of the provider or the store.
+#[tokio::test]
+async fn an_incomplete_or_malformed_callback_is_refused() {
+    let world = world().await;
+    let started = world.start("/#/apps").await;
+    for (query, says) in [
+        (format!("state={}", started.state), "is incomplete"),
+        ("code=abc".to_owned(), "is incomplete"),
+        (
+            format!("code=a&code=b&state={}", started.state),
+            "is malformed",
+        ),
+    ] {
+        let response = world
+            .get(
+                &format!("/auth/oidc/callback?{query}"),
+                Some(&started.cookie),
+            )
+            .await;
+        refused(response, StatusCode::BAD_REQUEST, says).await;
+    }
+    // The attempt was not spent by any of them.
+    let claims = world.claims(&started, "sub-ok", "okay", &["sasha-members"]);
+    let signed_in = world
+        .callback(&started, "code-ok", claims, Key::A, "a")
+        .await;
+    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+}
+
+/// A name at the provider that cannot be a Sasha user name makes nobody.
+#[tokio::test]
+async fn a_name_that_cannot_be_a_user_name_is_refused() {
+    let world = world().await;
+    let response = world
+        .sign_in("sub-odd", "not a name!", &["sasha-members"])
+        .await;
+    refused(
+        response,
+        StatusCode::FORBIDDEN,
+        "cannot be a Sasha user name",
+    )
+    .await;
+    assert_eq!(world.store.users().unwrap(), []);
+}
+
+/// Without a provider the routes say so, and the sign-in page offers only
+/// passwords.
+#[tokio::test]
+async fn without_a_provider_the_routes_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("core.sqlite")).unwrap();
+    let accounts = Accounts::new(store, Origin::parse(STUDIO).unwrap(), STUDIO);
+    let router = crate::http::routes().with_state(Arc::new(accounts));
+    for uri in [
+        "/auth/oidc/start?return_to=/",
+        "/auth/oidc/callback?code=a&state=b",
+    ] {
+        let response = router
+            .clone()
+            .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        refused(response, StatusCode::NOT_FOUND, "not set up on this Studio").await;
+    }
+    let providers = router
+        .oneshot(
+            Request::get("/api/auth/providers")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let providers: Value = serde_json::from_str(&body_text(providers).await).unwrap();
+    assert_eq!(providers, json!({ "sso": null, "passwords": true }));
+}

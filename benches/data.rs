@@ -121,6 +121,10 @@ fn main() {
                 request_json: body.to_string(),
                 contract: Some(wire_contract.clone()),
                 source: CallSource::Ui.to_wire(),
+                provenance: Some(sasha_proto::convert::provenance_to_wire(
+                    sasha_contract::caller::Initiator::AppView,
+                    None,
+                )),
                 app_revision: "bench".into(),
                 action_id: String::new(),
                 preview: String::new(),

@@ -195,7 +195,7 @@ fn run(out: &Path, state_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
 /// skipped. A missing folder is an error, not an empty backup: data-worker
 /// creates it when it starts, so its absence means the app data volume is not
 /// mounted where this command runs.
-fn app_databases(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
+pub(crate) fn app_databases(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
     let entries = match std::fs::read_dir(root) {
         Ok(entries) => entries,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {

@@ -7,9 +7,11 @@
 //! - `sasha seed` installs the bundled apps into a state folder's docs tree.
 //! - `sasha certs` writes the internal PKI of a deployment.
 //! - `sasha backup` copies the core and app databases of a running stack.
+//! - `sasha audit` verifies and exports the apps' hash-chained audit ledgers.
 //! - `sasha restore` rebuilds a state folder from object storage.
 
 mod admin;
+mod audit;
 mod backup;
 mod certs;
 mod ingress;
@@ -152,6 +154,12 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         state_dir: Option<PathBuf>,
     },
+    /// Verify or export the apps' hash-chained audit ledgers (APP_DATA_ROOT),
+    /// while the stack runs.
+    Audit {
+        #[command(subcommand)]
+        command: audit::AuditCommand,
+    },
     /// Rebuild a state folder from object storage: the core database and
     /// every app database (or one), latest or as they were at an instant.
     ///
@@ -260,6 +268,7 @@ fn main() -> ExitCode {
         Command::Seed { state_dir } => seed::main(state_dir.as_deref()),
         Command::Certs { out, force } => certs::main(&out, force),
         Command::Backup { out, state_dir } => backup::main(&out, state_dir.as_deref()),
+        Command::Audit { command } => audit::main(command),
         Command::Restore {
             from,
             state_dir,

@@ -1,7 +1,8 @@
 //! Who calls, with what, and from where, as closed words every process
 //! spells the same: a user's [`Role`], a credential's [`Scope`]s, how a
 //! principal authenticated ([`PrincipalKind`]), a grant on an app
-//! ([`AppAccess`]) and where a data call comes from ([`CallSource`]). Each
+//! ([`AppAccess`]), where a data call comes from ([`CallSource`]) and who
+//! started it ([`Initiator`]). Each
 //! has one spelling per value (`as_str`, `parse`, serde), used in the core
 //! database, on the command line, in JSON and in the browser; the wire
 //! carries them as proto enums (`sasha-proto`'s `convert`).
@@ -177,6 +178,78 @@ closed_vocabulary! {
     }
 }
 
+closed_vocabulary! {
+    /// Who started a data change and through what, recorded with every
+    /// change in the app's audit ledger beside its [`CallSource`], with the
+    /// initiator's id where one tells initiators of a kind apart (see
+    /// [`Initiator::takes_id`]). Undo selects changes by it.
+    Initiator, "initiator", "app-view, recovery-view, assistant, mcp-client, automation, import or undo" {
+        /// A person in the app's own view in Studio.
+        AppView => "app-view",
+        /// A person in Studio's recovery view of the app's rows.
+        RecoveryView => "recovery-view",
+        /// The Studio assistant; the id is its conversation's.
+        Assistant => "assistant",
+        /// An external MCP client; the id is `oauth:<client id>` for an OAuth
+        /// connection or `token:<number>` for a personal access token.
+        McpClient => "mcp-client",
+        /// A script whose token an operator consented to write the app; the
+        /// id is `token:<number>`.
+        Automation => "automation",
+        /// A CSV import, through whichever of the above sent it.
+        Import => "import",
+        /// An undo or a restore; the id is the undo's.
+        Undo => "undo",
+    }
+}
+
+/// Where a token came from, recorded with the data changes made through it
+/// so they can be found (and undone) together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenOrigin {
+    /// Minted for one turn of this Studio assistant conversation.
+    Conversation(String),
+    /// Issued under an OAuth connection of this client.
+    OAuthClient(String),
+    /// Any other token (personal, operator-minted, chat-session): its number.
+    Token(i64),
+}
+
+impl TokenOrigin {
+    /// Who started a change made through a token of this origin, unless the
+    /// app's own view or a consented script did, and the initiator's id.
+    pub fn initiator(&self) -> (Initiator, String) {
+        match self {
+            TokenOrigin::Conversation(id) => (Initiator::Assistant, id.clone()),
+            TokenOrigin::OAuthClient(client) => (Initiator::McpClient, format!("oauth:{client}")),
+            TokenOrigin::Token(number) => (Initiator::McpClient, format!("token:{number}")),
+        }
+    }
+
+    /// The id of the token itself, for an automation's changes.
+    pub fn token_id(&self) -> Option<i64> {
+        match self {
+            TokenOrigin::Token(number) => Some(*number),
+            _ => None,
+        }
+    }
+}
+
+/// Longest initiator id: a conversation, `oauth:<client id>`, `token:<n>` or
+/// an undo id.
+pub const MAX_INITIATOR_ID: usize = 200;
+
+impl Initiator {
+    /// Whether a change of this kind carries the id of its initiator (a
+    /// conversation, a client, a token, an undo).
+    pub const fn takes_id(self) -> bool {
+        matches!(
+            self,
+            Initiator::Assistant | Initiator::McpClient | Initiator::Automation | Initiator::Undo
+        )
+    }
+}
+
 impl Role {
     /// Whether a user with this role may hold `scope` at all.
     pub fn allows(self, scope: Scope) -> bool {
@@ -250,6 +323,7 @@ mod tests {
         );
         round_trips(AppAccess::ALL, AppAccess::as_str, AppAccess::parse);
         round_trips(CallSource::ALL, CallSource::as_str, CallSource::parse);
+        round_trips(Initiator::ALL, Initiator::as_str, Initiator::parse);
     }
 
     #[test]

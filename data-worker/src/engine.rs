@@ -3,7 +3,7 @@
 //! `_sasha_read_policy` ([`guard`]), `_sasha_cursor_key` ([`cursor_key`]))
 //! and the two ways governed statements reach it: [`Engine::query`] for reads and
 //! [`Engine::mutate`] for one write with its receipt and audit row in one
-//! transaction.
+//! transaction. The audit ledger is hash-chained ([`ledger`]).
 //!
 //! The engine takes statements already built by the grammar (SQL text with bound
 //! parameters); it never builds SQL from caller input itself and it never decides
@@ -41,7 +41,7 @@ use rusqlite::limits::Limit;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use sasha_contract::AppId;
-use sasha_contract::caller::CallSource;
+use sasha_contract::caller::{CallSource, Initiator};
 use sasha_contract::data::{
     DataContract, Migration, Schema, VERSION_COLUMN, is_platform_name, is_sqlite_internal,
     read_schema,
@@ -142,7 +142,10 @@ CREATE TABLE IF NOT EXISTS _sasha_audit (
     action_id TEXT,
     before_json TEXT,
     after_json TEXT,
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    initiator TEXT,
+    initiator_id TEXT,
+    hash TEXT
 ) STRICT;
 CREATE INDEX IF NOT EXISTS _sasha_audit_by_record ON _sasha_audit (table_name, record_id, id);
 CREATE TRIGGER IF NOT EXISTS _sasha_audit_no_update
@@ -448,6 +451,11 @@ pub struct ReceiptKey {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditMeta {
     pub source: CallSource,
+    /// Who started it and through what.
+    pub initiator: Initiator,
+    /// The initiator's id, for the kinds that carry one
+    /// ([`Initiator::takes_id`]).
+    pub initiator_id: Option<String>,
     pub app_revision: String,
     /// The declared action that ran the mutation, if any.
     pub action_id: Option<String>,
@@ -1402,6 +1410,7 @@ fn setup(
         .map_err(sql_error)?;
     cursor_key::ensure(&tx, app_data_root)?;
     tx.execute_batch(PLATFORM_SQL).map_err(sql_error)?;
+    ledger::upgrade(&tx, NOW_SQL).map_err(sql_error)?;
     let applied = applied_migrations(&tx).map_err(sql_error)?;
     let is_applied = |migration: &Migration| {
         applied
@@ -1606,6 +1615,7 @@ pub mod durable;
 pub mod files;
 pub mod guard;
 pub mod history;
+pub mod ledger;
 pub mod preview;
 pub mod readers;
 

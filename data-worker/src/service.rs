@@ -27,7 +27,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use sasha_contract::caller::{AppAccess, CallSource};
+use sasha_contract::caller::{AppAccess, CallSource, Initiator, MAX_INITIATOR_ID};
 use sasha_contract::data::{Access, DataContract, PreviewScope, contract_hash};
 use sasha_proto::convert::FromWire;
 use sasha_proto::pb::data_service_server::DataService;
@@ -326,8 +326,11 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
     };
     let engine = &worker.engine;
     let meta = || -> Result<AuditMeta, AppError> {
+        let (initiator, initiator_id) = provenance(request.provenance.as_ref())?;
         Ok(AuditMeta {
             source: CallSource::from_wire(request.source)?,
+            initiator,
+            initiator_id,
             app_revision: request.app_revision.clone(),
             action_id: (!request.action_id.is_empty()).then(|| request.action_id.clone()),
         })
@@ -394,9 +397,11 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
             let table = request.table.clone();
             let declared = Arc::clone(&contract);
             let writer = actor.clone();
-            // Every row of the file is an import in the ledger, whoever sent it.
+            // Every row of the file is an import in the ledger, whoever sent
+            // it; the sender's kind stays in the source.
             let meta = AuditMeta {
                 source: CallSource::Import,
+                initiator: Initiator::Import,
                 ..meta()?
             };
             let count = rows.len();
@@ -568,6 +573,26 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
                 })
             })
         }
+    }
+}
+
+/// A change's initiator and its id from the wire: a known initiator, with an
+/// id exactly when its kind carries one (bounded, printable).
+fn provenance(
+    wire: Option<&sasha_proto::pb::Provenance>,
+) -> Result<(Initiator, Option<String>), AppError> {
+    let wire = wire
+        .ok_or_else(|| AppError::new(ErrorCode::InputInvalid, "the request names no initiator"))?;
+    let initiator = Initiator::from_wire(wire.initiator)?;
+    let id = wire.id.as_str();
+    let fits = id.len() <= MAX_INITIATOR_ID && id.chars().all(|c| c.is_ascii_graphic());
+    match (initiator.takes_id(), id.is_empty()) {
+        (true, false) if fits => Ok((initiator, Some(id.to_owned()))),
+        (false, true) => Ok((initiator, None)),
+        _ => Err(AppError::new(
+            ErrorCode::InputInvalid,
+            format!("the initiator {initiator} has a malformed or missing id"),
+        )),
     }
 }
 

@@ -28,7 +28,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sasha_contract::AppId;
-use sasha_contract::caller::{PrincipalKind, Role as UserRole, Scope};
+use sasha_contract::caller::{
+    CallSource, Initiator, PrincipalKind, Role as UserRole, Scope, TokenOrigin,
+};
 use sasha_contract::tools::ToolTarget;
 use sasha_proto::convert::{self, FromWire};
 use sasha_proto::pb::{self, AuthenticateRequest};
@@ -44,6 +46,10 @@ pub const BOUND_APP_HEADER: &str = "sasha-app";
 /// `Sasha-App`): its catalogue is that app's draft, its data calls reach the
 /// preview's scratch data.
 pub const PREVIEW_HEADER: &str = "sasha-preview";
+/// The header Studio's recovery view sends with `Sasha-App` (`recovery`): its
+/// changes are recorded as the recovery view's, not the app's own view's.
+/// It names the view only; it decides nothing.
+pub const VIEW_HEADER: &str = "sasha-view";
 const SESSION_HEADER: &str = "mcp-session-id";
 /// A session entry unused this long is forgotten (rmcp closes idle sessions
 /// after five minutes, so a forgotten session is already gone).
@@ -68,6 +74,11 @@ pub struct Caller {
     /// The draft preview id the Studio page shows for `bound_app` (browser
     /// sessions only, always with `bound_app`).
     pub preview: Option<String>,
+    /// Whether the Studio page is the app's recovery view (`Sasha-View`).
+    pub recovery_view: bool,
+    /// Where the credential came from (a token's origin), read once from
+    /// `principal`; `None` for a session.
+    pub origin: Option<TokenOrigin>,
     /// The catalogue of the one app a tool call named in its headers, read
     /// with the credential in the same round trip to core.
     pub prefetched: Option<Arc<Prefetched>>,
@@ -103,9 +114,11 @@ impl Caller {
             kind: PrincipalKind::from_wire(principal.kind)?,
             role: UserRole::from_wire(principal.role)?,
             scopes: convert::scopes_from_wire(&principal.scopes)?,
+            origin: convert::origin_from_wire(principal.origin.as_ref()),
             principal,
             bound_app: None,
             preview: None,
+            recovery_view: false,
             prefetched: None,
             named: None,
             credential: None,
@@ -127,6 +140,37 @@ impl Caller {
     pub fn is_app_ui(&self, app_id: &str) -> bool {
         self.kind == PrincipalKind::Session
             && self.bound_app.as_ref().is_some_and(|bound| bound == app_id)
+    }
+
+    /// Where a data call on `app_id` comes from and who started it, for the
+    /// app's audit ledger: the app's own view (or its recovery view) in
+    /// Studio, a script consented to write the app (`automation`), or a
+    /// client: the Studio assistant's conversation, an OAuth client or a
+    /// personal token.
+    pub fn provenance(
+        &self,
+        app_id: &str,
+        automation: bool,
+    ) -> (CallSource, Initiator, Option<String>) {
+        if self.is_app_ui(app_id) {
+            let view = if self.recovery_view {
+                Initiator::RecoveryView
+            } else {
+                Initiator::AppView
+            };
+            return (CallSource::Ui, view, None);
+        }
+        // A session reaching data outside the app's own page has no token;
+        // it is recorded as a client named by its kind.
+        let (initiator, id) = self.origin.as_ref().map_or_else(
+            || (Initiator::McpClient, self.kind.as_str().to_owned()),
+            TokenOrigin::initiator,
+        );
+        if automation {
+            (CallSource::Automation, Initiator::Automation, Some(id))
+        } else {
+            (CallSource::Mcp, initiator, Some(id))
+        }
     }
 
     /// A chat-session token: the model of a chat drives the client, so no
@@ -271,6 +315,17 @@ pub async fn authenticate(
             }
         },
     };
+    let recovery_view = match headers.get(VIEW_HEADER) {
+        None => false,
+        Some(value) if value.as_bytes() == b"recovery" && bound_app.is_some() => true,
+        Some(_) => {
+            return AppError::new(
+                ErrorCode::InputInvalid,
+                "Sasha-View is `recovery`, sent with Sasha-App",
+            )
+            .into_response();
+        }
+    };
     let preview_asked = headers.contains_key(PREVIEW_HEADER);
     // A tool call that names its tool in the request's headers (SEP-2243)
     // asks core once: who the caller is, and that tool's app as they may use
@@ -370,6 +425,7 @@ pub async fn authenticate(
     let deleting = request.method() == axum::http::Method::DELETE;
     caller.bound_app = bound_app;
     caller.preview = preview;
+    caller.recovery_view = recovery_view;
     caller.prefetched = prefetched;
     caller.named = named;
     caller.credential = Some(authenticate);

@@ -21,9 +21,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use sasha_contract::actions::{CompiledAction, Direction, Operation, WhereClause};
-use sasha_contract::caller::CallSource;
+
 use sasha_contract::grammar::Operator;
-use sasha_proto::convert::ToWire;
+use sasha_proto::convert::{self, ToWire};
 use sasha_proto::pb::{self, Actor, ExecuteRequest};
 use sasha_proto::{AppError, ErrorCode};
 use sasha_service::Role;
@@ -134,13 +134,7 @@ pub async fn execute(
         })?;
     let app_id = call.app.id.as_str();
     let contract = call.app.contract.clone();
-    let source = if call.caller.is_app_ui(app_id) {
-        CallSource::Ui
-    } else if call.app.automation {
-        CallSource::Automation
-    } else {
-        CallSource::Mcp
-    };
+    let (source, initiator, initiator_id) = call.caller.provenance(app_id, call.app.automation);
     let request = ExecuteRequest {
         app_id: app_id.to_owned(),
         epoch: 0,
@@ -156,6 +150,10 @@ pub async fn execute(
         // Per attempt: whether its worker was handed it already.
         contract: None,
         source: source.to_wire(),
+        provenance: Some(convert::provenance_to_wire(
+            initiator,
+            initiator_id.as_deref(),
+        )),
         app_revision: call.app.revision.clone(),
         action_id: call.action_id.unwrap_or("").to_owned(),
         // A draft preview's calls reach the caller's own scratch copy, never

@@ -470,6 +470,7 @@ mod tests {
             kind: PrincipalKind::Access.to_wire(),
             username: "u".into(),
             member_apps_off: off,
+            origin: None,
         })
         .unwrap()
     }

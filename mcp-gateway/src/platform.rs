@@ -832,6 +832,7 @@ mod tests {
     fn caller(role: &str, scopes: &[&str]) -> Caller {
         Caller::new(pb::Principal {
             member_apps_off: false,
+            origin: None,
             user_id: "u".into(),
             role: UserRole::parse(role).unwrap().to_wire(),
             scopes: scopes

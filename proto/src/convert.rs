@@ -14,7 +14,9 @@ use sasha_contract::actions::{
     AggregateOperation, CompiledAction, CreateOperation, Direction, GetOperation, ListOperation,
     Metric, Operation, OrderBy, WhereClause, WhereOperator,
 };
-use sasha_contract::caller::{AppAccess, CallSource, PrincipalKind, Role, Scope};
+use sasha_contract::caller::{
+    AppAccess, CallSource, Initiator, PrincipalKind, Role, Scope, TokenOrigin,
+};
 use sasha_contract::data::{
     Access, Check, Column, DataContract, ForeignKey, Index, Migration, PreviewScope, RowScope,
     Schema, Table, TableDeclaration, WritePolicy,
@@ -144,6 +146,38 @@ wire_words! {
     PrincipalKind <=> pb::PrincipalKind, "principal kind" { Session, Access, ApiKey, ChatSession }
     AppAccess <=> pb::AppAccess, "app access" { Use, Manage }
     CallSource <=> pb::CallSource, "call source" { Ui, Mcp, Import, Skill, Automation }
+    Initiator <=> pb::Initiator, "initiator" { AppView, RecoveryView, Assistant, McpClient, Automation, Import, Undo }
+}
+
+/// A data change's provenance for the wire: its initiator and, for the
+/// kinds that carry one, the initiator's id.
+pub fn provenance_to_wire(initiator: Initiator, id: Option<&str>) -> pb::Provenance {
+    pb::Provenance {
+        initiator: initiator.to_wire(),
+        id: id.unwrap_or_default().to_owned(),
+    }
+}
+
+/// A token's origin for the wire.
+pub fn origin_to_wire(origin: &TokenOrigin) -> pb::TokenOrigin {
+    use pb::token_origin::Origin;
+    pb::TokenOrigin {
+        origin: Some(match origin {
+            TokenOrigin::Conversation(id) => Origin::Conversation(id.clone()),
+            TokenOrigin::OAuthClient(client) => Origin::OauthClient(client.clone()),
+            TokenOrigin::Token(number) => Origin::Token(*number),
+        }),
+    }
+}
+
+/// A token's origin from the wire; `None` when none is set (a session).
+pub fn origin_from_wire(wire: Option<&pb::TokenOrigin>) -> Option<TokenOrigin> {
+    use pb::token_origin::Origin;
+    Some(match wire?.origin.as_ref()? {
+        Origin::Conversation(id) => TokenOrigin::Conversation(id.clone()),
+        Origin::OauthClient(client) => TokenOrigin::OAuthClient(client.clone()),
+        Origin::Token(number) => TokenOrigin::Token(*number),
+    })
 }
 
 /// Scopes from the wire, every one of them a scope.

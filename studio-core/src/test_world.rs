@@ -447,6 +447,7 @@ impl World {
                 .collect(),
             kind: PrincipalKind::Access.to_wire(),
             username: user.username.clone(),
+            origin: None,
         }
     }
 

@@ -58,6 +58,7 @@ async function callTool(appId, name, args) {
         "Mcp-Method": "tools/call",
         "Mcp-Name": name,
         "Sasha-App": appId,
+        "Sasha-View": "recovery",
       },
       body: JSON.stringify({
         jsonrpc: "2.0",

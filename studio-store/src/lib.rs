@@ -71,7 +71,7 @@ use rusqlite::Connection;
 use crate::db::{Conn, DbError, OptionalExtension as _, Row, Sql, Tx};
 use serde::{Deserialize, Serialize};
 
-pub use sasha_contract::caller::{AppAccess, PrincipalKind, Role as UserRole, Scope};
+pub use sasha_contract::caller::{AppAccess, PrincipalKind, Role as UserRole, Scope, TokenOrigin};
 
 pub use self::app_chat::{AppChatLimits, AppChatMessage, AppChatRole, TRUNCATED_NOTE};
 pub use self::app_creation::creation_action;
@@ -328,6 +328,8 @@ pub struct Principal {
     /// The resource (RFC 8707 audience) an OAuth access token is bound to;
     /// `None` for sessions and operator-minted tokens, which have none.
     pub audience: Option<String>,
+    /// Where a token came from; `None` for a session.
+    pub origin: Option<TokenOrigin>,
 }
 
 impl Principal {

@@ -842,8 +842,14 @@ impl Store {
         ttl_seconds: Option<u64>,
     ) -> Result<(String, TokenEntry), StoreError> {
         validate_token_label(label)?;
-        let (secret, id) =
-            self.mint_token_as(user_id, TokenKind::Access, scopes, ttl_seconds, Some(label))?;
+        let (secret, id) = self.mint_token_as(
+            user_id,
+            TokenKind::Access,
+            scopes,
+            ttl_seconds,
+            Some(label),
+            None,
+        )?;
         let now = self.now();
         let mut connection = self.connection()?;
         let transaction = connection.write_transaction()?;

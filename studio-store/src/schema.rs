@@ -798,6 +798,16 @@ CREATE TABLE scim_members (
 CREATE INDEX scim_members_by_user ON scim_members(user_id);
 "#,
     },
+    Migration {
+        version: 27,
+        name: "token origins",
+        sql: r#"
+-- The Studio assistant's conversation an access token was minted for: the
+-- data changes made through it are recorded as that conversation's, so they
+-- can be found and undone together.
+ALTER TABLE tokens ADD COLUMN conversation_id TEXT;
+"#,
+    },
 ];
 
 /// Migration 18 on SQLite (see `schema/postgres_18.sql` for PostgreSQL's).
@@ -960,7 +970,8 @@ mod tests {
                 (23, 2),
                 (24, 2),
                 (25, 2),
-                (26, 2)
+                (26, 2),
+                (27, 2)
             ]
         );
         let users: i64 = connection
@@ -976,7 +987,7 @@ mod tests {
             )
             .unwrap();
         migrate(&mut connection, 3).unwrap();
-        assert_eq!(latest_version(), 26);
+        assert_eq!(latest_version(), 27);
     }
 
     /// A database written by a build that knew migrations 1 and 2 gains the
@@ -1029,6 +1040,7 @@ mod tests {
                 (24, "user sources".to_owned(), 3),
                 (25, "sign-in through an OpenID provider".to_owned(), 3),
                 (26, "SCIM provisioning".to_owned(), 3),
+                (27, "token origins".to_owned(), 3),
             ]
         );
         let kept: (i64, i64) = connection

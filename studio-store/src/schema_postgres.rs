@@ -72,6 +72,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "SCIM provisioning",
         sql: include_str!("schema/postgres_26.sql"),
     },
+    Migration {
+        version: 27,
+        name: "token origins",
+        sql: include_str!("schema/postgres_27.sql"),
+    },
 ];
 
 /// The lock replicas take turns on while migrating ("sasha-mg").

@@ -13,8 +13,8 @@ use crate::db::{OptionalExtension as _, Sql};
 
 use super::{
     ACCESS_TOKEN_DEFAULT_TTL_SECONDS, AFTER_USER, CHAT_SESSION_TTL_SECONDS, MAX_SECRET_LEN,
-    Principal, Scope, Store, StoreError, TOKEN_MAX_TTL_SECONDS, TokenKind, USER_COLUMNS,
-    scopes_from_text, scopes_to_text, seconds_i64, secrets, user_from_row,
+    Principal, Scope, Store, StoreError, TOKEN_MAX_TTL_SECONDS, TokenKind, TokenOrigin,
+    USER_COLUMNS, scopes_from_text, scopes_to_text, seconds_i64, secrets, user_from_row,
 };
 
 impl Store {
@@ -32,12 +32,33 @@ impl Store {
         scopes: &BTreeSet<Scope>,
         ttl_seconds: Option<u64>,
     ) -> Result<String, StoreError> {
-        self.mint_token_as(user_id, kind, scopes, ttl_seconds, None)
+        self.mint_token_as(user_id, kind, scopes, ttl_seconds, None, None)
             .map(|(secret, _)| secret)
     }
 
-    /// [`Store::mint_token`] with the person's own `label` for it; also
-    /// returns the token's number.
+    /// An access token for one turn of the Studio assistant's
+    /// `conversation`: the data changes made through it are recorded as that
+    /// conversation's ([`TokenOrigin::Conversation`]).
+    pub fn mint_conversation_token(
+        &self,
+        user_id: &str,
+        scopes: &BTreeSet<Scope>,
+        ttl_seconds: u64,
+        conversation: &str,
+    ) -> Result<String, StoreError> {
+        self.mint_token_as(
+            user_id,
+            TokenKind::Access,
+            scopes,
+            Some(ttl_seconds),
+            None,
+            Some(conversation),
+        )
+        .map(|(secret, _)| secret)
+    }
+
+    /// [`Store::mint_token`] with the person's own `label` for it and the
+    /// assistant conversation it is for; also returns the token's number.
     pub(super) fn mint_token_as(
         &self,
         user_id: &str,
@@ -45,6 +66,7 @@ impl Store {
         scopes: &BTreeSet<Scope>,
         ttl_seconds: Option<u64>,
         label: Option<&str>,
+        conversation: Option<&str>,
     ) -> Result<(String, i64), StoreError> {
         if scopes.is_empty() {
             return Err(StoreError::NoScopes);
@@ -75,8 +97,9 @@ impl Store {
         let expires_at = ttl.map(|ttl| now.saturating_add(seconds_i64(ttl)));
         let secret = format!("{}{}", kind.prefix(), secrets::random_secret());
         let id: i64 = self.connection()?.query_row(
-            "INSERT INTO tokens (kind, user_id, scopes, secret_sha256, created_at, expires_at, label)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
+            "INSERT INTO tokens (kind, user_id, scopes, secret_sha256, created_at, expires_at, label,
+                                 conversation_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
             (
                 kind,
                 user_id,
@@ -85,6 +108,7 @@ impl Store {
                 now,
                 expires_at,
                 label,
+                conversation,
             ),
             |row| row.get(0),
         )?;
@@ -109,7 +133,8 @@ impl Store {
             connection
                 .prepare_cached(&format!(
                     "SELECT {USER_COLUMNS}, t.kind, t.scopes, t.expires_at, t.audience,
-                            t.id, t.last_used_at, t.grant_id FROM tokens t
+                            t.id, t.last_used_at, t.grant_id, g.client_id, t.conversation_id
+                     FROM tokens t
                      JOIN users u ON u.id = t.user_id
                      LEFT JOIN oauth_grants g ON g.id = t.grant_id
                      WHERE t.secret_sha256 = ?1 AND t.revoked_at IS NULL
@@ -126,11 +151,24 @@ impl Store {
                         row.get::<_, i64>(AFTER_USER + 4)?,
                         row.get::<_, Option<i64>>(AFTER_USER + 5)?,
                         row.get::<_, Option<String>>(AFTER_USER + 6)?,
+                        row.get::<_, Option<String>>(AFTER_USER + 7)?,
+                        row.get::<_, Option<String>>(AFTER_USER + 8)?,
                     ))
                 })
                 .optional()?
         };
-        let Some((user, kind, scopes, expires_at, audience, id, last_used_at, grant_id)) = found
+        let Some((
+            user,
+            kind,
+            scopes,
+            expires_at,
+            audience,
+            id,
+            last_used_at,
+            grant_id,
+            client_id,
+            conversation,
+        )) = found
         else {
             return Ok(None);
         };
@@ -146,6 +184,11 @@ impl Store {
             scopes,
             expires_at: expires_at.unwrap_or(i64::MAX),
             audience,
+            origin: Some(match (conversation, client_id) {
+                (Some(conversation), _) => TokenOrigin::Conversation(conversation),
+                (None, Some(client)) => TokenOrigin::OAuthClient(client),
+                (None, None) => TokenOrigin::Token(id),
+            }),
         }))
     }
 

@@ -321,6 +321,7 @@ impl Store {
             kind: PrincipalKind::Session,
             expires_at,
             audience: None,
+            origin: None,
         }))
     }
 

@@ -159,6 +159,12 @@ impl CoreStore {
             scopes: &BTreeSet<Scope>,
             ttl_seconds: Option<u64>
         ) -> String;
+        fn mint_conversation_token(
+            user_id: &str,
+            scopes: &BTreeSet<Scope>,
+            ttl_seconds: u64,
+            conversation: &str
+        ) -> String;
         fn oauth_consent(consent: &Consent<'_>) -> String;
         fn oauth_exchange_code(
             exchange: &CodeExchange<'_>

@@ -77,6 +77,10 @@ impl Client {
                 request_json: request.to_string(),
                 contract: Some(self.wire.clone()),
                 source: CallSource::Ui.to_wire(),
+                provenance: Some(sasha_proto::convert::provenance_to_wire(
+                    sasha_contract::caller::Initiator::AppView,
+                    None,
+                )),
                 app_revision: "r1".into(),
                 action_id: String::new(),
                 preview: String::new(),

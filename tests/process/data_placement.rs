@@ -157,6 +157,10 @@ impl Client {
                 request_json: request.to_string(),
                 contract: Some(pb::DataContract::from(&self.contract)),
                 source: CallSource::Ui.to_wire(),
+                provenance: Some(sasha_proto::convert::provenance_to_wire(
+                    sasha_contract::caller::Initiator::AppView,
+                    None,
+                )),
                 app_revision: "r1".into(),
                 action_id: String::new(),
                 preview: String::new(),

@@ -12,6 +12,7 @@ mod admin;
 mod api;
 mod assist;
 mod assistant;
+mod audit;
 mod automation;
 mod backup;
 mod boot_guards;

@@ -560,6 +560,10 @@ async fn direct_create(
             request_json: json!({"values": {"name": key}, "idempotencyKey": key}).to_string(),
             contract: Some(pb::DataContract::from(contract)),
             source: sasha_contract::caller::CallSource::Mcp.to_wire(),
+            provenance: Some(sasha_proto::convert::provenance_to_wire(
+                sasha_contract::caller::Initiator::McpClient,
+                Some("token:1"),
+            )),
             ..Default::default()
         })
         .await

@@ -46,7 +46,7 @@ use sasha_proto::{AppError, ErrorCode};
 
 use super::{
     AuditMeta, DeadlineScope, Engine, Guard, Handle, MutationOutcome, NOW_SQL, ReceiptKey, Target,
-    TrustScope, forget_if_damaged, internal, ready, sql_error,
+    TrustScope, forget_if_damaged, internal, ledger, ready, sql_error,
 };
 
 /// Most mutations one transaction commits. Large enough that 8 to 32
@@ -391,28 +391,23 @@ fn run_one(
         if !guard.may_touch(&audit.table, false) {
             return Err(internal("audit record names an undeclared table"));
         }
-        let before = audit.before.as_ref().map(serde_json::Value::to_string);
-        let after = audit.after.as_ref().map(serde_json::Value::to_string);
-        savepoint
-            .prepare_cached(&format!(
-                "/* engine */ INSERT INTO _sasha_audit (table_name, record_id, operation, \
-                 actor_id, source, app_revision, action_id, before_json, after_json, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, {NOW_SQL})"
-            ))
-            .and_then(|mut statement| {
-                statement.execute(rusqlite::params![
-                    audit.table,
-                    audit.record_id,
-                    audit.operation.as_str(),
-                    receipt.actor,
-                    job.meta.source.as_str(),
-                    job.meta.app_revision,
-                    job.meta.action_id,
-                    before,
-                    after,
-                ])
-            })
-            .map_err(sql_error)?;
+        let (id, prev, at) = ledger::next(&savepoint, NOW_SQL).map_err(sql_error)?;
+        let entry = ledger::Entry {
+            id,
+            table: audit.table.clone(),
+            record: audit.record_id.clone(),
+            operation: audit.operation.as_str().to_owned(),
+            actor: receipt.actor.clone(),
+            source: job.meta.source.as_str().to_owned(),
+            initiator: Some(job.meta.initiator.as_str().to_owned()),
+            initiator_id: job.meta.initiator_id.clone(),
+            revision: job.meta.app_revision.clone(),
+            action: job.meta.action_id.clone(),
+            before: audit.before.as_ref().map(serde_json::Value::to_string),
+            after: audit.after.as_ref().map(serde_json::Value::to_string),
+            at,
+        };
+        ledger::append(&savepoint, &entry, &prev).map_err(sql_error)?;
     }
     savepoint
         .prepare_cached(&format!(

@@ -31,6 +31,10 @@ pub struct HistoryEntry {
     pub actor: String,
     /// `ui`, `mcp`, `import`, `skill` or `automation`.
     pub source: String,
+    /// Who started the change and through what (`Initiator`), and the
+    /// initiator's id; `None` for entries written before provenance.
+    pub initiator: Option<String>,
+    pub initiator_id: Option<String>,
     /// The app revision that made it.
     pub revision: String,
     /// The declared action that made it, if any.
@@ -96,7 +100,7 @@ impl Engine {
             let mut statement = conn
                 .prepare_cached(&format!(
                     "/* engine */ SELECT id, operation, actor_id, source, app_revision, action_id, \
-                     created_at, before_json, after_json FROM _sasha_audit \
+                     created_at, before_json, after_json, initiator, initiator_id FROM _sasha_audit \
                      WHERE table_name = ?1 AND record_id = ?2 AND id > ?3 \
                      AND (?5 IS NULL OR {}) ORDER BY id LIMIT ?4",
                     images_owned_by("?5", "?6")
@@ -116,6 +120,8 @@ impl Engine {
                             at: row.get(6)?,
                             before: parse(row.get(7)?),
                             after: parse(row.get(8)?),
+                            initiator: row.get(9)?,
+                            initiator_id: row.get(10)?,
                         })
                     },
                 )

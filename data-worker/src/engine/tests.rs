@@ -99,6 +99,8 @@ pub(super) fn receipt(actor: &str, key: &str, input: &serde_json::Value) -> Rece
 pub(super) fn meta() -> AuditMeta {
     AuditMeta {
         source: CallSource::Ui,
+        initiator: Initiator::AppView,
+        initiator_id: None,
         app_revision: "rev-1".into(),
         action_id: None,
     }
@@ -445,11 +447,11 @@ fn the_audit_ledger_is_append_only() {
         "UPDATE _sasha_audit SET actor_id = 'mallory'",
         "DELETE FROM _sasha_audit",
         "INSERT OR REPLACE INTO _sasha_audit (id, table_name, record_id, operation, actor_id, \
-         source, app_revision, created_at) VALUES (1, 'categories', '1', 'create', 'mallory', \
-         'ui', 'rev-1', 'now')",
+         source, app_revision, created_at, hash) VALUES (1, 'categories', '1', 'create', \
+         'mallory', 'ui', 'rev-1', 'now', 'forged')",
         "REPLACE INTO _sasha_audit (id, table_name, record_id, operation, actor_id, \
-         source, app_revision, created_at) VALUES (1, 'categories', '1', 'delete', 'mallory', \
-         'ui', 'rev-1', 'now')",
+         source, app_revision, created_at, hash) VALUES (1, 'categories', '1', 'delete', \
+         'mallory', 'ui', 'rev-1', 'now', 'forged')",
     ] {
         let error = conn.execute_batch(tamper).unwrap_err();
         assert!(

@@ -206,6 +206,10 @@ impl Caller {
             request_json: json.to_string(),
             contract: Some(pb::DataContract::from(&self.contract)),
             source: CallSource::Ui.to_wire(),
+            provenance: Some(sasha_proto::convert::provenance_to_wire(
+                sasha_contract::caller::Initiator::AppView,
+                None,
+            )),
             app_revision: "rev-1".into(),
             action_id: String::new(),
             preview: String::new(),

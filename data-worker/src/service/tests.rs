@@ -62,6 +62,10 @@ fn request(contract: &DataContract, operation: &str, json: Value, preview: &str)
         request_json: json.to_string(),
         contract: Some(pb::DataContract::from(contract)),
         source: CallSource::Ui.to_wire(),
+        provenance: Some(sasha_proto::convert::provenance_to_wire(
+            sasha_contract::caller::Initiator::AppView,
+            None,
+        )),
         app_revision: "rev-1".into(),
         action_id: String::new(),
         preview: preview.into(),

@@ -225,6 +225,7 @@ fn the_caller_vocabulary_round_trips_and_unspecified_is_refused() {
     words_round_trip(PrincipalKind::ALL);
     words_round_trip(AppAccess::ALL);
     words_round_trip(CallSource::ALL);
+    words_round_trip(Initiator::ALL);
     let scopes = BTreeSet::from([Scope::AppsInvoke, Scope::AppsWrite]);
     assert_eq!(scopes_from_wire(&scopes_to_wire(&scopes)).unwrap(), scopes);
     assert_eq!(

@@ -33,8 +33,8 @@ use super::{Waited, unrun_reason};
 use crate::Assistance;
 use crate::apps::CatalogueApp;
 use crate::provider::ToolCall;
+use studio_store::Principal;
 use studio_store::blocking;
-use studio_store::{Principal, TokenKind};
 
 /// Tool rounds one turn may take.
 pub(crate) const MAX_ROUNDS: usize = 16;
@@ -252,13 +252,16 @@ async fn turn(
     history.extend(opening);
 
     // The user's own connection: exactly their session's scopes.
-    let (store, user, scopes) = (
+    // Minted for this conversation: its data changes are recorded as the
+    // conversation's, so they can be found and undone together.
+    let (store, user, scopes, id) = (
         assistance.store.clone(),
         principal.user.id.clone(),
         principal.scopes.clone(),
+        conversation.to_owned(),
     );
     let secret =
-        blocking(move || store.mint_token(&user, TokenKind::Access, &scopes, Some(TOKEN_TTL_SECS)))
+        blocking(move || store.mint_conversation_token(&user, &scopes, TOKEN_TTL_SECS, &id))
             .await?;
     let token = Token {
         store: assistance.store.clone(),

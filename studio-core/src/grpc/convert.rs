@@ -63,6 +63,10 @@ pub(crate) fn principal(principal: &Principal) -> pb::Principal {
         kind: principal.kind.to_wire(),
         username: principal.user.username.clone(),
         member_apps_off: false,
+        origin: principal
+            .origin
+            .as_ref()
+            .map(sasha_proto::convert::origin_to_wire),
     }
 }
 
@@ -523,6 +527,7 @@ mod tests {
             kind: 0,
             scopes: vec![Scope::AppsInvoke.to_wire(), 0, 99],
             member_apps_off: false,
+            origin: None,
         };
         let actor = actor(Some(&wire)).unwrap();
         assert_eq!(actor.role, None);

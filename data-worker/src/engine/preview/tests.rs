@@ -525,7 +525,8 @@ fn a_previewers_copy_holds_only_the_live_rows_they_may_read() {
             &copy,
             "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = '_sasha_audit'"
         ),
-        3
+        4,
+        "no update, no delete, no replace, no entry without its hash"
     );
     drop(copy);
     // Nor do the file's bytes: deleted content is overwritten.

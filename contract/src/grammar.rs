@@ -111,6 +111,14 @@ pub const MAX_CSV_BYTES: usize = 2 * 1024 * 1024;
 /// Most audit entries one `history` page returns (and its default).
 pub const MAX_HISTORY: u32 = 50;
 
+/// Most ledger entries one undo or restore may revert: more is refused
+/// before anything is written, naming how to narrow it.
+pub const MAX_UNDO_ENTRIES: usize = 5_000;
+/// Most rows one undo or restore may change (or report as conflicts).
+pub const MAX_UNDO_ROWS: usize = 1_000;
+/// Most ledger entries an `activity` page (and an undo preview page) holds.
+pub const MAX_ACTIVITY: u32 = 200;
+
 /// Most `where` clauses.
 pub const MAX_WHERE: usize = 20;
 /// Most values of one `in`.

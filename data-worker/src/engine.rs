@@ -757,6 +757,31 @@ impl Engine {
         forget_if_damaged(&slot, result)
     }
 
+    /// Runs `read` in one read transaction of `target`'s file: its own
+    /// statements governed, the platform's tables reachable through
+    /// [`commit::Trusted`] (an undo's preview reads the ledger and the rows
+    /// it would change as of one instant). Nothing it does is committed.
+    pub fn read_with_ledger<'t, R>(
+        &self,
+        target: impl Into<Target<'t>>,
+        contract: &DataContract,
+        read: impl FnOnce(&Connection, &commit::Trusted<'_>) -> Result<R, AppError>,
+    ) -> Result<R, AppError> {
+        self.with_handle(target, contract, |handle| {
+            let guard = Arc::clone(&handle.guard);
+            let _deadline = DeadlineScope::new(&guard, self.inner.deadline);
+            // BEGIN and ROLLBACK are the engine's own; only `read` is governed.
+            let _trusted = TrustScope::new(&guard, true);
+            let tx = handle.conn.transaction().map_err(sql_error)?;
+            let result = {
+                let _untrusted = TrustScope::new(&guard, false);
+                read(&tx, &commit::Trusted::new(&guard))
+            };
+            tx.rollback().map_err(sql_error)?;
+            result
+        })
+    }
+
     /// Opens the database of `target` for `contract` now (it is otherwise
     /// opened on first use), applying pending migrations.
     pub fn open<'t>(

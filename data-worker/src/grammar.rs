@@ -1202,6 +1202,51 @@ fn create_assignments<'t>(
     Ok(assignments)
 }
 
+/// An undo's recreate of a deleted row: inserts the row as the ledger
+/// recorded it (its id and declared columns), stamped with `actor` as owner
+/// and with `version`, returning it. A field the table no longer declares is
+/// refused; the owner field and the version in the image are not read.
+pub fn restore_statement(
+    table: &TableSpec,
+    image: &Map<String, Value>,
+    version: i64,
+    actor: &str,
+) -> Result<Statement, AppError> {
+    let owner = table.scope()?;
+    let mut names = Vec::new();
+    let mut params = Vec::new();
+    for (name, value) in image {
+        if name == VERSION_COLUMN || owner == Some(name.as_str()) {
+            continue;
+        }
+        let column = resolve(table, name, Usage::Write)?;
+        names.push(quote(column));
+        params.push(if column == ID_COLUMN {
+            check_id(value)?
+        } else {
+            write_value(table, column, value)?
+        });
+    }
+    if let Some(owner) = owner {
+        names.push(quote(owner));
+        params.push(SqlValue::Text(actor.to_owned()));
+    }
+    names.push(quote(VERSION_COLUMN));
+    params.push(SqlValue::Integer(version));
+    let columns = table.all_columns();
+    Ok(Statement {
+        sql: format!(
+            "INSERT INTO {} ({}) VALUES ({}) RETURNING {}",
+            quote(&table.name),
+            names.join(", "),
+            vec!["?"; names.len()].join(", "),
+            sql::column_list(&columns)
+        ),
+        params,
+        columns,
+    })
+}
+
 /// The (column, value) pairs an update sets, checked.
 fn update_assignments<'t>(
     table: &'t TableSpec,

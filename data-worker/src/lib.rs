@@ -47,6 +47,7 @@ mod ownership;
 pub mod placement;
 mod replication;
 mod service;
+pub mod undo;
 
 /// `SASHA_DATA_ADVERTISE_URL`: where callers reach this worker.
 pub const ADVERTISE_URL: &str = "SASHA_DATA_ADVERTISE_URL";

@@ -49,6 +49,7 @@ use crate::engine::{
 };
 use crate::grammar::{self, Statement, TableSpec, csv::at_row};
 use crate::ownership::{Effect, Ownership};
+use crate::undo::LedgerOperation;
 use constraints::Write;
 use sasha_contract::grammar::MAX_CSV_ROWS;
 
@@ -282,6 +283,39 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
     let access = AppAccess::from_wire(request.actor.as_ref().map_or(0, |actor| actor.access))?;
     let manages = access == AppAccess::Manage;
     let contract = worker.contract(&request.contract_hash, request.contract.as_ref())?;
+    if let Some(operation) = LedgerOperation::parse(&request.operation) {
+        if !request.preview.is_empty() {
+            return Err(AppError::new(
+                ErrorCode::InputInvalid,
+                "activity and undo work on the app's live data, not on a preview",
+            ));
+        }
+        let meta = match operation {
+            LedgerOperation::Undo => {
+                let (initiator, initiator_id) = provenance(request.provenance.as_ref())?;
+                Some(AuditMeta {
+                    source: CallSource::from_wire(request.source)?,
+                    initiator,
+                    initiator_id,
+                    app_revision: request.app_revision.clone(),
+                    action_id: None,
+                })
+            }
+            LedgerOperation::Activity | LedgerOperation::UndoPreview => None,
+        };
+        return crate::undo::execute(
+            operation,
+            crate::undo::Call {
+                engine: &worker.engine,
+                app_id: &request.app_id,
+                contract: &contract,
+                actor: &actor,
+                access,
+                meta,
+                request_json: &request.request_json,
+            },
+        );
+    }
     let Some((declaration, table)) = contract.declared_table(&request.table) else {
         return Err(AppError::new(ErrorCode::NotFound, "no such table"));
     };
@@ -825,3 +859,5 @@ mod constraints;
 
 #[cfg(test)]
 pub(crate) mod tests;
+#[cfg(test)]
+mod undo_tests;

@@ -57,7 +57,27 @@ pub const MAX_BATCH: usize = 32;
 /// What a mutation does with the caller's statements inside its savepoint;
 /// see [`Engine::mutate`]. `Fn`, not `FnOnce`: when SQLite aborts a batch's
 /// transaction the other mutations of the batch run again.
-pub type Work = Box<dyn Fn(&Connection) -> Result<MutationOutcome, AppError> + Send>;
+pub type Work = Box<dyn Fn(&Connection, &Trusted<'_>) -> Result<MutationOutcome, AppError> + Send>;
+
+/// Lets a mutation's work read the platform's own tables (an undo reads the
+/// ledger it reverts) with the engine's marked statements, while its own
+/// statements stay governed.
+pub struct Trusted<'a> {
+    guard: &'a Guard,
+}
+
+impl<'a> Trusted<'a> {
+    pub(super) fn new(guard: &'a Guard) -> Trusted<'a> {
+        Trusted { guard }
+    }
+
+    /// Runs `read` trusted; `read` must prepare only statements that carry
+    /// the engine's mark.
+    pub fn read<R>(&self, read: impl FnOnce() -> R) -> R {
+        let _trusted = TrustScope::new(self.guard, true);
+        read()
+    }
+}
 
 /// The time a mutation of many rows may take per row, where that is longer
 /// than the engine's deadline. Measured: an import of 10,000 rows (the file
@@ -145,6 +165,26 @@ impl Engine {
     ) -> Result<serde_json::Value, AppError>
     where
         F: Fn(&Connection) -> Result<MutationOutcome, AppError> + Send + 'static,
+    {
+        self.mutate_reading_ledger(target, contract, receipt, meta, rows, move |conn, _| {
+            work(conn)
+        })
+    }
+
+    /// [`Engine::mutate_rows`] whose work may also read the platform's own
+    /// tables through [`Trusted`] (an undo reads the ledger it reverts, inside
+    /// the transaction that writes).
+    pub fn mutate_reading_ledger<'t, F>(
+        &self,
+        target: impl Into<Target<'t>>,
+        contract: &DataContract,
+        receipt: ReceiptKey,
+        meta: AuditMeta,
+        rows: usize,
+        work: F,
+    ) -> Result<serde_json::Value, AppError>
+    where
+        F: Fn(&Connection, &Trusted<'_>) -> Result<MutationOutcome, AppError> + Send + 'static,
     {
         let work: Work = Box::new(work);
         let budget = row_budget(self.inner.deadline, rows);
@@ -385,7 +425,7 @@ fn run_one(
 
     let outcome = {
         let _untrusted = TrustScope::new(guard, false);
-        (job.work)(&savepoint)?
+        (job.work)(&savepoint, &Trusted { guard })?
     };
     for audit in &outcome.audit {
         if !guard.may_touch(&audit.table, false) {

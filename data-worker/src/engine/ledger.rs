@@ -93,10 +93,10 @@ impl Entry {
 }
 
 /// The entry columns in [`Entry`]'s order, then `hash`.
-const ENTRY_COLUMNS: &str = "id, table_name, record_id, operation, actor_id, source, initiator, \
+pub(crate) const ENTRY_COLUMNS: &str = "id, table_name, record_id, operation, actor_id, source, initiator, \
     initiator_id, app_revision, action_id, before_json, after_json, created_at, hash";
 
-fn entry_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(Entry, Option<String>)> {
+pub(crate) fn entry_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(Entry, Option<String>)> {
     Ok((
         Entry {
             id: row.get(0)?,

@@ -107,6 +107,16 @@ pub const DIFF_APP_REVISIONS: &str = "diffAppRevisions";
 /// Makes an app's files equal an old revision's.
 pub const REVERT_APP: &str = "revertApp";
 
+/// The data undo tools (any caller who invokes apps; `manage` on the app,
+/// decided again by data-worker): an app's changes, newest first, by
+/// initiator, actor, table and time.
+pub const LIST_APP_ACTIVITY: &str = "listAppActivity";
+/// What undoing a selection of an app's changes (or restoring it as of an
+/// instant) would do, row by row, with its conflicts.
+pub const PREVIEW_APP_UNDO: &str = "previewAppUndo";
+/// Applies a previewed undo or restore, after the person's yes.
+pub const UNDO_APP_CHANGES: &str = "undoAppChanges";
+
 /// The lifecycle tools (admin only, decided by studio-core; listed for the
 /// callers who see the source tools): withdraw an app for everyone.
 pub const WITHDRAW_APP: &str = "withdrawApp";

@@ -4,7 +4,9 @@
 //! (`listAppRevisions`, `readAppRevisionFile`, `diffAppRevisions`,
 //! `revertApp`; `CoreService.History`), the three lifecycle tools
 //! (`withdrawApp`, `restoreApp`, `deleteApp`; `CoreService.AppLifecycle`,
-//! admins only), `getDocs` and `suggestImprovement`.
+//! admins only), the three undo tools (`listAppActivity`, `previewAppUndo`,
+//! `undoAppChanges`; the app's data-worker, like a table tool), `getDocs` and
+//! `suggestImprovement`.
 //!
 //! The source tools exist only for a connection holding both `apps:invoke` and
 //! `apps:write` whose user is admin or staff; every call is decided again by
@@ -51,8 +53,8 @@ pub fn writes_source(caller: &Caller) -> bool {
 
 /// Whether `caller` sees `tool`: the one rule a listing and a call share.
 /// The source, creation, draft, history and lifecycle tools go to the
-/// callers who write source; `getDocs` to everyone; `suggestImprovement` to
-/// callers with `apps:invoke`.
+/// callers who write source; `getDocs` to everyone; `suggestImprovement` and
+/// the undo tools to callers with `apps:invoke`.
 pub fn visible(caller: &Caller, tool: PlatformTool) -> bool {
     match tool.family() {
         PlatformFamily::Source
@@ -61,7 +63,7 @@ pub fn visible(caller: &Caller, tool: PlatformTool) -> bool {
         | PlatformFamily::History
         | PlatformFamily::Lifecycle => writes_source(caller),
         PlatformFamily::Docs => true,
-        PlatformFamily::Suggest => caller.invokes(),
+        PlatformFamily::Suggest | PlatformFamily::Undo => caller.invokes(),
     }
 }
 
@@ -106,6 +108,39 @@ fn version_property(what: &str) -> Value {
 
 fn revision_property(what: &str) -> Value {
     json!({"type": "string", "pattern": "^[0-9a-f]{64}$", "description": format!("{what}: a revision (64 hex digits) as listAppRevisions shows it.")})
+}
+
+/// The undo tools' selection of changes, with paging for the listing ones.
+fn selection_properties(paged: bool) -> Value {
+    use sasha_contract::caller::{Initiator, MAX_INITIATOR_ID};
+    use sasha_contract::grammar::{MAX_ACTIVITY, MAX_UNDO_ENTRIES};
+    let time = |what: &str| json!({"type": "string", "maxLength": 64, "description": format!("{what}, as an RFC 3339 time such as 2026-12-07T09:30:00Z.")});
+    let mut properties = json!({
+        "app": app_property(),
+        "table": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Only this declared table's changes."},
+        "since": time("Changes at or after this instant"),
+        "until": time("Changes at or before this instant"),
+        "asOf": time("A restore: every change after this instant (by anyone), so the rows are as they were then; takes no since, until, initiator, actor or entries"),
+        "initiator": {"type": "string", "enum": Initiator::ALL.iter().map(|i| i.as_str()).collect::<Vec<_>>(), "description": "Only changes started through this."},
+        "initiatorId": {"type": "string", "minLength": 1, "maxLength": MAX_INITIATOR_ID, "description": "With initiator: the conversation, oauth:<client>, token:<number> or undo id."},
+        "actor": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Only changes made as this user id."},
+        "entries": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1, "maxItems": MAX_UNDO_ENTRIES, "description": "Only these entry numbers (from listAppActivity)."},
+    });
+    if paged {
+        properties["limit"] = json!({"type": "integer", "minimum": 1, "maximum": MAX_ACTIVITY});
+        properties["cursor"] = json!({"type": "string", "maxLength": 32, "description": "nextCursor of the previous page."});
+    }
+    properties
+}
+
+fn undo_properties() -> Value {
+    use sasha_contract::grammar::{MAX_IDEMPOTENCY_KEY_CHARS, MAX_UNDO_ROWS};
+    let mut properties = selection_properties(false);
+    properties["planHash"] = json!({"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "planHash of the preview the person saw."});
+    properties["overwrite"] = json!({"type": "array", "maxItems": MAX_UNDO_ROWS, "items": {"type": "object", "properties": {"table": {"type": "string"}, "id": {"type": ["integer", "string"]}}, "required": ["table", "id"], "additionalProperties": false}, "description": "Conflicting rows to put back anyway."});
+    properties["idempotencyKey"] =
+        json!({"type": "string", "minLength": 1, "maxLength": MAX_IDEMPOTENCY_KEY_CHARS});
+    properties
 }
 
 /// Longest `content` of writeAppFile: 1 MiB of text, or the base64 of a 1 MiB
@@ -285,6 +320,31 @@ fn build(platform_tool: PlatformTool) -> Tool {
                 json!({"app": app_property(), "revision": revision_property("The revision to go back to"), "expectedRevision": revision_property("The app's current revision")}),
                 &["app", "revision", "expectedRevision"],
             ),
+            false,
+            true,
+        ),
+        // The undo tools go to the app's data-worker, which decides again.
+        T::ListAppActivity => tool(
+            name,
+            "List the changes made to a Sasha App's data",
+            "List the app's recorded data changes, newest first: entry number, table, row, create/update/delete, who made it (actor), through what (initiator: app-view, recovery-view, assistant with its conversation id, mcp-client with its OAuth client or token, automation, import, undo with its undo id), when, and the row before and after. Filter by table, since/until, initiator (and initiatorId) or actor; page with cursor. Only the app's managers; rows of owner-scoped tables are the caller's own.",
+            object(selection_properties(true), &["app"]),
+            true,
+            false,
+        ),
+        T::PreviewAppUndo => tool(
+            name,
+            "Preview undoing changes to a Sasha App's data",
+            "Say what undoing a selection of the app's changes would do, without changing anything: the selection is changes since an instant (since, optionally until), optionally of one table, one initiator (with initiatorId, e.g. one assistant conversation) or one actor, or listed entries; or, with asOf, every change after that instant (a restore: the rows as they were then). Each row shows its current and its earlier state and the action (recreate, update, delete). A row changed since by anything outside the selection, or behind the platform's back, is a conflict and is left alone unless named in undoAppChanges' overwrite. Pass planHash to undoAppChanges. Pages with cursor.",
+            object(selection_properties(true), &["app"]),
+            true,
+            false,
+        ),
+        T::UndoAppChanges => tool(
+            name,
+            "Undo changes to a Sasha App's data",
+            "Apply an undo (or restore) previewed with previewAppUndo: the same selection and the preview's planHash; if the changes moved since, APP_CONFLICT with the new planHash: preview again. Conflicts are left alone unless listed in overwrite ({table, id}). The person confirms it. It is recorded as an undo (initiator undo, its undoId), which can itself be undone. A replay with the same idempotencyKey applies once.",
+            object(undo_properties(), &["app", "planHash"]),
             false,
             true,
         ),

@@ -48,6 +48,7 @@ mod app_tools;
 mod approval;
 mod platform_tools;
 mod resources;
+mod undo_tools;
 
 /// The MIME type of an MCP Apps UI resource.
 pub const UI_MIME_TYPE: &str = "text/html;profile=mcp-app";

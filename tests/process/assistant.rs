@@ -9,6 +9,9 @@
 //! malformed tool calls, a failing and a silent provider end the turn with a
 //! clear error and write nothing; a card still waiting when Studio restarts
 //! expires and its call reads cancelled. The conversation is kept per user.
+//! A conversation's changes to a member's rows are undone through the
+//! official MCP TypeScript SDK client (`tests/mcp-client/undo.mjs`), and the
+//! undo undone.
 
 use crate::common;
 
@@ -37,8 +40,19 @@ impl World {
     }
 
     async fn start(steps: Vec<Step>, extra: &[(&str, &str)]) -> World {
+        World::start_with_apps(steps, extra, &[]).await
+    }
+
+    /// [`World::start`] with these test packages installed.
+    async fn start_with_apps(steps: Vec<Step>, extra: &[(&str, &str)], apps: &[&str]) -> World {
         let fake = FakeLlm::start(fake_llm::script(steps)).await;
         let state = tempfile::tempdir().unwrap();
+        for app in apps {
+            common::copy_dir(
+                &common::mcp::fixture(app),
+                &state.path().join("docs/apps").join(app),
+            );
+        }
         let port = free_port();
         let mut env = vec![
             ("SASHA_BUNDLED_APPS", "off"),
@@ -795,4 +809,151 @@ async fn a_card_waiting_when_studio_restarts_expires_and_its_call_reads_cancelle
     assert_eq!(status, 409, "{late}");
     assert_eq!(late["details"]["outcome"], "expired", "{late}");
     assert!(!app_exists(&world, "field-log"), "nothing of the card ran");
+}
+
+/// A scripted conversation of a member creates 30 expenses, updates 10 of
+/// the member's own and deletes 5, each approved in Studio; the member then
+/// edits one of the updated rows by hand. Undoing the conversation (the
+/// official SDK client, `tests/mcp-client/undo.mjs`) restores exactly the
+/// rows from before it, leaving the hand edit as a conflict; undoing that
+/// undo brings the conversation's rows back.
+#[tokio::test]
+async fn a_conversations_changes_are_undone_and_the_undo_undone() {
+    let node = common::node_program(
+        "the undo scenario",
+        Some("tests/mcp-client/node_modules/@modelcontextprotocol/sdk"),
+    );
+    let tool = |table_operation: &str| format!("app__expense_log__{table_operation}");
+    let mut calls = Vec::new();
+    for n in 0..30 {
+        calls.push((
+            tool("expenses__create"),
+            json!({"values": {"spent_on": "2026-12-02", "amount": 100 + n, "category_id": 1}}),
+        ));
+    }
+    for id in 1..=10 {
+        calls.push((
+            tool("expenses__update"),
+            json!({"id": id, "changes": {"amount": 999}, "expectedVersion": 1}),
+        ));
+    }
+    for id in 11..=15 {
+        calls.push((
+            tool("expenses__delete"),
+            json!({"id": id, "expectedVersion": 1}),
+        ));
+    }
+    let world = World::start_with_apps(
+        vec![Step::Calls(calls), Step::Text("Done.".into())],
+        &[],
+        &["expense-log"],
+    )
+    .await;
+    let (cookie, member_id) = world.person("mia", UserRole::Member);
+    world
+        .store
+        .grant(
+            "expense-log",
+            &member_id,
+            studio_store::AppAccess::Manage,
+            None,
+        )
+        .unwrap();
+    let mut page = common::mcp::Mcp::new(
+        &format!("{}/mcp", world.studio),
+        vec![
+            ("cookie".into(), cookie.clone()),
+            ("origin".into(), world.studio.clone()),
+            ("sasha-app".into(), "expense-log".into()),
+        ],
+        common::mcp::SESSIONLESS,
+    );
+    common::mcp::structured(
+        &page
+            .call(
+                &tool("categories__create"),
+                json!({"values": {"name": "Travel"}}),
+            )
+            .await,
+    );
+    for n in 0..15 {
+        let row = page
+            .call(
+                &tool("expenses__create"),
+                json!({"values": {"spent_on": "2026-12-01", "amount": n, "category_id": 1}}),
+            )
+            .await;
+        assert_eq!(common::mcp::structured(&row)["id"], n + 1);
+    }
+    let rows = async |page: &mut common::mcp::Mcp| -> Value {
+        let listed = page
+            .call(
+                &tool("expenses__list"),
+                json!({"limit": 200, "orderBy": [{"field": "id"}]}),
+            )
+            .await;
+        Value::Array(
+            common::mcp::structured(&listed)["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|row| json!([row["id"], row["amount"], row["note"]]))
+                .collect(),
+        )
+    };
+    let mut before = rows(&mut page).await;
+
+    let conversation = world.conversation(&cookie).await;
+    let mut turn = world.turn(&cookie, &conversation, "tidy my expenses").await;
+    for _ in 0..45 {
+        let card = turn.until("confirmation").await;
+        let id = card["id"].as_str().unwrap().to_owned();
+        assert_eq!(world.decide(&cookie, &conversation, &id, true).await, 200);
+    }
+    let last = turn.finish().await;
+    assert_eq!(last["type"], "done", "{last}");
+
+    // The member edits one of the rows the assistant rewrote.
+    let edited = page
+        .call(
+            &tool("expenses__update"),
+            json!({"id": 1, "changes": {"note": "checked by hand"}, "expectedVersion": 2}),
+        )
+        .await;
+    let edited = common::mcp::structured(&edited).clone();
+    before[0] = json!([1, edited["amount"], "checked by hand"]);
+    let after = rows(&mut page).await;
+    assert_eq!(after.as_array().unwrap().len(), 40);
+
+    let token = common::mcp::token(
+        &world.store,
+        &world.store.user_by_name("mia").unwrap().unwrap(),
+        &[
+            studio_store::Scope::ChatUse,
+            studio_store::Scope::AppsInvoke,
+        ],
+    );
+    let output = tokio::process::Command::new(&node)
+        .arg(common::root().join("tests/mcp-client/undo.mjs"))
+        .current_dir(common::root().join("tests/mcp-client"))
+        .env("MCP_URL", format!("{}/mcp", world.studio))
+        .env("MEMBER_TOKEN", token)
+        .env("CONVERSATION", &conversation)
+        .env("EDITED_ID", "1")
+        .env("BEFORE_ROWS", before.to_string())
+        .env("AFTER_ROWS", after.to_string())
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), output)
+        .await
+        .expect("the undo scenario finishes in two minutes")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("checks passed"),
+        "{stdout}\n{}\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        world.up.stderr.lock().unwrap().join("\n")
+    );
 }

@@ -18,9 +18,10 @@ use std::borrow::Cow;
 use super::{
     CHAT_TOOL, CHECK_APP, CHECK_MY_APP, CREATE_APP, DELETE_APP, DELETE_APP_FILE, DELETE_MY_APP,
     DEPLOY_MY_APP, DIFF_APP_REVISIONS, DISCARD_APP_DRAFT, DRAFT_MY_APP, EDIT_APP_FILE, GET_DOCS,
-    LIST_APP_FILES, LIST_APP_REVISIONS, LIST_MY_APP_REVISIONS, LIST_MY_APPS, PUBLISH_APP_DRAFT,
-    READ_APP_FILE, READ_APP_REVISION_FILE, READ_MY_APP, RESTORE_APP, REVERT_APP, REVERT_MY_APP,
-    SHARE_MY_APP, SUGGEST, UPLOAD_TOOL, WITHDRAW_APP, WRITE_APP_FILE,
+    LIST_APP_ACTIVITY, LIST_APP_FILES, LIST_APP_REVISIONS, LIST_MY_APP_REVISIONS, LIST_MY_APPS,
+    PREVIEW_APP_UNDO, PUBLISH_APP_DRAFT, READ_APP_FILE, READ_APP_REVISION_FILE, READ_MY_APP,
+    RESTORE_APP, REVERT_APP, REVERT_MY_APP, SHARE_MY_APP, SUGGEST, UNDO_APP_CHANGES, UPLOAD_TOOL,
+    WITHDRAW_APP, WRITE_APP_FILE,
 };
 use crate::grammar::TableOperation;
 use crate::ids::AppId;
@@ -233,6 +234,9 @@ tool_set! {
         ReadAppRevisionFile => READ_APP_REVISION_FILE,
         DiffAppRevisions => DIFF_APP_REVISIONS,
         RevertApp => REVERT_APP,
+        ListAppActivity => LIST_APP_ACTIVITY,
+        PreviewAppUndo => PREVIEW_APP_UNDO,
+        UndoAppChanges => UNDO_APP_CHANGES,
         WithdrawApp => WITHDRAW_APP,
         RestoreApp => RESTORE_APP,
         DeleteApp => DELETE_APP,
@@ -252,6 +256,9 @@ pub enum PlatformFamily {
     Draft,
     /// The four history tools (`CoreService.History`).
     History,
+    /// `listAppActivity`, `previewAppUndo`, `undoAppChanges`: the gateway
+    /// calls the app's data-worker, like a table tool.
+    Undo,
     /// `withdrawApp`, `restoreApp`, `deleteApp` (`CoreService.AppLifecycle`).
     Lifecycle,
     /// `getDocs`, answered by the gateway itself.
@@ -275,6 +282,7 @@ impl PlatformTool {
             T::ListAppRevisions | T::ReadAppRevisionFile | T::DiffAppRevisions | T::RevertApp => {
                 PlatformFamily::History
             }
+            T::ListAppActivity | T::PreviewAppUndo | T::UndoAppChanges => PlatformFamily::Undo,
             T::WithdrawApp | T::RestoreApp | T::DeleteApp => PlatformFamily::Lifecycle,
             T::GetDocs => PlatformFamily::Docs,
             T::Suggest => PlatformFamily::Suggest,

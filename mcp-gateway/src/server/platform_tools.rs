@@ -122,6 +122,7 @@ impl SashaMcp {
                 }
             }
             PlatformFamily::Draft => self.call_draft(caller, tool, &args, request, ctx).await,
+            PlatformFamily::Undo => self.call_undo(caller, tool, args, request, ctx).await,
             PlatformFamily::Lifecycle => {
                 let Some(request) = platform::lifecycle_request(tool, &caller.principal, &args)
                 else {

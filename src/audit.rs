@@ -20,7 +20,6 @@ use std::process::ExitCode;
 use anyhow::{Context as _, anyhow, bail};
 use clap::Subcommand;
 use data_worker::engine::ledger::{self, Break, ExportLine, Verification};
-use rusqlite::{Connection, OpenFlags};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum AuditCommand {
@@ -113,18 +112,6 @@ fn databases(
     }
 }
 
-/// A connection that only reads, inside one read transaction.
-fn open(path: &Path) -> anyhow::Result<Connection> {
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .with_context(|| format!("cannot open {}", path.display()))?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))?;
-    conn.execute_batch("BEGIN")?;
-    Ok(conn)
-}
-
 fn describe(id: i64, why: Break) -> String {
     match why {
         Break::Altered => format!(
@@ -141,9 +128,8 @@ fn verify_all(app: Option<&str>, state_dir: Option<&Path>) -> anyhow::Result<boo
     let mut all_ok = true;
     let mut out = std::io::stdout().lock();
     for (id, path) in databases(app, state_dir)? {
-        let conn = open(&path)?;
         let found: Verification =
-            ledger::verify(&conn, |_, _, _| Ok(())).with_context(|| format!("app {id}"))?;
+            ledger::verify_file(&path, |_, _, _| Ok(())).with_context(|| format!("app {id}"))?;
         match found.first_break {
             Some((entry, why)) => {
                 all_ok = false;
@@ -175,7 +161,6 @@ fn export(app: &str, out: Option<&Path>, state_dir: Option<&Path>) -> anyhow::Re
     let (_, path) = databases(Some(app), state_dir)?
         .pop()
         .ok_or_else(|| anyhow!("no data for app {app:?}"))?;
-    let conn = open(&path)?;
     let mut writer: Box<dyn std::io::Write> = match out {
         Some(file) => Box::new(std::io::BufWriter::new(
             std::fs::OpenOptions::new()
@@ -186,7 +171,7 @@ fn export(app: &str, out: Option<&Path>, state_dir: Option<&Path>) -> anyhow::Re
         )),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
-    let found = ledger::verify(&conn, |entry, prev, hash| {
+    let found = ledger::verify_file(&path, |entry, prev, hash| {
         serde_json::to_writer(&mut writer, &ExportLine { entry, prev, hash })?;
         writer.write_all(b"\n")
     })?;

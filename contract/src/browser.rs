@@ -15,7 +15,7 @@
 //! This module must never hold a rule of its own beyond the app frame's: it
 //! renders the constants other modules define.
 
-use crate::caller::{AppAccess, Role, Scope};
+use crate::caller::{AppAccess, Initiator, Role, Scope};
 use crate::grammar::{MAX_IDEMPOTENCY_KEY_CHARS, TableOperation};
 use crate::ids::{KEBAB_ID_PATTERN, MAX_ID_CHARS};
 use crate::tools::{
@@ -143,6 +143,8 @@ export const ACCESS = Object.freeze({{
   USE: {use_},
   MANAGE: {manage},
 }});
+/** Who starts a data change and through what, as its audit entry records it. */
+export const INITIATORS = Object.freeze({initiators});
 ",
         opener = js_string(OPENER_PREFIX),
         app_tool = js_string(APP_TOOL_PREFIX),
@@ -160,6 +162,12 @@ export const ACCESS = Object.freeze({{
         member = js_string(Role::Member.as_str()),
         use_ = js_string(AppAccess::Use.as_str()),
         manage = js_string(AppAccess::Manage.as_str()),
+        initiators = serde_json::Value::from(
+            Initiator::ALL
+                .iter()
+                .map(|initiator| initiator.as_str())
+                .collect::<Vec<_>>()
+        ),
     )
 }
 

@@ -67,7 +67,21 @@ pub fn visible(caller: &Caller, tool: PlatformTool) -> bool {
     }
 }
 
-/// The platform tools `caller` may list, in listing order.
+/// The platform tools `tools/list` shows `caller`: [`tools_for`], without
+/// the undo tools unless the caller manages an app (they would refuse every
+/// call); a call is decided by [`visible`] and the app's grant.
+pub fn listed_for(caller: &Caller, manages_an_app: bool) -> Vec<Tool> {
+    tools_for(caller)
+        .into_iter()
+        .filter(|tool| {
+            manages_an_app
+                || PlatformTool::from_name(&tool.name)
+                    .is_none_or(|tool| tool.family() != PlatformFamily::Undo)
+        })
+        .collect()
+}
+
+/// The platform tools `caller` may call, in listing order.
 pub fn tools_for(caller: &Caller) -> Vec<Tool> {
     PlatformTool::ALL
         .iter()
@@ -114,13 +128,13 @@ fn revision_property(what: &str) -> Value {
 fn selection_properties(paged: bool) -> Value {
     use sasha_contract::caller::{Initiator, MAX_INITIATOR_ID};
     use sasha_contract::grammar::{MAX_ACTIVITY, MAX_UNDO_ENTRIES};
-    let time = |what: &str| json!({"type": "string", "maxLength": 64, "description": format!("{what}, as an RFC 3339 time such as 2026-12-07T09:30:00Z.")});
+    let time = |what: &str| json!({"type": "string", "maxLength": 64, "description": format!("{what} (an RFC 3339 time such as 2026-12-07T09:30:00Z).")});
     let mut properties = json!({
         "app": app_property(),
         "table": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Only this declared table's changes."},
         "since": time("Changes at or after this instant"),
         "until": time("Changes at or before this instant"),
-        "asOf": time("A restore: every change after this instant (by anyone), so the rows are as they were then; takes no since, until, initiator, actor or entries"),
+        "asOf": time("A restore to this instant: every change after it, by anyone, is undone, so the rows are as they were then; no since, until, initiator, actor or entries with it"),
         "initiator": {"type": "string", "enum": Initiator::ALL.iter().map(|i| i.as_str()).collect::<Vec<_>>(), "description": "Only changes started through this."},
         "initiatorId": {"type": "string", "minLength": 1, "maxLength": MAX_INITIATOR_ID, "description": "With initiator: the conversation, oauth:<client>, token:<number> or undo id."},
         "actor": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Only changes made as this user id."},
@@ -327,7 +341,7 @@ fn build(platform_tool: PlatformTool) -> Tool {
         T::ListAppActivity => tool(
             name,
             "List the changes made to a Sasha App's data",
-            "List the app's recorded data changes, newest first: entry number, table, row, create/update/delete, who made it (actor), through what (initiator: app-view, recovery-view, assistant with its conversation id, mcp-client with its OAuth client or token, automation, import, undo with its undo id), when, and the row before and after. Filter by table, since/until, initiator (and initiatorId) or actor; page with cursor. Only the app's managers; rows of owner-scoped tables are the caller's own.",
+            "List the app's recorded data changes, newest first: entry number, table, row, create/update/delete, who made it (actor), through what (initiator: app-view, recovery-view, assistant with its conversation id, mcp-client with its OAuth client or token, automation, import, undo with its undo id), when, and the row before and after. Filter by table, since/until, initiator (and initiatorId) or actor; page with cursor. Only the app's managers; in an owner-scoped table only the caller's own rows, unless the table lets managers read every row.",
             object(selection_properties(true), &["app"]),
             true,
             false,

@@ -407,9 +407,16 @@ impl ServerHandler for SashaMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let caller = caller_of(&ctx)?;
-        let mut listed = platform::tools_for(caller);
+        let catalogue = self.listing(caller).await?;
+        let manages_an_app = catalogue.as_ref().is_some_and(|catalogue| {
+            catalogue
+                .apps
+                .values()
+                .any(|app| app.access == sasha_contract::caller::AppAccess::Manage)
+        });
+        let mut listed = platform::listed_for(caller, manages_an_app);
         listed.extend(member::tools_for(caller));
-        if let Some(catalogue) = self.listing(caller).await? {
+        if let Some(catalogue) = catalogue {
             listed.extend(tools::tools_for(&catalogue, &caller.tools_caller()));
         }
         Ok(ListToolsResult::with_all_items(listed))

@@ -13,7 +13,8 @@
 // (the app open with its access panel), `#/apps/<id>/history` (the app's
 // revisions, diffs and revert, its own view closed), `#/apps/<id>/draft` (the app's
 // draft: review, preview, publish or discard, its own view closed), `#/apps/<id>/recovery` (the app's
-// rows in the generic recovery grid, its own view closed), `#/withdrawn` (admins:
+// rows in the generic recovery grid, its own view closed), `#/apps/<id>/activity` (its data
+// changes and undo, its own view closed), `#/withdrawn` (admins:
 // the withdrawn apps, to restore or delete), `#/users` (admins: people),
 // `#/invite/<secret>` and `#/reset/<secret>` (an invitation or password
 // reset link's card), `#/connections`
@@ -26,6 +27,7 @@
 import * as api from "./api.js";
 import { accessPanel } from "./access.js";
 import { recoveryPanel } from "./recovery.js";
+import { activityPanel } from "./activity.js";
 import { historyPanel } from "./history.js";
 import { draftPanel } from "./drafts.js";
 import { connectionsPanel, consentCard } from "./connect.js";
@@ -105,7 +107,7 @@ function appById(id) {
  */
 function route() {
   const hash = window.location.hash;
-  const none = { page: "home", appId: null, access: false, recovery: false, history: false, draft: false, requestId: null, studioAppId: null, studioNew: false, inviteToken: null };
+  const none = { page: "home", appId: null, access: false, recovery: false, activity: false, history: false, draft: false, requestId: null, studioAppId: null, studioNew: false, inviteToken: null };
   const invite = /^#\/(invite|reset)\/([A-Za-z0-9_-]{1,256})$/.exec(hash);
   if (invite) {
     return { ...none, page: "invite", inviteToken: invite[2], resetLink: invite[1] === "reset" };
@@ -136,11 +138,11 @@ function route() {
   if (studioRoute && (studioRoute[1] === undefined || isAppId(studioRoute[1]))) {
     return { ...none, page: "studio", studioAppId: studioRoute[1] || null };
   }
-  const match = /^#\/apps\/([^/]+)(\/access|\/recovery|\/history|\/draft)?$/.exec(hash);
+  const match = /^#\/apps\/([^/]+)(\/access|\/recovery|\/activity|\/history|\/draft)?$/.exec(hash);
   if (!match || !isAppId(match[1])) {
     return none;
   }
-  return { ...none, page: "app", appId: match[1], access: match[2] === "/access", recovery: match[2] === "/recovery", history: match[2] === "/history", draft: match[2] === "/draft" };
+  return { ...none, page: "app", appId: match[1], access: match[2] === "/access", recovery: match[2] === "/recovery", activity: match[2] === "/activity", history: match[2] === "/history", draft: match[2] === "/draft" };
 }
 
 function go(hash) {
@@ -1098,7 +1100,7 @@ async function renderNow() {
     panel.querySelector("h1").focus();
     return;
   }
-  const { appId, access, recovery, history: historyRoute, draft: draftRoute } = current;
+  const { appId, access, recovery, activity, history: historyRoute, draft: draftRoute } = current;
   const app = appId ? appById(appId) : null;
   renderSidebar(app ? app.id : null);
   if (!app) {
@@ -1114,7 +1116,9 @@ async function renderNow() {
   const mode =
     recovery && app.access === ACCESS.MANAGE
       ? "recovery"
-      : historyRoute && canSeeHistory(app)
+      : activity && app.access === ACCESS.MANAGE
+        ? "activity"
+        : historyRoute && canSeeHistory(app)
         ? "history"
         : draftRoute && canSeeHistory(app)
           ? "draft"
@@ -1125,7 +1129,7 @@ async function renderNow() {
   showAccess(access && canManageAccess());
   // A page of the app the person's access does not include is said, not
   // silently swapped for the app itself.
-  const asked = recovery ? "Recovery" : historyRoute ? "History" : draftRoute ? "The draft" : null;
+  const asked = recovery ? "Recovery" : activity ? "Activity" : historyRoute ? "History" : draftRoute ? "The draft" : null;
   if (asked && mode === "view") {
     showAlert({ message: `${asked} of ${app.name} is for the people who manage it; here is the app itself.` });
     history.replaceState(null, "", `#/apps/${app.id}`);
@@ -1170,6 +1174,16 @@ function appPane(app, mode) {
           text: mode === "recovery" ? "Back to the app" : "Recovery",
           title: mode === "recovery" ? null : "Work with the app's rows directly, without its own view",
           onclick: () => go(mode === "recovery" ? `#/apps/${app.id}` : `#/apps/${app.id}/recovery`),
+        })
+      : null;
+  const activityButton =
+    app.access === ACCESS.MANAGE
+      ? h("button", {
+          type: "button",
+          class: "button",
+          text: mode === "activity" ? "Back to the app" : "Activity",
+          title: mode === "activity" ? null : "Who changed the app's data, through what; undo a selection",
+          onclick: () => go(mode === "activity" ? `#/apps/${app.id}` : `#/apps/${app.id}/activity`),
         })
       : null;
   const accessButton = canManageAccess()
@@ -1217,7 +1231,7 @@ function appPane(app, mode) {
         heading.description,
         heading.meta,
       ),
-      h("div", { class: "app-actions" }, recoveryButton, historyButton, draftButton, accessButton, withdrawButton, closeButton),
+      h("div", { class: "app-actions" }, recoveryButton, activityButton, historyButton, draftButton, accessButton, withdrawButton, closeButton),
     ),
     lifecycleSlot,
     accessSlot,
@@ -1328,7 +1342,7 @@ async function openApp(app, retried = false, mode = "view") {
   const generation = studio.generation;
   clearAlert();
   const pane = appPane(app, mode);
-  setTitle(mode === "recovery" ? `Recovery of ${app.name}` : mode === "history" ? `History of ${app.name}` : mode === "draft" ? `Draft of ${app.name}` : app.name);
+  setTitle(mode === "recovery" ? `Recovery of ${app.name}` : mode === "activity" ? `Activity of ${app.name}` : mode === "history" ? `History of ${app.name}` : mode === "draft" ? `Draft of ${app.name}` : app.name);
   studio.openAppId = app.id;
   studio.shell.pane = pane;
   replaceChildren(studio.shell.main, pane.element);
@@ -1349,6 +1363,19 @@ async function openApp(app, retried = false, mode = "view") {
       heading.setAttribute("tabindex", "-1");
       heading.focus();
     }
+    return;
+  }
+  if (mode === "activity") {
+    // The app's own view stays closed: an undo changes rows under it.
+    const panel = activityPanel({
+      app,
+      onClose: () => go(`#/apps/${app.id}`),
+      onUnauthenticated: () => {
+        sessionEnded();
+      },
+    });
+    replaceChildren(pane.frameSlot, panel);
+    paneSay(pane, `${app.name}'s own view is closed while its activity is open.`);
     return;
   }
   if (mode === "history") {

@@ -41,8 +41,8 @@ function isStale(error) {
   return Boolean(error && error.code === "APP_CONFLICT" && error.details && "currentVersion" in error.details);
 }
 
-/** Calls one of the app's tools on `/mcp`; answers `structuredContent`. */
-async function callTool(appId, name, args) {
+/** Calls one of the app's tools (or an undo tool, which names the app in its arguments) on `/mcp` as the app's managing page; answers `structuredContent`. */
+export async function callTool(appId, name, args) {
   requestId += 1;
   const id = requestId;
   let response;

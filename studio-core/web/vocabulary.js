@@ -54,3 +54,5 @@ export const ACCESS = Object.freeze({
   USE: "use",
   MANAGE: "manage",
 });
+/** Who starts a data change and through what, as its audit entry records it. */
+export const INITIATORS = Object.freeze(["app-view","recovery-view","assistant","mcp-client","automation","import","undo"]);

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod activity;
 mod assistant;
 mod bridge;
 mod create;

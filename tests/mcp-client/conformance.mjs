@@ -143,7 +143,9 @@ const EXPENSE_LOG_TOOLS = [
   `${PREFIX}category_totals`,
   `${PREFIX}week_totals`,
 ].sort();
-const STAFF_TOOLS = ['open_app__hello', ...EXPENSE_LOG_TOOLS].sort();
+// A caller who manages an app also gets the undo tools.
+const UNDO_TOOLS = ['listAppActivity', 'previewAppUndo', 'undoAppChanges'];
+const STAFF_TOOLS = ['open_app__hello', ...EXPENSE_LOG_TOOLS, ...UNDO_TOOLS].sort();
 const APP_ONLY_ACTION = `${PREFIX}add_expense`;
 
 // ---------------------------------------------------------------------------

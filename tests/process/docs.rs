@@ -1,7 +1,8 @@
 //! The configuration and error tables of the operator's guide
 //! (`docs/operating.md`) must match the code: every variable with its
 //! default, every registry code with its status and retryability, and nothing
-//! the code does not have.
+//! the code does not have. The undo bounds the author's and the operator's
+//! guides state are the code's.
 
 use sasha_proto::ErrorCode;
 use sasha_service::config::VARIABLES;
@@ -75,4 +76,33 @@ fn every_error_code_is_documented_with_its_status() {
         .filter(|cells| cells[2].parse::<u16>().is_ok())
         .count();
     assert_eq!(documented, ErrorCode::ALL.len());
+}
+
+/// `n` with a comma between thousands, as the guides write numbers.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+#[test]
+fn the_undo_bounds_in_the_guides_are_the_codes() {
+    use sasha_contract::grammar::{MAX_UNDO_ENTRIES, MAX_UNDO_ROWS};
+    for guide in ["mcp-gateway/docs/data.md", "docs/audit.md"] {
+        let text = std::fs::read_to_string(format!("{}/{guide}", env!("CARGO_MANIFEST_DIR")))
+            .unwrap()
+            .replace('\n', " ");
+        for stated in [
+            format!("at most {} changes", thousands(MAX_UNDO_ENTRIES)),
+            format!("{} rows", thousands(MAX_UNDO_ROWS)),
+        ] {
+            assert!(text.contains(&stated), "{guide} does not say {stated:?}");
+        }
+    }
 }

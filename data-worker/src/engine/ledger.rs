@@ -321,6 +321,23 @@ pub fn verify(
     Ok(found)
 }
 
+/// [`verify`] of the app file at `path`, opened read-only, in one read
+/// transaction (one committed state while data-worker keeps writing).
+pub fn verify_file(
+    path: &std::path::Path,
+    visit: impl FnMut(&Entry, &str, &str) -> std::io::Result<()>,
+) -> Result<Verification, VerifyError> {
+    let conn = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(VerifyError::Sqlite)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(VerifyError::Sqlite)?;
+    conn.execute_batch("BEGIN").map_err(VerifyError::Sqlite)?;
+    verify(&conn, visit)
+}
+
 /// Why a ledger could not be read to the end.
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {

@@ -76,10 +76,11 @@ async fn tools_follow_the_caller_and_their_grants() {
         "an app-only action is not a model tool"
     );
     // Openers, table tools (every operation of both tables), exposed
-    // actions, getDocs and suggestImprovement.
+    // actions, getDocs, suggestImprovement and (a manager's) the three undo
+    // tools.
     assert_eq!(
         staff.len(),
-        2 + 2 * sasha_contract::grammar::OPERATIONS.len() + 2 + 2
+        2 + 2 * sasha_contract::grammar::OPERATIONS.len() + 2 + 2 + 3
     );
 
     // A member without a grant sees nothing; with `use` on one app, that app.

@@ -30,3 +30,4 @@ mod placement;
 mod refusals;
 mod sessions;
 mod source;
+mod undo;

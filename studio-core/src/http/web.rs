@@ -63,6 +63,11 @@ const ASSETS: &[Asset] = &[
         bytes: include_str!("../../web/recovery.js"),
     },
     Asset {
+        name: "activity.js",
+        content_type: JAVASCRIPT,
+        bytes: include_str!("../../web/activity.js"),
+    },
+    Asset {
         name: "connect.js",
         content_type: JAVASCRIPT,
         bytes: include_str!("../../web/connect.js"),

@@ -1,3 +1,8 @@
+//! The chain over real files: entries written through the engine verify,
+//! one changed, removed or unhashed behind its back is named, an entry
+//! without its hash is refused, an old ledger is chained once from a
+//! recorded point, and the canonical bytes are what docs/audit.md says.
+
 use rusqlite::Connection;
 
 use super::*;

@@ -249,18 +249,30 @@ fn selection(
     Ok(selection)
 }
 
-/// The selected entries of the covered tables, oldest first (or newest
-/// first, before entry `before`), at most `limit`.
+/// How [`select`] reads: oldest first, or newest first before an entry; at
+/// most `limit` entries.
+#[derive(Clone, Copy)]
+struct Reading {
+    before: Option<i64>,
+    newest_first: bool,
+    limit: usize,
+}
+
+/// The selected entries of the covered tables, as `reading` says, each of
+/// rows `user` may see in an owner-scoped table.
 fn select(
     conn: &Connection,
     trusted: &Trusted<'_>,
     selection: &Selection,
     tables: &[(String, Option<String>)],
     user: &str,
-    before: Option<i64>,
-    newest_first: bool,
-    limit: usize,
+    reading: Reading,
 ) -> Result<Vec<Entry>, AppError> {
+    let Reading {
+        before,
+        newest_first,
+        limit,
+    } = reading;
     if tables.is_empty() {
         return Ok(Vec::new());
     }
@@ -521,9 +533,11 @@ fn plan(
         selection,
         &tables,
         caller.actor,
-        None,
-        false,
-        MAX_UNDO_ENTRIES + 1,
+        Reading {
+            before: None,
+            newest_first: false,
+            limit: MAX_UNDO_ENTRIES + 1,
+        },
     )?;
     if entries.len() > MAX_UNDO_ENTRIES {
         return Err(too_many("changes", MAX_UNDO_ENTRIES));
@@ -765,9 +779,11 @@ pub fn execute(operation: LedgerOperation, call: Call<'_>) -> Result<Value, AppE
                         &selection,
                         &tables,
                         caller.actor,
-                        before,
-                        true,
-                        limit + 1,
+                        Reading {
+                            before,
+                            newest_first: true,
+                            limit: limit + 1,
+                        },
                     )?;
                     let next = (entries.len() > limit).then(|| {
                         entries.truncate(limit);

@@ -184,7 +184,7 @@ fn drift_to_wire(drift: &Drift) -> pb::Drift {
 /// Runs a statement inside the mutation's transaction (a write ending in
 /// `RETURNING`, or the owner-scoped read of the current row) and gives back its
 /// first row.
-fn returning(
+pub(crate) fn returning(
     transaction: &rusqlite::Connection,
     statement: &Statement,
 ) -> Result<Option<Map<String, Value>>, AppError> {

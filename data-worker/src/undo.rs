@@ -45,10 +45,10 @@ use crate::engine::commit::Trusted;
 use crate::engine::history::{images_owned_by, owner_path};
 use crate::engine::ledger::{ENTRY_COLUMNS, Entry, entry_from_row};
 use crate::engine::{
-    AuditMeta, AuditOperation, AuditRecord, Engine, MutationOutcome, ReceiptKey, prepare_governed,
-    sql_error,
+    AuditMeta, AuditOperation, AuditRecord, Engine, MutationOutcome, ReceiptKey, sql_error,
 };
-use crate::grammar::{self, Statement, TableSpec};
+use crate::grammar::{self, TableSpec};
+use crate::service::returning;
 
 /// The app-level operations of `DataService.Execute` (no table is named;
 /// `table` in the request narrows them).
@@ -493,24 +493,6 @@ fn current_row(
 ) -> Result<Option<Map<String, Value>>, AppError> {
     let statement = grammar::get_statement(spec, id, actor)?;
     returning(conn, &statement)
-}
-
-/// Runs a governed statement built by the grammar and gives back its one
-/// row, if any.
-fn returning(
-    conn: &Connection,
-    statement: &Statement,
-) -> Result<Option<Map<String, Value>>, AppError> {
-    let mut prepared = prepare_governed(conn, &statement.sql)?;
-    let mut rows = prepared
-        .query(rusqlite::params_from_iter(statement.params.iter()))
-        .map_err(sql_error)?;
-    match rows.next().map_err(sql_error)? {
-        Some(row) => Ok(Some(
-            grammar::row_to_json(&statement.columns, row).map_err(sql_error)?,
-        )),
-        None => Ok(None),
-    }
 }
 
 /// The plan of undoing `selection` for `caller`, as of the transaction

@@ -196,7 +196,8 @@ closed_vocabulary! {
         /// A script whose token an operator consented to write the app; the
         /// id is `token:<number>`.
         Automation => "automation",
-        /// A CSV import, through whichever of the above sent it.
+        /// A CSV import, through whichever of the above sent it; the id is
+        /// the import's idempotency key, so one import is undone as one.
         Import => "import",
         /// An undo or a restore; the id is the undo's.
         Undo => "undo",
@@ -235,8 +236,8 @@ impl TokenOrigin {
     }
 }
 
-/// Longest initiator id: a conversation, `oauth:<client id>`, `token:<n>` or
-/// an undo id.
+/// Longest initiator id: a conversation, `oauth:<client id>`, `token:<n>`, an
+/// import's idempotency key or an undo id.
 pub const MAX_INITIATOR_ID: usize = 200;
 
 impl Initiator {
@@ -245,7 +246,11 @@ impl Initiator {
     pub const fn takes_id(self) -> bool {
         matches!(
             self,
-            Initiator::Assistant | Initiator::McpClient | Initiator::Automation | Initiator::Undo
+            Initiator::Assistant
+                | Initiator::McpClient
+                | Initiator::Automation
+                | Initiator::Import
+                | Initiator::Undo
         )
     }
 }

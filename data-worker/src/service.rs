@@ -432,10 +432,11 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
             let declared = Arc::clone(&contract);
             let writer = actor.clone();
             // Every row of the file is an import in the ledger, whoever sent
-            // it; the sender's kind stays in the source.
+            // it, named by the import's key so it is undone as one.
             let meta = AuditMeta {
                 source: CallSource::Import,
                 initiator: Initiator::Import,
+                initiator_id: Some(idempotency_key.clone()),
                 ..meta()?
             };
             let count = rows.len();

@@ -136,7 +136,7 @@ fn selection_properties(paged: bool) -> Value {
         "until": time("Changes at or before this instant"),
         "asOf": time("A restore to this instant: every change after it, by anyone, is undone, so the rows are as they were then; no since, until, initiator, actor or entries with it"),
         "initiator": {"type": "string", "enum": Initiator::ALL.iter().map(|i| i.as_str()).collect::<Vec<_>>(), "description": "Only changes started through this."},
-        "initiatorId": {"type": "string", "minLength": 1, "maxLength": MAX_INITIATOR_ID, "description": "With initiator: the conversation, oauth:<client>, token:<number> or undo id."},
+        "initiatorId": {"type": "string", "minLength": 1, "maxLength": MAX_INITIATOR_ID, "description": "With initiator: the conversation, oauth:<client>, token:<number>, import key or undo id."},
         "actor": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Only changes made as this user id."},
         "entries": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1, "maxItems": MAX_UNDO_ENTRIES, "description": "Only these entry numbers (from listAppActivity)."},
     });
@@ -341,7 +341,7 @@ fn build(platform_tool: PlatformTool) -> Tool {
         T::ListAppActivity => tool(
             name,
             "List the changes made to a Sasha App's data",
-            "List the app's recorded data changes, newest first: entry number, table, row, create/update/delete, who made it (actor), through what (initiator: app-view, recovery-view, assistant with its conversation id, mcp-client with its OAuth client or token, automation, import, undo with its undo id), when, and the row before and after. Filter by table, since/until, initiator (and initiatorId) or actor; page with cursor. Only the app's managers; in an owner-scoped table only the caller's own rows, unless the table lets managers read every row.",
+            "List the app's recorded data changes, newest first: entry number, table, row, create/update/delete, who made it (actor), through what (initiator: app-view, recovery-view, assistant with its conversation id, mcp-client with its OAuth client or token, automation, import with its key, undo with its undo id), when, and the row before and after. Filter by table, since/until, initiator (and initiatorId) or actor; page with cursor. Only the app's managers; in an owner-scoped table only the caller's own rows, unless the table lets managers read every row.",
             object(selection_properties(true), &["app"]),
             true,
             false,

@@ -463,7 +463,8 @@ fn an_undo_over_its_bounds_is_refused_before_anything_is_written() {
             json!({"csv": csv, "idempotencyKey": "import"}),
         )
         .unwrap();
-    let selection = json!({"initiator": "import", "since": "2000-01-01T00:00:00Z"});
+    let selection =
+        json!({"initiator": "import", "initiatorId": "import", "since": "2000-01-01T00:00:00Z"});
     let refused = world.preview(ALICE, selection.clone()).unwrap_err();
     assert_eq!(refused.code, ErrorCode::ResourceLimit);
     assert!(

@@ -570,16 +570,39 @@ fn plan(
             (Some(now), Some(then)) if holds(now, then, true) => continue,
             (Some(_), Some(_)) => Action::Update,
         };
+        // A later change to another owner's row under the same id (SQLite
+        // may give a deleted id to the next row) makes a conflict too, but
+        // says nothing of who made it.
+        let callers_own = |entry: &Entry| match spec.owner_field.as_deref() {
+            None => true,
+            Some(field) => [entry.before.as_deref(), entry.after.as_deref()]
+                .into_iter()
+                .flatten()
+                .all(|text| image(Some(text)).is_some_and(|image| image[field] == caller.actor)),
+        };
         let foreign: Vec<Since> = since
             .iter()
             .filter(|entry| !selected.contains(&entry.id))
-            .map(|entry| Since {
-                entry: entry.id,
-                operation: entry.operation.clone(),
-                actor: entry.actor.clone(),
-                initiator: entry.initiator.clone(),
-                initiator_id: entry.initiator_id.clone(),
-                at: entry.at.clone(),
+            .map(|entry| {
+                if callers_own(entry) {
+                    Since {
+                        entry: entry.id,
+                        operation: entry.operation.clone(),
+                        actor: entry.actor.clone(),
+                        initiator: entry.initiator.clone(),
+                        initiator_id: entry.initiator_id.clone(),
+                        at: entry.at.clone(),
+                    }
+                } else {
+                    Since {
+                        entry: entry.id,
+                        operation: "another owner's row".into(),
+                        actor: String::new(),
+                        initiator: None,
+                        initiator_id: None,
+                        at: entry.at.clone(),
+                    }
+                }
             })
             .collect();
         let outside = match (&current, &last) {

@@ -525,3 +525,27 @@ fn a_restore_gives_exactly_the_rows_at_an_instant() {
         "another owner's rows are not the restorer's"
     );
 }
+
+#[test]
+fn another_owners_row_under_a_reused_id_is_a_conflict_that_names_nobody() {
+    let world = World::new();
+    world.create(ALICE, "first");
+    let last = world.create(ALICE, "last");
+    world.delete(ALICE.assistant("c-4"), &last);
+    // SQLite gives the deleted highest id to the next row: Bob's.
+    let bobs = world.create(BOB, "bob's");
+    assert_eq!(bobs["id"], last["id"]);
+    let selection =
+        json!({"initiator": "assistant", "initiatorId": "c-4", "since": "2000-01-01T00:00:00Z"});
+    let preview = world.preview(ALICE, selection.clone()).unwrap();
+    assert_eq!(preview["conflicts"], 1, "{preview}");
+    let change = &preview["page"][0]["conflict"]["changes"][0];
+    assert_eq!(change["operation"], "another owner's row");
+    assert!(!preview.to_string().contains("bob"), "{preview}");
+    let undone = world.undo(ALICE, selection, "k", Value::Null).unwrap();
+    assert_eq!(undone["recreated"], 0);
+    assert_eq!(
+        world.rows(BOB),
+        [(bobs["id"].as_i64().unwrap(), "bob's".to_owned())]
+    );
+}

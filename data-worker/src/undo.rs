@@ -525,7 +525,7 @@ fn plan(
         return Err(too_many("changes", MAX_UNDO_ENTRIES));
     }
     let selected: BTreeSet<i64> = entries.iter().map(|entry| entry.id).collect();
-    // Each row's first selected change, in the order rows were first touched.
+    // Each row's first selected change, by table, then row id as text.
     let mut first: BTreeMap<(String, String), &Entry> = BTreeMap::new();
     for entry in &entries {
         first

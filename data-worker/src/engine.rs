@@ -31,7 +31,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -253,6 +253,10 @@ struct Inner {
     /// so opening (and migrating) one app never stalls the others; the slot's own
     /// lock serialises everything done with that app's connection.
     slots: Mutex<HashMap<String, Arc<Slot>>>,
+    /// Milliseconds added to SQLite's clock for the ledger's timestamps:
+    /// always 0 but in tests, which move time instead of sleeping
+    /// ([`Engine::advance_ledger_clock`]).
+    ledger_offset_ms: AtomicI64,
 }
 
 /// One file's state: its writer connection (opened on first use), the
@@ -677,8 +681,16 @@ impl Engine {
                 deadline,
                 durability,
                 slots: Mutex::new(HashMap::new()),
+                ledger_offset_ms: AtomicI64::new(0),
             }),
         }
+    }
+
+    /// Moves the ledger's clock `ms` milliseconds on (tests only: an undo to
+    /// an instant needs writes on both sides of it without sleeping).
+    #[cfg(test)]
+    pub(crate) fn advance_ledger_clock(&self, ms: i64) {
+        self.inner.ledger_offset_ms.fetch_add(ms, Ordering::SeqCst);
     }
 
     /// Everything committed to `app_id`'s live file so far, by a write

@@ -42,7 +42,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 
 use crate::engine::commit::Trusted;
-use crate::engine::history::{images_owned_by, owner_path};
+use crate::engine::history::{HistoryEntry, images_owned_by, owner_path};
 use crate::engine::ledger::{ENTRY_COLUMNS, Entry, entry_from_row};
 use crate::engine::{
     AuditMeta, AuditOperation, AuditRecord, Engine, MutationOutcome, ReceiptKey, sql_error,
@@ -329,23 +329,14 @@ fn select(
     })
 }
 
-/// One ledger entry as `activity` lists it.
+/// One ledger entry as `activity` lists it: a row's history entry with its
+/// table and row.
 #[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
 struct ActivityEntry {
-    entry: i64,
     table: String,
     record: String,
-    operation: String,
-    actor: String,
-    source: String,
-    initiator: Option<String>,
-    initiator_id: Option<String>,
-    revision: String,
-    action_id: Option<String>,
-    at: String,
-    before: Option<Value>,
-    after: Option<Value>,
+    #[serde(flatten)]
+    entry: HistoryEntry,
 }
 
 fn image(text: Option<&str>) -> Option<Value> {
@@ -353,21 +344,11 @@ fn image(text: Option<&str>) -> Option<Value> {
 }
 
 impl From<Entry> for ActivityEntry {
-    fn from(entry: Entry) -> ActivityEntry {
+    fn from(mut entry: Entry) -> ActivityEntry {
         ActivityEntry {
-            before: image(entry.before.as_deref()),
-            after: image(entry.after.as_deref()),
-            entry: entry.id,
-            table: entry.table,
-            record: entry.record,
-            operation: entry.operation,
-            actor: entry.actor,
-            source: entry.source,
-            initiator: entry.initiator,
-            initiator_id: entry.initiator_id,
-            revision: entry.revision,
-            action_id: entry.action,
-            at: entry.at,
+            table: std::mem::take(&mut entry.table),
+            record: std::mem::take(&mut entry.record),
+            entry: entry.into(),
         }
     }
 }

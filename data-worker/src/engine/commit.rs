@@ -325,7 +325,12 @@ impl Engine {
                 }
                 let result = {
                     let _deadline = DeadlineScope::new(&guard, job.budget);
-                    run_one(&mut tx, &guard, job)
+                    run_one(
+                        &mut tx,
+                        &guard,
+                        job,
+                        self.inner.ledger_offset_ms.load(Ordering::SeqCst),
+                    )
                 };
                 if result.is_err() && tx.is_autocommit() {
                     // SQLite rolled the whole transaction back (an interrupt, a
@@ -396,6 +401,7 @@ fn run_one(
     tx: &mut rusqlite::Transaction<'_>,
     guard: &Guard,
     job: &Job,
+    clock_offset_ms: i64,
 ) -> Result<serde_json::Value, AppError> {
     let savepoint = tx.savepoint().map_err(sql_error)?;
     let receipt = &job.receipt;
@@ -431,7 +437,7 @@ fn run_one(
         if !guard.may_touch(&audit.table, false) {
             return Err(internal("audit record names an undeclared table"));
         }
-        let (id, prev, at) = ledger::next(&savepoint, NOW_SQL).map_err(sql_error)?;
+        let (id, prev, at) = ledger::next(&savepoint, clock_offset_ms).map_err(sql_error)?;
         let entry = ledger::Entry {
             id,
             table: audit.table.clone(),

@@ -17,9 +17,11 @@ use sasha_contract::data::DataContract;
 use sasha_proto::AppError;
 use serde::Serialize;
 
+use super::ledger::{ENTRY_COLUMNS, Entry, entry_from_row};
 use super::{DeadlineScope, Engine, Target, TrustScope, sql_error};
 
-/// One audit entry of a row.
+/// One audit entry of a row, as `history` and `activity` answer it (the
+/// ledger's [`Entry`] with its images parsed).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryEntry {
@@ -44,6 +46,25 @@ pub struct HistoryEntry {
     /// The row before (`None` for a create) and after (`None` for a delete).
     pub before: Option<serde_json::Value>,
     pub after: Option<serde_json::Value>,
+}
+
+impl From<Entry> for HistoryEntry {
+    fn from(entry: Entry) -> HistoryEntry {
+        let image = |text: Option<String>| text.and_then(|text| serde_json::from_str(&text).ok());
+        HistoryEntry {
+            entry: entry.id,
+            operation: entry.operation,
+            actor: entry.actor,
+            source: entry.source,
+            initiator: entry.initiator,
+            initiator_id: entry.initiator_id,
+            revision: entry.revision,
+            action_id: entry.action,
+            at: entry.at,
+            before: image(entry.before),
+            after: image(entry.after),
+        }
+    }
 }
 
 /// A page of a row's history.
@@ -91,16 +112,13 @@ impl Engine {
             let _deadline = DeadlineScope::new(&handle.guard, self.inner.deadline);
             let _trusted = TrustScope::new(&handle.guard, true);
             let conn = &handle.conn;
-            let parse =
-                |json: Option<String>| json.and_then(|json| serde_json::from_str(&json).ok());
             let (path, user) = match owned_by {
                 Some((field, user)) => (Some(owner_path(field)), Some(user)),
                 None => (None, None),
             };
             let mut statement = conn
                 .prepare_cached(&format!(
-                    "/* engine */ SELECT id, operation, actor_id, source, app_revision, action_id, \
-                     created_at, before_json, after_json, initiator, initiator_id FROM _sasha_audit \
+                    "/* engine */ SELECT {ENTRY_COLUMNS} FROM _sasha_audit \
                      WHERE table_name = ?1 AND record_id = ?2 AND id > ?3 \
                      AND (?5 IS NULL OR {}) ORDER BY id LIMIT ?4",
                     images_owned_by("?5", "?6")
@@ -109,21 +127,7 @@ impl Engine {
             let entries = statement
                 .query_map(
                     rusqlite::params![table, record_id, after.unwrap_or(0), limit, path, user],
-                    |row| {
-                        Ok(HistoryEntry {
-                            entry: row.get(0)?,
-                            operation: row.get(1)?,
-                            actor: row.get(2)?,
-                            source: row.get(3)?,
-                            revision: row.get(4)?,
-                            action_id: row.get(5)?,
-                            at: row.get(6)?,
-                            before: parse(row.get(7)?),
-                            after: parse(row.get(8)?),
-                            initiator: row.get(9)?,
-                            initiator_id: row.get(10)?,
-                        })
-                    },
+                    |row| entry_from_row(row).map(|(entry, _)| HistoryEntry::from(entry)),
                 )
                 .and_then(Iterator::collect)
                 .map_err(sql_error)?;

@@ -118,15 +118,20 @@ pub(crate) fn entry_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(Entry
 }
 
 /// The last entry's id (0 for an empty ledger) and hash, and the time a new
-/// entry is stamped with: what the next entry needs, read inside the
-/// writing transaction.
-pub(super) fn next(conn: &Connection, now_sql: &str) -> rusqlite::Result<(i64, String, String)> {
+/// entry is stamped with (SQLite's clock, UTC with milliseconds, moved by
+/// `offset_ms`, which only tests set): what the next entry needs, read inside
+/// the writing transaction.
+pub(super) fn next(conn: &Connection, offset_ms: i64) -> rusqlite::Result<(i64, String, String)> {
     let (id, hash, at): (i64, Option<String>, String) = conn
-        .prepare_cached(&format!(
+        .prepare_cached(
             "/* engine */ SELECT COALESCE(MAX(id), 0), \
-             (SELECT hash FROM _sasha_audit ORDER BY id DESC LIMIT 1), {now_sql} FROM _sasha_audit"
-        ))?
-        .query_row([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+             (SELECT hash FROM _sasha_audit ORDER BY id DESC LIMIT 1), \
+             strftime('%Y-%m-%dT%H:%M:%fZ', 'now', printf('%+.3f seconds', ?1 / 1000.0)) \
+             FROM _sasha_audit",
+        )?
+        .query_row([offset_ms], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })?;
     Ok((id + 1, hash.unwrap_or_else(|| GENESIS.to_owned()), at))
 }
 

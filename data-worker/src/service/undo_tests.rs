@@ -425,6 +425,14 @@ fn refusals_name_the_problem_and_write_nothing() {
             json!({"since": "2000-01-01T00:00:00Z", "planHash": "x"}),
             "planHash is not taken",
         ),
+        (
+            json!({"since": "2000-01-01T00:00:00Z", "limit": 0}),
+            "limit is 1 to 200",
+        ),
+        (
+            json!({"since": "2000-01-01T00:00:00Z", "cursor": "next"}),
+            "cursor is not one",
+        ),
     ] {
         let error = world.preview(ALICE, bad.clone()).unwrap_err();
         assert!(error.message.contains(message), "{bad}: {}", error.message);
@@ -505,11 +513,11 @@ fn a_restore_gives_exactly_the_rows_at_an_instant() {
     let world = World::new();
     let a = world.create(ALICE, "a");
     let b = world.create(ALICE, "b");
-    std::thread::sleep(std::time::Duration::from_millis(5));
     let activity = world.call(ALICE, "activity", "", json!({})).unwrap();
     let instant = activity["entries"][0]["at"].as_str().unwrap().to_owned();
     let at_instant = world.rows(ALICE);
-    std::thread::sleep(std::time::Duration::from_millis(5));
+    // Every later write a second after the instant, without waiting for one.
+    world.worker.engine.advance_ledger_clock(1_000);
     world.update(BOB, &world.create(BOB, "bob"), "bob again");
     world.create(ALICE, "c");
     world.update(ALICE, &a, "a changed");
@@ -547,5 +555,75 @@ fn another_owners_row_under_a_reused_id_is_a_conflict_that_names_nobody() {
     assert_eq!(
         world.rows(BOB),
         [(bobs["id"].as_i64().unwrap(), "bob's".to_owned())]
+    );
+}
+
+#[test]
+fn a_change_names_a_well_formed_initiator_and_undo_works_on_live_data_only() {
+    let world = World::new();
+    let create = |who: As<'_>, key: &str| {
+        world.call(
+            who,
+            "create",
+            "notes",
+            json!({"values": {"body": "x"}, "idempotencyKey": key}),
+        )
+    };
+    for (n, (who, message)) in [
+        (
+            ALICE.assistant(""),
+            "the initiator assistant has a malformed or missing id",
+        ),
+        (
+            As {
+                id: Some("c-1"),
+                ..ALICE
+            },
+            "the initiator app-view has a malformed or missing id",
+        ),
+        (
+            ALICE.assistant("two words"),
+            "the initiator assistant has a malformed or missing id",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let refused = create(who, &format!("k-{n}")).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::InputInvalid);
+        assert_eq!(refused.message, message);
+    }
+    let mut unnamed = ExecuteRequest {
+        epoch: 0,
+        app_id: APP.into(),
+        contract_hash: world.contract.hash.clone(),
+        actor: Some(pb::Actor {
+            user_id: "alice".into(),
+            access: AppAccess::Manage.to_wire(),
+        }),
+        operation: "create".into(),
+        table: "notes".into(),
+        request_json: json!({"values": {"body": "x"}, "idempotencyKey": "k"}).to_string(),
+        contract: Some(pb::DataContract::from(&world.contract)),
+        source: CallSource::Mcp.to_wire(),
+        provenance: None,
+        app_revision: "rev-1".into(),
+        action_id: String::new(),
+        preview: String::new(),
+        preview_scope: None,
+    };
+    let refused = execute(&world.worker, unnamed.clone()).unwrap_err();
+    assert_eq!(refused.message, "the request names no initiator");
+    assert_eq!(world.rows(ALICE), []);
+
+    unnamed.operation = "undo-preview".into();
+    unnamed.table = String::new();
+    unnamed.request_json = json!({"since": "2000-01-01T00:00:00Z"}).to_string();
+    unnamed.preview = "0123456789abcdef0123456789abcdef".into();
+    let refused = execute(&world.worker, unnamed).unwrap_err();
+    assert_eq!(refused.code, ErrorCode::InputInvalid);
+    assert_eq!(
+        refused.message,
+        "activity and undo work on the app's live data, not on a preview"
     );
 }

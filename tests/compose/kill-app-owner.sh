@@ -9,22 +9,29 @@ project="$1" app="$2" out="$3"
 core=$(podman ps --filter "label=io.podman.compose.project=$project" \
   --filter "label=io.podman.compose.service=studio-core" --format '{{.Names}}' | head -n 1)
 # Again, for up to 60 s, while `sasha admin` cannot reach PostgreSQL or
-# `podman exec` itself fails (deploy/test-compose.sh says why); each failure
-# is printed.
-until podman exec "$core" sasha admin apps placement --json > "$out.placement" 2> "$out.log"; do
-  echo "kill-app-owner: sasha admin apps placement failed; asking again:" >&2
-  cat "$out.log" >&2
-  [ "$SECONDS" -lt 60 ] || exit 1
-  # podman exec's own stalls last about 5 s on this machine type.
-  sleep 1
-done
-python3 -c 'import json, sys
+# `podman exec` itself fails (deploy/test-compose.sh says why), or the app is
+# between owners; each failure is printed.
+worker=""
+until [ -n "$worker" ]; do
+  if podman exec "$core" sasha admin apps placement --json > "$out.placement" 2> "$out.log"; then
+    python3 -c 'import json, sys
 for line in sys.stdin:
     row = json.loads(line)
-    if row["appId"] == sys.argv[1]:
+    if row["appId"] == sys.argv[1] and row.get("workerId"):
         print(row["workerId"], row["epoch"])' "$app" < "$out.placement" > "$out"
-read -r worker _ < "$out"
-[ -n "$worker" ] || { echo "app $app is placed nowhere" >&2; exit 1; }
+    read -r worker _ < "$out" || true
+    [ -n "$worker" ] && break
+    echo "kill-app-owner: app $app is placed nowhere yet; the placements:" >&2
+    cat "$out.placement" >&2
+  else
+    echo "kill-app-owner: sasha admin apps placement failed:" >&2
+    cat "$out.log" >&2
+  fi
+  [ "$SECONDS" -lt 60 ] || exit 1
+  # Between attempts: podman exec's own stalls last about 5 s on this
+  # machine type, and a lease is granted within one renewal (1 s).
+  sleep 1
+done
 # Each worker is the service of its own name (compose.yaml).
 for service in "$worker" "$worker-replicator"; do
   for name in $(podman ps --filter "label=io.podman.compose.project=$project" \

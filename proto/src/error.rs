@@ -168,21 +168,29 @@ impl AppError {
                 details,
             };
         }
-        // Without an envelope the status came from the transport, not from a
-        // Sasha handler: a refused or dropped connection reads as Unavailable or
-        // Cancelled, and both mean the other process could not be reached.
-        // A call in flight on a connection the peer dropped (a replica killed
-        // under a balanced channel) arrives as `Unknown` with the transport
-        // error's own words and without it as the source: seen in
-        // tests/process/core_replicas.rs, where it was read as internal.
+        // Every Sasha handler answers with an envelope, so a status without
+        // one was made by tonic, hyper or h2 because the call did not
+        // complete: a refused or dropped connection (Unavailable,
+        // Cancelled), a stream cut off before its trailers (Unknown, with or
+        // without the transport error as its source), or an h2 or body error
+        // on a connection whose peer was killed mid-answer (Internal, worded
+        // by tonic as below, its source dropped). All of them mean the other
+        // process could not answer, and the caller may retry; each form was
+        // seen in tests/process/core_replicas.rs read as internal before.
+        // A status tonic makes for a message it cannot decode or encode stays
+        // internal: retrying a bug does not help.
         let from_transport =
             std::iter::successors(std::error::Error::source(status), |error| error.source())
-                .any(|error| error.is::<tonic::transport::Error>())
-                || (status.code() == tonic::Code::Unknown
-                    && status.message() == TRANSPORT_ERROR_MESSAGE);
+                .any(|error| error.is::<tonic::transport::Error>() || error.is::<std::io::Error>())
+                || (status.code() == tonic::Code::Internal
+                    && TRANSPORT_INTERNAL_WORDS
+                        .iter()
+                        .any(|words| status.message().starts_with(words)));
         let code = match status.code() {
             _ if from_transport => ErrorCode::NotReady,
-            tonic::Code::Unavailable | tonic::Code::Cancelled => ErrorCode::NotReady,
+            tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::Unknown => {
+                ErrorCode::NotReady
+            }
             tonic::Code::DeadlineExceeded => ErrorCode::Timeout,
             _ => ErrorCode::Internal,
         };
@@ -200,8 +208,15 @@ impl AppError {
     }
 }
 
-/// How tonic words a status made from its transport's error.
-const TRANSPORT_ERROR_MESSAGE: &str = "transport error";
+/// How tonic begins an `Internal` status it makes when a connection or a
+/// response body breaks off (tonic 0.14 `status.rs`, `codec/decode.rs`,
+/// `client/grpc.rs`), as opposed to one it makes for a message it cannot
+/// decode.
+const TRANSPORT_INTERNAL_WORDS: [&str; 3] = [
+    "h2 protocol error",
+    "Unexpected EOF decoding stream",
+    "Missing response message",
+];
 
 impl From<AppError> for tonic::Status {
     fn from(error: AppError) -> tonic::Status {
@@ -290,8 +305,24 @@ mod tests {
         let cut = AppError::from_status(&tonic::Status::unknown("transport error"));
         assert_eq!(cut.code, ErrorCode::NotReady);
         assert!(cut.retryable);
-        let other = AppError::from_status(&tonic::Status::unknown("something else"));
-        assert_eq!(other.code, ErrorCode::Internal);
+        // A stream ended without its trailers, and an h2 error or a body cut
+        // off on a connection whose peer died: each is retryable.
+        for status in [
+            tonic::Status::unknown("protocol error: missing grpc-status trailer"),
+            tonic::Status::internal("h2 protocol error: connection reset"),
+            tonic::Status::internal("Unexpected EOF decoding stream."),
+            tonic::Status::internal("Missing response message."),
+            tonic::Status::from_error(Box::new(std::io::Error::from(
+                std::io::ErrorKind::BrokenPipe,
+            ))),
+        ] {
+            let error = AppError::from_status(&status);
+            assert_eq!(error.code, ErrorCode::NotReady, "{status:?}");
+            assert!(error.retryable);
+        }
+        // What tonic makes for a message it cannot decode is a bug: internal.
+        let bug = tonic::Status::internal("failed to decode Protobuf message: invalid wire type");
+        assert_eq!(AppError::from_status(&bug).code, ErrorCode::Internal);
     }
 
     #[test]

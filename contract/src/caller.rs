@@ -183,7 +183,7 @@ closed_vocabulary! {
     /// change in the app's audit ledger beside its [`CallSource`], with the
     /// initiator's id where one tells initiators of a kind apart (see
     /// [`Initiator::takes_id`]). Undo selects changes by it.
-    Initiator, "initiator", "app-view, recovery-view, assistant, mcp-client, automation, import or undo" {
+    Initiator, "initiator", "app-view, recovery-view, assistant, mcp-client, automation, import, undo or migration" {
         /// A person in the app's own view in Studio.
         AppView => "app-view",
         /// A person in Studio's recovery view of the app's rows.
@@ -201,6 +201,11 @@ closed_vocabulary! {
         Import => "import",
         /// An undo or a restore; the id is the undo's.
         Undo => "undo",
+        /// A publication's migration, which changed a table's shape (its
+        /// columns, or the table itself) rather than its rows; the id is the
+        /// migration file. Only data-worker records it: a caller never
+        /// claims it.
+        Migration => "migration",
     }
 }
 
@@ -251,6 +256,7 @@ impl Initiator {
                 | Initiator::Automation
                 | Initiator::Import
                 | Initiator::Undo
+                | Initiator::Migration
         )
     }
 }

@@ -52,6 +52,7 @@ use sha2::{Digest as _, Sha256};
 
 pub use cursor_key::CursorKey;
 pub use guard::Approval;
+pub use ledger::Publisher;
 
 /// How long one governed statement (or one whole mutation) may run before the
 /// progress handler interrupts it. The caller sees `APP_DATABASE_UNAVAILABLE`,
@@ -113,8 +114,8 @@ const LIMITS: [(Limit, i32); 11] = [
     (Limit::SQLITE_LIMIT_TRIGGER_DEPTH, 10),
 ];
 
-/// The platform's tables and the audit ledger's append-only triggers. Every
-/// statement is idempotent so it can run on every open.
+/// The platform's tables (the audit ledger's are [`ledger::TABLE_SQL`]).
+/// Every statement is idempotent so it can run on every open.
 const PLATFORM_SQL: &str = r#"
 CREATE TABLE IF NOT EXISTS _sasha_migrations (
     number INTEGER PRIMARY KEY,
@@ -131,40 +132,6 @@ CREATE TABLE IF NOT EXISTS _sasha_idempotency (
     created_at TEXT NOT NULL,
     PRIMARY KEY (actor, operation, key)
 ) STRICT;
-CREATE TABLE IF NOT EXISTS _sasha_audit (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    table_name TEXT NOT NULL,
-    record_id TEXT NOT NULL,
-    operation TEXT NOT NULL CHECK (operation IN ('create', 'update', 'delete')),
-    actor_id TEXT NOT NULL,
-    source TEXT NOT NULL CHECK (source IN ('ui', 'mcp', 'import', 'skill', 'automation')),
-    app_revision TEXT NOT NULL,
-    action_id TEXT,
-    before_json TEXT,
-    after_json TEXT,
-    created_at TEXT NOT NULL,
-    initiator TEXT,
-    initiator_id TEXT,
-    hash TEXT
-) STRICT;
-CREATE INDEX IF NOT EXISTS _sasha_audit_by_record ON _sasha_audit (table_name, record_id, id);
-CREATE TRIGGER IF NOT EXISTS _sasha_audit_no_update
-    BEFORE UPDATE ON _sasha_audit
-BEGIN
-    SELECT RAISE(ABORT, '_sasha_audit is append-only');
-END;
-CREATE TRIGGER IF NOT EXISTS _sasha_audit_no_delete
-    BEFORE DELETE ON _sasha_audit
-BEGIN
-    SELECT RAISE(ABORT, '_sasha_audit is append-only');
-END;
-CREATE TRIGGER IF NOT EXISTS _sasha_audit_no_replace
-    BEFORE INSERT ON _sasha_audit
-    WHEN NEW.id IS NOT NULL
-        AND EXISTS (SELECT 1 FROM _sasha_audit WHERE id = NEW.id)
-BEGIN
-    SELECT RAISE(ABORT, '_sasha_audit is append-only');
-END;
 "#;
 
 /// UTC time with milliseconds, as every platform table records it.
@@ -763,6 +730,7 @@ impl Engine {
                 &self.inner.root,
                 contract,
                 Approval::None,
+                Publisher::default(),
             )
             .and_then(|(handle, _)| f(handle))
         };
@@ -835,6 +803,7 @@ impl Engine {
         contract: &DataContract,
         dry_run: bool,
         approval: Approval<'_>,
+        publisher: Publisher<'_>,
     ) -> Result<ContractApplication, AppError> {
         if !valid_app_id(app_id) {
             return Err(AppError::from_code(ErrorCode::NotFound));
@@ -873,7 +842,14 @@ impl Engine {
             });
         }
         let admission = self.admit_write(app_id)?;
-        let (_, applied) = ready(&mut slot, &path, &self.inner.root, contract, approval)?;
+        let (_, applied) = ready(
+            &mut slot,
+            &path,
+            &self.inner.root,
+            contract,
+            approval,
+            publisher,
+        )?;
         drop(slot);
         // A publication is acknowledged like a write: once its migrations
         // are in object storage (and, with several workers, while this one
@@ -1143,6 +1119,7 @@ fn open_applying(
     app_data_root: &Path,
     contract: &DataContract,
     approval: Approval<'_>,
+    publisher: Publisher<'_>,
 ) -> Result<(Handle, Vec<String>), AppError> {
     let guard = trusted_guard();
     // Made (or narrowed) 0600 before SQLite opens it: SQLite would create
@@ -1161,7 +1138,13 @@ fn open_applying(
     let mut conn = open_file(path, flags)?;
     harden(&mut conn, &guard).map_err(sql_error)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    let applied = setup(&mut conn, Some(app_data_root), contract, approval)?;
+    let applied = setup(
+        &mut conn,
+        Some(app_data_root),
+        contract,
+        approval,
+        publisher,
+    )?;
     let cursor_key = cursor_key::read(&conn)?;
     govern(&mut conn, &guard, contract)?;
     let handle = Handle {
@@ -1231,13 +1214,20 @@ fn ready<'s>(
     app_data_root: &Path,
     contract: &DataContract,
     approval: Approval<'_>,
+    publisher: Publisher<'_>,
 ) -> Result<(&'s mut Handle, Vec<String>), AppError> {
     let applied = match slot.as_mut() {
         Some(handle) if handle.contract_hash == contract.hash => Vec::new(),
         Some(handle) => {
             let guard = Arc::clone(&handle.guard);
             let _trusted = TrustScope::new(&guard, true);
-            let applied = setup(&mut handle.conn, Some(app_data_root), contract, approval)?;
+            let applied = setup(
+                &mut handle.conn,
+                Some(app_data_root),
+                contract,
+                approval,
+                publisher,
+            )?;
             set_declared(&guard, contract);
             // Cached statements were authorized against the old contract's
             // reach; a new contract authorizes everything again.
@@ -1246,7 +1236,8 @@ fn ready<'s>(
             applied
         }
         None => {
-            let (handle, applied) = open_applying(path, app_data_root, contract, approval)?;
+            let (handle, applied) =
+                open_applying(path, app_data_root, contract, approval, publisher)?;
             *slot = Some(handle);
             applied
         }
@@ -1441,7 +1432,16 @@ fn setup(
     app_data_root: Option<&Path>,
     contract: &DataContract,
     approval: Approval<'_>,
+    publisher: Publisher<'_>,
 ) -> Result<Vec<String>, AppError> {
+    let publisher = Publisher {
+        revision: if publisher.revision.is_empty() {
+            &contract.hash
+        } else {
+            publisher.revision
+        },
+        ..publisher
+    };
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_error)?;
@@ -1473,6 +1473,7 @@ fn setup(
         if is_applied(migration) {
             continue;
         }
+        let shapes = ledger::shapes(&tx)?;
         if let Err(error) = tx.execute_batch(&migration.sql) {
             let app = AppError::new(
                 ErrorCode::MigrationFailed,
@@ -1494,6 +1495,7 @@ fn setup(
             (migration.number, &migration.file, &migration.checksum),
         )
         .map_err(sql_error)?;
+        ledger::record_migration(&tx, &migration.file, &shapes, publisher)?;
         newly.push(migration.file.clone());
     }
 

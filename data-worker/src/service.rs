@@ -45,7 +45,7 @@ use tonic::{Request, Response, Status};
 use crate::engine::preview::Preview;
 use crate::engine::{
     Approval, AuditMeta, AuditOperation, AuditRecord, Drift, DriftKind, Engine, MutationOutcome,
-    ReceiptKey, Target, sql_error,
+    Publisher, ReceiptKey, Target, sql_error,
 };
 use crate::grammar::{self, Statement, TableSpec, csv::at_row};
 use crate::ownership::{Effect, Ownership};
@@ -619,6 +619,13 @@ fn provenance(
     let wire = wire
         .ok_or_else(|| AppError::new(ErrorCode::InputInvalid, "the request names no initiator"))?;
     let initiator = Initiator::from_wire(wire.initiator)?;
+    if initiator == Initiator::Migration {
+        return Err(AppError::new(
+            ErrorCode::InputInvalid,
+            "the initiator migration is recorded by the platform for a publication's \
+             migration; a data call never names it",
+        ));
+    }
     let id = wire.id.as_str();
     let fits = id.len() <= MAX_INITIATOR_ID && id.chars().all(|c| c.is_ascii_graphic());
     match (initiator.takes_id(), id.is_empty()) {
@@ -798,9 +805,17 @@ impl DataService for Worker {
             } else {
                 Approval::Admin(&request.approved_by_admin)
             };
-            worker
-                .engine
-                .apply_contract(&request.app_id, &contract, request.dry_run, approval)
+            let publisher = Publisher {
+                by: &request.published_by,
+                revision: &request.revision,
+            };
+            worker.engine.apply_contract(
+                &request.app_id,
+                &contract,
+                request.dry_run,
+                approval,
+                publisher,
+            )
         });
         let application = application.await?;
         Ok(Response::new(pb::ApplyContractReply {

@@ -43,7 +43,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::engine::commit::Trusted;
 use crate::engine::history::{HistoryEntry, images_owned_by, owner_path};
-use crate::engine::ledger::{ENTRY_COLUMNS, Entry, entry_from_row};
+use crate::engine::ledger::{ENTRY_COLUMNS, Entry, MIGRATE, entry_from_row};
 use crate::engine::{
     AuditMeta, AuditOperation, AuditRecord, Engine, MutationOutcome, ReceiptKey, sql_error,
 };
@@ -250,12 +250,14 @@ fn selection(
 }
 
 /// How [`select`] reads: oldest first, or newest first before an entry; at
-/// most `limit` entries.
+/// most `limit` entries; with `rows_only`, without a migration's entries
+/// (they change a table's shape, which an undo does not put back).
 #[derive(Clone, Copy)]
 struct Reading {
     before: Option<i64>,
     newest_first: bool,
     limit: usize,
+    rows_only: bool,
 }
 
 /// The selected entries of the covered tables, as `reading` says, each of
@@ -272,6 +274,7 @@ fn select(
         before,
         newest_first,
         limit,
+        rows_only,
     } = reading;
     if tables.is_empty() {
         return Ok(Vec::new());
@@ -290,6 +293,7 @@ fn select(
         before.into(),
         i64::try_from(limit).unwrap_or(i64::MAX).into(),
         selection.after.clone().into(),
+        rows_only.into(),
     ];
     let mut terms = Vec::new();
     for (table, owner) in tables {
@@ -300,8 +304,10 @@ fn select(
                 params.push(owner_path(field).into());
                 params.push(user.to_owned().into());
                 let (path_mark, user_mark) = (params.len() - 1, params.len());
+                // A migration's entry is the table's, not a row's: every
+                // manager sees it (its row counts are the whole table's).
                 terms.push(format!(
-                    "(table_name = ?{table_mark} AND {})",
+                    "(table_name = ?{table_mark} AND ({} OR operation = '{MIGRATE}'))",
                     images_owned_by(&format!("?{path_mark}"), &format!("?{user_mark}"))
                 ));
             }
@@ -316,6 +322,7 @@ fn select(
          AND (?5 IS NULL OR actor_id = ?5) \
          AND (?6 IS NULL OR id IN (SELECT value FROM json_each(?6))) \
          AND (?7 IS NULL OR id < ?7) AND (?9 IS NULL OR created_at > ?9) \
+         AND (NOT ?10 OR operation <> '{MIGRATE}') \
          AND ({}) ORDER BY id {order} LIMIT ?8",
         terms.join(" OR ")
     );
@@ -484,6 +491,12 @@ fn plan(
     caller: &Caller<'_>,
     selection: &Selection,
 ) -> Result<Plan, AppError> {
+    if selection.initiator == Some(Initiator::Migration) {
+        return Err(invalid(
+            "a publication's migration changed the shape of tables, not their rows: an undo \
+             does not take it back; revert the app to an earlier revision instead",
+        ));
+    }
     if selection.since.is_none() && selection.entries.is_none() && selection.after.is_none() {
         return Err(invalid(
             "say which changes to undo: since when (since), which entries, or asOf for a restore",
@@ -500,6 +513,7 @@ fn plan(
             before: None,
             newest_first: false,
             limit: MAX_UNDO_ENTRIES + 1,
+            rows_only: true,
         },
     )?;
     if entries.len() > MAX_UNDO_ENTRIES {
@@ -769,6 +783,7 @@ pub fn execute(operation: LedgerOperation, call: Call<'_>) -> Result<Value, AppE
                             before,
                             newest_first: true,
                             limit: limit + 1,
+                            rows_only: false,
                         },
                     )?;
                     let next = (entries.len() > limit).then(|| {

@@ -136,7 +136,7 @@ fn selection_properties(paged: bool) -> Value {
         "until": time("Changes at or before this instant"),
         "asOf": time("A restore to this instant: every change after it, by anyone, is undone, so the rows are as they were then; no since, until, initiator, actor or entries with it"),
         "initiator": {"type": "string", "enum": Initiator::ALL.iter().map(|i| i.as_str()).collect::<Vec<_>>(), "description": "Only changes started through this."},
-        "initiatorId": {"type": "string", "minLength": 1, "maxLength": MAX_INITIATOR_ID, "description": "With initiator: the conversation, oauth:<client>, token:<number>, import key or undo id."},
+        "initiatorId": {"type": "string", "minLength": 1, "maxLength": MAX_INITIATOR_ID, "description": "With initiator: the conversation, oauth:<client>, token:<number>, import key, undo id or migration file."},
         "actor": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Only changes made as this user id."},
         "entries": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1, "maxItems": MAX_UNDO_ENTRIES, "description": "Only these entry numbers (from listAppActivity)."},
     });
@@ -341,7 +341,7 @@ fn build(platform_tool: PlatformTool) -> Tool {
         T::ListAppActivity => tool(
             name,
             "List the changes made to a Sasha App's data",
-            "List the app's recorded data changes, newest first: entry number, table, row, create/update/delete, who made it (actor), through what (initiator: app-view, recovery-view, assistant with its conversation id, mcp-client with its OAuth client or token, automation, import with its key, undo with its undo id), when, and the row before and after. Filter by table, since/until, initiator (and initiatorId) or actor; page with cursor. Only the app's managers; in an owner-scoped table only the caller's own rows, unless the table lets managers read every row.",
+            "List the app's recorded data changes, newest first: entry number, table, row, create/update/delete (or migrate: a publication's migration that changed the columns of a table holding rows, shown as the table's columns and row count before and after), who made it (actor), through what (initiator: app-view, recovery-view, assistant with its conversation id, mcp-client with its OAuth client or token, automation, import with its key, undo with its undo id, migration with its file), when, and the row before and after. Filter by table, since/until, initiator (and initiatorId) or actor; page with cursor. Only the app's managers; in an owner-scoped table only the caller's own rows, unless the table lets managers read every row.",
             object(selection_properties(true), &["app"]),
             true,
             false,
@@ -349,7 +349,7 @@ fn build(platform_tool: PlatformTool) -> Tool {
         T::PreviewAppUndo => tool(
             name,
             "Preview undoing changes to a Sasha App's data",
-            "Say what undoing a selection of the app's changes would do, without changing anything: the selection is changes since an instant (since, optionally until), optionally of one table, one initiator (with initiatorId, e.g. one assistant conversation) or one actor, or listed entries; or, with asOf, every change after that instant (a restore: the rows as they were then). Each row shows its current and its earlier state and the action (recreate, update, delete). A row changed since by anything outside the selection, or behind the platform's back, is a conflict and is left alone unless named in undoAppChanges' overwrite. Pass planHash to undoAppChanges. Pages with cursor.",
+            "Say what undoing a selection of the app's changes would do, without changing anything: the selection is changes since an instant (since, optionally until), optionally of one table, one initiator (with initiatorId, e.g. one assistant conversation) or one actor, or listed entries; or, with asOf, every change after that instant (a restore: the rows as they were then). Each row shows its current and its earlier state and the action (recreate, update, delete). A row changed since by anything outside the selection, or behind the platform's back, is a conflict and is left alone unless named in undoAppChanges' overwrite. A migration is never undone here (revert the app instead). Pass planHash to undoAppChanges. Pages with cursor.",
             object(selection_properties(true), &["app"]),
             true,
             false,

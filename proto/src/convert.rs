@@ -146,7 +146,7 @@ wire_words! {
     PrincipalKind <=> pb::PrincipalKind, "principal kind" { Session, Access, ApiKey, ChatSession }
     AppAccess <=> pb::AppAccess, "app access" { Use, Manage }
     CallSource <=> pb::CallSource, "call source" { Ui, Mcp, Import, Skill, Automation }
-    Initiator <=> pb::Initiator, "initiator" { AppView, RecoveryView, Assistant, McpClient, Automation, Import, Undo }
+    Initiator <=> pb::Initiator, "initiator" { AppView, RecoveryView, Assistant, McpClient, Automation, Import, Undo, Migration }
 }
 
 /// A data change's provenance for the wire: its initiator and, for the

@@ -106,15 +106,20 @@ pub(crate) async fn apply_contract(
     data: &DataPlane,
     app_id: &str,
     contract: &DataContract,
-    dry_run: bool,
-    approved_by_admin: &str,
+    application: Application<'_>,
 ) -> Result<Applied, AppError> {
+    let (dry_run, publication) = match application {
+        Application::DryRun => (true, Publication::default()),
+        Application::Publish(publication) => (false, publication),
+    };
     let request = pb::ApplyContractRequest {
         app_id: app_id.to_owned(),
         epoch: 0,
         contract: Some(pb::DataContract::from(contract)),
         dry_run,
-        approved_by_admin: approved_by_admin.to_owned(),
+        approved_by_admin: publication.approved_by_admin.to_owned(),
+        published_by: publication.by.to_owned(),
+        revision: publication.revision.to_owned(),
     };
     let reply = data
         .call(app_id, |mut client, epoch| {
@@ -130,6 +135,26 @@ pub(crate) async fn apply_contract(
         applied: reply.applied,
         drift: reply.drift.iter().map(Drift::from).collect(),
     })
+}
+
+/// What [`apply_contract`] asks of data-worker.
+pub(crate) enum Application<'a> {
+    /// Only say which migrations are pending (a draft's review).
+    DryRun,
+    /// Apply them, for this publication.
+    Publish(Publication<'a>),
+}
+
+/// A publication that applies a contract's migrations.
+#[derive(Default)]
+pub(crate) struct Publication<'a> {
+    /// The person publishing, whom the app's audit ledger records the
+    /// migrations as made by.
+    pub by: &'a str,
+    /// The revision published.
+    pub revision: &'a str,
+    /// The admin who approved a widening the review showed; empty if none.
+    pub approved_by_admin: &'a str,
 }
 
 /// Which of `tables` of `app_id` hold rows now.

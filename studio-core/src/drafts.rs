@@ -51,7 +51,7 @@ use studio_store::{
 
 use crate::access::authorize_manager;
 use crate::catalogue::AppEntry;
-use crate::data_worker::{self, DriftKind};
+use crate::data_worker::{self, Application, DriftKind, Publication};
 use crate::diff::{FileChange, diff_files};
 use crate::package_dir::{SWAP_STAGING_DIR, swap_package};
 use crate::read_guard::ReadGuard;
@@ -486,18 +486,19 @@ async fn review(
         reason: reason.to_owned(),
     };
     match &package.data {
-        Some(data) => match data_worker::apply_contract(&core.data, app_id, data, true, "").await {
-            Ok(reply) => {
-                review.migrations = reply
-                    .applied
-                    .iter()
-                    .filter_map(|file| data.migrations.iter().find(|m| &m.file == file))
-                    .map(|migration| DraftMigration {
-                        file: migration.file.clone(),
-                        sql: migration.sql.clone(),
-                    })
-                    .collect();
-                review.drift = reply
+        Some(data) => {
+            match data_worker::apply_contract(&core.data, app_id, data, Application::DryRun).await {
+                Ok(reply) => {
+                    review.migrations = reply
+                        .applied
+                        .iter()
+                        .filter_map(|file| data.migrations.iter().find(|m| &m.file == file))
+                        .map(|migration| DraftMigration {
+                            file: migration.file.clone(),
+                            sql: migration.sql.clone(),
+                        })
+                        .collect();
+                    review.drift = reply
                     .drift
                     .iter()
                     .map(|d| {
@@ -511,17 +512,18 @@ async fn review(
                         )
                     })
                     .collect();
+                }
+                Err(error) => review.drift.push(Diagnostic {
+                    file: "migrations".to_owned(),
+                    line: None,
+                    code: error.code.as_str().to_owned(),
+                    reason: format!(
+                        "the live data's migrations cannot be checked right now: {}",
+                        error.message
+                    ),
+                }),
             }
-            Err(error) => review.drift.push(Diagnostic {
-                file: "migrations".to_owned(),
-                line: None,
-                code: error.code.as_str().to_owned(),
-                reason: format!(
-                    "the live data's migrations cannot be checked right now: {}",
-                    error.message
-                ),
-            }),
-        },
+        }
         None => {
             for migration in live
                 .and_then(|live| live.data.as_ref())
@@ -777,9 +779,18 @@ pub(crate) async fn publish(
     };
     let migrations_applied = match &package.data {
         Some(data) => {
-            let reply =
-                data_worker::apply_contract(&core.data, app_id, data, false, approved_by_admin)
-                    .await?;
+            let publication = Publication {
+                by: &actor.user_id,
+                revision: &package.resource.revision,
+                approved_by_admin,
+            };
+            let reply = data_worker::apply_contract(
+                &core.data,
+                app_id,
+                data,
+                Application::Publish(publication),
+            )
+            .await?;
             if !reply.drift.is_empty() {
                 return Err(AppError::new(
                     ErrorCode::SchemaIncompatible,

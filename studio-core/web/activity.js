@@ -91,9 +91,11 @@ export function activityPanel(options) {
     return h(
       "tr",
       { "data-entry": String(entry.entry) },
-      h("td", {}, h("input", { type: "checkbox", value: String(entry.entry), "aria-label": `Select change ${entry.entry}` })),
+      // A migration changed the table's shape, which an undo does not take
+      // back (revert the app instead): it is listed, not selectable.
+      h("td", {}, h("input", { type: "checkbox", value: String(entry.entry), "aria-label": `Select change ${entry.entry}`, disabled: entry.operation === "migrate", title: entry.operation === "migrate" ? "A migration is undone by reverting the app" : null })),
       h("td", { text: entry.at }),
-      h("td", { text: entry.actor }),
+      h("td", { text: entry.actor || "—" }),
       h("td", { class: "activity-initiator", text: by(entry) }),
       h("td", { text: `${entry.table} ${entry.record}` }),
       h("td", { text: entry.operation }),

@@ -55,4 +55,4 @@ export const ACCESS = Object.freeze({
   MANAGE: "manage",
 });
 /** Who starts a data change and through what, as its audit entry records it. */
-export const INITIATORS = Object.freeze(["app-view","recovery-view","assistant","mcp-client","automation","import","undo"]);
+export const INITIATORS = Object.freeze(["app-view","recovery-view","assistant","mcp-client","automation","import","undo","migration"]);

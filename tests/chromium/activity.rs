@@ -8,6 +8,15 @@
 //! Afterwards the item written by hand is the only one left, and the undo is
 //! in the ledger as the admin's, initiator `undo`.
 //!
+//! And the whole scenario a team lead fears, with a scripted model
+//! (`tests/common/fake_llm.rs`): a member's assistant conversation creates
+//! 30 expenses, updates 10 of hers and deletes 5, each change approved by a
+//! click in the assistant pane; she then edits one of the updated rows by
+//! hand (the app's own view). In her Activity panel she undoes the
+//! conversation: the rows are exactly those from before it, the hand edit
+//! listed as a conflict and left as she wrote it; undoing that undo brings
+//! the conversation's writes back (`tests/browser/undo-conversation.mjs`).
+//!
 //! `scripts/test.sh` installs Chromium and the npm packages; without them this
 //! test fails rather than skipping.
 
@@ -16,10 +25,11 @@ use crate::common;
 use std::time::Duration;
 
 use common::browser::{self, BrowserScript, up_stderr_tail};
+use common::fake_llm::{self, FakeLlm, Step};
 use common::mcp::{Mcp, SESSIONLESS, structured};
 use common::{UpProcess, browser_artifacts, free_port, http_client};
 use serde_json::{Value, json};
-use studio_store::Scope;
+use studio_store::{AppAccess, Scope, UserRole};
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(90);
 const APP: &str = "field-log";
@@ -110,5 +120,172 @@ async fn the_activity_panel_undoes_one_conversations_changes() {
         undone
             .iter()
             .all(|entry| entry["actor"] == json!(admin_user.id) && entry["operation"] == "delete")
+    );
+}
+
+const EXPENSES: &str = "expense-log";
+const PASSWORD: &str = "correct horse battery";
+/// 45 approvals one after another, or an undo of 45 rows and its own undo.
+const CONVERSATION_TIMEOUT: Duration = Duration::from_secs(240);
+
+/// One phase of `tests/browser/undo-conversation.mjs`, signed in as Mia.
+async fn phase(name: &str, studio: &str, artifacts: &std::path::Path, up: &UpProcess) -> String {
+    BrowserScript::start(
+        "undo-conversation",
+        &[
+            ("PHASE", &name),
+            ("STUDIO_URL", &studio),
+            ("MEMBER_USER", &"mia"),
+            ("MEMBER_PASSWORD", &PASSWORD),
+            ("ARTIFACTS", &artifacts),
+        ],
+    )
+    .finish(CONVERSATION_TIMEOUT, up_stderr_tail(up))
+    .await
+}
+
+/// The expenses of `page`'s app as `[id, amount, note]`, by id.
+async fn expenses(page: &mut Mcp) -> Value {
+    let listed = page
+        .call(
+            "app__expense_log__expenses__list",
+            json!({"limit": 200, "orderBy": [{"field": "id"}]}),
+        )
+        .await;
+    structured(&listed)["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| json!([row["id"], row["amount"], row["note"]]))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_members_conversation_is_undone_and_the_undo_undone_in_chromium() {
+    browser::require();
+    let tool = |table_operation: &str| format!("app__expense_log__{table_operation}");
+    let mut calls = Vec::new();
+    for n in 0..30 {
+        calls.push((
+            tool("expenses__create"),
+            json!({"values": {"spent_on": "2026-12-02", "amount": 100 + n, "category_id": 1}}),
+        ));
+    }
+    for id in 1..=10 {
+        calls.push((
+            tool("expenses__update"),
+            json!({"id": id, "changes": {"amount": 999}, "expectedVersion": 1}),
+        ));
+    }
+    for id in 11..=15 {
+        calls.push((
+            tool("expenses__delete"),
+            json!({"id": id, "expectedVersion": 1}),
+        ));
+    }
+    let fake = FakeLlm::start(fake_llm::script(vec![
+        Step::Calls(calls),
+        Step::Text("Done: 30 added, 10 changed, 5 removed.".into()),
+    ]))
+    .await;
+    let state = tempfile::tempdir().unwrap();
+    common::copy_dir(
+        &common::mcp::fixture(EXPENSES),
+        &state.path().join("docs/apps").join(EXPENSES),
+    );
+    let port = free_port();
+    let up = UpProcess::start_with(
+        state.path(),
+        port,
+        &[
+            ("SASHA_BUNDLED_APPS", "off"),
+            ("SASHA_CHAT_BASE_URL", fake.base_url.as_str()),
+            ("SASHA_CHAT_MODEL", "fake"),
+        ],
+    )
+    .await;
+    let studio = format!("http://localhost:{port}");
+    let store = common::core_database::core_store(state.path());
+    let mia = store
+        .create_user("mia", UserRole::Member, PASSWORD)
+        .unwrap();
+    store
+        .grant(EXPENSES, &mia.id, AppAccess::Manage, None)
+        .unwrap();
+    let mut page = Mcp::new(
+        &format!("{studio}/mcp"),
+        vec![
+            (
+                "cookie".into(),
+                format!("sasha_session={}", store.create_session(&mia.id).unwrap()),
+            ),
+            ("origin".into(), studio.clone()),
+            ("sasha-app".into(), EXPENSES.into()),
+        ],
+        SESSIONLESS,
+    );
+    structured(
+        &page
+            .call(
+                &tool("categories__create"),
+                json!({"values": {"name": "Travel"}}),
+            )
+            .await,
+    );
+    for n in 0..15 {
+        let row = page
+            .call(
+                &tool("expenses__create"),
+                json!({"values": {"spent_on": "2026-12-01", "amount": n, "category_id": 1}}),
+            )
+            .await;
+        assert_eq!(structured(&row)["id"], n + 1);
+    }
+    let mut before = expenses(&mut page).await;
+
+    let artifacts = browser_artifacts().join("undo-conversation");
+    phase("converse", &studio, &artifacts, &up).await;
+    let during = expenses(&mut page).await;
+    assert_eq!(during.as_array().unwrap().len(), 40, "{during}");
+
+    // Mia edits one of the rows the assistant rewrote, in the app's view.
+    let edited = page
+        .call(
+            &tool("expenses__update"),
+            json!({"id": 1, "changes": {"note": "checked by hand"}, "expectedVersion": 2}),
+        )
+        .await;
+    let edited = structured(&edited).clone();
+    before[0] = json!([1, edited["amount"], "checked by hand"]);
+    let after = expenses(&mut page).await;
+
+    let output = phase("undo", &studio, &artifacts, &up).await;
+    common::browser::screenshots(&output, 2);
+    assert_eq!(
+        expenses(&mut page).await,
+        before,
+        "the rows from before the conversation, with the hand edit kept"
+    );
+    phase("redo", &studio, &artifacts, &up).await;
+    assert_eq!(
+        expenses(&mut page).await,
+        after,
+        "undoing the undo brings the conversation's writes back"
+    );
+    // Every change of the conversation, and of each undo, is Mia's.
+    let activity = page
+        .call("listAppActivity", json!({"app": EXPENSES, "limit": 200}))
+        .await;
+    let entries = structured(&activity)["entries"].as_array().unwrap().clone();
+    let count = |initiator: &str| {
+        entries
+            .iter()
+            .filter(|entry| entry["initiator"] == initiator && entry["actor"] == json!(mia.id))
+            .count()
+    };
+    assert_eq!(
+        (count("assistant"), count("undo"), count("app-view")),
+        (45, 44 + 44, 17),
+        "{entries:?}"
     );
 }

@@ -179,6 +179,23 @@ if (PHASE === 'publish') {
     value('PUBLISHED', published);
   });
 
+  await check('the migration is in the activity as the publisher\'s, and no undo takes it back', async () => {
+    const activity = await call('listAppActivity', { app: APP, initiator: 'migration' });
+    assert.equal(activity.entries.length, 1, JSON.stringify(activity));
+    const [entry] = activity.entries;
+    assert.equal(entry.operation, 'migrate');
+    assert.equal(entry.table, 'items');
+    assert.equal(entry.initiatorId, 'migrations/002-add-note.sql');
+    assert.equal(entry.actor, input('PUBLISHER'));
+    assert.equal(entry.revision, published);
+    assert.equal(entry.after.rows, 1, 'the row written before the publication');
+    assert.ok(entry.after.columns.includes('note TEXT'), JSON.stringify(entry.after));
+    assert.ok(!entry.before.columns.includes('note TEXT'), JSON.stringify(entry.before));
+    const error = await refused('previewAppUndo', { app: APP, initiator: 'migration', since: '2000-01-01T00:00:00Z' });
+    assert.equal(error.code, 'APP_INPUT_INVALID');
+    assert.match(error.message, /revert/);
+  });
+
   await check('a row with the new column is written (confirmed by the person)', async () => {
     const created = await call(`app__${TOOL}__items__create`, { values: { title: 'live row', note: 'after publishing' } });
     const row = created.record ?? created;
@@ -198,7 +215,7 @@ if (PHASE === 'publish') {
     const reverted = await call('revertApp', { app: APP, revision: published, expectedRevision: changed.status.revision });
     assert.equal(reverted.revision, published);
     const rows = await call(`app__${TOOL}__items__list`, {});
-    assert.deepEqual(rows.rows.map((row) => row.title), ['live row']);
+    assert.deepEqual(rows.rows.map((row) => row.title), ['before the publication', 'live row']);
   });
 }
 

@@ -195,6 +195,15 @@ async fn a_draft_is_previewed_on_scratch_data_published_reverted_and_kept() {
         "the preview has scratch data"
     );
 
+    // A live row, so the migration reshapes a table holding rows: it is
+    // recorded as the publisher's (the publish phase reads the activity).
+    let written = live
+        .call(
+            "app__field_log__items__create",
+            json!({"values": {"title": "before the publication"}}),
+        )
+        .await;
+    assert_eq!(structured(&written)["title"], "before the publication");
     let first = drafted["FIRST"].clone();
     phase(
         &url,
@@ -204,11 +213,15 @@ async fn a_draft_is_previewed_on_scratch_data_published_reverted_and_kept() {
             ("FIRST", &first),
             ("BASE", &drafted["BASE"]),
             ("CONTENT_HASH", &drafted["CONTENT_HASH"]),
+            ("PUBLISHER", &world.staff.id),
         ],
         &world.backends,
     )
     .await;
-    assert_eq!(live_titles(world.harness.path()), ["live row"]);
+    assert_eq!(
+        live_titles(world.harness.path()),
+        ["before the publication", "live row"]
+    );
     // Publishing removed the preview's scratch data.
     assert_eq!(
         std::fs::read_dir(&scratch).map_or(0, |entries| entries.count()),
@@ -235,7 +248,10 @@ async fn a_draft_is_previewed_on_scratch_data_published_reverted_and_kept() {
         &world.backends,
     )
     .await;
-    assert_eq!(live_titles(world.harness.path()), ["live row"]);
+    assert_eq!(
+        live_titles(world.harness.path()),
+        ["before the publication", "live row"]
+    );
 }
 
 /// A sessionless (2026-07-28) client is asked within the call: the first

@@ -247,6 +247,7 @@ impl Engine {
                 &self.inner.root,
                 contract,
                 super::Approval::None,
+                super::Publisher::default(),
             ) {
                 Ok((handle, _)) => {
                     let (committed, left) = self.run_batch(handle, Some(app_id), jobs);

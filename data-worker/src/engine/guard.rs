@@ -49,8 +49,8 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::Transaction;
 use rusqlite::types::ValueRef;
+use rusqlite::{Connection, Transaction};
 use sasha_contract::data::{
     DataContract, ID_COLUMN, ReadChange, ReadPolicy, Readers, Widening, is_platform_name,
     is_sqlite_internal,
@@ -252,7 +252,7 @@ fn holds_rows(tx: &Transaction<'_>, table: &str) -> Result<bool, AppError> {
 }
 
 /// The app's own tables in the file: not SQLite's, not the platform's.
-fn app_tables(tx: &Transaction<'_>) -> Result<Vec<String>, AppError> {
+pub(super) fn app_tables(tx: &Connection) -> Result<Vec<String>, AppError> {
     let mut statement = tx
         .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
         .map_err(sql_error)?;
@@ -509,7 +509,7 @@ pub fn setup_for_oracle(
     contract: &DataContract,
     approval: Approval<'_>,
 ) -> Result<Vec<String>, AppError> {
-    super::setup(conn, None, contract, approval)
+    super::setup(conn, None, contract, approval, super::Publisher::default())
 }
 
 #[cfg(any(test, feature = "oracle"))]

@@ -17,7 +17,7 @@ use sasha_contract::data::DataContract;
 use sasha_proto::AppError;
 use serde::Serialize;
 
-use super::ledger::{ENTRY_COLUMNS, Entry, entry_from_row};
+use super::ledger::{ENTRY_COLUMNS, Entry, MIGRATE, entry_from_row};
 use super::{DeadlineScope, Engine, Target, TrustScope, sql_error};
 
 /// One audit entry of a row, as `history` and `activity` answer it (the
@@ -27,11 +27,13 @@ use super::{DeadlineScope, Engine, Target, TrustScope, sql_error};
 pub struct HistoryEntry {
     /// The ledger's entry number, increasing.
     pub entry: i64,
-    /// `create`, `update` or `delete`.
+    /// `create`, `update` or `delete`, or `migrate` for a migration's change
+    /// of the table's shape (its images are the table's columns and rows).
     pub operation: String,
     /// The user id the change was made as.
     pub actor: String,
-    /// `ui`, `mcp`, `import`, `skill` or `automation`.
+    /// `ui`, `mcp`, `import`, `skill` or `automation`; `publish` for a
+    /// migration.
     pub source: String,
     /// Who started the change and through what (`Initiator`), and the
     /// initiator's id; `None` for entries written before provenance.
@@ -95,8 +97,11 @@ pub(crate) fn owner_path(field: &str) -> String {
 
 impl Engine {
     /// The entries of row `record_id` of `table` after entry `after`, oldest
-    /// first, at most `limit`; with `owned_by` (an owner field and a user id),
-    /// only the entries of rows that user owns (see [`images_owned_by`]).
+    /// first, at most `limit`, with the migrations that changed the table's
+    /// shape since the row's first entry; with `owned_by` (an owner field and
+    /// a user id), only the entries of rows that user owns (see
+    /// [`images_owned_by`]) and no migration (whose row counts are the whole
+    /// table's).
     #[allow(clippy::too_many_arguments)]
     pub fn history<'t>(
         &self,
@@ -120,7 +125,13 @@ impl Engine {
                 .prepare_cached(&format!(
                     "/* engine */ SELECT {ENTRY_COLUMNS} FROM _sasha_audit \
                      WHERE table_name = ?1 AND record_id = ?2 AND id > ?3 \
-                     AND (?5 IS NULL OR {}) ORDER BY id LIMIT ?4",
+                     AND (?5 IS NULL OR {}) \
+                     UNION ALL SELECT {ENTRY_COLUMNS} FROM _sasha_audit \
+                     WHERE table_name = ?1 AND record_id = '' AND id > ?3 \
+                     AND operation = '{MIGRATE}' AND ?5 IS NULL \
+                     AND id > (SELECT MIN(id) FROM _sasha_audit \
+                               WHERE table_name = ?1 AND record_id = ?2) \
+                     ORDER BY id LIMIT ?4",
                     images_owned_by("?5", "?6")
                 ))
                 .map_err(sql_error)?;

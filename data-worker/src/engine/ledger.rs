@@ -19,10 +19,17 @@
 //! recomputed over an entry outside [`upgrade`]'s one recorded pass, or read
 //! anything but the platform's own tables.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use rusqlite::{Connection, OptionalExtension as _};
+use sasha_contract::caller::Initiator;
 use sasha_contract::canonical::canonical_json;
+use sasha_contract::data::VERSION_COLUMN;
+use sasha_proto::AppError;
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
+
+use super::{quote_identifier, sql_error};
 
 /// The `prev` of a ledger's first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -34,6 +41,47 @@ const ADDED_COLUMNS: [(&str, &str); 3] = [
     ("initiator_id", "TEXT"),
     ("hash", "TEXT"),
 ];
+
+/// The ledger's table, its index and its append-only triggers, run on every
+/// open (each statement is idempotent). Entries are `create`, `update` and
+/// `delete` of rows and `migrate` of a table's shape; `source` is a data
+/// call's `CallSource`, or `publish` for a migration.
+pub(super) const TABLE_SQL: &str = r#"
+CREATE TABLE IF NOT EXISTS _sasha_audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    table_name TEXT NOT NULL,
+    record_id TEXT NOT NULL,
+    operation TEXT NOT NULL CHECK (operation IN ('create', 'update', 'delete', 'migrate')),
+    actor_id TEXT NOT NULL,
+    source TEXT NOT NULL CHECK (source IN ('ui', 'mcp', 'import', 'skill', 'automation', 'publish')),
+    app_revision TEXT NOT NULL,
+    action_id TEXT,
+    before_json TEXT,
+    after_json TEXT,
+    created_at TEXT NOT NULL,
+    initiator TEXT,
+    initiator_id TEXT,
+    hash TEXT
+) STRICT;
+CREATE INDEX IF NOT EXISTS _sasha_audit_by_record ON _sasha_audit (table_name, record_id, id);
+CREATE TRIGGER IF NOT EXISTS _sasha_audit_no_update
+    BEFORE UPDATE ON _sasha_audit
+BEGIN
+    SELECT RAISE(ABORT, '_sasha_audit is append-only');
+END;
+CREATE TRIGGER IF NOT EXISTS _sasha_audit_no_delete
+    BEFORE DELETE ON _sasha_audit
+BEGIN
+    SELECT RAISE(ABORT, '_sasha_audit is append-only');
+END;
+CREATE TRIGGER IF NOT EXISTS _sasha_audit_no_replace
+    BEFORE INSERT ON _sasha_audit
+    WHEN NEW.id IS NOT NULL
+        AND EXISTS (SELECT 1 FROM _sasha_audit WHERE id = NEW.id)
+BEGIN
+    SELECT RAISE(ABORT, '_sasha_audit is append-only');
+END;
+"#;
 
 /// Refuses an entry appended without its hash, and keeps the ledger
 /// append-only (the update trigger is re-created after [`upgrade`]'s pass).
@@ -50,14 +98,6 @@ BEGIN
 END;
 "#;
 
-const NO_UPDATE_SQL: &str = r#"
-CREATE TRIGGER IF NOT EXISTS _sasha_audit_no_update
-    BEFORE UPDATE ON _sasha_audit
-BEGIN
-    SELECT RAISE(ABORT, '_sasha_audit is append-only');
-END;
-"#;
-
 /// One ledger entry as it is hashed and exported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -65,7 +105,8 @@ pub struct Entry {
     pub id: i64,
     pub table: String,
     pub record: String,
-    /// `create`, `update` or `delete`.
+    /// `create`, `update` or `delete` of a row, or `migrate`: a migration's
+    /// change of the table's shape (`record` empty).
     pub operation: String,
     /// The user id the change was made as.
     pub actor: String,
@@ -166,6 +207,7 @@ pub(super) fn append(conn: &Connection, entry: &Entry, prev: &str) -> rusqlite::
 /// (recording through which entry, and when). Runs on every open; after the
 /// first it only checks.
 pub(super) fn upgrade(tx: &Connection, now_sql: &str) -> rusqlite::Result<()> {
+    tx.execute_batch(TABLE_SQL)?;
     let present: Vec<String> = tx
         .prepare("SELECT name FROM pragma_table_info('_sasha_audit')")?
         .query_map([], |row| row.get(0))?
@@ -177,6 +219,7 @@ pub(super) fn upgrade(tx: &Connection, now_sql: &str) -> rusqlite::Result<()> {
             ))?;
         }
     }
+    widen(tx)?;
     tx.execute_batch(CHAIN_SQL)?;
     let unchained: Option<i64> = tx
         .query_row(
@@ -222,9 +265,141 @@ pub(super) fn upgrade(tx: &Connection, now_sql: &str) -> rusqlite::Result<()> {
         &format!("INSERT INTO _sasha_audit_chain (through_id, chained_at) VALUES (?1, {now_sql})"),
         [through],
     )?;
-    tx.execute_batch(NO_UPDATE_SQL)?;
+    tx.execute_batch(TABLE_SQL)?;
     Ok(())
 }
+
+/// A ledger whose checks predate `migrate` and `publish` (files set up
+/// before migrations were recorded) is rebuilt once under [`TABLE_SQL`]:
+/// SQLite cannot change a CHECK in place. The entries are copied as they
+/// are, so every hash and `prev` still verifies; the triggers go with the
+/// old table and come back with the new one.
+fn widen(tx: &Connection) -> rusqlite::Result<()> {
+    let declared: String = tx.query_row(
+        "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = '_sasha_audit'",
+        [],
+        |row| row.get(0),
+    )?;
+    if declared.contains("'migrate'") {
+        return Ok(());
+    }
+    let table = &TABLE_SQL[..TABLE_SQL.find(") STRICT;").unwrap_or(0) + ") STRICT;".len()]
+        .replacen("IF NOT EXISTS _sasha_audit (", "_sasha_audit_rebuilt (", 1);
+    tx.execute_batch(&format!(
+        "{table}
+         INSERT INTO _sasha_audit_rebuilt ({ENTRY_COLUMNS}) SELECT {ENTRY_COLUMNS} FROM _sasha_audit;
+         DROP TRIGGER IF EXISTS _sasha_audit_no_update;
+         DROP TRIGGER IF EXISTS _sasha_audit_no_delete;
+         DROP TRIGGER IF EXISTS _sasha_audit_no_replace;
+         DROP TRIGGER IF EXISTS _sasha_audit_chained;
+         DROP TABLE _sasha_audit;
+         ALTER TABLE _sasha_audit_rebuilt RENAME TO _sasha_audit;"
+    ))?;
+    tx.execute_batch(TABLE_SQL)
+}
+
+/// Who a contract's migrations are recorded as having been made by: the
+/// person whose publication applied them and its revision. A contract a
+/// data call or a preview brings in names nobody (`by` empty) and records
+/// the contract's hash as the revision.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Publisher<'a> {
+    pub by: &'a str,
+    pub revision: &'a str,
+}
+
+/// One app table's shape, as a migration entry records it before and after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(super) struct Shape {
+    /// `name TYPE` of each column in order, the platform's version column
+    /// left out.
+    columns: Vec<String>,
+    rows: i64,
+}
+
+/// The shape of every app table in the file (not SQLite's, not the
+/// platform's).
+pub(super) fn shapes(conn: &Connection) -> Result<BTreeMap<String, Shape>, AppError> {
+    let mut shapes = BTreeMap::new();
+    for table in super::guard::app_tables(conn)? {
+        let columns = conn
+            .prepare_cached("SELECT name, type FROM pragma_table_info(?1)")
+            .and_then(|mut statement| {
+                statement
+                    .query_map([&table], |row| {
+                        Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(sql_error)?
+            .into_iter()
+            .filter(|(name, _)| name != VERSION_COLUMN)
+            .map(|(name, declared)| format!("{name} {declared}"))
+            .collect();
+        let rows = conn
+            .query_row(
+                &format!("SELECT COUNT(*) FROM main.{}", quote_identifier(&table)),
+                [],
+                |row| row.get(0),
+            )
+            .map_err(sql_error)?;
+        shapes.insert(table, Shape { columns, rows });
+    }
+    Ok(shapes)
+}
+
+/// After migration `file` ran: one `migrate` entry (initiator `migration`,
+/// its id the file) for each app table holding rows that it dropped, renamed
+/// or whose columns it changed, with the table's shape before and after it
+/// (`None` for a table that did not exist). Rows themselves never change in a migration
+/// (the package validator refuses every `INSERT`, `UPDATE` and `DELETE` but
+/// a rebuild's proven copy), so a table's shape says all it did; a dropped
+/// table's row count says what it took away.
+pub(super) fn record_migration(
+    tx: &Connection,
+    file: &str,
+    before: &BTreeMap<String, Shape>,
+    publisher: Publisher<'_>,
+) -> Result<(), AppError> {
+    let after = shapes(tx)?;
+    let tables: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    for table in tables {
+        let (was, now) = (before.get(table), after.get(table));
+        let same_columns =
+            matches!((was, now), (Some(was), Some(now)) if was.columns == now.columns);
+        let held_rows = [was, now].into_iter().flatten().any(|shape| shape.rows > 0);
+        // A table without rows on either side changed no data (a new app's
+        // first migrations create empty tables): nothing to record.
+        if same_columns || !held_rows {
+            continue;
+        }
+        let image = |shape: Option<&Shape>| {
+            shape.map(|shape| serde_json::to_string(shape).unwrap_or_default())
+        };
+        let (id, prev, at) = next(tx, 0).map_err(sql_error)?;
+        let entry = Entry {
+            id,
+            table: table.clone(),
+            record: String::new(),
+            operation: MIGRATE.to_owned(),
+            actor: publisher.by.to_owned(),
+            source: PUBLISH.to_owned(),
+            initiator: Some(Initiator::Migration.as_str().to_owned()),
+            initiator_id: Some(file.to_owned()),
+            revision: publisher.revision.to_owned(),
+            action: None,
+            before: image(was),
+            after: image(now),
+            at,
+        };
+        append(tx, &entry, &prev).map_err(sql_error)?;
+    }
+    Ok(())
+}
+
+/// The operation of a migration's entry, and its source.
+pub(crate) const MIGRATE: &str = "migrate";
+const PUBLISH: &str = "publish";
 
 /// Where a ledger written before the chain was chained.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -389,7 +389,13 @@ impl Engine {
         }
         // The copy holds only what the previewer reads live, so the draft's
         // contract runs on it whatever it widens (see `Approval::PreviewCopy`).
-        let opened = open_applying(&path, &self.inner.root, contract, Approval::PreviewCopy);
+        let opened = open_applying(
+            &path,
+            &self.inner.root,
+            contract,
+            Approval::PreviewCopy,
+            super::Publisher::default(),
+        );
         match opened.map(|(handle, _)| handle) {
             Ok(handle) => {
                 if fresh {

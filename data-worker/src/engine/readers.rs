@@ -174,6 +174,7 @@ impl Engine {
             &self.inner.root,
             contract,
             super::Approval::None,
+            super::Publisher::default(),
         )?;
         let state = slot
             .readers

@@ -240,7 +240,7 @@ fn only_package_shaped_app_ids_become_files() {
         let error = engine.open(id, &contract()).unwrap_err();
         assert_eq!(error.code, ErrorCode::NotFound, "{id}");
         let error = engine
-            .apply_contract(id, &contract(), false, Approval::None)
+            .apply_contract(id, &contract(), false, Approval::None, Publisher::default())
             .unwrap_err();
         assert_eq!(error.code, ErrorCode::NotFound, "{id}");
         let error = engine.back_up_and_remove(id).unwrap_err();
@@ -257,6 +257,7 @@ fn configuration_is_hardened() {
         dir.path(),
         &contract(),
         Approval::None,
+        Publisher::default(),
     )
     .unwrap();
     let conn = &handle.conn;
@@ -1183,7 +1184,7 @@ fn apply_contract_dry_run_reports_pending_and_writes_nothing() {
     let files: Vec<String> = full.migrations.iter().map(|m| m.file.clone()).collect();
     // No file: every migration is pending, nothing drifted, no file made.
     let dry = engine
-        .apply_contract(APP, &full, true, Approval::None)
+        .apply_contract(APP, &full, true, Approval::None, Publisher::default())
         .unwrap();
     assert_eq!(dry.applied, files);
     assert!(dry.drift.is_empty());
@@ -1202,7 +1203,7 @@ fn apply_contract_dry_run_reports_pending_and_writes_nothing() {
     let before = migration_rows(&dir);
     assert_eq!(before.len(), 1);
     let dry = engine
-        .apply_contract(APP, &draft, true, Approval::None)
+        .apply_contract(APP, &draft, true, Approval::None, Publisher::default())
         .unwrap();
     assert_eq!(
         dry.applied,
@@ -1219,7 +1220,7 @@ fn apply_contract_dry_run_reports_pending_and_writes_nothing() {
     );
     assert_eq!(
         engine
-            .apply_contract("../x", &draft, true, Approval::None)
+            .apply_contract("../x", &draft, true, Approval::None, Publisher::default())
             .unwrap_err()
             .code,
         ErrorCode::NotFound
@@ -1242,7 +1243,7 @@ fn apply_contract_applies_pending_migrations_in_one_transaction() {
     // A later migration that fails takes the earlier pending one with it.
     let broken = with_migration(&draft, "broken", "CREATE TABLE categories (id INTEGER);");
     let error = engine
-        .apply_contract(APP, &broken, false, Approval::None)
+        .apply_contract(APP, &broken, false, Approval::None, Publisher::default())
         .unwrap_err();
     assert_eq!(error.code, ErrorCode::MigrationFailed);
     assert_eq!(migration_rows(&dir).len(), 2);
@@ -1255,7 +1256,7 @@ fn apply_contract_applies_pending_migrations_in_one_transaction() {
     );
 
     let applied = engine
-        .apply_contract(APP, &draft, false, Approval::None)
+        .apply_contract(APP, &draft, false, Approval::None, Publisher::default())
         .unwrap();
     assert_eq!(applied.applied, ["migrations/003-colour.sql"]);
     assert!(applied.drift.is_empty());
@@ -1272,7 +1273,7 @@ fn apply_contract_applies_pending_migrations_in_one_transaction() {
     // Applying again applies nothing, from the open slot or a fresh engine.
     assert!(
         engine
-            .apply_contract(APP, &draft, false, Approval::None)
+            .apply_contract(APP, &draft, false, Approval::None, Publisher::default())
             .unwrap()
             .applied
             .is_empty()
@@ -1280,14 +1281,14 @@ fn apply_contract_applies_pending_migrations_in_one_transaction() {
     let engine = Engine::new(dir.path());
     assert!(
         engine
-            .apply_contract(APP, &draft, false, Approval::None)
+            .apply_contract(APP, &draft, false, Approval::None, Publisher::default())
             .unwrap()
             .applied
             .is_empty()
     );
     assert!(
         engine
-            .apply_contract(APP, &draft, true, Approval::None)
+            .apply_contract(APP, &draft, true, Approval::None, Publisher::default())
             .unwrap()
             .applied
             .is_empty()
@@ -1326,12 +1327,12 @@ fn apply_contract_with_drift_applies_nothing_and_reports_it() {
         engine
     }] {
         let dry = engine
-            .apply_contract(APP, &edited, true, Approval::None)
+            .apply_contract(APP, &edited, true, Approval::None, Publisher::default())
             .unwrap();
         assert_eq!(dry.drift, expected);
         assert_eq!(dry.applied, ["migrations/003-colour.sql"]);
         let refused = engine
-            .apply_contract(APP, &edited, false, Approval::None)
+            .apply_contract(APP, &edited, false, Approval::None, Publisher::default())
             .unwrap();
         assert_eq!(refused.drift, expected);
         assert!(refused.applied.is_empty());
@@ -1349,7 +1350,7 @@ fn apply_contract_with_drift_applies_nothing_and_reports_it() {
     shorter.migrations.truncate(1);
     rehash(&mut shorter);
     let refused = Engine::new(dir.path())
-        .apply_contract(APP, &shorter, false, Approval::None)
+        .apply_contract(APP, &shorter, false, Approval::None, Publisher::default())
         .unwrap();
     assert_eq!(refused.drift.len(), 1);
     assert_eq!(refused.drift[0].kind, DriftKind::NotInContract);

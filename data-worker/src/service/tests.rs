@@ -184,6 +184,8 @@ async fn the_data_lifecycle_is_studio_cores_alone() {
             request
         };
         let apply = by(Request::new(())).map(|()| pb::ApplyContractRequest {
+            published_by: String::new(),
+            revision: String::new(),
             app_id: APP.into(),
             epoch: 0,
             contract: Some(pb::DataContract::from(&live)),
@@ -219,6 +221,8 @@ async fn apply_contract_verifies_and_publishes_a_draft() {
     let draft = contract_with(&[FIRST, SECOND]);
     let ask = |contract: pb::DataContract, dry_run: bool| {
         worker.apply_contract(from_core(pb::ApplyContractRequest {
+            published_by: String::new(),
+            revision: String::new(),
             epoch: 0,
             app_id: APP.into(),
             contract: Some(contract),
@@ -234,6 +238,8 @@ async fn apply_contract_verifies_and_publishes_a_draft() {
     assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
     let status = worker
         .apply_contract(from_core(pb::ApplyContractRequest {
+            published_by: String::new(),
+            revision: String::new(),
             app_id: APP.into(),
             epoch: 0,
             contract: None,

@@ -627,3 +627,101 @@ fn a_change_names_a_well_formed_initiator_and_undo_works_on_live_data_only() {
         "activity and undo work on the app's live data, not on a preview"
     );
 }
+
+#[test]
+fn a_migration_is_listed_as_its_publishers_and_never_undone() {
+    let mut world = World::new();
+    let first = world.create(ALICE, "first");
+    world.create(BOB, "bob's");
+    // A publication adds a column to the table while it holds rows.
+    let sql = "ALTER TABLE notes ADD COLUMN tag TEXT;";
+    let mut next = world.contract.clone();
+    next.migrations.push(Migration {
+        file: "migrations/002-tag.sql".into(),
+        number: 2,
+        checksum: sha256_hex(sql.as_bytes()),
+        sql: sql.into(),
+    });
+    let replay = rusqlite::Connection::open_in_memory().unwrap();
+    replay.execute_batch(SQL).unwrap();
+    replay.execute_batch(sql).unwrap();
+    next.schema = read_schema(&replay).unwrap();
+    next.hash = contract_hash(&next.tables, &next.migrations);
+    let publisher = crate::engine::Publisher {
+        by: "ada",
+        revision: "rev-2",
+    };
+    world
+        .worker
+        .engine
+        .apply_contract(APP, &next, false, crate::engine::Approval::None, publisher)
+        .unwrap();
+    world.contract = next;
+    world.update(ALICE, &first, "after the migration");
+
+    // Listed to a manager of the owner-scoped table, by its initiator too.
+    let listed = world
+        .call(ALICE, "activity", "", json!({"initiator": "migration"}))
+        .unwrap();
+    let entries = listed["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{listed}");
+    let migration = &entries[0];
+    for (field, value) in [
+        ("operation", "migrate"),
+        ("initiator", "migration"),
+        ("initiatorId", "migrations/002-tag.sql"),
+        ("actor", "ada"),
+        ("source", "publish"),
+        ("revision", "rev-2"),
+        ("table", "notes"),
+        ("record", ""),
+    ] {
+        assert_eq!(migration[field], value, "{field} in {migration}");
+    }
+    assert_eq!(migration["after"]["rows"], 2);
+    assert_eq!(
+        migration["after"]["columns"],
+        json!(["id INTEGER", "body TEXT", "owner TEXT", "tag TEXT"])
+    );
+
+    // An undo takes no migration back: named, it is refused; selected with
+    // rows, it is left out of the plan.
+    let refused = world
+        .preview(
+            ALICE,
+            json!({"initiator": "migration", "since": "2000-01-01T00:00:00Z"}),
+        )
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::InputInvalid);
+    assert!(refused.message.contains("revert"), "{}", refused.message);
+    let by_number = world
+        .preview(ALICE, json!({"entries": [migration["entry"]]}))
+        .unwrap();
+    assert_eq!(
+        (&by_number["entries"], &by_number["rows"]),
+        (&json!(0), &json!(0))
+    );
+    let everything = world
+        .preview(ALICE, json!({"since": "2000-01-01T00:00:00Z"}))
+        .unwrap();
+    assert_eq!(
+        everything["entries"], 2,
+        "Alice's create and update: {everything}"
+    );
+
+    // Nobody's data call may claim to be a migration.
+    let claimed = world
+        .call(
+            As {
+                initiator: Initiator::Migration,
+                id: Some("migrations/009-x.sql"),
+                ..ALICE
+            },
+            "create",
+            "notes",
+            json!({"values": {"body": "x"}, "idempotencyKey": world.key()}),
+        )
+        .unwrap_err();
+    assert_eq!(claimed.code, ErrorCode::InputInvalid);
+    assert!(claimed.message.contains("migration"), "{}", claimed.message);
+}

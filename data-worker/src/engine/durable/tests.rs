@@ -20,7 +20,7 @@ use sasha_proto::{AppError, ErrorCode};
 use serde_json::json;
 
 use super::super::tests::{APP, contract, count, create_category, meta, raw, receipt};
-use super::super::{Approval, Engine, STATEMENT_DEADLINE};
+use super::super::{Approval, Engine, Publisher, STATEMENT_DEADLINE};
 use super::{Admission, Durability};
 use crate::ownership::{Assignment, Grant, Ownership};
 use crate::replication::Fenced;
@@ -149,13 +149,25 @@ fn a_publication_is_acknowledged_only_once_confirmed() {
     let (engine, gate) = gated(&dir);
     gate.refuse_confirm.store(true, Ordering::SeqCst);
     let refused = engine
-        .apply_contract(APP, &contract(), false, Approval::None)
+        .apply_contract(
+            APP,
+            &contract(),
+            false,
+            Approval::None,
+            Publisher::default(),
+        )
         .unwrap_err();
     assert_eq!(refused.code, ErrorCode::DatabaseUnavailable);
     gate.refuse_confirm.store(false, Ordering::SeqCst);
     // Applied locally already; the retry applies nothing and is confirmed.
     let retried = engine
-        .apply_contract(APP, &contract(), false, Approval::None)
+        .apply_contract(
+            APP,
+            &contract(),
+            false,
+            Approval::None,
+            Publisher::default(),
+        )
         .unwrap();
     assert!(retried.applied.is_empty());
 }
@@ -264,7 +276,13 @@ fn with_leases_no_write_runs_without_a_live_lease() {
     );
     assert_eq!(count(&raw(&dir), "SELECT count(*) FROM categories"), 1);
     let refused = engine
-        .apply_contract(APP, &contract(), false, Approval::None)
+        .apply_contract(
+            APP,
+            &contract(),
+            false,
+            Approval::None,
+            Publisher::default(),
+        )
         .unwrap_err();
     assert_eq!(refused.code, ErrorCode::DatabaseUnavailable);
     assert_eq!(

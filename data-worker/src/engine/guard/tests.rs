@@ -10,7 +10,7 @@ use sasha_proto::ErrorCode;
 
 use super::oracle::{self, Change, Declared};
 use crate::engine::tests::{APP, raw};
-use crate::engine::{Approval, Engine, Target};
+use crate::engine::{Approval, Engine, Publisher, Target};
 
 /// The attack pass's migration: someone's id in a new column, renamed onto
 /// the owner column.
@@ -92,7 +92,7 @@ fn a_migration_handing_rows_to_someone_else_is_refused_and_rolled_back() {
     for refused in [
         engine.open(APP, &grab).unwrap_err(),
         engine
-            .apply_contract(APP, &grab, false, Approval::None)
+            .apply_contract(APP, &grab, false, Approval::None, Publisher::default())
             .unwrap_err(),
     ] {
         assert_eq!(refused.code, ErrorCode::AccessDenied, "{}", refused.message);
@@ -131,7 +131,13 @@ fn a_migration_handing_rows_to_someone_else_is_refused_and_rolled_back() {
 
     // An admin's approval of this publication lets it through, recorded.
     let published = engine
-        .apply_contract(APP, &grab, false, Approval::Admin("ada"))
+        .apply_contract(
+            APP,
+            &grab,
+            false,
+            Approval::Admin("ada"),
+            Publisher::default(),
+        )
         .unwrap();
     assert_eq!(published.applied, ["migrations/002-step.sql"]);
     let conn = raw(&dir);
@@ -167,7 +173,13 @@ fn managers_reading_every_row_is_a_widening_once_rows_exist() {
 
     // With an admin's approval it is recorded as theirs.
     engine
-        .apply_contract(APP, &managers, false, Approval::Admin("ada"))
+        .apply_contract(
+            APP,
+            &managers,
+            false,
+            Approval::Admin("ada"),
+            Publisher::default(),
+        )
         .unwrap();
     assert_eq!(
         recorded(&raw(&dir), "notes"),
@@ -291,6 +303,8 @@ async fn data_service_refuses_on_a_data_call_and_applies_an_approved_publication
 
     let publish = |approved_by_admin: &str| {
         let mut request = Request::new(pb::ApplyContractRequest {
+            published_by: String::new(),
+            revision: String::new(),
             epoch: 0,
             app_id: APP.into(),
             contract: Some(pb::DataContract::from(&grab)),

@@ -1,13 +1,16 @@
 //! The chain over real files: entries written through the engine verify,
 //! one changed, removed or unhashed behind its back is named, an entry
 //! without its hash is refused, an old ledger is chained once from a
-//! recorded point, and the canonical bytes are what docs/audit.md says.
+//! recorded point, a ledger from before migrations were recorded is rebuilt
+//! with its entries intact, a migration that reshapes a table holding rows
+//! is an entry of the chain, and the canonical bytes are what docs/audit.md
+//! says.
 
 use rusqlite::Connection;
 
 use super::*;
-use crate::engine::Engine;
-use crate::engine::tests::{APP, add_category, contract, raw};
+use crate::engine::tests::{APP, add_category, contract, raw, with_migration};
+use crate::engine::{Approval, Engine};
 
 fn verified(conn: &Connection) -> Verification {
     verify(conn, |_, _, _| Ok(())).unwrap()
@@ -174,6 +177,168 @@ fn a_ledger_from_before_the_chain_is_chained_once_from_a_recorded_point() {
     let engine = Engine::new(dir.path());
     engine.open(APP, &contract).unwrap();
     assert_eq!(verified(&raw(&dir)).chained_from, Some(start));
+}
+
+#[test]
+fn a_migration_reshaping_a_table_with_rows_is_an_entry_of_the_chain() {
+    let (dir, engine) = three_entries();
+    let draft = with_migration(
+        &contract(),
+        "colour",
+        "ALTER TABLE categories ADD COLUMN colour TEXT;",
+    );
+    let publisher = Publisher {
+        by: "ada",
+        revision: "rev-2",
+    };
+    engine
+        .apply_contract(APP, &draft, false, Approval::None, publisher)
+        .unwrap();
+    let conn = raw(&dir);
+    let found = verified(&conn);
+    assert_eq!(found.first_break, None);
+    // One entry: `expenses` holds no rows, so its shape changed no data.
+    assert_eq!(found.entries, 4);
+    let entry: (String, String, String, String, String, String, String) = conn
+        .query_row(
+            "SELECT table_name || '/' || record_id, operation, actor_id, source, initiator, \
+             initiator_id, app_revision FROM _sasha_audit WHERE id = 4",
+            [],
+            |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                    row.get(5)?,
+                    row.get(6)?,
+                ))
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        entry,
+        (
+            "categories/".into(),
+            "migrate".into(),
+            "ada".into(),
+            "publish".into(),
+            "migration".into(),
+            "migrations/003-colour.sql".into(),
+            "rev-2".into()
+        )
+    );
+    let images: (String, String) = conn
+        .query_row(
+            "SELECT before_json, after_json FROM _sasha_audit WHERE id = 4",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    let (before, after): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_str(&images.0).unwrap(),
+        serde_json::from_str(&images.1).unwrap(),
+    );
+    assert_eq!(before["rows"], 3);
+    assert_eq!(after["rows"], 3);
+    let columns = |image: &serde_json::Value| image["columns"].as_array().unwrap().clone();
+    assert_eq!(columns(&after)[..columns(&before).len()], columns(&before));
+    assert_eq!(columns(&after).last().unwrap(), "colour TEXT");
+    // A row's history shows the migration after the row's own entries.
+    let history = engine
+        .history(APP, &draft, "categories", "1", None, None, 10)
+        .unwrap();
+    let operations: Vec<&str> = history
+        .entries
+        .iter()
+        .map(|entry| entry.operation.as_str())
+        .collect();
+    assert_eq!(operations, ["create", "migrate"]);
+    // Opening the file again under the same contract records nothing more.
+    drop(engine);
+    Engine::new(dir.path()).open(APP, &draft).unwrap();
+    assert_eq!(verified(&raw(&dir)).entries, 4);
+}
+
+#[test]
+fn a_ledger_from_before_migrations_were_recorded_is_rebuilt_with_its_entries_intact() {
+    let (dir, engine) = three_entries();
+    drop(engine);
+    let head = verified(&raw(&dir)).head;
+    // Back to the checks a file set up before then had.
+    {
+        let conn = raw(&dir);
+        let old: String = conn
+            .query_row(
+                "SELECT sql FROM sqlite_schema WHERE name = '_sasha_audit'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        let old = old
+            .replace(", 'migrate'", "")
+            .replace(", 'publish'", "")
+            .replacen("_sasha_audit", "_sasha_audit_old", 1);
+        conn.execute_batch(&format!(
+            "{old};
+             INSERT INTO _sasha_audit_old SELECT * FROM _sasha_audit;
+             DROP TRIGGER _sasha_audit_no_update; DROP TRIGGER _sasha_audit_no_delete;
+             DROP TRIGGER _sasha_audit_no_replace; DROP TRIGGER _sasha_audit_chained;
+             DROP TABLE _sasha_audit;
+             ALTER TABLE _sasha_audit_old RENAME TO _sasha_audit;"
+        ))
+        .unwrap();
+        let refused = conn.execute(
+            "INSERT INTO _sasha_audit (table_name, record_id, operation, actor_id, source, \
+             app_revision, created_at, hash) VALUES ('t', '', 'migrate', '', 'publish', 'r', 'now', 'h')",
+            [],
+        );
+        assert!(
+            refused.is_err(),
+            "the old checks refuse a migration's entry"
+        );
+    }
+    let engine = Engine::new(dir.path());
+    let draft = with_migration(
+        &contract(),
+        "colour",
+        "ALTER TABLE categories ADD COLUMN colour TEXT;",
+    );
+    engine
+        .apply_contract(APP, &draft, false, Approval::None, Publisher::default())
+        .unwrap();
+    let conn = raw(&dir);
+    let found = verified(&conn);
+    assert_eq!(found.first_break, None, "the copied entries still verify");
+    assert_eq!(found.entries, 4);
+    assert_eq!(found.chained_from, None);
+    let head_then: String = conn
+        .query_row("SELECT hash FROM _sasha_audit WHERE id = 3", [], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    assert_eq!(Some(head_then), head);
+    // Without a publisher the entry names nobody and the contract's hash.
+    let (actor, revision): (String, String) = conn
+        .query_row(
+            "SELECT actor_id, app_revision FROM _sasha_audit WHERE id = 4",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (actor.as_str(), revision.as_str()),
+        ("", draft.hash.as_str())
+    );
+    // Append-only again: the triggers came back with the table.
+    for statement in [
+        "UPDATE _sasha_audit SET actor_id = 'x' WHERE id = 1",
+        "DELETE FROM _sasha_audit WHERE id = 1",
+    ] {
+        let refused = conn.execute(statement, []).unwrap_err();
+        assert!(refused.to_string().contains("append-only"), "{refused}");
+    }
 }
 
 #[test]

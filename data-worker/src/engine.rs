@@ -1657,6 +1657,7 @@ pub mod history;
 pub mod ledger;
 pub mod preview;
 pub mod readers;
+pub mod snapshot;
 
 #[cfg(test)]
 mod tests;

@@ -43,6 +43,7 @@ use serde_json::{Map, Value};
 use tonic::{Request, Response, Status};
 
 use crate::engine::preview::Preview;
+use crate::engine::snapshot::{self, Snapshot};
 use crate::engine::{
     Approval, AuditMeta, AuditOperation, AuditRecord, Drift, DriftKind, Engine, MutationOutcome,
     Publisher, ReceiptKey, Target, sql_error,
@@ -313,6 +314,7 @@ fn execute(worker: &Worker, request: ExecuteRequest) -> Result<Value, AppError> 
                 access,
                 meta,
                 request_json: &request.request_json,
+                restore_copy: &|as_of| restore_copy(worker, &request.app_id, as_of),
             },
         );
     }
@@ -635,6 +637,47 @@ fn provenance(
             ErrorCode::InputInvalid,
             format!("the initiator {initiator} has a malformed or missing id"),
         )),
+    }
+}
+
+/// A copy of `app_id`'s file as it was at `as_of` (RFC 3339), restored from
+/// object storage for a restore `from: "replica"`. Runs on this blocking
+/// thread; the app's slot is not held meanwhile, so the app stays live.
+fn restore_copy(worker: &Worker, app_id: &str, as_of: &str) -> Result<Snapshot, AppError> {
+    let Some(replicator) = &worker.replicator else {
+        return Err(AppError::new(
+            ErrorCode::OperationUnavailable,
+            "this data-worker does not replicate to object storage (SASHA_REPLICA_URL is unset), \
+             so there is no copy to restore from; restore from the ledger instead",
+        ));
+    };
+    let at = time::OffsetDateTime::parse(as_of, &time::format_description::well_known::Rfc3339)
+        .map_err(|_| {
+            AppError::new(
+                ErrorCode::InputInvalid,
+                "asOf is not an RFC 3339 time; write it like 2026-12-07T09:30:00Z",
+            )
+        })?;
+    let (live, copy) = worker.engine.snapshot_paths(app_id)?;
+    let database = sasha_replica::Database::App(app_id.to_owned());
+    let restored = tokio::runtime::Handle::current()
+        .block_on(replicator.restore_copy_at(&database, &live, &copy, at));
+    match restored {
+        Ok(Some(_)) => Snapshot::open(copy),
+        Ok(None) => {
+            snapshot::remove(&copy);
+            Err(AppError::new(
+                ErrorCode::InputInvalid,
+                format!(
+                    "object storage holds no copy of this app's data at {as_of}: its replica \
+                     begins later; pick a later instant, or restore from the ledger"
+                ),
+            ))
+        }
+        Err(error) => {
+            snapshot::remove(&copy);
+            Err(error.to_app_error())
+        }
     }
 }
 

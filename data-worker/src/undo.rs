@@ -44,6 +44,7 @@ use sha2::{Digest as _, Sha256};
 use crate::engine::commit::Trusted;
 use crate::engine::history::{HistoryEntry, images_owned_by, owner_path};
 use crate::engine::ledger::{ENTRY_COLUMNS, Entry, MIGRATE, entry_from_row};
+use crate::engine::snapshot::Snapshot;
 use crate::engine::{
     AuditMeta, AuditOperation, AuditRecord, Engine, MutationOutcome, ReceiptKey, sql_error,
 };
@@ -89,6 +90,20 @@ struct Request {
     overwrite: Option<Vec<RowRef>>,
     plan_hash: Option<String>,
     idempotency_key: Option<String>,
+    /// Where a restore reads the rows as they were (with `asOf`).
+    from: Option<RestoreFrom>,
+}
+
+/// Where a restore (`asOf`) reads the rows as they were: the ledger (every
+/// change after the instant, undone), or a copy of the app's file restored
+/// from object storage as it was then, compared row by row with the live
+/// one: it also holds what the ledger never saw (rows written behind the
+/// platform's back, rows older than the ledger).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestoreFrom {
+    Ledger,
+    Replica,
 }
 
 /// A row named by its table and id.
@@ -534,19 +549,7 @@ fn plan(
     for ((table, record), start) in &first {
         let spec = caller.spec(table)?;
         // Every entry of the row from its first selected one on.
-        let since: Vec<Entry> = trusted.read(|| {
-            let mut statement = conn
-                .prepare_cached(&format!(
-                    "/* engine */ SELECT {ENTRY_COLUMNS} FROM _sasha_audit \
-                     WHERE table_name = ?1 AND record_id = ?2 AND id >= ?3 ORDER BY id"
-                ))
-                .map_err(sql_error)?;
-            let rows = statement
-                .query_map(rusqlite::params![table, record, start.id], entry_from_row)
-                .map_err(sql_error)?;
-            rows.map(|row| row.map(|(entry, _)| entry).map_err(sql_error))
-                .collect::<Result<Vec<_>, AppError>>()
-        })?;
+        let since = row_entries(conn, trusted, table, record, start.id)?;
         let target = image(start.before.as_deref());
         let last = since.last().and_then(|entry| image(entry.after.as_deref()));
         let id = target
@@ -600,11 +603,7 @@ fn plan(
                 }
             })
             .collect();
-        let outside = match (&current, &last) {
-            (None, None) => false,
-            (Some(now), Some(recorded)) => !holds(now, recorded, false),
-            _ => true,
-        };
+        let outside = changed_outside(current.as_ref(), last.as_ref());
         let conflict = if !foreign.is_empty() {
             Some(Conflict {
                 reason: Reason::ChangedSince,
@@ -618,18 +617,7 @@ fn plan(
         } else {
             None
         };
-        let highest = since
-            .iter()
-            .flat_map(|entry| {
-                [
-                    image(entry.before.as_deref()),
-                    image(entry.after.as_deref()),
-                ]
-            })
-            .map(|image| version_of(image.as_ref()))
-            .chain([version_of(current.as_ref())])
-            .max()
-            .unwrap_or(0);
+        let next_version = highest_version(&since, current.as_ref()) + 1;
         rows.push(RowPlan {
             table: table.clone(),
             id,
@@ -637,17 +625,190 @@ fn plan(
             current,
             target,
             conflict,
-            next_version: highest + 1,
+            next_version,
         });
     }
-    let hash = hex::encode(Sha256::digest(
-        grammar::canonical_json(&serde_json::to_value(&rows).unwrap_or_default()).as_bytes(),
-    ));
-    Ok(Plan {
-        entries: entries.len(),
-        rows,
-        hash,
+    Ok(Plan::of(entries.len(), rows))
+}
+
+impl Plan {
+    fn of(entries: usize, rows: Vec<RowPlan>) -> Plan {
+        let hash = hex::encode(Sha256::digest(
+            grammar::canonical_json(&serde_json::to_value(&rows).unwrap_or_default()).as_bytes(),
+        ));
+        Plan {
+            entries,
+            rows,
+            hash,
+        }
+    }
+}
+
+/// The entries of row `record` of `table` from entry `from` on, oldest first.
+fn row_entries(
+    conn: &Connection,
+    trusted: &Trusted<'_>,
+    table: &str,
+    record: &str,
+    from: i64,
+) -> Result<Vec<Entry>, AppError> {
+    trusted.read(|| {
+        let mut statement = conn
+            .prepare_cached(&format!(
+                "/* engine */ SELECT {ENTRY_COLUMNS} FROM _sasha_audit \
+                 WHERE table_name = ?1 AND record_id = ?2 AND id >= ?3 ORDER BY id"
+            ))
+            .map_err(sql_error)?;
+        let rows = statement
+            .query_map(rusqlite::params![table, record, from], entry_from_row)
+            .map_err(sql_error)?;
+        rows.map(|row| row.map(|(entry, _)| entry).map_err(sql_error))
+            .collect()
     })
+}
+
+/// Whether a row's stored state is not what its last ledger entry recorded
+/// (`last`: that entry's after image; `None` for a delete or no entry):
+/// written behind the platform's back.
+fn changed_outside(current: Option<&Value>, last: Option<&Value>) -> bool {
+    match (current, last) {
+        (None, None) => false,
+        (Some(now), Some(recorded)) => !holds(now, recorded, false),
+        _ => true,
+    }
+}
+
+/// The highest version a row had in `entries` or has now.
+fn highest_version(entries: &[Entry], current: Option<&Value>) -> i64 {
+    entries
+        .iter()
+        .flat_map(|entry| {
+            [
+                image(entry.before.as_deref()),
+                image(entry.after.as_deref()),
+            ]
+        })
+        .map(|image| version_of(image.as_ref()))
+        .chain([version_of(current)])
+        .max()
+        .unwrap_or(0)
+}
+
+/// The plan of a restore `from: "replica"`: every row `caller` may write in
+/// the covered tables, compared between `copy` (the app's file as it was)
+/// and the live file: a row only the copy holds is recreated, one only
+/// the live file holds is deleted, one that differs is put back (the
+/// version aside; a column the copy lacks keeps its value). A row whose
+/// stored state is not what the ledger last recorded is a conflict
+/// (`changed-outside`), as in a ledger restore.
+fn replica_plan(
+    conn: &Connection,
+    trusted: &Trusted<'_>,
+    caller: &Caller<'_>,
+    table: Option<&str>,
+    copy: &Connection,
+) -> Result<Plan, AppError> {
+    let mut rows = Vec::new();
+    for (table, _) in caller.tables(table, true)? {
+        let spec = caller.spec(&table)?;
+        let mut then: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
+        if let Some(present) = copy_columns(copy, &table)? {
+            let statement = grammar::scan_statement(&spec, caller.actor, Some(&present))?;
+            let mut prepared = copy.prepare(&statement.sql).map_err(copy_error)?;
+            let mut found = prepared
+                .query(rusqlite::params_from_iter(statement.params.iter()))
+                .map_err(copy_error)?;
+            while let Some(row) = found.next().map_err(copy_error)? {
+                let row = grammar::row_to_json(&statement.columns, row).map_err(copy_error)?;
+                let id = row.get(grammar::ID_COLUMN).map(id_text).unwrap_or_default();
+                then.insert(id, row);
+            }
+        }
+        let mut differ: Vec<(Value, Option<Value>, Option<Value>)> = Vec::new();
+        let statement = grammar::scan_statement(&spec, caller.actor, None)?;
+        let mut prepared = crate::engine::prepare_governed(conn, &statement.sql)?;
+        let mut found = prepared
+            .query(rusqlite::params_from_iter(statement.params.iter()))
+            .map_err(sql_error)?;
+        while let Some(row) = found.next().map_err(sql_error)? {
+            let now =
+                Value::Object(grammar::row_to_json(&statement.columns, row).map_err(sql_error)?);
+            let id = now[grammar::ID_COLUMN].clone();
+            match then.remove(&id_text(&id)).map(Value::Object) {
+                Some(was) if holds(&now, &was, true) => {}
+                was => differ.push((id, Some(now), was)),
+            }
+            if rows.len() + differ.len() > MAX_UNDO_ROWS {
+                return Err(too_many("rows", MAX_UNDO_ROWS));
+            }
+        }
+        differ.extend(then.into_values().map(|was| {
+            (
+                was[grammar::ID_COLUMN].clone(),
+                None,
+                Some(Value::Object(was)),
+            )
+        }));
+        if rows.len() + differ.len() > MAX_UNDO_ROWS {
+            return Err(too_many("rows", MAX_UNDO_ROWS));
+        }
+        for (id, current, target) in differ {
+            let record = id_text(&id);
+            let entries = row_entries(conn, trusted, &table, &record, 0)?;
+            let last = entries
+                .last()
+                .and_then(|entry| image(entry.after.as_deref()));
+            let action = match (&current, &target) {
+                (Some(_), None) => Action::Delete,
+                (None, _) => Action::Recreate,
+                (Some(_), Some(_)) => Action::Update,
+            };
+            let conflict = changed_outside(current.as_ref(), last.as_ref()).then(|| Conflict {
+                reason: Reason::ChangedOutside,
+                changes: Vec::new(),
+            });
+            let next_version =
+                highest_version(&entries, current.as_ref()).max(version_of(target.as_ref())) + 1;
+            rows.push(RowPlan {
+                table: table.clone(),
+                id,
+                action,
+                current,
+                target,
+                conflict,
+                next_version,
+            });
+        }
+    }
+    rows.sort_by(|a, b| (&a.table, id_text(&a.id)).cmp(&(&b.table, id_text(&b.id))));
+    Ok(Plan::of(0, rows))
+}
+
+/// The columns `table` has in the restored copy, or `None` when the copy
+/// has no such table (it was made after the instant: it held no rows then).
+fn copy_columns(copy: &Connection, table: &str) -> Result<Option<Vec<String>>, AppError> {
+    let columns: Vec<String> = copy
+        .prepare("SELECT name FROM pragma_table_info(?1)")
+        .and_then(|mut statement| {
+            statement
+                .query_map([table], |row| row.get(0))?
+                .collect::<rusqlite::Result<_>>()
+        })
+        .map_err(copy_error)?;
+    Ok((!columns.is_empty()).then_some(columns))
+}
+
+/// A failure reading the restored copy: it is not what this app's file
+/// looks like (its owner column gone, a table changed past recognition).
+fn copy_error(error: rusqlite::Error) -> AppError {
+    let app = AppError::new(
+        ErrorCode::SchemaIncompatible,
+        "the copy restored from object storage cannot be compared with the app's rows as they \
+         are now (a table's shape changed too much since); restore the app with `sasha restore` \
+         instead",
+    );
+    tracing::warn!(diagnostic_id = %app.diagnostic_id, %error, "undo: cannot read the restored copy");
+    app
 }
 
 /// The row id as text, for matching `overwrite` and sorting.
@@ -737,6 +898,36 @@ pub struct Call<'a> {
     /// Where the call came from and the revision, for an undo's entries.
     pub meta: Option<AuditMeta>,
     pub request_json: &'a str,
+    /// Restores a copy of the app's file as it was at an instant (the
+    /// request's `asOf`, as written) from object storage, for a restore
+    /// `from: "replica"`.
+    pub restore_copy: &'a dyn Fn(&str) -> Result<Snapshot, AppError>,
+}
+
+/// The copy a restore `from: "replica"` reads, restored before the engine
+/// is entered (the app stays live while object storage is read); `None`
+/// for anything the ledger answers.
+fn copy_for(
+    restore_copy: &dyn Fn(&str) -> Result<Snapshot, AppError>,
+    request: &Request,
+) -> Result<Option<Snapshot>, AppError> {
+    match (&request.as_of, request.from) {
+        (Some(as_of), Some(RestoreFrom::Replica)) => restore_copy(as_of).map(Some),
+        (None, Some(_)) => Err(invalid(
+            "from says where a restore reads the rows as they were: it needs asOf",
+        )),
+        _ => Ok(None),
+    }
+}
+
+/// The time of the ledger's first entry, if it has one: a restore to an
+/// instant before it reads the replica for rows older than the ledger.
+fn ledger_starts(conn: &Connection, trusted: &Trusted<'_>) -> Result<Option<String>, AppError> {
+    trusted.read(|| {
+        conn.prepare_cached("/* engine */ SELECT MIN(created_at) FROM _sasha_audit")
+            .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
+            .map_err(sql_error)
+    })
 }
 
 /// Runs one of the ledger operations.
@@ -764,6 +955,7 @@ pub fn execute(operation: LedgerOperation, call: Call<'_>) -> Result<Value, AppE
     };
     match operation {
         LedgerOperation::Activity => {
+            refuse(request.from.is_some(), "from")?;
             refuse(request.overwrite.is_some(), "overwrite")?;
             refuse(request.plan_hash.is_some(), "planHash")?;
             refuse(request.idempotency_key.is_some(), "idempotencyKey")?;
@@ -800,10 +992,31 @@ pub fn execute(operation: LedgerOperation, call: Call<'_>) -> Result<Value, AppE
             refuse(request.idempotency_key.is_some(), "idempotencyKey")?;
             let limit = page_limit(request.limit)?;
             let start = cursor_number(request.cursor.as_deref())?.unwrap_or(0);
+            let copy = copy_for(call.restore_copy, &request)?;
             call.engine
                 .read_with_ledger(call.app_id, call.contract, |conn, trusted| {
                     let selection = selection(conn, trusted, &request)?;
-                    let plan = plan(conn, trusted, &caller, &selection)?;
+                    let plan = match &copy {
+                        Some(copy) => replica_plan(
+                            conn,
+                            trusted,
+                            &caller,
+                            selection.table.as_deref(),
+                            copy.conn(),
+                        )?,
+                        None => plan(conn, trusted, &caller, &selection)?,
+                    };
+                    let from = request.as_of.as_ref().map(|_| {
+                        if copy.is_some() {
+                            RestoreFrom::Replica
+                        } else {
+                            RestoreFrom::Ledger
+                        }
+                    });
+                    let starts = match from {
+                        Some(RestoreFrom::Ledger) => ledger_starts(conn, trusted)?,
+                        _ => None,
+                    };
                     let start = usize::try_from(start).unwrap_or(usize::MAX);
                     let page: Vec<&RowPlan> = plan.rows.iter().skip(start).take(limit).collect();
                     let next = (start + page.len() < plan.rows.len())
@@ -815,6 +1028,8 @@ pub fn execute(operation: LedgerOperation, call: Call<'_>) -> Result<Value, AppE
                         "conflicts": plan.rows.iter().filter(|row| row.conflict.is_some()).count(),
                         "page": page,
                         "nextCursor": next,
+                        "from": from,
+                        "ledgerStarts": starts,
                     }))
                 })
         }
@@ -856,6 +1071,7 @@ pub fn execute(operation: LedgerOperation, call: Call<'_>) -> Result<Value, AppE
                 .flatten()
                 .map(|row| (row.table.clone(), id_text(&row.id)))
                 .collect();
+            let copy = copy_for(call.restore_copy, &request)?;
             let contract = std::sync::Arc::clone(call.contract);
             let actor = call.actor.to_owned();
             call.engine.mutate_reading_ledger(
@@ -871,7 +1087,16 @@ pub fn execute(operation: LedgerOperation, call: Call<'_>) -> Result<Value, AppE
                         contract: &contract,
                     };
                     let selection = selection(conn, trusted, &request)?;
-                    let plan = plan(conn, trusted, &caller, &selection)?;
+                    let plan = match &copy {
+                        Some(copy) => replica_plan(
+                            conn,
+                            trusted,
+                            &caller,
+                            selection.table.as_deref(),
+                            copy.conn(),
+                        )?,
+                        None => plan(conn, trusted, &caller, &selection)?,
+                    };
                     if plan.hash != plan_hash {
                         return Err(AppError::new(
                             ErrorCode::Conflict,

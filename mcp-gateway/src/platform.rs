@@ -147,9 +147,17 @@ fn selection_properties(paged: bool) -> Value {
     properties
 }
 
+/// The selection of a preview or an undo: the activity's, plus where a
+/// restore reads the rows as they were.
+fn restore_properties(paged: bool) -> Value {
+    let mut properties = selection_properties(paged);
+    properties["from"] = json!({"type": "string", "enum": ["ledger", "replica"], "description": "With asOf: read the rows as they were from the ledger (the default: every change after asOf undone) or from the copy of the app's data in object storage as it was at asOf, compared row by row with the rows now (it also holds what the ledger never saw: rows written behind the platform's back, rows older than the ledger; needs replication)."});
+    properties
+}
+
 fn undo_properties() -> Value {
     use sasha_contract::grammar::{MAX_IDEMPOTENCY_KEY_CHARS, MAX_UNDO_ROWS};
-    let mut properties = selection_properties(false);
+    let mut properties = restore_properties(false);
     properties["planHash"] = json!({"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "planHash of the preview the person saw."});
     properties["overwrite"] = json!({"type": "array", "maxItems": MAX_UNDO_ROWS, "items": {"type": "object", "properties": {"table": {"type": "string"}, "id": {"type": ["integer", "string"]}}, "required": ["table", "id"], "additionalProperties": false}, "description": "Conflicting rows to put back anyway."});
     properties["idempotencyKey"] =
@@ -349,8 +357,8 @@ fn build(platform_tool: PlatformTool) -> Tool {
         T::PreviewAppUndo => tool(
             name,
             "Preview undoing changes to a Sasha App's data",
-            "Say what undoing a selection of the app's changes would do, without changing anything: the selection is changes since an instant (since, optionally until), optionally of one table, one initiator (with initiatorId, e.g. one assistant conversation) or one actor, or listed entries; or, with asOf, every change after that instant (a restore: the rows as they were then). Each row shows its current and its earlier state and the action (recreate, update, delete). A row changed since by anything outside the selection, or behind the platform's back, is a conflict and is left alone unless named in undoAppChanges' overwrite. A migration is never undone here (revert the app instead). Pass planHash to undoAppChanges. Pages with cursor.",
-            object(selection_properties(true), &["app"]),
+            "Say what undoing a selection of the app's changes would do, without changing anything: the selection is changes since an instant (since, optionally until), optionally of one table, one initiator (with initiatorId, e.g. one assistant conversation) or one actor, or listed entries; or, with asOf, every change after that instant (a restore: the rows as they were then). Each row shows its current and its earlier state and the action (recreate, update, delete). A row changed since by anything outside the selection, or behind the platform's back, is a conflict and is left alone unless named in undoAppChanges' overwrite. A migration is never undone here (revert the app instead). For a restore, from: replica reads the app's data as object storage held it at asOf instead of the ledger (answered as from; ledgerStarts says when the ledger's first entry was written: before it, only the replica knows the rows). Pass planHash to undoAppChanges. Pages with cursor.",
+            object(restore_properties(true), &["app"]),
             true,
             false,
         ),

@@ -483,6 +483,32 @@ impl Replicator {
         Ok(InPlace::Empty)
     }
 
+    /// A copy of `database` (whose live file is `path`) as it was at `at`,
+    /// written to `output` (which must not exist), for reading: object
+    /// storage is first made to hold everything committed so far (when
+    /// this process tracks the file), then the newest generation that held
+    /// data at `at` is restored. `None` when object storage held nothing of
+    /// it then. The live file is neither read nor touched.
+    pub async fn restore_copy_at(
+        &self,
+        database: &Database,
+        path: &Path,
+        output: &Path,
+        at: OffsetDateTime,
+    ) -> Result<Option<Generation>, ReplicaError> {
+        self.flush(database, path).await?;
+        restore_newest(
+            &self.inner.store,
+            &self.inner.config.litestream,
+            &self.inner.config.credentials,
+            database,
+            output,
+            Some(at),
+        )
+        .await
+        .map_err(ReplicaError::Local)
+    }
+
     /// Makes object storage hold everything committed to `path` so far (one
     /// sync-and-wait, whatever the mode): the final sync of a hand-over. A
     /// database this process does not track has nothing of its own there.

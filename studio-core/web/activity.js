@@ -6,7 +6,10 @@
 // initiator did. "Preview" asks `previewAppUndo` and shows each row's current
 // and earlier state and the conflicts; "Undo" sends `undoAppChanges` with
 // the previewed plan's hash and the conflicts the person ticked to
-// overwrite. The person's click is the approval: the calls go to `/mcp` as
+// overwrite. "Preview restore" does the same for the rows as they were at an
+// instant (`asOf`), read from the ledger or, ticked, from the copy of the
+// app's data in object storage (`from: "replica"`); when the ledger starts
+// after the instant, the preview says so. The person's click is the approval: the calls go to `/mcp` as
 // the app's own managing page (`callTool`, shared with the recovery grid),
 // and data-worker decides everything again. Nothing here decides access.
 
@@ -47,6 +50,8 @@ export function activityPanel(options) {
   const initiatorId = h("input", { id: `${prefix}-initiator-id`, name: "initiatorId", type: "text", placeholder: "conversation, client or undo id" });
   const table = h("input", { id: `${prefix}-table`, name: "table", type: "text", placeholder: "every table" });
   const since = h("input", { id: `${prefix}-since`, name: "since", type: "datetime-local", step: "1" });
+  const asOf = h("input", { id: `${prefix}-as-of`, name: "asOf", type: "datetime-local", step: "1" });
+  const fromReplica = h("input", { id: `${prefix}-from-replica`, name: "from", type: "checkbox", value: "replica" });
   const list = h("tbody");
   const plan = h("div", { class: "activity-plan" });
   const more = h("button", { type: "button", class: "button", text: "Older changes", hidden: true });
@@ -124,11 +129,38 @@ export function activityPanel(options) {
     }
   }
 
-  async function preview() {
+  /** The heading of a preview of `picked`, from the preview's `answer`. */
+  function heading(picked, answer) {
+    if (!picked.asOf) {
+      return `Undo ${answer.entries} changes: ${answer.rows} rows, ${answer.conflicts} conflicts`;
+    }
+    const source = answer.from === "replica" ? "from the copy in object storage" : `by undoing ${answer.entries} changes`;
+    return `Restore to ${picked.asOf} ${source}: ${answer.rows} rows, ${answer.conflicts} conflicts`;
+  }
+
+  /** Rows from before the ledger are only in the replica: say so. */
+  function ledgerNote(picked, answer) {
+    if (picked.asOf && answer.from === "ledger" && answer.ledgerStarts && answer.ledgerStarts > picked.asOf) {
+      return h("p", { class: "activity-note", text: `The ledger starts at ${answer.ledgerStarts}: rows older than it are only in the copy in object storage. Tick "from the copy in object storage" to restore them too.` });
+    }
+    return null;
+  }
+
+  function restoreSelection() {
+    const picked = { app: app.id, asOf: new Date(asOf.value).toISOString() };
+    if (table.value.trim()) {
+      picked.table = table.value.trim();
+    }
+    if (fromReplica.checked) {
+      picked.from = "replica";
+    }
+    return picked;
+  }
+
+  async function preview(picked) {
     clearAlert();
     replaceChildren(plan);
-    const picked = selection();
-    say("Working out the undo…");
+    say(picked.asOf ? "Working out the restore…" : "Working out the undo…");
     try {
       const answer = await callTool(app.id, "previewAppUndo", { ...picked, limit: 200 });
       const rows = answer.page.map((row) => {
@@ -145,7 +177,7 @@ export function activityPanel(options) {
           h("td", {}, row.conflict ? h("span", { text: row.conflict.reason === "changed-since" ? "changed since by someone else; left alone unless ticked " : "changed outside Sasha; left alone unless ticked " }) : null, overwrite),
         );
       });
-      const apply = h("button", { type: "button", class: "button button-danger", text: `Undo ${answer.rows} rows` });
+      const apply = h("button", { type: "button", class: "button button-danger", text: `${picked.asOf ? "Restore" : "Undo"} ${answer.rows} rows` });
       apply.disabled = answer.rows === 0;
       apply.addEventListener("click", async () => {
         apply.disabled = true;
@@ -163,7 +195,8 @@ export function activityPanel(options) {
       });
       replaceChildren(
         plan,
-        h("h3", { text: `Undo ${answer.entries} changes: ${answer.rows} rows, ${answer.conflicts} conflicts` }),
+        h("h3", { text: heading(picked, answer) }),
+        ledgerNote(picked, answer),
         h("table", { class: "activity-preview" }, h("thead", {}, h("tr", {}, ...["Row", "Action", "Now", "After the undo", "Conflict"].map((text) => h("th", { text })))), h("tbody", {}, ...rows)),
         apply,
       );
@@ -192,7 +225,23 @@ export function activityPanel(options) {
     load(true);
   });
   more.addEventListener("click", () => load(false));
-  const previewButton = h("button", { type: "button", class: "button", text: "Preview undo", onclick: preview });
+  const previewButton = h("button", { type: "button", class: "button", text: "Preview undo", onclick: () => preview(selection()) });
+  const restoreForm = h(
+    "form",
+    { class: "activity-restore" },
+    h("label", { for: asOf.id, text: "Restore the rows as they were at" }),
+    asOf,
+    h("div", { class: "check-field" }, fromReplica, h("label", { for: fromReplica.id, text: "from the copy in object storage" })),
+    h("button", { type: "submit", class: "button", text: "Preview restore" }),
+  );
+  restoreForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (!asOf.value) {
+      fail("Say the instant to restore to.");
+      return;
+    }
+    preview(restoreSelection());
+  });
   const element = h(
     "section",
     { class: "activity-panel", "aria-labelledby": `${prefix}-title` },
@@ -204,6 +253,8 @@ export function activityPanel(options) {
     h("table", { class: "activity-list" }, h("thead", {}, h("tr", {}, ...["", "When", "Who", "Through", "Row", "Change", "Before", "After"].map((text) => h("th", { text })))), list),
     more,
     previewButton,
+    h("p", { text: "Or put the rows (of the table above, or of every table) back as they were at an instant: every change after it is undone, or, from the copy in object storage, the rows are compared with that copy." }),
+    restoreForm,
     h("button", { type: "button", class: "button button-quiet", text: "Close", onclick: onClose }),
     plan,
   );

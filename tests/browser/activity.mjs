@@ -3,7 +3,9 @@
 // view, and the assistant's conversation), filters to the conversation,
 // previews the undo (three rows to remove, no conflict) and undoes it; the
 // list then holds the conversation's changes still, and the done line and
-// the status name the undo's id.
+// the status name the undo's id. Then a restore to an instant before every
+// change: refused from the copy in object storage (no replication here),
+// previewed and applied from the ledger, which says it starts later.
 //
 // Environment (set by tests/chromium/activity.rs): CHROMIUM, STUDIO_URL,
 // ADMIN_USER, ADMIN_PASSWORD, CONVERSATION, ARTIFACTS.
@@ -69,4 +71,26 @@ async function run() {
   await panel.getByText(/^Undone \(undo-[0-9a-f]{16}\)\.$/).waitFor();
   checks.equal(await panel.locator(".activity-list tbody tr").count(), 3, "the conversation's changes stay listed after the undo");
   await screenshots(page, ARTIFACTS, "activity-undone", taken, panel);
+
+  // A restore to an instant before every change: from the copy in object
+  // storage it is refused (this Studio does not replicate), from the
+  // ledger it undoes all seven changes, and the preview says the ledger
+  // starts after the instant.
+  await panel.getByLabel("Started by").selectOption("");
+  await panel.getByLabel("Id").fill("");
+  await panel.getByLabel("Restore the rows as they were at").fill("2000-01-01T00:00:00");
+  await panel.getByLabel("from the copy in object storage").check();
+  await panel.getByRole("button", { name: "Preview restore" }).click();
+  await refused.waitFor();
+  checks.ok((await refused.textContent()).includes("SASHA_REPLICA_URL"), "without replication the copy in object storage is refused, saying why", await refused.textContent());
+  await panel.getByLabel("from the copy in object storage").uncheck();
+  await panel.getByRole("button", { name: "Preview restore" }).click();
+  await panel.getByRole("heading", { name: "Restore to 2000-01-01T00:00:00.000Z by undoing 7 changes: 1 rows, 0 conflicts" }).waitFor();
+  checks.ok(await refused.isHidden(), "the ledger's restore is not refused");
+  const note = await panel.locator(".activity-note").textContent();
+  checks.ok(note.startsWith("The ledger starts at ") && note.includes("only in the copy in object storage"), "the preview says the ledger starts after the instant", note);
+  await screenshots(page, ARTIFACTS, "activity-restore", taken, panel);
+  await panel.getByRole("button", { name: "Restore 1 rows" }).click();
+  await panel.getByText(/^Undone: 0 recreated, 0 put back, 1 removed, 0 left alone\. To take it back, undo undo-[0-9a-f]{16}\.$/).waitFor();
+  checks.ok(true, "the restore removes the row written after the instant");
 }

@@ -14,7 +14,10 @@
 //! - Object storage stopped in sync mode: writes are retryable refusals and
 //!   none is acknowledged, reads go on, health says so and lag is logged;
 //!   writes resume by themselves when it returns.
-//! - A restore at an instant gives exactly the state before it.
+//! - A restore at an instant gives exactly the state before it, offline
+//!   (`sasha restore --at`) and online (`previewAppUndo` and
+//!   `undoAppChanges` with `from: "replica"`, putting back a row written
+//!   behind the platform's back that the ledger never saw).
 //! - Apps created, deployed (member apps) and deleted at runtime appear in
 //!   and leave object storage.
 //! - Bad settings and restore arguments: one line each, nothing changed; a
@@ -965,6 +968,76 @@ async fn a_restore_at_an_instant_gives_exactly_the_state_before_it() {
         "{stderr}"
     );
     assert!(!early.exists());
+
+    // Online, the app staying live: a row rewritten behind the platform's
+    // back is one the ledger never saw change. A restore from the replica
+    // compares the rows with object storage's copy at the instant: it
+    // shows that row as a conflict (changed outside) and, named, puts it
+    // back, with the later row removed.
+    let live = state.join(format!("apps/{APP}.sqlite"));
+    let tampered = rusqlite::Connection::open(&live).unwrap();
+    tampered.busy_timeout(Duration::from_secs(5)).unwrap();
+    tampered
+        .execute(
+            "UPDATE categories SET name = 'tampered' WHERE name = 'earlier'",
+            [],
+        )
+        .unwrap();
+    drop(tampered);
+    let restore = json!({"app": APP, "asOf": between, "from": "replica"});
+    let preview = mcp::structured(&client.call("previewAppUndo", restore.clone()).await).clone();
+    assert_eq!(
+        (&preview["from"], &preview["rows"], &preview["conflicts"]),
+        (&json!("replica"), &json!(2), &json!(1)),
+        "{preview}"
+    );
+    let plan: Vec<(Value, Value)> = preview["page"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| (row["action"].clone(), row["conflict"]["reason"].clone()))
+        .collect();
+    assert_eq!(
+        plan,
+        [
+            (json!("update"), json!("changed-outside")),
+            (json!("delete"), Value::Null)
+        ],
+        "{preview}"
+    );
+    assert_eq!(preview["page"][0]["target"]["name"], "earlier", "{preview}");
+    // The ledger alone restores the later row only.
+    let ledger = mcp::structured(
+        &client
+            .call("previewAppUndo", json!({"app": APP, "asOf": between}))
+            .await,
+    )
+    .clone();
+    assert_eq!(
+        (&ledger["from"], &ledger["rows"]),
+        (&json!("ledger"), &json!(1)),
+        "{ledger}"
+    );
+    let mut apply = restore.clone();
+    apply["planHash"] = preview["planHash"].clone();
+    apply["overwrite"] = json!([{"table": "categories", "id": preview["page"][0]["id"]}]);
+    let done = mcp::structured(&client.call("undoAppChanges", apply).await).clone();
+    assert_eq!(
+        (&done["updated"], &done["deleted"], &done["leftAlone"]),
+        (&json!(1), &json!(1), &json!([])),
+        "{done}"
+    );
+    assert_eq!(
+        categories(&live).into_keys().collect::<Vec<_>>(),
+        ["earlier"]
+    );
+    assert_eq!(
+        std::fs::read_dir(state.join("apps/.restores"))
+            .unwrap()
+            .count(),
+        0,
+        "the copy read from object storage is gone"
+    );
     drop(stack);
 }
 

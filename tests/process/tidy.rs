@@ -148,6 +148,23 @@ fn is_test_or_bench(path: &Path) -> bool {
         || text.starts_with("benches/")
         || text.ends_with("/tests.rs")
         || text.contains("/tests/")
+        || is_named_test_module(path)
+}
+
+/// `<dir>/<name>_tests.rs` whose parent `<dir>.rs` declares it
+/// `#[cfg(test)] mod <name>_tests;`: a test module under another name.
+fn is_named_test_module(path: &Path) -> bool {
+    let Some(name) = path
+        .file_stem()
+        .and_then(|stem| stem.to_str())
+        .filter(|stem| stem.ends_with("_tests"))
+    else {
+        return false;
+    };
+    let parent = path.parent().map(|dir| dir.with_extension("rs"));
+    parent
+        .and_then(|parent| std::fs::read_to_string(root().join(parent)).ok())
+        .is_some_and(|text| text.contains(&format!("#[cfg(test)]\nmod {name};")))
 }
 
 #[test]

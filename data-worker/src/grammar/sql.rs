@@ -414,6 +414,37 @@ pub fn get_statement(table: &TableSpec, id: &Value, actor: &str) -> Result<State
     })
 }
 
+/// Every row of `table` that `actor` may write (its own in an owner table),
+/// by id, with those of the table's columns that `present` holds: the two
+/// sides of a restore's comparison, the live file and a restored copy of
+/// it (whose table may lack a column a later migration added; `None` for
+/// the live file, which holds them all). Unbounded: the caller streams it
+/// and stops at its own bound.
+pub fn scan_statement(
+    table: &TableSpec,
+    actor: &str,
+    present: Option<&[String]>,
+) -> Result<Statement, AppError> {
+    let owner = table.scope()?;
+    let columns: Vec<String> = table
+        .all_columns()
+        .into_iter()
+        .filter(|column| present.is_none_or(|present| present.contains(column)))
+        .collect();
+    let mut params = Vec::new();
+    let owner_sql = scope_term(owner, actor, &mut params);
+    Ok(Statement {
+        sql: format!(
+            "SELECT {} FROM {} WHERE 1{owner_sql} ORDER BY {}",
+            column_list(&columns),
+            quote(&table.name),
+            quote(ID_COLUMN)
+        ),
+        params,
+        columns,
+    })
+}
+
 pub(super) fn scope_term(owner: Option<&str>, actor: &str, params: &mut Vec<SqlValue>) -> String {
     match owner {
         Some(owner) => {

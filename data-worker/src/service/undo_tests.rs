@@ -725,3 +725,190 @@ fn a_migration_is_listed_as_its_publishers_and_never_undone() {
     assert_eq!(claimed.code, ErrorCode::InputInvalid);
     assert!(claimed.message.contains("migration"), "{}", claimed.message);
 }
+
+/// A restore `from: "replica"` of `body` by `who`, reading a fresh copy of
+/// `saved` as the file restored from object storage (the process tier runs
+/// the real one, `tests/process/replication.rs`).
+fn from_copy(
+    world: &World,
+    who: As<'_>,
+    operation: crate::undo::LedgerOperation,
+    body: Value,
+    saved: &std::path::Path,
+) -> Result<Value, AppError> {
+    let contract = world
+        .worker
+        .contract(
+            &world.contract.hash,
+            Some(&pb::DataContract::from(&world.contract)),
+        )
+        .unwrap();
+    let restore_copy = |_: &str| {
+        let (_, copy) = world.worker.engine.snapshot_paths(APP)?;
+        std::fs::copy(saved, &copy).unwrap();
+        crate::engine::snapshot::Snapshot::open(copy)
+    };
+    crate::undo::execute(
+        operation,
+        crate::undo::Call {
+            engine: &world.worker.engine,
+            app_id: APP,
+            contract: &contract,
+            actor: who.user,
+            access: who.access,
+            meta: Some(AuditMeta {
+                source: CallSource::Ui,
+                initiator: Initiator::AppView,
+                initiator_id: None,
+                app_revision: "rev-1".into(),
+                action_id: None,
+            }),
+            request_json: &body.to_string(),
+            restore_copy: &restore_copy,
+        },
+    )
+}
+
+#[test]
+fn a_restore_from_the_replica_puts_back_what_the_ledger_never_saw() {
+    use crate::undo::LedgerOperation::{Undo, UndoPreview};
+    let world = World::new();
+    let a = world.create(ALICE, "a");
+    let b = world.create(ALICE, "b");
+    let at_instant = world.rows(ALICE);
+    // The file as object storage holds it at the instant.
+    let saved = world._dir.path().join("saved.sqlite");
+    let live = world._dir.path().join(format!("{APP}.sqlite"));
+    rusqlite::Connection::open(&live)
+        .unwrap()
+        .execute("VACUUM INTO ?1", [saved.to_str().unwrap()])
+        .unwrap();
+    let a = world.update(ALICE, &a, "a changed");
+    let c = world.create(ALICE, "c");
+    world.delete(ALICE, &b);
+    world.create(BOB, "bob's");
+    // Then a's row is rewritten behind the platform's back.
+    rusqlite::Connection::open(&live)
+        .unwrap()
+        .execute(
+            "UPDATE notes SET body = 'tampered' WHERE id = ?1",
+            [a["id"].as_i64()],
+        )
+        .unwrap();
+    let restore = json!({"asOf": "2026-01-01T00:00:00Z", "from": "replica"});
+
+    let preview = from_copy(&world, ALICE, UndoPreview, restore.clone(), &saved).unwrap();
+    assert_eq!(preview["from"], "replica", "{preview}");
+    assert_eq!(
+        (&preview["rows"], &preview["conflicts"]),
+        (&json!(3), &json!(1)),
+        "{preview}"
+    );
+    let plan: Vec<(Value, Value, bool)> = preview["page"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["id"].clone(),
+                row["action"].clone(),
+                row["conflict"].is_object(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        plan,
+        [
+            (a["id"].clone(), json!("update"), true),
+            (b["id"].clone(), json!("recreate"), false),
+            (c["id"].clone(), json!("delete"), false),
+        ],
+        "Bob's row is not Alice's to restore; the tampered row is a conflict: {preview}"
+    );
+    assert_eq!(
+        preview["page"][0]["conflict"]["reason"], "changed-outside",
+        "{preview}"
+    );
+    // The ledger alone cannot see the tampered row as changed since then.
+    let ledger = world
+        .preview(ALICE, json!({"asOf": "2026-01-01T00:00:00Z"}))
+        .unwrap();
+    assert_eq!(ledger["from"], "ledger");
+    assert!(ledger["ledgerStarts"].is_string(), "{ledger}");
+
+    // Applied with the conflict named: exactly the rows at the instant.
+    let mut apply = restore.clone();
+    apply["planHash"] = preview["planHash"].clone();
+    apply["idempotencyKey"] = json!("from-the-replica");
+    apply["overwrite"] = json!([{"table": "notes", "id": a["id"]}]);
+    let done = from_copy(&world, ALICE, Undo, apply, &saved).unwrap();
+    assert_eq!(
+        (
+            &done["recreated"],
+            &done["updated"],
+            &done["deleted"],
+            &done["leftAlone"]
+        ),
+        (&json!(1), &json!(1), &json!(1), &json!([])),
+        "{done}"
+    );
+    assert_eq!(world.rows(ALICE), at_instant);
+    assert_eq!(world.rows(BOB).len(), 1);
+    // Every copy was removed after its use.
+    let restores = world._dir.path().join(crate::engine::snapshot::RESTORE_DIR);
+    assert_eq!(std::fs::read_dir(restores).unwrap().count(), 0);
+    // The restore is an undo like any other: recorded, and undone by its id.
+    let undone = world
+        .call(
+            ALICE,
+            "activity",
+            "",
+            json!({"initiator": "undo", "initiatorId": done["undoId"]}),
+        )
+        .unwrap();
+    assert_eq!(undone["entries"].as_array().unwrap().len(), 3, "{undone}");
+}
+
+#[test]
+fn a_restore_from_the_replica_is_refused_where_it_cannot_be_read() {
+    let world = World::new();
+    world.create(ALICE, "a");
+    // `from` belongs to a restore.
+    let refused = world
+        .preview(
+            ALICE,
+            json!({"since": "2000-01-01T00:00:00Z", "from": "replica"}),
+        )
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::InputInvalid);
+    assert!(refused.message.contains("asOf"), "{}", refused.message);
+    let refused = world
+        .preview(
+            ALICE,
+            json!({"asOf": "2026-01-01T00:00:00Z", "from": "tape"}),
+        )
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::InputInvalid);
+    // Without replication there is no copy to read: said, nothing written.
+    let refused = world
+        .preview(
+            ALICE,
+            json!({"asOf": "2026-01-01T00:00:00Z", "from": "replica"}),
+        )
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::OperationUnavailable);
+    assert!(
+        refused.message.contains("SASHA_REPLICA_URL"),
+        "{}",
+        refused.message
+    );
+    // A use holder cannot restore from anywhere.
+    let refused = world
+        .preview(
+            ALICE.using(),
+            json!({"asOf": "2026-01-01T00:00:00Z", "from": "replica"}),
+        )
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::AccessDenied);
+    assert_eq!(world.rows(ALICE).len(), 1);
+}

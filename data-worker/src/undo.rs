@@ -694,6 +694,27 @@ fn highest_version(entries: &[Entry], current: Option<&Value>) -> i64 {
         .unwrap_or(0)
 }
 
+/// The plan of `selection`: from `copy` for a restore `from: "replica"`,
+/// else from the ledger.
+fn plan_from(
+    conn: &Connection,
+    trusted: &Trusted<'_>,
+    caller: &Caller<'_>,
+    selection: &Selection,
+    copy: Option<&Snapshot>,
+) -> Result<Plan, AppError> {
+    match copy {
+        Some(copy) => replica_plan(
+            conn,
+            trusted,
+            caller,
+            selection.table.as_deref(),
+            copy.conn(),
+        ),
+        None => plan(conn, trusted, caller, selection),
+    }
+}
+
 /// The plan of a restore `from: "replica"`: every row `caller` may write in
 /// the covered tables, compared between `copy` (the app's file as it was)
 /// and the live file: a row only the copy holds is recreated, one only
@@ -996,16 +1017,7 @@ pub fn execute(operation: LedgerOperation, call: Call<'_>) -> Result<Value, AppE
             call.engine
                 .read_with_ledger(call.app_id, call.contract, |conn, trusted| {
                     let selection = selection(conn, trusted, &request)?;
-                    let plan = match &copy {
-                        Some(copy) => replica_plan(
-                            conn,
-                            trusted,
-                            &caller,
-                            selection.table.as_deref(),
-                            copy.conn(),
-                        )?,
-                        None => plan(conn, trusted, &caller, &selection)?,
-                    };
+                    let plan = plan_from(conn, trusted, &caller, &selection, copy.as_ref())?;
                     let from = request.as_of.as_ref().map(|_| {
                         if copy.is_some() {
                             RestoreFrom::Replica
@@ -1087,16 +1099,7 @@ pub fn execute(operation: LedgerOperation, call: Call<'_>) -> Result<Value, AppE
                         contract: &contract,
                     };
                     let selection = selection(conn, trusted, &request)?;
-                    let plan = match &copy {
-                        Some(copy) => replica_plan(
-                            conn,
-                            trusted,
-                            &caller,
-                            selection.table.as_deref(),
-                            copy.conn(),
-                        )?,
-                        None => plan(conn, trusted, &caller, &selection)?,
-                    };
+                    let plan = plan_from(conn, trusted, &caller, &selection, copy.as_ref())?;
                     if plan.hash != plan_hash {
                         return Err(AppError::new(
                             ErrorCode::Conflict,

@@ -30,7 +30,7 @@ use std::time::Duration;
 use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::fake_llm::{self, FakeLlm, Step};
 use common::mcp::{Mcp, SESSIONLESS, structured};
-use common::{UpProcess, browser_artifacts, free_port, http_client};
+use common::{UpProcess, browser_artifacts, free_port, http_client, undo_scenario};
 use serde_json::{Value, json};
 use studio_store::{AppAccess, Scope, UserRole};
 
@@ -155,45 +155,10 @@ async fn phase(name: &str, studio: &str, artifacts: &std::path::Path, up: &UpPro
     .await
 }
 
-/// The expenses of `page`'s app as `[id, amount, note]`, by id.
-async fn expenses(page: &mut Mcp) -> Value {
-    let listed = page
-        .call(
-            "app__expense_log__expenses__list",
-            json!({"limit": 200, "orderBy": [{"field": "id"}]}),
-        )
-        .await;
-    structured(&listed)["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|row| json!([row["id"], row["amount"], row["note"]]))
-        .collect()
-}
-
 #[tokio::test]
 async fn a_members_conversation_is_undone_and_the_undo_undone_in_chromium() {
     browser::require();
-    let tool = |table_operation: &str| format!("app__expense_log__{table_operation}");
-    let mut calls = Vec::new();
-    for n in 0..30 {
-        calls.push((
-            tool("expenses__create"),
-            json!({"values": {"spent_on": "2026-12-02", "amount": 100 + n, "category_id": 1}}),
-        ));
-    }
-    for id in 1..=10 {
-        calls.push((
-            tool("expenses__update"),
-            json!({"id": id, "changes": {"amount": 999}, "expectedVersion": 1}),
-        ));
-    }
-    for id in 11..=15 {
-        calls.push((
-            tool("expenses__delete"),
-            json!({"id": id, "expectedVersion": 1}),
-        ));
-    }
+    let calls = undo_scenario::conversation_calls();
     let fake = FakeLlm::start(fake_llm::script(vec![
         Step::Calls(calls),
         Step::Text("Done: 30 added, 10 changed, 5 removed.".into()),
@@ -235,51 +200,28 @@ async fn a_members_conversation_is_undone_and_the_undo_undone_in_chromium() {
         ],
         SESSIONLESS,
     );
-    structured(
-        &page
-            .call(
-                &tool("categories__create"),
-                json!({"values": {"name": "Travel"}}),
-            )
-            .await,
-    );
-    for n in 0..15 {
-        let row = page
-            .call(
-                &tool("expenses__create"),
-                json!({"values": {"spent_on": "2026-12-01", "amount": n, "category_id": 1}}),
-            )
-            .await;
-        assert_eq!(structured(&row)["id"], n + 1);
-    }
-    let mut before = expenses(&mut page).await;
+    undo_scenario::seed(&mut page).await;
+    let mut before = undo_scenario::expenses(&mut page).await;
 
     let artifacts = browser_artifacts().join("undo-conversation");
     phase("converse", &studio, &artifacts, &up).await;
-    let during = expenses(&mut page).await;
+    let during = undo_scenario::expenses(&mut page).await;
     assert_eq!(during.as_array().unwrap().len(), 40, "{during}");
 
     // Mia edits one of the rows the assistant rewrote, in the app's view.
-    let edited = page
-        .call(
-            &tool("expenses__update"),
-            json!({"id": 1, "changes": {"note": "checked by hand"}, "expectedVersion": 2}),
-        )
-        .await;
-    let edited = structured(&edited).clone();
-    before[0] = json!([1, edited["amount"], "checked by hand"]);
-    let after = expenses(&mut page).await;
+    before[0] = undo_scenario::edit_by_hand(&mut page).await;
+    let after = undo_scenario::expenses(&mut page).await;
 
     let output = phase("undo", &studio, &artifacts, &up).await;
     common::browser::screenshots(&output, 2);
     assert_eq!(
-        expenses(&mut page).await,
+        undo_scenario::expenses(&mut page).await,
         before,
         "the rows from before the conversation, with the hand edit kept"
     );
     phase("redo", &studio, &artifacts, &up).await;
     assert_eq!(
-        expenses(&mut page).await,
+        undo_scenario::expenses(&mut page).await,
         after,
         "undoing the undo brings the conversation's writes back"
     );

@@ -27,6 +27,7 @@ pub mod nginx;
 pub mod replica;
 pub mod stack;
 pub mod tree_identity;
+pub mod undo_scenario;
 
 /// The binary under test.
 pub fn sasha_bin() -> &'static str {

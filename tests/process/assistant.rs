@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use common::core_database::CoreStore;
 use common::fake_llm::{self, FakeLlm, Step};
-use common::{UpProcess, free_port, http_client};
+use common::{UpProcess, free_port, http_client, undo_scenario};
 use serde_json::{Value, json};
 use studio_store::UserRole;
 
@@ -823,26 +823,7 @@ async fn a_conversations_changes_are_undone_and_the_undo_undone() {
         "the undo scenario",
         Some("tests/mcp-client/node_modules/@modelcontextprotocol/sdk"),
     );
-    let tool = |table_operation: &str| format!("app__expense_log__{table_operation}");
-    let mut calls = Vec::new();
-    for n in 0..30 {
-        calls.push((
-            tool("expenses__create"),
-            json!({"values": {"spent_on": "2026-12-02", "amount": 100 + n, "category_id": 1}}),
-        ));
-    }
-    for id in 1..=10 {
-        calls.push((
-            tool("expenses__update"),
-            json!({"id": id, "changes": {"amount": 999}, "expectedVersion": 1}),
-        ));
-    }
-    for id in 11..=15 {
-        calls.push((
-            tool("expenses__delete"),
-            json!({"id": id, "expectedVersion": 1}),
-        ));
-    }
+    let calls = undo_scenario::conversation_calls();
     let world = World::start_with_apps(
         vec![Step::Calls(calls), Step::Text("Done.".into())],
         &[],
@@ -868,40 +849,8 @@ async fn a_conversations_changes_are_undone_and_the_undo_undone() {
         ],
         common::mcp::SESSIONLESS,
     );
-    common::mcp::structured(
-        &page
-            .call(
-                &tool("categories__create"),
-                json!({"values": {"name": "Travel"}}),
-            )
-            .await,
-    );
-    for n in 0..15 {
-        let row = page
-            .call(
-                &tool("expenses__create"),
-                json!({"values": {"spent_on": "2026-12-01", "amount": n, "category_id": 1}}),
-            )
-            .await;
-        assert_eq!(common::mcp::structured(&row)["id"], n + 1);
-    }
-    let rows = async |page: &mut common::mcp::Mcp| -> Value {
-        let listed = page
-            .call(
-                &tool("expenses__list"),
-                json!({"limit": 200, "orderBy": [{"field": "id"}]}),
-            )
-            .await;
-        Value::Array(
-            common::mcp::structured(&listed)["rows"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|row| json!([row["id"], row["amount"], row["note"]]))
-                .collect(),
-        )
-    };
-    let mut before = rows(&mut page).await;
+    undo_scenario::seed(&mut page).await;
+    let mut before = undo_scenario::expenses(&mut page).await;
 
     let conversation = world.conversation(&cookie).await;
     let mut turn = world.turn(&cookie, &conversation, "tidy my expenses").await;
@@ -914,15 +863,8 @@ async fn a_conversations_changes_are_undone_and_the_undo_undone() {
     assert_eq!(last["type"], "done", "{last}");
 
     // The member edits one of the rows the assistant rewrote.
-    let edited = page
-        .call(
-            &tool("expenses__update"),
-            json!({"id": 1, "changes": {"note": "checked by hand"}, "expectedVersion": 2}),
-        )
-        .await;
-    let edited = common::mcp::structured(&edited).clone();
-    before[0] = json!([1, edited["amount"], "checked by hand"]);
-    let after = rows(&mut page).await;
+    before[0] = undo_scenario::edit_by_hand(&mut page).await;
+    let after = undo_scenario::expenses(&mut page).await;
     assert_eq!(after.as_array().unwrap().len(), 40);
 
     let token = common::mcp::token(

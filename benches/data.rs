@@ -3,6 +3,14 @@
 //! rusqlite floor running the equivalent statements on the same schema. Run with
 //! `cargo bench --bench data`; prints per-operation medians and the ratios to
 //! the floor.
+//!
+//! Then one client's call taken apart, hop by hop, on the same running roles:
+//! studio-core's `AuthorizeCall` as the gateway sends it, an empty gRPC round
+//! trip (`Health`) to each of studio-core and data-worker (mTLS, HTTP/2,
+//! tonic: what a hop costs before any work), data-worker's `Execute`, and
+//! data-worker's engine in process (the commit with its receipt, audit entry
+//! and `synchronous=FULL`, without gRPC or the grammar). The gateway's own
+//! share (HTTP, rmcp, JSON) is the whole call less its two hops.
 
 mod common;
 
@@ -14,9 +22,11 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use sasha_contract::caller::{AppAccess, CallSource};
+use sasha_contract::caller::{AppAccess, CallSource, Initiator};
 use sasha_proto::convert::ToWire;
-use sasha_proto::pb::{Actor, ExecuteRequest};
+use sasha_proto::pb::{
+    Actor, AuthenticateRequest, AuthorizeCallRequest, ExecuteRequest, HealthRequest,
+};
 use sasha_service::identity::{DevPki, Identity};
 use sasha_service::{Role, grpc};
 use serde_json::json;
@@ -41,7 +51,7 @@ fn through_gateway(
 ) -> HashMap<&'static str, Duration> {
     let staff = Staff::create(state);
     let (mut core, core_url) = start_core(state, pki, data_url, &[]);
-    let (mut gateway, url) = start_gateway(state, pki, data_url, core_url);
+    let (mut gateway, url) = start_gateway(state, pki, data_url, core_url.clone());
     let session = staff.session();
     let token = staff.token();
     let medians = runtime.block_on(async {
@@ -83,7 +93,49 @@ fn through_gateway(
             call(false, "app__expense_log__expenses__aggregate", json!({"groupBy": ["category_id"], "metrics": [{"as": "total", "sum": "amount"}]})).await;
             aggregates.push(start.elapsed());
         }
-        HashMap::from([("create", median(creates)), ("list", median(lists)), ("aggregate", median(aggregates))])
+        // The gateway's first hop, as it sends it for a read: the bearer
+        // token, the app, the contract it already holds.
+        let identity = Identity::load(&pki.files(Role::McpGateway)).unwrap();
+        let core_client = grpc::core_client(&core_url, &identity).unwrap();
+        let data_client = grpc::data_client(data_url, &identity).unwrap();
+        let hash = sasha_package::validate::validate_dir(&state.join("docs/apps/expense-log"))
+            .package
+            .unwrap()
+            .data
+            .unwrap()
+            .hash;
+        let mut authorize = Vec::new();
+        let mut core_trip = Vec::new();
+        let mut data_trip = Vec::new();
+        for _ in 0..READS {
+            let request = AuthorizeCallRequest {
+                credential: Some(AuthenticateRequest {
+                    kind: "bearer".into(),
+                    credential: mcp.token.clone(),
+                    resource: String::new(),
+                }),
+                app_id: "expense-log".into(),
+                known_contract_hash: hash.clone(),
+            };
+            let start = Instant::now();
+            let answer = core_client.clone().authorize_call(request).await.expect("AuthorizeCall");
+            authorize.push(start.elapsed());
+            assert!(answer.into_inner().catalogue.is_some());
+            let start = Instant::now();
+            core_client.clone().health(HealthRequest { deep: false }).await.expect("core Health");
+            core_trip.push(start.elapsed());
+            let start = Instant::now();
+            data_client.clone().health(HealthRequest { deep: false }).await.expect("worker Health");
+            data_trip.push(start.elapsed());
+        }
+        HashMap::from([
+            ("create", median(creates)),
+            ("list", median(lists)),
+            ("aggregate", median(aggregates)),
+            ("authorize", median(authorize)),
+            ("core round trip", median(core_trip)),
+            ("worker round trip", median(data_trip)),
+        ])
     });
     for child in [&mut gateway, &mut core] {
         stop(child);
@@ -164,6 +216,8 @@ fn main() {
         stop(child);
     }
 
+    let engine_create = engine_in_process(&contract);
+
     // The floor: the same schema and equivalent statements, in process.
     let floor_dir = tempfile::tempdir().unwrap();
     let mut db = rusqlite::Connection::open(floor_dir.path().join("floor.sqlite")).unwrap();
@@ -237,4 +291,90 @@ fn main() {
             g.as_secs_f64() / f.as_secs_f64()
         );
     }
+
+    let ms = |duration: Duration| duration.as_secs_f64() * 1000.0;
+    println!();
+    println!("one client's call, hop by hop (medians, ms)   create    list");
+    let row = |what: &str, create: Option<Duration>, list: Option<Duration>| {
+        let cell = |value: Option<Duration>| value.map_or("       —".to_owned(), |v| format!("{:>8.3}", ms(v)));
+        println!("{what:<45} {} {}", cell(create), cell(list));
+    };
+    let both = |value: Duration| (Some(value), Some(value));
+    row("MCP tools/call, the whole path", Some(mcp["create"]), Some(mcp["list"]));
+    let (a, b) = both(mcp["authorize"]);
+    row("  gateway → studio-core AuthorizeCall", a, b);
+    let (a, b) = both(mcp["core round trip"]);
+    row("    of which one empty gRPC round trip", a, b);
+    row("  gateway → data-worker Execute", Some(governed["create"]), Some(governed["list"]));
+    let (a, b) = both(mcp["worker round trip"]);
+    row("    of which one empty gRPC round trip", a, b);
+    row("    of which the engine's commit, in process", Some(engine_create), None);
+    let own = |operation: &str| {
+        mcp[operation]
+            .checked_sub(mcp["authorize"] + governed[operation])
+            .unwrap_or_default()
+    };
+    row("  the gateway's own (HTTP, rmcp, JSON)", Some(own("create")), Some(own("list")));
+}
+
+/// data-worker's engine in process: one create through `Engine::mutate`
+/// (admission, receipt lookup, the insert, the chained audit entry, the
+/// receipt, the commit at `synchronous=FULL`), without gRPC, the grammar
+/// or JSON parsing; the median of `CREATES`.
+fn engine_in_process(contract: &sasha_contract::data::DataContract) -> Duration {
+    use data_worker::engine::{
+        AuditMeta, AuditOperation, AuditRecord, Engine, MutationOutcome, ReceiptKey,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::new(dir.path());
+    let meta = || AuditMeta {
+        source: CallSource::Ui,
+        initiator: Initiator::AppView,
+        initiator_id: None,
+        app_revision: "bench".into(),
+        action_id: None,
+    };
+    let write = |key: String, sql: &'static str, table: &'static str| {
+        let receipt = ReceiptKey {
+            actor: "bench".into(),
+            operation: "create".into(),
+            input_hash: key.clone(),
+            key,
+        };
+        engine
+            .mutate("expense-log", contract, receipt, meta(), move |conn| {
+                let id = conn
+                    .query_row(sql, [], |row| row.get::<_, i64>(0))
+                    .map_err(data_worker::engine::sql_error)?;
+                let row = json!({"id": id});
+                Ok(MutationOutcome {
+                    result: row.clone(),
+                    audit: vec![AuditRecord {
+                        table: table.into(),
+                        record_id: id.to_string(),
+                        operation: AuditOperation::Create,
+                        before: None,
+                        after: Some(row),
+                    }],
+                })
+            })
+            .expect("engine create")
+    };
+    write(
+        "category".into(),
+        "INSERT INTO categories (name) VALUES ('Bench') RETURNING id",
+        "categories",
+    );
+    let mut creates = Vec::new();
+    for i in 0..CREATES {
+        let start = Instant::now();
+        write(
+            format!("e{i}"),
+            "INSERT INTO expenses (spent_on, amount, category_id, note, created_by) \
+             VALUES ('2026-11-01', 1.0, 1, 'x', 'bench') RETURNING id",
+            "expenses",
+        );
+        creates.push(start.elapsed());
+    }
+    median(creates)
 }

@@ -95,8 +95,11 @@ async function run() {
   const first = await newStudioPage(browser, "alice");
   await first.page.goto(STUDIO);
   await first.page.getByRole("heading", { name: "Sign in" }).waitFor();
+  // The providers arrive after the form (GET /api/auth/providers).
+  const offered = first.page.getByRole("link", { name: "Sign in with Test IdP" });
+  await offered.waitFor({ timeout: 10_000 });
   checks.ok(
-    await first.page.getByRole("link", { name: "Sign in with Test IdP" }).isVisible(),
+    await offered.isVisible(),
     "the sign-in page offers the provider",
   );
   checks.ok(await first.page.getByLabel("Password").isVisible(), "passwords are still offered beside it");

@@ -296,25 +296,43 @@ fn main() {
     println!();
     println!("one client's call, hop by hop (medians, ms)   create    list");
     let row = |what: &str, create: Option<Duration>, list: Option<Duration>| {
-        let cell = |value: Option<Duration>| value.map_or("       —".to_owned(), |v| format!("{:>8.3}", ms(v)));
+        let cell = |value: Option<Duration>| {
+            value.map_or("       —".to_owned(), |v| format!("{:>8.3}", ms(v)))
+        };
         println!("{what:<45} {} {}", cell(create), cell(list));
     };
     let both = |value: Duration| (Some(value), Some(value));
-    row("MCP tools/call, the whole path", Some(mcp["create"]), Some(mcp["list"]));
+    row(
+        "MCP tools/call, the whole path",
+        Some(mcp["create"]),
+        Some(mcp["list"]),
+    );
     let (a, b) = both(mcp["authorize"]);
     row("  gateway → studio-core AuthorizeCall", a, b);
     let (a, b) = both(mcp["core round trip"]);
     row("    of which one empty gRPC round trip", a, b);
-    row("  gateway → data-worker Execute", Some(governed["create"]), Some(governed["list"]));
+    row(
+        "  gateway → data-worker Execute",
+        Some(governed["create"]),
+        Some(governed["list"]),
+    );
     let (a, b) = both(mcp["worker round trip"]);
     row("    of which one empty gRPC round trip", a, b);
-    row("    of which the engine's commit, in process", Some(engine_create), None);
+    row(
+        "    of which the engine's commit, in process",
+        Some(engine_create),
+        None,
+    );
     let own = |operation: &str| {
         mcp[operation]
             .checked_sub(mcp["authorize"] + governed[operation])
             .unwrap_or_default()
     };
-    row("  the gateway's own (HTTP, rmcp, JSON)", Some(own("create")), Some(own("list")));
+    row(
+        "  the gateway's own (HTTP, rmcp, JSON)",
+        Some(own("create")),
+        Some(own("list")),
+    );
 }
 
 /// data-worker's engine in process: one create through `Engine::mutate`

@@ -5,8 +5,9 @@
 //! live file through the grammar like any undo.
 //!
 //! The copy lives at `APP_DATA_ROOT/.restores/<app_id>-<random>.sqlite`
-//! while one restore's preview or application runs, and is removed when
-//! its [`Snapshot`] is dropped.
+//! (a folder only data-worker's user reads) while one restore's preview or
+//! application runs, and is removed when its [`Snapshot`] is dropped; one a
+//! stopped process left is removed by the next restore after ten minutes.
 //!
 //! What it must never do: write to the copy after it is opened, keep the
 //! copy past its use, or name a path outside `.restores/`.
@@ -35,11 +36,13 @@ impl Engine {
             return Err(AppError::from_code(sasha_proto::ErrorCode::NotFound));
         }
         let folder = self.inner.root.join(RESTORE_DIR);
-        std::fs::create_dir_all(&folder).map_err(|error| {
+        // The copy holds the app's rows: a folder only this user reads.
+        super::files::private_folder(&folder).map_err(|error| {
             let app = AppError::from_code(sasha_proto::ErrorCode::Internal);
             tracing::error!(diagnostic_id = %app.diagnostic_id, %error, "data engine: cannot make the restore folder");
             app
         })?;
+        remove_stale(&folder);
         let copy = folder.join(format!("{app_id}-{:016x}.sqlite", rand::random::<u64>()));
         Ok((self.live_path(app_id), copy))
     }
@@ -76,6 +79,28 @@ impl Snapshot {
 impl Drop for Snapshot {
     fn drop(&mut self) {
         remove(&self.path);
+    }
+}
+
+/// A copy is in use for one call (seconds): one older than this was left
+/// by a process that stopped mid-call.
+const STALE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Removes the copies a stopped process left behind.
+fn remove_stale(folder: &Path) {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let old = entry
+            .metadata()
+            .and_then(|metadata| metadata.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|age| age > STALE);
+        if old {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 

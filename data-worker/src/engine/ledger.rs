@@ -13,11 +13,18 @@
 //! A ledger written before the chain existed is chained once, when the engine
 //! next opens the file ([`upgrade`]): its entries are hashed as they stand and
 //! the point is recorded in `_sasha_audit_chain`, so `verify` says from
-//! which entry on, and since when, the ledger proves itself.
+//! which entry on, and since when, the ledger proves itself. A ledger whose
+//! checks predate migration entries is rebuilt once with its entries as
+//! they are ([`widen`]).
+//!
+//! A publication's migration that reshapes a table holding rows is one
+//! `migrate` entry for that table ([`record_migration`]), made from the
+//! app tables' shapes ([`shapes`]).
 //!
 //! What it must never do: append an entry without its hash, let the chain be
-//! recomputed over an entry outside [`upgrade`]'s one recorded pass, or read
-//! anything but the platform's own tables.
+//! recomputed over an entry outside [`upgrade`]'s one recorded pass, change an
+//! entry's bytes when it rebuilds the table, or read more of an app's own
+//! tables than their columns and row counts.
 
 use std::collections::{BTreeMap, BTreeSet};
 

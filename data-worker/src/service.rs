@@ -676,7 +676,7 @@ fn restore_copy(worker: &Worker, app_id: &str, as_of: &str) -> Result<Snapshot, 
         }
         Err(error) => {
             snapshot::remove(&copy);
-            Err(error.to_app_error())
+            Err(error.to_restore_error())
         }
     }
 }

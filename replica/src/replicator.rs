@@ -92,6 +92,19 @@ impl ReplicaError {
         tracing::warn!(diagnostic_id = %error.diagnostic_id, detail = %self, "replication: write not acknowledged");
         error
     }
+
+    /// The answer to a copy that could not be read back from object storage
+    /// ([`Replicator::restore_copy_at`]): retryable
+    /// `APP_DATABASE_UNAVAILABLE`, nothing written; the detail is logged
+    /// under the same diagnostic id.
+    pub fn to_restore_error(&self) -> AppError {
+        let error = AppError::new(
+            ErrorCode::DatabaseUnavailable,
+            "the app's copy in object storage could not be read; nothing was changed, try again",
+        );
+        tracing::warn!(diagnostic_id = %error.diagnostic_id, detail = %self, "replication: a copy was not restored");
+        error
+    }
 }
 
 /// One database's replication, as health reports it.

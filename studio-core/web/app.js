@@ -1147,45 +1147,23 @@ function canSeeHistory(app) {
   return app.access === ACCESS.MANAGE && canCreateApps();
 }
 
+/** The button that turns the app's pane to `target` (History, Draft, …), and back. */
+function modeButton(app, mode, target, text, title) {
+  const here = mode === target;
+  return h("button", {
+    type: "button",
+    class: "button",
+    text: here ? "Back to the app" : text,
+    title: here ? null : title,
+    onclick: () => go(here ? `#/apps/${app.id}` : `#/apps/${app.id}/${target}`),
+  });
+}
+
 function appPane(app, mode) {
-  const historyButton = canSeeHistory(app)
-    ? h("button", {
-        type: "button",
-        class: "button",
-        text: mode === "history" ? "Back to the app" : "History",
-        title: mode === "history" ? null : "The app's revisions: see what changed and revert",
-        onclick: () => go(mode === "history" ? `#/apps/${app.id}` : `#/apps/${app.id}/history`),
-      })
-    : null;
-  const draftButton = canSeeHistory(app)
-    ? h("button", {
-        type: "button",
-        class: "button",
-        text: mode === "draft" ? "Back to the app" : "Draft",
-        title: mode === "draft" ? null : "The app's draft: review, preview and publish or discard it",
-        onclick: () => go(mode === "draft" ? `#/apps/${app.id}` : `#/apps/${app.id}/draft`),
-      })
-    : null;
-  const recoveryButton =
-    app.access === ACCESS.MANAGE
-      ? h("button", {
-          type: "button",
-          class: "button",
-          text: mode === "recovery" ? "Back to the app" : "Recovery",
-          title: mode === "recovery" ? null : "Work with the app's rows directly, without its own view",
-          onclick: () => go(mode === "recovery" ? `#/apps/${app.id}` : `#/apps/${app.id}/recovery`),
-        })
-      : null;
-  const activityButton =
-    app.access === ACCESS.MANAGE
-      ? h("button", {
-          type: "button",
-          class: "button",
-          text: mode === "activity" ? "Back to the app" : "Activity",
-          title: mode === "activity" ? null : "Who changed the app's data, through what; undo a selection",
-          onclick: () => go(mode === "activity" ? `#/apps/${app.id}` : `#/apps/${app.id}/activity`),
-        })
-      : null;
+  const historyButton = canSeeHistory(app) ? modeButton(app, mode, "history", "History", "The app's revisions: see what changed and revert") : null;
+  const draftButton = canSeeHistory(app) ? modeButton(app, mode, "draft", "Draft", "The app's draft: review, preview and publish or discard it") : null;
+  const recoveryButton = app.access === ACCESS.MANAGE ? modeButton(app, mode, "recovery", "Recovery", "Work with the app's rows directly, without its own view") : null;
+  const activityButton = app.access === ACCESS.MANAGE ? modeButton(app, mode, "activity", "Activity", "Who changed the app's data, through what; undo a selection") : null;
   const accessButton = canManageAccess()
     ? h("button", {
         type: "button",

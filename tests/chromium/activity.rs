@@ -170,16 +170,7 @@ async fn a_members_conversation_is_undone_and_the_undo_undone_in_chromium() {
         &state.path().join("docs/apps").join(EXPENSES),
     );
     let port = free_port();
-    let up = UpProcess::start_with(
-        state.path(),
-        port,
-        &[
-            ("SASHA_BUNDLED_APPS", "off"),
-            ("SASHA_CHAT_BASE_URL", fake.base_url.as_str()),
-            ("SASHA_CHAT_MODEL", "fake"),
-        ],
-    )
-    .await;
+    let up = fake.up(state.path(), port, &[]).await;
     let studio = format!("http://localhost:{port}");
     let store = common::core_database::core_store(state.path());
     let mia = store

@@ -41,7 +41,7 @@ use std::time::Duration;
 
 use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::fake_llm::{self, FakeLlm, Step};
-use common::{UpProcess, browser_artifacts, free_port, http_client};
+use common::{browser_artifacts, free_port, http_client};
 use serde_json::{Value, json};
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(300);
@@ -211,16 +211,7 @@ async fn the_assistant_builds_an_app_and_uses_it_with_every_change_approved() {
     let fake = FakeLlm::start(fake_llm::script(script)).await;
     let state = tempfile::tempdir().unwrap();
     let port = free_port();
-    let up = UpProcess::start_with(
-        state.path(),
-        port,
-        &[
-            ("SASHA_BUNDLED_APPS", "off"),
-            ("SASHA_CHAT_BASE_URL", fake.base_url.as_str()),
-            ("SASHA_CHAT_MODEL", "fake"),
-        ],
-    )
-    .await;
+    let up = fake.up(state.path(), port, &[]).await;
     let admin: Value = serde_json::from_str(
         &std::fs::read_to_string(state.path().join("dev-admin.json")).unwrap(),
     )
@@ -404,16 +395,7 @@ async fn approvals_survive_a_reload_and_show_in_every_tab() {
     let fake = FakeLlm::start(fake_llm::script(script)).await;
     let state = tempfile::tempdir().unwrap();
     let port = free_port();
-    let up = UpProcess::start_with(
-        state.path(),
-        port,
-        &[
-            ("SASHA_BUNDLED_APPS", "off"),
-            ("SASHA_CHAT_BASE_URL", fake.base_url.as_str()),
-            ("SASHA_CHAT_MODEL", "fake"),
-        ],
-    )
-    .await;
+    let up = fake.up(state.path(), port, &[]).await;
     let admin: Value = serde_json::from_str(
         &std::fs::read_to_string(state.path().join("dev-admin.json")).unwrap(),
     )

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::fake_llm::{self, FakeLlm, Step};
-use common::{UpProcess, browser_artifacts, free_port, root};
+use common::{browser_artifacts, free_port, root};
 use serde_json::{Value, json};
 use studio_store::UserRole;
 
@@ -187,16 +187,7 @@ async fn members_make_share_and_delete_their_own_apps_in_app_studio() {
     let fake = FakeLlm::start(fake_llm::script(script)).await;
     let state = tempfile::tempdir().unwrap();
     let port = free_port();
-    let up = UpProcess::start_with(
-        state.path(),
-        port,
-        &[
-            ("SASHA_BUNDLED_APPS", "off"),
-            ("SASHA_CHAT_BASE_URL", fake.base_url.as_str()),
-            ("SASHA_CHAT_MODEL", "fake"),
-        ],
-    )
-    .await;
+    let up = fake.up(state.path(), port, &[]).await;
     let store = common::core_database::core_store(state.path());
     let alice = store
         .create_user("alice", UserRole::Member, PASSWORD)

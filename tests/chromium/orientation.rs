@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use common::browser::{self, BrowserScript, up_stderr_tail};
 use common::fake_llm::{self, FakeLlm};
-use common::{UpProcess, browser_artifacts, free_port};
+use common::{browser_artifacts, free_port};
 use studio_store::UserRole;
 
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(150);
@@ -31,16 +31,7 @@ async fn a_first_sign_in_is_oriented_and_the_shell_works_on_a_phone() {
     let fake = FakeLlm::start(fake_llm::script(Vec::new())).await;
     let state = tempfile::tempdir().unwrap();
     let port = free_port();
-    let up = UpProcess::start_with(
-        state.path(),
-        port,
-        &[
-            ("SASHA_BUNDLED_APPS", "off"),
-            ("SASHA_CHAT_BASE_URL", fake.base_url.as_str()),
-            ("SASHA_CHAT_MODEL", "fake"),
-        ],
-    )
-    .await;
+    let up = fake.up(state.path(), port, &[]).await;
     let admin: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(state.path().join("dev-admin.json")).unwrap(),
     )

@@ -54,13 +54,7 @@ impl World {
             );
         }
         let port = free_port();
-        let mut env = vec![
-            ("SASHA_BUNDLED_APPS", "off"),
-            ("SASHA_CHAT_BASE_URL", fake.base_url.as_str()),
-            ("SASHA_CHAT_MODEL", "fake"),
-        ];
-        env.extend_from_slice(extra);
-        let up = UpProcess::start_with(state.path(), port, &env).await;
+        let up = fake.up(state.path(), port, extra).await;
         let store = common::core_database::core_store(state.path());
         World {
             state,
@@ -753,16 +747,7 @@ async fn a_card_waiting_when_studio_restarts_expires_and_its_call_reads_cancelle
     );
     let port = up.port;
     drop(up);
-    let up = UpProcess::start_with(
-        state.path(),
-        port,
-        &[
-            ("SASHA_BUNDLED_APPS", "off"),
-            ("SASHA_CHAT_BASE_URL", fake.base_url.as_str()),
-            ("SASHA_CHAT_MODEL", "fake"),
-        ],
-    )
-    .await;
+    let up = fake.up(state.path(), port, &[]).await;
     let world = World {
         state,
         up,

@@ -1031,6 +1031,29 @@ async fn a_restore_at_an_instant_gives_exactly_the_state_before_it() {
         categories(&live).into_keys().collect::<Vec<_>>(),
         ["earlier"]
     );
+    // An instant before the app's first copy, and one that is not a time:
+    // each said, nothing changed.
+    for (as_of, says) in [
+        ("2001-01-01T00:00:00Z", "holds no copy of this app's data"),
+        ("yesterday", "not an RFC 3339 time"),
+    ] {
+        let refused = client
+            .call(
+                "previewAppUndo",
+                json!({"app": APP, "asOf": as_of, "from": "replica"}),
+            )
+            .await;
+        let envelope = mcp::tool_error(&refused);
+        assert_eq!(envelope["code"], "APP_INPUT_INVALID", "{envelope}");
+        assert!(
+            envelope["message"].as_str().unwrap().contains(says),
+            "{envelope}"
+        );
+    }
+    assert_eq!(
+        categories(&live).into_keys().collect::<Vec<_>>(),
+        ["earlier"]
+    );
     assert_eq!(
         std::fs::read_dir(state.join("apps/.restores"))
             .unwrap()

@@ -902,6 +902,31 @@ fn a_restore_from_the_replica_is_refused_where_it_cannot_be_read() {
         "{}",
         refused.message
     );
+    // The activity lists changes; it restores nothing.
+    let refused = world
+        .call(ALICE, "activity", "", json!({"from": "replica"}))
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::InputInvalid);
+    assert!(refused.message.contains("from"), "{}", refused.message);
+    // A copy whose table lost its owner column cannot be compared: said
+    // without SQL or the copy's path.
+    let odd = world._dir.path().join("odd.sqlite");
+    rusqlite::Connection::open(&odd)
+        .unwrap()
+        .execute_batch("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);")
+        .unwrap();
+    let refused = from_copy(
+        &world,
+        ALICE,
+        crate::undo::LedgerOperation::UndoPreview,
+        json!({"asOf": "2026-01-01T00:00:00Z", "from": "replica"}),
+        &odd,
+    )
+    .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::SchemaIncompatible);
+    for leak in ["SELECT", "owner", "odd.sqlite", ".restores"] {
+        assert!(!refused.message.contains(leak), "{}", refused.message);
+    }
     // A use holder cannot restore from anywhere.
     let refused = world
         .preview(

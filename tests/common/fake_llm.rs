@@ -10,7 +10,6 @@
 //! tests; it depends only on axum, tokio and serde_json, which all have.
 #![allow(dead_code, unreachable_pub)]
 
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,8 +20,6 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-
-use super::UpProcess;
 
 /// What the fake answers.
 #[derive(Debug, Clone)]
@@ -121,18 +118,6 @@ struct Shared {
 }
 
 impl FakeLlm {
-    /// `sasha up` on `state` and `port` without the bundled apps, its
-    /// assistant's model this scripted one, with `extra` variables.
-    pub async fn up(&self, state: &Path, port: u16, extra: &[(&str, &str)]) -> UpProcess {
-        let mut env = vec![
-            ("SASHA_BUNDLED_APPS", "off"),
-            ("SASHA_CHAT_BASE_URL", self.base_url.as_str()),
-            ("SASHA_CHAT_MODEL", "fake"),
-        ];
-        env.extend_from_slice(extra);
-        UpProcess::start_with(state, port, &env).await
-    }
-
     /// Text in every [`Behaviour::Fail`] body; an app must never see it.
     pub const SECRET: &'static str = "provider-secret-detail-sk-fake";
 

@@ -800,3 +800,19 @@ pub fn restore_sqlite_file(backup: &Path, file: &Path) {
     }
     std::fs::rename(backup, file).unwrap();
 }
+
+/// Here, not in `fake_llm.rs`: studio-core's own tests include that file,
+/// and they have no `sasha up`.
+impl fake_llm::FakeLlm {
+    /// `sasha up` on `state` and `port` without the bundled apps, its
+    /// assistant's model this scripted one, with `extra` variables.
+    pub async fn up(&self, state: &Path, port: u16, extra: &[(&str, &str)]) -> UpProcess {
+        let mut env = vec![
+            ("SASHA_BUNDLED_APPS", "off"),
+            ("SASHA_CHAT_BASE_URL", self.base_url.as_str()),
+            ("SASHA_CHAT_MODEL", "fake"),
+        ];
+        env.extend_from_slice(extra);
+        UpProcess::start_with(state, port, &env).await
+    }
+}

@@ -88,6 +88,9 @@ pub struct Caller {
     /// The credential as it was sent, for a call that names its app only in
     /// its body ([`authorize_call`]); `None` for callers made in tests.
     pub credential: Option<AuthenticateRequest>,
+    /// A read sent beside this request's check ([`crate::speculate`]),
+    /// taken only by a call about to send exactly the same request.
+    pub early: Option<Arc<crate::speculate::Early>>,
 }
 
 /// A tool name as a request's header carries it, and what it names.
@@ -122,7 +125,16 @@ impl Caller {
             prefetched: None,
             named: None,
             credential: None,
+            early: None,
         })
+    }
+
+    /// This caller as the Studio page's headers place it: the app it has
+    /// open and whether that is its recovery view.
+    fn viewing(mut self, bound_app: Option<AppId>, recovery_view: bool) -> Caller {
+        self.bound_app = bound_app;
+        self.recovery_view = recovery_view;
+        self
     }
 
     /// Whether the credential holds `scope`.
@@ -351,10 +363,30 @@ pub async fn authenticate(
         credential,
         resource: gateway.oauth.resource.clone(),
     };
+    let mut early = None;
     let answer = match &call_app {
         Some(app) => {
             let known = gateway.contracts.hint(app);
-            authorize_call(&gateway, authenticate.clone(), app, known).await
+            let check = authorize_call(&gateway, authenticate.clone(), app, known);
+            let view = (bound_app.clone(), recovery_view);
+            match early_read(
+                &gateway,
+                &authenticate,
+                app,
+                named.as_deref(),
+                view,
+                &mut request,
+            )
+            .await
+            {
+                Err(refused) => return refused.into_response(),
+                Ok(None) => check.await,
+                Ok(Some(read)) => {
+                    let (answer, read) = tokio::join!(check, read);
+                    early = read.map(Arc::new);
+                    answer
+                }
+            }
         }
         None => grpc::within_read(Role::StudioCore, gateway.call_deadline, TRY_AGAIN, || {
             let (mut core, request) = (gateway.core.clone(), authenticate.clone());
@@ -363,6 +395,7 @@ pub async fn authenticate(
         .await
         .map(|principal| (principal, None)),
     };
+    let headers = request.headers();
     let (principal, prefetched) = match answer {
         Ok(answer) => answer,
         Err(error) => {
@@ -390,8 +423,15 @@ pub async fn authenticate(
             }
         },
     };
+    if let (Some(prefetched), Some(app), true) = (&prefetched, &call_app, gateway.early_reads)
+        && let Some(entry) = prefetched.catalogue.apps.get(app)
+    {
+        gateway
+            .speculation
+            .remember(&authenticate, &principal, entry);
+    }
     let mut caller = match Caller::new(principal) {
-        Ok(caller) => caller,
+        Ok(caller) => caller.viewing(bound_app.clone(), recovery_view),
         Err(error) => return error.into_response(),
     };
     if bound_app.is_some() && caller.kind != PrincipalKind::Session {
@@ -423,10 +463,9 @@ pub async fn authenticate(
     }
     let user_id = caller.principal.user_id.clone();
     let deleting = request.method() == axum::http::Method::DELETE;
-    caller.bound_app = bound_app;
     caller.preview = preview;
-    caller.recovery_view = recovery_view;
     caller.prefetched = prefetched;
+    caller.early = early;
     caller.named = named;
     caller.credential = Some(authenticate);
     request.extensions_mut().insert(caller);
@@ -447,6 +486,59 @@ pub async fn authenticate(
         }
     }
     response
+}
+
+/// A table read of `app_id` by a credential core answered for that app
+/// within [`crate::speculate::WINDOW`], ready to run beside its check: its
+/// body (at most [`crate::speculate::MAX_BODY`], declared) is read here and
+/// put back for rmcp. `Ok(None)` leaves the request untouched: anything else
+/// waits for its check as before.
+async fn early_read<'a>(
+    gateway: &'a Gateway,
+    credential: &AuthenticateRequest,
+    app_id: &str,
+    named: Option<&'a NamedTool>,
+    view: (Option<AppId>, bool),
+    request: &mut Request,
+) -> Result<Option<impl Future<Output = Option<crate::speculate::Early>> + 'a>, AppError> {
+    use crate::speculate;
+    let Some(NamedTool {
+        name,
+        target: ToolTarget::Table {
+            table, operation, ..
+        },
+    }) = named.filter(|_| gateway.early_reads)
+    else {
+        return Ok(None);
+    };
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.parse::<usize>().ok());
+    if operation.is_mutating() || declared.is_none_or(|length| length > speculate::MAX_BODY) {
+        return Ok(None);
+    }
+    let Some((principal, app)) = gateway.speculation.recall(credential, app_id) else {
+        return Ok(None);
+    };
+    let Ok(caller) = Caller::new(principal) else {
+        return Ok(None);
+    };
+    let caller = caller.viewing(view.0, view.1);
+    let body = std::mem::take(request.body_mut());
+    let bytes = crate::read_small_body(body, speculate::MAX_BODY).await?;
+    *request.body_mut() = axum::body::Body::from(bytes.clone());
+    let Some(args) = speculate::arguments(&bytes, name) else {
+        return Ok(None);
+    };
+    Ok(Some(speculate::read(
+        gateway,
+        caller,
+        app,
+        table,
+        operation.name(),
+        args,
+    )))
 }
 
 /// `AuthorizeCall`: who `credential` is, and `app_id` as they may use it

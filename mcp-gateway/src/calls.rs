@@ -128,43 +128,19 @@ pub async fn execute(
     call: DataCall<'_>,
     fetch_contract: impl AsyncFnOnce() -> Result<pb::DataContract, AppError>,
 ) -> Result<(Value, String), AppError> {
-    let hash =
-        call.app.contract_hash.as_deref().ok_or_else(|| {
-            AppError::new(ErrorCode::OperationUnavailable, "this app has no data")
-        })?;
-    let app_id = call.app.id.as_str();
+    let request = request_of(&call)?;
+    // Sent already, beside the caller's check, exactly as this call would
+    // send it (`speculate`): its answer is this call's.
+    if let Some(answer) = call
+        .caller
+        .early
+        .as_ref()
+        .and_then(|early| early.take(&request))
+    {
+        return Ok(answer);
+    }
+    let (app_id, hash) = (call.app.id.as_str(), request.contract_hash.as_str());
     let contract = call.app.contract.clone();
-    let (source, initiator, initiator_id) = call.caller.provenance(app_id, call.app.automation);
-    let request = ExecuteRequest {
-        app_id: app_id.to_owned(),
-        epoch: 0,
-        contract_hash: hash.to_owned(),
-        actor: Some(Actor {
-            user_id: call.caller.principal.user_id.clone(),
-            // As studio-core read it for this call; table policies follow it.
-            access: call.app.access.to_wire(),
-        }),
-        operation: call.operation.to_owned(),
-        table: call.table.to_owned(),
-        request_json: call.request.to_string(),
-        // Per attempt: whether its worker was handed it already.
-        contract: None,
-        source: source.to_wire(),
-        provenance: Some(convert::provenance_to_wire(
-            initiator,
-            initiator_id.as_deref(),
-        )),
-        app_revision: call.app.revision.clone(),
-        action_id: call.action_id.unwrap_or("").to_owned(),
-        // A draft preview's calls reach the caller's own scratch copy, never
-        // the live file, holding only the live rows they may read.
-        preview: call.caller.preview.clone().unwrap_or_default(),
-        preview_scope: call
-            .caller
-            .preview
-            .as_ref()
-            .and(call.app.preview_scope.clone()),
-    };
     // Whether the last attempt carried the contract: a worker asking for
     // one it was just sent is not asked again.
     let carried = AtomicBool::new(false);
@@ -199,6 +175,68 @@ pub async fn execute(
     let value =
         serde_json::from_str(&text).map_err(|_| AppError::from_code(ErrorCode::Internal))?;
     Ok((value, text))
+}
+
+/// The `Execute` request `call` sends (before its epoch and contract, which
+/// each attempt sets).
+pub fn request_of(call: &DataCall<'_>) -> Result<ExecuteRequest, AppError> {
+    let hash =
+        call.app.contract_hash.as_deref().ok_or_else(|| {
+            AppError::new(ErrorCode::OperationUnavailable, "this app has no data")
+        })?;
+    let app_id = call.app.id.as_str();
+    let (source, initiator, initiator_id) = call.caller.provenance(app_id, call.app.automation);
+    let request = ExecuteRequest {
+        app_id: app_id.to_owned(),
+        epoch: 0,
+        contract_hash: hash.to_owned(),
+        actor: Some(Actor {
+            user_id: call.caller.principal.user_id.clone(),
+            // As studio-core read it for this call; table policies follow it.
+            access: call.app.access.to_wire(),
+        }),
+        operation: call.operation.to_owned(),
+        table: call.table.to_owned(),
+        request_json: call.request.to_string(),
+        // Per attempt: whether its worker was handed it already.
+        contract: None,
+        source: source.to_wire(),
+        provenance: Some(convert::provenance_to_wire(
+            initiator,
+            initiator_id.as_deref(),
+        )),
+        app_revision: call.app.revision.clone(),
+        action_id: call.action_id.unwrap_or("").to_owned(),
+        // A draft preview's calls reach the caller's own scratch copy, never
+        // the live file, holding only the live rows they may read.
+        preview: call.caller.preview.clone().unwrap_or_default(),
+        preview_scope: call
+            .caller
+            .preview
+            .as_ref()
+            .and(call.app.preview_scope.clone()),
+    };
+    Ok(request)
+}
+
+/// `request` sent once, as it is, to the worker this replica knows owns
+/// its app and was handed its contract: no locate, no retry, no contract.
+/// `None` for anything else, and for any refusal: the call it was sent
+/// for then asks itself.
+pub async fn execute_known(
+    data: &DataPlane,
+    deadline: std::time::Duration,
+    known: &KnownContracts,
+    mut request: ExecuteRequest,
+) -> Option<(Value, String)> {
+    let (client, epoch) = data.known(&request.app_id)?;
+    if !known.knows(&request.app_id, &request.contract_hash, epoch) {
+        return None;
+    }
+    request.epoch = epoch;
+    let (reply, _) = execute_once(client, deadline, request).await.ok()?;
+    let value = serde_json::from_str(&reply.result_json).ok()?;
+    Some((value, reply.result_json))
 }
 
 /// One `Execute` at the worker `client` reaches, with the epoch it answered

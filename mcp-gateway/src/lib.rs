@@ -31,6 +31,7 @@ pub mod placement;
 pub mod platform;
 pub mod schemas;
 pub mod server;
+pub mod speculate;
 pub mod tools;
 
 use std::net::SocketAddr;
@@ -83,6 +84,9 @@ pub struct Config {
     pub health_addr: Option<SocketAddr>,
     /// `SASHA_GATEWAY_CALL_DEADLINE_SECS` (1 to 300, default 10).
     pub call_deadline: std::time::Duration,
+    /// `SASHA_GATEWAY_EARLY_READS` (default on): whether a table read may
+    /// run beside its check ([`speculate`]).
+    pub early_reads: bool,
 }
 
 /// The default of `SASHA_GATEWAY_CALL_DEADLINE_SECS`: well past the slowest
@@ -113,6 +117,7 @@ impl Config {
             identity: config::identity(env, Role::McpGateway)?,
             health_addr: health::health_addr(env)?,
             call_deadline: call_deadline(env)?,
+            early_reads: config::switch(env, "SASHA_GATEWAY_EARLY_READS", true)?,
         })
     }
 }
@@ -172,6 +177,17 @@ pub struct Gateway {
     large_bodies: Arc<tokio::sync::Semaphore>,
     /// What OAuth clients learn about this resource.
     oauth: ProtectedResource,
+    /// Recent answers for early reads, and how they went.
+    speculation: Arc<speculate::Speculation>,
+    /// `SASHA_GATEWAY_EARLY_READS`.
+    early_reads: bool,
+}
+
+impl Gateway {
+    /// How this replica's early reads went ([`speculate`]).
+    pub fn speculation(&self) -> &speculate::Speculation {
+        &self.speculation
+    }
 }
 
 /// This gateway as an OAuth protected resource (RFC 9728).
@@ -354,6 +370,8 @@ fn build(
         uploads: Arc::new(tokio::sync::Semaphore::new(UPLOADS_AT_ONCE)),
         large_bodies: Arc::new(tokio::sync::Semaphore::new(LARGE_BODIES_AT_ONCE)),
         oauth: ProtectedResource::new(&config.mcp_origin, &config.studio_origin),
+        speculation: Arc::default(),
+        early_reads: config.early_reads,
     });
     let mut hosts = vec![
         "localhost".to_owned(),
@@ -503,11 +521,7 @@ async fn limit_body(
             break;
         };
         let Ok(chunk) = chunk else {
-            return AppError::new(
-                ErrorCode::InputInvalid,
-                "the request body could not be read",
-            )
-            .into_response();
+            return unreadable().into_response();
         };
         let length = bytes.len() + chunk.len();
         if length > limits.max_bytes {
@@ -544,6 +558,33 @@ async fn limit_body(
         Some(permit) => hold_until_sent(response, permit),
         None => response,
     }
+}
+
+/// A body of at most `limit` bytes (its declared length), read within
+/// [`BODY_READ_DEADLINE`], before [`limit_body`] reads it again from memory.
+pub(crate) async fn read_small_body(
+    body: axum::body::Body,
+    limit: usize,
+) -> Result<axum::body::Bytes, AppError> {
+    let deadline = tokio::time::Instant::now() + BODY_READ_DEADLINE;
+    let mut chunks = body.into_data_stream();
+    let mut bytes = Vec::with_capacity(limit.min(LARGE_BODY));
+    while let Some(chunk) = next_chunk(&mut chunks, deadline).await? {
+        let chunk = chunk.map_err(|_| unreadable())?;
+        if bytes.len() + chunk.len() > limit {
+            return Err(too_large(false));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes.into())
+}
+
+/// A body the connection failed to deliver.
+fn unreadable() -> AppError {
+    AppError::new(
+        ErrorCode::InputInvalid,
+        "the request body could not be read",
+    )
 }
 
 /// The body's next chunk, or `APP_TIMEOUT` once `deadline` has passed.

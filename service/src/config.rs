@@ -108,6 +108,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SASHA_CORE_GRPC_ADDR", roles: "studio-core", default: "127.0.0.1:3012", meaning: "mTLS gRPC listen address of CoreService" },
     Variable { name: "SASHA_DATA_GRPC_ADDR", roles: "data-worker", default: "127.0.0.1:3013", meaning: "mTLS gRPC listen address of DataService" },
     Variable { name: "SASHA_GATEWAY_HTTP_ADDR", roles: "mcp-gateway", default: "127.0.0.1:3014", meaning: "HTTP listen address of /mcp" },
+    Variable { name: "SASHA_GATEWAY_EARLY_READS", roles: "mcp-gateway", default: "1", meaning: "1: a table read by a credential studio-core accepted for its app in the last 30 s is sent to data-worker beside its fresh check, its answer released only if the check asks exactly the same (decision 0048); 0: every read waits for its check, and no body is read before it" },
     Variable { name: "SASHA_GATEWAY_CALL_DEADLINE_SECS", roles: "mcp-gateway", default: "10", meaning: "seconds a request waits on studio-core or data-worker for authentication, the catalogue or a data operation (1 to 300); then APP_TIMEOUT (retryable)" },
     Variable { name: "SASHA_CORE_GRPC_URL", roles: "mcp-gateway, data-worker (leases)", default: "https://127.0.0.1:3012", meaning: "where the gateway reaches studio-core (https only); several replicas' URLs comma-separated, each call going to one that answers" },
     Variable { name: "SASHA_DATA_GRPC_URL", roles: "studio-core, mcp-gateway", default: "https://127.0.0.1:3013", meaning: "where core and the gateway reach the one data-worker (https only; not read with SASHA_DATA_PLACEMENT=leases)" },
@@ -186,6 +187,20 @@ pub fn optional_socket_addr(
             format!("{text:?} is not a socket address such as 0.0.0.0:9090"),
         )
     })
+}
+
+/// On or off: `1`, `true` or `on`; `0`, `false` or `off`; `default` when
+/// unset.
+pub fn switch(env: &dyn Env, var: &'static str, default: bool) -> Result<bool, ConfigError> {
+    match env.var(var).as_deref().map(str::trim) {
+        None => Ok(default),
+        Some("1" | "true" | "on") => Ok(true),
+        Some("0" | "false" | "off") => Ok(false),
+        Some(other) => Err(ConfigError::new(
+            var,
+            format!("{other:?} is neither 1 (on) nor 0 (off)"),
+        )),
+    }
 }
 
 /// A whole number in `0..=max`, with a default.
@@ -621,6 +636,32 @@ mod tests {
             .iter()
             .map(|(key, value)| (key.to_string(), value.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn a_switch_is_on_or_off_and_nothing_else() {
+        const VAR: &str = "SASHA_GATEWAY_EARLY_READS";
+        for (text, on) in [
+            ("1", true),
+            ("true", true),
+            (" on ", true),
+            ("0", false),
+            ("off", false),
+            ("false", false),
+        ] {
+            assert_eq!(
+                switch(&env(&[(VAR, text)]), VAR, !on).unwrap(),
+                on,
+                "{text}"
+            );
+        }
+        assert!(switch(&env(&[]), VAR, true).unwrap());
+        assert!(!switch(&env(&[]), VAR, false).unwrap());
+        let refused = switch(&env(&[(VAR, "yes")]), VAR, true).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            format!("{VAR}: \"yes\" is neither 1 (on) nor 0 (off)")
+        );
     }
 
     #[test]

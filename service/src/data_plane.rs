@@ -172,6 +172,22 @@ impl DataPlane {
         }
     }
 
+    /// The worker a call for `app_id` would reach now without asking
+    /// anyone, and the epoch it carries: the one worker, or the known
+    /// route's worker when its client exists already.
+    pub fn known(&self, app_id: &str) -> Option<(DataClient, u64)> {
+        match &*self.0 {
+            Inner::Single(client) => Some((client.clone(), 0)),
+            Inner::Leases {
+                routes, clients, ..
+            } => {
+                let route = lock(routes).get(app_id).cloned()?;
+                let client = lock(clients).get(&route.url).cloned()?;
+                Some((client, route.epoch))
+            }
+        }
+    }
+
     /// The one data-worker's client in the `single` layout (what a role's
     /// health asks); `None` with leases, where no one worker speaks for the
     /// data plane.

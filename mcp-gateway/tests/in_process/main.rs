@@ -22,6 +22,7 @@ mod bodies;
 mod confirmations;
 mod create;
 mod data_tools;
+mod early_reads;
 mod hidden;
 mod history;
 mod lifecycle;

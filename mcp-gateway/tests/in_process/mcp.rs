@@ -115,8 +115,11 @@ impl Mcp {
                 request = request.header("mcp-name", name);
             }
         }
+        // As every HTTP client sends a body it holds whole.
+        let body = body.to_string();
         request
-            .body(axum::body::Body::from(body.to_string()))
+            .header("content-length", body.len())
+            .body(axum::body::Body::from(body))
             .unwrap()
     }
 

@@ -278,6 +278,11 @@ impl World {
         self.dir.path()
     }
 
+    /// What the gateway's handlers share.
+    pub fn gateway(&self) -> &mcp_gateway::Gateway {
+        &self.gateway.gateway
+    }
+
     /// The gateway's HTTP service, for one request.
     pub fn router(&self) -> axum::Router {
         self.gateway.router.clone()
@@ -288,6 +293,16 @@ impl World {
     pub fn gateway_over(&self, data: sasha_service::data_plane::DataPlane) -> mcp_gateway::Service {
         mcp_gateway::service_with_data_plane(&self.gateway_config, data, CancellationToken::new())
             .unwrap()
+    }
+
+    /// Another gateway over this world's roles, with
+    /// `SASHA_GATEWAY_EARLY_READS=0`.
+    pub fn gateway_without_early_reads(&self) -> mcp_gateway::Service {
+        let config = mcp_gateway::Config {
+            early_reads: false,
+            ..self.gateway_config.clone()
+        };
+        mcp_gateway::service(&config, CancellationToken::new()).unwrap()
     }
 
     /// The one data-worker's URL (`https://127.0.0.1:<port>`).

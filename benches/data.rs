@@ -45,15 +45,56 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 /// authentication, grant check, catalogue, gRPC, SQLite with receipt, version
 /// and audit). Writes come from the Studio page with the app open (the app's own
 /// UI, which needs no confirmation round trip); reads from a bearer token.
+/// Context switches so far of every thread of process `pid` (voluntary and
+/// not): each is a thread going to sleep or being put off a core, so their
+/// count per call is the call's wake-ups in that process.
+fn switches(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("status")).ok())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter(|line| line.contains("ctxt_switches:"))
+                .filter_map(|line| line.split_whitespace().last()?.parse::<u64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
+/// Context switches per call in (gateway, studio-core, data-worker) while
+/// `calls` calls ran.
+#[derive(Clone, Copy, Default)]
+struct Wakeups([f64; 3]);
+
+impl Wakeups {
+    fn counts(pids: [u32; 3]) -> [u64; 3] {
+        pids.map(switches)
+    }
+
+    fn since(before: [u64; 3], pids: [u32; 3], calls: usize) -> Wakeups {
+        let after = Wakeups::counts(pids);
+        Wakeups(std::array::from_fn(|i| {
+            after[i].saturating_sub(before[i]) as f64 / calls as f64
+        }))
+    }
+}
+
 fn through_gateway(
     runtime: &tokio::runtime::Runtime,
     state: &Path,
     pki: &DevPki,
     data_url: &str,
-) -> HashMap<&'static str, Duration> {
+    worker_pid: u32,
+) -> (HashMap<&'static str, Duration>, [Wakeups; 2]) {
     let staff = Staff::create(state);
     let (mut core, core_url) = start_core(state, pki, data_url, &[]);
     let (mut gateway, url) = start_gateway(state, pki, data_url, core_url.clone());
+    let pids = [gateway.id(), core.id(), worker_pid];
+    let mut wakeups = [Wakeups::default(); 2];
     let session = staff.session();
     let token = staff.token();
     let medians = runtime.block_on(async {
@@ -80,17 +121,24 @@ fn through_gateway(
         };
         call(true, "app__expense_log__categories__create", json!({"values": {"name": "Bench"}})).await;
         let mut creates = Vec::new();
+        let before = Wakeups::counts(pids);
         for i in 0..CREATES {
             let start = Instant::now();
             call(true, "app__expense_log__expenses__create", json!({"values": {"spent_on": "2026-11-01", "amount": i as f64, "category_id": 1, "note": "x"}, "idempotencyKey": format!("m{i}")})).await;
             creates.push(start.elapsed());
         }
+        wakeups[0] = Wakeups::since(before, pids, CREATES);
+        let list = || call(false, "app__expense_log__expenses__list", json!({"limit": 50, "orderBy": [{"field": "amount", "direction": "desc"}]}));
         let mut lists = Vec::new();
-        let mut aggregates = Vec::new();
+        let before = Wakeups::counts(pids);
         for _ in 0..READS {
             let start = Instant::now();
-            call(false, "app__expense_log__expenses__list", json!({"limit": 50, "orderBy": [{"field": "amount", "direction": "desc"}]})).await;
+            list().await;
             lists.push(start.elapsed());
+        }
+        wakeups[1] = Wakeups::since(before, pids, READS);
+        let mut aggregates = Vec::new();
+        for _ in 0..READS {
             let start = Instant::now();
             call(false, "app__expense_log__expenses__aggregate", json!({"groupBy": ["category_id"], "metrics": [{"as": "total", "sum": "amount"}]})).await;
             aggregates.push(start.elapsed());
@@ -142,7 +190,7 @@ fn through_gateway(
     for child in [&mut gateway, &mut core] {
         stop(child);
     }
-    medians
+    (medians, wakeups)
 }
 
 fn main() {
@@ -213,7 +261,13 @@ fn main() {
     std::fs::create_dir_all(&apps).unwrap();
     copy_tree(&fixture, &apps);
     let (mut mcp_worker, mcp_data_url) = start_worker(gateway_state.path(), &pki);
-    let mcp = through_gateway(&runtime, gateway_state.path(), &pki, &mcp_data_url);
+    let (mcp, wakeups) = through_gateway(
+        &runtime,
+        gateway_state.path(),
+        &pki,
+        &mcp_data_url,
+        mcp_worker.id(),
+    );
     for child in [&mut child, &mut mcp_worker] {
         stop(child);
     }
@@ -335,6 +389,103 @@ fn main() {
         Some(own("create", mcp["authorize"] + governed["create"])),
         Some(own("list", mcp["authorize"].max(governed["list"]))),
     );
+    let (tcp, unix, tokio_tcp) = ping_pongs();
+    row("a bare 1-byte ping-pong over loopback TCP", Some(tcp), None);
+    row("  the same over a Unix socket", Some(unix), None);
+    row("  TCP between two tokio runtimes", Some(tokio_tcp), None);
+    println!();
+    println!("context switches per MCP call (all threads)  create    list");
+    for (i, role) in ["mcp-gateway", "studio-core", "data-worker"]
+        .iter()
+        .enumerate()
+    {
+        println!(
+            "  {role:<43} {:>8.1} {:>8.1}",
+            wakeups[0].0[i], wakeups[1].0[i]
+        );
+    }
+}
+
+/// What a hop costs below gRPC: the median of `READS` 1-byte round trips
+/// between two threads over loopback TCP and over a Unix socket (blocking
+/// sockets: the kernel's transport and one wake-up each way), and over TCP
+/// between two tokio runtimes (the roles' runtime: their wake-ups too).
+fn ping_pongs() -> (Duration, Duration, Duration) {
+    use std::io::{Read, Write};
+    fn pong<S: Read + Write>(mut stream: S) {
+        let mut byte = [0u8; 1];
+        while stream.read_exact(&mut byte).is_ok() {
+            if stream.write_all(&byte).is_err() {
+                break;
+            }
+        }
+    }
+    fn ping<S: Read + Write>(stream: &mut S) -> Duration {
+        let mut samples = Vec::new();
+        let mut byte = [7u8; 1];
+        for _ in 0..READS * 5 {
+            let start = Instant::now();
+            stream.write_all(&byte).unwrap();
+            stream.read_exact(&mut byte).unwrap();
+            samples.push(start.elapsed());
+        }
+        median(samples)
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || pong(listener.accept().unwrap().0));
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_nodelay(true).unwrap();
+    let tcp = ping(&mut stream);
+    drop(stream);
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ping.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    std::thread::spawn(move || pong(listener.accept().unwrap().0));
+    let mut stream = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    let unix = ping(&mut stream);
+    drop(stream);
+
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = server
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    server.spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut stream, _) = listener.accept().await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        let mut byte = [0u8; 1];
+        while stream.read_exact(&mut byte).await.is_ok() {
+            if stream.write_all(&byte).await.is_err() {
+                break;
+            }
+        }
+    });
+    let tokio_tcp = client.block_on(async {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        let mut samples = Vec::new();
+        let mut byte = [7u8; 1];
+        for _ in 0..READS * 5 {
+            let start = Instant::now();
+            stream.write_all(&byte).await.unwrap();
+            stream.read_exact(&mut byte).await.unwrap();
+            samples.push(start.elapsed());
+        }
+        median(samples)
+    });
+    server.shutdown_background();
+    (tcp, unix, tokio_tcp)
 }
 
 /// data-worker's engine in process: one create through `Engine::mutate`

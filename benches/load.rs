@@ -10,6 +10,15 @@
 //! Run with `./bench/run.sh [--quick]` (or `cargo bench --bench load -- [--quick]`).
 //! Prints the Markdown tables and writes them, with `ops.png`, to
 //! `$CARGO_TARGET_DIR/bench-results/<UTC timestamp>/`.
+//!
+//! With `--replication` (issue 51, deliverable 4) it measures create and list
+//! at 1 and 8 clients with replication on instead: ours with every database
+//! replicating through its Litestream sidecar to a SeaweedFS S3 server on
+//! loopback in `async` and then in `sync` mode, against PocketBase with a
+//! Litestream beside it replicating its `data.db` to the same server, as
+//! PocketBase's users run it (Litestream's own asynchronous, one-second
+//! sync). Needs `SASHA_LITESTREAM` and `SASHA_WEED` (`bench/run.sh
+//! --replication` installs them).
 
 mod common;
 
@@ -919,6 +928,7 @@ fn chart(runs: &[Run], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    let replication = std::env::args().any(|a| a == "--replication");
     let limits = if quick {
         Limits {
             requests: 150,
@@ -940,28 +950,25 @@ fn main() {
 
     // The roles, on loopback, with the Time Sheet app in the docs root.
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("apps").join(APP);
-    let stack = Stack::start(false, |apps| copy_tree(&source, &apps.join(APP)));
-    let mcp = Arc::new(stack.mcp(APP));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
+    if replication {
+        let report = replicated(&runtime, &source, &limits);
+        println!("{report}");
+        let dir = common::report::results_dir("replicated-");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("results.md"), &report).unwrap();
+        println!("results: {}", dir.display());
+        return;
+    }
+    let stack = Stack::start(false, |apps| copy_tree(&source, &apps.join(APP)));
+    let mcp = Arc::new(stack.mcp(APP));
 
     let mut runs = Vec::new();
     // MCP: seed (unmeasured), then every workload at 1 and 8 clients.
-    let mcp_fixture = runtime.block_on(async {
-        for p in 0..PROJECTS {
-            mcp.call(
-                true,
-                "app__time_sheet_entry__projects__create",
-                json!({"values": {"name": format!("Project {p}")}, "idempotencyKey": format!("project-{p}")}),
-            )
-            .await
-            .expect("seed a project");
-        }
-        let ids = seed_mcp(&mcp, limits.seed_entries).await;
-        Arc::new(Fixture::new(ids))
-    });
+    let mcp_fixture = runtime.block_on(seed_projects_and_entries(&mcp, &limits));
     for workload in WORKLOADS {
         for clients in [1, 8] {
             let run = runtime.block_on(drive_mcp(&mcp, &mcp_fixture, workload, clients, &limits));
@@ -1031,7 +1038,7 @@ fn main() {
     // same seed, then create and list at 1 and 8 clients.
     let mut status: Vec<PeerStatus> = Vec::new();
     for kind in peers::KINDS {
-        let measured = runtime.block_on(measure_peer(kind, &limits, &mut runs));
+        let measured = runtime.block_on(measure_peer(kind, &limits, &mut runs, |_| None));
         if let Err(why) = &measured {
             eprintln!("bench: {} NOT MEASURED: {why}", kind.name());
         }
@@ -1071,15 +1078,185 @@ fn main() {
     println!("results: {}", dir.display());
 }
 
+/// The projects, then `limits.seed_entries` entries, through MCP
+/// (unmeasured).
+async fn seed_projects_and_entries(mcp: &Arc<Mcp>, limits: &Limits) -> Arc<Fixture> {
+    for p in 0..PROJECTS {
+        mcp.call(
+            true,
+            "app__time_sheet_entry__projects__create",
+            json!({"values": {"name": format!("Project {p}")}, "idempotencyKey": format!("project-{p}")}),
+        )
+        .await
+        .expect("seed a project");
+    }
+    let ids = seed_mcp(mcp, limits.seed_entries).await;
+    Arc::new(Fixture::new(ids))
+}
+
+/// The `--replication` run: create and list at 1 and 8 clients, ours in
+/// `async` and in `sync` mode and PocketBase with Litestream, each
+/// replicating to one SeaweedFS S3 server; a Markdown report.
+fn replicated(runtime: &tokio::runtime::Runtime, source: &Path, limits: &Limits) -> String {
+    use common::replica::{self, ObjectStorage, Sidecar};
+    let storage = runtime.block_on(ObjectStorage::start());
+    let mut measured: Vec<(String, Vec<Run>)> = Vec::new();
+    for mode in ["async", "sync"] {
+        let mut sidecars = Vec::new();
+        let mut stack = Stack::start_with(
+            false,
+            |apps| copy_tree(source, &apps.join(APP)),
+            |role, state| {
+                let socket = state.join("sockets").join(format!("{role}.sock"));
+                sidecars.push(runtime.block_on(Sidecar::start(&socket)));
+                replica::role_env(&storage, &format!("load-{mode}"), &socket, mode)
+            },
+        );
+        stack.sidecars = sidecars;
+        let mcp = Arc::new(stack.mcp(APP));
+        let fixture = runtime.block_on(seed_projects_and_entries(&mcp, limits));
+        let mut runs = Vec::new();
+        for workload in [Workload::Create, Workload::List] {
+            for clients in [1, 8] {
+                let run = runtime.block_on(drive_mcp(&mcp, &fixture, workload, clients, limits));
+                eprintln!(
+                    "bench: MCP, {mode} replication, {:<6} {clients} clients: {:>6.0} ops/s ({} errors)",
+                    workload.name(),
+                    run.ops_per_sec(),
+                    run.errors
+                );
+                runs.push(run);
+            }
+        }
+        let objects = runtime.block_on(storage.object_count(&format!("load-{mode}"), ""));
+        assert!(objects > 0, "nothing reached object storage in {mode} mode");
+        drop(stack);
+        measured.push((format!("sasha, {mode}"), runs));
+    }
+    let pocketbase = runtime.block_on(async {
+        let mut runs = Vec::new();
+        let version = measure_peer(peers::Kind::PocketBase, limits, &mut runs, |peer| {
+            let database = peer.database().expect("PocketBase's data.db");
+            Some(litestream_beside(&database, &storage.url("pocketbase")))
+        })
+        .await;
+        let objects = storage.object_count("pocketbase", "").await;
+        (version, runs, objects)
+    });
+    let mut out = format!(
+        "## With replication on (create and list, {} seeded entries)\n\n\
+         One SeaweedFS S3 server on loopback for all three; Litestream {} for both systems.\n\n",
+        limits.seed_entries,
+        litestream_version()
+    );
+    match &pocketbase {
+        (Ok(version), _, objects) => out.push_str(&format!(
+            "- PocketBase + Litestream: {version}; Litestream's default asynchronous replication (a sync every second); {objects} objects in its bucket afterwards\n"
+        )),
+        (Err(why), _, _) => out.push_str(&format!("- PocketBase + Litestream: NOT MEASURED: {why}\n")),
+    }
+    out.push_str("- sasha, async: a write is acknowledged at its local commit; Litestream uploads beside it\n");
+    out.push_str("- sasha, sync: a write is acknowledged after a sync-and-wait covering it (group commit)\n\n");
+    measured.push((String::from("PocketBase + Litestream"), pocketbase.1));
+    out.push_str("| workload | clients |");
+    for (label, _) in &measured {
+        out.push_str(&format!(" {label} ops/s | p50 ms | p99 ms |"));
+    }
+    out.push_str(" async / PocketBase | sync / PocketBase |\n|---|---|");
+    out.push_str(&"---|---|---|".repeat(measured.len()));
+    out.push_str("---|---|\n");
+    for workload in [Workload::Create, Workload::List] {
+        for clients in [1, 8] {
+            out.push_str(&format!("| {} | {clients} |", workload.name()));
+            let runs: Vec<Option<&Run>> = measured
+                .iter()
+                .map(|(_, runs)| {
+                    runs.iter()
+                        .find(|run| run.workload == workload && run.clients == clients)
+                })
+                .collect();
+            for run in &runs {
+                match run {
+                    Some(run) => out.push_str(&format!(
+                        " {:.0}{} | {:.2} | {:.2} |",
+                        run.ops_per_sec(),
+                        if run.errors > 0 {
+                            format!(" ({} errors)", run.errors)
+                        } else {
+                            String::new()
+                        },
+                        run.percentile(50),
+                        run.percentile(99)
+                    )),
+                    None => out.push_str(" – | – | – |"),
+                }
+            }
+            for ours in [runs[0], runs[1]] {
+                match (ours, runs[2]) {
+                    (Some(ours), Some(peer)) => out.push_str(&format!(
+                        " {:.2}× |",
+                        ours.ops_per_sec() / peer.ops_per_sec()
+                    )),
+                    _ => out.push_str(" – |"),
+                }
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `litestream replicate` of `database` to `url`, with its default
+/// (asynchronous) settings, as a PocketBase user runs it; killed when
+/// dropped.
+fn litestream_beside(database: &Path, url: &str) -> std::process::Child {
+    use common::replica::{ACCESS_KEY, SECRET_KEY, litestream};
+    let config = database.with_file_name("litestream.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "dbs:\n  - path: {}\n    replica:\n      url: \"{url}&force-path-style=true\"\n",
+            database.display()
+        ),
+    )
+    .unwrap();
+    let log = std::fs::File::create(database.with_file_name("litestream.log")).unwrap();
+    std::process::Command::new(litestream())
+        .arg("replicate")
+        .arg("-config")
+        .arg(&config)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("start litestream beside PocketBase")
+}
+
+/// "v0.5.17", as `litestream version` prints it.
+fn litestream_version() -> String {
+    std::process::Command::new(common::replica::litestream())
+        .arg("version")
+        .output()
+        .ok()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .unwrap_or_else(|| String::from("?"))
+}
+
 /// Starts peer `kind`, seeds it as ours was seeded, checks that an owner's
-/// list sees the seeded rows, and measures create and list at 1 and 8
-/// clients into `runs`. Returns what ran, or why it could not.
+/// list sees the seeded rows, starts what `beside` gives for it (a
+/// replicator; stopped with the peer), and measures create and list at 1
+/// and 8 clients into `runs`. Returns what ran, or why it could not.
 async fn measure_peer(
     kind: peers::Kind,
     limits: &Limits,
     runs: &mut Vec<Run>,
+    beside: impl FnOnce(&Peer) -> Option<std::process::Child>,
 ) -> Result<String, String> {
     let peer = Arc::new(Peer::start(kind).await?);
+    let mut companion = Companion(beside(&peer));
     let failed = seed_peer(&peer, limits.seed_entries).await;
     if failed > 0 {
         return Err(format!(
@@ -1108,7 +1285,24 @@ async fn measure_peer(
             runs.push(run);
         }
     }
+    if let Some(child) = &mut companion.0
+        && let Ok(Some(status)) = child.try_wait()
+    {
+        return Err(format!("its replicator exited during the run: {status}"));
+    }
     Ok(peer.version.clone())
+}
+
+/// A process run beside a peer, killed with it.
+struct Companion(Option<std::process::Child>);
+
+impl Drop for Companion {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 /// Seeds `count` entries through MCP (8 concurrent creates) and returns their ids.

@@ -172,16 +172,31 @@ pub(crate) struct Stack {
     pub(crate) session: String,
     pub(crate) token: String,
     pub(crate) http: reqwest::Client,
+    /// Litestream sidecars of replicating roles, stopped after them.
+    pub(crate) sidecars: Vec<super::replica::Sidecar>,
 }
 
 impl Stack {
     pub(crate) fn start(edge: bool, install: impl FnOnce(&Path)) -> Stack {
+        Stack::start_with(edge, install, |_, _| Vec::new())
+    }
+
+    /// [`Stack::start`] with `role_env(role, state folder)` added to
+    /// data-worker's and studio-core's environment (replication settings).
+    pub(crate) fn start_with(
+        edge: bool,
+        install: impl FnOnce(&Path),
+        mut role_env: impl FnMut(Role, &Path) -> Vec<(&'static str, String)>,
+    ) -> Stack {
         let state = tempfile::tempdir().unwrap();
         let (pki, _) = DevPki::ensure(&state.path().join("certs")).unwrap();
         install(&state.path().join("docs/apps"));
         let staff = Staff::create(state.path());
-        let (worker, data_url) = start_worker(state.path(), &pki);
-        let (core, core_url) = start_core(state.path(), &pki, &data_url, &[]);
+        let data_env = role_env(Role::DataWorker, state.path());
+        let (worker, listeners) = start_role(Role::DataWorker, state.path(), &pki, &data_env);
+        let data_url = format!("https://{}", listeners["grpc"].as_str().unwrap());
+        let core_env = role_env(Role::StudioCore, state.path());
+        let (core, core_url) = start_core(state.path(), &pki, &data_url, &core_env);
         let (gateway, url) = start_gateway(state.path(), &pki, &data_url, core_url);
         let mut roles = vec![
             ("data-worker", worker),
@@ -206,6 +221,7 @@ impl Stack {
             session,
             token,
             http: http_client(),
+            sidecars: Vec::new(),
         }
     }
 

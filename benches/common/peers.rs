@@ -121,6 +121,12 @@ impl Peer {
         }
     }
 
+    /// The SQLite file holding the peer's records (PocketBase's
+    /// `pb_data/data.db`), for a replicator beside it.
+    pub(crate) fn database(&self) -> Option<PathBuf> {
+        (self.kind == Kind::PocketBase).then(|| self._dir.path().join("pb_data/data.db"))
+    }
+
     async fn pocketbase() -> Result<Peer, String> {
         let binary = std::env::var_os("SASHA_BENCH_POCKETBASE")
             .map(PathBuf::from)

@@ -68,8 +68,10 @@ struct Seen {
 }
 
 impl Speculation {
-    /// Records core's fresh answer for `credential` and `app` (its
-    /// contract left out: an early read goes only to a worker that has it).
+    /// Records core's fresh answer for `credential` and `app`: of the app,
+    /// only what a data request carries (no contract: an early read goes
+    /// only to a worker that has it; no tables, actions or texts, so an
+    /// entry stays a few hundred bytes).
     pub fn remember(&self, credential: &AuthenticateRequest, principal: &pb::Principal, app: &App) {
         let Ok(mut seen) = self.seen.lock() else {
             return;
@@ -78,8 +80,21 @@ impl Speculation {
             seen.clear();
         }
         let app = App {
+            id: app.id.clone(),
+            access: app.access,
+            name: String::new(),
+            description: String::new(),
+            revision: app.revision.clone(),
+            resource_uri: String::new(),
+            chat: app.chat,
+            files: app.files,
+            data: app.data,
+            contract_hash: app.contract_hash.clone(),
+            tables: Default::default(),
+            actions: Vec::new(),
             contract: None,
-            ..app.clone()
+            automation: app.automation,
+            preview_scope: None,
         };
         seen.insert(
             key(credential, &app.id),

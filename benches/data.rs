@@ -131,12 +131,14 @@ fn through_gateway(
         let list = || call(false, "app__expense_log__expenses__list", json!({"limit": 50, "orderBy": [{"field": "amount", "direction": "desc"}]}));
         let mut lists = Vec::new();
         let before = Wakeups::counts(pids);
+        let mut reply = serde_json::Value::Null;
         for _ in 0..READS {
             let start = Instant::now();
-            list().await;
+            reply = list().await;
             lists.push(start.elapsed());
         }
         wakeups[1] = Wakeups::since(before, pids, READS);
+        let rows_json = rows_json(&reply);
         let mut aggregates = Vec::new();
         for _ in 0..READS {
             let start = Instant::now();
@@ -179,6 +181,7 @@ fn through_gateway(
             data_trip.push(start.elapsed());
         }
         HashMap::from([
+            ("rows json", rows_json),
             ("create", median(creates)),
             ("list", median(lists)),
             ("aggregate", median(aggregates)),
@@ -393,6 +396,16 @@ fn main() {
     row("a bare 1-byte ping-pong over loopback TCP", Some(tcp), None);
     row("  the same over a Unix socket", Some(unix), None);
     row("  TCP between two tokio runtimes", Some(tokio_tcp), None);
+    row(
+        "the list's rows through the gateway's JSON",
+        None,
+        Some(mcp["rows json"]),
+    );
+    row(
+        "an empty spawn_blocking, awaited (a store hop)",
+        Some(runtime.block_on(blocking_hop())),
+        None,
+    );
     println!();
     println!("context switches per MCP call (all threads)  create    list");
     for (i, role) in ["mcp-gateway", "studio-core", "data-worker"]
@@ -404,6 +417,40 @@ fn main() {
             wakeups[0].0[i], wakeups[1].0[i]
         );
     }
+}
+
+/// What the gateway does with a list's rows as JSON, timed on the reply of
+/// the last list (the median of `READS`): data-worker's text parsed into a
+/// value, the value written as `structuredContent`, and the text written
+/// again as an escaped string for the text content.
+fn rows_json(reply: &serde_json::Value) -> Duration {
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .expect("a list's text content")
+        .to_owned();
+    let mut samples = Vec::new();
+    for _ in 0..READS {
+        let start = Instant::now();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let structured = serde_json::to_vec(&value).unwrap();
+        let escaped = serde_json::to_vec(&text).unwrap();
+        samples.push(start.elapsed());
+        assert!(structured.len() + escaped.len() > text.len());
+    }
+    median(samples)
+}
+
+/// The median of `READS` empty `spawn_blocking` calls awaited from an
+/// async task: what studio-core's and data-worker's move of store work off
+/// the async threads costs before any work.
+async fn blocking_hop() -> Duration {
+    let mut samples = Vec::new();
+    for _ in 0..READS * 5 {
+        let start = Instant::now();
+        tokio::task::spawn_blocking(|| ()).await.unwrap();
+        samples.push(start.elapsed());
+    }
+    median(samples)
 }
 
 /// What a hop costs below gRPC: the median of `READS` 1-byte round trips

@@ -488,8 +488,9 @@ pub async fn authenticate(
     response
 }
 
-/// A table read of `app_id` by a credential core answered for that app
-/// within [`crate::speculate::WINDOW`], ready to run beside its check: its
+/// A read of `app_id` (a table's, or an action's that only reads) by a
+/// credential core answered for that app within
+/// [`crate::speculate::WINDOW`], ready to run beside its check: its
 /// body (at most [`crate::speculate::MAX_BODY`], declared) is read here and
 /// put back for rmcp. `Ok(None)` leaves the request untouched: anything else
 /// waits for its check as before.
@@ -502,20 +503,19 @@ async fn early_read<'a>(
     request: &mut Request,
 ) -> Result<Option<impl Future<Output = Option<crate::speculate::Early>> + 'a>, AppError> {
     use crate::speculate;
-    let Some(NamedTool {
-        name,
-        target: ToolTarget::Table {
-            table, operation, ..
-        },
-    }) = named.filter(|_| gateway.early_reads)
-    else {
+    let Some(NamedTool { name, target }) = named.filter(|_| gateway.early_reads) else {
         return Ok(None);
     };
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok()?.parse::<usize>().ok());
-    if operation.is_mutating() || declared.is_none_or(|length| length > speculate::MAX_BODY) {
+    let reads = match target {
+        ToolTarget::Table { operation, .. } => !operation.is_mutating(),
+        ToolTarget::Action { .. } => true,
+        _ => false,
+    };
+    if !reads || declared.is_none_or(|length| length > speculate::MAX_BODY) {
         return Ok(None);
     }
     let Some((principal, app)) = gateway.speculation.recall(credential, app_id) else {
@@ -528,17 +528,12 @@ async fn early_read<'a>(
     let body = std::mem::take(request.body_mut());
     let bytes = crate::read_small_body(body, speculate::MAX_BODY).await?;
     *request.body_mut() = axum::body::Body::from(bytes.clone());
-    let Some(args) = speculate::arguments(&bytes, name) else {
+    let Some(read) = speculate::arguments(&bytes, name)
+        .and_then(|args| speculate::Read::of(gateway, &app, name, target, args))
+    else {
         return Ok(None);
     };
-    Ok(Some(speculate::read(
-        gateway,
-        caller,
-        app,
-        table,
-        operation.name(),
-        args,
-    )))
+    Ok(Some(speculate::read(gateway, caller, app, read)))
 }
 
 /// `AuthorizeCall`: who `credential` is, and `app_id` as they may use it

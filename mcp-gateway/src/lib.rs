@@ -84,7 +84,7 @@ pub struct Config {
     pub health_addr: Option<SocketAddr>,
     /// `SASHA_GATEWAY_CALL_DEADLINE_SECS` (1 to 300, default 10).
     pub call_deadline: std::time::Duration,
-    /// `SASHA_GATEWAY_EARLY_READS` (default on): whether a table read may
+    /// `SASHA_GATEWAY_EARLY_READS` (default on): whether a read may
     /// run beside its check ([`speculate`]).
     pub early_reads: bool,
 }

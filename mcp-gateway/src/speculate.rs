@@ -1,6 +1,7 @@
-//! A table read run beside its caller's fresh check.
+//! A read run beside its caller's fresh check.
 //!
-//! A read tool call named in its headers (`Mcp-Name`) by a credential this
+//! A read tool call (a table's `list`, `get` or `aggregate`, or an action
+//! that only reads) named in its headers (`Mcp-Name`) by a credential this
 //! replica saw answered for the same app within [`WINDOW`] does not wait for
 //! `AuthorizeCall` before it reads: the gateway reads the (small) body, builds
 //! the `DataService.Execute` the call would send if nothing had changed since
@@ -32,15 +33,19 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use sasha_contract::tools::ToolTarget;
+
 use crate::auth::Caller;
 use crate::calls::{self, DataCall};
 use crate::catalogue::App;
+use crate::schemas::{Part, SchemaKey};
+use crate::tools::AppTool;
 
 /// How long after core answered for a credential and an app its next read of
 /// that app may run beside the check: the body of a credential revoked within
 /// this window may be read (its answer is never released).
 pub const WINDOW: Duration = Duration::from_secs(30);
-/// The largest body read before its check: a table read's arguments are a
+/// The largest body read before its check: a read's arguments are a
 /// few hundred bytes; anything larger waits for the check as before.
 pub const MAX_BODY: usize = 16 * 1024;
 /// Most remembered (credential, app) pairs per replica; past it the memory
@@ -69,9 +74,9 @@ struct Seen {
 
 impl Speculation {
     /// Records core's fresh answer for `credential` and `app`: of the app,
-    /// only what a data request carries (no contract: an early read goes
-    /// only to a worker that has it; no tables, actions or texts, so an
-    /// entry stays a few hundred bytes).
+    /// only what a data request carries and the actions that only read (no
+    /// contract: an early read goes only to a worker that has it; no
+    /// tables or texts).
     pub fn remember(&self, credential: &AuthenticateRequest, principal: &pb::Principal, app: &App) {
         let Ok(mut seen) = self.seen.lock() else {
             return;
@@ -91,7 +96,14 @@ impl Speculation {
             data: app.data,
             contract_hash: app.contract_hash.clone(),
             tables: Default::default(),
-            actions: Vec::new(),
+            // The actions that only read: their request is built here from
+            // the compiled operation.
+            actions: app
+                .actions
+                .iter()
+                .filter(|action| !action.mutating)
+                .cloned()
+                .collect(),
             contract: None,
             automation: app.automation,
             preview_scope: None,
@@ -184,25 +196,81 @@ pub fn arguments(body: &[u8], tool: &str) -> Option<Value> {
         .then(|| Value::Object(call.params.arguments.unwrap_or_default()))
 }
 
-/// Sends `operation` on `table` with `args` as `caller` would, with `app` as
-/// core last answered it, once, to the worker already known to own the app
+/// The data request a read tool call makes of its arguments.
+#[derive(Debug)]
+pub struct Read {
+    pub operation: &'static str,
+    pub table: String,
+    pub request: Value,
+    /// The action's id, for an action's read.
+    pub action_id: Option<String>,
+}
+
+impl Read {
+    /// What `tool` (decoded from `name`) of `app` reads with `args`:
+    /// `None` for a change, an unknown tool, or an action whose input its
+    /// schema refuses (the call itself then answers as ever).
+    pub fn of(
+        gateway: &crate::Gateway,
+        app: &App,
+        name: &str,
+        target: &ToolTarget,
+        args: Value,
+    ) -> Option<Read> {
+        match (target, AppTool::resolve(app, target)) {
+            (
+                ToolTarget::Table {
+                    table, operation, ..
+                },
+                _,
+            ) => (!operation.is_mutating()).then(|| Read {
+                operation: operation.name(),
+                table: table.clone(),
+                request: args,
+                action_id: None,
+            }),
+            (_, Some(tool @ AppTool::Action(action))) if !action.mutating => {
+                let key = SchemaKey::App {
+                    app: &app.id,
+                    revision: &app.revision,
+                    tool: name,
+                    part: Part::Input,
+                };
+                gateway
+                    .validators
+                    .validate(key, || tool.input_schema(), &args)
+                    .ok()?;
+                // A read's request carries no idempotency key.
+                let (operation, table, request) = calls::action_request(action, &args, "").ok()?;
+                Some(Read {
+                    operation,
+                    table,
+                    request,
+                    action_id: Some(action.id.clone()),
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Sends `read` as `caller` would, with `app` as core last answered it,
+/// once, to the worker already known to own the app
 /// ([`calls::execute_known`]). `None` when it was not sent or not answered:
 /// the call then asks itself, after its check.
 pub async fn read(
     gateway: &crate::Gateway,
     caller: Caller,
     app: Arc<App>,
-    table: &str,
-    operation: &str,
-    args: Value,
+    read: Read,
 ) -> Option<Early> {
     let call = DataCall {
         caller: &caller,
         app: &app,
-        operation,
-        table,
-        request: args,
-        action_id: None,
+        operation: read.operation,
+        table: &read.table,
+        request: read.request,
+        action_id: read.action_id.as_deref(),
     };
     let request = calls::request_of(&call).ok()?;
     let answer = calls::execute_known(

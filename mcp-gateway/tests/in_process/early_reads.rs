@@ -1,4 +1,5 @@
-//! A table read runs beside its caller's fresh check (`speculate`), and its
+//! A read (a table's, or an action's that only reads) runs beside its
+//! caller's fresh check (`speculate`), and its
 //! early answer is released only to a call whose fresh request is exactly
 //! the one sent: a grant changed, revoked, or a credential revoked a moment
 //! ago refuse or change the very next read all the same, and a change never
@@ -85,6 +86,26 @@ async fn an_early_read_is_released_only_to_the_same_fresh_request() {
     assert_eq!(amounts(&list(&mut member).await), [7.0, 8.0]);
     assert_eq!(counts(&world), (2, 0));
 
+    // An action that only reads runs early too, on input its schema
+    // accepts; input it refuses is never sent early, and the call refuses
+    // it as ever.
+    let totals = "app__expense_log__category_totals";
+    let range = json!({"from": "2026-09-01", "to": "2026-09-30"});
+    for _ in 0..2 {
+        let answered = member.call(totals, range.clone()).await;
+        assert_eq!(
+            structured(&answered)["groups"],
+            json!([{"category_id": category, "total": 15.0, "entries": 2}])
+        );
+    }
+    assert_eq!(counts(&world), (4, 0));
+    let refused = member.call(totals, json!({"from": "September"})).await;
+    assert_eq!(
+        crate::mcp::tool_error(&refused)["code"],
+        "APP_INPUT_INVALID"
+    );
+    assert_eq!(counts(&world), (4, 0));
+
     // A read data-worker refuses leaves no early answer: the call itself
     // answers the refusal.
     let refused = member
@@ -99,16 +120,16 @@ async fn an_early_read_is_released_only_to_the_same_fresh_request() {
         "{:?}",
         refused.body
     );
-    assert_eq!(counts(&world), (2, 0));
+    assert_eq!(counts(&world), (4, 0));
 
     // The grant raised to manage: the early read went with `use`, the fresh
     // request carries `manage`, so the early answer is dropped and the call
     // asks again (and remembers the new answer for the next read).
     grant(AppAccess::Manage);
     assert_eq!(amounts(&list(&mut member).await), [7.0, 8.0]);
-    assert_eq!(counts(&world), (2, 1));
+    assert_eq!(counts(&world), (4, 1));
     assert_eq!(amounts(&list(&mut member).await), [7.0, 8.0]);
-    assert_eq!(counts(&world), (3, 1));
+    assert_eq!(counts(&world), (5, 1));
 
     // Revoked: the early read still runs on the answer remembered a moment
     // ago, and the very next call is refused all the same, with no row in
@@ -120,15 +141,15 @@ async fn an_early_read_is_released_only_to_the_same_fresh_request() {
     let refused = list(&mut member).await;
     assert_eq!(refused.error()["code"], -32602, "{:?}", refused.body);
     assert!(!refused.body.to_string().contains("amount"));
-    assert_eq!(counts(&world), (3, 2));
+    assert_eq!(counts(&world), (5, 2));
 
     // Granted `use` again: the early read went on the last answer
     // remembered (`manage`), so it is dropped once, and then taken again.
     grant(AppAccess::Use);
     assert_eq!(amounts(&list(&mut member).await), [7.0, 8.0]);
-    assert_eq!(counts(&world), (3, 3));
+    assert_eq!(counts(&world), (5, 3));
     assert_eq!(amounts(&list(&mut member).await), [7.0, 8.0]);
-    assert_eq!(counts(&world), (4, 3));
+    assert_eq!(counts(&world), (6, 3));
 
     // A credential revoked a moment ago: 401 on the very next call, the
     // early answer dropped.

@@ -762,20 +762,7 @@ fn side_by_side(runs: &[Run], status: &[PeerStatus]) -> String {
             };
             out.push_str(&format!("| {} | {clients} |", workload.name()));
             for system in &systems {
-                match find(runs, workload, clients, *system) {
-                    Some(run) => out.push_str(&format!(
-                        " {:.0}{} | {:.2} | {:.2} |",
-                        run.ops_per_sec(),
-                        if run.errors > 0 {
-                            format!(" ({} errors)", run.errors)
-                        } else {
-                            String::new()
-                        },
-                        run.percentile(50),
-                        run.percentile(99)
-                    )),
-                    None => out.push_str(" – | – | – |"),
-                }
+                out.push_str(&cells(find(runs, workload, clients, *system)));
             }
             let (fastest, quickest) = best_peers(runs, workload, clients);
             let ratio = fastest.map_or(String::from("–"), |best| {
@@ -807,6 +794,25 @@ fn side_by_side(runs: &[Run], status: &[PeerStatus]) -> String {
         }
     }
     out
+}
+
+/// A run's ops/s (with its errors, if any), p50 and p99 cells of a
+/// side-by-side row; dashes for a run that did not happen.
+fn cells(run: Option<&Run>) -> String {
+    match run {
+        Some(run) => format!(
+            " {:.0}{} | {:.2} | {:.2} |",
+            run.ops_per_sec(),
+            if run.errors > 0 {
+                format!(" ({} errors)", run.errors)
+            } else {
+                String::new()
+            },
+            run.percentile(50),
+            run.percentile(99)
+        ),
+        None => String::from(" – | – | – |"),
+    }
 }
 
 /// The targets of issues 12 and 25, judged on this run's numbers (the peers'
@@ -1176,20 +1182,7 @@ fn replicated(runtime: &tokio::runtime::Runtime, source: &Path, limits: &Limits)
                 })
                 .collect();
             for run in &runs {
-                match run {
-                    Some(run) => out.push_str(&format!(
-                        " {:.0}{} | {:.2} | {:.2} |",
-                        run.ops_per_sec(),
-                        if run.errors > 0 {
-                            format!(" ({} errors)", run.errors)
-                        } else {
-                            String::new()
-                        },
-                        run.percentile(50),
-                        run.percentile(99)
-                    )),
-                    None => out.push_str(" – | – | – |"),
-                }
+                out.push_str(&cells(*run));
             }
             for ours in [runs[0], runs[1]] {
                 match (ours, runs[2]) {

@@ -56,12 +56,23 @@ const MAX_SEEN: usize = 10_000;
 /// went.
 #[derive(Debug, Default)]
 pub struct Speculation {
-    seen: Mutex<HashMap<[u8; 32], Seen>>,
+    memory: Mutex<Memory>,
     /// Early answers a call took.
     pub used: AtomicU64,
     /// Early answers dropped: the fresh request differed, or the call
     /// stopped before sending one.
     pub discarded: AtomicU64,
+}
+
+/// The answers remembered.
+#[derive(Debug, Default)]
+struct Memory {
+    /// By credential and app.
+    seen: HashMap<[u8; 32], Seen>,
+    /// The apps those answers name, one copy per app, revision and grant
+    /// however many credentials use it (its read-only actions may be a few
+    /// KiB).
+    apps: HashMap<String, Arc<App>>,
 }
 
 /// Core's last answer for one credential and app.
@@ -76,43 +87,67 @@ impl Speculation {
     /// Records core's fresh answer for `credential` and `app`: of the app,
     /// only what a data request carries and the actions that only read (no
     /// contract: an early read goes only to a worker that has it; no
-    /// tables or texts).
+    /// tables or texts), shared by every credential that answer holds for.
     pub fn remember(&self, credential: &AuthenticateRequest, principal: &pb::Principal, app: &App) {
-        let Ok(mut seen) = self.seen.lock() else {
+        let Ok(mut memory) = self.memory.lock() else {
             return;
         };
-        if seen.len() >= MAX_SEEN {
-            seen.clear();
+        if memory.seen.len() >= MAX_SEEN {
+            // Only answers of the last WINDOW are any use.
+            memory.seen.retain(|_, seen| seen.at.elapsed() <= WINDOW);
+            memory.apps.clear();
+            if memory.seen.len() >= MAX_SEEN {
+                memory.seen.clear();
+            }
         }
-        let app = App {
-            id: app.id.clone(),
-            access: app.access,
-            name: String::new(),
-            description: String::new(),
-            revision: app.revision.clone(),
-            resource_uri: String::new(),
-            chat: app.chat,
-            files: app.files,
-            data: app.data,
-            contract_hash: app.contract_hash.clone(),
-            tables: Default::default(),
-            // The actions that only read: their request is built here from
-            // the compiled operation.
-            actions: app
-                .actions
-                .iter()
-                .filter(|action| !action.mutating)
-                .cloned()
-                .collect(),
-            contract: None,
-            automation: app.automation,
-            preview_scope: None,
-        };
-        seen.insert(
+        // Everything the copy below keeps of the app, but its actions,
+        // which its revision decides.
+        let shape = format!(
+            "{}\0{}\0{:?}\0{:?}\0{}\0{}\0{}\0{:?}",
+            app.id,
+            app.revision,
+            app.contract_hash,
+            app.access,
+            app.automation,
+            app.chat,
+            app.files,
+            app.data
+        );
+        let kept = memory
+            .apps
+            .entry(shape)
+            .or_insert_with(|| {
+                Arc::new(App {
+                    id: app.id.clone(),
+                    access: app.access,
+                    name: String::new(),
+                    description: String::new(),
+                    revision: app.revision.clone(),
+                    resource_uri: String::new(),
+                    chat: app.chat,
+                    files: app.files,
+                    data: app.data,
+                    contract_hash: app.contract_hash.clone(),
+                    tables: Default::default(),
+                    // The actions that only read: their request is built
+                    // here from the compiled operation.
+                    actions: app
+                        .actions
+                        .iter()
+                        .filter(|action| !action.mutating)
+                        .cloned()
+                        .collect(),
+                    contract: None,
+                    automation: app.automation,
+                    preview_scope: None,
+                })
+            })
+            .clone();
+        memory.seen.insert(
             key(credential, &app.id),
             Seen {
                 principal: principal.clone(),
-                app: Arc::new(app),
+                app: kept,
                 at: Instant::now(),
             },
         );
@@ -125,8 +160,8 @@ impl Speculation {
         credential: &AuthenticateRequest,
         app_id: &str,
     ) -> Option<(pb::Principal, Arc<App>)> {
-        let seen = self.seen.lock().ok()?;
-        let entry = seen.get(&key(credential, app_id))?;
+        let memory = self.memory.lock().ok()?;
+        let entry = memory.seen.get(&key(credential, app_id))?;
         (entry.at.elapsed() <= WINDOW).then(|| (entry.principal.clone(), entry.app.clone()))
     }
 }
@@ -328,5 +363,63 @@ mod tests {
         assert_ne!(key(&credential, "a"), key(&moved, "a"));
         let speculation = Speculation::default();
         assert!(speculation.recall(&credential, "a").is_none());
+    }
+
+    fn app(access: sasha_contract::caller::AppAccess) -> App {
+        App {
+            id: "notes".into(),
+            access,
+            name: "Notes".into(),
+            description: "Keep notes".into(),
+            revision: "r1".into(),
+            resource_uri: "ui://sasha/apps/notes/revisions/r1".into(),
+            chat: false,
+            files: false,
+            data: crate::catalogue::DataCapability::ReadWrite,
+            contract_hash: Some("h1".into()),
+            tables: Default::default(),
+            actions: Vec::new(),
+            contract: None,
+            automation: false,
+            preview_scope: None,
+        }
+    }
+
+    #[test]
+    fn credentials_answered_for_the_same_app_share_one_copy_of_it() {
+        use sasha_contract::caller::AppAccess;
+        let credential = |secret: &str| AuthenticateRequest {
+            kind: "bearer".into(),
+            credential: secret.into(),
+            resource: String::new(),
+        };
+        let principal = |user: &str| pb::Principal {
+            user_id: user.into(),
+            ..Default::default()
+        };
+        let speculation = Speculation::default();
+        speculation.remember(&credential("a"), &principal("alice"), &app(AppAccess::Use));
+        speculation.remember(&credential("b"), &principal("bob"), &app(AppAccess::Use));
+        speculation.remember(
+            &credential("c"),
+            &principal("carol"),
+            &app(AppAccess::Manage),
+        );
+        let (alice, first) = speculation.recall(&credential("a"), "notes").unwrap();
+        let (bob, second) = speculation.recall(&credential("b"), "notes").unwrap();
+        let (_, managing) = speculation.recall(&credential("c"), "notes").unwrap();
+        assert_eq!(
+            (alice.user_id.as_str(), bob.user_id.as_str()),
+            ("alice", "bob")
+        );
+        assert!(Arc::ptr_eq(&first, &second), "one copy for one grant");
+        assert!(
+            !Arc::ptr_eq(&first, &managing),
+            "another grant, another copy"
+        );
+        assert_eq!(managing.access, AppAccess::Manage);
+        // Only what a data request carries is kept.
+        assert_eq!((first.name.as_str(), first.resource_uri.as_str()), ("", ""));
+        assert!(speculation.recall(&credential("a"), "other").is_none());
     }
 }

@@ -28,12 +28,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use sasha_contract::tools::ToolTarget;
 use sasha_proto::pb::{self, AuthenticateRequest, ExecuteRequest};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
-
-use sasha_contract::tools::ToolTarget;
 
 use crate::auth::Caller;
 use crate::calls::{self, DataCall};

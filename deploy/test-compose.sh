@@ -248,7 +248,10 @@ echo "timing up-to-healthy $(since "$up_started") s"
 [ "$(containers_of studio-core | wc -l)" -eq 2 ] || fail "studio-core runs $(containers_of studio-core | wc -l) replicas, compose.yaml asks for 2"
 
 step "an administrator and a token, with sasha admin in the studio-core container"
-core=$(containers_of studio-core | head -n 1)
+# The first replica, without `| head -n 1`, whose early exit can end the
+# listing with SIGPIPE, which pipefail turns into a silent failure.
+cores=$(containers_of studio-core)
+core=${cores%%$'\n'*}
 admin_password=$(openssl rand -hex 12)
 # `sasha admin` in studio-core's container sometimes cannot reach PostgreSQL
 # within its 5 s under podman, and a call moments later can (seen up to 26 s

@@ -6,8 +6,12 @@
 # deploy/test-compose.sh.
 set -euo pipefail
 project="$1" app="$2" out="$3"
-core=$(podman ps --filter "label=io.podman.compose.project=$project" \
-  --filter "label=io.podman.compose.service=studio-core" --format '{{.Names}}' | head -n 1)
+# The first of studio-core's replicas. Not `| head -n 1`: with two replicas
+# podman may still be writing the second name when head has exited, and
+# under pipefail that SIGPIPE ends this script without a word.
+cores=$(podman ps --filter "label=io.podman.compose.project=$project" \
+  --filter "label=io.podman.compose.service=studio-core" --format '{{.Names}}')
+core=${cores%%$'\n'*}
 # Again, for up to 60 s, while `sasha admin` cannot reach PostgreSQL or
 # `podman exec` itself fails (deploy/test-compose.sh says why), or the app is
 # between owners; each failure is printed.

@@ -743,18 +743,14 @@ fn side_by_side(runs: &[Run], status: &[PeerStatus]) -> String {
     let systems: Vec<System> = std::iter::once(System::Mcp)
         .chain(peers::KINDS.into_iter().map(System::Peer))
         .collect();
-    out.push_str("\n| workload | clients |");
-    for system in &systems {
-        let name = if *system == System::Mcp {
-            "sasha MCP"
-        } else {
-            system.name()
-        };
-        out.push_str(&format!(" {name} ops/s | p50 ms | p99 ms |"));
-    }
-    out.push_str(" sasha / best peer (ops/s) | target |\n|---|---|");
-    out.push_str(&"---|---|---|".repeat(systems.len()));
-    out.push_str("---|---|\n");
+    out.push('\n');
+    out.push_str(&head(
+        systems.iter().map(|system| match system {
+            System::Mcp => "sasha MCP",
+            other => other.name(),
+        }),
+        ["sasha / best peer (ops/s)", "target"],
+    ));
     for workload in [Workload::Create, Workload::List] {
         for clients in [1, 8] {
             let Some(ours) = find(runs, workload, clients, System::Mcp) else {
@@ -793,6 +789,21 @@ fn side_by_side(runs: &[Run], status: &[PeerStatus]) -> String {
             out.push_str(&format!(" {ratio} | {target} |\n"));
         }
     }
+    out
+}
+
+/// The head of a side-by-side table: workload and clients, ops/s, p50 and
+/// p99 for each of `systems`, then the two `ratios` columns.
+fn head<'a>(systems: impl Iterator<Item = &'a str>, ratios: [&str; 2]) -> String {
+    let mut out = String::from("| workload | clients |");
+    let mut count = 0;
+    for name in systems {
+        out.push_str(&format!(" {name} ops/s | p50 ms | p99 ms |"));
+        count += 1;
+    }
+    out.push_str(&format!(" {} | {} |\n|---|---|", ratios[0], ratios[1]));
+    out.push_str(&"---|---|---|".repeat(count));
+    out.push_str("---|---|\n");
     out
 }
 
@@ -1164,13 +1175,10 @@ fn replicated(runtime: &tokio::runtime::Runtime, source: &Path, limits: &Limits)
     out.push_str("- sasha, async: a write is acknowledged at its local commit; Litestream uploads beside it\n");
     out.push_str("- sasha, sync: a write is acknowledged after a sync-and-wait covering it (group commit)\n\n");
     measured.push((String::from("PocketBase + Litestream"), pocketbase.1));
-    out.push_str("| workload | clients |");
-    for (label, _) in &measured {
-        out.push_str(&format!(" {label} ops/s | p50 ms | p99 ms |"));
-    }
-    out.push_str(" async / PocketBase | sync / PocketBase |\n|---|---|");
-    out.push_str(&"---|---|---|".repeat(measured.len()));
-    out.push_str("---|---|\n");
+    out.push_str(&head(
+        measured.iter().map(|(label, _)| label.as_str()),
+        ["async / PocketBase", "sync / PocketBase"],
+    ));
     for workload in [Workload::Create, Workload::List] {
         for clients in [1, 8] {
             out.push_str(&format!("| {} | {clients} |", workload.name()));

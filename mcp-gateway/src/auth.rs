@@ -506,19 +506,22 @@ async fn early_read<'a>(
     let Some(NamedTool { name, target }) = named.filter(|_| gateway.early_reads) else {
         return Ok(None);
     };
-    let declared = request
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok()?.parse::<usize>().ok());
+    let Some((principal, app)) = gateway.speculation.recall(credential, app_id) else {
+        return Ok(None);
+    };
+    // A change never has its body read early: the app is remembered with
+    // its read-only actions only.
     let reads = match target {
         ToolTarget::Table { operation, .. } => !operation.is_mutating(),
-        ToolTarget::Action { .. } => true,
+        ToolTarget::Action { action, .. } => app.action(action).is_some(),
         _ => false,
     };
-    if !reads || declared.is_none_or(|length| length > speculate::MAX_BODY) {
-        return Ok(None);
-    }
-    let Some((principal, app)) = gateway.speculation.recall(credential, app_id) else {
+    let Some(declared) = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.parse::<usize>().ok())
+        .filter(|length| reads && *length <= speculate::MAX_BODY)
+    else {
         return Ok(None);
     };
     let Ok(caller) = Caller::new(principal) else {
@@ -526,7 +529,16 @@ async fn early_read<'a>(
     };
     let caller = caller.viewing(view.0, view.1);
     let body = std::mem::take(request.body_mut());
-    let bytes = crate::read_small_body(body, speculate::MAX_BODY).await?;
+    let bytes = crate::read_body(body, declared, |length| {
+        if length > declared {
+            return Err(AppError::new(
+                ErrorCode::InputInvalid,
+                "the request body is longer than its Content-Length",
+            ));
+        }
+        Ok(())
+    })
+    .await?;
     *request.body_mut() = axum::body::Body::from(bytes.clone());
     let Some(read) = speculate::arguments(&bytes, name)
         .and_then(|args| speculate::Read::of(gateway, &app, name, target, args))

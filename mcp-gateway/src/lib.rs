@@ -503,39 +503,25 @@ async fn limit_body(
     }
     let (parts, body) = request.into_parts();
     // Only a body already admitted as large is given its declared capacity.
-    let mut bytes = Vec::with_capacity(declared.unwrap_or(0).min(if permit.is_some() {
+    let capacity = declared.unwrap_or(0).min(if permit.is_some() {
         limits.max_bytes
     } else {
         LARGE_BODY
-    }));
-    let mut chunks = body.into_data_stream();
-    // A body must arrive within its deadline, so a slow sender cannot hold a
-    // large-body permit for long.
-    let deadline = tokio::time::Instant::now() + BODY_READ_DEADLINE;
-    loop {
-        let next = match next_chunk(&mut chunks, deadline).await {
-            Ok(next) => next,
-            Err(late) => return late.into_response(),
-        };
-        let Some(chunk) = next else {
-            break;
-        };
-        let Ok(chunk) = chunk else {
-            return unreadable().into_response();
-        };
-        let length = bytes.len() + chunk.len();
+    });
+    let read = read_body(body, capacity, |length| {
         if length > limits.max_bytes {
-            return too_large(upload).into_response();
+            return Err(too_large(upload));
         }
         if length > LARGE_BODY && permit.is_none() {
-            match large_body_permit(&gateway) {
-                Ok(held) => permit = Some(held),
-                Err(busy) => return busy.into_response(),
-            }
+            permit = Some(large_body_permit(&gateway)?);
         }
-        bytes.extend_from_slice(&chunk);
-    }
-    let bytes = axum::body::Bytes::from(bytes);
+        Ok(())
+    })
+    .await;
+    let bytes = match read {
+        Ok(bytes) => bytes,
+        Err(refused) => return refused.into_response(),
+    };
     let checked = if bytes.len() > LARGE_BODY {
         // A pass over megabytes takes milliseconds: off the async threads.
         let body = bytes.clone();
@@ -560,20 +546,21 @@ async fn limit_body(
     }
 }
 
-/// A body of at most `limit` bytes (its declared length), read within
-/// [`BODY_READ_DEADLINE`], before [`limit_body`] reads it again from memory.
-pub(crate) async fn read_small_body(
+/// A request body, chunk by chunk, within [`BODY_READ_DEADLINE`] (so a slow
+/// sender cannot hold a large-body permit for long): `admit` is asked with
+/// the length the next chunk brings the body to, before it is kept, and its
+/// refusal ends the read.
+pub(crate) async fn read_body(
     body: axum::body::Body,
-    limit: usize,
+    capacity: usize,
+    mut admit: impl FnMut(usize) -> Result<(), AppError>,
 ) -> Result<axum::body::Bytes, AppError> {
     let deadline = tokio::time::Instant::now() + BODY_READ_DEADLINE;
     let mut chunks = body.into_data_stream();
-    let mut bytes = Vec::with_capacity(limit.min(LARGE_BODY));
+    let mut bytes = Vec::with_capacity(capacity);
     while let Some(chunk) = next_chunk(&mut chunks, deadline).await? {
         let chunk = chunk.map_err(|_| unreadable())?;
-        if bytes.len() + chunk.len() > limit {
-            return Err(too_large(false));
-        }
+        admit(bytes.len() + chunk.len())?;
         bytes.extend_from_slice(&chunk);
     }
     Ok(bytes.into())

@@ -1120,6 +1120,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_copy_not_read_back_is_retryable_and_says_nothing_of_why() {
+        let detail = ReplicaError::Local(
+            "litestream restore: s3://sasha/apps/x?endpoint=http://10.0.0.9:9000 refused".into(),
+        );
+        let error = detail.to_restore_error();
+        assert_eq!(error.code, ErrorCode::DatabaseUnavailable);
+        assert!(error.retryable);
+        assert!(
+            error.message.contains("nothing was changed"),
+            "{}",
+            error.message
+        );
+        for leak in ["litestream", "s3://", "10.0.0.9", "refused"] {
+            assert!(!error.message.contains(leak), "{}", error.message);
+        }
+        // Not the words of a write that was not acknowledged.
+        assert_ne!(error.message, detail.to_app_error().message);
+    }
+
+    #[test]
     fn a_restore_tries_the_highest_epoch_first_among_those_begun_by_then() {
         let generation = |name: &str| Generation::parse(name).unwrap();
         // An older build's history, then owners at epochs 1 and 2; the stale

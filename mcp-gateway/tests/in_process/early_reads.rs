@@ -42,6 +42,34 @@ async fn list(client: &mut Mcp) -> Exchange {
         .await
 }
 
+/// A sessionless `tools/call` of [`LIST`] by `token` sending `body` and
+/// declaring `declared` bytes: the status and the JSON answer.
+async fn raw_list(
+    world: &World,
+    token: &str,
+    declared: usize,
+    body: axum::body::Body,
+) -> (u16, serde_json::Value) {
+    use http_body_util::BodyExt as _;
+    let request = http::Request::post("/mcp")
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", crate::mcp::SESSIONLESS)
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", LIST)
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-length", declared)
+        .body(body)
+        .unwrap();
+    let response = tower::ServiceExt::oneshot(world.router(), request)
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap())
+}
+
 #[tokio::test]
 async fn an_early_read_is_released_only_to_the_same_fresh_request() {
     let world = World::start().await;
@@ -149,6 +177,36 @@ async fn an_early_read_is_released_only_to_the_same_fresh_request() {
     assert_eq!(amounts(&list(&mut member).await), [7.0, 8.0]);
     assert_eq!(counts(&world), (5, 3));
     assert_eq!(amounts(&list(&mut member).await), [7.0, 8.0]);
+    assert_eq!(counts(&world), (6, 3));
+
+    // A body read before its check is held to what it declared, and one the
+    // connection fails to deliver is refused as such: both before anything
+    // is sent, said in the envelope.
+    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                      "params": {"name": LIST, "arguments": {}}})
+    .to_string();
+    let (status, refused) = raw_list(&world, &member_token, 10, call.clone().into()).await;
+    assert_eq!(status, 400);
+    assert_eq!(refused["code"], "APP_INPUT_INVALID");
+    assert_eq!(
+        refused["message"],
+        "the request body is longer than its Content-Length"
+    );
+    let broken = futures::stream::iter([
+        Ok(axum::body::Bytes::from(call[..20].to_owned())),
+        Err(std::io::Error::other("connection reset")),
+    ]);
+    let (status, refused) = raw_list(
+        &world,
+        &member_token,
+        call.len(),
+        axum::body::Body::from_stream(broken),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(refused["code"], "APP_INPUT_INVALID");
+    assert_eq!(refused["message"], "the request body could not be read");
+    assert!(refused["diagnosticId"].is_string());
     assert_eq!(counts(&world), (6, 3));
 
     // A credential revoked a moment ago: 401 on the very next call, the

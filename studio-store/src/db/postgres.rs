@@ -117,34 +117,30 @@ where
     }
 }
 
-/// `sql` (`?N` placeholders) prepared on `client`, once per connection.
-fn prepared(
+/// Runs `sql` (`?N` placeholders) on `client` through `run`, with the
+/// statement prepared once per connection. A statement that failed is
+/// forgotten, so the next call prepares it afresh (a replica's migration
+/// may have changed a table it reads).
+fn with_statement<C: postgres::GenericClient, T>(
     statements: &mut HashMap<String, postgres::Statement>,
-    client: &mut impl postgres::GenericClient,
+    client: &mut C,
     sql: &str,
-) -> Result<postgres::Statement, DbError> {
-    let sql = numbered_placeholders(sql);
-    if let Some(statement) = statements.get(&sql) {
-        return Ok(statement.clone());
-    }
-    let statement = client.prepare(&sql)?;
-    if statements.len() >= MAX_STATEMENTS {
-        statements.clear();
-    }
-    statements.insert(sql, statement.clone());
-    Ok(statement)
-}
-
-/// `result` of running the statement of `sql`; a statement that failed is
-/// forgotten, so the next call prepares it afresh (a replica's migration may
-/// have changed a table it reads).
-fn forget_on_error<T>(
-    statements: &mut HashMap<String, postgres::Statement>,
-    sql: &str,
-    result: Result<T, postgres::Error>,
+    run: impl FnOnce(&mut C, &postgres::Statement) -> Result<T, postgres::Error>,
 ) -> Result<T, DbError> {
-    result.map_err(|error| {
-        statements.remove(&numbered_placeholders(sql));
+    let sql = numbered_placeholders(sql);
+    let statement = match statements.get(&sql) {
+        Some(statement) => statement.clone(),
+        None => {
+            let statement = client.prepare(&sql)?;
+            if statements.len() >= MAX_STATEMENTS {
+                statements.clear();
+            }
+            statements.insert(sql.clone(), statement.clone());
+            statement
+        }
+    };
+    run(client, &statement).map_err(|error| {
+        statements.remove(&sql);
         error.into()
     })
 }
@@ -411,25 +407,21 @@ impl Run for PgTransaction<'_> {
     fn execute(&self, sql: &str, values: &[Value<'_>]) -> Result<usize, DbError> {
         let (mut transaction, mut statements) =
             (self.transaction.borrow_mut(), self.statements.borrow_mut());
-        let statement = prepared(&mut statements, &mut *transaction, sql)?;
-        let changed = forget_on_error(
-            &mut statements,
-            sql,
-            transaction.execute(&statement, &parameters(values)),
-        )?;
+        let changed = with_statement(&mut statements, &mut *transaction, sql, |tx, statement| {
+            tx.execute(statement, &parameters(values))
+        })?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
     fn query(&self, sql: &str, values: &[Value<'_>]) -> Result<Vec<Vec<OwnedValue>>, DbError> {
         let (mut transaction, mut statements) =
             (self.transaction.borrow_mut(), self.statements.borrow_mut());
-        let statement = prepared(&mut statements, &mut *transaction, sql)?;
-        let rows = forget_on_error(
+        decode(with_statement(
             &mut statements,
+            &mut *transaction,
             sql,
-            transaction.query(&statement, &parameters(values)),
-        )?;
-        decode(rows)
+            |tx, statement| tx.query(statement, &parameters(values)),
+        )?)
     }
 
     fn batch(&self, sql: &str) -> Result<(), DbError> {
@@ -440,12 +432,12 @@ impl Run for PgTransaction<'_> {
 pub(crate) fn begin_write(client: &mut PgClient) -> Result<PgTransaction<'_>, DbError> {
     let Session { client, statements } = &mut **client;
     let mut transaction = client.transaction()?;
-    let lock = prepared(
+    with_statement(
         statements,
         &mut transaction,
         "SELECT pg_advisory_xact_lock(?1)",
+        |tx, lock| tx.execute(lock, &[&WRITERS_LOCK]),
     )?;
-    transaction.execute(&lock, &[&WRITERS_LOCK])?;
     Ok(PgTransaction {
         transaction: RefCell::new(transaction),
         statements: RefCell::new(statements),
@@ -497,15 +489,15 @@ pub(crate) fn query_alone(
     let Session { client, statements } = &mut **client;
     let parameters = parameters(values);
     let mut run = |statements: &mut HashMap<String, postgres::Statement>| {
-        let statement = prepared(statements, client, sql)?;
-        let rows = if first_only {
-            client
-                .query_opt(&statement, &parameters)
-                .map(|row| row.into_iter().collect())
-        } else {
-            client.query(&statement, &parameters)
-        };
-        forget_on_error(statements, sql, rows)
+        with_statement(statements, client, sql, |client, statement| {
+            if first_only {
+                client
+                    .query_opt(statement, &parameters)
+                    .map(|row| row.into_iter().collect())
+            } else {
+                client.query(statement, &parameters)
+            }
+        })
     };
     // Outside a transaction a failed statement is tried once more, prepared
     // afresh: a table another replica's migration rebuilt is a new table
